@@ -1,0 +1,52 @@
+//! What a batch of operations changed, for the store.
+
+use std::collections::BTreeSet;
+use teamboard_protocol::{Event, Member, Message, Task, TaskId};
+
+/// Keys of rows changed since the last take. A row changed ten times in one batch is
+/// written once, with its final value.
+#[derive(Debug, Default)]
+pub(crate) struct Dirty {
+    pub tasks: BTreeSet<(String, TaskId)>,
+    pub members: BTreeSet<(String, String)>,
+    pub messages_added: BTreeSet<(String, u64)>,
+    pub messages_acked: BTreeSet<u64>,
+    pub events: Vec<Event>,
+}
+
+impl Dirty {
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+            && self.members.is_empty()
+            && self.messages_added.is_empty()
+            && self.messages_acked.is_empty()
+            && self.events.is_empty()
+    }
+}
+
+/// The rows to write for one batch: the final values of everything that changed.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Changes {
+    /// (team, task) for tasks created or changed.
+    pub tasks: Vec<(String, Task)>,
+    /// (team, member) for members added or changed.
+    pub members: Vec<(String, Member)>,
+    /// (team, message) for messages sent and still unacknowledged.
+    pub messages_added: Vec<(String, Message)>,
+    /// Ids of messages acknowledged, to delete.
+    pub messages_acked: Vec<u64>,
+    pub events: Vec<Event>,
+    /// The message id counter after the batch. Acknowledged messages are deleted, so
+    /// the highest stored id is not enough to never reuse one.
+    pub next_message_id: u64,
+}
+
+impl Changes {
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+            && self.members.is_empty()
+            && self.messages_added.is_empty()
+            && self.messages_acked.is_empty()
+            && self.events.is_empty()
+    }
+}

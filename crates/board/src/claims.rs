@@ -1,0 +1,402 @@
+//! Claims: who works on what, fenced by epochs and kept alive by leases.
+
+use crate::error::{BoardError, Result};
+use crate::team::Lease;
+use crate::{Board, Ctx, Now, SessionId};
+use teamboard_protocol::{Claim, ErrorCode, EventKind, MemberStatus, Task, TaskId, TaskStatus};
+
+/// Why an attempt ended without completing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Abandon {
+    /// The claimant reported failure.
+    Failed,
+    /// The claimant gave the task back with an error.
+    ReleasedWithError,
+    /// The claimant gave the task back without an error: the attempt does not count.
+    Released,
+    LeaseExpired,
+    Disconnected,
+    /// The owner did not come back within the grace period after a restart.
+    NotReclaimed,
+}
+
+impl Board {
+    /// The registered member behind this session, with its role.
+    fn claimant(&self, ctx: &Ctx) -> Result<(String, Option<TaskId>)> {
+        let team = self.team(ctx.team);
+        let member = team.and_then(|t| t.members.get(ctx.actor));
+        match member {
+            Some(m) if m.session == Some(ctx.session) => {
+                Ok((m.member.role.clone(), m.member.task))
+            }
+            _ => Err(BoardError::new(
+                ErrorCode::NotRegistered,
+                format!(
+                    "'{}' has not registered in team '{}' on this connection; send `register` first",
+                    ctx.actor, ctx.team
+                ),
+            )),
+        }
+    }
+
+    /// Claims one specific task, which must be ready and match the claimant's role.
+    pub fn claim_task(&mut self, ctx: Ctx, id: TaskId) -> Result<Claim> {
+        let (role, held) = self.claimant(&ctx)?;
+        if let Some(held) = held {
+            return Err(holds(ctx.actor, held));
+        }
+        let team = self
+            .team(ctx.team)
+            .ok_or_else(|| BoardError::no_task(id, ctx.team))?;
+        let task = team
+            .tasks
+            .get(&id)
+            .ok_or_else(|| BoardError::no_task(id, ctx.team))?;
+        if let Some(r) = &task.role
+            && *r != role
+        {
+            return Err(BoardError::new(
+                ErrorCode::RoleMismatch,
+                format!("task #{id} is for role '{r}', and '{}' is '{role}'", ctx.actor),
+            ));
+        }
+        if !team.is_ready(task) {
+            let why = match task.status {
+                TaskStatus::InProgress => format!(
+                    "task #{id} is already claimed by {}",
+                    task.owner.as_deref().unwrap_or("someone")
+                ),
+                TaskStatus::Pending => format!(
+                    "task #{id} is blocked by {}",
+                    crate::tasks::fmt_ids(&team.open_blockers_of(task))
+                ),
+                s => format!("task #{id} is {}", s.as_str()),
+            };
+            return Err(BoardError::new(ErrorCode::Conflict, why));
+        }
+        Ok(self.grant(ctx.team, id, ctx.actor, ctx.session, ctx.now))
+    }
+
+    /// Claims the highest-priority ready task (lowest id on ties) that the
+    /// claimant's role allows, or answers `None` when there is none.
+    pub fn claim_next(&mut self, ctx: Ctx) -> Result<Option<Claim>> {
+        let (role, held) = self.claimant(&ctx)?;
+        if let Some(held) = held {
+            return Err(holds(ctx.actor, held));
+        }
+        let Some(id) = self.team(ctx.team).and_then(|t| t.best_ready(&role)) else {
+            return Ok(None);
+        };
+        Ok(Some(self.grant(ctx.team, id, ctx.actor, ctx.session, ctx.now)))
+    }
+
+    /// Hands a ready task to a claimant. The caller has checked readiness and role.
+    pub(crate) fn grant(
+        &mut self,
+        team_name: &str,
+        id: TaskId,
+        name: &str,
+        session: SessionId,
+        now: Now,
+    ) -> Claim {
+        let ttl = self.config.lease_ttl;
+        let team = self.team_mut(team_name);
+        let task = team.tasks.get_mut(&id).expect("grant: caller checked the task exists");
+        task.status = TaskStatus::InProgress;
+        task.owner = Some(name.to_string());
+        task.attempts += 1;
+        task.epoch += 1;
+        task.updated_at = now.wall_ms;
+        let task = task.clone();
+        team.refresh_ready(id);
+        team.leases.insert(
+            id,
+            Lease {
+                session: Some(session),
+                deadline: now.mono + ttl,
+            },
+        );
+        let mut status_changed = false;
+        if let Some(m) = team.members.get_mut(name) {
+            m.member.task = Some(id);
+            status_changed = m.member.status != MemberStatus::Working;
+            m.member.status = MemberStatus::Working;
+            m.member.last_seen = now.wall_ms;
+        }
+        self.mark_task(team_name, id);
+        self.mark_member(team_name, name);
+        self.emit(
+            team_name,
+            name,
+            now.wall_ms,
+            EventKind::TaskClaimed,
+            Some(id),
+            Some(name),
+            None,
+            format!(
+                "{name} claimed #{id} (attempt {}, epoch {})",
+                task.attempts, task.epoch
+            ),
+        );
+        if status_changed {
+            self.emit(
+                team_name,
+                name,
+                now.wall_ms,
+                EventKind::MemberStatus,
+                None,
+                Some(name),
+                None,
+                format!("{name} is working"),
+            );
+        }
+        Claim {
+            epoch: task.epoch,
+            task,
+        }
+    }
+
+    /// Refuses anything but the current holder with the current epoch.
+    fn check_fence(&self, ctx: &Ctx, id: TaskId, epoch: u64) -> Result<()> {
+        let task = self.task(ctx.team, id)?;
+        let lease = self.team(ctx.team).and_then(|t| t.leases.get(&id));
+        let current = task.status == TaskStatus::InProgress
+            && task.owner.as_deref() == Some(ctx.actor)
+            && task.epoch == epoch
+            && lease.is_some_and(|l| l.session == Some(ctx.session));
+        if current {
+            return Ok(());
+        }
+        let now_state = match (&task.owner, task.status) {
+            (Some(o), TaskStatus::InProgress) => {
+                format!("it is held by {o} with epoch {}", task.epoch)
+            }
+            (_, s) => format!("it is {} now", s.as_str()),
+        };
+        Err(BoardError::new(
+            ErrorCode::StaleEpoch,
+            format!(
+                "the claim on #{id} with epoch {epoch} is no longer current: {now_state}"
+            ),
+        ))
+    }
+
+    /// Finishes a claimed task and makes its dependents ready.
+    pub fn complete_task(&mut self, ctx: Ctx, id: TaskId, epoch: u64, result: String) -> Result<Task> {
+        self.check_fence(&ctx, id, epoch)?;
+        if result.len() > self.config.max_message_len {
+            return Err(BoardError::invalid(format!(
+                "the result is {} bytes; the limit is {}",
+                result.len(),
+                self.config.max_message_len
+            )));
+        }
+        self.release_lease(ctx.team, id, ctx.now);
+        let team = self.team_mut(ctx.team);
+        let task = team
+            .tasks
+            .get_mut(&id)
+            .ok_or_else(|| BoardError::no_task(id, ctx.team))?;
+        task.status = TaskStatus::Completed;
+        task.result = Some(result);
+        task.updated_at = ctx.now.wall_ms;
+        let task = task.clone();
+        // O(dependents): only the tasks that wait for this one are touched.
+        let dependents = team.dependents.get(&id).cloned().unwrap_or_default();
+        let mut woke = false;
+        for d in dependents {
+            if let Some(open) = team.open_blockers.get_mut(&d) {
+                *open = open.saturating_sub(1);
+            }
+            team.refresh_ready(d);
+            woke |= team.tasks.get(&d).is_some_and(|t| team.is_ready(t));
+        }
+        if woke {
+            self.wake.insert(ctx.team.to_string());
+        }
+        self.mark_task(ctx.team, id);
+        self.emit(
+            ctx.team,
+            ctx.actor,
+            ctx.now.wall_ms,
+            EventKind::TaskCompleted,
+            Some(id),
+            Some(ctx.actor),
+            None,
+            format!("{} completed #{id}", ctx.actor),
+        );
+        Ok(task)
+    }
+
+    /// Reports a failed attempt. The task goes back to pending for another attempt,
+    /// or becomes `failed` once its attempts are used up.
+    pub fn fail_task(&mut self, ctx: Ctx, id: TaskId, epoch: u64, error: String) -> Result<Task> {
+        self.check_fence(&ctx, id, epoch)?;
+        self.abandon(ctx.team, id, ctx.actor, ctx.now, Abandon::Failed, Some(error));
+        Ok(self.task(ctx.team, id)?.clone())
+    }
+
+    /// Gives a claimed task back. With an error the attempt counts as failed.
+    pub fn release_task(
+        &mut self,
+        ctx: Ctx,
+        id: TaskId,
+        epoch: u64,
+        error: Option<String>,
+    ) -> Result<Task> {
+        self.check_fence(&ctx, id, epoch)?;
+        let why = if error.is_some() {
+            Abandon::ReleasedWithError
+        } else {
+            Abandon::Released
+        };
+        self.abandon(ctx.team, id, ctx.actor, ctx.now, why, error);
+        Ok(self.task(ctx.team, id)?.clone())
+    }
+
+    /// Extends the claim's lease by the configured TTL.
+    pub fn heartbeat(&mut self, ctx: Ctx, id: TaskId, epoch: u64) -> Result<Task> {
+        self.check_fence(&ctx, id, epoch)?;
+        let ttl = self.config.lease_ttl;
+        let team = self.team_mut(ctx.team);
+        if let Some(lease) = team.leases.get_mut(&id) {
+            lease.deadline = ctx.now.mono + ttl;
+        }
+        if let Some(m) = team.members.get_mut(ctx.actor) {
+            m.member.last_seen = ctx.now.wall_ms;
+        }
+        Ok(self.task(ctx.team, id)?.clone())
+    }
+
+    /// Drops the lease and the owner's hold on the task; status is the caller's.
+    fn release_lease(&mut self, team_name: &str, id: TaskId, now: Now) {
+        let team = self.team_mut(team_name);
+        team.leases.remove(&id);
+        let owner = team.tasks.get(&id).and_then(|t| t.owner.clone());
+        if let Some(owner) = owner
+            && let Some(m) = team.members.get_mut(&owner)
+            && m.member.task == Some(id)
+        {
+            m.member.task = None;
+            m.member.last_seen = now.wall_ms;
+            self.mark_member(team_name, &owner);
+        }
+    }
+
+    /// Ends any claim on a task and clears its owner (for cancel).
+    pub(crate) fn end_claim(&mut self, team_name: &str, id: TaskId, now: Now) {
+        self.release_lease(team_name, id, now);
+        let team = self.team_mut(team_name);
+        if let Some(task) = team.tasks.get_mut(&id)
+            && task.status == TaskStatus::InProgress
+        {
+            task.owner = None;
+        }
+    }
+
+    /// Ends an attempt that did not complete: back to pending, or `failed` when the
+    /// attempts are used up.
+    pub(crate) fn abandon(
+        &mut self,
+        team_name: &str,
+        id: TaskId,
+        actor: &str,
+        now: Now,
+        why: Abandon,
+        error: Option<String>,
+    ) {
+        let max = self.config.max_attempts;
+        self.release_lease(team_name, id, now);
+        let team = self.team_mut(team_name);
+        let Some(task) = team.tasks.get_mut(&id) else {
+            return;
+        };
+        let owner = task.owner.take().unwrap_or_default();
+        let reason = match why {
+            Abandon::Failed => "failed",
+            Abandon::ReleasedWithError | Abandon::Released => "released",
+            Abandon::LeaseExpired => "lease expired",
+            Abandon::Disconnected => "connection closed",
+            Abandon::NotReclaimed => "not reclaimed after restart",
+        };
+        let error = error.or_else(|| match why {
+            Abandon::LeaseExpired => Some(format!("{owner} stopped heartbeating; its lease expired")),
+            Abandon::Disconnected => Some(format!("{owner}'s connection closed")),
+            Abandon::NotReclaimed => Some(format!("{owner} did not reconnect after boardd restarted")),
+            _ => None,
+        });
+        if why == Abandon::Released {
+            task.attempts = task.attempts.saturating_sub(1);
+        }
+        if let Some(e) = &error {
+            task.last_error = Some(e.clone());
+        }
+        let failed = why != Abandon::Released && task.attempts >= max;
+        task.status = if failed {
+            TaskStatus::Failed
+        } else {
+            TaskStatus::Pending
+        };
+        task.updated_at = now.wall_ms;
+        let attempts = task.attempts;
+        team.refresh_ready(id);
+        if !failed && team.tasks.get(&id).is_some_and(|t| team.is_ready(t)) {
+            self.wake.insert(team_name.to_string());
+        }
+        self.mark_task(team_name, id);
+        let (kind, detail) = if failed {
+            (
+                EventKind::TaskFailed,
+                format!(
+                    "#{id} failed after {attempts} attempt(s) ({reason}): {}",
+                    error.as_deref().unwrap_or("no error given")
+                ),
+            )
+        } else {
+            let tail = error.map(|e| format!(": {e}")).unwrap_or_default();
+            (
+                EventKind::TaskReleased,
+                format!("#{id} back to pending ({reason}, {owner}){tail}"),
+            )
+        };
+        self.emit(
+            team_name,
+            actor,
+            now.wall_ms,
+            kind,
+            Some(id),
+            (!owner.is_empty()).then_some(owner.as_str()),
+            None,
+            detail,
+        );
+    }
+
+    /// Ends claims whose lease (or post-restart grace) has run out, and answers
+    /// waiters whose timeout passed. Returns the timed-out waiters' tokens.
+    pub fn expire(&mut self, now: Now) -> Vec<u64> {
+        let mut lapsed = Vec::new();
+        for (name, team) in &self.teams {
+            for (id, lease) in &team.leases {
+                if lease.deadline <= now.mono {
+                    let why = if lease.session.is_some() {
+                        Abandon::LeaseExpired
+                    } else {
+                        Abandon::NotReclaimed
+                    };
+                    lapsed.push((name.clone(), *id, why));
+                }
+            }
+        }
+        for (team, id, why) in lapsed {
+            self.abandon(&team, id, "boardd", now, why, None);
+        }
+        self.expire_waiters(now)
+    }
+}
+
+fn holds(name: &str, held: TaskId) -> BoardError {
+    BoardError::new(
+        ErrorCode::AlreadyHoldsTask,
+        format!("{name} already holds #{held}; complete, fail or release it first"),
+    )
+}

@@ -1,0 +1,140 @@
+//! Inboxes: messages stay until their recipient acknowledges them.
+
+use crate::error::{BoardError, Result};
+use crate::{Board, Ctx};
+use teamboard_protocol::{ErrorCode, EventKind, LEAD, Message, MessageKind};
+
+impl Board {
+    /// Sends a message to one member of the team, or to `lead`. A name that is not
+    /// on the roster is an error: a typo must not create a silent new inbox.
+    pub fn send(
+        &mut self,
+        ctx: Ctx,
+        to: &str,
+        kind: MessageKind,
+        content: String,
+        request_id: Option<String>,
+    ) -> Result<Message> {
+        if to != LEAD && !self.is_member(ctx.team, to) {
+            let known = self.members(ctx.team);
+            let names: Vec<&str> = known.iter().map(|m| m.name.as_str()).collect();
+            return Err(BoardError::new(
+                ErrorCode::UnknownRecipient,
+                format!(
+                    "no teammate named '{to}' in team '{}' (known: {})",
+                    ctx.team,
+                    if names.is_empty() {
+                        "none yet; spawn one first".to_string()
+                    } else {
+                        format!("lead, {}", names.join(", "))
+                    }
+                ),
+            ));
+        }
+        self.check_content(&content)?;
+        Ok(self.deliver(ctx, to, kind, content, request_id))
+    }
+
+    /// Sends a message to every member but the sender.
+    pub fn broadcast(&mut self, ctx: Ctx, content: String) -> Result<Vec<Message>> {
+        self.check_content(&content)?;
+        let recipients: Vec<String> = self
+            .members(ctx.team)
+            .into_iter()
+            .map(|m| m.name)
+            .filter(|n| n != ctx.actor)
+            .collect();
+        Ok(recipients
+            .iter()
+            .map(|to| self.deliver(ctx, to, MessageKind::Broadcast, content.clone(), None))
+            .collect())
+    }
+
+    fn check_content(&self, content: &str) -> Result<()> {
+        if content.len() > self.config.max_message_len {
+            return Err(BoardError::invalid(format!(
+                "the message is {} bytes; the limit is {} bytes. Put large content in a file and send its path",
+                content.len(),
+                self.config.max_message_len
+            )));
+        }
+        Ok(())
+    }
+
+    fn deliver(
+        &mut self,
+        ctx: Ctx,
+        to: &str,
+        kind: MessageKind,
+        content: String,
+        request_id: Option<String>,
+    ) -> Message {
+        let id = self.next_message_id;
+        self.next_message_id += 1;
+        let msg = Message {
+            id,
+            from: ctx.actor.to_string(),
+            to: to.to_string(),
+            kind,
+            content,
+            request_id,
+            at: ctx.now.wall_ms,
+        };
+        self.team_mut(ctx.team)
+            .inboxes
+            .entry(to.to_string())
+            .or_default()
+            .insert(id, msg.clone());
+        self.dirty
+            .messages_added
+            .insert((ctx.team.to_string(), id));
+        self.wake.insert(ctx.team.to_string());
+        self.emit(
+            ctx.team,
+            ctx.actor,
+            ctx.now.wall_ms,
+            EventKind::MessageSent,
+            None,
+            Some(to),
+            Some(id),
+            format!("{} → {to}: {} #{id}", ctx.actor, kind.as_str()),
+        );
+        msg
+    }
+
+    /// A name's unacknowledged messages, oldest first.
+    pub fn inbox(&self, team: &str, name: &str) -> Vec<Message> {
+        self.team(team)
+            .and_then(|t| t.inboxes.get(name))
+            .map(|i| i.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Acknowledges messages addressed to the session's name. Ids that are not in
+    /// its inbox (already acknowledged, or someone else's) are skipped, so a retried
+    /// ack is harmless.
+    pub fn ack(&mut self, ctx: Ctx, ids: &[u64]) -> u64 {
+        let team = self.team_mut(ctx.team);
+        let Some(inbox) = team.inboxes.get_mut(ctx.actor) else {
+            return 0;
+        };
+        let removed: Vec<u64> = ids.iter().filter(|id| inbox.remove(id).is_some()).copied().collect();
+        if inbox.is_empty() {
+            team.inboxes.remove(ctx.actor);
+        }
+        for id in &removed {
+            self.dirty.messages_acked.insert(*id);
+            self.emit(
+                ctx.team,
+                ctx.actor,
+                ctx.now.wall_ms,
+                EventKind::MessageAcked,
+                None,
+                Some(ctx.actor),
+                Some(*id),
+                format!("{} acknowledged #{id}", ctx.actor),
+            );
+        }
+        removed.len() as u64
+    }
+}

@@ -1,0 +1,214 @@
+//! The board as a pure state machine: no I/O, no clocks, no threads.
+//!
+//! `boardd` owns one [`Board`] inside its single writer actor. Every mutating method
+//! takes a [`Ctx`] (who is acting, in which team, and the time) and records what it
+//! changed; the actor takes those [`Changes`] after each batch, persists them in one
+//! transaction, and only then answers. Keeping the rules here, apart from sockets and
+//! SQLite, lets the unit tests cover claims, dependencies, epochs, attempts and
+//! inboxes exhaustively and fast.
+
+mod changes;
+mod claims;
+mod error;
+mod inbox;
+mod restore;
+mod roster;
+mod tasks;
+mod team;
+mod waiters;
+
+#[cfg(test)]
+mod tests;
+
+pub use changes::Changes;
+use changes::Dirty;
+pub use error::{BoardError, Result};
+pub use restore::Snapshot;
+pub use team::SessionId;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+use team::Team;
+use teamboard_protocol::{Event, EventKind, TaskId};
+
+/// Rules that are configured, not hard-coded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BoardConfig {
+    /// Claims per task before a failed or abandoned attempt marks it `failed`.
+    pub max_attempts: u32,
+    /// How long a claim lives without a heartbeat.
+    pub lease_ttl: Duration,
+    /// After a restart, how long an owner has to reconnect before its claim lapses.
+    pub restart_grace: Duration,
+    /// The largest message content accepted, in bytes.
+    pub max_message_len: usize,
+}
+
+impl Default for BoardConfig {
+    fn default() -> Self {
+        BoardConfig {
+            max_attempts: 3,
+            lease_ttl: Duration::from_secs(30),
+            restart_grace: Duration::from_secs(30),
+            max_message_len: 256 * 1024,
+        }
+    }
+}
+
+/// The time of an operation: monotonic for leases, wall clock for timestamps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Now {
+    pub mono: Instant,
+    /// Milliseconds since the Unix epoch.
+    pub wall_ms: i64,
+}
+
+/// Who acts, where, and when.
+#[derive(Debug, Clone, Copy)]
+pub struct Ctx<'a> {
+    pub team: &'a str,
+    /// The session's name: a teammate's name or `lead`.
+    pub actor: &'a str,
+    pub session: SessionId,
+    pub now: Now,
+}
+
+/// What `dispatch` hands to a parked waiter.
+pub type Handoff = (u64, teamboard_protocol::Work);
+
+/// The whole board: every team, plus the daemon-wide counters.
+#[derive(Debug)]
+pub struct Board {
+    config: BoardConfig,
+    teams: BTreeMap<String, Team>,
+    next_message_id: u64,
+    next_event_seq: u64,
+    dirty: Dirty,
+    /// Teams in which a waiter might now be served (a message arrived or a task
+    /// became ready). `dispatch` looks only at these.
+    wake: std::collections::BTreeSet<String>,
+}
+
+impl Board {
+    pub fn new(config: BoardConfig) -> Self {
+        Board {
+            config,
+            teams: BTreeMap::new(),
+            next_message_id: 1,
+            next_event_seq: 1,
+            dirty: Dirty::default(),
+            wake: Default::default(),
+        }
+    }
+
+    pub fn config(&self) -> &BoardConfig {
+        &self.config
+    }
+
+    /// Everything changed since the last call, for the store to persist.
+    pub fn take_changes(&mut self) -> Changes {
+        let dirty = std::mem::take(&mut self.dirty);
+        let mut out = Changes {
+            events: dirty.events,
+            next_message_id: self.next_message_id,
+            ..Default::default()
+        };
+        for (team, id) in dirty.tasks {
+            if let Some(task) = self.teams.get(&team).and_then(|t| t.tasks.get(&id)) {
+                out.tasks.push((team, task.clone()));
+            }
+        }
+        for (team, name) in dirty.members {
+            if let Some(m) = self.teams.get(&team).and_then(|t| t.members.get(&name)) {
+                out.members.push((team, m.member.clone()));
+            }
+        }
+        for (team, id) in dirty.messages_added {
+            // A message sent and acknowledged in the same batch is never written.
+            if dirty.messages_acked.contains(&id) {
+                continue;
+            }
+            let found = self.teams.get(&team).and_then(|t| {
+                t.inboxes.values().find_map(|inbox| inbox.get(&id))
+            });
+            if let Some(msg) = found {
+                out.messages_added.push((team, msg.clone()));
+            }
+        }
+        out.messages_acked = dirty.messages_acked.into_iter().collect();
+        out
+    }
+
+    /// Whether anything changed since the last [`Board::take_changes`].
+    pub fn has_changes(&self) -> bool {
+        !self.dirty.is_empty()
+    }
+
+    fn team(&self, name: &str) -> Option<&Team> {
+        self.teams.get(name)
+    }
+
+    fn team_mut(&mut self, name: &str) -> &mut Team {
+        self.teams.entry(name.to_string()).or_insert_with(Team::new)
+    }
+
+    /// Names of all teams that have any task or member.
+    pub fn team_names(&self) -> Vec<String> {
+        self.teams
+            .iter()
+            .filter(|(_, t)| !t.tasks.is_empty() || !t.members.is_empty())
+            .map(|(n, _)| n.clone())
+            .collect()
+    }
+
+    fn mark_task(&mut self, team: &str, id: TaskId) {
+        self.dirty.tasks.insert((team.to_string(), id));
+    }
+
+    fn mark_member(&mut self, team: &str, name: &str) {
+        self.dirty
+            .members
+            .insert((team.to_string(), name.to_string()));
+    }
+
+    /// Appends an event to the history.
+    #[allow(clippy::too_many_arguments)]
+    fn emit(
+        &mut self,
+        ctx_team: &str,
+        actor: &str,
+        at: i64,
+        kind: EventKind,
+        task: Option<TaskId>,
+        member: Option<&str>,
+        message: Option<u64>,
+        detail: String,
+    ) {
+        let seq = self.next_event_seq;
+        self.next_event_seq += 1;
+        self.dirty.events.push(Event {
+            seq,
+            team: ctx_team.to_string(),
+            at,
+            actor: actor.to_string(),
+            kind,
+            task,
+            member: member.map(str::to_string),
+            message,
+            detail,
+        });
+    }
+
+    /// The earliest moment at which [`Board::expire`] has something to do.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        let leases = self
+            .teams
+            .values()
+            .flat_map(|t| t.leases.values().map(|l| l.deadline));
+        let waits = self
+            .teams
+            .values()
+            .flat_map(|t| t.waiters.values().filter_map(|w| w.deadline));
+        leases.chain(waits).min()
+    }
+}

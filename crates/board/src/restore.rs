@@ -1,0 +1,95 @@
+//! Rebuilding the board from what the store loaded after a restart.
+
+use crate::team::{Lease, MemberState, Team};
+use crate::{Board, BoardConfig, Now};
+use teamboard_protocol::{Member, MemberStatus, Message, Task, TaskStatus};
+
+/// Everything the store holds, as loaded at startup.
+#[derive(Debug, Default, Clone)]
+pub struct Snapshot {
+    pub tasks: Vec<(String, Task)>,
+    pub members: Vec<(String, Member)>,
+    /// Unacknowledged messages.
+    pub messages: Vec<(String, Message)>,
+    pub next_message_id: u64,
+    pub next_event_seq: u64,
+}
+
+impl Board {
+    /// Rebuilds the derived state (dependents, open blocker counts, ready queues)
+    /// from stored rows. Claims that were in progress stay with their owner for the
+    /// restart grace period; nobody is connected yet.
+    pub fn restore(config: BoardConfig, snap: Snapshot, now: Now) -> Board {
+        let mut board = Board::new(config);
+        board.next_message_id = snap.next_message_id.max(1);
+        board.next_event_seq = snap.next_event_seq.max(1);
+        for (team, task) in snap.tasks {
+            let t = board.team_mut(&team);
+            t.next_task_id = t.next_task_id.max(task.id + 1);
+            t.tasks.insert(task.id, task);
+        }
+        for (team, member) in snap.members {
+            let t = board.team_mut(&team);
+            let mut member = member;
+            member.connected = false;
+            member.task = None;
+            if member.status != MemberStatus::Shutdown {
+                member.status = MemberStatus::Offline;
+            }
+            t.members.insert(
+                member.name.clone(),
+                MemberState {
+                    member,
+                    session: None,
+                },
+            );
+        }
+        for (team, msg) in snap.messages {
+            board.next_message_id = board.next_message_id.max(msg.id + 1);
+            board
+                .team_mut(&team)
+                .inboxes
+                .entry(msg.to.clone())
+                .or_default()
+                .insert(msg.id, msg);
+        }
+        let grace = now.mono + config.restart_grace;
+        for team in board.teams.values_mut() {
+            rebuild(team, grace);
+        }
+        board
+    }
+}
+
+fn rebuild(team: &mut Team, grace: std::time::Instant) {
+    let ids: Vec<u64> = team.tasks.keys().copied().collect();
+    for id in &ids {
+        let Some(task) = team.tasks.get(id) else {
+            continue;
+        };
+        let blockers = task.blocked_by.clone();
+        let open = team.open_blockers_of(task).len();
+        let claimed = (task.status == TaskStatus::InProgress).then(|| task.owner.clone());
+        for b in blockers {
+            team.dependents.entry(b).or_default().push(*id);
+        }
+        team.open_blockers.insert(*id, open);
+        if let Some(owner) = claimed {
+            team.leases.insert(
+                *id,
+                Lease {
+                    session: None,
+                    deadline: grace,
+                },
+            );
+            if let Some(owner) = owner
+                && let Some(m) = team.members.get_mut(&owner)
+            {
+                m.member.task = Some(*id);
+            }
+        }
+    }
+    for id in ids {
+        team.refresh_ready(id);
+    }
+}

@@ -1,0 +1,250 @@
+//! The roster: registering teammates, their status, disconnects and token use.
+
+use crate::claims::Abandon;
+use crate::error::{BoardError, Result};
+use crate::team::MemberState;
+use crate::{Board, Ctx, Now, SessionId};
+use teamboard_protocol::names::validate_name;
+use teamboard_protocol::{ErrorCode, EventKind, LEAD, Member, MemberStatus, TaskId, TokenUsage};
+
+impl Board {
+    /// Puts the session's name on the team's roster and binds it to the session,
+    /// which makes the session a claimant. A name can be bound to one live session at
+    /// a time. Claims the name still holds (after a boardd restart, within the grace
+    /// period) are adopted by the new session.
+    pub fn register(&mut self, ctx: Ctx, role: &str, pid: Option<u32>) -> Result<Member> {
+        validate_name(ctx.actor).map_err(BoardError::invalid)?;
+        validate_name(role).map_err(|e| BoardError::invalid(format!("role: {e}")))?;
+        if ctx.actor == LEAD {
+            return Err(BoardError::invalid(
+                "'lead' is reserved for the person at teamctl; pick another teammate name",
+            ));
+        }
+        let ttl = self.config.lease_ttl;
+        let team = self.team_mut(ctx.team);
+        let mut adopted = None;
+        let is_new = !team.members.contains_key(ctx.actor);
+        if let Some(existing) = team.members.get(ctx.actor)
+            && let Some(other) = existing.session
+            && other != ctx.session
+        {
+            return Err(BoardError::new(
+                ErrorCode::AlreadyConnected,
+                format!(
+                    "'{}' is already connected to team '{}' (session {other}); stop that teammate or pick another name",
+                    ctx.actor, ctx.team
+                ),
+            ));
+        }
+        for (id, lease) in team.leases.iter_mut() {
+            let owned = team
+                .tasks
+                .get(id)
+                .is_some_and(|t| t.owner.as_deref() == Some(ctx.actor));
+            if owned && lease.session.is_none() {
+                lease.session = Some(ctx.session);
+                lease.deadline = ctx.now.mono + ttl;
+                adopted = Some(*id);
+            }
+        }
+        let state = team
+            .members
+            .entry(ctx.actor.to_string())
+            .or_insert_with(|| MemberState {
+                member: Member {
+                    name: ctx.actor.to_string(),
+                    role: role.to_string(),
+                    status: MemberStatus::Idle,
+                    last_seen: ctx.now.wall_ms,
+                    pid,
+                    task: None,
+                    tokens: TokenUsage::default(),
+                    connected: true,
+                    joined_at: ctx.now.wall_ms,
+                },
+                session: None,
+            });
+        state.session = Some(ctx.session);
+        state.member.role = role.to_string();
+        state.member.pid = pid;
+        state.member.connected = true;
+        state.member.last_seen = ctx.now.wall_ms;
+        state.member.task = adopted.or(state.member.task);
+        state.member.status = if state.member.task.is_some() {
+            MemberStatus::Working
+        } else {
+            MemberStatus::Idle
+        };
+        let member = state.member.clone();
+        self.mark_member(ctx.team, ctx.actor);
+        let detail = match (is_new, adopted) {
+            (true, _) => format!("{} joined as {role}", ctx.actor),
+            (false, Some(id)) => format!("{} reconnected and kept #{id}", ctx.actor),
+            (false, None) => format!("{} reconnected as {role}", ctx.actor),
+        };
+        self.emit(
+            ctx.team,
+            ctx.actor,
+            ctx.now.wall_ms,
+            EventKind::MemberRegistered,
+            None,
+            Some(ctx.actor),
+            None,
+            detail,
+        );
+        Ok(member)
+    }
+
+    /// Sets the registered member's status (`shutdown` before a clean exit).
+    pub fn set_status(&mut self, ctx: Ctx, status: MemberStatus) -> Result<Member> {
+        let member = self.member_of_session(&ctx)?;
+        if member.status == status {
+            return Ok(member);
+        }
+        Ok(self
+            .change_status(ctx.team, ctx.actor, status, ctx.now)
+            .unwrap_or(member))
+    }
+
+    pub(crate) fn change_status(
+        &mut self,
+        team_name: &str,
+        name: &str,
+        status: MemberStatus,
+        now: Now,
+    ) -> Option<Member> {
+        let team = self.team_mut(team_name);
+        let state = team.members.get_mut(name)?;
+        state.member.status = status;
+        state.member.last_seen = now.wall_ms;
+        let member = state.member.clone();
+        self.mark_member(team_name, name);
+        self.emit(
+            team_name,
+            name,
+            now.wall_ms,
+            EventKind::MemberStatus,
+            None,
+            Some(name),
+            None,
+            format!("{name} is {}", status.as_str()),
+        );
+        Some(member)
+    }
+
+    fn member_of_session(&self, ctx: &Ctx) -> Result<Member> {
+        self.team(ctx.team)
+            .and_then(|t| t.members.get(ctx.actor))
+            .filter(|m| m.session == Some(ctx.session))
+            .map(|m| m.member.clone())
+            .ok_or_else(|| {
+                BoardError::new(
+                    ErrorCode::NotRegistered,
+                    format!(
+                        "'{}' has not registered in team '{}' on this connection",
+                        ctx.actor, ctx.team
+                    ),
+                )
+            })
+    }
+
+    /// A session closed: its claims go back to pending at once, its waiters are
+    /// dropped, and its member goes offline (unless it said `shutdown`).
+    pub fn disconnect(&mut self, session: SessionId, now: Now) {
+        let mut claims: Vec<(String, TaskId)> = Vec::new();
+        let mut members: Vec<(String, String)> = Vec::new();
+        for (team_name, team) in self.teams.iter_mut() {
+            team.waiters.retain(|_, w| w.session != session);
+            for (id, lease) in &team.leases {
+                if lease.session == Some(session) {
+                    claims.push((team_name.clone(), *id));
+                }
+            }
+            for (name, m) in team.members.iter_mut() {
+                if m.session == Some(session) {
+                    m.session = None;
+                    m.member.connected = false;
+                    members.push((team_name.clone(), name.clone()));
+                }
+            }
+        }
+        for (team, id) in claims {
+            self.abandon(&team, id, "boardd", now, Abandon::Disconnected, None);
+        }
+        for (team, name) in members {
+            let status = self
+                .team(&team)
+                .and_then(|t| t.members.get(&name))
+                .map(|m| m.member.status);
+            if status == Some(MemberStatus::Shutdown) {
+                self.mark_member(&team, &name);
+            } else {
+                self.change_status(&team, &name, MemberStatus::Offline, now);
+            }
+        }
+    }
+
+    /// Adds LLM token use to the member and, if given, the task.
+    pub fn record_usage(
+        &mut self,
+        ctx: Ctx,
+        task: Option<TaskId>,
+        tokens: TokenUsage,
+    ) -> Result<Member> {
+        self.member_of_session(&ctx)?;
+        if let Some(id) = task {
+            self.task(ctx.team, id)?;
+        }
+        let team = self.team_mut(ctx.team);
+        if let Some(id) = task
+            && let Some(t) = team.tasks.get_mut(&id)
+        {
+            t.tokens.add(tokens);
+        }
+        let Some(state) = team.members.get_mut(ctx.actor) else {
+            return Err(BoardError::new(ErrorCode::NotRegistered, "not registered"));
+        };
+        state.member.tokens.add(tokens);
+        state.member.last_seen = ctx.now.wall_ms;
+        let member = state.member.clone();
+        if let Some(id) = task {
+            self.mark_task(ctx.team, id);
+        }
+        self.mark_member(ctx.team, ctx.actor);
+        self.emit(
+            ctx.team,
+            ctx.actor,
+            ctx.now.wall_ms,
+            EventKind::UsageRecorded,
+            task,
+            Some(ctx.actor),
+            None,
+            format!(
+                "{} used {} input + {} output tokens",
+                ctx.actor, tokens.input, tokens.output
+            ),
+        );
+        Ok(member)
+    }
+
+    /// The team's roster, by name.
+    pub fn members(&self, team: &str) -> Vec<Member> {
+        self.team(team)
+            .map(|t| t.members.values().map(|m| m.member.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Whether `name` is on the team's roster.
+    pub fn is_member(&self, team: &str, name: &str) -> bool {
+        self.team(team).is_some_and(|t| t.members.contains_key(name))
+    }
+
+    /// Notes that a session was heard from, without writing anything.
+    pub fn touch(&mut self, team: &str, name: &str, now: Now) {
+        if let Some(t) = self.teams.get_mut(team)
+            && let Some(m) = t.members.get_mut(name)
+        {
+            m.member.last_seen = now.wall_ms;
+        }
+    }
+}

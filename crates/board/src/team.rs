@@ -1,0 +1,136 @@
+//! One team's state: tasks with their dependency index and ready queue, the roster,
+//! the inboxes and the parked waiters.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::Instant;
+use teamboard_protocol::{Member, Message, Task, TaskId, TaskStatus};
+
+/// A session id, assigned by the daemon per connection.
+pub type SessionId = u64;
+
+/// The ready queue's ordering key: highest priority first, then lowest id.
+pub(crate) type ReadyKey = (Reverse<i64>, TaskId);
+
+/// A live claim's liveness: which session holds it and when its lease ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Lease {
+    /// `None` after a restart, until the owner reconnects (or the grace period ends).
+    pub session: Option<SessionId>,
+    pub deadline: Instant,
+}
+
+/// A session parked in `wait_for_work`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Waiter {
+    pub session: SessionId,
+    pub name: String,
+    pub deadline: Option<Instant>,
+}
+
+/// A member plus what only the running daemon knows about it.
+#[derive(Debug, Clone)]
+pub(crate) struct MemberState {
+    pub member: Member,
+    pub session: Option<SessionId>,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Team {
+    pub tasks: BTreeMap<TaskId, Task>,
+    pub next_task_id: TaskId,
+    /// Reverse edges of `blocked_by`: who waits for a task.
+    pub dependents: HashMap<TaskId, Vec<TaskId>>,
+    /// How many of a pending task's blockers are not completed yet.
+    pub open_blockers: HashMap<TaskId, usize>,
+    /// Ready tasks, by the role they require (`None` = anyone).
+    pub ready: HashMap<Option<String>, BTreeSet<ReadyKey>>,
+    pub leases: HashMap<TaskId, Lease>,
+    pub members: BTreeMap<String, MemberState>,
+    /// Unacknowledged messages by recipient, then id.
+    pub inboxes: HashMap<String, BTreeMap<u64, Message>>,
+    /// Parked waiters by token; tokens grow, so iteration is first come, first served.
+    pub waiters: BTreeMap<u64, Waiter>,
+}
+
+impl Team {
+    pub fn new() -> Self {
+        Team {
+            next_task_id: 1,
+            ..Default::default()
+        }
+    }
+
+    pub fn is_ready(&self, task: &Task) -> bool {
+        task.status == TaskStatus::Pending
+            && task.owner.is_none()
+            && self.open_blockers.get(&task.id).copied().unwrap_or(0) == 0
+    }
+
+    /// Puts a task into, or takes it out of, the ready queue to match its state.
+    /// Every state change of a task goes through here, which keeps the queue exact.
+    pub fn refresh_ready(&mut self, id: TaskId) {
+        let Some(task) = self.tasks.get(&id) else {
+            return;
+        };
+        let key = (Reverse(task.priority), task.id);
+        let ready = self.is_ready(task);
+        let role = task.role.clone();
+        if ready {
+            self.ready.entry(role).or_default().insert(key);
+        } else if let Some(set) = self.ready.get_mut(&role) {
+            set.remove(&key);
+        }
+    }
+
+    /// The best ready task a claimant of `role` may take.
+    pub fn best_ready(&self, role: &str) -> Option<TaskId> {
+        let any = self.ready.get(&None).and_then(|s| s.first());
+        let own = self
+            .ready
+            .get(&Some(role.to_string()))
+            .and_then(|s| s.first());
+        match (any, own) {
+            (Some(a), Some(b)) => Some(a.min(b).1),
+            (Some(a), None) => Some(a.1),
+            (None, Some(b)) => Some(b.1),
+            (None, None) => None,
+        }
+    }
+
+    pub fn ready_count(&self) -> usize {
+        self.ready.values().map(BTreeSet::len).sum()
+    }
+
+    /// Blockers of `id` that are not completed, in id order.
+    pub fn open_blockers_of(&self, task: &Task) -> Vec<TaskId> {
+        task.blocked_by
+            .iter()
+            .copied()
+            .filter(|b| {
+                self.tasks
+                    .get(b)
+                    .is_some_and(|t| t.status != TaskStatus::Completed)
+            })
+            .collect()
+    }
+
+    /// Whether `from` is reachable from `start` along `blocked_by` edges, i.e. whether
+    /// `start` (transitively) waits for `from`.
+    pub fn waits_for(&self, start: TaskId, target: TaskId) -> bool {
+        let mut stack = vec![start];
+        let mut seen = BTreeSet::new();
+        while let Some(id) = stack.pop() {
+            if id == target {
+                return true;
+            }
+            if !seen.insert(id) {
+                continue;
+            }
+            if let Some(t) = self.tasks.get(&id) {
+                stack.extend(t.blocked_by.iter().copied());
+            }
+        }
+        false
+    }
+}

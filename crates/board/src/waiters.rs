@@ -1,0 +1,114 @@
+//! Wait for work: a teammate parks until a message for it or a task it may claim
+//! exists. Inbox comes before tasks, and a task is claimed for the waiter in the same
+//! step that finds it, so two waiters can never be handed the same task.
+
+use crate::error::{BoardError, Result};
+use crate::team::Waiter;
+use crate::{Board, Ctx, Handoff, Now};
+use std::time::Instant;
+use crate::SessionId;
+use teamboard_protocol::{ErrorCode, MemberStatus, Work};
+
+impl Board {
+    /// Parks the session as waiter `token`, or answers at once when there is work.
+    ///
+    /// Parking marks the member `idle`: a teammate that waits has nothing to do.
+    pub fn park(
+        &mut self,
+        ctx: Ctx,
+        token: u64,
+        deadline: Option<Instant>,
+    ) -> Result<Option<Work>> {
+        let registered = self
+            .team(ctx.team)
+            .and_then(|t| t.members.get(ctx.actor))
+            .is_some_and(|m| m.session == Some(ctx.session));
+        if !registered {
+            return Err(BoardError::new(
+                ErrorCode::NotRegistered,
+                format!(
+                    "'{}' must register in team '{}' before waiting for work",
+                    ctx.actor, ctx.team
+                ),
+            ));
+        }
+        if let Some(work) = self.work_for(ctx.team, ctx.actor, ctx.session, ctx.now) {
+            return Ok(Some(work));
+        }
+        let status = self
+            .team(ctx.team)
+            .and_then(|t| t.members.get(ctx.actor))
+            .map(|m| m.member.status);
+        if status == Some(MemberStatus::Working) {
+            self.change_status(ctx.team, ctx.actor, MemberStatus::Idle, ctx.now);
+        }
+        self.team_mut(ctx.team).waiters.insert(
+            token,
+            Waiter {
+                session: ctx.session,
+                name: ctx.actor.to_string(),
+                deadline,
+            },
+        );
+        Ok(None)
+    }
+
+    /// Work for one would-be waiter right now: its messages, or else a fresh claim.
+    fn work_for(&mut self, team: &str, name: &str, session: SessionId, now: Now) -> Option<Work> {
+        let t = self.team(team)?;
+        if t.inboxes.get(name).is_some_and(|i| !i.is_empty()) {
+            let messages = self.inbox(team, name);
+            return Some(Work::Messages { messages });
+        }
+        let member = t.members.get(name)?;
+        if member.member.task.is_some() {
+            // One in-progress task at a time: only messages can wake it.
+            return None;
+        }
+        let id = t.best_ready(&member.member.role)?;
+        let claim = self.grant(team, id, name, session, now);
+        Some(Work::Task { claim })
+    }
+
+    /// Serves parked waiters in teams where something arrived since the last call,
+    /// first come first served. Returns (token, work) pairs to answer.
+    pub fn dispatch(&mut self, now: Now) -> Vec<Handoff> {
+        let mut out = Vec::new();
+        let teams = std::mem::take(&mut self.wake);
+        for team in teams {
+            let waiting: Vec<(u64, Waiter)> = match self.team(&team) {
+                Some(t) => t.waiters.iter().map(|(k, w)| (*k, w.clone())).collect(),
+                None => continue,
+            };
+            for (token, w) in waiting {
+                if let Some(work) = self.work_for(&team, &w.name, w.session, now) {
+                    self.team_mut(&team).waiters.remove(&token);
+                    out.push((token, work));
+                }
+            }
+        }
+        out
+    }
+
+    /// Removes waiters whose timeout passed; the caller answers them `timeout`.
+    pub(crate) fn expire_waiters(&mut self, now: Now) -> Vec<u64> {
+        let mut out = Vec::new();
+        for team in self.teams.values_mut() {
+            team.waiters.retain(|token, w| {
+                let expired = w.deadline.is_some_and(|d| d <= now.mono);
+                if expired {
+                    out.push(*token);
+                }
+                !expired
+            });
+        }
+        out
+    }
+
+    /// Drops one waiter (its request was abandoned).
+    pub fn unpark(&mut self, token: u64) {
+        for team in self.teams.values_mut() {
+            team.waiters.remove(&token);
+        }
+    }
+}

@@ -1,0 +1,374 @@
+//! An async client for boardd.
+//!
+//! One [`Client`] is one connection and one session. Requests may be issued
+//! concurrently from several tasks (`&self`); a background task routes each response
+//! to its caller by request id and pushed events to [`Client::next_event`].
+
+use crate::codec::codec;
+use crate::error::{ErrorBody, ErrorCode};
+use crate::frame::{ClientFrame, Hello, ServerFrame, Welcome};
+use crate::request::*;
+use crate::types::*;
+use crate::PROTOCOL_VERSION;
+use bytes::Bytes;
+use futures_util::stream::{SplitSink, StreamExt};
+use futures_util::SinkExt;
+use serde::de::DeserializeOwned;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::net::UnixStream;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::codec::{Framed, LengthDelimitedCodec};
+
+/// What can go wrong when talking to boardd.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error(
+        "boardd is not running (nothing listens on {path}). Start it with \
+         `systemctl --user start boardd`, or run `boardd` in another terminal"
+    )]
+    NotRunning { path: PathBuf },
+    #[error("cannot connect to boardd at {path}: {source}")]
+    Connect {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("boardd refused the connection: {0}")]
+    Rejected(String),
+    #[error("{0}")]
+    Server(ErrorBody),
+    #[error("the connection to boardd closed{0}")]
+    Closed(String),
+    #[error("unexpected answer from boardd: {0}")]
+    Protocol(String),
+}
+
+impl ClientError {
+    /// The server's error code, when the server answered with an error.
+    pub fn code(&self) -> Option<ErrorCode> {
+        match self {
+            ClientError::Server(body) => Some(body.code),
+            _ => None,
+        }
+    }
+}
+
+type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<serde_json::Value, ClientError>>>>>;
+type Sink = SplitSink<Framed<UnixStream, LengthDelimitedCodec>, Bytes>;
+
+/// One session with boardd.
+pub struct Client {
+    sink: tokio::sync::Mutex<Sink>,
+    pending: Pending,
+    next_id: AtomicU64,
+    events: tokio::sync::Mutex<mpsc::UnboundedReceiver<Event>>,
+    welcome: Welcome,
+    reader: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+impl Client {
+    /// Connects and says hello as `name` in `team`.
+    pub async fn connect(
+        socket: &Path,
+        client: &str,
+        name: &str,
+        team: &str,
+    ) -> Result<Client, ClientError> {
+        let stream = UnixStream::connect(socket).await.map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => {
+                ClientError::NotRunning {
+                    path: socket.to_path_buf(),
+                }
+            }
+            _ => ClientError::Connect {
+                path: socket.to_path_buf(),
+                source: e,
+            },
+        })?;
+        let mut framed = Framed::new(stream, codec());
+        let hello = ClientFrame::Hello(Hello {
+            protocol: PROTOCOL_VERSION,
+            client: client.to_string(),
+            name: name.to_string(),
+            team: team.to_string(),
+        });
+        send_frame(&mut framed, &hello).await?;
+        let welcome = match framed.next().await {
+            Some(Ok(bytes)) => match serde_json::from_slice::<ServerFrame>(&bytes) {
+                Ok(ServerFrame::Welcome(w)) => w,
+                Ok(ServerFrame::Reject { reason }) => return Err(ClientError::Rejected(reason)),
+                Ok(ServerFrame::Error { error }) => return Err(ClientError::Server(error)),
+                Ok(other) => {
+                    return Err(ClientError::Protocol(format!(
+                        "expected welcome, got {other:?}"
+                    )));
+                }
+                Err(e) => return Err(ClientError::Protocol(e.to_string())),
+            },
+            Some(Err(e)) => return Err(ClientError::Closed(format!(": {e}"))),
+            None => return Err(ClientError::Closed(" during the handshake".into())),
+        };
+        let (sink, mut stream) = framed.split();
+        let pending: Pending = Arc::default();
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let reader_pending = pending.clone();
+        let reader = tokio::spawn(async move {
+            let why = loop {
+                let bytes = match stream.next().await {
+                    Some(Ok(bytes)) => bytes,
+                    Some(Err(e)) => break format!(": {e}"),
+                    None => break String::new(),
+                };
+                match serde_json::from_slice::<ServerFrame>(&bytes) {
+                    Ok(ServerFrame::Response { id, result, error }) => {
+                        let waiter = lock(&reader_pending).remove(&id);
+                        if let Some(tx) = waiter {
+                            let answer = match error {
+                                Some(err) => Err(ClientError::Server(err)),
+                                None => Ok(result.unwrap_or(serde_json::Value::Null)),
+                            };
+                            let _ = tx.send(answer);
+                        }
+                    }
+                    Ok(ServerFrame::Event { event }) => {
+                        let _ = events_tx.send(event);
+                    }
+                    Ok(ServerFrame::Error { error }) => break format!(": {error}"),
+                    Ok(other) => tracing::debug!(?other, "ignoring unexpected frame"),
+                    Err(e) => break format!(": undecodable frame: {e}"),
+                }
+            };
+            // Wake every caller still waiting: their answers will never come.
+            for (_, tx) in lock(&reader_pending).drain() {
+                let _ = tx.send(Err(ClientError::Closed(why.clone())));
+            }
+        });
+        Ok(Client {
+            sink: tokio::sync::Mutex::new(sink),
+            pending,
+            next_id: AtomicU64::new(1),
+            events: tokio::sync::Mutex::new(events_rx),
+            welcome,
+            reader,
+        })
+    }
+
+    /// The server's welcome: its version and this session's id.
+    pub fn welcome(&self) -> &Welcome {
+        &self.welcome
+    }
+
+    /// Sends a request and waits for its answer, decoded as `T`.
+    pub async fn call<T: DeserializeOwned>(&self, request: Request) -> Result<T, ClientError> {
+        let value = self.call_value(request).await?;
+        serde_json::from_value(value).map_err(|e| ClientError::Protocol(e.to_string()))
+    }
+
+    /// Sends a request and waits for its answer as raw JSON.
+    pub async fn call_value(&self, request: Request) -> Result<serde_json::Value, ClientError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        lock(&self.pending).insert(id, tx);
+        let frame = ClientFrame::Request { id, request };
+        let sent = {
+            let mut sink = self.sink.lock().await;
+            send_frame(&mut *sink, &frame).await
+        };
+        if let Err(e) = sent {
+            lock(&self.pending).remove(&id);
+            return Err(e);
+        }
+        match rx.await {
+            Ok(answer) => answer,
+            Err(_) => Err(ClientError::Closed(String::new())),
+        }
+    }
+
+    /// The next pushed event, after [`Client::subscribe`]. `None` once the connection
+    /// has closed.
+    pub async fn next_event(&self) -> Option<Event> {
+        self.events.lock().await.recv().await
+    }
+
+    pub async fn status(&self) -> Result<ServerStatus, ClientError> {
+        self.call(Request::Status(NoArgs {})).await
+    }
+
+    pub async fn register(&self, role: &str, pid: Option<u32>) -> Result<Member, ClientError> {
+        self.call(Request::Register(RegisterArgs {
+            role: role.to_string(),
+            pid,
+        }))
+        .await
+    }
+
+    pub async fn set_status(&self, status: MemberStatus) -> Result<Member, ClientError> {
+        self.call(Request::SetStatus(SetStatusArgs { status })).await
+    }
+
+    pub async fn add_task(&self, task: NewTask) -> Result<Task, ClientError> {
+        self.call(Request::AddTask(task)).await
+    }
+
+    pub async fn list_tasks(&self, status: Option<TaskStatus>) -> Result<Vec<Task>, ClientError> {
+        self.call(Request::ListTasks(ListTasksArgs { status })).await
+    }
+
+    pub async fn get_task(&self, id: TaskId) -> Result<TaskDetail, ClientError> {
+        self.call(Request::GetTask(TaskRef { id })).await
+    }
+
+    pub async fn add_dependency(&self, id: TaskId, on: Vec<TaskId>) -> Result<Task, ClientError> {
+        self.call(Request::AddDependency(AddDependencyArgs { id, on }))
+            .await
+    }
+
+    pub async fn cancel_task(&self, id: TaskId) -> Result<Task, ClientError> {
+        self.call(Request::CancelTask(TaskRef { id })).await
+    }
+
+    pub async fn retry_task(&self, id: TaskId) -> Result<Task, ClientError> {
+        self.call(Request::RetryTask(TaskRef { id })).await
+    }
+
+    pub async fn claim_task(&self, id: TaskId) -> Result<Claim, ClientError> {
+        self.call(Request::ClaimTask(TaskRef { id })).await
+    }
+
+    pub async fn claim_next(&self) -> Result<Option<Claim>, ClientError> {
+        self.call(Request::ClaimNext(NoArgs {})).await
+    }
+
+    pub async fn complete_task(
+        &self,
+        id: TaskId,
+        epoch: u64,
+        result: &str,
+    ) -> Result<Task, ClientError> {
+        self.call(Request::CompleteTask(CompleteArgs {
+            id,
+            epoch,
+            result: result.to_string(),
+        }))
+        .await
+    }
+
+    pub async fn fail_task(&self, id: TaskId, epoch: u64, error: &str) -> Result<Task, ClientError> {
+        self.call(Request::FailTask(FailArgs {
+            id,
+            epoch,
+            error: error.to_string(),
+        }))
+        .await
+    }
+
+    pub async fn release_task(
+        &self,
+        id: TaskId,
+        epoch: u64,
+        error: Option<&str>,
+    ) -> Result<Task, ClientError> {
+        self.call(Request::ReleaseTask(ReleaseArgs {
+            id,
+            epoch,
+            error: error.map(str::to_string),
+        }))
+        .await
+    }
+
+    pub async fn heartbeat(&self, id: TaskId, epoch: u64) -> Result<Task, ClientError> {
+        self.call(Request::Heartbeat(ClaimRef { id, epoch })).await
+    }
+
+    pub async fn team(&self) -> Result<Vec<Member>, ClientError> {
+        self.call(Request::Team(NoArgs {})).await
+    }
+
+    pub async fn send(
+        &self,
+        to: &str,
+        kind: MessageKind,
+        content: &str,
+        request_id: Option<&str>,
+    ) -> Result<Message, ClientError> {
+        self.call(Request::Send(SendArgs {
+            to: to.to_string(),
+            kind,
+            content: content.to_string(),
+            request_id: request_id.map(str::to_string),
+        }))
+        .await
+    }
+
+    pub async fn broadcast(&self, content: &str) -> Result<Vec<Message>, ClientError> {
+        self.call(Request::Broadcast(BroadcastArgs {
+            content: content.to_string(),
+        }))
+        .await
+    }
+
+    pub async fn inbox(&self) -> Result<Vec<Message>, ClientError> {
+        self.call(Request::Inbox(NoArgs {})).await
+    }
+
+    pub async fn ack(&self, ids: Vec<u64>) -> Result<Acked, ClientError> {
+        self.call(Request::Ack(AckArgs { ids })).await
+    }
+
+    pub async fn wait_for_work(&self, timeout_ms: Option<u64>) -> Result<Work, ClientError> {
+        self.call(Request::WaitForWork(WaitArgs { timeout_ms })).await
+    }
+
+    pub async fn events(&self, args: EventsArgs) -> Result<Vec<Event>, ClientError> {
+        self.call(Request::Events(args)).await
+    }
+
+    /// Subscribes to the team's event stream; read it with [`Client::next_event`].
+    pub async fn subscribe(&self) -> Result<(), ClientError> {
+        let _: serde_json::Value = self.call(Request::Subscribe(SubscribeArgs {})).await?;
+        Ok(())
+    }
+
+    pub async fn record_usage(
+        &self,
+        task: Option<TaskId>,
+        tokens: TokenUsage,
+    ) -> Result<Member, ClientError> {
+        self.call(Request::RecordUsage(UsageArgs { task, tokens }))
+            .await
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic while holding this lock cannot leave the map inconsistent (each
+    // operation is a single insert or remove), so a poisoned lock is still usable.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+async fn send_frame<S>(sink: &mut S, frame: &ClientFrame) -> Result<(), ClientError>
+where
+    S: futures_util::Sink<Bytes, Error = std::io::Error> + Unpin,
+{
+    let bytes = serde_json::to_vec(frame).map_err(|e| ClientError::Protocol(e.to_string()))?;
+    if bytes.len() > crate::MAX_FRAME_LEN {
+        return Err(ClientError::Server(ErrorBody::new(
+            ErrorCode::FrameTooLarge,
+            format!(
+                "request is {} bytes; the limit is {} bytes",
+                bytes.len(),
+                crate::MAX_FRAME_LEN
+            ),
+        )));
+    }
+    sink.send(Bytes::from(bytes))
+        .await
+        .map_err(|e| ClientError::Closed(format!(": {e}")))
+}

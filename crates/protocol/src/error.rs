@@ -1,0 +1,102 @@
+//! Errors as they travel on the wire.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A machine-readable error class. Clients branch on this, people read the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The frame was not valid JSON of a known shape. The connection is closed.
+    BadFrame,
+    /// The frame was longer than the server accepts. The connection is closed.
+    FrameTooLarge,
+    /// The client's protocol major version differs from the server's.
+    UnsupportedVersion,
+    /// The first frame was not a `hello`.
+    HandshakeRequired,
+    /// The request's `op` is not one this server knows. The connection stays open.
+    UnknownRequest,
+    /// The request's `args` do not fit the op, or a value is out of range.
+    InvalidArgs,
+    /// The named task, team or message does not exist.
+    NotFound,
+    /// A message was addressed to a name that is not on the team's roster.
+    UnknownRecipient,
+    /// Adding the dependency would create a cycle.
+    Cycle,
+    /// The task is not in a state that allows this (e.g. claiming a completed task).
+    InvalidState,
+    /// The task is owned by someone else, or not ready.
+    Conflict,
+    /// The claim's epoch is not the task's current one: the claim was lost.
+    StaleEpoch,
+    /// The session has not registered as a teammate, so it cannot claim.
+    NotRegistered,
+    /// Another live session is already registered under this name.
+    AlreadyConnected,
+    /// The claimant already holds an in-progress task.
+    AlreadyHoldsTask,
+    /// The task's role does not match the claimant's role.
+    RoleMismatch,
+    /// boardd could not persist the change. Nothing was acknowledged.
+    Storage,
+    /// boardd is shutting down.
+    ShuttingDown,
+    /// The client sent too many requests without reading the answers.
+    Busy,
+    /// Anything else: a bug. The message says what happened.
+    Internal,
+}
+
+impl ErrorCode {
+    /// The snake_case name used on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::BadFrame => "bad_frame",
+            ErrorCode::FrameTooLarge => "frame_too_large",
+            ErrorCode::UnsupportedVersion => "unsupported_version",
+            ErrorCode::HandshakeRequired => "handshake_required",
+            ErrorCode::UnknownRequest => "unknown_request",
+            ErrorCode::InvalidArgs => "invalid_args",
+            ErrorCode::NotFound => "not_found",
+            ErrorCode::UnknownRecipient => "unknown_recipient",
+            ErrorCode::Cycle => "cycle",
+            ErrorCode::InvalidState => "invalid_state",
+            ErrorCode::Conflict => "conflict",
+            ErrorCode::StaleEpoch => "stale_epoch",
+            ErrorCode::NotRegistered => "not_registered",
+            ErrorCode::AlreadyConnected => "already_connected",
+            ErrorCode::AlreadyHoldsTask => "already_holds_task",
+            ErrorCode::RoleMismatch => "role_mismatch",
+            ErrorCode::Storage => "storage",
+            ErrorCode::ShuttingDown => "shutting_down",
+            ErrorCode::Busy => "busy",
+            ErrorCode::Internal => "internal",
+        }
+    }
+}
+
+/// An error as sent in a response or a connection-level `error` frame.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub struct ErrorBody {
+    /// The error class.
+    pub code: ErrorCode,
+    /// One line for a person: what went wrong and, where possible, what to do.
+    pub message: String,
+}
+
+impl ErrorBody {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        ErrorBody {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ErrorBody {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.message, self.code.as_str())
+    }
+}

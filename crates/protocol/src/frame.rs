@@ -1,0 +1,96 @@
+//! The frames of a connection, in both directions.
+
+use crate::error::ErrorBody;
+use crate::request::Request;
+use crate::types::Event;
+use serde::{Deserialize, Serialize};
+
+/// The first frame a client sends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hello {
+    /// The client's [`crate::PROTOCOL_VERSION`].
+    pub protocol: u32,
+    /// What the client is (`teamctl`, `teammated`, `bench`, ...). For logs only.
+    pub client: String,
+    /// Who is speaking: a teammate's name, or `lead` for a person at `teamctl`.
+    pub name: String,
+    /// The team this session works in. Defaults to `default`.
+    #[serde(default = "default_team")]
+    pub team: String,
+}
+
+fn default_team() -> String {
+    crate::DEFAULT_TEAM.to_string()
+}
+
+/// The server's answer to a good `hello`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Welcome {
+    pub protocol: u32,
+    /// `boardd <version>`.
+    pub server: String,
+    /// This connection's session id, unique while the daemon runs.
+    pub session: u64,
+}
+
+/// A frame from the client.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ClientFrame {
+    Hello(Hello),
+    Request {
+        id: u64,
+        #[serde(flatten)]
+        request: Request,
+    },
+}
+
+/// A frame from the client, decoded only as far as its envelope. The server uses this
+/// to tell a malformed frame (close) from an unknown op (answer with an error).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum RawClientFrame {
+    Hello(Hello),
+    Request {
+        id: u64,
+        op: String,
+        #[serde(default)]
+        args: Option<serde_json::Value>,
+    },
+}
+
+/// A frame from the server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ServerFrame {
+    Welcome(Welcome),
+    Reject {
+        reason: String,
+    },
+    /// The answer to request `id`: exactly one of `result` and `error` is present.
+    Response {
+        id: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<serde_json::Value>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<ErrorBody>,
+    },
+    /// A pushed event, for sessions that subscribed.
+    Event {
+        event: Event,
+    },
+    /// A connection-level error. The server closes the connection after sending it.
+    Error {
+        error: ErrorBody,
+    },
+}
+
+impl RawClientFrame {
+    /// Decodes the typed request of a raw `request` frame. A missing `args` counts as
+    /// `{}`.
+    pub fn typed_request(op: &str, args: Option<serde_json::Value>) -> Result<Request, String> {
+        let args = args.unwrap_or_else(|| serde_json::Value::Object(Default::default()));
+        let value = serde_json::json!({ "op": op, "args": args });
+        serde_json::from_value(value).map_err(|e| e.to_string())
+    }
+}

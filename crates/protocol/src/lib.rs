@@ -1,0 +1,36 @@
+//! The boardd wire protocol: the types every program shares, the frame codec and an
+//! async client.
+//!
+//! A connection is a stream of length-delimited frames (4-byte big-endian length,
+//! then that many bytes of UTF-8 JSON). The client speaks first with a [`Hello`]; the
+//! server answers [`ServerFrame::Welcome`] or [`ServerFrame::Reject`]. After that the
+//! client sends requests that carry an id, the server answers each with a response
+//! that echoes the id, and pushes events as frames of their own. `docs/protocol.md`
+//! at the repository root is the normative description.
+
+pub mod client;
+pub mod codec;
+pub mod error;
+pub mod frame;
+pub mod names;
+pub mod paths;
+pub mod request;
+pub mod types;
+
+pub use client::{Client, ClientError};
+pub use error::{ErrorBody, ErrorCode};
+pub use frame::{ClientFrame, Hello, ServerFrame, Welcome};
+pub use request::Request;
+pub use types::*;
+
+/// The protocol's major version. A client whose major version differs is rejected.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The largest frame either side accepts, in bytes of JSON payload.
+pub const MAX_FRAME_LEN: usize = 1024 * 1024;
+
+/// The team a client works in when it names none.
+pub const DEFAULT_TEAM: &str = "default";
+
+/// The name of the person (or program) at `teamctl`. Always a valid recipient.
+pub const LEAD: &str = "lead";

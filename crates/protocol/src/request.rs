@@ -1,0 +1,227 @@
+//! Requests a client can send, with their arguments.
+//!
+//! On the wire a request is `{"type":"request","id":N,"op":"<name>","args":{...}}`.
+//! `args` may be omitted for ops whose arguments are all optional.
+
+use crate::types::{MemberStatus, MessageKind, TaskId, TaskStatus, TokenUsage};
+use serde::{Deserialize, Serialize};
+
+/// Every operation boardd understands. The variant name in snake_case is the `op`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", content = "args", rename_all = "snake_case")]
+pub enum Request {
+    /// The daemon's version, uptime and per-team counts. Answer: `ServerStatus`.
+    Status(NoArgs),
+    /// Join the team's roster as a teammate under the session's name, which makes the
+    /// session a claimant. Answer: `Member`.
+    Register(RegisterArgs),
+    /// Set the registered member's status. Answer: `Member`.
+    SetStatus(SetStatusArgs),
+    /// Create a task. Answer: `Task`.
+    AddTask(NewTask),
+    /// List tasks, optionally only those of one status. Answer: `[Task]`, by id.
+    ListTasks(ListTasksArgs),
+    /// One task with its history. Answer: `TaskDetail`.
+    GetTask(TaskRef),
+    /// Make a task wait for others. A cycle is refused. Answer: `Task`.
+    AddDependency(AddDependencyArgs),
+    /// Withdraw a task (lead). Answer: `Task`.
+    CancelTask(TaskRef),
+    /// Put a failed or cancelled task back to pending with a fresh attempt count.
+    /// Answer: `Task`.
+    RetryTask(TaskRef),
+    /// Claim one specific ready task. Answer: `Claim`.
+    ClaimTask(TaskRef),
+    /// Claim the best ready task for the session's role. Answer: `Claim` or `null`.
+    ClaimNext(NoArgs),
+    /// Finish a claimed task. Answer: `Task`.
+    CompleteTask(CompleteArgs),
+    /// Report a failed attempt. The task is retried until its attempts run out.
+    /// Answer: `Task`.
+    FailTask(FailArgs),
+    /// Give a claimed task back to pending. Answer: `Task`.
+    ReleaseTask(ReleaseArgs),
+    /// Extend the claim's lease. Answer: `Task`.
+    Heartbeat(ClaimRef),
+    /// The team's roster. Answer: `[Member]`, by name.
+    Team(NoArgs),
+    /// Send a message to one member (or `lead`). Answer: `Message`.
+    Send(SendArgs),
+    /// Send a message to every member but the sender. Answer: `[Message]`.
+    Broadcast(BroadcastArgs),
+    /// The session's unacknowledged messages, oldest first. Answer: `[Message]`.
+    Inbox(NoArgs),
+    /// Acknowledge messages, removing them from the inbox. Answer: `Acked`.
+    Ack(AckArgs),
+    /// Park until there is a message for the session or a task it may claim; a task is
+    /// claimed for it atomically. Answer: `Work`.
+    WaitForWork(WaitArgs),
+    /// Read the history. Answer: `[Event]`, oldest first.
+    Events(EventsArgs),
+    /// Start receiving every new event of the session's team as `event` frames.
+    /// Answer: `{}` once subscribed; events follow.
+    Subscribe(SubscribeArgs),
+    /// Add LLM token use to a member and, optionally, a task. Answer: `Member`.
+    RecordUsage(UsageArgs),
+}
+
+impl Request {
+    /// The wire name of the op.
+    pub fn op(&self) -> &'static str {
+        match self {
+            Request::Status(_) => "status",
+            Request::Register(_) => "register",
+            Request::SetStatus(_) => "set_status",
+            Request::AddTask(_) => "add_task",
+            Request::ListTasks(_) => "list_tasks",
+            Request::GetTask(_) => "get_task",
+            Request::AddDependency(_) => "add_dependency",
+            Request::CancelTask(_) => "cancel_task",
+            Request::RetryTask(_) => "retry_task",
+            Request::ClaimTask(_) => "claim_task",
+            Request::ClaimNext(_) => "claim_next",
+            Request::CompleteTask(_) => "complete_task",
+            Request::FailTask(_) => "fail_task",
+            Request::ReleaseTask(_) => "release_task",
+            Request::Heartbeat(_) => "heartbeat",
+            Request::Team(_) => "team",
+            Request::Send(_) => "send",
+            Request::Broadcast(_) => "broadcast",
+            Request::Inbox(_) => "inbox",
+            Request::Ack(_) => "ack",
+            Request::WaitForWork(_) => "wait_for_work",
+            Request::Events(_) => "events",
+            Request::Subscribe(_) => "subscribe",
+            Request::RecordUsage(_) => "record_usage",
+        }
+    }
+}
+
+/// For ops without arguments. Any fields sent are ignored.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NoArgs {}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegisterArgs {
+    pub role: String,
+    #[serde(default)]
+    pub pid: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SetStatusArgs {
+    pub status: MemberStatus,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewTask {
+    pub subject: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub blocked_by: Vec<TaskId>,
+    #[serde(default)]
+    pub priority: i64,
+    #[serde(default)]
+    pub role: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListTasksArgs {
+    #[serde(default)]
+    pub status: Option<TaskStatus>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskRef {
+    pub id: TaskId,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimRef {
+    pub id: TaskId,
+    pub epoch: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AddDependencyArgs {
+    pub id: TaskId,
+    pub on: Vec<TaskId>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompleteArgs {
+    pub id: TaskId,
+    pub epoch: u64,
+    #[serde(default)]
+    pub result: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailArgs {
+    pub id: TaskId,
+    pub epoch: u64,
+    pub error: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReleaseArgs {
+    pub id: TaskId,
+    pub epoch: u64,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SendArgs {
+    pub to: String,
+    #[serde(default = "default_kind")]
+    pub kind: MessageKind,
+    pub content: String,
+    #[serde(default)]
+    pub request_id: Option<String>,
+}
+
+fn default_kind() -> MessageKind {
+    MessageKind::Message
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BroadcastArgs {
+    pub content: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AckArgs {
+    pub ids: Vec<u64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WaitArgs {
+    /// Give up after this long and answer `timeout`. None waits until work arrives.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventsArgs {
+    /// Only events with a larger `seq`.
+    #[serde(default)]
+    pub since: Option<u64>,
+    /// Only events of this task.
+    #[serde(default)]
+    pub task: Option<TaskId>,
+    /// At most this many, the newest ones. Default 1,000.
+    #[serde(default)]
+    pub limit: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubscribeArgs {}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UsageArgs {
+    #[serde(default)]
+    pub task: Option<TaskId>,
+    pub tokens: TokenUsage,
+}

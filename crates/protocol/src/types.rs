@@ -1,0 +1,341 @@
+//! The board's nouns as they appear on the wire: tasks, members, messages, events.
+//!
+//! Timestamps are milliseconds since the Unix epoch (UTC). Unknown fields are ignored
+//! when decoding, so newer servers can add fields without breaking older clients.
+
+use serde::{Deserialize, Serialize};
+
+/// A task's integer id. Ids are per team, start at 1 and are never reused.
+pub type TaskId = u64;
+
+/// Where a task is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    /// Waiting to be claimed. Ready when it has no owner and every blocker is completed.
+    Pending,
+    /// Claimed by its `owner`, who works on it.
+    InProgress,
+    /// Done, with a `result`. Terminal.
+    Completed,
+    /// Gave up after the last attempt, with `last_error`. The lead may retry it.
+    Failed,
+    /// Withdrawn by the lead. The lead may retry it.
+    Cancelled,
+}
+
+impl TaskStatus {
+    pub const ALL: [TaskStatus; 5] = [
+        TaskStatus::Pending,
+        TaskStatus::InProgress,
+        TaskStatus::Completed,
+        TaskStatus::Failed,
+        TaskStatus::Cancelled,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Pending => "pending",
+            TaskStatus::InProgress => "in_progress",
+            TaskStatus::Completed => "completed",
+            TaskStatus::Failed => "failed",
+            TaskStatus::Cancelled => "cancelled",
+        }
+    }
+
+    /// Parses the wire name (`in_progress`), also accepting `in-progress`.
+    pub fn parse(s: &str) -> Option<TaskStatus> {
+        let s = s.replace('-', "_");
+        TaskStatus::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+}
+
+/// Tokens spent on LLM calls.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenUsage {
+    #[serde(default)]
+    pub input: u64,
+    #[serde(default)]
+    pub output: u64,
+}
+
+impl TokenUsage {
+    pub fn total(&self) -> u64 {
+        self.input + self.output
+    }
+
+    pub fn add(&mut self, other: TokenUsage) {
+        self.input = self.input.saturating_add(other.input);
+        self.output = self.output.saturating_add(other.output);
+    }
+}
+
+/// A unit of work on the board.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Task {
+    pub id: TaskId,
+    pub subject: String,
+    #[serde(default)]
+    pub description: String,
+    pub status: TaskStatus,
+    /// The claimant while in progress; after completion, who completed it.
+    #[serde(default)]
+    pub owner: Option<String>,
+    /// Tasks that must be completed before this one is ready.
+    #[serde(default)]
+    pub blocked_by: Vec<TaskId>,
+    /// Higher runs first. Ties go to the lower id.
+    #[serde(default)]
+    pub priority: i64,
+    /// When set, only claimants of this role may claim the task.
+    #[serde(default)]
+    pub role: Option<String>,
+    /// How many times the task has been claimed.
+    #[serde(default)]
+    pub attempts: u32,
+    /// The completion result.
+    #[serde(default)]
+    pub result: Option<String>,
+    /// The error of the last failed or abandoned attempt.
+    #[serde(default)]
+    pub last_error: Option<String>,
+    /// The fencing token of the current (or last) claim. Complete, fail, release and
+    /// heartbeat must quote it.
+    #[serde(default)]
+    pub epoch: u64,
+    /// Tokens spent on this task.
+    #[serde(default)]
+    pub tokens: TokenUsage,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// A teammate's state as the roster shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemberStatus {
+    Working,
+    Idle,
+    Offline,
+    Shutdown,
+}
+
+impl MemberStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemberStatus::Working => "working",
+            MemberStatus::Idle => "idle",
+            MemberStatus::Offline => "offline",
+            MemberStatus::Shutdown => "shutdown",
+        }
+    }
+}
+
+/// A teammate on a team's roster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Member {
+    pub name: String,
+    pub role: String,
+    pub status: MemberStatus,
+    /// When boardd last heard from the member.
+    pub last_seen: i64,
+    /// The teammate's process id, as it reported when it registered.
+    #[serde(default)]
+    pub pid: Option<u32>,
+    /// The task it holds, if any.
+    #[serde(default)]
+    pub task: Option<TaskId>,
+    #[serde(default)]
+    pub tokens: TokenUsage,
+    /// Whether a session is connected for it right now.
+    #[serde(default)]
+    pub connected: bool,
+    pub joined_at: i64,
+}
+
+/// What a message is for. The kinds follow the reference design's protocols.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageKind {
+    Message,
+    Broadcast,
+    ShutdownRequest,
+    ShutdownResponse,
+    PlanApprovalRequest,
+    PlanApprovalResponse,
+    IdleNotification,
+    Result,
+    Error,
+}
+
+impl MessageKind {
+    pub const ALL: [MessageKind; 9] = [
+        MessageKind::Message,
+        MessageKind::Broadcast,
+        MessageKind::ShutdownRequest,
+        MessageKind::ShutdownResponse,
+        MessageKind::PlanApprovalRequest,
+        MessageKind::PlanApprovalResponse,
+        MessageKind::IdleNotification,
+        MessageKind::Result,
+        MessageKind::Error,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MessageKind::Message => "message",
+            MessageKind::Broadcast => "broadcast",
+            MessageKind::ShutdownRequest => "shutdown_request",
+            MessageKind::ShutdownResponse => "shutdown_response",
+            MessageKind::PlanApprovalRequest => "plan_approval_request",
+            MessageKind::PlanApprovalResponse => "plan_approval_response",
+            MessageKind::IdleNotification => "idle_notification",
+            MessageKind::Result => "result",
+            MessageKind::Error => "error",
+        }
+    }
+}
+
+/// A message in an inbox. It stays there until its recipient acknowledges it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    /// Unique across the whole daemon, never reused.
+    pub id: u64,
+    pub from: String,
+    pub to: String,
+    pub kind: MessageKind,
+    pub content: String,
+    /// Ties a response to its request (shutdown and plan approval).
+    #[serde(default)]
+    pub request_id: Option<String>,
+    pub at: i64,
+}
+
+/// A claim handed to a claimant: the task and the epoch to quote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claim {
+    pub task: Task,
+    pub epoch: u64,
+}
+
+/// The answer to `wait_for_work`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Work {
+    /// Unacknowledged messages for the waiter, oldest first. Inbox comes before tasks.
+    Messages { messages: Vec<Message> },
+    /// A task boardd claimed for the waiter.
+    Task { claim: Claim },
+    /// The wait's timeout passed with nothing to do.
+    Timeout,
+}
+
+/// What changed, in the history and the event stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    TaskCreated,
+    DependencyAdded,
+    TaskClaimed,
+    TaskHeartbeat,
+    TaskCompleted,
+    /// An attempt ended without completing, and the task went back to pending.
+    TaskReleased,
+    TaskFailed,
+    TaskCancelled,
+    TaskRetried,
+    /// Dependents became ready because this task completed.
+    TaskReady,
+    MemberRegistered,
+    MemberStatus,
+    MessageSent,
+    MessageAcked,
+    UsageRecorded,
+}
+
+impl EventKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::TaskCreated => "task_created",
+            EventKind::DependencyAdded => "dependency_added",
+            EventKind::TaskClaimed => "task_claimed",
+            EventKind::TaskHeartbeat => "task_heartbeat",
+            EventKind::TaskCompleted => "task_completed",
+            EventKind::TaskReleased => "task_released",
+            EventKind::TaskFailed => "task_failed",
+            EventKind::TaskCancelled => "task_cancelled",
+            EventKind::TaskRetried => "task_retried",
+            EventKind::TaskReady => "task_ready",
+            EventKind::MemberRegistered => "member_registered",
+            EventKind::MemberStatus => "member_status",
+            EventKind::MessageSent => "message_sent",
+            EventKind::MessageAcked => "message_acked",
+            EventKind::UsageRecorded => "usage_recorded",
+        }
+    }
+}
+
+/// One entry of the history: what changed, who did it, and when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Event {
+    /// Position in the daemon-wide log; strictly increasing, never reused.
+    pub seq: u64,
+    pub team: String,
+    pub at: i64,
+    /// Who caused it: a teammate's name, `lead`, or `boardd` for the daemon itself
+    /// (lease expiry, a dropped connection, restart recovery).
+    pub actor: String,
+    pub kind: EventKind,
+    #[serde(default)]
+    pub task: Option<TaskId>,
+    #[serde(default)]
+    pub member: Option<String>,
+    #[serde(default)]
+    pub message: Option<u64>,
+    /// One line for a person.
+    pub detail: String,
+}
+
+/// A task with its history, as `get_task` returns it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskDetail {
+    #[serde(flatten)]
+    pub task: Task,
+    pub history: Vec<Event>,
+}
+
+/// Counts of a team's tasks and members, for `status`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TeamSummary {
+    pub name: String,
+    pub pending: u64,
+    pub ready: u64,
+    pub in_progress: u64,
+    pub completed: u64,
+    pub failed: u64,
+    pub cancelled: u64,
+    pub members: u64,
+    pub connected: u64,
+    pub unread_messages: u64,
+}
+
+/// The daemon's own state, for `status`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerStatus {
+    pub version: String,
+    pub protocol: u32,
+    pub pid: u32,
+    pub uptime_ms: u64,
+    pub socket: String,
+    pub state_dir: String,
+    pub sessions: u64,
+    pub teams: Vec<TeamSummary>,
+}
+
+/// The answer to `ack`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Acked {
+    /// How many of the given ids were removed from the inbox. Already-acknowledged
+    /// ids are not an error, so acknowledging twice is safe.
+    pub acked: u64,
+}

@@ -1,0 +1,2 @@
+//! The root package only exists so that the workspace-level `tests/` folder compiles.
+//! Those tests drive the real `boardd` and `teamctl` binaries; see `tests/common`.
