@@ -1,1 +1,117 @@
-fn main(){}
+//! The `boardd` binary: flags, logging and signals around [`boardd::start`].
+
+use anyhow::Context;
+use boardd::{BoardConfig, CommitMode, Config};
+use clap::Parser;
+use std::path::PathBuf;
+use std::time::Duration;
+use teamboard_protocol::paths;
+
+/// The teamboard daemon: owns the task board, the inboxes and the team roster.
+///
+/// One boardd runs per user. It serialises every claim, persists every change to
+/// SQLite before acknowledging it, and pushes events to the teammates that wait on
+/// them. Clients (`teamctl`, `teammated`) find it through the socket path.
+#[derive(Debug, Parser)]
+#[command(
+    version,
+    after_help = "Examples:\n  boardd                                  # foreground, default paths\n  systemctl --user enable --now boardd    # as a user service\n  boardd --socket /tmp/tb.sock --state-dir /tmp/tb-state\n\nLogging: set RUST_LOG (e.g. RUST_LOG=boardd=debug)."
+)]
+struct Args {
+    /// Unix socket to listen on [default: $XDG_RUNTIME_DIR/teamboard/boardd.sock]
+    #[arg(long, env = "TEAMBOARD_SOCKET")]
+    socket: Option<PathBuf>,
+
+    /// Directory for the database and lock file [default: ~/.local/state/teamboard]
+    #[arg(long, env = "TEAMBOARD_STATE_DIR")]
+    state_dir: Option<PathBuf>,
+
+    /// Seconds a claim lives without a heartbeat.
+    #[arg(long, default_value_t = 30.0, value_name = "SECS")]
+    lease_ttl: f64,
+
+    /// Seconds an owner has to reconnect after a restart before its claim lapses.
+    #[arg(long, default_value_t = 30.0, value_name = "SECS")]
+    restart_grace: f64,
+
+    /// Claims per task before a failed attempt marks it failed.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    max_attempts: u32,
+
+    /// Commit one transaction per request instead of grouping. Only for
+    /// benchmarking against the obvious design; it is much slower under load.
+    #[arg(long, hide = true)]
+    no_group_commit: bool,
+}
+
+fn secs(value: f64, flag: &str) -> anyhow::Result<Duration> {
+    Duration::try_from_secs_f64(value)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .with_context(|| format!("--{flag} must be a positive number of seconds, not {value}"))
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let state_dir = args
+        .state_dir
+        .clone()
+        .unwrap_or_else(paths::default_state_dir);
+    let socket = args
+        .socket
+        .clone()
+        .unwrap_or_else(paths::default_socket_path);
+    let config = Config {
+        board: BoardConfig {
+            max_attempts: args.max_attempts,
+            lease_ttl: secs(args.lease_ttl, "lease-ttl")?,
+            restart_grace: secs(args.restart_grace, "restart-grace")?,
+            ..BoardConfig::default()
+        },
+        commit_mode: if args.no_group_commit {
+            CommitMode::PerRequest
+        } else {
+            CommitMode::Group
+        },
+        ..Config::new(socket, state_dir)
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(run(config))
+}
+
+async fn run(config: Config) -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
+    let mut int = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
+    let running = boardd::start(config)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    boardd::notify("READY=1\nSTATUS=serving");
+    let stop = running.shutdown_token();
+    let fatal = running.fatal_token();
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = term.recv() => tracing::info!("SIGTERM: stopping"),
+            _ = int.recv() => tracing::info!("SIGINT: stopping"),
+            _ = fatal.cancelled() => {}
+        }
+        boardd::notify("STOPPING=1");
+        stop.cancel();
+    });
+    if running.wait().await {
+        anyhow::bail!(
+            "stopped after a storage failure; nothing unpersisted was acknowledged. Free disk space and start boardd again"
+        );
+    }
+    Ok(())
+}

@@ -4,15 +4,15 @@
 //! concurrently from several tasks (`&self`); a background task routes each response
 //! to its caller by request id and pushed events to [`Client::next_event`].
 
+use crate::PROTOCOL_VERSION;
 use crate::codec::codec;
 use crate::error::{ErrorBody, ErrorCode};
 use crate::frame::{ClientFrame, Hello, ServerFrame, Welcome};
 use crate::request::*;
 use crate::types::*;
-use crate::PROTOCOL_VERSION;
 use bytes::Bytes;
-use futures_util::stream::{SplitSink, StreamExt};
 use futures_util::SinkExt;
+use futures_util::stream::{SplitSink, StreamExt};
 use serde::de::DeserializeOwned;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -82,17 +82,19 @@ impl Client {
         name: &str,
         team: &str,
     ) -> Result<Client, ClientError> {
-        let stream = UnixStream::connect(socket).await.map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => {
-                ClientError::NotRunning {
-                    path: socket.to_path_buf(),
+        let stream = UnixStream::connect(socket)
+            .await
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => {
+                    ClientError::NotRunning {
+                        path: socket.to_path_buf(),
+                    }
                 }
-            }
-            _ => ClientError::Connect {
-                path: socket.to_path_buf(),
-                source: e,
-            },
-        })?;
+                _ => ClientError::Connect {
+                    path: socket.to_path_buf(),
+                    source: e,
+                },
+            })?;
         let mut framed = Framed::new(stream, codec());
         let hello = ClientFrame::Hello(Hello {
             protocol: PROTOCOL_VERSION,
@@ -211,7 +213,8 @@ impl Client {
     }
 
     pub async fn set_status(&self, status: MemberStatus) -> Result<Member, ClientError> {
-        self.call(Request::SetStatus(SetStatusArgs { status })).await
+        self.call(Request::SetStatus(SetStatusArgs { status }))
+            .await
     }
 
     pub async fn add_task(&self, task: NewTask) -> Result<Task, ClientError> {
@@ -219,7 +222,8 @@ impl Client {
     }
 
     pub async fn list_tasks(&self, status: Option<TaskStatus>) -> Result<Vec<Task>, ClientError> {
-        self.call(Request::ListTasks(ListTasksArgs { status })).await
+        self.call(Request::ListTasks(ListTasksArgs { status }))
+            .await
     }
 
     pub async fn get_task(&self, id: TaskId) -> Result<TaskDetail, ClientError> {
@@ -261,7 +265,12 @@ impl Client {
         .await
     }
 
-    pub async fn fail_task(&self, id: TaskId, epoch: u64, error: &str) -> Result<Task, ClientError> {
+    pub async fn fail_task(
+        &self,
+        id: TaskId,
+        epoch: u64,
+        error: &str,
+    ) -> Result<Task, ClientError> {
         self.call(Request::FailTask(FailArgs {
             id,
             epoch,
@@ -324,7 +333,8 @@ impl Client {
     }
 
     pub async fn wait_for_work(&self, timeout_ms: Option<u64>) -> Result<Work, ClientError> {
-        self.call(Request::WaitForWork(WaitArgs { timeout_ms })).await
+        self.call(Request::WaitForWork(WaitArgs { timeout_ms }))
+            .await
     }
 
     pub async fn events(&self, args: EventsArgs) -> Result<Vec<Event>, ClientError> {

@@ -15,6 +15,5 @@ pub fn codec() -> LengthDelimitedCodec {
 
 /// Whether an I/O error from [`codec`] means the peer announced an oversized frame.
 pub fn is_frame_too_large(err: &std::io::Error) -> bool {
-    err.kind() == std::io::ErrorKind::InvalidData
-        && err.to_string().contains("frame size too big")
+    err.kind() == std::io::ErrorKind::InvalidData && err.to_string().contains("frame size too big")
 }

@@ -1,0 +1,310 @@
+//! One client connection: handshake, then requests in and frames out.
+//!
+//! Bad input never reaches the actor. A frame that is not JSON of a known shape, or
+//! is too long, gets an `error` frame and closes this connection only; an unknown op
+//! gets an error response and the connection stays open.
+
+use crate::actor::Cmd;
+use crate::outbox::{MAX_IN_FLIGHT, Outbox, Outgoing};
+use crate::reply::Reply;
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use serde::Serialize;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+use teamboard_board::SessionId;
+use teamboard_protocol::codec::{codec, is_frame_too_large};
+use teamboard_protocol::frame::RawClientFrame;
+use teamboard_protocol::names::validate_name;
+use teamboard_protocol::{ErrorBody, ErrorCode, Event, PROTOCOL_VERSION, ServerFrame, Welcome};
+use tokio::net::UnixStream;
+use tokio::sync::mpsc;
+use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
+use tokio_util::sync::CancellationToken;
+
+/// How long a client may take to say hello.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+type Reader = FramedRead<tokio::net::unix::OwnedReadHalf, LengthDelimitedCodec>;
+type Writer = FramedWrite<tokio::net::unix::OwnedWriteHalf, LengthDelimitedCodec>;
+
+/// Serves one connection until it closes.
+pub async fn serve(stream: UnixStream, session: SessionId, actor: mpsc::Sender<Cmd>) {
+    let (read, write) = stream.into_split();
+    let mut reader = FramedRead::new(read, codec());
+    let mut writer = FramedWrite::new(write, codec());
+    let hello = match handshake(&mut reader, &mut writer, session).await {
+        Some(h) => h,
+        None => return,
+    };
+    tracing::debug!(session, name = %hello.name, team = %hello.team, client = %hello.client, "session open");
+    let (out, rx, kill) = Outbox::channel();
+    let in_flight = Arc::new(AtomicUsize::new(0));
+    let write_task = tokio::spawn(write_frames(writer, rx, kill.clone(), in_flight.clone()));
+    let team: Arc<str> = hello.team.into();
+    let name: Arc<str> = hello.name.into();
+    loop {
+        let frame = tokio::select! {
+            f = reader.next() => f,
+            _ = kill.cancelled() => break,
+        };
+        let bytes = match frame {
+            None => break,
+            Some(Ok(bytes)) => bytes,
+            Some(Err(e)) => {
+                let error = if is_frame_too_large(&e) {
+                    ErrorBody::new(
+                        ErrorCode::FrameTooLarge,
+                        format!(
+                            "frame longer than {} bytes",
+                            teamboard_protocol::MAX_FRAME_LEN
+                        ),
+                    )
+                } else {
+                    ErrorBody::new(ErrorCode::BadFrame, format!("cannot read frame: {e}"))
+                };
+                tracing::warn!(session, %error, "closing connection");
+                out.close(error);
+                break;
+            }
+        };
+        let (id, op, args) = match serde_json::from_slice::<RawClientFrame>(&bytes) {
+            Ok(RawClientFrame::Request { id, op, args }) => (id, op, args),
+            Ok(RawClientFrame::Hello(_)) => {
+                out.close(ErrorBody::new(ErrorCode::BadFrame, "hello sent twice"));
+                break;
+            }
+            Err(e) => {
+                tracing::warn!(session, error = %e, "malformed frame; closing connection");
+                out.close(ErrorBody::new(
+                    ErrorCode::BadFrame,
+                    format!("malformed frame: {e}; expected {{\"type\":\"request\",\"id\":N,\"op\":...,\"args\":{{...}}}}"),
+                ));
+                break;
+            }
+        };
+        // Every request gets exactly one response, and the writer task counts them
+        // back down, so this is the number of requests not yet answered.
+        if in_flight.fetch_add(1, Ordering::AcqRel) >= MAX_IN_FLIGHT {
+            out.respond(
+                id,
+                Err(ErrorBody::new(
+                    ErrorCode::Busy,
+                    format!("more than {MAX_IN_FLIGHT} requests in flight; read the responses"),
+                )),
+            );
+            continue;
+        }
+        let request = match RawClientFrame::typed_request(&op, args) {
+            Ok(r) => r,
+            Err(e) => {
+                let code = if e.starts_with("unknown variant") {
+                    ErrorCode::UnknownRequest
+                } else {
+                    ErrorCode::InvalidArgs
+                };
+                let message = match code {
+                    ErrorCode::UnknownRequest => {
+                        format!("unknown op '{op}'; see docs/protocol.md for the list")
+                    }
+                    _ => format!("invalid args for '{op}': {e}"),
+                };
+                out.respond(id, Err(ErrorBody::new(code, message)));
+                continue;
+            }
+        };
+        let cmd = Cmd::Request {
+            session,
+            team: team.clone(),
+            name: name.clone(),
+            id,
+            request,
+            out: out.clone(),
+        };
+        if actor.send(cmd).await.is_err() {
+            out.respond(
+                id,
+                Err(ErrorBody::new(
+                    ErrorCode::ShuttingDown,
+                    "boardd is shutting down",
+                )),
+            );
+            break;
+        }
+    }
+    let _ = actor.send(Cmd::Disconnect { session }).await;
+    drop(out);
+    // The writer ends once every queued frame is out: the actor and the writer
+    // thread drop their clones of the outbox when they are done with them.
+    let _ = tokio::time::timeout(Duration::from_secs(5), write_task).await;
+    tracing::debug!(session, "session closed");
+}
+
+async fn handshake(
+    reader: &mut Reader,
+    writer: &mut Writer,
+    session: SessionId,
+) -> Option<teamboard_protocol::Hello> {
+    let first = match tokio::time::timeout(HANDSHAKE_TIMEOUT, reader.next()).await {
+        Ok(Some(Ok(bytes))) => bytes,
+        Ok(Some(Err(e))) => {
+            let code = if is_frame_too_large(&e) {
+                ErrorCode::FrameTooLarge
+            } else {
+                ErrorCode::BadFrame
+            };
+            send_error(
+                writer,
+                ErrorBody::new(code, format!("cannot read hello: {e}")),
+            )
+            .await;
+            return None;
+        }
+        Ok(None) => return None,
+        Err(_) => {
+            send_error(
+                writer,
+                ErrorBody::new(ErrorCode::HandshakeRequired, "no hello within 10 s"),
+            )
+            .await;
+            return None;
+        }
+    };
+    let hello = match serde_json::from_slice::<RawClientFrame>(&first) {
+        Ok(RawClientFrame::Hello(h)) => h,
+        Ok(RawClientFrame::Request { .. }) => {
+            send_error(
+                writer,
+                ErrorBody::new(
+                    ErrorCode::HandshakeRequired,
+                    "the first frame must be a hello",
+                ),
+            )
+            .await;
+            return None;
+        }
+        Err(e) => {
+            send_error(
+                writer,
+                ErrorBody::new(ErrorCode::BadFrame, format!("malformed hello: {e}")),
+            )
+            .await;
+            return None;
+        }
+    };
+    let refusal = if hello.protocol != PROTOCOL_VERSION {
+        Some(format!(
+            "protocol version {} is not supported; this boardd speaks version {PROTOCOL_VERSION}. \
+             Install matching teamboard versions (`cargo xtask install`) and restart boardd",
+            hello.protocol
+        ))
+    } else if let Err(e) = validate_name(&hello.name) {
+        Some(format!("bad name in hello: {e}"))
+    } else if let Err(e) = validate_name(&hello.team) {
+        Some(format!("bad team in hello: {e}"))
+    } else {
+        None
+    };
+    if let Some(reason) = refusal {
+        tracing::info!(session, %reason, "rejecting client");
+        let _ = send(writer, &ServerFrame::Reject { reason }).await;
+        return None;
+    }
+    let welcome = ServerFrame::Welcome(Welcome {
+        protocol: PROTOCOL_VERSION,
+        server: format!("boardd {}", env!("CARGO_PKG_VERSION")),
+        session,
+    });
+    send(writer, &welcome).await.ok()?;
+    Some(hello)
+}
+
+async fn send_error(writer: &mut Writer, error: ErrorBody) {
+    let _ = send(writer, &ServerFrame::Error { error }).await;
+}
+
+async fn send<T: Serialize>(writer: &mut Writer, frame: &T) -> std::io::Result<()> {
+    let bytes = serde_json::to_vec(frame).map_err(std::io::Error::other)?;
+    writer.send(Bytes::from(bytes)).await
+}
+
+/// A response frame, serialised straight from the reply without an intermediate
+/// `serde_json::Value`.
+#[derive(Serialize)]
+struct ResponseFrame<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    id: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<&'a Reply>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a ErrorBody>,
+}
+
+#[derive(Serialize)]
+struct EventFrame<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    event: &'a Event,
+}
+
+async fn write_frames(
+    mut writer: Writer,
+    mut rx: mpsc::Receiver<Outgoing>,
+    kill: CancellationToken,
+    in_flight: Arc<AtomicUsize>,
+) {
+    loop {
+        let next = tokio::select! {
+            biased;
+            _ = kill.cancelled() => break,
+            next = rx.recv() => next,
+        };
+        let Some(outgoing) = next else { break };
+        let sent = match &outgoing {
+            Outgoing::Response { id, result } => {
+                in_flight.fetch_sub(1, Ordering::AcqRel);
+                let frame = ResponseFrame {
+                    kind: "response",
+                    id: *id,
+                    result: result.as_ref().ok(),
+                    error: result.as_ref().err(),
+                };
+                send(&mut writer, &frame).await
+            }
+            Outgoing::Event(event) => {
+                send(
+                    &mut writer,
+                    &EventFrame {
+                        kind: "event",
+                        event,
+                    },
+                )
+                .await
+            }
+            Outgoing::Close(error) => {
+                let _ = send(
+                    &mut writer,
+                    &ServerFrame::Error {
+                        error: error.clone(),
+                    },
+                )
+                .await;
+                kill.cancel();
+                break;
+            }
+        };
+        if sent.is_err() {
+            kill.cancel();
+            break;
+        }
+    }
+}
+
+/// Answers a peer that may not connect, then closes.
+pub async fn reject(stream: UnixStream, reason: String) {
+    let (_, write) = stream.into_split();
+    let mut writer = FramedWrite::new(write, codec());
+    let _ = send(&mut writer, &ServerFrame::Reject { reason }).await;
+}

@@ -1,0 +1,274 @@
+//! SQLite persistence: the durable copy of the board.
+//!
+//! Rows are JSON bodies keyed by their natural ids, so the schema does not chase
+//! every new field. The database runs in WAL mode with `synchronous=FULL`: a
+//! committed transaction has been fsynced, which is what an acknowledgement promises.
+
+use rusqlite::{Connection, OptionalExtension, params};
+use std::path::{Path, PathBuf};
+use teamboard_board::{Changes, Snapshot};
+use teamboard_protocol::{Event, TaskId};
+
+/// The database file inside the state directory.
+pub const DB_FILE: &str = "board.sqlite3";
+
+const SCHEMA_VERSION: i64 = 1;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database {path}: {source}")]
+    Sqlite {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error(
+        "database {path}: a stored {what} could not be read ({source}); the file may be corrupt or from a newer boardd"
+    )]
+    Corrupt {
+        path: PathBuf,
+        what: &'static str,
+        source: serde_json::Error,
+    },
+    #[error(
+        "database {path} has schema version {found}, newer than this boardd understands ({SCHEMA_VERSION}); upgrade boardd"
+    )]
+    TooNew { path: PathBuf, found: i64 },
+}
+
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+/// What a history query asks for.
+#[derive(Debug, Clone)]
+pub struct HistoryQuery {
+    pub team: String,
+    pub since: Option<u64>,
+    pub task: Option<TaskId>,
+    pub limit: u64,
+}
+
+impl Store {
+    /// Opens (creating if needed) the database in `state_dir`.
+    pub fn open(state_dir: &Path) -> Result<Store, StoreError> {
+        let path = state_dir.join(DB_FILE);
+        let err = |source| StoreError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let conn = Connection::open(&path).map_err(err)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(err)?;
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(err)?;
+        conn.pragma_update(None, "foreign_keys", "OFF")
+            .map_err(err)?;
+        let version: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(err)?;
+        if version > SCHEMA_VERSION {
+            return Err(StoreError::TooNew {
+                path,
+                found: version,
+            });
+        }
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS tasks (
+                 team TEXT NOT NULL, id INTEGER NOT NULL, body TEXT NOT NULL,
+                 PRIMARY KEY (team, id)) WITHOUT ROWID;
+             CREATE TABLE IF NOT EXISTS members (
+                 team TEXT NOT NULL, name TEXT NOT NULL, body TEXT NOT NULL,
+                 PRIMARY KEY (team, name)) WITHOUT ROWID;
+             CREATE TABLE IF NOT EXISTS messages (
+                 id INTEGER PRIMARY KEY, team TEXT NOT NULL, body TEXT NOT NULL);
+             CREATE TABLE IF NOT EXISTS events (
+                 seq INTEGER PRIMARY KEY, team TEXT NOT NULL, task INTEGER, body TEXT NOT NULL);
+             CREATE INDEX IF NOT EXISTS events_by_task ON events (team, task, seq);
+             CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+             PRAGMA user_version = 1;",
+        )
+        .map_err(err)?;
+        Ok(Store { conn, path })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn sqlite(&self, source: rusqlite::Error) -> StoreError {
+        StoreError::Sqlite {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// Loads every row, for [`teamboard_board::Board::restore`].
+    pub fn load(&self) -> Result<Snapshot, StoreError> {
+        let mut snap = Snapshot {
+            tasks: self.load_rows("SELECT team, body FROM tasks ORDER BY team, id", "task")?,
+            members: self.load_rows("SELECT team, body FROM members", "member")?,
+            messages: self.load_rows("SELECT team, body FROM messages ORDER BY id", "message")?,
+            ..Default::default()
+        };
+        let next_msg: Option<i64> = self
+            .conn
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'next_message_id'",
+                [],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.sqlite(e))?;
+        let max_seq: Option<i64> = self
+            .conn
+            .query_row("SELECT MAX(seq) FROM events", [], |r| r.get(0))
+            .map_err(|e| self.sqlite(e))?;
+        snap.next_message_id = next_msg.unwrap_or(1).max(1) as u64;
+        snap.next_event_seq = max_seq.unwrap_or(0) as u64 + 1;
+        Ok(snap)
+    }
+
+    fn load_rows<T: serde::de::DeserializeOwned>(
+        &self,
+        sql: &str,
+        what: &'static str,
+    ) -> Result<Vec<(String, T)>, StoreError> {
+        let mut stmt = self.conn.prepare(sql).map_err(|e| self.sqlite(e))?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+            .map_err(|e| self.sqlite(e))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (team, body) = row.map_err(|e| self.sqlite(e))?;
+            let value = serde_json::from_str(&body).map_err(|source| StoreError::Corrupt {
+                path: self.path.clone(),
+                what,
+                source,
+            })?;
+            out.push((team, value));
+        }
+        Ok(out)
+    }
+
+    /// Writes a group of batches in one transaction. When this returns `Ok`, the
+    /// data is on disk.
+    pub fn commit<'a>(
+        &mut self,
+        batches: impl IntoIterator<Item = &'a Changes>,
+    ) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        let err = |source| StoreError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(err)?;
+        {
+            let mut put_task = tx
+                .prepare_cached("INSERT OR REPLACE INTO tasks (team, id, body) VALUES (?1, ?2, ?3)")
+                .map_err(err)?;
+            let mut put_member = tx
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO members (team, name, body) VALUES (?1, ?2, ?3)",
+                )
+                .map_err(err)?;
+            let mut put_message = tx
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO messages (id, team, body) VALUES (?1, ?2, ?3)",
+                )
+                .map_err(err)?;
+            let mut del_message = tx
+                .prepare_cached("DELETE FROM messages WHERE id = ?1")
+                .map_err(err)?;
+            let mut put_event = tx
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO events (seq, team, task, body) VALUES (?1, ?2, ?3, ?4)",
+                )
+                .map_err(err)?;
+            let mut next_message_id = None;
+            for batch in batches {
+                for (team, task) in &batch.tasks {
+                    put_task
+                        .execute(params![team, task.id as i64, to_json(task)])
+                        .map_err(err)?;
+                }
+                for (team, member) in &batch.members {
+                    put_member
+                        .execute(params![team, member.name, to_json(member)])
+                        .map_err(err)?;
+                }
+                for (team, msg) in &batch.messages_added {
+                    put_message
+                        .execute(params![msg.id as i64, team, to_json(msg)])
+                        .map_err(err)?;
+                }
+                for id in &batch.messages_acked {
+                    del_message.execute(params![*id as i64]).map_err(err)?;
+                }
+                for ev in &batch.events {
+                    put_event
+                        .execute(params![
+                            ev.seq as i64,
+                            ev.team,
+                            ev.task.map(|t| t as i64),
+                            to_json(ev)
+                        ])
+                        .map_err(err)?;
+                }
+                next_message_id = Some(batch.next_message_id);
+            }
+            if let Some(next) = next_message_id {
+                tx.prepare_cached(
+                    "INSERT INTO meta (key, value) VALUES ('next_message_id', ?1)
+                     ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                )
+                .map_err(err)?
+                .execute(params![next as i64])
+                .map_err(err)?;
+            }
+        }
+        tx.commit().map_err(err)
+    }
+
+    /// Reads history: the newest `limit` matching events, returned oldest first.
+    pub fn history(&self, q: &HistoryQuery) -> Result<Vec<Event>, StoreError> {
+        let since = q.since.unwrap_or(0) as i64;
+        let limit = q.limit.min(i64::MAX as u64) as i64;
+        let bodies: Vec<String> = match q.task {
+            Some(task) => self.query_bodies(
+                "SELECT body FROM events WHERE team = ?1 AND task = ?2 AND seq > ?3
+                 ORDER BY seq DESC LIMIT ?4",
+                params![q.team, task as i64, since, limit],
+            )?,
+            None => self.query_bodies(
+                "SELECT body FROM events WHERE team = ?1 AND seq > ?2 ORDER BY seq DESC LIMIT ?3",
+                params![q.team, since, limit],
+            )?,
+        };
+        let mut events = Vec::with_capacity(bodies.len());
+        for body in bodies.into_iter().rev() {
+            events.push(
+                serde_json::from_str(&body).map_err(|source| StoreError::Corrupt {
+                    path: self.path.clone(),
+                    what: "event",
+                    source,
+                })?,
+            );
+        }
+        Ok(events)
+    }
+
+    fn query_bodies(&self, sql: &str, p: impl rusqlite::Params) -> Result<Vec<String>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(sql).map_err(|e| self.sqlite(e))?;
+        let rows = stmt
+            .query_map(p, |r| r.get::<_, String>(0))
+            .map_err(|e| self.sqlite(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.sqlite(e))
+    }
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> String {
+    // Serialising these plain structs (strings, numbers, options, vectors) cannot
+    // fail; an empty object keeps the row readable if it ever did.
+    serde_json::to_string(value).unwrap_or_else(|_| "{}".to_string())
+}

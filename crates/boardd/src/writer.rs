@@ -1,0 +1,242 @@
+//! The writer thread: group commit.
+//!
+//! The actor never waits for the disk. It hands each batch of changes, with the
+//! replies that must not leave before those changes are durable, to this thread.
+//! While one transaction is being fsynced, further batches queue up; the next
+//! transaction takes all of them at once. That is group commit: one fsync
+//! acknowledges everything that arrived during the previous one.
+//!
+//! Reads of history also run here, after the commits queued before them, so they
+//! see every change that was acknowledged before they were asked.
+
+use crate::outbox::Outbox;
+use crate::reply::Reply;
+use crate::store::{HistoryQuery, Store};
+use std::sync::Arc;
+use std::sync::mpsc as std_mpsc;
+use teamboard_board::Changes;
+use teamboard_protocol::{ErrorBody, ErrorCode, Event, Task, TaskDetail};
+use tokio_util::sync::CancellationToken;
+
+/// How the writer groups transactions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CommitMode {
+    /// Everything queued during one fsync goes into the next transaction.
+    #[default]
+    Group,
+    /// One transaction per request: the baseline the benchmark compares against.
+    PerRequest,
+}
+
+/// A reply or event to send once the batch it belongs to is durable.
+#[derive(Debug)]
+pub enum Delivery {
+    Reply {
+        to: Outbox,
+        id: u64,
+        result: Result<Reply, ErrorBody>,
+    },
+    Event {
+        to: Outbox,
+        event: Arc<Event>,
+    },
+}
+
+/// A read that needs the store.
+#[derive(Debug)]
+pub enum Query {
+    /// `get_task`: the task as the actor saw it, plus its history.
+    Task { task: Task, team: String },
+    /// `events`.
+    Events(HistoryQuery),
+}
+
+/// One unit of work for the writer.
+#[derive(Debug, Default)]
+pub struct Job {
+    pub changes: Changes,
+    pub deliveries: Vec<Delivery>,
+    pub queries: Vec<(Outbox, u64, Query)>,
+}
+
+/// The handle the actor sends jobs through.
+pub struct Writer {
+    inner: Inner,
+}
+
+enum Inner {
+    Thread {
+        tx: std_mpsc::Sender<Job>,
+        thread: Option<std::thread::JoinHandle<()>>,
+    },
+    /// Commits on the caller's thread. Used under tokio's paused clock, where a
+    /// commit on another thread looks like an idle runtime and lets the clock jump.
+    Inline {
+        store: Box<Store>,
+        failed: Option<String>,
+        fatal: CancellationToken,
+    },
+}
+
+impl Writer {
+    /// Starts the writer thread. On a storage failure it answers the affected
+    /// requests with `storage` errors and cancels `fatal`: boardd stops rather than
+    /// acknowledge anything it could not persist, and recovers from disk on restart.
+    pub fn spawn(
+        store: Store,
+        mode: CommitMode,
+        fatal: CancellationToken,
+    ) -> std::io::Result<Writer> {
+        let (tx, rx) = std_mpsc::channel::<Job>();
+        let thread = std::thread::Builder::new()
+            .name("boardd-writer".into())
+            .spawn(move || run(store, mode, rx, fatal))?;
+        Ok(Writer {
+            inner: Inner::Thread {
+                tx,
+                thread: Some(thread),
+            },
+        })
+    }
+
+    /// A writer that commits synchronously inside [`Writer::submit`].
+    pub fn inline(store: Store, fatal: CancellationToken) -> Writer {
+        Writer {
+            inner: Inner::Inline {
+                store: Box::new(store),
+                failed: None,
+                fatal,
+            },
+        }
+    }
+
+    /// Queues a job.
+    pub fn submit(&mut self, job: Job) {
+        match &mut self.inner {
+            Inner::Thread { tx, .. } => {
+                if let Err(std_mpsc::SendError(job)) = tx.send(job) {
+                    // The thread is gone, which only happens after a fatal error.
+                    for d in job.deliveries {
+                        if let Delivery::Reply { to, id, .. } = d {
+                            to.respond(id, Err(storage_error(None)));
+                        }
+                    }
+                }
+            }
+            Inner::Inline {
+                store,
+                failed,
+                fatal,
+            } => {
+                let ok = commit_group(store, std::slice::from_ref(&job), failed, fatal);
+                deliver(store, job, failed.as_deref(), ok);
+            }
+        }
+    }
+
+    /// Waits until every queued job is written and answered.
+    pub fn finish(self) {
+        if let Inner::Thread { tx, thread } = self.inner {
+            drop(tx);
+            if let Some(t) = thread {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+/// Commits a group of jobs in one transaction; false if it (or an earlier one)
+/// failed.
+fn commit_group(
+    store: &mut Store,
+    group: &[Job],
+    failed: &mut Option<String>,
+    fatal: &CancellationToken,
+) -> bool {
+    if failed.is_some() {
+        return false;
+    }
+    if group.iter().all(|j| j.changes.is_empty()) {
+        return true;
+    }
+    let changes = group.iter().map(|j| &j.changes).filter(|c| !c.is_empty());
+    match store.commit(changes) {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::error!(error = %e, "commit failed; boardd stops so that nothing unpersisted is acknowledged");
+            *failed = Some(e.to_string());
+            fatal.cancel();
+            false
+        }
+    }
+}
+
+fn run(mut store: Store, mode: CommitMode, rx: std_mpsc::Receiver<Job>, fatal: CancellationToken) {
+    let mut failed: Option<String> = None;
+    while let Ok(first) = rx.recv() {
+        let mut group = vec![first];
+        if mode == CommitMode::Group {
+            while let Ok(more) = rx.try_recv() {
+                group.push(more);
+            }
+        }
+        let ok = commit_group(&mut store, &group, &mut failed, &fatal);
+        for job in group {
+            deliver(&store, job, failed.as_deref(), ok);
+        }
+    }
+}
+
+fn deliver(store: &Store, job: Job, failure: Option<&str>, committed: bool) {
+    for d in job.deliveries {
+        match d {
+            Delivery::Reply { to, id, result } => {
+                let result = if committed {
+                    result
+                } else {
+                    Err(storage_error(failure))
+                };
+                to.respond(id, result);
+            }
+            Delivery::Event { to, event } => {
+                if committed && !to.event(event) {
+                    to.close(ErrorBody::new(
+                        ErrorCode::Busy,
+                        "event subscriber fell too far behind; reconnect and read history with `events --since`",
+                    ));
+                }
+            }
+        }
+    }
+    for (to, id, query) in job.queries {
+        if !committed {
+            to.respond(id, Err(storage_error(failure)));
+            continue;
+        }
+        let result = match query {
+            Query::Task { task, team } => store
+                .history(&HistoryQuery {
+                    team,
+                    since: None,
+                    task: Some(task.id),
+                    limit: u64::MAX,
+                })
+                .map(|history| Reply::Detail(TaskDetail { task, history })),
+            Query::Events(q) => store.history(&q).map(Reply::Events),
+        };
+        to.respond(
+            id,
+            result.map_err(|e| ErrorBody::new(ErrorCode::Storage, e.to_string())),
+        );
+    }
+}
+
+fn storage_error(failure: Option<&str>) -> ErrorBody {
+    ErrorBody::new(
+        ErrorCode::Storage,
+        format!(
+            "boardd could not persist this change and is stopping; nothing was acknowledged. Cause: {}",
+            failure.unwrap_or("an earlier write failed")
+        ),
+    )
+}
