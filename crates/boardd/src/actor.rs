@@ -111,6 +111,9 @@ impl Actor {
                     if n == 0 {
                         break;
                     }
+                    // A lease that ran out before these commands arrived has expired
+                    // for them, even if its timer has not fired yet.
+                    self.expire_due();
                     for cmd in buf.drain(..) {
                         self.handle(cmd);
                         if self.mode == CommitMode::PerRequest {
@@ -118,14 +121,7 @@ impl Actor {
                         }
                     }
                 }
-                _ = sleep_until(deadline) => {
-                    let now = Self::now();
-                    for token in self.board.expire(now) {
-                        if let Some((_, out, id)) = self.waiters.remove(&token) {
-                            self.reply(&out, id, Ok(Reply::Work(Work::Timeout)));
-                        }
-                    }
-                }
+                _ = sleep_until(deadline) => self.expire_due(),
             }
             self.flush();
         }
@@ -145,6 +141,19 @@ impl Actor {
         }
         self.flush();
         self.writer.finish();
+    }
+
+    /// Ends lapsed claims and answers timed-out waiters.
+    fn expire_due(&mut self) {
+        let now = Self::now();
+        if self.board.next_deadline().is_none_or(|d| d > now.mono) {
+            return;
+        }
+        for token in self.board.expire(now) {
+            if let Some((_, out, id)) = self.waiters.remove(&token) {
+                self.reply(&out, id, Ok(Reply::Work(Work::Timeout)));
+            }
+        }
     }
 
     fn handle(&mut self, cmd: Cmd) {

@@ -14,6 +14,9 @@ mod reply;
 pub mod store;
 mod writer;
 
+#[cfg(test)]
+mod tests;
+
 pub use notify::notify;
 pub use teamboard_board::BoardConfig;
 pub use writer::CommitMode;
