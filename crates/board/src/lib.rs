@@ -149,7 +149,7 @@ impl Board {
     }
 
     fn team_mut(&mut self, name: &str) -> &mut Team {
-        self.teams.entry(name.to_string()).or_insert_with(Team::new)
+        self.teams.entry(name.to_string()).or_default()
     }
 
     /// Names of all teams that have any task or member.

@@ -35,7 +35,7 @@ pub(crate) struct MemberState {
     pub session: Option<SessionId>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Team {
     pub tasks: BTreeMap<TaskId, Task>,
     pub next_task_id: TaskId,
@@ -53,13 +53,24 @@ pub(crate) struct Team {
     pub waiters: BTreeMap<u64, Waiter>,
 }
 
-impl Team {
-    pub fn new() -> Self {
+impl Default for Team {
+    fn default() -> Self {
         Team {
+            tasks: BTreeMap::new(),
+            // Ids start at 1 so that 0 never names a task.
             next_task_id: 1,
-            ..Default::default()
+            dependents: HashMap::new(),
+            open_blockers: HashMap::new(),
+            ready: HashMap::new(),
+            leases: HashMap::new(),
+            members: BTreeMap::new(),
+            inboxes: HashMap::new(),
+            waiters: BTreeMap::new(),
         }
     }
+}
+
+impl Team {
 
     pub fn is_ready(&self, task: &Task) -> bool {
         task.status == TaskStatus::Pending

@@ -151,7 +151,7 @@ impl Actor {
         }
         for token in self.board.expire(now) {
             if let Some((_, out, id)) = self.waiters.remove(&token) {
-                self.reply(&out, id, Ok(Reply::Work(Work::Timeout)));
+                self.reply(&out, id, Ok(Reply::Work(Box::new(Work::Timeout))));
             }
         }
     }
@@ -195,7 +195,7 @@ impl Actor {
     fn flush(&mut self) {
         for (token, work) in self.board.dispatch(Self::now()) {
             if let Some((_, out, id)) = self.waiters.remove(&token) {
-                self.reply(&out, id, Ok(Reply::Work(work)));
+                self.reply(&out, id, Ok(Reply::Work(Box::new(work))));
             }
         }
         let changes = self.board.take_changes();

@@ -5,21 +5,22 @@ use teamboard_protocol::{
     Acked, Claim, Event, Member, Message, ServerStatus, Task, TaskDetail, Work,
 };
 
+/// Large results are boxed so that a queued reply stays small whatever its kind.
 /// Each variant serialises as its content alone (`untagged`): the op decides the
 /// shape, as `docs/protocol.md` lists per op.
 #[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
 pub enum Reply {
-    Task(Task),
+    Task(Box<Task>),
     Tasks(Vec<Task>),
-    Detail(TaskDetail),
-    Claim(Claim),
-    MaybeClaim(Option<Claim>),
-    Member(Member),
+    Detail(Box<TaskDetail>),
+    Claim(Box<Claim>),
+    MaybeClaim(Option<Box<Claim>>),
+    Member(Box<Member>),
     Members(Vec<Member>),
-    Message(Message),
+    Message(Box<Message>),
     Messages(Vec<Message>),
-    Work(Work),
+    Work(Box<Work>),
     Events(Vec<Event>),
     Status(Box<ServerStatus>),
     Acked(Acked),

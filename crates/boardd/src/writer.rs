@@ -221,7 +221,7 @@ fn deliver(store: &Store, job: Job, failure: Option<&str>, committed: bool) {
                     task: Some(task.id),
                     limit: u64::MAX,
                 })
-                .map(|history| Reply::Detail(TaskDetail { task, history })),
+                .map(|history| Reply::Detail(Box::new(TaskDetail { task, history }))),
             Query::Events(q) => store.history(&q).map(Reply::Events),
         };
         to.respond(

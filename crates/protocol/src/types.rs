@@ -219,6 +219,8 @@ pub struct Claim {
 }
 
 /// The answer to `wait_for_work`.
+// One is built per wake-up, so boxing the claim would buy nothing but noise.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Work {

@@ -39,9 +39,13 @@ pub(crate) fn handle(
     let board = &mut actor.board;
     let result = match request {
         Request::Status(_) => Ok(Reply::Status(Box::new(status::status(actor)))),
-        Request::Register(a) => board.register(ctx, &a.role, a.pid).map(Reply::Member),
-        Request::SetStatus(a) => board.set_status(ctx, a.status).map(Reply::Member),
-        Request::AddTask(new) => board.add_task(ctx, new).map(Reply::Task),
+        Request::Register(a) => board
+            .register(ctx, &a.role, a.pid)
+            .map(|x| Reply::Member(Box::new(x))),
+        Request::SetStatus(a) => board
+            .set_status(ctx, a.status)
+            .map(|x| Reply::Member(Box::new(x))),
+        Request::AddTask(new) => board.add_task(ctx, new).map(|x| Reply::Task(Box::new(x))),
         Request::ListTasks(a) => Ok(Reply::Tasks(board.tasks(team, a.status))),
         Request::GetTask(r) => match board.task(team, r.id) {
             Ok(task) => {
@@ -54,25 +58,37 @@ pub(crate) fn handle(
             }
             Err(e) => Err(e),
         },
-        Request::AddDependency(a) => board.add_dependency(ctx, a.id, &a.on).map(Reply::Task),
-        Request::CancelTask(r) => board.cancel_task(ctx, r.id).map(Reply::Task),
-        Request::RetryTask(r) => board.retry_task(ctx, r.id).map(Reply::Task),
-        Request::ClaimTask(r) => board.claim_task(ctx, r.id).map(Reply::Claim),
-        Request::ClaimNext(_) => board.claim_next(ctx).map(Reply::MaybeClaim),
+        Request::AddDependency(a) => board
+            .add_dependency(ctx, a.id, &a.on)
+            .map(|x| Reply::Task(Box::new(x))),
+        Request::CancelTask(r) => board
+            .cancel_task(ctx, r.id)
+            .map(|x| Reply::Task(Box::new(x))),
+        Request::RetryTask(r) => board
+            .retry_task(ctx, r.id)
+            .map(|x| Reply::Task(Box::new(x))),
+        Request::ClaimTask(r) => board
+            .claim_task(ctx, r.id)
+            .map(|x| Reply::Claim(Box::new(x))),
+        Request::ClaimNext(_) => board
+            .claim_next(ctx)
+            .map(|c| Reply::MaybeClaim(c.map(Box::new))),
         Request::CompleteTask(a) => board
             .complete_task(ctx, a.id, a.epoch, a.result)
-            .map(Reply::Task),
+            .map(|x| Reply::Task(Box::new(x))),
         Request::FailTask(a) => board
             .fail_task(ctx, a.id, a.epoch, a.error)
-            .map(Reply::Task),
+            .map(|x| Reply::Task(Box::new(x))),
         Request::ReleaseTask(a) => board
             .release_task(ctx, a.id, a.epoch, a.error)
-            .map(Reply::Task),
-        Request::Heartbeat(a) => board.heartbeat(ctx, a.id, a.epoch).map(Reply::Task),
+            .map(|x| Reply::Task(Box::new(x))),
+        Request::Heartbeat(a) => board
+            .heartbeat(ctx, a.id, a.epoch)
+            .map(|x| Reply::Task(Box::new(x))),
         Request::Team(_) => Ok(Reply::Members(board.members(team))),
         Request::Send(a) => board
             .send(ctx, &a.to, a.kind, a.content, a.request_id)
-            .map(Reply::Message),
+            .map(|x| Reply::Message(Box::new(x))),
         Request::Broadcast(a) => board.broadcast(ctx, a.content).map(Reply::Messages),
         Request::Inbox(_) => Ok(Reply::Messages(board.inbox(team, name))),
         Request::Ack(a) => Ok(Reply::Acked(Acked {
@@ -93,7 +109,9 @@ pub(crate) fn handle(
             subscribe::subscribe(actor, session, team, &out);
             Ok(Reply::Done(Empty {}))
         }
-        Request::RecordUsage(a) => board.record_usage(ctx, a.task, a.tokens).map(Reply::Member),
+        Request::RecordUsage(a) => board
+            .record_usage(ctx, a.task, a.tokens)
+            .map(|x| Reply::Member(Box::new(x))),
     };
     actor.reply(&out, id, result.map_err(ErrorBody::from));
 }

@@ -15,7 +15,7 @@ pub(super) fn wait(actor: &mut Actor, ctx: Ctx, id: u64, args: WaitArgs, out: Ou
         .timeout_ms
         .map(|ms| ctx.now.mono + Duration::from_millis(ms));
     match actor.board.park(ctx, token, deadline) {
-        Ok(Some(work)) => actor.reply(&out, id, Ok(Reply::Work(work))),
+        Ok(Some(work)) => actor.reply(&out, id, Ok(Reply::Work(Box::new(work)))),
         Ok(None) => {
             actor.waiters.insert(token, (ctx.session, out, id));
         }
