@@ -11,9 +11,10 @@ use teamboard_protocol::request::WaitArgs;
 pub(super) fn wait(actor: &mut Actor, ctx: Ctx, id: u64, args: WaitArgs, out: Outbox) {
     let token = actor.next_token;
     actor.next_token += 1;
+    // A timeout too large to represent means "wait until work arrives".
     let deadline = args
         .timeout_ms
-        .map(|ms| ctx.now.mono + Duration::from_millis(ms));
+        .and_then(|ms| ctx.now.mono.checked_add(Duration::from_millis(ms)));
     match actor.board.park(ctx, token, deadline) {
         Ok(Some(work)) => actor.reply(&out, id, Ok(Reply::Work(Box::new(work)))),
         Ok(None) => {
