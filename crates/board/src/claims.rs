@@ -26,9 +26,7 @@ impl Board {
         let team = self.team(ctx.team);
         let member = team.and_then(|t| t.members.get(ctx.actor));
         match member {
-            Some(m) if m.session == Some(ctx.session) => {
-                Ok((m.member.role.clone(), m.member.task))
-            }
+            Some(m) if m.session == Some(ctx.session) => Ok((m.member.role.clone(), m.member.task)),
             _ => Err(BoardError::new(
                 ErrorCode::NotRegistered,
                 format!(
@@ -57,7 +55,10 @@ impl Board {
         {
             return Err(BoardError::new(
                 ErrorCode::RoleMismatch,
-                format!("task #{id} is for role '{r}', and '{}' is '{role}'", ctx.actor),
+                format!(
+                    "task #{id} is for role '{r}', and '{}' is '{role}'",
+                    ctx.actor
+                ),
             ));
         }
         if !team.is_ready(task) {
@@ -87,7 +88,13 @@ impl Board {
         let Some(id) = self.team(ctx.team).and_then(|t| t.best_ready(&role)) else {
             return Ok(None);
         };
-        Ok(Some(self.grant(ctx.team, id, ctx.actor, ctx.session, ctx.now)))
+        Ok(Some(self.grant(
+            ctx.team,
+            id,
+            ctx.actor,
+            ctx.session,
+            ctx.now,
+        )))
     }
 
     /// Hands a ready task to a claimant. The caller has checked readiness and role.
@@ -101,7 +108,10 @@ impl Board {
     ) -> Claim {
         let ttl = self.config.lease_ttl;
         let team = self.team_mut(team_name);
-        let task = team.tasks.get_mut(&id).expect("grant: caller checked the task exists");
+        let task = team
+            .tasks
+            .get_mut(&id)
+            .expect("grant: caller checked the task exists");
         task.status = TaskStatus::InProgress;
         task.owner = Some(name.to_string());
         task.attempts += 1;
@@ -175,14 +185,18 @@ impl Board {
         };
         Err(BoardError::new(
             ErrorCode::StaleEpoch,
-            format!(
-                "the claim on #{id} with epoch {epoch} is no longer current: {now_state}"
-            ),
+            format!("the claim on #{id} with epoch {epoch} is no longer current: {now_state}"),
         ))
     }
 
     /// Finishes a claimed task and makes its dependents ready.
-    pub fn complete_task(&mut self, ctx: Ctx, id: TaskId, epoch: u64, result: String) -> Result<Task> {
+    pub fn complete_task(
+        &mut self,
+        ctx: Ctx,
+        id: TaskId,
+        epoch: u64,
+        result: String,
+    ) -> Result<Task> {
         self.check_fence(&ctx, id, epoch)?;
         if result.len() > self.config.max_message_len {
             return Err(BoardError::invalid(format!(
@@ -232,7 +246,14 @@ impl Board {
     /// or becomes `failed` once its attempts are used up.
     pub fn fail_task(&mut self, ctx: Ctx, id: TaskId, epoch: u64, error: String) -> Result<Task> {
         self.check_fence(&ctx, id, epoch)?;
-        self.abandon(ctx.team, id, ctx.actor, ctx.now, Abandon::Failed, Some(error));
+        self.abandon(
+            ctx.team,
+            id,
+            ctx.actor,
+            ctx.now,
+            Abandon::Failed,
+            Some(error),
+        );
         Ok(self.task(ctx.team, id)?.clone())
     }
 
@@ -306,6 +327,9 @@ impl Board {
         error: Option<String>,
     ) {
         let max = self.config.max_attempts;
+        // An error is kept as the task's last error, so it is bounded like any other
+        // text; refusing it instead would leave the claim stuck in progress.
+        let error = error.map(|e| truncate(e, self.config.max_message_len));
         self.release_lease(team_name, id, now);
         let team = self.team_mut(team_name);
         let Some(task) = team.tasks.get_mut(&id) else {
@@ -320,9 +344,13 @@ impl Board {
             Abandon::NotReclaimed => "not reclaimed after restart",
         };
         let error = error.or_else(|| match why {
-            Abandon::LeaseExpired => Some(format!("{owner} stopped heartbeating; its lease expired")),
+            Abandon::LeaseExpired => {
+                Some(format!("{owner} stopped heartbeating; its lease expired"))
+            }
             Abandon::Disconnected => Some(format!("{owner}'s connection closed")),
-            Abandon::NotReclaimed => Some(format!("{owner} did not reconnect after boardd restarted")),
+            Abandon::NotReclaimed => {
+                Some(format!("{owner} did not reconnect after boardd restarted"))
+            }
             _ => None,
         });
         if why == Abandon::Released {
@@ -387,6 +415,8 @@ impl Board {
                 }
             }
         }
+        // Hash order would make the events of a simultaneous expiry vary by run.
+        lapsed.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
         for (team, id, why) in lapsed {
             self.abandon(&team, id, "boardd", now, why, None);
         }
@@ -399,4 +429,19 @@ fn holds(name: &str, held: TaskId) -> BoardError {
         ErrorCode::AlreadyHoldsTask,
         format!("{name} already holds #{held}; complete, fail or release it first"),
     )
+}
+
+/// Cuts `text` to at most `max` bytes on a character boundary, saying so.
+fn truncate(mut text: String, max: usize) -> String {
+    if text.len() <= max {
+        return text;
+    }
+    const MARK: &str = "… [truncated]";
+    let mut cut = max.saturating_sub(MARK.len());
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    text.truncate(cut);
+    text.push_str(MARK);
+    text
 }

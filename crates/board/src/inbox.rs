@@ -85,9 +85,7 @@ impl Board {
             .entry(to.to_string())
             .or_default()
             .insert(id, msg.clone());
-        self.dirty
-            .messages_added
-            .insert((ctx.team.to_string(), id));
+        self.dirty.messages_added.insert((ctx.team.to_string(), id));
         self.wake.insert(ctx.team.to_string());
         self.emit(
             ctx.team,
@@ -118,7 +116,11 @@ impl Board {
         let Some(inbox) = team.inboxes.get_mut(ctx.actor) else {
             return 0;
         };
-        let removed: Vec<u64> = ids.iter().filter(|id| inbox.remove(id).is_some()).copied().collect();
+        let removed: Vec<u64> = ids
+            .iter()
+            .filter(|id| inbox.remove(id).is_some())
+            .copied()
+            .collect();
         if inbox.is_empty() {
             team.inboxes.remove(ctx.actor);
         }

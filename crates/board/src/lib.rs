@@ -128,9 +128,10 @@ impl Board {
             if dirty.messages_acked.contains(&id) {
                 continue;
             }
-            let found = self.teams.get(&team).and_then(|t| {
-                t.inboxes.values().find_map(|inbox| inbox.get(&id))
-            });
+            let found = self
+                .teams
+                .get(&team)
+                .and_then(|t| t.inboxes.values().find_map(|inbox| inbox.get(&id)));
             if let Some(msg) = found {
                 out.messages_added.push((team, msg.clone()));
             }

@@ -102,13 +102,16 @@ impl Board {
             return Ok(member);
         }
         Ok(self
-            .change_status(ctx.team, ctx.actor, status, ctx.now)
+            .change_status(ctx.team, ctx.actor, ctx.actor, status, ctx.now)
             .unwrap_or(member))
     }
 
+    /// Sets `name`'s status on behalf of `actor` (the member itself, or `boardd` when
+    /// the daemon notices, e.g. a closed connection).
     pub(crate) fn change_status(
         &mut self,
         team_name: &str,
+        actor: &str,
         name: &str,
         status: MemberStatus,
         now: Now,
@@ -121,7 +124,7 @@ impl Board {
         self.mark_member(team_name, name);
         self.emit(
             team_name,
-            name,
+            actor,
             now.wall_ms,
             EventKind::MemberStatus,
             None,
@@ -179,7 +182,7 @@ impl Board {
             if status == Some(MemberStatus::Shutdown) {
                 self.mark_member(&team, &name);
             } else {
-                self.change_status(&team, &name, MemberStatus::Offline, now);
+                self.change_status(&team, "boardd", &name, MemberStatus::Offline, now);
             }
         }
     }
@@ -236,7 +239,8 @@ impl Board {
 
     /// Whether `name` is on the team's roster.
     pub fn is_member(&self, team: &str, name: &str) -> bool {
-        self.team(team).is_some_and(|t| t.members.contains_key(name))
+        self.team(team)
+            .is_some_and(|t| t.members.contains_key(name))
     }
 
     /// Notes that a session was heard from, without writing anything.

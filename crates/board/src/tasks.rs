@@ -122,7 +122,9 @@ impl Board {
             if b == id || team.waits_for(b, id) {
                 return Err(BoardError::new(
                     ErrorCode::Cycle,
-                    format!("#{id} cannot wait for #{b}: #{b} already waits for #{id}, which would make a cycle"),
+                    format!(
+                        "#{id} cannot wait for #{b}: #{b} already waits for #{id}, which would make a cycle"
+                    ),
                 ));
             }
             if !task.blocked_by.contains(&b) && !added.contains(&b) {
@@ -132,7 +134,11 @@ impl Board {
         let team = self.team_mut(ctx.team);
         let mut newly_open = 0;
         for &b in &added {
-            if team.tasks.get(&b).is_some_and(|t| t.status != TaskStatus::Completed) {
+            if team
+                .tasks
+                .get(&b)
+                .is_some_and(|t| t.status != TaskStatus::Completed)
+            {
                 newly_open += 1;
             }
             team.dependents.entry(b).or_default().push(id);
@@ -184,6 +190,10 @@ impl Board {
         task.updated_at = ctx.now.wall_ms;
         let task = task.clone();
         team.refresh_ready(id);
+        if status == TaskStatus::InProgress {
+            // The owner is free again: a parked owner may now take another task.
+            self.wake.insert(ctx.team.to_string());
+        }
         self.mark_task(ctx.team, id);
         self.emit(
             ctx.team,
@@ -295,7 +305,10 @@ pub(crate) fn require_lead(ctx: &Ctx, what: &str) -> Result<()> {
     } else {
         Err(BoardError::new(
             ErrorCode::InvalidState,
-            format!("only the lead may {what} tasks; '{}' is a teammate", ctx.actor),
+            format!(
+                "only the lead may {what} tasks; '{}' is a teammate",
+                ctx.actor
+            ),
         ))
     }
 }

@@ -71,7 +71,6 @@ impl Default for Team {
 }
 
 impl Team {
-
     pub fn is_ready(&self, task: &Task) -> bool {
         task.status == TaskStatus::Pending
             && task.owner.is_none()

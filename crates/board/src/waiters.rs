@@ -2,11 +2,11 @@
 //! exists. Inbox comes before tasks, and a task is claimed for the waiter in the same
 //! step that finds it, so two waiters can never be handed the same task.
 
+use crate::SessionId;
 use crate::error::{BoardError, Result};
 use crate::team::Waiter;
 use crate::{Board, Ctx, Handoff, Now};
 use std::time::Instant;
-use crate::SessionId;
 use teamboard_protocol::{ErrorCode, MemberStatus, Work};
 
 impl Board {
@@ -35,12 +35,14 @@ impl Board {
         if let Some(work) = self.work_for(ctx.team, ctx.actor, ctx.session, ctx.now) {
             return Ok(Some(work));
         }
-        let status = self
+        // A waiter that still holds a task is waiting for messages about it, not
+        // idle.
+        let member = self
             .team(ctx.team)
             .and_then(|t| t.members.get(ctx.actor))
-            .map(|m| m.member.status);
-        if status == Some(MemberStatus::Working) {
-            self.change_status(ctx.team, ctx.actor, MemberStatus::Idle, ctx.now);
+            .map(|m| (m.member.status, m.member.task));
+        if let Some((MemberStatus::Working, None)) = member {
+            self.change_status(ctx.team, ctx.actor, ctx.actor, MemberStatus::Idle, ctx.now);
         }
         self.team_mut(ctx.team).waiters.insert(
             token,

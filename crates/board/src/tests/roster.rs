@@ -1,0 +1,193 @@
+//! Registering, reconnecting and statuses.
+
+use super::*;
+use teamboard_protocol::{EventKind, MemberStatus};
+
+#[test]
+fn register_puts_a_member_on_the_roster() {
+    let mut h = H::new();
+    h.advance(secs(2));
+    let ann = h.stranger(TEAM, "ann");
+    let ctx = h.ctx(ann);
+    let m = h.board.register(ctx, "dev", Some(77)).unwrap();
+    assert_eq!(m.name, "ann");
+    assert_eq!(m.role, "dev");
+    assert_eq!(m.status, MemberStatus::Idle);
+    assert_eq!(m.pid, Some(77));
+    assert_eq!(m.task, None);
+    assert!(m.connected);
+    assert_eq!(m.joined_at, WALL0 + 2000);
+    assert!(h.board.is_member(TEAM, "ann"));
+    assert_eq!(h.member(ann), m);
+    let changes = h.board.take_changes();
+    assert_eq!(changes.members, vec![(TEAM.to_string(), m)]);
+    assert_eq!(changes.events.len(), 1);
+    assert_eq!(changes.events[0].kind, EventKind::MemberRegistered);
+}
+
+#[test]
+fn lead_cannot_register() {
+    let mut h = H::new();
+    let lead = h.stranger(TEAM, "lead");
+    let ctx = h.ctx(lead);
+    assert_eq!(
+        code(h.board.register(ctx, "dev", None)),
+        ErrorCode::InvalidArgs
+    );
+    assert!(!h.board.is_member(TEAM, "lead"));
+    assert!(!h.board.has_changes());
+}
+
+#[test]
+fn invalid_names_and_roles_are_refused() {
+    let mut h = H::new();
+    for (name, role) in [
+        ("a b", "dev"),
+        ("", "dev"),
+        ("ann", ""),
+        ("ann", "de v"),
+        ("ann/x", "dev"),
+    ] {
+        let ctx = Ctx {
+            team: TEAM,
+            actor: name,
+            session: 1,
+            now: h.now(),
+        };
+        assert_eq!(
+            code(h.board.register(ctx, role, None)),
+            ErrorCode::InvalidArgs,
+            "{name:?} / {role:?}"
+        );
+    }
+    assert!(h.board.members(TEAM).is_empty());
+    let ctx = h.lead();
+    let bad_role = NewTask {
+        role: Some("no spaces".into()),
+        ..new_task("t")
+    };
+    assert_eq!(
+        code(h.board.add_task(ctx, bad_role)),
+        ErrorCode::InvalidArgs
+    );
+}
+
+#[test]
+fn a_second_live_session_under_the_same_name_is_refused() {
+    let mut h = H::new();
+    let a = h.add("a");
+    let ann = h.join("ann", "dev");
+    let twin = h.stranger(TEAM, "ann");
+    let ctx = h.ctx(twin);
+    assert_eq!(
+        code(h.board.register(ctx, "dev", None)),
+        ErrorCode::AlreadyConnected
+    );
+    // The first session keeps working; the twin is not a claimant.
+    let ctx = h.ctx(twin);
+    assert_eq!(code(h.board.claim_next(ctx)), ErrorCode::NotRegistered);
+    assert_eq!(h.claim_next(ann).unwrap().task.id, a);
+    assert_eq!(h.board.members(TEAM).len(), 1);
+}
+
+#[test]
+fn registering_again_on_the_same_session_is_harmless() {
+    let mut h = H::new();
+    let a = h.add("a");
+    let ann = h.join("ann", "dev");
+    let c = h.claim(ann, a);
+    let m = h.register(ann, "dev");
+    assert_eq!(m.task, Some(a));
+    assert_eq!(m.status, MemberStatus::Working);
+    h.complete(ann, a, c.epoch);
+}
+
+#[test]
+fn after_disconnect_the_name_can_register_again() {
+    let mut h = H::new();
+    let a = h.add("a");
+    let ann = h.join("ann", "dev");
+    let ctx = h.ctx(ann);
+    h.board
+        .record_usage(
+            ctx,
+            None,
+            teamboard_protocol::TokenUsage {
+                input: 3,
+                output: 4,
+            },
+        )
+        .unwrap();
+    h.advance(secs(1));
+    let now = h.now();
+    h.board.disconnect(ann.session, now);
+    h.advance(secs(1));
+    let again = h.stranger(TEAM, "ann");
+    let m = h.register(again, "reviewer");
+    assert!(m.connected);
+    assert_eq!(m.status, MemberStatus::Idle);
+    assert_eq!(m.role, "reviewer");
+    assert_eq!(m.joined_at, WALL0, "joined_at is the first registration");
+    assert_eq!(m.tokens.total(), 7, "usage survives a reconnect");
+    assert_eq!(h.board.members(TEAM).len(), 1);
+    // The new session claims; the old one is not registered.
+    let ctx = h.ctx(ann);
+    assert_eq!(code(h.board.claim_next(ctx)), ErrorCode::NotRegistered);
+    assert_eq!(h.claim_next(again).unwrap().task.id, a);
+}
+
+#[test]
+fn a_shutdown_member_that_registers_again_is_idle() {
+    let mut h = H::new();
+    let ann = h.join("ann", "dev");
+    let ctx = h.ctx(ann);
+    h.board.set_status(ctx, MemberStatus::Shutdown).unwrap();
+    let now = h.now();
+    h.board.disconnect(ann.session, now);
+    let again = h.stranger(TEAM, "ann");
+    assert_eq!(h.register(again, "dev").status, MemberStatus::Idle);
+}
+
+#[test]
+fn set_status_changes_and_records_the_status() {
+    let mut h = H::new();
+    let ann = h.join("ann", "dev");
+    h.board.take_changes();
+    let ctx = h.ctx(ann);
+    // Setting the status it already has writes nothing.
+    h.board.set_status(ctx, MemberStatus::Idle).unwrap();
+    assert!(!h.board.has_changes());
+    let ctx = h.ctx(ann);
+    h.board.set_status(ctx, MemberStatus::Shutdown).unwrap();
+    let changes = h.board.take_changes();
+    assert_eq!(changes.members[0].1.status, MemberStatus::Shutdown);
+    assert_eq!(changes.events[0].kind, EventKind::MemberStatus);
+}
+
+#[test]
+fn members_are_listed_by_name_and_counted() {
+    let mut h = H::new();
+    let zed = h.join("zed", "dev");
+    h.join("ann", "dev");
+    h.join("max", "ops");
+    let names: Vec<String> = h.board.members(TEAM).into_iter().map(|m| m.name).collect();
+    assert_eq!(names, vec!["ann", "max", "zed"]);
+    let now = h.now();
+    h.board.disconnect(zed.session, now);
+    let s = h.board.summary(TEAM);
+    assert_eq!((s.members, s.connected), (3, 2));
+    assert!(h.board.members("other").is_empty());
+}
+
+#[test]
+fn touch_updates_last_seen_without_writing() {
+    let mut h = H::new();
+    let ann = h.join("ann", "dev");
+    h.board.take_changes();
+    let now = h.advance(secs(9));
+    h.board.touch(TEAM, "ann", now);
+    h.board.touch(TEAM, "nobody", now);
+    h.board.touch("nowhere", "ann", now);
+    assert_eq!(h.member(ann).last_seen, WALL0 + 9000);
+    assert!(!h.board.has_changes());
+}
