@@ -304,7 +304,7 @@ pub(crate) fn require_lead(ctx: &Ctx, what: &str) -> Result<()> {
         Ok(())
     } else {
         Err(BoardError::new(
-            ErrorCode::InvalidState,
+            ErrorCode::PermissionDenied,
             format!(
                 "only the lead may {what} tasks; '{}' is a teammate",
                 ctx.actor

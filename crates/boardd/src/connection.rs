@@ -14,10 +14,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use teamboard_board::SessionId;
-use teamboard_protocol::codec::{codec, is_frame_too_large};
+use teamboard_protocol::codec::{codec, is_frame_too_large, response_codec};
 use teamboard_protocol::frame::RawClientFrame;
 use teamboard_protocol::names::validate_name;
-use teamboard_protocol::{ErrorBody, ErrorCode, Event, PROTOCOL_VERSION, ServerFrame, Welcome};
+use teamboard_protocol::{
+    ErrorBody, ErrorCode, Event, MAX_RESPONSE_LEN, PROTOCOL_VERSION, Request, ServerFrame, Welcome,
+};
 use tokio::net::UnixStream;
 use tokio::sync::mpsc;
 use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
@@ -30,11 +32,16 @@ type Reader = FramedRead<tokio::net::unix::OwnedReadHalf, LengthDelimitedCodec>;
 type Writer = FramedWrite<tokio::net::unix::OwnedWriteHalf, LengthDelimitedCodec>;
 
 /// Serves one connection until it closes.
-pub async fn serve(stream: UnixStream, session: SessionId, actor: mpsc::Sender<Cmd>) {
+pub async fn serve(
+    stream: UnixStream,
+    session: SessionId,
+    actor: mpsc::Sender<Cmd>,
+    lease_ttl: Duration,
+) {
     let (read, write) = stream.into_split();
     let mut reader = FramedRead::new(read, codec());
-    let mut writer = FramedWrite::new(write, codec());
-    let hello = match handshake(&mut reader, &mut writer, session).await {
+    let mut writer = FramedWrite::new(write, response_codec());
+    let hello = match handshake(&mut reader, &mut writer, session, lease_ttl).await {
         Some(h) => h,
         None => return,
     };
@@ -99,7 +106,7 @@ pub async fn serve(stream: UnixStream, session: SessionId, actor: mpsc::Sender<C
         let request = match RawClientFrame::typed_request(&op, args) {
             Ok(r) => r,
             Err(e) => {
-                let code = if e.starts_with("unknown variant") {
+                let code = if !Request::is_known_op(&op) {
                     ErrorCode::UnknownRequest
                 } else {
                     ErrorCode::InvalidArgs
@@ -145,6 +152,7 @@ async fn handshake(
     reader: &mut Reader,
     writer: &mut Writer,
     session: SessionId,
+    lease_ttl: Duration,
 ) -> Option<teamboard_protocol::Hello> {
     let first = match tokio::time::timeout(HANDSHAKE_TIMEOUT, reader.next()).await {
         Ok(Some(Ok(bytes))) => bytes,
@@ -215,6 +223,7 @@ async fn handshake(
         protocol: PROTOCOL_VERSION,
         server: format!("boardd {}", env!("CARGO_PKG_VERSION")),
         session,
+        lease_ttl_ms: lease_ttl.as_millis() as u64,
     });
     send(writer, &welcome).await.ok()?;
     Some(hello)
@@ -227,6 +236,34 @@ async fn send_error(writer: &mut Writer, error: ErrorBody) {
 async fn send<T: Serialize>(writer: &mut Writer, frame: &T) -> std::io::Result<()> {
     let bytes = serde_json::to_vec(frame).map_err(std::io::Error::other)?;
     writer.send(Bytes::from(bytes)).await
+}
+
+/// Sends a response, or an error response in its place when it would not fit in a
+/// frame, so that the client always hears back.
+async fn send_response(
+    writer: &mut Writer,
+    id: u64,
+    frame: &ResponseFrame<'_>,
+) -> std::io::Result<()> {
+    let bytes = serde_json::to_vec(frame).map_err(std::io::Error::other)?;
+    if bytes.len() <= MAX_RESPONSE_LEN {
+        return writer.send(Bytes::from(bytes)).await;
+    }
+    tracing::warn!(id, len = bytes.len(), "response too large");
+    let error = ErrorBody::new(
+        ErrorCode::FrameTooLarge,
+        format!(
+            "the answer is {} bytes, over the {MAX_RESPONSE_LEN}-byte frame limit; ask for less (a status filter or a smaller limit)",
+            bytes.len()
+        ),
+    );
+    let frame = ResponseFrame {
+        kind: "response",
+        id,
+        result: None,
+        error: Some(&error),
+    };
+    send(writer, &frame).await
 }
 
 /// A response frame, serialised straight from the reply without an intermediate
@@ -271,7 +308,7 @@ async fn write_frames(
                     result: result.as_ref().ok(),
                     error: result.as_ref().err(),
                 };
-                send(&mut writer, &frame).await
+                send_response(&mut writer, *id, &frame).await
             }
             Outgoing::Event(event) => {
                 send(
@@ -295,7 +332,8 @@ async fn write_frames(
                 break;
             }
         };
-        if sent.is_err() {
+        if let Err(e) = sent {
+            tracing::debug!(error = %e, "cannot write to client; closing");
             kill.cancel();
             break;
         }
@@ -305,6 +343,6 @@ async fn write_frames(
 /// Answers a peer that may not connect, then closes.
 pub async fn reject(stream: UnixStream, reason: String) {
     let (_, write) = stream.into_split();
-    let mut writer = FramedWrite::new(write, codec());
+    let mut writer = FramedWrite::new(write, response_codec());
     let _ = send(&mut writer, &ServerFrame::Reject { reason }).await;
 }

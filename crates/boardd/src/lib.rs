@@ -132,11 +132,12 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let stop = shutdown.clone();
     let fatal_stop = fatal.clone();
     let socket = config.socket.clone();
+    let lease_ttl = config.board.lease_ttl;
     let task = tokio::spawn(async move {
         let _lock = lock;
         let actor_stop = CancellationToken::new();
         let actor_task = tokio::spawn(actor.run(rx, actor_stop.clone()));
-        accept_loop(listener, tx, sessions, stop, fatal_stop).await;
+        accept_loop(listener, tx, sessions, lease_ttl, stop, fatal_stop).await;
         // Connections still open keep their sender; stopping the actor explicitly
         // lets it answer what is queued and flush to disk.
         actor_stop.cancel();
@@ -156,6 +157,7 @@ async fn accept_loop(
     listener: tokio::net::UnixListener,
     actor: mpsc::Sender<Cmd>,
     sessions: Arc<AtomicU64>,
+    lease_ttl: std::time::Duration,
     stop: CancellationToken,
     fatal: CancellationToken,
 ) {
@@ -186,7 +188,7 @@ async fn accept_loop(
         let sessions = sessions.clone();
         sessions.fetch_add(1, Ordering::Relaxed);
         tokio::spawn(async move {
-            connection::serve(stream, session, actor).await;
+            connection::serve(stream, session, actor, lease_ttl).await;
             sessions.fetch_sub(1, Ordering::Relaxed);
         });
     }

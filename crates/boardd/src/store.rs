@@ -230,23 +230,34 @@ impl Store {
         tx.commit().map_err(err)
     }
 
-    /// Reads history: the newest `limit` matching events, returned oldest first.
+    /// Reads history, returned oldest first. With `since`, the oldest `limit` events
+    /// after it, so a client can page forward without gaps; without, the newest
+    /// `limit` events.
     pub fn history(&self, q: &HistoryQuery) -> Result<Vec<Event>, StoreError> {
-        let since = q.since.unwrap_or(0) as i64;
         let limit = q.limit.min(i64::MAX as u64) as i64;
-        let bodies: Vec<String> = match q.task {
+        let forward = q.since.is_some();
+        let since = q.since.unwrap_or(0).min(i64::MAX as u64) as i64;
+        let order = if forward { "ASC" } else { "DESC" };
+        let mut bodies: Vec<String> = match q.task {
             Some(task) => self.query_bodies(
-                "SELECT body FROM events WHERE team = ?1 AND task = ?2 AND seq > ?3
-                 ORDER BY seq DESC LIMIT ?4",
+                &format!(
+                    "SELECT body FROM events WHERE team = ?1 AND task = ?2 AND seq > ?3
+                     ORDER BY seq {order} LIMIT ?4"
+                ),
                 params![q.team, task as i64, since, limit],
             )?,
             None => self.query_bodies(
-                "SELECT body FROM events WHERE team = ?1 AND seq > ?2 ORDER BY seq DESC LIMIT ?3",
+                &format!(
+                    "SELECT body FROM events WHERE team = ?1 AND seq > ?2 ORDER BY seq {order} LIMIT ?3"
+                ),
                 params![q.team, since, limit],
             )?,
         };
+        if !forward {
+            bodies.reverse();
+        }
         let mut events = Vec::with_capacity(bodies.len());
-        for body in bodies.into_iter().rev() {
+        for body in bodies {
             events.push(
                 serde_json::from_str(&body).map_err(|source| StoreError::Corrupt {
                     path: self.path.clone(),

@@ -5,7 +5,7 @@
 //! to its caller by request id and pushed events to [`Client::next_event`].
 
 use crate::PROTOCOL_VERSION;
-use crate::codec::codec;
+use crate::codec::response_codec;
 use crate::error::{ErrorBody, ErrorCode};
 use crate::frame::{ClientFrame, Hello, ServerFrame, Welcome};
 use crate::request::*;
@@ -95,7 +95,9 @@ impl Client {
                     source: e,
                 },
             })?;
-        let mut framed = Framed::new(stream, codec());
+        // Requests are checked against the 1 MiB limit in `send_frame`; answers may be
+        // larger.
+        let mut framed = Framed::new(stream, response_codec());
         let hello = ClientFrame::Hello(Hello {
             protocol: PROTOCOL_VERSION,
             client: client.to_string(),

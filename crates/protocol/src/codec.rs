@@ -1,15 +1,26 @@
 //! Length-delimited JSON frames.
 
-use crate::MAX_FRAME_LEN;
+use crate::{MAX_FRAME_LEN, MAX_RESPONSE_LEN};
 use tokio_util::codec::LengthDelimitedCodec;
 
 /// A codec for 4-byte big-endian length-prefixed frames of at most [`MAX_FRAME_LEN`]
-/// bytes. Both sides use it; the payload of each frame is one JSON document.
+/// bytes: what boardd accepts from clients. The payload of each frame is one JSON
+/// document.
 pub fn codec() -> LengthDelimitedCodec {
+    with_limit(MAX_FRAME_LEN)
+}
+
+/// The codec for frames from boardd, which may be up to [`MAX_RESPONSE_LEN`]: a
+/// whole board listed at once is larger than any sane request.
+pub fn response_codec() -> LengthDelimitedCodec {
+    with_limit(MAX_RESPONSE_LEN)
+}
+
+fn with_limit(max: usize) -> LengthDelimitedCodec {
     LengthDelimitedCodec::builder()
         .length_field_length(4)
         .big_endian()
-        .max_frame_length(MAX_FRAME_LEN)
+        .max_frame_length(max)
         .new_codec()
 }
 

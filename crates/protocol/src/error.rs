@@ -39,6 +39,8 @@ pub enum ErrorCode {
     AlreadyHoldsTask,
     /// The task's role does not match the claimant's role.
     RoleMismatch,
+    /// Only the lead may do this (cancel, retry).
+    PermissionDenied,
     /// boardd could not persist the change. Nothing was acknowledged.
     Storage,
     /// boardd is shutting down.
@@ -69,6 +71,7 @@ impl ErrorCode {
             ErrorCode::AlreadyConnected => "already_connected",
             ErrorCode::AlreadyHoldsTask => "already_holds_task",
             ErrorCode::RoleMismatch => "role_mismatch",
+            ErrorCode::PermissionDenied => "permission_denied",
             ErrorCode::Storage => "storage",
             ErrorCode::ShuttingDown => "shutting_down",
             ErrorCode::Busy => "busy",

@@ -31,6 +31,10 @@ pub struct Welcome {
     pub server: String,
     /// This connection's session id, unique while the daemon runs.
     pub session: u64,
+    /// How long a claim lives without a heartbeat, in milliseconds. Claimants
+    /// heartbeat well within it (a third of it is a good interval).
+    #[serde(default)]
+    pub lease_ttl_ms: u64,
 }
 
 /// A frame from the client.

@@ -26,8 +26,12 @@ pub use types::*;
 /// The protocol's major version. A client whose major version differs is rejected.
 pub const PROTOCOL_VERSION: u32 = 1;
 
-/// The largest frame either side accepts, in bytes of JSON payload.
+/// The largest frame boardd accepts from a client, in bytes of JSON payload.
 pub const MAX_FRAME_LEN: usize = 1024 * 1024;
+
+/// The largest frame boardd sends. Clients trust their own daemon more than the
+/// daemon trusts its clients, and `list_tasks` on a big board needs the room.
+pub const MAX_RESPONSE_LEN: usize = 64 * 1024 * 1024;
 
 /// The team a client works in when it names none.
 pub const DEFAULT_TEAM: &str = "default";

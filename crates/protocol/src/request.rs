@@ -66,6 +66,18 @@ pub enum Request {
 }
 
 impl Request {
+    /// Whether `op` names a request this version knows, whatever its arguments.
+    ///
+    /// Probing with `null` arguments lets serde tell "no such variant" apart from
+    /// "bad arguments" without a second list of names to keep in step.
+    pub fn is_known_op(op: &str) -> bool {
+        let probe = serde_json::json!({ "op": op, "args": null });
+        match serde_json::from_value::<Request>(probe) {
+            Ok(_) => true,
+            Err(e) => !e.to_string().starts_with("unknown variant"),
+        }
+    }
+
     /// The wire name of the op.
     pub fn op(&self) -> &'static str {
         match self {
@@ -205,13 +217,15 @@ pub struct WaitArgs {
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EventsArgs {
-    /// Only events with a larger `seq`.
+    /// Only events with a larger `seq`. With `since`, the answer is the *oldest*
+    /// `limit` such events, so repeated calls page forward without gaps.
     #[serde(default)]
     pub since: Option<u64>,
     /// Only events of this task.
     #[serde(default)]
     pub task: Option<TaskId>,
-    /// At most this many, the newest ones. Default 1,000.
+    /// At most this many: the newest ones without `since`, the oldest ones after
+    /// `since` with it. Default 1,000, at most 100,000.
     #[serde(default)]
     pub limit: Option<u64>,
 }
@@ -224,4 +238,29 @@ pub struct UsageArgs {
     #[serde(default)]
     pub task: Option<TaskId>,
     pub tokens: TokenUsage,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_ops_are_told_from_unknown_ones() {
+        let all = [
+            Request::Status(NoArgs {}),
+            Request::ClaimNext(NoArgs {}),
+            Request::ListTasks(ListTasksArgs::default()),
+            Request::Send(SendArgs {
+                to: "a".into(),
+                kind: MessageKind::Message,
+                content: String::new(),
+                request_id: None,
+            }),
+        ];
+        for r in all {
+            assert!(Request::is_known_op(r.op()), "{}", r.op());
+        }
+        assert!(!Request::is_known_op("frobnicate"));
+        assert!(!Request::is_known_op(""));
+    }
 }

@@ -11,19 +11,25 @@ fn only_the_lead_may_cancel_or_retry() {
     let ann = h.join("ann", "dev");
     let ctx = h.ctx(ann);
     let e = h.board.cancel_task(ctx, a).unwrap_err();
-    assert_eq!(e.code, ErrorCode::InvalidState);
+    assert_eq!(e.code, ErrorCode::PermissionDenied);
     assert!(e.message.contains("lead"), "{}", e.message);
     assert_eq!(h.task(a).status, TaskStatus::Pending);
     // Not even a session whose claimed name is unregistered.
     let stranger = h.stranger(TEAM, "boss");
     let ctx = h.ctx(stranger);
-    assert_eq!(code(h.board.cancel_task(ctx, a)), ErrorCode::InvalidState);
+    assert_eq!(
+        code(h.board.cancel_task(ctx, a)),
+        ErrorCode::PermissionDenied
+    );
 
     let c = h.claim(ann, b);
     h.fail(ann, b, c.epoch, "no");
     assert_eq!(h.task(b).status, TaskStatus::Failed);
     let ctx = h.ctx(ann);
-    assert_eq!(code(h.board.retry_task(ctx, b)), ErrorCode::InvalidState);
+    assert_eq!(
+        code(h.board.retry_task(ctx, b)),
+        ErrorCode::PermissionDenied
+    );
     assert_eq!(h.task(b).status, TaskStatus::Failed);
     h.retry(b);
     assert_eq!(h.task(b).status, TaskStatus::Pending);

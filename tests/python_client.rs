@@ -1,0 +1,81 @@
+//! The Python example client in `docs/examples/teamboard_client.py` speaks the
+//! protocol exactly as `docs/protocol.md` describes it. This test runs its self-check
+//! against an in-process boardd, so the document, the example and the daemon cannot
+//! drift apart unnoticed.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::process::Command;
+
+/// How long the whole Python scenario may take. It needs well under a second; the
+/// margin is for slow CI machines.
+const SCENARIO_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Whether `python3` can be run at all.
+async fn have_python() -> bool {
+    match Command::new("python3")
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .await
+    {
+        Ok(status) => status.success(),
+        Err(_) => false,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn python_example_client_runs_its_scenario() -> anyhow::Result<()> {
+    if !have_python().await {
+        eprintln!("note: python3 is not on PATH; skipping the Python client test");
+        return Ok(());
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/examples/teamboard_client.py");
+    assert!(script.is_file(), "{} is missing", script.display());
+
+    // Linux socket paths must be under 108 bytes, so not under target/.
+    let dir = tempfile::Builder::new().prefix("tb").tempdir_in("/tmp")?;
+    let socket = dir.path().join("boardd.sock");
+    let state = dir.path().join("state");
+    let daemon = boardd::start(boardd::Config::new(socket.clone(), state))
+        .await
+        .map_err(|e| anyhow::anyhow!("boardd did not start: {e}"))?;
+
+    let child = Command::new("python3")
+        .arg(&script)
+        .arg(&socket)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let output = tokio::time::timeout(SCENARIO_TIMEOUT, child.wait_with_output())
+        .await
+        .map_err(|_| {
+            anyhow::anyhow!("the Python scenario did not finish in {SCENARIO_TIMEOUT:?}")
+        })??;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+
+    // boardd kept serving through the scenario's malformed frame: a fresh
+    // connection still gets a welcome and answers.
+    let probe = teamboard_protocol::Client::connect(&socket, "test", "lead", "default").await?;
+    let status = probe.status().await?;
+    assert_eq!(status.protocol, teamboard_protocol::PROTOCOL_VERSION);
+    drop(probe);
+    daemon.shutdown().await;
+
+    assert!(
+        output.status.success(),
+        "the Python client failed ({}).\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status
+    );
+    assert!(
+        stdout.lines().any(|l| l.trim() == "ok"),
+        "the Python client did not print ok.\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    Ok(())
+}
