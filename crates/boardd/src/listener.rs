@@ -2,7 +2,7 @@
 //! and refusing peers of another user.
 
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use tokio::net::{UnixListener, UnixStream};
 
@@ -22,6 +22,8 @@ pub enum ListenError {
     AlreadyRunning { dir: PathBuf, lock: PathBuf },
     #[error("another boardd is already listening on {0}; stop it or choose another --socket")]
     SocketInUse(PathBuf),
+    #[error("{0} exists and is not a socket; refusing to replace it. Choose another --socket")]
+    NotASocket(PathBuf),
     #[error(
         "socket path {path} is {len} bytes; Linux allows at most 107. Choose a shorter --socket"
     )]
@@ -88,7 +90,12 @@ pub async fn bind(path: &Path) -> Result<UnixListener, ListenError> {
     if let Some(parent) = path.parent() {
         private_dir(parent)?;
     }
-    if path.exists() {
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        // Only a socket can be a crashed daemon's leftover: never delete anything
+        // else that a mistyped --socket happens to name.
+        if !meta.file_type().is_socket() {
+            return Err(ListenError::NotASocket(path.to_path_buf()));
+        }
         if UnixStream::connect(path).await.is_ok() {
             return Err(ListenError::SocketInUse(path.to_path_buf()));
         }
