@@ -37,6 +37,7 @@ pub async fn serve(
     session: SessionId,
     actor: mpsc::Sender<Cmd>,
     lease_ttl: Duration,
+    stopped: CancellationToken,
 ) {
     let (read, write) = stream.into_split();
     let mut reader = FramedRead::new(read, codec());
@@ -55,6 +56,7 @@ pub async fn serve(
         let frame = tokio::select! {
             f = reader.next() => f,
             _ = kill.cancelled() => break,
+            _ = stopped.cancelled() => break,
         };
         let bytes = match frame {
             None => break,
@@ -140,7 +142,11 @@ pub async fn serve(
             break;
         }
     }
-    let _ = actor.send(Cmd::Disconnect { session }).await;
+    // After boardd stopped, a closing connection is not a teammate going away: its
+    // claim waits for the restart grace period instead of being released.
+    if !stopped.is_cancelled() {
+        let _ = actor.send(Cmd::Disconnect { session }).await;
+    }
     drop(out);
     // The writer ends once every queued frame is out: the actor and the writer
     // thread drop their clones of the outbox when they are done with them.

@@ -136,12 +136,21 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let task = tokio::spawn(async move {
         let _lock = lock;
         let actor_stop = CancellationToken::new();
+        let conns_stop = CancellationToken::new();
         let actor_task = tokio::spawn(actor.run(rx, actor_stop.clone()));
-        accept_loop(listener, tx, sessions, lease_ttl, stop, fatal_stop).await;
+        let conns = Connections {
+            actor: tx,
+            sessions,
+            lease_ttl,
+            stopped: conns_stop.clone(),
+        };
+        accept_loop(listener, conns, stop, fatal_stop).await;
         // Connections still open keep their sender; stopping the actor explicitly
-        // lets it answer what is queued and flush to disk.
+        // lets it answer what is queued and flush to disk. Only then are the
+        // connections closed, so those answers still reach their clients.
         actor_stop.cancel();
         let _ = actor_task.await;
+        conns_stop.cancel();
         let _ = std::fs::remove_file(&socket);
         tracing::info!("boardd stopped");
     });
@@ -153,11 +162,18 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     })
 }
 
-async fn accept_loop(
-    listener: tokio::net::UnixListener,
+/// What every connection task shares.
+struct Connections {
     actor: mpsc::Sender<Cmd>,
     sessions: Arc<AtomicU64>,
     lease_ttl: std::time::Duration,
+    /// Cancelled once the actor has stopped, to close the remaining connections.
+    stopped: CancellationToken,
+}
+
+async fn accept_loop(
+    listener: tokio::net::UnixListener,
+    conns: Connections,
     stop: CancellationToken,
     fatal: CancellationToken,
 ) {
@@ -184,11 +200,13 @@ async fn accept_loop(
         }
         let session = next_session;
         next_session += 1;
-        let actor = actor.clone();
-        let sessions = sessions.clone();
+        let actor = conns.actor.clone();
+        let sessions = conns.sessions.clone();
+        let stopped = conns.stopped.clone();
+        let lease_ttl = conns.lease_ttl;
         sessions.fetch_add(1, Ordering::Relaxed);
         tokio::spawn(async move {
-            connection::serve(stream, session, actor, lease_ttl).await;
+            connection::serve(stream, session, actor, lease_ttl, stopped).await;
             sessions.fetch_sub(1, Ordering::Relaxed);
         });
     }

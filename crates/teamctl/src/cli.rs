@@ -1,0 +1,390 @@
+//! Command-line definitions. Every subcommand's `--help` should teach how to use it.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+use teamboard_protocol::{MessageKind, TaskId, TaskStatus};
+
+const ABOUT: &str = "Drive a teamboard: tasks, teammates, messages and a live view";
+
+const LONG_ABOUT: &str = "\
+teamctl talks to boardd, the daemon that owns a durable task board for a team of LLM \
+agents. You are the team's lead: you break a goal into tasks with dependencies, the \
+teammates claim ready tasks on their own, and you follow along, message them and fix \
+what goes wrong.
+
+A task is ready when it is pending, has no owner and all its blockers are completed. \
+Every command accepts --json for scripts. Times are shown in UTC.";
+
+const EXAMPLES: &str = "\
+Examples:
+  teamctl status                         is boardd running? what is on the board?
+  a=$(teamctl task add 'Design the API' -d 'REST, JSON')
+  b=$(teamctl task add 'Implement it' --blocked-by $a --role coder)
+  teamctl tasks                          the board, one line per task
+  teamctl task show $b                   one task and its history
+  teamctl team                           who is working on what
+  teamctl send alice 'Use axum, please'  message one teammate
+  teamctl inbox --ack                    read (and acknowledge) your messages
+  teamctl events --follow                stream every change as it happens
+  teamctl watch                          a live full-screen view
+
+boardd is found through --socket, $TEAMBOARD_SOCKET, or the default path
+($XDG_RUNTIME_DIR/teamboard/boardd.sock). Start it with `systemctl --user start boardd`
+or by running `boardd` in another terminal.";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "teamctl",
+    version,
+    about = ABOUT,
+    long_about = LONG_ABOUT,
+    after_help = EXAMPLES,
+    propagate_version = true,
+    disable_help_subcommand = true
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command accepts.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Global options")]
+pub struct Global {
+    /// The boardd socket [default: $XDG_RUNTIME_DIR/teamboard/boardd.sock]
+    #[arg(long, global = true, env = "TEAMBOARD_SOCKET", value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+
+    /// The team to work in
+    #[arg(
+        long,
+        global = true,
+        env = "TEAMBOARD_TEAM",
+        default_value = teamboard_protocol::DEFAULT_TEAM,
+        value_name = "TEAM"
+    )]
+    pub team: String,
+
+    /// Print machine-readable JSON instead of text
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Show the daemon's version, uptime, socket, sessions and per-team counts
+    #[command(after_help = "Examples:\n  teamctl status\n  teamctl status --json | jq .teams")]
+    Status,
+
+    /// Create and edit tasks: add, show, depend, cancel, retry
+    #[command(subcommand)]
+    Task(TaskCommand),
+
+    /// List the board, one line per task
+    #[command(
+        visible_alias = "ls",
+        long_about = "List the board, one line per task.\n\n\
+            Markers: [ ] pending, [>] in progress, [x] completed, [!] failed, \
+            [-] cancelled. A pending task shows the blockers that are not completed \
+            yet (\"blocked by #1, #2\"); one without open blockers and without an \
+            owner is ready to be claimed.",
+        after_help = "Examples:\n  teamctl tasks\n  teamctl tasks --status pending\n  \
+            teamctl tasks --json | jq '.[] | select(.status == \"failed\") | .id'"
+    )]
+    Tasks(TasksArgs),
+
+    /// Show the team: each member's role, status, pid, task, tokens and last contact
+    #[command(after_help = "Examples:\n  teamctl team\n  teamctl team --json | jq '.[].name'")]
+    Team,
+
+    /// Send a message to one teammate
+    #[command(
+        after_help = "Examples:\n  teamctl send alice 'Please look at #4 first'\n  \
+        teamctl send bob 'Time to stop' --kind shutdown-request"
+    )]
+    Send(SendArgs),
+
+    /// Send a message to every teammate
+    #[command(after_help = "Examples:\n  teamctl broadcast 'Freeze: no new tasks until 14:00'")]
+    Broadcast(BroadcastArgs),
+
+    /// List the messages sent to you (the lead) that are not acknowledged yet
+    #[command(
+        long_about = "List the messages sent to you (the lead) that are not \
+            acknowledged yet, oldest first. Messages stay in the inbox until they are \
+            acknowledged: pass --ack to acknowledge the ones shown.",
+        after_help = "Examples:\n  teamctl inbox\n  teamctl inbox --ack\n  teamctl inbox --json"
+    )]
+    Inbox(InboxArgs),
+
+    /// Print the history of changes; with --follow, keep streaming new ones
+    #[command(
+        after_help = "Examples:\n  teamctl events --limit 20\n  teamctl events --task 3\n  \
+        teamctl events --follow\n  teamctl events --follow --json | jq -c 'select(.kind == \"task_completed\")'"
+    )]
+    Events(EventsArgs),
+
+    /// A live full-screen view of the board, the team and the latest events
+    #[command(
+        long_about = "A live full-screen view of the board, the team and the latest \
+            events. It redraws when something changes (boardd pushes events; there is \
+            no polling). Quit with Ctrl-C.",
+        after_help = "Examples:\n  teamctl watch\n  teamctl watch --events 20\n  \
+            teamctl watch --once      draw one frame and exit"
+    )]
+    Watch(WatchArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TaskCommand {
+    /// Create a task; prints its id (or, with --json, the task)
+    #[command(
+        after_help = "Examples:\n  id=$(teamctl task add 'Write the parser')\n  \
+        teamctl task add 'Write tests' -d 'cover errors too' --blocked-by $id --priority 5\n  \
+        teamctl task add 'Review' --blocked-by 1 --blocked-by 2 --role reviewer"
+    )]
+    Add(TaskAddArgs),
+
+    /// Show one task with its history
+    #[command(
+        after_help = "Examples:\n  teamctl task show 3\n  teamctl task show 3 --json | jq .history"
+    )]
+    Show(TaskIdArg),
+
+    /// Make a task wait for other tasks (cycles are refused)
+    #[command(
+        after_help = "Examples:\n  teamctl task depend 5 --on 3\n  teamctl task depend 5 --on 3 4"
+    )]
+    Depend(TaskDependArgs),
+
+    /// Withdraw a task; its owner, if any, loses the claim
+    #[command(after_help = "Examples:\n  teamctl task cancel 5")]
+    Cancel(TaskIdArg),
+
+    /// Put a failed or cancelled task back to pending, with a fresh attempt count
+    #[command(after_help = "Examples:\n  teamctl task retry 5")]
+    Retry(TaskIdArg),
+}
+
+#[derive(Debug, Args)]
+pub struct TaskAddArgs {
+    /// A short title for the task
+    pub subject: String,
+
+    /// What to do, in as much detail as a teammate needs
+    #[arg(
+        short,
+        long,
+        value_name = "TEXT",
+        default_value = "",
+        hide_default_value = true
+    )]
+    pub description: String,
+
+    /// A task that must be completed first (repeat, or separate with commas)
+    #[arg(long, value_name = "ID", value_parser = parse_task_id, value_delimiter = ',')]
+    pub blocked_by: Vec<TaskId>,
+
+    /// Higher runs first; ties go to the lower id
+    #[arg(
+        short,
+        long,
+        value_name = "N",
+        default_value_t = 0,
+        allow_negative_numbers = true
+    )]
+    pub priority: i64,
+
+    /// Only a teammate with this role may claim the task
+    #[arg(short, long, value_name = "ROLE")]
+    pub role: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct TaskIdArg {
+    /// The task's id (`3` or `#3`)
+    #[arg(value_name = "ID", value_parser = parse_task_id)]
+    pub id: TaskId,
+}
+
+#[derive(Debug, Args)]
+pub struct TaskDependArgs {
+    /// The task that should wait
+    #[arg(value_name = "ID", value_parser = parse_task_id)]
+    pub id: TaskId,
+
+    /// The tasks it waits for
+    #[arg(
+        long,
+        value_name = "ID",
+        required = true,
+        num_args = 1..,
+        value_parser = parse_task_id,
+        value_delimiter = ','
+    )]
+    pub on: Vec<TaskId>,
+}
+
+#[derive(Debug, Args)]
+pub struct TasksArgs {
+    /// Only tasks of this status: pending, in_progress, completed, failed, cancelled
+    #[arg(short, long, value_name = "STATUS", value_parser = parse_status)]
+    pub status: Option<TaskStatus>,
+}
+
+#[derive(Debug, Args)]
+pub struct SendArgs {
+    /// The teammate's name (`lead` is you)
+    pub to: String,
+
+    /// The message
+    pub text: String,
+
+    /// The kind of message, e.g. message, shutdown_request, plan_approval_response
+    #[arg(short, long, value_name = "KIND", default_value = "message", value_parser = parse_kind)]
+    pub kind: MessageKind,
+
+    /// Ties a response to its request (shutdown and plan approval)
+    #[arg(long, value_name = "ID")]
+    pub request_id: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct BroadcastArgs {
+    /// The message
+    pub text: String,
+}
+
+#[derive(Debug, Args)]
+pub struct InboxArgs {
+    /// Acknowledge the messages shown, removing them from the inbox
+    #[arg(long)]
+    pub ack: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct EventsArgs {
+    /// Keep running and print new events as they happen (Ctrl-C to stop)
+    #[arg(short, long)]
+    pub follow: bool,
+
+    /// Only events after this sequence number
+    #[arg(long, value_name = "SEQ")]
+    pub since: Option<u64>,
+
+    /// Only events of this task
+    #[arg(long, value_name = "ID", value_parser = parse_task_id)]
+    pub task: Option<TaskId>,
+
+    /// At most this many past events, the newest ones (boardd's default is 1000)
+    #[arg(short = 'n', long, value_name = "N")]
+    pub limit: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// Draw one frame and exit
+    #[arg(long)]
+    pub once: bool,
+
+    /// How many of the latest events to show
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub events: usize,
+}
+
+/// Accepts `3` and `#3`.
+pub fn parse_task_id(s: &str) -> Result<TaskId, String> {
+    let digits = s.trim().strip_prefix('#').unwrap_or(s.trim());
+    match digits.parse::<TaskId>() {
+        Ok(0) => Err("task ids start at 1".into()),
+        Ok(id) => Ok(id),
+        Err(_) => Err(format!(
+            "'{s}' is not a task id (expected a number like 3 or #3)"
+        )),
+    }
+}
+
+/// Accepts the wire names and their dashed forms (`in-progress`).
+pub fn parse_status(s: &str) -> Result<TaskStatus, String> {
+    TaskStatus::parse(&s.trim().to_ascii_lowercase()).ok_or_else(|| {
+        let names: Vec<&str> = TaskStatus::ALL.iter().map(|t| t.as_str()).collect();
+        format!("unknown status '{s}'; use one of: {}", names.join(", "))
+    })
+}
+
+/// Accepts the wire names and their dashed forms (`shutdown-request`).
+pub fn parse_kind(s: &str) -> Result<MessageKind, String> {
+    let wanted = s.trim().to_ascii_lowercase().replace('-', "_");
+    MessageKind::ALL
+        .into_iter()
+        .find(|k| k.as_str() == wanted)
+        .ok_or_else(|| {
+            let names: Vec<&str> = MessageKind::ALL.iter().map(|k| k.as_str()).collect();
+            format!(
+                "unknown message kind '{s}'; use one of: {}",
+                names.join(", ")
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn parses_ids_statuses_and_kinds() {
+        assert_eq!(parse_task_id("#12"), Ok(12));
+        assert_eq!(parse_task_id("7"), Ok(7));
+        assert!(parse_task_id("x").is_err());
+        assert!(parse_task_id("0").is_err());
+        assert_eq!(parse_status("in-progress"), Ok(TaskStatus::InProgress));
+        assert_eq!(parse_status("IN_PROGRESS"), Ok(TaskStatus::InProgress));
+        assert!(parse_status("done").unwrap_err().contains("pending"));
+        assert_eq!(
+            parse_kind("shutdown-request"),
+            Ok(MessageKind::ShutdownRequest)
+        );
+        assert!(parse_kind("nope").is_err());
+    }
+
+    #[test]
+    fn negative_priority_and_repeated_blockers() {
+        let cli = Cli::try_parse_from([
+            "teamctl",
+            "task",
+            "add",
+            "x",
+            "--priority",
+            "-3",
+            "--blocked-by",
+            "1,#2",
+            "--blocked-by",
+            "3",
+        ])
+        .expect("parses");
+        match cli.command {
+            Command::Task(TaskCommand::Add(a)) => {
+                assert_eq!(a.priority, -3);
+                assert_eq!(a.blocked_by, vec![1, 2, 3]);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn global_options_after_the_subcommand() {
+        let cli =
+            Cli::try_parse_from(["teamctl", "tasks", "--json", "--team", "t1"]).expect("parses");
+        assert!(cli.global.json);
+        assert_eq!(cli.global.team, "t1");
+    }
+}

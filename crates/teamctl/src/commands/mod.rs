@@ -1,0 +1,180 @@
+//! One module per subcommand. Each takes the shared [`Ctx`] and its own arguments.
+
+pub mod broadcast;
+pub mod events;
+pub mod inbox;
+pub mod send;
+pub mod status;
+pub mod task_add;
+pub mod task_cancel;
+pub mod task_depend;
+pub mod task_retry;
+pub mod task_show;
+pub mod tasks;
+pub mod team;
+pub mod watch;
+
+use crate::cli::{Cli, Command, Global, TaskCommand};
+use crate::render;
+use anyhow::Context as _;
+use serde::de::DeserializeOwned;
+use std::path::PathBuf;
+use teamboard_protocol::request::{EventsArgs, ListTasksArgs};
+use teamboard_protocol::{
+    Client, ClientError, ErrorCode, Event, Request, Task, TaskId, TaskStatus,
+};
+
+/// The client's name in the hello: the person at teamctl is the team's lead.
+pub const CLIENT_KIND: &str = "teamctl";
+
+/// What every command needs: where boardd is, which team, and the output format.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    pub socket: PathBuf,
+    pub team: String,
+    pub json: bool,
+}
+
+impl Ctx {
+    pub fn new(global: &Global) -> Ctx {
+        let socket = global
+            .socket
+            .clone()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or_else(teamboard_protocol::paths::default_socket_path);
+        Ctx {
+            socket,
+            team: global.team.clone(),
+            json: global.json,
+        }
+    }
+
+    /// Opens a session as `lead` in the team.
+    pub async fn connect(&self) -> anyhow::Result<Client> {
+        Ok(Client::connect(
+            &self.socket,
+            CLIENT_KIND,
+            teamboard_protocol::LEAD,
+            &self.team,
+        )
+        .await?)
+    }
+}
+
+/// Runs the parsed command line.
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    let ctx = Ctx::new(&cli.global);
+    match cli.command {
+        Command::Status => status::run(&ctx).await,
+        Command::Task(TaskCommand::Add(args)) => task_add::run(&ctx, args).await,
+        Command::Task(TaskCommand::Show(args)) => task_show::run(&ctx, args).await,
+        Command::Task(TaskCommand::Depend(args)) => task_depend::run(&ctx, args).await,
+        Command::Task(TaskCommand::Cancel(args)) => task_cancel::run(&ctx, args).await,
+        Command::Task(TaskCommand::Retry(args)) => task_retry::run(&ctx, args).await,
+        Command::Tasks(args) => tasks::run(&ctx, args).await,
+        Command::Team => team::run(&ctx).await,
+        Command::Send(args) => send::run(&ctx, args).await,
+        Command::Broadcast(args) => broadcast::run(&ctx, args).await,
+        Command::Inbox(args) => inbox::run(&ctx, args).await,
+        Command::Events(args) => events::run(&ctx, args).await,
+        Command::Watch(args) => watch::run(&ctx, args).await,
+    }
+}
+
+/// Decodes a raw answer, with an error that says what boardd sent was unexpected.
+pub fn decode<T: DeserializeOwned>(value: &serde_json::Value, what: &str) -> anyhow::Result<T> {
+    T::deserialize(value).with_context(|| format!("unexpected answer from boardd for {what}"))
+}
+
+/// The board's tasks, raw (as boardd sent them) and decoded.
+pub async fn fetch_tasks(
+    client: &Client,
+    status: Option<TaskStatus>,
+) -> anyhow::Result<(serde_json::Value, Vec<Task>)> {
+    let raw = client
+        .call_value(Request::ListTasks(ListTasksArgs { status }))
+        .await?;
+    let tasks = decode(&raw, "list_tasks")?;
+    Ok((raw, tasks))
+}
+
+/// Prints a task the lead just changed: its line (with open blockers worked out from
+/// the whole board) or, with `--json`, the task object as boardd returned it.
+pub async fn print_changed_task(
+    ctx: &Ctx,
+    client: &Client,
+    raw: serde_json::Value,
+    what: &str,
+) -> anyhow::Result<()> {
+    if ctx.json {
+        return render::json(&raw);
+    }
+    let task: Task = decode(&raw, what)?;
+    let (_, all) = fetch_tasks(client, None).await?;
+    let board = render::Board::new(&all);
+    render::line(&render::task_line(&task, &board, 0))?;
+    Ok(())
+}
+
+/// The error for a live view whose daemon went away.
+pub fn daemon_gone() -> anyhow::Error {
+    anyhow::anyhow!(
+        "boardd went away (the connection closed). Start it again with \
+         `systemctl --user start boardd`, or run `boardd` in another terminal"
+    )
+}
+
+/// After a subscribed connection ended: reconnects and subscribes again, or `None`
+/// when boardd is not there any more.
+///
+/// boardd closes the connection of a subscriber that falls too far behind (`busy`);
+/// the cure is to reconnect, subscribe and catch up with `events` since the last
+/// `seq` seen. If nothing listens on the socket, the daemon has stopped.
+pub async fn resubscribe(ctx: &Ctx) -> anyhow::Result<Option<Client>> {
+    let client = match ctx.connect().await {
+        Ok(c) => c,
+        Err(e) => match e.downcast_ref::<ClientError>() {
+            Some(ClientError::NotRunning { .. } | ClientError::Closed(_)) => return Ok(None),
+            _ => return Err(e),
+        },
+    };
+    match client.subscribe().await {
+        Ok(()) => Ok(Some(client)),
+        Err(ClientError::Closed(_)) => Ok(None),
+        Err(ClientError::Server(body)) if body.code == ErrorCode::ShuttingDown => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Every event after `since` (optionally of one task), oldest first, paging forward
+/// so that nothing is skipped however many there are.
+pub async fn events_after(
+    client: &Client,
+    since: u64,
+    task: Option<TaskId>,
+) -> anyhow::Result<Vec<Event>> {
+    const PAGE: u64 = 1000;
+    let mut all = Vec::new();
+    let mut since = since;
+    loop {
+        let page = client
+            .events(EventsArgs {
+                since: Some(since),
+                task,
+                limit: Some(PAGE),
+            })
+            .await?;
+        let full = page.len() as u64 >= PAGE;
+        match page.last() {
+            Some(last) if last.seq > since => since = last.seq,
+            _ => {
+                all.extend(page);
+                return Ok(all);
+            }
+        }
+        all.extend(page);
+        if !full {
+            return Ok(all);
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! `teamctl task show`: one task with its history.
+
+use super::{Ctx, decode, fetch_tasks};
+use crate::cli::TaskIdArg;
+use crate::render;
+use teamboard_protocol::request::TaskRef;
+use teamboard_protocol::{Request, TaskDetail};
+
+pub async fn run(ctx: &Ctx, args: TaskIdArg) -> anyhow::Result<()> {
+    let client = ctx.connect().await?;
+    let raw = client
+        .call_value(Request::GetTask(TaskRef { id: args.id }))
+        .await?;
+    if ctx.json {
+        // boardd's answer is already the task object with a `history` array.
+        return render::json(&raw);
+    }
+    let detail: TaskDetail = decode(&raw, "get_task")?;
+    let (_, all) = fetch_tasks(&client, None).await?;
+    let board = render::Board::new(&all);
+    let t = &detail.task;
+    let now = render::now_ms();
+
+    let mut state = render::status_word(t.status).to_string();
+    if board.is_ready(t) {
+        state.push_str(" (ready)");
+    }
+    let blockers = if t.blocked_by.is_empty() {
+        "-".to_string()
+    } else {
+        t.blocked_by
+            .iter()
+            .map(|b| match board.status_of(*b) {
+                Some(s) => format!("#{b} {}", render::status_word(s)),
+                None => format!("#{b}"),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let dependents: Vec<_> = all
+        .iter()
+        .filter(|o| o.blocked_by.contains(&t.id))
+        .map(|o| o.id)
+        .collect();
+
+    let mut out = vec![
+        format!("{} #{}  {}", render::marker(t.status), t.id, t.subject),
+        format!("status:     {state}"),
+        format!("owner:      {}", t.owner.as_deref().unwrap_or("-")),
+        format!("blocked by: {blockers}"),
+    ];
+    if !dependents.is_empty() {
+        out.push(format!("blocks:     {}", render::id_list(&dependents)));
+    }
+    out.push(format!("priority:   {}", t.priority));
+    out.push(format!(
+        "role:       {}",
+        t.role.as_deref().unwrap_or("any")
+    ));
+    out.push(format!("attempts:   {}", t.attempts));
+    if t.tokens.total() > 0 {
+        out.push(format!(
+            "tokens:     {} ({} in, {} out)",
+            render::count(t.tokens.total()),
+            render::count(t.tokens.input),
+            render::count(t.tokens.output)
+        ));
+    }
+    out.push(format!(
+        "created:    {} ({})",
+        render::datetime(t.created_at),
+        render::ago(t.created_at, now)
+    ));
+    out.push(format!(
+        "updated:    {} ({})",
+        render::datetime(t.updated_at),
+        render::ago(t.updated_at, now)
+    ));
+    if let Some(result) = &t.result {
+        push_block(&mut out, "result", result);
+    }
+    if let Some(err) = &t.last_error {
+        push_block(&mut out, "last error", err);
+    }
+    if !t.description.is_empty() {
+        push_block(&mut out, "description", &t.description);
+    }
+    out.push(String::new());
+    if detail.history.is_empty() {
+        out.push("history: (none)".into());
+    } else {
+        out.push("history:".into());
+        out.extend(
+            detail
+                .history
+                .iter()
+                .map(|e| format!("  {}", render::history_line(e))),
+        );
+    }
+    render::lines(&out)?;
+    Ok(())
+}
+
+/// `label:` followed by the text; a multi-line text goes on indented lines below.
+fn push_block(out: &mut Vec<String>, label: &str, text: &str) {
+    let mut lines = text.lines();
+    match (lines.next(), lines.next()) {
+        (Some(first), None) => out.push(format!("{:<12}{first}", format!("{label}:"))),
+        _ => {
+            out.push(format!("{label}:"));
+            out.extend(text.lines().map(|l| format!("  {l}")));
+        }
+    }
+}

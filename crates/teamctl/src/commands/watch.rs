@@ -1,0 +1,308 @@
+//! `teamctl watch`: a live full-screen view of the board, the team and the latest
+//! events.
+//!
+//! The view is redrawn when boardd pushes an event, never on a timer. A burst of
+//! events (a completion that makes five tasks ready, say) is coalesced: after the
+//! first event the view waits [`DEBOUNCE`] for more, then refetches and redraws once.
+
+use super::{Ctx, daemon_gone, decode, fetch_tasks, resubscribe};
+use crate::cli::WatchArgs;
+use crate::render;
+use std::collections::VecDeque;
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+use teamboard_protocol::request::{EventsArgs, NoArgs};
+use teamboard_protocol::{Client, Event, Member, Request, Task, TaskStatus};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::time::Instant;
+
+/// How long to gather further events after the first one before redrawing.
+const DEBOUNCE: Duration = Duration::from_millis(50);
+
+/// Reconnections in a row without a single new event before giving up.
+const MAX_RECONNECTS: u32 = 3;
+
+pub async fn run(ctx: &Ctx, args: WatchArgs) -> anyhow::Result<()> {
+    let mut client = ctx.connect().await?;
+    let tty = std::io::stdout().is_terminal();
+
+    if args.once {
+        let recent = fetch_recent(&client, args.events).await?;
+        let frame = render_frame(ctx, &client, &recent).await?;
+        return draw(&frame, tty);
+    }
+
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    // Subscribe before the first fetch so that nothing falls between the two.
+    client.subscribe().await?;
+    let mut recent = fetch_recent(&client, args.events).await?;
+    let _screen = Screen::enter(tty)?;
+    draw(&render_frame(ctx, &client, &recent).await?, true)?;
+
+    let mut reconnects = 0;
+    loop {
+        let first = tokio::select! {
+            _ = interrupt.recv() => return Ok(()),
+            event = client.next_event() => event,
+        };
+        match first {
+            Some(first) => {
+                reconnects = 0;
+                remember(&mut recent, first, args.events);
+                // Coalesce whatever else arrives right behind it.
+                let deadline = Instant::now() + DEBOUNCE;
+                loop {
+                    let more = tokio::select! {
+                        _ = tokio::time::sleep_until(deadline) => break,
+                        more = client.next_event() => more,
+                    };
+                    match more {
+                        Some(e) => remember(&mut recent, e, args.events),
+                        // Redraw what we have; the next wait notices the end.
+                        None => break,
+                    }
+                }
+            }
+            None => {
+                // Cut off (too far behind) or the daemon stopped: find out which.
+                reconnects += 1;
+                if reconnects > MAX_RECONNECTS {
+                    anyhow::bail!("boardd keeps closing the event stream; giving up");
+                }
+                let Some(fresh) = resubscribe(ctx).await? else {
+                    return Err(daemon_gone());
+                };
+                client = fresh;
+                recent = fetch_recent(&client, args.events).await?;
+            }
+        }
+        match render_frame(ctx, &client, &recent).await {
+            Ok(frame) => draw(&frame, true)?,
+            // The connection closed mid-fetch: the next wait finds out why.
+            Err(e) if is_closed(&e) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+fn is_closed(e: &anyhow::Error) -> bool {
+    matches!(
+        e.downcast_ref::<teamboard_protocol::ClientError>(),
+        Some(teamboard_protocol::ClientError::Closed(_))
+    )
+}
+
+/// The newest `keep` events.
+async fn fetch_recent(client: &Client, keep: usize) -> anyhow::Result<VecDeque<Event>> {
+    let mut recent = VecDeque::new();
+    if keep == 0 {
+        return Ok(recent);
+    }
+    let limit = u64::try_from(keep).unwrap_or(u64::MAX);
+    let history = client
+        .events(EventsArgs {
+            since: None,
+            task: None,
+            limit: Some(limit),
+        })
+        .await?;
+    for e in history {
+        remember(&mut recent, e, keep);
+    }
+    Ok(recent)
+}
+
+fn remember(recent: &mut VecDeque<Event>, e: Event, keep: usize) {
+    if keep == 0 {
+        return;
+    }
+    if recent.back().is_some_and(|last| e.seq <= last.seq) {
+        return; // already seen (history and stream overlap)
+    }
+    recent.push_back(e);
+    while recent.len() > keep {
+        recent.pop_front();
+    }
+}
+
+/// Fetches the board and the team, and lays out one frame.
+async fn render_frame(
+    ctx: &Ctx,
+    client: &Client,
+    recent: &VecDeque<Event>,
+) -> anyhow::Result<Vec<String>> {
+    let (_, tasks) = fetch_tasks(client, None).await?;
+    let raw_team = client.call_value(Request::Team(NoArgs {})).await?;
+    let members: Vec<Member> = decode(&raw_team, "team")?;
+    let now = render::now_ms();
+    let board = render::Board::new(&tasks);
+
+    let mut out = vec![
+        format!(
+            "teamboard  team {}  {}  {} UTC",
+            ctx.team,
+            client.welcome().server,
+            render::clock(now)
+        ),
+        format!("tasks: {}", render::task_summary(&tasks, &board)),
+        String::new(),
+        "TASKS".to_string(),
+    ];
+    let shown = fit_tasks(&tasks, members.len() + recent.len());
+    if tasks.is_empty() {
+        out.push("  (none yet: teamctl task add SUBJECT)".into());
+    } else {
+        out.extend(
+            render::task_lines(&shown, &board)
+                .into_iter()
+                .map(|l| format!("  {l}")),
+        );
+        if shown.len() < tasks.len() {
+            out.push(format!(
+                "  ... {} more (teamctl tasks)",
+                tasks.len() - shown.len()
+            ));
+        }
+    }
+    out.push(String::new());
+    out.push("TEAM".to_string());
+    if members.is_empty() {
+        out.push("  (nobody yet: start a teammate with `teammated NAME`)".into());
+    } else {
+        out.extend(
+            render::member_lines(&members, &tasks, now)
+                .into_iter()
+                .map(|l| format!("  {l}")),
+        );
+    }
+    if !recent.is_empty() {
+        out.push(String::new());
+        out.push("EVENTS".to_string());
+        out.extend(
+            recent
+                .iter()
+                .map(|e| format!("  {}", render::event_line(e))),
+        );
+    }
+    out.push(String::new());
+    out.push("Ctrl-C to quit".to_string());
+    Ok(out)
+}
+
+/// When the terminal's height is known (`$LINES`), keeps the task list short enough
+/// to fit, dropping finished tasks (oldest first) before anything else.
+fn fit_tasks(tasks: &[Task], other_lines: usize) -> Vec<Task> {
+    let rows = std::env::var("LINES")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok());
+    let Some(rows) = rows else {
+        return tasks.to_vec();
+    };
+    // Header, blank lines, section titles, footer and the "more" line.
+    let budget = rows.saturating_sub(other_lines + 11).max(5);
+    if tasks.len() <= budget {
+        return tasks.to_vec();
+    }
+    let mut excess = tasks.len() - budget;
+    let mut keep = vec![true; tasks.len()];
+    for (i, t) in tasks.iter().enumerate() {
+        if excess == 0 {
+            break;
+        }
+        if matches!(t.status, TaskStatus::Completed | TaskStatus::Cancelled) {
+            keep[i] = false;
+            excess -= 1;
+        }
+    }
+    let mut shown: Vec<Task> = tasks
+        .iter()
+        .zip(keep)
+        .filter(|(_, k)| *k)
+        .map(|(t, _)| t.clone())
+        .collect();
+    shown.truncate(budget);
+    shown
+}
+
+/// Writes a frame in one go. On a terminal: cursor home, each line cleared to its
+/// end, the rest of the screen cleared, so that the view does not flicker.
+fn draw(frame: &[String], ansi: bool) -> anyhow::Result<()> {
+    let mut buf = String::new();
+    if ansi {
+        buf.push_str("\x1b[H");
+    }
+    for l in frame {
+        buf.push_str(l);
+        if ansi {
+            buf.push_str("\x1b[K");
+        }
+        buf.push('\n');
+    }
+    if ansi {
+        buf.push_str("\x1b[J");
+    }
+    let mut out = std::io::stdout().lock();
+    out.write_all(buf.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
+/// The alternate screen, without a cursor and without line wrapping (long lines are
+/// clipped at the edge), restored when dropped: on Ctrl-C, on errors and when the
+/// daemon goes away.
+struct Screen {
+    active: bool,
+}
+
+impl Screen {
+    fn enter(tty: bool) -> std::io::Result<Screen> {
+        if tty {
+            let mut out = std::io::stdout().lock();
+            out.write_all(b"\x1b[?1049h\x1b[?25l\x1b[?7l\x1b[H\x1b[2J")?;
+            out.flush()?;
+        }
+        Ok(Screen { active: tty })
+    }
+}
+
+impl Drop for Screen {
+    fn drop(&mut self) {
+        if self.active {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(b"\x1b[?7h\x1b[?25h\x1b[?1049l");
+            let _ = out.flush();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use teamboard_protocol::EventKind;
+
+    fn event(seq: u64, kind: EventKind) -> Event {
+        Event {
+            seq,
+            team: "default".into(),
+            at: 0,
+            actor: "lead".into(),
+            kind,
+            task: None,
+            member: None,
+            message: None,
+            detail: String::new(),
+        }
+    }
+
+    #[test]
+    fn recent_events_skip_duplicates_and_keep_the_newest() {
+        let mut recent = VecDeque::new();
+        remember(&mut recent, event(1, EventKind::TaskCreated), 2);
+        remember(&mut recent, event(1, EventKind::TaskCreated), 2);
+        remember(&mut recent, event(2, EventKind::MessageSent), 2);
+        remember(&mut recent, event(3, EventKind::TaskClaimed), 2);
+        remember(&mut recent, event(4, EventKind::TaskCompleted), 2);
+        let seqs: Vec<u64> = recent.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, vec![3, 4]);
+    }
+}

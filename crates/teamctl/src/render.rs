@@ -1,0 +1,443 @@
+//! Shared text formatting: tasks, members, messages, events and time.
+//!
+//! Everything here is pure (it returns strings), so commands decide where output goes
+//! and the formatting can be tested without a daemon.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::time::{SystemTime, UNIX_EPOCH};
+use teamboard_protocol::{Event, Member, MemberStatus, Message, Task, TaskId, TaskStatus};
+
+// ---------------------------------------------------------------- output
+
+/// Writes one line to stdout. Errors (a closed pipe) are returned, not panicked on.
+pub fn line(text: &str) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{text}")?;
+    out.flush()
+}
+
+/// Writes several lines to stdout at once.
+pub fn lines(text: &[String]) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    for l in text {
+        writeln!(out, "{l}")?;
+    }
+    out.flush()
+}
+
+/// Pretty-prints a JSON value on stdout.
+pub fn json(value: &serde_json::Value) -> anyhow::Result<()> {
+    line(&serde_json::to_string_pretty(value)?)?;
+    Ok(())
+}
+
+/// Prints a JSON value on one line (JSON Lines).
+pub fn json_line<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
+    line(&serde_json::to_string(value)?)?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------- time
+
+/// Milliseconds since the Unix epoch, now.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// `HH:MM:SS` (UTC) of a unix-ms timestamp.
+pub fn clock(ms: i64) -> String {
+    let secs = ms.div_euclid(1000).rem_euclid(86_400);
+    format!(
+        "{:02}:{:02}:{:02}",
+        secs / 3600,
+        (secs / 60) % 60,
+        secs % 60
+    )
+}
+
+/// `YYYY-MM-DD HH:MM:SS UTC` of a unix-ms timestamp.
+pub fn datetime(ms: i64) -> String {
+    let days = ms.div_euclid(1000).div_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!("{y:04}-{m:02}-{d:02} {} UTC", clock(ms))
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's
+/// `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// A compact duration: `450ms`, `12s`, `3m 4s`, `2h 5m`, `3d 4h`.
+pub fn duration(ms: u64) -> String {
+    let s = ms / 1000;
+    match s {
+        0 => format!("{ms}ms"),
+        1..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m {}s", s / 60, s % 60),
+        3600..=86_399 => format!("{}h {}m", s / 3600, (s / 60) % 60),
+        _ => format!("{}d {}h", s / 86_400, (s / 3600) % 24),
+    }
+}
+
+/// How long ago `at` was, e.g. `5s ago`, `3m ago`, `just now`.
+pub fn ago(at: i64, now: i64) -> String {
+    let diff = now.saturating_sub(at);
+    if diff < 1000 {
+        return "just now".into();
+    }
+    let s = diff / 1000;
+    let short = match s {
+        1..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m", s / 60),
+        3600..=86_399 => format!("{}h", s / 3600),
+        _ => format!("{}d", s / 86_400),
+    };
+    format!("{short} ago")
+}
+
+// ---------------------------------------------------------------- numbers
+
+/// `950`, `12.3k`, `4.5M`.
+pub fn count(n: u64) -> String {
+    match n {
+        0..=999 => n.to_string(),
+        1000..=999_999 => format!("{:.1}k", n as f64 / 1000.0),
+        _ => format!("{:.1}M", n as f64 / 1_000_000.0),
+    }
+}
+
+// ---------------------------------------------------------------- tasks
+
+/// The board's marker for a status.
+pub fn marker(status: TaskStatus) -> &'static str {
+    match status {
+        TaskStatus::Pending => "[ ]",
+        TaskStatus::InProgress => "[>]",
+        TaskStatus::Completed => "[x]",
+        TaskStatus::Failed => "[!]",
+        TaskStatus::Cancelled => "[-]",
+    }
+}
+
+/// A status for people: `in progress` rather than `in_progress`.
+pub fn status_word(status: TaskStatus) -> &'static str {
+    match status {
+        TaskStatus::InProgress => "in progress",
+        other => other.as_str(),
+    }
+}
+
+/// What the renderer needs to know about the rest of the board: every task's status.
+#[derive(Debug, Default)]
+pub struct Board {
+    statuses: HashMap<TaskId, TaskStatus>,
+}
+
+impl Board {
+    pub fn new(tasks: &[Task]) -> Board {
+        Board {
+            statuses: tasks.iter().map(|t| (t.id, t.status)).collect(),
+        }
+    }
+
+    /// The blockers of `task` that are not completed (unknown ones count as open).
+    pub fn open_blockers(&self, task: &Task) -> Vec<TaskId> {
+        task.blocked_by
+            .iter()
+            .copied()
+            .filter(|b| self.statuses.get(b) != Some(&TaskStatus::Completed))
+            .collect()
+    }
+
+    /// Pending, unowned and without open blockers.
+    pub fn is_ready(&self, task: &Task) -> bool {
+        task.status == TaskStatus::Pending
+            && task.owner.is_none()
+            && self.open_blockers(task).is_empty()
+    }
+
+    pub fn status_of(&self, id: TaskId) -> Option<TaskStatus> {
+        self.statuses.get(&id).copied()
+    }
+}
+
+/// `#1, #2`.
+pub fn id_list(ids: &[TaskId]) -> String {
+    ids.iter()
+        .map(|id| format!("#{id}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The width of the widest `#id` among `tasks`, for alignment.
+pub fn id_width(tasks: &[Task]) -> usize {
+    tasks
+        .iter()
+        .map(|t| t.id.to_string().len() + 1)
+        .max()
+        .unwrap_or(2)
+}
+
+/// One line for a task: `[ ] #3  Write tests  @alice  (role: tester)  blocked by #1, #2`.
+pub fn task_line(task: &Task, board: &Board, id_width: usize) -> String {
+    let id = format!("#{}", task.id);
+    let mut s = format!(
+        "{} {id:<id_width$}  {}",
+        marker(task.status),
+        one_line(&task.subject)
+    );
+    if let Some(owner) = &task.owner {
+        s.push_str(&format!("  @{owner}"));
+    }
+    if let Some(role) = &task.role {
+        s.push_str(&format!("  (role: {role})"));
+    }
+    if task.priority != 0 {
+        s.push_str(&format!("  (priority {})", task.priority));
+    }
+    if matches!(task.status, TaskStatus::Pending | TaskStatus::InProgress) {
+        let open = board.open_blockers(task);
+        if !open.is_empty() {
+            s.push_str(&format!("  blocked by {}", id_list(&open)));
+        }
+    }
+    if task.status == TaskStatus::Failed
+        && let Some(err) = &task.last_error
+    {
+        s.push_str(&format!("  error: {}", truncate(&one_line(err), 60)));
+    }
+    s
+}
+
+/// Lines for every task, aligned.
+pub fn task_lines(tasks: &[Task], board: &Board) -> Vec<String> {
+    let w = id_width(tasks);
+    tasks.iter().map(|t| task_line(t, board, w)).collect()
+}
+
+/// `3 pending (1 ready), 1 in progress, 5 completed, 1 failed, 0 cancelled`.
+pub fn task_summary(tasks: &[Task], board: &Board) -> String {
+    let n = |s: TaskStatus| tasks.iter().filter(|t| t.status == s).count();
+    let ready = tasks.iter().filter(|t| board.is_ready(t)).count();
+    format!(
+        "{} pending ({ready} ready), {} in progress, {} completed, {} failed, {} cancelled",
+        n(TaskStatus::Pending),
+        n(TaskStatus::InProgress),
+        n(TaskStatus::Completed),
+        n(TaskStatus::Failed),
+        n(TaskStatus::Cancelled),
+    )
+}
+
+// ---------------------------------------------------------------- members
+
+/// Column widths for member lines.
+#[derive(Debug, Clone, Copy)]
+pub struct MemberWidths {
+    name: usize,
+    role: usize,
+}
+
+impl MemberWidths {
+    pub fn of(members: &[Member]) -> MemberWidths {
+        MemberWidths {
+            name: members.iter().map(|m| m.name.len()).max().unwrap_or(4),
+            role: members.iter().map(|m| m.role.len()).max().unwrap_or(4),
+        }
+    }
+}
+
+/// One line for a member:
+/// `alice  coder  working  pid 4242  #3 Write tests  1.2k tokens (1.0k in, 200 out)  seen 5s ago`.
+pub fn member_line(m: &Member, task_subject: Option<&str>, w: MemberWidths, now: i64) -> String {
+    let mut status = m.status.as_str().to_string();
+    if !m.connected && matches!(m.status, MemberStatus::Working | MemberStatus::Idle) {
+        status.push_str(" (disconnected)");
+    }
+    let pid = m
+        .pid
+        .map_or_else(|| "pid -".to_string(), |p| format!("pid {p}"));
+    let task = match (m.task, task_subject) {
+        (Some(id), Some(subject)) => format!("#{id} {}", truncate(&one_line(subject), 40)),
+        (Some(id), None) => format!("#{id}"),
+        (None, _) => "no task".to_string(),
+    };
+    format!(
+        "{:<nw$}  {:<rw$}  {status:<8}  {pid:<9}  {task}  {} tokens ({} in, {} out)  seen {}",
+        m.name,
+        m.role,
+        count(m.tokens.total()),
+        count(m.tokens.input),
+        count(m.tokens.output),
+        ago(m.last_seen, now),
+        nw = w.name,
+        rw = w.role,
+    )
+}
+
+/// Lines for every member, aligned, with their tasks' subjects looked up in `tasks`.
+pub fn member_lines(members: &[Member], tasks: &[Task], now: i64) -> Vec<String> {
+    let w = MemberWidths::of(members);
+    let subjects: HashMap<TaskId, &str> =
+        tasks.iter().map(|t| (t.id, t.subject.as_str())).collect();
+    members
+        .iter()
+        .map(|m| {
+            let subject = m.task.and_then(|id| subjects.get(&id).copied());
+            member_line(m, subject, w, now)
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------- events and messages
+
+/// One line for an event in the log: `   42  12:00:01  lead         task_created     ...`.
+pub fn event_line(e: &Event) -> String {
+    format!(
+        "{:>5}  {}  {:<12} {:<17} {}",
+        e.seq,
+        clock(e.at),
+        e.actor,
+        e.kind.as_str(),
+        one_line(&e.detail)
+    )
+}
+
+/// One line for an event in a task's history (no sequence number).
+pub fn history_line(e: &Event) -> String {
+    format!(
+        "{}  {:<12} {:<17} {}",
+        clock(e.at),
+        e.actor,
+        e.kind.as_str(),
+        one_line(&e.detail)
+    )
+}
+
+/// A message: a header line, then the content indented.
+pub fn message_lines(m: &Message) -> Vec<String> {
+    let mut header = format!(
+        "message {}  {}  from {}  [{}]",
+        m.id,
+        datetime(m.at),
+        m.from,
+        m.kind.as_str()
+    );
+    if let Some(r) = &m.request_id {
+        header.push_str(&format!("  request {r}"));
+    }
+    let mut out = vec![header];
+    out.extend(m.content.lines().map(|l| format!("    {l}")));
+    if m.content.is_empty() {
+        out.push("    (empty)".into());
+    }
+    out
+}
+
+// ---------------------------------------------------------------- text helpers
+
+/// Folds newlines and tabs into spaces so a value cannot break a one-line layout.
+pub fn one_line(s: &str) -> String {
+    s.split(['\n', '\r', '\t'])
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// At most `max` characters, with `…` when cut.
+pub fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use teamboard_protocol::TokenUsage;
+
+    fn task(id: TaskId, status: TaskStatus, blocked_by: Vec<TaskId>) -> Task {
+        Task {
+            id,
+            subject: format!("task {id}"),
+            description: String::new(),
+            status,
+            owner: None,
+            blocked_by,
+            priority: 0,
+            role: None,
+            attempts: 0,
+            result: None,
+            last_error: None,
+            epoch: 0,
+            tokens: TokenUsage::default(),
+            created_at: 0,
+            updated_at: 0,
+        }
+    }
+
+    #[test]
+    fn clock_and_date() {
+        assert_eq!(clock(0), "00:00:00");
+        assert_eq!(clock(3_723_000), "01:02:03");
+        assert_eq!(datetime(0), "1970-01-01 00:00:00 UTC");
+        // 2024-02-29 12:34:56 UTC
+        assert_eq!(datetime(1_709_210_096_000), "2024-02-29 12:34:56 UTC");
+        assert_eq!(datetime(951_782_400_000), "2000-02-29 00:00:00 UTC");
+    }
+
+    #[test]
+    fn relative_times() {
+        assert_eq!(ago(1000, 1500), "just now");
+        assert_eq!(ago(0, 5_000), "5s ago");
+        assert_eq!(ago(0, 180_000), "3m ago");
+        assert_eq!(ago(0, 7_200_000), "2h ago");
+        assert_eq!(ago(0, 3 * 86_400_000), "3d ago");
+        assert_eq!(duration(500), "500ms");
+        assert_eq!(duration(65_000), "1m 5s");
+        assert_eq!(duration(3_900_000), "1h 5m");
+    }
+
+    #[test]
+    fn task_lines_show_markers_owner_and_open_blockers() {
+        let mut t3 = task(3, TaskStatus::Pending, vec![1, 2]);
+        t3.role = Some("tester".into());
+        let mut t2 = task(2, TaskStatus::InProgress, vec![]);
+        t2.owner = Some("alice".into());
+        let tasks = vec![task(1, TaskStatus::Completed, vec![]), t2, t3];
+        let board = Board::new(&tasks);
+        let lines = task_lines(&tasks, &board);
+        assert_eq!(lines[0], "[x] #1  task 1");
+        assert_eq!(lines[1], "[>] #2  task 2  @alice");
+        assert_eq!(lines[2], "[ ] #3  task 3  (role: tester)  blocked by #2");
+        assert!(!board.is_ready(&tasks[0]));
+        assert!(!board.is_ready(&tasks[2]));
+        assert_eq!(marker(TaskStatus::Failed), "[!]");
+        assert_eq!(marker(TaskStatus::Cancelled), "[-]");
+    }
+
+    #[test]
+    fn text_helpers() {
+        assert_eq!(one_line("a\nb\tc"), "a b c");
+        assert_eq!(truncate("abcdef", 4), "abc…");
+        assert_eq!(count(12_345), "12.3k");
+        assert_eq!(id_list(&[1, 2]), "#1, #2");
+    }
+}
