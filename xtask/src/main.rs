@@ -1,1 +1,62 @@
-fn main(){}
+//! Project chores that need more than a plain `cargo` command: `cargo xtask install`
+//! and `cargo xtask bench`. This file only parses flags; each command lives in its
+//! own module.
+
+mod bench;
+mod cargo;
+mod install;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "xtask",
+    bin_name = "cargo xtask",
+    about = "teamboard project chores"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Build boardd and teamctl in release mode and install them with their
+    /// systemd user units.
+    Install(install::InstallArgs),
+    /// Measure fsync rate, durable claim throughput and wake-up latency, and check
+    /// them against the targets.
+    Bench(bench::BenchArgs),
+    /// The measurement itself, run from a release build by `bench`.
+    #[command(hide = true)]
+    BenchRun(bench::BenchArgs),
+    /// One load-generating client process, started by `bench-run`.
+    #[command(hide = true)]
+    BenchClient {
+        #[arg(long)]
+        socket: PathBuf,
+        /// Index of this process, used to make client names unique.
+        #[arg(long)]
+        proc: usize,
+        /// Connections (clients) this process opens.
+        #[arg(long)]
+        clients: usize,
+        #[arg(long)]
+        seconds: f64,
+    },
+}
+
+fn main() -> anyhow::Result<()> {
+    match Cli::parse().command {
+        Command::Install(args) => install::run(&args),
+        Command::Bench(args) => bench::build_and_run(&args),
+        Command::BenchRun(args) => bench::run(&args),
+        Command::BenchClient {
+            socket,
+            proc,
+            clients,
+            seconds,
+        } => bench::load::client_process(&socket, proc, clients, seconds),
+    }
+}

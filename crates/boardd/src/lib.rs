@@ -102,7 +102,7 @@ impl Running {
 /// Starts boardd: lock, restore, bind, serve.
 pub async fn start(config: Config) -> Result<Running, StartError> {
     let lock = listener::lock_state_dir(&config.state_dir)?;
-    let store = store::Store::open(&config.state_dir)?;
+    let mut store = store::Store::open(&config.state_dir)?;
     let snapshot = store.load()?;
     let restored_tasks = snapshot.tasks.len();
     let board = Board::restore(config.board, snapshot, Actor::now());

@@ -38,6 +38,9 @@ pub enum StoreError {
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    /// The message id counter as last written. Most commits send no message, and
+    /// skipping the unchanged row saves a page in every such transaction.
+    stored_next_message_id: u64,
 }
 
 /// What a history query asks for.
@@ -89,7 +92,11 @@ impl Store {
              PRAGMA user_version = 1;",
         )
         .map_err(err)?;
-        Ok(Store { conn, path })
+        Ok(Store {
+            conn,
+            path,
+            stored_next_message_id: 0,
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -104,7 +111,7 @@ impl Store {
     }
 
     /// Loads every row, for [`teamboard_board::Board::restore`].
-    pub fn load(&self) -> Result<Snapshot, StoreError> {
+    pub fn load(&mut self) -> Result<Snapshot, StoreError> {
         let mut snap = Snapshot {
             tasks: self.load_rows("SELECT team, body FROM tasks ORDER BY team, id", "task")?,
             members: self.load_rows("SELECT team, body FROM members", "member")?,
@@ -125,6 +132,7 @@ impl Store {
             .query_row("SELECT MAX(seq) FROM events", [], |r| r.get(0))
             .map_err(|e| self.sqlite(e))?;
         snap.next_message_id = next_msg.unwrap_or(1).max(1) as u64;
+        self.stored_next_message_id = next_msg.unwrap_or(0).max(0) as u64;
         snap.next_event_seq = max_seq.unwrap_or(0) as u64 + 1;
         Ok(snap)
     }
@@ -163,6 +171,7 @@ impl Store {
             source,
         };
         let tx = self.conn.transaction().map_err(err)?;
+        let mut next_message_id = None;
         {
             let mut put_task = tx
                 .prepare_cached("INSERT OR REPLACE INTO tasks (team, id, body) VALUES (?1, ?2, ?3)")
@@ -185,7 +194,6 @@ impl Store {
                     "INSERT OR REPLACE INTO events (seq, team, task, body) VALUES (?1, ?2, ?3, ?4)",
                 )
                 .map_err(err)?;
-            let mut next_message_id = None;
             for batch in batches {
                 for (team, task) in &batch.tasks {
                     put_task
@@ -217,7 +225,7 @@ impl Store {
                 }
                 next_message_id = Some(batch.next_message_id);
             }
-            if let Some(next) = next_message_id {
+            if let Some(next) = next_message_id.filter(|n| *n != self.stored_next_message_id) {
                 tx.prepare_cached(
                     "INSERT INTO meta (key, value) VALUES ('next_message_id', ?1)
                      ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -227,7 +235,11 @@ impl Store {
                 .map_err(err)?;
             }
         }
-        tx.commit().map_err(err)
+        tx.commit().map_err(err)?;
+        if let Some(next) = next_message_id {
+            self.stored_next_message_id = next;
+        }
+        Ok(())
     }
 
     /// Reads history, returned oldest first. With `since`, the oldest `limit` events

@@ -35,7 +35,7 @@ struct Session {
 
 impl Harness {
     fn start_in(dir: tempfile::TempDir) -> Harness {
-        let store = Store::open(dir.path()).expect("open store");
+        let mut store = Store::open(dir.path()).expect("open store");
         let snap = store.load().expect("load");
         let config = BoardConfig {
             lease_ttl: TTL,

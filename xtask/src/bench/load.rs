@@ -1,0 +1,435 @@
+//! (b, d) Durable claim-and-complete cycles per second on a pre-filled board.
+//!
+//! The parent starts boardd, fills the board, and starts a few client processes
+//! (this same binary, `bench-client`), each with a tokio runtime and many
+//! connections. Spreading clients over processes keeps one client runtime from
+//! being the bottleneck, and the processes start together on a "go" line so that
+//! every client measures the same window.
+
+use super::daemon::{Daemon, Mode};
+use anyhow::{Context, bail};
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use teamboard_protocol::Client;
+use teamboard_protocol::request::NewTask;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdout, Command};
+use tokio::task::JoinSet;
+
+/// The team every load client works in.
+const TEAM: &str = "bench";
+/// The role every load client registers with. Tasks carry no role, so any claimant
+/// may take any of them.
+const ROLE: &str = "bench";
+/// The most any single request may take before the bench calls boardd stuck.
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long client processes may take to connect and register.
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// Connections that fill the board, and requests each keeps in flight (boardd
+/// answers `busy` above 256 per connection).
+const PREFILL_CONNECTIONS: usize = 4;
+const PREFILL_IN_FLIGHT: usize = 128;
+/// A bound on filling the board, whatever the disk.
+const PREFILL_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// One measured load phase.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadResult {
+    pub mode: Mode,
+    pub clients: usize,
+    pub processes: usize,
+    pub tasks_prefilled: u64,
+    /// Completed claim + complete cycles, summed over every client.
+    pub cycles: u64,
+    /// From "go" until the last client stopped, in seconds.
+    pub window_s: f64,
+    pub cycles_per_s: f64,
+    /// Clients that found no ready task before the window ended. When this is not
+    /// zero the board ran dry and the window was cut short (the rate still holds).
+    pub starved_clients: usize,
+    /// CPU seconds boardd used during the window, and per second of window: 1.0 is
+    /// one core busy.
+    pub boardd_cpu_s: Option<f64>,
+    pub boardd_cores: Option<f64>,
+    /// CPU seconds all client processes used during the window.
+    pub clients_cpu_s: f64,
+}
+
+/// What a client process reports on its stdout, one JSON object per line.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+enum Report {
+    /// Every connection is open and registered; waiting for "go".
+    Ready,
+    Done {
+        cycles: u64,
+        elapsed_s: f64,
+        starved: usize,
+        cpu_s: f64,
+        errors: Vec<String>,
+    },
+}
+
+/// Client processes for a number of clients: one client is one process; more are
+/// spread so that no client runtime saturates a core on its own.
+fn processes_for(clients: usize) -> usize {
+    match clients {
+        0 | 1 => 1,
+        2..=16 => 2,
+        _ => 4,
+    }
+}
+
+/// Measures one phase on a fresh board in `state_dir`.
+pub async fn measure(
+    boardd: &Path,
+    xtask: &Path,
+    state_dir: &Path,
+    mode: Mode,
+    clients: usize,
+    seconds: f64,
+    tasks: u64,
+) -> anyhow::Result<LoadResult> {
+    // The board is always filled through a group-commit daemon: per-request commits
+    // would take long to add the tasks. The measured daemon then starts on that
+    // database, as boardd does after any restart. Both modes restart, so both begin
+    // from the same state: a checkpointed database, an empty WAL, a restored board.
+    let filler = Daemon::start(boardd, state_dir, Mode::Group).await?;
+    prefill(&filler.socket, tasks).await?;
+    filler.stop().await?;
+    let daemon = Daemon::start(boardd, state_dir, mode).await?;
+
+    let processes = processes_for(clients);
+    let mut children = Vec::with_capacity(processes);
+    for p in 0..processes {
+        // Clients split as evenly as possible: 256 over 4 is 64 each.
+        let n = clients / processes + usize::from(p < clients % processes);
+        children.push(ClientProcess::spawn(xtask, &daemon.socket, p, n, seconds)?);
+    }
+    let ready_by = Instant::now() + READY_TIMEOUT;
+    for c in &mut children {
+        match c.next_report(ready_by).await? {
+            Report::Ready => {}
+            other => bail!("client process {} sent {other:?} before ready", c.index),
+        }
+    }
+
+    let cpu_before = daemon.cpu_time();
+    for c in &mut children {
+        c.go().await?;
+    }
+    // Every client stops by itself after `seconds`; the slack covers one slow
+    // request per client and process exit.
+    let done_by = Instant::now() + Duration::from_secs_f64(seconds) + CALL_TIMEOUT;
+    let (mut cycles, mut window_s, mut starved, mut clients_cpu_s) = (0, 0f64, 0, 0f64);
+    for c in &mut children {
+        match c.next_report(done_by).await? {
+            Report::Done {
+                cycles: n,
+                elapsed_s,
+                starved: s,
+                cpu_s,
+                errors,
+            } => {
+                if let Some(first) = errors.first() {
+                    bail!(
+                        "client process {} saw {} errors; the first: {first}",
+                        c.index,
+                        errors.len()
+                    );
+                }
+                cycles += n;
+                window_s = window_s.max(elapsed_s);
+                starved += s;
+                clients_cpu_s += cpu_s;
+            }
+            other => bail!(
+                "client process {} sent {other:?} instead of its count",
+                c.index
+            ),
+        }
+    }
+    let boardd_cpu_s = match (cpu_before, daemon.cpu_time()) {
+        (Some(a), Some(b)) => Some(b.saturating_sub(a).as_secs_f64()),
+        _ => None,
+    };
+    for c in children {
+        c.finish().await?;
+    }
+    drop(daemon);
+    Ok(LoadResult {
+        mode,
+        clients,
+        processes,
+        tasks_prefilled: tasks,
+        cycles,
+        window_s,
+        cycles_per_s: if window_s > 0.0 {
+            cycles as f64 / window_s
+        } else {
+            0.0
+        },
+        starved_clients: starved,
+        boardd_cpu_s,
+        boardd_cores: boardd_cpu_s.map(|c| c / window_s.max(f64::EPSILON)),
+        clients_cpu_s,
+    })
+}
+
+/// Adds `tasks` role-less tasks, many requests in flight at once.
+async fn prefill(socket: &Path, tasks: u64) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let next = Arc::new(AtomicU64::new(0));
+    let mut workers = JoinSet::new();
+    for _ in 0..PREFILL_CONNECTIONS {
+        let client = Arc::new(Client::connect(socket, "xtask-bench", "lead", TEAM).await?);
+        for _ in 0..PREFILL_IN_FLIGHT {
+            let (client, next) = (client.clone(), next.clone());
+            workers.spawn(async move {
+                while next.fetch_add(1, Ordering::Relaxed) < tasks {
+                    let task = NewTask {
+                        subject: "bench task".into(),
+                        ..NewTask::default()
+                    };
+                    client.add_task(task).await?;
+                }
+                anyhow::Ok(())
+            });
+        }
+    }
+    let all = async {
+        while let Some(r) = workers.join_next().await {
+            r.context("prefill worker panicked")??;
+        }
+        anyhow::Ok(())
+    };
+    tokio::time::timeout(PREFILL_TIMEOUT, all)
+        .await
+        .with_context(|| format!("adding {tasks} tasks took longer than {PREFILL_TIMEOUT:?}"))??;
+    let took = started.elapsed().as_secs_f64();
+    println!(
+        "    prefilled {tasks} tasks in {took:.2} s ({:.0} adds/s)",
+        tasks as f64 / took
+    );
+    Ok(())
+}
+
+/// A running `bench-client` process, killed if dropped.
+struct ClientProcess {
+    index: usize,
+    child: Child,
+    stdout: Lines<BufReader<ChildStdout>>,
+}
+
+impl ClientProcess {
+    fn spawn(
+        xtask: &Path,
+        socket: &Path,
+        index: usize,
+        clients: usize,
+        seconds: f64,
+    ) -> anyhow::Result<ClientProcess> {
+        let mut cmd = Command::new(xtask);
+        cmd.arg("bench-client")
+            .arg("--socket")
+            .arg(socket)
+            .args(["--proc", &index.to_string()])
+            .args(["--clients", &clients.to_string()])
+            .args(["--seconds", &seconds.to_string()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true);
+        super::die_with_parent(&mut cmd);
+        let mut child = cmd
+            .spawn()
+            .with_context(|| format!("cannot start {}", xtask.display()))?;
+        let stdout = child.stdout.take().context("client stdout")?;
+        Ok(ClientProcess {
+            index,
+            child,
+            stdout: BufReader::new(stdout).lines(),
+        })
+    }
+
+    async fn next_report(&mut self, by: Instant) -> anyhow::Result<Report> {
+        let line = tokio::time::timeout_at(by.into(), self.stdout.next_line())
+            .await
+            .with_context(|| format!("client process {} did not report in time", self.index))??;
+        let line = line
+            .with_context(|| format!("client process {} exited without reporting", self.index))?;
+        serde_json::from_str(&line)
+            .with_context(|| format!("client process {} reported {line:?}", self.index))
+    }
+
+    async fn go(&mut self) -> anyhow::Result<()> {
+        let stdin = self.child.stdin.as_mut().context("client stdin")?;
+        stdin.write_all(b"go\n").await?;
+        stdin.flush().await?;
+        Ok(())
+    }
+
+    async fn finish(mut self) -> anyhow::Result<()> {
+        let status = tokio::time::timeout(Duration::from_secs(10), self.child.wait())
+            .await
+            .with_context(|| format!("client process {} did not exit", self.index))??;
+        if !status.success() {
+            bail!("client process {} exited with {status}", self.index);
+        }
+        Ok(())
+    }
+}
+
+/// The `bench-client` process: opens `clients` connections, registers each, waits
+/// for "go" on stdin, then runs claim + complete cycles for `seconds`.
+pub fn client_process(
+    socket: &Path,
+    proc: usize,
+    clients: usize,
+    seconds: f64,
+) -> anyhow::Result<()> {
+    // One thread: the parallelism comes from several processes, and a single-threaded
+    // runtime has no cross-thread wake-ups on each response.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let conns = rt.block_on(connect_all(socket.to_path_buf(), proc, clients))?;
+    emit(&Report::Ready)?;
+    let mut line = String::new();
+    // Blocking here is fine: nothing runs on the runtime until "go". EOF means the
+    // parent is gone.
+    std::io::stdin().read_line(&mut line)?;
+    if line.trim() != "go" {
+        bail!("expected \"go\" on stdin, got {line:?}");
+    }
+    let cpu_before = own_cpu_time();
+    let t = rt.block_on(run_cycles(conns, Duration::from_secs_f64(seconds)));
+    emit(&Report::Done {
+        cycles: t.cycles,
+        elapsed_s: t.elapsed.as_secs_f64(),
+        starved: t.starved,
+        cpu_s: (own_cpu_time() - cpu_before).as_secs_f64(),
+        errors: t.errors,
+    })
+}
+
+async fn connect_all(socket: PathBuf, proc: usize, clients: usize) -> anyhow::Result<Vec<Client>> {
+    let mut conns = Vec::with_capacity(clients);
+    for i in 0..clients {
+        let name = format!("c{proc}-{i}");
+        let client = Client::connect(&socket, "xtask-bench", &name, TEAM)
+            .await
+            .with_context(|| format!("{name} cannot connect"))?;
+        client
+            .register(ROLE, Some(std::process::id()))
+            .await
+            .with_context(|| format!("{name} cannot register"))?;
+        conns.push(client);
+    }
+    Ok(conns)
+}
+
+/// What the clients of one process did together.
+struct Totals {
+    cycles: u64,
+    /// From the start until the last client stopped.
+    elapsed: Duration,
+    starved: usize,
+    errors: Vec<String>,
+}
+
+async fn run_cycles(conns: Vec<Client>, duration: Duration) -> Totals {
+    let start = Instant::now();
+    let deadline = start + duration;
+    let mut set = JoinSet::new();
+    for client in conns {
+        set.spawn(cycle_loop(client, deadline));
+    }
+    let mut t = Totals {
+        cycles: 0,
+        elapsed: Duration::ZERO,
+        starved: 0,
+        errors: Vec::new(),
+    };
+    while let Some(joined) = set.join_next().await {
+        match joined {
+            Ok(r) => {
+                t.cycles += r.cycles;
+                t.elapsed = t.elapsed.max(r.end - start);
+                t.starved += usize::from(r.starved);
+                t.errors.extend(r.error);
+            }
+            Err(e) => t.errors.push(format!("client task failed: {e}")),
+        }
+    }
+    t
+}
+
+struct LoopResult {
+    cycles: u64,
+    end: Instant,
+    starved: bool,
+    error: Option<String>,
+}
+
+/// Claims and completes tasks until the deadline or until the board runs dry.
+async fn cycle_loop(client: Client, deadline: Instant) -> LoopResult {
+    let mut r = LoopResult {
+        cycles: 0,
+        end: Instant::now(),
+        starved: false,
+        error: None,
+    };
+    while Instant::now() < deadline {
+        let claim = match tokio::time::timeout(CALL_TIMEOUT, client.claim_next()).await {
+            Ok(Ok(Some(claim))) => claim,
+            Ok(Ok(None)) => {
+                r.starved = true;
+                break;
+            }
+            Ok(Err(e)) => {
+                r.error = Some(format!("claim_next: {e}"));
+                break;
+            }
+            Err(_) => {
+                r.error = Some("claim_next timed out".into());
+                break;
+            }
+        };
+        let done = client.complete_task(claim.task.id, claim.epoch, "");
+        match tokio::time::timeout(CALL_TIMEOUT, done).await {
+            Ok(Ok(_)) => r.cycles += 1,
+            Ok(Err(e)) => {
+                r.error = Some(format!("complete_task: {e}"));
+                break;
+            }
+            Err(_) => {
+                r.error = Some("complete_task timed out".into());
+                break;
+            }
+        }
+    }
+    r.end = Instant::now();
+    r
+}
+
+fn emit(report: &Report) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer(&mut out, report)?;
+    out.write_all(b"\n")?;
+    out.flush()?;
+    Ok(())
+}
+
+/// CPU time this process has used.
+fn own_cpu_time() -> Duration {
+    // SAFETY: getrusage only writes into the zeroed struct we pass.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}

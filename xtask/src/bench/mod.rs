@@ -1,0 +1,290 @@
+//! `cargo xtask bench`: how fast is durable work on this machine?
+//!
+//! `bench` (running as a debug build through the `cargo xtask` alias) builds boardd
+//! and xtask in release mode and hands over to `target/release/xtask bench-run`, so
+//! that the clients are optimised too and cannot be what limits the numbers. That
+//! process measures, in order:
+//!
+//! - (a) the disk's fdatasync rate F ([`fsync`]),
+//! - (c) wake-up latency of a parked waiter ([`wake`]),
+//! - (b) and (d) claim + complete throughput at 1, 16 and 256 clients, against a
+//!   group-commit boardd and a `--no-group-commit` one ([`load`]),
+//!
+//! then prints the table and the targets and writes `target/bench/results.json`.
+
+mod daemon;
+mod fsync;
+pub mod load;
+mod report;
+mod stats;
+mod wake;
+
+use crate::cargo::{self, Metadata};
+use anyhow::{Context, bail};
+use clap::Args;
+use daemon::Mode;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[derive(Debug, Clone, Args)]
+pub struct BenchArgs {
+    /// Seconds per measurement phase.
+    #[arg(long, default_value_t = 5.0, value_name = "S")]
+    seconds: f64,
+    /// A smoke test: 1 s per phase and 50 wake-up samples.
+    #[arg(long)]
+    quick: bool,
+    /// Where boardd's databases and the fsync probe go [default: target/bench]. Put
+    /// it on the disk you care about: /tmp is often tmpfs, where fsync is free.
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+}
+
+impl BenchArgs {
+    fn to_args(&self) -> Vec<String> {
+        let mut v = vec!["--seconds".to_string(), self.seconds.to_string()];
+        if self.quick {
+            v.push("--quick".into());
+        }
+        if let Some(dir) = &self.dir {
+            v.push("--dir".into());
+            v.push(dir.display().to_string());
+        }
+        v
+    }
+}
+
+/// Concurrency levels of the load phases.
+const CLIENTS: [usize; 3] = [1, 16, 256];
+/// Wake-up samples (the target needs at least 200 for a meaningful p99).
+const WAKE_SAMPLES: usize = 300;
+const WAKE_SAMPLES_QUICK: usize = 50;
+/// A generous ceiling on what boardd could do, for sizing the prefilled board when
+/// there is nothing better to go on. A phase that runs dry is repeated with more.
+const PREFILL_RATE_CEILING: f64 = 40_000.0;
+
+/// `cargo xtask bench`: build in release mode, then run the measurement from there.
+pub fn build_and_run(args: &BenchArgs) -> anyhow::Result<()> {
+    check(args)?;
+    let meta = Metadata::load()?;
+    cargo::build_release(&["boardd", "xtask"], false)?;
+    let xtask = meta.release_dir().join("xtask");
+    let status = std::process::Command::new(&xtask)
+        .arg("bench-run")
+        .args(args.to_args())
+        .status()
+        .with_context(|| format!("cannot run {}", xtask.display()))?;
+    if !status.success() {
+        bail!("the benchmark failed ({status})");
+    }
+    Ok(())
+}
+
+fn check(args: &BenchArgs) -> anyhow::Result<()> {
+    if !(args.seconds.is_finite() && args.seconds > 0.0 && args.seconds <= 600.0) {
+        bail!("--seconds must be between 0 and 600, not {}", args.seconds);
+    }
+    Ok(())
+}
+
+/// `bench-run`: the measurement, from the release build.
+pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
+    check(args)?;
+    // Single-threaded: the bench's own work here is light (the load comes from
+    // separate processes), and children must be spawned from the main thread for
+    // `die_with_parent` to hold.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        // On Ctrl-C, return an error instead of dying, so that the drop guards kill
+        // boardd and the client processes and the temporary directories go away.
+        tokio::select! {
+            r = run_async(args) => r,
+            _ = tokio::signal::ctrl_c() => bail!("interrupted"),
+        }
+    })
+}
+
+async fn run_async(args: &BenchArgs) -> anyhow::Result<()> {
+    let meta = Metadata::load()?;
+    let exe = std::env::current_exe().context("cannot find the xtask binary")?;
+    let release = exe.parent().context("xtask binary has no directory")?;
+    let boardd = release.join("boardd");
+    if !boardd.exists() {
+        bail!(
+            "{} is missing; run `cargo xtask bench`, which builds it",
+            boardd.display()
+        );
+    }
+    let seconds = if args.quick { 1.0 } else { args.seconds };
+    let wake_samples = if args.quick {
+        WAKE_SAMPLES_QUICK
+    } else {
+        WAKE_SAMPLES
+    };
+    let out_dir = meta.target_directory.join("bench");
+    let base = args.dir.clone().unwrap_or_else(|| out_dir.clone());
+    std::fs::create_dir_all(&base).with_context(|| format!("cannot create {}", base.display()))?;
+    // Everything of this run lives in one directory that is removed at the end.
+    let run_dir = tempfile::Builder::new()
+        .prefix("run-")
+        .tempdir_in(&base)
+        .with_context(|| format!("cannot create a directory in {}", base.display()))?;
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let load_before = load_average();
+    if let Some(l) = load_before
+        && l > 0.5 * cpus as f64
+    {
+        println!(
+            "warning: the load average is {l:.2} on {cpus} CPUs; other work on this machine will skew the numbers"
+        );
+    }
+    let fs = fsync::filesystem_name(run_dir.path());
+    println!("bench: state in {} ({fs})", run_dir.path().display());
+    if fs == "tmpfs" {
+        println!(
+            "warning: tmpfs keeps data in memory; fsync is free and the numbers mean nothing for a disk. Use --dir."
+        );
+    }
+
+    println!("(a) fdatasync rate, {seconds} s ...");
+    let fsync = fsync::measure(run_dir.path(), Duration::from_secs_f64(seconds))?;
+    println!(
+        "    F = {:.0} ops/s, p50 {:.3} ms, p99 {:.3} ms",
+        fsync.ops_per_s, fsync.latency.p50_ms, fsync.latency.p99_ms
+    );
+
+    println!("(c) wake-up latency, {wake_samples} samples ...");
+    let budget = Duration::from_secs_f64((seconds * 10.0).max(30.0));
+    let wake = wake::measure(&boardd, &run_dir.path().join("wake"), wake_samples, budget).await?;
+    println!(
+        "    p50 {:.3} ms, p99 {:.3} ms",
+        wake.wake.p50_ms, wake.wake.p99_ms
+    );
+
+    let mut load: Vec<load::LoadResult> = Vec::new();
+    for mode in [Mode::Group, Mode::PerRequest] {
+        for clients in CLIENTS {
+            let label = if mode == Mode::Group { "(b)" } else { "(d)" };
+            println!(
+                "{label} {}, {clients} clients, {seconds} s ...",
+                mode.label()
+            );
+            let expected = expected_rate(&load, mode, clients, fsync.ops_per_s);
+            let tasks = (expected * seconds * 1.3) as u64 + 4 * clients as u64;
+            let r =
+                load_phase(&boardd, &exe, run_dir.path(), mode, clients, seconds, tasks).await?;
+            println!(
+                "    {:.0} cycles/s ({} cycles in {:.2} s){}",
+                r.cycles_per_s,
+                r.cycles,
+                r.window_s,
+                if r.starved_clients > 0 {
+                    ", board ran dry"
+                } else {
+                    ""
+                }
+            );
+            load.push(r);
+        }
+    }
+
+    let mut results = report::Results {
+        seconds_per_phase: seconds,
+        quick: args.quick,
+        cpus,
+        load_average: load_before,
+        fsync,
+        wake,
+        load,
+        targets: Vec::new(),
+    };
+    results.check();
+    results.print();
+    std::fs::create_dir_all(&out_dir)?;
+    let json = out_dir.join("results.json");
+    std::fs::write(&json, serde_json::to_vec_pretty(&results)?)
+        .with_context(|| format!("cannot write {}", json.display()))?;
+    println!();
+    println!("results written to {}", json.display());
+    Ok(())
+}
+
+/// The 1-minute load average, from /proc/loadavg.
+fn load_average() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    text.split_whitespace().next()?.parse().ok()
+}
+
+/// A guess at the cycle rate of a phase, to size its board: too small and the
+/// phase runs dry, too large and filling it wastes time.
+fn expected_rate(done: &[load::LoadResult], mode: Mode, clients: usize, fsync_rate: f64) -> f64 {
+    // Each cycle needs a commit and each commit an fdatasync, so F bounds one
+    // client (and every client without group commit). With group commit, clients
+    // can share an fdatasync, so they scale at best linearly.
+    let mut expected = match mode {
+        Mode::Group => clients as f64 * fsync_rate,
+        Mode::PerRequest => fsync_rate,
+    };
+    expected = expected.min(PREFILL_RATE_CEILING);
+    // Linear scaling from the previous phase of the same mode.
+    if let Some(prev) = done.iter().rev().find(|l| l.mode == mode) {
+        expected = expected.min(prev.cycles_per_s * clients as f64 / prev.clients as f64);
+    }
+    // Without group commit, the grouped rate at the same concurrency (with margin).
+    if mode == Mode::PerRequest
+        && let Some(g) = done
+            .iter()
+            .find(|l| l.mode == Mode::Group && l.clients == clients)
+    {
+        expected = expected.min(g.cycles_per_s * 1.5);
+    }
+    expected.max(100.0)
+}
+
+/// One load phase on a fresh board, repeated with a bigger board if it ran dry
+/// within the first half of the window.
+async fn load_phase(
+    boardd: &Path,
+    xtask: &Path,
+    run_dir: &Path,
+    mode: Mode,
+    clients: usize,
+    seconds: f64,
+    mut tasks: u64,
+) -> anyhow::Result<load::LoadResult> {
+    for attempt in 0.. {
+        let state = run_dir.join(format!("{mode:?}-{clients}-{attempt}"));
+        let r = load::measure(boardd, xtask, &state, mode, clients, seconds, tasks).await?;
+        // Free the disk space of a finished phase straight away.
+        let _ = std::fs::remove_dir_all(&state);
+        if r.starved_clients == 0 || r.window_s >= seconds * 0.5 || attempt == 2 {
+            return Ok(r);
+        }
+        let more = (r.cycles_per_s * seconds * 1.5) as u64;
+        tasks = more.max(tasks * 2);
+        println!(
+            "    the board ran dry after {:.2} s; again with {tasks} tasks",
+            r.window_s
+        );
+    }
+    unreachable!("the loop returns by its third attempt")
+}
+
+/// Makes a child process die with the bench: the kernel sends it SIGKILL when the
+/// thread that spawned it exits. Drop guards cover errors and panics; this covers
+/// the bench itself being killed. (Spawn from the main thread: with a thread that
+/// exits early, the child would die early.)
+pub(crate) fn die_with_parent(cmd: &mut tokio::process::Command) {
+    // SAFETY: the closure runs between fork and exec and only calls prctl, which is
+    // async-signal-safe and touches no memory of ours.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}

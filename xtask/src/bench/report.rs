@@ -1,0 +1,197 @@
+//! The bench's verdict: the table, the targets, and results.json.
+
+use super::daemon::Mode;
+use super::fsync::FsyncResult;
+use super::load::LoadResult;
+use super::wake::WakeResult;
+use serde::Serialize;
+
+/// 16 clients must reach this multiple of the 1-client rate.
+const SCALING_16: f64 = 8.0;
+/// 256 clients must reach this many durable cycles per second ...
+const ABS_256: f64 = 10_000.0;
+/// ... or this multiple of the disk's fdatasync rate.
+const REL_F_256: f64 = 40.0;
+/// The wake-up p99 may exceed the fdatasync p99 by this much: one commit is
+/// unavoidable, the rest is boardd's overhead.
+const WAKE_SLACK_MS: f64 = 1.0;
+/// Group commit must beat one transaction per request by this factor at 16 and
+/// 256 clients. The issue names no number; 4× is chosen as "clearly pays for its
+/// complexity" (the fsync-bound ideal is close to the client count).
+const GROUP_SPEEDUP: f64 = 4.0;
+
+#[derive(Debug, Serialize)]
+pub struct Results {
+    pub seconds_per_phase: f64,
+    pub quick: bool,
+    pub cpus: usize,
+    /// The 1-minute load average before the bench started: other work skews it.
+    pub load_average: Option<f64>,
+    pub fsync: FsyncResult,
+    pub wake: WakeResult,
+    pub load: Vec<LoadResult>,
+    pub targets: Vec<Target>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Target {
+    pub name: String,
+    pub wanted: String,
+    pub measured: String,
+    pub pass: bool,
+}
+
+impl Results {
+    fn rate(&self, mode: Mode, clients: usize) -> Option<f64> {
+        self.load
+            .iter()
+            .find(|l| l.mode == mode && l.clients == clients)
+            .map(|l| l.cycles_per_s)
+    }
+
+    /// Evaluates the targets into `self.targets`.
+    pub fn check(&mut self) {
+        let mut t = Vec::new();
+        let g1 = self.rate(Mode::Group, 1);
+        let g16 = self.rate(Mode::Group, 16);
+        let g256 = self.rate(Mode::Group, 256);
+        if let (Some(g1), Some(g16)) = (g1, g16) {
+            let x = g16 / g1.max(f64::EPSILON);
+            t.push(Target {
+                name: "16 clients scale".into(),
+                wanted: format!(">= {SCALING_16}x the 1-client rate"),
+                measured: format!("{x:.1}x ({g16:.0}/s vs {g1:.0}/s)"),
+                pass: x >= SCALING_16,
+            });
+        }
+        if let Some(g256) = g256 {
+            let f = self.fsync.ops_per_s;
+            let x = g256 / f.max(f64::EPSILON);
+            t.push(Target {
+                name: "256 clients throughput".into(),
+                wanted: format!(
+                    ">= {ABS_256:.0}/s or >= {REL_F_256}x F ({:.0}/s)",
+                    REL_F_256 * f
+                ),
+                measured: format!("{g256:.0}/s = {x:.1}x F"),
+                pass: g256 >= ABS_256 || x >= REL_F_256,
+            });
+        }
+        let limit = self.fsync.latency.p99_ms + WAKE_SLACK_MS;
+        t.push(Target {
+            name: "wake-up p99".into(),
+            wanted: format!("<= fdatasync p99 + {WAKE_SLACK_MS} ms = {limit:.2} ms"),
+            measured: format!("{:.2} ms", self.wake.wake.p99_ms),
+            pass: self.wake.wake.samples > 0 && self.wake.wake.p99_ms <= limit,
+        });
+        for clients in [16, 256] {
+            if let (Some(g), Some(p)) = (
+                self.rate(Mode::Group, clients),
+                self.rate(Mode::PerRequest, clients),
+            ) {
+                let x = g / p.max(f64::EPSILON);
+                t.push(Target {
+                    name: format!("group vs per-request, {clients} clients"),
+                    wanted: format!(">= {GROUP_SPEEDUP}x"),
+                    measured: format!("{x:.1}x ({g:.0}/s vs {p:.0}/s)"),
+                    pass: x >= GROUP_SPEEDUP,
+                });
+            }
+        }
+        self.targets = t;
+    }
+
+    pub fn print(&self) {
+        let f = &self.fsync;
+        println!();
+        println!(
+            "fdatasync of 4 KiB on {} ({} CPUs):  F = {:.0} ops/s   p50 {:.3} ms   p99 {:.3} ms   max {:.3} ms",
+            f.filesystem,
+            self.cpus,
+            f.ops_per_s,
+            f.latency.p50_ms,
+            f.latency.p99_ms,
+            f.latency.max_ms
+        );
+        println!();
+        println!(
+            "Durable claim+complete cycles per second ({:.1} s per phase)",
+            self.seconds_per_phase
+        );
+        println!(
+            "{:>7} {:>5} | {:>12} {:>6} {:>9} | {:>12} {:>9} | {:>7}",
+            "clients", "procs", "group/s", "x F", "boardd", "per-req/s", "boardd", "speedup"
+        );
+        let mut clients: Vec<usize> = self.load.iter().map(|l| l.clients).collect();
+        clients.sort_unstable();
+        clients.dedup();
+        for c in clients {
+            let find = |m| self.load.iter().find(|l| l.mode == m && l.clients == c);
+            let (g, p) = (find(Mode::Group), find(Mode::PerRequest));
+            let cell = |l: Option<&LoadResult>| match l {
+                Some(l) => format!(
+                    "{:.0}{}",
+                    l.cycles_per_s,
+                    if l.starved_clients > 0 { "*" } else { "" }
+                ),
+                None => "-".into(),
+            };
+            let cores = |l: Option<&LoadResult>| match l.and_then(|l| l.boardd_cores) {
+                Some(x) => format!("{:.0}% cpu", x * 100.0),
+                None => "-".into(),
+            };
+            let speedup = match (g, p) {
+                (Some(g), Some(p)) if p.cycles_per_s > 0.0 => {
+                    format!("{:.1}x", g.cycles_per_s / p.cycles_per_s)
+                }
+                _ => "-".into(),
+            };
+            println!(
+                "{:>7} {:>5} | {:>12} {:>6} {:>9} | {:>12} {:>9} | {:>7}",
+                c,
+                g.or(p).map_or(0, |l| l.processes),
+                cell(g),
+                g.map_or("-".into(), |g| format!(
+                    "{:.1}",
+                    g.cycles_per_s / f.ops_per_s
+                )),
+                cores(g),
+                cell(p),
+                cores(p),
+                speedup
+            );
+        }
+        if self.load.iter().any(|l| l.starved_clients > 0) {
+            println!("  * the board ran dry before the end; the rate is over the shortened window");
+        }
+        let w = &self.wake;
+        println!();
+        println!(
+            "Wake-up, add_task -> parked waiter holds the claim ({} samples): p50 {:.3} ms   p99 {:.3} ms   max {:.3} ms",
+            w.wake.samples, w.wake.p50_ms, w.wake.p99_ms, w.wake.max_ms
+        );
+        println!(
+            "  add_task acknowledged:                  p50 {:.3} ms   p99 {:.3} ms",
+            w.add_ack.p50_ms, w.add_ack.p99_ms
+        );
+        println!(
+            "  idle round trip without a commit:       p50 {:.3} ms   p99 {:.3} ms",
+            w.idle_rtt.p50_ms, w.idle_rtt.p99_ms
+        );
+        println!(
+            "  busy round trip without a commit:       p50 {:.3} ms   p99 {:.3} ms",
+            w.busy_rtt.p50_ms, w.busy_rtt.p99_ms
+        );
+        println!();
+        println!("Targets");
+        for t in &self.targets {
+            println!(
+                "  {}  {:<34} wanted {:<40} got {}",
+                if t.pass { "PASS" } else { "MISS" },
+                t.name,
+                t.wanted,
+                t.measured
+            );
+        }
+    }
+}
