@@ -61,6 +61,12 @@ impl Store {
             source,
         };
         let conn = Connection::open(&path).map_err(err)?;
+        // boardd's lock file already guarantees one process per database, so
+        // SQLite's own file locks are pure cost: in exclusive mode it takes them
+        // once instead of several fcntl calls per transaction, and keeps the WAL
+        // index in memory rather than in a shared-memory file.
+        conn.pragma_update(None, "locking_mode", "EXCLUSIVE")
+            .map_err(err)?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(err)?;
         conn.pragma_update(None, "synchronous", "FULL")
