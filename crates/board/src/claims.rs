@@ -133,8 +133,10 @@ impl Board {
             m.member.status = MemberStatus::Working;
             m.member.last_seen = now.wall_ms;
         }
+        // The member's `task` and `working` status are not written: a restart
+        // recomputes the first from the tasks and resets the second, and leaving
+        // the row out makes every claim's commit a page smaller.
         self.mark_task(team_name, id);
-        self.mark_member(team_name, name);
         self.emit(
             team_name,
             name,
@@ -300,7 +302,6 @@ impl Board {
         {
             m.member.task = None;
             m.member.last_seen = now.wall_ms;
-            self.mark_member(team_name, &owner);
         }
     }
 

@@ -121,7 +121,12 @@ impl Board {
         state.member.status = status;
         state.member.last_seen = now.wall_ms;
         let member = state.member.clone();
-        self.mark_member(team_name, name);
+        // Only `offline` and `shutdown` outlive a restart (which marks everyone
+        // else offline), so only those are worth a row write; the event records
+        // every change either way.
+        if matches!(status, MemberStatus::Offline | MemberStatus::Shutdown) {
+            self.mark_member(team_name, name);
+        }
         self.emit(
             team_name,
             actor,

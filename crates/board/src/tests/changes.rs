@@ -150,9 +150,10 @@ fn only_changed_rows_are_written() {
     let changes = h.board.take_changes();
     assert_eq!(changes.tasks.len(), 1);
     assert_eq!(changes.tasks[0].1.id, b);
-    assert_eq!(changes.members.len(), 1);
-    assert_eq!(changes.members[0].1.name, "ann");
-    assert_eq!(changes.members[0].1.status, MemberStatus::Working);
+    // The member's task and `working` status are recomputed or reset by a
+    // restart, so a claim does not write the member row.
+    assert!(changes.members.is_empty(), "{:?}", changes.members);
+    assert_eq!(h.member(ann).status, MemberStatus::Working);
     let _ = (a, bob, c);
 }
 

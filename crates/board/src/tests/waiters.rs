@@ -332,7 +332,8 @@ fn parking_makes_a_working_member_idle() {
     assert_eq!(h.park(ann, 1), None);
     assert_eq!(h.member(ann).status, MemberStatus::Idle);
     let changes = h.board.take_changes();
-    assert_eq!(changes.members[0].1.status, MemberStatus::Idle);
+    // `idle` does not outlive a restart, so only the event records it.
+    assert!(changes.members.is_empty());
     assert_eq!(changes.events.len(), 1);
     assert_eq!(changes.events[0].kind, EventKind::MemberStatus);
     // Parking an idle member writes nothing.
