@@ -130,14 +130,12 @@ impl Actor {
         while let Ok(cmd) = rx.try_recv() {
             self.handle(cmd);
         }
-        for (_, (_, out, id)) in self.waiters.drain() {
-            out.respond(
-                id,
-                Err(ErrorBody::new(
-                    ErrorCode::ShuttingDown,
-                    "boardd is shutting down",
-                )),
-            );
+        // Through the job, not straight to the outbox, so that these answers come
+        // after any earlier ones still waiting for their commit.
+        let parked: Vec<_> = self.waiters.drain().collect();
+        for (_, (_, out, id)) in parked {
+            let error = ErrorBody::new(ErrorCode::ShuttingDown, "boardd is shutting down");
+            self.reply(&out, id, Err(error));
         }
         self.flush();
         self.writer.finish();
