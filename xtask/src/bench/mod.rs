@@ -149,7 +149,12 @@ async fn run_async(args: &BenchArgs) -> anyhow::Result<()> {
     }
 
     println!("(a) fdatasync rate, {seconds} s ...");
-    let fsync = fsync::measure(run_dir.path(), Duration::from_secs_f64(seconds))?;
+    let mut fsync = fsync::measure(run_dir.path(), Duration::from_secs_f64(seconds))?;
+    fsync.after_pause = Some(fsync::measure_after_pauses(
+        run_dir.path(),
+        wake_samples,
+        wake::PARK_DELAY,
+    )?);
     println!(
         "    F = {:.0} ops/s, p50 {:.3} ms, p99 {:.3} ms",
         fsync.ops_per_s, fsync.latency.p50_ms, fsync.latency.p99_ms

@@ -182,6 +182,12 @@ impl Results {
             "  busy round trip without a commit:       p50 {:.3} ms   p99 {:.3} ms",
             w.busy_rtt.p50_ms, w.busy_rtt.p99_ms
         );
+        if let Some(idle) = &f.after_pause {
+            println!(
+                "  fdatasync alone after the same pause:   p50 {:.3} ms   p99 {:.3} ms   (a reference, not the target's F)",
+                idle.p50_ms, idle.p99_ms
+            );
+        }
         println!();
         println!("Targets");
         for t in &self.targets {

@@ -20,7 +20,7 @@ const TEAM: &str = "wake";
 /// Time for the waiter's request to reach boardd's actor and park before the task
 /// is added. Without it the task could arrive first and be claimed by an ordinary
 /// (non-parked) `wait_for_work`, which is not what this measures.
-const PARK_DELAY: Duration = Duration::from_millis(3);
+pub const PARK_DELAY: Duration = Duration::from_millis(3);
 /// The most one sample may take.
 const SAMPLE_TIMEOUT: Duration = Duration::from_secs(10);
 
