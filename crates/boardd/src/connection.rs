@@ -58,71 +58,34 @@ pub async fn serve(
             _ = kill.cancelled() => break,
             _ = stopped.cancelled() => break,
         };
-        let bytes = match frame {
+        let decoded = match frame {
             None => break,
-            Some(Ok(bytes)) => bytes,
-            Some(Err(e)) => {
-                let error = if is_frame_too_large(&e) {
-                    ErrorBody::new(
-                        ErrorCode::FrameTooLarge,
-                        format!(
-                            "frame longer than {} bytes",
-                            teamboard_protocol::MAX_FRAME_LEN
-                        ),
-                    )
-                } else {
-                    ErrorBody::new(ErrorCode::BadFrame, format!("cannot read frame: {e}"))
-                };
+            Some(Ok(bytes)) => decode(&bytes),
+            Some(Err(e)) => Decoded::Fatal(read_error(&e)),
+        };
+        // Every request gets exactly one response, and the writer task counts them
+        // back down, so `in_flight` is the number of requests not yet answered.
+        let (id, request) = match decoded {
+            Decoded::Fatal(error) => {
                 tracing::warn!(session, %error, "closing connection");
                 out.close(error);
                 break;
             }
-        };
-        let (id, op, args) = match serde_json::from_slice::<RawClientFrame>(&bytes) {
-            Ok(RawClientFrame::Request { id, op, args }) => (id, op, args),
-            Ok(RawClientFrame::Hello(_)) => {
-                out.close(ErrorBody::new(ErrorCode::BadFrame, "hello sent twice"));
-                break;
-            }
-            Err(e) => {
-                tracing::warn!(session, error = %e, "malformed frame; closing connection");
-                out.close(ErrorBody::new(
-                    ErrorCode::BadFrame,
-                    format!("malformed frame: {e}; expected {{\"type\":\"request\",\"id\":N,\"op\":...,\"args\":{{...}}}}"),
-                ));
-                break;
-            }
-        };
-        // Every request gets exactly one response, and the writer task counts them
-        // back down, so this is the number of requests not yet answered.
-        if in_flight.fetch_add(1, Ordering::AcqRel) >= MAX_IN_FLIGHT {
-            out.respond(
-                id,
-                Err(ErrorBody::new(
-                    ErrorCode::Busy,
-                    format!("more than {MAX_IN_FLIGHT} requests in flight; read the responses"),
-                )),
-            );
-            continue;
-        }
-        let request = match RawClientFrame::typed_request(&op, args) {
-            Ok(r) => r,
-            Err(e) => {
-                let code = if !Request::is_known_op(&op) {
-                    ErrorCode::UnknownRequest
-                } else {
-                    ErrorCode::InvalidArgs
-                };
-                let message = match code {
-                    ErrorCode::UnknownRequest => {
-                        format!("unknown op '{op}'; see docs/protocol.md for the list")
-                    }
-                    _ => format!("invalid args for '{op}': {e}"),
-                };
-                out.respond(id, Err(ErrorBody::new(code, message)));
+            Decoded::Refused { id, error } => {
+                in_flight.fetch_add(1, Ordering::AcqRel);
+                out.respond(id, Err(error));
                 continue;
             }
+            Decoded::Request { id, request } => (id, request),
         };
+        if in_flight.fetch_add(1, Ordering::AcqRel) >= MAX_IN_FLIGHT {
+            let error = ErrorBody::new(
+                ErrorCode::Busy,
+                format!("more than {MAX_IN_FLIGHT} requests in flight; read the responses"),
+            );
+            out.respond(id, Err(error));
+            continue;
+        }
         let cmd = Cmd::Request {
             session,
             team: team.clone(),
@@ -154,6 +117,71 @@ pub async fn serve(
     tracing::debug!(session, "session closed");
 }
 
+/// What one frame from an established session asks for.
+enum Decoded {
+    Request {
+        id: u64,
+        request: Request,
+    },
+    /// A well-formed frame boardd cannot serve (unknown op, bad args): answered
+    /// with an error, and the connection stays open.
+    Refused {
+        id: u64,
+        error: ErrorBody,
+    },
+    /// Not a frame of this protocol: the connection is closed after the error.
+    Fatal(ErrorBody),
+}
+
+fn decode(bytes: &[u8]) -> Decoded {
+    let (id, op, args) = match serde_json::from_slice::<RawClientFrame>(bytes) {
+        Ok(RawClientFrame::Request { id, op, args }) => (id, op, args),
+        Ok(RawClientFrame::Hello(_)) => {
+            return Decoded::Fatal(ErrorBody::new(ErrorCode::BadFrame, "hello sent twice"));
+        }
+        Err(e) => {
+            return Decoded::Fatal(ErrorBody::new(
+                ErrorCode::BadFrame,
+                format!(
+                    "malformed frame: {e}; expected {{\"type\":\"request\",\"id\":N,\"op\":...,\"args\":{{...}}}}"
+                ),
+            ));
+        }
+    };
+    match RawClientFrame::typed_request(&op, args) {
+        Ok(request) => Decoded::Request { id, request },
+        Err(_) if !Request::is_known_op(&op) => Decoded::Refused {
+            id,
+            error: ErrorBody::new(
+                ErrorCode::UnknownRequest,
+                format!("unknown op '{op}'; see docs/protocol.md for the list"),
+            ),
+        },
+        Err(e) => Decoded::Refused {
+            id,
+            error: ErrorBody::new(
+                ErrorCode::InvalidArgs,
+                format!("invalid args for '{op}': {e}"),
+            ),
+        },
+    }
+}
+
+/// The error to close with when a frame cannot even be read.
+fn read_error(e: &std::io::Error) -> ErrorBody {
+    if is_frame_too_large(e) {
+        ErrorBody::new(
+            ErrorCode::FrameTooLarge,
+            format!(
+                "frame longer than {} bytes",
+                teamboard_protocol::MAX_FRAME_LEN
+            ),
+        )
+    } else {
+        ErrorBody::new(ErrorCode::BadFrame, format!("cannot read frame: {e}"))
+    }
+}
+
 async fn handshake(
     reader: &mut Reader,
     writer: &mut Writer,
@@ -163,16 +191,7 @@ async fn handshake(
     let first = match tokio::time::timeout(HANDSHAKE_TIMEOUT, reader.next()).await {
         Ok(Some(Ok(bytes))) => bytes,
         Ok(Some(Err(e))) => {
-            let code = if is_frame_too_large(&e) {
-                ErrorCode::FrameTooLarge
-            } else {
-                ErrorCode::BadFrame
-            };
-            send_error(
-                writer,
-                ErrorBody::new(code, format!("cannot read hello: {e}")),
-            )
-            .await;
+            send_error(writer, read_error(&e)).await;
             return None;
         }
         Ok(None) => return None,
