@@ -287,3 +287,68 @@ async fn client_says_how_to_start_boardd_when_none_runs() {
     assert!(text.contains("systemctl --user start boardd"), "{text}");
     assert!(text.contains(socket.to_str().unwrap()), "{text}");
 }
+
+/// A peer running as another user is refused with a `reject` that names both uids,
+/// even when the socket's file mode would let it connect. The mode is the first
+/// line of defence; this is the second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refuses_peers_of_another_user() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: only root can run a client as another uid");
+        return;
+    }
+    let dir = short_tempdir();
+    let socket = dir.path().join("s");
+    let d = Daemon::start(&socket, &dir.path().join("state"), &[]).await;
+    // Open the way for uid 65534 through the file modes.
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&d.socket, std::fs::Permissions::from_mode(0o777)).unwrap();
+    // The other user's client: connect, send a hello, print the first frame.
+    let script = r#"
+import json, socket, struct, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+hello = json.dumps({"type": "hello", "protocol": 1, "client": "t", "name": "intruder"}).encode()
+s.sendall(struct.pack(">I", len(hello)) + hello)
+head = s.recv(4)
+n = struct.unpack(">I", head)[0]
+body = b""
+while len(body) < n:
+    body += s.recv(n - len(body))
+print(body.decode())
+"#;
+    let socket_arg = d.socket.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        use std::os::unix::process::CommandExt;
+        std::process::Command::new("python3")
+            .arg("-c")
+            .arg(script)
+            .arg(&socket_arg)
+            .uid(65534)
+            .gid(65534)
+            .output()
+    })
+    .await
+    .unwrap();
+    let out = match out {
+        Ok(out) => out,
+        Err(e) => {
+            eprintln!("skipped: cannot run python3 as uid 65534: {e}");
+            return;
+        }
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let frame: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(frame["type"], "reject", "{frame}");
+    let reason = frame["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("uid 65534"), "{reason}");
+    // The daemon goes on serving its own user.
+    let me = lead(&d.socket).await;
+    me.add_task(task("still here")).await.unwrap();
+}
