@@ -51,7 +51,19 @@ fn secs(value: f64, flag: &str) -> anyhow::Result<Duration> {
         .with_context(|| format!("--{flag} must be a positive number of seconds, not {value}"))
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    // One line, not anyhow's debug dump with a backtrace: these errors are for the
+    // person or the journal reading them ("already running", "disk full").
+    match real_main() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("boardd: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn real_main() -> anyhow::Result<()> {
     let args = Args::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
