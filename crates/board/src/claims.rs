@@ -26,6 +26,14 @@ impl Board {
         let team = self.team(ctx.team);
         let member = team.and_then(|t| t.members.get(ctx.actor));
         match member {
+            Some(m)
+                if m.session == Some(ctx.session) && m.member.status == MemberStatus::Shutdown =>
+            {
+                Err(BoardError::state(format!(
+                    "'{}' is shutting down and takes no new tasks",
+                    ctx.actor
+                )))
+            }
             Some(m) if m.session == Some(ctx.session) => Ok((m.member.role.clone(), m.member.task)),
             _ => Err(BoardError::new(
                 ErrorCode::NotRegistered,

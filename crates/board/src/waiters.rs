@@ -63,8 +63,9 @@ impl Board {
             return Some(Work::Messages { messages });
         }
         let member = t.members.get(name)?;
-        if member.member.task.is_some() {
-            // One in-progress task at a time: only messages can wake it.
+        if member.member.task.is_some() || member.member.status == MemberStatus::Shutdown {
+            // One in-progress task at a time, and none for a teammate on its way
+            // out: only messages can wake it.
             return None;
         }
         let id = t.best_ready(&member.member.role)?;

@@ -191,3 +191,20 @@ fn touch_updates_last_seen_without_writing() {
     assert_eq!(h.member(ann).last_seen, WALL0 + 9000);
     assert!(!h.board.has_changes());
 }
+
+#[test]
+fn a_member_shutting_down_takes_no_new_tasks() {
+    let mut h = H::new();
+    let a = h.add("a");
+    let ann = h.join("ann", "dev");
+    let ctx = h.ctx(ann);
+    h.board.set_status(ctx, MemberStatus::Shutdown).unwrap();
+    let ctx = h.ctx(ann);
+    assert_eq!(code(h.board.claim_next(ctx)), ErrorCode::InvalidState);
+    let ctx = h.ctx(ann);
+    assert_eq!(code(h.board.claim_task(ctx, a)), ErrorCode::InvalidState);
+    // Parked, it is still told about messages but never handed the task.
+    assert_eq!(h.park(ann, 1), None);
+    h.board.dispatch(h.now());
+    assert!(h.ready(a));
+}
