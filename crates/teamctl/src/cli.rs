@@ -71,6 +71,17 @@ pub struct Global {
     /// Print machine-readable JSON instead of text
     #[arg(long, global = true)]
     pub json: bool,
+
+    /// Give up when boardd has not answered within this many seconds (0: wait
+    /// forever). Does not apply to `watch` and `events --follow`, which wait by design.
+    #[arg(
+        long,
+        global = true,
+        env = "TEAMBOARD_TIMEOUT",
+        default_value_t = 30,
+        value_name = "SECS"
+    )]
+    pub timeout: u64,
 }
 
 #[derive(Debug, Subcommand)]

@@ -308,6 +308,24 @@ fn daemon_not_running_says_how_to_start_it() {
 }
 
 #[test]
+fn a_daemon_that_never_answers_times_out_with_a_clear_line() {
+    // A listener that accepts and then says nothing: a wedged daemon.
+    let dir = tempfile::Builder::new()
+        .prefix("tb")
+        .tempdir_in("/tmp")
+        .expect("temp dir");
+    let socket = dir.path().join("s");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).expect("bind");
+    let started = std::time::Instant::now();
+    let out = teamctl(&socket, &["--timeout", "1", "status"]);
+    drop(listener);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("did not answer within 1 s"), "{err}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+}
+
+#[test]
 fn messages_inbox_and_broadcast() {
     let d = Daemon::start();
     let alice = d.teammate("alice", "coder");

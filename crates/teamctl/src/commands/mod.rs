@@ -61,8 +61,26 @@ impl Ctx {
     }
 }
 
-/// Runs the parsed command line.
+/// Runs the parsed command line. A one-shot command that boardd leaves without an
+/// answer for `--timeout` seconds fails with a line that says so, instead of
+/// hanging a script forever.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    let streams = matches!(&cli.command, Command::Watch(_))
+        || matches!(&cli.command, Command::Events(a) if a.follow);
+    let timeout = cli.global.timeout;
+    let command = dispatch(cli);
+    if streams || timeout == 0 {
+        return command.await;
+    }
+    match tokio::time::timeout(std::time::Duration::from_secs(timeout), command).await {
+        Ok(result) => result,
+        Err(_) => anyhow::bail!(
+            "boardd did not answer within {timeout} s; it may be stuck (see `journalctl --user -u boardd`), or raise --timeout"
+        ),
+    }
+}
+
+async fn dispatch(cli: Cli) -> anyhow::Result<()> {
     let ctx = Ctx::new(&cli.global);
     match cli.command {
         Command::Status => status::run(&ctx).await,
