@@ -32,6 +32,17 @@ impl Board {
                 ),
             ));
         }
+        let already = self
+            .team(ctx.team)
+            .is_some_and(|t| t.waiters.values().any(|w| w.session == ctx.session));
+        if already {
+            // Two parked waits would both be answered with the same messages, and
+            // the second could claim a task while the first still looks idle.
+            return Err(BoardError::state(format!(
+                "'{}' is already waiting on this connection; one wait_for_work at a time",
+                ctx.actor
+            )));
+        }
         if let Some(work) = self.work_for(ctx.team, ctx.actor, ctx.session, ctx.now) {
             return Ok(Some(work));
         }

@@ -374,3 +374,18 @@ fn dispatch_with_nothing_claimable_serves_nobody() {
     assert!(h.dispatch().is_empty());
     assert_eq!(h.member(ann).task, None);
 }
+
+#[test]
+fn one_wait_at_a_time_per_connection() {
+    let mut h = H::new();
+    let ann = h.join("ann", "dev");
+    assert_eq!(h.park(ann, 1), None);
+    let ctx = h.ctx(ann);
+    let err = h.board.park(ctx, 2, None).unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidState);
+    // The first wait is still parked and still gets the work.
+    h.add("a");
+    let handed = h.board.dispatch(h.now());
+    assert_eq!(handed.len(), 1);
+    assert_eq!(handed[0].0, 1);
+}
