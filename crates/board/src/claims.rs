@@ -1,5 +1,6 @@
 //! Claims: who works on what, fenced by epochs and kept alive by leases.
 
+use crate::About;
 use crate::error::{BoardError, Result};
 use crate::team::Lease;
 use crate::{Board, Ctx, Now, SessionId};
@@ -51,13 +52,7 @@ impl Board {
         if let Some(held) = held {
             return Err(holds(ctx.actor, held));
         }
-        let team = self
-            .team(ctx.team)
-            .ok_or_else(|| BoardError::no_task(id, ctx.team))?;
-        let task = team
-            .tasks
-            .get(&id)
-            .ok_or_else(|| BoardError::no_task(id, ctx.team))?;
+        let (team, task) = self.team_task(ctx.team, id)?;
         if let Some(r) = &task.role
             && *r != role
         {
@@ -150,9 +145,7 @@ impl Board {
             name,
             now.wall_ms,
             EventKind::TaskClaimed,
-            Some(id),
-            Some(name),
-            None,
+            About::task(id).with_member(name),
             format!(
                 "{name} claimed #{id} (attempt {}, epoch {})",
                 task.attempts, task.epoch
@@ -164,9 +157,7 @@ impl Board {
                 name,
                 now.wall_ms,
                 EventKind::MemberStatus,
-                None,
-                Some(name),
-                None,
+                About::member(name),
                 format!("{name} is working"),
             );
         }
@@ -217,10 +208,7 @@ impl Board {
         }
         self.release_lease(ctx.team, id, ctx.now);
         let team = self.team_mut(ctx.team);
-        let task = team
-            .tasks
-            .get_mut(&id)
-            .ok_or_else(|| BoardError::no_task(id, ctx.team))?;
+        let task = team.task_mut(id, ctx.team)?;
         task.status = TaskStatus::Completed;
         task.result = Some(result);
         task.updated_at = ctx.now.wall_ms;
@@ -244,9 +232,7 @@ impl Board {
             ctx.actor,
             ctx.now.wall_ms,
             EventKind::TaskCompleted,
-            Some(id),
-            Some(ctx.actor),
-            None,
+            About::task(id).with_member(ctx.actor),
             format!("{} completed #{id}", ctx.actor),
         );
         Ok(task)
@@ -401,9 +387,11 @@ impl Board {
             actor,
             now.wall_ms,
             kind,
-            Some(id),
-            (!owner.is_empty()).then_some(owner.as_str()),
-            None,
+            About {
+                task: Some(id),
+                member: (!owner.is_empty()).then_some(owner.as_str()),
+                message: None,
+            },
             detail,
         );
     }

@@ -1,5 +1,6 @@
 //! Inboxes: messages stay until their recipient acknowledges them.
 
+use crate::About;
 use crate::error::{BoardError, Result};
 use crate::{Board, Ctx};
 use teamboard_protocol::{ErrorCode, EventKind, LEAD, Message, MessageKind};
@@ -92,9 +93,7 @@ impl Board {
             ctx.actor,
             ctx.now.wall_ms,
             EventKind::MessageSent,
-            None,
-            Some(to),
-            Some(id),
+            About::member(to).with_message(id),
             format!("{} → {to}: {} #{id}", ctx.actor, kind.as_str()),
         );
         msg
@@ -131,9 +130,7 @@ impl Board {
                 ctx.actor,
                 ctx.now.wall_ms,
                 EventKind::MessageAcked,
-                None,
-                Some(ctx.actor),
-                Some(*id),
+                About::member(ctx.actor).with_message(*id),
                 format!("{} acknowledged #{id}", ctx.actor),
             );
         }

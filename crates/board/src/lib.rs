@@ -29,7 +29,7 @@ pub use team::SessionId;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use team::Team;
-use teamboard_protocol::{Event, EventKind, TaskId};
+use teamboard_protocol::{Event, EventKind, Task, TaskId};
 
 /// Rules that are configured, not hard-coded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,6 +71,44 @@ pub struct Ctx<'a> {
     pub actor: &'a str,
     pub session: SessionId,
     pub now: Now,
+}
+
+/// What an event is about, besides its team: any of a task, a member, a message.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct About<'a> {
+    pub task: Option<TaskId>,
+    pub member: Option<&'a str>,
+    pub message: Option<u64>,
+}
+
+impl<'a> About<'a> {
+    pub fn task(id: TaskId) -> Self {
+        About {
+            task: Some(id),
+            ..Default::default()
+        }
+    }
+
+    pub fn member(name: &'a str) -> Self {
+        About {
+            member: Some(name),
+            ..Default::default()
+        }
+    }
+
+    pub fn with_member(self, name: &'a str) -> Self {
+        About {
+            member: Some(name),
+            ..self
+        }
+    }
+
+    pub fn with_message(self, id: u64) -> Self {
+        About {
+            message: Some(id),
+            ..self
+        }
+    }
 }
 
 /// What `dispatch` hands to a parked waiter.
@@ -149,6 +187,15 @@ impl Board {
         self.teams.get(name)
     }
 
+    /// A team and one of its tasks; a team that does not exist has no tasks.
+    fn team_task(&self, team: &str, id: TaskId) -> Result<(&Team, &Task)> {
+        let t = self
+            .teams
+            .get(team)
+            .ok_or_else(|| BoardError::no_task(id, team))?;
+        Ok((t, t.task(id, team)?))
+    }
+
     fn team_mut(&mut self, name: &str) -> &mut Team {
         self.teams.entry(name.to_string()).or_default()
     }
@@ -173,29 +220,26 @@ impl Board {
     }
 
     /// Appends an event to the history.
-    #[allow(clippy::too_many_arguments)]
     fn emit(
         &mut self,
-        ctx_team: &str,
+        team: &str,
         actor: &str,
         at: i64,
         kind: EventKind,
-        task: Option<TaskId>,
-        member: Option<&str>,
-        message: Option<u64>,
+        about: About,
         detail: String,
     ) {
         let seq = self.next_event_seq;
         self.next_event_seq += 1;
         self.dirty.events.push(Event {
             seq,
-            team: ctx_team.to_string(),
+            team: team.to_string(),
             at,
             actor: actor.to_string(),
             kind,
-            task,
-            member: member.map(str::to_string),
-            message,
+            task: about.task,
+            member: about.member.map(str::to_string),
+            message: about.message,
             detail,
         });
     }

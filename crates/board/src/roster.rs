@@ -1,5 +1,6 @@
 //! The roster: registering teammates, their status, disconnects and token use.
 
+use crate::About;
 use crate::claims::Abandon;
 use crate::error::{BoardError, Result};
 use crate::team::MemberState;
@@ -87,9 +88,7 @@ impl Board {
             ctx.actor,
             ctx.now.wall_ms,
             EventKind::MemberRegistered,
-            None,
-            Some(ctx.actor),
-            None,
+            About::member(ctx.actor),
             detail,
         );
         Ok(member)
@@ -132,9 +131,7 @@ impl Board {
             actor,
             now.wall_ms,
             EventKind::MemberStatus,
-            None,
-            Some(name),
-            None,
+            About::member(name),
             format!("{name} is {}", status.as_str()),
         );
         Some(member)
@@ -224,9 +221,11 @@ impl Board {
             ctx.actor,
             ctx.now.wall_ms,
             EventKind::UsageRecorded,
-            task,
-            Some(ctx.actor),
-            None,
+            About {
+                task,
+                member: Some(ctx.actor),
+                message: None,
+            },
             format!(
                 "{} used {} input + {} output tokens",
                 ctx.actor, tokens.input, tokens.output

@@ -1,5 +1,6 @@
 //! Creating tasks and editing the dependency graph; cancel and retry.
 
+use crate::About;
 use crate::error::{BoardError, Result};
 use crate::{Board, Ctx};
 use teamboard_protocol::request::NewTask;
@@ -87,9 +88,7 @@ impl Board {
             ctx.actor,
             ctx.now.wall_ms,
             EventKind::TaskCreated,
-            Some(id),
-            None,
-            None,
+            About::task(id),
             detail,
         );
         Ok(task)
@@ -101,13 +100,7 @@ impl Board {
         if on.is_empty() {
             return Err(BoardError::invalid("name at least one task to depend on"));
         }
-        let team = self
-            .team(ctx.team)
-            .ok_or_else(|| BoardError::no_task(id, ctx.team))?;
-        let task = team
-            .tasks
-            .get(&id)
-            .ok_or_else(|| BoardError::no_task(id, ctx.team))?;
+        let (team, task) = self.team_task(ctx.team, id)?;
         if task.status != TaskStatus::Pending {
             return Err(BoardError::state(format!(
                 "task #{id} is {}; only a pending task can get new dependencies",
@@ -160,9 +153,7 @@ impl Board {
                 ctx.actor,
                 ctx.now.wall_ms,
                 EventKind::DependencyAdded,
-                Some(id),
-                None,
-                None,
+                About::task(id),
                 format!("#{id} now waits for {}", fmt_ids(&added)),
             );
         }
@@ -182,10 +173,7 @@ impl Board {
         }
         self.end_claim(ctx.team, id, ctx.now);
         let team = self.team_mut(ctx.team);
-        let task = team
-            .tasks
-            .get_mut(&id)
-            .ok_or_else(|| BoardError::no_task(id, ctx.team))?;
+        let task = team.task_mut(id, ctx.team)?;
         task.status = TaskStatus::Cancelled;
         task.updated_at = ctx.now.wall_ms;
         let task = task.clone();
@@ -200,9 +188,7 @@ impl Board {
             ctx.actor,
             ctx.now.wall_ms,
             EventKind::TaskCancelled,
-            Some(id),
-            None,
-            None,
+            About::task(id),
             format!("cancelled #{id} (was {})", status.as_str()),
         );
         Ok(task)
@@ -219,10 +205,7 @@ impl Board {
             )));
         }
         let team = self.team_mut(ctx.team);
-        let task = team
-            .tasks
-            .get_mut(&id)
-            .ok_or_else(|| BoardError::no_task(id, ctx.team))?;
+        let task = team.task_mut(id, ctx.team)?;
         task.status = TaskStatus::Pending;
         task.owner = None;
         task.attempts = 0;
@@ -238,9 +221,7 @@ impl Board {
             ctx.actor,
             ctx.now.wall_ms,
             EventKind::TaskRetried,
-            Some(id),
-            None,
-            None,
+            About::task(id),
             format!("retried #{id} (was {})", status.as_str()),
         );
         Ok(task)
@@ -248,9 +229,7 @@ impl Board {
 
     /// One task.
     pub fn task(&self, team: &str, id: TaskId) -> Result<&Task> {
-        self.team(team)
-            .and_then(|t| t.tasks.get(&id))
-            .ok_or_else(|| BoardError::no_task(id, team))
+        Ok(self.team_task(team, id)?.1)
     }
 
     /// A team's tasks by id, optionally of one status.

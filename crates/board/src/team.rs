@@ -1,6 +1,7 @@
 //! One team's state: tasks with their dependency index and ready queue, the roster,
 //! the inboxes and the parked waiters.
 
+use crate::error::{BoardError, Result};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Instant;
@@ -71,6 +72,20 @@ impl Default for Team {
 }
 
 impl Team {
+    /// Task `id`, or `not_found` naming the team (`team` is its name).
+    pub fn task(&self, id: TaskId, team: &str) -> Result<&Task> {
+        self.tasks
+            .get(&id)
+            .ok_or_else(|| BoardError::no_task(id, team))
+    }
+
+    /// Task `id` for changing, or `not_found`.
+    pub fn task_mut(&mut self, id: TaskId, team: &str) -> Result<&mut Task> {
+        self.tasks
+            .get_mut(&id)
+            .ok_or_else(|| BoardError::no_task(id, team))
+    }
+
     pub fn is_ready(&self, task: &Task) -> bool {
         task.status == TaskStatus::Pending
             && task.owner.is_none()
