@@ -78,7 +78,7 @@ impl Board {
             };
             return Err(BoardError::new(ErrorCode::Conflict, why));
         }
-        Ok(self.grant(ctx.team, id, ctx.actor, ctx.session, ctx.now))
+        self.grant(ctx.team, id, ctx.actor, ctx.session, ctx.now)
     }
 
     /// Claims the highest-priority ready task (lowest id on ties) that the
@@ -91,16 +91,12 @@ impl Board {
         let Some(id) = self.team(ctx.team).and_then(|t| t.best_ready(&role)) else {
             return Ok(None);
         };
-        Ok(Some(self.grant(
-            ctx.team,
-            id,
-            ctx.actor,
-            ctx.session,
-            ctx.now,
-        )))
+        self.grant(ctx.team, id, ctx.actor, ctx.session, ctx.now)
+            .map(Some)
     }
 
-    /// Hands a ready task to a claimant. The caller has checked readiness and role.
+    /// Hands a ready task to a claimant. The caller has checked readiness and role;
+    /// the only error left is a task that does not exist.
     pub(crate) fn grant(
         &mut self,
         team_name: &str,
@@ -108,13 +104,10 @@ impl Board {
         name: &str,
         session: SessionId,
         now: Now,
-    ) -> Claim {
+    ) -> Result<Claim> {
         let ttl = self.config.lease_ttl;
         let team = self.team_mut(team_name);
-        let task = team
-            .tasks
-            .get_mut(&id)
-            .expect("grant: caller checked the task exists");
+        let task = team.task_mut(id, team_name)?;
         task.status = TaskStatus::InProgress;
         task.owner = Some(name.to_string());
         task.attempts += 1;
@@ -161,10 +154,10 @@ impl Board {
                 format!("{name} is working"),
             );
         }
-        Claim {
+        Ok(Claim {
             epoch: task.epoch,
             task,
-        }
+        })
     }
 
     /// Refuses anything but the current holder with the current epoch.

@@ -80,7 +80,7 @@ impl Board {
             return None;
         }
         let id = t.best_ready(&member.member.role)?;
-        let claim = self.grant(team, id, name, session, now);
+        let claim = self.grant(team, id, name, session, now).ok()?;
         Some(Work::Task { claim })
     }
 
