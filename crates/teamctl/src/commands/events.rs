@@ -6,15 +6,12 @@
 //! too far behind is disconnected), teamctl reconnects and catches up from the last
 //! `seq` it printed; if boardd has stopped, it says so and exits 1.
 
-use super::{Ctx, daemon_gone, events_after, resubscribe};
+use super::{Ctx, Reconnects, events_after};
 use crate::cli::EventsArgs;
 use crate::render;
 use teamboard_protocol::Event;
 use teamboard_protocol::request::EventsArgs as WireEventsArgs;
 use tokio::signal::unix::{SignalKind, signal};
-
-/// Reconnections in a row without a single new event before giving up.
-const MAX_RECONNECTS: u32 = 3;
 
 pub async fn run(ctx: &Ctx, args: EventsArgs) -> anyhow::Result<()> {
     // Install the Ctrl-C handler before anything is printed.
@@ -52,7 +49,7 @@ pub async fn run(ctx: &Ctx, args: EventsArgs) -> anyhow::Result<()> {
         return Ok(());
     };
 
-    let mut reconnects = 0;
+    let mut reconnects = Reconnects::default();
     loop {
         let next = tokio::select! {
             _ = interrupt.recv() => return Ok(()),
@@ -64,18 +61,11 @@ pub async fn run(ctx: &Ctx, args: EventsArgs) -> anyhow::Result<()> {
                     continue;
                 }
                 last = e.seq;
-                reconnects = 0;
+                reconnects.reset();
                 print(ctx, &e)?;
             }
             None => {
-                reconnects += 1;
-                if reconnects > MAX_RECONNECTS {
-                    anyhow::bail!("boardd keeps closing the event stream; giving up");
-                }
-                let Some(fresh) = resubscribe(ctx).await? else {
-                    return Err(daemon_gone());
-                };
-                client = fresh;
+                client = reconnects.again(ctx).await?;
                 // Catch up on what was missed while disconnected.
                 for e in events_after(&client, last, args.task).await? {
                     if e.seq > last {

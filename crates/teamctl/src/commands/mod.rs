@@ -135,11 +135,38 @@ pub async fn print_changed_task(
 }
 
 /// The error for a live view whose daemon went away.
-pub fn daemon_gone() -> anyhow::Error {
+fn daemon_gone() -> anyhow::Error {
     anyhow::anyhow!(
         "boardd went away (the connection closed). Start it again with \
          `systemctl --user start boardd`, or run `boardd` in another terminal"
     )
+}
+
+/// How often a live view reconnects in a row, without an event in between, before
+/// it gives up.
+const MAX_RECONNECTS: u32 = 3;
+
+/// Reconnection for the live views (`events --follow`, `watch`).
+#[derive(Debug, Default)]
+pub struct Reconnects {
+    in_a_row: u32,
+}
+
+impl Reconnects {
+    /// An event arrived: the stream works again.
+    pub fn reset(&mut self) {
+        self.in_a_row = 0;
+    }
+
+    /// The subscribed connection ended: a fresh, subscribed client, or an error that
+    /// says boardd went away or keeps closing the stream.
+    pub async fn again(&mut self, ctx: &Ctx) -> anyhow::Result<Client> {
+        self.in_a_row += 1;
+        if self.in_a_row > MAX_RECONNECTS {
+            anyhow::bail!("boardd keeps closing the event stream; giving up");
+        }
+        resubscribe(ctx).await?.ok_or_else(daemon_gone)
+    }
 }
 
 /// After a subscribed connection ended: reconnects and subscribes again, or `None`
@@ -148,7 +175,7 @@ pub fn daemon_gone() -> anyhow::Error {
 /// boardd closes the connection of a subscriber that falls too far behind (`busy`);
 /// the cure is to reconnect, subscribe and catch up with `events` since the last
 /// `seq` seen. If nothing listens on the socket, the daemon has stopped.
-pub async fn resubscribe(ctx: &Ctx) -> anyhow::Result<Option<Client>> {
+async fn resubscribe(ctx: &Ctx) -> anyhow::Result<Option<Client>> {
     let client = match ctx.connect().await {
         Ok(c) => c,
         Err(e) => match e.downcast_ref::<ClientError>() {

@@ -5,7 +5,7 @@
 //! events (a completion that makes five tasks ready, say) is coalesced: after the
 //! first event the view waits [`DEBOUNCE`] for more, then refetches and redraws once.
 
-use super::{Ctx, daemon_gone, decode, fetch_tasks, resubscribe};
+use super::{Ctx, Reconnects, decode, fetch_tasks};
 use crate::cli::WatchArgs;
 use crate::render;
 use std::collections::VecDeque;
@@ -18,9 +18,6 @@ use tokio::time::Instant;
 
 /// How long to gather further events after the first one before redrawing.
 const DEBOUNCE: Duration = Duration::from_millis(50);
-
-/// Reconnections in a row without a single new event before giving up.
-const MAX_RECONNECTS: u32 = 3;
 
 pub async fn run(ctx: &Ctx, args: WatchArgs) -> anyhow::Result<()> {
     let mut client = ctx.connect().await?;
@@ -39,7 +36,7 @@ pub async fn run(ctx: &Ctx, args: WatchArgs) -> anyhow::Result<()> {
     let _screen = Screen::enter(tty)?;
     draw(&render_frame(ctx, &client, &recent).await?, true)?;
 
-    let mut reconnects = 0;
+    let mut reconnects = Reconnects::default();
     loop {
         let first = tokio::select! {
             _ = interrupt.recv() => return Ok(()),
@@ -47,7 +44,7 @@ pub async fn run(ctx: &Ctx, args: WatchArgs) -> anyhow::Result<()> {
         };
         match first {
             Some(first) => {
-                reconnects = 0;
+                reconnects.reset();
                 remember(&mut recent, first, args.events);
                 // Coalesce whatever else arrives right behind it.
                 let deadline = Instant::now() + DEBOUNCE;
@@ -65,14 +62,7 @@ pub async fn run(ctx: &Ctx, args: WatchArgs) -> anyhow::Result<()> {
             }
             None => {
                 // Cut off (too far behind) or the daemon stopped: find out which.
-                reconnects += 1;
-                if reconnects > MAX_RECONNECTS {
-                    anyhow::bail!("boardd keeps closing the event stream; giving up");
-                }
-                let Some(fresh) = resubscribe(ctx).await? else {
-                    return Err(daemon_gone());
-                };
-                client = fresh;
+                client = reconnects.again(ctx).await?;
                 recent = fetch_recent(&client, args.events).await?;
             }
         }
