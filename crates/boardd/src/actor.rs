@@ -100,10 +100,10 @@ impl Actor {
     pub async fn run(mut self, mut rx: mpsc::Receiver<Cmd>, shutdown: CancellationToken) {
         let mut buf = Vec::with_capacity(MAX_BATCH);
         loop {
-            let deadline = self
-                .board
-                .next_deadline()
-                .map(tokio::time::Instant::from_std);
+            // Computed once per turn: nothing changes the board between here and
+            // the branch that runs, so the expiry check below can reuse it.
+            let next = self.board.next_deadline();
+            let deadline = next.map(tokio::time::Instant::from_std);
             tokio::select! {
                 biased;
                 _ = shutdown.cancelled() => break,
@@ -113,7 +113,7 @@ impl Actor {
                     }
                     // A lease that ran out before these commands arrived has expired
                     // for them, even if its timer has not fired yet.
-                    self.expire_due();
+                    self.expire_due(next);
                     for cmd in buf.drain(..) {
                         self.handle(cmd);
                         if self.mode == CommitMode::PerRequest {
@@ -121,7 +121,7 @@ impl Actor {
                         }
                     }
                 }
-                _ = sleep_until(deadline) => self.expire_due(),
+                _ = sleep_until(deadline) => self.expire_due(next),
             }
             self.flush();
         }
@@ -141,10 +141,11 @@ impl Actor {
         self.writer.finish();
     }
 
-    /// Ends lapsed claims and answers timed-out waiters.
-    fn expire_due(&mut self) {
+    /// Ends lapsed claims and answers timed-out waiters, if `next` (the board's
+    /// earliest deadline) has passed.
+    fn expire_due(&mut self, next: Option<std::time::Instant>) {
         let now = Self::now();
-        if self.board.next_deadline().is_none_or(|d| d > now.mono) {
+        if next.is_none_or(|d| d > now.mono) {
             return;
         }
         for token in self.board.expire(now) {
