@@ -15,6 +15,7 @@ pub mod frame;
 pub mod names;
 pub mod paths;
 pub mod request;
+pub mod transcript;
 pub mod types;
 
 pub use client::{Client, ClientError};

@@ -1,0 +1,162 @@
+//! A teammate's settings, as the command line, the environment and the keys file
+//! give them.
+
+use crate::llm::retry::RetryPolicy;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Which model family to talk to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProviderKind {
+    /// Anthropic's Messages API.
+    Anthropic,
+    /// An OpenAI-compatible Chat Completions API (OpenAI, ollama, llama.cpp, vLLM...).
+    Openai,
+    /// An offline, deterministic stand-in that runs the task's ```sh blocks.
+    Scripted,
+}
+
+impl ProviderKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::Openai => "openai",
+            ProviderKind::Scripted => "scripted",
+        }
+    }
+}
+
+/// How to reach the model.
+#[derive(Debug, Clone)]
+pub struct ProviderConfig {
+    pub kind: ProviderKind,
+    /// The model name; each provider has a default.
+    pub model: Option<String>,
+    /// The API's base URL; each provider has a default.
+    pub base_url: Option<String>,
+    /// Never logged: `Debug` of the whole config is fine because this is redacted by
+    /// [`ProviderConfig::redacted`] wherever the config is printed.
+    pub api_key: Option<String>,
+    /// Output tokens per call.
+    pub max_tokens: u32,
+    /// How long one HTTP request may take before it counts as a timeout.
+    pub request_timeout: Duration,
+    pub retry: RetryPolicy,
+}
+
+impl ProviderConfig {
+    /// A copy that is safe to log.
+    pub fn redacted(&self) -> ProviderConfig {
+        ProviderConfig {
+            api_key: self.api_key.as_ref().map(|_| "<redacted>".to_string()),
+            ..self.clone()
+        }
+    }
+}
+
+/// Everything a teammate needs to run.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub name: String,
+    pub role: String,
+    pub team: String,
+    pub socket: PathBuf,
+    pub state_dir: PathBuf,
+    /// The directory the tools work in; file tools cannot leave it.
+    pub workdir: PathBuf,
+    pub provider: ProviderConfig,
+    /// Exit after this long idle with nothing to do. `None` never exits.
+    pub idle_timeout: Option<Duration>,
+    /// The safety net: how long one wait on boardd lasts before it is renewed. boardd
+    /// pushes work the moment it exists, so this only matters if a wake-up were lost.
+    pub poll_interval: Duration,
+    /// Tool rounds per WORK phase.
+    pub max_rounds: u32,
+    /// Estimated tokens of context before the teammate compacts.
+    pub context_budget: u64,
+    /// How long a `bash` call may run when the model names no timeout.
+    pub shell_timeout: Duration,
+}
+
+/// The file that may hold API keys, as `NAME=value` lines:
+/// `$XDG_CONFIG_HOME/teamboard/keys.env` (usually `~/.config/teamboard/keys.env`).
+pub fn keys_file() -> PathBuf {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| PathBuf::from(h).join(".config"))
+        })
+        .unwrap_or_else(|| PathBuf::from("."));
+    base.join("teamboard").join("keys.env")
+}
+
+/// Looks `var` up in the environment first, then in the keys file.
+pub fn lookup_secret(var: &str, file: &Path) -> Option<String> {
+    if let Some(v) = std::env::var(var).ok().filter(|v| !v.trim().is_empty()) {
+        return Some(v.trim().to_string());
+    }
+    let text = std::fs::read_to_string(file).ok()?;
+    parse_env_file(&text)
+        .into_iter()
+        .find(|(k, _)| k == var)
+        .map(|(_, v)| v)
+        .filter(|v| !v.is_empty())
+}
+
+/// Parses `NAME=value` lines. Blank lines and `#` comments are skipped, an optional
+/// `export ` prefix is allowed, and one pair of surrounding quotes is removed.
+pub fn parse_env_file(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let line = line.strip_prefix("export ").unwrap_or(line);
+        let Some((k, v)) = line.split_once('=') else {
+            continue;
+        };
+        let v = v.trim();
+        let v = v
+            .strip_prefix('"')
+            .and_then(|s| s.strip_suffix('"'))
+            .or_else(|| v.strip_prefix('\'').and_then(|s| s.strip_suffix('\'')))
+            .unwrap_or(v);
+        out.push((k.trim().to_string(), v.to_string()));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_file_lines_are_parsed_like_a_shell_would() {
+        let text = "# keys\nexport ANTHROPIC_API_KEY=\"sk-ant\"\n\nOPENAI_API_KEY='sk-o'\nBAD LINE\nX = y \n";
+        let pairs = parse_env_file(text);
+        assert_eq!(
+            pairs,
+            vec![
+                ("ANTHROPIC_API_KEY".into(), "sk-ant".into()),
+                ("OPENAI_API_KEY".into(), "sk-o".into()),
+                ("X".into(), "y".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn secrets_come_from_the_file_when_the_environment_has_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("keys.env");
+        std::fs::write(&file, "TEAMMATED_TEST_ONLY_KEY=from-file\n").unwrap();
+        assert_eq!(
+            lookup_secret("TEAMMATED_TEST_ONLY_KEY", &file).as_deref(),
+            Some("from-file")
+        );
+        assert_eq!(lookup_secret("TEAMMATED_TEST_NO_SUCH_KEY", &file), None);
+    }
+}

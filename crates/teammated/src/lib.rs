@@ -1,0 +1,18 @@
+//! teammated: one teammate of a teamboard team.
+//!
+//! A teammate registers with boardd, then alternates between two phases:
+//!
+//! - **WORK**: an LLM loop with tools (shell, files, tasks, messages) on the task it
+//!   holds, with new inbox messages fed in between tool rounds;
+//! - **IDLE**: one wait on boardd, which answers with the teammate's messages first
+//!   and otherwise with a task it claimed for the teammate atomically. No model call
+//!   happens while idle.
+//!
+//! The binary is a thin shell around [`run`], so that tests can run teammates
+//! in-process as well as as real processes.
+
+pub mod config;
+pub mod llm;
+pub mod tools;
+
+pub use config::{Config, ProviderConfig, ProviderKind};

@@ -1,0 +1,1 @@
+//! The HTTP client shared by the real providers.
