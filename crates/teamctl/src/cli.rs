@@ -1,6 +1,6 @@
 //! Command-line definitions. Every subcommand's `--help` should teach how to use it.
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use teamboard_protocol::{MessageKind, TaskId, TaskStatus};
 
@@ -18,11 +18,13 @@ Every command accepts --json for scripts. Times are shown in UTC.";
 const EXAMPLES: &str = "\
 Examples:
   teamctl status                         is boardd running? what is on the board?
+  teamctl spawn alice --role coder       start a teammate (a teammated process)
   a=$(teamctl task add 'Design the API' -d 'REST, JSON')
   b=$(teamctl task add 'Implement it' --blocked-by $a --role coder)
   teamctl tasks                          the board, one line per task
   teamctl task show $b                   one task and its history
   teamctl team                           who is working on what
+  teamctl logs alice --follow            what alice's model sees and does, live
   teamctl send alice 'Use axum, please'  message one teammate
   teamctl inbox --ack                    read (and acknowledge) your messages
   teamctl events --follow                stream every change as it happens
@@ -73,7 +75,8 @@ pub struct Global {
     pub json: bool,
 
     /// Give up when boardd has not answered within this many seconds (0: wait
-    /// forever). Does not apply to `watch` and `events --follow`, which wait by design.
+    /// forever). Does not apply to `watch` and `events --follow`, which wait by design,
+    /// nor to `logs`; `spawn` waits this long for the new teammate to connect.
     #[arg(
         long,
         global = true,
@@ -82,6 +85,11 @@ pub struct Global {
         value_name = "SECS"
     )]
     pub timeout: u64,
+
+    /// Where teammates keep their transcripts and process logs (used by `spawn`
+    /// and `logs`) [default: ~/.local/state/teamboard]
+    #[arg(long, global = true, env = "TEAMBOARD_STATE_DIR", value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -110,6 +118,45 @@ pub enum Command {
     /// Show the team: each member's role, status, pid, task, tokens and last contact
     #[command(after_help = "Examples:\n  teamctl team\n  teamctl team --json | jq '.[].name'")]
     Team,
+
+    /// Start a teammate: a teammated process that registers and claims tasks
+    #[command(
+        long_about = "Start a teammate: a teammated process that registers with boardd \
+            under NAME and ROLE, then claims ready tasks on its own (inbox first).\n\n\
+            By default teammated runs detached from this terminal (its own process \
+            group, output appended to a log file in the state dir) and survives \
+            teamctl; spawn returns once the teammate shows as connected in `teamctl \
+            team`, or fails with teammated's exit status and the end of its log. \
+            teammated is looked for in $TEAMMATED_BIN, next to teamctl, then on $PATH.\n\n\
+            With --systemd the settings go to \
+            $XDG_CONFIG_HOME/teamboard/teammates/NAME.env and the teammate runs as \
+            the user unit teammated@NAME, which restarts it on failure and stops it \
+            with boardd.",
+        after_help = "Examples:\n  teamctl spawn alice --role coder\n  \
+            teamctl spawn bob --role tester --provider openai --model gpt-4.1 --workdir ~/src/app\n  \
+            teamctl spawn carol --role reviewer --idle-timeout 600 --max-rounds 40\n  \
+            teamctl spawn dave --role coder --systemd     run it as teammated@dave\n  \
+            teamctl spawn erin --role coder --json | jq .pid\n\n\
+            Then: `teamctl team` shows it, `teamctl logs alice --follow` shows what it does."
+    )]
+    Spawn(SpawnArgs),
+
+    /// Print a teammate's transcript (or process log); with --follow, keep printing
+    #[command(
+        long_about = "Print a teammate's transcript: everything its model was given \
+            (user), wrote (assistant), asked tools to do (tool_use) and got back \
+            (tool_result), plus lifecycle changes, with time (UTC) and task. Tool \
+            results longer than 40 lines are shortened unless --raw is given.\n\n\
+            The transcript is read from \
+            <state dir>/teammates/<team>/<name>/transcript.jsonl. --process-log shows \
+            teammated's own output instead (written for teammates started with \
+            `teamctl spawn`; under systemd see `journalctl --user -u teammated@NAME`).",
+        after_help = "Examples:\n  teamctl logs alice\n  teamctl logs alice --follow\n  \
+            teamctl logs alice --lines 20 --follow\n  \
+            teamctl logs alice --raw | less\n  teamctl logs alice --process-log\n  \
+            teamctl logs alice --json | jq -c 'select(.kind == \"tool_use\")'"
+    )]
+    Logs(LogsArgs),
 
     /// Send a message to one teammate
     #[command(
@@ -293,6 +340,84 @@ pub struct EventsArgs {
     /// At most this many past events, the newest ones (boardd's default is 1000)
     #[arg(short = 'n', long, value_name = "N")]
     pub limit: Option<u64>,
+}
+
+/// The LLM providers teammated can talk to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Provider {
+    /// Anthropic's Messages API
+    Anthropic,
+    /// An OpenAI-compatible Chat Completions API (OpenAI, ollama, llama.cpp, vLLM...)
+    Openai,
+    /// An offline stand-in that runs the task's ```sh blocks (for trying things out)
+    Scripted,
+}
+
+impl Provider {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::Anthropic => "anthropic",
+            Provider::Openai => "openai",
+            Provider::Scripted => "scripted",
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct SpawnArgs {
+    /// The teammate's name: letters, digits, '_' and '-' (`lead` is you)
+    pub name: String,
+
+    /// What the teammate does; a task with a role goes only to teammates of that role
+    #[arg(short, long, value_name = "ROLE")]
+    pub role: String,
+
+    /// The LLM provider [default: teammated's]
+    #[arg(long, value_enum, value_name = "PROVIDER")]
+    pub provider: Option<Provider>,
+
+    /// The model name [default: the provider's]
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
+
+    /// The directory the teammate works in [default: the current directory]
+    #[arg(long, value_name = "DIR")]
+    pub workdir: Option<PathBuf>,
+
+    /// Stop the teammate after this many seconds with nothing to do; 0 never stops
+    /// it [default: teammated's]
+    #[arg(long, value_name = "SECS")]
+    pub idle_timeout: Option<u64>,
+
+    /// At most this many tool rounds per task [default: teammated's]
+    #[arg(long, value_name = "N")]
+    pub max_rounds: Option<u32>,
+
+    /// Run it as the systemd user unit teammated@NAME instead of a detached process
+    #[arg(long)]
+    pub systemd: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    /// The teammate's name (see `teamctl team`)
+    pub name: String,
+
+    /// Keep running and print new entries as they are written (Ctrl-C to stop)
+    #[arg(short, long)]
+    pub follow: bool,
+
+    /// Only the last N entries (with --follow: to start with) [default: all]
+    #[arg(short = 'n', long, value_name = "N")]
+    pub lines: Option<usize>,
+
+    /// Print long tool results in full instead of shortening them
+    #[arg(long)]
+    pub raw: bool,
+
+    /// Show teammated's process log (its stdout and stderr) instead of the transcript
+    #[arg(long)]
+    pub process_log: bool,
 }
 
 #[derive(Debug, Args)]

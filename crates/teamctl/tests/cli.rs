@@ -714,3 +714,710 @@ fn help_teaches_with_examples() {
     assert!(help.contains("--blocked-by"), "{help}");
     assert!(help.contains("id=$(teamctl task add"), "{help}");
 }
+
+// ---------------------------------------------------------------- team --json
+
+#[test]
+fn team_json_members_have_name_role_status_pid_task_and_tokens() {
+    let d = Daemon::start();
+    d.ok(&["task", "add", "build it"]);
+    let _alice = d.teammate("alice", "coder");
+    let bob = d.teammate("bob", "tester");
+    d.block_on(bob.claim_task(1)).expect("claim");
+
+    let team = d.json(&["team"]);
+    let members = team.as_array().expect("an array of members");
+    let member = |name: &str| {
+        members
+            .iter()
+            .find(|m| m["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {team}"))
+    };
+    for m in members {
+        for field in ["name", "role", "status", "pid", "task", "tokens"] {
+            assert!(m.get(field).is_some(), "member lacks {field}: {m}");
+        }
+        assert!(m["status"].is_string(), "{m}");
+        assert!(m["tokens"]["input"].is_u64(), "{m}");
+        assert!(m["tokens"]["output"].is_u64(), "{m}");
+    }
+    // A member without a task has `task: null`, not a missing field.
+    assert_eq!(member("alice")["task"], Value::Null);
+    assert_eq!(member("alice")["role"], "coder");
+    assert_eq!(member("alice")["pid"], 4242);
+    assert_eq!(member("bob")["task"], 1);
+    assert_eq!(member("bob")["status"], "working");
+
+    let text = d.ok(&["team"]);
+    let line = |name: &str| {
+        text.lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no line for {name} in:\n{text}"))
+            .to_string()
+    };
+    let alice = line("alice");
+    assert!(alice.contains("pid 4242"), "{text}");
+    assert!(alice.contains("no task"), "{text}");
+    assert!(alice.contains("tokens"), "{text}");
+    let bob = line("bob");
+    assert!(bob.contains("working"), "{text}");
+    assert!(bob.contains("#1 build it"), "{text}");
+}
+
+// ---------------------------------------------------------------- logs
+
+/// A temporary directory under /tmp with a short name.
+fn short_tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("tb")
+        .tempdir_in("/tmp")
+        .expect("temp dir")
+}
+
+/// `teamctl` for commands that must not need boardd: the socket does not exist.
+fn offline(state: &Path, args: &[&str]) -> Output {
+    let mut all = vec!["--state-dir", state.to_str().expect("utf-8 path")];
+    all.extend_from_slice(args);
+    teamctl(&state.join("no-boardd-here.sock"), &all)
+}
+
+fn transcript_file(state: &Path, team: &str, name: &str) -> PathBuf {
+    let path = state
+        .join("teammates")
+        .join(team)
+        .join(name)
+        .join("transcript.jsonl");
+    std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
+    path
+}
+
+/// Five entries of every kind, as JSON lines; the last is a 60-line tool result.
+fn sample_entries() -> Vec<String> {
+    let long: Vec<String> = (1..=60).map(|i| format!("out {i}")).collect();
+    [
+        serde_json::json!({"at": 3_723_000, "kind": "lifecycle", "text": "started"}),
+        serde_json::json!({"at": 3_724_000, "kind": "user", "task": 3,
+            "text": "Task #3: Write the parser\nSee the spec."}),
+        serde_json::json!({"at": 3_725_000, "kind": "assistant", "task": 3,
+            "text": "Reading the code first."}),
+        serde_json::json!({"at": 3_726_000, "kind": "tool_use", "tool": "bash", "task": 3,
+            "text": "{\"command\":\"cargo test\"}"}),
+        serde_json::json!({"at": 3_727_000, "kind": "tool_result", "tool": "bash", "task": 3,
+            "is_error": true, "text": long.join("\n")}),
+    ]
+    .iter()
+    .map(|v| v.to_string())
+    .collect()
+}
+
+#[test]
+fn logs_prints_a_transcript_readably() {
+    let dir = short_tempdir();
+    let state = dir.path();
+    let entries = sample_entries();
+    let mut text = String::new();
+    for (i, e) in entries.iter().enumerate() {
+        text.push_str(e);
+        text.push('\n');
+        if i == 1 {
+            text.push_str("this is not json\n\n");
+        }
+    }
+    // A line teammated is still writing: never shown.
+    text.push_str(r#"{"at": 3728000, "kind": "assistant", "text": "PARTIAL"#);
+    std::fs::write(transcript_file(state, "default", "alice"), text).expect("write");
+
+    let out = offline(state, &["logs", "alice"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shown = stdout(&out);
+    let lines: Vec<&str> = shown.lines().collect();
+    assert_eq!(lines[0], "01:02:03      -  lifecycle    started", "{shown}");
+    assert_eq!(lines[1], "01:02:04     #3  user", "{shown}");
+    assert_eq!(lines[2], "    Task #3: Write the parser", "{shown}");
+    assert_eq!(lines[3], "    See the spec.", "{shown}");
+    assert_eq!(
+        lines[4], "!! line 3 is not a transcript entry: this is not json",
+        "{shown}"
+    );
+    assert_eq!(
+        lines[5], "01:02:05     #3  assistant    Reading the code first.",
+        "{shown}"
+    );
+    assert_eq!(
+        lines[6], r#"01:02:06     #3  tool_use     bash  {"command":"cargo test"}"#,
+        "{shown}"
+    );
+    assert_eq!(
+        lines[7], "01:02:07     #3  tool_result  bash  [error]",
+        "{shown}"
+    );
+    assert_eq!(lines[8], "    out 1", "{shown}");
+    assert!(
+        shown.contains("    … 25 more lines (--raw shows them)\n"),
+        "{shown}"
+    );
+    assert!(!shown.contains("    out 30\n"), "shortened: {shown}");
+    assert_eq!(lines.last(), Some(&"    out 60"), "{shown}");
+    assert!(!shown.contains("PARTIAL"), "{shown}");
+
+    let raw = stdout(&offline(state, &["logs", "alice", "--raw"]));
+    assert!(raw.contains("    out 30\n"), "{raw}");
+    assert!(!raw.contains("more lines"), "{raw}");
+
+    // --lines counts entries, not printed lines.
+    let last_two = stdout(&offline(state, &["logs", "alice", "--lines", "2"]));
+    assert!(
+        last_two.starts_with("01:02:06     #3  tool_use"),
+        "{last_two}"
+    );
+    assert!(last_two.contains("tool_result"), "{last_two}");
+    assert!(!last_two.contains("assistant"), "{last_two}");
+
+    // --json: the entries exactly as written, one per line; the bad line is
+    // reported on stderr and left out, so stdout stays valid JSON Lines.
+    let out = offline(state, &["logs", "alice", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let printed: Vec<String> = stdout(&out).lines().map(str::to_string).collect();
+    assert_eq!(printed, entries);
+    assert!(stderr(&out).contains("line 3"), "{}", stderr(&out));
+    let newest = stdout(&offline(state, &["logs", "alice", "--json", "-n", "1"]));
+    assert_eq!(newest.trim_end(), entries[4]);
+}
+
+#[test]
+fn logs_without_a_transcript_names_the_path_and_the_way_out() {
+    let dir = short_tempdir();
+    let out = offline(dir.path(), &["logs", "nobody"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    let path = dir.path().join("teammates/default/nobody/transcript.jsonl");
+    assert!(err.starts_with("teamctl: "), "{err}");
+    assert!(err.contains(&path.display().to_string()), "{err}");
+    assert!(err.contains("teamctl team"), "{err}");
+
+    let out = offline(dir.path(), &["logs", "nobody", "--process-log"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("teammated.log"), "{err}");
+    assert!(
+        err.contains("journalctl --user -u teammated@nobody"),
+        "{err}"
+    );
+
+    // Names become path components: `..` and friends are refused.
+    let out = offline(dir.path(), &["logs", "../../etc"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("bad teammate name"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn logs_process_log_prints_teammateds_output() {
+    let dir = short_tempdir();
+    let log = dir.path().join("teammates/t1/alice/teammated.log");
+    std::fs::create_dir_all(log.parent().expect("parent")).expect("mkdir");
+    std::fs::write(&log, "starting\nconnected to boardd\n").expect("write");
+    let all = stdout(&offline(
+        dir.path(),
+        &["--team", "t1", "logs", "alice", "--process-log"],
+    ));
+    assert_eq!(all, "starting\nconnected to boardd\n");
+    let last = stdout(&offline(
+        dir.path(),
+        &[
+            "--team",
+            "t1",
+            "logs",
+            "alice",
+            "--process-log",
+            "--lines",
+            "1",
+        ],
+    ));
+    assert_eq!(last, "connected to boardd\n");
+}
+
+#[test]
+fn logs_follow_waits_for_the_file_and_prints_complete_lines_as_they_come() {
+    use std::io::Write as _;
+    let dir = short_tempdir();
+    let state = dir.path();
+    let path = state.join("teammates/default/alice/transcript.jsonl");
+    let mut child = base_command(&state.join("no-boardd-here.sock"))
+        .arg("--state-dir")
+        .arg(state)
+        .args(["logs", "alice", "--follow", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn logs --follow");
+    let (tx, rx) = mpsc::channel::<String>();
+    let out = child.stdout.take().expect("stdout");
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(out).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let next = || rx.recv_timeout(Duration::from_secs(10)).expect("a line");
+    let entries = sample_entries();
+
+    // The file does not exist yet: follow waits for it.
+    std::thread::sleep(Duration::from_millis(300));
+    let mut file = {
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .expect("create the transcript")
+    };
+    writeln!(file, "{}", entries[0]).expect("append");
+    assert_eq!(next(), entries[0]);
+
+    // Half a line is held back until its newline arrives.
+    let (head, rest) = entries[2].split_at(20);
+    write!(file, "{head}").expect("append");
+    file.flush().expect("flush");
+    assert!(
+        rx.recv_timeout(Duration::from_millis(700)).is_err(),
+        "a partial line was printed"
+    );
+    writeln!(file, "{rest}").expect("append");
+    assert_eq!(next(), entries[2]);
+    drop(file);
+
+    // Truncated in place (shorter than what was read): read again from the start.
+    std::fs::write(&path, format!("{}\n", entries[3])).expect("truncate");
+    assert_eq!(next(), entries[3]);
+
+    // Replaced by a new file (rotation): the new file is read from its start.
+    let fresh = state.join("fresh.jsonl");
+    std::fs::write(&fresh, format!("{}\n{}\n", entries[1], entries[4])).expect("write");
+    std::fs::rename(&fresh, &path).expect("rotate");
+    assert_eq!(next(), entries[1]);
+    assert_eq!(next(), entries[4]);
+
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = reader.join();
+}
+
+// ---------------------------------------------------------------- spawn
+
+/// Writes an executable `/bin/sh` script.
+fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt as _;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}")).expect("write script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    path
+}
+
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::metadata(path)
+        .expect("metadata")
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+fn alive(pid: u32) -> bool {
+    Command::new("kill")
+        .args(["-0", &pid.to_string()])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Kills a process the test caused to be started, however the test ends.
+struct KillOnDrop(u32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-9", &self.0.to_string()])
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// The pid a fake teammated wrote to `marker`, once it has.
+fn wait_for_pid(marker: &Path) -> u32 {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(text) = std::fs::read_to_string(marker)
+            && let Ok(pid) = text.trim().parse()
+        {
+            return pid;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the fake teammated never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn spawn_fails_with_the_exit_status_and_the_end_of_the_log() {
+    let d = Daemon::start();
+    let dir = short_tempdir();
+    let state = dir.path().join("state");
+    let fake = script(
+        dir.path(),
+        "teammated",
+        "echo \"fake teammated $*\"\necho 'cannot reach the board' >&2\nexit 3\n",
+    );
+    let out = base_command(&d.socket)
+        .env("TEAMMATED_BIN", &fake)
+        .env_remove("TEAMBOARD_STATE_DIR")
+        .arg("--state-dir")
+        .arg(&state)
+        .args(["spawn", "bob", "--role", "coder", "--max-rounds", "7"])
+        .arg("--workdir")
+        .arg(dir.path())
+        .output()
+        .expect("teamctl runs");
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(err.starts_with("teamctl: "), "{err}");
+    assert!(err.contains("exit status: 3"), "{err}");
+    assert!(err.contains("cannot reach the board"), "{err}");
+    // The log tail also shows the arguments teammated was given.
+    let expected = format!(
+        "fake teammated --name bob --role coder --team default --socket {} --state-dir {} \
+         --workdir {} --max-rounds 7",
+        d.socket.display(),
+        state.display(),
+        dir.path().display()
+    );
+    assert!(err.contains(&expected), "{expected}\nnot in:\n{err}");
+    let log = state.join("teammates/default/bob/teammated.log");
+    assert_eq!(mode(&log), 0o600);
+    let text = std::fs::read_to_string(&log).expect("the log");
+    assert!(text.contains("cannot reach the board"), "{text}");
+    assert!(stdout(&out).is_empty());
+}
+
+#[test]
+fn spawn_returns_once_the_teammate_connects_and_leaves_it_running() {
+    let d = Daemon::start();
+    let dir = short_tempdir();
+    let state = dir.path().join("state");
+    let marker = dir.path().join("pid");
+    // A stand-in that says where it is and then just stays up; the test registers
+    // for it below, as the real teammated would.
+    let fake = script(
+        dir.path(),
+        "teammated",
+        &format!("echo $$ > '{}'\nexec sleep 60\n", marker.display()),
+    );
+    let teamctl = base_command(&d.socket)
+        .env("TEAMMATED_BIN", &fake)
+        .arg("--state-dir")
+        .arg(&state)
+        .args(["spawn", "alice", "--role", "coder", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn teamctl");
+    let pid = wait_for_pid(&marker);
+    let _cleanup = KillOnDrop(pid);
+    let _alice = d.teammate("alice", "coder");
+    let out = teamctl.wait_with_output().expect("teamctl exits");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shown: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(shown["name"], "alice");
+    assert_eq!(shown["team"], "default");
+    assert_eq!(shown["pid"], pid);
+    let log = state.join("teammates/default/alice/teammated.log");
+    assert_eq!(shown["log"], log.display().to_string());
+
+    // teamctl is gone; the teammate is not, and leads its own process group.
+    assert!(alive(pid), "the teammate died with teamctl");
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    let after_name = stat.rsplit_once(')').expect("(comm)").1;
+    let pgrp: u32 = after_name
+        .split_whitespace()
+        .nth(2)
+        .and_then(|f| f.parse().ok())
+        .expect("pgrp");
+    assert_eq!(pgrp, pid, "{stat}");
+
+    // Now that alice is connected, a second spawn under her name is refused.
+    let out = base_command(&d.socket)
+        .env("TEAMMATED_BIN", &fake)
+        .arg("--state-dir")
+        .arg(&state)
+        .args(["spawn", "alice", "--role", "coder"])
+        .output()
+        .expect("teamctl runs");
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("'alice' is already connected"), "{err}");
+    assert!(err.contains("pid 4242"), "{err}");
+}
+
+#[test]
+fn spawn_stops_a_teammate_that_does_not_connect_in_time() {
+    let d = Daemon::start();
+    let dir = short_tempdir();
+    let marker = dir.path().join("pid");
+    let fake = script(
+        dir.path(),
+        "teammated",
+        &format!(
+            "echo $$ > '{}'\necho 'still thinking'\nexec sleep 60\n",
+            marker.display()
+        ),
+    );
+    let started = std::time::Instant::now();
+    let out = base_command(&d.socket)
+        .env("TEAMMATED_BIN", &fake)
+        .arg("--state-dir")
+        .arg(dir.path().join("state"))
+        .args(["--timeout", "1", "spawn", "carol", "--role", "coder"])
+        .output()
+        .expect("teamctl runs");
+    let pid = wait_for_pid(&marker);
+    let _cleanup = KillOnDrop(pid);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("did not connect to boardd within 1 s"),
+        "{err}"
+    );
+    assert!(err.contains("still thinking"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(!alive(pid), "the stalled teammate was left running");
+}
+
+#[test]
+fn spawn_checks_names_boardd_and_the_binary_before_starting_anything() {
+    let d = Daemon::start();
+    let dir = short_tempdir();
+    let marker = dir.path().join("ran");
+    let fake = script(
+        dir.path(),
+        "teammated",
+        &format!("touch '{}'\n", marker.display()),
+    );
+    let spawn = |socket: &Path, args: &[&str]| {
+        base_command(socket)
+            .env("TEAMMATED_BIN", &fake)
+            .arg("--state-dir")
+            .arg(dir.path().join("state"))
+            .arg("spawn")
+            .args(args)
+            .output()
+            .expect("teamctl runs")
+    };
+    let fails_with = |out: Output, needle: &str| {
+        assert_eq!(out.status.code(), Some(1), "{needle}: {out:?}");
+        let err = stderr(&out);
+        assert!(err.starts_with("teamctl: "), "{err}");
+        assert!(err.contains(needle), "{needle:?} not in: {err}");
+    };
+    fails_with(
+        spawn(&d.socket, &["lead", "--role", "coder"]),
+        "'lead' is the name of the person at teamctl",
+    );
+    fails_with(
+        spawn(&d.socket, &["a b", "--role", "coder"]),
+        "bad teammate name",
+    );
+    fails_with(spawn(&d.socket, &["x", "--role", "two words"]), "bad role");
+    fails_with(
+        spawn(
+            &d.socket,
+            &["x", "--role", "r", "--workdir", "/no/such/dir"],
+        ),
+        "not a directory",
+    );
+    let out = spawn(&d.socket, &["x"]);
+    assert_eq!(out.status.code(), Some(2), "--role is required");
+    fails_with(
+        spawn(&dir.path().join("nothing.sock"), &["x", "--role", "r"]),
+        "boardd is not running",
+    );
+    let out = base_command(&d.socket)
+        .env("TEAMMATED_BIN", dir.path().join("missing"))
+        .args(["spawn", "x", "--role", "r"])
+        .output()
+        .expect("teamctl runs");
+    fails_with(out, "not an executable file");
+    assert!(!marker.exists(), "teammated ran although spawn refused");
+}
+
+#[test]
+fn spawn_without_teammated_says_how_to_build_it() {
+    let d = Daemon::start();
+    // A teamctl with no teammated beside it and none on PATH.
+    let dir = short_tempdir();
+    let lonely = dir.path().join("teamctl");
+    std::fs::copy(TEAMCTL, &lonely).expect("copy teamctl");
+    let mut tries = 0;
+    let out = loop {
+        let result = Command::new(&lonely)
+            .arg("--socket")
+            .arg(&d.socket)
+            .args(["spawn", "x", "--role", "r"])
+            .env_remove("TEAMMATED_BIN")
+            .env("PATH", "/usr/bin:/bin")
+            .stdin(Stdio::null())
+            .output();
+        match result {
+            // A fork elsewhere in this test process may still hold the copy's write
+            // handle for a moment ("text file busy").
+            Err(e) if e.raw_os_error() == Some(26) && tries < 50 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            other => break other.expect("the copy runs"),
+        }
+    };
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("cannot find the teammated binary"), "{err}");
+    assert!(err.contains("cargo build"), "{err}");
+    assert!(err.contains("cargo xtask install"), "{err}");
+}
+
+#[test]
+fn spawn_systemd_writes_private_settings_and_starts_the_unit() {
+    let d = Daemon::start();
+    let dir = short_tempdir();
+    let config = dir.path().join("config");
+    let record = dir.path().join("systemctl-args");
+    let systemctl = script(
+        dir.path(),
+        "systemctl",
+        &format!("printf '%s\\n' \"$@\" > '{}'\n", record.display()),
+    );
+    let workdir = dir.path().join("work dir");
+    std::fs::create_dir(&workdir).expect("mkdir");
+    let out = base_command(&d.socket)
+        .env("XDG_CONFIG_HOME", &config)
+        .env("TEAMCTL_SYSTEMCTL", &systemctl)
+        .env_remove("TEAMBOARD_STATE_DIR")
+        .args(["--team", "t1", "spawn", "dave", "--role", "backend"])
+        .args(["--provider", "openai", "--model", "gpt-4.1"])
+        .args(["--idle-timeout", "600", "--max-rounds", "40", "--systemd"])
+        .arg("--workdir")
+        .arg(&workdir)
+        .output()
+        .expect("teamctl runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let env_dir = config.join("teamboard/teammates");
+    let env_file = env_dir.join("dave.env");
+    let shown = stdout(&out);
+    assert!(shown.contains("teammated@dave"), "{shown}");
+    assert!(shown.contains(&env_file.display().to_string()), "{shown}");
+    assert_eq!(
+        std::fs::read_to_string(&record).expect("systemctl ran"),
+        "--user\nstart\nteammated@dave\n"
+    );
+    assert_eq!(mode(&env_dir), 0o700);
+    assert_eq!(mode(&env_file), 0o600);
+    let text = std::fs::read_to_string(&env_file).expect("settings");
+    let settings: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(
+        settings,
+        vec![
+            "TEAMMATE_ROLE=backend".to_string(),
+            "TEAMMATE_PROVIDER=openai".to_string(),
+            "TEAMMATE_MODEL=gpt-4.1".to_string(),
+            format!("TEAMMATE_WORKDIR=\"{}\"", workdir.display()),
+            "TEAMBOARD_TEAM=t1".to_string(),
+            "TEAMMATE_IDLE_TIMEOUT=600".to_string(),
+            "TEAMMATE_MAX_ROUNDS=40".to_string(),
+            format!("TEAMBOARD_SOCKET={}", d.socket.display()),
+        ]
+    );
+
+    // Only what was given: teammated's own defaults apply to the rest. Spawning
+    // again replaces the settings.
+    let out = base_command(&d.socket)
+        .env("XDG_CONFIG_HOME", &config)
+        .env("TEAMCTL_SYSTEMCTL", &systemctl)
+        .env_remove("TEAMBOARD_STATE_DIR")
+        .args(["spawn", "dave", "--role", "qa", "--systemd", "--json"])
+        .arg("--workdir")
+        .arg(dir.path())
+        .output()
+        .expect("teamctl runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shown: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(shown["unit"], "teammated@dave");
+    assert_eq!(shown["env_file"], env_file.display().to_string());
+    let text = std::fs::read_to_string(&env_file).expect("settings");
+    assert!(text.contains("TEAMMATE_ROLE=qa\n"), "{text}");
+    assert!(text.contains("TEAMBOARD_TEAM=default\n"), "{text}");
+    for absent in ["PROVIDER", "MODEL", "IDLE_TIMEOUT", "MAX_ROUNDS"] {
+        assert!(!text.contains(absent), "{absent} in:\n{text}");
+    }
+}
+
+#[test]
+fn spawn_systemd_reports_systemctls_failure() {
+    // No boardd here: under systemd the unit's Requires= starts it, so that is no
+    // reason to refuse; systemctl's answer is what counts.
+    let dir = short_tempdir();
+    let systemctl = script(
+        dir.path(),
+        "systemctl",
+        "echo 'Failed to start teammated@frank.service: Unit teammated@frank.service not found.' >&2\nexit 5\n",
+    );
+    let out = base_command(&dir.path().join("nothing.sock"))
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .env("TEAMCTL_SYSTEMCTL", &systemctl)
+        .args(["spawn", "frank", "--role", "coder", "--systemd"])
+        .output()
+        .expect("teamctl runs");
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.starts_with("teamctl: "), "{err}");
+    assert!(
+        err.contains("systemctl --user start teammated@frank"),
+        "{err}"
+    );
+    assert!(err.contains("exit status: 5"), "{err}");
+    assert!(
+        err.contains("Unit teammated@frank.service not found"),
+        "{err}"
+    );
+    assert!(err.contains("cargo xtask install"), "{err}");
+}
+
+#[test]
+fn spawn_and_logs_help_teach_with_examples() {
+    for (args, needles) in [
+        (
+            ["spawn", "--help"],
+            &[
+                "teamctl spawn alice --role coder",
+                "--systemd",
+                "TEAMMATED_BIN",
+            ][..],
+        ),
+        (
+            ["logs", "--help"],
+            &["teamctl logs alice --follow", "--process-log", "--raw"][..],
+        ),
+    ] {
+        let out = Command::new(TEAMCTL).args(args).output().expect("runs");
+        assert!(out.status.success());
+        let help = stdout(&out);
+        assert!(help.contains("Examples:"), "{help}");
+        for n in needles {
+            assert!(help.contains(n), "{n:?} not in:\n{help}");
+        }
+    }
+}

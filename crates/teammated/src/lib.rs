@@ -12,7 +12,17 @@
 //! in-process as well as as real processes.
 
 pub mod config;
+pub mod context;
+pub mod error;
+pub mod heartbeat;
+mod idle;
 pub mod llm;
+pub mod session;
+pub mod teammate;
 pub mod tools;
+pub mod transcript;
+mod work;
 
 pub use config::{Config, ProviderConfig, ProviderKind};
+pub use error::Error;
+pub use teammate::{Exit, run};

@@ -3,7 +3,9 @@
 pub mod broadcast;
 pub mod events;
 pub mod inbox;
+pub mod logs;
 pub mod send;
+pub mod spawn;
 pub mod status;
 pub mod task_add;
 pub mod task_cancel;
@@ -31,8 +33,15 @@ pub const CLIENT_KIND: &str = "teamctl";
 #[derive(Debug, Clone)]
 pub struct Ctx {
     pub socket: PathBuf,
+    /// Whether the socket was named (`--socket` or `$TEAMBOARD_SOCKET`) rather than
+    /// the default: a teammate started for this teamctl must then be told it too.
+    pub socket_given: bool,
     pub team: String,
     pub json: bool,
+    /// `--timeout` in seconds; 0 waits forever.
+    pub timeout: u64,
+    /// `--state-dir` or `$TEAMBOARD_STATE_DIR`, when given.
+    pub state_dir_given: Option<PathBuf>,
 }
 
 impl Ctx {
@@ -44,9 +53,31 @@ impl Ctx {
             .unwrap_or_else(teamboard_protocol::paths::default_socket_path);
         Ctx {
             socket,
+            socket_given: global
+                .socket
+                .as_ref()
+                .is_some_and(|p| !p.as_os_str().is_empty()),
             team: global.team.clone(),
             json: global.json,
+            timeout: global.timeout,
+            state_dir_given: global
+                .state_dir
+                .clone()
+                .filter(|p| !p.as_os_str().is_empty()),
         }
+    }
+
+    /// Where teammates' transcripts and process logs live: the one given, or the
+    /// same default teammated and boardd work out for themselves.
+    pub fn state_dir(&self) -> PathBuf {
+        self.state_dir_given
+            .clone()
+            .unwrap_or_else(teamboard_protocol::paths::default_state_dir)
+    }
+
+    /// `--timeout` as a duration; `None` waits forever.
+    pub fn timeout(&self) -> Option<std::time::Duration> {
+        (self.timeout > 0).then(|| std::time::Duration::from_secs(self.timeout))
     }
 
     /// Opens a session as `lead` in the team.
@@ -67,17 +98,26 @@ impl Ctx {
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let streams = matches!(&cli.command, Command::Watch(_))
         || matches!(&cli.command, Command::Events(a) if a.follow);
+    // `logs` reads files and never talks to boardd; `spawn` applies --timeout to
+    // each step itself, so that a teammate that does not connect in time is named
+    // as the culprit rather than boardd.
+    let own_timing = matches!(&cli.command, Command::Spawn(_) | Command::Logs(_));
     let timeout = cli.global.timeout;
     let command = dispatch(cli);
-    if streams || timeout == 0 {
+    if streams || own_timing || timeout == 0 {
         return command.await;
     }
     match tokio::time::timeout(std::time::Duration::from_secs(timeout), command).await {
         Ok(result) => result,
-        Err(_) => anyhow::bail!(
-            "boardd did not answer within {timeout} s; it may be stuck (see `journalctl --user -u boardd`), or raise --timeout"
-        ),
+        Err(_) => Err(no_answer(timeout)),
     }
+}
+
+/// The error for a boardd that left a request unanswered for `--timeout` seconds.
+pub fn no_answer(timeout: u64) -> anyhow::Error {
+    anyhow::anyhow!(
+        "boardd did not answer within {timeout} s; it may be stuck (see `journalctl --user -u boardd`), or raise --timeout"
+    )
 }
 
 async fn dispatch(cli: Cli) -> anyhow::Result<()> {
@@ -91,6 +131,8 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Task(TaskCommand::Retry(args)) => task_retry::run(&ctx, args).await,
         Command::Tasks(args) => tasks::run(&ctx, args).await,
         Command::Team => team::run(&ctx).await,
+        Command::Spawn(args) => spawn::run(&ctx, args).await,
+        Command::Logs(args) => logs::run(&ctx, args).await,
         Command::Send(args) => send::run(&ctx, args).await,
         Command::Broadcast(args) => broadcast::run(&ctx, args).await,
         Command::Inbox(args) => inbox::run(&ctx, args).await,

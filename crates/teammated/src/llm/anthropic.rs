@@ -1,15 +1,351 @@
 //! Anthropic's Messages API.
-use super::{Completion, CompletionRequest, LlmError};
+//!
+//! The neutral conversation shape is modelled on this API, so the translation is
+//! nearly one to one; the care is in what the API refuses (empty text blocks) and in
+//! what it may add to answers (thinking blocks, new stop reasons).
+use super::http::{HttpClient, redact_error};
+use super::{Block, ChatMessage, Completion, CompletionRequest, LlmError, Role, StopReason};
 use crate::config::ProviderConfig;
+use serde_json::{Value, json};
+use teamboard_protocol::TokenUsage;
 
-pub struct Anthropic {}
+const PROVIDER: &str = "anthropic";
+pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
+/// The API version this translation was written against.
+const API_VERSION: &str = "2023-06-01";
+
+pub struct Anthropic {
+    http: HttpClient,
+    url: String,
+    model: String,
+    api_key: String,
+}
+
+/// Written by hand so that the key can never be printed.
+impl std::fmt::Debug for Anthropic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Anthropic")
+            .field("url", &self.url)
+            .field("model", &self.model)
+            .field("api_key", &"<redacted>")
+            .finish()
+    }
+}
 
 impl Anthropic {
-    pub fn new(_cfg: &ProviderConfig) -> Result<Anthropic, LlmError> {
-        Ok(Anthropic {})
+    /// A client for `cfg`; fails without an API key, since every call would.
+    pub fn new(cfg: &ProviderConfig) -> Result<Anthropic, LlmError> {
+        let api_key = cfg
+            .api_key
+            .as_deref()
+            .map(str::trim)
+            .filter(|k| !k.is_empty())
+            .ok_or_else(|| LlmError::MissingKey {
+                provider: PROVIDER,
+                var: "ANTHROPIC_API_KEY",
+                file: crate::config::keys_file().display().to_string(),
+            })?
+            .to_string();
+        let base = cfg
+            .base_url
+            .as_deref()
+            .map(str::trim)
+            .filter(|b| !b.is_empty())
+            .unwrap_or(DEFAULT_BASE_URL);
+        let model = cfg
+            .model
+            .as_deref()
+            .map(str::trim)
+            .filter(|m| !m.is_empty())
+            .unwrap_or(DEFAULT_MODEL)
+            .to_string();
+        Ok(Anthropic {
+            http: HttpClient::new(PROVIDER, cfg)?,
+            url: format!("{}/v1/messages", base.trim_end_matches('/')),
+            model,
+            api_key,
+        })
     }
 
-    pub async fn complete(&self, _req: CompletionRequest<'_>) -> Result<Completion, LlmError> {
-        Err(LlmError::Decode { provider: "anthropic", message: "not implemented yet".into() })
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub async fn complete(&self, req: CompletionRequest<'_>) -> Result<Completion, LlmError> {
+        let body = request_body(&self.model, &req);
+        let headers = [
+            ("x-api-key", self.api_key.clone()),
+            ("anthropic-version", API_VERSION.to_string()),
+            ("content-type", "application/json".to_string()),
+        ];
+        let answer = self
+            .http
+            .post_json(PROVIDER, &self.url, &headers, &body)
+            .await?;
+        parse_response(&answer).map_err(|e| redact_error(e, &[&self.api_key]))
+    }
+}
+
+/// The Messages API request for `req`.
+fn request_body(model: &str, req: &CompletionRequest<'_>) -> Value {
+    let mut body = json!({
+        "model": model,
+        "max_tokens": req.max_tokens,
+        "messages": req.messages.iter().map(message_json).collect::<Vec<_>>(),
+    });
+    // An empty system prompt is left out rather than sent as "", which is not a
+    // prompt at all.
+    if !req.system.is_empty() {
+        body["system"] = json!(req.system);
+    }
+    // `tools: []` is refused by some API versions; no tools means no field.
+    if !req.tools.is_empty() {
+        body["tools"] = req
+            .tools
+            .iter()
+            .map(|t| {
+                json!({
+                    "name": t.name,
+                    "description": t.description,
+                    "input_schema": t.input_schema,
+                })
+            })
+            .collect();
+    }
+    body
+}
+
+fn message_json(msg: &ChatMessage) -> Value {
+    let role = match msg.role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+    };
+    let mut content: Vec<Value> = msg
+        .content
+        .iter()
+        .filter_map(|block| match block {
+            // The API refuses empty text blocks with a 400, which would end the
+            // teammate's work on a message that carried nothing anyway.
+            Block::Text { text } if text.is_empty() => None,
+            Block::Text { text } => Some(json!({"type": "text", "text": text})),
+            Block::ToolUse { id, name, input } => Some(json!({
+                "type": "tool_use",
+                "id": id,
+                "name": name,
+                "input": input,
+            })),
+            Block::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+            } => Some(json!({
+                "type": "tool_result",
+                "tool_use_id": tool_use_id,
+                "content": content,
+                "is_error": is_error,
+            })),
+        })
+        .collect();
+    // An empty content list is refused too; a placeholder keeps the turn order.
+    if content.is_empty() {
+        content.push(json!({"type": "text", "text": "(empty)"}));
+    }
+    json!({"role": role, "content": content})
+}
+
+/// The neutral completion in a Messages API answer.
+fn parse_response(answer: &Value) -> Result<Completion, LlmError> {
+    let decode = |message: String| LlmError::Decode {
+        provider: PROVIDER,
+        message,
+    };
+    if answer["type"] == "error" {
+        return Err(decode(format!(
+            "the API answered with an error: {}",
+            answer["error"]
+        )));
+    }
+    let blocks = answer["content"]
+        .as_array()
+        .ok_or_else(|| decode("no `content` list in the answer".into()))?;
+    let mut content = Vec::new();
+    for block in blocks {
+        match block["type"].as_str() {
+            Some("text") => {
+                let text = block["text"].as_str().unwrap_or_default();
+                if !text.is_empty() {
+                    content.push(Block::text(text));
+                }
+            }
+            Some("tool_use") => {
+                let id = block["id"]
+                    .as_str()
+                    .ok_or_else(|| decode("a tool_use block without an id".into()))?;
+                let name = block["name"]
+                    .as_str()
+                    .ok_or_else(|| decode("a tool_use block without a name".into()))?;
+                let input = match &block["input"] {
+                    Value::Null => json!({}),
+                    v => v.clone(),
+                };
+                content.push(Block::ToolUse {
+                    id: id.to_string(),
+                    name: name.to_string(),
+                    input,
+                });
+            }
+            // Thinking, redacted thinking, server tool results and whatever comes
+            // next carry nothing the work loop can use.
+            other => tracing::debug!(block_type = ?other, "ignoring an answer block"),
+        }
+    }
+    let stop = match answer["stop_reason"].as_str() {
+        Some("end_turn") | Some("stop_sequence") => StopReason::EndTurn,
+        Some("tool_use") => StopReason::ToolUse,
+        Some("max_tokens") => StopReason::MaxTokens,
+        Some(other) => StopReason::Other(other.to_string()),
+        None => StopReason::Other(String::new()),
+    };
+    let usage = &answer["usage"];
+    let count = |field: &str| usage[field].as_u64().unwrap_or(0);
+    Ok(Completion {
+        content,
+        stop,
+        usage: TokenUsage {
+            // Cached prompt tokens are reported apart from `input_tokens` but still
+            // fill the context and the budget, so they count as input.
+            input: count("input_tokens")
+                + count("cache_creation_input_tokens")
+                + count("cache_read_input_tokens"),
+            output: count("output_tokens"),
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::ToolSpec;
+
+    #[test]
+    fn request_carries_system_tools_and_blocks() {
+        let messages = [
+            ChatMessage::user_text("list files"),
+            ChatMessage {
+                role: Role::Assistant,
+                content: vec![
+                    Block::text("looking"),
+                    Block::ToolUse {
+                        id: "toolu_1".into(),
+                        name: "bash".into(),
+                        input: json!({"command": "ls"}),
+                    },
+                ],
+            },
+            ChatMessage {
+                role: Role::User,
+                content: vec![Block::ToolResult {
+                    tool_use_id: "toolu_1".into(),
+                    content: "a\nb".into(),
+                    is_error: true,
+                }],
+            },
+        ];
+        let tools = [ToolSpec {
+            name: "bash".into(),
+            description: "run a command".into(),
+            input_schema: json!({"type": "object"}),
+        }];
+        let req = CompletionRequest {
+            system: "be brief",
+            messages: &messages,
+            tools: &tools,
+            max_tokens: 100,
+        };
+        let body = request_body("m", &req);
+        assert_eq!(body["model"], "m");
+        assert_eq!(body["max_tokens"], 100);
+        assert_eq!(body["system"], "be brief");
+        assert_eq!(body["tools"][0]["input_schema"]["type"], "object");
+        assert_eq!(
+            body["messages"][0]["content"][0],
+            json!({"type": "text", "text": "list files"})
+        );
+        assert_eq!(body["messages"][1]["role"], "assistant");
+        assert_eq!(body["messages"][1]["content"][1]["type"], "tool_use");
+        assert_eq!(body["messages"][1]["content"][1]["input"]["command"], "ls");
+        assert_eq!(
+            body["messages"][2]["content"][0],
+            json!({"type": "tool_result", "tool_use_id": "toolu_1", "content": "a\nb", "is_error": true})
+        );
+
+        let bare = CompletionRequest {
+            system: "",
+            messages: &[ChatMessage::user_text("")],
+            tools: &[],
+            max_tokens: 5,
+        };
+        let body = request_body("m", &bare);
+        assert!(body.get("tools").is_none());
+        assert!(body.get("system").is_none());
+        assert_eq!(body["messages"][0]["content"][0]["text"], "(empty)");
+    }
+
+    #[test]
+    fn response_blocks_stop_reasons_and_usage() {
+        let answer = json!({
+            "id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+            "content": [
+                {"type": "thinking", "thinking": "hmm", "signature": "x"},
+                {"type": "text", "text": "I will look."},
+                {"type": "tool_use", "id": "toolu_9", "name": "read_file", "input": {"path": "a"}}
+            ],
+            "stop_reason": "tool_use",
+            "usage": {"input_tokens": 10, "output_tokens": 4, "cache_read_input_tokens": 5}
+        });
+        let c = parse_response(&answer).unwrap();
+        assert_eq!(
+            c.content,
+            vec![
+                Block::text("I will look."),
+                Block::ToolUse {
+                    id: "toolu_9".into(),
+                    name: "read_file".into(),
+                    input: json!({"path": "a"}),
+                }
+            ]
+        );
+        assert_eq!(c.stop, StopReason::ToolUse);
+        assert_eq!(
+            c.usage,
+            TokenUsage {
+                input: 15,
+                output: 4
+            }
+        );
+
+        for (wire, stop) in [
+            ("end_turn", StopReason::EndTurn),
+            ("stop_sequence", StopReason::EndTurn),
+            ("max_tokens", StopReason::MaxTokens),
+            ("refusal", StopReason::Other("refusal".into())),
+        ] {
+            let c = parse_response(&json!({"content": [], "stop_reason": wire})).unwrap();
+            assert_eq!(c.stop, stop);
+            assert_eq!(c.usage, TokenUsage::default());
+        }
+        assert!(matches!(
+            parse_response(&json!({"type": "error", "error": {"type": "overloaded_error"}})),
+            Err(LlmError::Decode { .. })
+        ));
+        assert!(matches!(
+            parse_response(&json!({})),
+            Err(LlmError::Decode { .. })
+        ));
     }
 }

@@ -1,1 +1,339 @@
 //! The HTTP client shared by the real providers.
+//!
+//! Both providers do the same thing on the wire: POST a JSON body with a few headers
+//! and read a JSON answer. This module owns that, together with the retry loop, so
+//! that timeouts, backoff, error bodies and the care taken with API keys are the same
+//! for every provider.
+use super::LlmError;
+use super::retry::{RetryPolicy, is_retryable, parse_retry_after};
+use crate::config::ProviderConfig;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use std::time::Duration;
+
+/// Error bodies are kept for the message, but a proxy's HTML error page can be huge.
+const MAX_ERROR_BODY: usize = 2048;
+
+/// A `reqwest::Client` with a timeout and a retry policy.
+#[derive(Debug, Clone)]
+pub struct HttpClient {
+    client: reqwest::Client,
+    retry: RetryPolicy,
+}
+
+impl HttpClient {
+    /// A client with `cfg.request_timeout` per request and `cfg.retry` between them.
+    pub fn new(provider: &'static str, cfg: &ProviderConfig) -> Result<HttpClient, LlmError> {
+        HttpClient::with_policy(provider, cfg.request_timeout, cfg.retry)
+    }
+
+    pub fn with_policy(
+        provider: &'static str,
+        timeout: Duration,
+        retry: RetryPolicy,
+    ) -> Result<HttpClient, LlmError> {
+        // reqwest is built without a TLS crypto backend (the default, aws-lc, takes
+        // minutes to compile), and building a client without a process-wide provider
+        // panics. Installing fails harmlessly when one is already installed.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder()
+            .timeout(timeout)
+            // A dead host should be noticed well before a long completion would be.
+            .connect_timeout(timeout.min(Duration::from_secs(15)))
+            .user_agent(concat!("teammated/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| LlmError::Transport {
+                provider,
+                message: format!("cannot build the HTTP client: {}", error_chain(&e)),
+                timeout: false,
+            })?;
+        Ok(HttpClient { client, retry })
+    }
+
+    pub fn retry_policy(&self) -> RetryPolicy {
+        self.retry
+    }
+
+    /// POSTs `body` to `url` and returns the JSON answer, retrying transient failures.
+    ///
+    /// Non-2xx answers become [`LlmError::Http`]; those that cannot succeed on a second
+    /// try (400, 401, ...) come back at once, transient ones are retried with backoff
+    /// and come back as [`LlmError::GaveUp`] once the attempts run out. Header values
+    /// are never logged nor put in errors, and they are scrubbed from error bodies,
+    /// because the API key travels in them.
+    pub async fn post_json(
+        &self,
+        provider: &'static str,
+        url: &str,
+        headers: &[(&str, String)],
+        body: &serde_json::Value,
+    ) -> Result<serde_json::Value, LlmError> {
+        let header_map = build_headers(provider, headers)?;
+        let secrets = secrets_of(headers);
+        let payload = serde_json::to_vec(body).map_err(|e| LlmError::Decode {
+            provider,
+            message: format!("cannot encode the request: {e}"),
+        })?;
+        let attempts = self.retry.attempts();
+        let mut attempt = 1;
+        loop {
+            let err = match self
+                .send_once(provider, url, &header_map, &payload, &secrets)
+                .await
+            {
+                Ok(answer) => return Ok(answer),
+                Err(err) => err,
+            };
+            if !is_retryable(&err) {
+                return Err(err);
+            }
+            if attempt >= attempts {
+                return Err(LlmError::GaveUp {
+                    attempts: attempt,
+                    last: Box::new(err),
+                });
+            }
+            let (status, retry_after) = match &err {
+                LlmError::Http {
+                    status,
+                    retry_after,
+                    ..
+                } => (Some(*status), *retry_after),
+                _ => (None, None),
+            };
+            let wait = self.retry.backoff(attempt, retry_after);
+            tracing::warn!(
+                provider,
+                status,
+                attempt,
+                max_attempts = attempts,
+                wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+                error = %short(&err.to_string(), 300),
+                "model call failed; retrying"
+            );
+            tokio::time::sleep(wait).await;
+            attempt += 1;
+        }
+    }
+
+    async fn send_once(
+        &self,
+        provider: &'static str,
+        url: &str,
+        headers: &HeaderMap,
+        payload: &[u8],
+        secrets: &[&str],
+    ) -> Result<serde_json::Value, LlmError> {
+        let response = self
+            .client
+            .post(url)
+            .headers(headers.clone())
+            .body(payload.to_vec())
+            .send()
+            .await
+            .map_err(|e| transport(provider, &e))?;
+        let status = response.status();
+        let retry_after = parse_retry_after(response.headers());
+        // The body is read in full before the status is judged so that the error
+        // message can say what the server said.
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| transport(provider, &e))?;
+        if !status.is_success() {
+            let text = String::from_utf8_lossy(&bytes);
+            return Err(LlmError::Http {
+                provider,
+                status: status.as_u16(),
+                body: truncate(&redact(&text, secrets), MAX_ERROR_BODY),
+                retry_after,
+            });
+        }
+        serde_json::from_slice(&bytes).map_err(|e| {
+            let text = String::from_utf8_lossy(&bytes);
+            LlmError::Decode {
+                provider,
+                message: format!(
+                    "the answer is not JSON ({e}): {}",
+                    truncate(&redact(&text, secrets), 512)
+                ),
+            }
+        })
+    }
+}
+
+/// The request headers: JSON both ways, then the caller's.
+fn build_headers(
+    provider: &'static str,
+    headers: &[(&str, String)],
+) -> Result<HeaderMap, LlmError> {
+    let mut map = HeaderMap::new();
+    map.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    map.insert(ACCEPT, HeaderValue::from_static("application/json"));
+    for (name, value) in headers {
+        // The error names the header but never shows its value: it may be the key.
+        let bad = |what: &str| LlmError::Transport {
+            provider,
+            message: format!("header `{name}` has an invalid {what}"),
+            timeout: false,
+        };
+        let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad("name"))?;
+        let mut value =
+            HeaderValue::from_str(value).map_err(|_| bad("value (control characters?)"))?;
+        // Keeps keys out of HTTP/2 header compression tables and out of `Debug`.
+        value.set_sensitive(true);
+        map.insert(name, value);
+    }
+    Ok(map)
+}
+
+/// Strings that must not show up in an error body: every header value, and the token
+/// of an `Authorization: Bearer ...` value on its own. Short values are skipped: they
+/// are not secrets, and scrubbing them would mangle ordinary text.
+fn secrets_of<'a>(headers: &'a [(&str, String)]) -> Vec<&'a str> {
+    let mut out = Vec::new();
+    for (_, value) in headers {
+        let value = value.trim();
+        out.push(value);
+        if let Some((_, token)) = value.rsplit_once(' ') {
+            out.push(token);
+        }
+    }
+    out.retain(|s| s.len() >= 8);
+    // Longest first, so a whole value is replaced before a part of it.
+    out.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    out
+}
+
+/// `err` with `secrets` scrubbed from the text it carries from the server. Providers
+/// use it on what they decode from a 2xx answer, which `post_json` cannot see into.
+pub(crate) fn redact_error(err: LlmError, secrets: &[&str]) -> LlmError {
+    let secrets: Vec<&str> = secrets.iter().copied().filter(|s| s.len() >= 8).collect();
+    match err {
+        LlmError::Decode { provider, message } => LlmError::Decode {
+            provider,
+            message: redact(&message, &secrets),
+        },
+        other => other,
+    }
+}
+
+/// Some APIs echo the key they were given in a 401; it must not reach logs from there.
+fn redact(text: &str, secrets: &[&str]) -> String {
+    let mut out = text.to_string();
+    for secret in secrets {
+        if out.contains(secret) {
+            out = out.replace(secret, "<redacted>");
+        }
+    }
+    out
+}
+
+/// At most `max` bytes, cut at a character boundary, saying how much there was.
+fn truncate(text: &str, max: usize) -> String {
+    let text = text.trim();
+    if text.len() <= max {
+        return text.to_string();
+    }
+    format!("{}... ({} bytes in all)", short(text, max), text.len())
+}
+
+/// The first `max` bytes of `text`, cut at a character boundary.
+fn short(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+fn transport(provider: &'static str, err: &reqwest::Error) -> LlmError {
+    LlmError::Transport {
+        provider,
+        message: error_chain(err),
+        timeout: err.is_timeout(),
+    }
+}
+
+/// An error and its causes on one line. reqwest's own message is often only "error
+/// sending request"; the reason ("connection refused", "operation timed out") is
+/// further down the chain. The URL is left out: it is the configured base URL anyway,
+/// and some gateways take keys in the query string.
+fn error_chain(err: &reqwest::Error) -> String {
+    let mut out = WithoutUrl(err).to_string();
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = cause.source();
+    }
+    out
+}
+
+/// reqwest's `Display` appends " for url (...)"; `without_url` needs ownership, so
+/// the kind of error is described here instead.
+struct WithoutUrl<'a>(&'a reqwest::Error);
+
+impl std::fmt::Display for WithoutUrl<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let e = self.0;
+        let kind = if e.is_timeout() {
+            "timed out"
+        } else if e.is_connect() {
+            "cannot connect"
+        } else if e.is_body() || e.is_decode() {
+            "reading the answer failed"
+        } else if e.is_builder() {
+            "cannot build the request"
+        } else if e.is_redirect() {
+            "too many redirects"
+        } else {
+            "sending the request failed"
+        };
+        f.write_str(kind)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncation_respects_char_boundaries_and_reports_length() {
+        assert_eq!(truncate("  short  ", 10), "short");
+        let long = "é".repeat(2000); // 4000 bytes
+        let t = truncate(&long, MAX_ERROR_BODY);
+        assert!(t.starts_with(&"é".repeat(1024)));
+        assert!(t.ends_with("... (4000 bytes in all)"), "{t}");
+        assert_eq!(short("aé", 2), "a");
+    }
+
+    #[test]
+    fn secrets_are_scrubbed_from_bodies() {
+        let headers = [
+            ("authorization", "Bearer sk-test-1234567890".to_string()),
+            ("x-api-key", "sk-ant-abcdefghij".to_string()),
+            ("anthropic-version", "2023".to_string()),
+        ];
+        let secrets = secrets_of(&headers);
+        let body = "Incorrect API key provided: sk-test-1234567890; also sk-ant-abcdefghij; 2023";
+        let out = redact(body, &secrets);
+        assert!(!out.contains("sk-test"), "{out}");
+        assert!(!out.contains("sk-ant"), "{out}");
+        assert!(out.contains("2023"), "short values are left alone: {out}");
+    }
+
+    #[test]
+    fn bad_header_values_are_refused_without_showing_them() {
+        let headers = [("x-api-key", "sk-secret\nvalue".to_string())];
+        let err = build_headers("anthropic", &headers).unwrap_err();
+        let shown = format!("{err} {err:?}");
+        assert!(shown.contains("x-api-key"), "{shown}");
+        assert!(!shown.contains("sk-secret"), "{shown}");
+    }
+}

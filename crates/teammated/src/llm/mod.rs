@@ -227,3 +227,13 @@ pub fn estimate_request(system: &str, messages: &[ChatMessage]) -> u64 {
     }
     total
 }
+
+/// Builds the provider the configuration names.
+pub fn build(cfg: &crate::config::ProviderConfig) -> Result<Provider, LlmError> {
+    use crate::config::ProviderKind;
+    Ok(match cfg.kind {
+        ProviderKind::Anthropic => Provider::Anthropic(anthropic::Anthropic::new(cfg)?),
+        ProviderKind::Openai => Provider::OpenAi(openai::OpenAi::new(cfg)?),
+        ProviderKind::Scripted => Provider::Scripted(scripted::Scripted::default()),
+    })
+}

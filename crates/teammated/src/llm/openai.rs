@@ -1,15 +1,477 @@
 //! OpenAI-compatible Chat Completions (OpenAI, ollama, llama.cpp server, vLLM).
-use super::{Completion, CompletionRequest, LlmError};
+//!
+//! Chat Completions has no blocks: tool calls hang off the assistant message, and
+//! every tool result is a message of its own with role `tool`. The translation below
+//! maps the neutral blocks onto that, and is lenient with what local servers send
+//! back, since they follow OpenAI's format only approximately.
+use super::http::{HttpClient, redact_error};
+use super::{Block, ChatMessage, Completion, CompletionRequest, LlmError, Role, StopReason};
 use crate::config::ProviderConfig;
+use serde_json::{Value, json};
+use std::sync::atomic::{AtomicU64, Ordering};
+use teamboard_protocol::TokenUsage;
 
-pub struct OpenAi {}
+const PROVIDER: &str = "openai";
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+pub const DEFAULT_MODEL: &str = "gpt-4o-mini";
+
+pub struct OpenAi {
+    http: HttpClient,
+    url: String,
+    model: String,
+    /// `None` for local servers, which take no key.
+    api_key: Option<String>,
+}
+
+/// Written by hand so that the key can never be printed.
+impl std::fmt::Debug for OpenAi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAi")
+            .field("url", &self.url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
 
 impl OpenAi {
-    pub fn new(_cfg: &ProviderConfig) -> Result<OpenAi, LlmError> {
-        Ok(OpenAi {})
+    /// A client for `cfg`. The key is optional because local servers need none, but
+    /// OpenAI itself always does, so its absence there is reported up front.
+    pub fn new(cfg: &ProviderConfig) -> Result<OpenAi, LlmError> {
+        let api_key = cfg
+            .api_key
+            .as_deref()
+            .map(str::trim)
+            .filter(|k| !k.is_empty())
+            .map(str::to_string);
+        let base = cfg
+            .base_url
+            .as_deref()
+            .map(str::trim)
+            .filter(|b| !b.is_empty())
+            .unwrap_or(DEFAULT_BASE_URL)
+            .trim_end_matches('/');
+        if api_key.is_none() && is_openai_itself(base) {
+            return Err(LlmError::MissingKey {
+                provider: PROVIDER,
+                var: "OPENAI_API_KEY",
+                file: crate::config::keys_file().display().to_string(),
+            });
+        }
+        let model = cfg
+            .model
+            .as_deref()
+            .map(str::trim)
+            .filter(|m| !m.is_empty())
+            .unwrap_or(DEFAULT_MODEL)
+            .to_string();
+        Ok(OpenAi {
+            http: HttpClient::new(PROVIDER, cfg)?,
+            url: format!("{base}/chat/completions"),
+            model,
+            api_key,
+        })
     }
 
-    pub async fn complete(&self, _req: CompletionRequest<'_>) -> Result<Completion, LlmError> {
-        Err(LlmError::Decode { provider: "openai", message: "not implemented yet".into() })
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub async fn complete(&self, req: CompletionRequest<'_>) -> Result<Completion, LlmError> {
+        let body = request_body(&self.model, &req);
+        let mut headers = vec![("content-type", "application/json".to_string())];
+        if let Some(key) = &self.api_key {
+            headers.push(("authorization", format!("Bearer {key}")));
+        }
+        let answer = self
+            .http
+            .post_json(PROVIDER, &self.url, &headers, &body)
+            .await?;
+        let key = self.api_key.as_deref().unwrap_or_default();
+        parse_response(&answer).map_err(|e| redact_error(e, &[key]))
+    }
+}
+
+/// Whether `base` is OpenAI's own API (which always needs a key).
+fn is_openai_itself(base: &str) -> bool {
+    let rest = base
+        .strip_prefix("https://")
+        .or_else(|| base.strip_prefix("http://"))
+        .unwrap_or(base);
+    let host = rest.split(['/', ':']).next().unwrap_or_default();
+    host.eq_ignore_ascii_case("api.openai.com")
+}
+
+/// The Chat Completions request for `req`.
+fn request_body(model: &str, req: &CompletionRequest<'_>) -> Value {
+    let mut messages = Vec::new();
+    if !req.system.is_empty() {
+        messages.push(json!({"role": "system", "content": req.system}));
+    }
+    for msg in req.messages {
+        push_message(&mut messages, msg);
+    }
+    let mut body = json!({
+        "model": model,
+        "max_tokens": req.max_tokens,
+        "messages": messages,
+    });
+    // Several servers refuse `tools: []`; no tools means no field.
+    if !req.tools.is_empty() {
+        body["tools"] = req
+            .tools
+            .iter()
+            .map(|t| {
+                json!({
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.input_schema,
+                    },
+                })
+            })
+            .collect();
+    }
+    body
+}
+
+/// Appends the wire messages for one neutral message (a user message with tool
+/// results becomes several).
+fn push_message(out: &mut Vec<Value>, msg: &ChatMessage) {
+    match msg.role {
+        Role::User => {
+            // Tool results must come straight after the assistant message that asked
+            // for them, so they go first and any text follows as a user message.
+            for block in &msg.content {
+                if let Block::ToolResult {
+                    tool_use_id,
+                    content,
+                    is_error,
+                } = block
+                {
+                    // Chat Completions has no error flag; the prefix tells the model.
+                    let content = if *is_error {
+                        format!("ERROR: {content}")
+                    } else {
+                        content.clone()
+                    };
+                    out.push(json!({
+                        "role": "tool",
+                        "tool_call_id": tool_use_id,
+                        "content": content,
+                    }));
+                }
+            }
+            let text = msg.joined_text();
+            if !text.is_empty() || !msg.has_tool_results() {
+                out.push(json!({"role": "user", "content": text}));
+            }
+        }
+        Role::Assistant => {
+            let text = msg.joined_text();
+            let tool_calls: Vec<Value> = msg
+                .content
+                .iter()
+                .filter_map(|block| match block {
+                    Block::ToolUse { id, name, input } => Some(json!({
+                        "id": id,
+                        "type": "function",
+                        "function": {"name": name, "arguments": input.to_string()},
+                    })),
+                    _ => None,
+                })
+                .collect();
+            let mut wire = json!({
+                "role": "assistant",
+                // null rather than "" when the model only called tools: that is what
+                // OpenAI itself sends back, and some servers reject "" next to calls.
+                "content": if text.is_empty() { Value::Null } else { json!(text) },
+            });
+            if !tool_calls.is_empty() {
+                wire["tool_calls"] = Value::Array(tool_calls);
+            }
+            out.push(wire);
+        }
+    }
+}
+
+/// The neutral completion in a Chat Completions answer.
+fn parse_response(answer: &Value) -> Result<Completion, LlmError> {
+    let decode = |message: String| LlmError::Decode {
+        provider: PROVIDER,
+        message,
+    };
+    // Some compatible servers answer 200 with an error object instead of a status.
+    if let Some(error) = answer.get("error").filter(|e| !e.is_null()) {
+        return Err(decode(format!("the API answered with an error: {error}")));
+    }
+    let choice = answer["choices"]
+        .get(0)
+        .ok_or_else(|| decode("no `choices` in the answer".into()))?;
+    let message = &choice["message"];
+    let mut content = Vec::new();
+    if let Some(text) = message["content"].as_str().filter(|t| !t.is_empty()) {
+        content.push(Block::text(text));
+    }
+    let calls = message["tool_calls"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    for call in calls {
+        let function = &call["function"];
+        let name = function["name"]
+            .as_str()
+            .ok_or_else(|| decode("a tool call without a function name".into()))?;
+        let id = call["id"]
+            .as_str()
+            .filter(|id| !id.is_empty())
+            .map(str::to_string)
+            .unwrap_or_else(synthesize_call_id);
+        content.push(Block::ToolUse {
+            id,
+            name: name.to_string(),
+            input: parse_arguments(&function["arguments"]),
+        });
+    }
+    let stop = match choice["finish_reason"].as_str() {
+        Some("length") => StopReason::MaxTokens,
+        // ollama and some llama.cpp builds say "stop" even when they called tools;
+        // the calls are what matters, or the loop would drop them as a final answer.
+        _ if !calls.is_empty() => StopReason::ToolUse,
+        Some("stop") | None => StopReason::EndTurn,
+        Some("tool_calls") | Some("function_call") => StopReason::ToolUse,
+        Some(other) => StopReason::Other(other.to_string()),
+    };
+    let usage = &answer["usage"];
+    let count = |field: &str| usage[field].as_u64().unwrap_or(0);
+    Ok(Completion {
+        content,
+        stop,
+        usage: TokenUsage {
+            input: count("prompt_tokens"),
+            output: count("completion_tokens"),
+        },
+    })
+}
+
+/// A tool call's arguments. OpenAI sends a JSON string; ollama sometimes sends the
+/// object itself. Arguments that do not parse (models do emit broken JSON) are kept
+/// verbatim under `_unparsed_arguments`, so the tool can say what was wrong instead
+/// of the whole call failing here.
+fn parse_arguments(arguments: &Value) -> Value {
+    match arguments {
+        Value::String(s) if s.trim().is_empty() => json!({}),
+        Value::String(s) => {
+            serde_json::from_str(s).unwrap_or_else(|_| json!({ "_unparsed_arguments": s }))
+        }
+        Value::Null => json!({}),
+        other => other.clone(),
+    }
+}
+
+/// An id for a tool call that came without one, unique in this process so that
+/// results cannot be matched to the wrong call across turns.
+fn synthesize_call_id() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!("call_{}", NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::ToolSpec;
+
+    #[test]
+    fn request_maps_blocks_to_chat_messages() {
+        let messages = [
+            ChatMessage::user_text("list files"),
+            ChatMessage {
+                role: Role::Assistant,
+                content: vec![Block::ToolUse {
+                    id: "call_a".into(),
+                    name: "bash".into(),
+                    input: json!({"command": "ls"}),
+                }],
+            },
+            ChatMessage {
+                role: Role::User,
+                content: vec![
+                    Block::ToolResult {
+                        tool_use_id: "call_a".into(),
+                        content: "no such dir".into(),
+                        is_error: true,
+                    },
+                    Block::text("also: hurry"),
+                ],
+            },
+            ChatMessage::assistant_text("done"),
+        ];
+        let tools = [ToolSpec {
+            name: "bash".into(),
+            description: "run".into(),
+            input_schema: json!({"type": "object"}),
+        }];
+        let req = CompletionRequest {
+            system: "sys",
+            messages: &messages,
+            tools: &tools,
+            max_tokens: 64,
+        };
+        let body = request_body("m", &req);
+        let wire = body["messages"].as_array().unwrap();
+        assert_eq!(wire[0], json!({"role": "system", "content": "sys"}));
+        assert_eq!(wire[1], json!({"role": "user", "content": "list files"}));
+        assert_eq!(wire[2]["role"], "assistant");
+        assert_eq!(wire[2]["content"], Value::Null);
+        assert_eq!(wire[2]["tool_calls"][0]["id"], "call_a");
+        assert_eq!(wire[2]["tool_calls"][0]["type"], "function");
+        let args = wire[2]["tool_calls"][0]["function"]["arguments"]
+            .as_str()
+            .unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(args).unwrap(),
+            json!({"command": "ls"})
+        );
+        assert_eq!(
+            wire[3],
+            json!({"role": "tool", "tool_call_id": "call_a", "content": "ERROR: no such dir"})
+        );
+        assert_eq!(wire[4], json!({"role": "user", "content": "also: hurry"}));
+        assert_eq!(wire[5], json!({"role": "assistant", "content": "done"}));
+        assert_eq!(wire.len(), 6);
+        assert_eq!(body["tools"][0]["function"]["parameters"]["type"], "object");
+        assert_eq!(body["max_tokens"], 64);
+
+        let bare = CompletionRequest {
+            system: "",
+            messages: &messages[..1],
+            tools: &[],
+            max_tokens: 1,
+        };
+        let body = request_body("m", &bare);
+        assert!(body.get("tools").is_none());
+        assert_eq!(body["messages"].as_array().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn response_text_tool_calls_and_usage() {
+        let answer = json!({
+            "choices": [{
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": "checking",
+                    "tool_calls": [
+                        {"id": "call_1", "type": "function",
+                         "function": {"name": "bash", "arguments": "{\"command\":\"ls\"}"}},
+                        {"type": "function",
+                         "function": {"name": "bash", "arguments": "{not json"}},
+                        {"id": "call_3", "type": "function",
+                         "function": {"name": "glob", "arguments": {"pattern": "*.rs"}}}
+                    ]
+                },
+                "finish_reason": "tool_calls"
+            }],
+            "usage": {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19}
+        });
+        let c = parse_response(&answer).unwrap();
+        assert_eq!(c.stop, StopReason::ToolUse);
+        assert_eq!(
+            c.usage,
+            TokenUsage {
+                input: 12,
+                output: 7
+            }
+        );
+        assert_eq!(c.content[0], Block::text("checking"));
+        assert_eq!(
+            c.content[1],
+            Block::ToolUse {
+                id: "call_1".into(),
+                name: "bash".into(),
+                input: json!({"command": "ls"}),
+            }
+        );
+        let Block::ToolUse { id, input, .. } = &c.content[2] else {
+            panic!("{:?}", c.content[2]);
+        };
+        assert!(id.starts_with("call_"), "{id}");
+        assert_eq!(input, &json!({"_unparsed_arguments": "{not json"}));
+        let Block::ToolUse { input, .. } = &c.content[3] else {
+            panic!("{:?}", c.content[3]);
+        };
+        assert_eq!(input, &json!({"pattern": "*.rs"}));
+    }
+
+    #[test]
+    fn finish_reasons_and_missing_parts() {
+        let answer = |finish: Value, content: Value, calls: Value| {
+            json!({"choices": [{"message": {"content": content, "tool_calls": calls},
+                                "finish_reason": finish}]})
+        };
+        let call = json!([{"id": "c", "function": {"name": "f", "arguments": ""}}]);
+        let cases = [
+            (json!("stop"), json!("hi"), Value::Null, StopReason::EndTurn),
+            (
+                json!("length"),
+                json!("hi"),
+                Value::Null,
+                StopReason::MaxTokens,
+            ),
+            (
+                json!("tool_calls"),
+                Value::Null,
+                call.clone(),
+                StopReason::ToolUse,
+            ),
+            (
+                json!("stop"),
+                Value::Null,
+                call.clone(),
+                StopReason::ToolUse,
+            ),
+            (
+                json!("content_filter"),
+                json!(""),
+                Value::Null,
+                StopReason::Other("content_filter".into()),
+            ),
+        ];
+        for (finish, content, calls, stop) in cases {
+            let c = parse_response(&answer(finish, content, calls)).unwrap();
+            assert_eq!(c.stop, stop);
+            assert_eq!(c.usage, TokenUsage::default());
+        }
+        // Null and empty content give no text block; empty arguments give `{}`.
+        let c = parse_response(&answer(json!("tool_calls"), json!(""), call)).unwrap();
+        assert_eq!(
+            c.content,
+            vec![Block::ToolUse {
+                id: "c".into(),
+                name: "f".into(),
+                input: json!({})
+            }]
+        );
+        assert!(matches!(
+            parse_response(&json!({"choices": []})),
+            Err(LlmError::Decode { .. })
+        ));
+        assert!(matches!(
+            parse_response(&json!({"error": {"message": "model not found"}})),
+            Err(LlmError::Decode { .. })
+        ));
+    }
+
+    #[test]
+    fn only_openai_itself_requires_a_key() {
+        assert!(is_openai_itself("https://api.openai.com/v1"));
+        assert!(is_openai_itself("https://API.openai.com"));
+        assert!(!is_openai_itself("http://localhost:11434/v1"));
+        assert!(!is_openai_itself("https://api.openai.com.example.org/v1"));
     }
 }

@@ -1,10 +1,339 @@
-//! The offline scripted model.
-use super::{Completion, CompletionRequest, LlmError};
+//! The scripted model: an offline, deterministic stand-in for an LLM.
+//!
+//! It is not intelligent and does not pretend to be. It exists so that the demo and
+//! the tests run without a network or an API key, through exactly the same tool loop,
+//! tools and board calls as a real model. Given the task it holds, it:
+//!
+//! 1. runs every fenced ```` ```sh ```` block of the task description, in order,
+//!    through the `bash` tool (```` ```bash ```` and ```` ```shell ```` count too);
+//! 2. completes the task with their output as the result;
+//! 3. fails the task with the output if a block exits non-zero.
+//!
+//! With no task in hand (it was woken by a message) it answers that it has nothing to
+//! do, which ends the work phase. Asked for a summary (compaction), it lists
+//! the first line of every earlier entry. Token use is estimated from the text sizes.
 
+use super::{Block, ChatMessage, Completion, CompletionRequest, LlmError, Role, StopReason};
+use crate::tools::shell;
+use teamboard_protocol::TokenUsage;
+
+/// Markers the runtime writes in front of a task it puts into the context.
+const TASK_MARKERS: [&str; 3] = ["[Auto-claimed task #", "[Claimed task #", "[Current task #"];
+
+#[derive(Debug, Default)]
 pub struct Scripted {}
 
 impl Scripted {
-    pub async fn complete(&self, _req: CompletionRequest<'_>) -> Result<Completion, LlmError> {
-        Err(LlmError::Scripted("not implemented yet".into()))
+    pub async fn complete(&self, req: CompletionRequest<'_>) -> Result<Completion, LlmError> {
+        let content = if is_summary_request(req.messages) {
+            vec![Block::text(summary(req.messages))]
+        } else {
+            next_step(req.messages)
+        };
+        let stop = if content.iter().any(|b| matches!(b, Block::ToolUse { .. })) {
+            StopReason::ToolUse
+        } else {
+            StopReason::EndTurn
+        };
+        let usage = TokenUsage {
+            input: super::estimate_request(req.system, req.messages),
+            output: super::estimate_request(
+                "",
+                &[ChatMessage {
+                    role: Role::Assistant,
+                    content: content.clone(),
+                }],
+            ),
+        };
+        Ok(Completion {
+            content,
+            stop,
+            usage,
+        })
+    }
+}
+
+/// Whether the runtime asks for a summary (compaction) rather than the next step.
+fn is_summary_request(messages: &[ChatMessage]) -> bool {
+    messages.last().is_some_and(|m| {
+        m.role == Role::User && m.joined_text().ends_with(crate::context::SUMMARY_PROMPT)
+    })
+}
+
+/// The task the conversation is about: where its marker is, its id and description.
+struct TaskInContext {
+    /// Index of the message that carries the marker.
+    at: usize,
+    id: u64,
+    description: String,
+}
+
+fn find_task(messages: &[ChatMessage]) -> Option<TaskInContext> {
+    for (at, m) in messages.iter().enumerate().rev() {
+        if m.role != Role::User {
+            continue;
+        }
+        for b in m.content.iter().rev() {
+            let Block::Text { text } = b else { continue };
+            for marker in TASK_MARKERS {
+                if let Some(pos) = text.rfind(marker) {
+                    let rest = &text[pos + marker.len()..];
+                    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                    let id = digits.parse().ok()?;
+                    // The description is everything after the marker line.
+                    let description = rest.split_once('\n').map(|x| x.1).unwrap_or("");
+                    return Some(TaskInContext {
+                        at,
+                        id,
+                        description: description.to_string(),
+                    });
+                }
+            }
+        }
+    }
+    None
+}
+
+/// The bodies of the ```sh (or bash, shell) fenced blocks of `text`, in order.
+pub fn shell_blocks(text: &str) -> Vec<String> {
+    let mut blocks = Vec::new();
+    let mut current: Option<Vec<&str>> = None;
+    for line in text.lines() {
+        let trimmed = line.trim();
+        match current.as_mut() {
+            None => {
+                if let Some(lang) = trimmed.strip_prefix("```")
+                    && matches!(lang.trim(), "sh" | "bash" | "shell")
+                {
+                    current = Some(Vec::new());
+                }
+            }
+            Some(lines) => {
+                if trimmed == "```" {
+                    blocks.push(lines.join("\n"));
+                    current = None;
+                } else {
+                    lines.push(line);
+                }
+            }
+        }
+    }
+    blocks
+}
+
+fn next_step(messages: &[ChatMessage]) -> Vec<Block> {
+    let uses = messages
+        .iter()
+        .flat_map(|m| &m.content)
+        .filter(|b| matches!(b, Block::ToolUse { .. }))
+        .count();
+    let call = |name: &str, input: serde_json::Value| Block::ToolUse {
+        id: format!("scripted-{}", uses + 1),
+        name: name.to_string(),
+        input,
+    };
+    let Some(task) = find_task(messages) else {
+        return vec![Block::text(
+            "I hold no task, so there is nothing for me to do right now.",
+        )];
+    };
+    let after = &messages[task.at..];
+    let mut finished = false;
+    let mut bash_ids = Vec::new();
+    for b in after.iter().flat_map(|m| &m.content) {
+        if let Block::ToolUse { id, name, .. } = b {
+            match name.as_str() {
+                "bash" => bash_ids.push(id.clone()),
+                "complete_task" | "fail_task" => finished = true,
+                _ => {}
+            }
+        }
+    }
+    if finished {
+        return vec![Block::text(format!("Task #{} is reported.", task.id))];
+    }
+    let outputs: Vec<(String, bool)> = bash_ids
+        .iter()
+        .filter_map(|id| {
+            after.iter().flat_map(|m| &m.content).find_map(|b| match b {
+                Block::ToolResult {
+                    tool_use_id,
+                    content,
+                    is_error,
+                } if tool_use_id == id => Some((content.clone(), *is_error)),
+                _ => None,
+            })
+        })
+        .collect();
+    let blocks = shell_blocks(&task.description);
+    if let Some((output, true)) = outputs.last() {
+        let n = outputs.len();
+        let code = shell::exit_code_of(output)
+            .map(|c| format!("exited with code {c}"))
+            .unwrap_or_else(|| "failed".to_string());
+        return vec![call(
+            "fail_task",
+            serde_json::json!({
+                "reason": format!("command {n} of {} {code}:\n{}", blocks.len(), shell::strip_trailer(output).trim_end())
+            }),
+        )];
+    }
+    if outputs.len() < blocks.len() {
+        let n = outputs.len();
+        return vec![
+            Block::text(format!(
+                "Running command {} of {} for task #{}.",
+                n + 1,
+                blocks.len(),
+                task.id
+            )),
+            call("bash", serde_json::json!({ "command": blocks[n] })),
+        ];
+    }
+    let result: Vec<&str> = outputs
+        .iter()
+        .map(|(o, _)| shell::strip_trailer(o).trim_end())
+        .filter(|o| !o.is_empty())
+        .collect();
+    let result = if blocks.is_empty() {
+        "The task has no ```sh blocks, so there was nothing to run.".to_string()
+    } else if result.is_empty() {
+        format!("Ran {} command(s); no output.", blocks.len())
+    } else {
+        result.join("\n")
+    };
+    vec![call(
+        "complete_task",
+        serde_json::json!({ "result": result }),
+    )]
+}
+
+fn summary(messages: &[ChatMessage]) -> String {
+    let mut lines = vec!["Earlier work (scripted summary, first line of each entry):".to_string()];
+    for m in messages {
+        for line in m
+            .joined_text()
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .take(40)
+        {
+            lines.push(format!("- {}", crate::context::truncate(line, 160)));
+        }
+    }
+    lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::ToolSpec;
+
+    fn req<'a>(messages: &'a [ChatMessage], tools: &'a [ToolSpec]) -> CompletionRequest<'a> {
+        CompletionRequest {
+            system: "s",
+            messages,
+            tools,
+            max_tokens: 100,
+        }
+    }
+
+    fn tools() -> Vec<ToolSpec> {
+        vec![ToolSpec {
+            name: "bash".into(),
+            description: String::new(),
+            input_schema: serde_json::json!({"type": "object"}),
+        }]
+    }
+
+    fn result(id: &str, content: &str, is_error: bool) -> ChatMessage {
+        ChatMessage {
+            role: Role::User,
+            content: vec![Block::ToolResult {
+                tool_use_id: id.into(),
+                content: content.into(),
+                is_error,
+            }],
+        }
+    }
+
+    #[test]
+    fn fenced_blocks_are_found_in_order() {
+        let text =
+            "intro\n```sh\necho a\necho b\n```\n```python\nprint(1)\n```\n  ```bash\nls\n  ```\n";
+        assert_eq!(shell_blocks(text), vec!["echo a\necho b", "ls"]);
+    }
+
+    #[tokio::test]
+    async fn runs_each_block_then_completes_with_the_output() {
+        let tools = tools();
+        let mut msgs = vec![ChatMessage::user_text(
+            "[Auto-claimed task #7] demo\n```sh\necho one\n```\n```sh\necho two\n```",
+        )];
+        let s = Scripted::default();
+        for expected in ["echo one", "echo two"] {
+            let c = s.complete(req(&msgs, &tools)).await.unwrap();
+            assert_eq!(c.stop, StopReason::ToolUse);
+            let Some(Block::ToolUse { id, name, input }) = c.content.last().cloned() else {
+                panic!("{c:?}")
+            };
+            assert_eq!(name, "bash");
+            assert_eq!(input["command"], expected);
+            msgs.push(ChatMessage {
+                role: Role::Assistant,
+                content: c.content,
+            });
+            let out = format!("{}\n[exit code: 0]", expected.trim_start_matches("echo "));
+            msgs.push(result(&id, &out, false));
+        }
+        let c = s.complete(req(&msgs, &tools)).await.unwrap();
+        let Some(Block::ToolUse { name, input, .. }) = c.content.last().cloned() else {
+            panic!("{c:?}")
+        };
+        assert_eq!(name, "complete_task");
+        assert_eq!(input["result"], "one\ntwo");
+        assert!(c.usage.input > 0 && c.usage.output > 0);
+    }
+
+    #[tokio::test]
+    async fn a_failing_block_fails_the_task_with_its_output() {
+        let tools = tools();
+        let msgs = vec![
+            ChatMessage::user_text(
+                "[Auto-claimed task #3] x\n```sh\nfalse\n```\n```sh\necho never\n```",
+            ),
+            ChatMessage {
+                role: Role::Assistant,
+                content: vec![Block::ToolUse {
+                    id: "scripted-1".into(),
+                    name: "bash".into(),
+                    input: serde_json::json!({"command": "false"}),
+                }],
+            },
+            result("scripted-1", "boom\n[exit code: 1]", true),
+        ];
+        let c = Scripted::default()
+            .complete(req(&msgs, &tools))
+            .await
+            .unwrap();
+        let Some(Block::ToolUse { name, input, .. }) = c.content.last().cloned() else {
+            panic!("{c:?}")
+        };
+        assert_eq!(name, "fail_task");
+        let reason = input["reason"].as_str().unwrap();
+        assert!(
+            reason.contains("exited with code 1") && reason.contains("boom"),
+            "{reason}"
+        );
+    }
+
+    #[tokio::test]
+    async fn without_a_task_it_ends_the_turn() {
+        let tools = tools();
+        let msgs = vec![ChatMessage::user_text("[Message from lead] hello")];
+        let c = Scripted::default()
+            .complete(req(&msgs, &tools))
+            .await
+            .unwrap();
+        assert_eq!(c.stop, StopReason::EndTurn);
     }
 }

@@ -1,6 +1,402 @@
 //! The JSON schemas of every tool, as the model sees them.
-use crate::llm::ToolSpec;
+//!
+//! The descriptions are the model's only manual for the tools, so they say when to use
+//! a tool, what comes back, and the limits it will run into. `docs/tools.md` shows the
+//! same schemas; a test below keeps the two from drifting apart.
 
+use crate::llm::ToolSpec;
+use serde_json::{Value, json};
+
+/// Every tool a teammate offers its model: the local tools first (in the order of
+/// `super::LOCAL_TOOLS`), then the task and team tools.
 pub fn all() -> Vec<ToolSpec> {
-    Vec::new()
+    vec![
+        spec(
+            "bash",
+            "Run a bash command in the working directory and get its output. Use it to \
+             build, test, search (grep, find), run git, and anything else a shell does. \
+             Each call is a fresh `bash -c`: `cd` and variables do not carry over to the \
+             next call, so chain commands with `&&`. stdin is closed (no interactive \
+             programs: pass flags like `--yes`, and no editors or pagers). stdout and \
+             stderr come back interleaved, followed by a last line `[exit code: N]`, \
+             `[killed by signal N]` or `[timed out after Ns; killed]`. Output over about \
+             50 KB keeps its beginning and end with `[... N bytes omitted ...]` between; \
+             pipe long output through `tail`, `head` or `grep` yourself. On timeout the \
+             command and everything it started are killed. Background jobs (`cmd &`) keep \
+             running after the call returns, but their output is discarded: redirect it \
+             to a file (`cmd > log 2>&1 &`). Prefer read_file, write_file and edit_file \
+             for files.",
+            json!({
+                "command": {
+                    "type": "string",
+                    "description": "The bash command line to run."
+                },
+                "timeout_secs": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 600,
+                    "description": "Seconds before the command is killed. Defaults to the teammate's configured shell timeout; at most 600."
+                }
+            }),
+            &["command"],
+        ),
+        spec(
+            "read_file",
+            "Read a text file inside the working directory. Lines come back numbered, as \
+             `     1\\tfirst line` (a right-aligned number, a tab, the line); the numbers \
+             are not part of the file, so leave them out when you copy text into \
+             edit_file. At most `limit` lines (default 2000) are shown from line \
+             `offset` (default 1); when more follow, a last line says which offset to \
+             read next. Lines over 2000 characters are cut. Binary files and files over \
+             10 MB are refused: use bash for those.",
+            json!({
+                "path": {
+                    "type": "string",
+                    "description": "The file, relative to the working directory (or absolute inside it)."
+                },
+                "offset": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "The first line to show, 1-based. Default 1."
+                },
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "How many lines to show at most. Default 2000."
+                }
+            }),
+            &["path"],
+        ),
+        spec(
+            "write_file",
+            "Create a file or replace its whole content, inside the working directory. \
+             Missing parent directories are created. The write is atomic: other readers \
+             see the old or the new content, never a mix. Answers `wrote N bytes to \
+             PATH`. To change part of an existing file, prefer edit_file: it does not \
+             need the rest of the file repeated.",
+            json!({
+                "path": {
+                    "type": "string",
+                    "description": "The file, relative to the working directory (or absolute inside it)."
+                },
+                "content": {
+                    "type": "string",
+                    "description": "The complete new content of the file."
+                }
+            }),
+            &["path", "content"],
+        ),
+        spec(
+            "edit_file",
+            "Replace one passage of a text file: `old_text` must occur in the file \
+             exactly once, character for character (indentation, blank lines and line \
+             breaks included), and is replaced by `new_text`. If it does not occur, or \
+             occurs several times, nothing is changed and the error says which; then \
+             read the file again and include more surrounding lines to make old_text \
+             unique. To delete a passage, give an empty new_text. Copy old_text from \
+             read_file's output without the line-number prefixes.",
+            json!({
+                "path": {
+                    "type": "string",
+                    "description": "The file, relative to the working directory (or absolute inside it)."
+                },
+                "old_text": {
+                    "type": "string",
+                    "description": "The exact text to replace; must occur exactly once and must not be empty."
+                },
+                "new_text": {
+                    "type": "string",
+                    "description": "The text to put in its place (may be empty)."
+                }
+            }),
+            &["path", "old_text", "new_text"],
+        ),
+        spec(
+            "glob",
+            "Find files and directories in the working directory by path pattern. `*` \
+             matches within one path component, `?` one character, `[abc]` or `[a-z]` \
+             one character of a set, and `**` any number of directories: `**/*.rs` finds \
+             Rust files at any depth, `src/*.md` only directly in src. Answers matching \
+             paths relative to the working directory, sorted, one per line, with a \
+             trailing `/` on directories; `no files match` when there are none. At most \
+             1000 are listed. `.git` is skipped and symlinked directories are not \
+             entered. Use bash with grep to search file contents.",
+            json!({
+                "pattern": {
+                    "type": "string",
+                    "description": "The pattern, relative to the working directory, e.g. 'src/**/*.rs' or '*.md'."
+                }
+            }),
+            &["pattern"],
+        ),
+        spec(
+            "list_tasks",
+            "List the tasks on your team's board, with their ids, status, owners and \
+             subjects. Filter by status to see, for instance, only what is still \
+             pending. Use get_task for one task's full description.",
+            json!({
+                "status": {
+                    "type": "string",
+                    "enum": ["pending", "in_progress", "completed", "failed", "cancelled"],
+                    "description": "Only tasks with this status. Default: all."
+                }
+            }),
+            &[],
+        ),
+        spec(
+            "get_task",
+            "Show one task in full: its subject, description, status, owner and the \
+             tasks blocking it, its result or last error, and its history.",
+            json!({
+                "id": {
+                    "type": "integer",
+                    "description": "The task's id."
+                }
+            }),
+            &["id"],
+        ),
+        spec(
+            "create_task",
+            "Add a task to the board, for yourself or a teammate to claim later. Split \
+             large work into tasks that can be done independently, and use blocked_by \
+             for order: a task is not handed out until every task it is blocked by has \
+             completed. Answers the new task's id.",
+            json!({
+                "subject": {
+                    "type": "string",
+                    "description": "A short imperative title, e.g. 'add tests for the config parser'."
+                },
+                "description": {
+                    "type": "string",
+                    "description": "What to do and how to tell it is done: files, commands, acceptance criteria."
+                },
+                "blocked_by": {
+                    "type": "array",
+                    "items": { "type": "integer" },
+                    "description": "Ids of tasks that must complete before this one can start."
+                },
+                "priority": {
+                    "type": "integer",
+                    "description": "Higher is handed out first. Default 0."
+                },
+                "role": {
+                    "type": "string",
+                    "description": "Only teammates with this role may claim the task. Default: anyone."
+                }
+            }),
+            &["subject"],
+        ),
+        spec(
+            "claim_task",
+            "Claim a pending, unblocked task so that you work on it; it becomes the task \
+             you hold. You hold at most one task at a time: complete or fail it first. \
+             You rarely need this, because when you go idle the runtime claims the next \
+             task for you.",
+            json!({
+                "id": {
+                    "type": "integer",
+                    "description": "The id of the task to claim."
+                }
+            }),
+            &["id"],
+        ),
+        spec(
+            "complete_task",
+            "Mark the task you hold as completed, with a result that tells the lead and \
+             the tasks depending on it what was done: files changed, how it was \
+             verified, anything left open. Only call it when the work is really done \
+             and checked.",
+            json!({
+                "result": {
+                    "type": "string",
+                    "description": "What was done and how it was verified."
+                }
+            }),
+            &["result"],
+        ),
+        spec(
+            "fail_task",
+            "Give up the task you hold, with the reason. The task goes back to the board \
+             and is retried (by you or a teammate) until its attempts run out, so say \
+             what went wrong and what the next attempt should try.",
+            json!({
+                "reason": {
+                    "type": "string",
+                    "description": "Why the task could not be done, and what to try next time."
+                }
+            }),
+            &["reason"],
+        ),
+        spec(
+            "send_message",
+            "Send a message to one teammate, by name, or to the lead (\"lead\"). Use it to \
+             ask a question, hand over information, or report a problem. Messages to you \
+             arrive between your tool calls, and wake you when you are idle.",
+            json!({
+                "to": {
+                    "type": "string",
+                    "description": "A teammate's name, or \"lead\"."
+                },
+                "content": {
+                    "type": "string",
+                    "description": "The message."
+                }
+            }),
+            &["to", "content"],
+        ),
+        spec(
+            "broadcast",
+            "Send a message to every teammate and the lead. Use it sparingly, for news \
+             everyone needs (a shared interface changed, the build is broken); it costs \
+             each reader tokens.",
+            json!({
+                "content": {
+                    "type": "string",
+                    "description": "The message."
+                }
+            }),
+            &["content"],
+        ),
+        spec(
+            "idle",
+            "End your work phase. Use it when you have nothing left to do: your task is \
+             completed or failed, and no message needs an answer. The runtime then waits, \
+             without spending tokens, until a message arrives for you or a task can be \
+             claimed for you, and wakes you with it.",
+            json!({}),
+            &[],
+        ),
+    ]
+}
+
+/// The names of [`all`], in the same order.
+pub fn names() -> Vec<&'static str> {
+    vec![
+        "bash",
+        "read_file",
+        "write_file",
+        "edit_file",
+        "glob",
+        "list_tasks",
+        "get_task",
+        "create_task",
+        "claim_task",
+        "complete_task",
+        "fail_task",
+        "send_message",
+        "broadcast",
+        "idle",
+    ]
+}
+
+fn spec(name: &str, description: &str, properties: Value, required: &[&str]) -> ToolSpec {
+    ToolSpec {
+        name: name.to_string(),
+        description: description.to_string(),
+        input_schema: json!({
+            "type": "object",
+            "properties": properties,
+            "required": required,
+            "additionalProperties": false,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn names_match_specs_and_are_unique() {
+        let specs = all();
+        let from_specs: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(from_specs, names());
+        assert_eq!(specs.len(), 14);
+        let unique: HashSet<&str> = from_specs.iter().copied().collect();
+        assert_eq!(unique.len(), specs.len(), "duplicate tool names");
+        assert_eq!(
+            &from_specs[..super::super::LOCAL_TOOLS.len()],
+            super::super::LOCAL_TOOLS
+        );
+    }
+
+    #[test]
+    fn every_schema_is_a_valid_object_schema() {
+        for s in all() {
+            let name = &s.name;
+            assert!(!s.description.is_empty(), "{name}: no description");
+            // Providers restrict tool names to [a-zA-Z0-9_-]{1,64}.
+            assert!(
+                !name.is_empty()
+                    && name.len() <= 64
+                    && name
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'),
+                "{name}: bad name"
+            );
+            let schema = s.input_schema.as_object().unwrap();
+            assert_eq!(schema["type"], "object", "{name}");
+            assert_eq!(schema["additionalProperties"], false, "{name}");
+            let props = schema["properties"].as_object().unwrap();
+            for (key, prop) in props {
+                let prop = prop.as_object().unwrap();
+                let ty = prop["type"].as_str().unwrap();
+                assert!(
+                    ["string", "integer", "array", "object", "boolean", "number"].contains(&ty),
+                    "{name}.{key}: type {ty}"
+                );
+                if ty == "array" {
+                    assert!(
+                        prop["items"].is_object(),
+                        "{name}.{key}: array without items"
+                    );
+                }
+                assert!(
+                    prop["description"].is_string(),
+                    "{name}.{key}: no description"
+                );
+            }
+            for r in schema["required"].as_array().unwrap() {
+                let r = r.as_str().unwrap();
+                assert!(
+                    props.contains_key(r),
+                    "{name}: required '{r}' is not a property"
+                );
+            }
+        }
+    }
+
+    /// Prints every schema as `docs/tools.md` shows it, to paste after a change:
+    /// `cargo test -p teammated --lib print_tool_schemas -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "a helper for updating docs/tools.md, not a check"]
+    fn print_tool_schemas() {
+        for s in all() {
+            let pretty = serde_json::to_string_pretty(&s.input_schema).unwrap();
+            println!("### `{}`\n\n```json\n{pretty}\n```\n", s.name);
+        }
+    }
+
+    /// `docs/tools.md` must show every schema exactly as the model receives it. When
+    /// this fails, paste the printed block into the tool's section of the doc.
+    #[test]
+    fn docs_show_every_schema() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/tools.md");
+        let doc = std::fs::read_to_string(path).unwrap();
+        for s in all() {
+            let pretty = serde_json::to_string_pretty(&s.input_schema).unwrap();
+            let block = format!("```json\n{pretty}\n```");
+            assert!(
+                doc.contains(&format!("### `{}`", s.name)),
+                "docs/tools.md has no section for {}",
+                s.name
+            );
+            assert!(
+                doc.contains(&block),
+                "docs/tools.md does not show the current schema of {}; it should contain:\n{block}",
+                s.name
+            );
+        }
+    }
 }

@@ -1,0 +1,305 @@
+//! The model's context: the system prompt, the conversation, its size, and
+//! compaction.
+//!
+//! Over budget, the teammate compacts: it saves the whole conversation to disk,
+//! asks the model to summarise the older part, and keeps the recent part verbatim.
+//! The cut is always placed before a plain user turn, so a `tool_use` is never
+//! separated from its `tool_result` (both APIs reject a conversation where that
+//! happens). The identity block then goes back in first, so a teammate that has
+//! forgotten its history still knows who it is and what it is working on.
+
+use crate::llm::{self, Block, ChatMessage, CompletionRequest, LlmError, Provider, Role};
+use std::path::Path;
+
+/// The facts that must survive compaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub name: String,
+    pub role: String,
+    pub team: String,
+    /// The task held now: id, subject and description.
+    pub task: Option<(u64, String, String)>,
+}
+
+/// The longest task description repeated in the identity block.
+const IDENTITY_DESCRIPTION_MAX: usize = 4000;
+
+impl Identity {
+    /// The block put back after compaction.
+    pub fn block(&self) -> String {
+        let mut s = format!(
+            "<identity>\nYou are {}, a teammate with the role '{}' in team '{}'.\n",
+            self.name, self.role, self.team
+        );
+        match &self.task {
+            Some((id, subject, description)) => {
+                s.push_str(&format!("[Current task #{id}] {subject}\n"));
+                if !description.is_empty() {
+                    s.push_str(&truncate(description, IDENTITY_DESCRIPTION_MAX));
+                    s.push('\n');
+                }
+            }
+            None => s.push_str("You hold no task right now.\n"),
+        }
+        s.push_str("</identity>");
+        s
+    }
+}
+
+/// The system prompt: who the teammate is and how it works.
+pub fn system_prompt(identity: &Identity) -> String {
+    format!(
+        "You are {name}, an autonomous teammate with the role '{role}' in team '{team}' on a \
+         shared task board. The lead and other teammates work on the same board.\n\
+         When a task is given to you, work on it with your tools in your working directory. \
+         When it is done, call complete_task with a short result; if it cannot be done, call \
+         fail_task with the reason. You may split work with create_task (with blocked_by \
+         dependencies) and talk to others with send_message and broadcast. Messages that \
+         arrive while you work are added to the conversation for you; you never need to poll. \
+         When you have nothing left to do, call idle.",
+        name = identity.name,
+        role = identity.role,
+        team = identity.team,
+    )
+}
+
+/// The conversation and its budget.
+pub struct Context {
+    pub identity: Identity,
+    pub messages: Vec<ChatMessage>,
+    /// Estimated tokens above which [`Context::compact`] runs.
+    pub budget: u64,
+}
+
+impl Context {
+    pub fn new(identity: Identity, budget: u64) -> Context {
+        Context {
+            identity,
+            messages: Vec::new(),
+            budget,
+        }
+    }
+
+    pub fn system(&self) -> String {
+        system_prompt(&self.identity)
+    }
+
+    /// Adds text from the runtime (a task, a message). Consecutive user content is
+    /// merged into one turn, because both APIs expect user and assistant to alternate.
+    pub fn push_user_text(&mut self, text: impl Into<String>) {
+        match self.messages.last_mut() {
+            Some(last) if last.role == Role::User => last.content.push(Block::text(text)),
+            _ => self.messages.push(ChatMessage::user_text(text)),
+        }
+    }
+
+    pub fn push_assistant(&mut self, content: Vec<Block>) {
+        // An empty assistant turn is refused by the APIs; record that it said nothing.
+        let content = if content.is_empty() {
+            vec![Block::text("(no answer)")]
+        } else {
+            content
+        };
+        self.messages.push(ChatMessage {
+            role: Role::Assistant,
+            content,
+        });
+    }
+
+    /// Adds tool results as the user turn that answers the last assistant turn.
+    pub fn push_tool_results(&mut self, results: Vec<Block>) {
+        self.messages.push(ChatMessage {
+            role: Role::User,
+            content: results,
+        });
+    }
+
+    pub fn estimate(&self) -> u64 {
+        llm::estimate_request(&self.system(), &self.messages)
+    }
+
+    pub fn over_budget(&self) -> bool {
+        self.estimate() > self.budget
+    }
+
+    /// Where the recent part starts: the earliest plain user turn (one that carries no
+    /// tool results) such that everything from it on fits in half the budget. `None`
+    /// when no such cut leaves anything to summarise.
+    pub fn split_point(&self) -> Option<usize> {
+        let keep_budget = self.budget / 2;
+        let mut best = None;
+        let mut size = 0u64;
+        for i in (1..self.messages.len()).rev() {
+            size += llm::estimate_request("", &self.messages[i..=i]);
+            if size > keep_budget && best.is_some() {
+                break;
+            }
+            let m = &self.messages[i];
+            if m.role == Role::User && !m.has_tool_results() {
+                best = Some(i);
+            }
+        }
+        best
+    }
+
+    /// Shrinks the conversation: saves it to `archive`, summarises the older part with
+    /// `provider`, and starts the new conversation with the identity and the summary.
+    /// Returns how many messages were summarised.
+    pub async fn compact(
+        &mut self,
+        provider: &Provider,
+        archive: &Path,
+    ) -> Result<usize, CompactError> {
+        save_archive(archive, &self.system(), &self.messages)?;
+        let Some(cut) = self.split_point() else {
+            // One huge turn (a giant tool result): nothing can be summarised without
+            // cutting a tool exchange, so shorten the biggest blocks instead.
+            shorten_large_blocks(&mut self.messages, self.budget);
+            self.put_identity_first();
+            return Ok(0);
+        };
+        let older = &self.messages[..cut];
+        let summary = summarise(provider, older).await?;
+        let recent = self.messages.split_off(cut);
+        let summarised = self.messages.len();
+        self.messages = recent;
+        let head = format!(
+            "{}\n\nSummary of the earlier part of this conversation (saved in full at {}):\n{}",
+            self.identity.block(),
+            archive.display(),
+            summary
+        );
+        // `cut` points at a plain user turn, so the summary joins it at the front.
+        if let Some(first) = self.messages.first_mut() {
+            first.content.insert(0, Block::text(head));
+        } else {
+            self.messages.push(ChatMessage::user_text(head));
+        }
+        Ok(summarised)
+    }
+
+    fn put_identity_first(&mut self) {
+        let block = Block::text(self.identity.block());
+        match self.messages.first_mut() {
+            Some(first) if first.role == Role::User => {
+                // Tool results must lead their turn; the identity goes after them.
+                let at = first
+                    .content
+                    .iter()
+                    .take_while(|b| matches!(b, Block::ToolResult { .. }))
+                    .count();
+                first.content.insert(at, block);
+            }
+            _ => self.messages.insert(
+                0,
+                ChatMessage {
+                    role: Role::User,
+                    content: vec![block],
+                },
+            ),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CompactError {
+    #[error("cannot save the transcript before compacting to {path}: {source}")]
+    Archive {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("the model could not summarise the conversation: {0}")]
+    Summary(#[from] LlmError),
+}
+
+fn save_archive(path: &Path, system: &str, messages: &[ChatMessage]) -> Result<(), CompactError> {
+    let err = |source| CompactError::Archive {
+        path: path.display().to_string(),
+        source,
+    };
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(err)?;
+    }
+    let doc = serde_json::json!({ "system": system, "messages": messages });
+    let bytes = serde_json::to_vec_pretty(&doc).map_err(|e| err(std::io::Error::other(e)))?;
+    std::fs::write(path, bytes).map_err(err)
+}
+
+/// The instruction given with the older part of the conversation.
+pub const SUMMARY_PROMPT: &str = "Summarise the work log above for yourself, so that you can \
+     continue the work without it: what the task is, what has been done, what was found, \
+     which files changed, and what is left. Be concise and concrete.";
+
+async fn summarise(provider: &Provider, older: &[ChatMessage]) -> Result<String, LlmError> {
+    let mut log = String::new();
+    for m in older {
+        let who = match m.role {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        };
+        for b in &m.content {
+            let line = match b {
+                Block::Text { text } => format!("[{who}] {text}"),
+                Block::ToolUse { name, input, .. } => format!("[{who} calls {name}] {input}"),
+                Block::ToolResult {
+                    content, is_error, ..
+                } => format!(
+                    "[tool {}] {}",
+                    if *is_error { "error" } else { "result" },
+                    truncate(content, 2000)
+                ),
+            };
+            log.push_str(&line);
+            log.push('\n');
+        }
+    }
+    let messages = [ChatMessage::user_text(format!("{log}\n{SUMMARY_PROMPT}"))];
+    let completion = provider
+        .complete(CompletionRequest {
+            system: "You write short, factual summaries of a software teammate's work log.",
+            messages: &messages,
+            tools: &[],
+            max_tokens: 1024,
+        })
+        .await?;
+    let text: Vec<String> = completion
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            Block::Text { text } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    Ok(text.join("\n"))
+}
+
+fn shorten_large_blocks(messages: &mut [ChatMessage], budget: u64) {
+    let limit = ((budget / 8).max(256) * 4) as usize;
+    for m in messages {
+        for b in &mut m.content {
+            let text = match b {
+                Block::Text { text } => text,
+                Block::ToolResult { content, .. } => content,
+                Block::ToolUse { .. } => continue,
+            };
+            if text.len() > limit {
+                *text = format!(
+                    "{}\n[... shortened during compaction; the full text is in the saved transcript ...]",
+                    truncate(text, limit)
+                );
+            }
+        }
+    }
+}
+
+/// The first `max` bytes of `s`, cut at a character boundary.
+pub fn truncate(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}

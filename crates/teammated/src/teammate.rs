@@ -1,0 +1,224 @@
+//! One teammate: its state, and the WORK/IDLE lifecycle that drives it.
+
+use crate::config::Config;
+use crate::context::{Context, Identity};
+use crate::error::Error;
+use crate::heartbeat::Heartbeat;
+use crate::llm::{self, Provider, ToolSpec};
+use crate::session::{self, Session};
+use crate::tools::{self, LocalEnv};
+use crate::transcript::Transcript;
+use std::sync::Arc;
+use teamboard_protocol::transcript::{EntryKind, transcript_path};
+use teamboard_protocol::{Claim, ClientError, LEAD, MemberStatus, MessageKind, TaskId};
+use tokio_util::sync::CancellationToken;
+
+/// Why a teammate ended on its own terms. Every one of these exits 0.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exit {
+    /// Idle for `--idle-timeout` with nothing to do.
+    IdleTimeout,
+    /// A `shutdown_request` arrived and was answered.
+    ShutdownRequested { by: String },
+    /// The process was asked to stop (SIGTERM, SIGINT).
+    Terminated,
+}
+
+/// The task the teammate holds.
+pub struct Held {
+    pub id: TaskId,
+    pub epoch: u64,
+    pub subject: String,
+    pub heartbeat: Heartbeat,
+}
+
+pub struct Teammate {
+    pub(crate) cfg: Config,
+    pub(crate) session: Arc<Session>,
+    pub(crate) provider: Provider,
+    pub(crate) ctx: Context,
+    pub(crate) transcript: Transcript,
+    pub(crate) local: LocalEnv,
+    pub(crate) specs: Vec<ToolSpec>,
+    pub(crate) held: Option<Held>,
+    /// Set when a shutdown request has been answered: the teammate finishes its
+    /// current round, gives back its task and exits.
+    pub(crate) shutdown: Option<Exit>,
+    /// Set by the `idle` tool: the work phase ends after this round.
+    pub(crate) idle_requested: bool,
+    pub(crate) cancel: CancellationToken,
+    /// Compactions so far, to name their archives.
+    pub(crate) compactions: u32,
+}
+
+/// Runs a teammate until it exits: registers, then alternates IDLE and WORK.
+pub async fn run(cfg: Config, cancel: CancellationToken) -> Result<Exit, Error> {
+    let workdir = std::fs::canonicalize(&cfg.workdir).map_err(|e| Error::Workdir {
+        path: cfg.workdir.display().to_string(),
+        message: e.to_string(),
+    })?;
+    if !workdir.is_dir() {
+        return Err(Error::Workdir {
+            path: workdir.display().to_string(),
+            message: "not a directory".into(),
+        });
+    }
+    let provider = llm::build(&cfg.provider)?;
+    let who = session::Identity {
+        name: cfg.name.clone(),
+        role: cfg.role.clone(),
+        team: cfg.team.clone(),
+    };
+    let (session, member) = Session::open(cfg.socket.clone(), who, cancel.clone()).await?;
+    let session = Arc::new(session);
+    tracing::info!(
+        name = %cfg.name, role = %cfg.role, team = %cfg.team, provider = provider.name(),
+        workdir = %workdir.display(), "registered with boardd"
+    );
+    let identity = Identity {
+        name: cfg.name.clone(),
+        role: cfg.role.clone(),
+        team: cfg.team.clone(),
+        task: None,
+    };
+    let mut transcript = Transcript::open(transcript_path(&cfg.state_dir, &cfg.team, &cfg.name));
+    transcript.write(
+        EntryKind::Lifecycle,
+        None,
+        None,
+        false,
+        &format!(
+            "started: pid {}, role {}, provider {}, workdir {}",
+            std::process::id(),
+            cfg.role,
+            provider.name(),
+            workdir.display()
+        ),
+    );
+    let mut teammate = Teammate {
+        local: LocalEnv {
+            workdir,
+            shell_timeout: cfg.shell_timeout,
+        },
+        ctx: Context::new(identity, cfg.context_budget),
+        specs: tools::specs::all(),
+        cfg,
+        session,
+        provider,
+        transcript,
+        held: None,
+        shutdown: None,
+        idle_requested: false,
+        cancel,
+        compactions: 0,
+    };
+    // After a boardd restart, the claim our name still holds comes back to us.
+    if let Some(id) = member.task {
+        teammate.resume(id).await?;
+    }
+    teammate.lifecycle().await
+}
+
+impl Teammate {
+    async fn lifecycle(&mut self) -> Result<Exit, Error> {
+        loop {
+            if self.held.is_none()
+                && let Some(exit) = self.idle().await?
+            {
+                return self.exit(exit).await;
+            }
+            if let Some(exit) = self.work().await? {
+                return self.exit(exit).await;
+            }
+        }
+    }
+
+    /// Takes over a claim boardd kept for our name across its restart.
+    async fn resume(&mut self, id: TaskId) -> Result<(), Error> {
+        let detail = self
+            .session
+            .call(|c| async move { c.get_task(id).await })
+            .await?;
+        let claim = Claim {
+            epoch: detail.task.epoch,
+            task: detail.task,
+        };
+        self.hold(claim, "Claimed").await;
+        Ok(())
+    }
+
+    /// Takes a claim: puts the task into the context and starts its heartbeat.
+    pub(crate) async fn hold(&mut self, claim: Claim, how: &str) {
+        let task = claim.task;
+        let heartbeat = Heartbeat::start(self.session.clone(), task.id, claim.epoch).await;
+        let text = if task.description.is_empty() {
+            format!("[{how} task #{}] {}", task.id, task.subject)
+        } else {
+            format!(
+                "[{how} task #{}] {}\n{}",
+                task.id, task.subject, task.description
+            )
+        };
+        self.ctx.identity.task = Some((task.id, task.subject.clone(), task.description.clone()));
+        self.ctx.push_user_text(text.clone());
+        self.transcript
+            .write(EntryKind::User, None, Some(task.id), false, &text);
+        self.held = Some(Held {
+            id: task.id,
+            epoch: claim.epoch,
+            subject: task.subject,
+            heartbeat,
+        });
+    }
+
+    pub(crate) fn task_id(&self) -> Option<TaskId> {
+        self.held.as_ref().map(|h| h.id)
+    }
+
+    pub(crate) fn log(&mut self, kind: EntryKind, tool: Option<&str>, is_error: bool, text: &str) {
+        let task = self.task_id();
+        self.transcript.write(kind, tool, task, is_error, text);
+    }
+
+    pub(crate) async fn set_status(&self, status: MemberStatus) -> Result<(), ClientError> {
+        self.session
+            .call(|c| async move { c.set_status(status).await })
+            .await
+            .map(|_| ())
+    }
+
+    /// Tells the lead something. The lead is always a valid recipient, so a failure
+    /// here is the connection, which `call` already retried; log it and go on.
+    pub(crate) async fn tell_lead(&self, kind: MessageKind, content: String) {
+        let content = &content;
+        if let Err(e) = self
+            .session
+            .call(|c| async move { c.send(LEAD, kind, content, None).await })
+            .await
+        {
+            tracing::warn!(error = %e, kind = kind.as_str(), "cannot message the lead");
+        }
+    }
+
+    /// Leaves cleanly: gives back a task still held, marks the member `shutdown`.
+    async fn exit(&mut self, exit: Exit) -> Result<Exit, Error> {
+        if self.held.is_some() {
+            let why = format!("{} stopped before finishing ({exit:?})", self.cfg.name);
+            self.release(&why).await;
+        }
+        let text = match &exit {
+            Exit::IdleTimeout => format!(
+                "idle for {}s with nothing to do; shutting down",
+                self.cfg.idle_timeout.map(|d| d.as_secs()).unwrap_or(0)
+            ),
+            Exit::ShutdownRequested { by } => format!("shutting down at {by}'s request"),
+            Exit::Terminated => "terminated by a signal; shutting down".to_string(),
+        };
+        tracing::info!("{text}");
+        self.log(EntryKind::Lifecycle, None, false, &text);
+        if let Err(e) = self.set_status(MemberStatus::Shutdown).await {
+            tracing::warn!(error = %e, "cannot set the status to shutdown");
+        }
+        Ok(exit)
+    }
+}

@@ -1,0 +1,229 @@
+//! The task and team tools: the model's view of the board.
+
+use super::Outcome;
+use crate::teammate::Teammate;
+use crate::tools::{ToolOutput, str_arg};
+use serde_json::Value;
+use teamboard_protocol::request::NewTask;
+use teamboard_protocol::{ClientError, MessageKind, Task, TaskStatus};
+
+impl Teammate {
+    /// Runs a board tool. `None` when `name` is not one.
+    pub(super) async fn board_tool(&mut self, name: &str, input: &Value) -> Option<ToolOutput> {
+        let out = match name {
+            "list_tasks" => self.list_tasks(input).await,
+            "get_task" => self.get_task(input).await,
+            "create_task" => self.create_task(input).await,
+            "claim_task" => self.claim_task(input).await,
+            "complete_task" => match str_arg(input, "result") {
+                Ok(r) => self.finish(Outcome::Complete(r.to_string())).await,
+                Err(e) => e,
+            },
+            "fail_task" => match str_arg(input, "reason") {
+                Ok(r) => self.finish(Outcome::Fail(r.to_string())).await,
+                Err(e) => e,
+            },
+            "send_message" => self.send_message(input).await,
+            "broadcast" => self.broadcast(input).await,
+            "idle" => {
+                self.idle_requested = true;
+                ToolOutput::ok(
+                    "Going idle after this round. You will be woken for new messages or tasks.",
+                )
+            }
+            _ => return None,
+        };
+        Some(out)
+    }
+
+    async fn list_tasks(&self, input: &Value) -> ToolOutput {
+        let status = match input.get("status").and_then(Value::as_str) {
+            None => None,
+            Some(s) => match TaskStatus::parse(s) {
+                Some(s) => Some(s),
+                None => {
+                    return ToolOutput::error(format!(
+                        "unknown status '{s}'; use pending, in_progress, completed, failed or cancelled"
+                    ));
+                }
+            },
+        };
+        match self
+            .session
+            .call(|c| async move { c.list_tasks(status).await })
+            .await
+        {
+            Ok(tasks) if tasks.is_empty() => ToolOutput::ok("no tasks"),
+            Ok(tasks) => ToolOutput::ok(tasks.iter().map(task_line).collect::<Vec<_>>().join("\n")),
+            Err(e) => refused(e),
+        }
+    }
+
+    async fn get_task(&self, input: &Value) -> ToolOutput {
+        let id = match id_arg(input) {
+            Ok(id) => id,
+            Err(e) => return e,
+        };
+        match self
+            .session
+            .call(|c| async move { c.get_task(id).await })
+            .await
+        {
+            Ok(detail) => {
+                let t = &detail.task;
+                let mut s = task_line(t);
+                if !t.description.is_empty() {
+                    s.push_str(&format!("\n\n{}", t.description));
+                }
+                if let Some(r) = &t.result {
+                    s.push_str(&format!("\n\nresult: {r}"));
+                }
+                if let Some(e) = &t.last_error {
+                    s.push_str(&format!("\n\nlast error: {e}"));
+                }
+                s.push_str("\n\nhistory:");
+                for e in &detail.history {
+                    s.push_str(&format!(
+                        "\n- {} {}: {}",
+                        e.actor,
+                        e.kind.as_str(),
+                        e.detail
+                    ));
+                }
+                ToolOutput::ok(s)
+            }
+            Err(e) => refused(e),
+        }
+    }
+
+    async fn create_task(&self, input: &Value) -> ToolOutput {
+        let subject = match str_arg(input, "subject") {
+            Ok(s) => s.to_string(),
+            Err(e) => return e,
+        };
+        let blocked_by = match input.get("blocked_by") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(ids)) => {
+                let parsed: Option<Vec<u64>> = ids.iter().map(Value::as_u64).collect();
+                match parsed {
+                    Some(ids) => ids,
+                    None => return ToolOutput::error("blocked_by must be a list of task ids"),
+                }
+            }
+            Some(other) => {
+                return ToolOutput::error(format!(
+                    "blocked_by must be a list of task ids, not {other}"
+                ));
+            }
+        };
+        let task = NewTask {
+            subject,
+            description: input
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            blocked_by,
+            priority: input.get("priority").and_then(Value::as_i64).unwrap_or(0),
+            role: input
+                .get("role")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        };
+        let task = &task;
+        match self
+            .session
+            .call(|c| async move { c.add_task(task.clone()).await })
+            .await
+        {
+            Ok(t) => ToolOutput::ok(format!("created task #{}: {}", t.id, t.subject)),
+            Err(e) => refused(e),
+        }
+    }
+
+    async fn claim_task(&mut self, input: &Value) -> ToolOutput {
+        let id = match id_arg(input) {
+            Ok(id) => id,
+            Err(e) => return e,
+        };
+        if let Some(h) = &self.held {
+            return ToolOutput::error(format!(
+                "you already hold task #{}; complete_task or fail_task it before claiming another",
+                h.id
+            ));
+        }
+        match self
+            .session
+            .call(|c| async move { c.claim_task(id).await })
+            .await
+        {
+            Ok(claim) => {
+                let subject = claim.task.subject.clone();
+                self.hold(claim, "Claimed").await;
+                ToolOutput::ok(format!("you now hold task #{id}: {subject}"))
+            }
+            Err(e) => refused(e),
+        }
+    }
+
+    async fn send_message(&self, input: &Value) -> ToolOutput {
+        let (to, content) = match (str_arg(input, "to"), str_arg(input, "content")) {
+            (Ok(t), Ok(c)) => (t, c),
+            (Err(e), _) | (_, Err(e)) => return e,
+        };
+        match self
+            .session
+            .call(|c| async move { c.send(to, MessageKind::Message, content, None).await })
+            .await
+        {
+            Ok(m) => ToolOutput::ok(format!("sent message #{} to {}", m.id, m.to)),
+            Err(e) => refused(e),
+        }
+    }
+
+    async fn broadcast(&self, input: &Value) -> ToolOutput {
+        let content = match str_arg(input, "content") {
+            Ok(c) => c,
+            Err(e) => return e,
+        };
+        match self
+            .session
+            .call(|c| async move { c.broadcast(content).await })
+            .await
+        {
+            Ok(sent) => ToolOutput::ok(format!("broadcast to {} teammate(s)", sent.len())),
+            Err(e) => refused(e),
+        }
+    }
+}
+
+fn id_arg(input: &Value) -> Result<u64, ToolOutput> {
+    input
+        .get("id")
+        .and_then(|v| {
+            v.as_u64().or_else(|| {
+                v.as_str()
+                    .and_then(|s| s.trim_start_matches('#').parse().ok())
+            })
+        })
+        .ok_or_else(|| ToolOutput::error(format!("missing or invalid task id 'id'; got {input}")))
+}
+
+fn refused(e: ClientError) -> ToolOutput {
+    ToolOutput::error(format!("boardd refused: {e}"))
+}
+
+fn task_line(t: &Task) -> String {
+    let mut s = format!("#{} [{}] {}", t.id, t.status.as_str(), t.subject);
+    if let Some(owner) = &t.owner {
+        s.push_str(&format!(" (owner {owner})"));
+    }
+    if !t.blocked_by.is_empty() {
+        let ids: Vec<String> = t.blocked_by.iter().map(|b| format!("#{b}")).collect();
+        s.push_str(&format!(" blocked by {}", ids.join(", ")));
+    }
+    if let Some(role) = &t.role {
+        s.push_str(&format!(" role {role}"));
+    }
+    s
+}

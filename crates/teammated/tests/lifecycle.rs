@@ -1,0 +1,256 @@
+//! The WORK/IDLE lifecycle of real `teammated` processes with the scripted model:
+//! sharing tasks, respecting dependencies, losing a teammate to `kill -9`, the idle
+//! timeout and the shutdown handshake.
+
+#[path = "support/harness.rs"]
+mod harness;
+
+use harness::Board;
+use std::time::Duration;
+use teamboard_protocol::{EventKind, MessageKind, TaskStatus};
+
+fn script(lines: &str) -> String {
+    format!("Run this.\n```sh\n{lines}\n```\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_teammates_share_three_tasks_and_finish_them_all() {
+    let mut board = Board::start().await;
+    let alice = board.spawn("alice", "dev", &[]);
+    let bob = board.spawn("bob", "dev", &[]);
+    board.wait_idle("alice").await;
+    board.wait_idle("bob").await;
+    let mut ids = Vec::new();
+    for n in 1..=3 {
+        // Long enough that the first claimant is still busy when the next task
+        // appears, so the other one must take it.
+        let t = board
+            .add(
+                &format!("part {n}"),
+                &script(&format!("sleep 0.4; echo part-{n}")),
+                &[],
+            )
+            .await;
+        ids.push(t.id);
+    }
+    let tasks = board.wait_done(&ids).await;
+    let mut owners = Vec::new();
+    for t in tasks.iter().filter(|t| ids.contains(&t.id)) {
+        assert_eq!(
+            t.status,
+            TaskStatus::Completed,
+            "{t:#?}\n{}",
+            alice.log_text()
+        );
+        assert_eq!(
+            t.result.as_deref(),
+            Some(format!("part-{}", t.id).as_str()),
+            "{t:#?}"
+        );
+        assert_eq!(t.attempts, 1, "claimed exactly once: {t:#?}");
+        owners.push(t.owner.clone().expect("owner"));
+    }
+    assert!(owners.contains(&"alice".to_string()), "{owners:?}");
+    assert!(owners.contains(&"bob".to_string()), "{owners:?}");
+    let claims = board
+        .lead
+        .events(Default::default())
+        .await
+        .expect("events")
+        .into_iter()
+        .filter(|e| e.kind == EventKind::TaskClaimed)
+        .count();
+    assert_eq!(claims, 3, "one claim per task");
+    // Each task sends its result to the lead.
+    let inbox = board.lead.inbox().await.expect("inbox");
+    let results = inbox
+        .iter()
+        .filter(|m| m.kind == MessageKind::Result)
+        .count();
+    assert_eq!(results, 3, "{inbox:#?}");
+    drop((alice, bob));
+    board.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocked_task_is_never_claimed_before_its_blockers_complete() {
+    let mut board = Board::start().await;
+    let _alice = board.spawn("alice", "dev", &[]);
+    let _bob = board.spawn("bob", "dev", &[]);
+    board.wait_idle("alice").await;
+    board.wait_idle("bob").await;
+    let a = board
+        .add("config", &script("sleep 0.5; echo config"), &[])
+        .await;
+    let b = board
+        .add("auth", &script("sleep 0.8; echo auth"), &[])
+        .await;
+    let c = board
+        .add("tests", &script("echo tests"), &[a.id, b.id])
+        .await;
+    board.wait_done(&[a.id, b.id, c.id]).await;
+    let events = board.lead.events(Default::default()).await.expect("events");
+    let seq = |kind: EventKind, id| {
+        events
+            .iter()
+            .find(|e| e.kind == kind && e.task == Some(id))
+            .map(|e| e.seq)
+            .unwrap_or_else(|| panic!("no {kind:?} for #{id}: {events:#?}"))
+    };
+    let claimed_c = seq(EventKind::TaskClaimed, c.id);
+    assert!(
+        claimed_c > seq(EventKind::TaskCompleted, a.id),
+        "{events:#?}"
+    );
+    assert!(
+        claimed_c > seq(EventKind::TaskCompleted, b.id),
+        "{events:#?}"
+    );
+    assert_eq!(board.task(c.id).await.status, TaskStatus::Completed);
+    board.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_teammates_task_goes_back_and_the_other_one_finishes_it() {
+    let mut board = Board::start().await;
+    let alice = board.spawn("alice", "dev", &[]);
+    board.wait_idle("alice").await;
+    // The first attempt marks that it started and then hangs; any later attempt
+    // sees the mark and finishes at once. The mark lives outside both workdirs.
+    let mark = board.dir.path().join("started");
+    let body = format!(
+        "if [ -e {m} ]; then echo finished-by-second; else touch {m}; sleep 600; fi",
+        m = mark.display()
+    );
+    let t = board.add("long job", &script(&body), &[]).await;
+    assert_eq!(board.wait_claimed(t.id).await, "alice");
+    let deadline = std::time::Instant::now() + harness::PATIENCE;
+    while !mark.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "alice never started:\n{}",
+            alice.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let _bob = board.spawn("bob", "dev", &[]);
+    board.wait_idle("bob").await;
+    alice.kill9();
+    let released = board
+        .wait_for("#1 to be released", |e| {
+            e.kind == EventKind::TaskReleased && e.task == Some(t.id)
+        })
+        .await;
+    assert_eq!(released.actor, "boardd", "{released:?}");
+    assert_eq!(board.wait_claimed(t.id).await, "bob");
+    board.wait_done(&[t.id]).await;
+    let done = board.task(t.id).await;
+    assert_eq!(done.status, TaskStatus::Completed, "{done:#?}");
+    assert_eq!(done.owner.as_deref(), Some("bob"));
+    assert_eq!(done.result.as_deref(), Some("finished-by-second"));
+    assert_eq!(done.attempts, 2);
+    board.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_idle_timeout_shuts_a_teammate_down_cleanly() {
+    let mut board = Board::start().await;
+    let mut alice = board.spawn("alice", "dev", &["--idle-timeout", "1"]);
+    board.wait_idle("alice").await;
+    let started = std::time::Instant::now();
+    board.wait_status("alice", "shutdown").await;
+    assert_eq!(alice.exit_code().await, Some(0), "{}", alice.log_text());
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(900),
+        "left after {waited:?}"
+    );
+    let team = board.lead.team().await.expect("team");
+    let member = team
+        .iter()
+        .find(|m| m.name == "alice")
+        .expect("alice on the roster");
+    assert!(!member.connected);
+    board.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_teammate_answers_a_shutdown_request_and_exits() {
+    let mut board = Board::start().await;
+    let mut alice = board.spawn("alice", "dev", &[]);
+    board.wait_idle("alice").await;
+    board
+        .lead
+        .send(
+            "alice",
+            MessageKind::ShutdownRequest,
+            "please stop",
+            Some("req-42"),
+        )
+        .await
+        .expect("send");
+    assert_eq!(alice.exit_code().await, Some(0), "{}", alice.log_text());
+    let inbox = board.lead.inbox().await.expect("inbox");
+    let answer = inbox
+        .iter()
+        .find(|m| m.kind == MessageKind::ShutdownResponse)
+        .unwrap_or_else(|| panic!("no shutdown_response: {inbox:#?}"));
+    assert_eq!(answer.from, "alice");
+    assert_eq!(answer.request_id.as_deref(), Some("req-42"));
+    let team = board.lead.team().await.expect("team");
+    let member = team.iter().find(|m| m.name == "alice").expect("alice");
+    assert_eq!(member.status.as_str(), "shutdown");
+    board.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_working_teammate_finishes_its_round_then_shuts_down_and_gives_the_task_back() {
+    let mut board = Board::start().await;
+    let mut alice = board.spawn("alice", "dev", &[]);
+    board.wait_idle("alice").await;
+    let mark = board.dir.path().join("round-started");
+    let body = format!("touch {}; sleep 1; echo round-one-done", mark.display());
+    let t = board
+        .add(
+            "two rounds",
+            &format!("{}```sh\necho never-run\n```\n", script(&body)),
+            &[],
+        )
+        .await;
+    board.wait_claimed(t.id).await;
+    while !mark.exists() {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    board
+        .lead
+        .send(
+            "alice",
+            MessageKind::ShutdownRequest,
+            "stop now",
+            Some("req-7"),
+        )
+        .await
+        .expect("send");
+    assert_eq!(alice.exit_code().await, Some(0), "{}", alice.log_text());
+    let task = board.task(t.id).await;
+    assert_eq!(task.status, TaskStatus::Pending, "given back: {task:#?}");
+    assert!(task.owner.is_none());
+    let log = harness::transcript(&board.state, "alice");
+    assert!(
+        log.contains("round-one-done"),
+        "the round in progress finished:\n{log}"
+    );
+    assert!(
+        !log.contains("never-run\\n[exit"),
+        "no new round started:\n{log}"
+    );
+    let inbox = board.lead.inbox().await.expect("inbox");
+    assert!(
+        inbox
+            .iter()
+            .any(|m| m.kind == MessageKind::ShutdownResponse
+                && m.request_id.as_deref() == Some("req-7")),
+        "{inbox:#?}"
+    );
+    board.stop().await;
+}
