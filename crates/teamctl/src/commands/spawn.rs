@@ -27,6 +27,7 @@ use std::time::Duration;
 use teamboard_protocol::names::validate_name;
 use teamboard_protocol::transcript::process_log_path;
 use teamboard_protocol::{Client, ClientError};
+use tokio::signal::unix::{SignalKind, signal};
 
 /// Overrides where teammated is found.
 pub const TEAMMATED_BIN_ENV: &str = "TEAMMATED_BIN";
@@ -50,6 +51,8 @@ pub async fn run(ctx: &Ctx, args: SpawnArgs) -> anyhow::Result<()> {
     let client = within(ctx, async { ctx.connect().await }).await?;
     within(ctx, refuse_if_connected(ctx, &client, &args.name)).await?;
     let bin = find_teammated()?;
+    // Before the child exists: a Ctrl-C from then on must stop it, not just teamctl.
+    let mut interrupt = signal(SignalKind::interrupt())?;
 
     let state_dir = absolute(&ctx.state_dir(), "state dir")?;
     let log_path = process_log_path(&state_dir, &ctx.team, &args.name);
@@ -72,28 +75,49 @@ pub async fn run(ctx: &Ctx, args: SpawnArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot start {}", bin.display()))?;
     let pid = child.id();
 
-    let waited = wait_until_connected(&client, &args.name, &mut child);
-    let outcome = match ctx.timeout() {
-        Some(limit) => tokio::time::timeout(limit, waited).await.ok(),
-        None => Some(waited.await),
+    let outcome = {
+        let waited = wait_until_connected(&client, &args.name, &mut child);
+        let limited = async {
+            match ctx.timeout() {
+                Some(limit) => tokio::time::timeout(limit, waited).await.ok(),
+                None => Some(waited.await),
+            }
+        };
+        tokio::select! {
+            _ = interrupt.recv() => Waited::Interrupted,
+            waited = limited => match waited {
+                Some(Ok(None)) => Waited::Connected,
+                Some(Ok(Some(status))) => Waited::Exited(status),
+                Some(Err(e)) => Waited::Failed(e),
+                None => Waited::TimedOut,
+            },
+        }
     };
+    // Whatever went wrong, the child has not registered, so it holds no claim:
+    // stopping it loses nothing and leaves no half-started teammate behind that
+    // might connect later, unexpected.
     match outcome {
-        Some(Ok(None)) => {}
-        Some(Ok(Some(status))) => bail!(
+        Waited::Connected => {}
+        Waited::Exited(status) => bail!(
             "teammated for '{}' exited ({status}) before it connected to boardd. {}",
             args.name,
             log_tail(&log_path, from)
         ),
-        Some(Err(e)) => {
+        Waited::Failed(e) => {
             stop(&mut child);
             return Err(e.context(format!(
                 "while waiting for '{}' to connect (teamctl stopped it, pid {pid})",
                 args.name
             )));
         }
-        None => {
-            // It has not registered, so it holds no claim: stopping it loses nothing
-            // and leaves no half-started teammate that might connect later.
+        Waited::Interrupted => {
+            stop(&mut child);
+            bail!(
+                "interrupted before '{}' connected; teamctl stopped it (pid {pid})",
+                args.name
+            );
+        }
+        Waited::TimedOut => {
             stop(&mut child);
             bail!(
                 "'{}' did not connect to boardd within {} s, so teamctl stopped it (pid {pid}); \
@@ -112,7 +136,8 @@ pub async fn run(ctx: &Ctx, args: SpawnArgs) -> anyhow::Result<()> {
         return render::json(&serde_json::json!({
             "name": args.name,
             "pid": pid,
-            "log": log_path,
+            // Displayed, not serialized: a path that is not UTF-8 must not panic.
+            "log": log_path.display().to_string(),
             "team": ctx.team,
         }));
     }
@@ -180,6 +205,15 @@ async fn refuse_if_connected(ctx: &Ctx, client: &Client, name: &str) -> anyhow::
         );
     }
     Ok(())
+}
+
+/// How waiting for the new teammate ended.
+enum Waited {
+    Connected,
+    Exited(ExitStatus),
+    Failed(anyhow::Error),
+    Interrupted,
+    TimedOut,
 }
 
 /// Polls the roster until `name` is connected (`None`) or the child has exited
@@ -418,7 +452,7 @@ async fn run_systemd(ctx: &Ctx, args: &SpawnArgs, workdir: &Path) -> anyhow::Res
             "name": args.name,
             "team": ctx.team,
             "unit": unit,
-            "env_file": env_file,
+            "env_file": env_file.display().to_string(),
         }));
     }
     render::line(&format!(

@@ -71,6 +71,17 @@ impl Board {
     /// Starts `teammated --name NAME --role ROLE` against this board, with `extra`
     /// flags. Its stderr goes to `<dir>/NAME.log`, shown if a test fails.
     pub fn spawn(&self, name: &str, role: &str, extra: &[&str]) -> Teammate {
+        self.spawn_with_env(name, role, extra, &[])
+    }
+
+    /// Like [`Board::spawn`], with extra environment variables (API keys).
+    pub fn spawn_with_env(
+        &self,
+        name: &str,
+        role: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Teammate {
         let workdir = self.workdir(name);
         let log = self.dir.path().join(format!("{name}.log"));
         let file = std::fs::File::create(&log).expect("log file");
@@ -87,6 +98,7 @@ impl Board {
             .env_remove("TEAMBOARD_SOCKET")
             .env_remove("ANTHROPIC_API_KEY")
             .env_remove("OPENAI_API_KEY")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(file)

@@ -1,0 +1,212 @@
+//! Real `teammated` processes talking to a local mock of the Anthropic and OpenAI
+//! APIs: multi-turn tool use through the whole runtime, retries, token accounting,
+//! zero model calls while idle, and an LLM that keeps failing.
+
+#[path = "support/harness.rs"]
+mod harness;
+#[path = "support/mock_llm.rs"]
+mod mock_llm;
+
+use harness::Board;
+use mock_llm::{MockLlm, MockReply};
+use serde_json::json;
+use std::time::{Duration, Instant};
+use teamboard_protocol::{MessageKind, TaskStatus};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_teammate_makes_no_model_calls_and_wakes_at_once() {
+    let mut board = Board::start().await;
+    let mock = MockLlm::start(vec![
+        MockReply::openai_tool_call("call_1", "complete_task", r#"{"result":"all done"}"#),
+        MockReply::openai_text("Finished."),
+    ]);
+    let url = mock.url();
+    // The safety-net poll is a minute: only boardd's push can wake it in time.
+    let alice = board.spawn(
+        "alice",
+        "dev",
+        &[
+            "--provider",
+            "openai",
+            "--base-url",
+            &url,
+            "--poll-interval",
+            "60",
+        ],
+    );
+    board.wait_idle("alice").await;
+    // Idle for a while: a polling teammate would be calling the model or boardd now.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(mock.calls(), 0, "no model calls while idle");
+    let created = Instant::now();
+    let t = board.add("ship it", "Do the thing.", &[]).await;
+    assert_eq!(board.wait_claimed(t.id).await, "alice");
+    let latency = created.elapsed();
+    assert!(
+        latency < Duration::from_secs(2),
+        "claimed after {latency:?}"
+    );
+    board.wait_done(&[t.id]).await;
+    // The model gets one more turn after complete_task; wait for the phase to end.
+    board.wait_idle("alice").await;
+    let task = board.task(t.id).await;
+    assert_eq!(task.status, TaskStatus::Completed, "{}", alice.log_text());
+    assert_eq!(task.result.as_deref(), Some("all done"));
+    assert_eq!(
+        mock.calls(),
+        2,
+        "one call to act, one after the tool result"
+    );
+    let first = &mock.requests()[0];
+    assert_eq!(first.path, "/chat/completions");
+    let text = first.body.to_string();
+    assert!(text.contains("[Auto-claimed task #1] ship it"), "{text}");
+    assert!(
+        first.body["tools"]
+            .as_array()
+            .is_some_and(|t| t.len() == 14),
+        "{text}"
+    );
+    // The second call carries the tool call and its result.
+    let second = &mock.requests()[1].body;
+    let msgs = second["messages"].as_array().expect("messages");
+    assert!(
+        msgs.iter()
+            .any(|m| m["role"] == "tool" && m["tool_call_id"] == "call_1"),
+        "{second}"
+    );
+    drop(alice);
+    board.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn anthropic_multi_turn_tool_use_with_a_rate_limit_in_between() {
+    let mut board = Board::start().await;
+    let mock = MockLlm::start(vec![
+        MockReply::anthropic_tool_use(
+            "toolu_1",
+            "bash",
+            json!({"command": "echo hello > out.txt && cat out.txt"}),
+        ),
+        MockReply::status(429).with_header("retry-after", "0"),
+        MockReply::anthropic_tool_use(
+            "toolu_2",
+            "complete_task",
+            json!({"result": "wrote out.txt"}),
+        ),
+        MockReply::anthropic_text("Done."),
+    ]);
+    let url = mock.url();
+    // The key comes from the environment, as it would in real use.
+    let mut alice = board.spawn_with_env(
+        "alice",
+        "dev",
+        &[
+            "--provider",
+            "anthropic",
+            "--base-url",
+            &url,
+            "--retry-base-ms",
+            "1",
+        ],
+        &[("ANTHROPIC_API_KEY", "sk-test-secret-key")],
+    );
+    board.wait_idle("alice").await;
+    let t = board
+        .add("write a file", "Create out.txt saying hello.", &[])
+        .await;
+    board.wait_done(&[t.id]).await;
+    board.wait_idle("alice").await;
+    let task = board.task(t.id).await;
+    assert_eq!(task.status, TaskStatus::Completed, "{}", alice.log_text());
+    assert_eq!(task.result.as_deref(), Some("wrote out.txt"));
+    assert_eq!(
+        std::fs::read_to_string(alice.workdir.join("out.txt")).expect("out.txt"),
+        "hello\n"
+    );
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 4, "three answers and one 429");
+    for r in &requests {
+        assert_eq!(r.path, "/v1/messages");
+        assert_eq!(r.header("x-api-key"), Some("sk-test-secret-key"));
+        assert!(r.header("anthropic-version").is_some());
+    }
+    // After the bash call the model sees its result, tied to the tool use.
+    let results: Vec<_> = requests[1].body["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|b| b["type"] == "tool_result")
+        .collect();
+    assert_eq!(results.len(), 1, "{:#?}", requests[1].body);
+    assert_eq!(results[0]["tool_use_id"], "toolu_1");
+    assert!(
+        results[0]["content"]
+            .as_str()
+            .unwrap_or("")
+            .contains("hello")
+    );
+    // The retried request is the same request.
+    assert_eq!(requests[1].body, requests[2].body);
+    // Token use reached boardd for the teammate and the task.
+    // Two tool-use answers while the task was held count for the task; the final
+    // text came after complete_task, so it counts for the teammate only.
+    let (ti, to) = mock_llm::TOOL_USAGE;
+    let (xi, xo) = mock_llm::TEXT_USAGE;
+    assert_eq!((task.tokens.input, task.tokens.output), (2 * ti, 2 * to), "{task:#?}");
+    let team = board.lead.team().await.expect("team");
+    let me = team.iter().find(|m| m.name == "alice").expect("alice");
+    assert_eq!((me.tokens.input, me.tokens.output), (2 * ti + xi, 2 * to + xo));
+    // The key is never logged.
+    let log = alice.log_text() + &harness::transcript(&board.state, "alice");
+    assert!(!log.contains("sk-test-secret-key"), "key leaked:\n{log}");
+    alice.child.kill().await.ok();
+    board.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_that_keeps_failing_releases_the_task_until_it_fails_for_good() {
+    let mut board = Board::start().await;
+    let mock = MockLlm::start_with_fallback(Vec::new(), MockReply::status(503));
+    let url = mock.url();
+    let alice = board.spawn(
+        "alice",
+        "dev",
+        &[
+            "--provider",
+            "openai",
+            "--base-url",
+            &url,
+            "--retry-base-ms",
+            "1",
+            "--llm-attempts",
+            "2",
+        ],
+    );
+    board.wait_idle("alice").await;
+    let t = board.add("doomed", "The model is down.", &[]).await;
+    board.wait_done(&[t.id]).await;
+    let task = board.task(t.id).await;
+    assert_eq!(
+        task.status,
+        TaskStatus::Failed,
+        "{task:#?}\n{}",
+        alice.log_text()
+    );
+    assert_eq!(task.attempts, 3, "boardd's default of three attempts");
+    let error = task.last_error.unwrap_or_default();
+    assert!(error.contains("503"), "{error}");
+    assert_eq!(mock.calls(), 6, "two attempts per claim, three claims");
+    let inbox = board.lead.inbox().await.expect("inbox");
+    assert!(
+        inbox
+            .iter()
+            .filter(|m| m.kind == MessageKind::Error)
+            .count()
+            >= 3,
+        "{inbox:#?}"
+    );
+    drop(alice);
+    board.stop().await;
+}
