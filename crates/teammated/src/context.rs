@@ -3,9 +3,11 @@
 //!
 //! Over budget, the teammate compacts: it saves the whole conversation to disk,
 //! asks the model to summarise the older part, and keeps the recent part verbatim.
-//! The cut is always placed before a plain user turn, so a `tool_use` is never
-//! separated from its `tool_result` (both APIs reject a conversation where that
-//! happens). The identity block then goes back in first, so a teammate that has
+//! The cut is always placed right before an assistant turn: that turn's tool uses are
+//! answered by the user turn after it, which is kept too, and the exchange before the
+//! cut is summarised whole. So a `tool_use` is never separated from its `tool_result`
+//! (both APIs reject a conversation where that happens). The identity block and the
+//! summary then open the conversation as its first user turn, so a teammate that has
 //! forgotten its history still knows who it is and what it is working on.
 
 use crate::llm::{self, Block, ChatMessage, CompletionRequest, LlmError, Provider, Role};
@@ -122,9 +124,10 @@ impl Context {
         self.estimate() > self.budget
     }
 
-    /// Where the recent part starts: the earliest plain user turn (one that carries no
-    /// tool results) such that everything from it on fits in half the budget. `None`
-    /// when no such cut leaves anything to summarise.
+    /// Where the recent part starts: the earliest assistant turn such that everything
+    /// from it on fits in half the budget (or the last assistant turn, if even that
+    /// does not fit). `None` when there is no assistant turn after the first message,
+    /// so nothing could be summarised.
     pub fn split_point(&self) -> Option<usize> {
         let keep_budget = self.budget / 2;
         let mut best = None;
@@ -134,8 +137,7 @@ impl Context {
             if size > keep_budget && best.is_some() {
                 break;
             }
-            let m = &self.messages[i];
-            if m.role == Role::User && !m.has_tool_results() {
+            if self.messages[i].role == Role::Assistant {
                 best = Some(i);
             }
         }
@@ -162,18 +164,18 @@ impl Context {
         let summary = summarise(provider, older).await?;
         let recent = self.messages.split_off(cut);
         let summarised = self.messages.len();
-        self.messages = recent;
         let head = format!(
             "{}\n\nSummary of the earlier part of this conversation (saved in full at {}):\n{}",
             self.identity.block(),
             archive.display(),
             summary
         );
-        // `cut` points at a plain user turn, so the summary joins it at the front.
-        if let Some(first) = self.messages.first_mut() {
-            first.content.insert(0, Block::text(head));
-        } else {
-            self.messages.push(ChatMessage::user_text(head));
+        // `cut` points at an assistant turn, so the head is the user turn before it.
+        self.messages = vec![ChatMessage::user_text(head)];
+        self.messages.extend(recent);
+        if self.over_budget() {
+            // What is kept holds a block too big for the budget on its own.
+            shorten_large_blocks(&mut self.messages[1..], self.budget);
         }
         Ok(summarised)
     }
@@ -302,4 +304,149 @@ pub fn truncate(s: &str, max: usize) -> String {
         end -= 1;
     }
     format!("{}…", &s[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::scripted::Scripted;
+
+    fn identity() -> Identity {
+        Identity {
+            name: "alice".into(),
+            role: "dev".into(),
+            team: "core".into(),
+            task: Some((7, "refactor auth".into(), "move auth behind a trait".into())),
+        }
+    }
+
+    fn tool_round(ctx: &mut Context, n: usize, size: usize) {
+        ctx.push_assistant(vec![Block::ToolUse {
+            id: format!("t{n}"),
+            name: "bash".into(),
+            input: serde_json::json!({"command": format!("step {n}")}),
+        }]);
+        ctx.push_tool_results(vec![Block::ToolResult {
+            tool_use_id: format!("t{n}"),
+            content: "x".repeat(size),
+            is_error: false,
+        }]);
+    }
+
+    /// Every tool use is answered in the very next message, and every tool result
+    /// answers a tool use in the message right before it.
+    fn assert_pairs_intact(messages: &[ChatMessage]) {
+        for (i, m) in messages.iter().enumerate() {
+            for b in &m.content {
+                if let Block::ToolResult { tool_use_id, .. } = b {
+                    let prev = i.checked_sub(1).map(|p| &messages[p]);
+                    let ok = prev.is_some_and(|p| {
+                        p.content
+                            .iter()
+                            .any(|u| matches!(u, Block::ToolUse { id, .. } if id == tool_use_id))
+                    });
+                    assert!(ok, "orphan tool result {tool_use_id} at {i}");
+                }
+                if let Block::ToolUse { id, .. } = b {
+                    let next = messages.get(i + 1);
+                    let ok = next.is_some_and(|n| {
+                        n.content.iter().any(|r| {
+                            matches!(r, Block::ToolResult { tool_use_id, .. } if tool_use_id == id)
+                        })
+                    });
+                    assert!(
+                        ok || i + 1 == messages.len(),
+                        "tool use {id} at {i} lost its result"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_cut_never_separates_a_tool_use_from_its_result() {
+        let mut ctx = Context::new(identity(), 2_000);
+        ctx.push_user_text("[Auto-claimed task #7] refactor auth");
+        for n in 0..10 {
+            tool_round(&mut ctx, n, 400);
+        }
+        ctx.push_user_text("[Message #3 from lead (message)] how is it going?");
+        for n in 10..20 {
+            tool_round(&mut ctx, n, 400);
+        }
+        let cut = ctx.split_point().expect("a cut exists");
+        assert!(cut > 1, "something is summarised");
+        assert_eq!(
+            ctx.messages[cut].role,
+            Role::Assistant,
+            "the cut is before an assistant turn"
+        );
+        let kept = llm::estimate_request("", &ctx.messages[cut..]);
+        assert!(kept <= ctx.budget / 2, "{kept}");
+    }
+
+    #[tokio::test]
+    async fn compaction_saves_everything_summarises_and_puts_identity_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let archive = dir.path().join("a/context.json");
+        let mut ctx = Context::new(identity(), 3_000);
+        ctx.push_user_text("[Auto-claimed task #7] refactor auth\nmove auth behind a trait");
+        for n in 0..8 {
+            tool_round(&mut ctx, n, 2_000);
+        }
+        ctx.push_user_text("[Message #3 from lead (message)] please hurry");
+        for n in 8..10 {
+            tool_round(&mut ctx, n, 500);
+        }
+        assert!(ctx.over_budget());
+        let before = ctx.messages.clone();
+        let provider = Provider::Scripted(Scripted::default());
+        let n = ctx.compact(&provider, &archive).await.unwrap();
+        assert!(n > 0);
+        assert!(!ctx.over_budget(), "{} > {}", ctx.estimate(), ctx.budget);
+        // The whole conversation was saved first.
+        let saved: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&archive).unwrap()).unwrap();
+        let saved: Vec<ChatMessage> = serde_json::from_value(saved["messages"].clone()).unwrap();
+        assert_eq!(saved, before);
+        // The identity and the summary lead the new conversation.
+        let first = ctx.messages[0].joined_text();
+        assert!(first.starts_with("<identity>"), "{first}");
+        assert!(
+            first.contains("You are alice") && first.contains("'dev'"),
+            "{first}"
+        );
+        assert!(first.contains("team 'core'") && first.contains("[Current task #7] refactor auth"));
+        assert!(first.contains("Summary of the earlier part"), "{first}");
+        let all: String = ctx.messages.iter().map(|m| m.joined_text()).collect();
+        assert!(
+            all.contains("please hurry"),
+            "the recent part is kept verbatim"
+        );
+        assert_pairs_intact(&ctx.messages);
+        assert_eq!(ctx.messages[0].role, Role::User);
+    }
+
+    #[tokio::test]
+    async fn one_giant_turn_is_shortened_rather_than_split() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ctx = Context::new(identity(), 2_000);
+        ctx.push_user_text("[Auto-claimed task #7] refactor auth");
+        tool_round(&mut ctx, 0, 100_000);
+        let provider = Provider::Scripted(Scripted::default());
+        ctx.compact(&provider, &dir.path().join("c.json"))
+            .await
+            .unwrap();
+        assert!(ctx.estimate() < 10_000, "{}", ctx.estimate());
+        assert_pairs_intact(&ctx.messages);
+        assert!(ctx.messages[0].joined_text().contains("<identity>"));
+    }
+
+    #[test]
+    fn the_identity_names_the_task_or_says_there_is_none() {
+        let mut id = identity();
+        assert!(id.block().contains("[Current task #7] refactor auth"));
+        id.task = None;
+        assert!(id.block().contains("You hold no task"));
+    }
 }

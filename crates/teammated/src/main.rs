@@ -31,7 +31,7 @@ API keys come from ANTHROPIC_API_KEY / OPENAI_API_KEY or from ~/.config/teamboar
 <state dir>/teammates/<team>/<name>/transcript.jsonl (`teamctl logs NAME`)."
 )]
 struct Args {
-    /// The teammate's name on the roster (letters, digits, '-', '_', '.').
+    /// The teammate's name on the roster (letters, digits, '-' and '_').
     #[arg(long, env = "TEAMMATE_NAME")]
     name: String,
     /// The role: tasks with a role go only to teammates of that role.

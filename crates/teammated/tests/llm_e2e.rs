@@ -154,10 +154,17 @@ async fn anthropic_multi_turn_tool_use_with_a_rate_limit_in_between() {
     // text came after complete_task, so it counts for the teammate only.
     let (ti, to) = mock_llm::TOOL_USAGE;
     let (xi, xo) = mock_llm::TEXT_USAGE;
-    assert_eq!((task.tokens.input, task.tokens.output), (2 * ti, 2 * to), "{task:#?}");
+    assert_eq!(
+        (task.tokens.input, task.tokens.output),
+        (2 * ti, 2 * to),
+        "{task:#?}"
+    );
     let team = board.lead.team().await.expect("team");
     let me = team.iter().find(|m| m.name == "alice").expect("alice");
-    assert_eq!((me.tokens.input, me.tokens.output), (2 * ti + xi, 2 * to + xo));
+    assert_eq!(
+        (me.tokens.input, me.tokens.output),
+        (2 * ti + xi, 2 * to + xo)
+    );
     // The key is never logged.
     let log = alice.log_text() + &harness::transcript(&board.state, "alice");
     assert!(!log.contains("sk-test-secret-key"), "key leaked:\n{log}");
@@ -207,6 +214,148 @@ async fn a_model_that_keeps_failing_releases_the_task_until_it_fails_for_good() 
             >= 3,
         "{inbox:#?}"
     );
+    drop(alice);
+    board.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_that_arrive_during_work_reach_the_model_between_rounds() {
+    let mut board = Board::start().await;
+    let mark = board.dir.path().join("tool-running");
+    let mock = MockLlm::start(vec![
+        MockReply::anthropic_tool_use(
+            "toolu_1",
+            "bash",
+            json!({"command": format!("touch {}; sleep 0.5", mark.display())}),
+        ),
+        MockReply::anthropic_tool_use("toolu_2", "complete_task", json!({"result": "ok"})),
+        MockReply::anthropic_text("Done."),
+    ]);
+    let url = mock.url();
+    let alice = board.spawn_with_env(
+        "alice",
+        "dev",
+        &["--provider", "anthropic", "--base-url", &url],
+        &[("ANTHROPIC_API_KEY", "k")],
+    );
+    board.wait_idle("alice").await;
+    let t = board.add("slow", "Takes a while.", &[]).await;
+    let deadline = Instant::now() + harness::PATIENCE;
+    while !mark.exists() {
+        assert!(Instant::now() < deadline, "{}", alice.log_text());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let sent = board
+        .lead
+        .send("alice", MessageKind::Message, "status please", None)
+        .await
+        .expect("send");
+    board.wait_done(&[t.id]).await;
+    board.wait_idle("alice").await;
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3);
+    let needle = format!("[Message #{} from lead (message)] status please", sent.id);
+    assert!(!requests[0].body.to_string().contains(&needle));
+    let second = requests[1].body.to_string();
+    assert_eq!(second.matches(&needle).count(), 1, "{second}");
+    // Acknowledged once it was in the context, so it is not delivered again.
+    let acked = board
+        .lead
+        .events(Default::default())
+        .await
+        .expect("events")
+        .into_iter()
+        .any(|e| {
+            e.kind == teamboard_protocol::EventKind::MessageAcked && e.message == Some(sent.id)
+        });
+    assert!(acked);
+    drop(alice);
+    board.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_budget_the_teammate_compacts_and_puts_its_identity_back() {
+    let mut board = Board::start().await;
+    let mock = MockLlm::start(vec![
+        MockReply::anthropic_tool_use(
+            "toolu_1",
+            "bash",
+            json!({"command": "head -c 8000 /dev/zero | tr '\\\\0' a"}),
+        ),
+        MockReply::anthropic_text("SUMMARY-XYZ: printed a lot of a's"),
+        MockReply::anthropic_tool_use("toolu_2", "complete_task", json!({"result": "ok"})),
+        MockReply::anthropic_text("Done."),
+    ]);
+    let url = mock.url();
+    let alice = board.spawn_with_env(
+        "alice",
+        "dev",
+        &[
+            "--provider",
+            "anthropic",
+            "--base-url",
+            &url,
+            "--context-budget",
+            "1000",
+        ],
+        &[("ANTHROPIC_API_KEY", "k")],
+    );
+    board.wait_idle("alice").await;
+    let t = board.add("noisy", "Print a lot.", &[]).await;
+    board.wait_done(&[t.id]).await;
+    board.wait_idle("alice").await;
+    assert_eq!(
+        board.task(t.id).await.status,
+        TaskStatus::Completed,
+        "{}",
+        alice.log_text()
+    );
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 4, "{}", alice.log_text());
+    // The second call is the summary: no tools, the old turns as text.
+    let summary = &requests[1].body;
+    assert!(summary.get("tools").is_none(), "{summary}");
+    // The next call starts with the identity and the summary, and the kept tool
+    // use still has its result right after it.
+    let next = &requests[2].body;
+    let msgs = next["messages"].as_array().expect("messages");
+    let head = msgs[0].to_string();
+    assert!(
+        head.contains("<identity>") && head.contains("You are alice"),
+        "{head}"
+    );
+    assert!(head.contains("[Current task #1] noisy"), "{head}");
+    assert!(head.contains("SUMMARY-XYZ"), "{head}");
+    let uses: Vec<(usize, String)> = msgs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, m)| {
+            m["content"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(move |b| {
+                    (b["type"] == "tool_use")
+                        .then(|| (i, b["id"].as_str().unwrap_or("").to_string()))
+                })
+        })
+        .collect();
+    for (i, id) in uses {
+        let answered = msgs[i + 1]["content"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|b| b["tool_use_id"] == id.as_str()));
+        assert!(answered, "tool use {id} lost its result: {next}");
+    }
+    // The full context was saved before compacting.
+    let dir = teamboard_protocol::transcript::teammate_dir(&board.state, "default", "alice");
+    let archives = std::fs::read_dir(&dir)
+        .expect("teammate dir")
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with("context-"))
+        .count();
+    assert_eq!(archives, 1);
+    assert!(harness::transcript(&board.state, "alice").contains("compacted:"));
     drop(alice);
     board.stop().await;
 }

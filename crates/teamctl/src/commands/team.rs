@@ -14,7 +14,7 @@ pub async fn run(ctx: &Ctx) -> anyhow::Result<()> {
     let members: Vec<Member> = decode(&raw, "team")?;
     if members.is_empty() {
         eprintln!(
-            "no teammates in team '{}' yet (start one with `teammated NAME`)",
+            "no teammates in team '{}' yet (start one with `teamctl spawn NAME --role ROLE`)",
             ctx.team
         );
         return Ok(());

@@ -157,7 +157,7 @@ async fn render_frame(
     out.push(String::new());
     out.push("TEAM".to_string());
     if members.is_empty() {
-        out.push("  (nobody yet: start a teammate with `teammated NAME`)".into());
+        out.push("  (nobody yet: start a teammate with `teamctl spawn NAME --role ROLE`)".into());
     } else {
         out.extend(
             render::member_lines(&members, &tasks, now)
