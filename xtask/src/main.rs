@@ -1,9 +1,10 @@
-//! Project chores that need more than a plain `cargo` command: `cargo xtask install`
-//! and `cargo xtask bench`. This file only parses flags; each command lives in its
-//! own module.
+//! Project chores that need more than a plain `cargo` command: `cargo xtask demo`,
+//! `cargo xtask install` and `cargo xtask bench`. This file only parses flags; each
+//! command lives in its own module.
 
 mod bench;
 mod cargo;
+mod demo;
 mod install;
 
 use clap::{Parser, Subcommand};
@@ -22,12 +23,21 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Watch three offline teammates work through a small task graph, end to end
+    #[command(long_about = demo::LONG_ABOUT)]
+    Demo(demo::DemoArgs),
     /// Build boardd and teamctl in release mode and install them with their
     /// systemd user units.
     Install(install::InstallArgs),
     /// Measure fsync rate, durable claim throughput and wake-up latency, and check
     /// them against the targets.
     Bench(bench::BenchArgs),
+    /// Measure how fast idle teammates pick up new tasks and what idle teammates
+    /// cost in CPU and tokens, each against a baseline from the same run.
+    BenchTeammates(bench::teammates::TeammateBenchArgs),
+    /// The teammate measurement itself, run from a release build.
+    #[command(hide = true)]
+    BenchTeammatesRun(bench::teammates::TeammateBenchArgs),
     /// The measurement itself, run from a release build by `bench`.
     #[command(hide = true)]
     BenchRun(bench::BenchArgs),
@@ -49,9 +59,12 @@ enum Command {
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
+        Command::Demo(args) => demo::run(&args),
         Command::Install(args) => install::run(&args),
         Command::Bench(args) => bench::build_and_run(&args),
         Command::BenchRun(args) => bench::run(&args),
+        Command::BenchTeammates(args) => bench::teammates::build_and_run(&args),
+        Command::BenchTeammatesRun(args) => bench::teammates::run(&args),
         Command::BenchClient {
             socket,
             proc,

@@ -106,6 +106,11 @@ impl Daemon {
         })
     }
 
+    /// The daemon's process id, empty once it has been reaped.
+    pub fn pid(&self) -> Vec<u32> {
+        self.child.id().into_iter().collect()
+    }
+
     /// CPU time (user + system) the daemon has used so far.
     pub fn cpu_time(&self) -> Option<Duration> {
         cpu_time(self.child.id()?)

@@ -17,6 +17,7 @@ mod fsync;
 pub mod load;
 mod report;
 mod stats;
+pub mod teammates;
 mod wake;
 
 use crate::cargo::{self, Metadata};
