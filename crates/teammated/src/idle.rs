@@ -7,9 +7,9 @@
 
 use crate::error::Error;
 use crate::teammate::{Exit, Teammate};
-use std::time::Instant;
 use teamboard_protocol::transcript::EntryKind;
 use teamboard_protocol::{MemberStatus, Message, MessageKind, Work};
+use tokio::time::Instant;
 
 impl Teammate {
     /// Waits until there is work. `Some(exit)` when the teammate should stop instead.

@@ -359,3 +359,30 @@ async fn over_budget_the_teammate_compacts_and_puts_its_identity_back() {
     drop(alice);
     board.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heartbeats_keep_the_claim_through_a_model_call_longer_than_the_lease() {
+    // A one-second lease and a model that takes three and a half to answer: only
+    // the teammate's heartbeats (every third of the lease) keep the claim alive.
+    let mut board = Board::start_with(|c| c.board.lease_ttl = Duration::from_secs(1)).await;
+    let mock = MockLlm::start(vec![
+        MockReply::openai_tool_call("c1", "complete_task", r#"{"result":"slow but done"}"#)
+            .with_delay(Duration::from_millis(3500)),
+        MockReply::openai_text("Done."),
+    ]);
+    let url = mock.url();
+    let alice = board.spawn(
+        "alice",
+        "dev",
+        &["--provider", "openai", "--base-url", &url],
+    );
+    board.wait_idle("alice").await;
+    let t = board.add("slow", "The model thinks hard.", &[]).await;
+    board.wait_done(&[t.id]).await;
+    let done = board.task(t.id).await;
+    assert_eq!(done.status, TaskStatus::Completed, "{}", alice.log_text());
+    assert_eq!(done.attempts, 1, "the lease never lapsed: {done:#?}");
+    assert_eq!(done.result.as_deref(), Some("slow but done"));
+    drop(alice);
+    board.stop().await;
+}
