@@ -1,0 +1,417 @@
+//! `cargo xtask demo`: the whole system in one command, offline.
+//!
+//! It builds boardd, teamctl and teammated, starts a boardd of its own in a fresh
+//! temporary directory, spawns three teammates with the offline `scripted` model,
+//! creates the reference example as four tasks with dependencies, shows the board
+//! live from boardd's pushed events until every task is done, prints who did what,
+//! then shuts the team down with the shutdown handshake and removes everything.
+//!
+//! Everything the demo starts is stopped on every way out: success, an error, the
+//! timeout, Ctrl-C, SIGTERM or SIGHUP (see [`procs`]).
+
+mod procs;
+mod script;
+mod stop;
+mod view;
+
+use crate::cargo::{self, Metadata, Profile};
+use anyhow::{Context, anyhow, bail};
+use clap::Args;
+use procs::{Bins, Procs, Teammate};
+use std::collections::{BTreeMap, HashSet};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+use teamboard_protocol::{Client, DEFAULT_TEAM, Event, EventKind, LEAD, Member, Task};
+use tempfile::TempDir;
+use view::Board;
+
+pub const LONG_ABOUT: &str = "\
+Run the whole system once, offline, and watch a team work.
+
+The demo builds boardd, teamctl and teammated, starts a boardd of its own in a fresh \
+temporary directory and spawns three teammates (ada, brook, cy) that use the offline \
+`scripted` model: it runs the ```sh blocks of the task it holds, so no network and no \
+API key are needed. As the lead, the demo splits a refactor of a tiny backend into four \
+tasks: config and auth (independent), tests (blocked by both) and a summary (blocked by \
+tests). It then shows the board live, from the events boardd pushes, until every task is \
+done, prints who did what, how long it took and the tokens spent, asks each teammate to \
+shut down, stops boardd and removes the temporary directories (unless --keep).
+
+The first run compiles the workspace, which takes a few minutes; later runs take a \
+few seconds.";
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Keep the demo's directory (board database, teammates' transcripts, the
+    /// backend as the team left it) and print how to look at it
+    #[arg(long)]
+    keep: bool,
+    /// Give up when the team has not finished within this many seconds
+    #[arg(long, default_value_t = 120, value_name = "SECS")]
+    timeout: u64,
+    /// Build and run release binaries instead of debug ones (a longer first build)
+    #[arg(long)]
+    release: bool,
+}
+
+const TEAMMATES: [&str; 3] = ["ada", "brook", "cy"];
+const ROLE: &str = "dev";
+/// How long, after the last task, the demo waits for the teammates to go idle (so
+/// the token counts include their last model call).
+const SETTLE_WAIT: Duration = Duration::from_secs(5);
+
+pub fn run(args: &DemoArgs) -> anyhow::Result<()> {
+    if args.timeout == 0 {
+        bail!("--timeout must be at least 1 second");
+    }
+    println!(
+        "teamboard demo: three teammates split a backend refactor into config, auth and \
+         tests, then a summary.\nThey use the offline `scripted` model, which runs the \
+         ```sh blocks of each task: no network, no API key.\n"
+    );
+    let bins = build(args.release)?;
+    // Single-threaded: boardd must be spawned from the main thread, because its
+    // parent-death signal fires when the spawning *thread* exits.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(run_async(args, bins))
+}
+
+/// Builds the three binaries and returns where they are.
+fn build(release: bool) -> anyhow::Result<Bins> {
+    let meta = Metadata::load()?;
+    let profile = if release {
+        Profile::Release
+    } else {
+        Profile::Debug
+    };
+    println!(
+        "Building boardd, teamctl and teammated ({} profile; the first build takes a couple \
+         of minutes, later ones seconds):",
+        profile.dir_name()
+    );
+    cargo::build(&["boardd", "teamctl", "teammated"], profile, false)?;
+    let dir = meta.profile_dir(profile);
+    let bins = Bins {
+        boardd: dir.join("boardd"),
+        teamctl: dir.join("teamctl"),
+        teammated: dir.join("teammated"),
+    };
+    for bin in [&bins.boardd, &bins.teamctl, &bins.teammated] {
+        if !bin.is_file() {
+            bail!("{} is missing after the build", bin.display());
+        }
+    }
+    Ok(bins)
+}
+
+async fn run_async(args: &DemoArgs, bins: Bins) -> anyhow::Result<()> {
+    // From here on Ctrl-C, SIGTERM and SIGHUP (a closed terminal) end the demo
+    // through its cleanup instead of killing it with its processes still running.
+    let mut signals = procs::Signals::new()?;
+    procs::become_subreaper()?;
+    let mut demo = Demo::new(bins)?;
+    let limit = Duration::from_secs(args.timeout);
+    let played = tokio::select! {
+        r = tokio::time::timeout(limit, demo.play()) => r.unwrap_or_else(|_| Err(anyhow!(
+            "the team did not finish within {} s (--timeout); rerun with --keep and see \
+             `teamctl logs NAME` for what the teammates did",
+            args.timeout
+        ))),
+        name = signals.recv() => Err(anyhow!("interrupted by {name}")),
+    };
+    // A teammate is asked politely only when all went well; otherwise SIGTERM,
+    // which it also handles by giving its task back and leaving.
+    let stopped = demo.shutdown(played.is_ok()).await;
+    demo.finish(args.keep, played.is_err());
+    if let (Err(_), Err(e)) = (&played, &stopped) {
+        // Only one error can be returned; the first one is the story.
+        eprintln!("while stopping: {e:#}");
+    }
+    played?;
+    stopped
+}
+
+/// The demo's directories and processes. Fields drop in order: the processes stop
+/// (teammates, then boardd) before the directories they use are removed.
+struct Demo {
+    procs: Procs,
+    bins: Bins,
+    socket: String,
+    state: String,
+    work: String,
+    /// Holds the state and the working directory.
+    root: Option<TempDir>,
+    /// A short directory in /tmp for the socket: Linux socket paths must stay under
+    /// 108 bytes, and $TMPDIR may be long.
+    _socket_dir: TempDir,
+}
+
+impl Demo {
+    fn new(bins: Bins) -> anyhow::Result<Demo> {
+        let root = tempfile::Builder::new()
+            .prefix("teamboard-demo-")
+            .tempdir()
+            .context("cannot create a temporary directory")?;
+        let socket_dir = tempfile::Builder::new()
+            .prefix("tb-demo-")
+            .tempdir_in("/tmp")
+            .context("cannot create a socket directory in /tmp")?;
+        // teamctl gets these on its command line; demanding UTF-8 once here keeps
+        // the rest simple, and a temporary directory that is not UTF-8 is rare.
+        let utf8 = |p: PathBuf| {
+            p.to_str()
+                .map(str::to_string)
+                .with_context(|| format!("{} is not valid UTF-8", p.display()))
+        };
+        let state = utf8(root.path().join("state"))?;
+        let work = utf8(root.path().join("work"))?;
+        let socket = utf8(socket_dir.path().join("boardd.sock"))?;
+        let backend = Path::new(&work).join("backend");
+        std::fs::create_dir_all(&state).with_context(|| format!("cannot create {state}"))?;
+        std::fs::create_dir_all(&backend)
+            .with_context(|| format!("cannot create {}", backend.display()))?;
+        std::fs::write(backend.join("app.py"), script::APP_PY)
+            .with_context(|| format!("cannot write {}/app.py", backend.display()))?;
+        Ok(Demo {
+            procs: Procs::default(),
+            bins,
+            socket,
+            state,
+            work,
+            root: Some(root),
+            _socket_dir: socket_dir,
+        })
+    }
+
+    async fn play(&mut self) -> anyhow::Result<()> {
+        println!("\nStarting boardd in a fresh state directory:");
+        self.procs
+            .start_boardd(
+                &self.bins.boardd,
+                Path::new(&self.state),
+                Path::new(&self.socket),
+                &foreign_env(),
+            )
+            .await?;
+        println!("  socket    {}", self.socket);
+        println!("  state     {}", self.state);
+        println!(
+            "  workdir   {}  (a tiny backend: backend/app.py)",
+            self.work
+        );
+        let client = Client::connect(Path::new(&self.socket), "xtask-demo", LEAD, DEFAULT_TEAM)
+            .await
+            .context("cannot connect to the demo's boardd")?;
+        // Subscribed before anything happens, so the live view misses nothing.
+        client.subscribe().await?;
+
+        self.spawn_team().await?;
+        let tasks = self.create_tasks().await?;
+        let board = self.follow(&client, &tasks).await?;
+
+        let members: Vec<Member> =
+            serde_json::from_slice(&self.teamctl(&["team", "--json"]).await?)
+                .context("cannot read `teamctl team --json`")?;
+        println!();
+        for line in board.report(&members) {
+            println!("{line}");
+        }
+        Ok(())
+    }
+
+    async fn spawn_team(&mut self) -> anyhow::Result<()> {
+        // --idle-timeout 0: the demo ends the teammates itself with a shutdown
+        // request, so none may leave on its own while it waits for blocked work.
+        println!(
+            "\nSpawning the team (teammated processes, detached, each registered before \
+             spawn returns):\n$ teamctl spawn NAME --role {ROLE} --provider scripted \
+             --workdir {} --idle-timeout 0 --json",
+            self.work
+        );
+        for name in TEAMMATES {
+            let out = self
+                .teamctl(&[
+                    "spawn",
+                    name,
+                    "--role",
+                    ROLE,
+                    "--provider",
+                    "scripted",
+                    "--workdir",
+                    &self.work,
+                    "--idle-timeout",
+                    "0",
+                    "--json",
+                ])
+                .await?;
+            #[derive(serde::Deserialize)]
+            struct Spawned {
+                pid: u32,
+            }
+            let spawned: Spawned = serde_json::from_slice(&out)
+                .with_context(|| format!("cannot read `teamctl spawn {name} --json`"))?;
+            self.procs.teammates.push(Teammate {
+                name: name.to_string(),
+                pid: spawned.pid,
+                exit: None,
+            });
+            println!("  {name:<5}  pid {}", spawned.pid);
+        }
+        Ok(())
+    }
+
+    async fn create_tasks(&self) -> anyhow::Result<Vec<Task>> {
+        println!(
+            "\nCreating the tasks (each description is a brief plus ```sh blocks, which \
+             the scripted model runs):"
+        );
+        let mut ids = BTreeMap::new();
+        let mut tasks = Vec::new();
+        for step in &script::STEPS {
+            let blockers = step
+                .after
+                .iter()
+                .map(|n| ids.get(n).map(|id: &u64| id.to_string()))
+                .collect::<Option<Vec<String>>>()
+                .with_context(|| format!("{} waits for a task created after it", step.name))?
+                .join(",");
+            let mut args = vec!["task", "add", step.name, "-d", step.description];
+            if !blockers.is_empty() {
+                args.extend(["--blocked-by", &blockers]);
+            }
+            args.push("--json");
+            let task: Task = serde_json::from_slice(&self.teamctl(&args).await?)
+                .context("cannot read `teamctl task add --json`")?;
+            // The command as a person would type it, with the description in a
+            // variable: it is several lines long.
+            let shown: Vec<String> = args
+                .iter()
+                .map(|a| match *a {
+                    a if a == step.description => format!("\"${}\"", step.name.to_uppercase()),
+                    a => a.to_string(),
+                })
+                .collect();
+            println!("$ teamctl {:<58} → #{}", shown.join(" "), task.id);
+            let first = step.description.lines().next().unwrap_or_default();
+            println!("    {first}…");
+            ids.insert(step.name, task.id);
+            tasks.push(task);
+        }
+        Ok(tasks)
+    }
+
+    /// Prints the events as boardd pushes them until every task is completed; fails
+    /// when a task fails for good or is cancelled.
+    async fn follow(&self, client: &Client, tasks: &[Task]) -> anyhow::Result<Board> {
+        println!("\nLive, from boardd's event stream (what `teamctl events --follow` shows):");
+        let mut board = Board::new(tasks);
+        // Who is working, from the member_status events: after the last task the
+        // demo waits until all are idle, so the token counts include every call.
+        let mut working: HashSet<String> = HashSet::new();
+        let mut settle = None;
+        loop {
+            let next = match settle {
+                None => client.next_event().await,
+                Some(until) => match tokio::time::timeout_at(until, client.next_event()).await {
+                    Ok(e) => e,
+                    Err(_) => return Ok(board),
+                },
+            };
+            let Some(e) = next else {
+                bail!(
+                    "boardd closed the connection; its log:\n{}",
+                    procs::tail(&Path::new(&self.state).join("boardd.log"))
+                );
+            };
+            if e.team != DEFAULT_TEAM {
+                continue;
+            }
+            track_working(&mut working, &e);
+            if let Some(id) = board.wants_outcome(&e) {
+                let t = client.get_task(id).await?.task;
+                board.set_outcome(id, t.result.or(t.last_error));
+            }
+            if let Some(line) = board.apply(&e) {
+                println!("{line}");
+            }
+            if let Some(line) = board.line_after(&e) {
+                println!("{line}");
+            }
+            if let Some(why) = board.stuck() {
+                bail!("{why}");
+            }
+            if board.all_completed() {
+                if working.is_empty() {
+                    return Ok(board);
+                }
+                settle.get_or_insert(tokio::time::Instant::now() + SETTLE_WAIT);
+            }
+        }
+    }
+
+    /// Runs one teamctl command against the demo's boardd and returns its output.
+    async fn teamctl(&self, args: &[&str]) -> anyhow::Result<Vec<u8>> {
+        let mut cmd = tokio::process::Command::new(&self.bins.teamctl);
+        cmd.args(["--socket", &self.socket, "--state-dir", &self.state])
+            .args(args)
+            .env("TEAMMATED_BIN", &self.bins.teammated)
+            .stdin(Stdio::null())
+            // An interrupted demo must not leave a teamctl running; a teammate that
+            // a killed `spawn` had started is found by `adopt_strays`.
+            .kill_on_drop(true);
+        for key in foreign_env() {
+            cmd.env_remove(key);
+        }
+        let out = cmd
+            .output()
+            .await
+            .with_context(|| format!("cannot run {}", self.bins.teamctl.display()))?;
+        if !out.status.success() {
+            bail!(
+                "`teamctl {}` failed ({}): {}",
+                args.first().copied().unwrap_or_default(),
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        Ok(out.stdout)
+    }
+}
+
+/// Keeps the set of working teammates up to date.
+fn track_working(working: &mut HashSet<String>, e: &Event) {
+    if e.kind != EventKind::MemberStatus {
+        return;
+    }
+    let Some(member) = &e.member else { return };
+    if e.detail.ends_with(" is working") {
+        working.insert(member.clone());
+    } else {
+        working.remove(member);
+    }
+}
+
+/// The user's teamboard settings, which the demo's processes must not inherit: a
+/// TEAMBOARD_TEAM or TEAMMATE_MAX_ROUNDS from the shell would change the demo.
+fn foreign_env() -> Vec<OsString> {
+    std::env::vars_os()
+        .map(|(k, _)| k)
+        .filter(|k| {
+            let k = k.to_string_lossy();
+            k.starts_with("TEAMBOARD_") || k.starts_with("TEAMMATE_") || k.starts_with("TEAMMATED_")
+        })
+        .collect()
+}
+
+/// A binary's path, relative to the workspace when inside it (as a user would type
+/// it from there).
+fn shown(path: &Path) -> String {
+    path.strip_prefix(cargo::workspace_dir())
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}

@@ -1,0 +1,340 @@
+//! The demo's processes: one boardd and the teammates, and making sure none of them
+//! outlives the demo.
+//!
+//! Teammates are started by `teamctl spawn`, which detaches them and exits, so they
+//! are not our children. The demo therefore makes itself a child subreaper first:
+//! an orphaned teammated is then re-parented to the demo instead of to init, so the
+//! demo can wait for it and reap it (in a container whose init does not reap, it
+//! would otherwise stay a zombie) and can find any teammate whose pid it never
+//! learned (a `teamctl spawn` cut short by Ctrl-C).
+
+use anyhow::{Context, bail};
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+use tokio::signal::unix::{Signal, SignalKind, signal};
+
+/// How long boardd may take to open its socket.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a SIGTERM may take before the process is killed.
+const TERM_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often exits are checked while stopping. Only shutdown polls; the live view
+/// is driven by boardd's events.
+const EXIT_POLL: Duration = Duration::from_millis(20);
+
+/// Makes orphaned descendants (the detached teammates) our children.
+pub fn become_subreaper() -> anyhow::Result<()> {
+    // SAFETY: prctl with integer arguments only.
+    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("cannot become a child subreaper");
+    }
+    Ok(())
+}
+
+/// A teammate the demo started.
+pub struct Teammate {
+    pub name: String,
+    pub pid: u32,
+    /// Set once it has exited (and been reaped, when it was our child).
+    pub exit: Option<Exited>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub enum Exited {
+    Status(ExitStatus),
+    /// Gone, but not our child, so its status is unknown.
+    Unknown,
+}
+
+/// Everything running. Dropping it stops the teammates first (they give their tasks
+/// back while boardd still listens), then boardd.
+#[derive(Default)]
+pub struct Procs {
+    pub teammates: Vec<Teammate>,
+    pub boardd: Option<Child>,
+}
+
+impl Procs {
+    /// Starts boardd in its own process group, so that a Ctrl-C in the terminal
+    /// reaches only the demo, which then stops the teammates before boardd. Waits
+    /// until the socket accepts.
+    pub async fn start_boardd(
+        &mut self,
+        bin: &Path,
+        state_dir: &Path,
+        socket: &Path,
+        remove_env: &[std::ffi::OsString],
+    ) -> anyhow::Result<()> {
+        let log_path = state_dir.join("boardd.log");
+        let log = std::fs::File::create(&log_path)
+            .with_context(|| format!("cannot create {}", log_path.display()))?;
+        let mut cmd = Command::new(bin);
+        cmd.arg("--socket")
+            .arg(socket)
+            .arg("--state-dir")
+            .arg(state_dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .process_group(0);
+        for key in remove_env {
+            cmd.env_remove(key);
+        }
+        // SAFETY: runs between fork and exec and only calls prctl, which is
+        // async-signal-safe. If the demo is killed outright (SIGKILL), boardd gets a
+        // SIGTERM and shuts down cleanly instead of running on unseen.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd
+            .spawn()
+            .with_context(|| format!("cannot start {}", bin.display()))?;
+        let boardd = self.boardd.insert(child);
+        let started = Instant::now();
+        while tokio::net::UnixStream::connect(socket).await.is_err() {
+            if let Some(status) = boardd.try_wait()? {
+                bail!(
+                    "boardd exited during start ({status}); its log:\n{}",
+                    tail(&log_path)
+                );
+            }
+            if started.elapsed() > START_TIMEOUT {
+                bail!(
+                    "boardd did not open {} within {START_TIMEOUT:?}; its log:\n{}",
+                    socket.display(),
+                    tail(&log_path)
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        Ok(())
+    }
+
+    /// Adds teammated processes below us that were never recorded: a spawn that
+    /// was interrupted after the process started.
+    pub fn adopt_strays(&mut self) {
+        for pid in descendant_teammates() {
+            if !self.teammates.iter().any(|t| t.pid == pid) {
+                self.teammates.push(Teammate {
+                    name: format!("pid {pid}"),
+                    pid,
+                    exit: None,
+                });
+            }
+        }
+    }
+
+    /// The teammates that have not exited yet, after checking each.
+    pub fn running(&mut self) -> Vec<usize> {
+        let mut left = Vec::new();
+        for (i, t) in self.teammates.iter_mut().enumerate() {
+            if t.exit.is_none() {
+                t.exit = check_exit(t.pid);
+            }
+            if t.exit.is_none() {
+                left.push(i);
+            }
+        }
+        left
+    }
+
+    /// Waits until every teammate has exited or `limit` has passed.
+    pub async fn wait_teammates(&mut self, limit: Duration) {
+        let until = Instant::now() + limit;
+        while !self.running().is_empty() && Instant::now() < until {
+            tokio::time::sleep(EXIT_POLL).await;
+        }
+    }
+
+    /// Signals every teammate still running.
+    pub fn signal_teammates(&mut self, signal: libc::c_int) {
+        for i in self.running() {
+            // SAFETY: kill(2) on a pid that has not exited: it is our unreaped child
+            // or a live teammate (checked just now), so it cannot have been reused.
+            unsafe { libc::kill(self.teammates[i].pid as libc::pid_t, signal) };
+        }
+    }
+
+    /// SIGTERM (teammated gives its task back and leaves), then SIGKILL for any
+    /// that does not go within the limit.
+    pub async fn terminate_teammates(&mut self) {
+        self.signal_teammates(libc::SIGTERM);
+        self.wait_teammates(TERM_TIMEOUT).await;
+        if !self.running().is_empty() {
+            self.signal_teammates(libc::SIGKILL);
+            self.wait_teammates(Duration::from_secs(2)).await;
+        }
+    }
+
+    /// Stops boardd with SIGTERM (it persists and releases its lock), killing it if
+    /// that takes too long.
+    pub async fn stop_boardd(&mut self) -> anyhow::Result<()> {
+        let Some(mut child) = self.boardd.take() else {
+            return Ok(());
+        };
+        if child.try_wait()?.is_none() {
+            // SAFETY: kill(2) on our own child, which has not been reaped.
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+        }
+        let until = Instant::now() + TERM_TIMEOUT;
+        loop {
+            if let Some(status) = child.try_wait()? {
+                if !status.success() {
+                    bail!("boardd exited with {status} on SIGTERM");
+                }
+                return Ok(());
+            }
+            if Instant::now() > until {
+                let _ = child.kill();
+                let _ = child.wait();
+                bail!("boardd did not stop within {TERM_TIMEOUT:?} of SIGTERM; killed it");
+            }
+            tokio::time::sleep(EXIT_POLL).await;
+        }
+    }
+}
+
+impl Drop for Procs {
+    /// The fallback for every path that did not stop things itself (an error, a
+    /// panic). Blocking is fine here: nothing else runs any more.
+    fn drop(&mut self) {
+        self.adopt_strays();
+        if !self.running().is_empty() {
+            self.signal_teammates(libc::SIGTERM);
+            block_until(TERM_TIMEOUT, || self.running().is_empty());
+            self.signal_teammates(libc::SIGKILL);
+            block_until(Duration::from_secs(2), || self.running().is_empty());
+        }
+        if let Some(mut child) = self.boardd.take()
+            && matches!(child.try_wait(), Ok(None))
+        {
+            // SAFETY: kill(2) on our own child, which has not been reaped.
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+            block_until(TERM_TIMEOUT, || !matches!(child.try_wait(), Ok(None)));
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn block_until(limit: Duration, mut done: impl FnMut() -> bool) {
+    let until = Instant::now() + limit;
+    while !done() && Instant::now() < until {
+        std::thread::sleep(EXIT_POLL);
+    }
+}
+
+/// Whether `pid` has exited, reaping it if it is our child.
+fn check_exit(pid: u32) -> Option<Exited> {
+    let mut status = 0;
+    // SAFETY: waitpid on one pid with WNOHANG; `status` is a valid out-pointer.
+    let r = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, libc::WNOHANG) };
+    if r == pid as libc::pid_t {
+        use std::os::unix::process::ExitStatusExt as _;
+        return Some(Exited::Status(ExitStatus::from_raw(status)));
+    }
+    if r == 0 {
+        return None;
+    }
+    // Not our child (re-parenting failed, or someone else reaped it): it is gone
+    // when the pid no longer exists or is a zombie waiting for another parent.
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.get(s.rfind(')')? + 2..)?.chars().next());
+    match state {
+        None | Some('Z') | Some('X') => Some(Exited::Unknown),
+        Some(_) => None,
+    }
+}
+
+/// The teammated processes below the demo, from /proc: our children, and
+/// grandchildren whose `teamctl spawn` is still exiting (it re-parents them to us
+/// only once it is gone, so looking at children alone would race with that).
+fn descendant_teammates() -> Vec<u32> {
+    let me = std::process::id();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    // pid -> (parent, command)
+    let procs: std::collections::HashMap<u32, (u32, String)> = dir
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            // "pid (comm) state ppid ...": comm may hold spaces and parentheses,
+            // so split at the last ')'.
+            let (open, close) = (stat.find('(')?, stat.rfind(')')?);
+            let comm = stat.get(open + 1..close)?.to_string();
+            let ppid = stat
+                .get(close + 1..)?
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            Some((pid, (ppid, comm)))
+        })
+        .collect();
+    let below_me = |mut pid: u32| {
+        // A short walk up: the demo's processes are at most a few levels down.
+        for _ in 0..8 {
+            match procs.get(&pid) {
+                Some((ppid, _)) if *ppid == me => return true,
+                Some((ppid, _)) if *ppid > 1 => pid = *ppid,
+                _ => return false,
+            }
+        }
+        false
+    };
+    procs
+        .iter()
+        .filter(|(pid, (_, comm))| comm == "teammated" && below_me(**pid))
+        .map(|(pid, _)| *pid)
+        .collect()
+}
+
+/// The last lines of a log file, for error messages.
+pub fn tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(20)..].join("\n")
+}
+
+/// Where the three binaries are.
+pub struct Bins {
+    pub boardd: PathBuf,
+    pub teamctl: PathBuf,
+    pub teammated: PathBuf,
+}
+
+/// The signals that end the demo early. Once these handlers are installed, the
+/// signals no longer kill the process, so a second Ctrl-C cannot cut the cleanup
+/// short and leave teammates behind; the cleanup is bounded by its own timeouts.
+pub struct Signals {
+    int: Signal,
+    term: Signal,
+    hup: Signal,
+}
+
+impl Signals {
+    pub fn new() -> anyhow::Result<Signals> {
+        let install = |kind| signal(kind).context("cannot install a signal handler");
+        Ok(Signals {
+            int: install(SignalKind::interrupt())?,
+            term: install(SignalKind::terminate())?,
+            hup: install(SignalKind::hangup())?,
+        })
+    }
+
+    pub async fn recv(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.int.recv() => "Ctrl-C",
+            _ = self.term.recv() => "SIGTERM",
+            _ = self.hup.recv() => "SIGHUP",
+        }
+    }
+}

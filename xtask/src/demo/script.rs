@@ -1,0 +1,168 @@
+//! The example the demo plays: "split the backend refactor into config, auth and
+//! tests, then a summary", with a tiny backend for the team to change.
+//!
+//! The scripted model runs every ```sh block of a task's description, in order, in
+//! the teammate's working directory, so each description below is both the brief a
+//! real model would read and the exact work the offline stand-in does. Everything is
+//! plain POSIX shell (grep, sed, wc), so the demo needs nothing beyond bash.
+
+/// The backend before the refactor, written into the shared working directory as
+/// `backend/app.py`. It is never run (no Python needed): the tasks read and check it.
+pub const APP_PY: &str = r#"# A tiny backend that grew in one file: settings, auth and handlers together.
+DATABASE_URL = "postgres://localhost/shop"
+SECRET_KEY = "s3cret"
+PORT = 8080
+LOG_LEVEL = "info"
+
+
+def login(user, password):
+    return user == "admin" and password == SECRET_KEY
+
+
+def handle(request):
+    if not login(request.user, request.password):
+        return 401
+    return 200
+"#;
+
+/// One task of the example.
+pub struct Step {
+    /// The short name, used as the subject and in the live board.
+    pub name: &'static str,
+    /// Names of earlier steps this one is blocked by.
+    pub after: &'static [&'static str],
+    pub description: &'static str,
+}
+
+/// The steps in creation order: `config` and `auth` are independent, `tests` waits
+/// for both, `summary` waits for `tests`.
+pub const STEPS: [Step; 4] = [
+    Step {
+        name: "config",
+        after: &[],
+        description: CONFIG,
+    },
+    Step {
+        name: "auth",
+        after: &[],
+        description: AUTH,
+    },
+    Step {
+        name: "tests",
+        after: &["config", "auth"],
+        description: TESTS,
+    },
+    Step {
+        name: "summary",
+        after: &["tests"],
+        description: SUMMARY,
+    },
+];
+
+// The `sleep 1` blocks stand in for a model thinking. Without them the two
+// independent tasks finish in milliseconds and the board never visibly shows two
+// teammates working side by side.
+
+const CONFIG: &str = r#"Move the settings out of backend/app.py into backend/config.env
+(KEY=value lines, so shell scripts and the app can both read them).
+
+```sh
+sleep 1
+```
+
+```sh
+grep -E '^[A-Z_]+ = ' backend/app.py | sed -e 's/ = /=/' -e 's/"//g' > backend/config.env
+echo "moved $(grep -c . backend/config.env) settings to backend/config.env"
+```
+"#;
+
+const AUTH: &str = r#"Put login behind one interface: backend/auth.sh USER PASSWORD exits 0
+when the credentials are valid, reading SECRET_KEY from config.env.
+
+```sh
+sleep 1
+```
+
+```sh
+cat > backend/auth.sh <<'EOF'
+#!/bin/sh
+# auth.sh USER PASSWORD: exits 0 when the credentials are valid.
+# SECRET_KEY comes from config.env next to this file, so it lives in one place.
+. "$(dirname "$0")/config.env"
+[ "$1" = admin ] && [ "$2" = "$SECRET_KEY" ]
+EOF
+chmod +x backend/auth.sh
+echo "put login behind backend/auth.sh ($(grep -c '' backend/auth.sh) lines)"
+```
+"#;
+
+const TESTS: &str = r#"Write backend/test.sh, which checks that the settings come from
+config.env and that login goes through auth.sh, and run it. Any FAIL fails the task.
+
+```sh
+cat > backend/test.sh <<'EOF'
+#!/bin/sh
+# Checks the refactor: settings in config.env, login through auth.sh.
+cd "$(dirname "$0")" || exit 1
+passed=0 failed=0
+check() {
+    what=$1; shift
+    if "$@" >/dev/null 2>&1; then
+        echo "PASS $what"; passed=$((passed + 1))
+    else
+        echo "FAIL $what"; failed=$((failed + 1))
+    fi
+}
+check "config.env has DATABASE_URL" grep -q '^DATABASE_URL=' config.env
+check "config.env has SECRET_KEY" grep -q '^SECRET_KEY=' config.env
+check "auth.sh accepts the configured key" ./auth.sh admin s3cret
+check "auth.sh rejects a wrong key" sh -c '! ./auth.sh admin wrong'
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
+EOF
+chmod +x backend/test.sh
+```
+
+```sh
+backend/test.sh > test-report.txt; status=$?
+tail -n 1 test-report.txt   # the count first, then every check
+grep -E '^(PASS|FAIL)' test-report.txt
+exit "$status"
+```
+"#;
+
+const SUMMARY: &str = r#"Summarise the refactor in SUMMARY.md: the files in backend/ and
+whether the checks pass.
+
+```sh
+{
+    echo "refactor done: $(ls backend | grep -c .) files in backend/, $(backend/test.sh | grep -c '^PASS') checks pass"
+    for f in backend/*; do echo "  $f: $(grep -c '' "$f") lines"; done
+} | tee SUMMARY.md
+```
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_dependency_names_an_earlier_step() {
+        for (i, step) in STEPS.iter().enumerate() {
+            for dep in step.after {
+                assert!(
+                    STEPS[..i].iter().any(|s| s.name == *dep),
+                    "{} waits for {dep}, which is not created before it",
+                    step.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_step_has_shell_blocks() {
+        for step in &STEPS {
+            assert!(step.description.contains("```sh\n"), "{}", step.name);
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! The end of the demo: the team leaves (the shutdown handshake when all went
+//! well, SIGTERM otherwise), boardd stops, and the directory is kept or removed.
+
+use super::procs::Exited;
+use super::{Demo, shown};
+use std::collections::BTreeMap;
+use std::time::Duration;
+use teamboard_protocol::{Message, MessageKind};
+
+/// How long the teammates get to answer the shutdown request and exit.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
+
+impl Demo {
+    /// Stops the teammates (politely: the shutdown handshake; otherwise SIGTERM),
+    /// then boardd.
+    pub(super) async fn shutdown(&mut self, polite: bool) -> anyhow::Result<()> {
+        self.procs.adopt_strays();
+        let boardd_up = self
+            .procs
+            .boardd
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(None)));
+        if polite && boardd_up && !self.procs.running().is_empty() {
+            println!(
+                "\nShutting the team down:\n$ teamctl send NAME 'The demo is over, thank you.' \
+                 --kind shutdown_request --request-id demo-NAME"
+            );
+            for i in self.procs.running() {
+                let name = self.procs.teammates[i].name.clone();
+                let rid = format!("demo-{name}");
+                let sent = self
+                    .teamctl(&[
+                        "send",
+                        &name,
+                        "The demo is over, thank you.",
+                        "--kind",
+                        "shutdown_request",
+                        "--request-id",
+                        &rid,
+                    ])
+                    .await;
+                if let Err(e) = sent {
+                    println!("  {name}: {e:#}");
+                }
+            }
+            self.procs.wait_teammates(SHUTDOWN_WAIT).await;
+            let answers = self.shutdown_answers().await;
+            for t in &self.procs.teammates {
+                let answer = answers
+                    .get(&t.name)
+                    .map_or_else(|| "no answer".to_string(), |a| format!("answered {a:?}"));
+                let exit = match t.exit {
+                    Some(Exited::Status(s)) => format!("exited ({s})"),
+                    Some(Exited::Unknown) => "exited".to_string(),
+                    None => "still running".to_string(),
+                };
+                println!("  {:<5}  {answer}, {exit}", t.name);
+            }
+        }
+        let left = self.procs.running().len();
+        if left > 0 {
+            println!("\nStopping {left} teammate(s) with SIGTERM.");
+            self.procs.terminate_teammates().await;
+        }
+        let stopped = self.procs.stop_boardd().await;
+        if boardd_up && stopped.is_ok() {
+            println!("boardd stopped.");
+        }
+        stopped
+    }
+
+    /// The teammates' answers to the shutdown request, from the lead's inbox.
+    async fn shutdown_answers(&self) -> BTreeMap<String, String> {
+        let Ok(out) = self.teamctl(&["inbox", "--json"]).await else {
+            return BTreeMap::new();
+        };
+        let inbox: Vec<Message> = serde_json::from_slice(&out).unwrap_or_default();
+        inbox
+            .into_iter()
+            .filter(|m| m.kind == MessageKind::ShutdownResponse)
+            .map(|m| (m.from, m.content))
+            .collect()
+    }
+
+    /// Keeps or removes the demo's directory, and says which.
+    pub(super) fn finish(&mut self, keep: bool, failed: bool) {
+        let Some(root) = self.root.take() else {
+            return;
+        };
+        if !keep {
+            let path = root.path().display().to_string();
+            match root.close() {
+                Ok(()) => println!(
+                    "Removed {path}.{}",
+                    if failed {
+                        " Run with --keep to look at the logs."
+                    } else {
+                        " Run with --keep to look around afterwards."
+                    }
+                ),
+                Err(e) => eprintln!("cannot remove {path}: {e}"),
+            }
+            return;
+        }
+        let root = root.keep();
+        let teamctl = shown(&self.bins.teamctl);
+        let boardd = shown(&self.bins.boardd);
+        let sock = root.join("boardd.sock");
+        println!(
+            "\nKept {root}:\n  work/   the backend as the team left it\n  state/  boardd's \
+             database and log, the teammates' transcripts and logs\nWhat ada's model saw and \
+             ran:\n  {teamctl} --state-dir {state} logs ada\nThe board and its history (start \
+             boardd on the kept state):\n  {boardd} --state-dir {state} --socket {sock} &\n  \
+             {teamctl} --socket {sock} tasks\n  {teamctl} --socket {sock} task show 3",
+            root = root.display(),
+            state = self.state,
+            sock = sock.display(),
+        );
+    }
+}

@@ -1,0 +1,433 @@
+//! What the demo prints while the team works and when it is done, built from the
+//! events boardd pushes: one line per interesting event, and the board after every
+//! change of a task's state.
+
+use std::collections::BTreeMap;
+use teamboard_protocol::{Event, EventKind, Member, Task, TaskId, TaskStatus};
+
+/// The demo's own tasks as the events describe them.
+pub struct Board {
+    tasks: BTreeMap<TaskId, Entry>,
+    /// When the first task was created (boardd's clock, ms since the epoch): the
+    /// demo's time zero. Event times come from boardd, so they do not depend on
+    /// when the demo got around to reading the events.
+    t0: i64,
+    last_completed: i64,
+    /// The board line printed last, so an event that changes nothing visible does
+    /// not repeat it.
+    shown: String,
+}
+
+struct Entry {
+    subject: String,
+    status: TaskStatus,
+    owner: Option<String>,
+    blocked_by: Vec<TaskId>,
+    /// The result once completed; the last error once failed.
+    outcome: Option<String>,
+}
+
+impl Board {
+    pub fn new(tasks: &[Task]) -> Board {
+        let t0 = tasks.iter().map(|t| t.created_at).min().unwrap_or_default();
+        Board {
+            tasks: tasks
+                .iter()
+                .map(|t| {
+                    let entry = Entry {
+                        subject: t.subject.clone(),
+                        status: t.status,
+                        owner: t.owner.clone(),
+                        blocked_by: t.blocked_by.clone(),
+                        outcome: None,
+                    };
+                    (t.id, entry)
+                })
+                .collect(),
+            t0,
+            last_completed: t0,
+            shown: String::new(),
+        }
+    }
+
+    /// Whether `e` is about one of the demo's tasks and its outcome (result or
+    /// error) is worth fetching before [`Board::apply`].
+    pub fn wants_outcome(&self, e: &Event) -> Option<TaskId> {
+        let id = e.task.filter(|id| self.tasks.contains_key(id))?;
+        matches!(
+            e.kind,
+            EventKind::TaskCompleted | EventKind::TaskFailed | EventKind::TaskReleased
+        )
+        .then_some(id)
+    }
+
+    pub fn set_outcome(&mut self, id: TaskId, outcome: Option<String>) {
+        if let Some(entry) = self.tasks.get_mut(&id) {
+            entry.outcome = outcome;
+        }
+    }
+
+    /// Applies an event and returns the line to print for it, if it is one the
+    /// demo shows.
+    pub fn apply(&mut self, e: &Event) -> Option<String> {
+        // The teammates' registration comes before time zero and is shown by the
+        // spawn step already.
+        if e.at < self.t0 {
+            return None;
+        }
+        let text = match e.kind {
+            EventKind::MemberStatus => {
+                // "working" always follows a claim, which is shown already.
+                if e.detail.ends_with(" is working") {
+                    return None;
+                }
+                e.detail.clone()
+            }
+            EventKind::TaskCreated
+            | EventKind::TaskClaimed
+            | EventKind::TaskCompleted
+            | EventKind::TaskReleased
+            | EventKind::TaskFailed
+            | EventKind::TaskCancelled
+            | EventKind::TaskRetried => {
+                let id = e.task?;
+                let entry = self.tasks.get_mut(&id)?;
+                let name = format!("#{id} {}", entry.subject);
+                match e.kind {
+                    EventKind::TaskCreated => {
+                        let blockers: Vec<String> =
+                            entry.blocked_by.iter().map(|b| format!("#{b}")).collect();
+                        if blockers.is_empty() {
+                            format!("{} created {name}", e.actor)
+                        } else {
+                            format!(
+                                "{} created {name}, blocked by {}",
+                                e.actor,
+                                blockers.join(" ")
+                            )
+                        }
+                    }
+                    EventKind::TaskClaimed => {
+                        entry.status = TaskStatus::InProgress;
+                        entry.owner = Some(e.actor.clone());
+                        format!("{} claimed {name}", e.actor)
+                    }
+                    EventKind::TaskCompleted => {
+                        entry.status = TaskStatus::Completed;
+                        self.last_completed = self.last_completed.max(e.at);
+                        let first = first_line(entry.outcome.as_deref());
+                        format!("{} completed {name}: {first}", e.actor)
+                    }
+                    EventKind::TaskFailed => {
+                        entry.status = TaskStatus::Failed;
+                        let first = first_line(entry.outcome.as_deref());
+                        format!("{name} failed for good: {first}")
+                    }
+                    EventKind::TaskCancelled => {
+                        entry.status = TaskStatus::Cancelled;
+                        format!("{} cancelled {name}", e.actor)
+                    }
+                    EventKind::TaskReleased => {
+                        entry.status = TaskStatus::Pending;
+                        entry.owner = None;
+                        // The outcome is the attempt's error; the task itself is
+                        // pending again, for whoever claims it next.
+                        let why = first_line(entry.outcome.take().as_deref()).to_string();
+                        format!("{name} is back on the board: {why}")
+                    }
+                    _ => {
+                        entry.status = TaskStatus::Pending;
+                        entry.owner = None;
+                        format!(
+                            "{name} is back on the board: {}",
+                            first_line(Some(&e.detail))
+                        )
+                    }
+                }
+            }
+            _ => return None,
+        };
+        let elapsed = (e.at - self.t0) as f64 / 1000.0;
+        Some(format!("{elapsed:>7.2}s  {text}"))
+    }
+
+    /// The board as one line, after an event that changed a task's state, if the
+    /// line differs from the last one shown. Creation is not such a change: the
+    /// board starts out with every task pending.
+    pub fn line_after(&mut self, e: &Event) -> Option<String> {
+        let changes_state = matches!(
+            e.kind,
+            EventKind::TaskClaimed
+                | EventKind::TaskCompleted
+                | EventKind::TaskReleased
+                | EventKind::TaskFailed
+                | EventKind::TaskCancelled
+                | EventKind::TaskRetried
+        );
+        if !changes_state || !e.task.is_some_and(|id| self.tasks.contains_key(&id)) {
+            return None;
+        }
+        let cells: Vec<String> = self
+            .tasks
+            .iter()
+            .map(|(id, t)| {
+                let mark = match t.status {
+                    TaskStatus::Pending => "[ ]",
+                    TaskStatus::InProgress => "[>]",
+                    TaskStatus::Completed => "[x]",
+                    TaskStatus::Failed => "[!]",
+                    TaskStatus::Cancelled => "[-]",
+                };
+                let owner = match (&t.owner, t.status) {
+                    (Some(o), TaskStatus::InProgress | TaskStatus::Completed) => {
+                        format!(" @{o}")
+                    }
+                    _ => String::new(),
+                };
+                format!("{mark} #{id} {}{owner}", t.subject)
+            })
+            .collect();
+        let line = format!("          {}", cells.join("  "));
+        if line == self.shown {
+            return None;
+        }
+        self.shown = line.clone();
+        Some(line)
+    }
+
+    pub fn all_completed(&self) -> bool {
+        self.tasks
+            .values()
+            .all(|t| t.status == TaskStatus::Completed)
+    }
+
+    /// A task that has failed for good or was cancelled: the demo cannot finish.
+    pub fn stuck(&self) -> Option<String> {
+        self.tasks.iter().find_map(|(id, t)| {
+            let what = match t.status {
+                TaskStatus::Failed => "failed for good",
+                TaskStatus::Cancelled => "was cancelled",
+                _ => return None,
+            };
+            let why = t.outcome.as_deref().unwrap_or("no reason given");
+            Some(format!("task #{id} {} {what}: {why}", t.subject))
+        })
+    }
+
+    /// Milliseconds from the first task's creation to the last completion.
+    pub fn wall_ms(&self) -> i64 {
+        self.last_completed - self.t0
+    }
+
+    /// Who did what, and what each teammate did and spent.
+    pub fn report(&self, members: &[Member]) -> Vec<String> {
+        let mut out = vec![
+            format!(
+                "All {} tasks completed in {:.2} s (first task created to last task completed).",
+                self.tasks.len(),
+                self.wall_ms() as f64 / 1000.0
+            ),
+            String::new(),
+            "Who did what:".to_string(),
+        ];
+        let subject_width = self.tasks.values().map(|t| t.subject.len()).max();
+        let owner_width = self
+            .tasks
+            .values()
+            .filter_map(|t| t.owner.as_ref().map(String::len))
+            .max();
+        let (sw, ow) = (subject_width.unwrap_or(0), owner_width.unwrap_or(0));
+        for (id, t) in &self.tasks {
+            let owner = t.owner.as_deref().unwrap_or("-");
+            let lines: Vec<&str> = t
+                .outcome
+                .as_deref()
+                .unwrap_or("")
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect();
+            let lead = format!("  #{id} {:<sw$}  {owner:<ow$}  ", t.subject);
+            let indent = " ".repeat(lead.chars().count());
+            for (i, line) in lines.iter().take(2).enumerate() {
+                let more = if i == 1 && lines.len() > 2 {
+                    format!("  (+{} more lines)", lines.len() - 2)
+                } else {
+                    String::new()
+                };
+                let prefix = if i == 0 { &lead } else { &indent };
+                out.push(format!("{prefix}{line}{more}"));
+            }
+            if lines.is_empty() {
+                out.push(format!("{lead}(no output)"));
+            }
+        }
+        out.push(String::new());
+        out.push("The team:".to_string());
+        let mut members: Vec<&Member> = members.iter().collect();
+        members.sort_by(|a, b| a.name.cmp(&b.name));
+        let nw = members.iter().map(|m| m.name.len()).max().unwrap_or(0);
+        for m in members {
+            let done = self
+                .tasks
+                .values()
+                .filter(|t| t.status == TaskStatus::Completed && t.owner.as_ref() == Some(&m.name))
+                .count();
+            out.push(format!(
+                "  {:<nw$}  {}  {done} task{}  {} input + {} output tokens",
+                m.name,
+                m.role,
+                if done == 1 { " " } else { "s" },
+                m.tokens.input,
+                m.tokens.output,
+            ));
+        }
+        out
+    }
+}
+
+/// The first non-empty line of a result or an error, for a one-line view. A line
+/// that ends in ':' ("command 2 of 2 exited with code 1:") introduces the next one,
+/// so the two go together.
+fn first_line(text: Option<&str>) -> String {
+    let mut lines = text
+        .unwrap_or_default()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty());
+    match (lines.next(), lines.next()) {
+        (None, _) => "(no output)".to_string(),
+        (Some(first), Some(next)) if first.ends_with(':') => format!("{first} {next}"),
+        (Some(first), _) => first.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use teamboard_protocol::TokenUsage;
+
+    fn task(id: TaskId, subject: &str, blocked_by: Vec<TaskId>) -> Task {
+        serde_json::from_value(serde_json::json!({
+            "id": id, "subject": subject, "status": "pending", "blocked_by": blocked_by,
+            "created_at": 1_000 + id as i64, "updated_at": 1_000,
+        }))
+        .expect("a task")
+    }
+
+    fn event(at: i64, kind: EventKind, actor: &str, task: Option<TaskId>, detail: &str) -> Event {
+        Event {
+            seq: at as u64,
+            team: "default".into(),
+            at,
+            actor: actor.into(),
+            kind,
+            task,
+            member: Some(actor.into()),
+            message: None,
+            detail: detail.into(),
+        }
+    }
+
+    #[test]
+    fn events_drive_the_board_to_completion() {
+        let mut b = Board::new(&[task(1, "config", vec![]), task(2, "tests", vec![1])]);
+        let created = event(1_002, EventKind::TaskCreated, "lead", Some(2), "");
+        assert_eq!(
+            b.apply(&created).as_deref(),
+            Some("   0.00s  lead created #2 tests, blocked by #1")
+        );
+        assert_eq!(b.line_after(&created), None, "creation changes no state");
+
+        let claimed = event(1_500, EventKind::TaskClaimed, "ada", Some(1), "");
+        assert_eq!(
+            b.apply(&claimed).as_deref(),
+            Some("   0.50s  ada claimed #1 config")
+        );
+        assert_eq!(
+            b.line_after(&claimed).as_deref(),
+            Some("          [>] #1 config @ada  [ ] #2 tests")
+        );
+
+        let done = event(2_250, EventKind::TaskCompleted, "ada", Some(1), "");
+        assert_eq!(b.wants_outcome(&done), Some(1));
+        b.set_outcome(1, Some("\nmoved 4 settings\nmore".into()));
+        assert_eq!(
+            b.apply(&done).as_deref(),
+            Some("   1.25s  ada completed #1 config: moved 4 settings")
+        );
+        assert!(!b.all_completed());
+
+        b.apply(&event(2_300, EventKind::TaskClaimed, "cy", Some(2), ""));
+        b.set_outcome(2, Some("PASS".into()));
+        b.apply(&event(3_001, EventKind::TaskCompleted, "cy", Some(2), ""));
+        assert!(b.all_completed());
+        assert_eq!(b.stuck(), None);
+        assert_eq!(b.wall_ms(), 2_000);
+
+        let members = [Member {
+            name: "ada".into(),
+            role: "dev".into(),
+            status: teamboard_protocol::MemberStatus::Idle,
+            last_seen: 0,
+            pid: None,
+            task: None,
+            tokens: TokenUsage {
+                input: 10,
+                output: 2,
+            },
+            connected: true,
+            joined_at: 0,
+        }];
+        let report = b.report(&members).join("\n");
+        assert!(
+            report.contains("All 2 tasks completed in 2.00 s"),
+            "{report}"
+        );
+        assert!(
+            report.contains("#1 config  ada  moved 4 settings"),
+            "{report}"
+        );
+        assert!(
+            report.contains("ada  dev  1 task   10 input + 2 output tokens"),
+            "{report}"
+        );
+    }
+
+    #[test]
+    fn a_release_and_a_failure_are_explained_in_one_line() {
+        let mut b = Board::new(&[task(1, "tests", vec![])]);
+        b.apply(&event(1_001, EventKind::TaskClaimed, "cy", Some(1), ""));
+        let released = event(
+            1_101,
+            EventKind::TaskReleased,
+            "cy",
+            Some(1),
+            "back to pending",
+        );
+        b.set_outcome(
+            1,
+            Some("command 2 of 2 exited with code 1:\n3 passed, 1 failed".into()),
+        );
+        assert_eq!(
+            b.apply(&released).as_deref(),
+            Some(
+                "   0.10s  #1 tests is back on the board: command 2 of 2 exited with code 1: 3 passed, 1 failed"
+            )
+        );
+        assert_eq!(b.stuck(), None);
+        b.set_outcome(1, Some("boom".into()));
+        b.apply(&event(1_201, EventKind::TaskFailed, "cy", Some(1), ""));
+        assert_eq!(
+            b.stuck().as_deref(),
+            Some("task #1 tests failed for good: boom")
+        );
+    }
+
+    #[test]
+    fn events_before_the_first_task_are_not_shown() {
+        let mut b = Board::new(&[task(1, "config", vec![])]);
+        let early = event(900, EventKind::MemberStatus, "ada", None, "ada is idle");
+        assert_eq!(b.apply(&early), None);
+    }
+}
