@@ -39,12 +39,7 @@ pub fn run(args: &InstallArgs) -> anyhow::Result<()> {
     let bin_dir = prefix.join("bin");
 
     let meta = Metadata::load()?;
-    let mut packages = vec!["boardd", "teamctl"];
-    // teammated arrives in a later change; build and install it once it exists.
-    let has_teammated = meta.package("teammated").is_some();
-    if has_teammated {
-        packages.push("teammated");
-    }
+    let packages = ["boardd", "teamctl", "teammated"];
     cargo::build_release(&packages, true)?;
 
     fs::create_dir_all(&bin_dir).with_context(|| format!("cannot create {}", bin_dir.display()))?;
@@ -94,11 +89,6 @@ pub fn run(args: &InstallArgs) -> anyhow::Result<()> {
             bin_dir.display()
         );
     }
-    if !has_teammated && !args.no_systemd {
-        println!(
-            "note: there is no teammated package yet; teammated@.service is installed but cannot start."
-        );
-    }
     let teamctl = if on_path {
         "teamctl".to_string()
     } else {
@@ -118,6 +108,9 @@ pub fn run(args: &InstallArgs) -> anyhow::Result<()> {
         println!("  systemctl --user restart boardd    # if it was already running the old binary");
     }
     println!("  {teamctl} status");
+    println!(
+        "  {teamctl} spawn alice --role dev     # a teammate (add --systemd to run it as teammated@alice)"
+    );
     Ok(())
 }
 

@@ -76,6 +76,9 @@ pub struct Config {
     pub context_budget: u64,
     /// How long a `bash` call may run when the model names no timeout.
     pub shell_timeout: Duration,
+    /// How long boardd may stay unreachable (at start or after losing the
+    /// connection) before the teammate exits with an error.
+    pub reconnect_timeout: Duration,
 }
 
 /// The file that may hold API keys, as `NAME=value` lines:

@@ -84,6 +84,12 @@ struct Args {
     /// Default timeout of one `bash` call, in seconds.
     #[arg(long, env = "TEAMMATE_SHELL_TIMEOUT", default_value_t = 120)]
     shell_timeout: u64,
+    /// Give up (exit 1) when boardd stays unreachable this many seconds, at start or
+    /// after losing the connection. boardd keeps a claim for a restarting teammate
+    /// only for its restart grace (30 s by default), so waiting longer only matters
+    /// for picking up new work.
+    #[arg(long, env = "TEAMMATE_RECONNECT_TIMEOUT", default_value_t = 300)]
+    reconnect_timeout: u64,
     /// Timeout of one HTTP request to the model, in seconds.
     #[arg(long, env = "TEAMMATE_REQUEST_TIMEOUT", default_value_t = 300)]
     request_timeout: u64,
@@ -140,6 +146,7 @@ impl Args {
             max_rounds: self.max_rounds.max(1),
             context_budget: self.context_budget.max(1000),
             shell_timeout: Duration::from_secs(self.shell_timeout.max(1)),
+            reconnect_timeout: Duration::from_secs(self.reconnect_timeout),
         })
     }
 }

@@ -24,6 +24,8 @@ pub struct Identity {
 /// One teammate's connection to boardd.
 pub struct Session {
     socket: std::path::PathBuf,
+    /// How long boardd may stay unreachable before the teammate gives up.
+    give_up: Duration,
     who: Identity,
     client: RwLock<Arc<Client>>,
     /// Bumped on every reconnect, so that concurrent callers that saw the same broken
@@ -55,11 +57,13 @@ impl Session {
     pub async fn open(
         socket: std::path::PathBuf,
         who: Identity,
+        give_up: Duration,
         cancel: CancellationToken,
     ) -> Result<(Session, Member), ClientError> {
-        let (client, member) = connect_loop(&socket, &who, &cancel, true).await?;
+        let (client, member) = connect_loop(&socket, &who, &cancel, true, give_up).await?;
         let session = Session {
             socket,
+            give_up,
             who,
             client: RwLock::new(Arc::new(client)),
             generation: Default::default(),
@@ -105,7 +109,8 @@ impl Session {
             // Someone else reconnected while we waited for the lock.
             return Ok(());
         }
-        let (client, member) = connect_loop(&self.socket, &self.who, &self.cancel, false).await?;
+        let (client, member) =
+            connect_loop(&self.socket, &self.who, &self.cancel, false, self.give_up).await?;
         tracing::info!(task = ?member.task, "reconnected to boardd");
         *self.client.write().await = Arc::new(client);
         self.generation
@@ -115,13 +120,17 @@ impl Session {
 }
 
 /// Connects and registers, retrying with exponential backoff while boardd is down or
-/// still remembers our previous session.
+/// still remembers our previous session, for at most `give_up`: a teammate whose
+/// board is gone for good (its daemon was killed and not restarted) must not linger
+/// forever.
 async fn connect_loop(
     socket: &std::path::Path,
     who: &Identity,
     cancel: &CancellationToken,
     first: bool,
+    give_up: Duration,
 ) -> Result<(Client, Member), ClientError> {
+    let started = tokio::time::Instant::now();
     let mut pause = BACKOFF_START;
     let mut logged = false;
     loop {
@@ -141,8 +150,12 @@ async fn connect_loop(
         if !transient || (first && err.code() == Some(ErrorCode::AlreadyConnected)) {
             return Err(err);
         }
+        if started.elapsed() >= give_up {
+            tracing::error!(error = %err, "boardd has been unreachable for {give_up:?}; giving up");
+            return Err(err);
+        }
         if !logged {
-            tracing::warn!(error = %err, "boardd is not reachable; retrying with backoff");
+            tracing::warn!(error = %err, "boardd is not reachable; retrying with backoff for up to {give_up:?}");
             logged = true;
         }
         tokio::select! {

@@ -69,7 +69,13 @@ pub async fn run(cfg: Config, cancel: CancellationToken) -> Result<Exit, Error> 
         role: cfg.role.clone(),
         team: cfg.team.clone(),
     };
-    let (session, member) = Session::open(cfg.socket.clone(), who, cancel.clone()).await?;
+    let (session, member) = Session::open(
+        cfg.socket.clone(),
+        who,
+        cfg.reconnect_timeout,
+        cancel.clone(),
+    )
+    .await?;
     let session = Arc::new(session);
     tracing::info!(
         name = %cfg.name, role = %cfg.role, team = %cfg.team, provider = provider.name(),

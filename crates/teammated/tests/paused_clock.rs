@@ -34,6 +34,7 @@ fn config(dir: &Path, provider: ProviderConfig) -> Config {
         max_rounds: 50,
         context_budget: 100_000,
         shell_timeout: Duration::from_secs(120),
+        reconnect_timeout: Duration::from_secs(300),
     }
 }
 
@@ -75,4 +76,29 @@ async fn an_idle_teammate_leaves_after_the_sixty_second_default() {
     let notices = lead.inbox().await.unwrap();
     assert_eq!(notices.len(), 1, "{notices:#?}");
     daemon.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_teammate_whose_boardd_is_gone_gives_up_after_the_reconnect_timeout() {
+    let dir = tempfile::Builder::new()
+        .prefix("pc")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let daemon = boardd(dir.path(), Duration::from_secs(30)).await;
+    let mut cfg = config(dir.path(), scripted());
+    cfg.idle_timeout = None;
+    cfg.reconnect_timeout = Duration::from_secs(120);
+    let teammate = tokio::spawn(run(cfg, CancellationToken::new()));
+    // Let it register and park, then take the board away for good.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    daemon.shutdown().await;
+    let gone = Instant::now();
+    let result = teammate.await.expect("no panic");
+    let waited = gone.elapsed();
+    let err = result.expect_err("it gives up");
+    assert!(err.to_string().contains("not running"), "{err}");
+    assert!(
+        waited >= Duration::from_secs(120) && waited < Duration::from_secs(130),
+        "{waited:?}"
+    );
 }
