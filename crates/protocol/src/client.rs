@@ -66,6 +66,9 @@ pub struct Client {
     events: tokio::sync::Mutex<mpsc::UnboundedReceiver<Event>>,
     welcome: Welcome,
     reader: tokio::task::JoinHandle<()>,
+    /// Set by the reader when it stops: no answer will come any more, so calls made
+    /// after that must fail at once rather than wait forever.
+    closed: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Drop for Client {
@@ -122,6 +125,8 @@ impl Client {
         };
         let (sink, mut stream) = framed.split();
         let pending: Pending = Arc::default();
+        let closed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let reader_closed = closed.clone();
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let reader_pending = pending.clone();
         let reader = tokio::spawn(async move {
@@ -150,8 +155,12 @@ impl Client {
                     Err(e) => break format!(": undecodable frame: {e}"),
                 }
             };
-            // Wake every caller still waiting: their answers will never come.
-            for (_, tx) in lock(&reader_pending).drain() {
+            // Wake every caller still waiting: their answers will never come. The
+            // flag is set under the same lock callers insert under, so a call either
+            // sees it or is drained here.
+            let mut pending = lock(&reader_pending);
+            reader_closed.store(true, Ordering::SeqCst);
+            for (_, tx) in pending.drain() {
                 let _ = tx.send(Err(ClientError::Closed(why.clone())));
             }
         });
@@ -162,6 +171,7 @@ impl Client {
             events: tokio::sync::Mutex::new(events_rx),
             welcome,
             reader,
+            closed,
         })
     }
 
@@ -180,7 +190,13 @@ impl Client {
     pub async fn call_value(&self, request: Request) -> Result<serde_json::Value, ClientError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        lock(&self.pending).insert(id, tx);
+        {
+            let mut pending = lock(&self.pending);
+            if self.closed.load(Ordering::SeqCst) {
+                return Err(ClientError::Closed(" (no longer reading answers)".into()));
+            }
+            pending.insert(id, tx);
+        }
         let frame = ClientFrame::Request { id, request };
         let sent = {
             let mut sink = self.sink.lock().await;
@@ -194,6 +210,18 @@ impl Client {
             Ok(answer) => answer,
             Err(_) => Err(ClientError::Closed(String::new())),
         }
+    }
+
+    /// Closes the connection: boardd sees the session end (and returns its claims)
+    /// even while other handles to this client are still alive.
+    pub async fn close(&self) {
+        let mut sink = self.sink.lock().await;
+        let _ = sink.close().await;
+    }
+
+    /// Whether the connection is known to be gone.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
     }
 
     /// The next pushed event, after [`Client::subscribe`]. `None` once the connection

@@ -26,16 +26,15 @@ impl ProviderKind {
     }
 }
 
-/// How to reach the model.
-#[derive(Debug, Clone)]
+/// How to reach the model. `Debug` shows the key as `<redacted>`.
+#[derive(Clone)]
 pub struct ProviderConfig {
     pub kind: ProviderKind,
     /// The model name; each provider has a default.
     pub model: Option<String>,
     /// The API's base URL; each provider has a default.
     pub base_url: Option<String>,
-    /// Never logged: `Debug` of the whole config is fine because this is redacted by
-    /// [`ProviderConfig::redacted`] wherever the config is printed.
+    /// Never logged or printed.
     pub api_key: Option<String>,
     /// Output tokens per call.
     pub max_tokens: u32,
@@ -44,13 +43,17 @@ pub struct ProviderConfig {
     pub retry: RetryPolicy,
 }
 
-impl ProviderConfig {
-    /// A copy that is safe to log.
-    pub fn redacted(&self) -> ProviderConfig {
-        ProviderConfig {
-            api_key: self.api_key.as_ref().map(|_| "<redacted>".to_string()),
-            ..self.clone()
-        }
+impl std::fmt::Debug for ProviderConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderConfig")
+            .field("kind", &self.kind)
+            .field("model", &self.model)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("max_tokens", &self.max_tokens)
+            .field("request_timeout", &self.request_timeout)
+            .field("retry", &self.retry)
+            .finish()
     }
 }
 
@@ -136,6 +139,24 @@ pub fn parse_env_file(text: &str) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn debug_never_shows_the_key() {
+        let cfg = ProviderConfig {
+            kind: ProviderKind::Anthropic,
+            model: None,
+            base_url: None,
+            api_key: Some("sk-very-secret".into()),
+            max_tokens: 1,
+            request_timeout: Duration::from_secs(1),
+            retry: RetryPolicy::default(),
+        };
+        let text = format!("{cfg:?}");
+        assert!(
+            !text.contains("sk-very-secret") && text.contains("<redacted>"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn env_file_lines_are_parsed_like_a_shell_would() {

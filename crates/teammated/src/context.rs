@@ -12,6 +12,7 @@
 
 use crate::llm::{self, Block, ChatMessage, CompletionRequest, LlmError, Provider, Role};
 use std::path::Path;
+use teamboard_protocol::TokenUsage;
 
 /// The facts that must survive compaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -146,22 +147,22 @@ impl Context {
 
     /// Shrinks the conversation: saves it to `archive`, summarises the older part with
     /// `provider`, and starts the new conversation with the identity and the summary.
-    /// Returns how many messages were summarised.
+    /// Returns how many messages were summarised and the tokens the summary cost.
     pub async fn compact(
         &mut self,
         provider: &Provider,
         archive: &Path,
-    ) -> Result<usize, CompactError> {
+    ) -> Result<(usize, TokenUsage), CompactError> {
         save_archive(archive, &self.system(), &self.messages)?;
         let Some(cut) = self.split_point() else {
             // One huge turn (a giant tool result): nothing can be summarised without
             // cutting a tool exchange, so shorten the biggest blocks instead.
             shorten_large_blocks(&mut self.messages, self.budget);
             self.put_identity_first();
-            return Ok(0);
+            return Ok((0, TokenUsage::default()));
         };
         let older = &self.messages[..cut];
-        let summary = summarise(provider, older).await?;
+        let (summary, usage) = summarise(provider, older).await?;
         let recent = self.messages.split_off(cut);
         let summarised = self.messages.len();
         let head = format!(
@@ -177,7 +178,7 @@ impl Context {
             // What is kept holds a block too big for the budget on its own.
             shorten_large_blocks(&mut self.messages[1..], self.budget);
         }
-        Ok(summarised)
+        Ok((summarised, usage))
     }
 
     fn put_identity_first(&mut self) {
@@ -232,7 +233,10 @@ pub const SUMMARY_PROMPT: &str = "Summarise the work log above for yourself, so 
      continue the work without it: what the task is, what has been done, what was found, \
      which files changed, and what is left. Be concise and concrete.";
 
-async fn summarise(provider: &Provider, older: &[ChatMessage]) -> Result<String, LlmError> {
+async fn summarise(
+    provider: &Provider,
+    older: &[ChatMessage],
+) -> Result<(String, TokenUsage), LlmError> {
     let mut log = String::new();
     for m in older {
         let who = match m.role {
@@ -272,7 +276,7 @@ async fn summarise(provider: &Provider, older: &[ChatMessage]) -> Result<String,
             _ => None,
         })
         .collect();
-    Ok(text.join("\n"))
+    Ok((text.join("\n"), completion.usage))
 }
 
 fn shorten_large_blocks(messages: &mut [ChatMessage], budget: u64) {
@@ -401,8 +405,9 @@ mod tests {
         assert!(ctx.over_budget());
         let before = ctx.messages.clone();
         let provider = Provider::Scripted(Scripted::default());
-        let n = ctx.compact(&provider, &archive).await.unwrap();
+        let (n, usage) = ctx.compact(&provider, &archive).await.unwrap();
         assert!(n > 0);
+        assert!(usage.total() > 0, "the summary's tokens are counted");
         assert!(!ctx.over_budget(), "{} > {}", ctx.estimate(), ctx.budget);
         // The whole conversation was saved first.
         let saved: serde_json::Value =

@@ -6,7 +6,6 @@
 //! beats still leave it the claim.
 
 use crate::session::Session;
-use std::sync::Arc;
 use teamboard_protocol::{ErrorCode, TaskId};
 use tokio_util::sync::CancellationToken;
 
@@ -24,7 +23,7 @@ impl Drop for Heartbeat {
 }
 
 impl Heartbeat {
-    pub async fn start(session: Arc<Session>, id: TaskId, epoch: u64) -> Heartbeat {
+    pub async fn start(session: Session, id: TaskId, epoch: u64) -> Heartbeat {
         let every = session.lease_ttl().await / 3;
         let lost = CancellationToken::new();
         let flag = lost.clone();

@@ -7,9 +7,20 @@
 
 use crate::error::Error;
 use crate::teammate::{Exit, Teammate};
+use std::time::Duration;
 use teamboard_protocol::transcript::EntryKind;
-use teamboard_protocol::{MemberStatus, Message, MessageKind, Work};
+use teamboard_protocol::{MemberStatus, Message, MessageKind, TaskId, Work};
 use tokio::time::Instant;
+
+/// The longest pause before taking more work after model failures.
+const COOLDOWN_MAX: Duration = Duration::from_secs(60);
+
+/// What one wait brought.
+enum Woken {
+    Work(Work),
+    /// boardd gave back a claim on reconnecting (see `Session::take_adopted`).
+    Adopted(TaskId),
+}
 
 impl Teammate {
     /// Waits until there is work. `Some(exit)` when the teammate should stop instead.
@@ -27,6 +38,9 @@ impl Teammate {
             false,
             "idle: waiting for messages or a ready task",
         );
+        if let Some(exit) = self.cool_down().await {
+            return Ok(Some(exit));
+        }
         let since = Instant::now();
         loop {
             let wait = match self.cfg.idle_timeout {
@@ -39,61 +53,111 @@ impl Teammate {
                 }
                 None => self.cfg.poll_interval,
             };
-            let ms = wait.as_millis().max(1) as u64;
-            let work = tokio::select! {
+            let ms = wait.as_millis().clamp(1, u64::MAX as u128) as u64;
+            let session = self.session.clone();
+            let woken = self.session.call(move |c| {
+                let session = session.clone();
+                async move {
+                    // Checked on every (re)try: a reconnect may have handed us back a
+                    // claim, and boardd does not claim more for a holder.
+                    if let Some(id) = session.take_adopted() {
+                        return Ok(Woken::Adopted(id));
+                    }
+                    c.wait_for_work(Some(ms)).await.map(Woken::Work)
+                }
+            });
+            let woken = tokio::select! {
                 _ = self.cancel.cancelled() => return Ok(Some(Exit::Terminated)),
-                w = self.session.call(|c| async move { c.wait_for_work(Some(ms)).await }) => w?,
+                w = woken => w?,
             };
-            match work {
+            match woken {
                 // The safety-net renewal: nothing was lost, there is just nothing
                 // to do. The loop re-checks the idle limit.
-                Work::Timeout => {}
-                Work::Messages { messages } => {
-                    if let Some(exit) = self.take_messages(messages).await? {
-                        return Ok(Some(exit));
-                    }
-                    return Ok(None);
+                Woken::Work(Work::Timeout) => {}
+                Woken::Work(Work::Messages { messages }) if messages.is_empty() => {}
+                Woken::Work(Work::Messages { messages }) => {
+                    return self.take_messages(messages).await;
                 }
-                Work::Task { claim } => {
+                Woken::Work(Work::Task { claim }) => {
                     tracing::info!(task = claim.task.id, subject = %claim.task.subject, "claimed a task");
                     self.hold(claim, "Auto-claimed").await;
+                    return Ok(None);
+                }
+                Woken::Adopted(id) => {
+                    self.resume(id).await?;
                     return Ok(None);
                 }
             }
         }
     }
 
-    /// Puts messages into the context, answers shutdown requests, then acknowledges
-    /// them all. Acknowledging only after the messages are in the context is what
-    /// makes delivery at-least-once: if we die before the ack, boardd keeps them.
+    /// After work phases that ended in a model error, waits before taking more work
+    /// (1 s, 2 s, 4 s... up to a minute), so a model that is down does not run every
+    /// ready task through its attempts in seconds. `Some` when told to stop meanwhile.
+    async fn cool_down(&mut self) -> Option<Exit> {
+        if self.llm_failures == 0 {
+            return None;
+        }
+        let pause = Duration::from_secs(1u64 << (self.llm_failures - 1).min(6)).min(COOLDOWN_MAX);
+        tracing::warn!(
+            failures = self.llm_failures,
+            "the model failed; waiting {pause:?} before taking more work"
+        );
+        tokio::select! {
+            _ = self.cancel.cancelled() => Some(Exit::Terminated),
+            _ = tokio::time::sleep(pause) => None,
+        }
+    }
+
+    /// Puts messages into the context and acknowledges them. Acknowledging only after
+    /// the messages are in the context is what makes delivery at-least-once: if we die
+    /// before the ack, boardd keeps them.
+    ///
+    /// A shutdown request is answered at once; the messages that came with it stay
+    /// in the inbox unread, for whoever runs under this name next.
     pub(crate) async fn take_messages(
         &mut self,
         messages: Vec<Message>,
     ) -> Result<Option<Exit>, Error> {
-        let mut exit = None;
+        if let Some(request) = messages
+            .iter()
+            .find(|m| m.kind == MessageKind::ShutdownRequest)
+        {
+            let reply = format!("{} is shutting down", self.cfg.name);
+            let (to, rid) = (&request.from, request.request_id.as_deref());
+            let sent = self
+                .session
+                .call(|c| {
+                    let reply = &reply;
+                    async move { c.send(to, MessageKind::ShutdownResponse, reply, rid).await }
+                })
+                .await;
+            if let Err(e) = &sent {
+                // Still leave: the request is clear, and staying would bring the same
+                // request back after a restart.
+                tracing::warn!(error = %e, to = %request.from, "cannot answer the shutdown request");
+            }
+            let id = request.id;
+            self.session
+                .call(|c| async move { c.ack(vec![id]).await })
+                .await?;
+            self.log(
+                EntryKind::Lifecycle,
+                None,
+                false,
+                &format!(
+                    "shutdown requested by {} (request {:?}); answered",
+                    request.from, request.request_id
+                ),
+            );
+            let exit = Exit::ShutdownRequested {
+                by: request.from.clone(),
+            };
+            self.shutdown = Some(exit.clone());
+            return Ok(Some(exit));
+        }
         let ids: Vec<u64> = messages.iter().map(|m| m.id).collect();
         for m in messages {
-            if m.kind == MessageKind::ShutdownRequest {
-                let reply = format!("{} is shutting down", self.cfg.name);
-                let (to, rid) = (&m.from, m.request_id.as_deref());
-                self.session
-                    .call(|c| {
-                        let reply = &reply;
-                        async move { c.send(to, MessageKind::ShutdownResponse, reply, rid).await }
-                    })
-                    .await?;
-                self.log(
-                    EntryKind::Lifecycle,
-                    None,
-                    false,
-                    &format!(
-                        "shutdown requested by {} (request {:?}); answered",
-                        m.from, m.request_id
-                    ),
-                );
-                exit = Some(Exit::ShutdownRequested { by: m.from });
-                continue;
-            }
             let text = format!(
                 "[Message #{} from {} ({})] {}",
                 m.id,
@@ -104,15 +168,10 @@ impl Teammate {
             self.ctx.push_user_text(text.clone());
             self.log(EntryKind::User, None, false, &text);
         }
+        let ids = &ids;
         self.session
-            .call(|c| {
-                let ids = ids.clone();
-                async move { c.ack(ids).await }
-            })
+            .call(|c| async move { c.ack(ids.clone()).await })
             .await?;
-        if exit.is_some() {
-            self.shutdown = exit.clone();
-        }
-        Ok(exit)
+        Ok(None)
     }
 }

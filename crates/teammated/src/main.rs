@@ -141,15 +141,21 @@ impl Args {
                     ..RetryPolicy::default()
                 },
             },
-            idle_timeout: (self.idle_timeout > 0).then(|| Duration::from_secs(self.idle_timeout)),
-            poll_interval: Duration::from_secs_f64(self.poll_interval),
+            idle_timeout: (self.idle_timeout > 0)
+                .then(|| Duration::from_secs(self.idle_timeout.min(10 * 365 * 86_400))),
+            // A day is as good as forever for a safety net, and keeps the arithmetic
+            // on durations far from overflow.
+            poll_interval: Duration::from_secs_f64(self.poll_interval.min(86_400.0)),
             max_rounds: self.max_rounds.max(1),
             context_budget: self.context_budget.max(1000),
-            shell_timeout: Duration::from_secs(self.shell_timeout.max(1)),
+            shell_timeout: Duration::from_secs(self.shell_timeout.clamp(1, 600)),
             reconnect_timeout: Duration::from_secs(self.reconnect_timeout),
         })
     }
 }
+
+/// Environment variables that hold API keys.
+const SECRET_VARS: [&str; 2] = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"];
 
 fn main() {
     if let Err(e) = real_main() {
@@ -169,7 +175,13 @@ fn real_main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let config = args.into_config()?;
-    tracing::debug!(provider = ?config.provider.redacted(), "configuration");
+    // The keys now live in the config. Take them out of the environment so that
+    // nothing the model runs with `bash` inherits them (`env` would show them to the
+    // model, the transcript and the provider). Safe: no other thread exists yet.
+    for var in SECRET_VARS {
+        unsafe { std::env::remove_var(var) };
+    }
+    tracing::debug!(provider = ?config.provider, "configuration");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

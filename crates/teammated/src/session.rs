@@ -5,11 +5,16 @@
 //! back the claim it still holds for that name (within its restart grace). So every
 //! call here goes through [`Session::call`], which reconnects with backoff when the
 //! connection is gone and then repeats the call.
+//!
+//! Repeating is safe for reads, waits and heartbeats. A state-changing call whose
+//! answer was lost with the connection may have happened already; callers that care
+//! (completing a task) check the board after a refusal rather than trust the repeat.
 
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use teamboard_protocol::{Client, ClientError, ErrorCode, Member};
+use teamboard_protocol::{Client, ClientError, ErrorCode, Member, TaskId};
 use tokio::sync::RwLock;
 use tokio_util::sync::CancellationToken;
 
@@ -21,23 +26,39 @@ pub struct Identity {
     pub team: String,
 }
 
-/// One teammate's connection to boardd.
+/// One teammate's connection to boardd. Cheap to share: the state lives behind an
+/// `Arc`, so a reconnect can run on a task of its own and finish even if the caller
+/// that started it goes away (see [`Session::reconnect_after`]).
+#[derive(Clone)]
 pub struct Session {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
     socket: std::path::PathBuf,
+    who: Identity,
     /// How long boardd may stay unreachable before the teammate gives up.
     give_up: Duration,
-    who: Identity,
     client: RwLock<Arc<Client>>,
     /// Bumped on every reconnect, so that concurrent callers that saw the same broken
     /// connection reconnect once, not once each.
-    generation: std::sync::atomic::AtomicU64,
+    generation: AtomicU64,
     reconnect: tokio::sync::Mutex<()>,
+    /// A claim boardd handed back when we registered again after a restart, not yet
+    /// looked at by the lifecycle.
+    adopted: Mutex<Option<TaskId>>,
     cancel: CancellationToken,
 }
 
 /// The first and the longest pause between reconnect attempts.
 const BACKOFF_START: Duration = Duration::from_millis(50);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
+/// How long one connect-and-register attempt may take: a hung daemon must not stop
+/// the give-up clock.
+const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
+/// A call that loses its connection this many times in a row, even though every
+/// reconnect succeeded, is what kills the connection; it fails instead of looping.
+const MAX_REPEATS: u32 = 8;
 
 /// Whether an error means the connection is gone (as opposed to boardd refusing the
 /// request), so reconnecting and repeating the call is the right answer.
@@ -61,40 +82,67 @@ impl Session {
         cancel: CancellationToken,
     ) -> Result<(Session, Member), ClientError> {
         let (client, member) = connect_loop(&socket, &who, &cancel, true, give_up).await?;
-        let session = Session {
+        let inner = Inner {
             socket,
-            give_up,
             who,
+            give_up,
             client: RwLock::new(Arc::new(client)),
-            generation: Default::default(),
+            generation: AtomicU64::new(0),
             reconnect: tokio::sync::Mutex::new(()),
+            adopted: Mutex::new(None),
             cancel,
         };
-        Ok((session, member))
+        Ok((
+            Session {
+                inner: Arc::new(inner),
+            },
+            member,
+        ))
     }
 
     pub fn who(&self) -> &Identity {
-        &self.who
+        &self.inner.who
     }
 
     /// The lease boardd gives claims, from the current connection's welcome.
     pub async fn lease_ttl(&self) -> Duration {
-        Duration::from_millis(self.client.read().await.welcome().lease_ttl_ms.max(300))
+        let ms = self.inner.client.read().await.welcome().lease_ttl_ms;
+        Duration::from_millis(ms.max(300))
+    }
+
+    /// A claim boardd gave back to us on a reconnect, once.
+    pub fn take_adopted(&self) -> Option<TaskId> {
+        self.inner
+            .adopted
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
     }
 
     /// Runs `f` against the current connection. If the connection is gone, reconnects
-    /// (re-registering) and runs `f` again, until it gets an answer or the teammate is
-    /// cancelled.
+    /// (re-registering) and runs `f` again, until it gets an answer, the teammate is
+    /// cancelled, or boardd stays away longer than the give-up time.
     pub async fn call<T, F, Fut>(&self, f: F) -> Result<T, ClientError>
     where
         F: Fn(Arc<Client>) -> Fut,
         Fut: Future<Output = Result<T, ClientError>>,
     {
+        let mut repeats = 0u32;
         loop {
-            let generation = self.generation.load(std::sync::atomic::Ordering::Acquire);
-            let client = self.client.read().await.clone();
+            let generation = self.inner.generation.load(Ordering::Acquire);
+            let client = self.inner.client.read().await.clone();
             match f(client).await {
-                Err(e) if is_disconnect(&e) && !self.cancel.is_cancelled() => {
+                Err(e) if is_disconnect(&e) && !self.inner.cancel.is_cancelled() => {
+                    repeats += 1;
+                    if repeats > MAX_REPEATS {
+                        tracing::error!(error = %e, "the connection keeps dropping on this call; giving up on it");
+                        return Err(e);
+                    }
+                    if repeats > 1 {
+                        // Reconnecting worked but the call broke the connection again.
+                        let pause = (BACKOFF_START * 2u32.pow(repeats.min(7))).min(BACKOFF_MAX);
+                        tokio::time::sleep(pause).await;
+                    }
                     tracing::warn!(error = %e, "lost the connection to boardd; reconnecting");
                     self.reconnect_after(generation).await?;
                 }
@@ -103,19 +151,43 @@ impl Session {
         }
     }
 
+    /// Replaces the connection. The work runs on a task of its own: if the caller is
+    /// dropped half way (a heartbeat stopped because its task ended), the new,
+    /// registered connection is still installed instead of being dropped, which
+    /// boardd would see as a disconnect that abandons the claim it just gave back.
     async fn reconnect_after(&self, seen: u64) -> Result<(), ClientError> {
-        let _one_at_a_time = self.reconnect.lock().await;
-        if self.generation.load(std::sync::atomic::Ordering::Acquire) != seen {
-            // Someone else reconnected while we waited for the lock.
-            return Ok(());
+        let inner = self.inner.clone();
+        let job = tokio::spawn(async move {
+            let _one_at_a_time = inner.reconnect.lock().await;
+            if inner.generation.load(Ordering::Acquire) != seen {
+                // Someone else reconnected while we waited for the lock.
+                return Ok(());
+            }
+            // Make sure the old session is over, or registering again would find our
+            // name still bound to it.
+            inner.client.read().await.close().await;
+            let (client, member) = connect_loop(
+                &inner.socket,
+                &inner.who,
+                &inner.cancel,
+                false,
+                inner.give_up,
+            )
+            .await?;
+            tracing::info!(task = ?member.task, "reconnected to boardd");
+            if let Some(id) = member.task {
+                *inner.adopted.lock().unwrap_or_else(|p| p.into_inner()) = Some(id);
+            }
+            *inner.client.write().await = Arc::new(client);
+            inner.generation.fetch_add(1, Ordering::AcqRel);
+            Ok(())
+        });
+        match job.await {
+            Ok(r) => r,
+            Err(e) => Err(ClientError::Closed(format!(
+                " (reconnect task failed: {e})"
+            ))),
         }
-        let (client, member) =
-            connect_loop(&self.socket, &self.who, &self.cancel, false, self.give_up).await?;
-        tracing::info!(task = ?member.task, "reconnected to boardd");
-        *self.client.write().await = Arc::new(client);
-        self.generation
-            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-        Ok(())
     }
 }
 
@@ -139,7 +211,13 @@ async fn connect_loop(
             let member = client.register(&who.role, Some(std::process::id())).await?;
             Ok::<_, ClientError>((client, member))
         };
-        let err = match attempt.await {
+        let result = match tokio::time::timeout(ATTEMPT_TIMEOUT, attempt).await {
+            Ok(r) => r,
+            Err(_) => Err(ClientError::Closed(format!(
+                " (boardd did not answer the handshake within {ATTEMPT_TIMEOUT:?})"
+            ))),
+        };
+        let err = match result {
             Ok(ok) => return Ok(ok),
             Err(e) => e,
         };

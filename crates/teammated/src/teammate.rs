@@ -8,7 +8,6 @@ use crate::llm::{self, Provider, ToolSpec};
 use crate::session::{self, Session};
 use crate::tools::{self, LocalEnv};
 use crate::transcript::Transcript;
-use std::sync::Arc;
 use teamboard_protocol::transcript::{EntryKind, transcript_path};
 use teamboard_protocol::{Claim, ClientError, LEAD, MemberStatus, MessageKind, TaskId};
 use tokio_util::sync::CancellationToken;
@@ -34,7 +33,7 @@ pub struct Held {
 
 pub struct Teammate {
     pub(crate) cfg: Config,
-    pub(crate) session: Arc<Session>,
+    pub(crate) session: Session,
     pub(crate) provider: Provider,
     pub(crate) ctx: Context,
     pub(crate) transcript: Transcript,
@@ -49,6 +48,11 @@ pub struct Teammate {
     pub(crate) cancel: CancellationToken,
     /// Compactions so far, to name their archives.
     pub(crate) compactions: u32,
+    /// The context length after a compaction that left it over budget.
+    pub(crate) compacted_at: Option<usize>,
+    /// Work phases in a row that ended in an LLM error; IDLE waits longer before
+    /// taking more work after each, so a broken model does not burn the board.
+    pub(crate) llm_failures: u32,
 }
 
 /// Runs a teammate until it exits: registers, then alternates IDLE and WORK.
@@ -76,7 +80,6 @@ pub async fn run(cfg: Config, cancel: CancellationToken) -> Result<Exit, Error> 
         cancel.clone(),
     )
     .await?;
-    let session = Arc::new(session);
     tracing::info!(
         name = %cfg.name, role = %cfg.role, team = %cfg.team, provider = provider.name(),
         workdir = %workdir.display(), "registered with boardd"
@@ -117,6 +120,8 @@ pub async fn run(cfg: Config, cancel: CancellationToken) -> Result<Exit, Error> 
         idle_requested: false,
         cancel,
         compactions: 0,
+        compacted_at: None,
+        llm_failures: 0,
     };
     // After a boardd restart, the claim our name still holds comes back to us.
     if let Some(id) = member.task {
@@ -139,8 +144,29 @@ impl Teammate {
         }
     }
 
+    /// Handles a claim boardd gave back when the session reconnected after a
+    /// restart: ours already, or one we never heard of because its answer was lost
+    /// in the crash.
+    pub(crate) async fn check_adopted(&mut self) -> Result<(), Error> {
+        let Some(id) = self.session.take_adopted() else {
+            return Ok(());
+        };
+        match self.task_id() {
+            Some(held) if held == id => Ok(()),
+            Some(held) => {
+                tracing::warn!(
+                    held,
+                    adopted = id,
+                    "boardd gave back a claim we do not hold"
+                );
+                Ok(())
+            }
+            None => self.resume(id).await,
+        }
+    }
+
     /// Takes over a claim boardd kept for our name across its restart.
-    async fn resume(&mut self, id: TaskId) -> Result<(), Error> {
+    pub(crate) async fn resume(&mut self, id: TaskId) -> Result<(), Error> {
         let detail = self
             .session
             .call(|c| async move { c.get_task(id).await })
@@ -196,7 +222,7 @@ impl Teammate {
     /// Tells the lead something. The lead is always a valid recipient, so a failure
     /// here is the connection, which `call` already retried; log it and go on.
     pub(crate) async fn tell_lead(&self, kind: MessageKind, content: String) {
-        let content = &content;
+        let content = &crate::work::cap_text(&content);
         if let Err(e) = self
             .session
             .call(|c| async move { c.send(LEAD, kind, content, None).await })
@@ -208,10 +234,8 @@ impl Teammate {
 
     /// Leaves cleanly: gives back a task still held, marks the member `shutdown`.
     async fn exit(&mut self, exit: Exit) -> Result<Exit, Error> {
-        if self.held.is_some() {
-            let why = format!("{} stopped before finishing ({exit:?})", self.cfg.name);
-            self.release(&why).await;
-        }
+        // Leaving is not the task's fault: give it back without using up an attempt.
+        self.release(None).await;
         let text = match &exit {
             Exit::IdleTimeout => format!(
                 "idle for {}s with nothing to do; shutting down",

@@ -131,7 +131,7 @@ fn message_json(msg: &ChatMessage) -> Value {
         .filter_map(|block| match block {
             // The API refuses empty text blocks with a 400, which would end the
             // teammate's work on a message that carried nothing anyway.
-            Block::Text { text } if text.is_empty() => None,
+            Block::Text { text } if text.trim().is_empty() => None,
             Block::Text { text } => Some(json!({"type": "text", "text": text})),
             Block::ToolUse { id, name, input } => Some(json!({
                 "type": "tool_use",
@@ -178,7 +178,7 @@ fn parse_response(answer: &Value) -> Result<Completion, LlmError> {
         match block["type"].as_str() {
             Some("text") => {
                 let text = block["text"].as_str().unwrap_or_default();
-                if !text.is_empty() {
+                if !text.trim().is_empty() {
                     content.push(Block::text(text));
                 }
             }

@@ -174,6 +174,20 @@ pub enum LlmError {
     Scripted(String),
 }
 
+impl LlmError {
+    /// Whether the error is the configuration's fault (no key, a key the provider
+    /// refuses, a model it does not know), so retrying later or on another task
+    /// cannot help.
+    pub fn is_configuration(&self) -> bool {
+        match self {
+            LlmError::MissingKey { .. } => true,
+            LlmError::Http { status, .. } => matches!(status, 401 | 403 | 404),
+            LlmError::GaveUp { last, .. } => last.is_configuration(),
+            _ => false,
+        }
+    }
+}
+
 /// The model a teammate talks to.
 pub enum Provider {
     Anthropic(anthropic::Anthropic),

@@ -10,6 +10,9 @@ use reqwest::header::HeaderMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+/// The longest `retry-after` honoured.
+pub const RETRY_AFTER_MAX: Duration = Duration::from_secs(600);
+
 /// Exponential backoff with jitter for transient failures (429, 5xx, 529, timeouts).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
@@ -37,8 +40,8 @@ impl RetryPolicy {
     /// "Equal jitter": half of `base * 2^(attempt-1)` is always waited and a random
     /// share of the other half is added. Unlike full jitter this never retries almost
     /// at once, which matters for 429s; unlike no jitter it keeps teammates that failed
-    /// together from retrying together. A server's `retry-after` is a lower bound, and
-    /// the result never exceeds `cap`.
+    /// together from retrying together. The backoff never exceeds `cap`; a server's
+    /// `retry-after` is a lower bound that may exceed it, up to [`RETRY_AFTER_MAX`].
     pub fn backoff(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
         self.backoff_with(attempt, retry_after, next_random())
     }
@@ -54,7 +57,10 @@ impl RetryPolicy {
         // the bias of a modulo.
         let extra = ((u128::from(random) * (u128::from(span) + 1)) >> 64) as u64;
         let jittered = Duration::from_nanos(half + extra);
-        jittered.max(retry_after.unwrap_or_default()).min(self.cap)
+        // The server's word beats our cap: retrying before it says so only earns
+        // another 429. Bounded, so a silly header cannot park the teammate for days.
+        let asked = retry_after.unwrap_or_default().min(RETRY_AFTER_MAX);
+        jittered.min(self.cap).max(asked)
     }
 
     /// `base * 2^(attempt-1)`, saturating instead of overflowing on silly attempts.
@@ -224,7 +230,15 @@ mod tests {
             assert!(d <= p.cap, "attempt {attempt}: {d:?}");
             assert!(d >= p.cap / 2, "attempt {attempt}: {d:?}");
         }
-        assert_eq!(p.backoff(1, Some(Duration::from_secs(3600))), p.cap);
+        // retry-after beats the cap, within reason.
+        assert_eq!(
+            p.backoff(1, Some(Duration::from_secs(90))),
+            Duration::from_secs(90)
+        );
+        assert_eq!(
+            p.backoff(1, Some(Duration::from_secs(3600))),
+            RETRY_AFTER_MAX
+        );
     }
 
     #[test]

@@ -85,6 +85,11 @@ async fn run_command(
     cmd.arg("-c")
         .arg(command)
         .current_dir(workdir)
+        // teammated's main() already took the API keys out of its environment;
+        // this keeps them out of the model's reach when the tools run elsewhere
+        // (tests, embedders).
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY")
         .stdin(Stdio::null())
         .stdout(writer.try_clone()?)
         .stderr(writer)

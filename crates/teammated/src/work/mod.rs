@@ -9,23 +9,25 @@
 mod board_tools;
 
 use crate::error::Error;
-use crate::llm::{Block, CompletionRequest, StopReason};
+use crate::llm::{Block, CompletionRequest, LlmError, StopReason};
 use crate::teammate::{Exit, Teammate};
 use crate::tools::{self, ToolOutput};
 use teamboard_protocol::transcript::EntryKind;
-use teamboard_protocol::{MemberStatus, MessageKind, TaskId, TaskStatus};
+use teamboard_protocol::{ErrorCode, MemberStatus, MessageKind, TaskId, TaskStatus};
 
 /// How a work phase ended.
 #[derive(Debug)]
 enum End {
-    /// The model answered without asking for tools.
+    /// The model answered without asking for tools; its text.
     Final(String),
-    /// The model called `idle`.
-    Idle,
+    /// The model called `idle`; the text of its last turn.
+    Idle(String),
+    /// The model declined (`stop_reason` "refusal" and the like).
+    Refused(String),
     /// `--max-rounds` tool rounds passed.
     OutOfRounds,
     /// The model could not be reached, even after retries.
-    LlmFailed(String),
+    LlmFailed(LlmError),
     /// boardd took the claim back (lease expired, cancelled by the lead).
     Lost(TaskId),
     /// A shutdown request or a signal.
@@ -38,6 +40,11 @@ pub(crate) enum Outcome {
     Fail(String),
 }
 
+/// The longest result or message text the teammate sends. boardd refuses texts over
+/// 256 KiB; a result that long is not read by anyone anyway, and the transcript keeps
+/// the whole of it.
+pub(crate) const TEXT_MAX: usize = 64 * 1024;
+
 const OUTPUT_MAX_TOKENS_HINT: &str =
     "[Runtime] Your last answer was cut off at the output limit. Continue, in smaller steps.";
 
@@ -48,7 +55,7 @@ impl Teammate {
         self.idle_requested = false;
         self.log(EntryKind::Lifecycle, None, false, "work: started");
         let mut rounds = 0u32;
-        let mut last_text = String::new();
+        let cancel = self.cancel.clone();
         let end = loop {
             if let Some(exit) = self.shutdown.clone() {
                 break End::Stop(exit);
@@ -56,6 +63,7 @@ impl Teammate {
             if self.cancel.is_cancelled() {
                 break End::Stop(Exit::Terminated);
             }
+            self.check_adopted().await?;
             if let Some(h) = &self.held
                 && h.heartbeat.lost.is_cancelled()
             {
@@ -84,23 +92,25 @@ impl Teammate {
                 max_tokens: self.cfg.provider.max_tokens,
             };
             let completion = tokio::select! {
-                _ = self.cancel.cancelled() => break End::Stop(Exit::Terminated),
+                _ = cancel.cancelled() => break End::Stop(Exit::Terminated),
                 r = self.provider.complete(request) => r,
             };
             let completion = match completion {
                 Ok(c) => c,
                 Err(e) => {
                     tracing::error!(error = %e, "the model call failed");
-                    break End::LlmFailed(e.to_string());
+                    break End::LlmFailed(e);
                 }
             };
+            self.llm_failures = 0;
             self.record_usage(completion.usage).await;
             let mut uses = Vec::new();
+            let mut text = Vec::new();
             for block in &completion.content {
                 match block {
-                    Block::Text { text } if !text.trim().is_empty() => {
-                        last_text = text.clone();
-                        self.log(EntryKind::Assistant, None, false, text);
+                    Block::Text { text: t } if !t.trim().is_empty() => {
+                        text.push(t.clone());
+                        self.log(EntryKind::Assistant, None, false, t);
                     }
                     Block::ToolUse { id, name, input } => {
                         self.log(EntryKind::ToolUse, Some(name), false, &input.to_string());
@@ -109,19 +119,33 @@ impl Teammate {
                     _ => {}
                 }
             }
-            let truncated = completion.stop == StopReason::MaxTokens;
+            let text = text.join("\n");
+            let stop = completion.stop.clone();
             self.ctx.push_assistant(completion.content);
             if uses.is_empty() {
-                if truncated && rounds + 1 < self.cfg.max_rounds {
-                    self.ctx.push_user_text(OUTPUT_MAX_TOKENS_HINT);
-                    rounds += 1;
-                    continue;
+                match stop {
+                    StopReason::MaxTokens if rounds + 1 < self.cfg.max_rounds => {
+                        self.ctx.push_user_text(OUTPUT_MAX_TOKENS_HINT);
+                        rounds += 1;
+                        continue;
+                    }
+                    StopReason::Other(why) if why == "refusal" => {
+                        break End::Refused(if text.is_empty() { why } else { text });
+                    }
+                    _ => break End::Final(text),
                 }
-                break End::Final(last_text.clone());
             }
             let mut results = Vec::with_capacity(uses.len());
+            let mut stopped = false;
             for (id, name, input) in uses {
-                let out = self.run_tool(&name, &input).await;
+                let out = tokio::select! {
+                    // Dropping a running `bash` call kills its process group.
+                    _ = cancel.cancelled() => {
+                        stopped = true;
+                        ToolOutput::error("stopped: the teammate is shutting down")
+                    }
+                    out = self.run_tool(&name, &input) => out,
+                };
                 self.log(
                     EntryKind::ToolResult,
                     Some(&name),
@@ -133,26 +157,40 @@ impl Teammate {
                     content: out.content,
                     is_error: out.is_error,
                 });
+                if stopped {
+                    break;
+                }
             }
             self.ctx.push_tool_results(results);
             rounds += 1;
+            if stopped {
+                break End::Stop(Exit::Terminated);
+            }
             if self.idle_requested {
-                break End::Idle;
+                break End::Idle(text);
             }
         };
-        self.end_work(end, last_text).await
+        self.end_work(end).await
     }
 
-    async fn end_work(&mut self, end: End, last_text: String) -> Result<Option<Exit>, Error> {
+    async fn end_work(&mut self, end: End) -> Result<Option<Exit>, Error> {
+        let how = match &end {
+            End::Final(_) => "final answer".to_string(),
+            End::Idle(_) => "the model called idle".to_string(),
+            End::Refused(_) => "the model refused".to_string(),
+            End::OutOfRounds => format!("{} tool rounds used up", self.cfg.max_rounds),
+            End::LlmFailed(e) => format!("LLM error: {e}"),
+            End::Lost(id) => format!("claim on #{id} lost"),
+            End::Stop(exit) => format!("stopping: {exit:?}"),
+        };
         self.log(
             EntryKind::Lifecycle,
             None,
             false,
-            &format!("work: ended ({end:?})"),
+            &format!("work: ended ({how})"),
         );
-        let mut exit = None;
         match end {
-            End::Final(text) => {
+            End::Final(text) | End::Idle(text) => {
                 if self.held.is_some() {
                     let result = if text.trim().is_empty() {
                         "(the model gave no result text)".to_string()
@@ -162,14 +200,10 @@ impl Teammate {
                     self.finish(Outcome::Complete(result)).await;
                 }
             }
-            End::Idle => {
+            End::Refused(why) => {
                 if self.held.is_some() {
-                    let result = if last_text.trim().is_empty() {
-                        "(went idle without a result text)".to_string()
-                    } else {
-                        last_text
-                    };
-                    self.finish(Outcome::Complete(result)).await;
+                    self.finish(Outcome::Fail(format!("the model declined: {why}")))
+                        .await;
                 }
             }
             End::OutOfRounds => {
@@ -182,89 +216,138 @@ impl Teammate {
                 }
             }
             End::LlmFailed(error) => {
+                let fatal = error.is_configuration();
                 let what = match self.task_id() {
                     Some(id) => format!("released #{id}"),
                     None => "could not answer".to_string(),
                 };
                 if self.held.is_some() {
-                    self.release(&format!("LLM error: {error}")).await;
+                    // A bad key or model name is not the task's fault: give it back
+                    // without using up one of its attempts.
+                    let why = format!("LLM error: {error}");
+                    self.release((!fatal).then_some(why.as_str())).await;
                 }
                 self.tell_lead(
                     MessageKind::Error,
                     format!("{} {what}: LLM error: {error}", self.cfg.name),
                 )
                 .await;
+                if fatal {
+                    return Err(Error::Provider(error));
+                }
+                self.llm_failures += 1;
             }
             End::Lost(id) => {
-                self.held = None;
-                self.ctx.identity.task = None;
+                self.drop_held();
                 self.ctx.push_user_text(format!(
                     "[Runtime] Your claim on task #{id} was taken back by boardd (its lease \
                      expired or the lead cancelled it). Stop working on it."
                 ));
             }
-            End::Stop(e) => exit = Some(e),
+            // `exit()` gives a held task back, without using up an attempt.
+            End::Stop(e) => return Ok(Some(e)),
         }
-        Ok(exit)
+        if self.held.is_some() {
+            // boardd refused to end the task (say, a result it would not take): give
+            // it back rather than leave it in progress.
+            self.release(Some("the teammate could not report its result"))
+                .await;
+        }
+        Ok(None)
     }
 
-    /// Ends the held task and tells the lead. Returns what to tell the model.
+    /// Ends the held task and tells the lead. Returns what to tell the model. The
+    /// claim is kept when boardd refuses the request itself, so the model can try
+    /// again; it is dropped only once boardd has ended it or says it is gone.
     pub(crate) async fn finish(&mut self, outcome: Outcome) -> ToolOutput {
-        let Some(held) = self.held.take() else {
+        let Some(held) = &self.held else {
             return ToolOutput::error("you hold no task; claim one first");
         };
-        self.ctx.identity.task = None;
-        let (id, epoch) = (held.id, held.epoch);
-        drop(held.heartbeat);
-        let answer = match &outcome {
-            Outcome::Complete(result) => {
-                self.session
-                    .call(|c| async move { c.complete_task(id, epoch, result).await })
-                    .await
-            }
-            Outcome::Fail(reason) => {
-                self.session
-                    .call(|c| async move { c.fail_task(id, epoch, reason).await })
-                    .await
-            }
+        let (id, epoch, subject) = (held.id, held.epoch, held.subject.clone());
+        let (completing, text) = match &outcome {
+            Outcome::Complete(r) => (true, cap_text(r)),
+            Outcome::Fail(r) => (false, cap_text(r)),
         };
-        match answer {
-            Ok(task) => {
-                let (what, text) = match (&outcome, task.status) {
-                    (Outcome::Complete(r), _) => ("completed", r.as_str()),
-                    (Outcome::Fail(r), TaskStatus::Failed) => ("failed for good", r.as_str()),
-                    (Outcome::Fail(r), _) => ("failed (it will be retried)", r.as_str()),
-                };
-                let kind = match outcome {
-                    Outcome::Complete(_) => MessageKind::Result,
-                    Outcome::Fail(_) => MessageKind::Error,
-                };
-                self.tell_lead(
-                    kind,
-                    format!(
-                        "#{id} {}: {what} by {}\n{text}",
-                        held.subject, self.cfg.name
-                    ),
-                )
-                .await;
-                ToolOutput::ok(format!("task #{id} {what}"))
+        let text = &text;
+        let answer = if completing {
+            self.session
+                .call(|c| async move { c.complete_task(id, epoch, text).await })
+                .await
+        } else {
+            self.session
+                .call(|c| async move { c.fail_task(id, epoch, text).await })
+                .await
+        };
+        let task = match answer {
+            Ok(task) => task,
+            Err(e) if is_claim_gone(&e) => {
+                // If our first request went through and only its answer was lost
+                // with the connection, the repeat is refused: the board knows.
+                let now = self
+                    .session
+                    .call(|c| async move { c.get_task(id).await })
+                    .await
+                    .ok()
+                    .map(|d| d.task);
+                let me = self.cfg.name.as_str();
+                match now {
+                    Some(t)
+                        if t.epoch == epoch
+                            && t.status != TaskStatus::InProgress
+                            && (!completing
+                                || (t.status == TaskStatus::Completed
+                                    && t.owner.as_deref() == Some(me))) =>
+                    {
+                        t
+                    }
+                    _ => {
+                        self.drop_held();
+                        tracing::warn!(task = id, error = %e, "the claim is gone");
+                        return ToolOutput::error(format!(
+                            "your claim on task #{id} is gone ({e}); stop working on it"
+                        ));
+                    }
+                }
             }
             Err(e) => {
                 tracing::warn!(task = id, error = %e, "boardd refused to end the task");
-                ToolOutput::error(format!("boardd refused: {e}"))
+                return ToolOutput::error(format!("boardd refused: {e}"));
             }
-        }
+        };
+        self.drop_held();
+        let what = match (completing, task.status) {
+            (true, _) => "completed",
+            (false, TaskStatus::Failed) => "failed for good",
+            (false, _) => "failed (it will be retried)",
+        };
+        let kind = if completing {
+            MessageKind::Result
+        } else {
+            MessageKind::Error
+        };
+        self.tell_lead(
+            kind,
+            format!("#{id} {subject}: {what} by {}\n{text}", self.cfg.name),
+        )
+        .await;
+        ToolOutput::ok(format!("task #{id} {what}"))
     }
 
-    /// Gives the held task back to the board, with the reason.
-    pub(crate) async fn release(&mut self, why: &str) {
-        let Some(held) = self.held.take() else { return };
+    /// Forgets the held task: its heartbeat stops and the identity says so.
+    pub(crate) fn drop_held(&mut self) {
+        self.held = None;
         self.ctx.identity.task = None;
+    }
+
+    /// Gives the held task back to the board. With a reason, the attempt counts
+    /// (the task went wrong); without, it does not (the teammate is leaving).
+    pub(crate) async fn release(&mut self, why: Option<&str>) {
+        let Some(held) = &self.held else { return };
         let (id, epoch) = (held.id, held.epoch);
-        drop(held.heartbeat);
+        self.drop_held();
         if let Err(e) = self
             .session
-            .call(|c| async move { c.release_task(id, epoch, Some(why)).await })
+            .call(|c| async move { c.release_task(id, epoch, why).await })
             .await
         {
             tracing::warn!(task = id, error = %e, "cannot release the task");
@@ -286,6 +369,14 @@ impl Teammate {
     }
 
     async fn compact(&mut self) {
+        // A compaction that could not get under the budget (the identity and summary
+        // alone are too big) is not repeated every round, only as the context grows.
+        if self
+            .compacted_at
+            .is_some_and(|len| self.ctx.messages.len() < len + 4)
+        {
+            return;
+        }
         self.compactions += 1;
         let dir = teamboard_protocol::transcript::teammate_dir(
             &self.cfg.state_dir,
@@ -299,7 +390,9 @@ impl Teammate {
         ));
         let before = self.ctx.estimate();
         match self.ctx.compact(&self.provider, &archive).await {
-            Ok(n) => {
+            Ok((n, usage)) => {
+                self.record_usage(usage).await;
+                self.compacted_at = self.ctx.over_budget().then_some(self.ctx.messages.len());
                 let text = format!(
                     "compacted: {n} messages summarised, about {before} -> {} tokens; full context saved to {}",
                     self.ctx.estimate(),
@@ -308,7 +401,10 @@ impl Teammate {
                 tracing::info!("{text}");
                 self.log(EntryKind::Lifecycle, None, false, &text);
             }
-            Err(e) => tracing::warn!(error = %e, "compaction failed; going on uncompacted"),
+            Err(e) => {
+                self.compacted_at = Some(self.ctx.messages.len());
+                tracing::warn!(error = %e, "compaction failed; going on uncompacted");
+            }
         }
     }
 
@@ -328,4 +424,29 @@ impl Teammate {
             )),
         }
     }
+}
+
+/// Whether boardd says the claim is no longer ours.
+fn is_claim_gone(e: &teamboard_protocol::ClientError) -> bool {
+    matches!(
+        e.code(),
+        Some(
+            ErrorCode::StaleEpoch
+                | ErrorCode::InvalidState
+                | ErrorCode::NotFound
+                | ErrorCode::Conflict
+        )
+    )
+}
+
+/// `text`, cut to [`TEXT_MAX`] bytes with a note when longer.
+pub(crate) fn cap_text(text: &str) -> String {
+    if text.len() <= TEXT_MAX {
+        return text.to_string();
+    }
+    let cut = crate::context::truncate(text, TEXT_MAX - 200);
+    format!(
+        "{cut}\n[... {} more bytes cut; the teammate's transcript has all of it ...]",
+        text.len() - (TEXT_MAX - 200)
+    )
 }
