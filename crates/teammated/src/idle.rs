@@ -16,6 +16,8 @@ use tokio::time::Instant;
 const COOLDOWN_MAX: Duration = Duration::from_secs(60);
 
 /// What one wait brought.
+// One is built per wake-up, so boxing the work would buy nothing but noise.
+#[allow(clippy::large_enum_variant)]
 enum Woken {
     Work(Work),
     /// boardd gave back a claim on reconnecting (see `Session::take_adopted`).
