@@ -289,3 +289,31 @@ async fn a_result_too_big_for_boardd_is_cut_rather_than_lost() {
     );
     board.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_block_that_exits_non_zero_fails_the_task_with_its_output() {
+    let mut board = Board::start().await;
+    let alice = board.spawn("alice", "dev", &[]);
+    board.wait_idle("alice").await;
+    let t = board
+        .add("broken", &script("echo 'config missing' >&2; exit 3"), &[])
+        .await;
+    board.wait_done(&[t.id]).await;
+    let done = board.task(t.id).await;
+    // Failed attempts are retried until boardd's three attempts are used up.
+    assert_eq!(done.status, TaskStatus::Failed, "{}", alice.log_text());
+    assert_eq!(done.attempts, 3);
+    let error = done.last_error.unwrap_or_default();
+    assert!(
+        error.contains("exited with code 3") && error.contains("config missing"),
+        "{error}"
+    );
+    for _ in 0..3 {
+        board
+            .wait_for("a result message", |e| {
+                e.kind == EventKind::MessageSent && e.detail.contains("→ lead: result")
+            })
+            .await;
+    }
+    board.stop().await;
+}

@@ -320,13 +320,9 @@ impl Teammate {
             (false, TaskStatus::Failed) => "failed for good",
             (false, _) => "failed (it will be retried)",
         };
-        let kind = if completing {
-            MessageKind::Result
-        } else {
-            MessageKind::Error
-        };
+        // Completed or failed, the lead gets the outcome as a `result`.
         self.tell_lead(
-            kind,
+            MessageKind::Result,
             format!("#{id} {subject}: {what} by {}\n{text}", self.cfg.name),
         )
         .await;
