@@ -55,3 +55,12 @@ pub fn default_socket_path() -> PathBuf {
     }
     default_state_dir().join("boardd.sock")
 }
+
+/// teamboard's configuration directory: `$XDG_CONFIG_HOME/teamboard`, or
+/// `~/.config/teamboard`. `None` when neither variable is set. It holds
+/// `keys.env` (API keys) and `teammates/NAME.env` (what `teammated@NAME` reads).
+pub fn config_dir() -> Option<PathBuf> {
+    non_empty_env("XDG_CONFIG_HOME")
+        .or_else(|| non_empty_env("HOME").map(|h| h.join(".config")))
+        .map(|c| c.join("teamboard"))
+}

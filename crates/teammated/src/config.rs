@@ -87,16 +87,9 @@ pub struct Config {
 /// The file that may hold API keys, as `NAME=value` lines:
 /// `$XDG_CONFIG_HOME/teamboard/keys.env` (usually `~/.config/teamboard/keys.env`).
 pub fn keys_file() -> PathBuf {
-    let base = std::env::var_os("XDG_CONFIG_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|v| !v.is_empty())
-                .map(|h| PathBuf::from(h).join(".config"))
-        })
-        .unwrap_or_else(|| PathBuf::from("."));
-    base.join("teamboard").join("keys.env")
+    teamboard_protocol::paths::config_dir()
+        .unwrap_or_else(|| PathBuf::from("teamboard"))
+        .join("keys.env")
 }
 
 /// Looks `var` up in the environment first, then in the keys file.

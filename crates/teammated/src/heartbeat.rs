@@ -6,7 +6,7 @@
 //! beats still leave it the claim.
 
 use crate::session::Session;
-use teamboard_protocol::{ErrorCode, TaskId};
+use teamboard_protocol::TaskId;
 use tokio_util::sync::CancellationToken;
 
 /// The running heartbeat of one claim. Dropping it stops the beats.
@@ -35,17 +35,7 @@ impl Heartbeat {
                     .await
                 {
                     Ok(_) => {}
-                    Err(e)
-                        if matches!(
-                            e.code(),
-                            Some(
-                                ErrorCode::StaleEpoch
-                                    | ErrorCode::InvalidState
-                                    | ErrorCode::NotFound
-                                    | ErrorCode::Conflict
-                            )
-                        ) =>
-                    {
+                    Err(e) if crate::work::is_claim_gone(&e) => {
                         tracing::warn!(task = id, error = %e, "lost the claim");
                         flag.cancel();
                         return;

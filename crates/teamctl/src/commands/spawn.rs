@@ -466,19 +466,9 @@ async fn run_systemd(ctx: &Ctx, args: &SpawnArgs, workdir: &Path) -> anyhow::Res
 /// `$XDG_CONFIG_HOME/teamboard/teammates/NAME.env` (`~/.config/...` by default),
 /// where `teammated@.service` reads its settings (`%E` is the config home).
 fn env_file_path(name: &str) -> anyhow::Result<PathBuf> {
-    let config = std::env::var_os("XDG_CONFIG_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|v| !v.is_empty())
-                .map(|h| PathBuf::from(h).join(".config"))
-        })
+    let config = teamboard_protocol::paths::config_dir()
         .context("neither $XDG_CONFIG_HOME nor $HOME is set: nowhere to put the settings")?;
-    Ok(config
-        .join("teamboard")
-        .join("teammates")
-        .join(format!("{name}.env")))
+    Ok(config.join("teammates").join(format!("{name}.env")))
 }
 
 /// The settings as `KEY=value` lines, in the variables teammated reads.

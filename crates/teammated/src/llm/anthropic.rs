@@ -36,28 +36,15 @@ impl std::fmt::Debug for Anthropic {
 impl Anthropic {
     /// A client for `cfg`; fails without an API key, since every call would.
     pub fn new(cfg: &ProviderConfig) -> Result<Anthropic, LlmError> {
-        let api_key = cfg
-            .api_key
-            .as_deref()
-            .map(str::trim)
-            .filter(|k| !k.is_empty())
+        let api_key = super::setting(cfg.api_key.as_deref())
             .ok_or_else(|| LlmError::MissingKey {
                 provider: PROVIDER,
                 var: "ANTHROPIC_API_KEY",
                 file: crate::config::keys_file().display().to_string(),
             })?
             .to_string();
-        let base = cfg
-            .base_url
-            .as_deref()
-            .map(str::trim)
-            .filter(|b| !b.is_empty())
-            .unwrap_or(DEFAULT_BASE_URL);
-        let model = cfg
-            .model
-            .as_deref()
-            .map(str::trim)
-            .filter(|m| !m.is_empty())
+        let base = super::setting(cfg.base_url.as_deref()).unwrap_or(DEFAULT_BASE_URL);
+        let model = super::setting(cfg.model.as_deref())
             .unwrap_or(DEFAULT_MODEL)
             .to_string();
         Ok(Anthropic {

@@ -242,6 +242,12 @@ pub fn estimate_request(system: &str, messages: &[ChatMessage]) -> u64 {
     total
 }
 
+/// A configured text with surrounding blanks removed, or `None` when nothing is left:
+/// an empty `--model ""` or `OPENAI_BASE_URL=` means "the default".
+pub(crate) fn setting(value: Option<&str>) -> Option<&str> {
+    value.map(str::trim).filter(|v| !v.is_empty())
+}
+
 /// Builds the provider the configuration names.
 pub fn build(cfg: &crate::config::ProviderConfig) -> Result<Provider, LlmError> {
     use crate::config::ProviderKind;

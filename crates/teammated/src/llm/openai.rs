@@ -38,17 +38,8 @@ impl OpenAi {
     /// A client for `cfg`. The key is optional because local servers need none, but
     /// OpenAI itself always does, so its absence there is reported up front.
     pub fn new(cfg: &ProviderConfig) -> Result<OpenAi, LlmError> {
-        let api_key = cfg
-            .api_key
-            .as_deref()
-            .map(str::trim)
-            .filter(|k| !k.is_empty())
-            .map(str::to_string);
-        let base = cfg
-            .base_url
-            .as_deref()
-            .map(str::trim)
-            .filter(|b| !b.is_empty())
+        let api_key = super::setting(cfg.api_key.as_deref()).map(str::to_string);
+        let base = super::setting(cfg.base_url.as_deref())
             .unwrap_or(DEFAULT_BASE_URL)
             .trim_end_matches('/');
         if api_key.is_none() && is_openai_itself(base) {
@@ -58,11 +49,7 @@ impl OpenAi {
                 file: crate::config::keys_file().display().to_string(),
             });
         }
-        let model = cfg
-            .model
-            .as_deref()
-            .map(str::trim)
-            .filter(|m| !m.is_empty())
+        let model = super::setting(cfg.model.as_deref())
             .unwrap_or(DEFAULT_MODEL)
             .to_string();
         Ok(OpenAi {

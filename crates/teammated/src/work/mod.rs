@@ -423,7 +423,7 @@ impl Teammate {
 }
 
 /// Whether boardd says the claim is no longer ours.
-fn is_claim_gone(e: &teamboard_protocol::ClientError) -> bool {
+pub(crate) fn is_claim_gone(e: &teamboard_protocol::ClientError) -> bool {
     matches!(
         e.code(),
         Some(
