@@ -7,7 +7,8 @@ use teamboard_protocol::ClientError;
 pub enum Error {
     #[error(transparent)]
     Boardd(#[from] ClientError),
-    #[error("cannot set up the model: {0}")]
+    /// Shown with its cause by `{:#}`, so the cause is not repeated here.
+    #[error("the model provider cannot be used")]
     Provider(#[from] LlmError),
     #[error("working directory {path}: {message}")]
     Workdir { path: String, message: String },
