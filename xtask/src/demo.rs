@@ -358,7 +358,6 @@ impl Demo {
         let mut cmd = tokio::process::Command::new(&self.bins.teamctl);
         cmd.args(["--socket", &self.socket, "--state-dir", &self.state])
             .args(args)
-            .env("TEAMMATED_BIN", &self.bins.teammated)
             .stdin(Stdio::null())
             // An interrupted demo must not leave a teamctl running; a teammate that
             // a killed `spawn` had started is found by `adopt_strays`.
@@ -366,6 +365,9 @@ impl Demo {
         for key in foreign_env() {
             cmd.env_remove(key);
         }
+        // Set after the removals, which would otherwise take it out again when the
+        // user's shell exports a TEAMMATED_BIN of its own.
+        cmd.env("TEAMMATED_BIN", &self.bins.teammated);
         let out = cmd
             .output()
             .await

@@ -78,11 +78,16 @@ impl Daemon {
 
     /// A teammate: a registered protocol session that stays connected.
     fn teammate(&self, name: &str, role: &str) -> Client {
+        self.teammate_with_pid(name, role, 4242)
+    }
+
+    /// A teammate that reports `pid` as its process, as a real teammated would.
+    fn teammate_with_pid(&self, name: &str, role: &str, pid: u32) -> Client {
         self.block_on(async {
             let c = Client::connect(&self.socket, "test", name, "default")
                 .await
                 .expect("teammate connects");
-            c.register(role, Some(4242)).await.expect("registers");
+            c.register(role, Some(pid)).await.expect("registers");
             c
         })
     }
@@ -1130,7 +1135,8 @@ fn spawn_returns_once_the_teammate_connects_and_leaves_it_running() {
         .expect("spawn teamctl");
     let pid = wait_for_pid(&marker);
     let _cleanup = KillOnDrop(pid);
-    let _alice = d.teammate("alice", "coder");
+    // Registered for the spawned process: spawn checks the pid, not just the name.
+    let _alice = d.teammate_with_pid("alice", "coder", pid);
     let out = teamctl.wait_with_output().expect("teamctl exits");
     assert!(out.status.success(), "{}", stderr(&out));
     let shown: Value = serde_json::from_slice(&out.stdout).expect("JSON");
@@ -1162,7 +1168,7 @@ fn spawn_returns_once_the_teammate_connects_and_leaves_it_running() {
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
     assert!(err.contains("'alice' is already connected"), "{err}");
-    assert!(err.contains("pid 4242"), "{err}");
+    assert!(err.contains(&format!("pid {pid}")), "{err}");
 }
 
 #[test]
@@ -1299,7 +1305,11 @@ fn spawn_systemd_writes_private_settings_and_starts_the_unit() {
     let systemctl = script(
         dir.path(),
         "systemctl",
-        &format!("printf '%s\\n' \"$@\" > '{}'\n", record.display()),
+        // Not running yet (`is-active` says 3, "inactive"); records the start.
+        &format!(
+            "[ \"$2\" = is-active ] && exit 3\nprintf '%s\\n' \"$@\" > '{}'\n",
+            record.display()
+        ),
     );
     let workdir = dir.path().join("work dir");
     std::fs::create_dir(&workdir).expect("mkdir");
@@ -1363,6 +1373,30 @@ fn spawn_systemd_writes_private_settings_and_starts_the_unit() {
     for absent in ["PROVIDER", "MODEL", "IDLE_TIMEOUT", "MAX_ROUNDS"] {
         assert!(!text.contains(absent), "{absent} in:\n{text}");
     }
+}
+
+#[test]
+fn spawn_systemd_refuses_a_unit_that_is_already_running() {
+    let dir = short_tempdir();
+    let record = dir.path().join("systemctl-args");
+    let systemctl = script(
+        dir.path(),
+        "systemctl",
+        &format!("printf '%s\\n' \"$@\" >> '{}'\n", record.display()),
+    );
+    let config = dir.path().join("config");
+    let out = base_command(&dir.path().join("nothing.sock"))
+        .env("XDG_CONFIG_HOME", &config)
+        .env("TEAMCTL_SYSTEMCTL", &systemctl)
+        .args(["spawn", "gina", "--role", "coder", "--systemd"])
+        .output()
+        .expect("teamctl runs");
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("teammated@gina is already running"), "{err}");
+    let calls = std::fs::read_to_string(&record).expect("systemctl ran");
+    assert!(!calls.contains("start"), "{calls}");
+    assert!(!config.join("teamboard/teammates/gina.env").exists());
 }
 
 #[test]

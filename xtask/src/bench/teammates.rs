@@ -16,7 +16,7 @@
 //!   baseline is the same N teammates renewing their wait every second, the way the
 //!   reference design polls, for the same S seconds.
 
-use super::daemon::{self, Daemon, Mode};
+use super::daemon::{Daemon, Mode};
 use super::stats::Latency;
 use crate::cargo::{self, Metadata};
 use anyhow::{Context, bail};
@@ -197,7 +197,11 @@ async fn run_async(args: &TeammateBenchArgs) -> anyhow::Result<()> {
         idle_poll_1s,
     };
     let out = meta.target_directory.join("bench").join("teammates.json");
-    std::fs::write(&out, serde_json::to_vec_pretty(&results)?)?;
+    if let Some(dir) = out.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    std::fs::write(&out, serde_json::to_vec_pretty(&results)?)
+        .with_context(|| format!("cannot write {}", out.display()))?;
     println!("results written to {}", out.display());
     daemon.stop().await?;
     if results.idle_push.tokens != 0 {
@@ -292,6 +296,9 @@ async fn pickup_teammate(env: &Env, tasks: usize) -> anyhow::Result<Pickup> {
     let watch = Watch::open(&env.socket, team).await?;
     let mut child = env.spawn("picker", team, 30.0)?;
     watch.idle_notice("picker").await?;
+    // The notice goes out just before the teammate parks; give it the same time to
+    // park that the baseline's waiter gets, so both are measured parked.
+    tokio::time::sleep(super::wake::PARK_DELAY).await;
     let mut claimed = Vec::with_capacity(tasks);
     let mut completed = Vec::with_capacity(tasks);
     for n in 0..tasks {
@@ -312,6 +319,7 @@ async fn pickup_teammate(env: &Env, tasks: usize) -> anyhow::Result<Pickup> {
         completed.push(start.elapsed());
         // Only an idle teammate is parked; wait until it is back before the next.
         watch.idle_notice("picker").await?;
+        tokio::time::sleep(super::wake::PARK_DELAY).await;
     }
     child.start_kill().ok();
     let _ = child.wait().await;
@@ -402,6 +410,12 @@ async fn idle_cost(
     tokio::time::sleep(Duration::from_secs_f64(args.idle_seconds)).await;
     let (t1, d1) = (cpu(&pids), cpu(&boardd));
     let tokens_after = tokens(&watch.lead.team().await?);
+    // A teammate that died during the window would drop out of the sum unnoticed.
+    for (i, c) in children.iter_mut().enumerate() {
+        if let Some(status) = c.try_wait()? {
+            bail!("idle teammate idle{i} exited during the measurement ({status})");
+        }
+    }
     for c in &mut children {
         c.start_kill().ok();
     }
@@ -418,30 +432,26 @@ async fn idle_cost(
     })
 }
 
-/// CPU time of a live process, summed over its threads, in nanoseconds from
-/// `/proc/PID/task/*/schedstat`: /proc/PID/stat counts in clock ticks (10 ms here),
-/// too coarse for processes that are idle by design. Falls back to the ticks.
+/// CPU time of a live process, in nanoseconds, from its CPU-time clock
+/// (`clock_getcpuclockid`): process-wide, counting threads that have exited, and
+/// far finer than /proc/PID/stat's 10 ms ticks, which are too coarse for processes
+/// that are idle by design.
 fn cpu_time(pid: u32) -> Option<Duration> {
-    let threads = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
-    let mut total = 0u64;
-    let mut any = false;
-    for t in threads.flatten() {
-        let Ok(text) = std::fs::read_to_string(t.path().join("schedstat")) else {
-            continue;
-        };
-        if let Some(ns) = text
-            .split_whitespace()
-            .next()
-            .and_then(|f| f.parse::<u64>().ok())
-        {
-            total += ns;
-            any = true;
+    let pid = libc::pid_t::try_from(pid).ok()?;
+    let mut clock: libc::clockid_t = 0;
+    // SAFETY: both calls only write to the out-parameters we pass.
+    unsafe {
+        if libc::clock_getcpuclockid(pid, &mut clock) != 0 {
+            return None;
         }
-    }
-    if any {
-        Some(Duration::from_nanos(total))
-    } else {
-        daemon::cpu_time(pid)
+        let mut ts: libc::timespec = std::mem::zeroed();
+        if libc::clock_gettime(clock, &mut ts) != 0 {
+            return None;
+        }
+        Some(Duration::new(
+            u64::try_from(ts.tv_sec).ok()?,
+            u32::try_from(ts.tv_nsec).ok()?,
+        ))
     }
 }
 

@@ -157,7 +157,14 @@ impl Procs {
         for i in self.running() {
             // SAFETY: kill(2) on a pid that has not exited: it is our unreaped child
             // or a live teammate (checked just now), so it cannot have been reused.
-            unsafe { libc::kill(self.teammates[i].pid as libc::pid_t, signal) };
+            let pid = self.teammates[i].pid as libc::pid_t;
+            unsafe { libc::kill(pid, signal) };
+            if signal == libc::SIGKILL {
+                // A teammate leads its own process group: a killed teammate cannot
+                // stop the tool commands it started, so they go with it.
+                // SAFETY: as above, for the group the live teammate leads.
+                unsafe { libc::kill(-pid, signal) };
+            }
         }
     }
 

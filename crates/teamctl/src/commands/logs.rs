@@ -114,6 +114,10 @@ async fn follow(out: &mut Printer, lines: Option<usize>) -> anyhow::Result<()> {
             match Tail::open(&path) {
                 Ok(t) => tail = Some(t),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    // Nothing existed when we started, so there is no backlog to
+                    // cut: a file that appears later is shown from its start, as
+                    // `tail -F` does.
+                    backlog = None;
                     if !announced && !out.json {
                         eprintln!("teamctl: waiting for {} to appear", path.display());
                         announced = true;
@@ -330,8 +334,14 @@ impl Printer {
             return Ok(());
         }
         match serde_json::from_str::<TranscriptEntry>(&text) {
-            Ok(entry) => render::lines(&entry_lines(&entry, self.raw))?,
-            Err(_) => render::line(&malformed_line(n, &text))?,
+            Ok(entry) => {
+                let lines: Vec<String> = entry_lines(&entry, self.raw)
+                    .iter()
+                    .map(|l| visible(l))
+                    .collect();
+                render::lines(&lines)?
+            }
+            Err(_) => render::line(&visible(&malformed_line(n, &text)))?,
         }
         Ok(())
     }
@@ -457,5 +467,28 @@ mod tests {
             entry_lines(&e, false),
             vec!["01:02:03     #3  lifecycle    (empty)"]
         );
+    }
+}
+
+/// `text` with control characters (other than tab) shown as `\u{..}` escapes. The
+/// transcript holds what the model wrote and what its commands printed; an escape
+/// sequence in there must not reach the terminal and rewrite it.
+fn visible(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() && c != '\t' {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod visible_tests {
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(super::visible("a\u{1b}[2Jb\tc"), "a\\u{1b}[2Jb\tc");
     }
 }

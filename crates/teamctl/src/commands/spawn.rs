@@ -224,9 +224,16 @@ async fn wait_until_connected(
     name: &str,
     child: &mut Child,
 ) -> anyhow::Result<Option<ExitStatus>> {
+    let pid = child.id();
     loop {
         let team = client.team().await?;
-        if team.iter().any(|m| m.name == name && m.connected) {
+        // Our process, by pid: the name alone could be another teammate that took
+        // it first (a second spawn, or a systemd unit reconnecting), in which case
+        // ours is turned away and exits, and the next check reports that.
+        if team
+            .iter()
+            .any(|m| m.name == name && m.connected && m.pid == Some(pid))
+        {
             return Ok(None);
         }
         if let Some(status) = child
@@ -239,8 +246,13 @@ async fn wait_until_connected(
     }
 }
 
-/// Kills and reaps a child that did not come up.
+/// Kills and reaps a child that did not come up, with everything it started: it
+/// leads its own process group, so a tool command it may have begun goes too.
 fn stop(child: &mut Child) {
+    if let Ok(pgid) = libc::pid_t::try_from(child.id()) {
+        // SAFETY: kill(2) on the process group our child leads; no memory involved.
+        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    }
     // Either may fail only because the child is already gone, which is the goal.
     let _ = child.kill();
     let _ = child.wait();
@@ -399,13 +411,30 @@ async fn run_systemd(ctx: &Ctx, args: &SpawnArgs, workdir: &Path) -> anyhow::Res
         Err(e) if matches!(e.downcast_ref(), Some(ClientError::NotRunning { .. })) => {}
         Err(e) => return Err(e),
     }
-    let env_file = env_file_path(&args.name)?;
-    write_env_file(&env_file, &env_file_text(ctx, args, workdir)?)?;
-
     let unit = format!("teammated@{}", args.name);
     let program = std::env::var_os(SYSTEMCTL_ENV)
         .filter(|v| !v.is_empty())
         .unwrap_or_else(|| "systemctl".into());
+    // `start` does nothing to a unit that is already running (connected or still
+    // reconnecting), so new settings would be written and silently not used.
+    let active = tokio::process::Command::new(&program)
+        .args(["--user", "is-active", "--quiet", &unit])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .await
+        .is_ok_and(|s| s.success());
+    if active {
+        bail!(
+            "{unit} is already running; stop it first (`systemctl --user stop {unit}`), \
+             or run `systemctl --user restart {unit}` after editing {}",
+            env_file_path(&args.name)?.display()
+        );
+    }
+    let env_file = env_file_path(&args.name)?;
+    write_env_file(&env_file, &env_file_text(ctx, args, workdir)?)?;
+
     let started = tokio::process::Command::new(&program)
         .args(["--user", "start", &unit])
         .stdin(Stdio::null())
