@@ -37,5 +37,14 @@ pub const MAX_RESPONSE_LEN: usize = 64 * 1024 * 1024;
 /// The team a client works in when it names none.
 pub const DEFAULT_TEAM: &str = "default";
 
+/// Now, in milliseconds since the Unix epoch: the unit of every timestamp on the
+/// wire and in transcripts. A clock before 1970 reads as 0.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
 /// The name of the person (or program) at `teamctl`. Always a valid recipient.
 pub const LEAD: &str = "lead";

@@ -5,7 +5,6 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::time::{SystemTime, UNIX_EPOCH};
 use teamboard_protocol::{Event, Member, MemberStatus, Message, Task, TaskId, TaskStatus};
 
 // ---------------------------------------------------------------- output
@@ -41,12 +40,7 @@ pub fn json_line<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
 // ---------------------------------------------------------------- time
 
 /// Milliseconds since the Unix epoch, now.
-pub fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
-}
+pub use teamboard_protocol::now_ms;
 
 /// `HH:MM:SS` (UTC) of a unix-ms timestamp.
 pub fn clock(ms: i64) -> String {

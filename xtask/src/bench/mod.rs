@@ -67,18 +67,50 @@ const PREFILL_RATE_CEILING: f64 = 40_000.0;
 /// `cargo xtask bench`: build in release mode, then run the measurement from there.
 pub fn build_and_run(args: &BenchArgs) -> anyhow::Result<()> {
     check(args)?;
+    hand_over(&["boardd", "xtask"], "bench-run", &args.to_args())
+}
+
+/// Builds `packages` in release mode and runs `target/release/xtask SUBCOMMAND ARGS`,
+/// so that the measuring clients are optimised too and cannot be what limits the
+/// numbers.
+pub(crate) fn hand_over(
+    packages: &[&str],
+    subcommand: &str,
+    args: &[String],
+) -> anyhow::Result<()> {
     let meta = Metadata::load()?;
-    cargo::build_release(&["boardd", "xtask"], false)?;
+    cargo::build_release(packages, false)?;
     let xtask = meta.release_dir().join("xtask");
     let status = std::process::Command::new(&xtask)
-        .arg("bench-run")
-        .args(args.to_args())
+        .arg(subcommand)
+        .args(args)
         .status()
         .with_context(|| format!("cannot run {}", xtask.display()))?;
     if !status.success() {
         bail!("the benchmark failed ({status})");
     }
     Ok(())
+}
+
+/// Runs a measurement on a single-threaded runtime until it ends or Ctrl-C.
+///
+/// Single-threaded: the bench's own work is light (the load comes from separate
+/// processes), and children must be spawned from the main thread for
+/// `die_with_parent` to hold. On Ctrl-C it returns an error instead of dying, so
+/// that the drop guards kill boardd and the child processes and the temporary
+/// directories go away.
+pub(crate) fn block_on_interruptible(
+    measure: impl std::future::Future<Output = anyhow::Result<()>>,
+) -> anyhow::Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        tokio::select! {
+            r = measure => r,
+            _ = tokio::signal::ctrl_c() => bail!("interrupted"),
+        }
+    })
 }
 
 fn check(args: &BenchArgs) -> anyhow::Result<()> {
@@ -91,20 +123,7 @@ fn check(args: &BenchArgs) -> anyhow::Result<()> {
 /// `bench-run`: the measurement, from the release build.
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     check(args)?;
-    // Single-threaded: the bench's own work here is light (the load comes from
-    // separate processes), and children must be spawned from the main thread for
-    // `die_with_parent` to hold.
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    rt.block_on(async {
-        // On Ctrl-C, return an error instead of dying, so that the drop guards kill
-        // boardd and the client processes and the temporary directories go away.
-        tokio::select! {
-            r = run_async(args) => r,
-            _ = tokio::signal::ctrl_c() => bail!("interrupted"),
-        }
-    })
+    block_on_interruptible(run_async(args))
 }
 
 async fn run_async(args: &BenchArgs) -> anyhow::Result<()> {

@@ -18,7 +18,7 @@
 
 use super::daemon::{Daemon, Mode};
 use super::stats::Latency;
-use crate::cargo::{self, Metadata};
+use crate::cargo::Metadata;
 use anyhow::{Context, bail};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -81,18 +81,11 @@ impl TeammateBenchArgs {
 /// `bench-teammates`: build in release mode, then measure from there.
 pub fn build_and_run(args: &TeammateBenchArgs) -> anyhow::Result<()> {
     args.check()?;
-    let meta = Metadata::load()?;
-    cargo::build_release(&["boardd", "teammated", "xtask"], false)?;
-    let xtask = meta.release_dir().join("xtask");
-    let status = std::process::Command::new(&xtask)
-        .arg("bench-teammates-run")
-        .args(args.to_args())
-        .status()
-        .with_context(|| format!("cannot run {}", xtask.display()))?;
-    if !status.success() {
-        bail!("the benchmark failed ({status})");
-    }
-    Ok(())
+    super::hand_over(
+        &["boardd", "teammated", "xtask"],
+        "bench-teammates-run",
+        &args.to_args(),
+    )
 }
 
 #[derive(Debug, Serialize)]
@@ -126,15 +119,7 @@ struct Results {
 /// `bench-teammates-run`: the measurement, from the release build.
 pub fn run(args: &TeammateBenchArgs) -> anyhow::Result<()> {
     args.check()?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    rt.block_on(async {
-        tokio::select! {
-            r = run_async(args) => r,
-            _ = tokio::signal::ctrl_c() => bail!("interrupted"),
-        }
-    })
+    super::block_on_interruptible(run_async(args))
 }
 
 async fn run_async(args: &TeammateBenchArgs) -> anyhow::Result<()> {
@@ -274,6 +259,23 @@ impl Watch {
         }
     }
 
+    /// Adds task `n` and times it from just before `add_task` is sent to its
+    /// `task_claimed` and then its `task_completed` event.
+    async fn one_task(&self, n: usize) -> anyhow::Result<(Duration, Duration)> {
+        let start = Instant::now();
+        let id = self.lead.add_task(task(n)).await?.id;
+        self.next_matching("the claim", |e| {
+            e.kind == EventKind::TaskClaimed && e.task == Some(id)
+        })
+        .await?;
+        let claimed = start.elapsed();
+        self.next_matching("the completion", |e| {
+            e.kind == EventKind::TaskCompleted && e.task == Some(id)
+        })
+        .await?;
+        Ok((claimed, start.elapsed()))
+    }
+
     async fn idle_notice(&self, name: &str) -> anyhow::Result<()> {
         let needle = format!("{name} → lead: idle_notification");
         self.next_matching(&format!("{name} to go idle"), |e| {
@@ -302,21 +304,9 @@ async fn pickup_teammate(env: &Env, tasks: usize) -> anyhow::Result<Pickup> {
     let mut claimed = Vec::with_capacity(tasks);
     let mut completed = Vec::with_capacity(tasks);
     for n in 0..tasks {
-        let start = Instant::now();
-        let t = watch.lead.add_task(task(n)).await?;
-        let id = t.id;
-        watch
-            .next_matching("the claim", |e| {
-                e.kind == EventKind::TaskClaimed && e.task == Some(id)
-            })
-            .await?;
-        claimed.push(start.elapsed());
-        watch
-            .next_matching("the completion", |e| {
-                e.kind == EventKind::TaskCompleted && e.task == Some(id)
-            })
-            .await?;
-        completed.push(start.elapsed());
+        let (c, d) = watch.one_task(n).await?;
+        claimed.push(c);
+        completed.push(d);
         // Only an idle teammate is parked; wait until it is back before the next.
         watch.idle_notice("picker").await?;
         tokio::time::sleep(super::wake::PARK_DELAY).await;
@@ -352,21 +342,9 @@ async fn pickup_baseline(env: &Env, tasks: usize) -> anyhow::Result<Pickup> {
             }
         });
         tokio::time::sleep(super::wake::PARK_DELAY).await;
-        let start = Instant::now();
-        let t = watch.lead.add_task(task(n)).await?;
-        let id = t.id;
-        watch
-            .next_matching("the claim", |e| {
-                e.kind == EventKind::TaskClaimed && e.task == Some(id)
-            })
-            .await?;
-        claimed.push(start.elapsed());
-        watch
-            .next_matching("the completion", |e| {
-                e.kind == EventKind::TaskCompleted && e.task == Some(id)
-            })
-            .await?;
-        completed.push(start.elapsed());
+        let (c, d) = watch.one_task(n).await?;
+        claimed.push(c);
+        completed.push(d);
         job.await.context("the waiter task panicked")??;
     }
     Ok(Pickup {

@@ -55,14 +55,6 @@ impl Anthropic {
         })
     }
 
-    pub fn model(&self) -> &str {
-        &self.model
-    }
-
-    pub fn url(&self) -> &str {
-        &self.url
-    }
-
     pub async fn complete(&self, req: CompletionRequest<'_>) -> Result<Completion, LlmError> {
         let body = request_body(&self.model, &req);
         let headers = [

@@ -60,14 +60,6 @@ impl OpenAi {
         })
     }
 
-    pub fn model(&self) -> &str {
-        &self.model
-    }
-
-    pub fn url(&self) -> &str {
-        &self.url
-    }
-
     pub async fn complete(&self, req: CompletionRequest<'_>) -> Result<Completion, LlmError> {
         let body = request_body(&self.model, &req);
         let mut headers = vec![("content-type", "application/json".to_string())];
