@@ -169,10 +169,18 @@ async fn run_async(args: &TeammateBenchArgs) -> anyhow::Result<()> {
         ratio(teammate.completed.p50_ms, baseline_client.completed.p50_ms),
         ratio(teammate.completed.p99_ms, baseline_client.completed.p99_ms),
     );
+    // A short window can leave the push teammates with no measurable CPU at all.
+    let more = if idle_push.teammates_cpu_ms > 0.0 {
+        format!(
+            "polling costs {:.0}x more",
+            idle_poll_1s.teammates_cpu_ms / idle_push.teammates_cpu_ms
+        )
+    } else {
+        "push used no measurable CPU".to_string()
+    };
     println!(
-        "idle CPU of the teammates, push / 1 s polling: {:.4}x (polling costs {:.0}x more); tokens while idle: {}",
+        "idle CPU of the teammates, push / 1 s polling: {:.4}x ({more}); tokens while idle: {}",
         ratio(idle_push.teammates_cpu_ms, idle_poll_1s.teammates_cpu_ms),
-        ratio(idle_poll_1s.teammates_cpu_ms, idle_push.teammates_cpu_ms),
         idle_push.tokens
     );
     let results = Results {
