@@ -117,13 +117,13 @@ impl Actor {
                     for cmd in buf.drain(..) {
                         self.handle(cmd);
                         if self.mode == CommitMode::PerRequest {
-                            self.flush();
+                            self.flush(false);
                         }
                     }
                 }
                 _ = sleep_until(deadline) => self.expire_due(next),
             }
-            self.flush();
+            self.flush(rx.is_empty());
         }
         // Finish what was already accepted; refuse what comes after.
         rx.close();
@@ -137,7 +137,7 @@ impl Actor {
             let error = ErrorBody::new(ErrorCode::ShuttingDown, "boardd is shutting down");
             self.reply(&out, id, Err(error));
         }
-        self.flush();
+        self.flush(false);
         self.writer.finish();
     }
 
@@ -190,8 +190,8 @@ impl Actor {
     }
 
     /// Serves waiters, collects the batch's changes and events, and hands the job
-    /// to the writer.
-    fn flush(&mut self) {
+    /// to the writer. `quiet`: no further command is waiting.
+    fn flush(&mut self, quiet: bool) {
         for (token, work) in self.board.dispatch(Self::now()) {
             if let Some((_, out, id)) = self.waiters.remove(&token) {
                 self.reply(&out, id, Ok(Reply::Work(Box::new(work))));
@@ -215,7 +215,7 @@ impl Actor {
         }
         let mut job = std::mem::take(&mut self.job);
         job.changes = changes;
-        self.writer.submit(job);
+        self.writer.submit(job, quiet);
     }
 }
 

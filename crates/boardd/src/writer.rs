@@ -12,12 +12,30 @@
 use crate::outbox::Outbox;
 use crate::reply::Reply;
 use crate::store::{HistoryQuery, Store};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc as std_mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use teamboard_board::Changes;
 use teamboard_protocol::{ErrorBody, ErrorCode, Event, Task, TaskDetail};
 use tokio_util::sync::CancellationToken;
+
+/// How long the actor must have handed over nothing before a job is committed on
+/// its own thread instead of the writer thread.
+///
+/// The writer thread lets the actor go on with the next commands while an fsync
+/// runs, which is what group commit under load needs. A request that finds boardd
+/// at rest has nothing to overlap with: the typical case is a task added while
+/// teammates sit parked in `wait_for_work`. Handing its job over would only add two
+/// wake-ups of sleeping threads (the writer's and, after the commit, the runtime's)
+/// to the one fsync the waiter is waiting for, and on a virtual machine each costs
+/// 50-300 µs, more at the tail. Committing inline then halves the overhead around
+/// the fsync (`cargo xtask bench`, wake-up phase). Under a stream of requests,
+/// even from one client (a round trip every ~0.3 ms), jobs keep going to the
+/// thread: committing inline there blocks the actor and cost the 16-client phase
+/// about a fifth of its throughput. One millisecond is far above those gaps and
+/// far below the seconds an idle teammate waits.
+const INLINE_AFTER_REST: Duration = Duration::from_millis(1);
 
 /// How the writer groups transactions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -71,14 +89,26 @@ enum Inner {
         thread: Option<std::thread::JoinHandle<()>>,
         /// Jobs handed to the thread and not yet answered.
         queued: Arc<AtomicUsize>,
+        /// The store, shared with the thread so that a quiet daemon can commit
+        /// without waking it (see [`Writer::submit`]).
+        shared: Arc<Mutex<Shared>>,
+        fatal: CancellationToken,
+        /// When the actor last handed over a job, to tell a daemon at rest from
+        /// one under a stream of requests.
+        last_submit: Instant,
     },
     /// Commits on the caller's thread. Used under tokio's paused clock, where a
     /// commit on another thread looks like an idle runtime and lets the clock jump.
     Inline {
-        store: Box<Store>,
-        failed: Option<String>,
+        shared: Box<Shared>,
         fatal: CancellationToken,
     },
+}
+
+/// The store and whether a write to it has failed.
+struct Shared {
+    store: Store,
+    failed: Option<String>,
 }
 
 impl Writer {
@@ -92,15 +122,26 @@ impl Writer {
     ) -> std::io::Result<Writer> {
         let (tx, rx) = std_mpsc::channel::<Job>();
         let queued = Arc::new(AtomicUsize::new(0));
+        let shared = Arc::new(Mutex::new(Shared {
+            store,
+            failed: None,
+        }));
         let thread_queued = queued.clone();
+        let thread_shared = shared.clone();
         let thread = std::thread::Builder::new()
             .name("boardd-writer".into())
-            .spawn(move || run(store, mode, rx, fatal, thread_queued))?;
+            .spawn({
+                let fatal = fatal.clone();
+                move || run(thread_shared, mode, rx, fatal, thread_queued)
+            })?;
         Ok(Writer {
             inner: Inner::Thread {
                 tx,
                 thread: Some(thread),
                 queued,
+                shared,
+                fatal,
+                last_submit: Instant::now(),
             },
         })
     }
@@ -109,23 +150,49 @@ impl Writer {
     pub fn inline(store: Store, fatal: CancellationToken) -> Writer {
         Writer {
             inner: Inner::Inline {
-                store: Box::new(store),
-                failed: None,
+                shared: Box::new(Shared {
+                    store,
+                    failed: None,
+                }),
                 fatal,
             },
         }
     }
 
-    /// Queues a job.
-    pub fn submit(&mut self, job: Job) {
+    /// Queues a job. `quiet` says that no other command is waiting for the actor.
+    pub fn submit(&mut self, job: Job, quiet: bool) {
         match &mut self.inner {
-            Inner::Thread { tx, queued, .. } => {
+            Inner::Thread {
+                tx,
+                queued,
+                shared,
+                fatal,
+                last_submit,
+                ..
+            } => {
+                let now = Instant::now();
+                let rested = now.duration_since(*last_submit) >= INLINE_AFTER_REST;
+                *last_submit = now;
+                let idle = queued.load(Ordering::Acquire) == 0;
                 // A job that writes nothing, behind no unanswered job, observed only
                 // durable state: it can be answered now, without a trip through
                 // the writer thread (a third of a `status` round trip).
                 let read_only = job.changes.is_empty() && job.queries.is_empty();
-                if read_only && queued.load(Ordering::Acquire) == 0 {
+                if read_only && idle {
                     answer_now(job);
+                    return;
+                }
+                // A daemon at rest commits right here; see INLINE_AFTER_REST.
+                // `idle` means every earlier job is answered, so order is kept and
+                // the lock is uncontended.
+                if quiet
+                    && rested
+                    && idle
+                    && let Ok(mut guard) = shared.try_lock()
+                {
+                    let Shared { store, failed } = &mut *guard;
+                    let ok = commit_group(store, std::slice::from_ref(&job), failed, fatal);
+                    deliver(store, job, failed.as_deref(), ok);
                     return;
                 }
                 queued.fetch_add(1, Ordering::AcqRel);
@@ -138,11 +205,8 @@ impl Writer {
                     }
                 }
             }
-            Inner::Inline {
-                store,
-                failed,
-                fatal,
-            } => {
+            Inner::Inline { shared, fatal } => {
+                let Shared { store, failed } = &mut **shared;
                 let ok = commit_group(store, std::slice::from_ref(&job), failed, fatal);
                 deliver(store, job, failed.as_deref(), ok);
             }
@@ -187,13 +251,12 @@ fn commit_group(
 }
 
 fn run(
-    mut store: Store,
+    shared: Arc<Mutex<Shared>>,
     mode: CommitMode,
     rx: std_mpsc::Receiver<Job>,
     fatal: CancellationToken,
     queued: Arc<AtomicUsize>,
 ) {
-    let mut failed: Option<String> = None;
     while let Ok(first) = rx.recv() {
         let mut group = vec![first];
         if mode == CommitMode::Group {
@@ -201,9 +264,13 @@ fn run(
                 group.push(more);
             }
         }
-        let ok = commit_group(&mut store, &group, &mut failed, &fatal);
+        // Poisoned only if a commit panicked; the store itself is still usable
+        // and any half-done transaction was rolled back when it was dropped.
+        let mut guard = shared.lock().unwrap_or_else(|p| p.into_inner());
+        let Shared { store, failed } = &mut *guard;
+        let ok = commit_group(store, &group, failed, &fatal);
         for job in group {
-            deliver(&store, job, failed.as_deref(), ok);
+            deliver(store, job, failed.as_deref(), ok);
             queued.fetch_sub(1, Ordering::AcqRel);
         }
     }

@@ -32,8 +32,8 @@ pub struct WakeResult {
     /// answered before the task is durable.
     pub add_ack: Latency,
     /// A `status` round trip after the same idle pause. It takes the same path
-    /// through boardd (connection, actor, writer thread, connection) but commits
-    /// nothing, so wake minus this is roughly what the commit costs.
+    /// through boardd (connection, actor, connection) but commits nothing, so wake
+    /// minus this is roughly what the commit costs.
     pub idle_rtt: Latency,
     /// `status` round trips back to back: the same path with every thread awake.
     /// Idle minus this is what waking boardd's threads costs on this machine.
