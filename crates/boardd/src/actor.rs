@@ -2,9 +2,10 @@
 //!
 //! Commands arrive on a channel from the connection tasks. The actor takes all that
 //! are waiting, applies them to the in-memory board, serves parked waiters, and
-//! hands the resulting changes and replies to the writer thread as one job. It never
-//! touches the disk itself, so a slow fsync delays acknowledgements but never the
-//! processing of the next commands.
+//! hands the resulting changes and replies to the writer as one job. Under load the
+//! writer thread commits, so a slow fsync delays acknowledgements but never the
+//! processing of the next commands; only a daemon at rest commits on this task (see
+//! `writer::INLINE_AFTER_REST`), when there is nothing else to process.
 
 use crate::handlers;
 use crate::outbox::Outbox;

@@ -1,10 +1,13 @@
 //! The writer thread: group commit.
 //!
-//! The actor never waits for the disk. It hands each batch of changes, with the
-//! replies that must not leave before those changes are durable, to this thread.
-//! While one transaction is being fsynced, further batches queue up; the next
-//! transaction takes all of them at once. That is group commit: one fsync
-//! acknowledges everything that arrived during the previous one.
+//! The actor does not wait for the disk while there is other work. It hands each
+//! batch of changes, with the replies that must not leave before those changes are
+//! durable, to this thread. While one transaction is being fsynced, further batches
+//! queue up; the next transaction takes all of them at once. That is group commit:
+//! one fsync acknowledges everything that arrived during the previous one.
+//!
+//! The one exception is a daemon at rest: a lone job after a quiet millisecond is
+//! committed on the actor's own thread (see [`INLINE_AFTER_REST`]).
 //!
 //! Reads of history also run here, after the commits queued before them, so they
 //! see every change that was acknowledged before they were asked.
@@ -34,7 +37,9 @@ use tokio_util::sync::CancellationToken;
 /// even from one client (a round trip every ~0.3 ms), jobs keep going to the
 /// thread: committing inline there blocks the actor and cost the 16-client phase
 /// about a fifth of its throughput. One millisecond is far above those gaps and
-/// far below the seconds an idle teammate waits.
+/// far below the seconds an idle teammate waits. An inline commit blocks the
+/// actor's runtime worker for one fsync; the other worker goes on reading
+/// connections, and their commands are handled once it returns.
 const INLINE_AFTER_REST: Duration = Duration::from_millis(1);
 
 /// How the writer groups transactions.
