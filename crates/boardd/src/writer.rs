@@ -189,10 +189,12 @@ impl Writer {
                 }
                 // A daemon at rest commits right here; see INLINE_AFTER_REST.
                 // `idle` means every earlier job is answered, so order is kept and
-                // the lock is uncontended.
+                // the lock is uncontended. History reads stay on the thread: a
+                // large one would hold up the actor, and nobody is parked on it.
                 if quiet
                     && rested
                     && idle
+                    && job.queries.is_empty()
                     && let Ok(mut guard) = shared.try_lock()
                 {
                     let Shared { store, failed } = &mut *guard;
