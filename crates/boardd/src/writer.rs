@@ -116,6 +116,19 @@ struct Shared {
     failed: Option<String>,
 }
 
+impl Shared {
+    /// Commits one job on the calling thread and sends its answers.
+    fn commit_here(&mut self, job: Job, fatal: &CancellationToken) {
+        let ok = commit_group(
+            &mut self.store,
+            std::slice::from_ref(&job),
+            &mut self.failed,
+            fatal,
+        );
+        deliver(&self.store, job, self.failed.as_deref(), ok);
+    }
+}
+
 impl Writer {
     /// Starts the writer thread. On a storage failure it answers the affected
     /// requests with `storage` errors and cancels `fatal`: boardd stops rather than
@@ -197,9 +210,7 @@ impl Writer {
                     && job.queries.is_empty()
                     && let Ok(mut guard) = shared.try_lock()
                 {
-                    let Shared { store, failed } = &mut *guard;
-                    let ok = commit_group(store, std::slice::from_ref(&job), failed, fatal);
-                    deliver(store, job, failed.as_deref(), ok);
+                    guard.commit_here(job, fatal);
                     return;
                 }
                 queued.fetch_add(1, Ordering::AcqRel);
@@ -212,11 +223,7 @@ impl Writer {
                     }
                 }
             }
-            Inner::Inline { shared, fatal } => {
-                let Shared { store, failed } = &mut **shared;
-                let ok = commit_group(store, std::slice::from_ref(&job), failed, fatal);
-                deliver(store, job, failed.as_deref(), ok);
-            }
+            Inner::Inline { shared, fatal } => shared.commit_here(job, fatal),
         }
     }
 
