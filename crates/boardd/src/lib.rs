@@ -15,6 +15,8 @@ pub mod store;
 mod writer;
 
 #[cfg(test)]
+mod checkpoint_tests;
+#[cfg(test)]
 mod tests;
 
 pub use notify::notify;

@@ -6,6 +6,8 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use teamboard_board::{Changes, Snapshot};
 use teamboard_protocol::{Event, TaskId};
 
@@ -35,9 +37,27 @@ pub enum StoreError {
     TooNew { path: PathBuf, found: i64 },
 }
 
+/// WAL pages after which the writer checkpoints, at its next quiet moment.
+///
+/// SQLite's own automatic checkpoint (also every 1,000 pages) runs inside the
+/// `COMMIT` that crosses the line, so whichever request committed then waited for
+/// the checkpoint too: every page written back to the database file and an
+/// fdatasync of it, 1-3 ms here. In the wake-up benchmark that was most of the
+/// p99, because the transaction that adds a task and claims it for a parked
+/// waiter writes the most pages and so crosses the line most often. boardd turns
+/// the automatic checkpoint off and runs the same checkpoint itself after the
+/// answers have gone out (see `writer.rs`).
+pub const CHECKPOINT_PAGES: u32 = 1000;
+
+/// Past this many WAL pages the writer checkpoints even when jobs are waiting, so
+/// that a daemon under endless load still bounds its WAL (16 MiB with 4 KiB pages).
+pub const CHECKPOINT_PAGES_MAX: u32 = 4 * CHECKPOINT_PAGES;
+
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    /// Pages in the WAL after the last commit, as SQLite's WAL hook reports them.
+    wal_pages: Arc<AtomicU32>,
     /// The message id counter as last written. Most commits send no message, and
     /// skipping the unchanged row saves a page in every such transaction.
     stored_next_message_id: u64,
@@ -98,15 +118,44 @@ impl Store {
              PRAGMA user_version = 1;",
         )
         .map_err(err)?;
+        // Replaces SQLite's automatic checkpoint (which is itself a WAL hook); see
+        // CHECKPOINT_PAGES.
+        let wal_pages = Arc::new(AtomicU32::new(0));
+        let hook_pages = wal_pages.clone();
+        let mut conn = conn;
+        conn.wal_hook(Some(
+            move |_: &mut rusqlite::hooks::Wal, pages: std::ffi::c_int| {
+                hook_pages.store(u32::try_from(pages).unwrap_or(0), Ordering::Relaxed);
+                Ok(())
+            },
+        ))
+        .map_err(err)?;
         Ok(Store {
             conn,
             path,
+            wal_pages,
             stored_next_message_id: 0,
         })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Pages in the WAL since the last checkpoint.
+    pub fn wal_pages(&self) -> u32 {
+        self.wal_pages.load(Ordering::Relaxed)
+    }
+
+    /// Copies the WAL back into the database file, so that the next commit starts
+    /// the WAL again from its beginning. boardd is the only connection, so nothing
+    /// can hold the checkpoint back.
+    pub fn checkpoint(&mut self) -> Result<(), StoreError> {
+        self.conn
+            .wal_checkpoint_v2(None::<&str>, rusqlite::wal::CheckpointMode::PASSIVE)
+            .map_err(|e| self.sqlite(e))?;
+        self.wal_pages.store(0, Ordering::Relaxed);
+        Ok(())
     }
 
     fn sqlite(&self, source: rusqlite::Error) -> StoreError {

@@ -11,10 +11,13 @@
 //!
 //! Reads of history also run here, after the commits queued before them, so they
 //! see every change that was acknowledged before they were asked.
+//!
+//! So do WAL checkpoints, once no job has come for [`CHECKPOINT_QUIET`] (see
+//! [`crate::store::CHECKPOINT_PAGES`]).
 
 use crate::outbox::Outbox;
 use crate::reply::Reply;
-use crate::store::{HistoryQuery, Store};
+use crate::store::{CHECKPOINT_PAGES, CHECKPOINT_PAGES_MAX, HistoryQuery, Store};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc as std_mpsc;
 use std::sync::{Arc, Mutex};
@@ -41,6 +44,12 @@ use tokio_util::sync::CancellationToken;
 /// actor's runtime worker for one fsync; the other worker goes on reading
 /// connections, and their commands are handled once it returns.
 const INLINE_AFTER_REST: Duration = Duration::from_millis(1);
+
+/// How long the writer waits without a job before it runs a due WAL checkpoint.
+/// A checkpoint takes 1-3 ms here (every page written back, then an fdatasync of
+/// the database file), and a request arriving meanwhile waits for it, so it goes
+/// where the daemon is most likely to stay quiet a little longer.
+const CHECKPOINT_QUIET: Duration = Duration::from_millis(1);
 
 /// How the writer groups transactions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -114,9 +123,44 @@ enum Inner {
 struct Shared {
     store: Store,
     failed: Option<String>,
+    /// WAL pages at which the next checkpoint is due. Raised past the current size
+    /// when a checkpoint fails, so that a failing one is retried every
+    /// [`CHECKPOINT_PAGES`] rather than after every commit.
+    checkpoint_at: u32,
 }
 
 impl Shared {
+    fn new(store: Store) -> Shared {
+        Shared {
+            store,
+            failed: None,
+            checkpoint_at: CHECKPOINT_PAGES,
+        }
+    }
+
+    fn checkpoint_due(&self) -> bool {
+        self.failed.is_none() && self.store.wal_pages() >= self.checkpoint_at
+    }
+
+    /// Whether the WAL is so large that the checkpoint may not wait for a quiet
+    /// moment any longer.
+    fn checkpoint_overdue(&self) -> bool {
+        self.checkpoint_due() && self.store.wal_pages() >= CHECKPOINT_PAGES_MAX
+    }
+
+    fn checkpoint(&mut self) {
+        let pages = self.store.wal_pages();
+        match self.store.checkpoint() {
+            Ok(()) => self.checkpoint_at = CHECKPOINT_PAGES,
+            // Nothing is lost: every commit is in the WAL, and a restart replays
+            // it. Only the WAL keeps growing until a checkpoint succeeds.
+            Err(e) => {
+                tracing::warn!(error = %e, wal_pages = pages, "WAL checkpoint failed; will retry");
+                self.checkpoint_at = pages.saturating_add(CHECKPOINT_PAGES);
+            }
+        }
+    }
+
     /// Commits one job on the calling thread and sends its answers.
     fn commit_here(&mut self, job: Job, fatal: &CancellationToken) {
         let ok = commit_group(
@@ -140,10 +184,7 @@ impl Writer {
     ) -> std::io::Result<Writer> {
         let (tx, rx) = std_mpsc::channel::<Job>();
         let queued = Arc::new(AtomicUsize::new(0));
-        let shared = Arc::new(Mutex::new(Shared {
-            store,
-            failed: None,
-        }));
+        let shared = Arc::new(Mutex::new(Shared::new(store)));
         let thread_queued = queued.clone();
         let thread_shared = shared.clone();
         let thread = std::thread::Builder::new()
@@ -168,10 +209,7 @@ impl Writer {
     pub fn inline(store: Store, fatal: CancellationToken) -> Writer {
         Writer {
             inner: Inner::Inline {
-                shared: Box::new(Shared {
-                    store,
-                    failed: None,
-                }),
+                shared: Box::new(Shared::new(store)),
                 fatal,
             },
         }
@@ -204,15 +242,24 @@ impl Writer {
                 // `idle` means every earlier job is answered, so order is kept and
                 // the lock is uncontended. History reads stay on the thread: a
                 // large one would hold up the actor, and nobody is parked on it.
-                if quiet
+                let job = if quiet
                     && rested
                     && idle
                     && job.queries.is_empty()
                     && let Ok(mut guard) = shared.try_lock()
                 {
                     guard.commit_here(job, fatal);
-                    return;
-                }
+                    if !guard.checkpoint_due() {
+                        return;
+                    }
+                    // The checkpoint is the writer thread's: here it would hold
+                    // up the runtime worker that has the answers just queued.
+                    // An empty job wakes the thread, which checkpoints once boardd
+                    // has been quiet for CHECKPOINT_QUIET.
+                    Job::default()
+                } else {
+                    job
+                };
                 queued.fetch_add(1, Ordering::AcqRel);
                 if let Err(std_mpsc::SendError(job)) = tx.send(job) {
                     // The thread is gone, which only happens after a fatal error.
@@ -223,7 +270,25 @@ impl Writer {
                     }
                 }
             }
-            Inner::Inline { shared, fatal } => shared.commit_here(job, fatal),
+            Inner::Inline { shared, fatal } => {
+                shared.commit_here(job, fatal);
+                if shared.checkpoint_due() {
+                    shared.checkpoint();
+                }
+            }
+        }
+    }
+
+    /// Pages in the WAL now.
+    #[cfg(test)]
+    pub fn wal_pages(&self) -> u32 {
+        match &self.inner {
+            Inner::Thread { shared, .. } => shared
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .store
+                .wal_pages(),
+            Inner::Inline { shared, .. } => shared.store.wal_pages(),
         }
     }
 
@@ -271,7 +336,29 @@ fn run(
     fatal: CancellationToken,
     queued: Arc<AtomicUsize>,
 ) {
-    while let Ok(first) = rx.recv() {
+    // Set while a checkpoint is due: the thread then waits for CHECKPOINT_QUIET
+    // without a job before it runs the checkpoint, so that the checkpoint does not
+    // compete with the answers just sent, nor delay a request that follows them.
+    let mut checkpoint_pending = false;
+    loop {
+        let next = if checkpoint_pending {
+            rx.recv_timeout(CHECKPOINT_QUIET)
+        } else {
+            rx.recv()
+                .map_err(|_| std_mpsc::RecvTimeoutError::Disconnected)
+        };
+        let first = match next {
+            Ok(job) => job,
+            Err(std_mpsc::RecvTimeoutError::Timeout) => {
+                let mut guard = shared.lock().unwrap_or_else(|p| p.into_inner());
+                if guard.checkpoint_due() {
+                    guard.checkpoint();
+                }
+                checkpoint_pending = false;
+                continue;
+            }
+            Err(std_mpsc::RecvTimeoutError::Disconnected) => break,
+        };
         let mut group = vec![first];
         if mode == CommitMode::Group {
             while let Ok(more) = rx.try_recv() {
@@ -281,12 +368,16 @@ fn run(
         // Poisoned only if a commit panicked; the store itself is still usable
         // and any half-done transaction was rolled back when it was dropped.
         let mut guard = shared.lock().unwrap_or_else(|p| p.into_inner());
-        let Shared { store, failed } = &mut *guard;
-        let ok = commit_group(store, &group, failed, &fatal);
+        let shared = &mut *guard;
+        let ok = commit_group(&mut shared.store, &group, &mut shared.failed, &fatal);
         for job in group {
-            deliver(store, job, failed.as_deref(), ok);
+            deliver(&shared.store, job, shared.failed.as_deref(), ok);
             queued.fetch_sub(1, Ordering::AcqRel);
         }
+        if shared.checkpoint_overdue() {
+            shared.checkpoint();
+        }
+        checkpoint_pending = shared.checkpoint_due();
     }
 }
 

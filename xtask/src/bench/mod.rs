@@ -35,6 +35,10 @@ pub struct BenchArgs {
     /// A smoke test: 1 s per phase and 50 wake-up samples.
     #[arg(long)]
     quick: bool,
+    /// Run only the fdatasync probe and the wake-up phase (about 15 s), for
+    /// working on wake-up latency. The throughput targets are then not checked.
+    #[arg(long)]
+    wake_only: bool,
     /// Where boardd's databases and the fsync probe go [default: target/bench]. Put
     /// it on the disk you care about: /tmp is often tmpfs, where fsync is free.
     #[arg(long, value_name = "DIR")]
@@ -46,6 +50,9 @@ impl BenchArgs {
         let mut v = vec!["--seconds".to_string(), self.seconds.to_string()];
         if self.quick {
             v.push("--quick".into());
+        }
+        if self.wake_only {
+            v.push("--wake-only".into());
         }
         if let Some(dir) = &self.dir {
             v.push("--dir".into());
@@ -191,7 +198,12 @@ async fn run_async(args: &BenchArgs) -> anyhow::Result<()> {
     );
 
     let mut load: Vec<load::LoadResult> = Vec::new();
-    for mode in [Mode::Group, Mode::PerRequest] {
+    let modes: &[Mode] = if args.wake_only {
+        &[]
+    } else {
+        &[Mode::Group, Mode::PerRequest]
+    };
+    for &mode in modes {
         for clients in CLIENTS {
             let label = if mode == Mode::Group { "(b)" } else { "(d)" };
             println!(

@@ -1,0 +1,148 @@
+//! WAL checkpoints: SQLite's automatic one is off, and boardd's own runs when the
+//! daemon is quiet, or regardless once the WAL is past its bound. Real SQLite files
+//! and the real writer thread; nothing here sleeps longer than it must, it polls.
+
+use crate::outbox::Outbox;
+use crate::reply::Reply;
+use crate::store::{CHECKPOINT_PAGES, CHECKPOINT_PAGES_MAX, HistoryQuery, Store};
+use crate::writer::{CommitMode, Delivery, Job, Writer};
+use std::path::Path;
+use std::time::{Duration, Instant};
+use teamboard_board::Changes;
+use teamboard_protocol::{Event, EventKind};
+use tokio_util::sync::CancellationToken;
+
+/// Events per job, each with a detail of `DETAIL` bytes: about 16 pages a job.
+const EVENTS_PER_JOB: usize = 100;
+const DETAIL: usize = 600;
+
+fn job(first_seq: u64) -> Job {
+    let events = (0..EVENTS_PER_JOB as u64)
+        .map(|i| Event {
+            seq: first_seq + i,
+            team: "default".into(),
+            at: 0,
+            actor: "lead".into(),
+            kind: EventKind::TaskCreated,
+            task: Some(first_seq + i),
+            member: None,
+            message: None,
+            detail: "x".repeat(DETAIL),
+        })
+        .collect();
+    Job {
+        changes: Changes {
+            events,
+            next_message_id: 1,
+            ..Changes::default()
+        },
+        ..Job::default()
+    }
+}
+
+fn wal_len(dir: &Path) -> u64 {
+    std::fs::metadata(dir.join(format!("{}-wal", crate::store::DB_FILE))).map_or(0, |m| m.len())
+}
+
+fn all_events(store: &Store) -> usize {
+    store
+        .history(&HistoryQuery {
+            team: "default".into(),
+            since: Some(0),
+            task: None,
+            limit: u64::MAX,
+        })
+        .expect("history")
+        .len()
+}
+
+#[test]
+fn the_wal_grows_past_sqlites_own_checkpoint_until_boardd_checkpoints() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut store = Store::open(dir.path()).expect("open");
+    let mut seq = 1;
+    while store.wal_pages() < 2 * CHECKPOINT_PAGES {
+        let before = store.wal_pages();
+        store.commit([&job(seq).changes]).expect("commit");
+        seq += EVENTS_PER_JOB as u64;
+        // SQLite would have checkpointed (and the count dropped) at 1,000 pages.
+        assert!(
+            store.wal_pages() > before,
+            "the WAL was checkpointed behind boardd's back"
+        );
+    }
+    store.checkpoint().expect("checkpoint");
+    assert_eq!(store.wal_pages(), 0);
+    let events = (seq - 1) as usize;
+    assert_eq!(all_events(&store), events);
+    drop(store);
+    let store = Store::open(dir.path()).expect("reopen");
+    assert_eq!(all_events(&store), events, "a checkpoint lost events");
+}
+
+#[test]
+fn the_writer_checkpoints_once_nothing_has_come_for_a_moment() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(dir.path()).expect("open");
+    let mut writer =
+        Writer::spawn(store, CommitMode::Group, CancellationToken::new()).expect("spawn");
+    let mut seq = 1;
+    // Past the threshold but under the hard bound: only quiet triggers it.
+    let jobs = (CHECKPOINT_PAGES as usize * 3 / 2) / 16;
+    for _ in 0..jobs {
+        writer.submit(job(seq), false);
+        seq += EVENTS_PER_JOB as u64;
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut peak = 0;
+    loop {
+        let pages = writer.wal_pages();
+        peak = peak.max(pages);
+        if peak >= CHECKPOINT_PAGES && pages == 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no checkpoint 10 s after the last job (WAL at {pages} pages, peak {peak})"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    writer.finish();
+    let store = Store::open(dir.path()).expect("reopen");
+    assert_eq!(all_events(&store), (seq - 1) as usize);
+}
+
+#[test]
+fn under_endless_load_the_wal_stays_bounded() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(dir.path()).expect("open");
+    let mut writer =
+        Writer::spawn(store, CommitMode::Group, CancellationToken::new()).expect("spawn");
+    let (out, mut rx, _kill) = Outbox::channel();
+    let mut seq = 1;
+    // Three times the bound as a stream, like one busy client: each job goes in as
+    // soon as the one before is answered, so the writer never has a quiet moment
+    // and only the bound makes it checkpoint. (On a machine so slow that a gap
+    // does reach the quiet time, the checkpoint only comes earlier.)
+    let jobs = 3 * CHECKPOINT_PAGES_MAX as u64 / 16;
+    for id in 0..jobs {
+        let mut job = job(seq);
+        job.deliveries.push(Delivery::Reply {
+            to: out.clone(),
+            id,
+            result: Ok(Reply::Tasks(Vec::new())),
+        });
+        writer.submit(job, false);
+        rx.blocking_recv().expect("an answer");
+        seq += EVENTS_PER_JOB as u64;
+    }
+    // The WAL file is reused from the start after a checkpoint and never
+    // truncated while boardd runs (closing the store removes it), so its length
+    // is the most it ever held: the bound plus the one job that crossed it.
+    let len = wal_len(dir.path());
+    let bound = (u64::from(CHECKPOINT_PAGES_MAX) + 32) * (4096 + 24) + 32;
+    assert!(len <= bound, "WAL grew to {len} bytes, over {bound}");
+    writer.finish();
+    let store = Store::open(dir.path()).expect("reopen");
+    assert_eq!(all_events(&store), (seq - 1) as usize);
+}
