@@ -45,8 +45,9 @@ pub enum StoreError {
 /// fdatasync of it, 1-3 ms here. In the wake-up benchmark that was most of the
 /// p99, because the transaction that adds a task and claims it for a parked
 /// waiter writes the most pages and so crosses the line most often. boardd turns
-/// the automatic checkpoint off and runs the same checkpoint itself after the
-/// answers have gone out (see `writer.rs`).
+/// the automatic checkpoint off and runs the same checkpoint itself on the writer
+/// thread, once the answers have gone out and no request has come for a moment
+/// (see `writer.rs`).
 pub const CHECKPOINT_PAGES: u32 = 1000;
 
 /// Past this many WAL pages the writer checkpoints even when jobs are waiting, so
@@ -80,7 +81,7 @@ impl Store {
             path: path.clone(),
             source,
         };
-        let conn = Connection::open(&path).map_err(err)?;
+        let mut conn = Connection::open(&path).map_err(err)?;
         // boardd's lock file already guarantees one process per database, so
         // SQLite's own file locks are pure cost: in exclusive mode it takes them
         // once instead of several fcntl calls per transaction, and keeps the WAL
@@ -122,7 +123,6 @@ impl Store {
         // CHECKPOINT_PAGES.
         let wal_pages = Arc::new(AtomicU32::new(0));
         let hook_pages = wal_pages.clone();
-        let mut conn = conn;
         conn.wal_hook(Some(
             move |_: &mut rusqlite::hooks::Wal, pages: std::ffi::c_int| {
                 hook_pages.store(u32::try_from(pages).unwrap_or(0), Ordering::Relaxed);

@@ -113,6 +113,26 @@ impl Results {
             f.latency.p99_ms,
             f.latency.max_ms
         );
+        // `--wake-only` has no load phases.
+        if !self.load.is_empty() {
+            self.print_load();
+        }
+        self.print_wake();
+        println!();
+        println!("Targets");
+        for t in &self.targets {
+            println!(
+                "  {}  {:<34} wanted {:<40} got {}",
+                if t.pass { "PASS" } else { "MISS" },
+                t.name,
+                t.wanted,
+                t.measured
+            );
+        }
+    }
+
+    fn print_load(&self) {
+        let f = &self.fsync;
         println!();
         println!(
             "Durable claim+complete cycles per second ({:.1} s per phase)",
@@ -164,6 +184,10 @@ impl Results {
         if self.load.iter().any(|l| l.starved_clients > 0) {
             println!("  * the board ran dry before the end; the rate is over the shortened window");
         }
+    }
+
+    fn print_wake(&self) {
+        let f = &self.fsync;
         let w = &self.wake;
         println!();
         println!(
@@ -186,17 +210,6 @@ impl Results {
             println!(
                 "  fdatasync alone after the same pause:   p50 {:.3} ms   p99 {:.3} ms   (a reference, not the target's F)",
                 idle.p50_ms, idle.p99_ms
-            );
-        }
-        println!();
-        println!("Targets");
-        for t in &self.targets {
-            println!(
-                "  {}  {:<34} wanted {:<40} got {}",
-                if t.pass { "PASS" } else { "MISS" },
-                t.name,
-                t.wanted,
-                t.measured
             );
         }
     }
