@@ -56,6 +56,14 @@ fn all_events(store: &Store) -> usize {
         .len()
 }
 
+/// A group-commit writer thread on a fresh database.
+fn writer() -> (tempfile::TempDir, Writer) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(dir.path()).expect("open");
+    let writer = Writer::spawn(store, CommitMode::Group, CancellationToken::new()).expect("spawn");
+    (dir, writer)
+}
+
 #[test]
 fn the_wal_grows_past_sqlites_own_checkpoint_until_boardd_checkpoints() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -82,10 +90,7 @@ fn the_wal_grows_past_sqlites_own_checkpoint_until_boardd_checkpoints() {
 
 #[test]
 fn the_writer_checkpoints_once_nothing_has_come_for_a_moment() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = Store::open(dir.path()).expect("open");
-    let mut writer =
-        Writer::spawn(store, CommitMode::Group, CancellationToken::new()).expect("spawn");
+    let (dir, mut writer) = writer();
     let mut seq = 1;
     // Past the threshold but under the hard bound: only quiet triggers it.
     let jobs = (CHECKPOINT_PAGES as usize * 3 / 2) / 16;
@@ -114,10 +119,7 @@ fn the_writer_checkpoints_once_nothing_has_come_for_a_moment() {
 
 #[test]
 fn under_endless_load_the_wal_stays_bounded() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = Store::open(dir.path()).expect("open");
-    let mut writer =
-        Writer::spawn(store, CommitMode::Group, CancellationToken::new()).expect("spawn");
+    let (dir, mut writer) = writer();
     let (out, mut rx, _kill) = Outbox::channel();
     let mut seq = 1;
     // Three times the bound as a stream, like one busy client: each job goes in as
