@@ -368,16 +368,16 @@ fn run(
         // Poisoned only if a commit panicked; the store itself is still usable
         // and any half-done transaction was rolled back when it was dropped.
         let mut guard = shared.lock().unwrap_or_else(|p| p.into_inner());
-        let shared = &mut *guard;
-        let ok = commit_group(&mut shared.store, &group, &mut shared.failed, &fatal);
+        let state = &mut *guard;
+        let ok = commit_group(&mut state.store, &group, &mut state.failed, &fatal);
         for job in group {
-            deliver(&shared.store, job, shared.failed.as_deref(), ok);
+            deliver(&state.store, job, state.failed.as_deref(), ok);
             queued.fetch_sub(1, Ordering::AcqRel);
         }
-        if shared.checkpoint_overdue() {
-            shared.checkpoint();
+        if state.checkpoint_overdue() {
+            state.checkpoint();
         }
-        checkpoint_pending = shared.checkpoint_due();
+        checkpoint_pending = state.checkpoint_due();
     }
 }
 
