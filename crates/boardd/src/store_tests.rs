@@ -1,0 +1,129 @@
+//! The schema: the upgrade from version 1, and that a task's history is read
+//! through the index rather than by scanning every event.
+
+use super::*;
+use teamboard_protocol::EventKind;
+
+fn event(seq: u64, task: Option<TaskId>) -> Event {
+    Event {
+        seq,
+        team: "default".into(),
+        at: 0,
+        actor: "lead".into(),
+        kind: if task.is_some() {
+            EventKind::TaskCreated
+        } else {
+            EventKind::MemberStatus
+        },
+        task,
+        member: task.is_none().then(|| "ana".to_string()),
+        message: None,
+        detail: format!("event {seq}"),
+    }
+}
+
+fn history(store: &Store, task: Option<TaskId>) -> Vec<u64> {
+    store
+        .history(&HistoryQuery {
+            team: "default".into(),
+            since: Some(0),
+            task,
+            limit: u64::MAX,
+        })
+        .expect("history")
+        .iter()
+        .map(|e| e.seq)
+        .collect()
+}
+
+fn index_sql(conn: &Connection) -> String {
+    conn.query_row(
+        "SELECT sql FROM sqlite_master WHERE type = 'index' AND name = 'events_by_task'",
+        [],
+        |r| r.get(0),
+    )
+    .expect("the index exists")
+}
+
+#[test]
+fn a_version_1_database_gets_the_partial_index_and_keeps_its_history() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        // The version 1 schema, as boardd 0.1 created it.
+        let conn = Connection::open(dir.path().join(DB_FILE)).expect("create");
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL;
+             CREATE TABLE tasks (team TEXT NOT NULL, id INTEGER NOT NULL, body TEXT NOT NULL,
+                 PRIMARY KEY (team, id)) WITHOUT ROWID;
+             CREATE TABLE members (team TEXT NOT NULL, name TEXT NOT NULL, body TEXT NOT NULL,
+                 PRIMARY KEY (team, name)) WITHOUT ROWID;
+             CREATE TABLE messages (id INTEGER PRIMARY KEY, team TEXT NOT NULL, body TEXT NOT NULL);
+             CREATE TABLE events (seq INTEGER PRIMARY KEY, team TEXT NOT NULL, task INTEGER,
+                 body TEXT NOT NULL);
+             CREATE INDEX events_by_task ON events (team, task, seq);
+             CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+             PRAGMA user_version = 1;",
+        )
+        .expect("v1 schema");
+        for (seq, task) in [
+            (1, Some(1)),
+            (2, None),
+            (3, Some(2)),
+            (4, Some(1)),
+            (5, None),
+        ] {
+            conn.execute(
+                "INSERT INTO events (seq, team, task, body) VALUES (?1, 'default', ?2, ?3)",
+                params![
+                    seq as i64,
+                    task.map(|t: u64| t as i64),
+                    to_json(&event(seq, task))
+                ],
+            )
+            .expect("insert");
+        }
+        assert!(!index_sql(&conn).contains("WHERE"));
+    }
+    let store = Store::open(dir.path()).expect("open the v1 database");
+    let version: i64 = store
+        .conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .expect("version");
+    assert_eq!(version, SCHEMA_VERSION);
+    assert!(
+        index_sql(&store.conn).contains("WHERE task IS NOT NULL"),
+        "{}",
+        index_sql(&store.conn)
+    );
+    assert_eq!(history(&store, Some(1)), vec![1, 4]);
+    assert_eq!(history(&store, Some(2)), vec![3]);
+    assert_eq!(history(&store, None), vec![1, 2, 3, 4, 5]);
+    drop(store);
+    // Opening again is a no-op: no second rebuild, same answers.
+    let store = Store::open(dir.path()).expect("reopen");
+    assert_eq!(history(&store, Some(1)), vec![1, 4]);
+}
+
+#[test]
+fn a_tasks_history_is_read_through_the_index() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(dir.path()).expect("open");
+    for order in ["ASC", "DESC"] {
+        let plan: Vec<String> = store
+            .conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {}", task_history_sql(order)))
+            .expect("explain")
+            .query_map(params!["default", 1i64, 0i64, 10i64], |r| {
+                r.get::<_, String>(3)
+            })
+            .expect("plan")
+            .collect::<Result<_, _>>()
+            .expect("rows");
+        assert!(
+            plan.iter()
+                .any(|step| step.contains("USING INDEX events_by_task")
+                    || step.contains("USING COVERING INDEX events_by_task")),
+            "{order}: {plan:?}"
+        );
+    }
+}
