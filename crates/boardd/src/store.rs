@@ -366,12 +366,12 @@ fn task_history_sql(order: &str) -> String {
     )
 }
 
-#[cfg(test)]
-#[path = "store_tests.rs"]
-mod tests;
-
 fn to_json<T: serde::Serialize>(value: &T) -> String {
     // Serialising these plain structs (strings, numbers, options, vectors) cannot
     // fail; an empty object keeps the row readable if it ever did.
     serde_json::to_string(value).unwrap_or_else(|_| "{}".to_string())
 }
+
+#[cfg(test)]
+#[path = "store_tests.rs"]
+mod tests;
