@@ -2,7 +2,7 @@
 //! daemon is quiet, or regardless once the WAL is past its bound. Real SQLite files
 //! and the real writer thread; nothing here sleeps longer than it must, it polls.
 
-use crate::outbox::Outbox;
+use crate::outbox::{Outbox, Outgoing};
 use crate::reply::Reply;
 use crate::store::{CHECKPOINT_PAGES, CHECKPOINT_PAGES_MAX, HistoryQuery, Store};
 use crate::writer::{CommitMode, Delivery, Job, Writer};
@@ -10,6 +10,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 use teamboard_board::Changes;
 use teamboard_protocol::{Event, EventKind};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 /// Events per job, each with a detail of `DETAIL` bytes: about 16 pages a job.
@@ -38,6 +39,25 @@ fn job(first_seq: u64) -> Job {
         },
         ..Job::default()
     }
+}
+
+/// Submits the job of events from `first_seq` on and waits until it is answered,
+/// as one client with one request at a time would.
+fn submit_and_wait(
+    writer: &mut Writer,
+    out: &Outbox,
+    rx: &mut mpsc::Receiver<Outgoing>,
+    first_seq: u64,
+    id: u64,
+) {
+    let mut job = job(first_seq);
+    job.deliveries.push(Delivery::Reply {
+        to: out.clone(),
+        id,
+        result: Ok(Reply::Tasks(Vec::new())),
+    });
+    writer.submit(job, false);
+    rx.blocking_recv().expect("an answer");
 }
 
 fn wal_len(dir: &Path) -> u64 {
@@ -100,14 +120,7 @@ fn the_writer_checkpoints_once_nothing_has_come_for_a_moment() {
     let mut id = 0;
     while writer.wal_pages() < CHECKPOINT_PAGES {
         assert!(id < 1000, "the WAL never reached {CHECKPOINT_PAGES} pages");
-        let mut job = job(seq);
-        job.deliveries.push(Delivery::Reply {
-            to: out.clone(),
-            id,
-            result: Ok(Reply::Tasks(Vec::new())),
-        });
-        writer.submit(job, false);
-        rx.blocking_recv().expect("an answer");
+        submit_and_wait(&mut writer, &out, &mut rx, seq, id);
         seq += EVENTS_PER_JOB as u64;
         id += 1;
     }
@@ -137,14 +150,7 @@ fn under_endless_load_the_wal_stays_bounded() {
     // does reach the quiet time, the checkpoint only comes earlier.)
     let jobs = 3 * CHECKPOINT_PAGES_MAX as u64 / 16;
     for id in 0..jobs {
-        let mut job = job(seq);
-        job.deliveries.push(Delivery::Reply {
-            to: out.clone(),
-            id,
-            result: Ok(Reply::Tasks(Vec::new())),
-        });
-        writer.submit(job, false);
-        rx.blocking_recv().expect("an answer");
+        submit_and_wait(&mut writer, &out, &mut rx, seq, id);
         seq += EVENTS_PER_JOB as u64;
     }
     // The WAL file is reused from the start after a checkpoint and never
