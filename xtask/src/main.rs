@@ -55,6 +55,16 @@ enum Command {
         #[arg(long)]
         seconds: f64,
     },
+    /// The child of the bench's floor measurement: answers bytes on a socket,
+    /// with an fdatasync before the answer when asked.
+    #[command(hide = true)]
+    BenchFloor {
+        #[arg(long)]
+        socket: PathBuf,
+        /// Where the probe file goes.
+        #[arg(long)]
+        dir: PathBuf,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -71,5 +81,6 @@ fn main() -> anyhow::Result<()> {
             clients,
             seconds,
         } => bench::load::client_process(&socket, proc, clients, seconds),
+        Command::BenchFloor { socket, dir } => bench::floor::child(&socket, &dir),
     }
 }

@@ -36,7 +36,9 @@ pub struct FsyncResult {
 ///
 /// Every block is written and made durable first, so the timed syncs measure data
 /// syncs rather than block allocation and size updates.
-fn probe_file(dir: &Path) -> anyhow::Result<(tempfile::TempDir, std::fs::File, Vec<u8>)> {
+pub(super) fn probe_file(
+    dir: &Path,
+) -> anyhow::Result<(tempfile::TempDir, std::fs::File, Vec<u8>)> {
     let tmp = tempfile::Builder::new()
         .prefix("fsync-")
         .tempdir_in(dir)
@@ -57,7 +59,11 @@ fn probe_file(dir: &Path) -> anyhow::Result<(tempfile::TempDir, std::fs::File, V
 }
 
 /// Overwrites block `i` (modulo the file) and times its fdatasync.
-fn write_and_sync(file: &std::fs::File, block: &[u8], i: u64) -> anyhow::Result<Duration> {
+pub(super) fn write_and_sync(
+    file: &std::fs::File,
+    block: &[u8],
+    i: u64,
+) -> anyhow::Result<Duration> {
     file.write_all_at(block, (i % BLOCKS) * BLOCK as u64)?;
     let t = Instant::now();
     // SAFETY: the descriptor belongs to `file`, which is alive for the call.

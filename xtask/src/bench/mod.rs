@@ -13,6 +13,7 @@
 //! then prints the table and the targets and writes `target/bench/results.json`.
 
 mod daemon;
+pub mod floor;
 mod fsync;
 pub mod load;
 mod report;
@@ -189,6 +190,13 @@ async fn run_async(args: &BenchArgs) -> anyhow::Result<()> {
         fsync.ops_per_s, fsync.latency.p50_ms, fsync.latency.p99_ms
     );
 
+    println!("    floor: a durable answer from a bare child process, {wake_samples} samples ...");
+    let floor = floor::measure(&exe, run_dir.path(), wake_samples, wake::PARK_DELAY)?;
+    println!(
+        "    p50 {:.3} ms, p99 {:.3} ms",
+        floor.durable_rtt.p50_ms, floor.durable_rtt.p99_ms
+    );
+
     println!("(c) wake-up latency, {wake_samples} samples ...");
     let budget = Duration::from_secs_f64((seconds * 10.0).max(30.0));
     let wake = wake::measure(&boardd, &run_dir.path().join("wake"), wake_samples, budget).await?;
@@ -235,6 +243,7 @@ async fn run_async(args: &BenchArgs) -> anyhow::Result<()> {
         cpus,
         load_average: load_before,
         fsync,
+        floor,
         wake,
         load,
         targets: Vec::new(),
