@@ -94,17 +94,7 @@ fn real_main() -> anyhow::Result<()> {
         },
         ..Config::new(socket, state_dir)
     };
-    // One runtime thread. boardd's own work per request is tens of microseconds
-    // (JSON and the board in memory); the waiting is for the disk, and that happens
-    // on the writer thread. What a second runtime thread costs is wake-ups: with
-    // two, the answers of a commit were often written by the other thread after a
-    // futex wake-up, and kernel traces showed the waiting client then woken on the
-    // other vCPU, which had halted; on this VM that can take milliseconds. Alternate runs
-    // of `cargo xtask bench --wake-only`: wake-up p99 1.17-1.53 ms against
-    // 1.80-3.02 ms with two threads, p50 0.52-0.57 against 0.61-0.75 ms. The price
-    // is throughput under heavy concurrent load: the 16-client rate was the same,
-    // the 1-client rate higher, so their ratio fell by 0.5-1x (see README).
-    let runtime = tokio::runtime::Builder::new_current_thread()
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;

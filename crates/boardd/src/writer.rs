@@ -40,10 +40,9 @@ use tokio_util::sync::CancellationToken;
 /// even from one client (a round trip every ~0.3 ms), jobs keep going to the
 /// thread: committing inline there blocks the actor and cost the 16-client phase
 /// about a fifth of its throughput. One millisecond is far above those gaps and
-/// far below the seconds an idle teammate waits. An inline commit blocks boardd's
-/// one runtime thread for one fsync; commands that arrive meanwhile wait in their
-/// sockets and are read as soon as it returns, which is no later than they would
-/// have been answered behind that commit anyway.
+/// far below the seconds an idle teammate waits. An inline commit blocks the
+/// actor's runtime worker for one fsync; the other worker goes on reading
+/// connections, and their commands are handled once it returns.
 const INLINE_AFTER_REST: Duration = Duration::from_millis(1);
 
 /// How long the writer waits without a job before it runs a due WAL checkpoint.
@@ -254,7 +253,7 @@ impl Writer {
                         return;
                     }
                     // The checkpoint is the writer thread's: here it would hold
-                    // up the runtime thread, which has the answers just queued.
+                    // up the runtime worker that has the answers just queued.
                     // An empty job wakes the thread, which checkpoints once boardd
                     // has been quiet for CHECKPOINT_QUIET.
                     Job::default()
