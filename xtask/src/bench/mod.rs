@@ -6,6 +6,8 @@
 //! process measures, in order:
 //!
 //! - (a) the disk's fdatasync rate F ([`fsync`]),
+//! - the floor under the wake-up: a bare child process answering after one
+//!   fdatasync, with no boardd in the way ([`floor`]),
 //! - (c) wake-up latency of a parked waiter ([`wake`]),
 //! - (b) and (d) claim + complete throughput at 1, 16 and 256 clients, against a
 //!   group-commit boardd and a `--no-group-commit` one ([`load`]),
@@ -36,8 +38,9 @@ pub struct BenchArgs {
     /// A smoke test: 1 s per phase and 50 wake-up samples.
     #[arg(long)]
     quick: bool,
-    /// Run only the fdatasync probe and the wake-up phase (about 15 s), for
-    /// working on wake-up latency. The throughput targets are then not checked.
+    /// Run only the fdatasync probes, the floor and the wake-up phase (about
+    /// 25 s), for working on wake-up latency. The throughput targets are then not
+    /// checked.
     #[arg(long)]
     wake_only: bool,
     /// Where boardd's databases and the fsync probe go [default: target/bench]. Put
