@@ -4,6 +4,7 @@ use super::daemon::Mode;
 use super::floor::FloorResult;
 use super::fsync::FsyncResult;
 use super::load::LoadResult;
+use super::stats::Latency;
 use super::wake::WakeResult;
 use serde::Serialize;
 
@@ -195,42 +196,38 @@ impl Results {
     }
 
     fn print_wake(&self) {
-        let f = &self.fsync;
         let w = &self.wake;
         println!();
         println!(
             "Wake-up, add_task -> parked waiter holds the claim ({} samples): p50 {:.3} ms   p99 {:.3} ms   max {:.3} ms",
             w.wake.samples, w.wake.p50_ms, w.wake.p99_ms, w.wake.max_ms
         );
-        println!(
-            "  add_task acknowledged:                  p50 {:.3} ms   p99 {:.3} ms",
-            w.add_ack.p50_ms, w.add_ack.p99_ms
-        );
-        println!(
-            "  idle round trip without a commit:       p50 {:.3} ms   p99 {:.3} ms",
-            w.idle_rtt.p50_ms, w.idle_rtt.p99_ms
-        );
-        println!(
-            "  busy round trip without a commit:       p50 {:.3} ms   p99 {:.3} ms",
-            w.busy_rtt.p50_ms, w.busy_rtt.p99_ms
-        );
-        if let Some(idle) = &f.after_pause {
-            println!(
-                "  fdatasync alone after the same pause:   p50 {:.3} ms   p99 {:.3} ms   (a reference, not the target's F)",
-                idle.p50_ms, idle.p99_ms
+        latency_line("  add_task acknowledged:", &w.add_ack, "");
+        latency_line("  idle round trip without a commit:", &w.idle_rtt, "");
+        latency_line("  busy round trip without a commit:", &w.busy_rtt, "");
+        if let Some(idle) = &self.fsync.after_pause {
+            latency_line(
+                "  fdatasync alone after the same pause:",
+                idle,
+                "   (a reference, not the target's F)",
             );
         }
-        let fl = &self.floor;
         println!(
             "  the floor: a bare child process answers instead of boardd, after the same pause"
         );
-        println!(
-            "    one byte there and back:              p50 {:.3} ms   p99 {:.3} ms",
-            fl.rtt.p50_ms, fl.rtt.p99_ms
-        );
-        println!(
-            "    the same with a 4 KiB fdatasync:      p50 {:.3} ms   p99 {:.3} ms",
-            fl.durable_rtt.p50_ms, fl.durable_rtt.p99_ms
+        latency_line("    one byte there and back:", &self.floor.rtt, "");
+        latency_line(
+            "    the same with a 4 KiB fdatasync:",
+            &self.floor.durable_rtt,
+            "",
         );
     }
+}
+
+/// One indented line of the wake-up section, its figures in a column.
+fn latency_line(label: &str, l: &Latency, note: &str) {
+    println!(
+        "{label:<42}p50 {:.3} ms   p99 {:.3} ms{note}",
+        l.p50_ms, l.p99_ms
+    );
 }
