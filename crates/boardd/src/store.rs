@@ -43,12 +43,12 @@ pub enum StoreError {
 /// SQLite's own automatic checkpoint (also every 1,000 pages) runs inside the
 /// `COMMIT` that crosses the line, so whichever request committed then waited for
 /// the checkpoint too: every page written back to the database file and an
-/// fdatasync of it, 1-3 ms here. In the wake-up benchmark that was most of the
-/// p99, because the transaction that adds a task and claims it for a parked
-/// waiter writes the most pages and so crosses the line most often. boardd turns
-/// the automatic checkpoint off and runs the same checkpoint itself on the writer
-/// thread, once the answers have gone out and no request has come for a moment
-/// (see `writer.rs`).
+/// fdatasync of it, 1.5-10 ms on the development VM. In the wake-up benchmark
+/// that was most of the p99, because the transaction that adds a task and claims
+/// it for a parked waiter writes the most pages and so crosses the line most
+/// often. boardd turns the automatic checkpoint off and runs the same checkpoint
+/// itself on the writer thread, once the answers have gone out and no request has
+/// come for a moment (see `writer.rs`).
 pub const CHECKPOINT_PAGES: u32 = 1000;
 
 /// Past this many WAL pages the writer checkpoints even when jobs are waiting, so

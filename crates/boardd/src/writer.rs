@@ -46,9 +46,10 @@ use tokio_util::sync::CancellationToken;
 const INLINE_AFTER_REST: Duration = Duration::from_millis(1);
 
 /// How long the writer waits without a job before it runs a due WAL checkpoint.
-/// A checkpoint takes 1-3 ms here (every page written back, then an fdatasync of
-/// the database file), and a request arriving meanwhile waits for it, so it goes
-/// where the daemon is most likely to stay quiet a little longer.
+/// A checkpoint takes 1.5-10 ms on the development VM (every page written back,
+/// then an fdatasync of the database file), and a request arriving meanwhile
+/// waits for it, so it goes where the daemon is most likely to stay quiet a
+/// little longer.
 const CHECKPOINT_QUIET: Duration = Duration::from_millis(1);
 
 /// How the writer groups transactions.
