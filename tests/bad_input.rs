@@ -350,6 +350,16 @@ async fn read_any(s: &mut tokio::net::UnixStream) -> Option<serde_json::Value> {
     serde_json::from_slice(&body).ok()
 }
 
+/// Bytes this end wrote that the peer has not read yet (`SIOCOUTQ`).
+fn unread_by_peer(s: &tokio::net::UnixStream) -> usize {
+    use std::os::fd::AsRawFd;
+    let mut n: libc::c_int = 0;
+    // SAFETY: a valid socket descriptor and a pointer to an int, as the ioctl wants.
+    let rc = unsafe { libc::ioctl(s.as_raw_fd(), libc::TIOCOUTQ, &mut n) };
+    assert_eq!(rc, 0, "SIOCOUTQ: {}", std::io::Error::last_os_error());
+    usize::try_from(n).unwrap_or(0)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn too_many_requests_in_flight_are_answered_busy() {
     // A client that sends far more requests than it reads: big answers fill the
@@ -373,6 +383,15 @@ async fn too_many_requests_in_flight_are_answered_busy() {
         batch.extend_from_slice(&frame);
     }
     s.write_all(&batch).await.unwrap();
+    // Read nothing until boardd has read every request. Reading earlier lets it
+    // write answers (and count them off) as fast as it takes requests in, and
+    // whether the limit is ever reached would then be a race.
+    eventually(
+        "boardd read all the requests",
+        Duration::from_secs(10),
+        || async { (unread_by_peer(&s) == 0).then_some(()) },
+    )
+    .await;
     let mut answered = Vec::new();
     let mut busy = Vec::new();
     for _ in 0..SENT {

@@ -2,7 +2,7 @@
 //! daemon is quiet, or regardless once the WAL is past its bound. Real SQLite files
 //! and the real writer thread; nothing here sleeps longer than it must, it polls.
 
-use crate::outbox::{Outbox, Outgoing};
+use crate::outbox::{Frames, Outbox};
 use crate::reply::Reply;
 use crate::store::{CHECKPOINT_PAGES, CHECKPOINT_PAGES_MAX, HistoryQuery, Store};
 use crate::writer::{CommitMode, Delivery, Job, Writer};
@@ -10,7 +10,6 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 use teamboard_board::Changes;
 use teamboard_protocol::{Event, EventKind};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 /// Events per job, each with a detail of `DETAIL` bytes: about 16 pages a job.
@@ -43,13 +42,7 @@ fn job(first_seq: u64) -> Job {
 
 /// Submits the job of events from `first_seq` on and waits until it is answered,
 /// as one client with one request at a time would.
-fn submit_and_wait(
-    writer: &mut Writer,
-    out: &Outbox,
-    rx: &mut mpsc::Receiver<Outgoing>,
-    first_seq: u64,
-    id: u64,
-) {
+fn submit_and_wait(writer: &mut Writer, out: &Outbox, rx: &Frames, first_seq: u64, id: u64) {
     let mut job = job(first_seq);
     job.deliveries.push(Delivery::Reply {
         to: out.clone(),
@@ -57,7 +50,13 @@ fn submit_and_wait(
         result: Ok(Reply::Tasks(Vec::new())),
     });
     writer.submit(job, false);
-    rx.blocking_recv().expect("an answer");
+    // No runtime here to wait on: poll, briefly enough that the writer never sees
+    // a quiet millisecond because of it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while rx.try_recv().is_none() {
+        assert!(Instant::now() < deadline, "no answer within 10 s");
+        std::thread::sleep(Duration::from_micros(50));
+    }
 }
 
 fn wal_len(dir: &Path) -> u64 {
@@ -111,7 +110,7 @@ fn the_wal_grows_past_sqlites_own_checkpoint_until_boardd_checkpoints() {
 #[test]
 fn the_writer_checkpoints_once_nothing_has_come_for_a_moment() {
     let (dir, mut writer) = writer();
-    let (out, mut rx, _kill) = Outbox::channel();
+    let (out, rx) = Outbox::detached();
     let mut seq = 1;
     // One answered job at a time until the WAL is seen past the threshold (and
     // below the hard bound), so the test knows a checkpoint is due when it stops.
@@ -120,7 +119,7 @@ fn the_writer_checkpoints_once_nothing_has_come_for_a_moment() {
     let mut id = 0;
     while writer.wal_pages() < CHECKPOINT_PAGES {
         assert!(id < 1000, "the WAL never reached {CHECKPOINT_PAGES} pages");
-        submit_and_wait(&mut writer, &out, &mut rx, seq, id);
+        submit_and_wait(&mut writer, &out, &rx, seq, id);
         seq += EVENTS_PER_JOB as u64;
         id += 1;
     }
@@ -142,7 +141,7 @@ fn the_writer_checkpoints_once_nothing_has_come_for_a_moment() {
 #[test]
 fn under_endless_load_the_wal_stays_bounded() {
     let (dir, mut writer) = writer();
-    let (out, mut rx, _kill) = Outbox::channel();
+    let (out, rx) = Outbox::detached();
     let mut seq = 1;
     // Three times the bound as a stream, like one busy client: each job goes in as
     // soon as the one before is answered, so the writer never has a quiet moment
@@ -150,7 +149,7 @@ fn under_endless_load_the_wal_stays_bounded() {
     // does reach the quiet time, the checkpoint only comes earlier.)
     let jobs = 3 * CHECKPOINT_PAGES_MAX as u64 / 16;
     for id in 0..jobs {
-        submit_and_wait(&mut writer, &out, &mut rx, seq, id);
+        submit_and_wait(&mut writer, &out, &rx, seq, id);
         seq += EVENTS_PER_JOB as u64;
     }
     // The WAL file is reused from the start after a checkpoint and never

@@ -5,21 +5,17 @@
 //! gets an error response and the connection stays open.
 
 use crate::actor::Cmd;
-use crate::outbox::{MAX_IN_FLIGHT, Outbox, Outgoing};
-use crate::reply::Reply;
+use crate::outbox::{MAX_IN_FLIGHT, Outbox};
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use serde::Serialize;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use teamboard_board::SessionId;
 use teamboard_protocol::codec::{codec, is_frame_too_large, response_codec};
 use teamboard_protocol::frame::RawClientFrame;
 use teamboard_protocol::names::validate_name;
-use teamboard_protocol::{
-    ErrorBody, ErrorCode, Event, MAX_RESPONSE_LEN, PROTOCOL_VERSION, Request, ServerFrame, Welcome,
-};
+use teamboard_protocol::{ErrorBody, ErrorCode, PROTOCOL_VERSION, Request, ServerFrame, Welcome};
 use tokio::net::UnixStream;
 use tokio::sync::mpsc;
 use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
@@ -47,9 +43,9 @@ pub async fn serve(
         None => return,
     };
     tracing::debug!(session, name = %hello.name, team = %hello.team, client = %hello.client, "session open");
-    let (out, rx, kill) = Outbox::channel();
-    let in_flight = Arc::new(AtomicUsize::new(0));
-    let write_task = tokio::spawn(write_frames(writer, rx, kill.clone(), in_flight.clone()));
+    let (out, frames) = Outbox::new(writer.into_inner());
+    let kill = out.kill_token();
+    let write_task = tokio::spawn(frames.write());
     let team: Arc<str> = hello.team.into();
     let name: Arc<str> = hello.name.into();
     loop {
@@ -63,8 +59,8 @@ pub async fn serve(
             Some(Ok(bytes)) => decode(&bytes),
             Some(Err(e)) => Decoded::Fatal(read_error(&e)),
         };
-        // Every request gets exactly one response, and the writer task counts them
-        // back down, so `in_flight` is the number of requests not yet answered.
+        // Every request gets exactly one response, and the outbox counts them back
+        // down as they are written, so it knows how many are not yet answered.
         let (id, request) = match decoded {
             Decoded::Fatal(error) => {
                 tracing::warn!(session, %error, "closing connection");
@@ -72,13 +68,15 @@ pub async fn serve(
                 break;
             }
             Decoded::Refused { id, error } => {
-                in_flight.fetch_add(1, Ordering::AcqRel);
+                // Counted like any request, so that a flood of bad ones is
+                // refused with `busy` too.
+                out.admit();
                 out.respond(id, Err(error));
                 continue;
             }
             Decoded::Request { id, request } => (id, request),
         };
-        if in_flight.fetch_add(1, Ordering::AcqRel) >= MAX_IN_FLIGHT {
+        if !out.admit() {
             let error = ErrorBody::new(
                 ErrorCode::Busy,
                 format!("more than {MAX_IN_FLIGHT} requests in flight; read the responses"),
@@ -261,108 +259,6 @@ async fn send_error(writer: &mut Writer, error: ErrorBody) {
 async fn send<T: Serialize>(writer: &mut Writer, frame: &T) -> std::io::Result<()> {
     let bytes = serde_json::to_vec(frame).map_err(std::io::Error::other)?;
     writer.send(Bytes::from(bytes)).await
-}
-
-/// Sends a response, or an error response in its place when it would not fit in a
-/// frame, so that the client always hears back.
-async fn send_response(
-    writer: &mut Writer,
-    id: u64,
-    frame: &ResponseFrame<'_>,
-) -> std::io::Result<()> {
-    let bytes = serde_json::to_vec(frame).map_err(std::io::Error::other)?;
-    if bytes.len() <= MAX_RESPONSE_LEN {
-        return writer.send(Bytes::from(bytes)).await;
-    }
-    tracing::warn!(id, len = bytes.len(), "response too large");
-    let error = ErrorBody::new(
-        ErrorCode::FrameTooLarge,
-        format!(
-            "the answer is {} bytes, over the {MAX_RESPONSE_LEN}-byte frame limit; ask for less (a status filter or a smaller limit)",
-            bytes.len()
-        ),
-    );
-    let frame = ResponseFrame {
-        kind: "response",
-        id,
-        result: None,
-        error: Some(&error),
-    };
-    send(writer, &frame).await
-}
-
-/// A response frame, serialised straight from the reply without an intermediate
-/// `serde_json::Value`.
-#[derive(Serialize)]
-struct ResponseFrame<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    id: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    result: Option<&'a Reply>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<&'a ErrorBody>,
-}
-
-#[derive(Serialize)]
-struct EventFrame<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    event: &'a Event,
-}
-
-async fn write_frames(
-    mut writer: Writer,
-    mut rx: mpsc::Receiver<Outgoing>,
-    kill: CancellationToken,
-    in_flight: Arc<AtomicUsize>,
-) {
-    loop {
-        let next = tokio::select! {
-            biased;
-            _ = kill.cancelled() => break,
-            next = rx.recv() => next,
-        };
-        let Some(outgoing) = next else { break };
-        let sent = match &outgoing {
-            Outgoing::Response { id, result } => {
-                in_flight.fetch_sub(1, Ordering::AcqRel);
-                let frame = ResponseFrame {
-                    kind: "response",
-                    id: *id,
-                    result: result.as_ref().ok(),
-                    error: result.as_ref().err(),
-                };
-                send_response(&mut writer, *id, &frame).await
-            }
-            Outgoing::Event(event) => {
-                send(
-                    &mut writer,
-                    &EventFrame {
-                        kind: "event",
-                        event,
-                    },
-                )
-                .await
-            }
-            Outgoing::Close(error) => {
-                let _ = send(
-                    &mut writer,
-                    &ServerFrame::Error {
-                        error: error.clone(),
-                    },
-                )
-                .await;
-                kill.cancel();
-                break;
-            }
-        };
-        if let Err(e) = sent {
-            tracing::debug!(error = %e, "cannot write to client; closing");
-            kill.cancel();
-            break;
-        }
-    }
 }
 
 /// Answers a peer that may not connect, then closes.

@@ -12,10 +12,13 @@ mod notify;
 mod outbox;
 mod reply;
 pub mod store;
+mod wire;
 mod writer;
 
 #[cfg(test)]
 mod checkpoint_tests;
+#[cfg(test)]
+mod outbox_tests;
 #[cfg(test)]
 mod tests;
 

@@ -4,7 +4,7 @@
 //! runtime look idle and jump the clock.
 
 use crate::actor::{Actor, Cmd, DaemonInfo};
-use crate::outbox::{Outbox, Outgoing};
+use crate::outbox::{Frames, Outbox, Outgoing};
 use crate::store::Store;
 use crate::writer::{CommitMode, Writer};
 use std::sync::Arc;
@@ -30,7 +30,7 @@ struct Session {
     id: u64,
     name: &'static str,
     out: Outbox,
-    rx: mpsc::Receiver<Outgoing>,
+    rx: Frames,
 }
 
 impl Harness {
@@ -74,7 +74,7 @@ impl Harness {
     }
 
     fn session(&self, id: u64, name: &'static str) -> Session {
-        let (out, rx, _kill) = Outbox::channel();
+        let (out, rx) = Outbox::detached();
         Session { id, name, out, rx }
     }
 

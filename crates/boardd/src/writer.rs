@@ -170,7 +170,7 @@ impl Shared {
             &mut self.failed,
             fatal,
         );
-        deliver(&self.store, job, self.failed.as_deref(), ok);
+        deliver(&self.store, job, self.failed.as_deref(), ok, Answer::Now);
     }
 }
 
@@ -372,7 +372,13 @@ fn run(
         let state = &mut *guard;
         let ok = commit_group(&mut state.store, &group, &mut state.failed, &fatal);
         for job in group {
-            deliver(&state.store, job, state.failed.as_deref(), ok);
+            deliver(
+                &state.store,
+                job,
+                state.failed.as_deref(),
+                ok,
+                Answer::Queued,
+            );
             queued.fetch_sub(1, Ordering::AcqRel);
         }
         if state.checkpoint_overdue() {
@@ -386,12 +392,23 @@ fn run(
 fn answer_now(job: Job) {
     for d in job.deliveries {
         if let Delivery::Reply { to, id, result } = d {
-            to.respond(id, result);
+            to.respond_now(id, result);
         }
     }
 }
 
-fn deliver(store: &Store, job: Job, failure: Option<&str>, committed: bool) {
+/// How a committed job's replies reach their connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Answer {
+    /// Written to the socket by this thread where nothing is queued before them:
+    /// for a commit on the actor's thread, at rest (see `outbox`).
+    Now,
+    /// Through the write tasks: for the writer thread, which under load would
+    /// otherwise hold up the next commit with a write per client.
+    Queued,
+}
+
+fn deliver(store: &Store, job: Job, failure: Option<&str>, committed: bool, answer: Answer) {
     for d in job.deliveries {
         match d {
             Delivery::Reply { to, id, result } => {
@@ -400,7 +417,10 @@ fn deliver(store: &Store, job: Job, failure: Option<&str>, committed: bool) {
                 } else {
                     Err(storage_error(failure))
                 };
-                to.respond(id, result);
+                match answer {
+                    Answer::Now => to.respond_now(id, result),
+                    Answer::Queued => to.respond(id, result),
+                }
             }
             Delivery::Event { to, event } => {
                 if committed && !to.event(event) {

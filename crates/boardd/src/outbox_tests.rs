@@ -1,0 +1,98 @@
+//! The outbox over a real socket pair: answers written straight from the calling
+//! thread, and the order of frames whichever way they go.
+
+use crate::outbox::{Frames, Outbox};
+use crate::reply::{Empty, Reply};
+use futures_util::StreamExt;
+use std::time::Duration;
+use teamboard_protocol::codec::response_codec;
+use teamboard_protocol::{ErrorBody, ErrorCode};
+use tokio::net::UnixStream;
+use tokio_util::codec::FramedRead;
+
+type Peer = FramedRead<UnixStream, tokio_util::codec::LengthDelimitedCodec>;
+
+fn pair() -> (Outbox, Frames, Peer) {
+    let (ours, theirs) = UnixStream::pair().expect("socketpair");
+    let (_read, write) = ours.into_split();
+    let (out, frames) = Outbox::new(write);
+    (out, frames, FramedRead::new(theirs, response_codec()))
+}
+
+fn done() -> Result<Reply, ErrorBody> {
+    Ok(Reply::Done(Empty {}))
+}
+
+/// A response far larger than a socket's buffer, so that it cannot go out in one
+/// write while the peer is not reading.
+fn huge() -> Result<Reply, ErrorBody> {
+    Err(ErrorBody::new(ErrorCode::Internal, "x".repeat(4 << 20)))
+}
+
+/// The id of the next frame the peer reads, within a few seconds.
+async fn next_id(peer: &mut Peer) -> u64 {
+    let bytes = tokio::time::timeout(Duration::from_secs(10), peer.next())
+        .await
+        .expect("a frame within 10 s")
+        .expect("the stream is open")
+        .expect("a well-formed frame");
+    let v: serde_json::Value = serde_json::from_slice(&bytes).expect("JSON");
+    assert_eq!(v["type"], "response", "{v}");
+    v["id"].as_u64().expect("an id")
+}
+
+#[tokio::test]
+async fn an_answer_with_nothing_before_it_needs_no_write_task() {
+    let (out, _frames, mut peer) = pair();
+    assert!(out.admit());
+    out.respond_now(1, done());
+    // No write task was ever started: only the direct write can have sent it.
+    assert_eq!(next_id(&mut peer).await, 1);
+}
+
+#[tokio::test]
+async fn an_answer_never_overtakes_one_queued_before_it() {
+    let (out, frames, mut peer) = pair();
+    out.respond(1, done());
+    out.respond_now(2, done());
+    tokio::spawn(frames.write());
+    assert_eq!(next_id(&mut peer).await, 1);
+    assert_eq!(next_id(&mut peer).await, 2);
+}
+
+#[tokio::test]
+async fn the_rest_of_an_answer_written_in_part_goes_before_anything_after_it() {
+    let (out, frames, mut peer) = pair();
+    // The peer does not read yet, so the socket takes only part of this one.
+    out.respond_now(1, huge());
+    out.respond_now(2, done());
+    out.respond(3, done());
+    tokio::spawn(frames.write());
+    assert_eq!(next_id(&mut peer).await, 1);
+    assert_eq!(next_id(&mut peer).await, 2);
+    assert_eq!(next_id(&mut peer).await, 3);
+}
+
+#[tokio::test]
+async fn an_answer_counts_as_in_flight_until_it_is_on_the_socket() {
+    let (out, frames, mut peer) = pair();
+    for _ in 0..crate::outbox::MAX_IN_FLIGHT {
+        assert!(out.admit());
+    }
+    // Written at once: no longer in flight.
+    out.respond_now(1, done());
+    assert!(out.admit(), "a written answer still counted");
+    // Stuck behind a full socket: still in flight.
+    out.respond_now(2, huge());
+    assert!(!out.admit(), "an answer not yet sent was counted off");
+    out.respond_now(3, done());
+    let writing = tokio::spawn(frames.write());
+    for want in 1..=3 {
+        assert_eq!(next_id(&mut peer).await, want);
+    }
+    drop(out);
+    tokio::time::timeout(Duration::from_secs(10), writing)
+        .await
+        .expect("the write task ends once every outbox is gone")
+        .expect("no panic");
+}
