@@ -193,11 +193,22 @@ impl Actor {
     /// Serves waiters, collects the batch's changes and events, and hands the job
     /// to the writer. `quiet`: no further command is waiting.
     fn flush(&mut self, quiet: bool) {
+        // Woken waiters are answered first, before the requests that woke them:
+        // a parked teammate has been idle the longest and starts work on its
+        // answer, while the request's sender (typically `teamctl`) only prints
+        // it. Answers to different requests carry their ids, so their order on
+        // the wire means nothing to clients.
+        let mut woken = Vec::new();
         for (token, work) in self.board.dispatch(Self::now()) {
             if let Some((_, out, id)) = self.waiters.remove(&token) {
-                self.reply(&out, id, Ok(Reply::Work(Box::new(work))));
+                woken.push(Delivery::Reply {
+                    to: out,
+                    id,
+                    result: Ok(Reply::Work(Box::new(work))),
+                });
             }
         }
+        self.job.deliveries.splice(0..0, woken);
         let changes = self.board.take_changes();
         if changes.is_empty() && self.job.deliveries.is_empty() && self.job.queries.is_empty() {
             return;
