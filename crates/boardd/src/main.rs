@@ -94,17 +94,18 @@ fn real_main() -> anyhow::Result<()> {
         },
         ..Config::new(socket, state_dir)
     };
-    // Two runtime threads, although one gives faster wake-ups. With one, a
-    // commit's answers are written by the thread that committed, and no second
-    // thread has to be woken for them: in alternate runs of `cargo xtask bench`
-    // on the 2-vCPU VM, the wake-up p99 was lower in 10 of 12 pairs, often by
-    // 0.5-1.5 ms. But the 1-client rate rose, and the 16-client rate fell while
-    // the host was busy, so the 16-client / 1-client ratio (a target, >= 8x)
-    // ranged 5.9-9.1x against 7.9-9.6x, and group commit's gain over one
-    // transaction per request at 16 clients 3.5-5.6x against 4.7-5.7x. Neither
-    // build met the wake-up target reliably, so the passing targets decided. The
-    // switch is this one line (`new_current_thread`); the rest of boardd works
-    // with either.
+    // Two runtime threads. One thread once gave clearly faster wake-ups: the
+    // answers of a commit at rest went through write tasks, and waking the second
+    // thread for them cost up to milliseconds on this VM's halted vCPUs. In
+    // alternate runs of `cargo xtask bench` the one-thread build's wake-up p99 was
+    // lower in 10 of 12 pairs, but its 16-client / 1-client ratio (a target,
+    // >= 8x) was 5.9-9.1x against 7.9-9.6x, and group commit's gain over one
+    // transaction per request at 16 clients 3.5-5.6x against 4.7-5.7x. Now the
+    // committing thread writes those answers itself (`outbox.rs`), and in four
+    // alternate wake-only runs the two builds were level: p50 0.55-0.67 ms
+    // against 0.55-0.59 ms, p99 1.5-2.4 ms against 1.4-1.9 ms, both inside the
+    // host's noise. The switch is this one line (`new_current_thread`); the rest
+    // of boardd works with either.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

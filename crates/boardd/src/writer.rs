@@ -42,7 +42,8 @@ use tokio_util::sync::CancellationToken;
 /// about a fifth of its throughput. One millisecond is far above those gaps and
 /// far below the seconds an idle teammate waits. An inline commit blocks the
 /// actor's runtime worker for one fsync; the other worker goes on reading
-/// connections, and their commands are handled once it returns.
+/// connections, and their commands are handled once it returns. Its answers are
+/// written from the same thread, for the same reason (see `outbox`).
 const INLINE_AFTER_REST: Duration = Duration::from_millis(1);
 
 /// How long the writer waits without a job before it runs a due WAL checkpoint.
