@@ -419,3 +419,56 @@ async fn too_many_requests_in_flight_are_answered_busy() {
     still_serves(&lead, "after the flood").await;
     daemon.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_never_reads_is_cut_off_not_answered_forever() {
+    // Far more requests than boardd keeps answers queued for (256 in flight plus
+    // an 8,192-frame backlog), and never a read: rather than drop answers, boardd
+    // closes the connection, and serves everyone else meanwhile.
+    const SENT: u64 = 20_000;
+    let daemon = InProc::start().await;
+    let lead = lead(&daemon.socket).await;
+    let s = connect_hello(&daemon.socket, "deaf").await;
+    let (mut read_half, mut write_half) = s.into_split();
+    let mut batch = Vec::new();
+    for id in 1..=SENT {
+        let frame = serde_json::to_vec(&request(id, "status", json!({}))).unwrap();
+        batch.extend_from_slice(&(frame.len() as u32).to_be_bytes());
+        batch.extend_from_slice(&frame);
+    }
+    // Once boardd closes, the rest of the batch has nowhere to go.
+    let writing = tokio::spawn(async move {
+        let _ = write_half.write_all(&batch).await;
+        write_half
+    });
+    eventually(
+        "boardd closed the connection",
+        Duration::from_secs(30),
+        || async {
+            let closed = lead.status().await.unwrap().sessions == 1;
+            closed.then_some(())
+        },
+    )
+    .await;
+    still_serves(&lead, "while a client is cut off").await;
+    // What did arrive is whole answers, then the end of the stream.
+    let mut answers = 0u64;
+    loop {
+        use tokio::io::AsyncReadExt;
+        let mut len = [0u8; 4];
+        if read_half.read_exact(&mut len).await.is_err() {
+            break;
+        }
+        let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+        read_half
+            .read_exact(&mut body)
+            .await
+            .expect("a whole frame");
+        let v: serde_json::Value = serde_json::from_slice(&body).expect("JSON");
+        assert_eq!(v["type"], "response", "{v}");
+        answers += 1;
+    }
+    assert!(answers < SENT, "all {SENT} answered: nothing was cut off");
+    drop(writing.await);
+    daemon.stop().await;
+}

@@ -138,15 +138,19 @@ impl Outbox {
     /// has stopped reading far past the in-flight limit.
     pub fn respond(&self, id: u64, result: Result<Reply, ErrorBody>) {
         let state = self.shared.lock();
-        self.shared.push(state, Outgoing::Response { id, result });
+        if !self.shared.push(state, Outgoing::Response { id, result }) {
+            self.shared.overflowed();
+        }
     }
 
     /// Writes a response straight to the socket from this thread when nothing is
     /// queued before it, and queues it otherwise. The socket is never waited for:
-    /// what does not fit goes to the write task.
+    /// what does not fit goes to the write task. A long list is always queued:
+    /// encoding it here would hold up the caller (the actor) for every client.
     pub fn respond_now(&self, id: u64, result: Result<Reply, ErrorBody>) {
-        let Some(socket) = &self.shared.socket else {
-            return self.respond(id, result);
+        let socket = match &self.shared.socket {
+            Some(socket) if !result.as_ref().is_ok_and(Reply::is_long) => socket,
+            _ => return self.respond(id, result),
         };
         let mut buf = BytesMut::new();
         wire::response(&mut buf, id, &result);
@@ -175,7 +179,9 @@ impl Outbox {
                 }
             }
         }
-        self.shared.push(state, Outgoing::Encoded(frame));
+        if !self.shared.push(state, Outgoing::Encoded(frame)) {
+            self.shared.overflowed();
+        }
     }
 
     /// Queues an event. Returns false when the subscriber is too far behind; the
@@ -221,6 +227,20 @@ impl Shared {
         // Nothing panics while holding the lock; if something did, the queue is
         // still a valid queue.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A response found no room. Dropping it would break the promise of one
+    /// answer per request, and the in-flight count would never come down again,
+    /// so the connection is closed instead. Only a client that sent thousands of
+    /// requests without reading gets here.
+    fn overflowed(&self) {
+        if !self.kill.is_cancelled() {
+            tracing::warn!(
+                queued = MAX_QUEUED,
+                "client stopped reading its answers; closing the connection"
+            );
+            self.kill.cancel();
+        }
     }
 
     /// Appends a frame and wakes the write task if it is idle. False if the frame

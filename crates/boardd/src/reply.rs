@@ -30,3 +30,18 @@ pub enum Reply {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Empty {}
+
+impl Reply {
+    /// A list long enough that encoding it takes a while (a whole board, a long
+    /// inbox or history).
+    pub fn is_long(&self) -> bool {
+        const LONG: usize = 64;
+        match self {
+            Reply::Tasks(v) => v.len() > LONG,
+            Reply::Members(v) => v.len() > LONG,
+            Reply::Messages(v) => v.len() > LONG,
+            Reply::Events(v) => v.len() > LONG,
+            _ => false,
+        }
+    }
+}

@@ -50,8 +50,16 @@ pub fn event(buf: &mut BytesMut, event: &Event) {
         kind: "event",
         event,
     };
-    if let Err(e) = put(buf, &frame) {
-        tracing::error!(error = %e, seq = event.seq, "cannot encode event");
+    match put(buf, &frame) {
+        Ok(len) if len > MAX_RESPONSE_LEN => {
+            tracing::error!(
+                len,
+                seq = event.seq,
+                "event too large for a frame; not sent"
+            );
+        }
+        Ok(_) => {}
+        Err(e) => tracing::error!(error = %e, seq = event.seq, "cannot encode event"),
     }
 }
 
