@@ -1,11 +1,12 @@
 //! What the daemon sends to one connection, in order, and who writes it.
 //!
 //! Frames normally go into the connection's queue, and its write task puts them on
-//! the socket: a slow client then holds up only its own task. One kind of answer
-//! skips the queue. When a commit was made on the actor's thread because boardd
-//! was at rest (see `writer::INLINE_AFTER_REST`), its answers are written straight
-//! to the socket by that thread ([`Outbox::respond_now`]), as long as nothing is
-//! queued before them. Handing them to write tasks would wake the runtime's other
+//! the socket: a slow client then holds up only its own task. Answers made on the
+//! actor's thread skip the queue: those of a commit made there because boardd was
+//! at rest (see `writer::INLINE_AFTER_REST`), and those of reads that need no
+//! commit. That thread writes them straight to the socket
+//! ([`Outbox::respond_now`]), as long as nothing is queued before them, and
+//! queues long lists. Handing them to write tasks would wake the runtime's other
 //! thread: tokio gives a second woken task to an idle worker. On the development
 //! VM an idle vCPU is halted, and waking it took 0.1 ms at the median and up to
 //! several ms at the tail, all of it added to the wake-up of a parked teammate.
