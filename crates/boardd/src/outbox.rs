@@ -261,30 +261,34 @@ impl Shared {
 }
 
 impl Frames {
-    /// Everything queued, once there is something. `None` when the connection is
-    /// killed, or when every [`Outbox`] is gone and the queue is empty.
-    async fn next_batch(&self) -> Option<VecDeque<Outgoing>> {
+    /// Moves everything queued into `batch` (which must be empty), once there is
+    /// something. Swapping rather than taking the queue keeps both buffers'
+    /// capacity, so a busy connection does not allocate a queue per batch. False
+    /// when the connection is killed, or when every [`Outbox`] is gone and the
+    /// queue is empty.
+    async fn next_batch(&self, batch: &mut VecDeque<Outgoing>) -> bool {
         let shared = &*self.shared;
         loop {
             if shared.kill.is_cancelled() {
-                return None;
+                return false;
             }
             {
                 let mut state = shared.lock();
                 if !state.queue.is_empty() {
                     state.writing = true;
-                    return Some(std::mem::take(&mut state.queue));
+                    std::mem::swap(&mut state.queue, batch);
+                    return true;
                 }
                 state.writing = false;
             }
             if shared.senders.load(Ordering::Acquire) == 0 {
-                return None;
+                return false;
             }
             // A frame queued after the check above stored a permit, so this
             // returns at once: no frame is left waiting.
             tokio::select! {
                 biased;
-                _ = shared.kill.cancelled() => return None,
+                _ = shared.kill.cancelled() => return false,
                 _ = shared.wake.notified() => {}
             }
         }
@@ -296,11 +300,12 @@ impl Frames {
         let shared = &*self.shared;
         let Some(socket) = &shared.socket else { return };
         let mut buf = BytesMut::new();
-        while let Some(batch) = self.next_batch().await {
+        let mut batch = VecDeque::new();
+        while self.next_batch(&mut batch).await {
             buf.clear();
             let mut close = false;
             let mut responses = 0;
-            for frame in batch {
+            for frame in batch.drain(..) {
                 match frame {
                     Outgoing::Response { id, result } => {
                         responses += 1;
