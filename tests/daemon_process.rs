@@ -283,9 +283,23 @@ async fn client_says_how_to_start_boardd_when_none_runs() {
         matches!(err, ClientError::NotRunning { ref path } if *path == socket),
         "{err:?}"
     );
+    // Not the default socket, which is the only one the user unit serves.
     let text = err.to_string();
-    assert!(text.contains("systemctl --user start boardd"), "{text}");
-    assert!(text.contains(socket.to_str().unwrap()), "{text}");
+    let start = format!("boardd --socket {}", socket.display());
+    assert!(text.contains(&start), "{text}");
+    assert!(!text.contains("systemctl"), "{text}");
+
+    // A regular file where the socket should be: nothing will ever listen there.
+    std::fs::write(&socket, "not a socket").unwrap();
+    let err = match Client::connect(&socket, "test", "lead", common::TEAM).await {
+        Err(e) => e,
+        Ok(_) => panic!("connected to a regular file"),
+    };
+    assert!(
+        matches!(err, ClientError::NotASocket { ref path } if *path == socket),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("is not a socket"), "{err}");
 }
 
 /// A peer running as another user is refused with a `reject` that names both uids,

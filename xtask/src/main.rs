@@ -26,8 +26,8 @@ enum Command {
     /// Watch three offline teammates work through a small task graph, end to end
     #[command(long_about = demo::LONG_ABOUT)]
     Demo(demo::DemoArgs),
-    /// Build boardd and teamctl in release mode and install them with their
-    /// systemd user units.
+    /// Build boardd, teamctl and teammated in release mode and install them
+    /// (into ~/.cargo/bin) with their systemd user units.
     Install(install::InstallArgs),
     /// Measure fsync rate, durable claim throughput and wake-up latency, and check
     /// them against the targets.

@@ -25,11 +25,16 @@ use tokio_util::codec::{Framed, LengthDelimitedCodec};
 /// What can go wrong when talking to boardd.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    #[error(
-        "boardd is not running (nothing listens on {path}). Start it with \
-         `systemctl --user start boardd`, or run `boardd` in another terminal"
-    )]
+    #[error("boardd is not running (nothing listens on {path}). {}", start_hint(.path))]
     NotRunning { path: PathBuf },
+    /// The path exists but is a file or directory: no boardd will ever listen
+    /// there, so waiting or retrying cannot help.
+    #[error(
+        "{path} is not a socket, so no boardd listens there; check --socket or \
+         TEAMBOARD_SOCKET (boardd's default is {})",
+        crate::paths::default_socket_path().display()
+    )]
+    NotASocket { path: PathBuf },
     #[error("cannot connect to boardd at {path}: {source}")]
     Connect {
         path: PathBuf,
@@ -43,6 +48,20 @@ pub enum ClientError {
     Closed(String),
     #[error("unexpected answer from boardd: {0}")]
     Protocol(String),
+}
+
+/// How to start a boardd that listens on `path`: the user unit serves the default
+/// socket only.
+fn start_hint(path: &Path) -> String {
+    if path == crate::paths::default_socket_path() {
+        "Start it with `systemctl --user start boardd`, or run `boardd` in another terminal"
+            .to_string()
+    } else {
+        format!(
+            "Start one there with `boardd --socket {}` in another terminal",
+            path.display()
+        )
+    }
 }
 
 impl ClientError {
@@ -89,8 +108,13 @@ impl Client {
             .await
             .map_err(|e| match e.kind() {
                 std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => {
-                    ClientError::NotRunning {
-                        path: socket.to_path_buf(),
+                    let path = socket.to_path_buf();
+                    let is_other_file = std::fs::metadata(socket)
+                        .is_ok_and(|m| !std::os::unix::fs::FileTypeExt::is_socket(&m.file_type()));
+                    if is_other_file {
+                        ClientError::NotASocket { path }
+                    } else {
+                        ClientError::NotRunning { path }
                     }
                 }
                 _ => ClientError::Connect {

@@ -66,7 +66,8 @@ pub struct Global {
         global = true,
         env = "TEAMBOARD_TEAM",
         default_value = teamboard_protocol::DEFAULT_TEAM,
-        value_name = "TEAM"
+        value_name = "TEAM",
+        value_parser = parse_team
     )]
     pub team: String,
 
@@ -213,8 +214,11 @@ pub enum TaskCommand {
     Show(TaskIdArg),
 
     /// Make a task wait for other tasks (cycles are refused)
+    // clap would write the usage as `--on <ID>... <ID>`, but `--on` takes every
+    // number after it, so that order leaves the task itself missing.
     #[command(
-        after_help = "Examples:\n  teamctl task depend 5 --on 3\n  teamctl task depend 5 --on 3 4"
+        override_usage = "teamctl task depend <ID> --on <ID>...",
+        after_help = "Examples:\n  teamctl task depend 5 --on 3\n  teamctl task depend 5 --on 3 4\n  teamctl task depend 5 --on 3,4"
     )]
     Depend(TaskDependArgs),
 
@@ -429,6 +433,14 @@ pub struct WatchArgs {
     /// How many of the latest events to show
     #[arg(long, value_name = "N", default_value_t = 8)]
     pub events: usize,
+}
+
+/// A team name boardd will accept, checked here so that a typo gets the rule
+/// rather than boardd's refusal of the connection.
+pub fn parse_team(s: &str) -> Result<String, String> {
+    teamboard_protocol::names::validate_name(s)
+        .map(|()| s.to_string())
+        .map_err(|e| format!("{e} (team names follow the same rule as teammates')"))
 }
 
 /// Accepts `3` and `#3`.

@@ -305,10 +305,24 @@ fn daemon_not_running_says_how_to_start_it() {
         .prefix("tb")
         .tempdir_in("/tmp")
         .expect("temp dir");
-    let out = teamctl(&dir.path().join("s"), &["tasks"]);
+    let socket = dir.path().join("s");
+    let out = teamctl(&socket, &["tasks"]);
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
     assert!(err.starts_with("teamctl: "), "{err}");
+    let start = format!("boardd --socket {}", socket.display());
+    assert!(err.contains(&start), "{err}");
+
+    // At the default path the user unit is the way to start it.
+    let out = Command::new(TEAMCTL)
+        .arg("tasks")
+        .env("XDG_RUNTIME_DIR", dir.path())
+        .env_remove("TEAMBOARD_SOCKET")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run teamctl");
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
     assert!(err.contains("systemctl --user start boardd"), "{err}");
 }
 
@@ -568,10 +582,22 @@ fn team_option_and_env_select_the_team() {
         .expect("runs");
     let tasks: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(tasks[0]["subject"], "in other");
-    // A bad team name is boardd's to refuse, with a clear message.
+    // A bad team name is refused before boardd is asked, with the naming rule.
     let out = d.run(&["--team", "no spaces", "tasks"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("use only letters, digits"), "{err}");
+}
+
+#[test]
+fn events_of_a_task_that_does_not_exist_is_an_error() {
+    let d = Daemon::start();
+    d.ok(&["task", "add", "one"]);
+    let out = d.run(&["events", "--task", "99"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).starts_with("teamctl: "), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("#99 does not exist"), "{err}");
+    assert!(d.ok(&["events", "--task", "1"]).contains("one"));
 }
 
 #[test]
@@ -656,6 +682,36 @@ fn watch_once_renders_board_team_and_events() {
     assert!(out.contains("task_claimed"), "{out}");
     // Not a terminal: no escape sequences.
     assert!(!out.contains('\x1b'), "{out:?}");
+}
+
+/// `timeout` and `kill` stop watch with SIGTERM. Handled, it leaves through the
+/// same path as Ctrl-C, which restores the terminal (alternate screen, cursor, line
+/// wrap); unhandled, the process would die with the terminal left broken.
+#[test]
+fn watch_stopped_by_sigterm_exits_cleanly() {
+    let d = Daemon::start();
+    let mut child = base_command(&d.socket)
+        .args(["watch"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn watch");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    // The first frame is drawn after the signal handlers are installed.
+    loop {
+        match lines.next() {
+            Some(Ok(line)) if line.contains("Ctrl-C to quit") => break,
+            Some(Ok(_)) => {}
+            other => panic!("watch ended before its first frame: {other:?}"),
+        }
+    }
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(killed.success());
+    let status = child.wait().expect("watch exits");
+    assert_eq!(status.code(), Some(0), "{status:?}");
 }
 
 #[test]

@@ -68,7 +68,9 @@ pub fn is_disconnect(e: &ClientError) -> bool {
             true
         }
         ClientError::Server(body) => body.code == ErrorCode::ShuttingDown,
-        ClientError::Rejected(_) | ClientError::Protocol(_) => false,
+        ClientError::Rejected(_) | ClientError::Protocol(_) | ClientError::NotASocket { .. } => {
+            false
+        }
     }
 }
 

@@ -21,6 +21,11 @@ pub async fn run(ctx: &Ctx, args: EventsArgs) -> anyhow::Result<()> {
         None
     };
     let mut client = ctx.connect().await?;
+    if let Some(task) = args.task {
+        // A mistyped id would otherwise print "no events", or with --follow wait
+        // forever for a task that will never exist.
+        client.get_task(task).await?;
+    }
     if args.follow {
         client.subscribe().await?;
     }

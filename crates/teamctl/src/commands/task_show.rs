@@ -105,7 +105,9 @@ pub async fn run(ctx: &Ctx, args: TaskIdArg) -> anyhow::Result<()> {
 fn push_block(out: &mut Vec<String>, label: &str, text: &str) {
     let mut lines = text.lines();
     match (lines.next(), lines.next()) {
-        (Some(first), None) => out.push(format!("{:<12}{first}", format!("{label}:"))),
+        // The other fields align their values at column 12; a label too long for
+        // that ("description:") still gets a space.
+        (Some(first), None) => out.push(format!("{:<11} {first}", format!("{label}:"))),
         _ => {
             out.push(format!("{label}:"));
             out.extend(text.lines().map(|l| format!("  {l}")));

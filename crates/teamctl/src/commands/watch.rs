@@ -20,6 +20,13 @@ use tokio::time::Instant;
 const DEBOUNCE: Duration = Duration::from_millis(50);
 
 pub async fn run(ctx: &Ctx, args: WatchArgs) -> anyhow::Result<()> {
+    if ctx.json {
+        anyhow::bail!(
+            "watch draws a screen for people and has no JSON form; for a stream of JSON \
+             use `teamctl events --follow --json`, and `teamctl tasks --json` or \
+             `teamctl team --json` for the state"
+        );
+    }
     let mut client = ctx.connect().await?;
     let tty = std::io::stdout().is_terminal();
 
@@ -29,17 +36,25 @@ pub async fn run(ctx: &Ctx, args: WatchArgs) -> anyhow::Result<()> {
         return draw(&frame, tty);
     }
 
+    // Ctrl-C, `kill`/`timeout` (SIGTERM) and a closed terminal (SIGHUP) all end the
+    // view through the same return, so the screen below is restored; their default
+    // actions would end the process with the terminal still in the alternate
+    // screen, without a cursor and without line wrapping.
     let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    let mut hangup = signal(SignalKind::hangup())?;
     // Subscribe before the first fetch so that nothing falls between the two.
     client.subscribe().await?;
     let mut recent = fetch_recent(&client, args.events).await?;
     let _screen = Screen::enter(tty)?;
-    draw(&render_frame(ctx, &client, &recent).await?, true)?;
+    draw(&render_frame(ctx, &client, &recent).await?, tty)?;
 
     let mut reconnects = Reconnects::default();
     loop {
         let first = tokio::select! {
             _ = interrupt.recv() => return Ok(()),
+            _ = terminate.recv() => return Ok(()),
+            _ = hangup.recv() => return Ok(()),
             event = client.next_event() => event,
         };
         match first {
@@ -67,7 +82,7 @@ pub async fn run(ctx: &Ctx, args: WatchArgs) -> anyhow::Result<()> {
             }
         }
         match render_frame(ctx, &client, &recent).await {
-            Ok(frame) => draw(&frame, true)?,
+            Ok(frame) => draw(&frame, tty)?,
             // The connection closed mid-fetch: the next wait finds out why.
             Err(e) if is_closed(&e) => continue,
             Err(e) => return Err(e),
