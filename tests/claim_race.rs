@@ -170,6 +170,13 @@ async fn sixty_four_claimants_each_task_claimed_exactly_once() {
     assert_eq!(team.completed, TASKS as u64);
     assert_eq!(team.pending + team.in_progress + team.ready, 0);
     assert_eq!(team.members, CLAIMANTS as u64);
+    // Every add, register, claim and complete was answered after a durable commit,
+    // and each of those answers is counted once.
+    let writes = TASKS * 3 + CLAIMANTS;
+    let commits = status.commits;
+    assert!(commits.transactions >= 1, "{commits:?}");
+    assert!(commits.requests >= writes as u64, "{commits:?}");
+    assert!(commits.requests >= commits.transactions, "{commits:?}");
     // Nobody is left holding anything.
     for m in lead.team().await.unwrap() {
         assert_eq!(m.task, None, "{} still holds a task", m.name);

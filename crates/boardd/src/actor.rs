@@ -58,7 +58,7 @@ const MAX_BATCH: usize = 4096;
 
 pub struct Actor {
     pub(crate) board: Board,
-    writer: Writer,
+    pub(crate) writer: Writer,
     mode: CommitMode,
     pub(crate) info: DaemonInfo,
     /// Event subscribers per team.

@@ -18,12 +18,12 @@
 use crate::outbox::Outbox;
 use crate::reply::Reply;
 use crate::store::{CHECKPOINT_PAGES, CHECKPOINT_PAGES_MAX, HistoryQuery, Store};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc as std_mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use teamboard_board::Changes;
-use teamboard_protocol::{ErrorBody, ErrorCode, Event, Task, TaskDetail};
+use teamboard_protocol::{CommitStats, ErrorBody, ErrorCode, Event, Task, TaskDetail};
 use tokio_util::sync::CancellationToken;
 
 /// How long the actor must have handed over nothing before a job is committed on
@@ -97,6 +97,16 @@ pub struct Job {
 /// The handle the actor sends jobs through.
 pub struct Writer {
     inner: Inner,
+    /// Shared with whichever thread commits, so that `status` reads them without
+    /// waiting for a commit to finish.
+    counters: Arc<Counters>,
+}
+
+/// What [`CommitStats`] reports, counted as transactions commit.
+#[derive(Debug, Default)]
+struct Counters {
+    transactions: AtomicU64,
+    requests: AtomicU64,
 }
 
 enum Inner {
@@ -129,14 +139,16 @@ struct Shared {
     /// when a checkpoint fails, so that a failing one is retried every
     /// [`CHECKPOINT_PAGES`] rather than after every commit.
     checkpoint_at: u32,
+    counters: Arc<Counters>,
 }
 
 impl Shared {
-    fn new(store: Store) -> Shared {
+    fn new(store: Store, counters: Arc<Counters>) -> Shared {
         Shared {
             store,
             failed: None,
             checkpoint_at: CHECKPOINT_PAGES,
+            counters,
         }
     }
 
@@ -170,6 +182,7 @@ impl Shared {
             std::slice::from_ref(&job),
             &mut self.failed,
             fatal,
+            &self.counters,
         );
         deliver(&self.store, job, self.failed.as_deref(), ok, Answer::Now);
     }
@@ -186,7 +199,8 @@ impl Writer {
     ) -> std::io::Result<Writer> {
         let (tx, rx) = std_mpsc::channel::<Job>();
         let queued = Arc::new(AtomicUsize::new(0));
-        let shared = Arc::new(Mutex::new(Shared::new(store)));
+        let counters = Arc::new(Counters::default());
+        let shared = Arc::new(Mutex::new(Shared::new(store, counters.clone())));
         let thread_queued = queued.clone();
         let thread_shared = shared.clone();
         let thread = std::thread::Builder::new()
@@ -204,16 +218,27 @@ impl Writer {
                 fatal,
                 last_submit: Instant::now(),
             },
+            counters,
         })
     }
 
     /// A writer that commits synchronously inside [`Writer::submit`].
     pub fn inline(store: Store, fatal: CancellationToken) -> Writer {
+        let counters = Arc::new(Counters::default());
         Writer {
             inner: Inner::Inline {
-                shared: Box::new(Shared::new(store)),
+                shared: Box::new(Shared::new(store, counters.clone())),
                 fatal,
             },
+            counters,
+        }
+    }
+
+    /// Transactions committed so far, and the requests they carried.
+    pub fn stats(&self) -> CommitStats {
+        CommitStats {
+            transactions: self.counters.transactions.load(Ordering::Relaxed),
+            requests: self.counters.requests.load(Ordering::Relaxed),
         }
     }
 
@@ -312,6 +337,7 @@ fn commit_group(
     group: &[Job],
     failed: &mut Option<String>,
     fatal: &CancellationToken,
+    counters: &Counters,
 ) -> bool {
     if failed.is_some() {
         return false;
@@ -319,9 +345,22 @@ fn commit_group(
     if group.iter().all(|j| j.changes.is_empty()) {
         return true;
     }
+    // A job holds every command of one actor batch; each of its answers waited
+    // for this fsync, reads included.
+    let requests: usize = group
+        .iter()
+        .flat_map(|j| &j.deliveries)
+        .filter(|d| matches!(d, Delivery::Reply { .. }))
+        .count();
     let changes = group.iter().map(|j| &j.changes).filter(|c| !c.is_empty());
     match store.commit(changes) {
-        Ok(()) => true,
+        Ok(()) => {
+            counters.transactions.fetch_add(1, Ordering::Relaxed);
+            counters
+                .requests
+                .fetch_add(requests as u64, Ordering::Relaxed);
+            true
+        }
         Err(e) => {
             tracing::error!(error = %e, "commit failed; boardd stops so that nothing unpersisted is acknowledged");
             *failed = Some(e.to_string());
@@ -371,7 +410,13 @@ fn run(
         // and any half-done transaction was rolled back when it was dropped.
         let mut guard = shared.lock().unwrap_or_else(|p| p.into_inner());
         let state = &mut *guard;
-        let ok = commit_group(&mut state.store, &group, &mut state.failed, &fatal);
+        let ok = commit_group(
+            &mut state.store,
+            &group,
+            &mut state.failed,
+            &fatal,
+            &state.counters,
+        );
         for job in group {
             deliver(
                 &state.store,

@@ -327,6 +327,21 @@ pub struct ServerStatus {
     pub state_dir: String,
     pub sessions: u64,
     pub teams: Vec<TeamSummary>,
+    /// Group commit at work since boardd started. Absent from boardd versions
+    /// before it was added, hence the default.
+    #[serde(default)]
+    pub commits: CommitStats,
+}
+
+/// How much group commit has shared out fsyncs, for `status`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommitStats {
+    /// Durable transactions committed since boardd started: one fsync each.
+    pub transactions: u64,
+    /// Requests answered once those transactions were durable (every answer that
+    /// waited for one). `requests / transactions` is how many requests one fsync
+    /// acknowledged on average: 1 for a lone client, more under load.
+    pub requests: u64,
 }
 
 /// The answer to `ack`.

@@ -58,6 +58,10 @@ pub struct LoadResult {
     pub boardd_cores: Option<f64>,
     /// CPU seconds all client processes used during the window.
     pub clients_cpu_s: f64,
+    /// Answers each fsync released during the window, from boardd's `status`
+    /// (`commits.requests / commits.transactions`): how much the clients shared
+    /// their commits. `None` if `status` could not be read.
+    pub answers_per_fsync: Option<f64>,
 }
 
 /// What a client process reports on its stdout, one JSON object per line.
@@ -120,6 +124,7 @@ pub async fn measure(
     }
 
     let cpu_before = daemon.cpu_time();
+    let commits_before = commit_stats(&daemon.socket).await;
     for c in &mut children {
         c.go().await?;
     }
@@ -154,6 +159,12 @@ pub async fn measure(
             ),
         }
     }
+    let answers_per_fsync = match (commits_before, commit_stats(&daemon.socket).await) {
+        (Some(a), Some(b)) if b.transactions > a.transactions => Some(
+            b.requests.saturating_sub(a.requests) as f64 / (b.transactions - a.transactions) as f64,
+        ),
+        _ => None,
+    };
     let boardd_cpu_s = match (cpu_before, daemon.cpu_time()) {
         (Some(a), Some(b)) => Some(b.saturating_sub(a).as_secs_f64()),
         _ => None,
@@ -178,7 +189,17 @@ pub async fn measure(
         boardd_cpu_s,
         boardd_cores: boardd_cpu_s.map(|c| c / window_s.max(f64::EPSILON)),
         clients_cpu_s,
+        answers_per_fsync,
     })
+}
+
+/// boardd's commit counters, read on a connection of their own.
+async fn commit_stats(socket: &Path) -> Option<teamboard_protocol::CommitStats> {
+    let client = Client::connect(socket, "xtask-bench", "lead", TEAM)
+        .await
+        .ok()?;
+    let status = client.status().await.ok()?;
+    Some(status.commits)
 }
 
 /// Adds `tasks` role-less tasks, many requests in flight at once.

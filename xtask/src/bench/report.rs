@@ -190,6 +190,27 @@ impl Results {
                 speedup
             );
         }
+        // Where the time goes: how many answers one fsync released, and how busy
+        // the client processes were, phase by phase.
+        let group: Vec<&LoadResult> = self.load.iter().filter(|l| l.mode == Mode::Group).collect();
+        let per_phase = |f: &dyn Fn(&LoadResult) -> Option<String>| {
+            group
+                .iter()
+                .filter_map(|l| f(l).map(|v| format!("{v} ({})", l.clients)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        println!(
+            "  group commit, answers per fsync (clients): {}",
+            per_phase(&|l| l.answers_per_fsync.map(|a| format!("{a:.1}")))
+        );
+        println!(
+            "  group commit, client processes' cpu:       {}",
+            per_phase(&|l| Some(format!(
+                "{:.0}%",
+                100.0 * l.clients_cpu_s / l.window_s.max(f64::EPSILON)
+            )))
+        );
         if self.load.iter().any(|l| l.starved_clients > 0) {
             println!("  * the board ran dry before the end; the rate is over the shortened window");
         }

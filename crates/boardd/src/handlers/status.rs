@@ -18,5 +18,6 @@ pub(super) fn status(actor: &Actor) -> ServerStatus {
             .iter()
             .map(|t| actor.board.summary(t))
             .collect(),
+        commits: actor.writer.stats(),
     }
 }

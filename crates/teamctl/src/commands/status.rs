@@ -5,6 +5,20 @@ use crate::render;
 use teamboard_protocol::request::NoArgs;
 use teamboard_protocol::{Request, ServerStatus};
 
+/// How well group commit is sharing fsyncs: one answer per fsync means every
+/// request paid for its own.
+fn commits_line(s: &ServerStatus) -> String {
+    let c = s.commits;
+    if c.transactions == 0 {
+        return "commits:   none since start".to_string();
+    }
+    format!(
+        "commits:   {} durable transactions since start, {:.1} answers per fsync",
+        render::count(c.transactions),
+        c.requests as f64 / c.transactions as f64
+    )
+}
+
 pub async fn run(ctx: &Ctx) -> anyhow::Result<()> {
     let client = ctx.connect().await?;
     let raw = client.call_value(Request::Status(NoArgs {})).await?;
@@ -23,6 +37,7 @@ pub async fn run(ctx: &Ctx) -> anyhow::Result<()> {
         format!("socket:    {}", s.socket),
         format!("state dir: {}", s.state_dir),
         format!("sessions:  {}", s.sessions),
+        commits_line(&s),
     ];
     if s.teams.is_empty() {
         out.push("teams:     none yet (add a task to start one)".into());
