@@ -9,7 +9,7 @@
 //! The commit and its fsync run in turn on this one thread. Handing the fsync to a
 //! second thread, so that the next group's SQL overlaps the disk flush, was tried
 //! (SQLite at `synchronous=NORMAL`, boardd calling fdatasync on the WAL itself
-//! before answering): on the 2-core VM the 16-client rate fell by 2-14% in three
+//! before answering): on the 2-core VM the 16-client rate fell by 6-20% in three
 //! alternating pairs, because commits then start as soon as anything is queued,
 //! and smaller groups meant more fsyncs for the same answers.
 //!
