@@ -109,7 +109,7 @@ pub struct Writer {
     counters: Arc<Counters>,
 }
 
-/// What [`CommitStats`] reports, counted as transactions commit.
+/// What [`CommitStats`] reports, counted as each transaction commits.
 #[derive(Debug, Default)]
 struct Counters {
     transactions: AtomicU64,
@@ -241,7 +241,7 @@ impl Writer {
         }
     }
 
-    /// Transactions committed so far, and the requests they carried.
+    /// Transactions committed so far, and the answers that waited for them.
     pub fn stats(&self) -> CommitStats {
         CommitStats {
             transactions: self.counters.transactions.load(Ordering::Relaxed),
