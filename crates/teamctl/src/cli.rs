@@ -162,7 +162,7 @@ pub enum Command {
     /// Send a message to one teammate
     #[command(
         after_help = "Examples:\n  teamctl send alice 'Please look at #4 first'\n  \
-        teamctl send bob 'Time to stop' --kind shutdown-request"
+        teamctl send bob 'Time to stop' --kind shutdown_request"
     )]
     Send(SendArgs),
 

@@ -20,12 +20,14 @@ pub async fn run(ctx: &Ctx, args: TasksArgs) -> anyhow::Result<()> {
         .cloned()
         .collect();
     if shown.is_empty() {
-        let what = match args.status {
-            Some(s) => format!("no {} tasks", render::status_word(s)),
-            None => "no tasks yet (add one with `teamctl task add SUBJECT`)".into(),
-        };
         // A note for people, on stderr, so that stdout stays empty for scripts.
-        eprintln!("{what} in team '{}'", ctx.team);
+        match args.status {
+            Some(s) => eprintln!("no {} tasks in team '{}'", render::status_word(s), ctx.team),
+            None => eprintln!(
+                "no tasks in team '{}' yet (add one with `teamctl task add SUBJECT`)",
+                ctx.team
+            ),
+        }
         return Ok(());
     }
     render::lines(&render::task_lines(&shown, &board))?;
