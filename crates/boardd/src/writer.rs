@@ -182,15 +182,42 @@ impl Shared {
         }
     }
 
+    /// Commits a group of jobs in one transaction; false if it (or an earlier
+    /// one) failed.
+    fn commit_group(&mut self, group: &[Job], fatal: &CancellationToken) -> bool {
+        if self.failed.is_some() {
+            return false;
+        }
+        if group.iter().all(|j| j.changes.is_empty()) {
+            return true;
+        }
+        // A job holds every command of one actor batch; each of its answers waited
+        // for this fsync, reads included.
+        let requests: usize = group
+            .iter()
+            .flat_map(|j| &j.deliveries)
+            .filter(|d| matches!(d, Delivery::Reply { .. }))
+            .count();
+        let changes = group.iter().map(|j| &j.changes).filter(|c| !c.is_empty());
+        match self.store.commit(changes) {
+            Ok(()) => {
+                let c = &self.counters;
+                c.transactions.fetch_add(1, Ordering::Relaxed);
+                c.requests.fetch_add(requests as u64, Ordering::Relaxed);
+                true
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "commit failed; boardd stops so that nothing unpersisted is acknowledged");
+                self.failed = Some(e.to_string());
+                fatal.cancel();
+                false
+            }
+        }
+    }
+
     /// Commits one job on the calling thread and sends its answers.
     fn commit_here(&mut self, job: Job, fatal: &CancellationToken) {
-        let ok = commit_group(
-            &mut self.store,
-            std::slice::from_ref(&job),
-            &mut self.failed,
-            fatal,
-            &self.counters,
-        );
+        let ok = self.commit_group(std::slice::from_ref(&job), fatal);
         deliver(&self.store, job, self.failed.as_deref(), ok, Answer::Now);
     }
 }
@@ -337,46 +364,6 @@ impl Writer {
     }
 }
 
-/// Commits a group of jobs in one transaction; false if it (or an earlier one)
-/// failed.
-fn commit_group(
-    store: &mut Store,
-    group: &[Job],
-    failed: &mut Option<String>,
-    fatal: &CancellationToken,
-    counters: &Counters,
-) -> bool {
-    if failed.is_some() {
-        return false;
-    }
-    if group.iter().all(|j| j.changes.is_empty()) {
-        return true;
-    }
-    // A job holds every command of one actor batch; each of its answers waited
-    // for this fsync, reads included.
-    let requests: usize = group
-        .iter()
-        .flat_map(|j| &j.deliveries)
-        .filter(|d| matches!(d, Delivery::Reply { .. }))
-        .count();
-    let changes = group.iter().map(|j| &j.changes).filter(|c| !c.is_empty());
-    match store.commit(changes) {
-        Ok(()) => {
-            counters.transactions.fetch_add(1, Ordering::Relaxed);
-            counters
-                .requests
-                .fetch_add(requests as u64, Ordering::Relaxed);
-            true
-        }
-        Err(e) => {
-            tracing::error!(error = %e, "commit failed; boardd stops so that nothing unpersisted is acknowledged");
-            *failed = Some(e.to_string());
-            fatal.cancel();
-            false
-        }
-    }
-}
-
 fn run(
     shared: Arc<Mutex<Shared>>,
     mode: CommitMode,
@@ -417,13 +404,7 @@ fn run(
         // and any half-done transaction was rolled back when it was dropped.
         let mut guard = shared.lock().unwrap_or_else(|p| p.into_inner());
         let state = &mut *guard;
-        let ok = commit_group(
-            &mut state.store,
-            &group,
-            &mut state.failed,
-            &fatal,
-            &state.counters,
-        );
+        let ok = state.commit_group(&group, &fatal);
         for job in group {
             deliver(
                 &state.store,
