@@ -94,7 +94,8 @@ impl Board {
             ctx.now.wall_ms,
             EventKind::MessageSent,
             About::member(to).with_message(id),
-            format!("{} → {to}: {} #{id}", ctx.actor, kind.as_str()),
+            // "message N", not "#N": in event lines "#N" is a task.
+            format!("{} → {to}: {} (message {id})", ctx.actor, kind.as_str()),
         );
         msg
     }
@@ -131,7 +132,7 @@ impl Board {
                 ctx.now.wall_ms,
                 EventKind::MessageAcked,
                 About::member(ctx.actor).with_message(*id),
-                format!("{} acknowledged #{id}", ctx.actor),
+                format!("{} acknowledged message {id}", ctx.actor),
             );
         }
         removed.len() as u64

@@ -300,6 +300,35 @@ fn send_to_unknown_teammate_fails() {
 }
 
 #[test]
+fn an_empty_message_or_broadcast_is_refused_before_anything_is_sent() {
+    let d = Daemon::start();
+    for args in [
+        &["send", "nobody", ""][..],
+        &["send", "nobody", "  "],
+        &["broadcast", ""],
+    ] {
+        let out = d.run(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = stderr(&out);
+        assert!(
+            err.contains("is empty, so nothing was sent"),
+            "{args:?}: {err}"
+        );
+    }
+    // A kind that means something by itself may come without text: this one
+    // gets as far as boardd, which knows no "nobody".
+    let out = d.run(&["send", "nobody", "", "--kind", "shutdown_request"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("no teammate named"),
+        "{}",
+        stderr(&out)
+    );
+    let events = stdout(&d.run(&["events"]));
+    assert!(!events.contains("message_sent"), "{events}");
+}
+
+#[test]
 fn daemon_not_running_says_how_to_start_it() {
     let dir = tempfile::Builder::new()
         .prefix("tb")

@@ -7,6 +7,9 @@ use teamboard_protocol::request::BroadcastArgs as WireBroadcastArgs;
 use teamboard_protocol::{Message, Request};
 
 pub async fn run(ctx: &Ctx, args: BroadcastArgs) -> anyhow::Result<()> {
+    if args.text.trim().is_empty() {
+        anyhow::bail!("the broadcast is empty, so nothing was sent; give its text as the argument");
+    }
     let client = ctx.connect().await?;
     let raw = client
         .call_value(Request::Broadcast(WireBroadcastArgs { content: args.text }))

@@ -4,9 +4,17 @@ use super::{Ctx, decode};
 use crate::cli::SendArgs;
 use crate::render;
 use teamboard_protocol::request::SendArgs as WireSendArgs;
-use teamboard_protocol::{Message, Request};
+use teamboard_protocol::{Message, MessageKind, Request};
 
 pub async fn run(ctx: &Ctx, args: SendArgs) -> anyhow::Result<()> {
+    // Other kinds say what they mean by their kind (a shutdown request needs no
+    // text); a plain message with no text is almost surely a slip of the shell.
+    if args.kind == MessageKind::Message && args.text.trim().is_empty() {
+        anyhow::bail!(
+            "the message to {} is empty, so nothing was sent; give its text as the second argument",
+            args.to
+        );
+    }
     let client = ctx.connect().await?;
     let raw = client
         .call_value(Request::Send(WireSendArgs {
