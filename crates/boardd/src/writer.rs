@@ -13,6 +13,20 @@
 //! alternating pairs, because commits then start as soon as anything is queued,
 //! and smaller groups meant more fsyncs for the same answers.
 //!
+//! Two more ways to overlap were measured on 2026-12-01, in alternating runs
+//! against this design, and not kept:
+//! - A pool of writer threads, each syncing its own group through a descriptor of
+//!   its own, so that several syncs are in flight (the kernel folds concurrent
+//!   fdatasyncs into shared flushes: four loops reach about 3x one loop's rate).
+//!   Groups shrank to 4.3 answers per fsync and the 16-client rate fell from
+//!   13.9k to 10.0k cycles/s with four threads, 15.6k to 10.4k with two: boardd
+//!   was CPU-bound, and more, smaller transactions cost more CPU per answer.
+//! - Applying the next group's SQL (about 50 of a 240 µs cycle at 16 clients)
+//!   inside an open transaction while a second thread syncs this one. The cycle
+//!   got shorter (about 260 against 278 µs in that run), but jobs still on their
+//!   way to the applying thread missed the commit, groups fell to 6.2 answers, and
+//!   the 16-client rate was level or lower (11.8k / 10.6k against 12.8k / 10.8k).
+//!
 //! The one exception is a daemon at rest: a lone job after a quiet millisecond is
 //! committed on the actor's own thread (see [`INLINE_AFTER_REST`]).
 //!
