@@ -14,18 +14,29 @@
 //! and smaller groups meant more fsyncs for the same answers.
 //!
 //! Two more ways to overlap were measured on 2026-12-01, in alternating runs
-//! against this design, and not kept:
-//! - A pool of writer threads, each syncing its own group through a descriptor of
-//!   its own, so that several syncs are in flight (the kernel folds concurrent
-//!   fdatasyncs into shared flushes: four loops reach about 3x one loop's rate).
-//!   Groups shrank to 4.3 answers per fsync and the 16-client rate fell from
-//!   13.9k to 10.0k cycles/s with four threads, 15.6k to 10.4k with two: boardd
-//!   was CPU-bound, and more, smaller transactions cost more CPU per answer.
-//! - Applying the next group's SQL (about 50 of a 240 µs cycle at 16 clients)
-//!   inside an open transaction while a second thread syncs this one. The cycle
-//!   got shorter (about 260 against 278 µs in that run), but jobs still on their
-//!   way to the applying thread missed the commit, groups fell to 6.2 answers, and
-//!   the 16-client rate was level or lower (11.8k / 10.6k against 12.8k / 10.8k).
+//! against this design, and not kept. Both ran SQLite at `synchronous=NORMAL`
+//! and had boardd fdatasync the WAL through a descriptor of its own, which keeps
+//! what an acknowledgement promises.
+//! - A pool of writer threads, each syncing its own group, so that several syncs
+//!   are in flight (the kernel folds concurrent fdatasyncs of one file into
+//!   shared flushes: four loops reach about 3x one loop's rate). Groups shrank to
+//!   4.0-4.5 answers per fsync, and 16 clients fell to 10.6k cycles/s with four
+//!   threads (13.9k for this design in the paired run) and 11.5k with two
+//!   (13.4k): boardd was CPU-bound, and more, smaller transactions cost more CPU
+//!   per answer.
+//! - The actor applying each batch to an open transaction while a syncer thread
+//!   synced the previous group, then committed what was open. The cycle shrank
+//!   from about 280 to 220 µs, but fewer clients made each commit (6.0 against
+//!   7.3 answers per fsync) and the 16-client rate stayed level (12.8k / 13.9k
+//!   against 13.4k / 13.2k).
+//!
+//! A trap for whoever tries again: do not `stat` the WAL (`std::fs::metadata`)
+//! between commits. With multigrain timestamps (the development VM runs Linux
+//! 6.18) a file whose timestamps were read gets a fine-grained mtime at its next
+//! write, so each fdatasync then writes the inode block too. An identity check
+//! after every sync that did so showed as twice the metadata writes in a block
+//! trace and cost one client about a fifth of its rate; asking `statx` for
+//! `STATX_INO` alone, which does not read the timestamps, removed the loss.
 //!
 //! The one exception is a daemon at rest: a lone job after a quiet millisecond is
 //! committed on the actor's own thread (see [`INLINE_AFTER_REST`]).
