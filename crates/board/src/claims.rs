@@ -2,8 +2,10 @@
 
 use crate::About;
 use crate::error::{BoardError, Result};
+use crate::tasks::change;
 use crate::team::Lease;
-use crate::{Board, Ctx, Now, SessionId};
+use crate::transition::{Change, Note};
+use crate::{Board, Ctx, Now, SessionId, Waiting};
 use teamboard_protocol::{Claim, ErrorCode, EventKind, MemberStatus, Task, TaskId, TaskStatus};
 
 /// Why an attempt ended without completing.
@@ -105,16 +107,29 @@ impl Board {
         session: SessionId,
         now: Now,
     ) -> Result<Claim> {
+        let at = Change {
+            team: team_name,
+            id,
+            actor: name,
+            session: Some(session),
+            now,
+        };
+        let task = self.transition(at, |task| {
+            task.status = TaskStatus::InProgress;
+            task.owner = Some(name.to_string());
+            task.attempts += 1;
+            task.epoch += 1;
+            Note::new(
+                EventKind::TaskClaimed,
+                format!(
+                    "{name} claimed #{id} (attempt {}, epoch {})",
+                    task.attempts, task.epoch
+                ),
+            )
+            .about(name)
+        })?;
         let ttl = self.config.lease_ttl;
         let team = self.team_mut(team_name);
-        let task = team.task_mut(id, team_name)?;
-        task.status = TaskStatus::InProgress;
-        task.owner = Some(name.to_string());
-        task.attempts += 1;
-        task.epoch += 1;
-        task.updated_at = now.wall_ms;
-        let task = task.clone();
-        team.refresh_ready(id);
         team.leases.insert(
             id,
             Lease {
@@ -132,18 +147,6 @@ impl Board {
         // The member's `task` and `working` status are not written: a restart
         // recomputes the first from the tasks and resets the second, and leaving
         // the row out makes every claim's commit a page smaller.
-        self.mark_task(team_name, id);
-        self.emit(
-            team_name,
-            name,
-            now.wall_ms,
-            EventKind::TaskClaimed,
-            About::task(id).with_member(name),
-            format!(
-                "{name} claimed #{id} (attempt {}, epoch {})",
-                task.attempts, task.epoch
-            ),
-        );
         if status_changed {
             self.emit(
                 team_name,
@@ -199,51 +202,22 @@ impl Board {
                 self.config.max_message_len
             )));
         }
-        self.release_lease(ctx.team, id, ctx.now);
-        let team = self.team_mut(ctx.team);
-        let task = team.task_mut(id, ctx.team)?;
-        task.status = TaskStatus::Completed;
-        task.result = Some(result);
-        task.updated_at = ctx.now.wall_ms;
-        let task = task.clone();
-        // O(dependents): only the tasks that wait for this one are touched.
-        let dependents = team.dependents.get(&id).cloned().unwrap_or_default();
-        let mut woke = false;
-        for d in dependents {
-            if let Some(open) = team.open_blockers.get_mut(&d) {
-                *open = open.saturating_sub(1);
-            }
-            team.refresh_ready(d);
-            woke |= team.tasks.get(&d).is_some_and(|t| team.is_ready(t));
-        }
-        if woke {
-            self.wake.insert(ctx.team.to_string());
-        }
-        self.mark_task(ctx.team, id);
-        self.emit(
-            ctx.team,
-            ctx.actor,
-            ctx.now.wall_ms,
-            EventKind::TaskCompleted,
-            About::task(id).with_member(ctx.actor),
-            format!("{} completed #{id}", ctx.actor),
-        );
-        Ok(task)
+        self.transition(change(&ctx, id), |task| {
+            task.status = TaskStatus::Completed;
+            task.result = Some(result);
+            Note::new(
+                EventKind::TaskCompleted,
+                format!("{} completed #{id}", ctx.actor),
+            )
+            .about(ctx.actor)
+        })
     }
 
     /// Reports a failed attempt. The task goes back to pending for another attempt,
     /// or becomes `failed` once its attempts are used up.
     pub fn fail_task(&mut self, ctx: Ctx, id: TaskId, epoch: u64, error: String) -> Result<Task> {
         self.check_fence(&ctx, id, epoch)?;
-        self.abandon(
-            ctx.team,
-            id,
-            ctx.actor,
-            ctx.now,
-            Abandon::Failed,
-            Some(error),
-        );
-        Ok(self.task(ctx.team, id)?.clone())
+        self.abandon(change(&ctx, id), Abandon::Failed, Some(error))
     }
 
     /// Gives a claimed task back. With an error the attempt counts as failed.
@@ -260,8 +234,7 @@ impl Board {
         } else {
             Abandon::Released
         };
-        self.abandon(ctx.team, id, ctx.actor, ctx.now, why, error);
-        Ok(self.task(ctx.team, id)?.clone())
+        self.abandon(change(&ctx, id), why, error)
     }
 
     /// Extends the claim's lease by the configured TTL.
@@ -278,120 +251,73 @@ impl Board {
         Ok(self.task(ctx.team, id)?.clone())
     }
 
-    /// Drops the lease and the owner's hold on the task; status is the caller's.
-    fn release_lease(&mut self, team_name: &str, id: TaskId, now: Now) {
-        let team = self.team_mut(team_name);
-        team.leases.remove(&id);
-        let owner = team.tasks.get(&id).and_then(|t| t.owner.clone());
-        if let Some(owner) = owner
-            && let Some(m) = team.members.get_mut(&owner)
-            && m.member.task == Some(id)
-        {
-            m.member.task = None;
-            m.member.last_seen = now.wall_ms;
-        }
-    }
-
-    /// Ends any claim on a task and clears its owner (for cancel).
-    pub(crate) fn end_claim(&mut self, team_name: &str, id: TaskId, now: Now) {
-        self.release_lease(team_name, id, now);
-        let team = self.team_mut(team_name);
-        if let Some(task) = team.tasks.get_mut(&id)
-            && task.status == TaskStatus::InProgress
-        {
-            task.owner = None;
-        }
-    }
-
     /// Ends an attempt that did not complete: back to pending, or `failed` when the
     /// attempts are used up.
     pub(crate) fn abandon(
         &mut self,
-        team_name: &str,
-        id: TaskId,
-        actor: &str,
-        now: Now,
+        at: Change,
         why: Abandon,
         error: Option<String>,
-    ) {
+    ) -> Result<Task> {
         let max = self.config.max_attempts;
         // An error is kept as the task's last error, so it is bounded like any other
         // text; refusing it instead would leave the claim stuck in progress.
         let error = error.map(|e| truncate(e, self.config.max_message_len));
-        self.release_lease(team_name, id, now);
-        let team = self.team_mut(team_name);
-        let Some(task) = team.tasks.get_mut(&id) else {
-            return;
-        };
-        let owner = task.owner.take().unwrap_or_default();
-        let reason = match why {
-            Abandon::Failed => "failed",
-            Abandon::ReleasedWithError | Abandon::Released => "released",
-            Abandon::LeaseExpired => "lease expired",
-            Abandon::Disconnected => "connection closed",
-            Abandon::NotReclaimed => "not reclaimed after restart",
-        };
-        let error = error.or_else(|| match why {
-            Abandon::LeaseExpired => {
-                Some(format!("{owner} stopped heartbeating; its lease expired"))
+        let id = at.id;
+        self.transition(at, |task| {
+            let owner = task.owner.take().unwrap_or_default();
+            let reason = match why {
+                Abandon::Failed => "failed",
+                Abandon::ReleasedWithError | Abandon::Released => "released",
+                Abandon::LeaseExpired => "lease expired",
+                Abandon::Disconnected => "connection closed",
+                Abandon::NotReclaimed => "not reclaimed after restart",
+            };
+            let error = error.or_else(|| match why {
+                Abandon::LeaseExpired => {
+                    Some(format!("{owner} stopped heartbeating; its lease expired"))
+                }
+                Abandon::Disconnected => Some(format!("{owner}'s connection closed")),
+                Abandon::NotReclaimed => {
+                    Some(format!("{owner} did not reconnect after boardd restarted"))
+                }
+                _ => None,
+            });
+            if why == Abandon::Released {
+                task.attempts = task.attempts.saturating_sub(1);
             }
-            Abandon::Disconnected => Some(format!("{owner}'s connection closed")),
-            Abandon::NotReclaimed => {
-                Some(format!("{owner} did not reconnect after boardd restarted"))
+            if let Some(e) = &error {
+                task.last_error = Some(e.clone());
             }
-            _ => None,
-        });
-        if why == Abandon::Released {
-            task.attempts = task.attempts.saturating_sub(1);
-        }
-        if let Some(e) = &error {
-            task.last_error = Some(e.clone());
-        }
-        let failed = why != Abandon::Released && task.attempts >= max;
-        task.status = if failed {
-            TaskStatus::Failed
-        } else {
-            TaskStatus::Pending
-        };
-        task.updated_at = now.wall_ms;
-        let attempts = task.attempts;
-        team.refresh_ready(id);
-        if !failed && team.tasks.get(&id).is_some_and(|t| team.is_ready(t)) {
-            self.wake.insert(team_name.to_string());
-        }
-        self.mark_task(team_name, id);
-        let (kind, detail) = if failed {
-            (
-                EventKind::TaskFailed,
-                format!(
-                    "#{id} failed after {attempts} attempt(s) ({reason}): {}",
-                    error.as_deref().unwrap_or("no error given")
-                ),
-            )
-        } else {
-            let tail = error.map(|e| format!(": {e}")).unwrap_or_default();
-            (
-                EventKind::TaskReleased,
-                format!("#{id} back to pending ({reason}, {owner}){tail}"),
-            )
-        };
-        self.emit(
-            team_name,
-            actor,
-            now.wall_ms,
-            kind,
-            About {
-                task: Some(id),
-                member: (!owner.is_empty()).then_some(owner.as_str()),
-                message: None,
-            },
-            detail,
-        );
+            let failed = why != Abandon::Released && task.attempts >= max;
+            task.status = if failed {
+                TaskStatus::Failed
+            } else {
+                TaskStatus::Pending
+            };
+            let note = if failed {
+                Note::new(
+                    EventKind::TaskFailed,
+                    format!(
+                        "#{id} failed after {} attempt(s) ({reason}): {}",
+                        task.attempts,
+                        error.as_deref().unwrap_or("no error given")
+                    ),
+                )
+            } else {
+                let tail = error.map(|e| format!(": {e}")).unwrap_or_default();
+                Note::new(
+                    EventKind::TaskReleased,
+                    format!("#{id} back to pending ({reason}, {owner}){tail}"),
+                )
+            };
+            note.about(owner)
+        })
     }
 
     /// Ends claims whose lease (or post-restart grace) has run out, and answers
-    /// waiters whose timeout passed. Returns the timed-out waiters' tokens.
-    pub fn expire(&mut self, now: Now) -> Vec<u64> {
+    /// waiters whose timeout passed. Returns the timed-out waiters.
+    pub fn expire(&mut self, now: Now) -> Vec<Waiting> {
         let mut lapsed = Vec::new();
         for (name, team) in &self.teams {
             for (id, lease) in &team.leases {
@@ -408,7 +334,7 @@ impl Board {
         // Hash order would make the events of a simultaneous expiry vary by run.
         lapsed.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
         for (team, id, why) in lapsed {
-            self.abandon(&team, id, "boardd", now, why, None);
+            let _ = self.abandon(by_boardd(&team, id, now), why, None);
         }
         self.expire_waiters(now)
     }
@@ -419,6 +345,17 @@ fn holds(name: &str, held: TaskId) -> BoardError {
         ErrorCode::AlreadyHoldsTask,
         format!("{name} already holds #{held}; complete, fail or release it first"),
     )
+}
+
+/// A change boardd makes on its own: an expiry, a closed connection.
+pub(crate) fn by_boardd(team: &str, id: TaskId, now: Now) -> Change<'_> {
+    Change {
+        team,
+        id,
+        actor: "boardd",
+        session: None,
+        now,
+    }
 }
 
 /// Cuts `text` to at most `max` bytes on a character boundary, saying so.

@@ -15,6 +15,7 @@ mod restore;
 mod roster;
 mod tasks;
 mod team;
+mod transition;
 mod waiters;
 
 #[cfg(test)]
@@ -82,24 +83,10 @@ pub(crate) struct About<'a> {
 }
 
 impl<'a> About<'a> {
-    pub fn task(id: TaskId) -> Self {
-        About {
-            task: Some(id),
-            ..Default::default()
-        }
-    }
-
     pub fn member(name: &'a str) -> Self {
         About {
             member: Some(name),
             ..Default::default()
-        }
-    }
-
-    pub fn with_member(self, name: &'a str) -> Self {
-        About {
-            member: Some(name),
-            ..self
         }
     }
 
@@ -111,8 +98,23 @@ impl<'a> About<'a> {
     }
 }
 
+/// A parked `wait_for_work`: the session that sent it and the request's id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Waiting {
+    pub session: SessionId,
+    pub request: u64,
+}
+
 /// What `dispatch` hands to a parked waiter.
-pub type Handoff = (u64, teamboard_protocol::Work);
+pub type Handoff = (Waiting, teamboard_protocol::Work);
+
+/// An event that its session must hear of whether or not it subscribed: the end
+/// of a claim it held, made by someone else (the lead's cancel, an expired lease).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    pub session: SessionId,
+    pub event: Event,
+}
 
 /// The whole board: every team, plus the daemon-wide counters.
 #[derive(Debug)]
@@ -121,7 +123,11 @@ pub struct Board {
     teams: BTreeMap<String, Team>,
     next_message_id: u64,
     next_event_seq: u64,
+    /// Numbers parked waiters in arrival order.
+    next_arrival: u64,
     dirty: Dirty,
+    /// Events owed to a session beyond its subscription; see [`Notice`].
+    notices: Vec<Notice>,
     /// Teams in which a waiter might now be served (a message arrived or a task
     /// became ready). `dispatch` looks only at these.
     wake: std::collections::BTreeSet<String>,
@@ -134,7 +140,9 @@ impl Board {
             teams: BTreeMap::new(),
             next_message_id: 1,
             next_event_seq: 1,
+            next_arrival: 1,
             dirty: Dirty::default(),
+            notices: Vec::new(),
             wake: Default::default(),
         }
     }
@@ -176,6 +184,11 @@ impl Board {
         }
         out.messages_acked = dirty.messages_acked.into_iter().collect();
         out
+    }
+
+    /// The notices raised since the last call.
+    pub fn take_notices(&mut self) -> Vec<Notice> {
+        std::mem::take(&mut self.notices)
     }
 
     /// Whether anything changed since the last [`Board::take_changes`].

@@ -1,9 +1,10 @@
 //! The roster: registering teammates, their status, disconnects and token use.
 
 use crate::About;
-use crate::claims::Abandon;
+use crate::claims::{Abandon, by_boardd};
 use crate::error::{BoardError, Result};
 use crate::team::MemberState;
+use crate::transition::Change;
 use crate::{Board, Ctx, Now, SessionId};
 use teamboard_protocol::names::validate_name;
 use teamboard_protocol::{ErrorCode, EventKind, LEAD, Member, MemberStatus, TaskId, TokenUsage};
@@ -174,7 +175,13 @@ impl Board {
             }
         }
         for (team, id) in claims {
-            self.abandon(&team, id, "boardd", now, Abandon::Disconnected, None);
+            // Made on behalf of the closed session itself, so that no notice is
+            // raised for a connection that is gone.
+            let at = Change {
+                session: Some(session),
+                ..by_boardd(&team, id, now)
+            };
+            let _ = self.abandon(at, Abandon::Disconnected, None);
         }
         for (team, name) in members {
             let status = self

@@ -1,7 +1,7 @@
 //! Creating tasks and editing the dependency graph; cancel and retry.
 
-use crate::About;
 use crate::error::{BoardError, Result};
+use crate::transition::{Change, Note};
 use crate::{Board, Ctx};
 use teamboard_protocol::request::NewTask;
 use teamboard_protocol::{
@@ -52,7 +52,7 @@ impl Board {
             description: new.description,
             status: TaskStatus::Pending,
             owner: None,
-            blocked_by: blocked_by.clone(),
+            blocked_by,
             priority: new.priority,
             role: new.role,
             attempts: 0,
@@ -62,36 +62,26 @@ impl Board {
             tokens: Default::default(),
             created_at: ctx.now.wall_ms,
             updated_at: ctx.now.wall_ms,
+            ready: false,
         };
         let open = team.open_blockers_of(&task).len();
-        for b in &blocked_by {
+        for b in &task.blocked_by {
             team.dependents.entry(*b).or_default().push(id);
         }
         team.open_blockers.insert(id, open);
-        team.tasks.insert(id, task.clone());
-        team.refresh_ready(id);
-        if open == 0 {
-            self.wake.insert(ctx.team.to_string());
-        }
-        self.mark_task(ctx.team, id);
-        let detail = if blocked_by.is_empty() {
-            format!("created #{id} \"{}\"", task.subject)
-        } else {
-            format!(
-                "created #{id} \"{}\" blocked by {}",
-                task.subject,
-                fmt_ids(&blocked_by)
-            )
-        };
-        self.emit(
-            ctx.team,
-            ctx.actor,
-            ctx.now.wall_ms,
-            EventKind::TaskCreated,
-            About::task(id),
-            detail,
-        );
-        Ok(task)
+        team.tasks.insert(id, task);
+        self.transition(change(&ctx, id), |task| {
+            let detail = if task.blocked_by.is_empty() {
+                format!("created #{id} \"{}\"", task.subject)
+            } else {
+                format!(
+                    "created #{id} \"{}\" blocked by {}",
+                    task.subject,
+                    fmt_ids(&task.blocked_by)
+                )
+            };
+            Note::new(EventKind::TaskCreated, detail)
+        })
     }
 
     /// Makes `id` wait for each of `on`. Refuses edges that would close a cycle, and
@@ -124,6 +114,10 @@ impl Board {
                 added.push(b);
             }
         }
+        if added.is_empty() {
+            // Every edge is there already: nothing changes, nothing is recorded.
+            return Ok(task.clone());
+        }
         let team = self.team_mut(ctx.team);
         let mut newly_open = 0;
         for &b in &added {
@@ -137,31 +131,18 @@ impl Board {
             team.dependents.entry(b).or_default().push(id);
         }
         *team.open_blockers.entry(id).or_insert(0) += newly_open;
-        let task = match team.tasks.get_mut(&id) {
-            Some(t) => t,
-            None => return Err(BoardError::no_task(id, ctx.team)),
-        };
-        task.blocked_by.extend(added.iter().copied());
-        task.blocked_by.sort_unstable();
-        task.updated_at = ctx.now.wall_ms;
-        let task = task.clone();
-        team.refresh_ready(id);
-        self.mark_task(ctx.team, id);
-        if !added.is_empty() {
-            self.emit(
-                ctx.team,
-                ctx.actor,
-                ctx.now.wall_ms,
+        self.transition(change(&ctx, id), |task| {
+            task.blocked_by.extend(added.iter().copied());
+            task.blocked_by.sort_unstable();
+            Note::new(
                 EventKind::DependencyAdded,
-                About::task(id),
                 format!("#{id} now waits for {}", fmt_ids(&added)),
-            );
-        }
-        Ok(task)
+            )
+        })
     }
 
     /// Withdraws a task. A claim on it ends: its owner's next complete, fail or
-    /// heartbeat is refused as stale.
+    /// heartbeat is refused as stale, and its session is told at once.
     pub fn cancel_task(&mut self, ctx: Ctx, id: TaskId) -> Result<Task> {
         require_lead(&ctx, "cancel")?;
         let status = self.task(ctx.team, id)?.status;
@@ -171,27 +152,16 @@ impl Board {
                 status.as_str()
             )));
         }
-        self.end_claim(ctx.team, id, ctx.now);
-        let team = self.team_mut(ctx.team);
-        let task = team.task_mut(id, ctx.team)?;
-        task.status = TaskStatus::Cancelled;
-        task.updated_at = ctx.now.wall_ms;
-        let task = task.clone();
-        team.refresh_ready(id);
-        if status == TaskStatus::InProgress {
-            // The owner is free again: a parked owner may now take another task.
-            self.wake.insert(ctx.team.to_string());
-        }
-        self.mark_task(ctx.team, id);
-        self.emit(
-            ctx.team,
-            ctx.actor,
-            ctx.now.wall_ms,
-            EventKind::TaskCancelled,
-            About::task(id),
-            format!("cancelled #{id} (was {})", status.as_str()),
-        );
-        Ok(task)
+        self.transition(change(&ctx, id), |task| {
+            if task.status == TaskStatus::InProgress {
+                task.owner = None;
+            }
+            task.status = TaskStatus::Cancelled;
+            Note::new(
+                EventKind::TaskCancelled,
+                format!("cancelled #{id} (was {})", status.as_str()),
+            )
+        })
     }
 
     /// Puts a failed or cancelled task back to pending with its attempts reset.
@@ -204,27 +174,15 @@ impl Board {
                 status.as_str()
             )));
         }
-        let team = self.team_mut(ctx.team);
-        let task = team.task_mut(id, ctx.team)?;
-        task.status = TaskStatus::Pending;
-        task.owner = None;
-        task.attempts = 0;
-        task.updated_at = ctx.now.wall_ms;
-        let task = task.clone();
-        team.refresh_ready(id);
-        if team.is_ready(&task) {
-            self.wake.insert(ctx.team.to_string());
-        }
-        self.mark_task(ctx.team, id);
-        self.emit(
-            ctx.team,
-            ctx.actor,
-            ctx.now.wall_ms,
-            EventKind::TaskRetried,
-            About::task(id),
-            format!("retried #{id} (was {})", status.as_str()),
-        );
-        Ok(task)
+        self.transition(change(&ctx, id), |task| {
+            task.status = TaskStatus::Pending;
+            task.owner = None;
+            task.attempts = 0;
+            Note::new(
+                EventKind::TaskRetried,
+                format!("retried #{id} (was {})", status.as_str()),
+            )
+        })
     }
 
     /// One task.
@@ -297,4 +255,15 @@ pub(crate) fn fmt_ids(ids: &[TaskId]) -> String {
         .map(|i| format!("#{i}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// A change made by a request.
+pub(crate) fn change<'a>(ctx: &Ctx<'a>, id: TaskId) -> Change<'a> {
+    Change {
+        team: ctx.team,
+        id,
+        actor: ctx.actor,
+        session: Some(ctx.session),
+        now: ctx.now,
+    }
 }

@@ -25,6 +25,8 @@ pub(crate) struct Lease {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Waiter {
     pub session: SessionId,
+    /// The `wait_for_work` request to answer.
+    pub request: u64,
     pub name: String,
     pub deadline: Option<Instant>,
 }
@@ -50,7 +52,8 @@ pub(crate) struct Team {
     pub members: BTreeMap<String, MemberState>,
     /// Unacknowledged messages by recipient, then id.
     pub inboxes: HashMap<String, BTreeMap<u64, Message>>,
-    /// Parked waiters by token; tokens grow, so iteration is first come, first served.
+    /// Parked waiters by arrival number (see `Board::next_arrival`), so that
+    /// iteration is first come, first served.
     pub waiters: BTreeMap<u64, Waiter>,
 }
 
@@ -92,20 +95,25 @@ impl Team {
             && self.open_blockers.get(&task.id).copied().unwrap_or(0) == 0
     }
 
-    /// Puts a task into, or takes it out of, the ready queue to match its state.
-    /// Every state change of a task goes through here, which keeps the queue exact.
-    pub fn refresh_ready(&mut self, id: TaskId) {
-        let Some(task) = self.tasks.get(&id) else {
-            return;
+    /// Puts a task into, or takes it out of, the ready queue to match its state,
+    /// and sets its `ready` flag; answers whether it is ready. Every state change
+    /// of a task goes through here (see `transition`), which keeps the queue exact.
+    pub fn refresh_ready(&mut self, id: TaskId) -> bool {
+        let ready = match self.tasks.get(&id) {
+            Some(task) => self.is_ready(task),
+            None => return false,
         };
+        let Some(task) = self.tasks.get_mut(&id) else {
+            return false;
+        };
+        task.ready = ready;
         let key = (Reverse(task.priority), task.id);
-        let ready = self.is_ready(task);
-        let role = task.role.clone();
         if ready {
-            self.ready.entry(role).or_default().insert(key);
-        } else if let Some(set) = self.ready.get_mut(&role) {
+            self.ready.entry(task.role.clone()).or_default().insert(key);
+        } else if let Some(set) = self.ready.get_mut(&task.role) {
             set.remove(&key);
         }
+        ready
     }
 
     /// The best ready task a claimant of `role` may take.

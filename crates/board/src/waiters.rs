@@ -1,22 +1,27 @@
 //! Wait for work: a teammate parks until a message for it or a task it may claim
 //! exists. Inbox comes before tasks, and a task is claimed for the waiter in the same
 //! step that finds it, so two waiters can never be handed the same task.
+//!
+//! This is boardd's only registry of parked requests. A waiter is named by its
+//! session and request id ([`Waiting`]); the daemon keeps no list of its own and
+//! only looks up where the session's answers go.
 
 use crate::SessionId;
 use crate::error::{BoardError, Result};
 use crate::team::Waiter;
-use crate::{Board, Ctx, Handoff, Now};
+use crate::{Board, Ctx, Handoff, Now, Waiting};
 use std::time::Instant;
 use teamboard_protocol::{ErrorCode, MemberStatus, Work};
 
 impl Board {
-    /// Parks the session as waiter `token`, or answers at once when there is work.
+    /// Parks request `request` of the session, or answers at once when there is
+    /// work.
     ///
     /// Parking marks the member `idle`: a teammate that waits has nothing to do.
     pub fn park(
         &mut self,
         ctx: Ctx,
-        token: u64,
+        request: u64,
         deadline: Option<Instant>,
     ) -> Result<Option<Work>> {
         let registered = self
@@ -55,10 +60,13 @@ impl Board {
         if let Some((MemberStatus::Working, None)) = member {
             self.change_status(ctx.team, ctx.actor, ctx.actor, MemberStatus::Idle, ctx.now);
         }
+        let arrival = self.next_arrival;
+        self.next_arrival += 1;
         self.team_mut(ctx.team).waiters.insert(
-            token,
+            arrival,
             Waiter {
                 session: ctx.session,
+                request,
                 name: ctx.actor.to_string(),
                 deadline,
             },
@@ -85,7 +93,7 @@ impl Board {
     }
 
     /// Serves parked waiters in teams where something arrived since the last call,
-    /// first come first served. Returns (token, work) pairs to answer.
+    /// first come first served. Returns the waiters to answer, with their work.
     pub fn dispatch(&mut self, now: Now) -> Vec<Handoff> {
         let mut out = Vec::new();
         let teams = std::mem::take(&mut self.wake);
@@ -94,10 +102,10 @@ impl Board {
                 Some(t) => t.waiters.iter().map(|(k, w)| (*k, w.clone())).collect(),
                 None => continue,
             };
-            for (token, w) in waiting {
+            for (arrival, w) in waiting {
                 if let Some(work) = self.work_for(&team, &w.name, w.session, now) {
-                    self.team_mut(&team).waiters.remove(&token);
-                    out.push((token, work));
+                    self.team_mut(&team).waiters.remove(&arrival);
+                    out.push((w.waiting(), work));
                 }
             }
         }
@@ -105,13 +113,13 @@ impl Board {
     }
 
     /// Removes waiters whose timeout passed; the caller answers them `timeout`.
-    pub(crate) fn expire_waiters(&mut self, now: Now) -> Vec<u64> {
+    pub(crate) fn expire_waiters(&mut self, now: Now) -> Vec<Waiting> {
         let mut out = Vec::new();
         for team in self.teams.values_mut() {
-            team.waiters.retain(|token, w| {
+            team.waiters.retain(|_, w| {
                 let expired = w.deadline.is_some_and(|d| d <= now.mono);
                 if expired {
-                    out.push(*token);
+                    out.push(w.waiting());
                 }
                 !expired
             });
@@ -119,10 +127,32 @@ impl Board {
         out
     }
 
-    /// Drops one waiter (its request was abandoned).
-    pub fn unpark(&mut self, token: u64) {
+    /// Drops the session's waiter, if it has one (its request was abandoned).
+    pub fn unpark(&mut self, session: SessionId) {
         for team in self.teams.values_mut() {
-            team.waiters.remove(&token);
+            team.waiters.retain(|_, w| w.session != session);
+        }
+    }
+
+    /// Removes every waiter, for a daemon that is stopping: it answers them all.
+    pub fn drain_waiters(&mut self) -> Vec<Waiting> {
+        let mut out = Vec::new();
+        for team in self.teams.values_mut() {
+            out.extend(
+                std::mem::take(&mut team.waiters)
+                    .values()
+                    .map(Waiter::waiting),
+            );
+        }
+        out
+    }
+}
+
+impl Waiter {
+    fn waiting(&self) -> Waiting {
+        Waiting {
+            session: self.session,
+            request: self.request,
         }
     }
 }

@@ -1,40 +1,46 @@
 //! The single writer: one task owns the board and applies every command in order.
 //!
-//! Commands arrive on a channel from the connection tasks. The actor takes all that
-//! are waiting, applies them to the in-memory board, serves parked waiters, and
-//! hands the resulting changes and replies to the writer as one job. Under load the
-//! writer thread commits, so a slow fsync delays acknowledgements but never the
-//! processing of the next commands; only a daemon at rest commits on this task (see
-//! `writer::INLINE_AFTER_REST`), when there is nothing else to process.
+//! Connections send commands on a channel. The actor takes all that are waiting,
+//! has a handler apply each request to the board, and turns what the handler
+//! decided (an [`Outcome`]) into bookkeeping: the reply or read queued on the
+//! batch's job, a waiter left parked in the board, a subscription. After the batch
+//! it serves the waiters the batch woke, collects the board's changes, events and
+//! notices, and hands everything to the writer as one job. Handlers never touch
+//! the actor; the actor alone decides where things go.
 
-use crate::handlers;
+use crate::handlers::{self, Outcome};
 use crate::outbox::Outbox;
 use crate::reply::Reply;
-use crate::writer::{CommitMode, Delivery, Job, Query, Writer};
-use std::collections::HashMap;
+use crate::writer::{CommitMode, Counters, EventTo, Job, QueryTo, ReplyTo, Writer};
+use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
-use teamboard_board::{Board, Now, SessionId};
-use teamboard_protocol::{ErrorBody, ErrorCode, Request, Work};
+use teamboard_board::{Board, Ctx, Now, SessionId, Waiting};
+use teamboard_protocol::{ErrorBody, ErrorCode, Event, Request, Work};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-/// A command for the actor.
+/// A command for the actor. A connection sends `Open` once, then its requests,
+/// then `Close`.
 #[derive(Debug)]
 pub enum Cmd {
-    /// A client request, with the session's identity.
-    Request {
+    /// A session said hello: who it is and where its frames go.
+    Open {
         session: SessionId,
         team: Arc<str>,
         name: Arc<str>,
-        id: u64,
-        request: Request,
         out: Outbox,
     },
+    /// A request of an open session.
+    Request {
+        session: SessionId,
+        id: u64,
+        request: Request,
+    },
     /// The session's connection closed.
-    Disconnect { session: SessionId },
+    Close { session: SessionId },
 }
 
 /// Facts about the running daemon, for `status`.
@@ -43,31 +49,39 @@ pub struct DaemonInfo {
     pub started: std::time::Instant,
     pub socket: PathBuf,
     pub state_dir: PathBuf,
-    /// Live connections, maintained by the listener.
-    pub sessions: Arc<AtomicU64>,
+    /// Live connections, counted by the server.
+    pub live: Arc<AtomicU64>,
+    /// Transactions and the replies that waited for them, counted by the writer.
+    pub commits: Arc<Counters>,
 }
 
 impl DaemonInfo {
     pub fn live_sessions(&self) -> u64 {
-        self.sessions.load(Ordering::Relaxed)
+        self.live.load(Ordering::Relaxed)
     }
+}
+
+/// An open session: who it is and where its frames go.
+struct Session {
+    team: Arc<str>,
+    name: Arc<str>,
+    out: Outbox,
 }
 
 /// The most commands applied before their changes are handed to the writer.
 const MAX_BATCH: usize = 4096;
 
 pub struct Actor {
-    pub(crate) board: Board,
-    pub(crate) writer: Writer,
+    board: Board,
+    writer: Writer,
     mode: CommitMode,
-    pub(crate) info: DaemonInfo,
-    /// Event subscribers per team.
-    pub(crate) subscribers: HashMap<String, Vec<(SessionId, Outbox)>>,
-    /// Parked `wait_for_work` requests by waiter token.
-    pub(crate) waiters: HashMap<u64, (SessionId, Outbox, u64)>,
-    pub(crate) next_token: u64,
+    info: DaemonInfo,
+    /// Open sessions by id.
+    sessions: HashMap<SessionId, Session>,
+    /// Subscribed sessions per team.
+    subscribers: HashMap<Arc<str>, BTreeSet<SessionId>>,
     /// The job being assembled for the current batch.
-    pub(crate) job: Job,
+    job: Job,
 }
 
 impl Actor {
@@ -77,9 +91,8 @@ impl Actor {
             writer,
             mode,
             info,
+            sessions: HashMap::new(),
             subscribers: HashMap::new(),
-            waiters: HashMap::new(),
-            next_token: 1,
             job: Job::default(),
         }
     }
@@ -131,12 +144,11 @@ impl Actor {
         while let Ok(cmd) = rx.try_recv() {
             self.handle(cmd);
         }
-        // Through the job, not straight to the outbox, so that these answers come
+        // Through the job, not straight to the outbox, so that these replies come
         // after any earlier ones still waiting for their commit.
-        let parked: Vec<_> = self.waiters.drain().collect();
-        for (_, (_, out, id)) in parked {
+        for waiting in self.board.drain_waiters() {
             let error = ErrorBody::new(ErrorCode::ShuttingDown, "boardd is shutting down");
-            self.reply(&out, id, Err(error));
+            self.reply(waiting, Err(error));
         }
         self.flush(false);
         self.writer.finish();
@@ -149,85 +161,147 @@ impl Actor {
         if next.is_none_or(|d| d > now.mono) {
             return;
         }
-        for token in self.board.expire(now) {
-            if let Some((_, out, id)) = self.waiters.remove(&token) {
-                self.reply(&out, id, Ok(Reply::Work(Box::new(Work::Timeout))));
-            }
+        for waiting in self.board.expire(now) {
+            self.reply(waiting, Ok(Reply::Work(Box::new(Work::Timeout))));
         }
     }
 
     fn handle(&mut self, cmd: Cmd) {
         match cmd {
-            Cmd::Request {
+            Cmd::Open {
                 session,
                 team,
                 name,
+                out,
+            } => {
+                self.sessions.insert(session, Session { team, name, out });
+            }
+            Cmd::Request {
+                session,
                 id,
                 request,
-                out,
-            } => handlers::handle(self, session, &team, &name, id, request, out),
-            Cmd::Disconnect { session } => {
-                self.board.disconnect(session, Self::now());
-                self.waiters.retain(|_, (s, _, _)| *s != session);
-                for subs in self.subscribers.values_mut() {
-                    subs.retain(|(s, _)| *s != session);
+            } => self.request(session, id, request),
+            Cmd::Close { session } => {
+                if let Some(s) = self.sessions.remove(&session)
+                    && let Some(subs) = self.subscribers.get_mut(&s.team)
+                {
+                    subs.remove(&session);
                 }
+                self.board.disconnect(session, Self::now());
             }
         }
     }
 
-    /// Queues a reply to go out once the current batch is durable.
-    pub(crate) fn reply(&mut self, to: &Outbox, id: u64, result: Result<Reply, ErrorBody>) {
-        self.job.deliveries.push(Delivery::Reply {
-            to: to.clone(),
-            id,
-            result,
-        });
+    /// Has the request's handler apply it, then carries out what it decided.
+    fn request(&mut self, session: SessionId, id: u64, request: Request) {
+        let Some(s) = self.sessions.get(&session) else {
+            // Only a bug could send a request for a session that never opened:
+            // there is no connection to answer on.
+            tracing::error!(session, id, "request from a session that is not open");
+            return;
+        };
+        let (team, name, out) = (s.team.clone(), s.name.clone(), s.out.clone());
+        let ctx = Ctx {
+            team: &team,
+            actor: &name,
+            session,
+            now: Self::now(),
+        };
+        match handlers::handle(&mut self.board, &self.info, ctx, id, request) {
+            Outcome::Reply(result) => self.job.replies.push(ReplyTo {
+                to: out,
+                id,
+                result,
+            }),
+            Outcome::Query(query) => self.job.queries.push(QueryTo { to: out, id, query }),
+            Outcome::Parked => {}
+            Outcome::Subscribe => {
+                // A set: subscribing twice on one connection must not double
+                // every event.
+                self.subscribers.entry(team).or_default().insert(session);
+                let result = Ok(Reply::Done(crate::reply::Empty {}));
+                self.job.replies.push(ReplyTo {
+                    to: out,
+                    id,
+                    result,
+                });
+            }
+        }
     }
 
-    /// Queues a read that the writer answers after the current batch is durable.
-    pub(crate) fn query(&mut self, to: &Outbox, id: u64, query: Query) {
-        self.job.queries.push((to.clone(), id, query));
+    /// Queues a reply to a parked waiter, if its session is still open.
+    fn reply(&mut self, waiting: Waiting, result: Result<Reply, ErrorBody>) {
+        if let Some(s) = self.sessions.get(&waiting.session) {
+            self.job.replies.push(ReplyTo {
+                to: s.out.clone(),
+                id: waiting.request,
+                result,
+            });
+        }
     }
 
-    /// Serves waiters, collects the batch's changes and events, and hands the job
-    /// to the writer. `quiet`: no further command is waiting.
+    /// Serves waiters, collects the batch's changes, events and notices, and hands
+    /// the job to the writer. `quiet`: no further command is waiting.
     fn flush(&mut self, quiet: bool) {
         // Woken waiters are answered first, before the requests that woke them:
         // a parked teammate has been idle the longest and starts work on its
-        // answer, while the request's sender (typically `teamctl`) only prints
-        // it. Answers to different requests carry their ids, so their order on
+        // reply, while the request's sender (typically `teamctl`) only prints
+        // it. Replies to different requests carry their ids, so their order on
         // the wire means nothing to clients.
-        let mut woken = Vec::new();
-        for (token, work) in self.board.dispatch(Self::now()) {
-            if let Some((_, out, id)) = self.waiters.remove(&token) {
-                woken.push(Delivery::Reply {
-                    to: out,
-                    id,
+        let handed = self.board.dispatch(Self::now());
+        let mut woken = Vec::with_capacity(handed.len());
+        for (waiting, work) in handed {
+            if let Some(s) = self.sessions.get(&waiting.session) {
+                woken.push(ReplyTo {
+                    to: s.out.clone(),
+                    id: waiting.request,
                     result: Ok(Reply::Work(Box::new(work))),
                 });
             }
         }
-        self.job.deliveries.splice(0..0, woken);
+        self.job.replies.splice(0..0, woken);
         let changes = self.board.take_changes();
-        if changes.is_empty() && self.job.deliveries.is_empty() && self.job.queries.is_empty() {
+        let notices = self.board.take_notices();
+        if changes.is_empty() && self.job.replies.is_empty() && self.job.queries.is_empty() {
             return;
         }
         for event in &changes.events {
-            let Some(subs) = self.subscribers.get(&event.team) else {
+            let Some(subs) = self.subscribers.get(event.team.as_str()) else {
                 continue;
             };
             let event = Arc::new(event.clone());
-            for (_, out) in subs {
-                self.job.deliveries.push(Delivery::Event {
-                    to: out.clone(),
-                    event: event.clone(),
-                });
+            for session in subs {
+                queue_event(&self.sessions, &mut self.job.events, *session, &event);
+            }
+        }
+        for notice in notices {
+            let subscribed = self
+                .subscribers
+                .get(notice.event.team.as_str())
+                .is_some_and(|subs| subs.contains(&notice.session));
+            if !subscribed {
+                let event = Arc::new(notice.event);
+                queue_event(&self.sessions, &mut self.job.events, notice.session, &event);
             }
         }
         let mut job = std::mem::take(&mut self.job);
         job.changes = changes;
         self.writer.submit(job, quiet);
+    }
+}
+
+/// Queues an event for a session, if it is still open.
+fn queue_event(
+    sessions: &HashMap<SessionId, Session>,
+    events: &mut Vec<EventTo>,
+    session: SessionId,
+    event: &Arc<Event>,
+) {
+    if let Some(s) = sessions.get(&session) {
+        events.push(EventTo {
+            to: s.out.clone(),
+            event: event.clone(),
+        });
     }
 }
 
@@ -237,3 +311,6 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
         None => std::future::pending().await,
     }
 }
+
+#[cfg(test)]
+mod tests;

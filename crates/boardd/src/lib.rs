@@ -3,35 +3,35 @@
 //! [`start`] takes the single-instance lock, opens the database, restores the board,
 //! binds the socket and spawns the server; [`Running::shutdown`] stops it gracefully.
 //! The `boardd` binary is a thin wrapper that adds flags, logging and signals.
+//!
+//! `docs/architecture.md` follows one request from a client's socket to its reply.
+//!
+//! - [`server`]: the accept loop and the connections (`server/connection.rs`).
+//! - `actor`: the single task that owns the board; `handlers` decide each request.
+//! - `writer`: persists each batch (group commit) and sends what it owes.
+//! - `outbox`: one connection's frames, in order; `wire` encodes them.
+//! - [`store`]: SQLite, and the state directory's lock.
 
 mod actor;
-mod connection;
+mod dirs;
 mod handlers;
-pub mod listener;
 mod notify;
 mod outbox;
 mod reply;
+pub mod server;
 pub mod store;
 mod wire;
 mod writer;
-
-#[cfg(test)]
-mod checkpoint_tests;
-#[cfg(test)]
-mod outbox_tests;
-#[cfg(test)]
-mod tests;
 
 pub use notify::notify;
 pub use teamboard_board::BoardConfig;
 pub use writer::CommitMode;
 
-use actor::{Actor, Cmd, DaemonInfo};
+use actor::{Actor, DaemonInfo};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use teamboard_board::Board;
-use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use writer::Writer;
@@ -64,11 +64,13 @@ impl Config {
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     #[error(transparent)]
-    Listen(#[from] listener::ListenError),
+    Lock(#[from] store::lock::LockError),
     #[error(transparent)]
     Store(#[from] store::StoreError),
-    #[error("cannot start the writer thread: {0}")]
-    Thread(std::io::Error),
+    #[error(transparent)]
+    Bind(#[from] server::BindError),
+    #[error("cannot start the writer thread")]
+    Thread(#[source] std::io::Error),
 }
 
 /// A running daemon.
@@ -106,12 +108,12 @@ impl Running {
 
 /// Starts boardd: lock, restore, bind, serve.
 pub async fn start(config: Config) -> Result<Running, StartError> {
-    let lock = listener::lock_state_dir(&config.state_dir)?;
+    let lock = store::lock::lock_state_dir(&config.state_dir)?;
     let mut store = store::Store::open(&config.state_dir)?;
     let snapshot = store.load()?;
     let restored_tasks = snapshot.tasks.len();
     let board = Board::restore(config.board, snapshot, Actor::now());
-    let listener = listener::bind(&config.socket).await?;
+    let listener = server::bind(&config.socket).await?;
     let shutdown = CancellationToken::new();
     let fatal = CancellationToken::new();
     let writer = if config.inline_commits {
@@ -119,15 +121,19 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     } else {
         Writer::spawn(store, config.commit_mode, fatal.clone()).map_err(StartError::Thread)?
     };
-    let sessions = Arc::new(AtomicU64::new(0));
+    let live = Arc::new(AtomicU64::new(0));
     let info = DaemonInfo {
         started: std::time::Instant::now(),
         socket: config.socket.clone(),
         state_dir: config.state_dir.clone(),
-        sessions: sessions.clone(),
+        live: live.clone(),
+        commits: writer.counters(),
     };
     let actor = Actor::new(board, writer, config.commit_mode, info);
-    let (tx, rx) = mpsc::channel::<Cmd>(65_536);
+    let settings = server::Settings {
+        lease_ttl: config.board.lease_ttl,
+        live,
+    };
     tracing::info!(
         socket = %config.socket.display(),
         state_dir = %config.state_dir.display(),
@@ -135,27 +141,17 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         "boardd ready"
     );
     let stop = shutdown.clone();
-    let fatal_stop = fatal.clone();
+    let failed = fatal.clone();
     let socket = config.socket.clone();
-    let lease_ttl = config.board.lease_ttl;
     let task = tokio::spawn(async move {
         let _lock = lock;
-        let actor_stop = CancellationToken::new();
-        let conns_stop = CancellationToken::new();
-        let actor_task = tokio::spawn(actor.run(rx, actor_stop.clone()));
-        let conns = Connections {
-            actor: tx,
-            sessions,
-            lease_ttl,
-            stopped: conns_stop.clone(),
+        let stopping = async {
+            tokio::select! {
+                _ = stop.cancelled() => {}
+                _ = failed.cancelled() => {}
+            }
         };
-        accept_loop(listener, conns, stop, fatal_stop).await;
-        // Connections still open keep their sender; stopping the actor explicitly
-        // lets it answer what is queued and flush to disk. Only then are the
-        // connections closed, so those answers still reach their clients.
-        actor_stop.cancel();
-        let _ = actor_task.await;
-        conns_stop.cancel();
+        server::run(listener, actor, settings, stopping).await;
         let _ = std::fs::remove_file(&socket);
         tracing::info!("boardd stopped");
     });
@@ -165,54 +161,4 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         fatal,
         task,
     })
-}
-
-/// What every connection task shares.
-struct Connections {
-    actor: mpsc::Sender<Cmd>,
-    sessions: Arc<AtomicU64>,
-    lease_ttl: std::time::Duration,
-    /// Cancelled once the actor has stopped, to close the remaining connections.
-    stopped: CancellationToken,
-}
-
-async fn accept_loop(
-    listener: tokio::net::UnixListener,
-    conns: Connections,
-    stop: CancellationToken,
-    fatal: CancellationToken,
-) {
-    let mut next_session: u64 = 1;
-    loop {
-        let accepted = tokio::select! {
-            _ = stop.cancelled() => break,
-            _ = fatal.cancelled() => break,
-            a = listener.accept() => a,
-        };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
-            Err(e) => {
-                // Running out of file descriptors must not end the daemon.
-                tracing::warn!(error = %e, "accept failed");
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        if let Err(why) = listener::same_user(&stream) {
-            tracing::warn!(%why, "refusing peer");
-            tokio::spawn(connection::reject(stream, why));
-            continue;
-        }
-        let session = next_session;
-        next_session += 1;
-        let actor = conns.actor.clone();
-        let sessions = conns.sessions.clone();
-        let stopped = conns.stopped.clone();
-        let lease_ttl = conns.lease_ttl;
-        sessions.fetch_add(1, Ordering::Relaxed);
-        tokio::spawn(async move {
-            connection::serve(stream, session, actor, lease_ttl, stopped).await;
-            sessions.fetch_sub(1, Ordering::Relaxed);
-        });
-    }
 }

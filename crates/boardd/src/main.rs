@@ -97,18 +97,9 @@ fn real_main() -> anyhow::Result<()> {
         },
         ..Config::new(socket, state_dir)
     };
-    // Two runtime threads. One thread once gave clearly faster wake-ups: the
-    // answers of a commit at rest went through write tasks, and waking the second
-    // thread for them cost up to milliseconds on this VM's halted vCPUs. In
-    // alternate runs of `cargo xtask bench` the one-thread build's wake-up p99 was
-    // lower in 10 of 12 pairs, but its 16-client / 1-client ratio (a target,
-    // >= 8x) was 5.9-9.1x against 7.9-9.6x, and group commit's gain over one
-    // transaction per request at 16 clients 3.5-5.6x against 4.7-5.7x. Now the
-    // committing thread writes those answers itself (`outbox.rs`), and in four
-    // alternate wake-only runs the two builds were level: p50 0.55-0.67 ms
-    // against 0.55-0.59 ms, p99 1.5-2.4 ms against 1.4-1.9 ms, both inside the
-    // host's noise. The switch is this one line (`new_current_thread`); the rest
-    // of boardd works with either.
+    // Two runtime threads: one for the actor, one for the connections. The
+    // switch to one is this line (`new_current_thread`); the rest of boardd works
+    // with either. docs/design/group-commit.md says why two won.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -120,9 +111,7 @@ async fn run(config: Config) -> anyhow::Result<()> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
     let mut int = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
-    let running = boardd::start(config)
-        .await
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let running = boardd::start(config).await?;
     boardd::notify("READY=1\nSTATUS=serving");
     let stop = running.shutdown_token();
     let fatal = running.fatal_token();

@@ -1,15 +1,12 @@
 //! What the daemon sends to one connection, in order, and who writes it.
 //!
 //! Frames normally go into the connection's queue, and its write task puts them on
-//! the socket: a slow client then holds up only its own task. Answers made on the
-//! actor's thread skip the queue: those of a commit made there because boardd was
-//! at rest (see `writer::INLINE_AFTER_REST`), and those of reads that need no
-//! commit. That thread writes them straight to the socket
-//! ([`Outbox::respond_now`]), as long as nothing is queued before them, and
-//! queues long lists. Handing them to write tasks would wake the runtime's other
-//! thread: tokio gives a second woken task to an idle worker. On the development
-//! VM an idle vCPU is halted, and waking it took 0.1 ms at the median and up to
-//! several ms at the tail, all of it added to the wake-up of a parked teammate.
+//! the socket: a slow client then holds up only its own task. Replies made on the
+//! actor's thread skip the queue (see `writer::route`): that thread writes them
+//! straight to the socket ([`Outbox::reply_direct`]) as long as nothing is queued
+//! before them, and queues long lists. Handing them to write tasks would wake the
+//! runtime's other thread (tokio gives a second woken task to an idle worker), and
+//! on a virtual machine waking a halted vCPU costs more than the write.
 //!
 //! Order is kept by one rule, checked under the queue's lock: a frame goes
 //! straight to the socket only when the queue is empty and the write task holds
@@ -22,7 +19,8 @@ use std::collections::VecDeque;
 use std::io::ErrorKind;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use teamboard_protocol::{ErrorBody, Event};
+use teamboard_board::SessionId;
+use teamboard_protocol::{ErrorBody, ErrorCode, Event};
 use tokio::net::unix::OwnedWriteHalf;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -34,22 +32,22 @@ pub const MAX_IN_FLIGHT: usize = 256;
 pub const EVENT_BACKLOG: usize = 8192;
 
 /// The most frames queued for one connection. Room for [`MAX_IN_FLIGHT`]
-/// responses is always kept above the event backlog, so a response never has to
+/// replies is always kept above the event backlog, so a reply never has to
 /// be dropped while the client keeps to the in-flight limit: events are refused
 /// first.
 const MAX_QUEUED: usize = MAX_IN_FLIGHT + EVENT_BACKLOG;
 
 /// One frame on its way to a client.
 #[derive(Debug)]
-pub enum Outgoing {
-    Response {
+pub enum Frame {
+    Reply {
         id: u64,
         result: Result<Reply, ErrorBody>,
     },
     Event(Arc<Event>),
     /// A connection-level error; the connection closes after it.
     Close(ErrorBody),
-    /// A response already encoded: one meant for the socket straight away that
+    /// A reply already encoded: one meant for the socket straight away that
     /// found something queued before it, or the unsent rest of one written in
     /// part.
     Encoded(Bytes),
@@ -59,17 +57,21 @@ pub enum Outgoing {
 /// every clone is dropped and the queue is empty.
 #[derive(Debug)]
 pub struct Outbox {
-    shared: Arc<Shared>,
+    link: Arc<Link>,
 }
 
 /// The write task's side: takes frames out of the queue.
 #[derive(Debug)]
 pub struct Frames {
-    shared: Arc<Shared>,
+    link: Arc<Link>,
 }
 
+/// A connection's sending side, shared by every [`Outbox`] clone and the write
+/// task.
 #[derive(Debug)]
-struct Shared {
+struct Link {
+    /// The session, for the log.
+    session: SessionId,
     /// `None` only in tests, which read the queue instead.
     socket: Option<OwnedWriteHalf>,
     state: Mutex<State>,
@@ -88,7 +90,7 @@ struct Shared {
 
 #[derive(Debug, Default)]
 struct State {
-    queue: VecDeque<Outgoing>,
+    queue: VecDeque<Frame>,
     /// The write task holds frames taken from the queue that are not all on the
     /// socket yet. While it does, nothing may go to the socket past it.
     writing: bool,
@@ -96,19 +98,20 @@ struct State {
 
 impl Outbox {
     /// An outbox writing to `socket`, and the frames its write task must send.
-    pub fn new(socket: OwnedWriteHalf) -> (Outbox, Frames) {
-        Self::with_socket(Some(socket))
+    pub fn new(socket: OwnedWriteHalf, session: SessionId) -> (Outbox, Frames) {
+        Self::with_socket(Some(socket), session)
     }
 
     /// An outbox with no socket: every frame stays in the queue for the test to
     /// read through [`Frames::recv`].
     #[cfg(test)]
     pub fn detached() -> (Outbox, Frames) {
-        Self::with_socket(None)
+        Self::with_socket(None, 0)
     }
 
-    fn with_socket(socket: Option<OwnedWriteHalf>) -> (Outbox, Frames) {
-        let shared = Arc::new(Shared {
+    fn with_socket(socket: Option<OwnedWriteHalf>, session: SessionId) -> (Outbox, Frames) {
+        let link = Arc::new(Link {
+            session,
             socket,
             state: Mutex::new(State::default()),
             wake: Notify::new(),
@@ -116,129 +119,129 @@ impl Outbox {
             in_flight: AtomicUsize::new(0),
             senders: AtomicUsize::new(1),
         });
-        (
-            Outbox {
-                shared: shared.clone(),
-            },
-            Frames { shared },
-        )
+        (Outbox { link: link.clone() }, Frames { link })
     }
 
     /// Cancelled when the connection must close.
     pub fn kill_token(&self) -> CancellationToken {
-        self.shared.kill.clone()
+        self.link.kill.clone()
     }
 
     /// Counts a request read from the client. False when it already has
     /// [`MAX_IN_FLIGHT`] unanswered; it must still be answered (with `busy`).
     pub fn admit(&self) -> bool {
-        self.shared.in_flight.fetch_add(1, Ordering::AcqRel) < MAX_IN_FLIGHT
+        self.link.in_flight.fetch_add(1, Ordering::AcqRel) < MAX_IN_FLIGHT
     }
 
-    /// Queues a response. Dropped only when the connection is gone or the client
+    /// Queues a reply. Dropped only when the connection is gone or the client
     /// has stopped reading far past the in-flight limit.
-    pub fn respond(&self, id: u64, result: Result<Reply, ErrorBody>) {
-        let state = self.shared.lock();
-        if !self.shared.push(state, Outgoing::Response { id, result }) {
-            self.shared.overflowed();
+    pub fn reply(&self, id: u64, result: Result<Reply, ErrorBody>) {
+        let state = self.link.lock();
+        if !self.link.push(state, Frame::Reply { id, result }) {
+            self.link.overflowed();
         }
     }
 
-    /// Writes a response straight to the socket from this thread when nothing is
+    /// Writes a reply straight to the socket from this thread when nothing is
     /// queued before it, and queues it otherwise. The socket is never waited for:
     /// what does not fit goes to the write task. A long list is always queued:
     /// encoding it here would hold up the caller (the actor) for every client.
-    pub fn respond_now(&self, id: u64, result: Result<Reply, ErrorBody>) {
-        let socket = match &self.shared.socket {
+    pub fn reply_direct(&self, id: u64, result: Result<Reply, ErrorBody>) {
+        let socket = match &self.link.socket {
             Some(socket) if !result.as_ref().is_ok_and(Reply::is_long) => socket,
-            _ => return self.respond(id, result),
+            _ => return self.reply(id, result),
         };
         let mut buf = BytesMut::new();
-        wire::response(&mut buf, id, &result);
+        wire::reply(&mut buf, id, &result);
         let mut frame = buf.freeze();
-        let mut state = self.shared.lock();
-        if state.queue.is_empty() && !state.writing && !self.shared.kill.is_cancelled() {
+        let mut state = self.link.lock();
+        if state.queue.is_empty() && !state.writing && !self.link.kill.is_cancelled() {
             match socket.try_write(&frame) {
                 Ok(n) if n == frame.len() => {
-                    self.shared.in_flight.fetch_sub(1, Ordering::AcqRel);
+                    self.link.in_flight.fetch_sub(1, Ordering::AcqRel);
                     return;
                 }
                 // The rest must follow before any other frame, and the queue is
                 // empty, so queueing it keeps the order.
                 Ok(n) => {
                     frame = frame.slice(n..);
-                    state.queue.push_back(Outgoing::Encoded(frame));
+                    state.queue.push_back(Frame::Encoded(frame));
                     drop(state);
-                    self.shared.wake.notify_one();
+                    self.link.wake.notify_one();
                     return;
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {}
                 Err(e) => {
-                    tracing::debug!(error = %e, "cannot write to client; closing");
-                    self.shared.kill.cancel();
+                    tracing::debug!(session = self.link.session, error = %e, "cannot write to client; closing");
+                    self.link.kill.cancel();
                     return;
                 }
             }
         }
-        if !self.shared.push(state, Outgoing::Encoded(frame)) {
-            self.shared.overflowed();
+        if !self.link.push(state, Frame::Encoded(frame)) {
+            self.link.overflowed();
         }
     }
 
-    /// Queues an event. Returns false when the subscriber is too far behind; the
-    /// caller then drops the subscription.
-    pub fn event(&self, event: Arc<Event>) -> bool {
-        let state = self.shared.lock();
-        if state.queue.len() >= EVENT_BACKLOG {
-            return false;
+    /// Queues an event. A subscriber too far behind is cut off with `busy`.
+    pub fn event(&self, event: Arc<Event>) {
+        let state = self.link.lock();
+        if state.queue.len() < EVENT_BACKLOG {
+            self.link.push(state, Frame::Event(event));
+            return;
         }
-        self.shared.push(state, Outgoing::Event(event))
+        drop(state);
+        self.close(ErrorBody::new(
+            ErrorCode::Busy,
+            "event subscriber fell too far behind; reconnect and read history with `events --since`",
+        ));
     }
 
     /// Queues a connection-level error, after which the connection closes.
     pub fn close(&self, error: ErrorBody) {
-        let state = self.shared.lock();
-        if !self.shared.push(state, Outgoing::Close(error)) {
-            self.shared.kill.cancel();
+        let state = self.link.lock();
+        if !self.link.push(state, Frame::Close(error)) {
+            self.link.kill.cancel();
         }
     }
 }
 
 impl Clone for Outbox {
     fn clone(&self) -> Outbox {
-        self.shared.senders.fetch_add(1, Ordering::AcqRel);
+        self.link.senders.fetch_add(1, Ordering::AcqRel);
         Outbox {
-            shared: self.shared.clone(),
+            link: self.link.clone(),
         }
     }
 }
 
 impl Drop for Outbox {
     fn drop(&mut self) {
-        if self.shared.senders.fetch_sub(1, Ordering::AcqRel) == 1 {
+        if self.link.senders.fetch_sub(1, Ordering::AcqRel) == 1 {
             // The write task may be asleep with nothing queued: let it see that
             // nothing more can come.
-            self.shared.wake.notify_one();
+            self.link.wake.notify_one();
         }
     }
 }
 
-impl Shared {
+impl Link {
     fn lock(&self) -> MutexGuard<'_, State> {
         // Nothing panics while holding the lock; if something did, the queue is
         // still a valid queue.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A response found no room. Dropping it would break the promise of one
+    /// A reply found no room. Dropping it would break the promise of one
     /// answer per request, and the in-flight count would never come down again,
     /// so the connection is closed instead. Only a client that sent thousands of
     /// requests without reading gets here.
     fn overflowed(&self) {
         if !self.kill.is_cancelled() {
             tracing::warn!(
+                session = self.session,
                 queued = MAX_QUEUED,
-                "client stopped reading its answers; closing the connection"
+                "client stopped reading its replies; closing the connection"
             );
             self.kill.cancel();
         }
@@ -246,7 +249,7 @@ impl Shared {
 
     /// Appends a frame and wakes the write task if it is idle. False if the frame
     /// was dropped.
-    fn push(&self, mut state: MutexGuard<'_, State>, frame: Outgoing) -> bool {
+    fn push(&self, mut state: MutexGuard<'_, State>, frame: Frame) -> bool {
         if state.queue.len() >= MAX_QUEUED || self.kill.is_cancelled() {
             return false;
         }
@@ -266,14 +269,14 @@ impl Frames {
     /// capacity, so a busy connection does not allocate a queue per batch. False
     /// when the connection is killed, or when every [`Outbox`] is gone and the
     /// queue is empty.
-    async fn next_batch(&self, batch: &mut VecDeque<Outgoing>) -> bool {
-        let shared = &*self.shared;
+    async fn next_batch(&self, batch: &mut VecDeque<Frame>) -> bool {
+        let link = &*self.link;
         loop {
-            if shared.kill.is_cancelled() {
+            if link.kill.is_cancelled() {
                 return false;
             }
             {
-                let mut state = shared.lock();
+                let mut state = link.lock();
                 if !state.queue.is_empty() {
                     state.writing = true;
                     std::mem::swap(&mut state.queue, batch);
@@ -281,15 +284,15 @@ impl Frames {
                 }
                 state.writing = false;
             }
-            if shared.senders.load(Ordering::Acquire) == 0 {
+            if link.senders.load(Ordering::Acquire) == 0 {
                 return false;
             }
             // A frame queued after the check above stored a permit, so this
             // returns at once: no frame is left waiting.
             tokio::select! {
                 biased;
-                _ = shared.kill.cancelled() => return false,
-                _ = shared.wake.notified() => {}
+                _ = link.kill.cancelled() => return false,
+                _ = link.wake.notified() => {}
             }
         }
     }
@@ -297,26 +300,26 @@ impl Frames {
     /// The write task: sends queued frames until the connection closes. Each
     /// batch goes out in one write when the socket takes it.
     pub async fn write(self) {
-        let shared = &*self.shared;
-        let Some(socket) = &shared.socket else { return };
+        let link = &*self.link;
+        let Some(socket) = &link.socket else { return };
         let mut buf = BytesMut::new();
         let mut batch = VecDeque::new();
         while self.next_batch(&mut batch).await {
             buf.clear();
             let mut close = false;
-            let mut responses = 0;
+            let mut replies = 0;
             for frame in batch.drain(..) {
                 match frame {
-                    Outgoing::Response { id, result } => {
-                        responses += 1;
-                        wire::response(&mut buf, id, &result);
+                    Frame::Reply { id, result } => {
+                        replies += 1;
+                        wire::reply(&mut buf, id, &result);
                     }
-                    Outgoing::Event(event) => wire::event(&mut buf, &event),
-                    Outgoing::Encoded(bytes) => {
-                        responses += 1;
+                    Frame::Event(event) => wire::event(&mut buf, &event),
+                    Frame::Encoded(bytes) => {
+                        replies += 1;
                         buf.extend_from_slice(&bytes);
                     }
-                    Outgoing::Close(error) => {
+                    Frame::Close(error) => {
                         wire::error(&mut buf, &error);
                         close = true;
                         break;
@@ -324,13 +327,13 @@ impl Frames {
                 }
             }
             if let Err(e) = write_all(socket, &buf).await {
-                tracing::debug!(error = %e, "cannot write to client; closing");
-                shared.kill.cancel();
+                tracing::debug!(session = self.link.session, error = %e, "cannot write to client; closing");
+                link.kill.cancel();
                 return;
             }
-            shared.in_flight.fetch_sub(responses, Ordering::AcqRel);
+            link.in_flight.fetch_sub(replies, Ordering::AcqRel);
             if close {
-                shared.kill.cancel();
+                link.kill.cancel();
                 return;
             }
         }
@@ -338,21 +341,21 @@ impl Frames {
 
     /// The next queued frame, for tests that read what boardd would send.
     #[cfg(test)]
-    pub async fn recv(&self) -> Option<Outgoing> {
+    pub async fn recv(&self) -> Option<Frame> {
         loop {
             if let Some(frame) = self.try_recv() {
                 return Some(frame);
             }
-            if self.shared.senders.load(Ordering::Acquire) == 0 {
+            if self.link.senders.load(Ordering::Acquire) == 0 {
                 return None;
             }
-            self.shared.wake.notified().await;
+            self.link.wake.notified().await;
         }
     }
 
     #[cfg(test)]
-    pub fn try_recv(&self) -> Option<Outgoing> {
-        self.shared.lock().queue.pop_front()
+    pub fn try_recv(&self) -> Option<Frame> {
+        self.link.lock().queue.pop_front()
     }
 }
 
@@ -367,3 +370,6 @@ async fn write_all(socket: &OwnedWriteHalf, mut buf: &[u8]) -> std::io::Result<(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;

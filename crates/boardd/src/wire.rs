@@ -9,10 +9,11 @@ use bytes::{BufMut, BytesMut};
 use serde::Serialize;
 use teamboard_protocol::{ErrorBody, ErrorCode, Event, MAX_RESPONSE_LEN, ServerFrame};
 
-/// Appends a response frame. An answer too large for one frame is replaced by an
-/// error response, so that the client always hears back.
-pub fn response(buf: &mut BytesMut, id: u64, result: &Result<Reply, ErrorBody>) {
-    let frame = ResponseFrame {
+/// Appends a reply (a `response` frame, in the protocol's words). A reply too
+/// large for one frame is replaced by an error, so that the client always hears
+/// back.
+pub fn reply(buf: &mut BytesMut, id: u64, result: &Result<Reply, ErrorBody>) {
+    let frame = ReplyFrame {
         kind: "response",
         id,
         result: result.as_ref().ok(),
@@ -21,7 +22,7 @@ pub fn response(buf: &mut BytesMut, id: u64, result: &Result<Reply, ErrorBody>) 
     let error = match put(buf, &frame) {
         Ok(len) if len <= MAX_RESPONSE_LEN => return,
         Ok(len) => {
-            tracing::warn!(id, len, "response too large");
+            tracing::warn!(id, len, "reply too large for a frame");
             ErrorBody::new(
                 ErrorCode::FrameTooLarge,
                 format!(
@@ -34,7 +35,7 @@ pub fn response(buf: &mut BytesMut, id: u64, result: &Result<Reply, ErrorBody>) 
             format!("cannot encode the answer: {e}"),
         ),
     };
-    let frame = ResponseFrame {
+    let frame = ReplyFrame {
         kind: "response",
         id,
         result: None,
@@ -91,10 +92,10 @@ fn put<T: Serialize>(buf: &mut BytesMut, frame: &T) -> Result<usize, serde_json:
     Ok(len)
 }
 
-/// A response frame, serialised straight from the reply without an intermediate
+/// A reply frame, serialised straight from the reply without an intermediate
 /// `serde_json::Value`.
 #[derive(Serialize)]
-struct ResponseFrame<'a> {
+struct ReplyFrame<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
     id: u64,

@@ -88,13 +88,3 @@ pub enum ServerFrame {
         error: ErrorBody,
     },
 }
-
-impl RawClientFrame {
-    /// Decodes the typed request of a raw `request` frame. A missing `args` counts as
-    /// `{}`.
-    pub fn typed_request(op: &str, args: Option<serde_json::Value>) -> Result<Request, String> {
-        let args = args.unwrap_or_else(|| serde_json::Value::Object(Default::default()));
-        let value = serde_json::json!({ "op": op, "args": args });
-        serde_json::from_value(value).map_err(|e| e.to_string())
-    }
-}

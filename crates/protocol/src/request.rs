@@ -65,17 +65,61 @@ pub enum Request {
     RecordUsage(UsageArgs),
 }
 
+/// Why a `request` frame's op and args do not make a [`Request`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RequestError {
+    #[error("unknown op '{0}'")]
+    UnknownOp(String),
+    #[error("invalid args for '{op}': {message}")]
+    InvalidArgs { op: String, message: String },
+}
+
 impl Request {
+    /// The wire name of every op, as [`Request::op`] gives them. A test keeps the
+    /// two in step.
+    pub const OPS: &[&str] = &[
+        "status",
+        "register",
+        "set_status",
+        "add_task",
+        "list_tasks",
+        "get_task",
+        "add_dependency",
+        "cancel_task",
+        "retry_task",
+        "claim_task",
+        "claim_next",
+        "complete_task",
+        "fail_task",
+        "release_task",
+        "heartbeat",
+        "team",
+        "send",
+        "broadcast",
+        "inbox",
+        "ack",
+        "wait_for_work",
+        "events",
+        "subscribe",
+        "record_usage",
+    ];
+
     /// Whether `op` names a request this version knows, whatever its arguments.
-    ///
-    /// Probing with `null` arguments lets serde tell "no such variant" apart from
-    /// "bad arguments" without a second list of names to keep in step.
     pub fn is_known_op(op: &str) -> bool {
-        let probe = serde_json::json!({ "op": op, "args": null });
-        match serde_json::from_value::<Request>(probe) {
-            Ok(_) => true,
-            Err(e) => !e.to_string().starts_with("unknown variant"),
+        Self::OPS.contains(&op)
+    }
+
+    /// The request named `op` with its `args`; missing args count as `{}`.
+    pub fn parse(op: &str, args: Option<serde_json::Value>) -> Result<Request, RequestError> {
+        if !Self::is_known_op(op) {
+            return Err(RequestError::UnknownOp(op.to_string()));
         }
+        let args = args.unwrap_or_else(|| serde_json::Value::Object(Default::default()));
+        let value = serde_json::json!({ "op": op, "args": args });
+        serde_json::from_value(value).map_err(|e| RequestError::InvalidArgs {
+            op: op.to_string(),
+            message: e.to_string(),
+        })
     }
 
     /// The wire name of the op.
@@ -262,5 +306,52 @@ mod tests {
         }
         assert!(!Request::is_known_op("frobnicate"));
         assert!(!Request::is_known_op(""));
+    }
+
+    /// Every name in `OPS` is a variant serde knows, and `op()` gives it back, so
+    /// the list and the enum cannot drift apart unnoticed.
+    #[test]
+    fn the_list_of_ops_matches_the_enum() {
+        let mut seen = std::collections::BTreeSet::new();
+        for op in Request::OPS {
+            assert!(seen.insert(*op), "{op} listed twice");
+            let probe = serde_json::json!({ "op": op, "args": null });
+            match serde_json::from_value::<Request>(probe) {
+                Ok(r) => assert_eq!(r.op(), *op),
+                Err(e) => assert!(
+                    !e.to_string().starts_with("unknown variant"),
+                    "{op} is not a variant: {e}"
+                ),
+            }
+        }
+        // And nothing is missing: serde names every variant when it refuses one.
+        let probe = serde_json::json!({ "op": "frobnicate", "args": null });
+        let e = serde_json::from_value::<Request>(probe).expect_err("unknown");
+        let listed = e.to_string();
+        for op in Request::OPS {
+            assert!(listed.contains(&format!("`{op}`")), "{listed}");
+        }
+        assert_eq!(
+            listed.matches('`').count() / 2,
+            Request::OPS.len() + 1,
+            "{listed}"
+        );
+    }
+
+    #[test]
+    fn parse_tells_an_unknown_op_from_bad_args() {
+        assert_eq!(
+            Request::parse("frobnicate", None),
+            Err(RequestError::UnknownOp("frobnicate".into()))
+        );
+        let bad = Request::parse("get_task", Some(serde_json::json!({"id": "7"})));
+        assert!(
+            matches!(&bad, Err(RequestError::InvalidArgs { op, .. }) if op == "get_task"),
+            "{bad:?}"
+        );
+        assert_eq!(
+            Request::parse("claim_next", None),
+            Ok(Request::ClaimNext(NoArgs {}))
+        );
     }
 }

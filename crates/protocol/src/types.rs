@@ -108,6 +108,12 @@ pub struct Task {
     pub tokens: TokenUsage,
     pub created_at: i64,
     pub updated_at: i64,
+    /// Whether the task can be claimed now: pending, without an owner, and every
+    /// blocker completed. boardd decides it; clients show it and need not work it
+    /// out again. The copy in boardd's database is not read back: a restart
+    /// computes it afresh.
+    #[serde(default)]
+    pub ready: bool,
 }
 
 /// A teammate's state as the roster shows it.

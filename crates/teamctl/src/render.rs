@@ -157,13 +157,6 @@ impl Board {
             .collect()
     }
 
-    /// Pending, unowned and without open blockers.
-    pub fn is_ready(&self, task: &Task) -> bool {
-        task.status == TaskStatus::Pending
-            && task.owner.is_none()
-            && self.open_blockers(task).is_empty()
-    }
-
     pub fn status_of(&self, id: TaskId) -> Option<TaskStatus> {
         self.statuses.get(&id).copied()
     }
@@ -224,9 +217,10 @@ pub fn task_lines(tasks: &[Task], board: &Board) -> Vec<String> {
 }
 
 /// `3 pending (1 ready), 1 in progress, 5 completed, 1 failed, 0 cancelled`.
-pub fn task_summary(tasks: &[Task], board: &Board) -> String {
+/// Readiness is boardd's to decide; this only counts what it says.
+pub fn task_summary(tasks: &[Task]) -> String {
     let n = |s: TaskStatus| tasks.iter().filter(|t| t.status == s).count();
-    let ready = tasks.iter().filter(|t| board.is_ready(t)).count();
+    let ready = tasks.iter().filter(|t| t.ready).count();
     format!(
         "{} pending ({ready} ready), {} in progress, {} completed, {} failed, {} cancelled",
         n(TaskStatus::Pending),
@@ -384,6 +378,7 @@ mod tests {
             tokens: TokenUsage::default(),
             created_at: 0,
             updated_at: 0,
+            ready: false,
         }
     }
 
@@ -421,10 +416,21 @@ mod tests {
         assert_eq!(lines[0], "[x] #1  task 1");
         assert_eq!(lines[1], "[>] #2  task 2  @alice");
         assert_eq!(lines[2], "[ ] #3  task 3  (role: tester)  blocked by #2");
-        assert!(!board.is_ready(&tasks[0]));
-        assert!(!board.is_ready(&tasks[2]));
         assert_eq!(marker(TaskStatus::Failed), "[!]");
         assert_eq!(marker(TaskStatus::Cancelled), "[-]");
+    }
+
+    #[test]
+    fn the_summary_counts_what_boardd_says_is_ready() {
+        let mut ready = task(1, TaskStatus::Pending, vec![]);
+        ready.ready = true;
+        // Looks claimable, but boardd did not say so: it is not counted.
+        let unsaid = task(2, TaskStatus::Pending, vec![]);
+        let tasks = vec![ready, unsaid, task(3, TaskStatus::Completed, vec![])];
+        assert_eq!(
+            task_summary(&tasks),
+            "2 pending (1 ready), 0 in progress, 1 completed, 0 failed, 0 cancelled"
+        );
     }
 
     #[test]

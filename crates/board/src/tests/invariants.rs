@@ -87,6 +87,7 @@ fn check_team(name: &str, team: &Team, config: &BoardConfig) {
             .get(&t.role)
             .is_some_and(|s| s.contains(&(Reverse(t.priority), t.id)));
         assert_eq!(queued, ready, "{}: ready queue ({t:?})", ctx(&t.id));
+        assert_eq!(t.ready, ready, "{}: ready flag ({t:?})", ctx(&t.id));
         ready_count += usize::from(ready);
         // Owner and lease follow the status.
         let leased = team.leases.contains_key(&t.id);
@@ -293,7 +294,7 @@ fn step(
         }
         19 => {
             let now = h.now();
-            for (token, work) in h.board.dispatch(now) {
+            for (token, work) in requests(h.board.dispatch(now)) {
                 assert!(token <= *next_token);
                 if let Work::Task { claim } = work {
                     let owner = claim.task.owner.clone().unwrap();

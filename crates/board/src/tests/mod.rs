@@ -11,6 +11,7 @@ mod invariants;
 mod leases;
 mod restore;
 mod roster;
+mod transition;
 mod waiters;
 
 use crate::{Board, BoardConfig, Changes, Ctx, Now, Result, SessionId, Snapshot};
@@ -264,24 +265,35 @@ impl H {
         self.board.retry_task(ctx, id).unwrap()
     }
 
+    /// Runs expiry; answers the request ids of the waiters that timed out.
     pub fn expire(&mut self) -> Vec<u64> {
         let now = self.now();
-        self.board.expire(now)
+        self.board.expire(now).iter().map(|w| w.request).collect()
     }
 
-    pub fn park(&mut self, m: Mate, token: u64) -> Option<teamboard_protocol::Work> {
+    /// Parks `m` with request id `request`.
+    pub fn park(&mut self, m: Mate, request: u64) -> Option<teamboard_protocol::Work> {
         let ctx = self.ctx(m);
-        self.board.park(ctx, token, None).unwrap()
+        self.board.park(ctx, request, None).unwrap()
     }
 
-    pub fn dispatch(&mut self) -> Vec<crate::Handoff> {
+    /// Serves waiters; answers each one served by its request id.
+    pub fn dispatch(&mut self) -> Vec<(u64, teamboard_protocol::Work)> {
         let now = self.now();
-        self.board.dispatch(now)
+        requests(self.board.dispatch(now))
     }
 
     pub fn events(&mut self) -> Vec<Event> {
         self.board.take_changes().events
     }
+}
+
+/// Handoffs by the request id of the waiter served.
+pub(super) fn requests(handoffs: Vec<crate::Handoff>) -> Vec<(u64, teamboard_protocol::Work)> {
+    handoffs
+        .into_iter()
+        .map(|(w, work)| (w.request, work))
+        .collect()
 }
 
 /// What a store would hold after applying every batch: the rows, keyed as the store

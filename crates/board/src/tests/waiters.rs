@@ -57,7 +57,7 @@ fn dispatch_hands_a_new_task_to_the_first_waiter_and_claims_it() {
     let a = h.add("a");
     h.board.take_changes();
     let now = h.advance(ms(1));
-    let out = h.board.dispatch(now);
+    let out = requests(h.board.dispatch(now));
     assert_eq!(out.len(), 1, "one task, one waiter served: {out:?}");
     let (token, work) = &out[0];
     assert_eq!(*token, 10);
@@ -310,7 +310,7 @@ fn unpark_and_disconnect_drop_the_waiter() {
     h.board.park(ctx, 1, Some(h.base + secs(1))).unwrap();
     let ctx = h.ctx(bob);
     h.board.park(ctx, 2, Some(h.base + secs(1))).unwrap();
-    h.board.unpark(1);
+    h.board.unpark(ann.session);
     let now = h.now();
     h.board.disconnect(bob.session, now);
     h.add("a");
@@ -337,7 +337,7 @@ fn parking_makes_a_working_member_idle() {
     assert_eq!(changes.events.len(), 1);
     assert_eq!(changes.events[0].kind, EventKind::MemberStatus);
     // Parking an idle member writes nothing.
-    h.board.unpark(1);
+    h.board.unpark(ann.session);
     assert_eq!(h.park(ann, 2), None);
     assert!(!h.board.has_changes());
     // And a handoff makes it working again.
@@ -385,7 +385,7 @@ fn one_wait_at_a_time_per_connection() {
     assert_eq!(err.code, ErrorCode::InvalidState);
     // The first wait is still parked and still gets the work.
     h.add("a");
-    let handed = h.board.dispatch(h.now());
+    let handed = requests(h.board.dispatch(h.now()));
     assert_eq!(handed.len(), 1);
     assert_eq!(handed[0].0, 1);
 }

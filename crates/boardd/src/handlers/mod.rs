@@ -1,44 +1,49 @@
-//! Request handlers: one `match` that maps each op onto the board, with the ops that
-//! need more than a board call in files of their own.
+//! Request handlers: one `match` that maps each op onto the board, with the ops
+//! that need more than a board call in files of their own.
+//!
+//! A handler gets what it reads (the board, the daemon's facts, the request) and
+//! returns an [`Outcome`]; the actor carries it out. No handler reaches back into
+//! the actor.
 
 mod status;
-mod subscribe;
 mod wait;
 
-use crate::actor::Actor;
-use crate::outbox::Outbox;
-use crate::reply::{Empty, Reply};
+use crate::actor::DaemonInfo;
+use crate::reply::Reply;
 use crate::store::HistoryQuery;
 use crate::writer::Query;
-use teamboard_board::{Ctx, SessionId};
+use teamboard_board::{Board, Ctx};
 use teamboard_protocol::{Acked, ErrorBody, Request};
 
 /// The default and largest number of events `events` returns.
 const EVENTS_LIMIT: u64 = 1000;
 const EVENTS_MAX: u64 = 100_000;
 
-/// Applies one request. The reply is queued on the actor's current job, so it goes
-/// out only once the batch is durable.
-pub(crate) fn handle(
-    actor: &mut Actor,
-    session: SessionId,
-    team: &str,
-    name: &str,
+/// What the actor is to do with a request once its handler has run.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Reply once the batch is durable.
+    Reply(Result<Reply, ErrorBody>),
+    /// Reply with a read of the store, made after the batch is durable.
+    Query(Query),
+    /// The request waits in the board; a later dispatch or timeout answers it.
+    Parked,
+    /// Subscribe the session to its team's events, then reply `{}`.
+    Subscribe,
+}
+
+/// Applies one request to the board.
+pub fn handle(
+    board: &mut Board,
+    info: &DaemonInfo,
+    ctx: Ctx,
     id: u64,
     request: Request,
-    out: Outbox,
-) {
-    let now = Actor::now();
-    let ctx = Ctx {
-        team,
-        actor: name,
-        session,
-        now,
-    };
-    actor.board.touch(team, name, now);
-    let board = &mut actor.board;
+) -> Outcome {
+    let team = ctx.team;
+    board.touch(team, ctx.actor, ctx.now);
     let result = match request {
-        Request::Status(_) => Ok(Reply::Status(Box::new(status::status(actor)))),
+        Request::Status(_) => Ok(Reply::Status(Box::new(status::status(board, info)))),
         Request::Register(a) => board
             .register(ctx, &a.role, a.pid)
             .map(|x| Reply::Member(Box::new(x))),
@@ -47,17 +52,15 @@ pub(crate) fn handle(
             .map(|x| Reply::Member(Box::new(x))),
         Request::AddTask(new) => board.add_task(ctx, new).map(|x| Reply::Task(Box::new(x))),
         Request::ListTasks(a) => Ok(Reply::Tasks(board.tasks(team, a.status))),
-        Request::GetTask(r) => match board.task(team, r.id) {
-            Ok(task) => {
-                let query = Query::Task {
-                    task: task.clone(),
+        Request::GetTask(r) => {
+            return match board.task(team, r.id) {
+                Ok(task) => Outcome::Query(Query::Task {
+                    task: Box::new(task.clone()),
                     team: team.to_string(),
-                };
-                actor.query(&out, id, query);
-                return;
-            }
-            Err(e) => Err(e),
-        },
+                }),
+                Err(e) => Outcome::Reply(Err(e.into())),
+            };
+        }
         Request::AddDependency(a) => board
             .add_dependency(ctx, a.id, &a.on)
             .map(|x| Reply::Task(Box::new(x))),
@@ -90,28 +93,23 @@ pub(crate) fn handle(
             .send(ctx, &a.to, a.kind, a.content, a.request_id)
             .map(|x| Reply::Message(Box::new(x))),
         Request::Broadcast(a) => board.broadcast(ctx, a.content).map(Reply::Messages),
-        Request::Inbox(_) => Ok(Reply::Messages(board.inbox(team, name))),
+        Request::Inbox(_) => Ok(Reply::Messages(board.inbox(team, ctx.actor))),
         Request::Ack(a) => Ok(Reply::Acked(Acked {
             acked: board.ack(ctx, &a.ids),
         })),
-        Request::WaitForWork(a) => return wait::wait(actor, ctx, id, a, out),
+        Request::WaitForWork(a) => return wait::wait(board, ctx, id, a),
         Request::Events(a) => {
-            let query = Query::Events(HistoryQuery {
+            return Outcome::Query(Query::Events(HistoryQuery {
                 team: team.to_string(),
                 since: a.since,
                 task: a.task,
                 limit: a.limit.unwrap_or(EVENTS_LIMIT).min(EVENTS_MAX),
-            });
-            actor.query(&out, id, query);
-            return;
+            }));
         }
-        Request::Subscribe(_) => {
-            subscribe::subscribe(actor, session, team, &out);
-            Ok(Reply::Done(Empty {}))
-        }
+        Request::Subscribe(_) => return Outcome::Subscribe,
         Request::RecordUsage(a) => board
             .record_usage(ctx, a.task, a.tokens)
             .map(|x| Reply::Member(Box::new(x))),
     };
-    actor.reply(&out, id, result.map_err(ErrorBody::from));
+    Outcome::Reply(result.map_err(ErrorBody::from))
 }

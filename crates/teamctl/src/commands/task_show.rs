@@ -22,7 +22,7 @@ pub async fn run(ctx: &Ctx, args: TaskIdArg) -> anyhow::Result<()> {
     let now = render::now_ms();
 
     let mut state = render::status_word(t.status).to_string();
-    if board.is_ready(t) {
+    if t.ready {
         state.push_str(" (ready)");
     }
     let blockers = if t.blocked_by.is_empty() {

@@ -149,7 +149,7 @@ async fn render_frame(
             client.welcome().server,
             render::clock(now)
         ),
-        format!("tasks: {}", render::task_summary(&tasks, &board)),
+        format!("tasks: {}", render::task_summary(&tasks)),
         String::new(),
         "TASKS".to_string(),
     ];

@@ -4,7 +4,7 @@
 //! runtime look idle and jump the clock.
 
 use crate::actor::{Actor, Cmd, DaemonInfo};
-use crate::outbox::{Frames, Outbox, Outgoing};
+use crate::outbox::{Frame, Frames, Outbox};
 use crate::store::Store;
 use crate::writer::{CommitMode, Writer};
 use std::sync::Arc;
@@ -25,11 +25,9 @@ struct Harness {
     _dir: tempfile::TempDir,
 }
 
-/// One fake connection: a session id, a name and its outbox.
+/// One fake connection: its session id and the frames the actor sends it.
 struct Session {
     id: u64,
-    name: &'static str,
-    out: Outbox,
     rx: Frames,
 }
 
@@ -44,13 +42,15 @@ impl Harness {
         };
         let board = Board::restore(config, snap, Actor::now());
         let fatal = CancellationToken::new();
+        let writer = Writer::inline(store, fatal);
         let info = DaemonInfo {
             started: std::time::Instant::now(),
             socket: dir.path().join("s"),
             state_dir: dir.path().to_path_buf(),
-            sessions: Arc::default(),
+            live: Arc::default(),
+            commits: writer.counters(),
         };
-        let actor = Actor::new(board, Writer::inline(store, fatal), CommitMode::Group, info);
+        let actor = Actor::new(board, writer, CommitMode::Group, info);
         let (tx, rx) = mpsc::channel(64);
         let stop = CancellationToken::new();
         let actor = tokio::spawn(actor.run(rx, stop.clone()));
@@ -73,9 +73,17 @@ impl Harness {
         self._dir
     }
 
-    fn session(&self, id: u64, name: &'static str) -> Session {
+    /// Opens a session, as a connection does after its hello.
+    async fn session(&self, id: u64, name: &'static str) -> Session {
         let (out, rx) = Outbox::detached();
-        Session { id, name, out, rx }
+        let open = Cmd::Open {
+            session: id,
+            team: "default".into(),
+            name: name.into(),
+            out,
+        };
+        self.tx.send(open).await.expect("actor alive");
+        Session { id, rx }
     }
 
     async fn send(&mut self, s: &Session, request: Request) -> u64 {
@@ -83,11 +91,8 @@ impl Harness {
         self.next_id += 1;
         let cmd = Cmd::Request {
             session: s.id,
-            team: "default".into(),
-            name: s.name.into(),
             id,
             request,
-            out: s.out.clone(),
         };
         self.tx.send(cmd).await.expect("actor alive");
         id
@@ -105,7 +110,7 @@ impl Harness {
 
     async fn disconnect(&mut self, s: &Session) {
         self.tx
-            .send(Cmd::Disconnect { session: s.id })
+            .send(Cmd::Close { session: s.id })
             .await
             .expect("actor alive");
     }
@@ -114,7 +119,7 @@ impl Harness {
 async fn answer(s: &mut Session, want: u64) -> Result<serde_json::Value, ErrorCode> {
     loop {
         match s.rx.recv().await.expect("outbox open") {
-            Outgoing::Response { id, result } if id == want => {
+            Frame::Reply { id, result } if id == want => {
                 return result
                     .map(|r| serde_json::to_value(r).expect("serialise"))
                     .map_err(|e| e.code);
@@ -154,8 +159,8 @@ fn register(role: &str) -> Request {
 #[tokio::test(start_paused = true)]
 async fn lease_expires_without_heartbeat_and_not_before() {
     let mut h = Harness::start();
-    let mut lead = h.session(1, "lead");
-    let mut w = h.session(2, "w1");
+    let mut lead = h.session(1, "lead").await;
+    let mut w = h.session(2, "w1").await;
     let t = add(&mut h, &mut lead, "work").await;
     h.call(&mut w, register("dev")).await.expect("register");
     let claim: Option<Claim> = decode(
@@ -210,8 +215,8 @@ async fn lease_expires_without_heartbeat_and_not_before() {
 #[tokio::test(start_paused = true)]
 async fn wait_for_work_times_out_then_wakes_on_new_task() {
     let mut h = Harness::start();
-    let mut lead = h.session(1, "lead");
-    let mut w = h.session(2, "w1");
+    let mut lead = h.session(1, "lead").await;
+    let mut w = h.session(2, "w1").await;
     h.call(&mut w, register("dev")).await.expect("register");
 
     let wait = Request::WaitForWork(WaitArgs {
@@ -234,11 +239,11 @@ async fn wait_for_work_times_out_then_wakes_on_new_task() {
 #[tokio::test(start_paused = true)]
 async fn restart_grace_keeps_a_claim_for_its_owner_and_then_lets_go() {
     let mut h = Harness::start();
-    let mut lead = h.session(1, "lead");
-    let mut w = h.session(2, "w1");
+    let mut lead = h.session(1, "lead").await;
+    let mut w = h.session(2, "w1").await;
     let kept = add(&mut h, &mut lead, "kept").await;
     let lost = add(&mut h, &mut lead, "lost").await;
-    let mut other = h.session(3, "w2");
+    let mut other = h.session(3, "w2").await;
     h.call(&mut w, register("dev")).await.expect("register");
     h.call(&mut other, register("dev")).await.expect("register");
     let c1: Claim = decode(
@@ -253,8 +258,8 @@ async fn restart_grace_keeps_a_claim_for_its_owner_and_then_lets_go() {
     let dir = h.stop().await;
 
     let mut h = Harness::start_in(dir);
-    let mut lead = h.session(10, "lead");
-    let mut w = h.session(11, "w1");
+    let mut lead = h.session(10, "lead").await;
+    let mut w = h.session(11, "w1").await;
     tokio::time::advance(Duration::from_secs(5)).await;
     assert_eq!(
         task(&mut h, &mut lead, kept.id).await.status,

@@ -15,7 +15,7 @@ type Peer = FramedRead<UnixStream, tokio_util::codec::LengthDelimitedCodec>;
 fn pair() -> (Outbox, Frames, Peer) {
     let (ours, theirs) = UnixStream::pair().expect("socketpair");
     let (_read, write) = ours.into_split();
-    let (out, frames) = Outbox::new(write);
+    let (out, frames) = Outbox::new(write, 1);
     (out, frames, FramedRead::new(theirs, response_codec()))
 }
 
@@ -45,7 +45,7 @@ async fn next_id(peer: &mut Peer) -> u64 {
 async fn an_answer_with_nothing_before_it_needs_no_write_task() {
     let (out, _frames, mut peer) = pair();
     assert!(out.admit());
-    out.respond_now(1, done());
+    out.reply_direct(1, done());
     // No write task was ever started: only the direct write can have sent it.
     assert_eq!(next_id(&mut peer).await, 1);
 }
@@ -53,8 +53,8 @@ async fn an_answer_with_nothing_before_it_needs_no_write_task() {
 #[tokio::test]
 async fn an_answer_never_overtakes_one_queued_before_it() {
     let (out, frames, mut peer) = pair();
-    out.respond(1, done());
-    out.respond_now(2, done());
+    out.reply(1, done());
+    out.reply_direct(2, done());
     tokio::spawn(frames.write());
     assert_eq!(next_id(&mut peer).await, 1);
     assert_eq!(next_id(&mut peer).await, 2);
@@ -64,9 +64,9 @@ async fn an_answer_never_overtakes_one_queued_before_it() {
 async fn the_rest_of_an_answer_written_in_part_goes_before_anything_after_it() {
     let (out, frames, mut peer) = pair();
     // The peer does not read yet, so the socket takes only part of this one.
-    out.respond_now(1, huge());
-    out.respond_now(2, done());
-    out.respond(3, done());
+    out.reply_direct(1, huge());
+    out.reply_direct(2, done());
+    out.reply(3, done());
     tokio::spawn(frames.write());
     assert_eq!(next_id(&mut peer).await, 1);
     assert_eq!(next_id(&mut peer).await, 2);
@@ -80,12 +80,12 @@ async fn an_answer_counts_as_in_flight_until_it_is_on_the_socket() {
         assert!(out.admit());
     }
     // Written at once: no longer in flight.
-    out.respond_now(1, done());
+    out.reply_direct(1, done());
     assert!(out.admit(), "a written answer still counted");
     // Stuck behind a full socket: still in flight.
-    out.respond_now(2, huge());
+    out.reply_direct(2, huge());
     assert!(!out.admit(), "an answer not yet sent was counted off");
-    out.respond_now(3, done());
+    out.reply_direct(3, done());
     let writing = tokio::spawn(frames.write());
     for want in 1..=3 {
         assert_eq!(next_id(&mut peer).await, want);

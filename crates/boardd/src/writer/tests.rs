@@ -2,10 +2,10 @@
 //! daemon is quiet, or regardless once the WAL is past its bound. Real SQLite files
 //! and the real writer thread; nothing here sleeps longer than it must, it polls.
 
+use super::{CHECKPOINT_PAGES, CHECKPOINT_PAGES_MAX, CommitMode, Job, ReplyTo, Writer};
 use crate::outbox::{Frames, Outbox};
 use crate::reply::Reply;
-use crate::store::{CHECKPOINT_PAGES, CHECKPOINT_PAGES_MAX, HistoryQuery, Store};
-use crate::writer::{CommitMode, Delivery, Job, Writer};
+use crate::store::{HistoryQuery, Store};
 use std::path::Path;
 use std::time::{Duration, Instant};
 use teamboard_board::Changes;
@@ -44,7 +44,7 @@ fn job(first_seq: u64) -> Job {
 /// as one client with one request at a time would.
 fn submit_and_wait(writer: &mut Writer, out: &Outbox, rx: &Frames, first_seq: u64, id: u64) {
     let mut job = job(first_seq);
-    job.deliveries.push(Delivery::Reply {
+    job.replies.push(ReplyTo {
         to: out.clone(),
         id,
         result: Ok(Reply::Tasks(Vec::new())),

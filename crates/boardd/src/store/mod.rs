@@ -3,6 +3,13 @@
 //! Rows are JSON bodies keyed by their natural ids, so the schema does not chase
 //! every new field. The database runs in WAL mode with `synchronous=FULL`: a
 //! committed transaction has been fsynced, which is what an acknowledgement promises.
+//!
+//! SQLite's automatic checkpoint is replaced by a WAL hook that only counts pages:
+//! the writer checkpoints at quiet moments instead (see `writer::commit`).
+//!
+//! [`lock`] keeps a second daemon off the same state directory.
+
+pub mod lock;
 
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};
@@ -36,24 +43,12 @@ pub enum StoreError {
         "database {path} has schema version {found}, newer than this boardd understands ({SCHEMA_VERSION}); upgrade boardd"
     )]
     TooNew { path: PathBuf, found: i64 },
+    #[error("cannot encode a {what} for the database: {source}")]
+    Encode {
+        what: &'static str,
+        source: serde_json::Error,
+    },
 }
-
-/// WAL pages after which the writer checkpoints, at its next quiet moment.
-///
-/// SQLite's own automatic checkpoint (also every 1,000 pages) runs inside the
-/// `COMMIT` that crosses the line, so whichever request committed then waited for
-/// the checkpoint too: every page written back to the database file and an
-/// fdatasync of it, 1.5-10 ms on the development VM. In the wake-up benchmark
-/// that was most of the p99, because the transaction that adds a task and claims
-/// it for a parked waiter writes the most pages and so crosses the line most
-/// often. boardd turns the automatic checkpoint off and runs the same checkpoint
-/// itself on the writer thread, once the answers have gone out and no request has
-/// come for a moment (see `writer.rs`).
-pub const CHECKPOINT_PAGES: u32 = 1000;
-
-/// Past this many WAL pages the writer checkpoints even when jobs are waiting, so
-/// that a daemon under endless load still bounds its WAL (16 MiB with 4 KiB pages).
-pub const CHECKPOINT_PAGES_MAX: u32 = 4 * CHECKPOINT_PAGES;
 
 pub struct Store {
     conn: Connection,
@@ -107,9 +102,8 @@ impl Store {
         // Version 1 indexed every event by task, including the member and message
         // events that have none. Those entries served no query, and because NULL
         // sorts first they landed on a page of their own: one more page in every
-        // commit with both kinds, such as the one that adds a task and claims it
-        // for a parked waiter (`cargo xtask bench`, wake-up phase). The history of a
-        // task asks for `task = ?`, which the partial index still serves.
+        // commit with both kinds. The history of a task asks for `task = ?`, which
+        // the partial index still serves.
         let migrate = if version < 2 {
             "DROP INDEX IF EXISTS events_by_task;"
         } else {
@@ -135,8 +129,7 @@ impl Store {
              COMMIT;"
         ))
         .map_err(err)?;
-        // Replaces SQLite's automatic checkpoint (which is itself a WAL hook); see
-        // CHECKPOINT_PAGES.
+        // Replaces SQLite's automatic checkpoint (which is itself a WAL hook).
         let wal_pages = Arc::new(AtomicU32::new(0));
         let hook_pages = wal_pages.clone();
         conn.wal_hook(Some(
@@ -268,17 +261,17 @@ impl Store {
             for batch in batches {
                 for (team, task) in &batch.tasks {
                     put_task
-                        .execute(params![team, task.id as i64, to_json(task)])
+                        .execute(params![team, task.id as i64, to_json(task, "task")?])
                         .map_err(err)?;
                 }
                 for (team, member) in &batch.members {
                     put_member
-                        .execute(params![team, member.name, to_json(member)])
+                        .execute(params![team, member.name, to_json(member, "member")?])
                         .map_err(err)?;
                 }
                 for (team, msg) in &batch.messages_added {
                     put_message
-                        .execute(params![msg.id as i64, team, to_json(msg)])
+                        .execute(params![msg.id as i64, team, to_json(msg, "message")?])
                         .map_err(err)?;
                 }
                 for id in &batch.messages_acked {
@@ -290,7 +283,7 @@ impl Store {
                             ev.seq as i64,
                             ev.team,
                             ev.task.map(|t| t as i64),
-                            to_json(ev)
+                            to_json(ev, "event")?
                         ])
                         .map_err(err)?;
                 }
@@ -366,12 +359,11 @@ fn task_history_sql(order: &str) -> String {
     )
 }
 
-fn to_json<T: serde::Serialize>(value: &T) -> String {
-    // Serialising these plain structs (strings, numbers, options, vectors) cannot
-    // fail; an empty object keeps the row readable if it ever did.
-    serde_json::to_string(value).unwrap_or_else(|_| "{}".to_string())
+/// A row's body. Failing here fails the whole commit: a row written as anything
+/// but its value would be lost at the next restart.
+fn to_json<T: serde::Serialize>(value: &T, what: &'static str) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|source| StoreError::Encode { what, source })
 }
 
 #[cfg(test)]
-#[path = "store_tests.rs"]
 mod tests;

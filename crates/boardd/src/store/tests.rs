@@ -77,7 +77,7 @@ fn a_version_1_database_gets_the_partial_index_and_keeps_its_history() {
                 params![
                     seq as i64,
                     task.map(|t: u64| t as i64),
-                    to_json(&event(seq, task))
+                    to_json(&event(seq, task), "event").expect("encode")
                 ],
             )
             .expect("insert");
@@ -125,5 +125,22 @@ fn a_tasks_history_is_read_through_the_index() {
                     || step.contains("USING COVERING INDEX events_by_task")),
             "{order}: {plan:?}"
         );
+    }
+}
+
+/// A value whose encoding fails, as no board type's does today.
+struct Unencodable;
+
+impl serde::Serialize for Unencodable {
+    fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+        Err(serde::ser::Error::custom("not today"))
+    }
+}
+
+#[test]
+fn a_row_that_cannot_be_encoded_is_an_error_not_an_empty_body() {
+    match to_json(&Unencodable, "task") {
+        Err(StoreError::Encode { what: "task", .. }) => {}
+        other => panic!("expected an encoding error, got {other:?}"),
     }
 }

@@ -1,0 +1,132 @@
+//! The one way a task changes state.
+//!
+//! Creating, claiming, completing, failing, releasing, cancelling, retrying and
+//! re-wiring a task all end the same way: the task's `updated_at` moves, its
+//! readiness (and, on completion, its dependents') is brought up to date, parked
+//! waiters are woken if someone may now have work, the row is marked for the
+//! store, and the change is recorded as an event. [`Board::transition`] does that
+//! tail for every one of them, so no operation can forget a step.
+//!
+//! It also ends a claim whenever a task leaves `in_progress`: the lease goes, the
+//! owner holds nothing any more, and, when someone other than the holder ended
+//! it, the holder's session gets a [`Notice`] so that it stops at once instead of
+//! at its next heartbeat.
+
+use crate::error::{BoardError, Result};
+use crate::{About, Board, Notice, Now, SessionId};
+use teamboard_protocol::{EventKind, Task, TaskId, TaskStatus};
+
+/// Where a change happens and who makes it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Change<'a> {
+    pub team: &'a str,
+    pub id: TaskId,
+    /// Who the history names: a member, `lead` or `boardd`.
+    pub actor: &'a str,
+    /// The session that asked; `None` when boardd acts on its own (a lease ran
+    /// out, a connection closed, a restart grace ended).
+    pub session: Option<SessionId>,
+    pub now: Now,
+}
+
+/// The event an edit records.
+pub(crate) struct Note {
+    pub kind: EventKind,
+    /// The member the event is about, besides the task.
+    pub member: Option<String>,
+    pub detail: String,
+}
+
+impl Note {
+    pub fn new(kind: EventKind, detail: String) -> Note {
+        Note {
+            kind,
+            member: None,
+            detail,
+        }
+    }
+
+    pub fn about(self, member: impl Into<String>) -> Note {
+        let member: String = member.into();
+        Note {
+            member: (!member.is_empty()).then_some(member),
+            ..self
+        }
+    }
+}
+
+impl Board {
+    /// Applies `edit` to the task and then everything that follows a change of
+    /// its state. `edit` sees the task as it was and returns the event to record.
+    /// Index changes the edit depends on (dependents, open blocker counts) are
+    /// made by the caller before this runs.
+    pub(crate) fn transition(
+        &mut self,
+        at: Change,
+        edit: impl FnOnce(&mut Task) -> Note,
+    ) -> Result<Task> {
+        let team = self
+            .teams
+            .get_mut(at.team)
+            .ok_or_else(|| BoardError::no_task(at.id, at.team))?;
+        let task = team.task_mut(at.id, at.team)?;
+        let was = task.status;
+        let owner = task.owner.clone();
+        let note = edit(task);
+        task.updated_at = at.now.wall_ms;
+        let status = task.status;
+        let mut wake = false;
+        let mut holder = None;
+        if was == TaskStatus::InProgress && status != TaskStatus::InProgress {
+            // The claim ends with the state it belonged to. The owner is free to
+            // take other work, which is news for a waiter it may have parked.
+            holder = team.leases.remove(&at.id).and_then(|l| l.session);
+            if let Some(owner) = &owner
+                && let Some(m) = team.members.get_mut(owner)
+                && m.member.task == Some(at.id)
+            {
+                m.member.task = None;
+                m.member.last_seen = at.now.wall_ms;
+                wake = true;
+            }
+        }
+        if status == TaskStatus::Completed && was != TaskStatus::Completed {
+            // O(dependents): only the tasks that wait for this one are touched.
+            let dependents = team.dependents.get(&at.id).cloned().unwrap_or_default();
+            for d in dependents {
+                if let Some(open) = team.open_blockers.get_mut(&d) {
+                    *open = open.saturating_sub(1);
+                }
+                wake |= team.refresh_ready(d);
+            }
+        }
+        wake |= team.refresh_ready(at.id);
+        let task = team.task(at.id, at.team)?.clone();
+        if wake {
+            self.wake.insert(at.team.to_string());
+        }
+        self.mark_task(at.team, at.id);
+        let about = About {
+            task: Some(at.id),
+            member: note.member.as_deref(),
+            message: None,
+        };
+        self.emit(
+            at.team,
+            at.actor,
+            at.now.wall_ms,
+            note.kind,
+            about,
+            note.detail,
+        );
+        if let Some(session) = holder.filter(|h| at.session != Some(*h))
+            && let Some(event) = self.dirty.events.last()
+        {
+            self.notices.push(Notice {
+                session,
+                event: event.clone(),
+            });
+        }
+        Ok(task)
+    }
+}

@@ -1,0 +1,88 @@
+//! Sending what a job owes its clients once its changes are durable: replies,
+//! events, and the answers to reads of history. A job whose commit failed gets
+//! `storage` errors instead, and its events are dropped: nothing that was not
+//! persisted is ever reported.
+
+use super::{Job, Query};
+use crate::reply::Reply;
+use crate::store::{HistoryQuery, Store};
+use teamboard_protocol::{ErrorBody, ErrorCode, TaskDetail};
+
+/// How replies reach the socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Path {
+    /// Written by this thread where nothing is queued before them: for a job
+    /// answered on the actor's thread (see `outbox`).
+    Direct,
+    /// Through the connections' write tasks: for the writer thread, which under
+    /// load would otherwise hold up the next commit with a write per client.
+    Queued,
+}
+
+/// Sends a job's replies, events and read answers. `failure` is why its commit
+/// failed, if it did.
+pub fn send(store: &Store, job: Job, failure: Option<&str>, path: Path) {
+    for r in job.replies {
+        let result = match failure {
+            None => r.result,
+            Some(why) => Err(storage_error(Some(why))),
+        };
+        match path {
+            Path::Direct => r.to.reply_direct(r.id, result),
+            Path::Queued => r.to.reply(r.id, result),
+        }
+    }
+    if failure.is_none() {
+        for e in job.events {
+            e.to.event(e.event);
+        }
+    }
+    for q in job.queries {
+        let result = match failure {
+            None => read(store, q.query),
+            Some(why) => Err(storage_error(Some(why))),
+        };
+        q.to.reply(q.id, result);
+    }
+}
+
+/// Answers a job that the writer thread will never see, because it is gone
+/// (which only happens after a fatal error).
+pub fn refuse(job: Job) {
+    for r in job.replies {
+        r.to.reply(r.id, Err(storage_error(None)));
+    }
+    for q in job.queries {
+        q.to.reply(q.id, Err(storage_error(None)));
+    }
+}
+
+fn read(store: &Store, query: Query) -> Result<Reply, ErrorBody> {
+    let result = match query {
+        Query::Task { task, team } => store
+            .history(&HistoryQuery {
+                team,
+                since: None,
+                task: Some(task.id),
+                limit: u64::MAX,
+            })
+            .map(|history| {
+                Reply::Detail(Box::new(TaskDetail {
+                    task: *task,
+                    history,
+                }))
+            }),
+        Query::Events(q) => store.history(&q).map(Reply::Events),
+    };
+    result.map_err(|e| ErrorBody::new(ErrorCode::Storage, e.to_string()))
+}
+
+pub fn storage_error(failure: Option<&str>) -> ErrorBody {
+    ErrorBody::new(
+        ErrorCode::Storage,
+        format!(
+            "boardd could not persist this change and is stopping; nothing was acknowledged. Cause: {}",
+            failure.unwrap_or("an earlier write failed")
+        ),
+    )
+}
