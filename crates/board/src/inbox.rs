@@ -2,7 +2,7 @@
 
 use crate::About;
 use crate::error::{BoardError, Result};
-use crate::{Board, Ctx};
+use crate::{Board, Ctx, Now};
 use teamboard_protocol::{ErrorCode, EventKind, LEAD, Message, MessageKind};
 
 impl Board {
@@ -29,6 +29,16 @@ impl Board {
                     } else {
                         format!("lead, {}", names.join(", "))
                     }
+                ),
+            ));
+        }
+        if kind == MessageKind::ShutdownRequest && to != LEAD && !self.is_connected(ctx.team, to) {
+            // Left in the inbox, it would stop whichever teammate of that name
+            // connects next, however much later.
+            return Err(BoardError::new(
+                ErrorCode::NotConnected,
+                format!(
+                    "'{to}' is not connected, so there is nothing to shut down; a shutdown request is only for a running teammate"
                 ),
             ));
         }
@@ -106,6 +116,43 @@ impl Board {
             .and_then(|t| t.inboxes.get(name))
             .map(|i| i.values().cloned().collect())
             .unwrap_or_default()
+    }
+
+    /// Removes the shutdown requests still waiting for `name`: they were meant for
+    /// a session that has ended, and must not stop the next one. Recorded as
+    /// acknowledged by boardd.
+    pub(crate) fn drop_stale_shutdowns(&mut self, team: &str, name: &str, now: Now) {
+        let Some(inbox) = self
+            .teams
+            .get_mut(team)
+            .and_then(|t| t.inboxes.get_mut(name))
+        else {
+            return;
+        };
+        let stale: Vec<u64> = inbox
+            .values()
+            .filter(|m| m.kind == MessageKind::ShutdownRequest)
+            .map(|m| m.id)
+            .collect();
+        for id in &stale {
+            inbox.remove(id);
+        }
+        if inbox.is_empty()
+            && let Some(t) = self.teams.get_mut(team)
+        {
+            t.inboxes.remove(name);
+        }
+        for id in stale {
+            self.dirty.messages_acked.insert(id);
+            self.emit(
+                team,
+                "boardd",
+                now.wall_ms,
+                EventKind::MessageAcked,
+                About::member(name).with_message(id),
+                format!("dropped shutdown request (message {id}): {name}'s session ended"),
+            );
+        }
     }
 
     /// Acknowledges messages addressed to the session's name. Ids that are not in

@@ -57,6 +57,16 @@ impl Board {
         for team in board.teams.values_mut() {
             rebuild(team, grace);
         }
+        // Every session ended with the old daemon, and so did the shutdown
+        // requests meant for them; the first commit deletes them.
+        let members: Vec<(String, String)> = board
+            .teams
+            .iter()
+            .flat_map(|(t, team)| team.members.keys().map(move |m| (t.clone(), m.clone())))
+            .collect();
+        for (team, name) in members {
+            board.drop_stale_shutdowns(&team, &name, now);
+        }
         board
     }
 }

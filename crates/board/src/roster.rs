@@ -184,6 +184,7 @@ impl Board {
             let _ = self.abandon(at, Abandon::Disconnected, None);
         }
         for (team, name) in members {
+            self.drop_stale_shutdowns(&team, &name, now);
             let status = self
                 .team(&team)
                 .and_then(|t| t.members.get(&name))
@@ -246,6 +247,13 @@ impl Board {
         self.team(team)
             .map(|t| t.members.values().map(|m| m.member.clone()).collect())
             .unwrap_or_default()
+    }
+
+    /// Whether `name` is on the team's roster with a live session.
+    pub fn is_connected(&self, team: &str, name: &str) -> bool {
+        self.team(team)
+            .and_then(|t| t.members.get(name))
+            .is_some_and(|m| m.session.is_some())
     }
 
     /// Whether `name` is on the team's roster.

@@ -47,8 +47,14 @@ pub enum ErrorCode {
     ShuttingDown,
     /// The client sent too many requests without reading the answers.
     Busy,
+    /// The request needs a member that is connected now, and it is not.
+    NotConnected,
     /// Anything else: a bug. The message says what happened.
     Internal,
+    /// A code this version does not know, from a newer boardd. Treat it as a
+    /// generic failure and show the message.
+    #[serde(other)]
+    Unknown,
 }
 
 impl ErrorCode {
@@ -75,7 +81,9 @@ impl ErrorCode {
             ErrorCode::Storage => "storage",
             ErrorCode::ShuttingDown => "shutting_down",
             ErrorCode::Busy => "busy",
+            ErrorCode::NotConnected => "not_connected",
             ErrorCode::Internal => "internal",
+            ErrorCode::Unknown => "unknown",
         }
     }
 }
@@ -101,5 +109,20 @@ impl ErrorBody {
 impl fmt::Display for ErrorBody {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} ({})", self.message, self.code.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_code_from_a_newer_daemon_is_read_as_unknown() {
+        let body: ErrorBody =
+            serde_json::from_str(r#"{"code":"frobnicated","message":"m"}"#).expect("parses");
+        assert_eq!(body.code, ErrorCode::Unknown);
+        let body: ErrorBody =
+            serde_json::from_str(r#"{"code":"not_connected","message":"m"}"#).expect("parses");
+        assert_eq!(body.code, ErrorCode::NotConnected);
     }
 }

@@ -210,3 +210,87 @@ fn sending_and_acking_are_events() {
     assert_eq!(events[1].actor, "ann");
     assert_eq!(events[1].message, Some(m.id));
 }
+
+fn shutdown_request(h: &mut H, to: &str) -> Result<Message> {
+    let ctx = h.lead();
+    h.board.send(
+        ctx,
+        to,
+        MessageKind::ShutdownRequest,
+        String::new(),
+        Some("r1".into()),
+    )
+}
+
+#[test]
+fn a_shutdown_request_to_a_member_who_is_not_connected_is_refused() {
+    let mut h = H::new();
+    let ann = h.join("ann", "dev");
+    let now = h.now();
+    h.board.disconnect(ann.session, now);
+    h.board.take_changes();
+    let e = shutdown_request(&mut h, "ann").unwrap_err();
+    assert_eq!(e.code, ErrorCode::NotConnected);
+    assert!(e.message.contains("not connected"), "{}", e.message);
+    assert!(h.board.inbox(TEAM, "ann").is_empty());
+    assert!(!h.board.has_changes(), "nothing recorded");
+    // Ordinary messages still wait for an offline member.
+    let ctx = h.lead();
+    h.send(ctx, "ann", "for later");
+    assert_eq!(h.board.inbox(TEAM, "ann").len(), 1);
+}
+
+#[test]
+fn a_shutdown_request_does_not_outlive_the_session_it_was_meant_for() {
+    let mut h = H::new();
+    let ann = h.join("ann", "dev");
+    let req = shutdown_request(&mut h, "ann").unwrap();
+    let ctx = h.lead();
+    let kept = h.send(ctx, "ann", "still relevant");
+    h.board.take_changes();
+    let now = h.now();
+    h.board.disconnect(ann.session, now);
+    let changes = h.board.take_changes();
+    assert_eq!(
+        changes.messages_acked,
+        vec![req.id],
+        "deleted from the store"
+    );
+    assert!(
+        changes
+            .events
+            .iter()
+            .any(|e| e.kind == EventKind::MessageAcked && e.message == Some(req.id)),
+        "{:?}",
+        changes.events
+    );
+    // The next session of that name gets the ordinary message, not the shutdown.
+    let again = h.stranger(TEAM, "ann");
+    h.register(again, "dev");
+    let inbox = h.board.inbox(TEAM, "ann");
+    assert_eq!(
+        inbox.iter().map(|m| m.id).collect::<Vec<_>>(),
+        vec![kept.id]
+    );
+}
+
+#[test]
+fn a_restart_drops_shutdown_requests_left_in_inboxes() {
+    let mut h = H::new();
+    let mut store = Store::default();
+    h.join("ann", "dev");
+    let req = shutdown_request(&mut h, "ann").unwrap();
+    let ctx = h.lead();
+    let kept = h.send(ctx, "ann", "still relevant");
+    store.apply(h.board.take_changes());
+    let mut restored = Board::restore(BoardConfig::default(), store.snapshot(), h.now());
+    let inbox = restored.inbox(TEAM, "ann");
+    assert_eq!(
+        inbox.iter().map(|m| m.id).collect::<Vec<_>>(),
+        vec![kept.id]
+    );
+    let changes = restored.take_changes();
+    assert_eq!(changes.messages_acked, vec![req.id]);
+    store.apply(changes);
+    assert!(!store.messages.contains_key(&req.id));
+}

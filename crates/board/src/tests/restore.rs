@@ -54,8 +54,9 @@ fn busy_board(h: &mut H, store: &mut Store) {
         .send(
             ctx,
             "ann",
-            MessageKind::ShutdownRequest,
-            "stop?".into(),
+            // Not a shutdown request: a restart drops those (see `inbox` tests).
+            MessageKind::PlanApprovalRequest,
+            "plan?".into(),
             Some("r1".into()),
         )
         .unwrap();
