@@ -317,7 +317,9 @@ impl Board {
         let max = self.config.max_attempts;
         // An error is kept as the task's last error, so it is bounded like any other
         // text; refusing it instead would leave the claim stuck in progress.
-        let error = error.map(|e| truncate(e, self.config.max_message_len));
+        let error = error.map(|e| {
+            teamboard_protocol::text::fit_bytes_with_mark(&e, self.config.max_message_len)
+        });
         self.release_lease(team_name, id, now);
         let team = self.team_mut(team_name);
         let Some(task) = team.tasks.get_mut(&id) else {
@@ -419,19 +421,4 @@ fn holds(name: &str, held: TaskId) -> BoardError {
         ErrorCode::AlreadyHoldsTask,
         format!("{name} already holds #{held}; complete, fail or release it first"),
     )
-}
-
-/// Cuts `text` to at most `max` bytes on a character boundary, saying so.
-fn truncate(mut text: String, max: usize) -> String {
-    if text.len() <= max {
-        return text;
-    }
-    const MARK: &str = "… [truncated]";
-    let mut cut = max.saturating_sub(MARK.len());
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    text.truncate(cut);
-    text.push_str(MARK);
-    text
 }

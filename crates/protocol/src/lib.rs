@@ -23,6 +23,7 @@ pub mod names;
 #[cfg(feature = "paths")]
 pub mod paths;
 pub mod request;
+pub mod text;
 pub mod transcript;
 pub mod types;
 

@@ -16,6 +16,7 @@
 use super::{Block, ChatMessage, Completion, CompletionRequest, LlmError, Role, StopReason};
 use crate::tools::shell;
 use teamboard_protocol::TokenUsage;
+use teamboard_protocol::text::byte_prefix_with_ellipsis;
 
 /// Markers the runtime writes in front of a task it puts into the context.
 const TASK_MARKERS: [&str; 3] = ["[Auto-claimed task #", "[Claimed task #", "[Current task #"];
@@ -217,7 +218,7 @@ fn summary(messages: &[ChatMessage]) -> String {
             .filter(|l| !l.trim().is_empty())
             .take(40)
         {
-            lines.push(format!("- {}", crate::context::truncate(line, 160)));
+            lines.push(format!("- {}", byte_prefix_with_ellipsis(line, 160)));
         }
     }
     lines.join("\n")

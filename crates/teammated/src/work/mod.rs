@@ -12,6 +12,7 @@ use crate::error::Error;
 use crate::llm::{Block, CompletionRequest, LlmError, StopReason};
 use crate::teammate::{Exit, Teammate};
 use crate::tools::{self, ToolOutput};
+use teamboard_protocol::text;
 use teamboard_protocol::transcript::EntryKind;
 use teamboard_protocol::{ErrorCode, MemberStatus, MessageKind, TaskId, TaskStatus};
 
@@ -440,7 +441,7 @@ pub(crate) fn cap_text(text: &str) -> String {
     if text.len() <= TEXT_MAX {
         return text.to_string();
     }
-    let cut = crate::context::truncate(text, TEXT_MAX - 200);
+    let cut = text::byte_prefix_with_ellipsis(text, TEXT_MAX - 200);
     format!(
         "{cut}\n[... {} more bytes cut; the teammate's transcript has all of it ...]",
         text.len() - (TEXT_MAX - 200)
