@@ -11,6 +11,7 @@
 //! forgotten its history still knows who it is and what it is working on.
 
 use crate::llm::{self, Block, ChatMessage, CompletionRequest, LlmError, Provider, Role};
+use crate::prompts::SUMMARY_PROMPT;
 use std::path::Path;
 use teamboard_protocol::TokenUsage;
 use teamboard_protocol::text::byte_prefix_with_ellipsis;
@@ -231,11 +232,6 @@ fn save_archive(path: &Path, system: &str, messages: &[ChatMessage]) -> Result<(
     let bytes = serde_json::to_vec_pretty(&doc).map_err(|e| err(std::io::Error::other(e)))?;
     std::fs::write(path, bytes).map_err(err)
 }
-
-/// The instruction given with the older part of the conversation.
-pub const SUMMARY_PROMPT: &str = "Summarise the work log above for yourself, so that you can \
-     continue the work without it: what the task is, what has been done, what was found, \
-     which files changed, and what is left. Be concise and concrete.";
 
 async fn summarise(
     provider: &Provider,

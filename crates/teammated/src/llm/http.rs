@@ -4,8 +4,9 @@
 //! and read a JSON answer. This module owns that, together with the retry loop, so
 //! that timeouts, backoff, error bodies and the care taken with API keys are the same
 //! for every provider.
-use super::LlmError;
-use super::retry::{RetryPolicy, is_retryable, parse_retry_after};
+use super::error::LlmError;
+use super::retry::{is_retryable, parse_retry_after};
+use crate::backoff::RetryPolicy;
 use crate::config::ProviderConfig;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use std::time::Duration;
