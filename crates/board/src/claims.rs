@@ -262,7 +262,9 @@ impl Board {
         let max = self.config.max_attempts;
         // An error is kept as the task's last error, so it is bounded like any other
         // text; refusing it instead would leave the claim stuck in progress.
-        let error = error.map(|e| truncate(e, self.config.max_message_len));
+        let error = error.map(|e| {
+            teamboard_protocol::text::fit_bytes_with_mark(&e, self.config.max_message_len)
+        });
         let id = at.id;
         self.transition(at, |task| {
             let owner = task.owner.take().unwrap_or_default();
@@ -356,19 +358,4 @@ pub(crate) fn by_boardd(team: &str, id: TaskId, now: Now) -> Change<'_> {
         session: None,
         now,
     }
-}
-
-/// Cuts `text` to at most `max` bytes on a character boundary, saying so.
-fn truncate(mut text: String, max: usize) -> String {
-    if text.len() <= max {
-        return text;
-    }
-    const MARK: &str = "… [truncated]";
-    let mut cut = max.saturating_sub(MARK.len());
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    text.truncate(cut);
-    text.push_str(MARK);
-    text
 }

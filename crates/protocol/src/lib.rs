@@ -1,6 +1,11 @@
 //! The boardd wire protocol: the types every program shares, the frame codec and an
 //! async client.
 //!
+//! Only the wire types are always built. The rest sits behind cargo features, so
+//! that a crate pulls only what it uses: `codec` (the frame codec), `client` (the
+//! async client, with `codec` and `paths`) and `paths` (default socket, state and
+//! configuration directories).
+//!
 //! A connection is a stream of length-delimited frames (4-byte big-endian length,
 //! then that many bytes of UTF-8 JSON). The client speaks first with a [`Hello`]; the
 //! server answers [`ServerFrame::Welcome`] or [`ServerFrame::Reject`]. After that the
@@ -8,16 +13,21 @@
 //! that echoes the id, and pushes events as frames of their own. `docs/protocol.md`
 //! at the repository root is the normative description.
 
+#[cfg(feature = "client")]
 pub mod client;
+#[cfg(feature = "codec")]
 pub mod codec;
 pub mod error;
 pub mod frame;
 pub mod names;
+#[cfg(feature = "paths")]
 pub mod paths;
 pub mod request;
+pub mod text;
 pub mod transcript;
 pub mod types;
 
+#[cfg(feature = "client")]
 pub use client::{Client, ClientError};
 pub use error::{ErrorBody, ErrorCode};
 pub use frame::{ClientFrame, Hello, ServerFrame, Welcome};

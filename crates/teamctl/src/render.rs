@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::io::Write;
+use teamboard_protocol::text::fit_chars_with_ellipsis;
 use teamboard_protocol::{Event, Member, MemberStatus, Message, Task, TaskId, TaskStatus};
 
 // ---------------------------------------------------------------- output
@@ -205,7 +206,10 @@ pub fn task_line(task: &Task, board: &Board, id_width: usize) -> String {
     if task.status == TaskStatus::Failed
         && let Some(err) = &task.last_error
     {
-        s.push_str(&format!("  error: {}", truncate(&one_line(err), 60)));
+        s.push_str(&format!(
+            "  error: {}",
+            fit_chars_with_ellipsis(&one_line(err), 60)
+        ));
     }
     s
 }
@@ -260,7 +264,9 @@ pub fn member_line(m: &Member, task_subject: Option<&str>, w: MemberWidths, now:
         .pid
         .map_or_else(|| "pid -".to_string(), |p| format!("pid {p}"));
     let task = match (m.task, task_subject) {
-        (Some(id), Some(subject)) => format!("#{id} {}", truncate(&one_line(subject), 40)),
+        (Some(id), Some(subject)) => {
+            format!("#{id} {}", fit_chars_with_ellipsis(&one_line(subject), 40))
+        }
         (Some(id), None) => format!("#{id}"),
         (None, _) => "no task".to_string(),
     };
@@ -346,16 +352,6 @@ pub fn one_line(s: &str) -> String {
         .join(" ")
 }
 
-/// At most `max` characters, with `…` when cut.
-pub fn truncate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_string();
-    }
-    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -436,7 +432,7 @@ mod tests {
     #[test]
     fn text_helpers() {
         assert_eq!(one_line("a\nb\tc"), "a b c");
-        assert_eq!(truncate("abcdef", 4), "abc…");
+        assert_eq!(fit_chars_with_ellipsis("abcdef", 4), "abc…");
         assert_eq!(count(12_345), "12.3k");
         assert_eq!(id_list(&[1, 2]), "#1, #2");
     }

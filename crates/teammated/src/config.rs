@@ -1,7 +1,7 @@
 //! A teammate's settings, as the command line, the environment and the keys file
 //! give them.
 
-use crate::llm::retry::RetryPolicy;
+use crate::backoff::RetryPolicy;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -82,6 +82,12 @@ pub struct Config {
     /// How long boardd may stay unreachable (at start or after losing the
     /// connection) before the teammate exits with an error.
     pub reconnect_timeout: Duration,
+}
+
+/// A configured text with surrounding blanks removed, or `None` when nothing is left:
+/// an empty `--model ""` or `OPENAI_BASE_URL=` means "the default".
+pub(crate) fn setting(value: Option<&str>) -> Option<&str> {
+    value.map(str::trim).filter(|v| !v.is_empty())
 }
 
 /// The file that may hold API keys, as `NAME=value` lines:

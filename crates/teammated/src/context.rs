@@ -11,8 +11,10 @@
 //! forgotten its history still knows who it is and what it is working on.
 
 use crate::llm::{self, Block, ChatMessage, CompletionRequest, LlmError, Provider, Role};
+use crate::prompts::SUMMARY_PROMPT;
 use std::path::Path;
 use teamboard_protocol::TokenUsage;
+use teamboard_protocol::text::byte_prefix_with_ellipsis;
 
 /// The facts that must survive compaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,7 +40,10 @@ impl Identity {
             Some((id, subject, description)) => {
                 s.push_str(&format!("[Current task #{id}] {subject}\n"));
                 if !description.is_empty() {
-                    s.push_str(&truncate(description, IDENTITY_DESCRIPTION_MAX));
+                    s.push_str(&byte_prefix_with_ellipsis(
+                        description,
+                        IDENTITY_DESCRIPTION_MAX,
+                    ));
                     s.push('\n');
                 }
             }
@@ -228,11 +233,6 @@ fn save_archive(path: &Path, system: &str, messages: &[ChatMessage]) -> Result<(
     std::fs::write(path, bytes).map_err(err)
 }
 
-/// The instruction given with the older part of the conversation.
-pub const SUMMARY_PROMPT: &str = "Summarise the work log above for yourself, so that you can \
-     continue the work without it: what the task is, what has been done, what was found, \
-     which files changed, and what is left. Be concise and concrete.";
-
 async fn summarise(
     provider: &Provider,
     older: &[ChatMessage],
@@ -252,7 +252,7 @@ async fn summarise(
                 } => format!(
                     "[tool {}] {}",
                     if *is_error { "error" } else { "result" },
-                    truncate(content, 2000)
+                    byte_prefix_with_ellipsis(content, 2000)
                 ),
             };
             log.push_str(&line);
@@ -291,23 +291,11 @@ fn shorten_large_blocks(messages: &mut [ChatMessage], budget: u64) {
             if text.len() > limit {
                 *text = format!(
                     "{}\n[... shortened during compaction; the full text is in the saved transcript ...]",
-                    truncate(text, limit)
+                    byte_prefix_with_ellipsis(text, limit)
                 );
             }
         }
     }
-}
-
-/// The first `max` bytes of `s`, cut at a character boundary.
-pub fn truncate(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_string();
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
 }
 
 #[cfg(test)]

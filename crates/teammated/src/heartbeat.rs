@@ -5,7 +5,7 @@
 //! renews the lease from a task of its own, at a third of the lease, so two missed
 //! beats still leave it the claim.
 
-use crate::session::Session;
+use crate::session::{Session, is_claim_gone};
 use teamboard_protocol::TaskId;
 use tokio_util::sync::CancellationToken;
 
@@ -35,7 +35,7 @@ impl Heartbeat {
                     .await
                 {
                     Ok(_) => {}
-                    Err(e) if crate::work::is_claim_gone(&e) => {
+                    Err(e) if is_claim_gone(&e) => {
                         tracing::warn!(task = id, error = %e, "lost the claim");
                         flag.cancel();
                         return;

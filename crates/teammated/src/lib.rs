@@ -11,12 +11,15 @@
 //! The binary is a thin shell around [`run`], so that tests can run teammates
 //! in-process as well as as real processes.
 
+pub mod backoff;
+mod board_text;
 pub mod config;
 pub mod context;
 pub mod error;
 pub mod heartbeat;
 mod idle;
 pub mod llm;
+mod prompts;
 pub mod session;
 pub mod teammate;
 pub mod tools;

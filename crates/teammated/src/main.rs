@@ -8,8 +8,8 @@ use clap::Parser;
 use std::path::PathBuf;
 use std::time::Duration;
 use teamboard_protocol::{DEFAULT_TEAM, paths};
+use teammated::backoff::RetryPolicy;
 use teammated::config::{Config, ProviderConfig, ProviderKind, keys_file, lookup_secret};
-use teammated::llm::retry::RetryPolicy;
 use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Parser)]

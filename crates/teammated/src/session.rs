@@ -74,6 +74,19 @@ pub fn is_disconnect(e: &ClientError) -> bool {
     }
 }
 
+/// Whether boardd says the claim is no longer ours.
+pub(crate) fn is_claim_gone(e: &ClientError) -> bool {
+    matches!(
+        e.code(),
+        Some(
+            ErrorCode::StaleEpoch
+                | ErrorCode::InvalidState
+                | ErrorCode::NotFound
+                | ErrorCode::Conflict
+        )
+    )
+}
+
 impl Session {
     /// Connects and registers, waiting for boardd with backoff if it is not up yet
     /// (a teammate started by systemd may come up before the daemon does).

@@ -1,5 +1,6 @@
 //! One teammate: its state, and the WORK/IDLE lifecycle that drives it.
 
+use crate::board_text;
 use crate::config::Config;
 use crate::context::{Context, Identity};
 use crate::error::Error;
@@ -222,7 +223,7 @@ impl Teammate {
     /// Tells the lead something. The lead is always a valid recipient, so a failure
     /// here is the connection, which `call` already retried; log it and go on.
     pub(crate) async fn tell_lead(&self, kind: MessageKind, content: String) {
-        let content = &crate::work::cap_text(&content);
+        let content = &board_text::cap(&content);
         if let Err(e) = self
             .session
             .call(|c| async move { c.send(LEAD, kind, content, None).await })

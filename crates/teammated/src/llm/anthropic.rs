@@ -3,9 +3,10 @@
 //! The neutral conversation shape is modelled on this API, so the translation is
 //! nearly one to one; the care is in what the API refuses (empty text blocks) and in
 //! what it may add to answers (thinking blocks, new stop reasons).
+use super::chat::{Block, ChatMessage, Completion, CompletionRequest, Role, StopReason};
+use super::error::LlmError;
 use super::http::{HttpClient, redact_error};
-use super::{Block, ChatMessage, Completion, CompletionRequest, LlmError, Role, StopReason};
-use crate::config::ProviderConfig;
+use crate::config::{ProviderConfig, setting};
 use serde_json::{Value, json};
 use teamboard_protocol::TokenUsage;
 
@@ -36,15 +37,15 @@ impl std::fmt::Debug for Anthropic {
 impl Anthropic {
     /// A client for `cfg`; fails without an API key, since every call would.
     pub fn new(cfg: &ProviderConfig) -> Result<Anthropic, LlmError> {
-        let api_key = super::setting(cfg.api_key.as_deref())
+        let api_key = setting(cfg.api_key.as_deref())
             .ok_or_else(|| LlmError::MissingKey {
                 provider: PROVIDER,
                 var: "ANTHROPIC_API_KEY",
                 file: crate::config::keys_file().display().to_string(),
             })?
             .to_string();
-        let base = super::setting(cfg.base_url.as_deref()).unwrap_or(DEFAULT_BASE_URL);
-        let model = super::setting(cfg.model.as_deref())
+        let base = setting(cfg.base_url.as_deref()).unwrap_or(DEFAULT_BASE_URL);
+        let model = setting(cfg.model.as_deref())
             .unwrap_or(DEFAULT_MODEL)
             .to_string();
         Ok(Anthropic {

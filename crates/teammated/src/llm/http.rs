@@ -4,11 +4,13 @@
 //! and read a JSON answer. This module owns that, together with the retry loop, so
 //! that timeouts, backoff, error bodies and the care taken with API keys are the same
 //! for every provider.
-use super::LlmError;
-use super::retry::{RetryPolicy, is_retryable, parse_retry_after};
+use super::error::LlmError;
+use super::retry::{is_retryable, parse_retry_after};
+use crate::backoff::RetryPolicy;
 use crate::config::ProviderConfig;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use std::time::Duration;
+use teamboard_protocol::text::byte_prefix;
 
 /// Error bodies are kept for the message, but a proxy's HTML error page can be huge.
 const MAX_ERROR_BODY: usize = 2048;
@@ -107,7 +109,7 @@ impl HttpClient {
                 attempt,
                 max_attempts = attempts,
                 wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
-                error = %short(&err.to_string(), 300),
+                error = %byte_prefix(&err.to_string(), 300),
                 "model call failed; retrying"
             );
             tokio::time::sleep(wait).await;
@@ -144,7 +146,7 @@ impl HttpClient {
             return Err(LlmError::Http {
                 provider,
                 status: status.as_u16(),
-                body: truncate(&redact(&text, secrets), MAX_ERROR_BODY),
+                body: body_excerpt(&redact(&text, secrets), MAX_ERROR_BODY),
                 retry_after,
             });
         }
@@ -154,7 +156,7 @@ impl HttpClient {
                 provider,
                 message: format!(
                     "the answer is not JSON ({e}): {}",
-                    truncate(&redact(&text, secrets), 512)
+                    body_excerpt(&redact(&text, secrets), 512)
                 ),
             }
         })
@@ -228,25 +230,18 @@ fn redact(text: &str, secrets: &[&str]) -> String {
     out
 }
 
-/// At most `max` bytes, cut at a character boundary, saying how much there was.
-fn truncate(text: &str, max: usize) -> String {
+/// A server's answer for an error message: trimmed, then its first `max` bytes (on a
+/// character boundary) and how many there were in all.
+fn body_excerpt(text: &str, max: usize) -> String {
     let text = text.trim();
     if text.len() <= max {
         return text.to_string();
     }
-    format!("{}... ({} bytes in all)", short(text, max), text.len())
-}
-
-/// The first `max` bytes of `text`, cut at a character boundary.
-fn short(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
+    format!(
+        "{}... ({} bytes in all)",
+        byte_prefix(text, max),
+        text.len()
+    )
 }
 
 fn transport(provider: &'static str, err: &reqwest::Error) -> LlmError {
@@ -305,12 +300,15 @@ mod tests {
 
     #[test]
     fn truncation_respects_char_boundaries_and_reports_length() {
-        assert_eq!(truncate("  short  ", 10), "short");
+        assert_eq!(body_excerpt("  short  ", 10), "short");
         let long = "é".repeat(2000); // 4000 bytes
-        let t = truncate(&long, MAX_ERROR_BODY);
+        let t = body_excerpt(&long, MAX_ERROR_BODY);
         assert!(t.starts_with(&"é".repeat(1024)));
         assert!(t.ends_with("... (4000 bytes in all)"), "{t}");
-        assert_eq!(short("aé", 2), "a");
+        // 2049 bytes: the cut falls inside a character, which is left out whole.
+        let odd = format!("a{long}");
+        let t = body_excerpt(&odd, MAX_ERROR_BODY);
+        assert_eq!(t, format!("a{}... (4001 bytes in all)", "é".repeat(1023)));
     }
 
     #[test]

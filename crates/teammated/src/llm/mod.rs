@@ -4,189 +4,27 @@
 //! Messages API: a system prompt, then alternating user and assistant messages made
 //! of blocks (text, tool use, tool result). Each provider translates that shape to
 //! its wire format and back, so the work loop never knows which model it talks to.
+//!
+//! Imports run one way: this module builds a provider and dispatches to it; the
+//! providers share the leaf modules [`chat`] (the conversation) and [`error`], and
+//! none of them names this module, so no module cycle can form here.
 
 pub mod anthropic;
+pub mod chat;
+pub mod error;
 pub mod http;
 pub mod openai;
 pub mod retry;
 pub mod scripted;
 
-use serde::{Deserialize, Serialize};
-use teamboard_protocol::TokenUsage;
+pub use crate::tools::specs::ToolSpec;
+pub use chat::{
+    Block, ChatMessage, Completion, CompletionRequest, Role, StopReason, estimate_request,
+    estimate_tokens,
+};
+pub use error::LlmError;
 
-/// Who wrote a message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    User,
-    Assistant,
-}
-
-/// One piece of a message.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Block {
-    Text {
-        text: String,
-    },
-    /// The model asks for a tool. `id` ties the answer to the request.
-    ToolUse {
-        id: String,
-        name: String,
-        input: serde_json::Value,
-    },
-    /// A tool's answer, always in a user message right after the tool use.
-    ToolResult {
-        tool_use_id: String,
-        content: String,
-        #[serde(default)]
-        is_error: bool,
-    },
-}
-
-impl Block {
-    pub fn text(text: impl Into<String>) -> Block {
-        Block::Text { text: text.into() }
-    }
-}
-
-/// One turn of the conversation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ChatMessage {
-    pub role: Role,
-    pub content: Vec<Block>,
-}
-
-impl ChatMessage {
-    pub fn user_text(text: impl Into<String>) -> ChatMessage {
-        ChatMessage {
-            role: Role::User,
-            content: vec![Block::text(text)],
-        }
-    }
-
-    pub fn assistant_text(text: impl Into<String>) -> ChatMessage {
-        ChatMessage {
-            role: Role::Assistant,
-            content: vec![Block::text(text)],
-        }
-    }
-
-    /// The message's text blocks joined by newlines.
-    pub fn joined_text(&self) -> String {
-        let mut out = String::new();
-        for block in &self.content {
-            if let Block::Text { text } = block {
-                if !out.is_empty() {
-                    out.push('\n');
-                }
-                out.push_str(text);
-            }
-        }
-        out
-    }
-
-    /// Whether the message answers tool uses (and so must stay right after them).
-    pub fn has_tool_results(&self) -> bool {
-        self.content
-            .iter()
-            .any(|b| matches!(b, Block::ToolResult { .. }))
-    }
-
-    /// Whether the message asks for tools.
-    pub fn has_tool_uses(&self) -> bool {
-        self.content
-            .iter()
-            .any(|b| matches!(b, Block::ToolUse { .. }))
-    }
-}
-
-/// A tool the model may call: its name, what it does, and a JSON schema of its input.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolSpec {
-    pub name: String,
-    pub description: String,
-    pub input_schema: serde_json::Value,
-}
-
-/// Everything a provider needs for one call.
-#[derive(Debug, Clone, Copy)]
-pub struct CompletionRequest<'a> {
-    pub system: &'a str,
-    pub messages: &'a [ChatMessage],
-    /// Empty when the model must answer in text only (summaries for compaction).
-    pub tools: &'a [ToolSpec],
-    pub max_tokens: u32,
-}
-
-/// Why the model stopped.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StopReason {
-    /// A final answer.
-    EndTurn,
-    /// It wants tool results before it goes on.
-    ToolUse,
-    /// It ran out of output tokens.
-    MaxTokens,
-    /// Anything else the provider said, verbatim.
-    Other(String),
-}
-
-/// The model's answer to one call.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Completion {
-    pub content: Vec<Block>,
-    pub stop: StopReason,
-    pub usage: TokenUsage,
-}
-
-/// What can go wrong when calling a model.
-#[derive(Debug, thiserror::Error)]
-pub enum LlmError {
-    #[error("{provider}: no API key; set {var} in the environment or in {file}")]
-    MissingKey {
-        provider: &'static str,
-        var: &'static str,
-        file: String,
-    },
-    #[error("{provider}: HTTP {status}: {body}")]
-    Http {
-        provider: &'static str,
-        status: u16,
-        body: String,
-        /// The server's `retry-after`, when it sent one.
-        retry_after: Option<std::time::Duration>,
-    },
-    #[error("{provider}: request failed: {message}")]
-    Transport {
-        provider: &'static str,
-        message: String,
-        timeout: bool,
-    },
-    #[error("{provider}: unexpected answer: {message}")]
-    Decode {
-        provider: &'static str,
-        message: String,
-    },
-    #[error("{last} (gave up after {attempts} attempts)")]
-    GaveUp { attempts: u32, last: Box<LlmError> },
-    #[error("scripted model: {0}")]
-    Scripted(String),
-}
-
-impl LlmError {
-    /// Whether the error is the configuration's fault (no key, a key the provider
-    /// refuses, a model it does not know), so retrying later or on another task
-    /// cannot help.
-    pub fn is_configuration(&self) -> bool {
-        match self {
-            LlmError::MissingKey { .. } => true,
-            LlmError::Http { status, .. } => matches!(status, 401 | 403 | 404),
-            LlmError::GaveUp { last, .. } => last.is_configuration(),
-            _ => false,
-        }
-    }
-}
+use crate::config::{ProviderConfig, ProviderKind};
 
 /// The model a teammate talks to.
 pub enum Provider {
@@ -216,41 +54,8 @@ impl Provider {
     }
 }
 
-/// A rough token count: about four bytes of text per token, which is what both
-/// providers' tokenizers average on English and code. Budgets only need the order of
-/// magnitude, and a real tokenizer would be a heavy dependency.
-pub fn estimate_tokens(text: &str) -> u64 {
-    (text.len() as u64).div_ceil(4)
-}
-
-/// The estimated size of a whole request.
-pub fn estimate_request(system: &str, messages: &[ChatMessage]) -> u64 {
-    let mut total = estimate_tokens(system);
-    for m in messages {
-        // A few tokens of framing per message and per block.
-        total += 4;
-        for b in &m.content {
-            total += 3 + match b {
-                Block::Text { text } => estimate_tokens(text),
-                Block::ToolUse { name, input, .. } => {
-                    estimate_tokens(name) + estimate_tokens(&input.to_string())
-                }
-                Block::ToolResult { content, .. } => estimate_tokens(content),
-            };
-        }
-    }
-    total
-}
-
-/// A configured text with surrounding blanks removed, or `None` when nothing is left:
-/// an empty `--model ""` or `OPENAI_BASE_URL=` means "the default".
-pub(crate) fn setting(value: Option<&str>) -> Option<&str> {
-    value.map(str::trim).filter(|v| !v.is_empty())
-}
-
 /// Builds the provider the configuration names.
-pub fn build(cfg: &crate::config::ProviderConfig) -> Result<Provider, LlmError> {
-    use crate::config::ProviderKind;
+pub fn build(cfg: &ProviderConfig) -> Result<Provider, LlmError> {
     Ok(match cfg.kind {
         ProviderKind::Anthropic => Provider::Anthropic(anthropic::Anthropic::new(cfg)?),
         ProviderKind::Openai => Provider::OpenAi(openai::OpenAi::new(cfg)?),

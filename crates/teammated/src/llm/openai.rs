@@ -4,9 +4,10 @@
 //! every tool result is a message of its own with role `tool`. The translation below
 //! maps the neutral blocks onto that, and is lenient with what local servers send
 //! back, since they follow OpenAI's format only approximately.
+use super::chat::{Block, ChatMessage, Completion, CompletionRequest, Role, StopReason};
+use super::error::LlmError;
 use super::http::{HttpClient, redact_error};
-use super::{Block, ChatMessage, Completion, CompletionRequest, LlmError, Role, StopReason};
-use crate::config::ProviderConfig;
+use crate::config::{ProviderConfig, setting};
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicU64, Ordering};
 use teamboard_protocol::TokenUsage;
@@ -38,8 +39,8 @@ impl OpenAi {
     /// A client for `cfg`. The key is optional because local servers need none, but
     /// OpenAI itself always does, so its absence there is reported up front.
     pub fn new(cfg: &ProviderConfig) -> Result<OpenAi, LlmError> {
-        let api_key = super::setting(cfg.api_key.as_deref()).map(str::to_string);
-        let base = super::setting(cfg.base_url.as_deref())
+        let api_key = setting(cfg.api_key.as_deref()).map(str::to_string);
+        let base = setting(cfg.base_url.as_deref())
             .unwrap_or(DEFAULT_BASE_URL)
             .trim_end_matches('/');
         if api_key.is_none() && is_openai_itself(base) {
@@ -49,7 +50,7 @@ impl OpenAi {
                 file: crate::config::keys_file().display().to_string(),
             });
         }
-        let model = super::setting(cfg.model.as_deref())
+        let model = setting(cfg.model.as_deref())
             .unwrap_or(DEFAULT_MODEL)
             .to_string();
         Ok(OpenAi {

@@ -13,9 +13,14 @@
 //! do, which ends the work phase. Asked for a summary (compaction), it lists
 //! the first line of every earlier entry. Token use is estimated from the text sizes.
 
-use super::{Block, ChatMessage, Completion, CompletionRequest, LlmError, Role, StopReason};
+use super::chat::{
+    Block, ChatMessage, Completion, CompletionRequest, Role, StopReason, estimate_request,
+};
+use super::error::LlmError;
+use crate::prompts::SUMMARY_PROMPT;
 use crate::tools::shell;
 use teamboard_protocol::TokenUsage;
+use teamboard_protocol::text::byte_prefix_with_ellipsis;
 
 /// Markers the runtime writes in front of a task it puts into the context.
 const TASK_MARKERS: [&str; 3] = ["[Auto-claimed task #", "[Claimed task #", "[Current task #"];
@@ -36,8 +41,8 @@ impl Scripted {
             StopReason::EndTurn
         };
         let usage = TokenUsage {
-            input: super::estimate_request(req.system, req.messages),
-            output: super::estimate_request(
+            input: estimate_request(req.system, req.messages),
+            output: estimate_request(
                 "",
                 &[ChatMessage {
                     role: Role::Assistant,
@@ -55,9 +60,9 @@ impl Scripted {
 
 /// Whether the runtime asks for a summary (compaction) rather than the next step.
 fn is_summary_request(messages: &[ChatMessage]) -> bool {
-    messages.last().is_some_and(|m| {
-        m.role == Role::User && m.joined_text().ends_with(crate::context::SUMMARY_PROMPT)
-    })
+    messages
+        .last()
+        .is_some_and(|m| m.role == Role::User && m.joined_text().ends_with(SUMMARY_PROMPT))
 }
 
 /// The task the conversation is about: where its marker is, its id and description.
@@ -217,7 +222,7 @@ fn summary(messages: &[ChatMessage]) -> String {
             .filter(|l| !l.trim().is_empty())
             .take(40)
         {
-            lines.push(format!("- {}", crate::context::truncate(line, 160)));
+            lines.push(format!("- {}", byte_prefix_with_ellipsis(line, 160)));
         }
     }
     lines.join("\n")

@@ -19,7 +19,7 @@
 //! This confines the file tools only. `bash` runs with the teammate's own rights and
 //! can reach anything that user can; see `docs/tools.md`.
 
-use super::ToolOutput;
+use super::call::ToolOutput;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 

@@ -8,7 +8,8 @@
 //! or a teammate reading the file concurrently sees either the old or the new
 //! content, never half of it.
 
-use super::{LocalEnv, ToolOutput, confine, str_arg};
+use super::call::{LocalEnv, ToolOutput, opt_int_arg, str_arg};
+use super::confine;
 use serde_json::Value;
 use std::fs;
 use std::io::{self, Write};
@@ -26,22 +27,6 @@ const MAX_LINE_CHARS: usize = 2000;
 const MAX_READ_OUTPUT: usize = 100_000;
 /// How much of a file is checked for NUL bytes to call it binary (what git and grep do).
 const BINARY_PROBE: usize = 8192;
-
-/// Reads an optional non-negative integer argument. Numbers sent as strings (`"20"`)
-/// are accepted too: models do that now and then, and refusing would only cost a turn.
-pub(crate) fn opt_int_arg(input: &Value, key: &str) -> Result<Option<u64>, ToolOutput> {
-    let bad = |v: &Value| {
-        ToolOutput::error(format!(
-            "argument '{key}' must be a non-negative integer; got {v}"
-        ))
-    };
-    match input.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v @ Value::Number(n)) => n.as_u64().map(Some).ok_or_else(|| bad(v)),
-        Some(v @ Value::String(s)) => s.trim().parse().map(Some).map_err(|_| bad(v)),
-        Some(v) => Err(bad(v)),
-    }
-}
 
 /// `read_file {path, offset?, limit?}`.
 pub async fn read(env: &LocalEnv, input: &Value) -> ToolOutput {
@@ -629,15 +614,5 @@ mod tests {
             fs::read_to_string(dir.path().join("w.txt")).unwrap(),
             "1\r\n2\r\nthree\r\n"
         );
-    }
-
-    #[test]
-    fn int_args() {
-        assert_eq!(opt_int_arg(&json!({}), "n").unwrap(), None);
-        assert_eq!(opt_int_arg(&json!({"n": null}), "n").unwrap(), None);
-        assert_eq!(opt_int_arg(&json!({"n": 5}), "n").unwrap(), Some(5));
-        assert_eq!(opt_int_arg(&json!({"n": " 7 "}), "n").unwrap(), Some(7));
-        assert!(opt_int_arg(&json!({"n": 1.5}), "n").is_err());
-        assert!(opt_int_arg(&json!({"n": true}), "n").is_err());
     }
 }

@@ -10,7 +10,7 @@
 //! never reads `target/`. Symlinked directories are not followed (they may lead out of
 //! the working directory, or in a loop) and `.git` is skipped.
 
-use super::{LocalEnv, ToolOutput, str_arg};
+use super::call::{LocalEnv, ToolOutput, str_arg};
 use serde_json::Value;
 use std::fs;
 use std::path::{Component, Path};

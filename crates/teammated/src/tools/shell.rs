@@ -10,7 +10,7 @@
 //!
 //! This is not a sandbox: the command runs with the teammate's own user rights.
 
-use super::{LocalEnv, ToolOutput, files::opt_int_arg, str_arg};
+use super::call::{LocalEnv, ToolOutput, opt_int_arg, str_arg};
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::os::fd::OwnedFd;

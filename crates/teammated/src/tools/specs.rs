@@ -4,8 +4,16 @@
 //! a tool, what comes back, and the limits it will run into. `docs/tools.md` shows the
 //! same schemas; a test below keeps the two from drifting apart.
 
-use crate::llm::ToolSpec;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+
+/// A tool the model may call: its name, what it does, and a JSON schema of its input.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub input_schema: serde_json::Value,
+}
 
 /// Every tool a teammate offers its model: the local tools first (in the order of
 /// `super::LOCAL_TOOLS`), then the task and team tools.

@@ -8,12 +8,14 @@
 
 mod board_tools;
 
+use crate::board_text;
 use crate::error::Error;
 use crate::llm::{Block, CompletionRequest, LlmError, StopReason};
+use crate::session::is_claim_gone;
 use crate::teammate::{Exit, Teammate};
 use crate::tools::{self, ToolOutput};
 use teamboard_protocol::transcript::EntryKind;
-use teamboard_protocol::{ErrorCode, MemberStatus, MessageKind, TaskId, TaskStatus};
+use teamboard_protocol::{MemberStatus, MessageKind, TaskId, TaskStatus};
 
 /// How a work phase ended.
 #[derive(Debug)]
@@ -39,11 +41,6 @@ pub(crate) enum Outcome {
     Complete(String),
     Fail(String),
 }
-
-/// The longest result or message text the teammate sends. boardd refuses texts over
-/// 256 KiB; a result that long is not read by anyone anyway, and the transcript keeps
-/// the whole of it.
-pub(crate) const TEXT_MAX: usize = 64 * 1024;
 
 const OUTPUT_MAX_TOKENS_HINT: &str =
     "[Runtime] Your last answer was cut off at the output limit. Continue, in smaller steps.";
@@ -265,8 +262,8 @@ impl Teammate {
         };
         let (id, epoch, subject) = (held.id, held.epoch, held.subject.clone());
         let (completing, text) = match &outcome {
-            Outcome::Complete(r) => (true, cap_text(r)),
-            Outcome::Fail(r) => (false, cap_text(r)),
+            Outcome::Complete(r) => (true, board_text::cap(r)),
+            Outcome::Fail(r) => (false, board_text::cap(r)),
         };
         let text = &text;
         let answer = if completing {
@@ -420,29 +417,4 @@ impl Teammate {
             )),
         }
     }
-}
-
-/// Whether boardd says the claim is no longer ours.
-pub(crate) fn is_claim_gone(e: &teamboard_protocol::ClientError) -> bool {
-    matches!(
-        e.code(),
-        Some(
-            ErrorCode::StaleEpoch
-                | ErrorCode::InvalidState
-                | ErrorCode::NotFound
-                | ErrorCode::Conflict
-        )
-    )
-}
-
-/// `text`, cut to [`TEXT_MAX`] bytes with a note when longer.
-pub(crate) fn cap_text(text: &str) -> String {
-    if text.len() <= TEXT_MAX {
-        return text.to_string();
-    }
-    let cut = crate::context::truncate(text, TEXT_MAX - 200);
-    format!(
-        "{cut}\n[... {} more bytes cut; the teammate's transcript has all of it ...]",
-        text.len() - (TEXT_MAX - 200)
-    )
 }

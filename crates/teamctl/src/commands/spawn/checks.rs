@@ -1,0 +1,75 @@
+//! What both modes check before a teammate starts (its names, its working
+//! directory, that the name is free on boardd), and the helpers they share.
+
+use crate::cli::SpawnArgs;
+use crate::commands::{Ctx, no_answer};
+use anyhow::{Context as _, bail};
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use teamboard_protocol::Client;
+use teamboard_protocol::names::validate_name;
+
+/// Names that boardd would refuse are refused here, before anything starts; they
+/// also end up in file names and a systemd instance name.
+pub(super) fn check_names(ctx: &Ctx, args: &SpawnArgs) -> anyhow::Result<()> {
+    validate_name(&args.name).map_err(|e| anyhow::anyhow!("bad teammate name: {e}"))?;
+    if args.name == teamboard_protocol::LEAD {
+        bail!("'lead' is the name of the person at teamctl; pick another name for the teammate");
+    }
+    validate_name(&args.role).map_err(|e| anyhow::anyhow!("bad role: {e}"))?;
+    validate_name(&ctx.team).map_err(|e| anyhow::anyhow!("bad team name: {e}"))?;
+    if let Some(model) = &args.model
+        && (model.is_empty() || model.chars().any(char::is_control))
+    {
+        bail!("model {model:?} is empty or contains control characters");
+    }
+    Ok(())
+}
+
+/// The teammate's working directory, absolute (the child starts elsewhere), and
+/// checked now rather than by a teammate that fails later.
+pub(super) fn workdir(given: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let dir = match given {
+        Some(d) => absolute(d, "workdir")?,
+        None => std::env::current_dir().context("cannot determine the current directory")?,
+    };
+    if !dir.is_dir() {
+        bail!("workdir {} is not a directory", dir.display());
+    }
+    Ok(dir)
+}
+
+pub(super) fn absolute(path: &Path, what: &str) -> anyhow::Result<PathBuf> {
+    std::path::absolute(path)
+        .with_context(|| format!("cannot make the {what} {} absolute", path.display()))
+}
+
+/// Runs one exchange with boardd under `--timeout`.
+pub(super) async fn within<T>(
+    ctx: &Ctx,
+    step: impl Future<Output = anyhow::Result<T>>,
+) -> anyhow::Result<T> {
+    match ctx.timeout() {
+        Some(limit) => tokio::time::timeout(limit, step)
+            .await
+            .unwrap_or_else(|_| Err(no_answer(ctx.timeout))),
+        None => step.await,
+    }
+}
+
+pub(super) async fn refuse_if_connected(
+    ctx: &Ctx,
+    client: &Client,
+    name: &str,
+) -> anyhow::Result<()> {
+    let team = client.team().await?;
+    if let Some(m) = team.iter().find(|m| m.name == name && m.connected) {
+        let pid = m.pid.map_or_else(String::new, |p| format!(" (pid {p})"));
+        bail!(
+            "'{name}' is already connected in team '{}'{pid}; stop it first \
+             (`teamctl send {name} stop --kind shutdown-request`) or pick another name",
+            ctx.team
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,247 @@
+//! `--systemd`: the teammate becomes the user unit `teammated@NAME`. teamctl writes
+//! the settings file the unit reads and asks systemd to start it.
+
+use super::checks::{absolute, refuse_if_connected, within};
+use crate::cli::SpawnArgs;
+use crate::commands::Ctx;
+use crate::render;
+use anyhow::{Context as _, bail};
+use std::fs::{self, OpenOptions};
+use std::io::Write as _;
+use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use teamboard_protocol::ClientError;
+
+/// Overrides the `systemctl` program (tests substitute a script).
+const SYSTEMCTL_ENV: &str = "TEAMCTL_SYSTEMCTL";
+
+pub(super) async fn run(ctx: &Ctx, args: &SpawnArgs, workdir: &Path) -> anyhow::Result<()> {
+    // The unit Requires= boardd.service, so systemd starts boardd if it is down;
+    // only a running boardd can say whether the name is taken.
+    match within(ctx, async { ctx.connect().await }).await {
+        Ok(client) => within(ctx, refuse_if_connected(ctx, &client, &args.name)).await?,
+        Err(e) if matches!(e.downcast_ref(), Some(ClientError::NotRunning { .. })) => {}
+        Err(e) => return Err(e),
+    }
+    let unit = format!("teammated@{}", args.name);
+    let program = std::env::var_os(SYSTEMCTL_ENV)
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "systemctl".into());
+    // `start` does nothing to a unit that is already running (connected or still
+    // reconnecting), so new settings would be written and silently not used.
+    let active = tokio::process::Command::new(&program)
+        .args(["--user", "is-active", "--quiet", &unit])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .await
+        .is_ok_and(|s| s.success());
+    if active {
+        bail!(
+            "{unit} is already running; stop it first (`systemctl --user stop {unit}`), \
+             or run `systemctl --user restart {unit}` after editing {}",
+            env_file_path(&args.name)?.display()
+        );
+    }
+    let env_file = env_file_path(&args.name)?;
+    write_env_file(&env_file, &env_file_text(ctx, args, workdir)?)?;
+
+    let started = tokio::process::Command::new(&program)
+        .args(["--user", "start", &unit])
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let output = match ctx.timeout() {
+        Some(limit) => tokio::time::timeout(limit, started).await.map_err(|_| {
+            anyhow::anyhow!(
+                "`systemctl --user start {unit}` did not finish within {} s; \
+                 see `systemctl --user status {unit}`",
+                ctx.timeout
+            )
+        })?,
+        None => started.await,
+    }
+    .with_context(|| {
+        format!(
+            "cannot run {} (--systemd needs a systemd user session)",
+            Path::new(&program).display()
+        )
+    })?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let stderr = stderr.trim();
+        let hint = if stderr.contains("not found") {
+            " Install the units with `cargo xtask install`."
+        } else {
+            ""
+        };
+        bail!(
+            "`systemctl --user start {unit}` failed ({}): {}{hint} \
+             See `systemctl --user status {unit}` and `journalctl --user -u {unit}`.",
+            output.status,
+            if stderr.is_empty() {
+                "no message"
+            } else {
+                stderr
+            },
+        );
+    }
+
+    if ctx.json {
+        return render::json(&serde_json::json!({
+            "name": args.name,
+            "team": ctx.team,
+            "unit": unit,
+            "env_file": env_file.display().to_string(),
+        }));
+    }
+    render::line(&format!(
+        "spawned {} as {unit}, settings: {}",
+        args.name,
+        env_file.display()
+    ))?;
+    Ok(())
+}
+
+/// `$XDG_CONFIG_HOME/teamboard/teammates/NAME.env` (`~/.config/...` by default),
+/// where `teammated@.service` reads its settings (`%E` is the config home).
+fn env_file_path(name: &str) -> anyhow::Result<PathBuf> {
+    let config = teamboard_protocol::paths::config_dir()
+        .context("neither $XDG_CONFIG_HOME nor $HOME is set: nowhere to put the settings")?;
+    Ok(config.join("teammates").join(format!("{name}.env")))
+}
+
+/// The settings as `KEY=value` lines, in the variables teammated reads.
+fn env_file_text(ctx: &Ctx, args: &SpawnArgs, workdir: &Path) -> anyhow::Result<String> {
+    let mut vars: Vec<(&str, String)> = vec![("TEAMMATE_ROLE", args.role.clone())];
+    if let Some(p) = args.provider {
+        vars.push(("TEAMMATE_PROVIDER", p.as_str().to_string()));
+    }
+    if let Some(m) = &args.model {
+        vars.push(("TEAMMATE_MODEL", m.clone()));
+    }
+    vars.push(("TEAMMATE_WORKDIR", utf8(workdir, "workdir")?));
+    vars.push(("TEAMBOARD_TEAM", ctx.team.clone()));
+    if let Some(s) = args.idle_timeout {
+        vars.push(("TEAMMATE_IDLE_TIMEOUT", s.to_string()));
+    }
+    if let Some(n) = args.max_rounds {
+        vars.push(("TEAMMATE_MAX_ROUNDS", n.to_string()));
+    }
+    // A boardd or state dir named to this teamctl is the one the teammate must use
+    // too; the defaults are the same for both, so they need no line.
+    if ctx.socket_given {
+        let socket = absolute(&ctx.socket, "socket path")?;
+        vars.push(("TEAMBOARD_SOCKET", utf8(&socket, "socket path")?));
+    }
+    if let Some(dir) = &ctx.state_dir_given {
+        let dir = absolute(dir, "state dir")?;
+        vars.push((
+            teamboard_protocol::paths::STATE_DIR_ENV,
+            utf8(&dir, "state dir")?,
+        ));
+    }
+    let mut text = format!(
+        "# teammated@{} settings, written by `teamctl spawn --systemd`.\n",
+        args.name
+    );
+    for (key, value) in vars {
+        text.push_str(&format!("{key}={}\n", env_value(key, &value)?));
+    }
+    Ok(text)
+}
+
+fn utf8(path: &Path, what: &str) -> anyhow::Result<String> {
+    path.to_str()
+        .map(str::to_string)
+        .with_context(|| format!("the {what} {} is not valid UTF-8", path.display()))
+}
+
+/// A value as systemd's `EnvironmentFile=` reads it back unchanged: bare when it
+/// is plainly safe, otherwise double-quoted with `\`, `"`, `` ` `` and `$` escaped
+/// (systemd unescapes exactly these inside double quotes). A control character
+/// (a newline in a directory name, say) is refused rather than trusted to survive.
+fn env_value(key: &str, value: &str) -> anyhow::Result<String> {
+    if value.chars().any(char::is_control) {
+        bail!(
+            "{key} would be {value:?}, which has control characters that a settings file cannot hold"
+        );
+    }
+    let plain = !value.is_empty()
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-./:@+,%".contains(c));
+    if plain {
+        return Ok(value.to_string());
+    }
+    let mut out = String::from("\"");
+    for c in value.chars() {
+        if matches!(c, '"' | '\\' | '`' | '$') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('"');
+    Ok(out)
+}
+
+/// Writes the settings with mode 0600 in a 0700 directory (they may one day name
+/// credentials), replacing any old file in one step so that systemd never reads a
+/// half-written one.
+fn write_env_file(path: &Path, text: &str) -> anyhow::Result<()> {
+    let dir = path
+        .parent()
+        .context("the settings file has no directory")?;
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("cannot create {}", dir.display()))?;
+    // The directory may predate teamctl (created by hand with a looser umask); it
+    // is teamboard's own, so tighten it.
+    fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
+        .with_context(|| format!("cannot make {} private", dir.display()))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        path.file_name()
+            .map_or_else(|| "settings".into(), |n| n.to_string_lossy().into_owned()),
+        std::process::id()
+    ));
+    let written = (|| {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        // `mode` applies only to a new file; a leftover temp file keeps its own.
+        f.set_permissions(fs::Permissions::from_mode(0o600))?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)
+    })();
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(e).with_context(|| format!("cannot write {}", path.display()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_values_are_quoted_only_when_needed() {
+        let v = |s: &str| env_value("K", s).expect("a value");
+        assert_eq!(v("backend"), "backend");
+        assert_eq!(v("/home/me/src/app"), "/home/me/src/app");
+        assert_eq!(v("llama3.1:8b"), "llama3.1:8b");
+        assert_eq!(v("/home/me/my project"), "\"/home/me/my project\"");
+        assert_eq!(v(r#"a"b\c$d`e"#), r#""a\"b\\c\$d\`e""#);
+        assert_eq!(v(""), "\"\"");
+        assert!(env_value("K", "two\nlines").is_err());
+    }
+}

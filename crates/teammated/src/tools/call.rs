@@ -1,0 +1,79 @@
+//! What every local tool gets and gives: the environment it runs in, readers for
+//! its arguments, and its output.
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What a tool answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    pub content: String,
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    pub fn ok(content: impl Into<String>) -> ToolOutput {
+        ToolOutput {
+            content: content.into(),
+            is_error: false,
+        }
+    }
+
+    pub fn error(content: impl Into<String>) -> ToolOutput {
+        ToolOutput {
+            content: content.into(),
+            is_error: true,
+        }
+    }
+}
+
+/// What the local tools need.
+#[derive(Debug, Clone)]
+pub struct LocalEnv {
+    /// The working directory: the shell's cwd and the root file tools are confined to.
+    pub workdir: PathBuf,
+    /// The `bash` timeout when the model names none.
+    pub shell_timeout: Duration,
+}
+
+/// Reads a required string argument, or explains what is missing.
+pub fn str_arg<'a>(input: &'a Value, key: &str) -> Result<&'a str, ToolOutput> {
+    input.get(key).and_then(Value::as_str).ok_or_else(|| {
+        ToolOutput::error(format!(
+            "missing or non-string argument '{key}'; got {input}"
+        ))
+    })
+}
+
+/// Reads an optional non-negative integer argument. Numbers sent as strings (`"20"`)
+/// are accepted too: models do that now and then, and refusing would only cost a turn.
+pub fn opt_int_arg(input: &Value, key: &str) -> Result<Option<u64>, ToolOutput> {
+    let bad = |v: &Value| {
+        ToolOutput::error(format!(
+            "argument '{key}' must be a non-negative integer; got {v}"
+        ))
+    };
+    match input.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v @ Value::Number(n)) => n.as_u64().map(Some).ok_or_else(|| bad(v)),
+        Some(v @ Value::String(s)) => s.trim().parse().map(Some).map_err(|_| bad(v)),
+        Some(v) => Err(bad(v)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn int_args() {
+        assert_eq!(opt_int_arg(&json!({}), "n").unwrap(), None);
+        assert_eq!(opt_int_arg(&json!({"n": null}), "n").unwrap(), None);
+        assert_eq!(opt_int_arg(&json!({"n": 5}), "n").unwrap(), Some(5));
+        assert_eq!(opt_int_arg(&json!({"n": " 7 "}), "n").unwrap(), Some(7));
+        assert!(opt_int_arg(&json!({"n": 1.5}), "n").is_err());
+        assert!(opt_int_arg(&json!({"n": true}), "n").is_err());
+    }
+}
