@@ -103,7 +103,9 @@ class Client:
 
     def __init__(self, sock, welcome):
         self._sock = sock
-        self.welcome = welcome  # {"type": "welcome", "protocol", "server", "session"}
+        # {"type": "welcome", "protocol", "server", "session", "lease_ttl_ms"};
+        # a claim holder heartbeats every welcome["lease_ttl_ms"] / 3 ms.
+        self.welcome = welcome
         self._next_id = 1
         self._events = collections.deque()  # pushed events not yet read
         self._responses = {}  # responses that arrived for other ids

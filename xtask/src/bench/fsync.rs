@@ -80,9 +80,9 @@ pub(super) fn write_and_sync(
 ///
 /// The wake-up phase measures exactly this situation (a parked waiter, an idle
 /// daemon, then one task). On virtual machines a sync issued from idle is slower and
-/// far more variable than one in a tight loop: on the 2-CPU VM this was written on,
-/// its p99 was 2–3 ms against about 0.3 ms. Printed next to the wake-up figure, it
-/// shows how much of that figure is the disk alone.
+/// far more variable than one in a tight loop (figures in `docs/benchmarks.md`).
+/// Printed next to the wake-up figure, it shows how much of that figure is the disk
+/// alone.
 pub fn measure_after_pauses(
     dir: &Path,
     samples: usize,

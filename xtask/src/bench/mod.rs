@@ -69,8 +69,8 @@ impl BenchArgs {
 /// Concurrency levels of the load phases.
 const CLIENTS: [usize; 3] = [1, 16, 256];
 /// Wake-up samples. The p99 of 300 is the third-worst sample, which one stray
-/// scheduling hiccup on a shared VM moves by half a millisecond; with 1,000 it is
-/// the tenth-worst, and the phase still takes only about 5 s.
+/// scheduling hiccup on a shared VM moves a long way; with 1,000 it is the
+/// tenth-worst, and the phase still takes only seconds.
 const WAKE_SAMPLES: usize = 1000;
 const WAKE_SAMPLES_QUICK: usize = 50;
 /// A generous ceiling on what boardd could do, for sizing the prefilled board when
