@@ -1,0 +1,460 @@
+//! A scripted LLM HTTP server for tests.
+//!
+//! It speaks just enough HTTP/1.1 for reqwest (request line, headers, a
+//! `Content-Length` or chunked body, keep-alive), records every request, and answers
+//! with the replies it was given, in order. Nothing leaves 127.0.0.1, so provider
+//! tests run offline and see exactly what a real API would have received.
+//!
+//! Use it with `use teamboard_testkit::mock_llm::{MockLlm, MockReply};`.
+
+use serde_json::{Value, json};
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::{JoinHandle, JoinSet};
+
+/// Usage numbers the `anthropic_*`/`openai_*` text replies report: (input, output).
+pub const TEXT_USAGE: (u64, u64) = (25, 12);
+/// Usage numbers the tool-use replies report: (input, output).
+pub const TOOL_USAGE: (u64, u64) = (40, 20);
+
+/// One scripted answer.
+#[derive(Debug, Clone)]
+pub struct MockReply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+    /// Waits this long before answering (to provoke client timeouts).
+    pub delay: Option<Duration>,
+}
+
+impl MockReply {
+    /// `status` with `value` as a JSON body.
+    pub fn json(status: u16, value: Value) -> MockReply {
+        MockReply {
+            status,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: value.to_string(),
+            delay: None,
+        }
+    }
+
+    /// `status` with a small JSON error body in the style of both APIs.
+    pub fn status(status: u16) -> MockReply {
+        MockReply::json(
+            status,
+            json!({
+                "type": "error",
+                "error": {"type": "mock_error", "message": format!("mock status {status}")},
+            }),
+        )
+    }
+
+    /// `status` with `body` as is (not necessarily JSON).
+    pub fn raw(status: u16, body: impl Into<String>) -> MockReply {
+        MockReply {
+            status,
+            headers: vec![("content-type".into(), "text/plain".into())],
+            body: body.into(),
+            delay: None,
+        }
+    }
+
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> MockReply {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    pub fn with_delay(mut self, delay: Duration) -> MockReply {
+        self.delay = Some(delay);
+        self
+    }
+
+    /// A Messages API answer with one text block, `stop_reason: end_turn`.
+    pub fn anthropic_text(text: &str) -> MockReply {
+        MockReply::json(
+            200,
+            anthropic_message(
+                json!([{"type": "text", "text": text}]),
+                "end_turn",
+                TEXT_USAGE,
+            ),
+        )
+    }
+
+    /// A Messages API answer asking for one tool, `stop_reason: tool_use`.
+    pub fn anthropic_tool_use(id: &str, name: &str, input: Value) -> MockReply {
+        MockReply::json(
+            200,
+            anthropic_message(
+                json!([
+                    {"type": "text", "text": format!("I'll use {name}.")},
+                    {"type": "tool_use", "id": id, "name": name, "input": input}
+                ]),
+                "tool_use",
+                TOOL_USAGE,
+            ),
+        )
+    }
+
+    /// A Chat Completions answer with text, `finish_reason: stop`.
+    pub fn openai_text(text: &str) -> MockReply {
+        MockReply::json(
+            200,
+            openai_completion(
+                json!({"role": "assistant", "content": text, "refusal": null}),
+                "stop",
+                TEXT_USAGE,
+            ),
+        )
+    }
+
+    /// A Chat Completions answer with one tool call, `finish_reason: tool_calls`.
+    /// `arguments_json` is sent as the string it is, as OpenAI does.
+    pub fn openai_tool_call(id: &str, name: &str, arguments_json: &str) -> MockReply {
+        MockReply::json(
+            200,
+            openai_completion(
+                json!({
+                    "role": "assistant",
+                    "content": null,
+                    "refusal": null,
+                    "tool_calls": [{
+                        "id": id,
+                        "type": "function",
+                        "function": {"name": name, "arguments": arguments_json},
+                    }],
+                }),
+                "tool_calls",
+                TOOL_USAGE,
+            ),
+        )
+    }
+}
+
+/// A whole Messages API answer around `content`.
+pub fn anthropic_message(content: Value, stop_reason: &str, usage: (u64, u64)) -> Value {
+    json!({
+        "id": "msg_01MockMockMockMockMockMock",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "content": content,
+        "stop_reason": stop_reason,
+        "stop_sequence": null,
+        "usage": {
+            "input_tokens": usage.0,
+            "output_tokens": usage.1,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+        },
+    })
+}
+
+/// A whole Chat Completions answer around one choice's `message`.
+pub fn openai_completion(message: Value, finish_reason: &str, usage: (u64, u64)) -> Value {
+    json!({
+        "id": "chatcmpl-mock",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": "gpt-4o-mini",
+        "choices": [{
+            "index": 0,
+            "message": message,
+            "logprobs": null,
+            "finish_reason": finish_reason,
+        }],
+        "usage": {
+            "prompt_tokens": usage.0,
+            "completion_tokens": usage.1,
+            "total_tokens": usage.0 + usage.1,
+        },
+    })
+}
+
+/// A request as the server received it.
+#[derive(Debug, Clone)]
+pub struct RecordedRequest {
+    pub method: String,
+    pub path: String,
+    /// Names lowercased, in the order they came.
+    pub headers: Vec<(String, String)>,
+    /// The body as JSON; `Null` when empty, a JSON string when not JSON.
+    pub body: Value,
+}
+
+impl RecordedRequest {
+    /// The first value of header `name` (any case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+struct State {
+    queue: VecDeque<MockReply>,
+    fallback: MockReply,
+    requests: Vec<RecordedRequest>,
+    fallback_served: usize,
+}
+
+/// The server. It stops (and drops its connections) when dropped.
+pub struct MockLlm {
+    addr: SocketAddr,
+    state: Arc<Mutex<State>>,
+    task: JoinHandle<()>,
+}
+
+impl MockLlm {
+    /// Starts serving `responses` in order; once they run out every request gets a
+    /// 500 saying so. Must be called inside a Tokio runtime.
+    pub fn start(responses: Vec<MockReply>) -> MockLlm {
+        let fallback = MockReply::json(
+            500,
+            json!({
+                "type": "error",
+                "error": {
+                    "type": "mock_exhausted",
+                    "message": "mock LLM: no scripted reply left for this request",
+                },
+            }),
+        );
+        MockLlm::start_with_fallback(responses, fallback)
+    }
+
+    /// Like [`MockLlm::start`], answering `fallback` once the replies run out.
+    pub fn start_with_fallback(responses: Vec<MockReply>, fallback: MockReply) -> MockLlm {
+        // Bound synchronously so that `start` needs no `.await` and the port is
+        // listening before the first request can be sent.
+        let std_listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind mock LLM");
+        std_listener
+            .set_nonblocking(true)
+            .expect("nonblocking mock LLM socket");
+        let addr = std_listener.local_addr().expect("mock LLM address");
+        let listener = TcpListener::from_std(std_listener).expect("mock LLM listener");
+        let state = Arc::new(Mutex::new(State {
+            queue: responses.into(),
+            fallback,
+            requests: Vec::new(),
+            fallback_served: 0,
+        }));
+        let shared = state.clone();
+        let task = tokio::spawn(async move {
+            // Connections live in the set, so aborting this task closes them all.
+            let mut connections = JoinSet::new();
+            loop {
+                tokio::select! {
+                    accepted = listener.accept() => {
+                        let Ok((stream, _)) = accepted else { continue };
+                        connections.spawn(serve(stream, shared.clone()));
+                    }
+                    Some(_) = connections.join_next(), if !connections.is_empty() => {}
+                }
+            }
+        });
+        MockLlm { addr, state, task }
+    }
+
+    /// `http://127.0.0.1:PORT`, without a trailing slash.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Every request received so far, in order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.lock().requests.clone()
+    }
+
+    /// How many requests arrived, fallback answers included.
+    pub fn calls(&self) -> usize {
+        self.lock().requests.len()
+    }
+
+    /// How many requests got the fallback because the replies had run out.
+    pub fn fallback_calls(&self) -> usize {
+        self.lock().fallback_served
+    }
+
+    /// Scripted replies not served yet.
+    pub fn remaining(&self) -> usize {
+        self.lock().queue.len()
+    }
+
+    /// Appends a reply to the queue.
+    pub fn push(&self, reply: MockReply) {
+        self.lock().queue.push_back(reply);
+    }
+
+    pub fn set_fallback(&self, reply: MockReply) {
+        self.lock().fallback = reply;
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic in a test thread must not hide the requests from the next assert.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Drop for MockLlm {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Serves requests on one connection until the client closes it.
+async fn serve(stream: TcpStream, state: Arc<Mutex<State>>) {
+    let mut stream = BufReader::new(stream);
+    loop {
+        let Ok(Some(request)) = read_request(&mut stream).await else {
+            return;
+        };
+        let keep_alive = !request
+            .header("connection")
+            .is_some_and(|v| v.eq_ignore_ascii_case("close"));
+        let reply = {
+            let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+            s.requests.push(request);
+            match s.queue.pop_front() {
+                Some(reply) => reply,
+                None => {
+                    s.fallback_served += 1;
+                    s.fallback.clone()
+                }
+            }
+        };
+        if let Some(delay) = reply.delay {
+            tokio::time::sleep(delay).await;
+        }
+        if write_reply(stream.get_mut(), &reply, keep_alive)
+            .await
+            .is_err()
+            || !keep_alive
+        {
+            return;
+        }
+    }
+}
+
+/// Reads one request; `None` when the client closed the connection between requests.
+async fn read_request(
+    stream: &mut BufReader<TcpStream>,
+) -> std::io::Result<Option<RecordedRequest>> {
+    let mut line = String::new();
+    if stream.read_line(&mut line).await? == 0 {
+        return Ok(None);
+    }
+    let mut parts = line.split_whitespace();
+    let method = parts.next().unwrap_or_default().to_string();
+    let path = parts.next().unwrap_or_default().to_string();
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        if stream.read_line(&mut line).await? == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        let line = line.trim_end_matches(['\r', '\n']);
+        if line.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = line.split_once(':') {
+            headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
+        }
+    }
+    let find = |name: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    };
+    let body = if find("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
+        read_chunked(stream).await?
+    } else {
+        let len: usize = find("content-length")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        let mut body = vec![0; len];
+        stream.read_exact(&mut body).await?;
+        body
+    };
+    let body = if body.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&body)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()))
+    };
+    Ok(Some(RecordedRequest {
+        method,
+        path,
+        headers,
+        body,
+    }))
+}
+
+async fn read_chunked(stream: &mut BufReader<TcpStream>) -> std::io::Result<Vec<u8>> {
+    let mut body = Vec::new();
+    loop {
+        let mut size_line = String::new();
+        stream.read_line(&mut size_line).await?;
+        let size_hex = size_line.trim().split(';').next().unwrap_or_default();
+        let size = usize::from_str_radix(size_hex, 16)
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidData))?;
+        if size == 0 {
+            // Trailers, if any, end with an empty line.
+            loop {
+                let mut trailer = String::new();
+                if stream.read_line(&mut trailer).await? == 0 || trailer.trim().is_empty() {
+                    return Ok(body);
+                }
+            }
+        }
+        let start = body.len();
+        body.resize(start + size, 0);
+        stream.read_exact(&mut body[start..]).await?;
+        let mut crlf = [0u8; 2];
+        stream.read_exact(&mut crlf).await?;
+    }
+}
+
+async fn write_reply(
+    stream: &mut TcpStream,
+    reply: &MockReply,
+    keep_alive: bool,
+) -> std::io::Result<()> {
+    let mut head = format!("HTTP/1.1 {} {}\r\n", reply.status, reason(reply.status));
+    for (k, v) in &reply.headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str(&format!("content-length: {}\r\n", reply.body.len()));
+    head.push_str(if keep_alive {
+        "connection: keep-alive\r\n\r\n"
+    } else {
+        "connection: close\r\n\r\n"
+    });
+    stream.write_all(head.as_bytes()).await?;
+    stream.write_all(reply.body.as_bytes()).await?;
+    stream.flush().await
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        408 => "Request Timeout",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        529 => "Overloaded",
+        _ => "Mock",
+    }
+}
