@@ -1,9 +1,10 @@
 //! End-to-end tests of the `teamctl` binary against a real boardd running in-process.
 //!
-//! Each test starts its own daemon (socket and state in a short directory under
-//! /tmp: Linux socket paths must stay under 108 bytes), runs the real binary with
-//! `--socket`, and checks stdout, stderr and the exit code. Teammates are played by
-//! protocol clients inside the test.
+//! Each test starts its own daemon (the test kit's [`blocking::InProc`]: socket and
+//! state in a short directory under /tmp, on a runtime of its own, so that the test
+//! can block on the binary), runs the real binary with `--socket`, and checks
+//! stdout, stderr and the exit code. Teammates are played by protocol clients
+//! inside the test.
 
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
@@ -12,124 +13,81 @@ use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 use teamboard_protocol::{Claim, Client, MessageKind};
+use teamboard_testkit::{
+    Teamctl, alive, blocking, eventually_blocking, short_tempdir, teammate_with_pid,
+};
 
+/// The binary under test, built by cargo for this package's tests.
 const TEAMCTL: &str = env!("CARGO_BIN_EXE_teamctl");
 
-/// A boardd running on its own runtime, stopped when dropped.
-struct Daemon {
-    rt: Option<tokio::runtime::Runtime>,
-    running: Option<boardd::Running>,
+/// The pid the protocol-client teammates report, as a real teammated would its own.
+const FAKE_PID: u32 = 4242;
+
+/// A boardd on its own runtime and `teamctl` pointed at it. The daemon stops when
+/// this is dropped.
+struct Cli {
+    daemon: blocking::InProc,
+    teamctl: Teamctl,
     socket: PathBuf,
-    _dir: tempfile::TempDir,
 }
 
-impl Daemon {
-    fn start() -> Daemon {
-        Daemon::start_with(|_| {})
+impl Cli {
+    fn start() -> Cli {
+        Cli::start_with(|_| {})
     }
 
-    fn start_with(tune: impl FnOnce(&mut boardd::Config)) -> Daemon {
-        let dir = tempfile::Builder::new()
-            .prefix("tb")
-            .tempdir_in("/tmp")
-            .expect("temp dir");
-        let socket = dir.path().join("s");
-        let mut config = boardd::Config::new(socket.clone(), dir.path().join("state"));
-        tune(&mut config);
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let running = rt.block_on(boardd::start(config)).expect("boardd starts");
-        Daemon {
-            rt: Some(rt),
-            running: Some(running),
-            socket,
-            _dir: dir,
+    fn start_with(tune: impl FnOnce(&mut teamboard_testkit::boardd::Config)) -> Cli {
+        let daemon = blocking::InProc::start_with(tune);
+        Cli {
+            teamctl: Teamctl::new(TEAMCTL, &daemon.socket),
+            socket: daemon.socket.clone(),
+            daemon,
         }
     }
 
     /// Runs `teamctl --socket <ours> ARGS...` to completion.
     fn run(&self, args: &[&str]) -> Output {
-        teamctl(&self.socket, args)
+        self.teamctl.run(args)
     }
 
     /// Runs teamctl and insists that it succeeds; returns stdout.
     fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(
-            out.status.success(),
-            "teamctl {args:?} failed ({:?}):\nstdout: {}\nstderr: {}",
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).expect("utf-8 stdout")
+        self.teamctl.ok(args)
     }
 
     /// Runs teamctl with `--json` and parses stdout.
     fn json(&self, args: &[&str]) -> Value {
-        let mut all = args.to_vec();
-        all.push("--json");
-        let out = self.ok(&all);
-        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{args:?}: bad JSON ({e}):\n{out}"))
+        self.teamctl.json(args)
     }
 
     /// A teammate: a registered protocol session that stays connected.
     fn teammate(&self, name: &str, role: &str) -> Client {
-        self.teammate_with_pid(name, role, 4242)
+        self.teammate_with_pid(name, role, FAKE_PID)
     }
 
     /// A teammate that reports `pid` as its process, as a real teammated would.
     fn teammate_with_pid(&self, name: &str, role: &str, pid: u32) -> Client {
-        self.block_on(async {
-            let c = Client::connect(&self.socket, "test", name, "default")
-                .await
-                .expect("teammate connects");
-            c.register(role, Some(pid)).await.expect("registers");
-            c
-        })
+        self.block_on(teammate_with_pid(&self.socket, name, role, Some(pid)))
     }
 
     fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
-        self.rt.as_ref().expect("daemon is running").block_on(f)
+        self.daemon.block_on(f)
     }
 
-    /// Stops the daemon the way a process exit would: a graceful shutdown, then the
-    /// runtime goes away and with it every open connection. (`Running::shutdown`
-    /// alone leaves accepted connections open, answering `shutting_down`.)
+    /// Stops the daemon the way a process exit would; see [`blocking::InProc::stop`].
     fn stop(&mut self) {
-        let Some(rt) = self.rt.take() else { return };
-        if let Some(running) = self.running.take() {
-            rt.block_on(running.shutdown());
-        }
-        rt.shutdown_timeout(Duration::from_secs(5));
+        self.daemon.stop();
     }
 }
 
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
+/// Runs `teamctl --socket SOCKET ARGS...` to completion.
 fn teamctl(socket: &Path, args: &[&str]) -> Output {
-    base_command(socket)
-        .args(args)
-        .output()
-        .expect("teamctl runs")
+    Teamctl::new(TEAMCTL, socket).run(args)
 }
 
+/// `teamctl --socket SOCKET`, for a test to add to and run.
 fn base_command(socket: &Path) -> Command {
-    let mut cmd = Command::new(TEAMCTL);
-    cmd.arg("--socket")
-        .arg(socket)
-        .env_remove("TEAMBOARD_SOCKET")
-        .env_remove("TEAMBOARD_TEAM")
-        .env_remove("LINES")
-        .stdin(Stdio::null());
-    cmd
+    Teamctl::new(TEAMCTL, socket).command()
 }
 
 fn stderr(out: &Output) -> String {
@@ -152,7 +110,7 @@ fn line_of(listing: &str, id: &str) -> String {
 
 #[test]
 fn task_add_prints_just_the_id() {
-    let d = Daemon::start();
+    let d = Cli::start();
     assert_eq!(d.ok(&["task", "add", "first"]), "1\n");
     assert_eq!(
         d.ok(&["task", "add", "second", "-d", "details", "--priority", "-2"]),
@@ -176,7 +134,7 @@ fn task_add_prints_just_the_id() {
 
 #[test]
 fn tasks_show_markers_owners_and_open_blockers() {
-    let d = Daemon::start_with(|c| c.board.max_attempts = 1);
+    let d = Cli::start_with(|c| c.board.max_attempts = 1);
     let a = d.ok(&["task", "add", "design"]).trim().to_string();
     let b = d
         .ok(&["task", "add", "build", "--blocked-by", &a])
@@ -254,7 +212,7 @@ fn tasks_show_markers_owners_and_open_blockers() {
 
 #[test]
 fn bad_status_is_a_usage_error() {
-    let d = Daemon::start();
+    let d = Cli::start();
     let out = d.run(&["tasks", "--status", "done"]);
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
@@ -264,7 +222,7 @@ fn bad_status_is_a_usage_error() {
 
 #[test]
 fn dependency_cycle_is_refused() {
-    let d = Daemon::start();
+    let d = Cli::start();
     d.ok(&["task", "add", "a"]);
     d.ok(&["task", "add", "b", "--blocked-by", "1"]);
     let out = d.run(&["task", "depend", "1", "--on", "2"]);
@@ -291,7 +249,7 @@ fn dependency_cycle_is_refused() {
 
 #[test]
 fn send_to_unknown_teammate_fails() {
-    let d = Daemon::start();
+    let d = Cli::start();
     let out = d.run(&["send", "nobody", "hello"]);
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
@@ -301,7 +259,7 @@ fn send_to_unknown_teammate_fails() {
 
 #[test]
 fn an_empty_message_or_broadcast_is_refused_before_anything_is_sent() {
-    let d = Daemon::start();
+    let d = Cli::start();
     for args in [
         &["send", "nobody", ""][..],
         &["send", "nobody", "  "],
@@ -330,10 +288,7 @@ fn an_empty_message_or_broadcast_is_refused_before_anything_is_sent() {
 
 #[test]
 fn daemon_not_running_says_how_to_start_it() {
-    let dir = tempfile::Builder::new()
-        .prefix("tb")
-        .tempdir_in("/tmp")
-        .expect("temp dir");
+    let dir = short_tempdir();
     let socket = dir.path().join("s");
     let out = teamctl(&socket, &["tasks"]);
     assert_eq!(out.status.code(), Some(1));
@@ -358,10 +313,7 @@ fn daemon_not_running_says_how_to_start_it() {
 #[test]
 fn a_daemon_that_never_answers_times_out_with_a_clear_line() {
     // A listener that accepts and then says nothing: a wedged daemon.
-    let dir = tempfile::Builder::new()
-        .prefix("tb")
-        .tempdir_in("/tmp")
-        .expect("temp dir");
+    let dir = short_tempdir();
     let socket = dir.path().join("s");
     let listener = std::os::unix::net::UnixListener::bind(&socket).expect("bind");
     let started = std::time::Instant::now();
@@ -375,7 +327,7 @@ fn a_daemon_that_never_answers_times_out_with_a_clear_line() {
 
 #[test]
 fn messages_inbox_and_broadcast() {
-    let d = Daemon::start();
+    let d = Cli::start();
     let alice = d.teammate("alice", "coder");
     let _bob = d.teammate("bob", "tester");
 
@@ -414,7 +366,7 @@ fn messages_inbox_and_broadcast() {
 
 #[test]
 fn json_outputs_have_the_documented_fields() {
-    let d = Daemon::start();
+    let d = Cli::start();
     d.ok(&["task", "add", "one", "-d", "the first"]);
     d.ok(&["task", "add", "two", "--blocked-by", "1"]);
     let alice = d.teammate("alice", "coder");
@@ -481,7 +433,7 @@ fn json_outputs_have_the_documented_fields() {
 
 #[test]
 fn task_show_has_history() {
-    let d = Daemon::start();
+    let d = Cli::start();
     d.ok(&["task", "add", "one", "-d", "line one\nline two"]);
     let alice = d.teammate("alice", "coder");
     d.block_on(async {
@@ -523,7 +475,7 @@ fn task_show_has_history() {
 
 #[test]
 fn events_prints_history_as_text_and_json_lines() {
-    let d = Daemon::start();
+    let d = Cli::start();
     d.ok(&["task", "add", "one"]);
     d.ok(&["task", "add", "two"]);
     d.ok(&["task", "cancel", "2"]);
@@ -552,7 +504,7 @@ fn events_prints_history_as_text_and_json_lines() {
 
 #[test]
 fn events_since_pages_through_long_histories() {
-    let d = Daemon::start();
+    let d = Cli::start();
     // 1,100 events: more than one page (boardd answers at most 1,000 by default).
     d.block_on(async {
         let lead = std::sync::Arc::new(
@@ -596,7 +548,7 @@ fn events_since_pages_through_long_histories() {
 
 #[test]
 fn team_option_and_env_select_the_team() {
-    let d = Daemon::start();
+    let d = Cli::start();
     d.ok(&["task", "add", "in default"]);
     assert_eq!(d.ok(&["--team", "other", "task", "add", "in other"]), "1\n");
     let other = d.ok(&["tasks", "--team", "other"]);
@@ -620,7 +572,7 @@ fn team_option_and_env_select_the_team() {
 
 #[test]
 fn events_of_a_task_that_does_not_exist_is_an_error() {
-    let d = Daemon::start();
+    let d = Cli::start();
     d.ok(&["task", "add", "one"]);
     let out = d.run(&["events", "--task", "99"]);
     assert_eq!(out.status.code(), Some(1));
@@ -631,7 +583,7 @@ fn events_of_a_task_that_does_not_exist_is_an_error() {
 
 #[test]
 fn events_follow_streams_new_events() {
-    let d = Daemon::start();
+    let d = Cli::start();
     d.ok(&["task", "add", "before"]);
     let mut child = base_command(&d.socket)
         .args(["events", "--follow", "--json"])
@@ -673,7 +625,7 @@ fn events_follow_streams_new_events() {
 
 #[test]
 fn events_follow_ends_when_the_daemon_goes_away() {
-    let mut d = Daemon::start();
+    let mut d = Cli::start();
     d.ok(&["task", "add", "one"]);
     let mut child = base_command(&d.socket)
         .args(["events", "--follow"])
@@ -695,7 +647,7 @@ fn events_follow_ends_when_the_daemon_goes_away() {
 
 #[test]
 fn watch_once_renders_board_team_and_events() {
-    let d = Daemon::start();
+    let d = Cli::start();
     d.ok(&["task", "add", "design"]);
     d.ok(&["task", "add", "build", "--blocked-by", "1"]);
     let alice = d.teammate("alice", "coder");
@@ -718,7 +670,7 @@ fn watch_once_renders_board_team_and_events() {
 /// wrap); unhandled, the process would die with the terminal left broken.
 #[test]
 fn watch_stopped_by_sigterm_exits_cleanly() {
-    let d = Daemon::start();
+    let d = Cli::start();
     let mut child = base_command(&d.socket)
         .args(["watch"])
         .stdout(Stdio::piped())
@@ -745,7 +697,7 @@ fn watch_stopped_by_sigterm_exits_cleanly() {
 
 #[test]
 fn watch_redraws_on_events_and_exits_when_the_daemon_goes_away() {
-    let mut d = Daemon::start();
+    let mut d = Cli::start();
     let mut child = base_command(&d.socket)
         .args(["watch"])
         .stdout(Stdio::piped())
@@ -809,7 +761,7 @@ fn help_teaches_with_examples() {
 
 #[test]
 fn team_json_members_have_name_role_status_pid_task_and_tokens() {
-    let d = Daemon::start();
+    let d = Cli::start();
     d.ok(&["task", "add", "build it"]);
     let _alice = d.teammate("alice", "coder");
     let bob = d.teammate("bob", "tester");
@@ -855,14 +807,6 @@ fn team_json_members_have_name_role_status_pid_task_and_tokens() {
 }
 
 // ---------------------------------------------------------------- logs
-
-/// A temporary directory under /tmp with a short name.
-fn short_tempdir() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("tb")
-        .tempdir_in("/tmp")
-        .expect("temp dir")
-}
 
 /// `teamctl` for commands that must not need boardd: the socket does not exist.
 fn offline(state: &Path, args: &[&str]) -> Output {
@@ -1118,14 +1062,6 @@ fn mode(path: &Path) -> u32 {
         & 0o777
 }
 
-fn alive(pid: u32) -> bool {
-    Command::new("kill")
-        .args(["-0", &pid.to_string()])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 /// Kills a process the test caused to be started, however the test ends.
 struct KillOnDrop(u32);
 
@@ -1140,24 +1076,16 @@ impl Drop for KillOnDrop {
 
 /// The pid a fake teammated wrote to `marker`, once it has.
 fn wait_for_pid(marker: &Path) -> u32 {
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Ok(text) = std::fs::read_to_string(marker)
-            && let Ok(pid) = text.trim().parse()
-        {
-            return pid;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the fake teammated never started"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    eventually_blocking(
+        "the fake teammated to start",
+        Duration::from_secs(10),
+        || std::fs::read_to_string(marker).ok()?.trim().parse().ok(),
+    )
 }
 
 #[test]
 fn spawn_fails_with_the_exit_status_and_the_end_of_the_log() {
-    let d = Daemon::start();
+    let d = Cli::start();
     let dir = short_tempdir();
     let state = dir.path().join("state");
     let fake = script(
@@ -1198,7 +1126,7 @@ fn spawn_fails_with_the_exit_status_and_the_end_of_the_log() {
 
 #[test]
 fn spawn_returns_once_the_teammate_connects_and_leaves_it_running() {
-    let d = Daemon::start();
+    let d = Cli::start();
     let dir = short_tempdir();
     let state = dir.path().join("state");
     let marker = dir.path().join("pid");
@@ -1258,7 +1186,7 @@ fn spawn_returns_once_the_teammate_connects_and_leaves_it_running() {
 
 #[test]
 fn spawn_stops_a_teammate_that_does_not_connect_in_time() {
-    let d = Daemon::start();
+    let d = Cli::start();
     let dir = short_tempdir();
     let marker = dir.path().join("pid");
     let fake = script(
@@ -1292,7 +1220,7 @@ fn spawn_stops_a_teammate_that_does_not_connect_in_time() {
 
 #[test]
 fn spawn_checks_names_boardd_and_the_binary_before_starting_anything() {
-    let d = Daemon::start();
+    let d = Cli::start();
     let dir = short_tempdir();
     let marker = dir.path().join("ran");
     let fake = script(
@@ -1349,7 +1277,7 @@ fn spawn_checks_names_boardd_and_the_binary_before_starting_anything() {
 
 #[test]
 fn spawn_without_teammated_says_how_to_build_it() {
-    let d = Daemon::start();
+    let d = Cli::start();
     // A teamctl with no teammated beside it and none on PATH.
     let dir = short_tempdir();
     let lonely = dir.path().join("teamctl");
@@ -1383,7 +1311,7 @@ fn spawn_without_teammated_says_how_to_build_it() {
 
 #[test]
 fn spawn_systemd_writes_private_settings_and_starts_the_unit() {
-    let d = Daemon::start();
+    let d = Cli::start();
     let dir = short_tempdir();
     let config = dir.path().join("config");
     let record = dir.path().join("systemctl-args");
