@@ -13,8 +13,8 @@
 //! - [`InProc`]: boardd inside the test's own tokio runtime, on a real socket with a
 //!   real SQLite store. [`InProc::start_paused`] configures it for tokio's paused
 //!   clock (commits inline, see there), so leases and timeouts run in virtual time;
-//!   [`InProc::restart`] stops it without a word to its clients and starts it
-//!   again on the same state, as after a crash.
+//!   [`InProc::restart`] stops it and starts it again on the same state, with the
+//!   claims kept, as after a crash.
 //! - [`blocking::InProc`]: the same daemon on a runtime of its own, for plain
 //!   `#[test]` functions that run blocking child processes (the teamctl tests).
 //! - [`Daemon`]: the real `boardd` binary as a child process, killed on drop, for
