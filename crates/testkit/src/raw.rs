@@ -54,8 +54,8 @@ pub async fn connect_hello(socket: &Path, name: &str) -> UnixStream {
     Session::open(socket, name).await.into_stream()
 }
 
-/// Reads one frame as JSON; `None` on a clean end of stream. Panics after
-/// [`READ_TIMEOUT`] or on a torn frame.
+/// Reads one frame as JSON; `None` on a clean end of stream. Panics after five
+/// seconds without a frame, or on a torn frame.
 pub async fn read(stream: &mut UnixStream) -> Option<Value> {
     tokio::time::timeout(READ_TIMEOUT, async {
         let mut len = [0u8; 4];
