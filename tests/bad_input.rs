@@ -2,13 +2,13 @@
 //! socket. Each bad connection gets an error and at most its own connection is
 //! closed; the daemon keeps serving everyone else.
 
-mod common;
-
-use common::raw::{self, connect_hello, expect_closed, expect_error_frame, read, request};
-use common::{InProc, code_of, eventually, lead, task, teammate};
 use serde_json::json;
 use std::time::Duration;
 use teamboard_protocol::{ErrorCode, MessageKind, PROTOCOL_VERSION};
+use teamboard_testkit::raw::{
+    self, connect_hello, expect_closed, expect_error_frame, read, request,
+};
+use teamboard_testkit::{InProc, code_of, eventually, lead, task, teammate};
 use tokio::io::AsyncWriteExt;
 
 /// An observer that stays connected through all the abuse, then must still work.

@@ -1,13 +1,11 @@
 //! Many claimants race for the same tasks: every task goes to exactly one of them,
 //! nobody ever holds two, and nothing is lost.
 
-mod common;
-
-use common::{InProc, code_of, lead, park, task, teammate};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 use teamboard_protocol::{Client, ErrorCode, TaskId, TaskStatus, Work};
+use teamboard_testkit::{InProc, code_of, lead, park, task, teammate};
 use tokio::task::JoinSet;
 
 const CLAIMANTS: usize = 64;
@@ -165,7 +163,7 @@ async fn sixty_four_claimants_each_task_claimed_exactly_once() {
     let team = status
         .teams
         .iter()
-        .find(|t| t.name == common::TEAM)
+        .find(|t| t.name == teamboard_testkit::TEAM)
         .expect("the team is in the status");
     assert_eq!(team.completed, TASKS as u64);
     assert_eq!(team.pending + team.in_progress + team.ready, 0);

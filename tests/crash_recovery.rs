@@ -2,15 +2,13 @@
 //! reused, and claims held at the crash lapse after the restart grace unless their
 //! owner comes back in time.
 
-mod common;
-
-use common::{Daemon, connect, lead, short_tempdir, task, teammate};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use teamboard_protocol::request::EventsArgs;
 use teamboard_protocol::{Client, EventKind, MessageKind, TaskId, TaskStatus, Work};
+use teamboard_testkit::{Daemon, connect, lead, short_tempdir, task, teammate};
 use tokio::task::JoinSet;
 
 /// Seconds a claim survives the restart without its owner.
@@ -179,7 +177,7 @@ async fn kill_dash_nine_loses_nothing_acknowledged() {
     // Let the load run for some hundreds of acknowledged operations (or a second,
     // on a slow machine), then pull the plug mid-flight.
     let started = Instant::now();
-    common::eventually("load to build up", Duration::from_secs(10), || {
+    teamboard_testkit::eventually("load to build up", Duration::from_secs(10), || {
         let enough =
             load.ops.load(Ordering::Relaxed) >= 600 || started.elapsed() > Duration::from_secs(1);
         async move { enough.then_some(()) }
@@ -218,7 +216,7 @@ async fn kill_dash_nine_loses_nothing_acknowledged() {
     // registers, its connection cannot use the claim.
     let keeper = connect(&socket, "keeper").await;
     assert_eq!(
-        common::code_of(keeper.heartbeat(kept.id, keeper_claim.epoch).await),
+        teamboard_testkit::code_of(keeper.heartbeat(kept.id, keeper_claim.epoch).await),
         teamboard_protocol::ErrorCode::StaleEpoch
     );
     keeper.register("solo", None).await.expect("register again");
@@ -344,7 +342,7 @@ async fn kill_dash_nine_loses_nothing_acknowledged() {
     );
 
     // The loser never comes back: after the grace its task is pending again.
-    let lapsed = common::eventually(
+    let lapsed = teamboard_testkit::eventually(
         "the unclaimed task to lapse",
         Duration::from_secs(10),
         || async {

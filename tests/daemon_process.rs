@@ -2,13 +2,11 @@
 //! stale sockets, SIGTERM, `--version`, systemd readiness, and what a client says
 //! when no daemon runs.
 
-mod common;
-
-use common::{Daemon, boardd_bin, lead, short_tempdir, task};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixDatagram, UnixListener};
 use std::time::Duration;
 use teamboard_protocol::{Client, ClientError, TaskStatus};
+use teamboard_testkit::{Daemon, boardd_bin, lead, short_tempdir, task};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn socket_is_private_to_the_user() {
@@ -74,7 +72,7 @@ async fn stale_socket_file_is_cleaned_up() {
     // A socket file nobody listens on, as a crashed daemon leaves it.
     drop(UnixListener::bind(&socket).unwrap());
     assert!(socket.exists());
-    match Client::connect(&socket, "test", "lead", common::TEAM).await {
+    match Client::connect(&socket, "test", "lead", teamboard_testkit::TEAM).await {
         Err(ClientError::NotRunning { .. }) => {}
         Err(other) => panic!("expected NotRunning for a stale socket, got {other}"),
         Ok(_) => panic!("connected to a socket nobody listens on"),
@@ -138,7 +136,7 @@ async fn sigterm_exits_cleanly_and_keeps_the_data() {
     let mut new = task("persist me");
     new.role = Some("reviewer".into());
     let created = client.add_task(new).await.unwrap();
-    let worker = common::teammate(&d.socket, "wk", "dev").await;
+    let worker = teamboard_testkit::teammate(&d.socket, "wk", "dev").await;
     let other = client.add_task(task("finished before stop")).await.unwrap();
     let claim = worker.claim_task(other.id).await.unwrap();
     worker
@@ -156,8 +154,8 @@ async fn sigterm_exits_cleanly_and_keeps_the_data() {
         .unwrap();
 
     // A teammate parked in wait_for_work is answered, not left hanging.
-    let idle = common::teammate(&d.socket, "idle", "dev").await;
-    let parked = common::park(&idle).await;
+    let idle = teamboard_testkit::teammate(&d.socket, "idle", "dev").await;
+    let parked = teamboard_testkit::park(&idle).await;
 
     d.signal(libc::SIGTERM);
     let answer = tokio::time::timeout(Duration::from_secs(10), parked)
@@ -189,7 +187,7 @@ async fn sigterm_exits_cleanly_and_keeps_the_data() {
     let t = client.get_task(other.id).await.unwrap().task;
     assert_eq!(t.status, TaskStatus::Completed);
     assert_eq!(t.result.as_deref(), Some("all good"));
-    let wk = common::connect(&d.socket, "wk").await;
+    let wk = teamboard_testkit::connect(&d.socket, "wk").await;
     assert_eq!(wk.inbox().await.unwrap(), vec![msg]);
 }
 
@@ -275,7 +273,7 @@ async fn tells_systemd_when_ready_and_when_stopping() {
 async fn client_says_how_to_start_boardd_when_none_runs() {
     let dir = short_tempdir();
     let socket = dir.path().join("nobody-home");
-    let err = match Client::connect(&socket, "test", "lead", common::TEAM).await {
+    let err = match Client::connect(&socket, "test", "lead", teamboard_testkit::TEAM).await {
         Err(e) => e,
         Ok(_) => panic!("connected to nothing"),
     };
@@ -291,7 +289,7 @@ async fn client_says_how_to_start_boardd_when_none_runs() {
 
     // A regular file where the socket should be: nothing will ever listen there.
     std::fs::write(&socket, "not a socket").unwrap();
-    let err = match Client::connect(&socket, "test", "lead", common::TEAM).await {
+    let err = match Client::connect(&socket, "test", "lead", teamboard_testkit::TEAM).await {
         Err(e) => e,
         Ok(_) => panic!("connected to a regular file"),
     };

@@ -4,13 +4,11 @@
 //!
 //! Needs root to mount a tiny tmpfs; elsewhere the test says so and passes.
 
-mod common;
-
-use common::{Daemon, lead, short_tempdir, task};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 use teamboard_protocol::ErrorCode;
+use teamboard_testkit::{Daemon, lead, short_tempdir, task};
 
 /// Unmounts on drop, so a failing test leaves no mount behind.
 struct Mount(PathBuf);

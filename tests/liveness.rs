@@ -1,11 +1,9 @@
 //! A claim lives as long as its claimant: a closed connection gives the task back at
 //! once, and a connected but silent claimant loses it when its lease runs out.
 
-mod common;
-
-use common::{InProc, code_of, eventually, lead, park, task, teammate};
 use std::time::{Duration, Instant};
 use teamboard_protocol::{ErrorCode, MemberStatus, TaskStatus};
+use teamboard_testkit::{InProc, code_of, eventually, lead, park, task, teammate};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropped_connection_returns_the_task_at_once() {
@@ -15,7 +13,7 @@ async fn dropped_connection_returns_the_task_at_once() {
 
     let alice = teammate(&daemon.socket, "alice", "dev").await;
     // While alice is connected, nobody else can register as alice.
-    let impostor = common::connect(&daemon.socket, "alice").await;
+    let impostor = teamboard_testkit::connect(&daemon.socket, "alice").await;
     assert_eq!(
         code_of(impostor.register("dev", None).await),
         ErrorCode::AlreadyConnected

@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
+use teamboard_testkit::InProc;
 use tokio::process::Command;
 
 /// How long the whole Python scenario may take. It needs well under a second; the
@@ -36,13 +37,8 @@ async fn python_example_client_runs_its_scenario() -> anyhow::Result<()> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/examples/teamboard_client.py");
     assert!(script.is_file(), "{} is missing", script.display());
 
-    // Linux socket paths must be under 108 bytes, so not under target/.
-    let dir = tempfile::Builder::new().prefix("tb").tempdir_in("/tmp")?;
-    let socket = dir.path().join("boardd.sock");
-    let state = dir.path().join("state");
-    let daemon = boardd::start(boardd::Config::new(socket.clone(), state))
-        .await
-        .map_err(|e| anyhow::anyhow!("boardd did not start: {e}"))?;
+    let daemon = InProc::start().await;
+    let socket = daemon.socket.clone();
 
     let child = Command::new("python3")
         .arg(&script)
@@ -66,7 +62,7 @@ async fn python_example_client_runs_its_scenario() -> anyhow::Result<()> {
     let status = probe.status().await?;
     assert_eq!(status.protocol, teamboard_protocol::PROTOCOL_VERSION);
     drop(probe);
-    daemon.shutdown().await;
+    daemon.stop().await;
 
     assert!(
         output.status.success(),

@@ -2,52 +2,16 @@
 //! against a real `boardd` process, they do the work, `teamctl team` and `teamctl
 //! logs` show it, and a teammate keeps its claim across a `kill -9` of boardd.
 
-mod common;
-
-use common::{Daemon, eventually, lead, short_tempdir, workspace_bin};
-use serde_json::Value;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::Duration;
 use teamboard_protocol::request::NewTask;
 use teamboard_protocol::{EventKind, TaskStatus};
+use teamboard_testkit::{
+    Daemon, PATIENCE, Teamctl, Teammated, alive, eventually, lead, short_tempdir, workspace_bin,
+};
 
-const PATIENCE: Duration = Duration::from_secs(30);
-
-fn teamctl(socket: &Path, state: &Path, args: &[&str]) -> String {
-    let out = Command::new(workspace_bin("teamctl"))
-        .arg("--socket")
-        .arg(socket)
-        .arg("--state-dir")
-        .arg(state)
-        .args(args)
-        .env_remove("TEAMBOARD_SOCKET")
-        .env_remove("TEAMBOARD_STATE_DIR")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run teamctl");
-    assert!(
-        out.status.success(),
-        "teamctl {args:?} failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn json(socket: &Path, state: &Path, args: &[&str]) -> Value {
-    let mut all = args.to_vec();
-    all.push("--json");
-    let out = teamctl(socket, state, &all);
-    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{args:?}: {e}\n{out}"))
-}
-
-/// Whether `pid` is a live process (not gone, not a zombie awaiting its reaper).
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| !rest.starts_with('Z')))
-        .unwrap_or(false)
+/// `teamctl --socket S --state-dir D`, the binary built for this test's profile.
+fn teamctl(socket: &Path, state: &Path) -> Teamctl {
+    Teamctl::new(workspace_bin("teamctl"), socket).with_state_dir(state)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -57,20 +21,17 @@ async fn spawned_teammates_do_the_work_and_show_in_team_and_logs() {
     let work = dir.path().join("work");
     std::fs::create_dir_all(&work).unwrap();
     let _daemon = Daemon::start(&socket, &state, &[]).await;
+    let teamctl = teamctl(&socket, &state);
     let mut pids = Vec::new();
     for name in ["alice", "bob"] {
-        let spawned = json(
-            &socket,
-            &state,
-            &[
-                "spawn",
-                name,
-                "--role",
-                "dev",
-                "--workdir",
-                work.to_str().unwrap(),
-            ],
-        );
+        let spawned = teamctl.json(&[
+            "spawn",
+            name,
+            "--role",
+            "dev",
+            "--workdir",
+            work.to_str().unwrap(),
+        ]);
         let pid = spawned["pid"].as_i64().expect("pid") as i32;
         // Detached: its own process group, not ours.
         assert_eq!(unsafe { libc::getpgid(pid) }, pid, "{spawned}");
@@ -79,11 +40,7 @@ async fn spawned_teammates_do_the_work_and_show_in_team_and_logs() {
     let mut ids = Vec::new();
     for n in 1..=3 {
         let desc = format!("```sh\nsleep 0.2; echo part-{n} | tee part-{n}.txt\n```");
-        let out = teamctl(
-            &socket,
-            &state,
-            &["task", "add", &format!("part {n}"), "-d", &desc],
-        );
+        let out = teamctl.ok(&["task", "add", &format!("part {n}"), "-d", &desc]);
         ids.push(out.trim().to_string());
     }
     let boss = lead(&socket).await;
@@ -98,7 +55,7 @@ async fn spawned_teammates_do_the_work_and_show_in_team_and_logs() {
     }
     // `team --json`: name, role, status, pid, task and tokens for each member.
     let team = eventually("both to be idle again", PATIENCE, || async {
-        let team = json(&socket, &state, &["team"]);
+        let team = teamctl.json(&["team"]);
         let all_idle = team
             .as_array()?
             .iter()
@@ -114,33 +71,29 @@ async fn spawned_teammates_do_the_work_and_show_in_team_and_logs() {
         assert!(pids.contains(&pid), "{m}");
         assert!(m["tokens"]["input"].as_u64().unwrap() > 0, "{m}");
     }
-    let human = teamctl(&socket, &state, &["team"]);
+    let human = teamctl.ok(&["team"]);
     assert!(human.contains("alice") && human.contains("pid"), "{human}");
     // The transcript shows what the model saw and did.
-    let logs = teamctl(&socket, &state, &["logs", "alice"]);
+    let logs = teamctl.ok(&["logs", "alice"]);
     assert!(logs.contains("idle"), "{logs}");
-    let both = logs + &teamctl(&socket, &state, &["logs", "bob"]);
+    let both = logs + &teamctl.ok(&["logs", "bob"]);
     assert!(both.contains("Auto-claimed task #"), "{both}");
     assert!(both.contains("complete_task"), "{both}");
     // The handshake stops them.
     for name in ["alice", "bob"] {
-        teamctl(
-            &socket,
-            &state,
-            &[
-                "send",
-                name,
-                "stop",
-                "--kind",
-                "shutdown_request",
-                "--request-id",
-                name,
-            ],
-        );
+        teamctl.ok(&[
+            "send",
+            name,
+            "stop",
+            "--kind",
+            "shutdown_request",
+            "--request-id",
+            name,
+        ]);
     }
     for pid in pids {
         eventually("the teammate to exit", PATIENCE, || async {
-            (!alive(pid)).then_some(())
+            (!alive(pid as u32)).then_some(())
         })
         .await;
     }
@@ -162,20 +115,14 @@ async fn a_teammate_keeps_its_claim_across_a_boardd_crash() {
     let work = dir.path().join("work");
     std::fs::create_dir_all(&work).unwrap();
     let mut daemon = Daemon::start(&socket, &state, &["--restart-grace", "30"]).await;
-    let log = std::fs::File::create(dir.path().join("alice.log")).unwrap();
-    let mut alice = tokio::process::Command::new(workspace_bin("teammated"))
-        .args(["--name", "alice", "--role", "dev"])
-        .arg("--socket")
-        .arg(&socket)
-        .arg("--state-dir")
-        .arg(&state)
-        .arg("--workdir")
-        .arg(&work)
-        .stdin(Stdio::null())
-        .stderr(log)
-        .kill_on_drop(true)
-        .spawn()
-        .expect("teammated");
+    let mut alice = Teammated::new(workspace_bin("teammated"), &socket, &state).spawn(
+        "alice",
+        "dev",
+        &work,
+        &dir.path().join("alice.log"),
+        &[],
+        &[],
+    );
     let boss = lead(&socket).await;
     let t = boss
         .add_task(NewTask {
@@ -207,6 +154,6 @@ async fn a_teammate_keeps_its_claim_across_a_boardd_crash() {
             && e.detail.contains(&format!("kept #{}", t.id))),
         "{events:#?}"
     );
-    alice.start_kill().ok();
-    let _ = alice.wait().await;
+    alice.child.start_kill().ok();
+    let _ = alice.child.wait().await;
 }

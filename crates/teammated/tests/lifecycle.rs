@@ -2,12 +2,11 @@
 //! sharing tasks, respecting dependencies, losing a teammate to `kill -9`, the idle
 //! timeout and the shutdown handshake.
 
-#[path = "support/harness.rs"]
-mod harness;
-
-use harness::Board;
-use std::time::Duration;
 use teamboard_protocol::{EventKind, MessageKind, TaskStatus};
+use teamboard_testkit::Board;
+
+/// The binary under test, built by cargo for this package's tests.
+const TEAMMATED: &str = env!("CARGO_BIN_EXE_teammated");
 
 fn script(lines: &str) -> String {
     format!("Run this.\n```sh\n{lines}\n```\n")
@@ -15,7 +14,7 @@ fn script(lines: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_teammates_share_three_tasks_and_finish_them_all() {
-    let mut board = Board::start().await;
+    let mut board = Board::start(TEAMMATED).await;
     let alice = board.spawn("alice", "dev", &[]);
     let bob = board.spawn("bob", "dev", &[]);
     board.wait_idle("alice").await;
@@ -76,7 +75,7 @@ async fn two_teammates_share_three_tasks_and_finish_them_all() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_blocked_task_is_never_claimed_before_its_blockers_complete() {
-    let mut board = Board::start().await;
+    let mut board = Board::start(TEAMMATED).await;
     let _alice = board.spawn("alice", "dev", &[]);
     let _bob = board.spawn("bob", "dev", &[]);
     board.wait_idle("alice").await;
@@ -114,14 +113,14 @@ async fn a_blocked_task_is_never_claimed_before_its_blockers_complete() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_teammates_task_goes_back_and_the_other_one_finishes_it() {
-    let mut board = Board::start().await;
+    let mut board = Board::start(TEAMMATED).await;
     let alice = board.spawn("alice", "dev", &[]);
     board.wait_idle("alice").await;
     // The first attempt marks that it started and then hangs until the test lets
     // it go (so that no orphan outlives the test); any later attempt sees the mark
     // and finishes at once. The marks live outside both workdirs.
-    let mark = board.dir.path().join("started");
-    let release = board.dir.path().join("release");
+    let mark = board.dir().join("started");
+    let release = board.dir().join("release");
     let body = format!(
         "if [ -e {m} ]; then echo finished-by-second; else touch {m}; \
          while [ ! -e {r} ]; do sleep 0.05; done; fi",
@@ -130,15 +129,7 @@ async fn a_killed_teammates_task_goes_back_and_the_other_one_finishes_it() {
     );
     let t = board.add("long job", &script(&body), &[]).await;
     assert_eq!(board.wait_claimed(t.id).await, "alice");
-    let deadline = std::time::Instant::now() + harness::PATIENCE;
-    while !mark.exists() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "alice never started:\n{}",
-            alice.log_text()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    alice.wait_for_file(&mark).await;
     let _bob = board.spawn("bob", "dev", &[]);
     board.wait_idle("bob").await;
     alice.kill9();
@@ -161,7 +152,7 @@ async fn a_killed_teammates_task_goes_back_and_the_other_one_finishes_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_idle_timeout_shuts_a_teammate_down_cleanly() {
-    let mut board = Board::start().await;
+    let mut board = Board::start(TEAMMATED).await;
     let mut alice = board.spawn("alice", "dev", &["--idle-timeout", "1"]);
     let idle = board.wait_idle("alice").await;
     let shutdown = board.wait_status("alice", "shutdown").await;
@@ -183,7 +174,7 @@ async fn the_idle_timeout_shuts_a_teammate_down_cleanly() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_teammate_answers_a_shutdown_request_and_exits() {
-    let mut board = Board::start().await;
+    let mut board = Board::start(TEAMMATED).await;
     let mut alice = board.spawn("alice", "dev", &[]);
     board.wait_idle("alice").await;
     board
@@ -212,10 +203,10 @@ async fn an_idle_teammate_answers_a_shutdown_request_and_exits() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_working_teammate_finishes_its_round_then_shuts_down_and_gives_the_task_back() {
-    let mut board = Board::start().await;
+    let mut board = Board::start(TEAMMATED).await;
     let mut alice = board.spawn("alice", "dev", &[]);
     board.wait_idle("alice").await;
-    let mark = board.dir.path().join("round-started");
+    let mark = board.dir().join("round-started");
     let body = format!("touch {}; sleep 1; echo round-one-done", mark.display());
     let t = board
         .add(
@@ -225,11 +216,7 @@ async fn a_working_teammate_finishes_its_round_then_shuts_down_and_gives_the_tas
         )
         .await;
     board.wait_claimed(t.id).await;
-    let deadline = std::time::Instant::now() + harness::PATIENCE;
-    while !mark.exists() {
-        assert!(std::time::Instant::now() < deadline, "{}", alice.log_text());
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    alice.wait_for_file(&mark).await;
     board
         .lead
         .send(
@@ -248,7 +235,7 @@ async fn a_working_teammate_finishes_its_round_then_shuts_down_and_gives_the_tas
         task.attempts, 0,
         "leaving is not the task's fault: {task:#?}"
     );
-    let log = harness::transcript(&board.state, "alice");
+    let log = board.transcript("alice");
     assert!(
         log.contains("round-one-done"),
         "the round in progress finished:\n{log}"
@@ -270,7 +257,7 @@ async fn a_working_teammate_finishes_its_round_then_shuts_down_and_gives_the_tas
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_result_too_big_for_boardd_is_cut_rather_than_lost() {
-    let mut board = Board::start().await;
+    let mut board = Board::start(TEAMMATED).await;
     let alice = board.spawn("alice", "dev", &[]);
     board.wait_idle("alice").await;
     // Six blocks of 48 KB each: more than boardd takes in one result (256 KiB).
@@ -292,7 +279,7 @@ async fn a_result_too_big_for_boardd_is_cut_rather_than_lost() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_block_that_exits_non_zero_fails_the_task_with_its_output() {
-    let mut board = Board::start().await;
+    let mut board = Board::start(TEAMMATED).await;
     let alice = board.spawn("alice", "dev", &[]);
     board.wait_idle("alice").await;
     let t = board

@@ -2,20 +2,18 @@
 //! APIs: multi-turn tool use through the whole runtime, retries, token accounting,
 //! zero model calls while idle, and an LLM that keeps failing.
 
-#[path = "support/harness.rs"]
-mod harness;
-#[path = "support/mock_llm.rs"]
-mod mock_llm;
-
-use harness::Board;
-use mock_llm::{MockLlm, MockReply};
 use serde_json::json;
 use std::time::{Duration, Instant};
 use teamboard_protocol::{MessageKind, TaskStatus};
+use teamboard_testkit::Board;
+use teamboard_testkit::mock_llm::{self, MockLlm, MockReply};
+
+/// The binary under test, built by cargo for this package's tests.
+const TEAMMATED: &str = env!("CARGO_BIN_EXE_teammated");
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_teammate_makes_no_model_calls_and_wakes_at_once() {
-    let mut board = Board::start().await;
+    let mut board = Board::start(TEAMMATED).await;
     let mock = MockLlm::start(vec![
         MockReply::openai_tool_call("call_1", "complete_task", r#"{"result":"all done"}"#),
         MockReply::openai_text("Finished."),
@@ -81,7 +79,7 @@ async fn an_idle_teammate_makes_no_model_calls_and_wakes_at_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn anthropic_multi_turn_tool_use_with_a_rate_limit_in_between() {
-    let mut board = Board::start().await;
+    let mut board = Board::start(TEAMMATED).await;
     let mock = MockLlm::start(vec![
         MockReply::anthropic_tool_use(
             "toolu_1",
@@ -167,7 +165,7 @@ async fn anthropic_multi_turn_tool_use_with_a_rate_limit_in_between() {
         (2 * ti + xi, 2 * to + xo)
     );
     // The key is never logged, and never reaches the model through a tool.
-    let log = alice.log_text() + &harness::transcript(&board.state, "alice");
+    let log = alice.log_text() + &board.transcript("alice");
     assert!(!log.contains("sk-test-secret-key"), "key leaked:\n{log}");
     for r in &requests {
         assert!(
@@ -181,7 +179,7 @@ async fn anthropic_multi_turn_tool_use_with_a_rate_limit_in_between() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_model_that_keeps_failing_releases_the_task_until_it_fails_for_good() {
-    let mut board = Board::start().await;
+    let mut board = Board::start(TEAMMATED).await;
     let mock = MockLlm::start_with_fallback(Vec::new(), MockReply::status(503));
     let url = mock.url();
     let alice = board.spawn(
@@ -227,8 +225,8 @@ async fn a_model_that_keeps_failing_releases_the_task_until_it_fails_for_good() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn messages_that_arrive_during_work_reach_the_model_between_rounds() {
-    let mut board = Board::start().await;
-    let mark = board.dir.path().join("tool-running");
+    let mut board = Board::start(TEAMMATED).await;
+    let mark = board.dir().join("tool-running");
     let mock = MockLlm::start(vec![
         MockReply::anthropic_tool_use(
             "toolu_1",
@@ -247,11 +245,7 @@ async fn messages_that_arrive_during_work_reach_the_model_between_rounds() {
     );
     board.wait_idle("alice").await;
     let t = board.add("slow", "Takes a while.", &[]).await;
-    let deadline = Instant::now() + harness::PATIENCE;
-    while !mark.exists() {
-        assert!(Instant::now() < deadline, "{}", alice.log_text());
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    alice.wait_for_file(&mark).await;
     let sent = board
         .lead
         .send("alice", MessageKind::Message, "status please", None)
@@ -282,7 +276,7 @@ async fn messages_that_arrive_during_work_reach_the_model_between_rounds() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_budget_the_teammate_compacts_and_puts_its_identity_back() {
-    let mut board = Board::start().await;
+    let mut board = Board::start(TEAMMATED).await;
     let mock = MockLlm::start(vec![
         MockReply::anthropic_tool_use(
             "toolu_1",
@@ -355,14 +349,14 @@ async fn over_budget_the_teammate_compacts_and_puts_its_identity_back() {
         assert!(answered, "tool use {id} lost its result: {next}");
     }
     // The full context was saved before compacting.
-    let dir = teamboard_protocol::transcript::teammate_dir(&board.state, "default", "alice");
+    let dir = teamboard_protocol::transcript::teammate_dir(board.state_dir(), "default", "alice");
     let archives = std::fs::read_dir(&dir)
         .expect("teammate dir")
         .filter_map(Result::ok)
         .filter(|e| e.file_name().to_string_lossy().starts_with("context-"))
         .count();
     assert_eq!(archives, 1);
-    assert!(harness::transcript(&board.state, "alice").contains("compacted:"));
+    assert!(board.transcript("alice").contains("compacted:"));
     drop(alice);
     board.stop().await;
 }
@@ -371,7 +365,8 @@ async fn over_budget_the_teammate_compacts_and_puts_its_identity_back() {
 async fn heartbeats_keep_the_claim_through_a_model_call_longer_than_the_lease() {
     // A two-second lease and a model that takes four and a half to answer: only
     // the teammate's heartbeats (every third of the lease) keep the claim alive.
-    let mut board = Board::start_with(|c| c.board.lease_ttl = Duration::from_secs(2)).await;
+    let mut board =
+        Board::start_with(TEAMMATED, |c| c.board.lease_ttl = Duration::from_secs(2)).await;
     let mock = MockLlm::start(vec![
         MockReply::openai_tool_call("c1", "complete_task", r#"{"result":"slow but done"}"#)
             .with_delay(Duration::from_millis(4500)),

@@ -1,13 +1,10 @@
 //! The real providers against a scripted HTTP server: wire format both ways, retries,
 //! and the handling of API keys.
 
-#[path = "support/mock_llm.rs"]
-mod mock_llm;
-
-use mock_llm::{MockLlm, MockReply, TEXT_USAGE, TOOL_USAGE};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 use teamboard_protocol::TokenUsage;
+use teamboard_testkit::mock_llm::{self, MockLlm, MockReply, TEXT_USAGE, TOOL_USAGE};
 use teammated::config::{ProviderConfig, ProviderKind};
 use teammated::llm::anthropic::Anthropic;
 use teammated::llm::openai::OpenAi;

@@ -1,69 +1,74 @@
-//! A boardd in-process and real `teammated` processes around it.
+//! An in-process boardd with real `teammated` processes around it, and the lead
+//! watching its events.
 //!
-//! The daemon runs inside the test (real socket, real SQLite); teammates are the real
-//! binary, so that what the tests see is what a user gets: separate processes,
-//! signals, exit codes. The test itself plays the lead through a protocol client
+//! The daemon runs inside the test (real socket, real SQLite); teammates are the
+//! real binary, so that what the tests see is what a user gets: separate processes,
+//! signals, exit codes. The test plays the lead through a protocol client
 //! subscribed to the team's events.
-#![allow(dead_code)]
 
+use crate::clients::lead;
+use crate::eventually::PATIENCE;
+use crate::inproc::InProc;
+use crate::teammated::{Teammate, Teammated, transcript};
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 use teamboard_protocol::request::NewTask;
 use teamboard_protocol::{Client, Event, EventKind, Task, TaskId, TaskStatus};
 
-pub const TEAMMATED: &str = env!("CARGO_BIN_EXE_teammated");
-
-/// The longest any test waits for something that should take milliseconds. Generous
-/// because CI machines are slow and shared; a pass never waits this long.
-pub const PATIENCE: Duration = Duration::from_secs(30);
+/// How long [`Board::wait_done`] waits for an event before it looks again.
+const RECHECK: Duration = Duration::from_millis(500);
 
 pub struct Board {
-    running: Option<boardd::Running>,
-    pub socket: PathBuf,
-    pub state: PathBuf,
-    pub dir: tempfile::TempDir,
+    pub daemon: InProc,
+    /// The lead, subscribed to the team's events.
     pub lead: Client,
     /// Every event seen so far, in order.
     pub seen: Vec<Event>,
     /// Events not yet matched by a `wait_for`, so that waiting for one thing does
     /// not throw away another that happened first.
-    unmatched: std::collections::VecDeque<Event>,
+    unmatched: VecDeque<Event>,
+    teammated: Teammated,
 }
 
 impl Board {
-    pub async fn start() -> Board {
-        Board::start_with(|_| {}).await
+    /// Starts a daemon with the default configuration; teammates are played by
+    /// the binary `teammated`.
+    pub async fn start(teammated: impl Into<PathBuf>) -> Board {
+        Board::start_with(teammated, |_| {}).await
     }
 
-    pub async fn start_with(tune: impl FnOnce(&mut boardd::Config)) -> Board {
-        let dir = tempfile::Builder::new()
-            .prefix("tm")
-            .tempdir_in("/tmp")
-            .expect("temp dir");
-        let socket = dir.path().join("s");
-        let state = dir.path().join("state");
-        let mut config = boardd::Config::new(socket.clone(), state.clone());
-        tune(&mut config);
-        let running = boardd::start(config).await.expect("boardd starts");
-        let lead = Client::connect(&socket, "test", "lead", "default")
-            .await
-            .expect("lead connects");
+    /// Starts a daemon after `tune` has adjusted its configuration.
+    pub async fn start_with(
+        teammated: impl Into<PathBuf>,
+        tune: impl FnOnce(&mut boardd::Config),
+    ) -> Board {
+        let daemon = InProc::start_with(tune).await;
+        let lead = lead(&daemon.socket).await;
         lead.subscribe().await.expect("subscribe");
+        let teammated = Teammated::new(teammated, &daemon.socket, &daemon.state_dir);
         Board {
-            running: Some(running),
-            socket,
-            state,
-            dir,
+            daemon,
             lead,
             seen: Vec::new(),
-            unmatched: Default::default(),
+            unmatched: VecDeque::new(),
+            teammated,
         }
+    }
+
+    /// The scratch directory: the daemon's files, the teammates' logs and work
+    /// directories, and whatever the test puts there.
+    pub fn dir(&self) -> &Path {
+        self.daemon.dir()
+    }
+
+    pub fn state_dir(&self) -> &Path {
+        &self.daemon.state_dir
     }
 
     /// A fresh working directory for a teammate.
     pub fn workdir(&self, name: &str) -> PathBuf {
-        let w = self.dir.path().join(format!("work-{name}"));
+        let w = self.dir().join(format!("work-{name}"));
         std::fs::create_dir_all(&w).expect("workdir");
         w
     }
@@ -83,33 +88,8 @@ impl Board {
         env: &[(&str, &str)],
     ) -> Teammate {
         let workdir = self.workdir(name);
-        let log = self.dir.path().join(format!("{name}.log"));
-        let file = std::fs::File::create(&log).expect("log file");
-        let mut cmd = tokio::process::Command::new(TEAMMATED);
-        cmd.args(["--name", name, "--role", role])
-            .arg("--socket")
-            .arg(&self.socket)
-            .arg("--state-dir")
-            .arg(&self.state)
-            .arg("--workdir")
-            .arg(&workdir)
-            .args(extra)
-            .env("TEAMMATED_LOG", "debug")
-            .env_remove("TEAMBOARD_SOCKET")
-            .env_remove("ANTHROPIC_API_KEY")
-            .env_remove("OPENAI_API_KEY")
-            .envs(env.iter().copied())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(file)
-            .kill_on_drop(true);
-        let child = cmd.spawn().expect("teammated starts");
-        Teammate {
-            name: name.to_string(),
-            child,
-            log,
-            workdir,
-        }
+        let log = self.dir().join(format!("{name}.log"));
+        self.teammated.spawn(name, role, &workdir, &log, extra, env)
     }
 
     pub async fn add(&self, subject: &str, description: &str, blocked_by: &[TaskId]) -> Task {
@@ -122,6 +102,15 @@ impl Board {
             })
             .await
             .expect("add_task")
+    }
+
+    pub async fn task(&self, id: TaskId) -> Task {
+        self.lead.get_task(id).await.expect("get_task").task
+    }
+
+    /// The transcript of teammate `name`, as text.
+    pub fn transcript(&self, name: &str) -> String {
+        transcript(self.state_dir(), name)
     }
 
     /// Waits for the next event (after those already seen) that matches `pred`.
@@ -197,7 +186,7 @@ impl Board {
                 "tasks {ids:?} not done: {tasks:#?}"
             );
             // Wake on the next event rather than on a timer.
-            let _ = tokio::time::timeout(Duration::from_millis(500), async {
+            let _ = tokio::time::timeout(RECHECK, async {
                 if let Some(e) = self.lead.next_event().await {
                     self.seen.push(e.clone());
                     self.unmatched.push_back(e);
@@ -207,55 +196,8 @@ impl Board {
         }
     }
 
-    pub async fn task(&self, id: TaskId) -> Task {
-        self.lead.get_task(id).await.expect("get_task").task
+    /// Stops the daemon gracefully and waits until it has.
+    pub async fn stop(self) {
+        self.daemon.stop().await;
     }
-
-    pub async fn stop(mut self) {
-        if let Some(r) = self.running.take() {
-            r.shutdown().await;
-        }
-    }
-}
-
-pub struct Teammate {
-    pub name: String,
-    pub child: tokio::process::Child,
-    pub log: PathBuf,
-    pub workdir: PathBuf,
-}
-
-impl Teammate {
-    /// Waits for the process to exit and returns its exit code.
-    pub async fn exit_code(&mut self) -> Option<i32> {
-        let status = tokio::time::timeout(PATIENCE, self.child.wait())
-            .await
-            .unwrap_or_else(|_| panic!("{} did not exit; log:\n{}", self.name, self.log_text()))
-            .expect("wait");
-        status.code()
-    }
-
-    pub fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    pub fn pid(&self) -> u32 {
-        self.child.id().expect("running")
-    }
-
-    /// `kill -9`.
-    pub fn kill9(&self) {
-        // SAFETY: kill(2) with a pid we own; no memory is involved.
-        unsafe {
-            libc::kill(self.pid() as i32, libc::SIGKILL);
-        }
-    }
-}
-
-/// The transcript of a teammate as text, for failure messages.
-pub fn transcript(state: &Path, name: &str) -> String {
-    std::fs::read_to_string(teamboard_protocol::transcript::transcript_path(
-        state, "default", name,
-    ))
-    .unwrap_or_default()
 }

@@ -5,10 +5,7 @@
 //! with the replies it was given, in order. Nothing leaves 127.0.0.1, so provider
 //! tests run offline and see exactly what a real API would have received.
 //!
-//! Use it from a test file with
-//! `#[path = "support/mock_llm.rs"] mod mock_llm;` and `use mock_llm::{MockLlm, MockReply};`.
-//! Each test file uses only part of it, hence the `allow` below.
-#![allow(dead_code)]
+//! Use it with `use teamboard_testkit::mock_llm::{MockLlm, MockReply};`.
 
 use serde_json::{Value, json};
 use std::collections::VecDeque;

@@ -1,0 +1,408 @@
+//! `teamctl spawn`: detached teammates (played by a shell-script stand-in for
+//! teammated) and systemd units (with a stand-in for systemctl).
+
+use crate::{Cli, TEAMCTL, base_command, stderr, stdout};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+use teamboard_testkit::{alive, eventually_blocking, short_tempdir};
+
+/// Writes an executable `/bin/sh` script.
+fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt as _;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}")).expect("write script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    path
+}
+
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::metadata(path)
+        .expect("metadata")
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+/// Kills a process the test caused to be started, however the test ends.
+struct KillOnDrop(u32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-9", &self.0.to_string()])
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// The pid a fake teammated wrote to `marker`, once it has.
+fn wait_for_pid(marker: &Path) -> u32 {
+    eventually_blocking(
+        "the fake teammated to start",
+        Duration::from_secs(10),
+        || std::fs::read_to_string(marker).ok()?.trim().parse().ok(),
+    )
+}
+
+#[test]
+fn spawn_fails_with_the_exit_status_and_the_end_of_the_log() {
+    let d = Cli::start();
+    let dir = short_tempdir();
+    let state = dir.path().join("state");
+    let fake = script(
+        dir.path(),
+        "teammated",
+        "echo \"fake teammated $*\"\necho 'cannot reach the board' >&2\nexit 3\n",
+    );
+    let out = base_command(&d.socket)
+        .env("TEAMMATED_BIN", &fake)
+        .env_remove("TEAMBOARD_STATE_DIR")
+        .arg("--state-dir")
+        .arg(&state)
+        .args(["spawn", "bob", "--role", "coder", "--max-rounds", "7"])
+        .arg("--workdir")
+        .arg(dir.path())
+        .output()
+        .expect("teamctl runs");
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(err.starts_with("teamctl: "), "{err}");
+    assert!(err.contains("exit status: 3"), "{err}");
+    assert!(err.contains("cannot reach the board"), "{err}");
+    // The log tail also shows the arguments teammated was given.
+    let expected = format!(
+        "fake teammated --name bob --role coder --team default --socket {} --state-dir {} \
+         --workdir {} --max-rounds 7",
+        d.socket.display(),
+        state.display(),
+        dir.path().display()
+    );
+    assert!(err.contains(&expected), "{expected}\nnot in:\n{err}");
+    let log = state.join("teammates/default/bob/teammated.log");
+    assert_eq!(mode(&log), 0o600);
+    let text = std::fs::read_to_string(&log).expect("the log");
+    assert!(text.contains("cannot reach the board"), "{text}");
+    assert!(stdout(&out).is_empty());
+}
+
+#[test]
+fn spawn_returns_once_the_teammate_connects_and_leaves_it_running() {
+    let d = Cli::start();
+    let dir = short_tempdir();
+    let state = dir.path().join("state");
+    let marker = dir.path().join("pid");
+    // A stand-in that says where it is and then just stays up; the test registers
+    // for it below, as the real teammated would.
+    let fake = script(
+        dir.path(),
+        "teammated",
+        &format!("echo $$ > '{}'\nexec sleep 60\n", marker.display()),
+    );
+    let teamctl = base_command(&d.socket)
+        .env("TEAMMATED_BIN", &fake)
+        .arg("--state-dir")
+        .arg(&state)
+        .args(["spawn", "alice", "--role", "coder", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn teamctl");
+    let pid = wait_for_pid(&marker);
+    let _cleanup = KillOnDrop(pid);
+    // Registered for the spawned process: spawn checks the pid, not just the name.
+    let _alice = d.teammate_with_pid("alice", "coder", pid);
+    let out = teamctl.wait_with_output().expect("teamctl exits");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shown: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(shown["name"], "alice");
+    assert_eq!(shown["team"], "default");
+    assert_eq!(shown["pid"], pid);
+    let log = state.join("teammates/default/alice/teammated.log");
+    assert_eq!(shown["log"], log.display().to_string());
+
+    // teamctl is gone; the teammate is not, and leads its own process group.
+    assert!(alive(pid), "the teammate died with teamctl");
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    let after_name = stat.rsplit_once(')').expect("(comm)").1;
+    let pgrp: u32 = after_name
+        .split_whitespace()
+        .nth(2)
+        .and_then(|f| f.parse().ok())
+        .expect("pgrp");
+    assert_eq!(pgrp, pid, "{stat}");
+
+    // Now that alice is connected, a second spawn under her name is refused.
+    let out = base_command(&d.socket)
+        .env("TEAMMATED_BIN", &fake)
+        .arg("--state-dir")
+        .arg(&state)
+        .args(["spawn", "alice", "--role", "coder"])
+        .output()
+        .expect("teamctl runs");
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("'alice' is already connected"), "{err}");
+    assert!(err.contains(&format!("pid {pid}")), "{err}");
+}
+
+#[test]
+fn spawn_stops_a_teammate_that_does_not_connect_in_time() {
+    let d = Cli::start();
+    let dir = short_tempdir();
+    let marker = dir.path().join("pid");
+    let fake = script(
+        dir.path(),
+        "teammated",
+        &format!(
+            "echo $$ > '{}'\necho 'still thinking'\nexec sleep 60\n",
+            marker.display()
+        ),
+    );
+    let started = std::time::Instant::now();
+    let out = base_command(&d.socket)
+        .env("TEAMMATED_BIN", &fake)
+        .arg("--state-dir")
+        .arg(dir.path().join("state"))
+        .args(["--timeout", "1", "spawn", "carol", "--role", "coder"])
+        .output()
+        .expect("teamctl runs");
+    let pid = wait_for_pid(&marker);
+    let _cleanup = KillOnDrop(pid);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("did not connect to boardd within 1 s"),
+        "{err}"
+    );
+    assert!(err.contains("still thinking"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(!alive(pid), "the stalled teammate was left running");
+}
+
+#[test]
+fn spawn_checks_names_boardd_and_the_binary_before_starting_anything() {
+    let d = Cli::start();
+    let dir = short_tempdir();
+    let marker = dir.path().join("ran");
+    let fake = script(
+        dir.path(),
+        "teammated",
+        &format!("touch '{}'\n", marker.display()),
+    );
+    let spawn = |socket: &Path, args: &[&str]| {
+        base_command(socket)
+            .env("TEAMMATED_BIN", &fake)
+            .arg("--state-dir")
+            .arg(dir.path().join("state"))
+            .arg("spawn")
+            .args(args)
+            .output()
+            .expect("teamctl runs")
+    };
+    let fails_with = |out: Output, needle: &str| {
+        assert_eq!(out.status.code(), Some(1), "{needle}: {out:?}");
+        let err = stderr(&out);
+        assert!(err.starts_with("teamctl: "), "{err}");
+        assert!(err.contains(needle), "{needle:?} not in: {err}");
+    };
+    fails_with(
+        spawn(&d.socket, &["lead", "--role", "coder"]),
+        "'lead' is the name of the person at teamctl",
+    );
+    fails_with(
+        spawn(&d.socket, &["a b", "--role", "coder"]),
+        "bad teammate name",
+    );
+    fails_with(spawn(&d.socket, &["x", "--role", "two words"]), "bad role");
+    fails_with(
+        spawn(
+            &d.socket,
+            &["x", "--role", "r", "--workdir", "/no/such/dir"],
+        ),
+        "not a directory",
+    );
+    let out = spawn(&d.socket, &["x"]);
+    assert_eq!(out.status.code(), Some(2), "--role is required");
+    fails_with(
+        spawn(&dir.path().join("nothing.sock"), &["x", "--role", "r"]),
+        "boardd is not running",
+    );
+    let out = base_command(&d.socket)
+        .env("TEAMMATED_BIN", dir.path().join("missing"))
+        .args(["spawn", "x", "--role", "r"])
+        .output()
+        .expect("teamctl runs");
+    fails_with(out, "not an executable file");
+    assert!(!marker.exists(), "teammated ran although spawn refused");
+}
+
+#[test]
+fn spawn_without_teammated_says_how_to_build_it() {
+    let d = Cli::start();
+    // A teamctl with no teammated beside it and none on PATH.
+    let dir = short_tempdir();
+    let lonely = dir.path().join("teamctl");
+    std::fs::copy(TEAMCTL, &lonely).expect("copy teamctl");
+    let mut tries = 0;
+    let out = loop {
+        let result = Command::new(&lonely)
+            .arg("--socket")
+            .arg(&d.socket)
+            .args(["spawn", "x", "--role", "r"])
+            .env_remove("TEAMMATED_BIN")
+            .env("PATH", "/usr/bin:/bin")
+            .stdin(Stdio::null())
+            .output();
+        match result {
+            // A fork elsewhere in this test process may still hold the copy's write
+            // handle for a moment ("text file busy").
+            Err(e) if e.raw_os_error() == Some(26) && tries < 50 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            other => break other.expect("the copy runs"),
+        }
+    };
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("cannot find the teammated binary"), "{err}");
+    assert!(err.contains("cargo build"), "{err}");
+    assert!(err.contains("cargo xtask install"), "{err}");
+}
+
+#[test]
+fn spawn_systemd_writes_private_settings_and_starts_the_unit() {
+    let d = Cli::start();
+    let dir = short_tempdir();
+    let config = dir.path().join("config");
+    let record = dir.path().join("systemctl-args");
+    let systemctl = script(
+        dir.path(),
+        "systemctl",
+        // Not running yet (`is-active` says 3, "inactive"); records the start.
+        &format!(
+            "[ \"$2\" = is-active ] && exit 3\nprintf '%s\\n' \"$@\" > '{}'\n",
+            record.display()
+        ),
+    );
+    let workdir = dir.path().join("work dir");
+    std::fs::create_dir(&workdir).expect("mkdir");
+    let out = base_command(&d.socket)
+        .env("XDG_CONFIG_HOME", &config)
+        .env("TEAMCTL_SYSTEMCTL", &systemctl)
+        .env_remove("TEAMBOARD_STATE_DIR")
+        .args(["--team", "t1", "spawn", "dave", "--role", "backend"])
+        .args(["--provider", "openai", "--model", "gpt-4.1"])
+        .args(["--idle-timeout", "600", "--max-rounds", "40", "--systemd"])
+        .arg("--workdir")
+        .arg(&workdir)
+        .output()
+        .expect("teamctl runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let env_dir = config.join("teamboard/teammates");
+    let env_file = env_dir.join("dave.env");
+    let shown = stdout(&out);
+    assert!(shown.contains("teammated@dave"), "{shown}");
+    assert!(shown.contains(&env_file.display().to_string()), "{shown}");
+    assert_eq!(
+        std::fs::read_to_string(&record).expect("systemctl ran"),
+        "--user\nstart\nteammated@dave\n"
+    );
+    assert_eq!(mode(&env_dir), 0o700);
+    assert_eq!(mode(&env_file), 0o600);
+    let text = std::fs::read_to_string(&env_file).expect("settings");
+    let settings: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(
+        settings,
+        vec![
+            "TEAMMATE_ROLE=backend".to_string(),
+            "TEAMMATE_PROVIDER=openai".to_string(),
+            "TEAMMATE_MODEL=gpt-4.1".to_string(),
+            format!("TEAMMATE_WORKDIR=\"{}\"", workdir.display()),
+            "TEAMBOARD_TEAM=t1".to_string(),
+            "TEAMMATE_IDLE_TIMEOUT=600".to_string(),
+            "TEAMMATE_MAX_ROUNDS=40".to_string(),
+            format!("TEAMBOARD_SOCKET={}", d.socket.display()),
+        ]
+    );
+
+    // Only what was given: teammated's own defaults apply to the rest. Spawning
+    // again replaces the settings.
+    let out = base_command(&d.socket)
+        .env("XDG_CONFIG_HOME", &config)
+        .env("TEAMCTL_SYSTEMCTL", &systemctl)
+        .env_remove("TEAMBOARD_STATE_DIR")
+        .args(["spawn", "dave", "--role", "qa", "--systemd", "--json"])
+        .arg("--workdir")
+        .arg(dir.path())
+        .output()
+        .expect("teamctl runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shown: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(shown["unit"], "teammated@dave");
+    assert_eq!(shown["env_file"], env_file.display().to_string());
+    let text = std::fs::read_to_string(&env_file).expect("settings");
+    assert!(text.contains("TEAMMATE_ROLE=qa\n"), "{text}");
+    assert!(text.contains("TEAMBOARD_TEAM=default\n"), "{text}");
+    for absent in ["PROVIDER", "MODEL", "IDLE_TIMEOUT", "MAX_ROUNDS"] {
+        assert!(!text.contains(absent), "{absent} in:\n{text}");
+    }
+}
+
+#[test]
+fn spawn_systemd_refuses_a_unit_that_is_already_running() {
+    let dir = short_tempdir();
+    let record = dir.path().join("systemctl-args");
+    let systemctl = script(
+        dir.path(),
+        "systemctl",
+        &format!("printf '%s\\n' \"$@\" >> '{}'\n", record.display()),
+    );
+    let config = dir.path().join("config");
+    let out = base_command(&dir.path().join("nothing.sock"))
+        .env("XDG_CONFIG_HOME", &config)
+        .env("TEAMCTL_SYSTEMCTL", &systemctl)
+        .args(["spawn", "gina", "--role", "coder", "--systemd"])
+        .output()
+        .expect("teamctl runs");
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("teammated@gina is already running"), "{err}");
+    let calls = std::fs::read_to_string(&record).expect("systemctl ran");
+    assert!(!calls.contains("start"), "{calls}");
+    assert!(!config.join("teamboard/teammates/gina.env").exists());
+}
+
+#[test]
+fn spawn_systemd_reports_systemctls_failure() {
+    // No boardd here: under systemd the unit's Requires= starts it, so that is no
+    // reason to refuse; systemctl's answer is what counts.
+    let dir = short_tempdir();
+    let systemctl = script(
+        dir.path(),
+        "systemctl",
+        "echo 'Failed to start teammated@frank.service: Unit teammated@frank.service not found.' >&2\nexit 5\n",
+    );
+    let out = base_command(&dir.path().join("nothing.sock"))
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .env("TEAMCTL_SYSTEMCTL", &systemctl)
+        .args(["spawn", "frank", "--role", "coder", "--systemd"])
+        .output()
+        .expect("teamctl runs");
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.starts_with("teamctl: "), "{err}");
+    assert!(
+        err.contains("systemctl --user start teammated@frank"),
+        "{err}"
+    );
+    assert!(err.contains("exit status: 5"), "{err}");
+    assert!(
+        err.contains("Unit teammated@frank.service not found"),
+        "{err}"
+    );
+    assert!(err.contains("cargo xtask install"), "{err}");
+}

@@ -1,0 +1,103 @@
+//! `teamctl watch`: the live view, once and continuously.
+
+use crate::{Cli, base_command};
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+#[test]
+fn watch_once_renders_board_team_and_events() {
+    let d = Cli::start();
+    d.ok(&["task", "add", "design"]);
+    d.ok(&["task", "add", "build", "--blocked-by", "1"]);
+    let alice = d.teammate("alice", "coder");
+    d.block_on(alice.claim_task(1)).expect("claim");
+
+    let out = d.ok(&["watch", "--once"]);
+    assert!(out.contains("TASKS"), "{out}");
+    assert!(out.contains("TEAM"), "{out}");
+    assert!(out.contains("EVENTS"), "{out}");
+    assert!(out.contains("[>] #1  design  @alice"), "{out}");
+    assert!(out.contains("[ ] #2  build  blocked by #1"), "{out}");
+    assert!(out.contains("alice"), "{out}");
+    assert!(out.contains("task_claimed"), "{out}");
+    // Not a terminal: no escape sequences.
+    assert!(!out.contains('\x1b'), "{out:?}");
+}
+
+/// `timeout` and `kill` stop watch with SIGTERM. Handled, it leaves through the
+/// same path as Ctrl-C, which restores the terminal (alternate screen, cursor, line
+/// wrap); unhandled, the process would die with the terminal left broken.
+#[test]
+fn watch_stopped_by_sigterm_exits_cleanly() {
+    let d = Cli::start();
+    let mut child = base_command(&d.socket)
+        .args(["watch"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn watch");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    // The first frame is drawn after the signal handlers are installed.
+    loop {
+        match lines.next() {
+            Some(Ok(line)) if line.contains("Ctrl-C to quit") => break,
+            Some(Ok(_)) => {}
+            other => panic!("watch ended before its first frame: {other:?}"),
+        }
+    }
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(killed.success());
+    let status = child.wait().expect("watch exits");
+    assert_eq!(status.code(), Some(0), "{status:?}");
+}
+
+#[test]
+fn watch_redraws_on_events_and_exits_when_the_daemon_goes_away() {
+    let mut d = Cli::start();
+    let mut child = base_command(&d.socket)
+        .args(["watch"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn watch");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let wait_for = |needle: &str| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(line) if line.contains(needle) => return,
+                Ok(_) => {}
+                Err(e) => panic!("watch never showed {needle:?}: {e}"),
+            }
+        }
+    };
+    wait_for("Ctrl-C to quit");
+    d.ok(&["task", "add", "appears live"]);
+    wait_for("appears live");
+
+    d.stop();
+    let status = child.wait().expect("watch exits");
+    assert_eq!(status.code(), Some(1));
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        use std::io::Read;
+        let _ = e.read_to_string(&mut err);
+    }
+    assert!(err.contains("boardd went away"), "{err}");
+    let _ = reader.join();
+}

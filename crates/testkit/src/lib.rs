@@ -1,0 +1,74 @@
+//! The one test kit of the teamboard workspace: every test that needs a daemon, a
+//! client or a scratch directory takes it from here.
+//!
+//! Directories and waiting:
+//! - [`short_tempdir`]: a private directory under `/tmp` with a short name, because
+//!   Linux socket paths must stay under 108 bytes (`target/` is too deep).
+//! - [`eventually`] / [`eventually_blocking`]: poll a condition until a bounded
+//!   deadline, for async and blocking tests. No test sleeps for a fixed time to let
+//!   something happen.
+//! - [`PATIENCE`]: how long a test waits for what should take milliseconds.
+//!
+//! Daemons:
+//! - [`InProc`]: boardd inside the test's own tokio runtime, on a real socket with a
+//!   real SQLite store. [`InProc::start_paused`] configures it for tokio's paused
+//!   clock (commits inline, see there), so leases and timeouts run in virtual time;
+//!   [`InProc::restart`] stops it and starts it again on the same state, with the
+//!   claims kept, as after a crash.
+//! - [`blocking::InProc`]: the same daemon on a runtime of its own, for plain
+//!   `#[test]` functions that run blocking child processes (the teamctl tests).
+//! - [`Daemon`]: the real `boardd` binary as a child process, killed on drop, for
+//!   signals, exit codes and `kill -9`. [`workspace_bin`] finds (and builds once per
+//!   test process) the workspace's binaries.
+//!
+//! Clients and wire:
+//! - [`lead`], [`connect`], [`teammate`], [`teammate_with_pid`]: protocol clients on
+//!   the real socket; [`task`] builds a plain new task; [`park`] sends
+//!   `wait_for_work` and returns once boardd holds it; [`code_of`] unwraps a
+//!   server error.
+//! - [`raw`]: hand-made frames on a plain `UnixStream` for malformed input, and
+//!   [`raw::Session`], a handshaken connection whose request ids and answers the
+//!   test controls (send now, read the answer later, see the session id).
+//!
+//! The other binaries:
+//! - [`Teamctl`]: runs the `teamctl` binary against a socket and checks its output.
+//! - [`Teammated`] / [`Teammate`]: starts real `teammated` processes, each with its
+//!   log in a file; [`transcript`] reads what a teammate wrote.
+//! - [`Board`]: an [`InProc`] daemon with the lead subscribed to its events, which
+//!   waits for events in order (`wait_idle`, `wait_claimed`, `wait_done`) and spawns
+//!   teammates against it.
+//! - [`mock_llm`]: a scripted Anthropic/OpenAI HTTP server on 127.0.0.1.
+//! - [`alive`]: whether a process still runs (a zombie does not).
+//!
+//! Only the public API of boardd and teamboard-protocol is used, so the kit runs
+//! the daemon exactly as its binary does. `boardd` is re-exported so that a test can
+//! name [`boardd::Config`] in a `start_with` closure without depending on it.
+
+mod bins;
+pub mod blocking;
+mod board;
+mod clients;
+mod daemon;
+mod eventually;
+mod inproc;
+pub mod mock_llm;
+mod process;
+pub mod raw;
+mod teamctl;
+mod teammated;
+mod tempdir;
+
+pub use bins::{boardd_bin, workspace_bin};
+pub use board::Board;
+pub use boardd;
+pub use clients::{Parked, TEAM, code_of, connect, lead, park, task, teammate, teammate_with_pid};
+pub use daemon::Daemon;
+pub use eventually::{PATIENCE, eventually, eventually_blocking};
+pub use inproc::InProc;
+pub use process::alive;
+pub use teamctl::Teamctl;
+pub use teammated::{Teammate, Teammated, transcript};
+pub use tempdir::short_tempdir;
+
+#[cfg(test)]
+mod tests;
