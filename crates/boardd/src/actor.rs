@@ -312,5 +312,3 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
     }
 }
 
-#[cfg(test)]
-mod tests;
