@@ -9,13 +9,12 @@
 //! the actor; the actor alone decides where things go.
 
 use crate::handlers::{self, Outcome};
+use crate::info::DaemonInfo;
 use crate::outbox::Outbox;
 use crate::reply::Reply;
-use crate::writer::{CommitMode, Counters, EventTo, Job, QueryTo, ReplyTo, Writer};
+use crate::writer::{CommitMode, EventTo, Job, QueryTo, ReplyTo, Writer};
 use std::collections::{BTreeSet, HashMap};
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 use teamboard_board::{Board, Ctx, Now, SessionId, Waiting};
 use teamboard_protocol::{ErrorBody, ErrorCode, Event, Request, Work};
@@ -41,24 +40,6 @@ pub enum Cmd {
     },
     /// The session's connection closed.
     Close { session: SessionId },
-}
-
-/// Facts about the running daemon, for `status`.
-#[derive(Debug, Clone)]
-pub struct DaemonInfo {
-    pub started: std::time::Instant,
-    pub socket: PathBuf,
-    pub state_dir: PathBuf,
-    /// Live connections, counted by the server.
-    pub live: Arc<AtomicU64>,
-    /// Transactions and the replies that waited for them, counted by the writer.
-    pub commits: Arc<Counters>,
-}
-
-impl DaemonInfo {
-    pub fn live_sessions(&self) -> u64 {
-        self.live.load(Ordering::Relaxed)
-    }
 }
 
 /// An open session: who it is and where its frames go.
@@ -311,4 +292,3 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
         None => std::future::pending().await,
     }
 }
-

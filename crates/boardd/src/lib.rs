@@ -15,6 +15,7 @@
 mod actor;
 mod dirs;
 mod handlers;
+mod info;
 mod notify;
 mod outbox;
 mod reply;
@@ -27,7 +28,8 @@ pub use notify::notify;
 pub use teamboard_board::BoardConfig;
 pub use writer::CommitMode;
 
-use actor::{Actor, DaemonInfo};
+use actor::Actor;
+use info::DaemonInfo;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;

@@ -8,7 +8,7 @@
 mod status;
 mod wait;
 
-use crate::actor::DaemonInfo;
+use crate::info::DaemonInfo;
 use crate::reply::Reply;
 use crate::store::HistoryQuery;
 use crate::writer::Query;

@@ -1,6 +1,6 @@
 //! `status`: the daemon's version, uptime and per-team counts.
 
-use crate::actor::DaemonInfo;
+use crate::info::DaemonInfo;
 use teamboard_board::Board;
 use teamboard_protocol::{PROTOCOL_VERSION, ServerStatus};
 
