@@ -388,3 +388,89 @@ async fn heartbeats_keep_the_claim_through_a_model_call_longer_than_the_lease() 
     drop(alice);
     board.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_cut_off_at_the_output_limit_is_joined_with_its_continuations() {
+    let mut board = Board::start(TEAMMATED).await;
+    let mock = MockLlm::start(vec![
+        MockReply::openai_cut("The plan: first, read the co"),
+        MockReply::openai_cut("de; second, fix the bug; "),
+        MockReply::openai_text("third, run the tests."),
+    ]);
+    let url = mock.url();
+    let alice = board.spawn(
+        "alice",
+        "dev",
+        &["--provider", "openai", "--base-url", &url],
+    );
+    board.wait_idle("alice").await;
+    let t = board.add("plan", "Write the plan.", &[]).await;
+    board.wait_done(&[t.id]).await;
+    let task = board.task(t.id).await;
+    assert_eq!(task.status, TaskStatus::Completed, "{}", alice.log_text());
+    assert_eq!(
+        task.result.as_deref(),
+        Some("The plan: first, read the code; second, fix the bug; third, run the tests."),
+        "the parts form one answer"
+    );
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3);
+    // The model sees its own partial text, then is asked to continue.
+    let msgs = requests[1].body["messages"].as_array().expect("messages");
+    let n = msgs.len();
+    assert_eq!(msgs[n - 2]["role"], "assistant", "{msgs:#?}");
+    assert_eq!(msgs[n - 2]["content"], "The plan: first, read the co");
+    assert_eq!(msgs[n - 1]["role"], "user");
+    let hint = msgs[n - 1]["content"].as_str().unwrap_or_default();
+    assert!(hint.contains("cut off at the output limit"), "{hint}");
+    // And so does the person reading the transcript.
+    let transcript = board.transcript("alice");
+    assert_eq!(
+        transcript.matches("cut off at the output limit").count(),
+        2,
+        "{transcript}"
+    );
+    drop(alice);
+    board.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_that_keeps_hitting_the_output_limit_fails_the_task_with_the_reason() {
+    let mut board = Board::start_with(TEAMMATED, |c| c.board.max_attempts = 1).await;
+    let mock = MockLlm::start_with_fallback(Vec::new(), MockReply::anthropic_cut("and so on, "));
+    let url = mock.url();
+    let alice = board.spawn_with_env(
+        "alice",
+        "dev",
+        &[
+            "--provider",
+            "anthropic",
+            "--base-url",
+            &url,
+            "--max-rounds",
+            "8",
+            "--max-tokens",
+            "300",
+        ],
+        &[("ANTHROPIC_API_KEY", "k")],
+    );
+    board.wait_idle("alice").await;
+    let t = board.add("essay", "Write a long essay.", &[]).await;
+    board.wait_done(&[t.id]).await;
+    let task = board.task(t.id).await;
+    assert_eq!(
+        task.status,
+        TaskStatus::Failed,
+        "cut text is never a result: {task:#?}\n{}",
+        alice.log_text()
+    );
+    let error = task.last_error.unwrap_or_default();
+    assert!(
+        error.contains("cut off at the output limit (--max-tokens 300) 4 times"),
+        "{error}"
+    );
+    assert!(error.contains("raise --max-tokens"), "{error}");
+    assert_eq!(mock.calls(), 4, "the first answer and three continuations");
+    drop(alice);
+    board.stop().await;
+}

@@ -100,6 +100,31 @@ impl MockReply {
         )
     }
 
+    /// A Messages API answer cut off at the output limit: one text block,
+    /// `stop_reason: max_tokens`.
+    pub fn anthropic_cut(text: &str) -> MockReply {
+        MockReply::json(
+            200,
+            anthropic_message(
+                json!([{"type": "text", "text": text}]),
+                "max_tokens",
+                TEXT_USAGE,
+            ),
+        )
+    }
+
+    /// A Chat Completions answer cut off at the output limit, `finish_reason: length`.
+    pub fn openai_cut(text: &str) -> MockReply {
+        MockReply::json(
+            200,
+            openai_completion(
+                json!({"role": "assistant", "content": text, "refusal": null}),
+                "length",
+                TEXT_USAGE,
+            ),
+        )
+    }
+
     /// A Chat Completions answer with text, `finish_reason: stop`.
     pub fn openai_text(text: &str) -> MockReply {
         MockReply::json(

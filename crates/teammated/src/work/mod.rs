@@ -28,6 +28,8 @@ enum End {
     Refused(String),
     /// `--max-rounds` tool rounds passed.
     OutOfRounds,
+    /// The answer was cut off at the output limit this many times in a row.
+    CutOff(u32),
     /// The model could not be reached, even after retries.
     LlmFailed(LlmError),
     /// boardd took the claim back (lease expired, cancelled by the lead).
@@ -42,8 +44,18 @@ pub(crate) enum Outcome {
     Fail(String),
 }
 
-const OUTPUT_MAX_TOKENS_HINT: &str =
-    "[Runtime] Your last answer was cut off at the output limit. Continue, in smaller steps.";
+/// What the model is told after an answer cut off at the output limit. The cut
+/// turn stays in the context as it was, so the model sees its own partial text and
+/// this right after it.
+const OUTPUT_MAX_TOKENS_HINT: &str = "[Runtime] Your last answer was cut off at the output \
+     limit. Continue exactly where it stopped, without repeating anything: the parts are \
+     joined into one answer. If there is much left, finish in smaller steps.";
+
+/// How many times in a row a cut-off answer is continued before the task fails.
+/// The parts of a cut answer are joined into one; a model that needs more than this
+/// is better served by a higher `--max-tokens` than by rounds of fragments, and its
+/// cut text must never be recorded as a result.
+const MAX_CONTINUATIONS: u32 = 3;
 
 impl Teammate {
     /// Runs one WORK phase. `Some(exit)` when the teammate should stop afterwards.
@@ -52,6 +64,8 @@ impl Teammate {
         self.idle_requested = false;
         self.log(EntryKind::Lifecycle, None, false, "work: started");
         let mut rounds = 0u32;
+        // The text of the answer cut off so far, and how many times it was cut.
+        let (mut cut, mut cuts) = (String::new(), 0u32);
         let cancel = self.cancel.clone();
         let end = loop {
             if let Some(exit) = self.shutdown.clone() {
@@ -120,9 +134,18 @@ impl Teammate {
             let stop = completion.stop.clone();
             self.ctx.push_assistant(completion.content);
             if uses.is_empty() {
+                // A continuation goes on where the cut text stopped, mid-word maybe,
+                // so the parts are joined as they are.
+                let text = std::mem::take(&mut cut) + &text;
                 match stop {
-                    StopReason::MaxTokens if rounds + 1 < self.cfg.max_rounds => {
+                    StopReason::MaxTokens => {
+                        cuts += 1;
+                        if cuts > MAX_CONTINUATIONS {
+                            break End::CutOff(cuts);
+                        }
+                        cut = text;
                         self.ctx.push_user_text(OUTPUT_MAX_TOKENS_HINT);
+                        self.log(EntryKind::User, None, false, OUTPUT_MAX_TOKENS_HINT);
                         rounds += 1;
                         continue;
                     }
@@ -132,6 +155,9 @@ impl Teammate {
                     _ => break End::Final(text),
                 }
             }
+            // A turn that calls tools is not an answer: text cut before it was only
+            // what the model said on the way.
+            (cut, cuts) = (String::new(), 0);
             let mut results = Vec::with_capacity(uses.len());
             let mut stopped = false;
             for (id, name, input) in uses {
@@ -176,6 +202,7 @@ impl Teammate {
             End::Idle(_) => "the model called idle".to_string(),
             End::Refused(_) => "the model refused".to_string(),
             End::OutOfRounds => format!("{} tool rounds used up", self.cfg.max_rounds),
+            End::CutOff(n) => format!("answer cut off at the output limit {n} times"),
             End::LlmFailed(e) => format!("LLM error: {e}"),
             End::Lost(id) => format!("claim on #{id} lost"),
             End::Stop(exit) => format!("stopping: {exit:?}"),
@@ -208,6 +235,17 @@ impl Teammate {
                     let reason = format!(
                         "stopped after {} tool rounds without finishing (--max-rounds)",
                         self.cfg.max_rounds
+                    );
+                    self.finish(Outcome::Fail(reason)).await;
+                }
+            }
+            End::CutOff(n) => {
+                if self.held.is_some() {
+                    let reason = format!(
+                        "the model's answer was cut off at the output limit (--max-tokens {}) \
+                         {n} times in a row; raise --max-tokens, or split the task so that \
+                         each answer is shorter",
+                        self.cfg.provider.max_tokens
                     );
                     self.finish(Outcome::Fail(reason)).await;
                 }
