@@ -367,6 +367,26 @@ impl Provider {
     }
 }
 
+/// The field of an OpenAI-compatible request that carries the output limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MaxTokensField {
+    /// What ollama, llama.cpp, vLLM, LM Studio and other compatible servers know
+    #[value(name = "max_tokens", alias = "max-tokens")]
+    MaxTokens,
+    /// What OpenAI's own API wants (its reasoning models refuse max_tokens)
+    #[value(name = "max_completion_tokens", alias = "max-completion-tokens")]
+    MaxCompletionTokens,
+}
+
+impl MaxTokensField {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MaxTokensField::MaxTokens => "max_tokens",
+            MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct SpawnArgs {
     /// The teammate's name: letters, digits, '_' and '-' (`lead` is you)
@@ -396,6 +416,11 @@ pub struct SpawnArgs {
     /// At most this many tool rounds per task [default: teammated's]
     #[arg(long, value_name = "N")]
     pub max_rounds: Option<u32>,
+
+    /// With --provider openai: the request field that carries the output limit
+    /// [default: max_completion_tokens on api.openai.com, max_tokens elsewhere]
+    #[arg(long, value_enum, value_name = "FIELD")]
+    pub max_tokens_field: Option<MaxTokensField>,
 
     /// Run it as the systemd user unit teammated@NAME instead of a detached process
     #[arg(long)]

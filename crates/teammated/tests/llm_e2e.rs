@@ -474,3 +474,56 @@ async fn a_model_that_keeps_hitting_the_output_limit_fails_the_task_with_the_rea
     drop(alice);
     board.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_output_limit_goes_in_the_field_the_server_knows() {
+    let mut board = Board::start(TEAMMATED).await;
+    let mock = MockLlm::start(vec![
+        MockReply::openai_text("One."),
+        MockReply::openai_text("Two."),
+    ]);
+    let url = mock.url();
+    // OpenAI's own API wants max_completion_tokens; a local server (the default
+    // off api.openai.com) gets max_tokens, which every compatible server knows.
+    let newer = board.spawn(
+        "alice",
+        "dev",
+        &[
+            "--provider",
+            "openai",
+            "--base-url",
+            &url,
+            "--max-tokens",
+            "777",
+            "--max-tokens-field",
+            "max_completion_tokens",
+        ],
+    );
+    board.wait_idle("alice").await;
+    let t = board.add("one", "Say one.", &[]).await;
+    board.wait_done(&[t.id]).await;
+    let body = &mock.requests()[0].body;
+    assert_eq!(body["max_completion_tokens"], 777, "{}", newer.log_text());
+    assert!(body.get("max_tokens").is_none(), "{body}");
+    let local = board.spawn(
+        "bob",
+        "dev",
+        &[
+            "--provider",
+            "openai",
+            "--base-url",
+            &url,
+            "--max-tokens",
+            "555",
+        ],
+    );
+    drop(newer);
+    board.wait_idle("bob").await;
+    let t = board.add("two", "Say two.", &[]).await;
+    board.wait_done(&[t.id]).await;
+    let body = &mock.requests()[1].body;
+    assert_eq!(body["max_tokens"], 555, "{}", local.log_text());
+    assert!(body.get("max_completion_tokens").is_none(), "{body}");
+    drop(local);
+    board.stop().await;
+}

@@ -32,6 +32,7 @@ fn config(kind: ProviderKind, base_url: Option<String>, key: Option<&str>) -> Pr
         base_url,
         api_key: key.map(str::to_string),
         max_tokens: 1024,
+        max_tokens_field: None,
         request_timeout: Duration::from_secs(10),
         retry: fast_retry(),
     }
@@ -293,6 +294,39 @@ async fn openai_multi_turn_tool_calls() {
         messages[3],
         json!({"role": "tool", "tool_call_id": "call_abc", "content": "Cargo.toml\nsrc"})
     );
+}
+
+#[tokio::test]
+async fn openai_sends_the_output_limit_in_the_chosen_field() {
+    use teammated::MaxTokensField::{MaxCompletionTokens, MaxTokens};
+    // Off api.openai.com the default is max_tokens, which every compatible server
+    // knows; max_completion_tokens is what OpenAI's own API wants.
+    let cases = [
+        (None, "max_tokens", "max_completion_tokens"),
+        (Some(MaxTokens), "max_tokens", "max_completion_tokens"),
+        (
+            Some(MaxCompletionTokens),
+            "max_completion_tokens",
+            "max_tokens",
+        ),
+    ];
+    for (field, sent, absent) in cases {
+        let mock = MockLlm::start(vec![MockReply::openai_text("hi")]);
+        let mut cfg = config(
+            ProviderKind::Openai,
+            Some(format!("{}/v1", mock.url())),
+            None,
+        );
+        cfg.max_tokens_field = field;
+        OpenAi::new(&cfg)
+            .unwrap()
+            .complete(request(&hello(), &[]))
+            .await
+            .unwrap();
+        let body = &mock.requests()[0].body;
+        assert_eq!(body[sent], 512, "{field:?}: {body}");
+        assert!(body.get(absent).is_none(), "{field:?}: {body}");
+    }
 }
 
 #[tokio::test]

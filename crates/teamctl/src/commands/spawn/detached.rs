@@ -222,6 +222,10 @@ fn teammated_args(ctx: &Ctx, args: &SpawnArgs, workdir: &Path) -> anyhow::Result
         argv.push("--max-rounds".into());
         argv.push(n.to_string().into());
     }
+    if let Some(f) = args.max_tokens_field {
+        argv.push("--max-tokens-field".into());
+        argv.push(f.as_str().into());
+    }
     Ok(argv)
 }
 
