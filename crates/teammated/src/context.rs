@@ -10,7 +10,7 @@
 //! summary then open the conversation as its first user turn, so a teammate that has
 //! forgotten its history still knows who it is and what it is working on.
 
-use crate::llm::{self, Block, ChatMessage, CompletionRequest, LlmError, Provider, Role};
+use crate::llm::{self, Block, ChatMessage, CompletionRequest, LlmError, OnRetry, Provider, Role};
 use crate::prompts::SUMMARY_PROMPT;
 use std::path::Path;
 use teamboard_protocol::TokenUsage;
@@ -153,10 +153,12 @@ impl Context {
     /// Shrinks the conversation: saves it to `archive`, summarises the older part with
     /// `provider`, and starts the new conversation with the identity and the summary.
     /// Returns how many messages were summarised and the tokens the summary cost.
+    /// `on_retry` hears of the summary call's retries.
     pub async fn compact(
         &mut self,
         provider: &Provider,
         archive: &Path,
+        on_retry: Option<OnRetry<'_>>,
     ) -> Result<(usize, TokenUsage), CompactError> {
         save_archive(archive, &self.system(), &self.messages)?;
         let Some(cut) = self.split_point() else {
@@ -167,7 +169,7 @@ impl Context {
             return Ok((0, TokenUsage::default()));
         };
         let older = &self.messages[..cut];
-        let (summary, usage) = summarise(provider, older).await?;
+        let (summary, usage) = summarise(provider, older, on_retry).await?;
         let recent = self.messages.split_off(cut);
         let summarised = self.messages.len();
         let head = format!(
@@ -236,6 +238,7 @@ fn save_archive(path: &Path, system: &str, messages: &[ChatMessage]) -> Result<(
 async fn summarise(
     provider: &Provider,
     older: &[ChatMessage],
+    on_retry: Option<OnRetry<'_>>,
 ) -> Result<(String, TokenUsage), LlmError> {
     let mut log = String::new();
     for m in older {
@@ -266,6 +269,7 @@ async fn summarise(
             messages: &messages,
             tools: &[],
             max_tokens: 1024,
+            on_retry,
         })
         .await?;
     let text: Vec<String> = completion
@@ -393,7 +397,7 @@ mod tests {
         assert!(ctx.over_budget());
         let before = ctx.messages.clone();
         let provider = Provider::Scripted(Scripted::default());
-        let (n, usage) = ctx.compact(&provider, &archive).await.unwrap();
+        let (n, usage) = ctx.compact(&provider, &archive, None).await.unwrap();
         assert!(n > 0);
         assert!(usage.total() > 0, "the summary's tokens are counted");
         assert!(!ctx.over_budget(), "{} > {}", ctx.estimate(), ctx.budget);
@@ -427,7 +431,7 @@ mod tests {
         ctx.push_user_text("[Auto-claimed task #7] refactor auth");
         tool_round(&mut ctx, 0, 100_000);
         let provider = Provider::Scripted(Scripted::default());
-        ctx.compact(&provider, &dir.path().join("c.json"))
+        ctx.compact(&provider, &dir.path().join("c.json"), None)
             .await
             .unwrap();
         assert!(ctx.estimate() < 10_000, "{}", ctx.estimate());

@@ -527,3 +527,53 @@ async fn the_output_limit_goes_in_the_field_the_server_knows() {
     drop(local);
     board.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_and_its_wait_show_in_the_transcript_while_it_waits() {
+    let mut board = Board::start(TEAMMATED).await;
+    let mock = MockLlm::start(vec![
+        MockReply::status(429).with_header("retry-after", "3"),
+        MockReply::openai_text("Done."),
+    ]);
+    let url = mock.url();
+    let alice = board.spawn(
+        "alice",
+        "dev",
+        &[
+            "--provider",
+            "openai",
+            "--base-url",
+            &url,
+            "--retry-base-ms",
+            "1",
+        ],
+    );
+    board.wait_idle("alice").await;
+    let t = board.add("wait", "Rate limited.", &[]).await;
+    let state = board.state_dir().to_path_buf();
+    let line = teamboard_testkit::eventually(
+        "the retry notice in alice's transcript",
+        teamboard_testkit::PATIENCE,
+        || {
+            let text = teamboard_testkit::transcript(&state, "alice");
+            async move {
+                text.lines()
+                    .find(|l| l.contains("retrying in"))
+                    .map(str::to_string)
+            }
+        },
+    )
+    .await;
+    // Written before the wait, not after it: the retry has not been sent yet.
+    assert_eq!(mock.calls(), 1, "{line}");
+    assert!(
+        line.contains("model: HTTP 429 (rate limited)")
+            && line.contains("retrying in 3 s (attempt 2 of 6)"),
+        "{line}"
+    );
+    board.wait_done(&[t.id]).await;
+    assert_eq!(board.task(t.id).await.status, TaskStatus::Completed);
+    assert_eq!(mock.calls(), 2, "{}", alice.log_text());
+    drop(alice);
+    board.stop().await;
+}

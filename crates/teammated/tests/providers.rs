@@ -75,6 +75,7 @@ fn request<'a>(messages: &'a [ChatMessage], tools: &'a [ToolSpec]) -> Completion
         messages,
         tools,
         max_tokens: 512,
+        on_retry: None,
     }
 }
 

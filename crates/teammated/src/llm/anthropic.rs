@@ -65,7 +65,7 @@ impl Anthropic {
         ];
         let answer = self
             .http
-            .post_json(PROVIDER, &self.url, &headers, &body)
+            .post_json(PROVIDER, &self.url, &headers, &body, req.on_retry)
             .await?;
         parse_response(&answer).map_err(|e| redact_error(e, &[&self.api_key]))
     }
@@ -246,6 +246,7 @@ mod tests {
             messages: &messages,
             tools: &tools,
             max_tokens: 100,
+            on_retry: None,
         };
         let body = request_body("m", &req);
         assert_eq!(body["model"], "m");
@@ -269,6 +270,7 @@ mod tests {
             messages: &[ChatMessage::user_text("")],
             tools: &[],
             max_tokens: 5,
+            on_retry: None,
         };
         let body = request_body("m", &bare);
         assert!(body.get("tools").is_none());

@@ -4,8 +4,9 @@
 //! and read a JSON answer. This module owns that, together with the retry loop, so
 //! that timeouts, backoff, error bodies and the care taken with API keys are the same
 //! for every provider.
+use super::chat::OnRetry;
 use super::error::LlmError;
-use super::retry::{is_retryable, parse_retry_after};
+use super::retry::{Retrying, is_retryable, parse_retry_after};
 use crate::backoff::RetryPolicy;
 use crate::config::ProviderConfig;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
@@ -61,13 +62,15 @@ impl HttpClient {
     /// try (400, 401, ...) come back at once, transient ones are retried with backoff
     /// and come back as [`LlmError::GaveUp`] once the attempts run out. Header values
     /// are never logged nor put in errors, and they are scrubbed from error bodies,
-    /// because the API key travels in them.
+    /// because the API key travels in them. `on_retry` hears of each retry before
+    /// its wait.
     pub async fn post_json(
         &self,
         provider: &'static str,
         url: &str,
         headers: &[(&str, String)],
         body: &serde_json::Value,
+        on_retry: Option<OnRetry<'_>>,
     ) -> Result<serde_json::Value, LlmError> {
         let header_map = build_headers(provider, headers)?;
         let secrets = secrets_of(headers);
@@ -112,6 +115,14 @@ impl HttpClient {
                 error = %byte_prefix(&err.to_string(), 300),
                 "model call failed; retrying"
             );
+            if let Some(tell) = on_retry {
+                tell(&Retrying {
+                    error: &err,
+                    next_attempt: attempt + 1,
+                    attempts,
+                    wait,
+                });
+            }
             tokio::time::sleep(wait).await;
             attempt += 1;
         }

@@ -19,10 +19,11 @@ pub mod scripted;
 
 pub use crate::tools::specs::ToolSpec;
 pub use chat::{
-    Block, ChatMessage, Completion, CompletionRequest, Role, StopReason, estimate_request,
+    Block, ChatMessage, Completion, CompletionRequest, OnRetry, Role, StopReason, estimate_request,
     estimate_tokens,
 };
 pub use error::LlmError;
+pub use retry::Retrying;
 
 use crate::config::{ProviderConfig, ProviderKind};
 

@@ -81,7 +81,7 @@ impl OpenAi {
         }
         let answer = self
             .http
-            .post_json(PROVIDER, &self.url, &headers, &body)
+            .post_json(PROVIDER, &self.url, &headers, &body, req.on_retry)
             .await?;
         let key = self.api_key.as_deref().unwrap_or_default();
         parse_response(&answer).map_err(|e| redact_error(e, &[key]))
@@ -313,6 +313,7 @@ mod tests {
             messages: &messages,
             tools: &tools,
             max_tokens: 64,
+            on_retry: None,
         };
         let body = request_body("m", MaxTokensField::MaxTokens, &req);
         let wire = body["messages"].as_array().unwrap();
@@ -344,6 +345,7 @@ mod tests {
             messages: &messages[..1],
             tools: &[],
             max_tokens: 1,
+            on_retry: None,
         };
         let body = request_body("m", MaxTokensField::MaxCompletionTokens, &bare);
         assert!(body.get("tools").is_none());

@@ -14,6 +14,7 @@ use crate::llm::{Block, CompletionRequest, LlmError, StopReason};
 use crate::session::is_claim_gone;
 use crate::teammate::{Exit, Teammate};
 use crate::tools::{self, ToolOutput};
+use crate::transcript;
 use teamboard_protocol::transcript::EntryKind;
 use teamboard_protocol::{MemberStatus, MessageKind, TaskId, TaskStatus};
 
@@ -96,15 +97,19 @@ impl Teammate {
                 self.compact().await;
             }
             let system = self.ctx.system();
+            let (on_retry, mut retries) = transcript::retry_notices();
             let request = CompletionRequest {
                 system: &system,
                 messages: &self.ctx.messages,
                 tools: &self.specs,
                 max_tokens: self.cfg.provider.max_tokens,
+                on_retry: Some(&on_retry),
             };
+            let task = self.task_id();
+            let call = self.provider.complete(request);
             let completion = tokio::select! {
                 _ = cancel.cancelled() => break End::Stop(Exit::Terminated),
-                r = self.provider.complete(request) => r,
+                r = self.transcript.write_while(task, &mut retries, call) => r,
             };
             let completion = match completion {
                 Ok(c) => c,
@@ -420,7 +425,14 @@ impl Teammate {
             self.compactions
         ));
         let before = self.ctx.estimate();
-        match self.ctx.compact(&self.provider, &archive).await {
+        let (on_retry, mut retries) = transcript::retry_notices();
+        let task = self.task_id();
+        let compacted = self.ctx.compact(&self.provider, &archive, Some(&on_retry));
+        match self
+            .transcript
+            .write_while(task, &mut retries, compacted)
+            .await
+        {
             Ok((n, usage)) => {
                 self.record_usage(usage).await;
                 self.compacted_at = self.ctx.over_budget().then_some(self.ctx.messages.len());
