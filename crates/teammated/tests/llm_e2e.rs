@@ -577,3 +577,100 @@ async fn a_retry_and_its_wait_show_in_the_transcript_while_it_waits() {
     drop(alice);
     board.stop().await;
 }
+
+/// A base URL that does not lead to the API stops the teammate at start, before
+/// it registers, with a message that shows the URL and what to try.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_base_url_or_key_stops_the_teammate_at_start_with_the_url() {
+    let board = Board::start(TEAMMATED).await;
+    let mock = MockLlm::start(Vec::new());
+    mock.set_models(MockReply::raw(404, "404 page not found"));
+    let url = mock.url();
+    let mut alice = board.spawn(
+        "alice",
+        "dev",
+        &["--provider", "openai", "--base-url", &url],
+    );
+    assert_eq!(alice.exit_code().await, Some(1), "{}", alice.log_text());
+    let log = alice.log_text();
+    assert!(
+        log.contains(&format!("GET {url}/models answered HTTP 404")),
+        "{log}"
+    );
+    assert!(log.contains(&format!("try {url}/v1")), "{log}");
+
+    // Anthropic's base URL is the root: teammated adds /v1 itself.
+    let mut bob = board.spawn_with_env(
+        "bob",
+        "dev",
+        &[
+            "--provider",
+            "anthropic",
+            "--base-url",
+            &format!("{url}/v1"),
+        ],
+        &[("ANTHROPIC_API_KEY", "sk-ant-wrong-0123456789")],
+    );
+    assert_eq!(bob.exit_code().await, Some(1), "{}", bob.log_text());
+    let log = bob.log_text();
+    assert!(
+        log.contains(&format!("GET {url}/v1/v1/models answered HTTP 404")),
+        "{log}"
+    );
+    assert!(log.contains(&format!("leave out /v1 (try {url})")), "{log}");
+
+    // Reachable, but the key is refused.
+    mock.set_models(MockReply::json(
+        401,
+        json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}),
+    ));
+    let mut carol = board.spawn_with_env(
+        "carol",
+        "dev",
+        &["--provider", "anthropic", "--base-url", &url],
+        &[("ANTHROPIC_API_KEY", "sk-ant-wrong-0123456789")],
+    );
+    assert_eq!(carol.exit_code().await, Some(1), "{}", carol.log_text());
+    let log = carol.log_text();
+    assert!(
+        log.contains(&format!(
+            "{url}/v1/models is reachable, but it refused the API key (HTTP 401"
+        )),
+        "{log}"
+    );
+    assert!(log.contains("ANTHROPIC_API_KEY"), "{log}");
+    assert!(!log.contains("sk-ant-wrong"), "{log}");
+    assert_eq!(mock.calls(), 0, "no model call was made");
+    assert_eq!(mock.model_list_requests().len(), 3);
+    assert!(
+        board.lead.team().await.expect("team").is_empty(),
+        "none of them registered"
+    );
+    board.stop().await;
+}
+
+/// A model server that cannot be reached at start may come up later (ollama
+/// started after the teammate): a warning in the transcript, not a stop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_base_url_at_start_is_a_warning_in_the_transcript() {
+    let mut board = Board::start(TEAMMATED).await;
+    let nothing = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("address");
+    let url = format!("http://{nothing}/v1");
+    let alice = board.spawn(
+        "alice",
+        "dev",
+        &["--provider", "openai", "--base-url", &url],
+    );
+    board.wait_idle("alice").await;
+    let transcript = board.transcript("alice");
+    assert!(
+        transcript.contains(&format!("cannot check the base URL {url} now")),
+        "{transcript}\n{}",
+        alice.log_text()
+    );
+    drop(alice);
+    board.stop().await;
+}

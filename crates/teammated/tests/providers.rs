@@ -657,3 +657,47 @@ async fn api_keys_never_appear_in_errors() {
         errors[0]
     );
 }
+
+/// A 404 says which URL was tried, without what must not be shown: a password in
+/// the URL, a key in its query.
+#[tokio::test]
+async fn http_and_transport_errors_name_the_url_they_tried() {
+    let mock = MockLlm::start(vec![MockReply::status(404)]);
+    let host = mock.url().trim_start_matches("http://").to_string();
+    let cfg = config(
+        ProviderKind::Openai,
+        Some(format!("http://user:pa55word-secret@{host}/v1")),
+        None,
+    );
+    let err = OpenAi::new(&cfg)
+        .unwrap()
+        .complete(request(&hello(), &[]))
+        .await
+        .unwrap_err();
+    let shown = err.to_string();
+    assert!(
+        shown.contains(&format!("HTTP 404 from http://{host}/v1/chat/completions")),
+        "{shown}"
+    );
+    assert!(!shown.contains("pa55word"), "{shown}");
+
+    let unreachable = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let cfg = config(
+        ProviderKind::Anthropic,
+        Some(format!("http://{unreachable}")),
+        Some(ANTHROPIC_KEY),
+    );
+    let err = Anthropic::new(&cfg)
+        .unwrap()
+        .complete(request(&hello(), &[]))
+        .await
+        .unwrap_err();
+    let shown = err.to_string();
+    assert!(
+        shown.contains(&format!("http://{unreachable}/v1/messages")),
+        "{shown}"
+    );
+}

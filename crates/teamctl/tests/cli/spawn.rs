@@ -6,7 +6,8 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
-use teamboard_testkit::{alive, eventually_blocking, short_tempdir};
+use teamboard_testkit::mock_llm::{MockLlm, MockReply};
+use teamboard_testkit::{alive, eventually_blocking, short_tempdir, workspace_bin};
 
 /// Writes an executable `/bin/sh` script.
 fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
@@ -86,6 +87,53 @@ fn spawn_fails_with_the_exit_status_and_the_end_of_the_log() {
     let text = std::fs::read_to_string(&log).expect("the log");
     assert!(text.contains("cannot reach the board"), "{text}");
     assert!(stdout(&out).is_empty());
+}
+
+/// The real teammated checks its base URL before it connects; one that does not
+/// lead to the API makes spawn fail with the URL and what to try.
+#[test]
+fn spawn_fails_with_teammateds_word_on_a_wrong_base_url() {
+    let d = Cli::start();
+    let dir = short_tempdir();
+    // On the daemon's runtime, which keeps running between the test's calls.
+    let mock = d.block_on(async { MockLlm::start(Vec::new()) });
+    mock.set_models(MockReply::raw(404, "404 page not found"));
+    let url = mock.url();
+    let out = base_command(&d.socket)
+        .env("TEAMMATED_BIN", workspace_bin("teammated"))
+        .env("OPENAI_BASE_URL", &url)
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("TEAMMATE_BASE_URL")
+        .arg("--state-dir")
+        .arg(dir.path().join("state"))
+        .args([
+            "spawn",
+            "erin",
+            "--role",
+            "coder",
+            "--provider",
+            "openai",
+            "--json",
+        ])
+        .arg("--workdir")
+        .arg(dir.path())
+        .output()
+        .expect("teamctl runs");
+    // Should the spawn wrongly succeed, the teammate must not outlive the test.
+    let _cleanup = serde_json::from_slice::<Value>(&out.stdout)
+        .ok()
+        .and_then(|v| v["pid"].as_u64())
+        .and_then(|pid| u32::try_from(pid).ok())
+        .map(KillOnDrop);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("GET {url}/models answered HTTP 404")),
+        "{err}"
+    );
+    assert!(err.contains(&format!("try {url}/v1")), "{err}");
+    assert_eq!(mock.model_list_requests().len(), 1);
+    assert_eq!(mock.calls(), 0);
 }
 
 #[test]

@@ -14,6 +14,7 @@ pub mod chat;
 pub mod error;
 pub mod http;
 pub mod openai;
+pub mod probe;
 pub mod retry;
 pub mod scripted;
 
@@ -23,6 +24,7 @@ pub use chat::{
     estimate_tokens,
 };
 pub use error::LlmError;
+pub use probe::Probe;
 pub use retry::Retrying;
 
 use crate::config::{ProviderConfig, ProviderKind};
@@ -42,6 +44,17 @@ impl Provider {
             Provider::Anthropic(p) => p.complete(req).await,
             Provider::OpenAi(p) => p.complete(req).await,
             Provider::Scripted(p) => p.complete(req).await,
+        }
+    }
+
+    /// Checks that the base URL leads to the API and that the key is taken, with
+    /// one request that spends no tokens (see [`probe`]). An error is a reason to
+    /// stop; anything that may still get better is a [`Probe::Unsure`].
+    pub async fn probe(&self) -> Result<Probe, LlmError> {
+        match self {
+            Provider::Anthropic(p) => p.probe().await,
+            Provider::OpenAi(p) => p.probe().await,
+            Provider::Scripted(_) => Ok(Probe::Skipped),
         }
     }
 

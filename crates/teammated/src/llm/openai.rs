@@ -7,6 +7,7 @@
 use super::chat::{Block, ChatMessage, Completion, CompletionRequest, Role, StopReason};
 use super::error::LlmError;
 use super::http::{HttpClient, redact_error};
+use super::probe::{ModelList, Probe};
 use crate::config::{MaxTokensField, ProviderConfig, setting};
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,6 +19,8 @@ pub const DEFAULT_MODEL: &str = "gpt-4o-mini";
 
 pub struct OpenAi {
     http: HttpClient,
+    /// The base URL as given, without a trailing slash.
+    base: String,
     url: String,
     model: String,
     /// `None` for local servers, which take no key.
@@ -66,11 +69,43 @@ impl OpenAi {
         });
         Ok(OpenAi {
             http: HttpClient::new(PROVIDER, cfg)?,
+            base: base.to_string(),
             url: format!("{base}/chat/completions"),
             model,
             api_key,
             max_tokens_field,
         })
+    }
+
+    /// `GET {base}/models`: see [`super::probe`].
+    pub async fn probe(&self) -> Result<Probe, LlmError> {
+        let headers: Vec<(&str, String)> = self
+            .api_key
+            .iter()
+            .map(|key| ("authorization", format!("Bearer {key}")))
+            .collect();
+        let base = &self.base;
+        let hint = if let Some(root) = base.strip_suffix("/chat/completions") {
+            format!("give it without /chat/completions (try {root})")
+        } else if !base.ends_with("/v1") {
+            format!("OpenAI-compatible servers serve the API under /v1: try {base}/v1")
+        } else {
+            "check the host and port (ollama: http://localhost:11434/v1, llama.cpp: \
+             http://localhost:8080/v1)"
+                .to_string()
+        };
+        let key = self.api_key.as_deref().unwrap_or_default();
+        ModelList {
+            provider: PROVIDER,
+            url: format!("{base}/models"),
+            headers: &headers,
+            key_var: "OPENAI_API_KEY",
+            has_key: self.api_key.is_some(),
+            hint,
+        }
+        .check(&self.http)
+        .await
+        .map_err(|e| redact_error(e, &[key]))
     }
 
     pub async fn complete(&self, req: CompletionRequest<'_>) -> Result<Completion, LlmError> {

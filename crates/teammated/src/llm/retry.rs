@@ -90,6 +90,7 @@ pub fn is_retryable(err: &LlmError) -> bool {
         LlmError::Http { status, .. } => matches!(status, 408 | 429 | 500..=599),
         LlmError::Transport { .. } => true,
         LlmError::MissingKey { .. }
+        | LlmError::Unusable { .. }
         | LlmError::Decode { .. }
         | LlmError::GaveUp { .. }
         | LlmError::Scripted(_) => false,
@@ -288,6 +289,7 @@ mod tests {
         LlmError::Http {
             provider: "anthropic",
             status,
+            url: "http://localhost/v1/messages".into(),
             body: String::new(),
             retry_after: None,
         }
@@ -298,6 +300,7 @@ mod tests {
         let rate_limited = LlmError::Http {
             provider: "openai",
             status: 429,
+            url: "https://api.openai.com/v1/chat/completions".into(),
             body: "{\"error\": {\n  \"message\": \"slow down\"}}".into(),
             retry_after: Some(Duration::from_secs(40)),
         };
