@@ -674,3 +674,59 @@ async fn an_unreachable_base_url_at_start_is_a_warning_in_the_transcript() {
     drop(alice);
     board.stop().await;
 }
+
+/// A model the provider does not know is the configuration's fault: the task goes
+/// back without using up an attempt, and its history says why, in `teamctl task
+/// show` too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_model_leaves_its_reason_in_the_tasks_history() {
+    let mut board = Board::start(TEAMMATED).await;
+    let mock = MockLlm::start(vec![MockReply::json(
+        404,
+        json!({"error": {
+            "message": "The model `gpt-nope` does not exist or you do not have access to it.",
+            "type": "invalid_request_error", "param": null, "code": "model_not_found"}}),
+    )]);
+    let url = mock.url();
+    let mut alice = board.spawn(
+        "alice",
+        "dev",
+        &[
+            "--provider",
+            "openai",
+            "--base-url",
+            &url,
+            "--model",
+            "gpt-nope",
+        ],
+    );
+    board.wait_idle("alice").await;
+    let t = board.add("any", "Anything.", &[]).await;
+    assert_eq!(alice.exit_code().await, Some(1), "{}", alice.log_text());
+    let detail = board.lead.get_task(t.id).await.expect("get_task");
+    assert_eq!(detail.task.status, TaskStatus::Pending);
+    assert_eq!(detail.task.attempts, 0, "not the task's fault");
+    let released = detail
+        .history
+        .iter()
+        .rev()
+        .find(|e| e.kind == teamboard_protocol::EventKind::TaskReleased)
+        .expect("a release in the history");
+    assert!(
+        released.detail.contains("does not exist")
+            && released
+                .detail
+                .contains(&format!("HTTP 404 from {url}/chat/completions")),
+        "{released:#?}"
+    );
+    let socket = board.daemon.socket.clone();
+    let id = t.id.to_string();
+    let shown = tokio::task::spawn_blocking(move || {
+        teamboard_testkit::Teamctl::new(teamboard_testkit::workspace_bin("teamctl"), &socket)
+            .ok(&["task", "show", &id])
+    })
+    .await
+    .expect("teamctl");
+    assert!(shown.contains("gpt-nope` does not exist"), "{shown}");
+    board.stop().await;
+}

@@ -263,9 +263,13 @@ impl Teammate {
                 };
                 if self.held.is_some() {
                     // A bad key or model name is not the task's fault: give it back
-                    // without using up one of its attempts.
+                    // without using up one of its attempts, saying why in its history.
                     let why = format!("LLM error: {error}");
-                    self.release((!fatal).then_some(why.as_str())).await;
+                    if fatal {
+                        self.release_with_note(&why).await;
+                    } else {
+                        self.release(Some(&why)).await;
+                    }
                 }
                 self.tell_lead(
                     MessageKind::Error,
@@ -384,6 +388,21 @@ impl Teammate {
         if let Err(e) = self
             .session
             .call(|c| async move { c.release_task(id, epoch, why).await })
+            .await
+        {
+            tracing::warn!(task = id, error = %e, "cannot release the task");
+        }
+    }
+
+    /// Gives the held task back without using up its attempt, with `note` in its
+    /// history.
+    async fn release_with_note(&mut self, note: &str) {
+        let Some(held) = &self.held else { return };
+        let (id, epoch) = (held.id, held.epoch);
+        self.drop_held();
+        if let Err(e) = self
+            .session
+            .call(|c| async move { c.release_task_with_note(id, epoch, note).await })
             .await
         {
             tracing::warn!(task = id, error = %e, "cannot release the task");
