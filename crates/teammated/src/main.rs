@@ -208,7 +208,7 @@ fn real_main() -> anyhow::Result<()> {
         let cancel = CancellationToken::new();
         tokio::spawn(stop_on_signal(cancel.clone()));
         let exit = teammated::run(config, cancel).await?;
-        tracing::info!(?exit, "teammate stopped");
+        tracing::info!(%exit, "teammate stopped");
         Ok(())
     })
 }

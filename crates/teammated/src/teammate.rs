@@ -24,6 +24,17 @@ pub enum Exit {
     Terminated,
 }
 
+/// Plain words for the transcript and logs (`Debug` is for developers).
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Exit::IdleTimeout => f.write_str("idle timeout"),
+            Exit::ShutdownRequested { by } => write!(f, "shutdown requested by {by}"),
+            Exit::Terminated => f.write_str("terminated by a signal"),
+        }
+    }
+}
+
 /// The task the teammate holds.
 pub struct Held {
     pub id: TaskId,

@@ -356,7 +356,21 @@ async fn over_budget_the_teammate_compacts_and_puts_its_identity_back() {
         .filter(|e| e.file_name().to_string_lossy().starts_with("context-"))
         .count();
     assert_eq!(archives, 1);
-    assert!(board.transcript("alice").contains("compacted:"));
+    let transcript = board.transcript("alice");
+    assert!(transcript.contains("compacted:"));
+    // What the model now starts from is in the transcript too: the identity put
+    // back, and the summary.
+    let put_back = transcript
+        .lines()
+        .find(|l| l.contains("<identity>"))
+        .unwrap_or_else(|| panic!("no identity block in the transcript"));
+    assert!(
+        put_back.contains(r#""kind":"user""#)
+            && put_back.contains("You are alice")
+            && put_back.contains("[Current task #1] noisy")
+            && put_back.contains("SUMMARY-XYZ"),
+        "{put_back}"
+    );
     drop(alice);
     board.stop().await;
 }

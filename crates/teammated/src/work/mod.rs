@@ -210,7 +210,7 @@ impl Teammate {
             End::CutOff(n) => format!("answer cut off at the output limit {n} times"),
             End::LlmFailed(e) => format!("LLM error: {e}"),
             End::Lost(id) => format!("claim on #{id} lost"),
-            End::Stop(exit) => format!("stopping: {exit:?}"),
+            End::Stop(exit) => format!("stopping: {exit}"),
         };
         self.log(
             EntryKind::Lifecycle,
@@ -452,16 +452,18 @@ impl Teammate {
             .write_while(task, &mut retries, compacted)
             .await
         {
-            Ok((n, usage)) => {
-                self.record_usage(usage).await;
+            Ok(done) => {
+                self.record_usage(done.usage).await;
                 self.compacted_at = self.ctx.over_budget().then_some(self.ctx.messages.len());
                 let text = format!(
-                    "compacted: {n} messages summarised, about {before} -> {} tokens; full context saved to {}",
+                    "compacted: {} messages summarised, about {before} -> {} tokens; full context saved to {}",
+                    done.summarised,
                     self.ctx.estimate(),
                     archive.display()
                 );
                 tracing::info!("{text}");
                 self.log(EntryKind::Lifecycle, None, false, &text);
+                self.log(EntryKind::User, None, false, &done.put_back);
             }
             Err(e) => {
                 self.compacted_at = Some(self.ctx.messages.len());
