@@ -121,10 +121,11 @@ pub async fn run(cfg: Config, cancel: CancellationToken) -> Result<Exit, Error> 
         None,
         false,
         &format!(
-            "started: pid {}, role {}, provider {}, workdir {}",
+            "started: pid {}, role {}, provider {}, context budget {} tokens, workdir {}",
             std::process::id(),
             cfg.role,
-            provider.name(),
+            provider.describe(),
+            cfg.context_budget,
             workdir.display()
         ),
     );

@@ -5,7 +5,7 @@
 //! what it may add to answers (thinking blocks, new stop reasons).
 use super::chat::{Block, ChatMessage, Completion, CompletionRequest, Role, StopReason};
 use super::error::LlmError;
-use super::http::{HttpClient, redact_error};
+use super::http::{HttpClient, redact_error, shown_url};
 use super::probe::{ModelList, Probe};
 use crate::config::{ProviderConfig, setting};
 use serde_json::{Value, json};
@@ -60,6 +60,11 @@ impl Anthropic {
             model,
             api_key,
         })
+    }
+
+    /// The model and where it is asked.
+    pub fn describe(&self) -> String {
+        format!("model {} at {}", self.model, shown_url(&self.base))
     }
 
     /// `GET /v1/models`: see [`super::probe`].

@@ -58,6 +58,17 @@ impl Provider {
         }
     }
 
+    /// The provider with what it was told to use, for the transcript's first line:
+    /// `openai (model gpt-4o-mini at http://localhost:11434/v1, output limit in
+    /// max_tokens)`. No key, no password.
+    pub fn describe(&self) -> String {
+        match self {
+            Provider::Anthropic(p) => format!("anthropic ({})", p.describe()),
+            Provider::OpenAi(p) => format!("openai ({})", p.describe()),
+            Provider::Scripted(_) => "scripted".to_string(),
+        }
+    }
+
     /// The provider's name as `--provider` spells it.
     pub fn name(&self) -> &'static str {
         match self {

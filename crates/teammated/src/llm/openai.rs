@@ -6,7 +6,7 @@
 //! back, since they follow OpenAI's format only approximately.
 use super::chat::{Block, ChatMessage, Completion, CompletionRequest, Role, StopReason};
 use super::error::LlmError;
-use super::http::{HttpClient, redact_error};
+use super::http::{HttpClient, redact_error, shown_url};
 use super::probe::{ModelList, Probe};
 use crate::config::{MaxTokensField, ProviderConfig, setting};
 use serde_json::{Value, json};
@@ -75,6 +75,16 @@ impl OpenAi {
             api_key,
             max_tokens_field,
         })
+    }
+
+    /// The model, where it is asked, and the field that carries the output limit.
+    pub fn describe(&self) -> String {
+        format!(
+            "model {} at {}, output limit in {}",
+            self.model,
+            shown_url(&self.base),
+            self.max_tokens_field.as_str()
+        )
     }
 
     /// `GET {base}/models`: see [`super::probe`].
