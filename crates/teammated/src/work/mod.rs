@@ -2,9 +2,10 @@
 //!
 //! Each round asks the model for its next turn and runs the tools it asks for. Before
 //! every round the runtime feeds in new inbox messages, so the model never polls. The
-//! phase ends on a final answer, the `idle` tool, the round limit, an LLM error that
-//! retries could not fix, a lost claim, or a shutdown request; whatever happens, a
-//! task still held is completed, failed or released, never left in progress.
+//! phase ends on a final answer, the `idle` tool, the round limit, an answer cut off
+//! at the output limit too often, an LLM error that retries could not fix, a lost
+//! claim, or a shutdown request; whatever happens, a task still held is completed,
+//! failed or released, never left in progress.
 
 mod board_tools;
 
