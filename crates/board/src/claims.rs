@@ -220,21 +220,21 @@ impl Board {
         self.abandon(change(&ctx, id), Abandon::Failed, Some(error))
     }
 
-    /// Gives a claimed task back. With an error the attempt counts as failed.
+    /// Gives a claimed task back. With an error the attempt counts as failed;
+    /// without, it does not, and `note` (if any) says why in the event.
     pub fn release_task(
         &mut self,
         ctx: Ctx,
         id: TaskId,
         epoch: u64,
         error: Option<String>,
+        note: Option<String>,
     ) -> Result<Task> {
         self.check_fence(&ctx, id, epoch)?;
-        let why = if error.is_some() {
-            Abandon::ReleasedWithError
-        } else {
-            Abandon::Released
-        };
-        self.abandon(change(&ctx, id), why, error)
+        match error {
+            Some(error) => self.abandon(change(&ctx, id), Abandon::ReleasedWithError, Some(error)),
+            None => self.abandon(change(&ctx, id), Abandon::Released, note),
+        }
     }
 
     /// Extends the claim's lease by the configured TTL.
@@ -252,7 +252,8 @@ impl Board {
     }
 
     /// Ends an attempt that did not complete: back to pending, or `failed` when the
-    /// attempts are used up.
+    /// attempts are used up. `error` goes into the event and, unless the attempt
+    /// does not count (`Released`, where it is only a note), into `last_error`.
     pub(crate) fn abandon(
         &mut self,
         at: Change,
@@ -288,7 +289,7 @@ impl Board {
             if why == Abandon::Released {
                 task.attempts = task.attempts.saturating_sub(1);
             }
-            if let Some(e) = &error {
+            if let Some(e) = error.as_ref().filter(|_| why != Abandon::Released) {
                 task.last_error = Some(e.clone());
             }
             let failed = why != Abandon::Released && task.attempts >= max;

@@ -343,6 +343,24 @@ impl Client {
             id,
             epoch,
             error: error.map(str::to_string),
+            note: None,
+        }))
+        .await
+    }
+
+    /// Gives the task back without counting the attempt (it was not the task's
+    /// fault), with `note` saying why in the task's history.
+    pub async fn release_task_with_note(
+        &self,
+        id: TaskId,
+        epoch: u64,
+        note: &str,
+    ) -> Result<Task, ClientError> {
+        self.call(Request::ReleaseTask(ReleaseArgs {
+            id,
+            epoch,
+            error: None,
+            note: Some(note.to_string()),
         }))
         .await
     }

@@ -224,8 +224,14 @@ pub struct FailArgs {
 pub struct ReleaseArgs {
     pub id: TaskId,
     pub epoch: u64,
+    /// The attempt went wrong: it counts, and this becomes the task's last error.
     #[serde(default)]
     pub error: Option<String>,
+    /// Without `error`: why the task is given back, for its history (the
+    /// `task_released` event). The attempt does not count and the last error
+    /// stays. Ignored when `error` is given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

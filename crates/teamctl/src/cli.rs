@@ -127,7 +127,9 @@ pub enum Command {
             By default teammated runs detached from this terminal (its own process \
             group, output appended to a log file in the state dir) and survives \
             teamctl; spawn returns once the teammate shows as connected in `teamctl \
-            team`, or fails with teammated's exit status and the end of its log. \
+            team`, or fails with teammated's exit status and the end of its log (a \
+            teammate stops before it connects when the model's API says its base URL \
+            or key is wrong). \
             teammated is looked for in $TEAMMATED_BIN, next to teamctl, then on $PATH.\n\n\
             With --systemd the settings go to \
             $XDG_CONFIG_HOME/teamboard/teammates/NAME.env and the teammate runs as \
@@ -135,6 +137,8 @@ pub enum Command {
             with boardd.",
         after_help = "Examples:\n  teamctl spawn alice --role coder\n  \
             teamctl spawn bob --role tester --provider openai --model gpt-4.1 --workdir ~/src/app\n  \
+            teamctl spawn frank --role docs --provider openai --model llama3.1 \\\n      \
+            --base-url http://localhost:11434/v1 --context-budget 30000     ollama\n  \
             teamctl spawn carol --role reviewer --idle-timeout 600 --max-rounds 40\n  \
             teamctl spawn dave --role coder --systemd     run it as teammated@dave\n  \
             teamctl spawn erin --role coder --json | jq .pid\n\n\
@@ -367,6 +371,26 @@ impl Provider {
     }
 }
 
+/// The field of an OpenAI-compatible request that carries the output limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MaxTokensField {
+    /// What ollama, llama.cpp, vLLM, LM Studio and other compatible servers know
+    #[value(name = "max_tokens", alias = "max-tokens")]
+    MaxTokens,
+    /// What OpenAI's own API wants (its reasoning models refuse max_tokens)
+    #[value(name = "max_completion_tokens", alias = "max-completion-tokens")]
+    MaxCompletionTokens,
+}
+
+impl MaxTokensField {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MaxTokensField::MaxTokens => "max_tokens",
+            MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct SpawnArgs {
     /// The teammate's name: letters, digits, '_' and '-' (`lead` is you)
@@ -384,6 +408,18 @@ pub struct SpawnArgs {
     #[arg(long, value_name = "MODEL")]
     pub model: Option<String>,
 
+    /// Where the model's API is, for a local or other compatible server; checked by
+    /// the teammate at start (e.g. http://localhost:11434/v1 for ollama's
+    /// OpenAI-compatible API) [default: the provider's own API]
+    #[arg(long, value_name = "URL", value_parser = parse_base_url)]
+    pub base_url: Option<String>,
+
+    /// Estimated tokens of context the teammate keeps before it summarises the
+    /// older part; at least 1000, e.g. 30000 for a model with a small context
+    /// window [default: teammated's, 100000]
+    #[arg(long, value_name = "TOKENS", value_parser = parse_context_budget)]
+    pub context_budget: Option<u64>,
+
     /// The directory the teammate works in [default: the current directory]
     #[arg(long, value_name = "DIR")]
     pub workdir: Option<PathBuf>,
@@ -396,6 +432,11 @@ pub struct SpawnArgs {
     /// At most this many tool rounds per task [default: teammated's]
     #[arg(long, value_name = "N")]
     pub max_rounds: Option<u32>,
+
+    /// With --provider openai: the request field that carries the output limit
+    /// [default: max_completion_tokens on api.openai.com, max_tokens elsewhere]
+    #[arg(long, value_enum, value_name = "FIELD")]
+    pub max_tokens_field: Option<MaxTokensField>,
 
     /// Run it as the systemd user unit teammated@NAME instead of a detached process
     #[arg(long)]
@@ -441,6 +482,54 @@ pub fn parse_team(s: &str) -> Result<String, String> {
     teamboard_protocol::names::validate_name(s)
         .map(|()| s.to_string())
         .map_err(|e| format!("{e} (team names follow the same rule as teammates')"))
+}
+
+/// An http(s) URL with a host and nothing a settings file or a command line would
+/// mangle. Whether it leads to the API is for the teammate to find out at start:
+/// that needs the provider's answer.
+pub fn parse_base_url(s: &str) -> Result<String, String> {
+    let url = s.trim();
+    let Some(rest) = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))
+    else {
+        return Err(format!(
+            "'{url}' is not an http(s) URL; give it with http:// or https:// \
+             (e.g. http://localhost:11434/v1)"
+        ));
+    };
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!("'{url}' has spaces or control characters"));
+    }
+    if rest
+        .split(['/', '?', '#'])
+        .next()
+        .unwrap_or_default()
+        .is_empty()
+    {
+        return Err(format!(
+            "'{url}' has no host (e.g. http://localhost:11434/v1)"
+        ));
+    }
+    Ok(url.to_string())
+}
+
+/// The least `--context-budget` teammated works with: the system prompt, the
+/// identity and a summary must fit with room to spare.
+pub const MIN_CONTEXT_BUDGET: u64 = 1000;
+
+/// A number of tokens, at least [`MIN_CONTEXT_BUDGET`].
+pub fn parse_context_budget(s: &str) -> Result<u64, String> {
+    let tokens: u64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of tokens (e.g. 30000)"))?;
+    if tokens < MIN_CONTEXT_BUDGET {
+        return Err(format!(
+            "{tokens} is too small: the budget must be at least {MIN_CONTEXT_BUDGET} tokens"
+        ));
+    }
+    Ok(tokens)
 }
 
 /// Accepts `3` and `#3`.

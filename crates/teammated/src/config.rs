@@ -26,6 +26,28 @@ impl ProviderKind {
     }
 }
 
+/// The field of a Chat Completions request that carries the output limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MaxTokensField {
+    /// `max_tokens`: what ollama, llama.cpp, vLLM, LM Studio and other
+    /// OpenAI-compatible servers know.
+    #[value(name = "max_tokens", alias = "max-tokens")]
+    MaxTokens,
+    /// `max_completion_tokens`: what OpenAI's own API wants; its reasoning models
+    /// refuse `max_tokens`.
+    #[value(name = "max_completion_tokens", alias = "max-completion-tokens")]
+    MaxCompletionTokens,
+}
+
+impl MaxTokensField {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MaxTokensField::MaxTokens => "max_tokens",
+            MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
+        }
+    }
+}
+
 /// How to reach the model. `Debug` shows the key as `<redacted>`.
 #[derive(Clone)]
 pub struct ProviderConfig {
@@ -38,6 +60,9 @@ pub struct ProviderConfig {
     pub api_key: Option<String>,
     /// Output tokens per call.
     pub max_tokens: u32,
+    /// Where an OpenAI-compatible request puts `max_tokens`; `None` picks by the
+    /// base URL (see `llm::openai`). Other providers ignore it.
+    pub max_tokens_field: Option<MaxTokensField>,
     /// How long one HTTP request may take before it counts as a timeout.
     pub request_timeout: Duration,
     pub retry: RetryPolicy,
@@ -51,6 +76,7 @@ impl std::fmt::Debug for ProviderConfig {
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("max_tokens", &self.max_tokens)
+            .field("max_tokens_field", &self.max_tokens_field)
             .field("request_timeout", &self.request_timeout)
             .field("retry", &self.retry)
             .finish()
@@ -147,6 +173,7 @@ mod tests {
             base_url: None,
             api_key: Some("sk-very-secret".into()),
             max_tokens: 1,
+            max_tokens_field: None,
             request_timeout: Duration::from_secs(1),
             retry: RetryPolicy::default(),
         };

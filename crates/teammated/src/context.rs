@@ -10,7 +10,7 @@
 //! summary then open the conversation as its first user turn, so a teammate that has
 //! forgotten its history still knows who it is and what it is working on.
 
-use crate::llm::{self, Block, ChatMessage, CompletionRequest, LlmError, Provider, Role};
+use crate::llm::{self, Block, ChatMessage, CompletionRequest, LlmError, OnRetry, Provider, Role};
 use crate::prompts::SUMMARY_PROMPT;
 use std::path::Path;
 use teamboard_protocol::TokenUsage;
@@ -152,22 +152,28 @@ impl Context {
 
     /// Shrinks the conversation: saves it to `archive`, summarises the older part with
     /// `provider`, and starts the new conversation with the identity and the summary.
-    /// Returns how many messages were summarised and the tokens the summary cost.
+    /// `on_retry` hears of the summary call's retries.
     pub async fn compact(
         &mut self,
         provider: &Provider,
         archive: &Path,
-    ) -> Result<(usize, TokenUsage), CompactError> {
+        on_retry: Option<OnRetry<'_>>,
+    ) -> Result<Compacted, CompactError> {
         save_archive(archive, &self.system(), &self.messages)?;
         let Some(cut) = self.split_point() else {
             // One huge turn (a giant tool result): nothing can be summarised without
             // cutting a tool exchange, so shorten the biggest blocks instead.
             shorten_large_blocks(&mut self.messages, self.budget);
-            self.put_identity_first();
-            return Ok((0, TokenUsage::default()));
+            let put_back = self.identity.block();
+            self.put_identity_first(&put_back);
+            return Ok(Compacted {
+                summarised: 0,
+                usage: TokenUsage::default(),
+                put_back,
+            });
         };
         let older = &self.messages[..cut];
-        let (summary, usage) = summarise(provider, older).await?;
+        let (summary, usage) = summarise(provider, older, on_retry).await?;
         let recent = self.messages.split_off(cut);
         let summarised = self.messages.len();
         let head = format!(
@@ -177,17 +183,21 @@ impl Context {
             summary
         );
         // `cut` points at an assistant turn, so the head is the user turn before it.
-        self.messages = vec![ChatMessage::user_text(head)];
+        self.messages = vec![ChatMessage::user_text(head.clone())];
         self.messages.extend(recent);
         if self.over_budget() {
             // What is kept holds a block too big for the budget on its own.
             shorten_large_blocks(&mut self.messages[1..], self.budget);
         }
-        Ok((summarised, usage))
+        Ok(Compacted {
+            summarised,
+            usage,
+            put_back: head,
+        })
     }
 
-    fn put_identity_first(&mut self) {
-        let block = Block::text(self.identity.block());
+    fn put_identity_first(&mut self, block: &str) {
+        let block = Block::text(block);
         match self.messages.first_mut() {
             Some(first) if first.role == Role::User => {
                 // Tool results must lead their turn; the identity goes after them.
@@ -207,6 +217,19 @@ impl Context {
             ),
         }
     }
+}
+
+/// What a compaction did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Compacted {
+    /// How many messages the summary replaced.
+    pub summarised: usize,
+    /// The tokens the summary cost.
+    pub usage: TokenUsage,
+    /// What the runtime put at the start of the conversation: the identity block,
+    /// and the summary if there is one. The transcript gets it too, so a person
+    /// sees what the model starts from.
+    pub put_back: String,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -236,6 +259,7 @@ fn save_archive(path: &Path, system: &str, messages: &[ChatMessage]) -> Result<(
 async fn summarise(
     provider: &Provider,
     older: &[ChatMessage],
+    on_retry: Option<OnRetry<'_>>,
 ) -> Result<(String, TokenUsage), LlmError> {
     let mut log = String::new();
     for m in older {
@@ -266,6 +290,7 @@ async fn summarise(
             messages: &messages,
             tools: &[],
             max_tokens: 1024,
+            on_retry,
         })
         .await?;
     let text: Vec<String> = completion
@@ -393,9 +418,9 @@ mod tests {
         assert!(ctx.over_budget());
         let before = ctx.messages.clone();
         let provider = Provider::Scripted(Scripted::default());
-        let (n, usage) = ctx.compact(&provider, &archive).await.unwrap();
-        assert!(n > 0);
-        assert!(usage.total() > 0, "the summary's tokens are counted");
+        let done = ctx.compact(&provider, &archive, None).await.unwrap();
+        assert!(done.summarised > 0);
+        assert!(done.usage.total() > 0, "the summary's tokens are counted");
         assert!(!ctx.over_budget(), "{} > {}", ctx.estimate(), ctx.budget);
         // The whole conversation was saved first.
         let saved: serde_json::Value =
@@ -404,6 +429,7 @@ mod tests {
         assert_eq!(saved, before);
         // The identity and the summary lead the new conversation.
         let first = ctx.messages[0].joined_text();
+        assert_eq!(first, done.put_back, "what was put back is said");
         assert!(first.starts_with("<identity>"), "{first}");
         assert!(
             first.contains("You are alice") && first.contains("'dev'"),
@@ -427,12 +453,14 @@ mod tests {
         ctx.push_user_text("[Auto-claimed task #7] refactor auth");
         tool_round(&mut ctx, 0, 100_000);
         let provider = Provider::Scripted(Scripted::default());
-        ctx.compact(&provider, &dir.path().join("c.json"))
+        let done = ctx
+            .compact(&provider, &dir.path().join("c.json"), None)
             .await
             .unwrap();
         assert!(ctx.estimate() < 10_000, "{}", ctx.estimate());
         assert_pairs_intact(&ctx.messages);
         assert!(ctx.messages[0].joined_text().contains("<identity>"));
+        assert!(done.put_back.starts_with(&ctx.identity.block()));
     }
 
     #[test]

@@ -143,14 +143,16 @@ impl Teammate {
             self.session
                 .call(|c| async move { c.ack(vec![id]).await })
                 .await?;
+            let rid = request
+                .request_id
+                .as_deref()
+                .map(|r| format!(" (request {r})"))
+                .unwrap_or_default();
             self.log(
                 EntryKind::Lifecycle,
                 None,
                 false,
-                &format!(
-                    "shutdown requested by {} (request {:?}); answered",
-                    request.from, request.request_id
-                ),
+                &format!("shutdown requested by {}{rid}; answered", request.from),
             );
             let exit = Exit::ShutdownRequested {
                 by: request.from.clone(),

@@ -26,6 +26,6 @@ pub mod tools;
 pub mod transcript;
 mod work;
 
-pub use config::{Config, ProviderConfig, ProviderKind};
+pub use config::{Config, MaxTokensField, ProviderConfig, ProviderKind};
 pub use error::Error;
 pub use teammate::{Exit, run};

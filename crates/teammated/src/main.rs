@@ -9,7 +9,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 use teamboard_protocol::{DEFAULT_TEAM, paths};
 use teammated::backoff::RetryPolicy;
-use teammated::config::{Config, ProviderConfig, ProviderKind, keys_file, lookup_secret};
+use teammated::config::{
+    Config, MaxTokensField, ProviderConfig, ProviderKind, keys_file, lookup_secret,
+};
 use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Parser)]
@@ -81,6 +83,18 @@ struct Args {
     /// Output tokens per model call.
     #[arg(long, env = "TEAMMATE_MAX_TOKENS", default_value_t = 4096)]
     max_tokens: u32,
+    /// openai only: the request field that carries --max-tokens. OpenAI's own API
+    /// wants max_completion_tokens (its reasoning models refuse max_tokens); ollama,
+    /// llama.cpp, vLLM and LM Studio know max_tokens, and ignore a field they do not
+    /// know, which would leave the output unlimited
+    /// [default: max_completion_tokens on api.openai.com, max_tokens elsewhere]
+    #[arg(
+        long,
+        env = "TEAMMATE_MAX_TOKENS_FIELD",
+        value_enum,
+        value_name = "FIELD"
+    )]
+    max_tokens_field: Option<MaxTokensField>,
     /// Default timeout of one `bash` call, in seconds.
     #[arg(long, env = "TEAMMATE_SHELL_TIMEOUT", default_value_t = 120)]
     shell_timeout: u64,
@@ -134,6 +148,7 @@ impl Args {
                 base_url,
                 api_key,
                 max_tokens: self.max_tokens,
+                max_tokens_field: self.max_tokens_field,
                 request_timeout: Duration::from_secs(self.request_timeout.max(1)),
                 retry: RetryPolicy {
                     max_attempts: self.llm_attempts.max(1),
@@ -193,7 +208,7 @@ fn real_main() -> anyhow::Result<()> {
         let cancel = CancellationToken::new();
         tokio::spawn(stop_on_signal(cancel.clone()));
         let exit = teammated::run(config, cancel).await?;
-        tracing::info!(?exit, "teammate stopped");
+        tracing::info!(%exit, "teammate stopped");
         Ok(())
     })
 }

@@ -5,7 +5,7 @@ use crate::config::Config;
 use crate::context::{Context, Identity};
 use crate::error::Error;
 use crate::heartbeat::Heartbeat;
-use crate::llm::{self, Provider, ToolSpec};
+use crate::llm::{self, Probe, Provider, ToolSpec};
 use crate::session::{self, Session};
 use crate::tools::{self, LocalEnv};
 use crate::transcript::Transcript;
@@ -22,6 +22,17 @@ pub enum Exit {
     ShutdownRequested { by: String },
     /// The process was asked to stop (SIGTERM, SIGINT).
     Terminated,
+}
+
+/// Plain words for the transcript and logs (`Debug` is for developers).
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Exit::IdleTimeout => f.write_str("idle timeout"),
+            Exit::ShutdownRequested { by } => write!(f, "shutdown requested by {by}"),
+            Exit::Terminated => f.write_str("terminated by a signal"),
+        }
+    }
 }
 
 /// The task the teammate holds.
@@ -69,6 +80,18 @@ pub async fn run(cfg: Config, cancel: CancellationToken) -> Result<Exit, Error> 
         });
     }
     let provider = llm::build(&cfg.provider)?;
+    // Before registering: a base URL or key the server says is wrong stops the
+    // teammate here, so `teamctl spawn` (which waits for it to connect) fails with
+    // the reason instead of a task failing later.
+    let probe = tokio::select! {
+        _ = cancel.cancelled() => return Ok(Exit::Terminated),
+        probe = provider.probe() => probe?,
+    };
+    match &probe {
+        Probe::Listed { url } => tracing::info!(%url, "the model API answered"),
+        Probe::Unsure(why) => tracing::warn!("{why}"),
+        Probe::Skipped => {}
+    }
     let who = session::Identity {
         name: cfg.name.clone(),
         role: cfg.role.clone(),
@@ -98,13 +121,23 @@ pub async fn run(cfg: Config, cancel: CancellationToken) -> Result<Exit, Error> 
         None,
         false,
         &format!(
-            "started: pid {}, role {}, provider {}, workdir {}",
+            "started: pid {}, role {}, provider {}, context budget {} tokens, workdir {}",
             std::process::id(),
             cfg.role,
-            provider.name(),
+            provider.describe(),
+            cfg.context_budget,
             workdir.display()
         ),
     );
+    if let Probe::Unsure(why) = &probe {
+        transcript.write(
+            EntryKind::Lifecycle,
+            None,
+            None,
+            false,
+            &format!("model: {why}"),
+        );
+    }
     let mut teammate = Teammate {
         local: LocalEnv {
             workdir,

@@ -4,9 +4,26 @@
 //! the file never sees half an entry from us. A transcript that cannot be written is
 //! logged and otherwise ignored: losing the log must not stop the work.
 
+use crate::llm::Retrying;
+use std::future::Future;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use teamboard_protocol::transcript::{EntryKind, TranscriptEntry};
+use tokio::sync::mpsc;
+
+/// Where a model call's retry notices go, and where [`Transcript::write_while`]
+/// reads them: `on_retry` is what a `CompletionRequest` takes.
+pub fn retry_notices() -> (
+    impl Fn(&Retrying<'_>) + Send + Sync,
+    mpsc::UnboundedReceiver<String>,
+) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let on_retry = move |r: &Retrying<'_>| {
+        // The receiver lives as long as the call; a send can only fail after it.
+        let _ = tx.send(r.to_string());
+    };
+    (on_retry, rx)
+}
 
 pub struct Transcript {
     path: PathBuf,
@@ -70,6 +87,31 @@ impl Transcript {
             tracing::warn!(path = %self.path.display(), error = %e, "cannot write the transcript");
             self.warned = true;
         }
+    }
+
+    /// Runs `call`, writing each line that arrives on `lines` as a lifecycle entry
+    /// the moment it arrives: a retry notice must be readable during its wait, not
+    /// after it.
+    pub async fn write_while<F: Future>(
+        &mut self,
+        task: Option<u64>,
+        lines: &mut mpsc::UnboundedReceiver<String>,
+        call: F,
+    ) -> F::Output {
+        let mut call = std::pin::pin!(call);
+        let out = loop {
+            tokio::select! {
+                out = &mut call => break out,
+                Some(line) = lines.recv() => {
+                    self.write(EntryKind::Lifecycle, None, task, false, &line);
+                }
+            }
+        };
+        // Lines sent just before the call ended, which `select!` did not pick.
+        while let Ok(line) = lines.try_recv() {
+            self.write(EntryKind::Lifecycle, None, task, false, &line);
+        }
+        out
     }
 }
 

@@ -304,3 +304,67 @@ async fn a_block_that_exits_non_zero_fails_the_task_with_its_output() {
     }
     board.stop().await;
 }
+
+/// What `teamctl logs` shows of a message and of a shutdown request, both with a
+/// request id, is plain words: no Rust debug text (`Some("x1")`, `ShutdownRequested
+/// { by: "lead" }`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logs_show_requests_and_shutdowns_in_plain_words() {
+    let mut board = Board::start(TEAMMATED).await;
+    let mut alice = board.spawn("alice", "dev", &[]);
+    board.wait_idle("alice").await;
+    let (one, two) = (board.dir().join("one"), board.dir().join("two"));
+    let description = format!(
+        "{}{}```sh\necho never-run\n```\n",
+        script(&format!("touch {}; sleep 1", one.display())),
+        script(&format!("touch {}; sleep 1", two.display())),
+    );
+    let t = board.add("three rounds", &description, &[]).await;
+    board.wait_claimed(t.id).await;
+    alice.wait_for_file(&one).await;
+    let sent = board
+        .lead
+        .send(
+            "alice",
+            MessageKind::Message,
+            "how is it going?",
+            Some("x1"),
+        )
+        .await
+        .expect("send");
+    alice.wait_for_file(&two).await;
+    board
+        .lead
+        .send("alice", MessageKind::ShutdownRequest, "stop", Some("x1"))
+        .await
+        .expect("send");
+    assert_eq!(alice.exit_code().await, Some(0), "{}", alice.log_text());
+    let socket = board.daemon.socket.clone();
+    let state = board.state_dir().to_path_buf();
+    let logs = tokio::task::spawn_blocking(move || {
+        teamboard_testkit::Teamctl::new(teamboard_testkit::workspace_bin("teamctl"), &socket)
+            .with_state_dir(&state)
+            .ok(&["logs", "alice"])
+    })
+    .await
+    .expect("teamctl");
+    assert!(
+        logs.contains(&format!(
+            "[Message #{} from lead (message)] how is it going?",
+            sent.id
+        )),
+        "{logs}"
+    );
+    assert!(
+        logs.contains("shutdown requested by lead (request x1); answered"),
+        "{logs}"
+    );
+    assert!(
+        logs.contains("work: ended (stopping: shutdown requested by lead)"),
+        "{logs}"
+    );
+    for debug in ["Some(", "None", "ShutdownRequested", "{ by:", "\\\""] {
+        assert!(!logs.contains(debug), "{debug} in:\n{logs}");
+    }
+    board.stop().await;
+}

@@ -356,7 +356,21 @@ async fn over_budget_the_teammate_compacts_and_puts_its_identity_back() {
         .filter(|e| e.file_name().to_string_lossy().starts_with("context-"))
         .count();
     assert_eq!(archives, 1);
-    assert!(board.transcript("alice").contains("compacted:"));
+    let transcript = board.transcript("alice");
+    assert!(transcript.contains("compacted:"));
+    // What the model now starts from is in the transcript too: the identity put
+    // back, and the summary.
+    let put_back = transcript
+        .lines()
+        .find(|l| l.contains("<identity>"))
+        .unwrap_or_else(|| panic!("no identity block in the transcript"));
+    assert!(
+        put_back.contains(r#""kind":"user""#)
+            && put_back.contains("You are alice")
+            && put_back.contains("[Current task #1] noisy")
+            && put_back.contains("SUMMARY-XYZ"),
+        "{put_back}"
+    );
     drop(alice);
     board.stop().await;
 }
@@ -386,5 +400,347 @@ async fn heartbeats_keep_the_claim_through_a_model_call_longer_than_the_lease() 
     assert_eq!(done.attempts, 1, "the lease never lapsed: {done:#?}");
     assert_eq!(done.result.as_deref(), Some("slow but done"));
     drop(alice);
+    board.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_cut_off_at_the_output_limit_is_joined_with_its_continuations() {
+    let mut board = Board::start(TEAMMATED).await;
+    let mock = MockLlm::start(vec![
+        MockReply::openai_cut("The plan: first, read the co"),
+        MockReply::openai_cut("de; second, fix the bug; "),
+        MockReply::openai_text("third, run the tests."),
+    ]);
+    let url = mock.url();
+    let alice = board.spawn(
+        "alice",
+        "dev",
+        &["--provider", "openai", "--base-url", &url],
+    );
+    board.wait_idle("alice").await;
+    let t = board.add("plan", "Write the plan.", &[]).await;
+    board.wait_done(&[t.id]).await;
+    let task = board.task(t.id).await;
+    assert_eq!(task.status, TaskStatus::Completed, "{}", alice.log_text());
+    assert_eq!(
+        task.result.as_deref(),
+        Some("The plan: first, read the code; second, fix the bug; third, run the tests."),
+        "the parts form one answer"
+    );
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3);
+    // The model sees its own partial text, then is asked to continue.
+    let msgs = requests[1].body["messages"].as_array().expect("messages");
+    let n = msgs.len();
+    assert_eq!(msgs[n - 2]["role"], "assistant", "{msgs:#?}");
+    assert_eq!(msgs[n - 2]["content"], "The plan: first, read the co");
+    assert_eq!(msgs[n - 1]["role"], "user");
+    let hint = msgs[n - 1]["content"].as_str().unwrap_or_default();
+    assert!(hint.contains("cut off at the output limit"), "{hint}");
+    // And so does the person reading the transcript.
+    let transcript = board.transcript("alice");
+    assert_eq!(
+        transcript.matches("cut off at the output limit").count(),
+        2,
+        "{transcript}"
+    );
+    drop(alice);
+    board.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_that_keeps_hitting_the_output_limit_fails_the_task_with_the_reason() {
+    let mut board = Board::start_with(TEAMMATED, |c| c.board.max_attempts = 1).await;
+    let mock = MockLlm::start_with_fallback(Vec::new(), MockReply::anthropic_cut("and so on, "));
+    let url = mock.url();
+    let alice = board.spawn_with_env(
+        "alice",
+        "dev",
+        &[
+            "--provider",
+            "anthropic",
+            "--base-url",
+            &url,
+            "--max-rounds",
+            "8",
+            "--max-tokens",
+            "300",
+        ],
+        &[("ANTHROPIC_API_KEY", "k")],
+    );
+    board.wait_idle("alice").await;
+    let t = board.add("essay", "Write a long essay.", &[]).await;
+    board.wait_done(&[t.id]).await;
+    let task = board.task(t.id).await;
+    assert_eq!(
+        task.status,
+        TaskStatus::Failed,
+        "cut text is never a result: {task:#?}\n{}",
+        alice.log_text()
+    );
+    let error = task.last_error.unwrap_or_default();
+    assert!(
+        error.contains("cut off at the output limit (--max-tokens 300) 4 times"),
+        "{error}"
+    );
+    assert!(error.contains("raise --max-tokens"), "{error}");
+    assert_eq!(mock.calls(), 4, "the first answer and three continuations");
+    drop(alice);
+    board.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_output_limit_goes_in_the_field_the_server_knows() {
+    let mut board = Board::start(TEAMMATED).await;
+    let mock = MockLlm::start(vec![
+        MockReply::openai_text("One."),
+        MockReply::openai_text("Two."),
+    ]);
+    let url = mock.url();
+    // OpenAI's own API wants max_completion_tokens; a local server (the default
+    // off api.openai.com) gets max_tokens, which every compatible server knows.
+    let newer = board.spawn(
+        "alice",
+        "dev",
+        &[
+            "--provider",
+            "openai",
+            "--base-url",
+            &url,
+            "--max-tokens",
+            "777",
+            "--max-tokens-field",
+            "max_completion_tokens",
+        ],
+    );
+    board.wait_idle("alice").await;
+    let t = board.add("one", "Say one.", &[]).await;
+    board.wait_done(&[t.id]).await;
+    let body = &mock.requests()[0].body;
+    assert_eq!(body["max_completion_tokens"], 777, "{}", newer.log_text());
+    assert!(body.get("max_tokens").is_none(), "{body}");
+    let local = board.spawn(
+        "bob",
+        "dev",
+        &[
+            "--provider",
+            "openai",
+            "--base-url",
+            &url,
+            "--max-tokens",
+            "555",
+        ],
+    );
+    drop(newer);
+    board.wait_idle("bob").await;
+    let t = board.add("two", "Say two.", &[]).await;
+    board.wait_done(&[t.id]).await;
+    let body = &mock.requests()[1].body;
+    assert_eq!(body["max_tokens"], 555, "{}", local.log_text());
+    assert!(body.get("max_completion_tokens").is_none(), "{body}");
+    drop(local);
+    board.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_and_its_wait_show_in_the_transcript_while_it_waits() {
+    let mut board = Board::start(TEAMMATED).await;
+    let mock = MockLlm::start(vec![
+        MockReply::status(429).with_header("retry-after", "3"),
+        MockReply::openai_text("Done."),
+    ]);
+    let url = mock.url();
+    let alice = board.spawn(
+        "alice",
+        "dev",
+        &[
+            "--provider",
+            "openai",
+            "--base-url",
+            &url,
+            "--retry-base-ms",
+            "1",
+        ],
+    );
+    board.wait_idle("alice").await;
+    let t = board.add("wait", "Rate limited.", &[]).await;
+    let state = board.state_dir().to_path_buf();
+    let line = teamboard_testkit::eventually(
+        "the retry notice in alice's transcript",
+        teamboard_testkit::PATIENCE,
+        || {
+            let text = teamboard_testkit::transcript(&state, "alice");
+            async move {
+                text.lines()
+                    .find(|l| l.contains("retrying in"))
+                    .map(str::to_string)
+            }
+        },
+    )
+    .await;
+    // Written before the wait, not after it: the retry has not been sent yet.
+    assert_eq!(mock.calls(), 1, "{line}");
+    assert!(
+        line.contains("model: HTTP 429 (rate limited)")
+            && line.contains("retrying in 3 s (attempt 2 of 6)"),
+        "{line}"
+    );
+    board.wait_done(&[t.id]).await;
+    assert_eq!(board.task(t.id).await.status, TaskStatus::Completed);
+    assert_eq!(mock.calls(), 2, "{}", alice.log_text());
+    drop(alice);
+    board.stop().await;
+}
+
+/// A base URL that does not lead to the API stops the teammate at start, before
+/// it registers, with a message that shows the URL and what to try.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_base_url_or_key_stops_the_teammate_at_start_with_the_url() {
+    let board = Board::start(TEAMMATED).await;
+    let mock = MockLlm::start(Vec::new());
+    mock.set_models(MockReply::raw(404, "404 page not found"));
+    let url = mock.url();
+    let mut alice = board.spawn(
+        "alice",
+        "dev",
+        &["--provider", "openai", "--base-url", &url],
+    );
+    assert_eq!(alice.exit_code().await, Some(1), "{}", alice.log_text());
+    let log = alice.log_text();
+    assert!(
+        log.contains(&format!("GET {url}/models answered HTTP 404")),
+        "{log}"
+    );
+    assert!(log.contains(&format!("try {url}/v1")), "{log}");
+
+    // Anthropic's base URL is the root: teammated adds /v1 itself.
+    let mut bob = board.spawn_with_env(
+        "bob",
+        "dev",
+        &[
+            "--provider",
+            "anthropic",
+            "--base-url",
+            &format!("{url}/v1"),
+        ],
+        &[("ANTHROPIC_API_KEY", "sk-ant-wrong-0123456789")],
+    );
+    assert_eq!(bob.exit_code().await, Some(1), "{}", bob.log_text());
+    let log = bob.log_text();
+    assert!(
+        log.contains(&format!("GET {url}/v1/v1/models answered HTTP 404")),
+        "{log}"
+    );
+    assert!(log.contains(&format!("leave out /v1 (try {url})")), "{log}");
+
+    // Reachable, but the key is refused.
+    mock.set_models(MockReply::json(
+        401,
+        json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}),
+    ));
+    let mut carol = board.spawn_with_env(
+        "carol",
+        "dev",
+        &["--provider", "anthropic", "--base-url", &url],
+        &[("ANTHROPIC_API_KEY", "sk-ant-wrong-0123456789")],
+    );
+    assert_eq!(carol.exit_code().await, Some(1), "{}", carol.log_text());
+    let log = carol.log_text();
+    assert!(
+        log.contains(&format!(
+            "{url}/v1/models is reachable, but it refused the API key (HTTP 401"
+        )),
+        "{log}"
+    );
+    assert!(log.contains("ANTHROPIC_API_KEY"), "{log}");
+    assert!(!log.contains("sk-ant-wrong"), "{log}");
+    assert_eq!(mock.calls(), 0, "no model call was made");
+    assert_eq!(mock.model_list_requests().len(), 3);
+    assert!(
+        board.lead.team().await.expect("team").is_empty(),
+        "none of them registered"
+    );
+    board.stop().await;
+}
+
+/// A model server that cannot be reached at start may come up later (ollama
+/// started after the teammate): a warning in the transcript, not a stop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_base_url_at_start_is_a_warning_in_the_transcript() {
+    let mut board = Board::start(TEAMMATED).await;
+    let nothing = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("address");
+    let url = format!("http://{nothing}/v1");
+    let alice = board.spawn(
+        "alice",
+        "dev",
+        &["--provider", "openai", "--base-url", &url],
+    );
+    board.wait_idle("alice").await;
+    let transcript = board.transcript("alice");
+    assert!(
+        transcript.contains(&format!("cannot check the base URL {url} now")),
+        "{transcript}\n{}",
+        alice.log_text()
+    );
+    drop(alice);
+    board.stop().await;
+}
+
+/// A model the provider does not know is the configuration's fault: the task goes
+/// back without using up an attempt, and its history says why, in `teamctl task
+/// show` too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_model_leaves_its_reason_in_the_tasks_history() {
+    let mut board = Board::start(TEAMMATED).await;
+    let mock = MockLlm::start(vec![MockReply::json(
+        404,
+        json!({"error": {
+            "message": "The model `gpt-nope` does not exist or you do not have access to it.",
+            "type": "invalid_request_error", "param": null, "code": "model_not_found"}}),
+    )]);
+    let url = mock.url();
+    let mut alice = board.spawn(
+        "alice",
+        "dev",
+        &[
+            "--provider",
+            "openai",
+            "--base-url",
+            &url,
+            "--model",
+            "gpt-nope",
+        ],
+    );
+    board.wait_idle("alice").await;
+    let t = board.add("any", "Anything.", &[]).await;
+    assert_eq!(alice.exit_code().await, Some(1), "{}", alice.log_text());
+    let detail = board.lead.get_task(t.id).await.expect("get_task");
+    assert_eq!(detail.task.status, TaskStatus::Pending);
+    assert_eq!(detail.task.attempts, 0, "not the task's fault");
+    let released = detail
+        .history
+        .iter()
+        .rev()
+        .find(|e| e.kind == teamboard_protocol::EventKind::TaskReleased)
+        .expect("a release in the history");
+    assert!(
+        released.detail.contains("does not exist")
+            && released
+                .detail
+                .contains(&format!("HTTP 404 from {url}/chat/completions")),
+        "{released:#?}"
+    );
+    let socket = board.daemon.socket.clone();
+    let id = t.id.to_string();
+    let shown = tokio::task::spawn_blocking(move || {
+        teamboard_testkit::Teamctl::new(teamboard_testkit::workspace_bin("teamctl"), &socket)
+            .ok(&["task", "show", &id])
+    })
+    .await
+    .expect("teamctl");
+    assert!(shown.contains("gpt-nope` does not exist"), "{shown}");
     board.stop().await;
 }

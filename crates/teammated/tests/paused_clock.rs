@@ -41,6 +41,7 @@ fn scripted() -> ProviderConfig {
         base_url: None,
         api_key: None,
         max_tokens: 1000,
+        max_tokens_field: None,
         request_timeout: Duration::from_secs(300),
         retry: RetryPolicy::default(),
     }

@@ -32,6 +32,7 @@ fn config(kind: ProviderKind, base_url: Option<String>, key: Option<&str>) -> Pr
         base_url,
         api_key: key.map(str::to_string),
         max_tokens: 1024,
+        max_tokens_field: None,
         request_timeout: Duration::from_secs(10),
         retry: fast_retry(),
     }
@@ -74,6 +75,7 @@ fn request<'a>(messages: &'a [ChatMessage], tools: &'a [ToolSpec]) -> Completion
         messages,
         tools,
         max_tokens: 512,
+        on_retry: None,
     }
 }
 
@@ -293,6 +295,39 @@ async fn openai_multi_turn_tool_calls() {
         messages[3],
         json!({"role": "tool", "tool_call_id": "call_abc", "content": "Cargo.toml\nsrc"})
     );
+}
+
+#[tokio::test]
+async fn openai_sends_the_output_limit_in_the_chosen_field() {
+    use teammated::MaxTokensField::{MaxCompletionTokens, MaxTokens};
+    // Off api.openai.com the default is max_tokens, which every compatible server
+    // knows; max_completion_tokens is what OpenAI's own API wants.
+    let cases = [
+        (None, "max_tokens", "max_completion_tokens"),
+        (Some(MaxTokens), "max_tokens", "max_completion_tokens"),
+        (
+            Some(MaxCompletionTokens),
+            "max_completion_tokens",
+            "max_tokens",
+        ),
+    ];
+    for (field, sent, absent) in cases {
+        let mock = MockLlm::start(vec![MockReply::openai_text("hi")]);
+        let mut cfg = config(
+            ProviderKind::Openai,
+            Some(format!("{}/v1", mock.url())),
+            None,
+        );
+        cfg.max_tokens_field = field;
+        OpenAi::new(&cfg)
+            .unwrap()
+            .complete(request(&hello(), &[]))
+            .await
+            .unwrap();
+        let body = &mock.requests()[0].body;
+        assert_eq!(body[sent], 512, "{field:?}: {body}");
+        assert!(body.get(absent).is_none(), "{field:?}: {body}");
+    }
 }
 
 #[tokio::test]
@@ -620,5 +655,49 @@ async fn api_keys_never_appear_in_errors() {
         errors[0].to_string().contains("<redacted>"),
         "{}",
         errors[0]
+    );
+}
+
+/// A 404 says which URL was tried, without what must not be shown: a password in
+/// the URL, a key in its query.
+#[tokio::test]
+async fn http_and_transport_errors_name_the_url_they_tried() {
+    let mock = MockLlm::start(vec![MockReply::status(404)]);
+    let host = mock.url().trim_start_matches("http://").to_string();
+    let cfg = config(
+        ProviderKind::Openai,
+        Some(format!("http://user:pa55word-secret@{host}/v1")),
+        None,
+    );
+    let err = OpenAi::new(&cfg)
+        .unwrap()
+        .complete(request(&hello(), &[]))
+        .await
+        .unwrap_err();
+    let shown = err.to_string();
+    assert!(
+        shown.contains(&format!("HTTP 404 from http://{host}/v1/chat/completions")),
+        "{shown}"
+    );
+    assert!(!shown.contains("pa55word"), "{shown}");
+
+    let unreachable = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let cfg = config(
+        ProviderKind::Anthropic,
+        Some(format!("http://{unreachable}")),
+        Some(ANTHROPIC_KEY),
+    );
+    let err = Anthropic::new(&cfg)
+        .unwrap()
+        .complete(request(&hello(), &[]))
+        .await
+        .unwrap_err();
+    let shown = err.to_string();
+    assert!(
+        shown.contains(&format!("http://{unreachable}/v1/messages")),
+        "{shown}"
     );
 }

@@ -37,7 +37,8 @@
 //! - [`Board`]: an [`InProc`] daemon with the lead subscribed to its events, which
 //!   waits for events in order (`wait_idle`, `wait_claimed`, `wait_done`) and spawns
 //!   teammates against it.
-//! - [`mock_llm`]: a scripted Anthropic/OpenAI HTTP server on 127.0.0.1.
+//! - [`mock_llm`]: a scripted Anthropic/OpenAI HTTP server on 127.0.0.1; it answers
+//!   the model list a teammate asks for at start apart from its script.
 //! - [`alive`]: whether a process still runs (a zombie does not).
 //!
 //! Only the public API of boardd and teamboard-protocol is used, so the kit runs

@@ -5,6 +5,13 @@
 //! with the replies it was given, in order. Nothing leaves 127.0.0.1, so provider
 //! tests run offline and see exactly what a real API would have received.
 //!
+//! `GET .../models` (the model list both APIs serve, which a teammate asks for at
+//! start to check its base URL) is answered apart from the queue, in the format of
+//! the API that asked (Anthropic's when the request has an `anthropic-version`
+//! header, OpenAI's otherwise), or with [`MockLlm::set_models`]' reply. Those
+//! requests are kept apart too ([`MockLlm::model_list_requests`]), so they do not
+//! count as model calls.
+//!
 //! Use it with `use teamboard_testkit::mock_llm::{MockLlm, MockReply};`.
 
 use serde_json::{Value, json};
@@ -100,6 +107,31 @@ impl MockReply {
         )
     }
 
+    /// A Messages API answer cut off at the output limit: one text block,
+    /// `stop_reason: max_tokens`.
+    pub fn anthropic_cut(text: &str) -> MockReply {
+        MockReply::json(
+            200,
+            anthropic_message(
+                json!([{"type": "text", "text": text}]),
+                "max_tokens",
+                TEXT_USAGE,
+            ),
+        )
+    }
+
+    /// A Chat Completions answer cut off at the output limit, `finish_reason: length`.
+    pub fn openai_cut(text: &str) -> MockReply {
+        MockReply::json(
+            200,
+            openai_completion(
+                json!({"role": "assistant", "content": text, "refusal": null}),
+                "length",
+                TEXT_USAGE,
+            ),
+        )
+    }
+
     /// A Chat Completions answer with text, `finish_reason: stop`.
     pub fn openai_text(text: &str) -> MockReply {
         MockReply::json(
@@ -132,6 +164,41 @@ impl MockReply {
                 TOOL_USAGE,
             ),
         )
+    }
+}
+
+impl MockReply {
+    /// A Models API list (`GET /v1/models`) in Anthropic's format.
+    pub fn anthropic_models(ids: &[&str]) -> MockReply {
+        let data: Vec<Value> = ids
+            .iter()
+            .map(|id| {
+                json!({
+                    "type": "model",
+                    "id": id,
+                    "display_name": id,
+                    "created_at": "2025-09-29T00:00:00Z",
+                })
+            })
+            .collect();
+        MockReply::json(
+            200,
+            json!({
+                "data": data,
+                "has_more": false,
+                "first_id": ids.first(),
+                "last_id": ids.last(),
+            }),
+        )
+    }
+
+    /// A model list (`GET /v1/models`) in OpenAI's format.
+    pub fn openai_models(ids: &[&str]) -> MockReply {
+        let data: Vec<Value> = ids
+            .iter()
+            .map(|id| json!({"id": id, "object": "model", "created": 1_721_172_741, "owned_by": "system"}))
+            .collect();
+        MockReply::json(200, json!({"object": "list", "data": data}))
     }
 }
 
@@ -202,6 +269,9 @@ struct State {
     fallback: MockReply,
     requests: Vec<RecordedRequest>,
     fallback_served: usize,
+    /// The answer to `GET .../models`; `None` lists a model in the asker's format.
+    models: Option<MockReply>,
+    model_list_requests: Vec<RecordedRequest>,
 }
 
 /// The server. It stops (and drops its connections) when dropped.
@@ -243,6 +313,8 @@ impl MockLlm {
             fallback,
             requests: Vec::new(),
             fallback_served: 0,
+            models: None,
+            model_list_requests: Vec::new(),
         }));
         let shared = state.clone();
         let task = tokio::spawn(async move {
@@ -295,6 +367,17 @@ impl MockLlm {
         self.lock().fallback = reply;
     }
 
+    /// Answers every `GET .../models` with `reply` from now on (a 404 for a wrong
+    /// base URL, a 401 for a refused key).
+    pub fn set_models(&self, reply: MockReply) {
+        self.lock().models = Some(reply);
+    }
+
+    /// The `GET .../models` requests received so far, in order.
+    pub fn model_list_requests(&self) -> Vec<RecordedRequest> {
+        self.lock().model_list_requests.clone()
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panic in a test thread must not hide the requests from the next assert.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
@@ -319,12 +402,24 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<State>>) {
             .is_some_and(|v| v.eq_ignore_ascii_case("close"));
         let reply = {
             let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
-            s.requests.push(request);
-            match s.queue.pop_front() {
-                Some(reply) => reply,
-                None => {
-                    s.fallback_served += 1;
-                    s.fallback.clone()
+            if is_model_list(&request) {
+                let reply = s.models.clone().unwrap_or_else(|| {
+                    if request.header("anthropic-version").is_some() {
+                        MockReply::anthropic_models(&["claude-sonnet-4-5"])
+                    } else {
+                        MockReply::openai_models(&["gpt-4o-mini"])
+                    }
+                });
+                s.model_list_requests.push(request);
+                reply
+            } else {
+                s.requests.push(request);
+                match s.queue.pop_front() {
+                    Some(reply) => reply,
+                    None => {
+                        s.fallback_served += 1;
+                        s.fallback.clone()
+                    }
                 }
             }
         };
@@ -339,6 +434,12 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<State>>) {
             return;
         }
     }
+}
+
+/// Whether `request` asks for the model list (`GET /v1/models`, `GET /models`).
+fn is_model_list(request: &RecordedRequest) -> bool {
+    let path = request.path.split('?').next().unwrap_or_default();
+    request.method == "GET" && path.ends_with("/models")
 }
 
 /// Reads one request; `None` when the client closed the connection between requests.

@@ -87,7 +87,7 @@ fn cancelling_an_in_progress_task_fences_its_owner() {
         },
         {
             let ctx = h.ctx(ann);
-            h.board.release_task(ctx, a, c.epoch, None)
+            h.board.release_task(ctx, a, c.epoch, None, None)
         },
         {
             let ctx = h.ctx(ann);

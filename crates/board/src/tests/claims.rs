@@ -279,10 +279,13 @@ fn fenced_ops(
             code(h.board.complete_task(ctx, id, epoch, "r".into())),
         ),
         ("fail", code(h.board.fail_task(ctx, id, epoch, "e".into()))),
-        ("release", code(h.board.release_task(ctx, id, epoch, None))),
+        (
+            "release",
+            code(h.board.release_task(ctx, id, epoch, None, None)),
+        ),
         (
             "release with error",
-            code(h.board.release_task(ctx, id, epoch, Some("e".into()))),
+            code(h.board.release_task(ctx, id, epoch, Some("e".into()), None)),
         ),
     ]
 }

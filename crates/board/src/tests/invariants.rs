@@ -249,7 +249,7 @@ fn step(
                 2 => h.board.fail_task(ctx, id, epoch, "bad".into()),
                 3 => h
                     .board
-                    .release_task(ctx, id, epoch, rng.chance(50).then(|| "e".into())),
+                    .release_task(ctx, id, epoch, rng.chance(50).then(|| "e".into()), None),
                 _ => h.board.heartbeat(ctx, id, epoch),
             };
         }

@@ -56,6 +56,41 @@ fn release_without_error_does_not_use_an_attempt() {
 }
 
 #[test]
+fn a_note_on_a_release_is_in_the_event_and_does_not_count() {
+    let mut h = H::cfg(|c| c.max_attempts = 1);
+    let a = h.add("a");
+    let ann = h.join("ann", "dev");
+    let c = h.claim(ann, a);
+    h.events();
+    let ctx = h.ctx(ann);
+    let note = "LLM error: openai: HTTP 404 from http://x/v1/chat/completions: no such model";
+    let t = h
+        .board
+        .release_task(ctx, a, c.epoch, None, Some(note.into()))
+        .unwrap();
+    assert_eq!((t.status, t.attempts), (TaskStatus::Pending, 0));
+    assert_eq!(t.last_error, None, "a note is no error");
+    let events = h.events();
+    let released = events
+        .iter()
+        .find(|e| e.kind == EventKind::TaskReleased)
+        .expect("a release event");
+    assert_eq!(
+        released.detail,
+        format!("#{a} back to pending (released, ann): {note}")
+    );
+    // With an error too, the error wins and the attempt counts.
+    let c = h.claim(ann, a);
+    let ctx = h.ctx(ann);
+    let t = h
+        .board
+        .release_task(ctx, a, c.epoch, Some("broke".into()), Some("n".into()))
+        .unwrap();
+    assert_eq!(t.status, TaskStatus::Failed);
+    assert_eq!(t.last_error.as_deref(), Some("broke"));
+}
+
+#[test]
 fn release_with_error_uses_an_attempt() {
     let mut h = H::cfg(|c| c.max_attempts = 2);
     let a = h.add("a");

@@ -232,7 +232,7 @@ impl H {
     pub fn release(&mut self, m: Mate, id: TaskId, epoch: u64, error: Option<&str>) -> Task {
         let ctx = self.ctx(m);
         self.board
-            .release_task(ctx, id, epoch, error.map(str::to_string))
+            .release_task(ctx, id, epoch, error.map(str::to_string), None)
             .unwrap()
     }
 

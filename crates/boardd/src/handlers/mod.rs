@@ -83,7 +83,7 @@ pub fn handle(
             .fail_task(ctx, a.id, a.epoch, a.error)
             .map(|x| Reply::Task(Box::new(x))),
         Request::ReleaseTask(a) => board
-            .release_task(ctx, a.id, a.epoch, a.error)
+            .release_task(ctx, a.id, a.epoch, a.error, a.note)
             .map(|x| Reply::Task(Box::new(x))),
         Request::Heartbeat(a) => board
             .heartbeat(ctx, a.id, a.epoch)

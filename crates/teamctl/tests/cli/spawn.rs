@@ -6,7 +6,8 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
-use teamboard_testkit::{alive, eventually_blocking, short_tempdir};
+use teamboard_testkit::mock_llm::{MockLlm, MockReply};
+use teamboard_testkit::{Teamctl, alive, eventually_blocking, short_tempdir, workspace_bin};
 
 /// Writes an executable `/bin/sh` script.
 fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
@@ -86,6 +87,144 @@ fn spawn_fails_with_the_exit_status_and_the_end_of_the_log() {
     let text = std::fs::read_to_string(&log).expect("the log");
     assert!(text.contains("cannot reach the board"), "{text}");
     assert!(stdout(&out).is_empty());
+}
+
+/// The real teammated checks its base URL before it connects; one that does not
+/// lead to the API makes spawn fail with the URL and what to try.
+#[test]
+fn spawn_fails_with_teammateds_word_on_a_wrong_base_url() {
+    let d = Cli::start();
+    let dir = short_tempdir();
+    // On the daemon's runtime, which keeps running between the test's calls.
+    let mock = d.block_on(async { MockLlm::start(Vec::new()) });
+    mock.set_models(MockReply::raw(404, "404 page not found"));
+    let url = mock.url();
+    let out = base_command(&d.socket)
+        .env("TEAMMATED_BIN", workspace_bin("teammated"))
+        .env("OPENAI_BASE_URL", &url)
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("TEAMMATE_BASE_URL")
+        .arg("--state-dir")
+        .arg(dir.path().join("state"))
+        .args([
+            "spawn",
+            "erin",
+            "--role",
+            "coder",
+            "--provider",
+            "openai",
+            "--json",
+        ])
+        .arg("--workdir")
+        .arg(dir.path())
+        .output()
+        .expect("teamctl runs");
+    // Should the spawn wrongly succeed, the teammate must not outlive the test.
+    let _cleanup = serde_json::from_slice::<Value>(&out.stdout)
+        .ok()
+        .and_then(|v| v["pid"].as_u64())
+        .and_then(|pid| u32::try_from(pid).ok())
+        .map(KillOnDrop);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("GET {url}/models answered HTTP 404")),
+        "{err}"
+    );
+    assert!(err.contains(&format!("try {url}/v1")), "{err}");
+    assert_eq!(mock.model_list_requests().len(), 1);
+    assert_eq!(mock.calls(), 0);
+}
+
+/// `--base-url`, `--context-budget` and `--max-tokens-field` reach the real
+/// teammated, which names what it got in its transcript's first line.
+#[test]
+fn spawn_passes_the_base_url_and_the_context_budget_to_teammated() {
+    let d = Cli::start();
+    let dir = short_tempdir();
+    let state = dir.path().join("state");
+    let mock = d.block_on(async { MockLlm::start(Vec::new()) });
+    let url = format!("{}/v1", mock.url());
+    let out = base_command(&d.socket)
+        .env("TEAMMATED_BIN", workspace_bin("teammated"))
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("TEAMMATE_BASE_URL")
+        .env_remove("TEAMMATE_CONTEXT_BUDGET")
+        .arg("--state-dir")
+        .arg(&state)
+        .args(["spawn", "fred", "--role", "coder", "--provider", "openai"])
+        .args(["--base-url", &url, "--context-budget", "5000"])
+        .args(["--max-tokens-field", "max_completion_tokens", "--json"])
+        .arg("--workdir")
+        .arg(dir.path())
+        .output()
+        .expect("teamctl runs");
+    let _cleanup = serde_json::from_slice::<Value>(&out.stdout)
+        .ok()
+        .and_then(|v| v["pid"].as_u64())
+        .and_then(|pid| u32::try_from(pid).ok())
+        .map(KillOnDrop);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // The check at start went to the base URL given.
+    assert_eq!(mock.model_list_requests()[0].path, "/v1/models");
+    let logs = Teamctl::new(TEAMCTL, &d.socket)
+        .with_state_dir(&state)
+        .ok(&["logs", "fred"]);
+    let started = logs
+        .lines()
+        .find(|l| l.contains("started:"))
+        .unwrap_or_else(|| panic!("no start line in:\n{logs}"));
+    assert!(
+        started.contains(&format!(
+            "provider openai (model gpt-4o-mini at {url}, output limit in max_completion_tokens)"
+        )),
+        "{started}"
+    );
+    assert!(started.contains("context budget 5000 tokens"), "{started}");
+}
+
+#[test]
+fn spawn_refuses_a_bad_base_url_or_context_budget_before_starting_anything() {
+    let d = Cli::start();
+    let dir = short_tempdir();
+    let marker = dir.path().join("ran");
+    let fake = script(
+        dir.path(),
+        "teammated",
+        &format!("touch '{}'\n", marker.display()),
+    );
+    let refused = |args: &[&str], needle: &str| {
+        let out = base_command(&d.socket)
+            .env("TEAMMATED_BIN", &fake)
+            .arg("--state-dir")
+            .arg(dir.path().join("state"))
+            .args(["spawn", "gus", "--role", "coder"])
+            .args(args)
+            .output()
+            .expect("teamctl runs");
+        assert!(!out.status.success(), "{args:?} was taken");
+        let err = stderr(&out);
+        assert!(err.contains(needle), "{needle:?} not in: {err}");
+    };
+    refused(
+        &["--base-url", "localhost:11434/v1"],
+        "give it with http:// or https://",
+    );
+    refused(&["--base-url", "http://"], "no host");
+    refused(&["--base-url", "http://local host/v1"], "spaces");
+    refused(
+        &[
+            "--provider",
+            "scripted",
+            "--base-url",
+            "http://localhost:1/v1",
+        ],
+        "--base-url is for --provider anthropic or openai",
+    );
+    refused(&["--context-budget", "10"], "at least 1000");
+    refused(&["--context-budget", "lots"], "a number of tokens");
+    assert!(!marker.exists(), "teammated ran although spawn refused");
 }
 
 #[test]
@@ -297,6 +436,13 @@ fn spawn_systemd_writes_private_settings_and_starts_the_unit() {
         .args(["--team", "t1", "spawn", "dave", "--role", "backend"])
         .args(["--provider", "openai", "--model", "gpt-4.1"])
         .args(["--idle-timeout", "600", "--max-rounds", "40", "--systemd"])
+        .args([
+            "--base-url",
+            "http://localhost:11434/v1",
+            "--context-budget",
+            "50000",
+        ])
+        .args(["--max-tokens-field", "max_tokens"])
         .arg("--workdir")
         .arg(&workdir)
         .output()
@@ -325,6 +471,9 @@ fn spawn_systemd_writes_private_settings_and_starts_the_unit() {
             "TEAMBOARD_TEAM=t1".to_string(),
             "TEAMMATE_IDLE_TIMEOUT=600".to_string(),
             "TEAMMATE_MAX_ROUNDS=40".to_string(),
+            "TEAMMATE_BASE_URL=http://localhost:11434/v1".to_string(),
+            "TEAMMATE_CONTEXT_BUDGET=50000".to_string(),
+            "TEAMMATE_MAX_TOKENS_FIELD=max_tokens".to_string(),
             format!("TEAMBOARD_SOCKET={}", d.socket.display()),
         ]
     );
@@ -347,7 +496,15 @@ fn spawn_systemd_writes_private_settings_and_starts_the_unit() {
     let text = std::fs::read_to_string(&env_file).expect("settings");
     assert!(text.contains("TEAMMATE_ROLE=qa\n"), "{text}");
     assert!(text.contains("TEAMBOARD_TEAM=default\n"), "{text}");
-    for absent in ["PROVIDER", "MODEL", "IDLE_TIMEOUT", "MAX_ROUNDS"] {
+    for absent in [
+        "PROVIDER",
+        "MODEL",
+        "IDLE_TIMEOUT",
+        "MAX_ROUNDS",
+        "BASE_URL",
+        "CONTEXT_BUDGET",
+        "MAX_TOKENS_FIELD",
+    ] {
         assert!(!text.contains(absent), "{absent} in:\n{text}");
     }
 }

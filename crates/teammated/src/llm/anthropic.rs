@@ -5,7 +5,8 @@
 //! what it may add to answers (thinking blocks, new stop reasons).
 use super::chat::{Block, ChatMessage, Completion, CompletionRequest, Role, StopReason};
 use super::error::LlmError;
-use super::http::{HttpClient, redact_error};
+use super::http::{HttpClient, redact_error, shown_url};
+use super::probe::{ModelList, Probe};
 use crate::config::{ProviderConfig, setting};
 use serde_json::{Value, json};
 use teamboard_protocol::TokenUsage;
@@ -18,6 +19,8 @@ const API_VERSION: &str = "2023-06-01";
 
 pub struct Anthropic {
     http: HttpClient,
+    /// The base URL as given, without a trailing slash.
+    base: String,
     url: String,
     model: String,
     api_key: String,
@@ -44,16 +47,51 @@ impl Anthropic {
                 file: crate::config::keys_file().display().to_string(),
             })?
             .to_string();
-        let base = setting(cfg.base_url.as_deref()).unwrap_or(DEFAULT_BASE_URL);
+        let base = setting(cfg.base_url.as_deref())
+            .unwrap_or(DEFAULT_BASE_URL)
+            .trim_end_matches('/');
         let model = setting(cfg.model.as_deref())
             .unwrap_or(DEFAULT_MODEL)
             .to_string();
         Ok(Anthropic {
             http: HttpClient::new(PROVIDER, cfg)?,
-            url: format!("{}/v1/messages", base.trim_end_matches('/')),
+            base: base.to_string(),
+            url: format!("{base}/v1/messages"),
             model,
             api_key,
         })
+    }
+
+    /// The model and where it is asked.
+    pub fn describe(&self) -> String {
+        format!("model {} at {}", self.model, shown_url(&self.base))
+    }
+
+    /// `GET /v1/models`: see [`super::probe`].
+    pub async fn probe(&self) -> Result<Probe, LlmError> {
+        let headers = [
+            ("x-api-key", self.api_key.clone()),
+            ("anthropic-version", API_VERSION.to_string()),
+        ];
+        // The messages path carries /v1 itself, so a base URL that ends in it is
+        // the most likely mistake.
+        let hint = match self.base.strip_suffix("/v1") {
+            Some(root) => format!("leave out /v1 (try {root}): teammated adds it"),
+            None => {
+                format!("it is the server's root, without /v1 (Anthropic's is {DEFAULT_BASE_URL})")
+            }
+        };
+        ModelList {
+            provider: PROVIDER,
+            url: format!("{}/v1/models", self.base),
+            headers: &headers,
+            key_var: "ANTHROPIC_API_KEY",
+            has_key: true,
+            hint,
+        }
+        .check(&self.http)
+        .await
+        .map_err(|e| redact_error(e, &[&self.api_key]))
     }
 
     pub async fn complete(&self, req: CompletionRequest<'_>) -> Result<Completion, LlmError> {
@@ -65,7 +103,7 @@ impl Anthropic {
         ];
         let answer = self
             .http
-            .post_json(PROVIDER, &self.url, &headers, &body)
+            .post_json(PROVIDER, &self.url, &headers, &body, req.on_retry)
             .await?;
         parse_response(&answer).map_err(|e| redact_error(e, &[&self.api_key]))
     }
@@ -246,6 +284,7 @@ mod tests {
             messages: &messages,
             tools: &tools,
             max_tokens: 100,
+            on_retry: None,
         };
         let body = request_body("m", &req);
         assert_eq!(body["model"], "m");
@@ -269,6 +308,7 @@ mod tests {
             messages: &[ChatMessage::user_text("")],
             tools: &[],
             max_tokens: 5,
+            on_retry: None,
         };
         let body = request_body("m", &bare);
         assert!(body.get("tools").is_none());

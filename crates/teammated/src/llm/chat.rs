@@ -3,6 +3,7 @@
 //! (text, tool use, tool result), and what one call asks and gets back. Each provider
 //! translates it to its wire format and back.
 
+use super::retry::Retrying;
 use crate::tools::specs::ToolSpec;
 use serde::{Deserialize, Serialize};
 use teamboard_protocol::TokenUsage;
@@ -94,14 +95,19 @@ impl ChatMessage {
     }
 }
 
+/// Told before each retry of a model call, so that a wait (a server's
+/// `retry-after` may ask for a minute) can be shown where a person looks.
+pub type OnRetry<'a> = &'a (dyn Fn(&Retrying<'_>) + Send + Sync);
+
 /// Everything a provider needs for one call.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct CompletionRequest<'a> {
     pub system: &'a str,
     pub messages: &'a [ChatMessage],
     /// Empty when the model must answer in text only (summaries for compaction).
     pub tools: &'a [ToolSpec],
     pub max_tokens: u32,
+    pub on_retry: Option<OnRetry<'a>>,
 }
 
 /// Why the model stopped.

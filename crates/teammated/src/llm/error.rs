@@ -9,10 +9,12 @@ pub enum LlmError {
         var: &'static str,
         file: String,
     },
-    #[error("{provider}: HTTP {status}: {body}")]
+    #[error("{provider}: HTTP {status} from {url}: {body}")]
     Http {
         provider: &'static str,
         status: u16,
+        /// The URL asked, as `shown_url` shows it: no password, no query.
+        url: String,
         body: String,
         /// The server's `retry-after`, when it sent one.
         retry_after: Option<std::time::Duration>,
@@ -32,6 +34,13 @@ pub enum LlmError {
     GaveUp { attempts: u32, last: Box<LlmError> },
     #[error("scripted model: {0}")]
     Scripted(String),
+    /// The server answered, and its answer says the base URL or the key is wrong
+    /// (found by the check at start).
+    #[error("{provider}: {message}")]
+    Unusable {
+        provider: &'static str,
+        message: String,
+    },
 }
 
 impl LlmError {
@@ -40,7 +49,7 @@ impl LlmError {
     /// cannot help.
     pub fn is_configuration(&self) -> bool {
         match self {
-            LlmError::MissingKey { .. } => true,
+            LlmError::MissingKey { .. } | LlmError::Unusable { .. } => true,
             LlmError::Http { status, .. } => matches!(status, 401 | 403 | 404),
             LlmError::GaveUp { last, .. } => last.is_configuration(),
             _ => false,

@@ -4,10 +4,12 @@
 //! and read a JSON answer. This module owns that, together with the retry loop, so
 //! that timeouts, backoff, error bodies and the care taken with API keys are the same
 //! for every provider.
+use super::chat::OnRetry;
 use super::error::LlmError;
-use super::retry::{is_retryable, parse_retry_after};
+use super::retry::{Retrying, is_retryable, parse_retry_after};
 use crate::backoff::RetryPolicy;
 use crate::config::ProviderConfig;
+use reqwest::Method;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use std::time::Duration;
 use teamboard_protocol::text::byte_prefix;
@@ -61,13 +63,15 @@ impl HttpClient {
     /// try (400, 401, ...) come back at once, transient ones are retried with backoff
     /// and come back as [`LlmError::GaveUp`] once the attempts run out. Header values
     /// are never logged nor put in errors, and they are scrubbed from error bodies,
-    /// because the API key travels in them.
+    /// because the API key travels in them. `on_retry` hears of each retry before
+    /// its wait.
     pub async fn post_json(
         &self,
         provider: &'static str,
         url: &str,
         headers: &[(&str, String)],
         body: &serde_json::Value,
+        on_retry: Option<OnRetry<'_>>,
     ) -> Result<serde_json::Value, LlmError> {
         let header_map = build_headers(provider, headers)?;
         let secrets = secrets_of(headers);
@@ -79,7 +83,14 @@ impl HttpClient {
         let mut attempt = 1;
         loop {
             let err = match self
-                .send_once(provider, url, &header_map, &payload, &secrets)
+                .send_once(
+                    provider,
+                    Method::POST,
+                    url,
+                    &header_map,
+                    Some(&payload),
+                    &secrets,
+                )
                 .await
             {
                 Ok(answer) => return Ok(answer),
@@ -112,40 +123,75 @@ impl HttpClient {
                 error = %byte_prefix(&err.to_string(), 300),
                 "model call failed; retrying"
             );
+            if let Some(tell) = on_retry {
+                tell(&Retrying {
+                    error: &err,
+                    next_attempt: attempt + 1,
+                    attempts,
+                    wait,
+                });
+            }
             tokio::time::sleep(wait).await;
             attempt += 1;
         }
     }
 
-    async fn send_once(
+    /// GETs `url` once, within `timeout`, and returns the JSON answer: for checks
+    /// that must not wait through retries. Errors are those of [`Self::post_json`].
+    pub async fn get_json(
         &self,
         provider: &'static str,
         url: &str,
+        headers: &[(&str, String)],
+        timeout: Duration,
+    ) -> Result<serde_json::Value, LlmError> {
+        let header_map = build_headers(provider, headers)?;
+        let secrets = secrets_of(headers);
+        let send = self.send_once(provider, Method::GET, url, &header_map, None, &secrets);
+        tokio::time::timeout(timeout, send)
+            .await
+            .unwrap_or_else(|_| {
+                Err(LlmError::Transport {
+                    provider,
+                    message: format!(
+                        "no answer within {} s (GET {})",
+                        timeout.as_secs(),
+                        shown_url(url)
+                    ),
+                    timeout: true,
+                })
+            })
+    }
+
+    async fn send_once(
+        &self,
+        provider: &'static str,
+        method: Method,
+        url: &str,
         headers: &HeaderMap,
-        payload: &[u8],
+        payload: Option<&[u8]>,
         secrets: &[&str],
     ) -> Result<serde_json::Value, LlmError> {
-        let response = self
+        let mut request = self
             .client
-            .post(url)
-            .headers(headers.clone())
-            .body(payload.to_vec())
-            .send()
-            .await
-            .map_err(|e| transport(provider, &e))?;
+            .request(method.clone(), url)
+            .headers(headers.clone());
+        if let Some(payload) = payload {
+            request = request.body(payload.to_vec());
+        }
+        let failed = |e: &reqwest::Error| transport(provider, &method, url, e);
+        let response = request.send().await.map_err(|e| failed(&e))?;
         let status = response.status();
         let retry_after = parse_retry_after(response.headers());
         // The body is read in full before the status is judged so that the error
         // message can say what the server said.
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|e| transport(provider, &e))?;
+        let bytes = response.bytes().await.map_err(|e| failed(&e))?;
         if !status.is_success() {
             let text = String::from_utf8_lossy(&bytes);
             return Err(LlmError::Http {
                 provider,
                 status: status.as_u16(),
+                url: shown_url(url),
                 body: body_excerpt(&redact(&text, secrets), MAX_ERROR_BODY),
                 retry_after,
             });
@@ -215,6 +261,10 @@ pub(crate) fn redact_error(err: LlmError, secrets: &[&str]) -> LlmError {
             provider,
             message: redact(&message, &secrets),
         },
+        LlmError::Unusable { provider, message } => LlmError::Unusable {
+            provider,
+            message: redact(&message, &secrets),
+        },
         other => other,
     }
 }
@@ -244,18 +294,44 @@ fn body_excerpt(text: &str, max: usize) -> String {
     )
 }
 
-fn transport(provider: &'static str, err: &reqwest::Error) -> LlmError {
+fn transport(provider: &'static str, method: &Method, url: &str, err: &reqwest::Error) -> LlmError {
     LlmError::Transport {
         provider,
-        message: error_chain(err),
+        message: format!("{} ({method} {})", error_chain(err), shown_url(url)),
         timeout: err.is_timeout(),
+    }
+}
+
+/// `url` as errors and logs may show it: without a user name or password, a query
+/// (some gateways take keys there) or a fragment. A URL that does not parse is cut
+/// at its query and loses what comes before an `@`.
+pub(crate) fn shown_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut u) => {
+            // Both fail only for URLs that cannot have them, which have none.
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            u.set_query(None);
+            u.set_fragment(None);
+            u.to_string()
+        }
+        Err(_) => {
+            let url = url.split(['?', '#']).next().unwrap_or_default();
+            match url.split_once("://") {
+                Some((scheme, rest)) => {
+                    let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
+                    format!("{scheme}://{rest}")
+                }
+                None => url.rsplit_once('@').map_or(url, |(_, r)| r).to_string(),
+            }
+        }
     }
 }
 
 /// An error and its causes on one line. reqwest's own message is often only "error
 /// sending request"; the reason ("connection refused", "operation timed out") is
-/// further down the chain. The URL is left out: it is the configured base URL anyway,
-/// and some gateways take keys in the query string.
+/// further down the chain. reqwest's URL is left out (see [`WithoutUrl`]): callers
+/// add the URL as [`shown_url`] shows it.
 fn error_chain(err: &reqwest::Error) -> String {
     let mut out = WithoutUrl(err).to_string();
     let mut source = std::error::Error::source(err);
@@ -324,6 +400,19 @@ mod tests {
         assert!(!out.contains("sk-test"), "{out}");
         assert!(!out.contains("sk-ant"), "{out}");
         assert!(out.contains("2023"), "short values are left alone: {out}");
+    }
+
+    #[test]
+    fn shown_urls_lose_passwords_and_queries() {
+        assert_eq!(
+            shown_url("https://me:secret@api.example.com/v1/models?key=k#x"),
+            "https://api.example.com/v1/models"
+        );
+        assert_eq!(
+            shown_url("http://localhost:11434/v1/chat/completions"),
+            "http://localhost:11434/v1/chat/completions"
+        );
+        assert_eq!(shown_url("http://me:pw@[bad/x?key=k"), "http://[bad/x");
     }
 
     #[test]

@@ -14,15 +14,18 @@ pub mod chat;
 pub mod error;
 pub mod http;
 pub mod openai;
+pub mod probe;
 pub mod retry;
 pub mod scripted;
 
 pub use crate::tools::specs::ToolSpec;
 pub use chat::{
-    Block, ChatMessage, Completion, CompletionRequest, Role, StopReason, estimate_request,
+    Block, ChatMessage, Completion, CompletionRequest, OnRetry, Role, StopReason, estimate_request,
     estimate_tokens,
 };
 pub use error::LlmError;
+pub use probe::Probe;
+pub use retry::Retrying;
 
 use crate::config::{ProviderConfig, ProviderKind};
 
@@ -41,6 +44,28 @@ impl Provider {
             Provider::Anthropic(p) => p.complete(req).await,
             Provider::OpenAi(p) => p.complete(req).await,
             Provider::Scripted(p) => p.complete(req).await,
+        }
+    }
+
+    /// Checks that the base URL leads to the API and that the key is taken, with
+    /// one request that spends no tokens (see [`probe`]). An error is a reason to
+    /// stop; anything that may still get better is a [`Probe::Unsure`].
+    pub async fn probe(&self) -> Result<Probe, LlmError> {
+        match self {
+            Provider::Anthropic(p) => p.probe().await,
+            Provider::OpenAi(p) => p.probe().await,
+            Provider::Scripted(_) => Ok(Probe::Skipped),
+        }
+    }
+
+    /// The provider with what it was told to use, for the transcript's first line:
+    /// `openai (model gpt-4o-mini at http://localhost:11434/v1, output limit in
+    /// max_tokens)`. No key, no password.
+    pub fn describe(&self) -> String {
+        match self {
+            Provider::Anthropic(p) => format!("anthropic ({})", p.describe()),
+            Provider::OpenAi(p) => format!("openai ({})", p.describe()),
+            Provider::Scripted(_) => "scripted".to_string(),
         }
     }
 

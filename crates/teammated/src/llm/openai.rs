@@ -6,8 +6,9 @@
 //! back, since they follow OpenAI's format only approximately.
 use super::chat::{Block, ChatMessage, Completion, CompletionRequest, Role, StopReason};
 use super::error::LlmError;
-use super::http::{HttpClient, redact_error};
-use crate::config::{ProviderConfig, setting};
+use super::http::{HttpClient, redact_error, shown_url};
+use super::probe::{ModelList, Probe};
+use crate::config::{MaxTokensField, ProviderConfig, setting};
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicU64, Ordering};
 use teamboard_protocol::TokenUsage;
@@ -18,10 +19,13 @@ pub const DEFAULT_MODEL: &str = "gpt-4o-mini";
 
 pub struct OpenAi {
     http: HttpClient,
+    /// The base URL as given, without a trailing slash.
+    base: String,
     url: String,
     model: String,
     /// `None` for local servers, which take no key.
     api_key: Option<String>,
+    max_tokens_field: MaxTokensField,
 }
 
 /// Written by hand so that the key can never be printed.
@@ -30,6 +34,7 @@ impl std::fmt::Debug for OpenAi {
         f.debug_struct("OpenAi")
             .field("url", &self.url)
             .field("model", &self.model)
+            .field("max_tokens_field", &self.max_tokens_field)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .finish()
     }
@@ -53,23 +58,75 @@ impl OpenAi {
         let model = setting(cfg.model.as_deref())
             .unwrap_or(DEFAULT_MODEL)
             .to_string();
+        // OpenAI itself wants the newer field (its reasoning models refuse the
+        // older). Elsewhere the older one is the safe default: every compatible
+        // server knows it, while one that does not know the newer field ignores
+        // it, and the output would have no limit at all.
+        let max_tokens_field = cfg.max_tokens_field.unwrap_or(if is_openai_itself(base) {
+            MaxTokensField::MaxCompletionTokens
+        } else {
+            MaxTokensField::MaxTokens
+        });
         Ok(OpenAi {
             http: HttpClient::new(PROVIDER, cfg)?,
+            base: base.to_string(),
             url: format!("{base}/chat/completions"),
             model,
             api_key,
+            max_tokens_field,
         })
     }
 
+    /// The model, where it is asked, and the field that carries the output limit.
+    pub fn describe(&self) -> String {
+        format!(
+            "model {} at {}, output limit in {}",
+            self.model,
+            shown_url(&self.base),
+            self.max_tokens_field.as_str()
+        )
+    }
+
+    /// `GET {base}/models`: see [`super::probe`].
+    pub async fn probe(&self) -> Result<Probe, LlmError> {
+        let headers: Vec<(&str, String)> = self
+            .api_key
+            .iter()
+            .map(|key| ("authorization", format!("Bearer {key}")))
+            .collect();
+        let base = &self.base;
+        let hint = if let Some(root) = base.strip_suffix("/chat/completions") {
+            format!("give it without /chat/completions (try {root})")
+        } else if !base.ends_with("/v1") {
+            format!("OpenAI-compatible servers serve the API under /v1: try {base}/v1")
+        } else {
+            "check the host and port (ollama: http://localhost:11434/v1, llama.cpp: \
+             http://localhost:8080/v1)"
+                .to_string()
+        };
+        let key = self.api_key.as_deref().unwrap_or_default();
+        ModelList {
+            provider: PROVIDER,
+            url: format!("{base}/models"),
+            headers: &headers,
+            key_var: "OPENAI_API_KEY",
+            has_key: self.api_key.is_some(),
+            hint,
+        }
+        .check(&self.http)
+        .await
+        .map_err(|e| redact_error(e, &[key]))
+    }
+
     pub async fn complete(&self, req: CompletionRequest<'_>) -> Result<Completion, LlmError> {
-        let body = request_body(&self.model, &req);
+        let body = request_body(&self.model, self.max_tokens_field, &req);
         let mut headers = vec![("content-type", "application/json".to_string())];
         if let Some(key) = &self.api_key {
             headers.push(("authorization", format!("Bearer {key}")));
         }
         let answer = self
             .http
-            .post_json(PROVIDER, &self.url, &headers, &body)
+            .post_json(PROVIDER, &self.url, &headers, &body, req.on_retry)
             .await?;
         let key = self.api_key.as_deref().unwrap_or_default();
         parse_response(&answer).map_err(|e| redact_error(e, &[key]))
@@ -87,7 +144,7 @@ fn is_openai_itself(base: &str) -> bool {
 }
 
 /// The Chat Completions request for `req`.
-fn request_body(model: &str, req: &CompletionRequest<'_>) -> Value {
+fn request_body(model: &str, field: MaxTokensField, req: &CompletionRequest<'_>) -> Value {
     let mut messages = Vec::new();
     if !req.system.is_empty() {
         messages.push(json!({"role": "system", "content": req.system}));
@@ -97,9 +154,9 @@ fn request_body(model: &str, req: &CompletionRequest<'_>) -> Value {
     }
     let mut body = json!({
         "model": model,
-        "max_tokens": req.max_tokens,
         "messages": messages,
     });
+    body[field.as_str()] = json!(req.max_tokens);
     // Several servers refuse `tools: []`; no tools means no field.
     if !req.tools.is_empty() {
         body["tools"] = req
@@ -301,8 +358,9 @@ mod tests {
             messages: &messages,
             tools: &tools,
             max_tokens: 64,
+            on_retry: None,
         };
-        let body = request_body("m", &req);
+        let body = request_body("m", MaxTokensField::MaxTokens, &req);
         let wire = body["messages"].as_array().unwrap();
         assert_eq!(wire[0], json!({"role": "system", "content": "sys"}));
         assert_eq!(wire[1], json!({"role": "user", "content": "list files"}));
@@ -332,10 +390,13 @@ mod tests {
             messages: &messages[..1],
             tools: &[],
             max_tokens: 1,
+            on_retry: None,
         };
-        let body = request_body("m", &bare);
+        let body = request_body("m", MaxTokensField::MaxCompletionTokens, &bare);
         assert!(body.get("tools").is_none());
         assert_eq!(body["messages"].as_array().unwrap().len(), 1);
+        assert_eq!(body["max_completion_tokens"], 1);
+        assert!(body.get("max_tokens").is_none(), "{body}");
     }
 
     #[test]
@@ -445,6 +506,35 @@ mod tests {
             parse_response(&json!({"error": {"message": "model not found"}})),
             Err(LlmError::Decode { .. })
         ));
+    }
+
+    #[test]
+    fn the_limit_field_defaults_by_base_url_and_can_be_chosen() {
+        let cfg = |base: &str, field| ProviderConfig {
+            kind: crate::config::ProviderKind::Openai,
+            model: None,
+            base_url: Some(base.to_string()),
+            api_key: Some("sk-test".into()),
+            max_tokens: 1,
+            max_tokens_field: field,
+            request_timeout: std::time::Duration::from_secs(1),
+            retry: Default::default(),
+        };
+        let field = |base: &str, given| OpenAi::new(&cfg(base, given)).unwrap().max_tokens_field;
+        use MaxTokensField::{MaxCompletionTokens, MaxTokens};
+        assert_eq!(
+            field("https://api.openai.com/v1", None),
+            MaxCompletionTokens
+        );
+        assert_eq!(field("http://localhost:11434/v1", None), MaxTokens);
+        assert_eq!(
+            field("https://api.openai.com/v1", Some(MaxTokens)),
+            MaxTokens
+        );
+        assert_eq!(
+            field("http://localhost:8000/v1", Some(MaxCompletionTokens)),
+            MaxCompletionTokens
+        );
     }
 
     #[test]

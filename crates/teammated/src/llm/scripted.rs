@@ -239,6 +239,7 @@ mod tests {
             messages,
             tools,
             max_tokens: 100,
+            on_retry: None,
         }
     }
 

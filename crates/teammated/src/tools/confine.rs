@@ -36,7 +36,8 @@ pub fn resolve(workdir: &Path, requested: &str, must_exist: bool) -> Result<Path
     }
     if requested.contains('\0') {
         return Err(ToolOutput::error(format!(
-            "path {requested:?} contains a NUL byte; give a plain file path"
+            "path '{}' contains a NUL byte (shown as \\0); give a plain file path",
+            requested.escape_debug()
         )));
     }
     let canon_wd = workdir.canonicalize().map_err(|e| {

@@ -2,9 +2,10 @@
 //!
 //! Each round asks the model for its next turn and runs the tools it asks for. Before
 //! every round the runtime feeds in new inbox messages, so the model never polls. The
-//! phase ends on a final answer, the `idle` tool, the round limit, an LLM error that
-//! retries could not fix, a lost claim, or a shutdown request; whatever happens, a
-//! task still held is completed, failed or released, never left in progress.
+//! phase ends on a final answer, the `idle` tool, the round limit, an answer cut off
+//! at the output limit too often, an LLM error that retries could not fix, a lost
+//! claim, or a shutdown request; whatever happens, a task still held is completed,
+//! failed or released, never left in progress.
 
 mod board_tools;
 
@@ -14,6 +15,7 @@ use crate::llm::{Block, CompletionRequest, LlmError, StopReason};
 use crate::session::is_claim_gone;
 use crate::teammate::{Exit, Teammate};
 use crate::tools::{self, ToolOutput};
+use crate::transcript;
 use teamboard_protocol::transcript::EntryKind;
 use teamboard_protocol::{MemberStatus, MessageKind, TaskId, TaskStatus};
 
@@ -28,6 +30,8 @@ enum End {
     Refused(String),
     /// `--max-rounds` tool rounds passed.
     OutOfRounds,
+    /// The answer was cut off at the output limit this many times in a row.
+    CutOff(u32),
     /// The model could not be reached, even after retries.
     LlmFailed(LlmError),
     /// boardd took the claim back (lease expired, cancelled by the lead).
@@ -42,8 +46,18 @@ pub(crate) enum Outcome {
     Fail(String),
 }
 
-const OUTPUT_MAX_TOKENS_HINT: &str =
-    "[Runtime] Your last answer was cut off at the output limit. Continue, in smaller steps.";
+/// What the model is told after an answer cut off at the output limit. The cut
+/// turn stays in the context as it was, so the model sees its own partial text and
+/// this right after it.
+const OUTPUT_MAX_TOKENS_HINT: &str = "[Runtime] Your last answer was cut off at the output \
+     limit. Continue exactly where it stopped, without repeating anything: the parts are \
+     joined into one answer. If there is much left, finish in smaller steps.";
+
+/// How many times in a row a cut-off answer is continued before the task fails.
+/// The parts of a cut answer are joined into one; a model that needs more than this
+/// is better served by a higher `--max-tokens` than by rounds of fragments, and its
+/// cut text must never be recorded as a result.
+const MAX_CONTINUATIONS: u32 = 3;
 
 impl Teammate {
     /// Runs one WORK phase. `Some(exit)` when the teammate should stop afterwards.
@@ -52,6 +66,8 @@ impl Teammate {
         self.idle_requested = false;
         self.log(EntryKind::Lifecycle, None, false, "work: started");
         let mut rounds = 0u32;
+        // The text of the answer cut off so far, and how many times it was cut.
+        let (mut cut, mut cuts) = (String::new(), 0u32);
         let cancel = self.cancel.clone();
         let end = loop {
             if let Some(exit) = self.shutdown.clone() {
@@ -82,15 +98,19 @@ impl Teammate {
                 self.compact().await;
             }
             let system = self.ctx.system();
+            let (on_retry, mut retries) = transcript::retry_notices();
             let request = CompletionRequest {
                 system: &system,
                 messages: &self.ctx.messages,
                 tools: &self.specs,
                 max_tokens: self.cfg.provider.max_tokens,
+                on_retry: Some(&on_retry),
             };
+            let task = self.task_id();
+            let call = self.provider.complete(request);
             let completion = tokio::select! {
                 _ = cancel.cancelled() => break End::Stop(Exit::Terminated),
-                r = self.provider.complete(request) => r,
+                r = self.transcript.write_while(task, &mut retries, call) => r,
             };
             let completion = match completion {
                 Ok(c) => c,
@@ -120,9 +140,18 @@ impl Teammate {
             let stop = completion.stop.clone();
             self.ctx.push_assistant(completion.content);
             if uses.is_empty() {
+                // A continuation goes on where the cut text stopped, mid-word maybe,
+                // so the parts are joined as they are.
+                let text = std::mem::take(&mut cut) + &text;
                 match stop {
-                    StopReason::MaxTokens if rounds + 1 < self.cfg.max_rounds => {
+                    StopReason::MaxTokens => {
+                        cuts += 1;
+                        if cuts > MAX_CONTINUATIONS {
+                            break End::CutOff(cuts);
+                        }
+                        cut = text;
                         self.ctx.push_user_text(OUTPUT_MAX_TOKENS_HINT);
+                        self.log(EntryKind::User, None, false, OUTPUT_MAX_TOKENS_HINT);
                         rounds += 1;
                         continue;
                     }
@@ -132,6 +161,9 @@ impl Teammate {
                     _ => break End::Final(text),
                 }
             }
+            // A turn that calls tools is not an answer: text cut before it was only
+            // what the model said on the way.
+            (cut, cuts) = (String::new(), 0);
             let mut results = Vec::with_capacity(uses.len());
             let mut stopped = false;
             for (id, name, input) in uses {
@@ -176,9 +208,10 @@ impl Teammate {
             End::Idle(_) => "the model called idle".to_string(),
             End::Refused(_) => "the model refused".to_string(),
             End::OutOfRounds => format!("{} tool rounds used up", self.cfg.max_rounds),
+            End::CutOff(n) => format!("answer cut off at the output limit {n} times"),
             End::LlmFailed(e) => format!("LLM error: {e}"),
             End::Lost(id) => format!("claim on #{id} lost"),
-            End::Stop(exit) => format!("stopping: {exit:?}"),
+            End::Stop(exit) => format!("stopping: {exit}"),
         };
         self.log(
             EntryKind::Lifecycle,
@@ -212,6 +245,17 @@ impl Teammate {
                     self.finish(Outcome::Fail(reason)).await;
                 }
             }
+            End::CutOff(n) => {
+                if self.held.is_some() {
+                    let reason = format!(
+                        "the model's answer was cut off at the output limit (--max-tokens {}) \
+                         {n} times in a row; raise --max-tokens, or split the task so that \
+                         each answer is shorter",
+                        self.cfg.provider.max_tokens
+                    );
+                    self.finish(Outcome::Fail(reason)).await;
+                }
+            }
             End::LlmFailed(error) => {
                 let fatal = error.is_configuration();
                 let what = match self.task_id() {
@@ -220,9 +264,13 @@ impl Teammate {
                 };
                 if self.held.is_some() {
                     // A bad key or model name is not the task's fault: give it back
-                    // without using up one of its attempts.
+                    // without using up one of its attempts, saying why in its history.
                     let why = format!("LLM error: {error}");
-                    self.release((!fatal).then_some(why.as_str())).await;
+                    if fatal {
+                        self.release_with_note(&why).await;
+                    } else {
+                        self.release(Some(&why)).await;
+                    }
                 }
                 self.tell_lead(
                     MessageKind::Error,
@@ -347,6 +395,21 @@ impl Teammate {
         }
     }
 
+    /// Gives the held task back without using up its attempt, with `note` in its
+    /// history.
+    async fn release_with_note(&mut self, note: &str) {
+        let Some(held) = &self.held else { return };
+        let (id, epoch) = (held.id, held.epoch);
+        self.drop_held();
+        if let Err(e) = self
+            .session
+            .call(|c| async move { c.release_task_with_note(id, epoch, note).await })
+            .await
+        {
+            tracing::warn!(task = id, error = %e, "cannot release the task");
+        }
+    }
+
     async fn record_usage(&self, usage: teamboard_protocol::TokenUsage) {
         if usage.total() == 0 {
             return;
@@ -382,17 +445,26 @@ impl Teammate {
             self.compactions
         ));
         let before = self.ctx.estimate();
-        match self.ctx.compact(&self.provider, &archive).await {
-            Ok((n, usage)) => {
-                self.record_usage(usage).await;
+        let (on_retry, mut retries) = transcript::retry_notices();
+        let task = self.task_id();
+        let compacted = self.ctx.compact(&self.provider, &archive, Some(&on_retry));
+        match self
+            .transcript
+            .write_while(task, &mut retries, compacted)
+            .await
+        {
+            Ok(done) => {
+                self.record_usage(done.usage).await;
                 self.compacted_at = self.ctx.over_budget().then_some(self.ctx.messages.len());
                 let text = format!(
-                    "compacted: {n} messages summarised, about {before} -> {} tokens; full context saved to {}",
+                    "compacted: {} messages summarised, about {before} -> {} tokens; full context saved to {}",
+                    done.summarised,
                     self.ctx.estimate(),
                     archive.display()
                 );
                 tracing::info!("{text}");
                 self.log(EntryKind::Lifecycle, None, false, &text);
+                self.log(EntryKind::User, None, false, &done.put_back);
             }
             Err(e) => {
                 self.compacted_at = Some(self.ctx.messages.len());

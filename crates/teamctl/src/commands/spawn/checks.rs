@@ -1,7 +1,7 @@
 //! What both modes check before a teammate starts (its names, its working
 //! directory, that the name is free on boardd), and the helpers they share.
 
-use crate::cli::SpawnArgs;
+use crate::cli::{Provider, SpawnArgs};
 use crate::commands::{Ctx, no_answer};
 use anyhow::{Context as _, bail};
 use std::future::Future;
@@ -22,6 +22,9 @@ pub(super) fn check_names(ctx: &Ctx, args: &SpawnArgs) -> anyhow::Result<()> {
         && (model.is_empty() || model.chars().any(char::is_control))
     {
         bail!("model {model:?} is empty or contains control characters");
+    }
+    if args.provider == Some(Provider::Scripted) && args.base_url.is_some() {
+        bail!("--base-url is for --provider anthropic or openai; the scripted model needs none");
     }
     Ok(())
 }

@@ -212,6 +212,14 @@ fn teammated_args(ctx: &Ctx, args: &SpawnArgs, workdir: &Path) -> anyhow::Result
         argv.push("--model".into());
         argv.push(m.into());
     }
+    if let Some(url) = &args.base_url {
+        argv.push("--base-url".into());
+        argv.push(url.into());
+    }
+    if let Some(n) = args.context_budget {
+        argv.push("--context-budget".into());
+        argv.push(n.to_string().into());
+    }
     argv.push("--workdir".into());
     argv.push(workdir.into());
     if let Some(s) = args.idle_timeout {
@@ -221,6 +229,10 @@ fn teammated_args(ctx: &Ctx, args: &SpawnArgs, workdir: &Path) -> anyhow::Result
     if let Some(n) = args.max_rounds {
         argv.push("--max-rounds".into());
         argv.push(n.to_string().into());
+    }
+    if let Some(f) = args.max_tokens_field {
+        argv.push("--max-tokens-field".into());
+        argv.push(f.as_str().into());
     }
     Ok(argv)
 }

@@ -130,6 +130,15 @@ fn env_file_text(ctx: &Ctx, args: &SpawnArgs, workdir: &Path) -> anyhow::Result<
     if let Some(n) = args.max_rounds {
         vars.push(("TEAMMATE_MAX_ROUNDS", n.to_string()));
     }
+    if let Some(url) = &args.base_url {
+        vars.push(("TEAMMATE_BASE_URL", url.clone()));
+    }
+    if let Some(n) = args.context_budget {
+        vars.push(("TEAMMATE_CONTEXT_BUDGET", n.to_string()));
+    }
+    if let Some(f) = args.max_tokens_field {
+        vars.push(("TEAMMATE_MAX_TOKENS_FIELD", f.as_str().to_string()));
+    }
     // A boardd or state dir named to this teamctl is the one the teammate must use
     // too; the defaults are the same for both, so they need no line.
     if ctx.socket_given {
