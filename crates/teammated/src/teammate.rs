@@ -106,10 +106,7 @@ pub async fn run(cfg: Config, cancel: CancellationToken) -> Result<Exit, Error> 
         ),
     );
     let mut teammate = Teammate {
-        local: LocalEnv {
-            workdir,
-            shell_timeout: cfg.shell_timeout,
-        },
+        local: LocalEnv::new(workdir, cfg.shell_timeout),
         ctx: Context::new(identity, cfg.context_budget),
         specs: tools::specs::all(),
         cfg,
@@ -125,11 +122,22 @@ pub async fn run(cfg: Config, cancel: CancellationToken) -> Result<Exit, Error> 
         llm_failures: 0,
     };
     // After a boardd restart, the claim our name still holds comes back to us.
-    if let Some(id) = member.task {
-        teammate.resume(id).await?;
-    }
-    teammate.lifecycle().await
+    let result = match member.task {
+        Some(id) => teammate.resume(id).await,
+        None => Ok(()),
+    };
+    let result = match result {
+        Ok(()) => teammate.lifecycle().await,
+        Err(e) => Err(e),
+    };
+    // However it ends, nothing the tools started outlives the teammate. (On a
+    // crash or `kill -9` the guards see to it themselves.)
+    teammate.local.guards.stop_all(STOP_TOOLS_WITHIN).await;
+    result
 }
+
+/// How long teammated waits, on its way out, for its tool commands to be killed.
+const STOP_TOOLS_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Teammate {
     async fn lifecycle(&mut self) -> Result<Exit, Error> {

@@ -136,7 +136,7 @@ impl Teammate {
             let mut stopped = false;
             for (id, name, input) in uses {
                 let out = tokio::select! {
-                    // Dropping a running `bash` call kills its process group.
+                    // Dropping a running `bash` call kills everything it started.
                     _ = cancel.cancelled() => {
                         stopped = true;
                         ToolOutput::error("stopped: the teammate is shutting down")
@@ -235,7 +235,7 @@ impl Teammate {
                 self.llm_failures += 1;
             }
             End::Lost(id) => {
-                self.drop_held();
+                self.let_go();
                 self.ctx.push_user_text(format!(
                     "[Runtime] Your claim on task #{id} was taken back by boardd (its lease \
                      expired or the lead cancelled it). Stop working on it."
@@ -298,7 +298,7 @@ impl Teammate {
                         t
                     }
                     _ => {
-                        self.drop_held();
+                        self.let_go();
                         tracing::warn!(task = id, error = %e, "the claim is gone");
                         return ToolOutput::error(format!(
                             "your claim on task #{id} is gone ({e}); stop working on it"
@@ -311,7 +311,11 @@ impl Teammate {
                 return ToolOutput::error(format!("boardd refused: {e}"));
             }
         };
-        self.drop_held();
+        if completing {
+            self.drop_held();
+        } else {
+            self.let_go();
+        }
         let what = match (completing, task.status) {
             (true, _) => "completed",
             (false, TaskStatus::Failed) => "failed for good",
@@ -332,12 +336,20 @@ impl Teammate {
         self.ctx.identity.task = None;
     }
 
+    /// Forgets a task that did not complete and may now run elsewhere: its
+    /// commands' background jobs end too, so that a task's commands never run
+    /// under two owners at once.
+    pub(crate) fn let_go(&mut self) {
+        self.drop_held();
+        self.local.guards.kill_all();
+    }
+
     /// Gives the held task back to the board. With a reason, the attempt counts
     /// (the task went wrong); without, it does not (the teammate is leaving).
     pub(crate) async fn release(&mut self, why: Option<&str>) {
         let Some(held) = &self.held else { return };
         let (id, epoch) = (held.id, held.epoch);
-        self.drop_held();
+        self.let_go();
         if let Err(e) = self
             .session
             .call(|c| async move { c.release_task(id, epoch, why).await })
