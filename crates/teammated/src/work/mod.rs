@@ -15,7 +15,7 @@ use crate::session::is_claim_gone;
 use crate::teammate::{Exit, Teammate};
 use crate::tools::{self, ToolOutput};
 use teamboard_protocol::transcript::EntryKind;
-use teamboard_protocol::{MemberStatus, MessageKind, TaskId, TaskStatus};
+use teamboard_protocol::{MemberStatus, MessageKind, TaskStatus};
 
 /// How a work phase ended.
 #[derive(Debug)]
@@ -30,8 +30,9 @@ enum End {
     OutOfRounds,
     /// The model could not be reached, even after retries.
     LlmFailed(LlmError),
-    /// boardd took the claim back (lease expired, cancelled by the lead).
-    Lost(TaskId),
+    /// boardd took the claim back (lease expired, cancelled by the lead): the
+    /// held task's heartbeat says which and why.
+    Lost,
     /// A shutdown request or a signal.
     Stop(Exit),
 }
@@ -61,10 +62,8 @@ impl Teammate {
                 break End::Stop(Exit::Terminated);
             }
             self.check_adopted().await?;
-            if let Some(h) = &self.held
-                && h.heartbeat.lost.is_cancelled()
-            {
-                break End::Lost(h.id);
+            if self.lost_token().is_cancelled() {
+                break End::Lost;
             }
             let inbox = self
                 .session
@@ -78,8 +77,12 @@ impl Teammate {
             if rounds >= self.cfg.max_rounds {
                 break End::OutOfRounds;
             }
+            let lost = self.lost_token();
             if self.ctx.over_budget() {
-                self.compact().await;
+                tokio::select! {
+                    _ = lost.cancelled() => break End::Lost,
+                    () = self.compact() => {}
+                }
             }
             let system = self.ctx.system();
             let request = CompletionRequest {
@@ -88,8 +91,11 @@ impl Teammate {
                 tools: &self.specs,
                 max_tokens: self.cfg.provider.max_tokens,
             };
+            // A claim lost meanwhile aborts the call: no model call is made, or
+            // finished, for a task that is no longer ours.
             let completion = tokio::select! {
                 _ = cancel.cancelled() => break End::Stop(Exit::Terminated),
+                _ = lost.cancelled() => break End::Lost,
                 r = self.provider.complete(request) => r,
             };
             let completion = match completion {
@@ -133,13 +139,18 @@ impl Teammate {
                 }
             }
             let mut results = Vec::with_capacity(uses.len());
-            let mut stopped = false;
+            let mut stopped = None;
             for (id, name, input) in uses {
+                let lost = self.lost_token();
                 let out = tokio::select! {
                     // Dropping a running `bash` call kills everything it started.
                     _ = cancel.cancelled() => {
-                        stopped = true;
+                        stopped = Some(End::Stop(Exit::Terminated));
                         ToolOutput::error("stopped: the teammate is shutting down")
+                    }
+                    _ = lost.cancelled() => {
+                        stopped = Some(End::Lost);
+                        ToolOutput::error("stopped: the claim on the task is gone")
                     }
                     out = self.run_tool(&name, &input) => out,
                 };
@@ -154,14 +165,14 @@ impl Teammate {
                     content: out.content,
                     is_error: out.is_error,
                 });
-                if stopped {
+                if stopped.is_some() {
                     break;
                 }
             }
             self.ctx.push_tool_results(results);
             rounds += 1;
-            if stopped {
-                break End::Stop(Exit::Terminated);
+            if let Some(end) = stopped {
+                break end;
             }
             if self.idle_requested {
                 break End::Idle(text);
@@ -177,7 +188,7 @@ impl Teammate {
             End::Refused(_) => "the model refused".to_string(),
             End::OutOfRounds => format!("{} tool rounds used up", self.cfg.max_rounds),
             End::LlmFailed(e) => format!("LLM error: {e}"),
-            End::Lost(id) => format!("claim on #{id} lost"),
+            End::Lost => format!("claim lost: {}", self.why_lost()),
             End::Stop(exit) => format!("stopping: {exit:?}"),
         };
         self.log(
@@ -234,11 +245,11 @@ impl Teammate {
                 }
                 self.llm_failures += 1;
             }
-            End::Lost(id) => {
+            End::Lost => {
+                let why = self.why_lost();
                 self.let_go();
                 self.ctx.push_user_text(format!(
-                    "[Runtime] Your claim on task #{id} was taken back by boardd (its lease \
-                     expired or the lead cancelled it). Stop working on it."
+                    "[Runtime] Your claim on the task is gone ({why}). Stop working on it."
                 ));
             }
             // `exit()` gives a held task back, without using up an attempt.
@@ -328,6 +339,25 @@ impl Teammate {
         )
         .await;
         ToolOutput::ok(format!("task #{id} {what}"))
+    }
+
+    /// Cancelled once the held task's claim is gone; never, when none is held.
+    fn lost_token(&self) -> tokio_util::sync::CancellationToken {
+        self.held
+            .as_ref()
+            .map(|h| h.heartbeat.lost.clone())
+            .unwrap_or_default()
+    }
+
+    /// Why the held task's claim was lost, for the transcript and the model.
+    fn why_lost(&self) -> String {
+        match &self.held {
+            Some(h) => h
+                .heartbeat
+                .why_lost()
+                .unwrap_or_else(|| format!("boardd took #{} back", h.id)),
+            None => "the task is no longer held".to_string(),
+        }
     }
 
     /// Forgets the held task: its heartbeat stops and the identity says so.
