@@ -10,7 +10,7 @@ use crate::session::{self, Session};
 use crate::tools::{self, LocalEnv};
 use crate::transcript::Transcript;
 use teamboard_protocol::transcript::{EntryKind, transcript_path};
-use teamboard_protocol::{Claim, ClientError, LEAD, MemberStatus, MessageKind, TaskId};
+use teamboard_protocol::{Claim, ClientError, LEAD, MemberStatus, MessageKind, TaskId, TaskStatus};
 use tokio_util::sync::CancellationToken;
 
 /// Why a teammate ended on its own terms. Every one of these exits 0.
@@ -174,12 +174,23 @@ impl Teammate {
         }
     }
 
-    /// Takes over a claim boardd kept for our name across its restart.
+    /// Takes over a claim boardd kept for our name across its restart, unless it
+    /// has ended since boardd handed it back (the lead cancelled it meanwhile).
     pub(crate) async fn resume(&mut self, id: TaskId) -> Result<(), Error> {
         let detail = self
             .session
             .call(|c| async move { c.get_task(id).await })
             .await?;
+        if detail.task.status != TaskStatus::InProgress
+            || detail.task.owner.as_deref() != Some(self.cfg.name.as_str())
+        {
+            tracing::info!(
+                task = id,
+                status = detail.task.status.as_str(),
+                "the claim boardd gave back has ended since; not resuming it"
+            );
+            return Ok(());
+        }
         let claim = Claim {
             epoch: detail.task.epoch,
             task: detail.task,
