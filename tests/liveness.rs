@@ -2,7 +2,7 @@
 //! once, and a connected but silent claimant loses it when its lease runs out.
 
 use std::time::{Duration, Instant};
-use teamboard_protocol::{ErrorCode, MemberStatus, TaskStatus};
+use teamboard_protocol::{ErrorCode, Event, EventKind, MemberStatus, TaskStatus};
 use teamboard_testkit::{InProc, code_of, eventually, lead, park, task, teammate};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -274,5 +274,54 @@ async fn heartbeats_keep_a_claim_alive() {
         .expect("complete with the original epoch");
     assert_eq!(done.status, TaskStatus::Completed);
     assert_eq!(done.attempts, 1);
+    daemon.stop().await;
+}
+
+/// The next pushed event of `client`, or `None` if none comes within `wait`.
+async fn pushed(client: &teamboard_protocol::Client, wait: Duration) -> Option<Event> {
+    tokio::time::timeout(wait, client.next_event())
+        .await
+        .ok()
+        .flatten()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_holder_hears_at_once_when_someone_else_ends_its_claim_without_subscribing() {
+    let daemon = short_leases().await;
+    let lead = lead(&daemon.socket).await;
+    let first = lead.add_task(task("cancelled")).await.unwrap().id;
+    let alice = teammate(&daemon.socket, "alice", "dev").await;
+    let bob = teammate(&daemon.socket, "bob", "dev").await;
+    let claim = alice.claim_next().await.unwrap().expect("a ready task");
+    assert_eq!(claim.task.id, first);
+
+    // The lead's cancel reaches alice as an event frame; she never subscribed.
+    lead.cancel_task(first).await.unwrap();
+    let event = pushed(&alice, Duration::from_secs(5))
+        .await
+        .expect("the cancel pushed to the holder");
+    assert_eq!(event.kind, EventKind::TaskCancelled, "{event:?}");
+    assert_eq!(event.task, Some(first));
+    assert_eq!(event.actor, "lead");
+
+    // An expired lease is pushed too, with boardd as the actor.
+    let second = lead.add_task(task("expires")).await.unwrap().id;
+    let claim = alice.claim_next().await.unwrap().expect("ready");
+    assert_eq!(claim.task.id, second);
+    let event = pushed(&alice, Duration::from_secs(5))
+        .await
+        .expect("the expiry pushed to the holder");
+    assert_eq!(event.kind, EventKind::TaskReleased, "{event:?}");
+    assert_eq!(event.task, Some(second));
+    assert_eq!(event.actor, "boardd");
+
+    // A claim its holder ends itself pushes nothing, and nobody else hears of any.
+    let claim = alice.claim_task(second).await.unwrap();
+    alice
+        .complete_task(second, claim.epoch, "done")
+        .await
+        .unwrap();
+    assert_eq!(pushed(&alice, Duration::from_millis(200)).await, None);
+    assert_eq!(pushed(&bob, Duration::from_millis(200)).await, None);
     daemon.stop().await;
 }

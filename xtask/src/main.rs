@@ -1,6 +1,7 @@
 //! Project chores that need more than a plain `cargo` command: `cargo xtask demo`,
-//! `cargo xtask install` and `cargo xtask bench`. This file only parses flags; each
-//! command lives in its own module.
+//! `cargo xtask install` and `cargo xtask bench` (with `bench-teammates` and
+//! `bench-cancel`). This file only parses flags; each command lives in its own
+//! module.
 
 mod bench;
 mod cargo;
@@ -38,6 +39,12 @@ enum Command {
     /// The teammate measurement itself, run from a release build.
     #[command(hide = true)]
     BenchTeammatesRun(bench::teammates::TeammateBenchArgs),
+    /// Measure how fast a cancelled task stops its teammate (idle, and its tool
+    /// processes gone), against boardd's own answer to the cancel.
+    BenchCancel(bench::cancel::CancelBenchArgs),
+    /// The cancel measurement itself, run from a release build.
+    #[command(hide = true)]
+    BenchCancelRun(bench::cancel::CancelBenchArgs),
     /// The measurement itself, run from a release build by `bench`.
     #[command(hide = true)]
     BenchRun(bench::BenchArgs),
@@ -75,6 +82,8 @@ fn main() -> anyhow::Result<()> {
         Command::BenchRun(args) => bench::run(&args),
         Command::BenchTeammates(args) => bench::teammates::build_and_run(&args),
         Command::BenchTeammatesRun(args) => bench::teammates::run(&args),
+        Command::BenchCancel(args) => bench::cancel::build_and_run(&args),
+        Command::BenchCancelRun(args) => bench::cancel::run(&args),
         Command::BenchClient {
             socket,
             proc,

@@ -248,8 +248,9 @@ impl Client {
         self.closed.load(Ordering::SeqCst)
     }
 
-    /// The next pushed event, after [`Client::subscribe`]. `None` once the connection
-    /// has closed.
+    /// The next pushed event: after [`Client::subscribe`], every event of the team;
+    /// without, only the event that ended a claim this connection held, when
+    /// someone else ended it (protocol §6). `None` once the connection has closed.
     pub async fn next_event(&self) -> Option<Event> {
         self.events.lock().await.recv().await
     }

@@ -26,36 +26,39 @@ enum Woken {
 
 impl Teammate {
     /// Waits until there is work. `Some(exit)` when the teammate should stop instead.
+    ///
+    /// The teammate becomes idle, and tells the lead so (one `idle_notification`),
+    /// only when there is nothing to do: the first wait only looks (a zero
+    /// timeout), so that work already waiting is taken without a word, as after
+    /// a spawn onto a board with a ready task.
     pub(crate) async fn idle(&mut self) -> Result<Option<Exit>, Error> {
-        self.set_status(MemberStatus::Idle).await?;
-        // One notification per transition into IDLE, never one per wait.
-        self.tell_lead(
-            MessageKind::IdleNotification,
-            format!("{} is idle and waiting for work", self.cfg.name),
-        )
-        .await;
-        self.log(
-            EntryKind::Lifecycle,
-            None,
-            false,
-            "idle: waiting for messages or a ready task",
-        );
-        if let Some(exit) = self.cool_down().await {
-            return Ok(Some(exit));
+        let mut since = None;
+        if self.llm_failures > 0 {
+            // Resting after model failures is idle from the start.
+            self.become_idle().await?;
+            since = Some(Instant::now());
+            if let Some(exit) = self.cool_down().await {
+                return Ok(Some(exit));
+            }
         }
-        let since = Instant::now();
         loop {
-            let wait = match self.cfg.idle_timeout {
-                Some(limit) => {
-                    let left = limit.saturating_sub(since.elapsed());
-                    if left.is_zero() {
-                        return Ok(Some(Exit::IdleTimeout));
-                    }
-                    left.min(self.cfg.poll_interval)
+            let ms = match since {
+                // Only look: nothing has shown yet that there is no work.
+                None => 0,
+                Some(since) => {
+                    let wait = match self.cfg.idle_timeout {
+                        Some(limit) => {
+                            let left = limit.saturating_sub(since.elapsed());
+                            if left.is_zero() {
+                                return Ok(Some(Exit::IdleTimeout));
+                            }
+                            left.min(self.cfg.poll_interval)
+                        }
+                        None => self.cfg.poll_interval,
+                    };
+                    wait.as_millis().clamp(1, u64::MAX as u128) as u64
                 }
-                None => self.cfg.poll_interval,
             };
-            let ms = wait.as_millis().clamp(1, u64::MAX as u128) as u64;
             let session = self.session.clone();
             let woken = self.session.call(move |c| {
                 let session = session.clone();
@@ -73,9 +76,15 @@ impl Teammate {
                 w = woken => w?,
             };
             match woken {
-                // The safety-net renewal: nothing was lost, there is just nothing
-                // to do. The loop re-checks the idle limit.
-                Woken::Work(Work::Timeout) => {}
+                // Nothing to do: the first time, that is the transition into IDLE;
+                // after that, the safety-net renewal, where nothing was lost. The
+                // loop re-checks the idle limit.
+                Woken::Work(Work::Timeout) => {
+                    if since.is_none() {
+                        self.become_idle().await?;
+                        since = Some(Instant::now());
+                    }
+                }
                 Woken::Work(Work::Messages { messages }) if messages.is_empty() => {}
                 Woken::Work(Work::Messages { messages }) => {
                     return self.take_messages(messages).await;
@@ -87,10 +96,30 @@ impl Teammate {
                 }
                 Woken::Adopted(id) => {
                     self.resume(id).await?;
-                    return Ok(None);
+                    if self.held.is_some() {
+                        return Ok(None);
+                    }
                 }
             }
         }
+    }
+
+    /// The transition into IDLE: the status, one notification to the lead, a line
+    /// in the transcript. Never once per wait.
+    async fn become_idle(&mut self) -> Result<(), Error> {
+        self.set_status(MemberStatus::Idle).await?;
+        self.tell_lead(
+            MessageKind::IdleNotification,
+            format!("{} is idle and waiting for work", self.cfg.name),
+        )
+        .await;
+        self.log(
+            EntryKind::Lifecycle,
+            None,
+            false,
+            "idle: waiting for messages or a ready task",
+        );
+        Ok(())
     }
 
     /// After work phases that ended in a model error, waits before taking more work

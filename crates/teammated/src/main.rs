@@ -173,6 +173,11 @@ impl Args {
 const SECRET_VARS: [&str; 2] = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"];
 
 fn main() {
+    // Before anything else, and before any thread exists: this binary is also the
+    // guard of its own tool commands (see `tools::guard`).
+    if let Some(code) = teammated::tools::guard::serve_if_asked() {
+        std::process::exit(code);
+    }
     if let Err(e) = real_main() {
         // One line a person can act on; the details went to the log already.
         eprintln!("teammated: {e:#}");

@@ -14,8 +14,8 @@ use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use teamboard_protocol::{Client, ClientError, ErrorCode, Member, TaskId};
-use tokio::sync::RwLock;
+use teamboard_protocol::{Client, ClientError, ErrorCode, Event, Member, TaskId};
+use tokio::sync::{RwLock, watch};
 use tokio_util::sync::CancellationToken;
 
 /// Who the teammate is, as boardd knows it.
@@ -43,6 +43,9 @@ struct Inner {
     /// Bumped on every reconnect, so that concurrent callers that saw the same broken
     /// connection reconnect once, not once each.
     generation: AtomicU64,
+    /// Told the new generation once a new connection is in place, so that a reader
+    /// of pushed events moves on to it.
+    reconnected: watch::Sender<u64>,
     reconnect: tokio::sync::Mutex<()>,
     /// A claim boardd handed back when we registered again after a restart, not yet
     /// looked at by the lifecycle.
@@ -103,6 +106,7 @@ impl Session {
             give_up,
             client: RwLock::new(Arc::new(client)),
             generation: AtomicU64::new(0),
+            reconnected: watch::Sender::new(0),
             reconnect: tokio::sync::Mutex::new(()),
             adopted: Mutex::new(None),
             cancel,
@@ -132,6 +136,41 @@ impl Session {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take()
+    }
+
+    /// The next event boardd pushes to this teammate, from whichever connection is
+    /// current: after a reconnect, the new one's. A teammate does not subscribe, so
+    /// what comes is what boardd pushes to every holder of a claim: the event that
+    /// ended it, when someone else did (protocol §6). Waits as long as it takes;
+    /// cancel-safe.
+    ///
+    /// A connection that closes under it is replaced at once, not at the next
+    /// call: a restarted boardd keeps the claim only for its restart grace, and
+    /// pushes only to the connection that holds it.
+    pub async fn next_event(&self) -> Event {
+        let mut reconnected = self.inner.reconnected.subscribe();
+        loop {
+            reconnected.borrow_and_update();
+            // Read before the client, so that a reconnect in between makes the
+            // one below a no-op rather than replace a fresh connection.
+            let generation = self.inner.generation.load(Ordering::Acquire);
+            let client = self.inner.client.read().await.clone();
+            if let Some(event) = client.next_event().await {
+                return event;
+            }
+            if self.inner.cancel.is_cancelled() {
+                std::future::pending::<()>().await;
+            }
+            tracing::warn!("lost the connection to boardd; reconnecting");
+            if let Err(e) = self.reconnect_after(generation).await {
+                tracing::warn!(error = %e, "cannot reconnect to boardd");
+                // Someone else's call may still succeed; the sender lives as long
+                // as the session, so this cannot fail while we hold it.
+                if reconnected.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+        }
     }
 
     /// Runs `f` against the current connection. If the connection is gone, reconnects
@@ -194,7 +233,8 @@ impl Session {
                 *inner.adopted.lock().unwrap_or_else(|p| p.into_inner()) = Some(id);
             }
             *inner.client.write().await = Arc::new(client);
-            inner.generation.fetch_add(1, Ordering::AcqRel);
+            let generation = inner.generation.fetch_add(1, Ordering::AcqRel) + 1;
+            inner.reconnected.send_replace(generation);
             Ok(())
         });
         match job.await {

@@ -10,7 +10,7 @@ use crate::session::{self, Session};
 use crate::tools::{self, LocalEnv};
 use crate::transcript::Transcript;
 use teamboard_protocol::transcript::{EntryKind, transcript_path};
-use teamboard_protocol::{Claim, ClientError, LEAD, MemberStatus, MessageKind, TaskId};
+use teamboard_protocol::{Claim, ClientError, LEAD, MemberStatus, MessageKind, TaskId, TaskStatus};
 use tokio_util::sync::CancellationToken;
 
 /// Why a teammate ended on its own terms. Every one of these exits 0.
@@ -139,10 +139,7 @@ pub async fn run(cfg: Config, cancel: CancellationToken) -> Result<Exit, Error> 
         );
     }
     let mut teammate = Teammate {
-        local: LocalEnv {
-            workdir,
-            shell_timeout: cfg.shell_timeout,
-        },
+        local: LocalEnv::new(workdir, cfg.shell_timeout),
         ctx: Context::new(identity, cfg.context_budget),
         specs: tools::specs::all(),
         cfg,
@@ -158,11 +155,22 @@ pub async fn run(cfg: Config, cancel: CancellationToken) -> Result<Exit, Error> 
         llm_failures: 0,
     };
     // After a boardd restart, the claim our name still holds comes back to us.
-    if let Some(id) = member.task {
-        teammate.resume(id).await?;
-    }
-    teammate.lifecycle().await
+    let result = match member.task {
+        Some(id) => teammate.resume(id).await,
+        None => Ok(()),
+    };
+    let result = match result {
+        Ok(()) => teammate.lifecycle().await,
+        Err(e) => Err(e),
+    };
+    // However it ends, nothing the tools started outlives the teammate. (On a
+    // crash or `kill -9` the guards see to it themselves.)
+    teammate.local.guards.stop_all(STOP_TOOLS_WITHIN).await;
+    result
 }
+
+/// How long teammated waits, on its way out, for its tool commands to be killed.
+const STOP_TOOLS_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Teammate {
     async fn lifecycle(&mut self) -> Result<Exit, Error> {
@@ -199,12 +207,23 @@ impl Teammate {
         }
     }
 
-    /// Takes over a claim boardd kept for our name across its restart.
+    /// Takes over a claim boardd kept for our name across its restart, unless it
+    /// has ended since boardd handed it back (the lead cancelled it meanwhile).
     pub(crate) async fn resume(&mut self, id: TaskId) -> Result<(), Error> {
         let detail = self
             .session
             .call(|c| async move { c.get_task(id).await })
             .await?;
+        if detail.task.status != TaskStatus::InProgress
+            || detail.task.owner.as_deref() != Some(self.cfg.name.as_str())
+        {
+            tracing::info!(
+                task = id,
+                status = detail.task.status.as_str(),
+                "the claim boardd gave back has ended since; not resuming it"
+            );
+            return Ok(());
+        }
         let claim = Claim {
             epoch: detail.task.epoch,
             task: detail.task,

@@ -368,3 +368,48 @@ async fn logs_show_requests_and_shutdowns_in_plain_words() {
     }
     board.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_teammate_that_finds_work_at_once_sends_no_idle_notification_first() {
+    let mut board = Board::start(TEAMMATED).await;
+    let t = board
+        .add("ready before the spawn", &script("echo done"), &[])
+        .await;
+    let alice = board.spawn("alice", "dev", &[]);
+    assert_eq!(board.wait_claimed(t.id).await, "alice");
+    board.wait_done(&[t.id]).await;
+    // The result, then (having nothing left) one notice that alice went idle.
+    board.wait_idle("alice").await;
+    let inbox = board.lead.inbox().await.expect("inbox");
+    let kinds: Vec<MessageKind> = inbox
+        .iter()
+        .filter(|m| m.from == "alice")
+        .map(|m| m.kind)
+        .collect();
+    assert_eq!(
+        kinds,
+        [MessageKind::Result, MessageKind::IdleNotification],
+        "{inbox:#?}\n{}",
+        alice.log_text()
+    );
+    board.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_teammate_with_nothing_to_do_sends_one_idle_notification_however_often_it_waits() {
+    let board = Board::start(TEAMMATED).await;
+    // Twenty renewals of the wait in its one idle second.
+    let mut alice = board.spawn(
+        "alice",
+        "dev",
+        &["--idle-timeout", "1", "--poll-interval", "0.05"],
+    );
+    assert_eq!(alice.exit_code().await, Some(0), "{}", alice.log_text());
+    let inbox = board.lead.inbox().await.expect("inbox");
+    let notices = inbox
+        .iter()
+        .filter(|m| m.kind == MessageKind::IdleNotification)
+        .count();
+    assert_eq!(notices, 1, "{inbox:#?}");
+    board.stop().await;
+}

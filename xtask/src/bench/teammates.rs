@@ -206,16 +206,16 @@ async fn run_async(args: &TeammateBenchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-struct Env {
-    teammated: PathBuf,
-    socket: PathBuf,
-    state: PathBuf,
-    work: PathBuf,
+pub(super) struct Env {
+    pub teammated: PathBuf,
+    pub socket: PathBuf,
+    pub state: PathBuf,
+    pub work: PathBuf,
 }
 
 impl Env {
     /// Starts a teammate that dies with us.
-    fn spawn(&self, name: &str, team: &str, poll_interval: f64) -> anyhow::Result<Child> {
+    pub fn spawn(&self, name: &str, team: &str, poll_interval: f64) -> anyhow::Result<Child> {
         let log = std::fs::File::create(self.state.join(format!("{team}-{name}.log")))?;
         let mut cmd = tokio::process::Command::new(&self.teammated);
         cmd.args(["--name", name, "--role", "bench", "--team", team])
@@ -239,18 +239,18 @@ impl Env {
 }
 
 /// The lead's view of one team: a subscribed session.
-struct Watch {
-    lead: Client,
+pub(super) struct Watch {
+    pub lead: Client,
 }
 
 impl Watch {
-    async fn open(socket: &Path, team: &str) -> anyhow::Result<Watch> {
+    pub async fn open(socket: &Path, team: &str) -> anyhow::Result<Watch> {
         let lead = Client::connect(socket, "xtask-bench", "lead", team).await?;
         lead.subscribe().await?;
         Ok(Watch { lead })
     }
 
-    async fn next_matching(
+    pub async fn next_matching(
         &self,
         what: &str,
         pred: impl Fn(&Event) -> bool,
@@ -284,7 +284,7 @@ impl Watch {
         Ok((claimed, start.elapsed()))
     }
 
-    async fn idle_notice(&self, name: &str) -> anyhow::Result<()> {
+    pub async fn idle_notice(&self, name: &str) -> anyhow::Result<()> {
         let needle = format!("{name} → lead: idle_notification");
         self.next_matching(&format!("{name} to go idle"), |e| {
             e.kind == EventKind::MessageSent && e.detail.contains(&needle)

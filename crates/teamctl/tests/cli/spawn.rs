@@ -563,3 +563,127 @@ fn spawn_systemd_reports_systemctls_failure() {
     );
     assert!(err.contains("cargo xtask install"), "{err}");
 }
+
+/// Sends `signal` to a process the test started.
+fn signal(pid: u32, signal: libc::c_int) {
+    // SAFETY: kill(2) has no memory-safety preconditions; the pid is our own child.
+    unsafe { libc::kill(pid as libc::pid_t, signal) };
+}
+
+#[test]
+fn spawn_says_so_when_the_teammate_connected_and_then_exited() {
+    let d = Cli::start();
+    let dir = short_tempdir();
+    let marker = dir.path().join("pid");
+    let go = dir.path().join("go");
+    // A stand-in that says where it is, waits until told, and leaves; the test
+    // registers for it in between, as the real teammated would.
+    let fake = script(
+        dir.path(),
+        "teammated",
+        &format!(
+            "echo $$ > '{m}'\nwhile [ ! -e '{g}' ]; do sleep 0.01; done\n\
+             echo 'a shutdown request was waiting; leaving' >&2\nexit 0\n",
+            m = marker.display(),
+            g = go.display()
+        ),
+    );
+    let teamctl = base_command(&d.socket)
+        .env("TEAMMATED_BIN", &fake)
+        .arg("--state-dir")
+        .arg(dir.path().join("state"))
+        .args(["spawn", "dave", "--role", "coder"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn teamctl");
+    let pid = wait_for_pid(&marker);
+    let _cleanup = KillOnDrop(pid);
+    // teamctl is held still while dave connects and leaves, so that it cannot
+    // happen to see him connected: what it finds afterwards must tell the story.
+    signal(teamctl.id(), libc::SIGSTOP);
+    let dave = d.teammate_with_pid("dave", "coder", pid);
+    drop(dave);
+    let lead = d.block_on(teamboard_testkit::lead(&d.socket));
+    eventually_blocking("dave to be disconnected", Duration::from_secs(10), || {
+        let team = d.block_on(lead.team()).ok()?;
+        team.iter()
+            .any(|m| m.name == "dave" && !m.connected)
+            .then_some(())
+    });
+    std::fs::write(&go, "").expect("tell the stand-in to leave");
+    eventually_blocking("the stand-in to exit", Duration::from_secs(10), || {
+        (!alive(pid)).then_some(())
+    });
+    signal(teamctl.id(), libc::SIGCONT);
+
+    let out = teamctl.wait_with_output().expect("teamctl exits");
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("'dave' connected to boardd, then exited (exit status: 0)"),
+        "{err}"
+    );
+    assert!(!err.contains("before it connected"), "{err}");
+    assert!(err.contains("a shutdown request was waiting"), "{err}");
+}
+
+#[test]
+fn a_shutdown_request_to_an_offline_teammate_is_refused_and_the_next_spawn_stays_up() {
+    let d = Cli::start();
+    // Known to the board, but not running.
+    let erin = d.teammate("erin", "coder");
+    d.block_on(erin.close());
+    let lead = d.block_on(teamboard_testkit::lead(&d.socket));
+    eventually_blocking("erin to be offline", Duration::from_secs(10), || {
+        let team = d.block_on(lead.team()).ok()?;
+        team.iter()
+            .any(|m| m.name == "erin" && !m.connected)
+            .then_some(())
+    });
+    let out = d.run(&["send", "erin", "stop", "--kind", "shutdown_request"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(err.starts_with("teamctl: "), "{err}");
+    assert!(err.contains("'erin' is not connected"), "{err}");
+    assert!(err.contains("nothing to shut down"), "{err}");
+
+    // A real teammated under that name starts, and nothing waiting stops it.
+    let dir = short_tempdir();
+    let state = dir.path().join("state");
+    let out = base_command(&d.socket)
+        .env(
+            "TEAMMATED_BIN",
+            teamboard_testkit::workspace_bin("teammated"),
+        )
+        .arg("--state-dir")
+        .arg(&state)
+        .args(["spawn", "erin", "--role", "coder", "--json"])
+        .arg("--workdir")
+        .arg(dir.path())
+        .output()
+        .expect("teamctl runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shown: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let pid = u32::try_from(shown["pid"].as_u64().expect("pid")).expect("a pid");
+    let _cleanup = KillOnDrop(pid);
+    // Up and waiting for work (its transcript says so once its first wait has
+    // found nothing), and still connected after that.
+    let transcript = teamboard_protocol::transcript::transcript_path(&state, "default", "erin");
+    eventually_blocking("erin to go idle", Duration::from_secs(30), || {
+        let text = std::fs::read_to_string(&transcript).ok()?;
+        text.contains("idle: waiting").then_some(())
+    });
+    let team = d.block_on(lead.team()).expect("team");
+    let erin = team.iter().find(|m| m.name == "erin").expect("erin");
+    assert!(erin.connected, "{erin:?}");
+    assert_eq!(erin.pid, Some(pid));
+    assert!(alive(pid));
+    let inbox = d.block_on(lead.inbox()).expect("inbox");
+    assert!(
+        inbox
+            .iter()
+            .all(|m| m.kind != teamboard_protocol::MessageKind::ShutdownResponse),
+        "{inbox:#?}"
+    );
+}

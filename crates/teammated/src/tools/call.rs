@@ -1,6 +1,7 @@
 //! What every local tool gets and gives: the environment it runs in, readers for
 //! its arguments, and its output.
 
+use super::guards::Guards;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -35,6 +36,25 @@ pub struct LocalEnv {
     pub workdir: PathBuf,
     /// The `bash` timeout when the model names none.
     pub shell_timeout: Duration,
+    /// The program that supervises each `bash` command ([`super::guard`]); `None`
+    /// runs `bash` directly, where a `kill -9` of teammated leaves grandchildren
+    /// running.
+    pub guard: Option<PathBuf>,
+    /// The guards of commands whose background jobs may still run.
+    pub guards: Guards,
+}
+
+impl LocalEnv {
+    /// Tools in `workdir`, with commands supervised whenever this process can
+    /// serve as their guard (the teammated binary).
+    pub fn new(workdir: PathBuf, shell_timeout: Duration) -> LocalEnv {
+        LocalEnv {
+            workdir,
+            shell_timeout,
+            guard: super::guard::program(),
+            guards: Guards::default(),
+        }
+    }
 }
 
 /// Reads a required string argument, or explains what is missing.

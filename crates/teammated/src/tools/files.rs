@@ -346,10 +346,7 @@ mod tests {
     use std::time::Duration;
 
     fn env(dir: &Path) -> LocalEnv {
-        LocalEnv {
-            workdir: dir.to_path_buf(),
-            shell_timeout: Duration::from_secs(10),
-        }
+        LocalEnv::new(dir.to_path_buf(), Duration::from_secs(10))
     }
 
     #[tokio::test]

@@ -388,10 +388,7 @@ mod tests {
     }
 
     async fn glob_out(dir: &Path, pattern: &str) -> ToolOutput {
-        let env = LocalEnv {
-            workdir: dir.to_path_buf(),
-            shell_timeout: Duration::from_secs(10),
-        };
+        let env = LocalEnv::new(dir.to_path_buf(), Duration::from_secs(10));
         run(&env, &json!({ "pattern": pattern })).await
     }
 

@@ -8,15 +8,21 @@
 //!
 //! Imports run one way: this module dispatches to each tool, and the tools share the
 //! leaf module [`call`] (environment, arguments, output) instead of naming this one.
+//! The `bash` tool's processes are supervised by [`guard`] (the process that runs
+//! each command) and kept track of by `guards` (the guards of finished commands),
+//! both leaves too.
 
 pub mod call;
 pub mod confine;
 pub mod files;
 pub mod glob;
+pub mod guard;
+mod guards;
 pub mod shell;
 pub mod specs;
 
 pub use call::{LocalEnv, ToolOutput, str_arg};
+pub use guards::Guards;
 
 use serde_json::Value;
 

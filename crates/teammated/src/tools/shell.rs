@@ -2,8 +2,10 @@
 //!
 //! `bash -c COMMAND` runs in the working directory with stdin closed and stdout and
 //! stderr sharing one pipe, so the model sees the two streams interleaved in the order
-//! they were written, as in a terminal. The command gets its own process group so a
-//! timeout can kill everything it started, not just the shell.
+//! they were written, as in a terminal. The command gets its own process group and,
+//! in the teammated binary, a guard process ([`super::guard`]), so that a timeout, an
+//! abandoned call or the teammate's death kills everything it started, not just the
+//! shell.
 //!
 //! The output ends with a trailer line the model (and the scripted test model) can rely
 //! on: `[exit code: N]`, `[killed by signal N]` or `[timed out after Ns; killed]`.
@@ -13,14 +15,17 @@
 use super::call::{LocalEnv, ToolOutput, opt_int_arg, str_arg};
 use serde_json::Value;
 use std::collections::VecDeque;
+use std::future::Future;
+use std::io::PipeWriter;
 use std::os::fd::OwnedFd;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
+use std::pin::Pin;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
-use tokio::process::Command;
+use tokio::process::{Child, Command};
 use tokio::time::Instant;
 
 /// The longest a command may run, whatever the model asks for.
@@ -58,7 +63,7 @@ pub async fn run(env: &LocalEnv, input: &Value) -> ToolOutput {
         Ok(Some(n)) => Duration::from_secs(n.min(MAX_TIMEOUT_SECS)),
         Err(e) => return e,
     };
-    match run_command(&env.workdir, command, timeout).await {
+    match run_command(env, command, timeout).await {
         Ok(out) => out,
         Err(e) => ToolOutput::error(format!(
             "could not run bash in {}: {e}",
@@ -74,36 +79,14 @@ enum Ending {
 }
 
 async fn run_command(
-    workdir: &Path,
+    env: &LocalEnv,
     command: &str,
     timeout: Duration,
 ) -> std::io::Result<ToolOutput> {
     // std's pipe is created close-on-exec, so commands other tools spawn concurrently
     // do not inherit it (which would keep it open and delay EOF).
     let (reader, writer) = std::io::pipe()?;
-    let mut cmd = Command::new("bash");
-    cmd.arg("-c")
-        .arg(command)
-        .current_dir(workdir)
-        // teammated's main() already took the API keys out of its environment;
-        // this keeps them out of the model's reach when the tools run elsewhere
-        // (tests, embedders).
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("OPENAI_API_KEY")
-        .stdin(Stdio::null())
-        .stdout(writer.try_clone()?)
-        .stderr(writer)
-        .process_group(0)
-        .kill_on_drop(true);
-    let spawned = cmd.spawn();
-    // The Command still owns our copies of the write end. Until they are closed, the
-    // pipe can never report EOF, so drop them right away.
-    drop(cmd);
-    let mut child = spawned?;
-    // With process_group(0) the child leads a new group whose id is its pid.
-    let mut group = GroupGuard {
-        pgid: child.id().and_then(|id| i32::try_from(id).ok()),
-    };
+    let mut running = Running::start(env, command, writer)?;
     let mut rx = pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
 
     let mut out = Capture::default();
@@ -121,18 +104,16 @@ async fn run_command(
                     eof = true;
                 }
             },
-            status = child.wait() => break Ending::Exited(status?),
+            status = &mut running.ended => break Ending::Exited(status?),
             () = tokio::time::sleep_until(deadline) => break Ending::TimedOut,
         }
     };
     if let Ending::TimedOut = ending {
-        group.kill();
-        // Reap the shell; after SIGKILL this returns at once.
-        child.wait().await?;
+        running.stop.kill();
+        // Resolves at once now: the shell is reaped (or its guard is done).
+        let _ = (&mut running.ended).await;
     }
-    // The group leader is reaped: its pid (and so the group id) may be reused from now
-    // on, so the guard must not signal it any more.
-    group.pgid = None;
+    running.stop.ended();
 
     let grace_end = Instant::now() + GRACE;
     let mut still_open = false;
@@ -175,28 +156,181 @@ async fn run_command(
     Ok(ToolOutput { content, is_error })
 }
 
-/// Kills the command's whole process group if the tool is dropped mid-run (the
-/// teammate shutting down): `kill_on_drop` alone would only kill the shell and leave
-/// its children running.
-struct GroupGuard {
-    pgid: Option<i32>,
+/// A started command: how to learn that its shell ended, and how to stop it.
+struct Running {
+    // Declared first so that it drops first: the group must be killed while its
+    // leader, owned by `ended` in direct mode, is still unreaped.
+    stop: Stop,
+    /// Resolves once the shell has ended, with its wait status.
+    ended: Pin<Box<dyn Future<Output = std::io::Result<ExitStatus>> + Send>>,
 }
 
-impl GroupGuard {
-    fn kill(&mut self) {
-        if let Some(pgid) = self.pgid.take() {
-            // SAFETY: kill(2) has no memory-safety preconditions. The group leader has
-            // not been reaped yet, so `pgid` still names this command's group.
-            unsafe {
-                libc::kill(-pgid, libc::SIGKILL);
+impl Running {
+    /// Starts `bash -c COMMAND` with `output` as its stdout and stderr: under its
+    /// guard when there is one, otherwise directly.
+    fn start(env: &LocalEnv, command: &str, output: PipeWriter) -> std::io::Result<Running> {
+        let mut cmd = match &env.guard {
+            Some(guard) => {
+                let mut cmd = Command::new(guard);
+                cmd.arg(super::guard::ARG)
+                    .arg(std::process::id().to_string())
+                    .arg("bash");
+                cmd
             }
+            None => {
+                let mut cmd = Command::new("bash");
+                die_with_parent(&mut cmd);
+                cmd
+            }
+        };
+        cmd.arg("-c")
+            .arg(command)
+            .current_dir(&env.workdir)
+            // teammated's main() already took the API keys out of its environment;
+            // this keeps them out of the model's reach when the tools run elsewhere
+            // (tests, embedders).
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("OPENAI_API_KEY")
+            .stdin(Stdio::null())
+            .process_group(0);
+        match &env.guard {
+            Some(guard) => Running::guarded(cmd, guard, output, &env.guards),
+            None => Running::direct(cmd, output),
+        }
+    }
+
+    /// The guard passes the output on to bash and tells us on its own stdout how
+    /// bash ended.
+    fn guarded(
+        mut cmd: Command,
+        program: &Path,
+        output: PipeWriter,
+        guards: &super::guards::Guards,
+    ) -> std::io::Result<Running> {
+        let (status, status_writer) = std::io::pipe()?;
+        cmd.stdout(status_writer).stderr(output);
+        let spawned = cmd.spawn();
+        // The Command still owns our copies of the write ends. Until they are
+        // closed, the pipes can never report EOF, so drop them right away.
+        drop(cmd);
+        let guard = spawned.map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!("cannot start its guard {}: {e}", program.display()),
+            )
+        })?;
+        let status = pipe::Receiver::from_owned_fd(OwnedFd::from(status))?;
+        Ok(Running {
+            stop: Stop::Guarded {
+                guard: Some(guard),
+                guards: guards.clone(),
+            },
+            ended: Box::pin(read_status(status)),
+        })
+    }
+
+    fn direct(mut cmd: Command, output: PipeWriter) -> std::io::Result<Running> {
+        cmd.stdout(output.try_clone()?)
+            .stderr(output)
+            .kill_on_drop(true);
+        let spawned = cmd.spawn();
+        // As above: close our copies of the write end at once.
+        drop(cmd);
+        let mut child = spawned?;
+        // With process_group(0) the child leads a new group whose id is its pid.
+        let pgid = child.id().and_then(|id| i32::try_from(id).ok());
+        Ok(Running {
+            stop: Stop::Direct { pgid },
+            ended: Box::pin(async move { child.wait().await }),
+        })
+    }
+}
+
+/// Asks the kernel for SIGKILL to the shell when the thread that started it
+/// ends: the only protection without a guard, and it reaches the shell alone.
+fn die_with_parent(cmd: &mut Command) {
+    // SAFETY: the closure runs between fork and exec and only calls prctl, which
+    // is async-signal-safe and touches no memory of ours.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// The shell's wait status, as its guard reports it on the pipe.
+async fn read_status(mut status: pipe::Receiver) -> std::io::Result<ExitStatus> {
+    let mut text = String::new();
+    status.read_to_string(&mut text).await?;
+    let line = text.trim();
+    if let Some(error) = line.strip_prefix("error: ") {
+        return Err(std::io::Error::other(error.to_string()));
+    }
+    line.parse::<i32>()
+        .map(ExitStatus::from_raw)
+        .map_err(|_| std::io::Error::other("the command's guard ended without saying how it ended"))
+}
+
+/// Stops a command and everything it started. Dropped before the command ended
+/// (the tool call was abandoned: a lost claim, the teammate leaving), it does so
+/// too.
+enum Stop {
+    /// Under a guard: stopping is asking the guard (SIGTERM), which kills the
+    /// whole tree. Once the shell has ended the guard may stay with background
+    /// jobs, so it goes to the teammate's [`super::guards::Guards`].
+    Guarded {
+        guard: Option<Child>,
+        guards: super::guards::Guards,
+    },
+    /// bash run directly, leading its own group; `None` once the leader is reaped
+    /// (its pid, and so the group id, may be reused from then on).
+    Direct { pgid: Option<i32> },
+}
+
+impl Stop {
+    fn kill(&mut self) {
+        match self {
+            Stop::Guarded { guard, .. } => {
+                if let Some(pid) = guard
+                    .as_ref()
+                    .and_then(Child::id)
+                    .and_then(|p| i32::try_from(p).ok())
+                {
+                    // SAFETY: kill(2) on our unreaped child, so the pid is ours.
+                    unsafe { libc::kill(pid, libc::SIGTERM) };
+                }
+            }
+            Stop::Direct { pgid } => {
+                if let Some(pgid) = pgid.take() {
+                    // SAFETY: kill(2) has no memory-safety preconditions. The group
+                    // leader has not been reaped yet, so `pgid` still names this
+                    // command's group.
+                    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+                }
+            }
+        }
+    }
+
+    /// The shell has ended (and, in direct mode, been reaped).
+    fn ended(&mut self) {
+        match self {
+            Stop::Guarded { guard, guards } => {
+                if let Some(child) = guard.take() {
+                    guards.keep(child);
+                }
+            }
+            Stop::Direct { pgid } => *pgid = None,
         }
     }
 }
 
-impl Drop for GroupGuard {
+impl Drop for Stop {
     fn drop(&mut self) {
         self.kill();
+        self.ended();
     }
 }
 
@@ -319,10 +453,7 @@ mod tests {
     use std::time::Instant as StdInstant;
 
     fn env(dir: &Path) -> LocalEnv {
-        LocalEnv {
-            workdir: dir.to_path_buf(),
-            shell_timeout: Duration::from_secs(30),
-        }
+        LocalEnv::new(dir.to_path_buf(), Duration::from_secs(30))
     }
 
     async fn bash(dir: &Path, command: &str) -> ToolOutput {

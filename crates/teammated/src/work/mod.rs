@@ -17,7 +17,7 @@ use crate::teammate::{Exit, Teammate};
 use crate::tools::{self, ToolOutput};
 use crate::transcript;
 use teamboard_protocol::transcript::EntryKind;
-use teamboard_protocol::{MemberStatus, MessageKind, TaskId, TaskStatus};
+use teamboard_protocol::{MemberStatus, MessageKind, TaskStatus};
 
 /// How a work phase ended.
 #[derive(Debug)]
@@ -34,8 +34,9 @@ enum End {
     CutOff(u32),
     /// The model could not be reached, even after retries.
     LlmFailed(LlmError),
-    /// boardd took the claim back (lease expired, cancelled by the lead).
-    Lost(TaskId),
+    /// boardd took the claim back (lease expired, cancelled by the lead): the
+    /// held task's heartbeat says which and why.
+    Lost,
     /// A shutdown request or a signal.
     Stop(Exit),
 }
@@ -77,10 +78,8 @@ impl Teammate {
                 break End::Stop(Exit::Terminated);
             }
             self.check_adopted().await?;
-            if let Some(h) = &self.held
-                && h.heartbeat.lost.is_cancelled()
-            {
-                break End::Lost(h.id);
+            if self.lost_token().is_cancelled() {
+                break End::Lost;
             }
             let inbox = self
                 .session
@@ -94,8 +93,12 @@ impl Teammate {
             if rounds >= self.cfg.max_rounds {
                 break End::OutOfRounds;
             }
+            let lost = self.lost_token();
             if self.ctx.over_budget() {
-                self.compact().await;
+                tokio::select! {
+                    _ = lost.cancelled() => break End::Lost,
+                    () = self.compact() => {}
+                }
             }
             let system = self.ctx.system();
             let (on_retry, mut retries) = transcript::retry_notices();
@@ -108,8 +111,11 @@ impl Teammate {
             };
             let task = self.task_id();
             let call = self.provider.complete(request);
+            // A claim lost meanwhile aborts the call: no model call is made, or
+            // finished, for a task that is no longer ours.
             let completion = tokio::select! {
                 _ = cancel.cancelled() => break End::Stop(Exit::Terminated),
+                _ = lost.cancelled() => break End::Lost,
                 r = self.transcript.write_while(task, &mut retries, call) => r,
             };
             let completion = match completion {
@@ -165,13 +171,18 @@ impl Teammate {
             // what the model said on the way.
             (cut, cuts) = (String::new(), 0);
             let mut results = Vec::with_capacity(uses.len());
-            let mut stopped = false;
+            let mut stopped = None;
             for (id, name, input) in uses {
+                let lost = self.lost_token();
                 let out = tokio::select! {
-                    // Dropping a running `bash` call kills its process group.
+                    // Dropping a running `bash` call kills everything it started.
                     _ = cancel.cancelled() => {
-                        stopped = true;
+                        stopped = Some(End::Stop(Exit::Terminated));
                         ToolOutput::error("stopped: the teammate is shutting down")
+                    }
+                    _ = lost.cancelled() => {
+                        stopped = Some(End::Lost);
+                        ToolOutput::error("stopped: the claim on the task is gone")
                     }
                     out = self.run_tool(&name, &input) => out,
                 };
@@ -186,14 +197,14 @@ impl Teammate {
                     content: out.content,
                     is_error: out.is_error,
                 });
-                if stopped {
+                if stopped.is_some() {
                     break;
                 }
             }
             self.ctx.push_tool_results(results);
             rounds += 1;
-            if stopped {
-                break End::Stop(Exit::Terminated);
+            if let Some(end) = stopped {
+                break end;
             }
             if self.idle_requested {
                 break End::Idle(text);
@@ -210,7 +221,7 @@ impl Teammate {
             End::OutOfRounds => format!("{} tool rounds used up", self.cfg.max_rounds),
             End::CutOff(n) => format!("answer cut off at the output limit {n} times"),
             End::LlmFailed(e) => format!("LLM error: {e}"),
-            End::Lost(id) => format!("claim on #{id} lost"),
+            End::Lost => format!("claim lost: {}", self.why_lost()),
             End::Stop(exit) => format!("stopping: {exit}"),
         };
         self.log(
@@ -282,11 +293,11 @@ impl Teammate {
                 }
                 self.llm_failures += 1;
             }
-            End::Lost(id) => {
-                self.drop_held();
+            End::Lost => {
+                let why = self.why_lost();
+                self.let_go();
                 self.ctx.push_user_text(format!(
-                    "[Runtime] Your claim on task #{id} was taken back by boardd (its lease \
-                     expired or the lead cancelled it). Stop working on it."
+                    "[Runtime] Your claim on the task is gone ({why}). Stop working on it."
                 ));
             }
             // `exit()` gives a held task back, without using up an attempt.
@@ -346,7 +357,7 @@ impl Teammate {
                         t
                     }
                     _ => {
-                        self.drop_held();
+                        self.let_go();
                         tracing::warn!(task = id, error = %e, "the claim is gone");
                         return ToolOutput::error(format!(
                             "your claim on task #{id} is gone ({e}); stop working on it"
@@ -359,7 +370,11 @@ impl Teammate {
                 return ToolOutput::error(format!("boardd refused: {e}"));
             }
         };
-        self.drop_held();
+        if completing {
+            self.drop_held();
+        } else {
+            self.let_go();
+        }
         let what = match (completing, task.status) {
             (true, _) => "completed",
             (false, TaskStatus::Failed) => "failed for good",
@@ -374,10 +389,37 @@ impl Teammate {
         ToolOutput::ok(format!("task #{id} {what}"))
     }
 
+    /// Cancelled once the held task's claim is gone; never, when none is held.
+    fn lost_token(&self) -> tokio_util::sync::CancellationToken {
+        self.held
+            .as_ref()
+            .map(|h| h.heartbeat.lost.clone())
+            .unwrap_or_default()
+    }
+
+    /// Why the held task's claim was lost, for the transcript and the model.
+    fn why_lost(&self) -> String {
+        match &self.held {
+            Some(h) => h
+                .heartbeat
+                .why_lost()
+                .unwrap_or_else(|| format!("boardd took #{} back", h.id)),
+            None => "the task is no longer held".to_string(),
+        }
+    }
+
     /// Forgets the held task: its heartbeat stops and the identity says so.
     pub(crate) fn drop_held(&mut self) {
         self.held = None;
         self.ctx.identity.task = None;
+    }
+
+    /// Forgets a task that did not complete and may now run elsewhere: its
+    /// commands' background jobs end too, so that a task's commands never run
+    /// under two owners at once.
+    pub(crate) fn let_go(&mut self) {
+        self.drop_held();
+        self.local.guards.kill_all();
     }
 
     /// Gives the held task back to the board. With a reason, the attempt counts
@@ -385,7 +427,7 @@ impl Teammate {
     pub(crate) async fn release(&mut self, why: Option<&str>) {
         let Some(held) = &self.held else { return };
         let (id, epoch) = (held.id, held.epoch);
-        self.drop_held();
+        self.let_go();
         if let Err(e) = self
             .session
             .call(|c| async move { c.release_task(id, epoch, why).await })

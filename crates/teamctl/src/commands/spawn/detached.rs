@@ -4,7 +4,8 @@
 //! waits on it; it only watches the roster until the teammate shows up connected,
 //! which is the one sign that the spawn worked (the binary ran, found boardd and
 //! registered). If the child exits first, or does not connect within `--timeout`,
-//! the spawn fails with what the child wrote.
+//! the spawn fails with what the child wrote, and says whether the child had
+//! connected before it exited (the roster keeps the pid it registered with).
 
 use super::checks::{absolute, refuse_if_connected, within};
 use crate::cli::SpawnArgs;
@@ -19,8 +20,8 @@ use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ExitStatus, Stdio};
 use std::time::Duration;
-use teamboard_protocol::Client;
 use teamboard_protocol::transcript::process_log_path;
+use teamboard_protocol::{Client, Member};
 use tokio::signal::unix::{SignalKind, signal};
 
 /// Overrides where teammated is found.
@@ -36,6 +37,8 @@ pub(super) async fn run(ctx: &Ctx, args: &SpawnArgs, workdir: &Path) -> anyhow::
     // turned away after it started.
     let client = within(ctx, async { ctx.connect().await }).await?;
     within(ctx, refuse_if_connected(ctx, &client, &args.name)).await?;
+    // What the roster said before: a registration of our child must change it.
+    let before = within(ctx, roster_entry(&client, &args.name)).await?;
     let bin = find_teammated()?;
     // Before the child exists: a Ctrl-C from then on must stop it, not just teamctl.
     let mut interrupt = signal(SignalKind::interrupt())?;
@@ -79,16 +82,27 @@ pub(super) async fn run(ctx: &Ctx, args: &SpawnArgs, workdir: &Path) -> anyhow::
             },
         }
     };
-    // Whatever went wrong, the child has not registered, so it holds no claim:
+    // A child that is still running has not registered, so it holds no claim:
     // stopping it loses nothing and leaves no half-started teammate behind that
-    // might connect later, unexpected.
+    // might connect later, unexpected. One that exited may have registered first.
     match outcome {
         Waited::Connected => {}
-        Waited::Exited(status) => bail!(
-            "teammated for '{}' exited ({status}) before it connected to boardd. {}",
-            args.name,
-            log_tail(&log_path, from)
-        ),
+        Waited::Exited(status) => {
+            let after = within(ctx, roster_entry(&client, &args.name)).await?;
+            if registered(before.as_ref(), after.as_ref(), pid) {
+                bail!(
+                    "'{}' connected to boardd, then exited ({status}) before teamctl saw it \
+                     up. {}",
+                    args.name,
+                    log_tail(&log_path, from)
+                );
+            }
+            bail!(
+                "teammated for '{}' exited ({status}) before it connected to boardd. {}",
+                args.name,
+                log_tail(&log_path, from)
+            )
+        }
         Waited::Failed(e) => {
             stop(&mut child);
             return Err(e.context(format!(
@@ -171,6 +185,26 @@ async fn wait_until_connected(
             return Ok(Some(status));
         }
         tokio::time::sleep(POLL).await;
+    }
+}
+
+/// The roster's entry for `name`, if the name is known.
+async fn roster_entry(client: &Client, name: &str) -> anyhow::Result<Option<Member>> {
+    Ok(client.team().await?.into_iter().find(|m| m.name == name))
+}
+
+/// Whether our child (`pid`) registered between the two looks at the roster: the
+/// entry names its pid, and the registration is new. A member keeps the pid it
+/// registered with after it disconnects; `last_seen` moves with every
+/// registration, so an earlier run that happened to have the same pid does not
+/// count.
+fn registered(before: Option<&Member>, after: Option<&Member>, pid: u32) -> bool {
+    let Some(after) = after.filter(|m| m.pid == Some(pid)) else {
+        return false;
+    };
+    match before {
+        None => true,
+        Some(b) => b.pid != Some(pid) || b.last_seen != after.last_seen,
     }
 }
 
