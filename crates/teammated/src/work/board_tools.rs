@@ -16,11 +16,11 @@ impl Teammate {
             "create_task" => self.create_task(input).await,
             "claim_task" => self.claim_task(input).await,
             "complete_task" => match str_arg(input, "result") {
-                Ok(r) => self.finish(Outcome::Complete(r.to_string())).await,
+                Ok(r) => Outcome::Complete(r.to_string()).report(self).await,
                 Err(e) => e,
             },
             "fail_task" => match str_arg(input, "reason") {
-                Ok(r) => self.finish(Outcome::Fail(r.to_string())).await,
+                Ok(r) => Outcome::Fail(r.to_string()).report(self).await,
                 Err(e) => e,
             },
             "send_message" => self.send_message(input).await,

@@ -210,183 +210,7 @@ impl Teammate {
                 break End::Idle(text);
             }
         };
-        self.end_work(end).await
-    }
-
-    async fn end_work(&mut self, end: End) -> Result<Option<Exit>, Error> {
-        let how = match &end {
-            End::Final(_) => "final answer".to_string(),
-            End::Idle(_) => "the model called idle".to_string(),
-            End::Refused(_) => "the model refused".to_string(),
-            End::OutOfRounds => format!("{} tool rounds used up", self.cfg.max_rounds),
-            End::CutOff(n) => format!("answer cut off at the output limit {n} times"),
-            End::LlmFailed(e) => format!("LLM error: {e}"),
-            End::Lost => format!("claim lost: {}", self.why_lost()),
-            End::Stop(exit) => format!("stopping: {exit}"),
-        };
-        self.log(
-            EntryKind::Lifecycle,
-            None,
-            false,
-            &format!("work: ended ({how})"),
-        );
-        match end {
-            End::Final(text) | End::Idle(text) => {
-                if self.held.is_some() {
-                    let result = if text.trim().is_empty() {
-                        "(the model gave no result text)".to_string()
-                    } else {
-                        text
-                    };
-                    self.finish(Outcome::Complete(result)).await;
-                }
-            }
-            End::Refused(why) => {
-                if self.held.is_some() {
-                    self.finish(Outcome::Fail(format!("the model declined: {why}")))
-                        .await;
-                }
-            }
-            End::OutOfRounds => {
-                if self.held.is_some() {
-                    let reason = format!(
-                        "stopped after {} tool rounds without finishing (--max-rounds)",
-                        self.cfg.max_rounds
-                    );
-                    self.finish(Outcome::Fail(reason)).await;
-                }
-            }
-            End::CutOff(n) => {
-                if self.held.is_some() {
-                    let reason = format!(
-                        "the model's answer was cut off at the output limit (--max-tokens {}) \
-                         {n} times in a row; raise --max-tokens, or split the task so that \
-                         each answer is shorter",
-                        self.cfg.provider.max_tokens
-                    );
-                    self.finish(Outcome::Fail(reason)).await;
-                }
-            }
-            End::LlmFailed(error) => {
-                let fatal = error.is_configuration();
-                let what = match self.task_id() {
-                    Some(id) => format!("released #{id}"),
-                    None => "could not answer".to_string(),
-                };
-                if self.held.is_some() {
-                    // A bad key or model name is not the task's fault: give it back
-                    // without using up one of its attempts, saying why in its history.
-                    let why = format!("LLM error: {error}");
-                    if fatal {
-                        self.release_with_note(&why).await;
-                    } else {
-                        self.release(Some(&why)).await;
-                    }
-                }
-                self.tell_lead(
-                    MessageKind::Error,
-                    format!("{} {what}: LLM error: {error}", self.cfg.name),
-                )
-                .await;
-                if fatal {
-                    return Err(Error::Provider(error));
-                }
-                self.llm_failures += 1;
-            }
-            End::Lost => {
-                let why = self.why_lost();
-                self.let_go();
-                self.ctx.push_user_text(format!(
-                    "[Runtime] Your claim on the task is gone ({why}). Stop working on it."
-                ));
-            }
-            // `exit()` gives a held task back, without using up an attempt.
-            End::Stop(e) => return Ok(Some(e)),
-        }
-        if self.held.is_some() {
-            // boardd refused to end the task (say, a result it would not take): give
-            // it back rather than leave it in progress.
-            self.release(Some("the teammate could not report its result"))
-                .await;
-        }
-        Ok(None)
-    }
-
-    /// Ends the held task and tells the lead. Returns what to tell the model. The
-    /// claim is kept when boardd refuses the request itself, so the model can try
-    /// again; it is dropped only once boardd has ended it or says it is gone.
-    pub(crate) async fn finish(&mut self, outcome: Outcome) -> ToolOutput {
-        let Some(held) = &self.held else {
-            return ToolOutput::error("you hold no task; claim one first");
-        };
-        let (id, epoch, subject) = (held.id, held.epoch, held.subject.clone());
-        let (completing, text) = match &outcome {
-            Outcome::Complete(r) => (true, board_text::cap(r)),
-            Outcome::Fail(r) => (false, board_text::cap(r)),
-        };
-        let text = &text;
-        let answer = if completing {
-            self.session
-                .call(|c| async move { c.complete_task(id, epoch, text).await })
-                .await
-        } else {
-            self.session
-                .call(|c| async move { c.fail_task(id, epoch, text).await })
-                .await
-        };
-        let task = match answer {
-            Ok(task) => task,
-            Err(e) if is_claim_gone(&e) => {
-                // If our first request went through and only its answer was lost
-                // with the connection, the repeat is refused: the board knows.
-                let now = self
-                    .session
-                    .call(|c| async move { c.get_task(id).await })
-                    .await
-                    .ok()
-                    .map(|d| d.task);
-                let me = self.cfg.name.as_str();
-                match now {
-                    Some(t)
-                        if t.epoch == epoch
-                            && t.status != TaskStatus::InProgress
-                            && (!completing
-                                || (t.status == TaskStatus::Completed
-                                    && t.owner.as_deref() == Some(me))) =>
-                    {
-                        t
-                    }
-                    _ => {
-                        self.let_go();
-                        tracing::warn!(task = id, error = %e, "the claim is gone");
-                        return ToolOutput::error(format!(
-                            "your claim on task #{id} is gone ({e}); stop working on it"
-                        ));
-                    }
-                }
-            }
-            Err(e) => {
-                tracing::warn!(task = id, error = %e, "boardd refused to end the task");
-                return ToolOutput::error(format!("boardd refused: {e}"));
-            }
-        };
-        if completing {
-            self.drop_held();
-        } else {
-            self.let_go();
-        }
-        let what = match (completing, task.status) {
-            (true, _) => "completed",
-            (false, TaskStatus::Failed) => "failed for good",
-            (false, _) => "failed (it will be retried)",
-        };
-        // Completed or failed, the lead gets the outcome as a `result`.
-        self.tell_lead(
-            MessageKind::Result,
-            format!("#{id} {subject}: {what} by {}\n{text}", self.cfg.name),
-        )
-        .await;
-        ToolOutput::ok(format!("task #{id} {what}"))
+        end.settle(self).await
     }
 
     /// Cancelled once the held task's claim is gone; never, when none is held.
@@ -530,5 +354,190 @@ impl Teammate {
                     .join(", ")
             )),
         }
+    }
+}
+
+impl End {
+    /// Logs how the work phase ended and settles the held task accordingly.
+    /// `Some(exit)` when the teammate should stop afterwards.
+    async fn settle(self, t: &mut Teammate) -> Result<Option<Exit>, Error> {
+        let end = self;
+        let how = match &end {
+            End::Final(_) => "final answer".to_string(),
+            End::Idle(_) => "the model called idle".to_string(),
+            End::Refused(_) => "the model refused".to_string(),
+            End::OutOfRounds => format!("{} tool rounds used up", t.cfg.max_rounds),
+            End::CutOff(n) => format!("answer cut off at the output limit {n} times"),
+            End::LlmFailed(e) => format!("LLM error: {e}"),
+            End::Lost => format!("claim lost: {}", t.why_lost()),
+            End::Stop(exit) => format!("stopping: {exit}"),
+        };
+        t.log(
+            EntryKind::Lifecycle,
+            None,
+            false,
+            &format!("work: ended ({how})"),
+        );
+        match end {
+            End::Final(text) | End::Idle(text) => {
+                if t.held.is_some() {
+                    let result = if text.trim().is_empty() {
+                        "(the model gave no result text)".to_string()
+                    } else {
+                        text
+                    };
+                    Outcome::Complete(result).report(t).await;
+                }
+            }
+            End::Refused(why) => {
+                if t.held.is_some() {
+                    Outcome::Fail(format!("the model declined: {why}"))
+                        .report(t)
+                        .await;
+                }
+            }
+            End::OutOfRounds => {
+                if t.held.is_some() {
+                    let reason = format!(
+                        "stopped after {} tool rounds without finishing (--max-rounds)",
+                        t.cfg.max_rounds
+                    );
+                    Outcome::Fail(reason).report(t).await;
+                }
+            }
+            End::CutOff(n) => {
+                if t.held.is_some() {
+                    let reason = format!(
+                        "the model's answer was cut off at the output limit (--max-tokens {}) \
+                         {n} times in a row; raise --max-tokens, or split the task so that \
+                         each answer is shorter",
+                        t.cfg.provider.max_tokens
+                    );
+                    Outcome::Fail(reason).report(t).await;
+                }
+            }
+            End::LlmFailed(error) => {
+                let fatal = error.is_configuration();
+                let what = match t.task_id() {
+                    Some(id) => format!("released #{id}"),
+                    None => "could not answer".to_string(),
+                };
+                if t.held.is_some() {
+                    // A bad key or model name is not the task's fault: give it back
+                    // without using up one of its attempts, saying why in its history.
+                    let why = format!("LLM error: {error}");
+                    if fatal {
+                        t.release_with_note(&why).await;
+                    } else {
+                        t.release(Some(&why)).await;
+                    }
+                }
+                t.tell_lead(
+                    MessageKind::Error,
+                    format!("{} {what}: LLM error: {error}", t.cfg.name),
+                )
+                .await;
+                if fatal {
+                    return Err(Error::Provider(error));
+                }
+                t.llm_failures += 1;
+            }
+            End::Lost => {
+                let why = t.why_lost();
+                t.let_go();
+                t.ctx.push_user_text(format!(
+                    "[Runtime] Your claim on the task is gone ({why}). Stop working on it."
+                ));
+            }
+            // `exit()` gives a held task back, without using up an attempt.
+            End::Stop(e) => return Ok(Some(e)),
+        }
+        if t.held.is_some() {
+            // boardd refused to end the task (say, a result it would not take): give
+            // it back rather than leave it in progress.
+            t.release(Some("the teammate could not report its result"))
+                .await;
+        }
+        Ok(None)
+    }
+}
+
+impl Outcome {
+    /// Ends the held task and tells the lead. Returns what to tell the model. The
+    /// claim is kept when boardd refuses the request itself, so the model can try
+    /// again; it is dropped only once boardd has ended it or says it is gone.
+    pub(crate) async fn report(self, t: &mut Teammate) -> ToolOutput {
+        let outcome = self;
+        let Some(held) = &t.held else {
+            return ToolOutput::error("you hold no task; claim one first");
+        };
+        let (id, epoch, subject) = (held.id, held.epoch, held.subject.clone());
+        let (completing, text) = match &outcome {
+            Outcome::Complete(r) => (true, board_text::cap(r)),
+            Outcome::Fail(r) => (false, board_text::cap(r)),
+        };
+        let text = &text;
+        let answer = if completing {
+            t.session
+                .call(|c| async move { c.complete_task(id, epoch, text).await })
+                .await
+        } else {
+            t.session
+                .call(|c| async move { c.fail_task(id, epoch, text).await })
+                .await
+        };
+        let task = match answer {
+            Ok(task) => task,
+            Err(e) if is_claim_gone(&e) => {
+                // If our first request went through and only its answer was lost
+                // with the connection, the repeat is refused: the board knows.
+                let now = t
+                    .session
+                    .call(|c| async move { c.get_task(id).await })
+                    .await
+                    .ok()
+                    .map(|d| d.task);
+                let me = t.cfg.name.as_str();
+                match now {
+                    Some(t)
+                        if t.epoch == epoch
+                            && t.status != TaskStatus::InProgress
+                            && (!completing
+                                || (t.status == TaskStatus::Completed
+                                    && t.owner.as_deref() == Some(me))) =>
+                    {
+                        t
+                    }
+                    _ => {
+                        t.let_go();
+                        tracing::warn!(task = id, error = %e, "the claim is gone");
+                        return ToolOutput::error(format!(
+                            "your claim on task #{id} is gone ({e}); stop working on it"
+                        ));
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(task = id, error = %e, "boardd refused to end the task");
+                return ToolOutput::error(format!("boardd refused: {e}"));
+            }
+        };
+        if completing {
+            t.drop_held();
+        } else {
+            t.let_go();
+        }
+        let what = match (completing, task.status) {
+            (true, _) => "completed",
+            (false, TaskStatus::Failed) => "failed for good",
+            (false, _) => "failed (it will be retried)",
+        };
+        // Completed or failed, the lead gets the outcome as a `result`.
+        t.tell_lead(
+            MessageKind::Result,
+            format!("#{id} {subject}: {what} by {}\n{text}", t.cfg.name),
+        )
+        .await;
+        ToolOutput::ok(format!("task #{id} {what}"))
     }
 }
