@@ -1,10 +1,11 @@
 //! Project chores that need more than a plain `cargo` command: `cargo xtask demo`,
-//! `cargo xtask install` and `cargo xtask bench` (with `bench-teammates` and
-//! `bench-cancel`). This file only parses flags; each command lives in its own
-//! module.
+//! `cargo xtask install`, `cargo xtask bench` (with `bench-teammates` and
+//! `bench-cancel`) and `cargo xtask module-cycles`. This file only parses flags;
+//! each command lives in its own module.
 
 mod bench;
 mod cargo;
+mod cycles;
 mod demo;
 mod install;
 
@@ -27,6 +28,9 @@ enum Command {
     /// Watch three offline teammates work through a small task graph, end to end
     #[command(long_about = demo::LONG_ABOUT)]
     Demo(demo::DemoArgs),
+    /// Look for import cycles between the modules of each crate (needs
+    /// cargo-modules 0.27: `cargo install cargo-modules --version 0.27.0 --locked`).
+    ModuleCycles(cycles::CyclesArgs),
     /// Build boardd, teamctl and teammated in release mode and install them
     /// (into ~/.cargo/bin) with their systemd user units.
     Install(install::InstallArgs),
@@ -78,6 +82,7 @@ fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Demo(args) => demo::run(&args),
         Command::Install(args) => install::run(&args),
+        Command::ModuleCycles(args) => cycles::run(&args),
         Command::Bench(args) => bench::build_and_run(&args),
         Command::BenchRun(args) => bench::run(&args),
         Command::BenchTeammates(args) => bench::teammates::build_and_run(&args),
