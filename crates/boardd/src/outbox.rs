@@ -80,9 +80,11 @@ struct Link {
     /// Cancelled to drop the connection: after a `Close`, a write error, or when
     /// even a `Close` finds no room.
     kill: CancellationToken,
-    /// Requests read whose answers are not yet all on the socket. Counting until
-    /// then, not until the answer is made, is what bounds the memory a client
-    /// that sends without reading can make boardd hold.
+    /// Requests read whose answers are not yet all on the socket. Each answer is
+    /// counted off as soon as its own last byte is written (see `Written::send`),
+    /// so the count never exceeds what the client itself can count: requests sent
+    /// and not yet answered by a reply it has read. Counting until then, not until
+    /// the answer is made, is what stops a client that sends without reading.
     in_flight: AtomicUsize,
     /// Live [`Outbox`] clones.
     senders: AtomicUsize,
@@ -156,11 +158,14 @@ impl Outbox {
         let mut frame = buf.freeze();
         let mut state = self.link.lock();
         if state.queue.is_empty() && !state.writing && !self.link.kill.is_cancelled() {
-            match socket.try_write(&frame) {
-                Ok(n) if n == frame.len() => {
-                    self.link.in_flight.fetch_sub(1, Ordering::AcqRel);
-                    return;
-                }
+            // Counted off before the write, for the reason `Written::send` gives.
+            self.link.in_flight.fetch_sub(1, Ordering::AcqRel);
+            let wrote = socket.try_write(&frame);
+            if !matches!(wrote, Ok(n) if n == frame.len()) {
+                self.link.in_flight.fetch_add(1, Ordering::AcqRel);
+            }
+            match wrote {
+                Ok(n) if n == frame.len() => return,
                 // The rest must follow before any other frame, and the queue is
                 // empty, so queueing it keeps the order.
                 Ok(n) => {
@@ -302,36 +307,34 @@ impl Frames {
     pub async fn write(self) {
         let link = &*self.link;
         let Some(socket) = &link.socket else { return };
-        let mut buf = BytesMut::new();
+        let mut out = Written::default();
         let mut batch = VecDeque::new();
         while self.next_batch(&mut batch).await {
-            buf.clear();
+            out.clear();
             let mut close = false;
-            let mut replies = 0;
             for frame in batch.drain(..) {
                 match frame {
                     Frame::Reply { id, result } => {
-                        replies += 1;
-                        wire::reply(&mut buf, id, &result);
+                        wire::reply(&mut out.buf, id, &result);
+                        out.reply_ends();
                     }
-                    Frame::Event(event) => wire::event(&mut buf, &event),
+                    Frame::Event(event) => wire::event(&mut out.buf, &event),
                     Frame::Encoded(bytes) => {
-                        replies += 1;
-                        buf.extend_from_slice(&bytes);
+                        out.buf.extend_from_slice(&bytes);
+                        out.reply_ends();
                     }
                     Frame::Close(error) => {
-                        wire::error(&mut buf, &error);
+                        wire::error(&mut out.buf, &error);
                         close = true;
                         break;
                     }
                 }
             }
-            if let Err(e) = write_all(socket, &buf).await {
+            if let Err(e) = out.send(link, socket).await {
                 tracing::debug!(session = self.link.session, error = %e, "cannot write to client; closing");
                 link.kill.cancel();
                 return;
             }
-            link.in_flight.fetch_sub(replies, Ordering::AcqRel);
             if close {
                 link.kill.cancel();
                 return;
@@ -359,16 +362,64 @@ impl Frames {
     }
 }
 
-async fn write_all(socket: &OwnedWriteHalf, mut buf: &[u8]) -> std::io::Result<()> {
-    while !buf.is_empty() {
-        socket.writable().await?;
-        match socket.try_write(buf) {
-            Ok(n) => buf = &buf[n..],
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-            Err(e) => return Err(e),
-        }
+/// Encoded frames on their way to the socket, and where each reply among them
+/// ends.
+#[derive(Debug, Default)]
+struct Written {
+    buf: BytesMut,
+    /// Offsets in `buf` just past each reply, in order.
+    reply_ends: VecDeque<usize>,
+    /// How much of `buf` is on the socket.
+    done: usize,
+}
+
+impl Written {
+    fn clear(&mut self) {
+        self.buf.clear();
+        self.reply_ends.clear();
+        self.done = 0;
     }
-    Ok(())
+
+    /// Marks the end of the buffer as the end of a reply.
+    fn reply_ends(&mut self) {
+        self.reply_ends.push_back(self.buf.len());
+    }
+
+    /// Writes the buffer, counting each reply off the in-flight count as soon as
+    /// its last byte is on the socket.
+    ///
+    /// The count follows what the client can see, not the whole buffer: a
+    /// buffer larger than the socket takes at once goes out over several writes,
+    /// and the client reads, and follows up, the replies at its start while the
+    /// rest still waits. The replies a write may complete are counted off before
+    /// the call, and those it did not complete are counted back after it: the
+    /// client can read a reply, and send its next request, before the write call
+    /// has even returned here. So the count may dip below the truth for the
+    /// length of one write call, never above it.
+    async fn send(&mut self, link: &Link, socket: &OwnedWriteHalf) -> std::io::Result<()> {
+        while self.done < self.buf.len() {
+            let replies = self.reply_ends.len();
+            link.in_flight.fetch_sub(replies, Ordering::AcqRel);
+            let wrote = socket.try_write(&self.buf[self.done..]);
+            let n = match wrote {
+                Ok(n) => n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => 0,
+                Err(e) => return Err(e),
+            };
+            self.done += n;
+            let before = self.reply_ends.len();
+            while self.reply_ends.front().is_some_and(|end| *end <= self.done) {
+                self.reply_ends.pop_front();
+            }
+            let written = before - self.reply_ends.len();
+            link.in_flight
+                .fetch_add(replies - written, Ordering::AcqRel);
+            if n == 0 {
+                socket.writable().await?;
+            }
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

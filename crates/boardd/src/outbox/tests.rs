@@ -96,3 +96,20 @@ async fn an_answer_counts_as_in_flight_until_it_is_on_the_socket() {
         .expect("the write task ends once every outbox is gone")
         .expect("no panic");
 }
+
+#[tokio::test]
+async fn an_answer_stops_counting_once_its_own_bytes_are_out() {
+    let (out, frames, mut peer) = pair();
+    for _ in 0..crate::outbox::MAX_IN_FLIGHT {
+        assert!(out.admit());
+    }
+    // One batch: a short answer, then one the socket cannot take while the peer
+    // does not read.
+    out.reply(1, done());
+    out.reply(2, huge());
+    tokio::spawn(frames.write());
+    assert_eq!(next_id(&mut peer).await, 1);
+    // The peer has the first answer; the second is still on its way.
+    assert!(out.admit(), "an answer the client has read still counted");
+    assert!(!out.admit(), "an answer not yet sent was counted off");
+}

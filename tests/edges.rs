@@ -1,0 +1,94 @@
+//! The edges a client written from `docs/protocol.md` alone found when it pushed
+//! boardd: the in-flight limit as a client can count it, slow subscribers and
+//! clients that stop reading, memory per connection, the connection limit, and
+//! the modes of the files boardd writes.
+
+mod common;
+
+use common::raw::{self, request};
+use common::{InProc, eventually, lead};
+use serde_json::json;
+use std::os::fd::AsRawFd;
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+use tokio::net::UnixStream;
+
+/// Bytes waiting to be read on this end (`FIONREAD`).
+fn readable(s: &UnixStream) -> usize {
+    let mut n: libc::c_int = 0;
+    // SAFETY: a valid socket descriptor and a pointer to an int, as the ioctl wants.
+    let rc = unsafe { libc::ioctl(s.as_raw_fd(), libc::FIONREAD, &mut n) };
+    assert_eq!(rc, 0, "FIONREAD: {}", std::io::Error::last_os_error());
+    usize::try_from(n).unwrap_or(0)
+}
+
+/// Frames for `requests`, ready for one write.
+fn frames(requests: impl IntoIterator<Item = serde_json::Value>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for r in requests {
+        let payload = serde_json::to_vec(&r).expect("JSON");
+        out.extend_from_slice(&u32::try_from(payload.len()).expect("small").to_be_bytes());
+        out.extend_from_slice(&payload);
+    }
+    out
+}
+
+/// A client that keeps at most 200 requests outstanding, and sends the next one
+/// only once it has read an answer, stays within the documented limit of 256 as
+/// it can count it: boardd must never answer it `busy`.
+///
+/// Large answers are the edge: boardd writes its answers in batches larger than
+/// the socket takes at once, and the client reads (and follows up) the start of a
+/// batch while boardd is still writing its end. The test starts with the worst
+/// case on purpose: 200 answers made before the client reads any.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_within_the_in_flight_limit_never_gets_busy() {
+    const OUTSTANDING: u64 = 200;
+    const REQUESTS: u64 = 3000;
+    let add = |id: u64| {
+        let args = json!({"subject": format!("task {id}"), "description": "d".repeat(2048)});
+        request(id, "add_task", args)
+    };
+    let daemon = InProc::start().await;
+    let observer = lead(&daemon.socket).await;
+    let mut s = raw::connect_hello(&daemon.socket, "lead").await;
+    s.write_all(&frames((1..=OUTSTANDING).map(add)))
+        .await
+        .expect("send the first requests");
+    eventually(
+        "the first requests to be committed",
+        Duration::from_secs(10),
+        || async {
+            let status = observer.status().await.expect("status");
+            let pending = status.teams.first().map_or(0, |t| t.pending);
+            (pending == OUTSTANDING).then_some(())
+        },
+    )
+    .await;
+    eventually(
+        "boardd to fill the socket with answers",
+        Duration::from_secs(10),
+        || async { (readable(&s) >= 64 << 10).then_some(()) },
+    )
+    .await;
+    let (mut sent, mut read, mut busy) = (OUTSTANDING, 0, Vec::new());
+    while read < REQUESTS {
+        let answer = raw::read(&mut s).await.expect("an answer");
+        read += 1;
+        match answer["error"]["code"].as_str() {
+            None => assert!(answer["result"]["id"].is_u64(), "{answer}"),
+            Some("busy") => busy.push(answer["id"].as_u64().expect("an id")),
+            Some(other) => panic!("unexpected error {other}: {answer}"),
+        }
+        if sent < REQUESTS {
+            sent += 1;
+            raw::send_json(&mut s, &add(sent)).await;
+        }
+    }
+    assert!(
+        busy.is_empty(),
+        "{} of {REQUESTS} requests were refused as busy with at most {OUTSTANDING} outstanding: {busy:?}",
+        busy.len()
+    );
+    daemon.stop().await;
+}
