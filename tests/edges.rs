@@ -12,6 +12,7 @@ use std::os::fd::AsRawFd;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::net::UnixStream;
+use tokio::time::Instant;
 
 /// Bytes waiting to be read on this end (`FIONREAD`).
 fn readable(s: &UnixStream) -> usize {
@@ -90,5 +91,53 @@ async fn a_client_within_the_in_flight_limit_never_gets_busy() {
         "{} of {REQUESTS} requests were refused as busy with at most {OUTSTANDING} outstanding: {busy:?}",
         busy.len()
     );
+    daemon.stop().await;
+}
+
+/// A daemon in this test's runtime that commits on its own task, so that tokio's
+/// paused clock only moves when everything waits (see `boardd::Config`).
+async fn paused_daemon() -> InProc {
+    InProc::start_with(|c| c.inline_commits = true).await
+}
+
+/// A client that pipelines requests and never reads is closed by boardd, and the
+/// close reaches the client: its sends fail instead of blocking forever, and the
+/// session no longer counts in `status`.
+#[tokio::test(start_paused = true)]
+async fn a_connection_boardd_closes_is_closed_for_the_client_too() {
+    let daemon = paused_daemon().await;
+    let observer = lead(&daemon.socket).await;
+    let (_unread, mut write) = raw::connect_hello(&daemon.socket, "deaf")
+        .await
+        .into_split();
+    let chunk = frames((1..=1000).map(|id| request(id, "status", json!({}))));
+    let started = Instant::now();
+    let sending = async {
+        loop {
+            if let Err(e) = write.write_all(&chunk).await {
+                return e;
+            }
+        }
+    };
+    let error = tokio::time::timeout(Duration::from_secs(60), sending)
+        .await
+        .expect("send() fails within a minute instead of blocking forever");
+    assert!(
+        matches!(
+            error.kind(),
+            std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
+        ),
+        "{error}"
+    );
+    eprintln!("send() failed after {:?}: {error}", started.elapsed());
+    eventually(
+        "status to stop counting the closed session",
+        Duration::from_secs(10),
+        || async {
+            let sessions = observer.status().await.expect("status").sessions;
+            (sessions == 1).then_some(())
+        },
+    )
+    .await;
     daemon.stop().await;
 }

@@ -17,10 +17,12 @@ use crate::wire;
 use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
 use std::io::ErrorKind;
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use teamboard_board::SessionId;
 use teamboard_protocol::{ErrorBody, ErrorCode, Event};
+use tokio::net::UnixStream;
 use tokio::net::unix::OwnedWriteHalf;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -303,10 +305,19 @@ impl Frames {
     }
 
     /// The write task: sends queued frames until the connection closes. Each
-    /// batch goes out in one write when the socket takes it.
+    /// batch goes out in one write when the socket takes it. A connection that
+    /// ends killed is shut down in both directions (see [`shut_down`]).
     pub async fn write(self) {
         let link = &*self.link;
         let Some(socket) = &link.socket else { return };
+        self.write_to(socket).await;
+        if link.kill.is_cancelled() {
+            shut_down(link.session, socket);
+        }
+    }
+
+    async fn write_to(&self, socket: &OwnedWriteHalf) {
+        let link = &*self.link;
         let mut out = Written::default();
         let mut batch = VecDeque::new();
         while self.next_batch(&mut batch).await {
@@ -330,10 +341,14 @@ impl Frames {
                     }
                 }
             }
-            if let Err(e) = out.send(link, socket).await {
-                tracing::debug!(session = self.link.session, error = %e, "cannot write to client; closing");
-                link.kill.cancel();
-                return;
+            match out.send(link, socket).await {
+                Ok(()) => {}
+                Err(Stopped::Killed) => return,
+                Err(Stopped::Failed(e)) => {
+                    tracing::debug!(session = link.session, error = %e, "cannot write to client; closing");
+                    link.kill.cancel();
+                    return;
+                }
             }
             if close {
                 link.kill.cancel();
@@ -396,7 +411,7 @@ impl Written {
     /// client can read a reply, and send its next request, before the write call
     /// has even returned here. So the count may dip below the truth for the
     /// length of one write call, never above it.
-    async fn send(&mut self, link: &Link, socket: &OwnedWriteHalf) -> std::io::Result<()> {
+    async fn send(&mut self, link: &Link, socket: &OwnedWriteHalf) -> Result<(), Stopped> {
         while self.done < self.buf.len() {
             let replies = self.reply_ends.len();
             link.in_flight.fetch_sub(replies, Ordering::AcqRel);
@@ -404,7 +419,7 @@ impl Written {
             let n = match wrote {
                 Ok(n) => n,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => 0,
-                Err(e) => return Err(e),
+                Err(e) => return Err(Stopped::Failed(e)),
             };
             self.done += n;
             let before = self.reply_ends.len();
@@ -415,10 +430,40 @@ impl Written {
             link.in_flight
                 .fetch_add(replies - written, Ordering::AcqRel);
             if n == 0 {
-                socket.writable().await?;
+                // A client that does not read must not keep this task, and with
+                // it the socket, once the connection is killed.
+                tokio::select! {
+                    biased;
+                    _ = link.kill.cancelled() => return Err(Stopped::Killed),
+                    ready = socket.writable() => ready.map_err(Stopped::Failed)?,
+                }
             }
         }
         Ok(())
+    }
+}
+
+/// Why the write task stopped before its frames were out.
+enum Stopped {
+    /// The connection was killed meanwhile.
+    Killed,
+    Failed(std::io::Error),
+}
+
+/// Shuts a killed connection's socket down in both directions. Closing the
+/// descriptor is not enough: every [`Outbox`] clone and the connection's reader
+/// hold it, and the client would find a connection that takes no requests and
+/// sends nothing, and a `send()` that blocks forever. After the shutdown its
+/// reads see the end of the stream and its writes fail, whoever still holds the
+/// descriptor; the reader here sees the end of the stream too.
+fn shut_down(session: SessionId, socket: &OwnedWriteHalf) {
+    let fd = AsRef::<UnixStream>::as_ref(socket).as_raw_fd();
+    // SAFETY: `fd` belongs to `socket`, which is open for the whole call;
+    // shutdown(2) only changes the state of the connection.
+    if unsafe { libc::shutdown(fd, libc::SHUT_RDWR) } != 0 {
+        // ENOTCONN: the client was gone already.
+        let error = std::io::Error::last_os_error();
+        tracing::debug!(session, %error, "cannot shut the socket down");
     }
 }
 

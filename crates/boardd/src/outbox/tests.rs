@@ -113,3 +113,23 @@ async fn an_answer_stops_counting_once_its_own_bytes_are_out() {
     assert!(out.admit(), "an answer the client has read still counted");
     assert!(!out.admit(), "an answer not yet sent was counted off");
 }
+
+#[tokio::test]
+async fn a_killed_connection_ends_for_the_client_while_its_descriptor_is_still_held() {
+    let (out, frames, mut peer) = pair();
+    // The write task blocks on a socket the peer does not read.
+    out.reply(1, huge());
+    let writing = tokio::spawn(frames.write());
+    out.kill_token().cancel();
+    tokio::time::timeout(Duration::from_secs(10), writing)
+        .await
+        .expect("the write task ends though the socket is full")
+        .expect("no panic");
+    // `out` still holds the descriptor, yet the peer reads to the end of the
+    // stream (the reply was cut off, so the stream ends inside a frame).
+    let end = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(Ok(_)) = peer.next().await {}
+    });
+    end.await.expect("the stream ends");
+    drop(out);
+}

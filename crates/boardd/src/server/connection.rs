@@ -93,8 +93,17 @@ impl Connection {
         }
         drop(out);
         // The write task ends once every queued frame is out: the actor and the
-        // writer thread drop their clones of the outbox when they are done.
-        let _ = tokio::time::timeout(Duration::from_secs(5), write_task).await;
+        // writer thread drop their clones of the outbox when they are done. A
+        // client that does not take them is cut off, and killing the connection
+        // ends the task even while it waits for the socket.
+        let mut write_task = write_task;
+        if tokio::time::timeout(Duration::from_secs(5), &mut write_task)
+            .await
+            .is_err()
+        {
+            kill.cancel();
+            let _ = write_task.await;
+        }
         tracing::debug!("session closed");
     }
 
