@@ -6,12 +6,16 @@
 mod common;
 
 use common::raw::{self, request};
-use common::{InProc, eventually, lead};
+use common::{InProc, eventually, lead, task};
 use serde_json::json;
 use std::os::fd::AsRawFd;
+use std::sync::Arc;
 use std::time::Duration;
+use teamboard_protocol::Client;
 use tokio::io::AsyncWriteExt;
 use tokio::net::UnixStream;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 /// Bytes waiting to be read on this end (`FIONREAD`).
@@ -139,5 +143,74 @@ async fn a_connection_boardd_closes_is_closed_for_the_client_too() {
         },
     )
     .await;
+    daemon.stop().await;
+}
+
+/// Adds `n` tasks, with up to 200 requests outstanding.
+async fn add_tasks(client: &Arc<Client>, n: usize) {
+    let slots = Arc::new(Semaphore::new(200));
+    let mut calls = JoinSet::new();
+    for i in 0..n {
+        let slot = slots.clone().acquire_owned().await.expect("semaphore open");
+        let client = client.clone();
+        calls.spawn(async move {
+            client
+                .add_task(task(format!("task {i}")))
+                .await
+                .expect("add_task");
+            drop(slot);
+        });
+        while let Some(done) = calls.try_join_next() {
+            done.expect("no panic");
+        }
+    }
+    while let Some(done) = calls.join_next().await {
+        done.expect("no panic");
+    }
+}
+
+/// A subscriber that stops reading while the board changes fast is cut off, and
+/// told so: once it reads again (within the time boardd gives it) it gets every
+/// event boardd had queued for it, in order, then a `busy` error frame, then the
+/// end of the stream.
+#[tokio::test(start_paused = true)]
+async fn a_slow_subscriber_gets_its_events_then_busy_then_the_end() {
+    const TASKS: usize = 15_000;
+    let daemon = paused_daemon().await;
+    let adder = Arc::new(lead(&daemon.socket).await);
+    let mut sub = raw::connect_hello(&daemon.socket, "watcher").await;
+    raw::send_json(&mut sub, &request(1, "subscribe", json!({}))).await;
+    let subscribed = raw::read(&mut sub).await.expect("subscribe answered");
+    assert_eq!(subscribed["id"], 1, "{subscribed}");
+    let started = Instant::now();
+    add_tasks(&adder, TASKS).await;
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(5),
+        "adding took {took:?} of virtual time: the test no longer resumes reading in time"
+    );
+    let mut last_seq = None;
+    let mut events = 0;
+    let end = loop {
+        let frame = raw::read(&mut sub)
+            .await
+            .expect("a busy frame before the end");
+        if frame["type"] != "event" {
+            break frame;
+        }
+        let seq = frame["event"]["seq"].as_u64().expect("a seq");
+        if let Some(last) = last_seq {
+            assert_eq!(seq, last + 1, "events skipped between {last} and {seq}");
+        }
+        last_seq = Some(seq);
+        events += 1;
+    };
+    assert_eq!(end["type"], "error", "{end}");
+    assert_eq!(end["error"]["code"], "busy", "{end}");
+    assert!(
+        (8192..TASKS).contains(&events),
+        "{events} events before the cut"
+    );
+    raw::expect_closed(&mut sub).await;
     daemon.stop().await;
 }

@@ -1,28 +1,42 @@
 //! What the daemon sends to one connection, in order, and who writes it.
 //!
-//! Frames normally go into the connection's queue, and its write task puts them on
-//! the socket: a slow client then holds up only its own task. Replies made on the
-//! actor's thread skip the queue (see `writer::route`): that thread writes them
-//! straight to the socket ([`Outbox::reply_direct`]) as long as nothing is queued
-//! before them, and queues long lists. Handing them to write tasks would wake the
-//! runtime's other thread (tokio gives a second woken task to an idle worker), and
-//! on a virtual machine waking a halted vCPU costs more than the write.
+//! Frames normally go into the connection's queue, and its write task
+//! (`outbox/write.rs`) puts them on the socket: a slow client then holds up only
+//! its own task. Replies made on the actor's thread skip the queue (see
+//! `writer::route`): that thread writes them straight to the socket
+//! ([`Outbox::reply_direct`]) as long as nothing is queued before them, and
+//! queues long lists. Handing them to write tasks would wake the runtime's other
+//! thread (tokio gives a second woken task to an idle worker), and on a virtual
+//! machine waking a halted vCPU costs more than the write.
 //!
 //! Order is kept by one rule, checked under the queue's lock: a frame goes
 //! straight to the socket only when the queue is empty and the write task holds
 //! no frames of its own.
+//!
+//! A connection ends in one of two ways:
+//!
+//! - **Closing**: boardd reads no more of its requests. It starts when the client
+//!   ends its side, or when boardd queues an error frame ([`Outbox::close`]; a
+//!   queue that overflows gets a `busy` one). Nothing is queued after an error
+//!   frame, and room for it is always there. The write task sends what is
+//!   queued, and gives a client that does not read `write::LINGER` before it drops
+//!   the connection.
+//! - **Killed**: dropped at once (a write error, the error frame written, the
+//!   linger run out). The write task stops and shuts the socket down.
+
+mod write;
+
+pub use write::Frames;
 
 use crate::reply::Reply;
 use crate::wire;
 use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
 use std::io::ErrorKind;
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use teamboard_board::SessionId;
 use teamboard_protocol::{ErrorBody, ErrorCode, Event};
-use tokio::net::UnixStream;
 use tokio::net::unix::OwnedWriteHalf;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -62,12 +76,6 @@ pub struct Outbox {
     link: Arc<Link>,
 }
 
-/// The write task's side: takes frames out of the queue.
-#[derive(Debug)]
-pub struct Frames {
-    link: Arc<Link>,
-}
-
 /// A connection's sending side, shared by every [`Outbox`] clone and the write
 /// task.
 #[derive(Debug)]
@@ -79,9 +87,11 @@ struct Link {
     state: Mutex<State>,
     /// Wakes the write task when a frame is queued while it is idle.
     wake: Notify,
-    /// Cancelled to drop the connection: after a `Close`, a write error, or when
-    /// even a `Close` finds no room.
+    /// Cancelled to drop the connection now (see the module doc).
     kill: CancellationToken,
+    /// Cancelled once the connection is closing: no more requests are read.
+    /// A child of `kill`, so a killed connection is closing too.
+    closing: CancellationToken,
     /// Requests read whose answers are not yet all on the socket. Each answer is
     /// counted off as soon as its own last byte is written (see `Written::send`),
     /// so the count never exceeds what the client itself can count: requests sent
@@ -98,6 +108,8 @@ struct State {
     /// The write task holds frames taken from the queue that are not all on the
     /// socket yet. While it does, nothing may go to the socket past it.
     writing: bool,
+    /// An error frame is queued: nothing may follow it.
+    sealed: bool,
 }
 
 impl Outbox {
@@ -114,21 +126,31 @@ impl Outbox {
     }
 
     fn with_socket(socket: Option<OwnedWriteHalf>, session: SessionId) -> (Outbox, Frames) {
+        let kill = CancellationToken::new();
         let link = Arc::new(Link {
             session,
             socket,
             state: Mutex::new(State::default()),
             wake: Notify::new(),
-            kill: CancellationToken::new(),
+            closing: kill.child_token(),
+            kill,
             in_flight: AtomicUsize::new(0),
             senders: AtomicUsize::new(1),
         });
-        (Outbox { link: link.clone() }, Frames { link })
+        (Outbox { link: link.clone() }, Frames::new(link))
     }
 
-    /// Cancelled when the connection must close.
-    pub fn kill_token(&self) -> CancellationToken {
-        self.link.kill.clone()
+    /// Cancelled once no more requests are to be read: the connection is closing
+    /// or killed.
+    pub fn closing_token(&self) -> CancellationToken {
+        self.link.closing.clone()
+    }
+
+    /// Says that no more requests will be read (the client ended its side, or
+    /// boardd stopped): from now on a client that does not read what is still
+    /// queued is dropped after `write::LINGER`.
+    pub fn finish(&self) {
+        self.link.closing.cancel();
     }
 
     /// Counts a request read from the client. False when it already has
@@ -137,12 +159,13 @@ impl Outbox {
         self.link.in_flight.fetch_add(1, Ordering::AcqRel) < MAX_IN_FLIGHT
     }
 
-    /// Queues a reply. Dropped only when the connection is gone or the client
-    /// has stopped reading far past the in-flight limit.
+    /// Queues a reply. Dropped only when the connection is closing and past its
+    /// error frame, or gone; a client that stopped reading far past the in-flight
+    /// limit is cut off instead (see [`Link::overflowed`]).
     pub fn reply(&self, id: u64, result: Result<Reply, ErrorBody>) {
         let state = self.link.lock();
-        if !self.link.push(state, Frame::Reply { id, result }) {
-            self.link.overflowed();
+        if let Err(state) = self.link.push(state, Frame::Reply { id, result }) {
+            self.link.overflowed(state);
         }
     }
 
@@ -159,7 +182,11 @@ impl Outbox {
         wire::reply(&mut buf, id, &result);
         let mut frame = buf.freeze();
         let mut state = self.link.lock();
-        if state.queue.is_empty() && !state.writing && !self.link.kill.is_cancelled() {
+        if state.queue.is_empty()
+            && !state.writing
+            && !state.sealed
+            && !self.link.kill.is_cancelled()
+        {
             // Counted off before the write, for the reason `Written::send` gives.
             self.link.in_flight.fetch_sub(1, Ordering::AcqRel);
             let wrote = socket.try_write(&frame);
@@ -185,31 +212,43 @@ impl Outbox {
                 }
             }
         }
-        if !self.link.push(state, Frame::Encoded(frame)) {
-            self.link.overflowed();
+        if let Err(state) = self.link.push(state, Frame::Encoded(frame)) {
+            self.link.overflowed(state);
         }
     }
 
     /// Queues an event. A subscriber too far behind is cut off with `busy`.
     pub fn event(&self, event: Arc<Event>) {
         let state = self.link.lock();
-        if state.queue.len() < EVENT_BACKLOG {
-            self.link.push(state, Frame::Event(event));
+        if state.sealed {
             return;
         }
-        drop(state);
-        self.close(ErrorBody::new(
+        if state.queue.len() < EVENT_BACKLOG {
+            // Within MAX_QUEUED, so only a killed connection refuses it.
+            let _ = self.link.push(state, Frame::Event(event));
+            return;
+        }
+        let error = ErrorBody::new(
             ErrorCode::Busy,
-            "event subscriber fell too far behind; reconnect and read history with `events --since`",
-        ));
+            format!(
+                "more than {EVENT_BACKLOG} events waited for this subscriber; boardd closes the \
+                 connection. Reconnect, subscribe, and catch up with `events` since the last seq you saw"
+            ),
+        );
+        if self.link.seal(state, error) {
+            tracing::warn!(
+                session = self.link.session,
+                backlog = EVENT_BACKLOG,
+                "subscriber fell too far behind; sending busy and closing the connection"
+            );
+        }
     }
 
-    /// Queues a connection-level error, after which the connection closes.
+    /// Queues a connection-level error, after which the connection closes: boardd
+    /// reads no more of its requests and queues nothing after it.
     pub fn close(&self, error: ErrorBody) {
         let state = self.link.lock();
-        if !self.link.push(state, Frame::Close(error)) {
-            self.link.kill.cancel();
-        }
+        self.link.seal(state, error);
     }
 }
 
@@ -239,231 +278,63 @@ impl Link {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A reply found no room. Dropping it would break the promise of one
-    /// answer per request, and the in-flight count would never come down again,
-    /// so the connection is closed instead. Only a client that sent thousands of
-    /// requests without reading gets here.
-    fn overflowed(&self) {
-        if !self.kill.is_cancelled() {
+    /// A reply found no room. Dropping it silently would break the promise of
+    /// one answer per request, so the connection is cut off with an error frame
+    /// instead. Only a client that sent thousands of requests without reading
+    /// gets here.
+    fn overflowed(&self, state: MutexGuard<'_, State>) {
+        let error = ErrorBody::new(
+            ErrorCode::Busy,
+            format!(
+                "more than {MAX_QUEUED} responses waited for this connection; boardd closes it. \
+                 Read your responses before sending more requests"
+            ),
+        );
+        if self.seal(state, error) {
             tracing::warn!(
                 session = self.session,
                 queued = MAX_QUEUED,
-                "client stopped reading its replies; closing the connection"
+                "client stopped reading its replies; sending busy and closing the connection"
             );
-            self.kill.cancel();
         }
     }
 
-    /// Appends a frame and wakes the write task if it is idle. False if the frame
-    /// was dropped.
-    fn push(&self, mut state: MutexGuard<'_, State>, frame: Frame) -> bool {
-        if state.queue.len() >= MAX_QUEUED || self.kill.is_cancelled() {
-            return false;
+    /// Appends a frame and wakes the write task if it is idle. Gives the lock
+    /// back if the frame was refused: the queue is full, or the connection is
+    /// past its error frame or killed.
+    fn push<'a>(
+        &self,
+        mut state: MutexGuard<'a, State>,
+        frame: Frame,
+    ) -> Result<(), MutexGuard<'a, State>> {
+        if state.queue.len() >= MAX_QUEUED || state.sealed || self.kill.is_cancelled() {
+            return Err(state);
         }
         state.queue.push_back(frame);
+        self.wake_writer(state);
+        Ok(())
+    }
+
+    /// Queues the error frame that ends the connection, whatever the queue holds
+    /// (its room is always kept), and stops the reading of requests. False if the
+    /// connection was already closing with an error, or killed.
+    fn seal(&self, mut state: MutexGuard<'_, State>, error: ErrorBody) -> bool {
+        if state.sealed || self.kill.is_cancelled() {
+            return false;
+        }
+        state.sealed = true;
+        state.queue.push_back(Frame::Close(error));
+        self.wake_writer(state);
+        self.closing.cancel();
+        true
+    }
+
+    fn wake_writer(&self, state: MutexGuard<'_, State>) {
         let idle = !state.writing;
         drop(state);
         if idle {
             self.wake.notify_one();
         }
-        true
-    }
-}
-
-impl Frames {
-    /// Moves everything queued into `batch` (which must be empty), once there is
-    /// something. Swapping rather than taking the queue keeps both buffers'
-    /// capacity, so a busy connection does not allocate a queue per batch. False
-    /// when the connection is killed, or when every [`Outbox`] is gone and the
-    /// queue is empty.
-    async fn next_batch(&self, batch: &mut VecDeque<Frame>) -> bool {
-        let link = &*self.link;
-        loop {
-            if link.kill.is_cancelled() {
-                return false;
-            }
-            {
-                let mut state = link.lock();
-                if !state.queue.is_empty() {
-                    state.writing = true;
-                    std::mem::swap(&mut state.queue, batch);
-                    return true;
-                }
-                state.writing = false;
-            }
-            if link.senders.load(Ordering::Acquire) == 0 {
-                return false;
-            }
-            // A frame queued after the check above stored a permit, so this
-            // returns at once: no frame is left waiting.
-            tokio::select! {
-                biased;
-                _ = link.kill.cancelled() => return false,
-                _ = link.wake.notified() => {}
-            }
-        }
-    }
-
-    /// The write task: sends queued frames until the connection closes. Each
-    /// batch goes out in one write when the socket takes it. A connection that
-    /// ends killed is shut down in both directions (see [`shut_down`]).
-    pub async fn write(self) {
-        let link = &*self.link;
-        let Some(socket) = &link.socket else { return };
-        self.write_to(socket).await;
-        if link.kill.is_cancelled() {
-            shut_down(link.session, socket);
-        }
-    }
-
-    async fn write_to(&self, socket: &OwnedWriteHalf) {
-        let link = &*self.link;
-        let mut out = Written::default();
-        let mut batch = VecDeque::new();
-        while self.next_batch(&mut batch).await {
-            out.clear();
-            let mut close = false;
-            for frame in batch.drain(..) {
-                match frame {
-                    Frame::Reply { id, result } => {
-                        wire::reply(&mut out.buf, id, &result);
-                        out.reply_ends();
-                    }
-                    Frame::Event(event) => wire::event(&mut out.buf, &event),
-                    Frame::Encoded(bytes) => {
-                        out.buf.extend_from_slice(&bytes);
-                        out.reply_ends();
-                    }
-                    Frame::Close(error) => {
-                        wire::error(&mut out.buf, &error);
-                        close = true;
-                        break;
-                    }
-                }
-            }
-            match out.send(link, socket).await {
-                Ok(()) => {}
-                Err(Stopped::Killed) => return,
-                Err(Stopped::Failed(e)) => {
-                    tracing::debug!(session = link.session, error = %e, "cannot write to client; closing");
-                    link.kill.cancel();
-                    return;
-                }
-            }
-            if close {
-                link.kill.cancel();
-                return;
-            }
-        }
-    }
-
-    /// The next queued frame, for tests that read what boardd would send.
-    #[cfg(test)]
-    pub async fn recv(&self) -> Option<Frame> {
-        loop {
-            if let Some(frame) = self.try_recv() {
-                return Some(frame);
-            }
-            if self.link.senders.load(Ordering::Acquire) == 0 {
-                return None;
-            }
-            self.link.wake.notified().await;
-        }
-    }
-
-    #[cfg(test)]
-    pub fn try_recv(&self) -> Option<Frame> {
-        self.link.lock().queue.pop_front()
-    }
-}
-
-/// Encoded frames on their way to the socket, and where each reply among them
-/// ends.
-#[derive(Debug, Default)]
-struct Written {
-    buf: BytesMut,
-    /// Offsets in `buf` just past each reply, in order.
-    reply_ends: VecDeque<usize>,
-    /// How much of `buf` is on the socket.
-    done: usize,
-}
-
-impl Written {
-    fn clear(&mut self) {
-        self.buf.clear();
-        self.reply_ends.clear();
-        self.done = 0;
-    }
-
-    /// Marks the end of the buffer as the end of a reply.
-    fn reply_ends(&mut self) {
-        self.reply_ends.push_back(self.buf.len());
-    }
-
-    /// Writes the buffer, counting each reply off the in-flight count as soon as
-    /// its last byte is on the socket.
-    ///
-    /// The count follows what the client can see, not the whole buffer: a
-    /// buffer larger than the socket takes at once goes out over several writes,
-    /// and the client reads, and follows up, the replies at its start while the
-    /// rest still waits. The replies a write may complete are counted off before
-    /// the call, and those it did not complete are counted back after it: the
-    /// client can read a reply, and send its next request, before the write call
-    /// has even returned here. So the count may dip below the truth for the
-    /// length of one write call, never above it.
-    async fn send(&mut self, link: &Link, socket: &OwnedWriteHalf) -> Result<(), Stopped> {
-        while self.done < self.buf.len() {
-            let replies = self.reply_ends.len();
-            link.in_flight.fetch_sub(replies, Ordering::AcqRel);
-            let wrote = socket.try_write(&self.buf[self.done..]);
-            let n = match wrote {
-                Ok(n) => n,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => 0,
-                Err(e) => return Err(Stopped::Failed(e)),
-            };
-            self.done += n;
-            let before = self.reply_ends.len();
-            while self.reply_ends.front().is_some_and(|end| *end <= self.done) {
-                self.reply_ends.pop_front();
-            }
-            let written = before - self.reply_ends.len();
-            link.in_flight
-                .fetch_add(replies - written, Ordering::AcqRel);
-            if n == 0 {
-                // A client that does not read must not keep this task, and with
-                // it the socket, once the connection is killed.
-                tokio::select! {
-                    biased;
-                    _ = link.kill.cancelled() => return Err(Stopped::Killed),
-                    ready = socket.writable() => ready.map_err(Stopped::Failed)?,
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Why the write task stopped before its frames were out.
-enum Stopped {
-    /// The connection was killed meanwhile.
-    Killed,
-    Failed(std::io::Error),
-}
-
-/// Shuts a killed connection's socket down in both directions. Closing the
-/// descriptor is not enough: every [`Outbox`] clone and the connection's reader
-/// hold it, and the client would find a connection that takes no requests and
-/// sends nothing, and a `send()` that blocks forever. After the shutdown its
-/// reads see the end of the stream and its writes fail, whoever still holds the
-/// descriptor; the reader here sees the end of the stream too.
-fn shut_down(session: SessionId, socket: &OwnedWriteHalf) {
-    let fd = AsRef::<UnixStream>::as_ref(socket).as_raw_fd();
-    // SAFETY: `fd` belongs to `socket`, which is open for the whole call;
-    // shutdown(2) only changes the state of the connection.
-    if unsafe { libc::shutdown(fd, libc::SHUT_RDWR) } != 0 {
-        // ENOTCONN: the client was gone already.
-        let error = std::io::Error::last_os_error();
-        tracing::debug!(session, %error, "cannot shut the socket down");
     }
 }
 

@@ -114,22 +114,49 @@ async fn an_answer_stops_counting_once_its_own_bytes_are_out() {
     assert!(!out.admit(), "an answer not yet sent was counted off");
 }
 
-#[tokio::test]
-async fn a_killed_connection_ends_for_the_client_while_its_descriptor_is_still_held() {
+#[tokio::test(start_paused = true)]
+async fn a_client_that_reads_nothing_of_its_closing_connection_is_dropped_after_the_linger() {
     let (out, frames, mut peer) = pair();
     // The write task blocks on a socket the peer does not read.
     out.reply(1, huge());
     let writing = tokio::spawn(frames.write());
-    out.kill_token().cancel();
-    tokio::time::timeout(Duration::from_secs(10), writing)
+    out.close(ErrorBody::new(ErrorCode::Busy, "cut off"));
+    let started = tokio::time::Instant::now();
+    tokio::time::timeout(2 * super::write::LINGER, writing)
         .await
         .expect("the write task ends though the socket is full")
         .expect("no panic");
+    assert!(
+        started.elapsed() >= super::write::LINGER,
+        "dropped before the linger"
+    );
     // `out` still holds the descriptor, yet the peer reads to the end of the
     // stream (the reply was cut off, so the stream ends inside a frame).
     let end = tokio::time::timeout(Duration::from_secs(10), async {
         while let Some(Ok(_)) = peer.next().await {}
     });
     end.await.expect("the stream ends");
+    drop(out);
+}
+
+#[tokio::test]
+async fn a_closing_connection_sends_what_is_queued_then_its_error_then_ends() {
+    let (out, frames, mut peer) = pair();
+    out.reply(1, done());
+    out.close(ErrorBody::new(ErrorCode::Busy, "cut off"));
+    // Nothing goes after the error frame.
+    out.reply(2, done());
+    assert!(
+        out.closing_token().is_cancelled(),
+        "requests are still read"
+    );
+    tokio::spawn(frames.write());
+    assert_eq!(next_id(&mut peer).await, 1);
+    let error = peer.next().await.expect("a frame").expect("whole");
+    let v: serde_json::Value = serde_json::from_slice(&error).expect("JSON");
+    assert_eq!(v["type"], "error", "{v}");
+    assert_eq!(v["error"]["code"], "busy", "{v}");
+    let end = tokio::time::timeout(Duration::from_secs(10), peer.next());
+    assert!(end.await.expect("the stream ends").is_none());
     drop(out);
 }

@@ -70,7 +70,7 @@ impl Connection {
         span.record("team", hello.team.as_str());
         tracing::debug!(client = %hello.client, "session open");
         let (out, frames) = Outbox::new(writer.into_inner(), self.session);
-        let kill = out.kill_token();
+        let closing = out.closing_token();
         let write_task = tokio::spawn(frames.write().in_current_span());
         let open = Cmd::Open {
             session: self.session,
@@ -79,8 +79,10 @@ impl Connection {
             out: out.clone(),
         };
         if self.actor.send(open).await.is_ok() {
-            self.read_requests(&mut reader, &out, &kill).await;
+            self.read_requests(&mut reader, &out, &closing).await;
         }
+        // What is queued still goes out, to a client that takes it within LINGER.
+        out.finish();
         // After boardd stopped, a closing connection is not a teammate going away:
         // its claim waits for the restart grace period instead of being released.
         if !self.closed.is_cancelled() {
@@ -92,27 +94,20 @@ impl Connection {
                 .await;
         }
         drop(out);
-        // The write task ends once every queued frame is out: the actor and the
-        // writer thread drop their clones of the outbox when they are done. A
-        // client that does not take them is cut off, and killing the connection
-        // ends the task even while it waits for the socket.
-        let mut write_task = write_task;
-        if tokio::time::timeout(Duration::from_secs(5), &mut write_task)
-            .await
-            .is_err()
-        {
-            kill.cancel();
-            let _ = write_task.await;
-        }
+        // The write task ends once every queued frame is out (the actor and the
+        // writer thread drop their clones of the outbox when they are done), or
+        // once the client has read nothing for LINGER.
+        let _ = write_task.await;
         tracing::debug!("session closed");
     }
 
-    /// Reads requests and hands them to the actor until the connection ends.
-    async fn read_requests(&self, reader: &mut Reader, out: &Outbox, kill: &CancellationToken) {
+    /// Reads requests and hands them to the actor until the connection ends or
+    /// is closing.
+    async fn read_requests(&self, reader: &mut Reader, out: &Outbox, closing: &CancellationToken) {
         loop {
             let frame = tokio::select! {
                 f = reader.next() => f,
-                _ = kill.cancelled() => return,
+                _ = closing.cancelled() => return,
                 _ = self.closed.cancelled() => return,
             };
             let bytes = match frame {
