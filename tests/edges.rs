@@ -6,7 +6,7 @@
 mod common;
 
 use common::raw::{self, request};
-use common::{InProc, eventually, lead, task};
+use common::{Daemon, InProc, eventually, lead, short_tempdir, task};
 use serde_json::json;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
@@ -148,16 +148,20 @@ async fn a_connection_boardd_closes_is_closed_for_the_client_too() {
 
 /// Adds `n` tasks, with up to 200 requests outstanding.
 async fn add_tasks(client: &Arc<Client>, n: usize) {
+    add_tasks_described(client, n, "").await
+}
+
+/// Adds `n` tasks with `description`, with up to 200 requests outstanding.
+async fn add_tasks_described(client: &Arc<Client>, n: usize, description: &str) {
     let slots = Arc::new(Semaphore::new(200));
     let mut calls = JoinSet::new();
     for i in 0..n {
         let slot = slots.clone().acquire_owned().await.expect("semaphore open");
         let client = client.clone();
+        let mut new = task(format!("task {i}"));
+        new.description = description.to_string();
         calls.spawn(async move {
-            client
-                .add_task(task(format!("task {i}")))
-                .await
-                .expect("add_task");
+            client.add_task(new).await.expect("add_task");
             drop(slot);
         });
         while let Some(done) = calls.try_join_next() {
@@ -213,4 +217,96 @@ async fn a_slow_subscriber_gets_its_events_then_busy_then_the_end() {
     );
     raw::expect_closed(&mut sub).await;
     daemon.stop().await;
+}
+
+/// The resident memory of a process (`VmRSS`), in bytes.
+fn rss(pid: i32) -> usize {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
+    let kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<usize>().ok())
+        .expect("a VmRSS line");
+    kib << 10
+}
+
+/// One connection that asks for the whole board 256 times and reads nothing
+/// cannot make boardd hold a gigabyte of answers for it, nor keep others waiting.
+///
+/// The bound: 32 MiB of answers may wait for one connection. boardd holds them as
+/// objects until it encodes them, and the write task's encoded chunk on top, so
+/// the daemon grows by well under 100 MiB over its resting size; 200 MiB leaves
+/// room for the allocator's slack without letting the old behaviour (over 1 GiB)
+/// pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_that_reads_nothing_cannot_take_boardds_memory() {
+    const BOUND: usize = 200 << 20;
+    let dir = short_tempdir();
+    let daemon = Daemon::start(&dir.path().join("s"), &dir.path().join("state"), &[]).await;
+    let adder = Arc::new(lead(&daemon.socket).await);
+    // Each `list_tasks` answer is about 4.6 MB.
+    add_tasks_described(&adder, 2000, &"d".repeat(2048)).await;
+    let resting = rss(daemon.pid());
+    let observer = lead(&daemon.socket).await;
+    let mut greedy = raw::connect_hello(&daemon.socket, "greedy").await;
+    let asks = frames((1..=256).map(|id| request(id, "list_tasks", json!({}))));
+    greedy.write_all(&asks).await.expect("send the requests");
+    // For four seconds: boardd's memory every few milliseconds, and how long
+    // another client waits for a `status`.
+    let watching = Duration::from_secs(4);
+    let pid = daemon.pid();
+    let sampler = tokio::spawn(async move {
+        let (started, mut peak) = (std::time::Instant::now(), 0);
+        while started.elapsed() < watching {
+            peak = peak.max(rss(pid));
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        peak
+    });
+    let (started, mut slowest) = (std::time::Instant::now(), Duration::ZERO);
+    while started.elapsed() < watching {
+        let asked = std::time::Instant::now();
+        let answered = tokio::time::timeout(Duration::from_secs(5), observer.status()).await;
+        slowest = slowest.max(asked.elapsed());
+        if let Ok(status) = answered {
+            status.expect("status");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let peak = sampler.await.expect("no panic");
+    eprintln!(
+        "resting {} MiB, peak {} MiB, slowest status {slowest:?}",
+        resting >> 20,
+        peak >> 20
+    );
+    assert!(
+        peak < BOUND,
+        "boardd grew from {} MiB to {} MiB",
+        resting >> 20,
+        peak >> 20
+    );
+    assert!(
+        slowest < Duration::from_secs(1),
+        "another client waited {slowest:?} for status"
+    );
+    // The greedy client gets an answer to every request: the board for those
+    // within its budget, `busy` for the rest, saying how much waits.
+    let (mut lists, mut busy) = (0, 0);
+    for _ in 0..256 {
+        let answer = raw::read(&mut greedy).await.expect("an answer");
+        match answer["error"]["code"].as_str() {
+            None => {
+                assert_eq!(answer["result"].as_array().map(Vec::len), Some(2000));
+                lists += 1;
+            }
+            Some("busy") => {
+                let message = answer["error"]["message"].as_str().unwrap_or_default();
+                assert!(message.contains("MiB"), "{answer}");
+                busy += 1;
+            }
+            Some(other) => panic!("unexpected error {other}: {answer}"),
+        }
+    }
+    eprintln!("{lists} lists, {busy} busy");
+    assert!(lists > 0 && busy > 0, "{lists} lists, {busy} busy");
 }

@@ -13,6 +13,7 @@
 //! - [`store`]: SQLite, and the state directory's lock.
 
 mod actor;
+mod approx;
 mod dirs;
 mod handlers;
 mod notify;

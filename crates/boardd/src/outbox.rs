@@ -23,13 +23,20 @@
 //!   the connection.
 //! - **Killed**: dropped at once (a write error, the error frame written, the
 //!   linger run out). The write task stops and shuts the socket down.
+//!
+//! Every reply and event carries a [`Charge`] on the connection's memory budget
+//! (`outbox/budget.rs`), given back once its bytes are out.
 
+mod budget;
 mod write;
 
+pub use budget::{Budget, Charge, Overdraft};
 pub use write::Frames;
 
+use crate::approx::ApproxLen;
 use crate::reply::Reply;
 use crate::wire;
+use budget::Meter;
 use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
 use std::io::ErrorKind;
@@ -53,20 +60,22 @@ pub const EVENT_BACKLOG: usize = 8192;
 /// first.
 const MAX_QUEUED: usize = MAX_IN_FLIGHT + EVENT_BACKLOG;
 
-/// One frame on its way to a client.
+/// One frame on its way to a client, with its charge on the budget.
 #[derive(Debug)]
 pub enum Frame {
     Reply {
         id: u64,
         result: Result<Reply, ErrorBody>,
+        charge: Charge,
     },
-    Event(Arc<Event>),
-    /// A connection-level error; the connection closes after it.
+    Event(Arc<Event>, Charge),
+    /// A connection-level error; the connection closes after it. Uncharged: its
+    /// room is always kept.
     Close(ErrorBody),
     /// A reply already encoded: one meant for the socket straight away that
     /// found something queued before it, or the unsent rest of one written in
     /// part.
-    Encoded(Bytes),
+    Encoded(Bytes, Charge),
 }
 
 /// The sending side of a connection. Cheap to clone; the write task ends once
@@ -100,6 +109,8 @@ struct Link {
     in_flight: AtomicUsize,
     /// Live [`Outbox`] clones.
     senders: AtomicUsize,
+    /// The bytes waiting for this connection.
+    meter: Arc<Meter>,
 }
 
 #[derive(Debug, Default)]
@@ -114,18 +125,33 @@ struct State {
 
 impl Outbox {
     /// An outbox writing to `socket`, and the frames its write task must send.
-    pub fn new(socket: OwnedWriteHalf, session: SessionId) -> (Outbox, Frames) {
-        Self::with_socket(Some(socket), session)
+    /// What waits for it counts against `budget` too.
+    pub fn new(
+        socket: OwnedWriteHalf,
+        session: SessionId,
+        budget: Arc<Budget>,
+    ) -> (Outbox, Frames) {
+        Self::with_socket(Some(socket), session, budget)
     }
 
     /// An outbox with no socket: every frame stays in the queue for the test to
     /// read through [`Frames::recv`].
     #[cfg(test)]
     pub fn detached() -> (Outbox, Frames) {
-        Self::with_socket(None, 0)
+        Self::detached_in(Arc::default())
     }
 
-    fn with_socket(socket: Option<OwnedWriteHalf>, session: SessionId) -> (Outbox, Frames) {
+    /// A detached outbox that counts against `budget`.
+    #[cfg(test)]
+    pub fn detached_in(budget: Arc<Budget>) -> (Outbox, Frames) {
+        Self::with_socket(None, 0, budget)
+    }
+
+    fn with_socket(
+        socket: Option<OwnedWriteHalf>,
+        session: SessionId,
+        budget: Arc<Budget>,
+    ) -> (Outbox, Frames) {
         let kill = CancellationToken::new();
         let link = Arc::new(Link {
             session,
@@ -136,6 +162,7 @@ impl Outbox {
             kill,
             in_flight: AtomicUsize::new(0),
             senders: AtomicUsize::new(1),
+            meter: Meter::new(budget),
         });
         (Outbox { link: link.clone() }, Frames::new(link))
     }
@@ -153,6 +180,18 @@ impl Outbox {
         self.link.closing.cancel();
     }
 
+    /// Reserves `bytes` on this connection's budget for a frame about to be made
+    /// for it; see `outbox/budget.rs`.
+    pub fn charge(&self, bytes: usize) -> Charge {
+        self.link.meter.charge(bytes)
+    }
+
+    /// Whether this connection, or all of them together, have more waiting than
+    /// the budget allows: then its requests are not to be executed.
+    pub fn over_budget(&self) -> Option<Overdraft> {
+        self.link.meter.over()
+    }
+
     /// Counts a request read from the client. False when it already has
     /// [`MAX_IN_FLIGHT`] unanswered; it must still be answered (with `busy`).
     pub fn admit(&self) -> bool {
@@ -162,21 +201,30 @@ impl Outbox {
     /// Queues a reply. Dropped only when the connection is closing and past its
     /// error frame, or gone; a client that stopped reading far past the in-flight
     /// limit is cut off instead (see [`Link::overflowed`]).
-    pub fn reply(&self, id: u64, result: Result<Reply, ErrorBody>) {
+    pub fn reply(&self, id: u64, result: Result<Reply, ErrorBody>, charge: Charge) {
         let state = self.link.lock();
-        if let Err(state) = self.link.push(state, Frame::Reply { id, result }) {
+        let frame = Frame::Reply { id, result, charge };
+        if let Err(state) = self.link.push(state, frame) {
             self.link.overflowed(state);
         }
+    }
+
+    /// Charges an error reply made on the connection's own task (a refusal, or
+    /// `busy`) and queues it.
+    pub fn reply_error(&self, id: u64, error: ErrorBody) {
+        let result = Err(error);
+        let charge = self.charge(result.approx_len());
+        self.reply(id, result, charge);
     }
 
     /// Writes a reply straight to the socket from this thread when nothing is
     /// queued before it, and queues it otherwise. The socket is never waited for:
     /// what does not fit goes to the write task. A long list is always queued:
     /// encoding it here would hold up the caller (the actor) for every client.
-    pub fn reply_direct(&self, id: u64, result: Result<Reply, ErrorBody>) {
+    pub fn reply_direct(&self, id: u64, result: Result<Reply, ErrorBody>, charge: Charge) {
         let socket = match &self.link.socket {
             Some(socket) if !result.as_ref().is_ok_and(Reply::is_long) => socket,
-            _ => return self.reply(id, result),
+            _ => return self.reply(id, result, charge),
         };
         let mut buf = BytesMut::new();
         wire::reply(&mut buf, id, &result);
@@ -199,7 +247,7 @@ impl Outbox {
                 // empty, so queueing it keeps the order.
                 Ok(n) => {
                     frame = frame.slice(n..);
-                    state.queue.push_back(Frame::Encoded(frame));
+                    state.queue.push_back(Frame::Encoded(frame, charge));
                     drop(state);
                     self.link.wake.notify_one();
                     return;
@@ -212,33 +260,39 @@ impl Outbox {
                 }
             }
         }
-        if let Err(state) = self.link.push(state, Frame::Encoded(frame)) {
+        if let Err(state) = self.link.push(state, Frame::Encoded(frame, charge)) {
             self.link.overflowed(state);
         }
     }
 
-    /// Queues an event. A subscriber too far behind is cut off with `busy`.
-    pub fn event(&self, event: Arc<Event>) {
+    /// Queues an event. A subscriber too far behind (more than [`EVENT_BACKLOG`]
+    /// frames, or past the budget) is cut off with `busy` instead.
+    pub fn event(&self, event: Arc<Event>, charge: Charge) {
         let state = self.link.lock();
         if state.sealed {
             return;
         }
-        if state.queue.len() < EVENT_BACKLOG {
+        let behind = if state.queue.len() >= EVENT_BACKLOG {
+            format!("more than {EVENT_BACKLOG} events wait for it")
+        } else if let Some(over) = self.link.meter.over() {
+            over.describe()
+        } else {
             // Within MAX_QUEUED, so only a killed connection refuses it.
-            let _ = self.link.push(state, Frame::Event(event));
+            let _ = self.link.push(state, Frame::Event(event, charge));
             return;
-        }
+        };
+        drop(charge);
         let error = ErrorBody::new(
             ErrorCode::Busy,
             format!(
-                "more than {EVENT_BACKLOG} events waited for this subscriber; boardd closes the \
-                 connection. Reconnect, subscribe, and catch up with `events` since the last seq you saw"
+                "this subscriber fell too far behind ({behind}); boardd closes the connection. \
+                 Reconnect, subscribe, and catch up with `events` since the last seq you saw"
             ),
         );
         if self.link.seal(state, error) {
             tracing::warn!(
                 session = self.link.session,
-                backlog = EVENT_BACKLOG,
+                behind,
                 "subscriber fell too far behind; sending busy and closing the connection"
             );
         }

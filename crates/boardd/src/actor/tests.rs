@@ -119,7 +119,7 @@ impl Harness {
 async fn answer(s: &mut Session, want: u64) -> Result<serde_json::Value, ErrorCode> {
     loop {
         match s.rx.recv().await.expect("outbox open") {
-            Frame::Reply { id, result } if id == want => {
+            Frame::Reply { id, result, .. } if id == want => {
                 return result
                     .map(|r| serde_json::to_value(r).expect("serialise"))
                     .map_err(|e| e.code);

@@ -1,7 +1,8 @@
 //! The write task: takes the queue's frames in batches, encodes them, and puts
-//! them on the socket, counting each reply off as its bytes go out.
+//! them on the socket, counting each reply off the in-flight limit and each
+//! frame off the budget as its bytes go out.
 
-use super::{Frame, Link};
+use super::{Charge, Frame, Link};
 use crate::wire;
 use bytes::BytesMut;
 use std::collections::VecDeque;
@@ -20,6 +21,12 @@ use tokio::net::unix::OwnedWriteHalf;
 /// says why it is cut off; short enough that one that never reads soon gives back
 /// its descriptor and the memory of its queue.
 pub const LINGER: Duration = Duration::from_secs(10);
+
+/// How many encoded bytes the write task puts together before it writes them.
+/// Frames wait as objects until then: encoding a whole batch at once would hold
+/// a second copy of everything queued for a client that does not read. Larger
+/// than a socket's buffer, so that one write call still fills it.
+const CHUNK: usize = 256 << 10;
 
 /// The write task's side: takes frames out of the queue.
 #[derive(Debug)]
@@ -94,35 +101,48 @@ impl Frames {
     }
 
     /// Sends batches until every [`super::Outbox`] is gone and the queue is
-    /// empty (`Ok`), or the connection must end.
+    /// empty (`Ok`), or the connection must end. Each batch goes out in chunks
+    /// of about [`CHUNK`] bytes.
     async fn write_to(&self, socket: &OwnedWriteHalf) -> Result<(), Stopped> {
         let link = &*self.link;
         let mut out = Written::default();
         let mut batch = VecDeque::new();
         while self.next_batch(&mut batch).await? {
-            out.clear();
-            let mut close = false;
-            for frame in batch.drain(..) {
-                match frame {
-                    Frame::Reply { id, result } => {
-                        wire::reply(&mut out.buf, id, &result);
-                        out.reply_ends();
+            let mut frames = batch.drain(..);
+            loop {
+                out.clear();
+                let mut close = false;
+                for frame in frames.by_ref() {
+                    match frame {
+                        Frame::Reply { id, result, charge } => {
+                            wire::reply(&mut out.buf, id, &result);
+                            out.ends(Some(charge), true);
+                        }
+                        Frame::Event(event, charge) => {
+                            wire::event(&mut out.buf, &event);
+                            out.ends(Some(charge), false);
+                        }
+                        Frame::Encoded(bytes, charge) => {
+                            out.buf.extend_from_slice(&bytes);
+                            out.ends(Some(charge), true);
+                        }
+                        Frame::Close(error) => {
+                            wire::error(&mut out.buf, &error);
+                            close = true;
+                            break;
+                        }
                     }
-                    Frame::Event(event) => wire::event(&mut out.buf, &event),
-                    Frame::Encoded(bytes) => {
-                        out.buf.extend_from_slice(&bytes);
-                        out.reply_ends();
-                    }
-                    Frame::Close(error) => {
-                        wire::error(&mut out.buf, &error);
-                        close = true;
+                    if out.buf.len() >= CHUNK {
                         break;
                     }
                 }
-            }
-            out.send(link, socket).await?;
-            if close {
-                return Err(Stopped::Killed);
+                if out.buf.is_empty() {
+                    break;
+                }
+                out.send(link, socket).await?;
+                if close {
+                    return Err(Stopped::Killed);
+                }
             }
         }
         Ok(())
@@ -166,31 +186,54 @@ async fn linger(link: &Link) {
     tokio::time::sleep(LINGER).await;
 }
 
-/// Encoded frames on their way to the socket, and where each reply among them
-/// ends.
+/// Encoded frames on their way to the socket, and where each ends.
 #[derive(Debug, Default)]
 struct Written {
     buf: BytesMut,
-    /// Offsets in `buf` just past each reply, in order.
-    reply_ends: VecDeque<usize>,
+    /// The frames in `buf`, in order.
+    ends: VecDeque<End>,
+    /// Replies among `ends`.
+    replies: usize,
     /// How much of `buf` is on the socket.
     done: usize,
 }
 
+/// Where a frame ends in the buffer, and what its being written gives back.
+#[derive(Debug)]
+struct End {
+    /// The offset just past its last byte.
+    at: usize,
+    /// Counted in flight until then.
+    reply: bool,
+    /// Given back once it is written (dropped with the [`End`]).
+    _charge: Option<Charge>,
+}
+
 impl Written {
     fn clear(&mut self) {
+        // A frame far larger than a chunk leaves a buffer of its size behind;
+        // it is not kept for a connection that may never need it again.
+        if self.buf.capacity() > 4 * CHUNK {
+            self.buf = BytesMut::new();
+        }
         self.buf.clear();
-        self.reply_ends.clear();
+        self.ends.clear();
+        self.replies = 0;
         self.done = 0;
     }
 
-    /// Marks the end of the buffer as the end of a reply.
-    fn reply_ends(&mut self) {
-        self.reply_ends.push_back(self.buf.len());
+    /// Marks the end of the buffer as the end of a frame.
+    fn ends(&mut self, charge: Option<Charge>, reply: bool) {
+        self.replies += usize::from(reply);
+        self.ends.push_back(End {
+            at: self.buf.len(),
+            reply,
+            _charge: charge,
+        });
     }
 
-    /// Writes the buffer, counting each reply off the in-flight count as soon as
-    /// its last byte is on the socket.
+    /// Writes the buffer, counting each reply off the in-flight count, and each
+    /// frame off the budget, as soon as its last byte is on the socket.
     ///
     /// The count follows what the client can see, not the whole buffer: a
     /// buffer larger than the socket takes at once goes out over several writes,
@@ -202,7 +245,7 @@ impl Written {
     /// length of one write call, never above it.
     async fn send(&mut self, link: &Link, socket: &OwnedWriteHalf) -> Result<(), Stopped> {
         while self.done < self.buf.len() {
-            let replies = self.reply_ends.len();
+            let replies = self.replies;
             link.in_flight.fetch_sub(replies, Ordering::AcqRel);
             let wrote = socket.try_write(&self.buf[self.done..]);
             let n = match wrote {
@@ -211,13 +254,14 @@ impl Written {
                 Err(e) => return Err(Stopped::Failed(e)),
             };
             self.done += n;
-            let before = self.reply_ends.len();
-            while self.reply_ends.front().is_some_and(|end| *end <= self.done) {
-                self.reply_ends.pop_front();
+            while let Some(end) = self.ends.front()
+                && end.at <= self.done
+            {
+                self.replies -= usize::from(end.reply);
+                // Drops its charge.
+                self.ends.pop_front();
             }
-            let written = before - self.reply_ends.len();
-            link.in_flight
-                .fetch_add(replies - written, Ordering::AcqRel);
+            link.in_flight.fetch_add(self.replies, Ordering::AcqRel);
             if n == 0 {
                 // A client that does not read must not keep this task, and with
                 // it the socket, once the connection is killed or has lingered.

@@ -6,7 +6,7 @@
 //! peer breaks (a reset, a frame cut short by its close) just ends.
 
 use crate::actor::Cmd;
-use crate::outbox::{MAX_IN_FLIGHT, Outbox};
+use crate::outbox::{Budget, MAX_IN_FLIGHT, Outbox};
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use serde::Serialize;
@@ -42,6 +42,8 @@ pub struct Connection {
     pub lease_ttl: Duration,
     /// Cancelled once the actor has stopped: the connection closes.
     pub closed: CancellationToken,
+    /// The bytes waiting for all connections.
+    pub budget: Arc<Budget>,
 }
 
 impl Connection {
@@ -69,7 +71,7 @@ impl Connection {
         span.record("name", hello.name.as_str());
         span.record("team", hello.team.as_str());
         tracing::debug!(client = %hello.client, "session open");
-        let (out, frames) = Outbox::new(writer.into_inner(), self.session);
+        let (out, frames) = Outbox::new(writer.into_inner(), self.session, self.budget.clone());
         let closing = out.closing_token();
         let write_task = tokio::spawn(frames.write().in_current_span());
         let open = Cmd::Open {
@@ -137,7 +139,7 @@ impl Connection {
                     // Counted like any request, so that a flood of bad ones is
                     // refused with `busy` too.
                     out.admit();
-                    out.reply(id, Err(error));
+                    out.reply_error(id, error);
                     continue;
                 }
                 Decoded::Request { id, request } => (id, request),
@@ -148,7 +150,7 @@ impl Connection {
                     ErrorCode::Busy,
                     format!("more than {MAX_IN_FLIGHT} requests in flight; read the replies"),
                 );
-                out.reply(id, Err(error));
+                out.reply_error(id, error);
                 continue;
             }
             let cmd = Cmd::Request {
@@ -158,7 +160,7 @@ impl Connection {
             };
             if self.actor.send(cmd).await.is_err() {
                 let error = ErrorBody::new(ErrorCode::ShuttingDown, "boardd is shutting down");
-                out.reply(id, Err(error));
+                out.reply_error(id, error);
                 return;
             }
         }

@@ -19,6 +19,7 @@ mod connection;
 pub use bind::{BindError, PeerError, bind};
 
 use crate::actor::{Actor, Cmd};
+use crate::outbox::Budget;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -59,6 +60,7 @@ pub async fn run(
         settings,
         next_session: 1,
         closed: CancellationToken::new(),
+        budget: Arc::default(),
     };
     tokio::select! {
         _ = accept.run() => {}
@@ -82,6 +84,8 @@ struct Accept {
     next_session: SessionId,
     /// Cancelled once the actor has stopped, to close the connections still open.
     closed: CancellationToken,
+    /// The bytes of replies and events waiting for all connections together.
+    budget: Arc<Budget>,
 }
 
 impl Accept {
@@ -109,6 +113,7 @@ impl Accept {
                 actor: self.actor.clone(),
                 lease_ttl: self.settings.lease_ttl,
                 closed: self.closed.clone(),
+                budget: self.budget.clone(),
             };
             let live = self.settings.live.clone();
             live.fetch_add(1, Ordering::Relaxed);
