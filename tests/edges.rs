@@ -6,12 +6,12 @@
 mod common;
 
 use common::raw::{self, request};
-use common::{Daemon, InProc, eventually, lead, short_tempdir, task};
+use common::{Daemon, InProc, TEAM, boardd_bin, eventually, lead, short_tempdir, task};
 use serde_json::json;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::Duration;
-use teamboard_protocol::Client;
+use teamboard_protocol::{Client, ClientError};
 use tokio::io::AsyncWriteExt;
 use tokio::net::UnixStream;
 use tokio::sync::Semaphore;
@@ -309,4 +309,203 @@ async fn a_connection_that_reads_nothing_cannot_take_boardds_memory() {
     }
     eprintln!("{lists} lists, {busy} busy");
     assert!(lists > 0 && busy > 0, "{lists} lists, {busy} busy");
+}
+
+/// Connects and says hello; the first frame boardd answers with.
+async fn hello(socket: &std::path::Path, name: &str) -> (UnixStream, serde_json::Value) {
+    let mut s = raw::connect(socket).await;
+    raw::send_json(
+        &mut s,
+        &raw::hello(name, teamboard_protocol::PROTOCOL_VERSION),
+    )
+    .await;
+    let first = raw::read(&mut s).await.expect("a first frame");
+    (s, first)
+}
+
+/// Past the connection limit, a client is refused at once with a `reject` that
+/// says why, and the connection closes; once a connection closes, there is room
+/// for a new one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_past_the_limit_are_refused_at_once() {
+    let daemon = InProc::start_with(|c| c.max_connections = Some(4)).await;
+    let mut open = Vec::new();
+    for i in 0..4 {
+        open.push(raw::connect_hello(&daemon.socket, &format!("c{i}")).await);
+    }
+    let asked = std::time::Instant::now();
+    let mut fifth = raw::connect(&daemon.socket).await;
+    // Before it says anything.
+    let reject = raw::read(&mut fifth).await.expect("a reject");
+    assert!(
+        asked.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        asked.elapsed()
+    );
+    assert_eq!(reject["type"], "reject", "{reject}");
+    let reason = reject["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("at most 4 connections"), "{reason}");
+    raw::expect_closed(&mut fifth).await;
+    // Those within the limit are served as before.
+    raw::send_json(&mut open[0], &request(1, "status", json!({}))).await;
+    let status = raw::read(&mut open[0]).await.expect("status answered");
+    assert_eq!(status["result"]["sessions"], 4, "{status}");
+    // One leaves: a newcomer is welcomed.
+    drop(open.pop());
+    let welcomed = eventually(
+        "a newcomer to be welcomed",
+        Duration::from_secs(5),
+        || async {
+            let (s, first) = hello(&daemon.socket, "newcomer").await;
+            (first["type"] == "welcome").then_some(s)
+        },
+    )
+    .await;
+    drop(welcomed);
+    daemon.stop().await;
+}
+
+/// The real `boardd`, started by `sh` after `setup` (shell commands such as
+/// `ulimit -n 64`). Killed and reaped on drop.
+struct Shelled {
+    child: std::process::Child,
+    socket: std::path::PathBuf,
+    log: std::path::PathBuf,
+}
+
+impl Shelled {
+    async fn start(
+        setup: &str,
+        dir: &std::path::Path,
+        state_dir: &std::path::Path,
+        extra: &[&str],
+    ) -> Shelled {
+        let socket = dir.join("s");
+        let log = dir.join("boardd.log");
+        let stderr = std::fs::File::create(&log).expect("log file");
+        let child = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("{setup} && exec \"$0\" \"$@\""))
+            .arg(boardd_bin())
+            .arg("--socket")
+            .arg(&socket)
+            .arg("--state-dir")
+            .arg(state_dir)
+            .args(extra)
+            .env_remove("TEAMBOARD_SOCKET")
+            .env_remove("TEAMBOARD_STATE_DIR")
+            .env_remove("NOTIFY_SOCKET")
+            .env("RUST_LOG", "info")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .expect("spawn sh");
+        let mut boardd = Shelled { child, socket, log };
+        boardd.wait_ready().await;
+        boardd
+    }
+
+    async fn wait_ready(&mut self) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                panic!("boardd exited with {status}; log:\n{}", self.log());
+            }
+            if let Ok(client) = Client::connect(&self.socket, "test", "probe", TEAM).await
+                && client.status().await.is_ok()
+            {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "boardd not ready after 20 s; log:\n{}",
+                self.log()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Shelled {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// With few file descriptors, boardd serves as many clients as it has room for
+/// and refuses the rest at once: no client waits in the listen queue for an
+/// answer that never comes, and boardd goes on serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_few_descriptors_every_client_is_welcomed_or_refused_at_once() {
+    let dir = short_tempdir();
+    let state = dir.path().join("state");
+    let boardd = Shelled::start("ulimit -n 64", dir.path(), &state, &[]).await;
+    hundred_clients(&boardd, "at most").await;
+}
+
+/// The same when boardd runs out of descriptors below its connection limit
+/// (here set above what the descriptor limit allows): the client `accept` finds
+/// no descriptor for is still taken, refused and closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn out_of_descriptors_a_client_is_refused_not_left_waiting() {
+    let dir = short_tempdir();
+    let state = dir.path().join("state");
+    let extra = ["--max-connections", "1000"];
+    let boardd = Shelled::start("ulimit -n 64", dir.path(), &state, &extra).await;
+    hundred_clients(&boardd, "file descriptors").await;
+}
+
+/// 100 clients at once: each is welcomed or refused (with a reason that
+/// contains `refusal`) within 3 s; those welcomed are served, and once they are
+/// gone a newcomer is too.
+async fn hundred_clients(boardd: &Shelled, refusal: &str) {
+    const CLIENTS: usize = 100;
+    let mut attempts = JoinSet::new();
+    for i in 0..CLIENTS {
+        let socket = boardd.socket.clone();
+        attempts.spawn(async move {
+            let name = format!("c{i}");
+            let connecting = Client::connect(&socket, "test", &name, TEAM);
+            tokio::time::timeout(Duration::from_secs(3), connecting).await
+        });
+    }
+    let (mut welcomed, mut refused) = (Vec::new(), 0);
+    while let Some(attempt) = attempts.join_next().await {
+        match attempt.expect("no panic") {
+            Ok(Ok(client)) => welcomed.push(client),
+            Ok(Err(ClientError::Rejected(reason))) => {
+                assert!(reason.contains(refusal), "{reason}");
+                refused += 1;
+            }
+            Ok(Err(other)) => panic!("neither welcomed nor refused: {other}"),
+            Err(_) => panic!("a client waited 3 s for an answer; log:\n{}", boardd.log()),
+        }
+    }
+    eprintln!("{} welcomed, {refused} refused", welcomed.len());
+    assert!(
+        !welcomed.is_empty() && refused > 0,
+        "{} welcomed, {refused} refused",
+        welcomed.len()
+    );
+    for client in &welcomed {
+        client.status().await.expect("a welcomed client is served");
+    }
+    drop(welcomed);
+    let client = eventually(
+        "boardd to serve a newcomer",
+        Duration::from_secs(5),
+        || async {
+            Client::connect(&boardd.socket, "test", "newcomer", TEAM)
+                .await
+                .ok()
+        },
+    )
+    .await;
+    client.status().await.expect("status");
 }

@@ -306,9 +306,23 @@ async fn send<T: Serialize>(writer: &mut Writer, frame: &T) -> std::io::Result<(
     writer.send(Bytes::from(bytes)).await
 }
 
-/// Answers a peer that may not connect, then closes.
-pub async fn reject(stream: UnixStream, reason: String) {
-    let (_, write) = stream.into_split();
-    let mut writer = FramedWrite::new(write, response_codec());
-    let _ = send(&mut writer, &ServerFrame::Reject { reason }).await;
+/// Refuses a peer at once, before reading anything from it: writes the `reject`
+/// frame without waiting (a new connection's buffer always has room for it).
+/// Dropping `stream` then closes the connection and gives its descriptor back.
+pub fn reject(stream: &UnixStream, reason: String) {
+    let frame = ServerFrame::Reject { reason };
+    let Ok(payload) = serde_json::to_vec(&frame) else {
+        return;
+    };
+    let Ok(len) = u32::try_from(payload.len()) else {
+        return;
+    };
+    let mut bytes = Vec::with_capacity(4 + payload.len());
+    bytes.extend_from_slice(&len.to_be_bytes());
+    bytes.extend_from_slice(&payload);
+    match stream.try_write(&bytes) {
+        Ok(n) if n == bytes.len() => {}
+        Ok(n) => tracing::debug!(n, "reject cut short"),
+        Err(error) => tracing::debug!(%error, "cannot send reject"),
+    }
 }
