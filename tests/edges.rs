@@ -9,6 +9,8 @@ use common::raw::{self, request};
 use common::{Daemon, InProc, TEAM, boardd_bin, eventually, lead, short_tempdir, task};
 use serde_json::json;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 use teamboard_protocol::{Client, ClientError};
@@ -376,12 +378,12 @@ struct Shelled {
 impl Shelled {
     async fn start(
         setup: &str,
-        dir: &std::path::Path,
+        socket: &std::path::Path,
         state_dir: &std::path::Path,
         extra: &[&str],
     ) -> Shelled {
-        let socket = dir.join("s");
-        let log = dir.join("boardd.log");
+        let socket = socket.to_path_buf();
+        let log = state_dir.with_extension("log");
         let stderr = std::fs::File::create(&log).expect("log file");
         let child = std::process::Command::new("sh")
             .arg("-c")
@@ -445,7 +447,8 @@ impl Drop for Shelled {
 async fn with_few_descriptors_every_client_is_welcomed_or_refused_at_once() {
     let dir = short_tempdir();
     let state = dir.path().join("state");
-    let boardd = Shelled::start("ulimit -n 64", dir.path(), &state, &[]).await;
+    let socket = dir.path().join("s");
+    let boardd = Shelled::start("ulimit -n 64", &socket, &state, &[]).await;
     hundred_clients(&boardd, "at most").await;
 }
 
@@ -457,7 +460,8 @@ async fn out_of_descriptors_a_client_is_refused_not_left_waiting() {
     let dir = short_tempdir();
     let state = dir.path().join("state");
     let extra = ["--max-connections", "1000"];
-    let boardd = Shelled::start("ulimit -n 64", dir.path(), &state, &extra).await;
+    let socket = dir.path().join("s");
+    let boardd = Shelled::start("ulimit -n 64", &socket, &state, &extra).await;
     hundred_clients(&boardd, "file descriptors").await;
 }
 
@@ -508,4 +512,75 @@ async fn hundred_clients(boardd: &Shelled, refusal: &str) {
     )
     .await;
     client.status().await.expect("status");
+}
+
+/// The permission bits of a file or directory, in octal.
+fn mode(path: &Path) -> String {
+    let meta = std::fs::metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    format!("{:o}", meta.permissions().mode() & 0o7777)
+}
+
+fn set_mode(path: &Path, mode: u32) {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+}
+
+/// The state directory and every file boardd keeps in it are its user's alone.
+fn assert_private(state: &Path) {
+    assert_eq!(mode(state), "700", "state directory");
+    for file in ["board.sqlite3", "board.sqlite3-wal", "boardd.lock"] {
+        assert_eq!(mode(&state.join(file)), "600", "{file}");
+    }
+}
+
+/// Started by hand with `umask 022`, in a state directory that exists with mode
+/// 0755, boardd still keeps the board to its user: the directory becomes 0700,
+/// and the database, its WAL and the lock file are 0600. Files an earlier run
+/// left readable to others are made private again at the next start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_are_private_whatever_the_umask() {
+    let dir = short_tempdir();
+    let state = dir.path().join("state");
+    std::fs::create_dir(&state).expect("state dir");
+    set_mode(&state, 0o755);
+    let socket = dir.path().join("s");
+    {
+        let boardd = Shelled::start("umask 022", &socket, &state, &[]).await;
+        let client = lead(&boardd.socket).await;
+        client.add_task(task("on disk")).await.expect("add_task");
+        assert_private(&state);
+    }
+    set_mode(&state, 0o755);
+    for file in ["board.sqlite3", "board.sqlite3-wal", "boardd.lock"] {
+        set_mode(&state.join(file), 0o644);
+    }
+    let boardd = Shelled::start("umask 022", &socket, &state, &[]).await;
+    let client = lead(&boardd.socket).await;
+    assert_eq!(client.list_tasks(None).await.expect("list").len(), 1);
+    assert_private(&state);
+}
+
+/// The socket's directory: created 0700 when it is missing; when it exists,
+/// made 0700 only if it is boardd's own (its user's, and named `teamboard` like
+/// the default `$XDG_RUNTIME_DIR/teamboard`); any other directory the socket is
+/// put in keeps its mode. The socket itself is 0600 wherever it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_socket_directory_is_made_private_only_when_it_is_boardds_own() {
+    let dir = short_tempdir();
+    let missing = dir.path().join("new").join("teamboard");
+    let own = dir.path().join("own").join("teamboard");
+    let shared = dir.path().join("shared");
+    for existing in [&own, &shared] {
+        std::fs::create_dir_all(existing).expect("create");
+        set_mode(existing, 0o755);
+    }
+    for (i, socket_dir) in [&missing, &own, &shared].into_iter().enumerate() {
+        let socket = socket_dir.join("s");
+        let state = dir.path().join(format!("state{i}"));
+        let _boardd = Shelled::start("umask 022", &socket, &state, &[]).await;
+        assert_eq!(mode(&socket), "600", "{}", socket.display());
+    }
+    assert_eq!(mode(&missing), "700", "a directory boardd made");
+    assert_eq!(mode(&own), "700", "boardd's own directory");
+    assert_eq!(mode(&shared), "755", "a directory that is not boardd's own");
 }

@@ -14,10 +14,10 @@
 
 mod actor;
 mod approx;
-mod dirs;
 mod handlers;
 mod notify;
 mod outbox;
+mod private;
 mod reply;
 pub mod server;
 pub mod store;
