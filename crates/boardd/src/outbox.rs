@@ -178,6 +178,8 @@ impl Outbox {
     /// queued is dropped after `write::LINGER`.
     pub fn finish(&self) {
         self.link.closing.cancel();
+        // An idle write task arms its linger when it wakes.
+        self.link.wake.notify_one();
     }
 
     /// Reserves `bytes` on this connection's budget for a frame about to be made
@@ -378,8 +380,9 @@ impl Link {
         }
         state.sealed = true;
         state.queue.push_back(Frame::Close(error));
-        self.wake_writer(state);
+        // Cancelled before the write task is woken, so that it sees it.
         self.closing.cancel();
+        self.wake_writer(state);
         true
     }
 

@@ -201,3 +201,20 @@ fn connections_share_the_daemons_budget_and_charges_come_back_when_dropped() {
     assert!(b.over_budget().is_none());
     assert_eq!(budget.waiting(), 0);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_closing_connection_does_not_wait_forever_for_replies_that_never_come() {
+    let (out, frames, mut peer) = pair();
+    // A sender that is never dropped, as a leaked clone would be.
+    let held = out.clone();
+    let writing = tokio::spawn(frames.write());
+    tokio::task::yield_now().await;
+    out.finish();
+    tokio::time::timeout(2 * super::write::LINGER, writing)
+        .await
+        .expect("the write task ends after the linger")
+        .expect("no panic");
+    let end = tokio::time::timeout(Duration::from_secs(10), peer.next());
+    assert!(end.await.expect("the stream ends").is_none());
+    drop(held);
+}

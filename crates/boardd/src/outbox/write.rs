@@ -63,12 +63,16 @@ impl Frames {
                 return Ok(false);
             }
             // A frame queued after the check above stored a permit, so this
-            // returns at once: no frame is left waiting.
+            // returns at once: no frame is left waiting. The linger is armed
+            // only once the connection is closing (which wakes this task), so
+            // that an open connection does not register with its token at
+            // every wait.
+            let closing = link.closing.is_cancelled();
             tokio::select! {
                 biased;
                 _ = link.kill.cancelled() => return Err(Stopped::Killed),
                 _ = link.wake.notified() => {}
-                _ = linger(link) => return Err(Stopped::Abandoned),
+                _ = linger(link), if closing => return Err(Stopped::Abandoned),
             }
         }
     }
