@@ -420,13 +420,15 @@ async fn too_many_requests_in_flight_are_answered_busy() {
     daemon.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+// Under tokio's paused clock: boardd gives a client it cuts off some seconds to
+// read before it drops the connection.
+#[tokio::test(start_paused = true)]
 async fn a_client_that_never_reads_is_cut_off_not_answered_forever() {
     // Far more requests than boardd keeps answers queued for (256 in flight plus
     // an 8,192-frame backlog), and never a read: rather than drop answers, boardd
     // closes the connection, and serves everyone else meanwhile.
     const SENT: u64 = 20_000;
-    let daemon = InProc::start().await;
+    let daemon = InProc::start_with(|c| c.inline_commits = true).await;
     let lead = lead(&daemon.socket).await;
     let s = connect_hello(&daemon.socket, "deaf").await;
     let (mut read_half, mut write_half) = s.into_split();

@@ -3,7 +3,9 @@
 //! Connections send commands on a channel. The actor takes all that are waiting,
 //! has a handler apply each request to the board, and turns what the handler
 //! decided (an [`Outcome`]) into bookkeeping: the reply or read queued on the
-//! batch's job, a waiter left parked in the board, a subscription. After the batch
+//! batch's job (charged on the connection's memory budget, see `outbox`), a
+//! waiter left parked in the board, a subscription. A request from a connection
+//! past its budget is answered `busy` and not handed to a handler. After the batch
 //! it serves the waiters the batch woke, collects the board's changes, events and
 //! notices, and hands everything to the writer as one job. Handlers never touch
 //! the actor; the actor alone decides where things go.
@@ -182,6 +184,14 @@ impl Actor {
             return;
         };
         let (team, name, out) = (s.team.clone(), s.name.clone(), s.out.clone());
+        // Checked before anything is done: a reply once made is always sent, so
+        // this is where the memory a client that does not read can take stops.
+        if let Some(over) = out.over_budget() {
+            tracing::debug!(session, id, over = over.describe(), "request refused: busy");
+            let result = Err(over.refusal());
+            self.job.replies.push(ReplyTo::new(out, id, result));
+            return;
+        }
         let ctx = Ctx {
             team: &team,
             actor: &name,
@@ -189,23 +199,15 @@ impl Actor {
             now: Self::now(),
         };
         match handlers::handle(&mut self.board, &self.info, ctx, id, request) {
-            Outcome::Reply(result) => self.job.replies.push(ReplyTo {
-                to: out,
-                id,
-                result,
-            }),
-            Outcome::Query(query) => self.job.queries.push(QueryTo { to: out, id, query }),
+            Outcome::Reply(result) => self.job.replies.push(ReplyTo::new(out, id, result)),
+            Outcome::Query(query) => self.job.queries.push(QueryTo::new(out, id, query)),
             Outcome::Parked => {}
             Outcome::Subscribe => {
                 // A set: subscribing twice on one connection must not double
                 // every event.
                 self.subscribers.entry(team).or_default().insert(session);
                 let result = Ok(Reply::Done(crate::reply::Empty {}));
-                self.job.replies.push(ReplyTo {
-                    to: out,
-                    id,
-                    result,
-                });
+                self.job.replies.push(ReplyTo::new(out, id, result));
             }
         }
     }
@@ -213,11 +215,8 @@ impl Actor {
     /// Queues a reply to a parked waiter, if its session is still open.
     fn reply(&mut self, waiting: Waiting, result: Result<Reply, ErrorBody>) {
         if let Some(s) = self.sessions.get(&waiting.session) {
-            self.job.replies.push(ReplyTo {
-                to: s.out.clone(),
-                id: waiting.request,
-                result,
-            });
+            let reply = ReplyTo::new(s.out.clone(), waiting.request, result);
+            self.job.replies.push(reply);
         }
     }
 
@@ -233,11 +232,8 @@ impl Actor {
         let mut woken = Vec::with_capacity(handed.len());
         for (waiting, work) in handed {
             if let Some(s) = self.sessions.get(&waiting.session) {
-                woken.push(ReplyTo {
-                    to: s.out.clone(),
-                    id: waiting.request,
-                    result: Ok(Reply::Work(Box::new(work))),
-                });
+                let result = Ok(Reply::Work(Box::new(work)));
+                woken.push(ReplyTo::new(s.out.clone(), waiting.request, result));
             }
         }
         self.job.replies.splice(0..0, woken);
@@ -279,10 +275,7 @@ fn queue_event(
     event: &Arc<Event>,
 ) {
     if let Some(s) = sessions.get(&session) {
-        events.push(EventTo {
-            to: s.out.clone(),
-            event: event.clone(),
-        });
+        events.push(EventTo::new(s.out.clone(), event.clone()));
     }
 }
 

@@ -13,11 +13,12 @@
 //! - [`store`]: SQLite, and the state directory's lock.
 
 mod actor;
-mod dirs;
+mod approx;
 mod handlers;
 mod info;
 mod notify;
 mod outbox;
+mod private;
 mod reply;
 pub mod server;
 pub mod store;
@@ -48,6 +49,10 @@ pub struct Config {
     /// Commit on the actor's own task instead of the writer thread. Only for tests
     /// under tokio's paused clock; it gives up overlapping fsync with work.
     pub inline_commits: bool,
+    /// The most connections served at once. `None`: as many as the descriptor
+    /// limit leaves room for (see `server::fds`). More than that is allowed: past
+    /// the descriptor limit, clients are still refused, only less cheaply.
+    pub max_connections: Option<usize>,
 }
 
 impl Config {
@@ -59,6 +64,7 @@ impl Config {
             board: BoardConfig::default(),
             commit_mode: CommitMode::Group,
             inline_commits: false,
+            max_connections: None,
         }
     }
 }
@@ -110,6 +116,10 @@ impl Running {
 
 /// Starts boardd: lock, restore, bind, serve.
 pub async fn start(config: Config) -> Result<Running, StartError> {
+    let limit = server::fds::raise_limit();
+    let fit = server::fds::capacity(limit);
+    let max_connections = config.max_connections.unwrap_or(fit);
+    tracing::debug!(max_connections, fit, "connection limit");
     let lock = store::lock::lock_state_dir(&config.state_dir)?;
     let mut store = store::Store::open(&config.state_dir)?;
     let snapshot = store.load()?;
@@ -135,6 +145,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let settings = server::Settings {
         lease_ttl: config.board.lease_ttl,
         live,
+        max_connections,
     };
     tracing::info!(
         socket = %config.socket.display(),

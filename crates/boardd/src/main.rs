@@ -38,6 +38,11 @@ struct Args {
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     max_attempts: u32,
 
+    /// The most clients served at once; the rest are refused with a clear reason
+    /// [default: the open-file limit, raised to its hard maximum, minus 32]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections: Option<u32>,
+
     /// Commit one transaction per request instead of grouping. Only for
     /// benchmarking against the obvious design; it is much slower under load.
     #[arg(long, hide = true)]
@@ -90,6 +95,7 @@ fn real_main() -> anyhow::Result<()> {
             restart_grace: secs(args.restart_grace, "restart-grace")?,
             ..BoardConfig::default()
         },
+        max_connections: args.max_connections.and_then(|n| usize::try_from(n).ok()),
         commit_mode: if args.no_group_commit {
             CommitMode::PerRequest
         } else {

@@ -1,19 +1,42 @@
 //! What the daemon sends to one connection, in order, and who writes it.
 //!
-//! Frames normally go into the connection's queue, and its write task puts them on
-//! the socket: a slow client then holds up only its own task. Replies made on the
-//! actor's thread skip the queue (see `writer::route`): that thread writes them
-//! straight to the socket ([`Outbox::reply_direct`]) as long as nothing is queued
-//! before them, and queues long lists. Handing them to write tasks would wake the
-//! runtime's other thread (tokio gives a second woken task to an idle worker), and
-//! on a virtual machine waking a halted vCPU costs more than the write.
+//! Frames normally go into the connection's queue, and its write task
+//! (`outbox/write.rs`) puts them on the socket: a slow client then holds up only
+//! its own task. Replies made on the actor's thread skip the queue (see
+//! `writer::route`): that thread writes them straight to the socket
+//! ([`Outbox::reply_direct`]) as long as nothing is queued before them, and
+//! queues long lists. Handing them to write tasks would wake the runtime's other
+//! thread (tokio gives a second woken task to an idle worker), and on a virtual
+//! machine waking a halted vCPU costs more than the write.
 //!
 //! Order is kept by one rule, checked under the queue's lock: a frame goes
 //! straight to the socket only when the queue is empty and the write task holds
 //! no frames of its own.
+//!
+//! A connection ends in one of two ways:
+//!
+//! - **Closing**: boardd reads no more of its requests. It starts when the client
+//!   ends its side, or when boardd queues an error frame ([`Outbox::close`]; a
+//!   queue that overflows gets a `busy` one). Nothing is queued after an error
+//!   frame, and room for it is always there. The write task sends what is
+//!   queued, and gives a client that does not read `write::LINGER` before it drops
+//!   the connection.
+//! - **Killed**: dropped at once (a write error, the error frame written, the
+//!   linger run out). The write task stops and shuts the socket down.
+//!
+//! Every reply and event carries a [`Charge`] on the connection's memory budget
+//! (`outbox/budget.rs`), given back once its bytes are out.
 
+mod budget;
+mod write;
+
+pub use budget::{Budget, Charge, Overdraft};
+pub use write::Frames;
+
+use crate::approx::ApproxLen;
 use crate::reply::Reply;
 use crate::wire;
+use budget::Meter;
 use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
 use std::io::ErrorKind;
@@ -37,32 +60,28 @@ pub const EVENT_BACKLOG: usize = 8192;
 /// first.
 const MAX_QUEUED: usize = MAX_IN_FLIGHT + EVENT_BACKLOG;
 
-/// One frame on its way to a client.
+/// One frame on its way to a client, with its charge on the budget.
 #[derive(Debug)]
 pub enum Frame {
     Reply {
         id: u64,
         result: Result<Reply, ErrorBody>,
+        charge: Charge,
     },
-    Event(Arc<Event>),
-    /// A connection-level error; the connection closes after it.
+    Event(Arc<Event>, Charge),
+    /// A connection-level error; the connection closes after it. Uncharged: its
+    /// room is always kept.
     Close(ErrorBody),
     /// A reply already encoded: one meant for the socket straight away that
     /// found something queued before it, or the unsent rest of one written in
     /// part.
-    Encoded(Bytes),
+    Encoded(Bytes, Charge),
 }
 
 /// The sending side of a connection. Cheap to clone; the write task ends once
 /// every clone is dropped and the queue is empty.
 #[derive(Debug)]
 pub struct Outbox {
-    link: Arc<Link>,
-}
-
-/// The write task's side: takes frames out of the queue.
-#[derive(Debug)]
-pub struct Frames {
     link: Arc<Link>,
 }
 
@@ -77,15 +96,21 @@ struct Link {
     state: Mutex<State>,
     /// Wakes the write task when a frame is queued while it is idle.
     wake: Notify,
-    /// Cancelled to drop the connection: after a `Close`, a write error, or when
-    /// even a `Close` finds no room.
+    /// Cancelled to drop the connection now (see the module doc).
     kill: CancellationToken,
-    /// Requests read whose answers are not yet all on the socket. Counting until
-    /// then, not until the answer is made, is what bounds the memory a client
-    /// that sends without reading can make boardd hold.
+    /// Cancelled once the connection is closing: no more requests are read.
+    /// A child of `kill`, so a killed connection is closing too.
+    closing: CancellationToken,
+    /// Requests read whose answers are not yet all on the socket. Each answer is
+    /// counted off as soon as its own last byte is written (see `Written::send`),
+    /// so the count never exceeds what the client itself can count: requests sent
+    /// and not yet answered by a reply it has read. Counting until then, not until
+    /// the answer is made, is what stops a client that sends without reading.
     in_flight: AtomicUsize,
     /// Live [`Outbox`] clones.
     senders: AtomicUsize,
+    /// The bytes waiting for this connection.
+    meter: Arc<Meter>,
 }
 
 #[derive(Debug, Default)]
@@ -94,37 +119,79 @@ struct State {
     /// The write task holds frames taken from the queue that are not all on the
     /// socket yet. While it does, nothing may go to the socket past it.
     writing: bool,
+    /// An error frame is queued: nothing may follow it.
+    sealed: bool,
 }
 
 impl Outbox {
     /// An outbox writing to `socket`, and the frames its write task must send.
-    pub fn new(socket: OwnedWriteHalf, session: SessionId) -> (Outbox, Frames) {
-        Self::with_socket(Some(socket), session)
+    /// What waits for it counts against `budget` too.
+    pub fn new(
+        socket: OwnedWriteHalf,
+        session: SessionId,
+        budget: Arc<Budget>,
+    ) -> (Outbox, Frames) {
+        Self::with_socket(Some(socket), session, budget)
     }
 
     /// An outbox with no socket: every frame stays in the queue for the test to
     /// read through [`Frames::recv`].
     #[cfg(test)]
     pub fn detached() -> (Outbox, Frames) {
-        Self::with_socket(None, 0)
+        Self::detached_in(Arc::default())
     }
 
-    fn with_socket(socket: Option<OwnedWriteHalf>, session: SessionId) -> (Outbox, Frames) {
+    /// A detached outbox that counts against `budget`.
+    #[cfg(test)]
+    pub fn detached_in(budget: Arc<Budget>) -> (Outbox, Frames) {
+        Self::with_socket(None, 0, budget)
+    }
+
+    fn with_socket(
+        socket: Option<OwnedWriteHalf>,
+        session: SessionId,
+        budget: Arc<Budget>,
+    ) -> (Outbox, Frames) {
+        let kill = CancellationToken::new();
         let link = Arc::new(Link {
             session,
             socket,
             state: Mutex::new(State::default()),
             wake: Notify::new(),
-            kill: CancellationToken::new(),
+            closing: kill.child_token(),
+            kill,
             in_flight: AtomicUsize::new(0),
             senders: AtomicUsize::new(1),
+            meter: Meter::new(budget),
         });
-        (Outbox { link: link.clone() }, Frames { link })
+        (Outbox { link: link.clone() }, Frames::new(link))
     }
 
-    /// Cancelled when the connection must close.
-    pub fn kill_token(&self) -> CancellationToken {
-        self.link.kill.clone()
+    /// Cancelled once no more requests are to be read: the connection is closing
+    /// or killed.
+    pub fn closing_token(&self) -> CancellationToken {
+        self.link.closing.clone()
+    }
+
+    /// Says that no more requests will be read (the client ended its side, or
+    /// boardd stopped): from now on a client that does not read what is still
+    /// queued is dropped after `write::LINGER`.
+    pub fn finish(&self) {
+        self.link.closing.cancel();
+        // An idle write task arms its linger when it wakes.
+        self.link.wake.notify_one();
+    }
+
+    /// Reserves `bytes` on this connection's budget for a frame about to be made
+    /// for it; see `outbox/budget.rs`.
+    pub fn charge(&self, bytes: usize) -> Charge {
+        self.link.meter.charge(bytes)
+    }
+
+    /// Whether this connection, or all of them together, have more waiting than
+    /// the budget allows: then its requests are not to be executed.
+    pub fn over_budget(&self) -> Option<Overdraft> {
+        self.link.meter.over()
     }
 
     /// Counts a request read from the client. False when it already has
@@ -133,39 +200,56 @@ impl Outbox {
         self.link.in_flight.fetch_add(1, Ordering::AcqRel) < MAX_IN_FLIGHT
     }
 
-    /// Queues a reply. Dropped only when the connection is gone or the client
-    /// has stopped reading far past the in-flight limit.
-    pub fn reply(&self, id: u64, result: Result<Reply, ErrorBody>) {
+    /// Queues a reply. Dropped only when the connection is closing and past its
+    /// error frame, or gone; a client that stopped reading far past the in-flight
+    /// limit is cut off instead (see [`Link::overflowed`]).
+    pub fn reply(&self, id: u64, result: Result<Reply, ErrorBody>, charge: Charge) {
         let state = self.link.lock();
-        if !self.link.push(state, Frame::Reply { id, result }) {
-            self.link.overflowed();
+        let frame = Frame::Reply { id, result, charge };
+        if let Err(state) = self.link.push(state, frame) {
+            self.link.overflowed(state);
         }
+    }
+
+    /// Charges an error reply made on the connection's own task (a refusal, or
+    /// `busy`) and queues it.
+    pub fn reply_error(&self, id: u64, error: ErrorBody) {
+        let result = Err(error);
+        let charge = self.charge(result.approx_len());
+        self.reply(id, result, charge);
     }
 
     /// Writes a reply straight to the socket from this thread when nothing is
     /// queued before it, and queues it otherwise. The socket is never waited for:
     /// what does not fit goes to the write task. A long list is always queued:
     /// encoding it here would hold up the caller (the actor) for every client.
-    pub fn reply_direct(&self, id: u64, result: Result<Reply, ErrorBody>) {
+    pub fn reply_direct(&self, id: u64, result: Result<Reply, ErrorBody>, charge: Charge) {
         let socket = match &self.link.socket {
             Some(socket) if !result.as_ref().is_ok_and(Reply::is_long) => socket,
-            _ => return self.reply(id, result),
+            _ => return self.reply(id, result, charge),
         };
         let mut buf = BytesMut::new();
         wire::reply(&mut buf, id, &result);
         let mut frame = buf.freeze();
         let mut state = self.link.lock();
-        if state.queue.is_empty() && !state.writing && !self.link.kill.is_cancelled() {
-            match socket.try_write(&frame) {
-                Ok(n) if n == frame.len() => {
-                    self.link.in_flight.fetch_sub(1, Ordering::AcqRel);
-                    return;
-                }
+        if state.queue.is_empty()
+            && !state.writing
+            && !state.sealed
+            && !self.link.kill.is_cancelled()
+        {
+            // Counted off before the write, for the reason `Written::send` gives.
+            self.link.in_flight.fetch_sub(1, Ordering::AcqRel);
+            let wrote = socket.try_write(&frame);
+            if !matches!(wrote, Ok(n) if n == frame.len()) {
+                self.link.in_flight.fetch_add(1, Ordering::AcqRel);
+            }
+            match wrote {
+                Ok(n) if n == frame.len() => return,
                 // The rest must follow before any other frame, and the queue is
                 // empty, so queueing it keeps the order.
                 Ok(n) => {
                     frame = frame.slice(n..);
-                    state.queue.push_back(Frame::Encoded(frame));
+                    state.queue.push_back(Frame::Encoded(frame, charge));
                     drop(state);
                     self.link.wake.notify_one();
                     return;
@@ -178,31 +262,49 @@ impl Outbox {
                 }
             }
         }
-        if !self.link.push(state, Frame::Encoded(frame)) {
-            self.link.overflowed();
+        if let Err(state) = self.link.push(state, Frame::Encoded(frame, charge)) {
+            self.link.overflowed(state);
         }
     }
 
-    /// Queues an event. A subscriber too far behind is cut off with `busy`.
-    pub fn event(&self, event: Arc<Event>) {
+    /// Queues an event. A subscriber too far behind (more than [`EVENT_BACKLOG`]
+    /// frames, or past the budget) is cut off with `busy` instead.
+    pub fn event(&self, event: Arc<Event>, charge: Charge) {
         let state = self.link.lock();
-        if state.queue.len() < EVENT_BACKLOG {
-            self.link.push(state, Frame::Event(event));
+        if state.sealed {
             return;
         }
-        drop(state);
-        self.close(ErrorBody::new(
+        let behind = if state.queue.len() >= EVENT_BACKLOG {
+            format!("more than {EVENT_BACKLOG} events wait for it")
+        } else if let Some(over) = self.link.meter.over() {
+            over.describe()
+        } else {
+            // Within MAX_QUEUED, so only a killed connection refuses it.
+            let _ = self.link.push(state, Frame::Event(event, charge));
+            return;
+        };
+        drop(charge);
+        let error = ErrorBody::new(
             ErrorCode::Busy,
-            "event subscriber fell too far behind; reconnect and read history with `events --since`",
-        ));
+            format!(
+                "this subscriber fell too far behind ({behind}); boardd closes the connection. \
+                 Reconnect, subscribe, and catch up with `events` since the last seq you saw"
+            ),
+        );
+        if self.link.seal(state, error) {
+            tracing::warn!(
+                session = self.link.session,
+                behind,
+                "subscriber fell too far behind; sending busy and closing the connection"
+            );
+        }
     }
 
-    /// Queues a connection-level error, after which the connection closes.
+    /// Queues a connection-level error, after which the connection closes: boardd
+    /// reads no more of its requests and queues nothing after it.
     pub fn close(&self, error: ErrorBody) {
         let state = self.link.lock();
-        if !self.link.push(state, Frame::Close(error)) {
-            self.link.kill.cancel();
-        }
+        self.link.seal(state, error);
     }
 }
 
@@ -232,143 +334,65 @@ impl Link {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A reply found no room. Dropping it would break the promise of one
-    /// answer per request, and the in-flight count would never come down again,
-    /// so the connection is closed instead. Only a client that sent thousands of
-    /// requests without reading gets here.
-    fn overflowed(&self) {
-        if !self.kill.is_cancelled() {
+    /// A reply found no room. Dropping it silently would break the promise of
+    /// one answer per request, so the connection is cut off with an error frame
+    /// instead. Only a client that sent thousands of requests without reading
+    /// gets here.
+    fn overflowed(&self, state: MutexGuard<'_, State>) {
+        let error = ErrorBody::new(
+            ErrorCode::Busy,
+            format!(
+                "more than {MAX_QUEUED} responses waited for this connection; boardd closes it. \
+                 Read your responses before sending more requests"
+            ),
+        );
+        if self.seal(state, error) {
             tracing::warn!(
                 session = self.session,
                 queued = MAX_QUEUED,
-                "client stopped reading its replies; closing the connection"
+                "client stopped reading its replies; sending busy and closing the connection"
             );
-            self.kill.cancel();
         }
     }
 
-    /// Appends a frame and wakes the write task if it is idle. False if the frame
-    /// was dropped.
-    fn push(&self, mut state: MutexGuard<'_, State>, frame: Frame) -> bool {
-        if state.queue.len() >= MAX_QUEUED || self.kill.is_cancelled() {
-            return false;
+    /// Appends a frame and wakes the write task if it is idle. Gives the lock
+    /// back if the frame was refused: the queue is full, or the connection is
+    /// past its error frame or killed.
+    fn push<'a>(
+        &self,
+        mut state: MutexGuard<'a, State>,
+        frame: Frame,
+    ) -> Result<(), MutexGuard<'a, State>> {
+        if state.queue.len() >= MAX_QUEUED || state.sealed || self.kill.is_cancelled() {
+            return Err(state);
         }
         state.queue.push_back(frame);
+        self.wake_writer(state);
+        Ok(())
+    }
+
+    /// Queues the error frame that ends the connection, whatever the queue holds
+    /// (its room is always kept), and stops the reading of requests. False if the
+    /// connection was already closing with an error, or killed.
+    fn seal(&self, mut state: MutexGuard<'_, State>, error: ErrorBody) -> bool {
+        if state.sealed || self.kill.is_cancelled() {
+            return false;
+        }
+        state.sealed = true;
+        state.queue.push_back(Frame::Close(error));
+        // Cancelled before the write task is woken, so that it sees it.
+        self.closing.cancel();
+        self.wake_writer(state);
+        true
+    }
+
+    fn wake_writer(&self, state: MutexGuard<'_, State>) {
         let idle = !state.writing;
         drop(state);
         if idle {
             self.wake.notify_one();
         }
-        true
     }
-}
-
-impl Frames {
-    /// Moves everything queued into `batch` (which must be empty), once there is
-    /// something. Swapping rather than taking the queue keeps both buffers'
-    /// capacity, so a busy connection does not allocate a queue per batch. False
-    /// when the connection is killed, or when every [`Outbox`] is gone and the
-    /// queue is empty.
-    async fn next_batch(&self, batch: &mut VecDeque<Frame>) -> bool {
-        let link = &*self.link;
-        loop {
-            if link.kill.is_cancelled() {
-                return false;
-            }
-            {
-                let mut state = link.lock();
-                if !state.queue.is_empty() {
-                    state.writing = true;
-                    std::mem::swap(&mut state.queue, batch);
-                    return true;
-                }
-                state.writing = false;
-            }
-            if link.senders.load(Ordering::Acquire) == 0 {
-                return false;
-            }
-            // A frame queued after the check above stored a permit, so this
-            // returns at once: no frame is left waiting.
-            tokio::select! {
-                biased;
-                _ = link.kill.cancelled() => return false,
-                _ = link.wake.notified() => {}
-            }
-        }
-    }
-
-    /// The write task: sends queued frames until the connection closes. Each
-    /// batch goes out in one write when the socket takes it.
-    pub async fn write(self) {
-        let link = &*self.link;
-        let Some(socket) = &link.socket else { return };
-        let mut buf = BytesMut::new();
-        let mut batch = VecDeque::new();
-        while self.next_batch(&mut batch).await {
-            buf.clear();
-            let mut close = false;
-            let mut replies = 0;
-            for frame in batch.drain(..) {
-                match frame {
-                    Frame::Reply { id, result } => {
-                        replies += 1;
-                        wire::reply(&mut buf, id, &result);
-                    }
-                    Frame::Event(event) => wire::event(&mut buf, &event),
-                    Frame::Encoded(bytes) => {
-                        replies += 1;
-                        buf.extend_from_slice(&bytes);
-                    }
-                    Frame::Close(error) => {
-                        wire::error(&mut buf, &error);
-                        close = true;
-                        break;
-                    }
-                }
-            }
-            if let Err(e) = write_all(socket, &buf).await {
-                tracing::debug!(session = self.link.session, error = %e, "cannot write to client; closing");
-                link.kill.cancel();
-                return;
-            }
-            link.in_flight.fetch_sub(replies, Ordering::AcqRel);
-            if close {
-                link.kill.cancel();
-                return;
-            }
-        }
-    }
-
-    /// The next queued frame, for tests that read what boardd would send.
-    #[cfg(test)]
-    pub async fn recv(&self) -> Option<Frame> {
-        loop {
-            if let Some(frame) = self.try_recv() {
-                return Some(frame);
-            }
-            if self.link.senders.load(Ordering::Acquire) == 0 {
-                return None;
-            }
-            self.link.wake.notified().await;
-        }
-    }
-
-    #[cfg(test)]
-    pub fn try_recv(&self) -> Option<Frame> {
-        self.link.lock().queue.pop_front()
-    }
-}
-
-async fn write_all(socket: &OwnedWriteHalf, mut buf: &[u8]) -> std::io::Result<()> {
-    while !buf.is_empty() {
-        socket.writable().await?;
-        match socket.try_write(buf) {
-            Ok(n) => buf = &buf[n..],
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

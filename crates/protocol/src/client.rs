@@ -131,7 +131,19 @@ impl Client {
             name: name.to_string(),
             team: team.to_string(),
         });
-        send_frame(&mut framed, &hello).await?;
+        // boardd may refuse a connection before it reads the hello (another user,
+        // no room for more connections) and close it: the hello then finds the
+        // connection gone, but the `reject` that says why is waiting to be read.
+        let sent = send_frame(&mut framed, &hello).await;
+        if let Err(e) = sent {
+            return Err(match framed.next().await {
+                Some(Ok(bytes)) => match serde_json::from_slice::<ServerFrame>(&bytes) {
+                    Ok(ServerFrame::Reject { reason }) => ClientError::Rejected(reason),
+                    _ => e,
+                },
+                _ => e,
+            });
+        }
         let welcome = match framed.next().await {
             Some(Ok(bytes)) => match serde_json::from_slice::<ServerFrame>(&bytes) {
                 Ok(ServerFrame::Welcome(w)) => w,

@@ -1,7 +1,7 @@
 //! Claiming the socket safely: stale socket cleanup, mode 0600, and refusing peers
 //! of another user.
 
-use crate::dirs::{DirError, private_dir};
+use crate::private::{self, PrivateError};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use tokio::net::{UnixListener, UnixStream};
@@ -9,7 +9,7 @@ use tokio::net::{UnixListener, UnixStream};
 #[derive(Debug, thiserror::Error)]
 pub enum BindError {
     #[error(transparent)]
-    Dir(#[from] DirError),
+    Dir(#[from] PrivateError),
     #[error("another boardd is already listening on {0}; stop it or choose another --socket")]
     SocketInUse(PathBuf),
     #[error("{0} exists and is not a socket; refusing to replace it. Choose another --socket")]
@@ -25,7 +25,8 @@ pub enum BindError {
     },
 }
 
-/// Binds the socket with mode 0600. A socket file left by a crashed daemon is
+/// Binds the socket with mode 0600, in a directory made as private as
+/// [`private::socket_dir`] allows. A socket file left by a crashed daemon is
 /// removed; one that a live daemon answers on is not.
 pub async fn bind(path: &Path) -> Result<UnixListener, BindError> {
     let len = path.as_os_str().len();
@@ -36,7 +37,7 @@ pub async fn bind(path: &Path) -> Result<UnixListener, BindError> {
         });
     }
     if let Some(parent) = path.parent() {
-        private_dir(parent)?;
+        private::socket_dir(parent)?;
     }
     if let Ok(meta) = std::fs::symlink_metadata(path) {
         // Only a socket can be a crashed daemon's leftover: never delete anything

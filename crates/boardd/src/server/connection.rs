@@ -6,7 +6,7 @@
 //! peer breaks (a reset, a frame cut short by its close) just ends.
 
 use crate::actor::Cmd;
-use crate::outbox::{MAX_IN_FLIGHT, Outbox};
+use crate::outbox::{Budget, MAX_IN_FLIGHT, Outbox};
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use serde::Serialize;
@@ -42,6 +42,8 @@ pub struct Connection {
     pub lease_ttl: Duration,
     /// Cancelled once the actor has stopped: the connection closes.
     pub closed: CancellationToken,
+    /// The bytes waiting for all connections.
+    pub budget: Arc<Budget>,
 }
 
 impl Connection {
@@ -69,8 +71,8 @@ impl Connection {
         span.record("name", hello.name.as_str());
         span.record("team", hello.team.as_str());
         tracing::debug!(client = %hello.client, "session open");
-        let (out, frames) = Outbox::new(writer.into_inner(), self.session);
-        let kill = out.kill_token();
+        let (out, frames) = Outbox::new(writer.into_inner(), self.session, self.budget.clone());
+        let closing = out.closing_token();
         let write_task = tokio::spawn(frames.write().in_current_span());
         let open = Cmd::Open {
             session: self.session,
@@ -79,8 +81,10 @@ impl Connection {
             out: out.clone(),
         };
         if self.actor.send(open).await.is_ok() {
-            self.read_requests(&mut reader, &out, &kill).await;
+            self.read_requests(&mut reader, &out, &closing).await;
         }
+        // What is queued still goes out, to a client that takes it within LINGER.
+        out.finish();
         // After boardd stopped, a closing connection is not a teammate going away:
         // its claim waits for the restart grace period instead of being released.
         if !self.closed.is_cancelled() {
@@ -92,18 +96,20 @@ impl Connection {
                 .await;
         }
         drop(out);
-        // The write task ends once every queued frame is out: the actor and the
-        // writer thread drop their clones of the outbox when they are done.
-        let _ = tokio::time::timeout(Duration::from_secs(5), write_task).await;
+        // The write task ends once every queued frame is out (the actor and the
+        // writer thread drop their clones of the outbox when they are done), or
+        // once the client has read nothing for LINGER.
+        let _ = write_task.await;
         tracing::debug!("session closed");
     }
 
-    /// Reads requests and hands them to the actor until the connection ends.
-    async fn read_requests(&self, reader: &mut Reader, out: &Outbox, kill: &CancellationToken) {
+    /// Reads requests and hands them to the actor until the connection ends or
+    /// is closing.
+    async fn read_requests(&self, reader: &mut Reader, out: &Outbox, closing: &CancellationToken) {
         loop {
             let frame = tokio::select! {
                 f = reader.next() => f,
-                _ = kill.cancelled() => return,
+                _ = closing.cancelled() => return,
                 _ = self.closed.cancelled() => return,
             };
             let bytes = match frame {
@@ -133,7 +139,7 @@ impl Connection {
                     // Counted like any request, so that a flood of bad ones is
                     // refused with `busy` too.
                     out.admit();
-                    out.reply(id, Err(error));
+                    out.reply_error(id, error);
                     continue;
                 }
                 Decoded::Request { id, request } => (id, request),
@@ -144,7 +150,7 @@ impl Connection {
                     ErrorCode::Busy,
                     format!("more than {MAX_IN_FLIGHT} requests in flight; read the replies"),
                 );
-                out.reply(id, Err(error));
+                out.reply_error(id, error);
                 continue;
             }
             let cmd = Cmd::Request {
@@ -154,7 +160,7 @@ impl Connection {
             };
             if self.actor.send(cmd).await.is_err() {
                 let error = ErrorBody::new(ErrorCode::ShuttingDown, "boardd is shutting down");
-                out.reply(id, Err(error));
+                out.reply_error(id, error);
                 return;
             }
         }
@@ -300,9 +306,23 @@ async fn send<T: Serialize>(writer: &mut Writer, frame: &T) -> std::io::Result<(
     writer.send(Bytes::from(bytes)).await
 }
 
-/// Answers a peer that may not connect, then closes.
-pub async fn reject(stream: UnixStream, reason: String) {
-    let (_, write) = stream.into_split();
-    let mut writer = FramedWrite::new(write, response_codec());
-    let _ = send(&mut writer, &ServerFrame::Reject { reason }).await;
+/// Refuses a peer at once, before reading anything from it: writes the `reject`
+/// frame without waiting (a new connection's buffer always has room for it).
+/// Dropping `stream` then closes the connection and gives its descriptor back.
+pub fn reject(stream: &UnixStream, reason: String) {
+    let frame = ServerFrame::Reject { reason };
+    let Ok(payload) = serde_json::to_vec(&frame) else {
+        return;
+    };
+    let Ok(len) = u32::try_from(payload.len()) else {
+        return;
+    };
+    let mut bytes = Vec::with_capacity(4 + payload.len());
+    bytes.extend_from_slice(&len.to_be_bytes());
+    bytes.extend_from_slice(&payload);
+    match stream.try_write(&bytes) {
+        Ok(n) if n == bytes.len() => {}
+        Ok(n) => tracing::debug!(n, "reject cut short"),
+        Err(error) => tracing::debug!(%error, "cannot send reject"),
+    }
 }

@@ -15,10 +15,12 @@
 
 mod bind;
 mod connection;
+pub mod fds;
 
 pub use bind::{BindError, PeerError, bind};
 
 use crate::actor::{Actor, Cmd};
+use crate::outbox::Budget;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -40,6 +42,8 @@ pub struct Settings {
     pub lease_ttl: Duration,
     /// Live connections: counted here, read by `status`.
     pub live: Arc<AtomicU64>,
+    /// The most connections served at once; see [`fds`].
+    pub max_connections: usize,
 }
 
 /// Serves `listener` until `shutdown` resolves; see the module doc for the order
@@ -59,6 +63,8 @@ pub async fn run(
         settings,
         next_session: 1,
         closed: CancellationToken::new(),
+        budget: Arc::default(),
+        spare: fds::Spare::open(),
     };
     tokio::select! {
         _ = accept.run() => {}
@@ -82,16 +88,24 @@ struct Accept {
     next_session: SessionId,
     /// Cancelled once the actor has stopped, to close the connections still open.
     closed: CancellationToken,
+    /// The bytes of replies and events waiting for all connections together.
+    budget: Arc<Budget>,
+    /// Given up for a moment to refuse a client when no descriptor is left.
+    spare: fds::Spare,
 }
 
 impl Accept {
-    /// Accepts connections and spawns a task for each, forever.
+    /// Accepts connections and spawns a task for each, forever. A client past
+    /// the connection limit is refused at once, never left waiting.
     async fn run(&mut self) {
         loop {
             let stream = match self.listener.accept().await {
                 Ok((stream, _)) => stream,
+                Err(e) if out_of_descriptors(&e) => {
+                    self.refuse_without_descriptors().await;
+                    continue;
+                }
                 Err(e) => {
-                    // Running out of file descriptors must not end the daemon.
                     tracing::warn!(error = %e, "accept failed");
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
@@ -99,7 +113,17 @@ impl Accept {
             };
             if let Err(why) = bind::same_user(&stream) {
                 tracing::warn!(%why, "refusing peer");
-                tokio::spawn(connection::reject(stream, why.to_string()));
+                connection::reject(&stream, why.to_string());
+                continue;
+            }
+            let max = self.settings.max_connections;
+            if self.settings.live.load(Ordering::Relaxed) >= max as u64 {
+                tracing::warn!(max, "connection limit reached; refusing a client");
+                let reason = format!(
+                    "boardd serves at most {max} connections at once, and all are in use; \
+                     close some (other teamctl or teammated processes) and try again"
+                );
+                connection::reject(&stream, reason);
                 continue;
             }
             let session = self.next_session;
@@ -109,6 +133,7 @@ impl Accept {
                 actor: self.actor.clone(),
                 lease_ttl: self.settings.lease_ttl,
                 closed: self.closed.clone(),
+                budget: self.budget.clone(),
             };
             let live = self.settings.live.clone();
             live.fetch_add(1, Ordering::Relaxed);
@@ -118,4 +143,33 @@ impl Accept {
             });
         }
     }
+
+    /// `accept` failed for lack of descriptors: frees the spare one for long
+    /// enough to take the waiting client and refuse it. Without that, the
+    /// client would wait in the listen queue, unanswered, and `accept` would
+    /// fail again at once.
+    async fn refuse_without_descriptors(&mut self) {
+        if !self.spare.release() {
+            tracing::warn!("out of file descriptors, and no spare one; waiting");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            self.spare.restore();
+            return;
+        }
+        match self.listener.accept().await {
+            Ok((stream, _)) => {
+                tracing::warn!("out of file descriptors; refusing a client");
+                let reason = "boardd has run out of file descriptors; close some connections \
+                              (other teamctl or teammated processes) and try again";
+                connection::reject(&stream, reason.to_string());
+            }
+            Err(e) => tracing::warn!(error = %e, "accept failed"),
+        }
+        self.spare.restore();
+    }
+}
+
+/// Whether `accept` failed because this process (EMFILE) or the system (ENFILE)
+/// has no descriptor left.
+fn out_of_descriptors(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
 }

@@ -1,7 +1,7 @@
 //! The single-instance lock: one boardd per state directory, so that two daemons
 //! never write the same database.
 
-use crate::dirs::{DirError, private_dir};
+use crate::private::{self, PrivateError};
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -12,7 +12,7 @@ pub const LOCK_FILE: &str = "boardd.lock";
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
     #[error(transparent)]
-    Dir(#[from] DirError),
+    Private(#[from] PrivateError),
     #[error("cannot open lock file {path}: {source}")]
     Open {
         path: PathBuf,
@@ -28,10 +28,10 @@ pub struct InstanceLock {
     _file: File,
 }
 
-/// Takes the exclusive lock in the state directory, creating the directory
-/// (private to this user) if needed.
+/// Takes the exclusive lock in the state directory, creating the directory if
+/// needed. The directory and the lock file are made private to this user.
 pub fn lock_state_dir(state_dir: &Path) -> Result<InstanceLock, LockError> {
-    private_dir(state_dir)?;
+    private::state_dir(state_dir)?;
     let path = state_dir.join(LOCK_FILE);
     let file = OpenOptions::new()
         .create(true)
@@ -43,6 +43,8 @@ pub fn lock_state_dir(state_dir: &Path) -> Result<InstanceLock, LockError> {
             path: path.clone(),
             source,
         })?;
+    // The mode above applies only to a new file.
+    private::existing_file(&path)?;
     match file.try_lock() {
         Ok(()) => Ok(InstanceLock { _file: file }),
         Err(std::fs::TryLockError::WouldBlock) => Err(LockError::AlreadyRunning {

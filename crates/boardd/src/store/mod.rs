@@ -43,6 +43,8 @@ pub enum StoreError {
         "database {path} has schema version {found}, newer than this boardd understands ({SCHEMA_VERSION}); upgrade boardd"
     )]
     TooNew { path: PathBuf, found: i64 },
+    #[error(transparent)]
+    Private(#[from] crate::private::PrivateError),
     #[error("cannot encode a {what} for the database: {source}")]
     Encode {
         what: &'static str,
@@ -77,6 +79,15 @@ impl Store {
             path: path.clone(),
             source,
         };
+        // SQLite would create the database with the umask's mode, and gives its
+        // WAL the database's mode: so the database is made 0600 first, and so are
+        // the files SQLite left beside it.
+        crate::private::file(&path)?;
+        for suffix in ["-wal", "-shm", "-journal"] {
+            let mut beside = path.clone().into_os_string();
+            beside.push(suffix);
+            crate::private::existing_file(Path::new(&beside))?;
+        }
         let mut conn = Connection::open(&path).map_err(err)?;
         // boardd's lock file already guarantees one process per database, so
         // SQLite's own file locks are pure cost: in exclusive mode it takes them

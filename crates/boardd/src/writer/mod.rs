@@ -18,7 +18,8 @@ pub use commit::Counters;
 #[cfg(test)]
 pub use commit::{CHECKPOINT_PAGES, CHECKPOINT_PAGES_MAX};
 
-use crate::outbox::Outbox;
+use crate::approx::{self, ApproxLen};
+use crate::outbox::{Charge, Outbox};
 use crate::reply::Reply;
 use crate::store::{HistoryQuery, Store};
 use commit::Committer;
@@ -54,27 +55,66 @@ pub struct Job {
     pub queries: Vec<QueryTo>,
 }
 
-/// A reply and the connection it goes to.
+/// A reply, the connection it goes to, and its charge on that connection's
+/// budget.
 #[derive(Debug)]
 pub struct ReplyTo {
     pub to: Outbox,
     pub id: u64,
     pub result: Result<Reply, ErrorBody>,
+    pub charge: Charge,
 }
 
-/// An event and the connection it goes to.
+/// An event, the connection it goes to, and its charge there.
 #[derive(Debug)]
 pub struct EventTo {
     pub to: Outbox,
     pub event: Arc<Event>,
+    pub charge: Charge,
 }
 
-/// A read of history and the connection its reply goes to.
+/// A read of history, the connection its reply goes to, and a charge for the
+/// reply estimated before the read, which the read corrects.
 #[derive(Debug)]
 pub struct QueryTo {
     pub to: Outbox,
     pub id: u64,
     pub query: Query,
+    pub charge: Charge,
+}
+
+impl ReplyTo {
+    /// A reply for `to`, charged on its budget.
+    pub fn new(to: Outbox, id: u64, result: Result<Reply, ErrorBody>) -> ReplyTo {
+        let charge = to.charge(result.approx_len());
+        ReplyTo {
+            to,
+            id,
+            result,
+            charge,
+        }
+    }
+}
+
+impl EventTo {
+    /// An event for `to`, charged on its budget.
+    pub fn new(to: Outbox, event: Arc<Event>) -> EventTo {
+        let charge = to.charge(approx::event_frame(&event));
+        EventTo { to, event, charge }
+    }
+}
+
+impl QueryTo {
+    /// A read for `to`, its reply charged on its budget at [`Query::estimate`].
+    pub fn new(to: Outbox, id: u64, query: Query) -> QueryTo {
+        let charge = to.charge(query.estimate());
+        QueryTo {
+            to,
+            id,
+            query,
+            charge,
+        }
+    }
 }
 
 /// A read that needs the store.
@@ -84,6 +124,25 @@ pub enum Query {
     Task { task: Box<Task>, team: String },
     /// `events`.
     Events(HistoryQuery),
+}
+
+impl Query {
+    /// The size of the reply, guessed on the high side before the read: the
+    /// writer corrects it once the reply exists, and until then a connection
+    /// that asks for much history cannot ask for more.
+    pub fn estimate(&self) -> usize {
+        /// An event in a reply, generously: most are 200 to 300 bytes.
+        const EVENT: usize = 512;
+        /// A task's history, generously: a task has a few dozen events.
+        const HISTORY: usize = 16 << 10;
+        match self {
+            Query::Task { task, .. } => task.approx_len() + HISTORY,
+            Query::Events(q) => {
+                let limit = usize::try_from(q.limit).unwrap_or(usize::MAX);
+                limit.saturating_mul(EVENT)
+            }
+        }
+    }
 }
 
 /// The actor's handle on the writer.
@@ -245,7 +304,7 @@ impl Writer {
 /// Sends the replies of a job that wrote nothing and read nothing.
 fn send_now(job: Job) {
     for r in job.replies {
-        r.to.reply_direct(r.id, r.result);
+        r.to.reply_direct(r.id, r.result, r.charge);
     }
 }
 

@@ -4,6 +4,7 @@
 //! persisted is ever reported.
 
 use super::{Job, Query};
+use crate::approx::ApproxLen;
 use crate::reply::Reply;
 use crate::store::{HistoryQuery, Store};
 use teamboard_protocol::{ErrorBody, ErrorCode, TaskDetail};
@@ -28,13 +29,14 @@ pub fn send(store: &Store, job: Job, failure: Option<&str>, path: Path) {
             Some(why) => Err(storage_error(Some(why))),
         };
         match path {
-            Path::Direct => r.to.reply_direct(r.id, result),
-            Path::Queued => r.to.reply(r.id, result),
+            Path::Direct => r.to.reply_direct(r.id, result, r.charge),
+            Path::Queued => r.to.reply(r.id, result, r.charge),
         }
     }
+    // Events dropped here give their charges back as they go.
     if failure.is_none() {
         for e in job.events {
-            e.to.event(e.event);
+            e.to.event(e.event, e.charge);
         }
     }
     for q in job.queries {
@@ -42,7 +44,9 @@ pub fn send(store: &Store, job: Job, failure: Option<&str>, path: Path) {
             None => read(store, q.query),
             Some(why) => Err(storage_error(Some(why))),
         };
-        q.to.reply(q.id, result);
+        let mut charge = q.charge;
+        charge.resize(result.approx_len());
+        q.to.reply(q.id, result, charge);
     }
 }
 
@@ -50,10 +54,10 @@ pub fn send(store: &Store, job: Job, failure: Option<&str>, path: Path) {
 /// (which only happens after a fatal error).
 pub fn refuse(job: Job) {
     for r in job.replies {
-        r.to.reply(r.id, Err(storage_error(None)));
+        r.to.reply(r.id, Err(storage_error(None)), r.charge);
     }
     for q in job.queries {
-        q.to.reply(q.id, Err(storage_error(None)));
+        q.to.reply(q.id, Err(storage_error(None)), q.charge);
     }
 }
 

@@ -44,11 +44,8 @@ fn job(first_seq: u64) -> Job {
 /// as one client with one request at a time would.
 fn submit_and_wait(writer: &mut Writer, out: &Outbox, rx: &Frames, first_seq: u64, id: u64) {
     let mut job = job(first_seq);
-    job.replies.push(ReplyTo {
-        to: out.clone(),
-        id,
-        result: Ok(Reply::Tasks(Vec::new())),
-    });
+    let result = Ok(Reply::Tasks(Vec::new()));
+    job.replies.push(ReplyTo::new(out.clone(), id, result));
     writer.submit(job, false);
     // No runtime here to wait on: poll, briefly enough that the writer never sees
     // a quiet millisecond because of it.

@@ -1,0 +1,211 @@
+//! How many bytes a reply or event takes once encoded, estimated cheaply for the
+//! memory budget of the connections (see `outbox::budget`).
+//!
+//! An estimate is the sum of an object's string lengths plus a constant for its
+//! field names, numbers and punctuation. It walks what it measures once, like the
+//! handler that built it, and never encodes. It may miss by the escapes JSON adds
+//! to unusual strings; the budget it feeds is a bound on the order of megabytes,
+//! not a byte count.
+
+use crate::reply::Reply;
+use teamboard_protocol::{
+    Claim, ErrorBody, Event, Member, Message, ServerStatus, Task, TaskDetail, Work,
+};
+
+/// What each frame adds around its content (`{"type":"response","id":...}`).
+const FRAME: usize = 48;
+
+/// An object's encoded size, estimated.
+pub trait ApproxLen {
+    fn approx_len(&self) -> usize;
+}
+
+impl ApproxLen for Task {
+    fn approx_len(&self) -> usize {
+        // Field names, status, numbers and token counts.
+        const FIXED: usize = 320;
+        FIXED
+            + self.subject.len()
+            + self.description.len()
+            + opt(&self.owner)
+            + opt(&self.role)
+            + opt(&self.result)
+            + opt(&self.last_error)
+            + 21 * self.blocked_by.len()
+    }
+}
+
+impl ApproxLen for Event {
+    fn approx_len(&self) -> usize {
+        const FIXED: usize = 160;
+        FIXED + self.team.len() + self.actor.len() + opt(&self.member) + self.detail.len()
+    }
+}
+
+impl ApproxLen for Member {
+    fn approx_len(&self) -> usize {
+        const FIXED: usize = 200;
+        FIXED + self.name.len() + self.role.len()
+    }
+}
+
+impl ApproxLen for Message {
+    fn approx_len(&self) -> usize {
+        const FIXED: usize = 120;
+        FIXED + self.from.len() + self.to.len() + self.content.len() + opt(&self.request_id)
+    }
+}
+
+impl ApproxLen for Claim {
+    fn approx_len(&self) -> usize {
+        32 + self.task.approx_len()
+    }
+}
+
+impl ApproxLen for Work {
+    fn approx_len(&self) -> usize {
+        match self {
+            Work::Messages { messages } => 32 + list(messages),
+            Work::Task { claim } => 32 + claim.approx_len(),
+            Work::Timeout => 32,
+        }
+    }
+}
+
+impl ApproxLen for TaskDetail {
+    fn approx_len(&self) -> usize {
+        16 + self.task.approx_len() + list(&self.history)
+    }
+}
+
+impl ApproxLen for ServerStatus {
+    fn approx_len(&self) -> usize {
+        const FIXED: usize = 320;
+        const TEAM: usize = 260;
+        FIXED + self.socket.len() + self.state_dir.len() + TEAM * self.teams.len()
+    }
+}
+
+impl ApproxLen for ErrorBody {
+    fn approx_len(&self) -> usize {
+        40 + self.message.len()
+    }
+}
+
+impl ApproxLen for Reply {
+    fn approx_len(&self) -> usize {
+        match self {
+            Reply::Task(t) => t.approx_len(),
+            Reply::Tasks(v) => list(v),
+            Reply::Detail(d) => d.approx_len(),
+            Reply::Claim(c) => c.approx_len(),
+            Reply::MaybeClaim(c) => c.as_ref().map_or(4, |c| c.approx_len()),
+            Reply::Member(m) => m.approx_len(),
+            Reply::Members(v) => list(v),
+            Reply::Message(m) => m.approx_len(),
+            Reply::Messages(v) => list(v),
+            Reply::Work(w) => w.approx_len(),
+            Reply::Events(v) => list(v),
+            Reply::Status(s) => s.approx_len(),
+            Reply::Acked(_) => 24,
+            Reply::Done(_) => 2,
+        }
+    }
+}
+
+/// A whole response frame: the reply or the error, and the frame around it.
+impl ApproxLen for Result<Reply, ErrorBody> {
+    fn approx_len(&self) -> usize {
+        FRAME
+            + match self {
+                Ok(reply) => reply.approx_len(),
+                Err(error) => error.approx_len(),
+            }
+    }
+}
+
+fn opt(s: &Option<String>) -> usize {
+    s.as_ref().map_or(4, String::len)
+}
+
+fn list<T: ApproxLen>(items: &[T]) -> usize {
+    2 + items.iter().map(|x| 1 + x.approx_len()).sum::<usize>()
+}
+
+/// An event frame.
+pub fn event_frame(event: &Event) -> usize {
+    FRAME + event.approx_len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reply::Empty;
+    use teamboard_protocol::{EventKind, TaskStatus, TokenUsage};
+
+    fn task(description: &str) -> Task {
+        Task {
+            id: 12,
+            subject: "Write the parser".into(),
+            description: description.into(),
+            status: TaskStatus::InProgress,
+            owner: Some("alice".into()),
+            blocked_by: vec![1, 2, 3],
+            priority: -4,
+            role: Some("dev".into()),
+            attempts: 2,
+            result: None,
+            last_error: Some("tests do not compile".into()),
+            epoch: 7,
+            tokens: TokenUsage {
+                input: 123_456,
+                output: 7_890,
+            },
+            created_at: 1_795_978_697_919,
+            updated_at: 1_795_978_697_930,
+            ready: false,
+        }
+    }
+
+    fn event() -> Event {
+        Event {
+            seq: 123_456,
+            team: "default".into(),
+            at: 1_795_978_697_934,
+            actor: "alice".into(),
+            kind: EventKind::TaskReleased,
+            task: Some(2),
+            member: Some("alice".into()),
+            message: None,
+            detail: "#2 back to pending (failed, alice): tests do not compile".into(),
+        }
+    }
+
+    /// Within a factor of two of the real size either way: enough for a budget.
+    fn close_to(estimate: usize, encoded: usize) {
+        assert!(
+            estimate >= encoded / 2 && estimate <= encoded * 2,
+            "estimated {estimate} bytes for {encoded}"
+        );
+    }
+
+    #[test]
+    fn estimates_are_near_the_encoded_size() {
+        let short: Result<Reply, ErrorBody> = Ok(Reply::Task(Box::new(task(""))));
+        let long: Result<Reply, ErrorBody> = Ok(Reply::Tasks(vec![task(&"d".repeat(2048)); 100]));
+        let events: Result<Reply, ErrorBody> = Ok(Reply::Events(vec![event(); 50]));
+        let done: Result<Reply, ErrorBody> = Ok(Reply::Done(Empty {}));
+        let error: Result<Reply, ErrorBody> = Err(ErrorBody::new(
+            teamboard_protocol::ErrorCode::Busy,
+            "read your responses",
+        ));
+        for result in [short, long, events, done, error] {
+            let mut buf = bytes::BytesMut::new();
+            crate::wire::reply(&mut buf, 42, &result);
+            close_to(result.approx_len(), buf.len());
+        }
+        let mut buf = bytes::BytesMut::new();
+        crate::wire::event(&mut buf, &event());
+        close_to(event_frame(&event()), buf.len());
+    }
+}
