@@ -101,11 +101,11 @@ struct Link {
     /// Cancelled once the connection is closing: no more requests are read.
     /// A child of `kill`, so a killed connection is closing too.
     closing: CancellationToken,
-    /// Requests read whose answers are not yet all on the socket. Each answer is
+    /// Requests read whose replies are not yet all on the socket. Each reply is
     /// counted off as soon as its own last byte is written (see `Written::send`),
     /// so the count never exceeds what the client itself can count: requests sent
     /// and not yet answered by a reply it has read. Counting until then, not until
-    /// the answer is made, is what stops a client that sends without reading.
+    /// the reply is made, is what stops a client that sends without reading.
     in_flight: AtomicUsize,
     /// Live [`Outbox`] clones.
     senders: AtomicUsize,
@@ -335,7 +335,7 @@ impl Link {
     }
 
     /// A reply found no room. Dropping it silently would break the promise of
-    /// one answer per request, so the connection is cut off with an error frame
+    /// one reply per request, so the connection is cut off with an error frame
     /// instead. Only a client that sent thousands of requests without reading
     /// gets here.
     fn overflowed(&self, state: MutexGuard<'_, State>) {

@@ -26,14 +26,11 @@ pub fn reply(buf: &mut BytesMut, id: u64, result: &Result<Reply, ErrorBody>) {
             ErrorBody::new(
                 ErrorCode::FrameTooLarge,
                 format!(
-                    "the answer is {len} bytes, over the {MAX_RESPONSE_LEN}-byte frame limit; ask for less (a status filter or a smaller limit)"
+                    "the reply is {len} bytes, over the {MAX_RESPONSE_LEN}-byte frame limit; ask for less (a status filter or a smaller limit)"
                 ),
             )
         }
-        Err(e) => ErrorBody::new(
-            ErrorCode::Internal,
-            format!("cannot encode the answer: {e}"),
-        ),
+        Err(e) => ErrorBody::new(ErrorCode::Internal, format!("cannot encode the reply: {e}")),
     };
     let frame = ReplyFrame {
         kind: "response",

@@ -18,7 +18,7 @@ use teamboard_protocol::{ErrorBody, ErrorCode};
 
 /// Bytes of replies and events that may wait for one connection before boardd
 /// refuses its requests with `busy` and cuts it off as a subscriber. Several
-/// answers of a large board (a `list_tasks` of thousands of tasks is megabytes),
+/// replies of a large board (a `list_tasks` of thousands of tasks is megabytes),
 /// far more than a client that reads ever has waiting.
 pub const CONNECTION_BUDGET: usize = 32 << 20;
 
@@ -115,7 +115,7 @@ impl Overdraft {
         }
     }
 
-    /// The `busy` answer to a request that is not executed.
+    /// The `busy` reply to a request that is not executed.
     pub fn refusal(self) -> ErrorBody {
         let advice = match self {
             Overdraft::Connection { .. } => "read them before sending more requests",

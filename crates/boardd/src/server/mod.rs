@@ -7,7 +7,7 @@
 //! 2. It stops the actor, which applies every command already sent to it, answers
 //!    parked waiters with `shutting_down`, and returns once the writer has
 //!    committed and answered everything.
-//! 3. It closes the connections still open. Their answers were queued in step 2,
+//! 3. It closes the connections still open. Their replies were queued in step 2,
 //!    and each connection's write task sends what is queued before it ends.
 //!
 //! A connection that closes in step 3 is not a teammate going away: its claim waits

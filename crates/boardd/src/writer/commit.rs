@@ -3,7 +3,7 @@
 //! SQLite's automatic checkpoint is off (see `store`): it runs inside the
 //! `COMMIT` that crosses its threshold, so whichever request committed then would
 //! wait for every page to be written back too. boardd checkpoints itself, on the
-//! writer thread, once the answers of a commit are out and no job has come for
+//! writer thread, once the replies of a commit are out and no job has come for
 //! [`CHECKPOINT_QUIET`]; only a WAL past [`CHECKPOINT_PAGES_MAX`] is checkpointed
 //! regardless, so that a daemon under endless load still bounds it.
 //!

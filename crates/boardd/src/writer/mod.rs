@@ -4,7 +4,7 @@
 //!   ([`route`]) and takes it there.
 //! - [`thread`] is the writer thread's loop: group commit.
 //! - [`commit`] commits a group in one transaction, and decides when to checkpoint.
-//! - [`send`] sends replies, events and read answers once their commit is durable.
+//! - [`send`] sends replies, events and the replies to reads once their commit is durable.
 //!
 //! Nothing is sent before the changes it reports, or any change made before it,
 //! is on disk.

@@ -1,7 +1,7 @@
-//! Where a job goes when the actor hands it over: the one rule for when an answer
+//! Where a job goes when the actor hands it over: the one rule for when a reply
 //! leaves, in one pure function.
 //!
-//! Every answer waits for the changes made before it to be durable, and answers of
+//! Every reply waits for the changes made before it to be durable, and replies of
 //! one connection leave in the order their requests came. Within that:
 //!
 //! - **Now**: a job that writes nothing and reads nothing from the store, handed

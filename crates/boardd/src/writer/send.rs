@@ -1,5 +1,5 @@
 //! Sending what a job owes its clients once its changes are durable: replies,
-//! events, and the answers to reads of history. A job whose commit failed gets
+//! events, and the replies to reads of history. A job whose commit failed gets
 //! `storage` errors instead, and its events are dropped: nothing that was not
 //! persisted is ever reported.
 
@@ -20,7 +20,7 @@ pub enum Path {
     Queued,
 }
 
-/// Sends a job's replies, events and read answers. `failure` is why its commit
+/// Sends a job's replies, events and the replies to its reads. `failure` is why its commit
 /// failed, if it did.
 pub fn send(store: &Store, job: Job, failure: Option<&str>, path: Path) {
     for r in job.replies {

@@ -23,7 +23,7 @@ pub fn run(
 ) {
     // Set while a checkpoint is due: the thread then waits for CHECKPOINT_QUIET
     // without a job before it runs the checkpoint, so that the checkpoint does not
-    // compete with the answers just sent, nor delay a request that follows them.
+    // compete with the replies just sent, nor delay a request that follows them.
     let mut checkpoint_pending = false;
     loop {
         let next = if checkpoint_pending {
