@@ -474,3 +474,51 @@ async fn a_client_that_never_reads_is_cut_off_not_answered_forever() {
     drop(writing.await);
     daemon.stop().await;
 }
+
+/// A client that closes with a reply still unread resets the connection
+/// (ECONNRESET on boardd's side). That is the client going away, not a malformed
+/// frame: boardd ends the session quietly and keeps serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_reset_by_the_client_is_not_a_bad_frame() {
+    use std::os::fd::AsRawFd;
+    let dir = teamboard_testkit::short_tempdir();
+    let socket = dir.path().join("s");
+    let mut daemon = teamboard_testkit::Daemon::spawn(
+        &socket,
+        &dir.path().join("state"),
+        &[],
+        &[("RUST_LOG", "boardd=debug")],
+    );
+    daemon.wait_ready().await;
+    let mut s = connect_hello(&socket, "lead").await;
+    raw::send_json(&mut s, &request(1, "status", json!({}))).await;
+    // Wait until the reply is there, unread, then close: the kernel turns that into
+    // a reset for the peer.
+    let fd = s.as_raw_fd();
+    eventually("the reply to arrive", Duration::from_secs(10), || async {
+        let mut n: libc::c_int = 0;
+        // SAFETY: a valid socket descriptor and a pointer to an int, as FIONREAD wants.
+        let rc = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) };
+        (rc == 0 && n > 0).then_some(())
+    })
+    .await;
+    drop(s);
+    // Today's log line for it, or the warning it used to get.
+    let log = eventually("boardd to see the reset", Duration::from_secs(10), || {
+        let log = daemon.log();
+        let seen = log.contains("Connection reset by peer");
+        async move { seen.then_some(log) }
+    })
+    .await;
+    assert!(
+        !log.contains("bad_frame"),
+        "a reset logged as bad_frame:\n{log}"
+    );
+    assert!(!log.contains("WARN"), "a reset is no warning:\n{log}");
+    assert!(
+        log.contains("connection broken by the client") && log.contains("Connection reset by peer"),
+        "{log}"
+    );
+    let observer = lead(&socket).await;
+    still_serves(&observer, "after a reset").await;
+}
