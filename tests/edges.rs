@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use teamboard_protocol::{Client, ClientError};
 use teamboard_testkit::raw::{self, request};
-use teamboard_testkit::{Daemon, InProc, TEAM, boardd_bin, eventually, lead, short_tempdir, task};
+use teamboard_testkit::{Daemon, InProc, TEAM, eventually, lead, short_tempdir, task};
 use tokio::io::AsyncWriteExt;
 use tokio::net::UnixStream;
 use tokio::sync::Semaphore;
@@ -363,79 +363,6 @@ async fn connections_past_the_limit_are_refused_at_once() {
     daemon.stop().await;
 }
 
-/// The real `boardd`, started by `sh` after `setup` (shell commands such as
-/// `ulimit -n 64`). Killed and reaped on drop.
-struct Shelled {
-    child: std::process::Child,
-    socket: std::path::PathBuf,
-    log: std::path::PathBuf,
-}
-
-impl Shelled {
-    async fn start(
-        setup: &str,
-        socket: &std::path::Path,
-        state_dir: &std::path::Path,
-        extra: &[&str],
-    ) -> Shelled {
-        let socket = socket.to_path_buf();
-        let log = state_dir.with_extension("log");
-        let stderr = std::fs::File::create(&log).expect("log file");
-        let child = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(format!("{setup} && exec \"$0\" \"$@\""))
-            .arg(boardd_bin())
-            .arg("--socket")
-            .arg(&socket)
-            .arg("--state-dir")
-            .arg(state_dir)
-            .args(extra)
-            .env_remove("TEAMBOARD_SOCKET")
-            .env_remove("TEAMBOARD_STATE_DIR")
-            .env_remove("NOTIFY_SOCKET")
-            .env("RUST_LOG", "info")
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(stderr)
-            .spawn()
-            .expect("spawn sh");
-        let mut boardd = Shelled { child, socket, log };
-        boardd.wait_ready().await;
-        boardd
-    }
-
-    async fn wait_ready(&mut self) {
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                panic!("boardd exited with {status}; log:\n{}", self.log());
-            }
-            if let Ok(client) = Client::connect(&self.socket, "test", "probe", TEAM).await
-                && client.status().await.is_ok()
-            {
-                return;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "boardd not ready after 20 s; log:\n{}",
-                self.log()
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-impl Drop for Shelled {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// With few file descriptors, boardd serves as many clients as it has room for
 /// and refuses the rest at once: no client waits in the listen queue for an
 /// answer that never comes, and boardd goes on serving.
@@ -444,7 +371,7 @@ async fn with_few_descriptors_every_client_is_welcomed_or_refused_at_once() {
     let dir = short_tempdir();
     let state = dir.path().join("state");
     let socket = dir.path().join("s");
-    let boardd = Shelled::start("ulimit -n 64", &socket, &state, &[]).await;
+    let boardd = started("ulimit -n 64", &socket, &state, &[]).await;
     hundred_clients(&boardd, "at most").await;
 }
 
@@ -457,14 +384,14 @@ async fn out_of_descriptors_a_client_is_refused_not_left_waiting() {
     let state = dir.path().join("state");
     let extra = ["--max-connections", "1000"];
     let socket = dir.path().join("s");
-    let boardd = Shelled::start("ulimit -n 64", &socket, &state, &extra).await;
+    let boardd = started("ulimit -n 64", &socket, &state, &extra).await;
     hundred_clients(&boardd, "file descriptors").await;
 }
 
 /// 100 clients at once: each is welcomed or refused (with a reason that
 /// contains `refusal`) within 3 s; those welcomed are served, and once they are
 /// gone a newcomer is too.
-async fn hundred_clients(boardd: &Shelled, refusal: &str) {
+async fn hundred_clients(boardd: &Daemon, refusal: &str) {
     const CLIENTS: usize = 100;
     let mut attempts = JoinSet::new();
     for i in 0..CLIENTS {
@@ -541,7 +468,7 @@ async fn files_are_private_whatever_the_umask() {
     set_mode(&state, 0o755);
     let socket = dir.path().join("s");
     {
-        let boardd = Shelled::start("umask 022", &socket, &state, &[]).await;
+        let boardd = started("umask 022", &socket, &state, &[]).await;
         let client = lead(&boardd.socket).await;
         client.add_task(task("on disk")).await.expect("add_task");
         assert_private(&state);
@@ -550,7 +477,7 @@ async fn files_are_private_whatever_the_umask() {
     for file in ["board.sqlite3", "board.sqlite3-wal", "boardd.lock"] {
         set_mode(&state.join(file), 0o644);
     }
-    let boardd = Shelled::start("umask 022", &socket, &state, &[]).await;
+    let boardd = started("umask 022", &socket, &state, &[]).await;
     let client = lead(&boardd.socket).await;
     assert_eq!(client.list_tasks(None).await.expect("list").len(), 1);
     assert_private(&state);
@@ -573,10 +500,18 @@ async fn the_socket_directory_is_made_private_only_when_it_is_boardds_own() {
     for (i, socket_dir) in [&missing, &own, &shared].into_iter().enumerate() {
         let socket = socket_dir.join("s");
         let state = dir.path().join(format!("state{i}"));
-        let _boardd = Shelled::start("umask 022", &socket, &state, &[]).await;
+        let _boardd = started("umask 022", &socket, &state, &[]).await;
         assert_eq!(mode(&socket), "600", "{}", socket.display());
     }
     assert_eq!(mode(&missing), "700", "a directory boardd made");
     assert_eq!(mode(&own), "700", "boardd's own directory");
     assert_eq!(mode(&shared), "755", "a directory that is not boardd's own");
+}
+
+/// A real boardd that `sh` starts after `setup` (a limit, a umask), once it
+/// answers.
+async fn started(setup: &str, socket: &Path, state_dir: &Path, extra: &[&str]) -> Daemon {
+    let mut boardd = Daemon::spawn_after(setup, socket, state_dir, extra);
+    boardd.wait_ready().await;
+    boardd
 }

@@ -17,7 +17,7 @@ pub struct Daemon {
     child: Option<Child>,
     pub socket: PathBuf,
     pub state_dir: PathBuf,
-    /// Its stderr, a file next to the socket.
+    /// Its stderr, a file next to the socket or the state directory.
     pub log: PathBuf,
 }
 
@@ -27,15 +27,42 @@ static LOGS: AtomicUsize = AtomicUsize::new(0);
 
 impl Daemon {
     /// Spawns `boardd --socket S --state-dir D <extra>` with `env` added. Its stderr
-    /// goes to a log file next to the socket, so it can never block on a full pipe.
+    /// goes to a log file next to the socket (or the state directory), so it can
+    /// never block on a full pipe.
     pub fn spawn(socket: &Path, state_dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Daemon {
-        let dir = socket.parent().expect("socket has a parent directory");
+        Daemon::spawn_from(Command::new(boardd_bin()), socket, state_dir, extra, env)
+    }
+
+    /// Like [`Daemon::spawn`], but `sh` runs `setup` first (say `ulimit -n 64` or
+    /// `umask 022`) and then replaces itself with boardd, so that the pid is
+    /// boardd's.
+    pub fn spawn_after(setup: &str, socket: &Path, state_dir: &Path, extra: &[&str]) -> Daemon {
+        let mut sh = Command::new("sh");
+        sh.arg("-c")
+            .arg(format!("{setup} && exec \"$0\" \"$@\""))
+            .arg(boardd_bin());
+        Daemon::spawn_from(sh, socket, state_dir, extra, &[])
+    }
+
+    fn spawn_from(
+        mut cmd: Command,
+        socket: &Path,
+        state_dir: &Path,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Daemon {
+        // Next to the socket, or next to the state directory when boardd is to
+        // create the socket's directory itself.
+        let dir = socket
+            .parent()
+            .filter(|d| d.is_dir())
+            .or(state_dir.parent())
+            .expect("the socket or the state directory has a parent");
         let log = dir.join(format!(
             "boardd-{}.log",
             LOGS.fetch_add(1, Ordering::Relaxed)
         ));
         let stderr = std::fs::File::create(&log).expect("create log file");
-        let mut cmd = Command::new(boardd_bin());
         cmd.arg("--socket")
             .arg(socket)
             .arg("--state-dir")

@@ -15,7 +15,6 @@
 //! teammate had before boardd pushed the loss of a claim (it learned of it only
 //! when its next heartbeat was refused). Target: p99 of both figures ≤ 500 ms.
 
-use super::daemon::{Daemon, Mode};
 use super::stats::Latency;
 use super::teammates::{Env, Watch};
 use crate::cargo::Metadata;
@@ -99,27 +98,8 @@ pub fn run(args: &CancelBenchArgs) -> anyhow::Result<()> {
 }
 
 async fn run_async(args: &CancelBenchArgs) -> anyhow::Result<()> {
-    let meta = Metadata::load()?;
-    let bin = meta.release_dir();
-    let base = args
-        .dir
-        .clone()
-        .unwrap_or_else(|| meta.target_directory.join("bench"));
-    std::fs::create_dir_all(&base)?;
-    let scratch = tempfile::Builder::new()
-        .prefix("cancel-")
-        .tempdir_in(&base)
-        .context("cannot create a scratch directory")?;
-    let state = scratch.path().join("state");
-    let work = scratch.path().join("work");
-    std::fs::create_dir_all(&work)?;
-    let daemon = Daemon::start(&bin.join("boardd"), &state, Mode::Group).await?;
-    let env = Env {
-        teammated: bin.join("teammated"),
-        socket: daemon.socket.clone(),
-        state,
-        work: work.clone(),
-    };
+    let (_scratch, daemon, env) = Env::start("cancel-", args.dir.as_deref()).await?;
+    let work = env.work.clone();
     let watch = Watch::open(&env.socket, TEAM).await?;
     let heartbeat = Duration::from_millis(watch.lead.welcome().lease_ttl_ms) / 3;
     let mut child = env.spawn(NAME, TEAM, 30.0)?;
@@ -176,7 +156,10 @@ async fn run_async(args: &CancelBenchArgs) -> anyhow::Result<()> {
         target_p99_ms: target,
         met,
     };
-    let out = meta.target_directory.join("bench").join("cancel.json");
+    let out = Metadata::load()?
+        .target_directory
+        .join("bench")
+        .join("cancel.json");
     if let Some(dir) = out.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }

@@ -123,27 +123,7 @@ pub fn run(args: &TeammateBenchArgs) -> anyhow::Result<()> {
 }
 
 async fn run_async(args: &TeammateBenchArgs) -> anyhow::Result<()> {
-    let meta = Metadata::load()?;
-    let bin = meta.release_dir();
-    let base = args
-        .dir
-        .clone()
-        .unwrap_or_else(|| meta.target_directory.join("bench"));
-    std::fs::create_dir_all(&base)?;
-    let scratch = tempfile::Builder::new()
-        .prefix("teammates-")
-        .tempdir_in(&base)
-        .context("cannot create a scratch directory")?;
-    let state = scratch.path().join("state");
-    let work = scratch.path().join("work");
-    std::fs::create_dir_all(&work)?;
-    let daemon = Daemon::start(&bin.join("boardd"), &state, Mode::Group).await?;
-    let env = Env {
-        teammated: bin.join("teammated"),
-        socket: daemon.socket.clone(),
-        state: state.clone(),
-        work,
-    };
+    let (_scratch, daemon, env) = Env::start("teammates-", args.dir.as_deref()).await?;
 
     println!("pick-up latency, {} tasks each:", args.tasks);
     let baseline_client = pickup_baseline(&env, args.tasks).await?;
@@ -189,7 +169,10 @@ async fn run_async(args: &TeammateBenchArgs) -> anyhow::Result<()> {
         idle_push,
         idle_poll_1s,
     };
-    let out = meta.target_directory.join("bench").join("teammates.json");
+    let out = Metadata::load()?
+        .target_directory
+        .join("bench")
+        .join("teammates.json");
     if let Some(dir) = out.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
@@ -214,6 +197,34 @@ pub(super) struct Env {
 }
 
 impl Env {
+    /// A release boardd with its state in a scratch directory named `prefix…`
+    /// under `dir` (default `target/bench`), and the places its teammates use.
+    /// The directory goes when the returned guard is dropped.
+    pub async fn start(
+        prefix: &str,
+        dir: Option<&Path>,
+    ) -> anyhow::Result<(tempfile::TempDir, Daemon, Env)> {
+        let meta = Metadata::load()?;
+        let bin = meta.release_dir();
+        let base = dir.map_or_else(|| meta.target_directory.join("bench"), Path::to_path_buf);
+        std::fs::create_dir_all(&base)?;
+        let scratch = tempfile::Builder::new()
+            .prefix(prefix)
+            .tempdir_in(&base)
+            .context("cannot create a scratch directory")?;
+        let state = scratch.path().join("state");
+        let work = scratch.path().join("work");
+        std::fs::create_dir_all(&work)?;
+        let daemon = Daemon::start(&bin.join("boardd"), &state, Mode::Group).await?;
+        let env = Env {
+            teammated: bin.join("teammated"),
+            socket: daemon.socket.clone(),
+            state,
+            work,
+        };
+        Ok((scratch, daemon, env))
+    }
+
     /// Starts a teammate that dies with us.
     pub fn spawn(&self, name: &str, team: &str, poll_interval: f64) -> anyhow::Result<Child> {
         let log = std::fs::File::create(self.state.join(format!("{team}-{name}.log")))?;
