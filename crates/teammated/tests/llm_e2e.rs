@@ -744,3 +744,53 @@ async fn a_refused_model_leaves_its_reason_in_the_tasks_history() {
     assert!(shown.contains("gpt-nope` does not exist"), "{shown}");
     board.stop().await;
 }
+
+/// A refused model gives the task back, and the background jobs of the commands
+/// the model ran on it are gone before boardd hears of it: the task may be
+/// claimed again at once, and its commands never run under two owners.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_given_back_after_a_refused_model_leaves_no_background_job() {
+    let mut board = Board::start(TEAMMATED).await;
+    let pid_file = board.dir().join("server.pid");
+    let command = format!(
+        "sh -c 'echo $$ > {p}.tmp && mv {p}.tmp {p}; exec sleep 30' > /dev/null 2>&1 &\n\
+         while [ ! -e {p} ]; do sleep 0.01; done",
+        p = pid_file.display()
+    );
+    let mock = MockLlm::start(vec![
+        MockReply::openai_tool_call("c1", "bash", &json!({ "command": command }).to_string()),
+        MockReply::json(
+            404,
+            json!({"error": {"message": "The model `gpt-nope` does not exist.",
+                "type": "invalid_request_error", "param": null, "code": "model_not_found"}}),
+        ),
+    ]);
+    let url = mock.url();
+    let mut alice = board.spawn(
+        "alice",
+        "dev",
+        &["--provider", "openai", "--base-url", &url],
+    );
+    board.wait_idle("alice").await;
+    let t = board.add("start a server", "Start it.", &[]).await;
+    let server =
+        teamboard_testkit::eventually("the server's pid", teamboard_testkit::PATIENCE, || async {
+            std::fs::read_to_string(&pid_file)
+                .ok()?
+                .trim()
+                .parse::<u32>()
+                .ok()
+        })
+        .await;
+    board
+        .wait_for("the task given back", |e| {
+            e.kind == teamboard_protocol::EventKind::TaskReleased && e.task == Some(t.id)
+        })
+        .await;
+    assert!(
+        !teamboard_testkit::alive(server),
+        "the server still runs when boardd records the release"
+    );
+    assert_eq!(alice.exit_code().await, Some(1), "{}", alice.log_text());
+    board.stop().await;
+}

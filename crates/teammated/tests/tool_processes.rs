@@ -126,15 +126,16 @@ async fn a_teammate_stopped_by_sigterm_takes_its_commands_with_it() {
     unsafe {
         libc::kill(alice.pid() as i32, libc::SIGTERM);
     }
-    assert_eq!(alice.exit_code().await, Some(0), "{}", alice.log_text());
-    // Gone by the time teammated has exited, not merely some time later.
-    let left: Vec<u32> = running.iter().copied().filter(|p| alive(*p)).collect();
-    assert!(left.is_empty(), "still running after exit: {left:?}");
     board
         .wait_for("the task to be given back", |e| {
             e.kind == EventKind::TaskReleased && e.task == Some(t.id)
         })
         .await;
+    // Gone by the time boardd hears the task is given back (someone else may
+    // claim it then), not merely some time later.
+    let left: Vec<u32> = running.iter().copied().filter(|p| alive(*p)).collect();
+    assert!(left.is_empty(), "still running at the release: {left:?}");
+    assert_eq!(alice.exit_code().await, Some(0), "{}", alice.log_text());
     board.stop().await;
 }
 
@@ -172,5 +173,37 @@ async fn background_jobs_of_a_finished_command_die_when_the_teammate_is_killed()
     alice.kill9();
     let took = gone(&[server], killed).await;
     eprintln!("background job gone {took:?} after kill -9 of its teammate");
+    board.stop().await;
+}
+
+/// A failed attempt may be claimed by someone else the moment boardd records it:
+/// the background jobs of its commands are gone before that.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_attempts_background_jobs_are_gone_before_the_failure_is_recorded() {
+    let mut board = Board::start(TEAMMATED).await;
+    let _alice = board.spawn("alice", "dev", &[]);
+    board.wait_idle("alice").await;
+    let pid_file = board.dir().join("server.pid");
+    // The server starts, and the block then fails: the attempt ends failed.
+    let block = script(&format!(
+        "sh -c 'echo $$ > {p}.tmp && mv {p}.tmp {p}; exec sleep 30' > /dev/null 2>&1 &\n\
+         while [ ! -e {p} ]; do sleep 0.01; done\n\
+         exit 3",
+        p = pid_file.display()
+    ));
+    let t = board
+        .add("fails after starting a server", &block, &[])
+        .await;
+    board
+        .wait_for("the failed attempt", |e| {
+            e.task == Some(t.id)
+                && matches!(e.kind, EventKind::TaskReleased | EventKind::TaskFailed)
+        })
+        .await;
+    let server = read_pid(&pid_file).await;
+    assert!(
+        !alive(server),
+        "the failed attempt's server still runs when boardd records the failure"
+    );
     board.stop().await;
 }

@@ -19,6 +19,9 @@ use crate::transcript;
 use teamboard_protocol::transcript::EntryKind;
 use teamboard_protocol::{MemberStatus, MessageKind, TaskStatus};
 
+/// How long giving a task back waits for its commands' background jobs to die.
+const STOP_BACKGROUND_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// How a work phase ended.
 #[derive(Debug)]
 enum End {
@@ -249,31 +252,43 @@ impl Teammate {
     /// Gives the held task back to the board. With a reason, the attempt counts
     /// (the task went wrong); without, it does not (the teammate is leaving).
     pub(crate) async fn release(&mut self, why: Option<&str>) {
-        let Some(held) = &self.held else { return };
-        let (id, epoch) = (held.id, held.epoch);
-        self.let_go();
-        if let Err(e) = self
-            .session
-            .call(|c| async move { c.release_task(id, epoch, why).await })
-            .await
-        {
-            tracing::warn!(task = id, error = %e, "cannot release the task");
-        }
+        self.give_back(why, None).await;
     }
 
     /// Gives the held task back without using up its attempt, with `note` in its
     /// history.
     async fn release_with_note(&mut self, note: &str) {
+        self.give_back(None, Some(note)).await;
+    }
+
+    async fn give_back(&mut self, error: Option<&str>, note: Option<&str>) {
         let Some(held) = &self.held else { return };
         let (id, epoch) = (held.id, held.epoch);
         self.drop_held();
-        if let Err(e) = self
-            .session
-            .call(|c| async move { c.release_task_with_note(id, epoch, note).await })
-            .await
-        {
+        // Before boardd hears of it: the moment it does, the task may be claimed
+        // by someone else, and its commands must not run under two owners.
+        self.stop_background().await;
+        let given = match note {
+            Some(note) => {
+                self.session
+                    .call(|c| async move { c.release_task_with_note(id, epoch, note).await })
+                    .await
+            }
+            None => {
+                self.session
+                    .call(|c| async move { c.release_task(id, epoch, error).await })
+                    .await
+            }
+        };
+        if let Err(e) = given {
             tracing::warn!(task = id, error = %e, "cannot release the task");
         }
+    }
+
+    /// Stops the background jobs of the held task's commands and waits until they
+    /// are gone.
+    pub(crate) async fn stop_background(&self) {
+        self.local.guards.stop_all(STOP_BACKGROUND_WITHIN).await;
     }
 
     async fn record_usage(&self, usage: teamboard_protocol::TokenUsage) {
@@ -477,6 +492,10 @@ impl Outcome {
             Outcome::Fail(r) => (false, board_text::cap(r)),
         };
         let text = &text;
+        if !completing {
+            // A failed attempt may go to someone else at once; see `give_back`.
+            t.stop_background().await;
+        }
         let answer = if completing {
             t.session
                 .call(|c| async move { c.complete_task(id, epoch, text).await })
