@@ -7,8 +7,10 @@
 //! 2. It stops the actor, which applies every command already sent to it, answers
 //!    parked waiters with `shutting_down`, and returns once the writer has
 //!    committed and answered everything.
-//! 3. It closes the connections still open. Their replies were queued in step 2,
-//!    and each connection's write task sends what is queued before it ends.
+//! 3. It closes the connections still open and waits until their tasks have
+//!    ended. Their replies were queued in step 2, and each connection's write
+//!    task sends what is queued before it ends (for at most a few seconds, see
+//!    `connection`); returning before would let the runtime drop them unsent.
 //!
 //! A connection that closes in step 3 is not a teammate going away: its claim waits
 //! for the restart grace instead of being released (see `connection`).
@@ -55,6 +57,7 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
 ) {
     let (tx, rx) = mpsc::channel::<Cmd>(ACTOR_QUEUE);
+    let (done_tx, mut all_done) = mpsc::channel::<()>(1);
     let actor_stop = CancellationToken::new();
     let actor_task = tokio::spawn(actor.run(rx, actor_stop.clone()));
     let mut accept = Accept {
@@ -63,6 +66,7 @@ pub async fn run(
         settings,
         next_session: 1,
         closed: CancellationToken::new(),
+        done: done_tx,
         budget: Arc::default(),
         spare: fds::Spare::open(),
     };
@@ -75,6 +79,10 @@ pub async fn run(
     actor_stop.cancel();
     let _ = actor_task.await;
     accept.closed.cancel();
+    // Each connection task holds a clone of `done`: once the last one has ended,
+    // the channel closes.
+    drop(accept);
+    let _ = all_done.recv().await;
 }
 
 /// The accept loop's state.
@@ -88,6 +96,9 @@ struct Accept {
     next_session: SessionId,
     /// Cancelled once the actor has stopped, to close the connections still open.
     closed: CancellationToken,
+    /// Cloned into every connection's task and dropped when it ends, so that
+    /// [`run`] can wait for all of them on the way out (nothing is ever sent).
+    done: mpsc::Sender<()>,
     /// The bytes of replies and events waiting for all connections together.
     budget: Arc<Budget>,
     /// Given up for a moment to refuse a client when no descriptor is left.
@@ -137,9 +148,11 @@ impl Accept {
             };
             let live = self.settings.live.clone();
             live.fetch_add(1, Ordering::Relaxed);
+            let done = self.done.clone();
             tokio::spawn(async move {
                 conn.serve(stream).await;
                 live.fetch_sub(1, Ordering::Relaxed);
+                drop(done);
             });
         }
     }
