@@ -285,8 +285,10 @@ async fn a_connection_that_reads_nothing_cannot_take_boardds_memory() {
         resting >> 20,
         peak >> 20
     );
+    // Before the budget, it waited more than 5 s; the margin is for a loaded CI
+    // machine.
     assert!(
-        slowest < Duration::from_secs(1),
+        slowest < Duration::from_secs(3),
         "another client waited {slowest:?} for status"
     );
     // The greedy client gets an answer to every request: the board for those
@@ -335,8 +337,10 @@ async fn connections_past_the_limit_are_refused_at_once() {
     let mut fifth = raw::connect(&daemon.socket).await;
     // Before it says anything.
     let reject = raw::read(&mut fifth).await.expect("a reject");
+    // Left in the listen queue, it would get nothing at all; the margin is for a
+    // loaded CI machine.
     assert!(
-        asked.elapsed() < Duration::from_secs(1),
+        asked.elapsed() < Duration::from_secs(3),
         "{:?}",
         asked.elapsed()
     );

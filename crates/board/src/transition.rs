@@ -79,7 +79,7 @@ impl Board {
         let mut holder = None;
         if was == TaskStatus::InProgress && status != TaskStatus::InProgress {
             // The claim ends with the state it belonged to. The owner is free to
-            // take other work, which is news for a waiter it may have parked.
+            // take other work, which is news for a wait it may have parked.
             holder = team.leases.remove(&at.id).and_then(|l| l.session);
             if let Some(owner) = &owner
                 && let Some(m) = team.members.get_mut(owner)
@@ -87,7 +87,10 @@ impl Board {
             {
                 m.member.task = None;
                 m.member.last_seen = at.now.wall_ms;
-                wake = true;
+                // Only a wait the owner parked while it worked can take more
+                // now; waking the team for nothing would make every claim's end
+                // a dispatch.
+                wake = team.waiters.values().any(|w| w.name == *owner);
             }
         }
         if status == TaskStatus::Completed && was != TaskStatus::Completed {

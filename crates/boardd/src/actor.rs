@@ -169,6 +169,9 @@ impl Actor {
                     && let Some(subs) = self.subscribers.get_mut(&s.team)
                 {
                     subs.remove(&session);
+                    if subs.is_empty() {
+                        self.subscribers.remove(&s.team);
+                    }
                 }
                 self.board.disconnect(session, Self::now());
             }

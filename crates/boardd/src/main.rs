@@ -103,9 +103,10 @@ fn real_main() -> anyhow::Result<()> {
         },
         ..Config::new(socket, state_dir)
     };
-    // Two runtime threads: one for the actor, one for the connections. The
-    // switch to one is this line (`new_current_thread`); the rest of boardd works
-    // with either. docs/design/group-commit.md says why two won.
+    // A worker per CPU (two on the machines boardd is measured on), so that the
+    // actor and the connections' tasks can run at once. The switch to a single
+    // thread is this line (`new_current_thread`); the rest of boardd works with
+    // either. docs/design/group-commit.md says why more than one won.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

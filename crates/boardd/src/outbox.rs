@@ -275,7 +275,7 @@ impl Outbox {
             return;
         }
         let behind = if state.queue.len() >= EVENT_BACKLOG {
-            format!("more than {EVENT_BACKLOG} events wait for it")
+            format!("more than {EVENT_BACKLOG} frames wait for it")
         } else if let Some(over) = self.link.meter.over() {
             over.describe()
         } else {

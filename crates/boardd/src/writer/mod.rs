@@ -303,6 +303,8 @@ impl Writer {
 
 /// Sends the replies of a job that wrote nothing and read nothing.
 fn send_now(job: Job) {
+    // `route` sends only such jobs here; an event or a read would be lost.
+    debug_assert!(job.events.is_empty() && job.queries.is_empty());
     for r in job.replies {
         r.to.reply_direct(r.id, r.result, r.charge);
     }

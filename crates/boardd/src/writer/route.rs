@@ -1,8 +1,8 @@
 //! Where a job goes when the actor hands it over: the one rule for when a reply
 //! leaves, in one pure function.
 //!
-//! Every reply waits for the changes made before it to be durable, and replies of
-//! one connection leave in the order their requests came. Within that:
+//! Every reply waits for the changes made before it to be durable, and nothing
+//! overtakes a reply already queued on its connection. Within that:
 //!
 //! - **Now**: a job that writes nothing and reads nothing from the store, handed
 //!   over when every earlier job is answered, observed only durable state. Its
