@@ -159,8 +159,8 @@ impl Board {
     pub fn disconnect(&mut self, session: SessionId, now: Now) {
         let mut claims: Vec<(String, TaskId)> = Vec::new();
         let mut members: Vec<(String, String)> = Vec::new();
+        self.unpark(session);
         for (team_name, team) in self.teams.iter_mut() {
-            team.waiters.retain(|_, w| w.session != session);
             for (id, lease) in &team.leases {
                 if lease.session == Some(session) {
                     claims.push((team_name.clone(), *id));
