@@ -82,9 +82,9 @@ pub(super) async fn run(ctx: &Ctx, args: &SpawnArgs, workdir: &Path) -> anyhow::
             },
         }
     };
-    // A child that is still running has not registered, so it holds no claim:
-    // stopping it loses nothing and leaves no half-started teammate behind that
-    // might connect later, unexpected. One that exited may have registered first.
+    // A child still running is stopped (see `stop`), so that no half-started
+    // teammate is left behind to connect later, unexpected. One that exited may
+    // have registered first.
     match outcome {
         Waited::Connected => {}
         Waited::Exited(status) => {
@@ -208,17 +208,40 @@ fn registered(before: Option<&Member>, after: Option<&Member>, pid: u32) -> bool
     }
 }
 
-/// Kills and reaps a child that did not come up, with everything it started: it
-/// leads its own process group, so a tool command it may have begun goes too.
+/// Stops and reaps a child that did not come up, with everything it started.
+///
+/// SIGTERM first: a teammated that registered at the last moment may already
+/// hold a claim, which it then gives back without using up an attempt (a kill
+/// would count one, as a closed connection). What is left after
+/// [`STOP_GRACE`] is killed: the child leads its own process group, so a tool
+/// command it may have begun goes too.
 fn stop(child: &mut Child) {
-    if let Ok(pgid) = libc::pid_t::try_from(child.id()) {
-        // SAFETY: kill(2) on the process group our child leads; no memory involved.
-        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    let Ok(pid) = libc::pid_t::try_from(child.id()) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return;
+    };
+    // SAFETY: kill(2) on our own child, not yet reaped; no memory involved.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let deadline = std::time::Instant::now() + STOP_GRACE;
+    while std::time::Instant::now() < deadline {
+        // Exited and reaped: teammated stops its own tools on SIGTERM. (Its
+        // group id may not be ours to signal any more.)
+        if matches!(child.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
+    // Still running, so not reaped: the group id is still our child's.
+    // SAFETY: kill(2) on the process group our child leads; no memory involved.
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
     // Either may fail only because the child is already gone, which is the goal.
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// How long a child that did not come up has to stop after SIGTERM.
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// teammated's command line. Paths are absolute because the child starts in the
 /// workdir; the state dir is passed only when teamctl was given one, so that
