@@ -249,7 +249,7 @@ impl Actor {
             let Some(subs) = self.subscribers.get(event.team.as_str()) else {
                 continue;
             };
-            let event = Arc::new(event.clone());
+            let event = sized(event.clone());
             for session in subs {
                 queue_event(&self.sessions, &mut self.job.events, *session, &event);
             }
@@ -260,7 +260,7 @@ impl Actor {
                 .get(notice.event.team.as_str())
                 .is_some_and(|subs| subs.contains(&notice.session));
             if !subscribed {
-                let event = Arc::new(notice.event);
+                let event = sized(notice.event);
                 queue_event(&self.sessions, &mut self.job.events, notice.session, &event);
             }
         }
@@ -270,15 +270,21 @@ impl Actor {
     }
 }
 
+/// An event to share among its connections, with its estimated frame size.
+fn sized(event: Event) -> (Arc<Event>, usize) {
+    let size = crate::approx::event_frame(&event);
+    (Arc::new(event), size)
+}
+
 /// Queues an event for a session, if it is still open.
 fn queue_event(
     sessions: &HashMap<SessionId, Session>,
     events: &mut Vec<EventTo>,
     session: SessionId,
-    event: &Arc<Event>,
+    event: &(Arc<Event>, usize),
 ) {
     if let Some(s) = sessions.get(&session) {
-        events.push(EventTo::new(s.out.clone(), event.clone()));
+        events.push(EventTo::new(s.out.clone(), event.0.clone(), event.1));
     }
 }
 

@@ -18,7 +18,7 @@ pub use commit::Counters;
 #[cfg(test)]
 pub use commit::{CHECKPOINT_PAGES, CHECKPOINT_PAGES_MAX};
 
-use crate::approx::{self, ApproxLen};
+use crate::approx::ApproxLen;
 use crate::outbox::{Charge, Outbox};
 use crate::reply::Reply;
 use crate::store::{HistoryQuery, Store};
@@ -97,9 +97,10 @@ impl ReplyTo {
 }
 
 impl EventTo {
-    /// An event for `to`, charged on its budget.
-    pub fn new(to: Outbox, event: Arc<Event>) -> EventTo {
-        let charge = to.charge(approx::event_frame(&event));
+    /// An event for `to`, charged `size` (its `approx::event_frame`, worked
+    /// out once for all its subscribers) on its budget.
+    pub fn new(to: Outbox, event: Arc<Event>, size: usize) -> EventTo {
+        let charge = to.charge(size);
         EventTo { to, event, charge }
     }
 }
