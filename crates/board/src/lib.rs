@@ -11,6 +11,7 @@ mod changes;
 mod claims;
 mod error;
 mod inbox;
+mod requests;
 mod restore;
 mod roster;
 mod tasks;
@@ -80,6 +81,7 @@ pub(crate) struct About<'a> {
     pub task: Option<TaskId>,
     pub member: Option<&'a str>,
     pub message: Option<u64>,
+    pub request: Option<u64>,
 }
 
 impl<'a> About<'a> {
@@ -253,6 +255,7 @@ impl Board {
             task: about.task,
             member: about.member.map(str::to_string),
             message: about.message,
+            request: about.request,
             detail,
         });
     }

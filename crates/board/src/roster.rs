@@ -15,6 +15,18 @@ impl Board {
     /// a time. Claims the name still holds (after a boardd restart, within the grace
     /// period) are adopted by the new session.
     pub fn register(&mut self, ctx: Ctx, role: &str, pid: Option<u32>) -> Result<Member> {
+        self.register_as(ctx, role, pid, false)
+    }
+
+    /// [`Board::register`], for a teammate whose every task needs an approved plan
+    /// when `require_plan` is set.
+    pub fn register_as(
+        &mut self,
+        ctx: Ctx,
+        role: &str,
+        pid: Option<u32>,
+        require_plan: bool,
+    ) -> Result<Member> {
         validate_name(ctx.actor).map_err(BoardError::invalid)?;
         validate_name(role).map_err(|e| BoardError::invalid(format!("role: {e}")))?;
         if ctx.actor == LEAD {
@@ -63,12 +75,14 @@ impl Board {
                     tokens: TokenUsage::default(),
                     connected: true,
                     joined_at: ctx.now.wall_ms,
+                    require_plan,
                 },
                 session: None,
             });
         state.session = Some(ctx.session);
         state.member.role = role.to_string();
         state.member.pid = pid;
+        state.member.require_plan = require_plan;
         state.member.connected = true;
         state.member.last_seen = ctx.now.wall_ms;
         state.member.task = adopted.or(state.member.task);
@@ -233,6 +247,7 @@ impl Board {
                 task,
                 member: Some(ctx.actor),
                 message: None,
+                request: None,
             },
             format!(
                 "{} used {} input + {} output tokens",

@@ -63,6 +63,8 @@ impl Board {
             created_at: ctx.now.wall_ms,
             updated_at: ctx.now.wall_ms,
             ready: false,
+            require_plan: new.require_plan,
+            handoff: None,
         };
         let open = team.open_blockers_of(&task).len();
         for b in &task.blocked_by {

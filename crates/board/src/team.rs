@@ -5,7 +5,7 @@ use crate::error::{BoardError, Result};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Instant;
-use teamboard_protocol::{Member, Message, Task, TaskId, TaskStatus};
+use teamboard_protocol::{Member, Message, RequestId, Task, TaskId, TaskStatus, TeamRequest};
 
 /// A session id, assigned by the daemon per connection.
 pub type SessionId = u64;
@@ -55,6 +55,12 @@ pub(crate) struct Team {
     /// Parked waiters by arrival number (see `Board::next_arrival`), so that
     /// iteration is first come, first served.
     pub waiters: BTreeMap<u64, Waiter>,
+    /// Protocol requests by id, whatever their state: they are the history of
+    /// plans and shutdowns, and few.
+    pub requests: BTreeMap<RequestId, TeamRequest>,
+    /// When each pending request with a deadline runs out.
+    #[allow(dead_code)]
+    pub request_deadlines: HashMap<RequestId, Instant>,
 }
 
 impl Default for Team {
@@ -70,6 +76,8 @@ impl Default for Team {
             members: BTreeMap::new(),
             inboxes: HashMap::new(),
             waiters: BTreeMap::new(),
+            requests: BTreeMap::new(),
+            request_deadlines: HashMap::new(),
         }
     }
 }

@@ -113,6 +113,7 @@ impl Board {
             task: Some(at.id),
             member: note.member.as_deref(),
             message: None,
+            request: None,
         };
         self.emit(
             at.team,

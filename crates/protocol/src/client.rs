@@ -9,6 +9,7 @@ use crate::codec::response_codec;
 use crate::error::{ErrorBody, ErrorCode};
 use crate::frame::{ClientFrame, Hello, ServerFrame, Welcome};
 use crate::request::*;
+use crate::team_request::{RequestId, TeamRequest};
 use crate::types::*;
 use bytes::Bytes;
 use futures_util::SinkExt;
@@ -275,8 +276,14 @@ impl Client {
         self.call(Request::Register(RegisterArgs {
             role: role.to_string(),
             pid,
+            require_plan: false,
         }))
         .await
+    }
+
+    /// Registers with every argument, `require_plan` among them.
+    pub async fn register_with(&self, args: RegisterArgs) -> Result<Member, ClientError> {
+        self.call(Request::Register(args)).await
     }
 
     pub async fn set_status(&self, status: MemberStatus) -> Result<Member, ClientError> {
@@ -439,6 +446,71 @@ impl Client {
     ) -> Result<Member, ClientError> {
         self.call(Request::RecordUsage(UsageArgs { task, tokens }))
             .await
+    }
+}
+
+/// The team protocols: shutdown and plan approval.
+impl Client {
+    pub async fn request_shutdown(&self, args: ShutdownArgs) -> Result<TeamRequest, ClientError> {
+        self.call(Request::RequestShutdown(args)).await
+    }
+
+    pub async fn respond_shutdown(
+        &self,
+        request: RequestId,
+        approve: bool,
+        reason: Option<&str>,
+    ) -> Result<TeamRequest, ClientError> {
+        self.call(Request::RespondShutdown(RespondShutdownArgs {
+            request,
+            approve,
+            reason: reason.map(str::to_string),
+        }))
+        .await
+    }
+
+    pub async fn submit_plan(
+        &self,
+        id: TaskId,
+        epoch: u64,
+        plan: &str,
+    ) -> Result<TeamRequest, ClientError> {
+        self.call(Request::SubmitPlan(SubmitPlanArgs {
+            id,
+            epoch,
+            plan: plan.to_string(),
+        }))
+        .await
+    }
+
+    pub async fn review_plan(
+        &self,
+        request: RequestId,
+        approve: bool,
+        feedback: Option<&str>,
+    ) -> Result<TeamRequest, ClientError> {
+        self.call(Request::ReviewPlan(ReviewPlanArgs {
+            request,
+            approve,
+            feedback: feedback.map(str::to_string),
+        }))
+        .await
+    }
+
+    pub async fn cancel_request(&self, request: RequestId) -> Result<TeamRequest, ClientError> {
+        self.call(Request::CancelRequest(RequestRef { request }))
+            .await
+    }
+
+    pub async fn get_request(&self, request: RequestId) -> Result<TeamRequest, ClientError> {
+        self.call(Request::GetRequest(RequestRef { request })).await
+    }
+
+    pub async fn list_requests(
+        &self,
+        args: ListRequestsArgs,
+    ) -> Result<Vec<TeamRequest>, ClientError> {
+        self.call(Request::ListRequests(args)).await
     }
 }
 

@@ -49,6 +49,9 @@ pub enum ErrorCode {
     Busy,
     /// The request needs a member that is connected now, and it is not.
     NotConnected,
+    /// The task needs an approved plan for this claim first (`submit_plan`, then
+    /// the lead's `review_plan`).
+    PlanRequired,
     /// Anything else: a bug. The message says what happened.
     Internal,
     /// A code this version does not know, from a newer boardd. Treat it as a
@@ -82,6 +85,7 @@ impl ErrorCode {
             ErrorCode::ShuttingDown => "shutting_down",
             ErrorCode::Busy => "busy",
             ErrorCode::NotConnected => "not_connected",
+            ErrorCode::PlanRequired => "plan_required",
             ErrorCode::Internal => "internal",
             ErrorCode::Unknown => "unknown",
         }

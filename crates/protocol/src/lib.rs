@@ -23,6 +23,7 @@ pub mod names;
 #[cfg(feature = "paths")]
 pub mod paths;
 pub mod request;
+pub mod team_request;
 pub mod text;
 pub mod transcript;
 pub mod types;
@@ -32,6 +33,7 @@ pub use client::{Client, ClientError};
 pub use error::{ErrorBody, ErrorCode};
 pub use frame::{ClientFrame, Hello, ServerFrame, Welcome};
 pub use request::Request;
+pub use team_request::{RequestId, RequestKind, RequestState, TeamRequest};
 pub use types::*;
 
 /// The protocol's major version. A client whose major version differs is rejected.

@@ -3,6 +3,7 @@
 //! On the wire a request is `{"type":"request","id":N,"op":"<name>","args":{...}}`.
 //! `args` may be omitted for ops whose arguments are all optional.
 
+use crate::team_request::{RequestId, RequestKind, RequestState};
 use crate::types::{MemberStatus, MessageKind, TaskId, TaskStatus, TokenUsage};
 use serde::{Deserialize, Serialize};
 
@@ -63,6 +64,22 @@ pub enum Request {
     Subscribe(SubscribeArgs),
     /// Add LLM token use to a member and, optionally, a task. Answer: `Member`.
     RecordUsage(UsageArgs),
+    /// Ask a connected teammate to shut down (lead only). Answer: `TeamRequest`.
+    RequestShutdown(ShutdownArgs),
+    /// Answer the shutdown request addressed to the session. Approving needs the
+    /// task given back first. Answer: `TeamRequest`.
+    RespondShutdown(RespondShutdownArgs),
+    /// Ask the lead to approve a plan for the task the session holds.
+    /// Answer: `TeamRequest`.
+    SubmitPlan(SubmitPlanArgs),
+    /// Approve or reject a pending plan (lead only). Answer: `TeamRequest`.
+    ReviewPlan(ReviewPlanArgs),
+    /// Withdraw a pending request (lead only). Answer: `TeamRequest`.
+    CancelRequest(RequestRef),
+    /// One request. Answer: `TeamRequest`.
+    GetRequest(RequestRef),
+    /// The team's requests, oldest first, optionally filtered. Answer: `[TeamRequest]`.
+    ListRequests(ListRequestsArgs),
 }
 
 /// Why a `request` frame's op and args do not make a [`Request`].
@@ -102,6 +119,13 @@ impl Request {
         "events",
         "subscribe",
         "record_usage",
+        "request_shutdown",
+        "respond_shutdown",
+        "submit_plan",
+        "review_plan",
+        "cancel_request",
+        "get_request",
+        "list_requests",
     ];
 
     /// Whether `op` names a request this version knows, whatever its arguments.
@@ -149,6 +173,13 @@ impl Request {
             Request::Events(_) => "events",
             Request::Subscribe(_) => "subscribe",
             Request::RecordUsage(_) => "record_usage",
+            Request::RequestShutdown(_) => "request_shutdown",
+            Request::RespondShutdown(_) => "respond_shutdown",
+            Request::SubmitPlan(_) => "submit_plan",
+            Request::ReviewPlan(_) => "review_plan",
+            Request::CancelRequest(_) => "cancel_request",
+            Request::GetRequest(_) => "get_request",
+            Request::ListRequests(_) => "list_requests",
         }
     }
 }
@@ -162,6 +193,9 @@ pub struct RegisterArgs {
     pub role: String,
     #[serde(default)]
     pub pid: Option<u32>,
+    /// Every task this teammate claims needs an approved plan.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub require_plan: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -180,6 +214,9 @@ pub struct NewTask {
     pub priority: i64,
     #[serde(default)]
     pub role: Option<String>,
+    /// Whoever claims it must have a plan approved before changing anything.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub require_plan: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -288,6 +325,63 @@ pub struct UsageArgs {
     #[serde(default)]
     pub task: Option<TaskId>,
     pub tokens: TokenUsage,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShutdownArgs {
+    pub to: String,
+    /// Why, for the teammate (and its model) to weigh.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// How long the teammate has to answer before boardd stops its processes.
+    /// Default 120 s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// Stop the teammate's processes now, without asking.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub force: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RespondShutdownArgs {
+    pub request: RequestId,
+    pub approve: bool,
+    /// Why a shutdown is refused (required to reject), or a last word on approval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubmitPlanArgs {
+    /// The task the session holds.
+    pub id: TaskId,
+    /// The claim's epoch.
+    pub epoch: u64,
+    pub plan: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReviewPlanArgs {
+    pub request: RequestId,
+    pub approve: bool,
+    /// What the teammate should know; required to reject.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feedback: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestRef {
+    pub request: RequestId,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListRequestsArgs {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<RequestState>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<RequestKind>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskId>,
 }
 
 #[cfg(test)]

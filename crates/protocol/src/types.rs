@@ -114,6 +114,14 @@ pub struct Task {
     /// computes it afresh.
     #[serde(default)]
     pub ready: bool,
+    /// Whoever claims the task must have a plan approved by the lead before it may
+    /// change anything, and before the task may complete.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub require_plan: bool,
+    /// The note of the last release that gave one: what the previous owner got done
+    /// and where it stopped, for the next owner. Cleared when the task completes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<String>,
 }
 
 /// A teammate's state as the roster shows it.
@@ -157,6 +165,10 @@ pub struct Member {
     #[serde(default)]
     pub connected: bool,
     pub joined_at: i64,
+    /// Every task this teammate claims needs an approved plan (spawned with
+    /// `--require-plan`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub require_plan: bool,
 }
 
 /// What a message is for. The kinds follow the reference design's protocols.
@@ -256,6 +268,10 @@ pub enum EventKind {
     MessageSent,
     MessageAcked,
     UsageRecorded,
+    /// A shutdown or plan request was made.
+    RequestOpened,
+    /// A request left `pending`: approved, rejected, expired or cancelled.
+    RequestSettled,
 }
 
 impl EventKind {
@@ -274,6 +290,8 @@ impl EventKind {
             EventKind::MessageSent => "message_sent",
             EventKind::MessageAcked => "message_acked",
             EventKind::UsageRecorded => "usage_recorded",
+            EventKind::RequestOpened => "request_opened",
+            EventKind::RequestSettled => "request_settled",
         }
     }
 }
@@ -295,6 +313,9 @@ pub struct Event {
     pub member: Option<String>,
     #[serde(default)]
     pub message: Option<u64>,
+    /// The protocol request it is about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<u64>,
     /// One line for a person.
     pub detail: String,
 }
@@ -305,6 +326,9 @@ pub struct TaskDetail {
     #[serde(flatten)]
     pub task: Task,
     pub history: Vec<Event>,
+    /// The plan requests made for this task, oldest first, whatever their state.
+    #[serde(default)]
+    pub plans: Vec<crate::team_request::TeamRequest>,
 }
 
 /// Counts of a team's tasks and members, for `status`.

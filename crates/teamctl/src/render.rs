@@ -375,6 +375,8 @@ mod tests {
             created_at: 0,
             updated_at: 0,
             ready: false,
+            handoff: None,
+            require_plan: false,
         }
     }
 

@@ -326,6 +326,7 @@ mod tests {
             member: Some(actor.into()),
             message: None,
             detail: detail.into(),
+            request: None,
         }
     }
 
@@ -378,6 +379,7 @@ mod tests {
             },
             connected: true,
             joined_at: 0,
+            require_plan: false,
         }];
         let report = b.report(&members).join("\n");
         assert!(

@@ -23,6 +23,8 @@ fn task(description: &str) -> Task {
         created_at: 1_795_978_697_919,
         updated_at: 1_795_978_697_930,
         ready: false,
+        handoff: None,
+        require_plan: false,
     }
 }
 
@@ -37,6 +39,7 @@ fn event() -> Event {
         member: Some("alice".into()),
         message: None,
         detail: "#2 back to pending (failed, alice): tests do not compile".into(),
+        request: None,
     }
 }
 

@@ -45,7 +45,7 @@ pub fn handle(
     let result = match request {
         Request::Status(_) => Ok(Reply::Status(Box::new(status::status(board, info)))),
         Request::Register(a) => board
-            .register(ctx, &a.role, a.pid)
+            .register_as(ctx, &a.role, a.pid, a.require_plan)
             .map(|x| Reply::Member(Box::new(x))),
         Request::SetStatus(a) => board
             .set_status(ctx, a.status)
@@ -56,6 +56,7 @@ pub fn handle(
             return match board.task(team, r.id) {
                 Ok(task) => Outcome::Query(Query::Task {
                     task: Box::new(task.clone()),
+                    plans: board.plans_of(team, r.id),
                     team: team.to_string(),
                 }),
                 Err(e) => Outcome::Reply(Err(e.into())),
@@ -110,6 +111,15 @@ pub fn handle(
         Request::RecordUsage(a) => board
             .record_usage(ctx, a.task, a.tokens)
             .map(|x| Reply::Member(Box::new(x))),
+        Request::RequestShutdown(_)
+        | Request::RespondShutdown(_)
+        | Request::SubmitPlan(_)
+        | Request::ReviewPlan(_)
+        | Request::CancelRequest(_)
+        | Request::GetRequest(_)
+        | Request::ListRequests(_) => Err(teamboard_board::BoardError::invalid(
+            "protocol requests are not served yet",
+        )),
     };
     Outcome::Reply(result.map_err(ErrorBody::from))
 }

@@ -19,6 +19,7 @@ fn event(seq: u64, task: Option<TaskId>) -> Event {
         member: task.is_none().then(|| "ana".to_string()),
         message: None,
         detail: format!("event {seq}"),
+        request: None,
     }
 }
 

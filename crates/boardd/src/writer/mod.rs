@@ -121,8 +121,13 @@ impl QueryTo {
 /// A read that needs the store.
 #[derive(Debug)]
 pub enum Query {
-    /// `get_task`: the task as the actor saw it, plus its history.
-    Task { task: Box<Task>, team: String },
+    /// `get_task`: the task and its plan requests as the actor saw them, plus its
+    /// history.
+    Task {
+        task: Box<Task>,
+        plans: Vec<teamboard_protocol::TeamRequest>,
+        team: String,
+    },
     /// `events`.
     Events(HistoryQuery),
 }
@@ -137,7 +142,13 @@ impl Query {
         /// A task's history, generously: a task has a few dozen events.
         const HISTORY: usize = 16 << 10;
         match self {
-            Query::Task { task, .. } => task.approx_len() + HISTORY,
+            Query::Task { task, plans, .. } => {
+                let plans: usize = plans
+                    .iter()
+                    .map(|p| p.plan.as_ref().map_or(0, String::len) + 512)
+                    .sum();
+                task.approx_len() + HISTORY + plans
+            }
             Query::Events(q) => {
                 let limit = usize::try_from(q.limit).unwrap_or(usize::MAX);
                 limit.saturating_mul(EVENT)

@@ -63,7 +63,7 @@ pub fn refuse(job: Job) {
 
 fn read(store: &Store, query: Query) -> Result<Reply, ErrorBody> {
     let result = match query {
-        Query::Task { task, team } => store
+        Query::Task { task, plans, team } => store
             .history(&HistoryQuery {
                 team,
                 since: None,
@@ -74,6 +74,7 @@ fn read(store: &Store, query: Query) -> Result<Reply, ErrorBody> {
                 Reply::Detail(Box::new(TaskDetail {
                     task: *task,
                     history,
+                    plans,
                 }))
             }),
         Query::Events(q) => store.history(&q).map(Reply::Events),

@@ -28,6 +28,7 @@ fn job(first_seq: u64) -> Job {
             member: None,
             message: None,
             detail: "x".repeat(DETAIL),
+            request: None,
         })
         .collect();
     Job {

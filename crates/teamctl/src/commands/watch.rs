@@ -296,6 +296,7 @@ mod tests {
             member: None,
             message: None,
             detail: String::new(),
+            request: None,
         }
     }
 

@@ -129,6 +129,10 @@ impl Teammate {
                 .get("role")
                 .and_then(Value::as_str)
                 .map(str::to_string),
+            require_plan: input
+                .get("require_plan")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
         };
         let task = &task;
         match self
