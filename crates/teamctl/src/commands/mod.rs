@@ -4,7 +4,11 @@ pub mod broadcast;
 pub mod events;
 pub mod inbox;
 pub mod logs;
+pub mod plans;
+pub mod requests;
+pub mod review;
 pub mod send;
+pub mod shutdown;
 pub mod spawn;
 pub mod status;
 pub mod task_add;
@@ -100,8 +104,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         || matches!(&cli.command, Command::Events(a) if a.follow);
     // `logs` reads files and never talks to boardd; `spawn` applies --timeout to
     // each step itself, so that a teammate that does not connect in time is named
-    // as the culprit rather than boardd.
-    let own_timing = matches!(&cli.command, Command::Spawn(_) | Command::Logs(_));
+    // as the culprit rather than boardd; `shutdown` waits for the teammate's
+    // answer until the request's deadline, which may be longer.
+    let own_timing = matches!(
+        &cli.command,
+        Command::Spawn(_) | Command::Logs(_) | Command::Shutdown(_)
+    );
     let timeout = cli.global.timeout;
     let command = dispatch(cli);
     if streams || own_timing || timeout == 0 {
@@ -138,6 +146,11 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Inbox(args) => inbox::run(&ctx, args).await,
         Command::Events(args) => events::run(&ctx, args).await,
         Command::Watch(args) => watch::run(&ctx, args).await,
+        Command::Shutdown(args) => shutdown::run(&ctx, args).await,
+        Command::Requests(args) => requests::run(&ctx, args).await,
+        Command::Plans(args) => plans::run(&ctx, args).await,
+        Command::Approve(args) => review::approve(&ctx, args).await,
+        Command::Reject(args) => review::reject(&ctx, args).await,
     }
 }
 

@@ -13,6 +13,7 @@ mod events;
 mod global;
 mod logs;
 mod messages;
+mod requests;
 mod spawn;
 mod tasks;
 mod team;

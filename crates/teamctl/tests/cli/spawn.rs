@@ -64,6 +64,7 @@ fn spawn_fails_with_the_exit_status_and_the_end_of_the_log() {
         .arg("--state-dir")
         .arg(&state)
         .args(["spawn", "bob", "--role", "coder", "--max-rounds", "7"])
+        .arg("--require-plan")
         .arg("--workdir")
         .arg(dir.path())
         .output()
@@ -76,7 +77,7 @@ fn spawn_fails_with_the_exit_status_and_the_end_of_the_log() {
     // The log tail also shows the arguments teammated was given.
     let expected = format!(
         "fake teammated --name bob --role coder --team default --socket {} --state-dir {} \
-         --workdir {} --max-rounds 7",
+         --workdir {} --max-rounds 7 --require-plan",
         d.socket.display(),
         state.display(),
         dir.path().display()
@@ -442,7 +443,7 @@ fn spawn_systemd_writes_private_settings_and_starts_the_unit() {
             "--context-budget",
             "50000",
         ])
-        .args(["--max-tokens-field", "max_tokens"])
+        .args(["--max-tokens-field", "max_tokens", "--require-plan"])
         .arg("--workdir")
         .arg(&workdir)
         .output()
@@ -474,6 +475,7 @@ fn spawn_systemd_writes_private_settings_and_starts_the_unit() {
             "TEAMMATE_BASE_URL=http://localhost:11434/v1".to_string(),
             "TEAMMATE_CONTEXT_BUDGET=50000".to_string(),
             "TEAMMATE_MAX_TOKENS_FIELD=max_tokens".to_string(),
+            "TEAMMATE_REQUIRE_PLAN=true".to_string(),
             format!("TEAMBOARD_SOCKET={}", d.socket.display()),
         ]
     );
@@ -504,6 +506,7 @@ fn spawn_systemd_writes_private_settings_and_starts_the_unit() {
         "BASE_URL",
         "CONTEXT_BUDGET",
         "MAX_TOKENS_FIELD",
+        "REQUIRE_PLAN",
     ] {
         assert!(!text.contains(absent), "{absent} in:\n{text}");
     }
@@ -641,7 +644,7 @@ fn a_shutdown_request_to_an_offline_teammate_is_refused_and_the_next_spawn_stays
             .any(|m| m.name == "erin" && !m.connected)
             .then_some(())
     });
-    let out = d.run(&["send", "erin", "stop", "--kind", "shutdown_request"]);
+    let out = d.run(&["shutdown", "erin"]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     let err = stderr(&out);
     assert!(err.starts_with("teamctl: "), "{err}");
