@@ -338,6 +338,50 @@ fn team_shows_who_needs_plans_approved() {
     drop(carol);
 }
 
+/// Spawns a real teammated (scripted model) named `name` through `teamctl spawn`
+/// with `extra` flags, and returns its pid once it is connected.
+fn spawn_teammated(d: &Cli, dir: &std::path::Path, name: &str, extra: &[&str]) -> u32 {
+    let out = Teamctl::new(TEAMCTL, &d.socket)
+        .with_state_dir(&dir.join("state"))
+        .command()
+        .env("TEAMMATED_BIN", workspace_bin("teammated"))
+        .args(["spawn", name, "--role", "coder", "--provider", "scripted"])
+        .args(extra)
+        .arg("--workdir")
+        .arg(dir)
+        .arg("--json")
+        .output()
+        .expect("teamctl runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let spawned: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    u32::try_from(spawned["pid"].as_u64().expect("pid")).expect("a pid")
+}
+
+/// A real teammated that holds no task approves on its own and exits; one spawned
+/// with `--require-plan` says so on the roster.
+#[test]
+fn an_idle_spawned_teammated_approves_the_shutdown_and_exits() {
+    let d = Cli::start();
+    let dir = short_tempdir();
+    let pid = spawn_teammated(&d, dir.path(), "fay", &["--require-plan"]);
+    let _cleanup = KillGroupOnDrop(pid);
+    let fay = &d.json(&["team"])[0];
+    assert_eq!(fay["require_plan"], true, "{fay}");
+    assert!(d.ok(&["team"]).contains("plans need approval"));
+
+    let out = d.run(&["shutdown", "fay", "--reason", "done for today"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("fay approved the shutdown and is leaving (request 1)"),
+        "{}",
+        stdout(&out)
+    );
+    eventually_blocking("fay to exit", PATIENCE, || (!alive(pid)).then_some(()));
+    let r = &d.json(&["requests", "--all"])[0];
+    assert_eq!(r["answered_by"], "fay", "{r}");
+    assert_eq!(r["forced"], false, "{r}");
+}
+
 /// `--force` against a real teammated started with `teamctl spawn`: boardd stops
 /// its process group, its task goes back to pending, and the request and the
 /// roster say so.
@@ -345,7 +389,6 @@ fn team_shows_who_needs_plans_approved() {
 fn shutdown_force_stops_a_spawned_teammated_and_gives_its_task_back() {
     let d = Cli::start();
     let dir = short_tempdir();
-    let state = dir.path().join("state");
     let started = dir.path().join("started");
     // The scripted model runs this block: the teammate holds #1 while it sleeps.
     d.ok(&[
@@ -355,19 +398,7 @@ fn shutdown_force_stops_a_spawned_teammated_and_gives_its_task_back() {
         "-d",
         &format!("```sh\ntouch '{}'\nsleep 600\n```", started.display()),
     ]);
-    let teamctl = Teamctl::new(TEAMCTL, &d.socket).with_state_dir(&state);
-    let out = teamctl
-        .command()
-        .env("TEAMMATED_BIN", workspace_bin("teammated"))
-        .args(["spawn", "erin", "--role", "coder", "--provider", "scripted"])
-        .arg("--workdir")
-        .arg(dir.path())
-        .arg("--json")
-        .output()
-        .expect("teamctl runs");
-    assert!(out.status.success(), "{}", stderr(&out));
-    let spawned: Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    let pid = u32::try_from(spawned["pid"].as_u64().expect("pid")).expect("a pid");
+    let pid = spawn_teammated(&d, dir.path(), "erin", &[]);
     let _cleanup = KillGroupOnDrop(pid);
     eventually_blocking("erin to start the job", PATIENCE, || {
         started.exists().then_some(())
