@@ -1,5 +1,5 @@
-//! The end of the demo: the team leaves (the shutdown handshake when all went
-//! well, SIGTERM otherwise), boardd stops, and the directory is kept or removed.
+//! The end of the demo: the team leaves (a shutdown request to each teammate when
+//! all went well, SIGTERM otherwise), boardd stops, and the directory is kept or removed.
 
 use super::procs::Exited;
 use super::{Demo, shown};
@@ -11,7 +11,7 @@ use teamboard_protocol::{Message, MessageKind};
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
 
 impl Demo {
-    /// Stops the teammates (politely: the shutdown handshake; otherwise SIGTERM),
+    /// Stops the teammates (politely: a shutdown request each; otherwise SIGTERM),
     /// then boardd.
     pub(super) async fn shutdown(&mut self, polite: bool) -> anyhow::Result<()> {
         self.procs.adopt_strays();
@@ -22,21 +22,19 @@ impl Demo {
             .is_some_and(|c| matches!(c.try_wait(), Ok(None)));
         if polite && boardd_up && !self.procs.running().is_empty() {
             println!(
-                "\nShutting the team down:\n$ teamctl send NAME 'The demo is over, thank you.' \
-                 --kind shutdown_request --request-id demo-NAME"
+                "\nShutting the team down:\n$ teamctl shutdown NAME --reason 'The demo is over, \
+                 thank you.' --no-wait"
             );
             for i in self.procs.running() {
                 let name = self.procs.teammates[i].name.clone();
-                let rid = format!("demo-{name}");
+                // All at once: the answers are collected from the lead's inbox below.
                 let sent = self
                     .teamctl(&[
-                        "send",
+                        "shutdown",
                         &name,
+                        "--reason",
                         "The demo is over, thank you.",
-                        "--kind",
-                        "shutdown_request",
-                        "--request-id",
-                        &rid,
+                        "--no-wait",
                     ])
                     .await;
                 if let Err(e) = sent {
