@@ -176,6 +176,21 @@ fn requests_list_the_open_ones_and_all_with_the_documented_json() {
     assert_eq!(all[1]["kind"], "shutdown");
     assert_eq!(all[1]["to"], "bob");
 
+    // The live view counts them, and shows the pending shutdown on bob's line.
+    let frame = d.ok(&["watch", "--once"]);
+    assert!(
+        frame.contains(
+            "requests: 1 plan waiting for your decision (teamctl plans), 1 shutdown pending"
+        ),
+        "{frame}"
+    );
+    let bob = frame
+        .lines()
+        .find(|l| l.trim_start().starts_with("bob"))
+        .unwrap_or_else(|| panic!("no bob in:\n{frame}"));
+    assert!(bob.contains("shutdown requested"), "{frame}");
+    assert!(frame.contains("request_opened"), "{frame}");
+
     let only = d.json(&["requests", "--kind", "shutdown"]);
     assert_eq!(only.as_array().map(Vec::len), Some(1), "{only}");
     let text = d.ok(&["requests", "--kind", "plan"]);
