@@ -110,7 +110,8 @@ pub struct Global {
 
     /// Give up when boardd has not answered within this many seconds (0: wait
     /// forever). Does not apply to `watch` and `events --follow`, which wait by design,
-    /// nor to `logs`; `spawn` waits this long for the new teammate to connect.
+    /// nor to `logs`; `spawn` waits this long for the new teammate to connect;
+    /// for `shutdown` it is how long the teammate has to answer (see its --help).
     #[arg(
         long,
         global = true,
