@@ -6,6 +6,7 @@
 //! refuses their kinds, so no client can forge one.
 
 use crate::About;
+use crate::claims::Abandon;
 use crate::error::{BoardError, Result};
 use crate::{Board, Ctx, Now, SessionId};
 use std::time::Duration;
@@ -494,6 +495,21 @@ impl Board {
             r.forced = true;
         }
         self.mark_request(team, id);
+        // The task goes back now, uncounted, rather than when the process is
+        // gone: the request and the board say the same thing at once, and a
+        // teammate killed before it could give the task back costs no attempt.
+        let held = self
+            .team(team)
+            .and_then(|t| t.members.get(name))
+            .and_then(|m| m.member.task);
+        if let Some(task) = held {
+            let note = format!("{name} was stopped by shutdown request {id}");
+            let _ = self.abandon(
+                crate::claims::by_boardd(team, task, now),
+                Abandon::Stopped,
+                Some(note),
+            );
+        }
         self.change_status(team, "boardd", name, MemberStatus::Shutdown, now);
         self.stops.push(Stop {
             team: team.to_string(),

@@ -583,3 +583,33 @@ fn a_restart_cancels_a_plan_whose_claim_lapsed() {
         RequestState::Cancelled
     );
 }
+
+#[test]
+fn a_forced_shutdown_gives_the_task_back_without_using_an_attempt() {
+    let mut h = H::new();
+    let ann = h.join("ann", "dev");
+    let id = h.add("auth");
+    h.claim(ann, id);
+    h.board.take_notices();
+    let req = force_shutdown(&mut h, "ann").unwrap();
+    let t = h.task(id);
+    assert_eq!(t.status, TaskStatus::Pending);
+    assert_eq!(t.owner, None);
+    assert_eq!(t.attempts, 0, "not the task's fault: {t:?}");
+    assert_eq!(h.member(ann).task, None);
+    // The holder hears at once that its claim is gone.
+    let notices = h.board.take_notices();
+    assert_eq!(notices.len(), 1);
+    assert_eq!(notices[0].session, ann.session);
+    assert!(
+        notices[0]
+            .event
+            .detail
+            .contains(&format!("request {}", req.id)),
+        "{:?}",
+        notices[0].event
+    );
+    // Another teammate may take it.
+    let bob = h.join("bob", "dev");
+    assert_eq!(h.claim_next(bob).map(|c| c.task.id), Some(id));
+}
