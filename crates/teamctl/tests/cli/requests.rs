@@ -439,6 +439,8 @@ fn shutdown_force_stops_a_spawned_teammated_and_gives_its_task_back() {
     let t = d.json(&["task", "show", "1"]);
     assert_eq!(t["status"], TaskStatus::Pending.as_str(), "{t}");
     assert_eq!(t["owner"], Value::Null, "{t}");
+    // Being stopped is not the task's fault: the attempt does not count.
+    assert_eq!(t["attempts"], 0, "{t}");
     let r = d.json(&["requests", "--all"]);
     assert_eq!(r[0]["state"], "approved", "{r}");
     assert_eq!(r[0]["forced"], true, "{r}");
