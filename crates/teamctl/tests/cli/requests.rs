@@ -162,7 +162,7 @@ fn requests_list_the_open_ones_and_all_with_the_documented_json() {
     let all = all.as_array().expect("an array");
     assert_eq!(all.len(), 2, "{all:?}");
     for r in all {
-        for field in ["id", "kind", "from", "to", "state"] {
+        for field in ["id", "kind", "from", "to", "task", "state"] {
             assert!(r.get(field).is_some(), "request lacks {field}: {r}");
         }
     }
@@ -175,6 +175,8 @@ fn requests_list_the_open_ones_and_all_with_the_documented_json() {
     assert_eq!(plan["plan"], "1. read\n2. write");
     assert_eq!(all[1]["kind"], "shutdown");
     assert_eq!(all[1]["to"], "bob");
+    // Present, as null, in a shutdown too: every object has the listed fields.
+    assert_eq!(all[1].get("task"), Some(&Value::Null), "{}", all[1]);
 
     // The live view counts them, and shows the pending shutdown on bob's line.
     let frame = d.ok(&["watch", "--once"]);
