@@ -81,6 +81,14 @@ async fn forged_stale_and_offline_requests_are_refused_and_deliver_nothing() {
         code_of(bob.request_shutdown(shutdown("alice")).await),
         ErrorCode::PermissionDenied
     );
+    // Nor a second connection under alice's name: only her registered session,
+    // the one boardd would stop, answers.
+    let impostor = connect(&socket, "alice").await;
+    assert_eq!(
+        code_of(impostor.respond_shutdown(asked.id, true, None).await),
+        ErrorCode::PermissionDenied
+    );
+    drop(impostor);
     // Nor can the lead answer for alice.
     assert_eq!(
         code_of(lead.respond_shutdown(asked.id, true, None).await),

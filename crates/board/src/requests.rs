@@ -136,6 +136,19 @@ impl Board {
                 ),
             ));
         }
+        // The answer must come from the session whose process a deadline would
+        // stop: another connection under the same name could otherwise approve,
+        // settling the request while the teammate itself runs on, unstoppable.
+        if self.session_of(ctx.team, &req.to) != Some(ctx.session) {
+            return Err(BoardError::new(
+                ErrorCode::PermissionDenied,
+                format!(
+                    "shutdown request {id} must be answered by {}'s registered session, \
+                     and this connection is not it",
+                    req.to
+                ),
+            ));
+        }
         let reason = reason.filter(|r| !r.trim().is_empty());
         if let Some(r) = &reason {
             self.check_len("the reason", r)?;

@@ -178,6 +178,26 @@ fn only_the_target_answers_and_only_once() {
     assert!(e.message.contains("respond_shutdown"), "{}", e.message);
 }
 
+/// Another session under the target's name (not the one registered, so not the
+/// process that would be stopped) cannot answer for it: an approval there would
+/// settle the request while the teammate runs on, and no deadline would stop it.
+#[test]
+fn only_the_targets_registered_session_answers() {
+    let mut h = H::new();
+    let _ann = h.join("ann", "dev");
+    let req = ask_shutdown(&mut h, "ann").unwrap();
+    let impostor = h.stranger(TEAM, "ann");
+    let ctx = h.ctx(impostor);
+    let e = h
+        .board
+        .respond_shutdown(ctx, req.id, true, None)
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::PermissionDenied);
+    assert!(e.message.contains("registered session"), "{}", e.message);
+    assert!(h.board.request(TEAM, req.id).unwrap().is_pending());
+    assert!(h.board.inbox(TEAM, LEAD).is_empty());
+}
+
 #[test]
 fn approving_a_shutdown_needs_the_task_given_back_with_a_note() {
     let mut h = H::new();
