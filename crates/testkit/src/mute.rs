@@ -13,6 +13,7 @@ use std::process::{Child, Command, Stdio};
 /// on drop.
 pub struct MuteTeammate {
     child: Child,
+    tool: u32,
 }
 
 impl MuteTeammate {
@@ -31,16 +32,27 @@ impl MuteTeammate {
         let stdout = child.stdout.take().expect("piped stdout");
         let mut line = String::new();
         let read = BufReader::new(stdout).read_line(&mut line);
-        assert!(
-            matches!(read, Ok(n) if n > 0) && line.trim() == "registered",
-            "mute-teammate {name} did not register ({read:?}, {line:?}); exit: {:?}",
-            child.try_wait()
-        );
-        MuteTeammate { child }
+        let tool = line
+            .trim()
+            .strip_prefix("registered ")
+            .and_then(|pid| pid.parse().ok());
+        let Some(tool) = tool.filter(|_| matches!(read, Ok(n) if n > 0)) else {
+            panic!(
+                "mute-teammate {name} did not register ({read:?}, {line:?}); exit: {:?}",
+                child.try_wait()
+            );
+        };
+        MuteTeammate { child, tool }
     }
 
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// The pid of the `sleep` it started in its process group, standing for a tool
+    /// command: only a signal to the whole group stops it.
+    pub fn tool_pid(&self) -> u32 {
+        self.tool
     }
 
     /// Its exit status once it has exited, reaping it; `None` while it runs.

@@ -477,6 +477,11 @@ fn an_unanswered_shutdown_expires_and_boardd_stops_the_process() {
     use std::os::unix::process::ExitStatusExt as _;
     assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
     assert!(!alive(pid));
+    // The whole group: the tool command it had started went too.
+    let tool = mute.tool_pid();
+    eventually_blocking("the tool command to stop", Duration::from_secs(10), || {
+        (!alive(tool)).then_some(())
+    });
     let r = &d.json(&["requests", "--all"])[0];
     assert_eq!(r["state"], "expired", "{r}");
     assert_eq!(r["forced"], true, "{r}");

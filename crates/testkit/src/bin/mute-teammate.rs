@@ -2,8 +2,9 @@
 //! hung teammated in tests of shutdown deadlines, which boardd must stop by
 //! signalling its process group.
 //!
-//! Usage: `mute-teammate SOCKET NAME`. Prints `registered` on stdout once it is on
-//! the roster, then runs until it is killed.
+//! Usage: `mute-teammate SOCKET NAME`. Starts a `sleep` in its own process group,
+//! as teammated's tool commands are, prints `registered PID` (the sleep's pid) on
+//! stdout once it is on the roster, then runs until it is killed.
 
 use std::io::Write as _;
 use std::path::Path;
@@ -35,8 +36,20 @@ async fn main() -> ExitCode {
         eprintln!("mute-teammate: cannot register: {e}");
         return ExitCode::FAILURE;
     }
+    // A stand-in for a tool command: it dies only if the whole group is signalled.
+    let tool = match std::process::Command::new("sleep")
+        .arg("600")
+        .stdin(std::process::Stdio::null())
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(e) => {
+            eprintln!("mute-teammate: cannot start sleep: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let mut out = std::io::stdout();
-    if writeln!(out, "registered")
+    if writeln!(out, "registered {}", tool.id())
         .and_then(|()| out.flush())
         .is_err()
     {
