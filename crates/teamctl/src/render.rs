@@ -6,7 +6,9 @@
 use std::collections::HashMap;
 use std::io::Write;
 use teamboard_protocol::text::fit_chars_with_ellipsis;
-use teamboard_protocol::{Event, Member, MemberStatus, Message, Task, TaskId, TaskStatus};
+use teamboard_protocol::{
+    Event, Member, MemberStatus, Message, Task, TaskId, TaskStatus, TokenUsage,
+};
 
 // ---------------------------------------------------------------- output
 
@@ -113,6 +115,25 @@ pub fn count(n: u64) -> String {
         1000..=999_999 => format!("{:.1}k", n as f64 / 1000.0),
         _ => format!("{:.1}M", n as f64 / 1_000_000.0),
     }
+}
+
+/// Token use in words: `1.2k tokens (1.0k in, 0 cached, 200 out)`. "in" is fresh
+/// input and "cached" input read from the provider's prompt cache; input written
+/// to the cache is named only when there is some (the scripted model and OpenAI
+/// write none).
+pub fn tokens(t: &TokenUsage) -> String {
+    let written = if t.cache_write > 0 {
+        format!(", {} to cache", count(t.cache_write))
+    } else {
+        String::new()
+    };
+    format!(
+        "{} tokens ({} in, {} cached{written}, {} out)",
+        count(t.total()),
+        count(t.input),
+        count(t.cache_read),
+        count(t.output)
+    )
 }
 
 // ---------------------------------------------------------------- tasks
@@ -254,7 +275,7 @@ impl MemberWidths {
 }
 
 /// One line for a member:
-/// `alice  coder  working  pid 4242  #3 Write tests  1.2k tokens (1.0k in, 200 out)  seen 5s ago`.
+/// `alice  coder  working  pid 4242  #3 Write tests  1.2k tokens (1.0k in, 0 cached, 200 out)  seen 5s ago`.
 pub fn member_line(m: &Member, task_subject: Option<&str>, w: MemberWidths, now: i64) -> String {
     let mut status = m.status.as_str().to_string();
     if !m.connected && matches!(m.status, MemberStatus::Working | MemberStatus::Idle) {
@@ -271,12 +292,10 @@ pub fn member_line(m: &Member, task_subject: Option<&str>, w: MemberWidths, now:
         (None, _) => "no task".to_string(),
     };
     format!(
-        "{:<nw$}  {:<rw$}  {status:<8}  {pid:<9}  {task}  {} tokens ({} in, {} out)  seen {}",
+        "{:<nw$}  {:<rw$}  {status:<8}  {pid:<9}  {task}  {}  seen {}",
         m.name,
         m.role,
-        count(m.tokens.total()),
-        count(m.tokens.input),
-        count(m.tokens.output),
+        tokens(&m.tokens),
         ago(m.last_seen, now),
         nw = w.name,
         rw = w.role,
@@ -355,7 +374,6 @@ pub fn one_line(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use teamboard_protocol::TokenUsage;
 
     fn task(id: TaskId, status: TaskStatus, blocked_by: Vec<TaskId>) -> Task {
         Task {
@@ -378,6 +396,26 @@ mod tests {
             handoff: None,
             require_plan: false,
         }
+    }
+
+    #[test]
+    fn tokens_show_fresh_and_cached_input_apart() {
+        let plain = TokenUsage {
+            input: 1_000,
+            output: 200,
+            ..TokenUsage::default()
+        };
+        assert_eq!(tokens(&plain), "1.2k tokens (1.0k in, 0 cached, 200 out)");
+        let cached = TokenUsage {
+            input: 300,
+            output: 200,
+            cache_read: 12_000,
+            cache_write: 2_500,
+        };
+        assert_eq!(
+            tokens(&cached),
+            "15.0k tokens (300 in, 12.0k cached, 2.5k to cache, 200 out)"
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! wake-up itself is pushed.
 
 use crate::error::Error;
-use crate::teammate::{Exit, Teammate};
+use crate::teammate::{Exit, Opening, Teammate};
 use std::time::Duration;
 use teamboard_protocol::transcript::EntryKind;
 use teamboard_protocol::{MemberStatus, Message, MessageKind, TaskId, Work};
@@ -91,11 +91,11 @@ impl Teammate {
                 }
                 Woken::Work(Work::Task { claim }) => {
                     tracing::info!(task = claim.task.id, subject = %claim.task.subject, "claimed a task");
-                    self.hold(claim, "Auto-claimed").await;
+                    self.hold(claim, "Auto-claimed", Opening::NewPhase).await;
                     return Ok(None);
                 }
                 Woken::Adopted(id) => {
-                    self.resume(id).await?;
+                    self.resume(id, Opening::NewPhase).await?;
                     if self.held.is_some() {
                         return Ok(None);
                     }

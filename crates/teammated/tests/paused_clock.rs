@@ -29,6 +29,7 @@ fn config(daemon: &InProc, provider: ProviderConfig) -> Config {
         poll_interval: Duration::from_secs(30),
         max_rounds: 50,
         context_budget: 100_000,
+        carry_context: false,
         shell_timeout: Duration::from_secs(120),
         reconnect_timeout: Duration::from_secs(300),
     }
@@ -42,6 +43,7 @@ fn scripted() -> ProviderConfig {
         api_key: None,
         max_tokens: 1000,
         max_tokens_field: None,
+        prompt_cache: true,
         request_timeout: Duration::from_secs(300),
         retry: RetryPolicy::default(),
     }

@@ -33,6 +33,7 @@ fn config(kind: ProviderKind, base_url: Option<String>, key: Option<&str>) -> Pr
         api_key: key.map(str::to_string),
         max_tokens: 1024,
         max_tokens_field: None,
+        prompt_cache: true,
         request_timeout: Duration::from_secs(10),
         retry: fast_retry(),
     }
@@ -124,7 +125,8 @@ async fn anthropic_multi_turn_tool_use() {
         first.usage,
         TokenUsage {
             input: TOOL_USAGE.0,
-            output: TOOL_USAGE.1
+            output: TOOL_USAGE.1,
+            ..Default::default()
         }
     );
     assert!(first.content.contains(&Block::ToolUse {
@@ -141,7 +143,8 @@ async fn anthropic_multi_turn_tool_use() {
         second.usage,
         TokenUsage {
             input: TEXT_USAGE.0,
-            output: TEXT_USAGE.1
+            output: TEXT_USAGE.1,
+            ..Default::default()
         }
     );
 
@@ -211,7 +214,8 @@ async fn anthropic_ignores_thinking_blocks() {
         c.usage,
         TokenUsage {
             input: 3,
-            output: 2
+            output: 2,
+            ..Default::default()
         }
     );
     // No tools, no `tools` field.
@@ -242,7 +246,8 @@ async fn openai_multi_turn_tool_calls() {
         first.usage,
         TokenUsage {
             input: TOOL_USAGE.0,
-            output: TOOL_USAGE.1
+            output: TOOL_USAGE.1,
+            ..Default::default()
         }
     );
     answer_tools(&mut history, &first);

@@ -59,12 +59,7 @@ pub async fn run(ctx: &Ctx, args: TaskIdArg) -> anyhow::Result<()> {
     ));
     out.push(format!("attempts:   {}", t.attempts));
     if t.tokens.total() > 0 {
-        out.push(format!(
-            "tokens:     {} ({} in, {} out)",
-            render::count(t.tokens.total()),
-            render::count(t.tokens.input),
-            render::count(t.tokens.output)
-        ));
+        out.push(format!("tokens:     {}", render::tokens(&t.tokens)));
     }
     out.push(format!(
         "created:    {} ({})",

@@ -1,7 +1,7 @@
 //! The task and team tools: the model's view of the board.
 
 use super::Outcome;
-use crate::teammate::Teammate;
+use crate::teammate::{Opening, Teammate};
 use crate::tools::{ToolOutput, str_arg};
 use serde_json::Value;
 use teamboard_protocol::request::NewTask;
@@ -163,8 +163,8 @@ impl Teammate {
         {
             Ok(claim) => {
                 let subject = claim.task.subject.clone();
-                self.hold(claim, "Claimed").await;
-                ToolOutput::ok(format!("you now hold task #{id}: {subject}"))
+                let opening = self.hold(claim, "Claimed", Opening::ToolResult).await;
+                ToolOutput::ok(format!("you now hold task #{id}: {subject}\n\n{opening}"))
             }
             Err(e) => refused(e),
         }
