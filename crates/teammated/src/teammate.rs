@@ -136,11 +136,16 @@ pub async fn run(cfg: Config, cancel: CancellationToken) -> Result<Exit, Error> 
         None,
         false,
         &format!(
-            "started: pid {}, role {}, provider {}, context budget {} tokens, workdir {}",
+            "started: pid {}, role {}, provider {}, context budget {} tokens, {}, workdir {}",
             std::process::id(),
             cfg.role,
             provider.describe(),
             cfg.context_budget,
+            if cfg.carry_context {
+                "carried from task to task"
+            } else {
+                "fresh for each task"
+            },
             workdir.display()
         ),
     );
