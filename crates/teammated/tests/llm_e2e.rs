@@ -794,3 +794,68 @@ async fn a_task_given_back_after_a_refused_model_leaves_no_background_job() {
     assert_eq!(alice.exit_code().await, Some(1), "{}", alice.log_text());
     board.stop().await;
 }
+
+/// A task the model claims itself comes in the claim's tool result, right after
+/// the call: as a user turn of its own it would sit between the tool use and its
+/// result, which both APIs refuse.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_claimed_by_the_model_comes_in_the_tool_result() {
+    let mut board = Board::start(TEAMMATED).await;
+    let go = board.dir().join("go");
+    let mock = MockLlm::start(vec![
+        // Woken by a message; waits until the test has put a task on the board, so
+        // that the teammate (busy, not waiting for work) cannot auto-claim it.
+        MockReply::anthropic_tool_use(
+            "toolu_1",
+            "bash",
+            json!({"command": format!("while [ ! -e {} ]; do sleep 0.05; done", go.display())}),
+        ),
+        MockReply::anthropic_tool_use("toolu_2", "claim_task", json!({"id": 1})),
+        MockReply::anthropic_text("Claimed and done."),
+    ]);
+    let url = mock.url();
+    let alice = board.spawn_with_env(
+        "alice",
+        "dev",
+        &["--provider", "anthropic", "--base-url", &url],
+        &[("ANTHROPIC_API_KEY", "k")],
+    );
+    board.wait_idle("alice").await;
+    board
+        .lead
+        .send(
+            "alice",
+            MessageKind::Message,
+            "take task 1 when it is there",
+            None,
+        )
+        .await
+        .expect("send");
+    board.wait_status("alice", "working").await;
+    let t = board.add("picked", "Claimed by hand.", &[]).await;
+    std::fs::write(&go, "").expect("go");
+    board.wait_done(&[t.id]).await;
+    assert_eq!(
+        board.task(t.id).await.status,
+        TaskStatus::Completed,
+        "{}",
+        alice.log_text()
+    );
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3, "{}", alice.log_text());
+    let after_claim = &requests[2].body;
+    let msgs = after_claim["messages"].as_array().expect("messages");
+    let (call, answer) = (&msgs[msgs.len() - 2], &msgs[msgs.len() - 1]);
+    assert_eq!(call["content"][1]["id"], "toolu_2", "{after_claim:#}");
+    assert_eq!(answer["role"], "user");
+    let result = &answer["content"][0];
+    assert_eq!(result["type"], "tool_result", "{after_claim:#}");
+    assert_eq!(result["tool_use_id"], "toolu_2");
+    let text = result["content"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("[Claimed task #1] picked\nClaimed by hand."),
+        "{text}"
+    );
+    drop(alice);
+    board.stop().await;
+}
