@@ -159,7 +159,13 @@ async fn anthropic_multi_turn_tool_use() {
         assert_eq!(r.header("authorization"), None);
         assert_eq!(r.body["model"], "claude-sonnet-4-5");
         assert_eq!(r.body["max_tokens"], 512);
-        assert_eq!(r.body["system"], "You are a careful teammate.");
+        // The system prompt and the last tool end the cacheable prefix.
+        let ephemeral = json!({"type": "ephemeral"});
+        assert_eq!(
+            r.body["system"],
+            json!([{"type": "text", "text": "You are a careful teammate.", "cache_control": ephemeral}])
+        );
+        assert_eq!(r.body["tools"][0]["cache_control"], ephemeral);
         assert_eq!(r.body["tools"][0]["name"], "bash");
         assert_eq!(r.body["tools"][0]["description"], "Run a shell command");
         assert_eq!(
@@ -183,6 +189,7 @@ async fn anthropic_multi_turn_tool_use() {
     assert_eq!(tool_use["id"], "toolu_01A");
     assert_eq!(tool_use["input"], json!({"command": "ls"}));
     assert_eq!(messages[2]["role"], "user");
+    // The conversation's tail is marked too, so the next call reads it all.
     assert_eq!(
         messages[2]["content"][0],
         json!({
@@ -190,8 +197,10 @@ async fn anthropic_multi_turn_tool_use() {
             "tool_use_id": "toolu_01A",
             "content": "Cargo.toml\nsrc",
             "is_error": false,
+            "cache_control": {"type": "ephemeral"},
         })
     );
+    assert!(messages[1].get("cache_control").is_none());
 }
 
 #[tokio::test]
