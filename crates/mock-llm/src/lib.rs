@@ -17,7 +17,7 @@
 //! tokens, and what a real API's prompt cache would have served of it (see
 //! [`cache`]). Without it, answers carry the usage they were scripted with.
 //!
-//! Use it with `use teamboard_testkit::mock_llm::{MockLlm, MockReply};`.
+//! Tests use it as `use teamboard_testkit::mock_llm::{MockLlm, MockReply};`.
 
 pub mod cache;
 
