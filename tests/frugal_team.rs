@@ -152,11 +152,11 @@ async fn each_task_starts_afresh_and_cached_input_reaches_the_roster() {
     // input apart: on the member, exactly what the answers said.
     let usage = |r: usize, f: &str| requests[r].answered_usage[f].as_u64().unwrap_or(0);
     assert_eq!(usage(0, "cache_read_input_tokens"), 0);
-    for r in 1..4 {
+    for (r, request) in requests.iter().enumerate().skip(1) {
         assert!(
             usage(r, "cache_read_input_tokens") > 1000,
             "{:#}",
-            requests[r].answered_usage
+            request.answered_usage
         );
     }
     let tokens = &member["tokens"];

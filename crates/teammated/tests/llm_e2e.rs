@@ -62,7 +62,7 @@ async fn an_idle_teammate_makes_no_model_calls_and_wakes_at_once() {
     assert!(
         first.body["tools"]
             .as_array()
-            .is_some_and(|t| t.len() == 14),
+            .is_some_and(|t| t.len() == teammated::tools::specs::all().len()),
         "{text}"
     );
     // The second call carries the tool call and its result.
@@ -855,6 +855,49 @@ async fn a_task_claimed_by_the_model_comes_in_the_tool_result() {
     assert!(
         text.contains("[Claimed task #1] picked\nClaimed by hand."),
         "{text}"
+    );
+    drop(alice);
+    board.stop().await;
+}
+
+/// A task given back with a note reaches its next owner with the note, in the
+/// fresh conversation the task starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_previous_owners_note_opens_the_next_owners_conversation() {
+    let mut board = Board::start(TEAMMATED).await;
+    let t = board.add("parser", "Write the parser.", &[]).await;
+    // bob claims it first and gives it back with a note, before alice exists.
+    let bob = teamboard_testkit::teammate(&board.daemon.socket, "bob", "dev").await;
+    let claim = bob.claim_task(t.id).await.expect("claim");
+    bob.release_task_with_note(t.id, claim.epoch, "lexer done; the tests for ws fail")
+        .await
+        .expect("release with a note");
+    let mock = MockLlm::start(vec![MockReply::anthropic_text("Finished the parser.")]);
+    let url = mock.url();
+    let alice = board.spawn_with_env(
+        "alice",
+        "dev",
+        &["--provider", "anthropic", "--base-url", &url],
+        &[("ANTHROPIC_API_KEY", "k")],
+    );
+    board.wait_done(&[t.id]).await;
+    assert_eq!(
+        board.task(t.id).await.status,
+        TaskStatus::Completed,
+        "{}",
+        alice.log_text()
+    );
+    let first = &mock.requests()[0].body;
+    let msgs = first["messages"].as_array().expect("messages");
+    assert_eq!(msgs.len(), 1, "{first:#}");
+    let blocks = msgs[0]["content"].as_array().expect("blocks");
+    assert_eq!(
+        blocks[0]["text"],
+        "[Auto-claimed task #1] parser\nWrite the parser."
+    );
+    assert_eq!(
+        blocks[1]["text"],
+        "[Note from the previous owner] lexer done; the tests for ws fail"
     );
     drop(alice);
     board.stop().await;

@@ -32,6 +32,7 @@ fn config(daemon: &InProc, provider: ProviderConfig) -> Config {
         carry_context: false,
         shell_timeout: Duration::from_secs(120),
         reconnect_timeout: Duration::from_secs(300),
+        require_plan: false,
     }
 }
 
