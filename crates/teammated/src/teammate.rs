@@ -65,6 +65,11 @@ pub struct Teammate {
     /// Work phases in a row that ended in an LLM error; IDLE waits longer before
     /// taking more work after each, so a broken model does not burn the board.
     pub(crate) llm_failures: u32,
+    /// Whether going idle next is news for the lead: true at start and once a
+    /// task has been held, false once the lead was told. A work phase for a
+    /// message alone leaves it false, so answering the lead never makes the
+    /// teammate announce again that it is idle.
+    pub(crate) announce_idle: bool,
 }
 
 /// Runs a teammate until it exits: registers, then alternates IDLE and WORK.
@@ -153,6 +158,7 @@ pub async fn run(cfg: Config, cancel: CancellationToken) -> Result<Exit, Error> 
         compactions: 0,
         compacted_at: None,
         llm_failures: 0,
+        announce_idle: true,
     };
     // After a boardd restart, the claim our name still holds comes back to us.
     let result = match member.task {
@@ -236,6 +242,7 @@ impl Teammate {
     pub(crate) async fn hold(&mut self, claim: Claim, how: &str) {
         let task = claim.task;
         let heartbeat = Heartbeat::start(self.session.clone(), task.id, claim.epoch).await;
+        self.announce_idle = true;
         let text = if task.description.is_empty() {
             format!("[{how} task #{}] {}", task.id, task.subject)
         } else {
