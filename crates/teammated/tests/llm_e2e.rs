@@ -62,7 +62,7 @@ async fn an_idle_teammate_makes_no_model_calls_and_wakes_at_once() {
     assert!(
         first.body["tools"]
             .as_array()
-            .is_some_and(|t| t.len() == 14),
+            .is_some_and(|t| t.len() == 15),
         "{text}"
     );
     // The second call carries the tool call and its result.
@@ -74,6 +74,52 @@ async fn an_idle_teammate_makes_no_model_calls_and_wakes_at_once() {
         "{second}"
     );
     drop(alice);
+    board.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_team_shows_the_model_the_roster_with_tasks_and_connections() {
+    let mut board = Board::start(TEAMMATED).await;
+    let mock = MockLlm::start(vec![
+        MockReply::openai_tool_call("call_1", "list_team", "{}"),
+        MockReply::openai_text("Done."),
+    ]);
+    let url = mock.url();
+    // bob is another role, so the task can only be alice's.
+    let bob = board.spawn("bob", "ops", &[]);
+    board.wait_idle("bob").await;
+    let alice = board.spawn(
+        "alice",
+        "dev",
+        &["--provider", "openai", "--base-url", &url],
+    );
+    board.wait_idle("alice").await;
+    let t = board
+        .lead
+        .add_task(teamboard_protocol::request::NewTask {
+            subject: "look around".into(),
+            role: Some("dev".into()),
+            ..Default::default()
+        })
+        .await
+        .expect("add_task");
+    board.wait_done(&[t.id]).await;
+    board.wait_idle("alice").await;
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2, "{}", alice.log_text());
+    let second = &requests[1].body;
+    let result = second["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == "call_1")
+        .unwrap_or_else(|| panic!("no list_team result in {second}"));
+    assert_eq!(
+        result["content"],
+        "alice [working] role dev, holds #1 look around, connected (you)\n\
+         bob [idle] role ops, connected"
+    );
+    drop((alice, bob));
     board.stop().await;
 }
 
