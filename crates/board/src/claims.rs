@@ -21,6 +21,9 @@ pub(crate) enum Abandon {
     Disconnected,
     /// The owner did not come back within the grace period after a restart.
     NotReclaimed,
+    /// boardd stops the owner for a forced or expired shutdown: not the task's
+    /// fault, so the attempt does not count.
+    Stopped,
 }
 
 impl Board {
@@ -164,7 +167,7 @@ impl Board {
     }
 
     /// Refuses anything but the current holder with the current epoch.
-    fn check_fence(&self, ctx: &Ctx, id: TaskId, epoch: u64) -> Result<()> {
+    pub(crate) fn check_fence(&self, ctx: &Ctx, id: TaskId, epoch: u64) -> Result<()> {
         let task = self.task(ctx.team, id)?;
         let lease = self.team(ctx.team).and_then(|t| t.leases.get(&id));
         let current = task.status == TaskStatus::InProgress
@@ -195,6 +198,7 @@ impl Board {
         result: String,
     ) -> Result<Task> {
         self.check_fence(&ctx, id, epoch)?;
+        self.check_plan(ctx.team, id, epoch)?;
         if result.len() > self.config.max_message_len {
             return Err(BoardError::invalid(format!(
                 "the result is {} bytes; the limit is {}",
@@ -205,6 +209,7 @@ impl Board {
         self.transition(change(&ctx, id), |task| {
             task.status = TaskStatus::Completed;
             task.result = Some(result);
+            task.handoff = None;
             Note::new(
                 EventKind::TaskCompleted,
                 format!("{} completed #{id}", ctx.actor),
@@ -275,6 +280,7 @@ impl Board {
                 Abandon::LeaseExpired => "lease expired",
                 Abandon::Disconnected => "connection closed",
                 Abandon::NotReclaimed => "not reclaimed after restart",
+                Abandon::Stopped => "owner stopped",
             };
             let error = error.or_else(|| match why {
                 Abandon::LeaseExpired => {
@@ -286,13 +292,21 @@ impl Board {
                 }
                 _ => None,
             });
-            if why == Abandon::Released {
+            if why == Abandon::Stopped {
                 task.attempts = task.attempts.saturating_sub(1);
             }
-            if let Some(e) = error.as_ref().filter(|_| why != Abandon::Released) {
+            if why == Abandon::Released {
+                task.attempts = task.attempts.saturating_sub(1);
+                // What the owner got done, for whoever takes the task next.
+                if let Some(note) = &error {
+                    task.handoff = Some(note.clone());
+                }
+            }
+            let counts = !matches!(why, Abandon::Released | Abandon::Stopped);
+            if let Some(e) = error.as_ref().filter(|_| counts) {
                 task.last_error = Some(e.clone());
             }
-            let failed = why != Abandon::Released && task.attempts >= max;
+            let failed = counts && task.attempts >= max;
             task.status = if failed {
                 TaskStatus::Failed
             } else {
@@ -339,6 +353,7 @@ impl Board {
         for (team, id, why) in lapsed {
             let _ = self.abandon(by_boardd(&team, id, now), why, None);
         }
+        self.expire_requests(now);
         self.expire_waiters(now)
     }
 }

@@ -108,6 +108,9 @@ pub struct Config {
     /// How long boardd may stay unreachable (at start or after losing the
     /// connection) before the teammate exits with an error.
     pub reconnect_timeout: Duration,
+    /// Every task this teammate claims needs an approved plan before it changes
+    /// anything.
+    pub require_plan: bool,
 }
 
 /// A configured text with surrounding blanks removed, or `None` when nothing is left:

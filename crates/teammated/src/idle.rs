@@ -9,7 +9,7 @@ use crate::error::Error;
 use crate::teammate::{Exit, Teammate};
 use std::time::Duration;
 use teamboard_protocol::transcript::EntryKind;
-use teamboard_protocol::{MemberStatus, Message, MessageKind, TaskId, Work};
+use teamboard_protocol::{MemberStatus, MessageKind, TaskId, Work};
 use tokio::time::Instant;
 
 /// The longest pause before taking more work after model failures.
@@ -147,73 +147,5 @@ impl Teammate {
             _ = self.cancel.cancelled() => Some(Exit::Terminated),
             _ = tokio::time::sleep(pause) => None,
         }
-    }
-
-    /// Puts messages into the context and acknowledges them. Acknowledging only after
-    /// the messages are in the context is what makes delivery at-least-once: if we die
-    /// before the ack, boardd keeps them.
-    ///
-    /// A shutdown request is answered at once; the messages that came with it stay
-    /// in the inbox unread, for whoever runs under this name next.
-    pub(crate) async fn take_messages(
-        &mut self,
-        messages: Vec<Message>,
-    ) -> Result<Option<Exit>, Error> {
-        if let Some(request) = messages
-            .iter()
-            .find(|m| m.kind == MessageKind::ShutdownRequest)
-        {
-            let reply = format!("{} is shutting down", self.cfg.name);
-            let (to, rid) = (&request.from, request.request_id.as_deref());
-            let sent = self
-                .session
-                .call(|c| {
-                    let reply = &reply;
-                    async move { c.send(to, MessageKind::ShutdownResponse, reply, rid).await }
-                })
-                .await;
-            if let Err(e) = &sent {
-                // Still leave: the request is clear, and staying would bring the same
-                // request back after a restart.
-                tracing::warn!(error = %e, to = %request.from, "cannot answer the shutdown request");
-            }
-            let id = request.id;
-            self.session
-                .call(|c| async move { c.ack(vec![id]).await })
-                .await?;
-            let rid = request
-                .request_id
-                .as_deref()
-                .map(|r| format!(" (request {r})"))
-                .unwrap_or_default();
-            self.log(
-                EntryKind::Lifecycle,
-                None,
-                false,
-                &format!("shutdown requested by {}{rid}; answered", request.from),
-            );
-            let exit = Exit::ShutdownRequested {
-                by: request.from.clone(),
-            };
-            self.shutdown = Some(exit.clone());
-            return Ok(Some(exit));
-        }
-        let ids: Vec<u64> = messages.iter().map(|m| m.id).collect();
-        for m in messages {
-            let text = format!(
-                "[Message #{} from {} ({})] {}",
-                m.id,
-                m.from,
-                m.kind.as_str(),
-                m.content
-            );
-            self.ctx.push_user_text(text.clone());
-            self.log(EntryKind::User, None, false, &text);
-        }
-        let ids = &ids;
-        self.session
-            .call(|c| async move { c.ack(ids.clone()).await })
-            .await?;
-        Ok(None)
     }
 }

@@ -19,6 +19,7 @@ pub mod error;
 pub mod heartbeat;
 mod idle;
 pub mod llm;
+mod messages;
 mod prompts;
 pub mod session;
 pub mod teammate;

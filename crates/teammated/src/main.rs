@@ -113,6 +113,10 @@ struct Args {
     /// The first retry's backoff in milliseconds; it doubles, with jitter.
     #[arg(long, env = "TEAMMATE_RETRY_BASE_MS", default_value_t = 500)]
     retry_base_ms: u64,
+    /// Every task needs a plan the lead approves before bash, write_file and
+    /// edit_file open (tasks created with --require-plan need one anyway).
+    #[arg(long, env = "TEAMMATE_REQUIRE_PLAN")]
+    require_plan: bool,
 }
 
 impl Args {
@@ -165,6 +169,7 @@ impl Args {
             context_budget: self.context_budget.max(1000),
             shell_timeout: Duration::from_secs(self.shell_timeout.clamp(1, 600)),
             reconnect_timeout: Duration::from_secs(self.reconnect_timeout),
+            require_plan: self.require_plan,
         })
     }
 }

@@ -6,6 +6,7 @@ use crate::context::{Context, Identity};
 use crate::error::Error;
 use crate::heartbeat::Heartbeat;
 use crate::llm::{self, Probe, Provider, ToolSpec};
+use crate::messages::{AskedToLeave, PlanState};
 use crate::session::{self, Session};
 use crate::tools::{self, LocalEnv};
 use crate::transcript::Transcript;
@@ -41,6 +42,10 @@ pub struct Held {
     pub epoch: u64,
     pub subject: String,
     pub heartbeat: Heartbeat,
+    /// The claim needs an approved plan before bash, write_file and edit_file
+    /// open: the task or the teammate was created with `--require-plan`.
+    pub needs_plan: bool,
+    pub plan: PlanState,
 }
 
 pub struct Teammate {
@@ -55,6 +60,8 @@ pub struct Teammate {
     /// Set when a shutdown request has been answered: the teammate finishes its
     /// current round, gives back its task and exits.
     pub(crate) shutdown: Option<Exit>,
+    /// A shutdown request the model has been asked to answer.
+    pub(crate) asked_to_leave: Option<AskedToLeave>,
     /// Set by the `idle` tool: the work phase ends after this round.
     pub(crate) idle_requested: bool,
     pub(crate) cancel: CancellationToken,
@@ -101,6 +108,7 @@ pub async fn run(cfg: Config, cancel: CancellationToken) -> Result<Exit, Error> 
         name: cfg.name.clone(),
         role: cfg.role.clone(),
         team: cfg.team.clone(),
+        require_plan: cfg.require_plan,
     };
     let (session, member) = Session::open(
         cfg.socket.clone(),
@@ -153,6 +161,7 @@ pub async fn run(cfg: Config, cancel: CancellationToken) -> Result<Exit, Error> 
         transcript,
         held: None,
         shutdown: None,
+        asked_to_leave: None,
         idle_requested: false,
         cancel,
         compactions: 0,
@@ -174,6 +183,13 @@ pub async fn run(cfg: Config, cancel: CancellationToken) -> Result<Exit, Error> 
     teammate.local.guards.stop_all(STOP_TOOLS_WITHIN).await;
     result
 }
+
+/// What a teammate is told with a task that needs a plan. The scripted model
+/// looks for it.
+pub const PLAN_FIRST: &str = "[Runtime] This task needs a plan approved by the lead before \
+     you change anything: bash, write_file and edit_file stay closed until then. Look \
+     around with read_file and glob, then call submit_plan with your plan; it waits for \
+     the lead's decision.";
 
 /// How long teammated waits, on its way out, for its tool commands to be killed.
 const STOP_TOOLS_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
@@ -243,7 +259,8 @@ impl Teammate {
         let task = claim.task;
         let heartbeat = Heartbeat::start(self.session.clone(), task.id, claim.epoch).await;
         self.announce_idle = true;
-        let text = if task.description.is_empty() {
+        let needs_plan = task.require_plan || self.cfg.require_plan;
+        let mut text = if task.description.is_empty() {
             format!("[{how} task #{}] {}", task.id, task.subject)
         } else {
             format!(
@@ -251,6 +268,9 @@ impl Teammate {
                 task.id, task.subject, task.description
             )
         };
+        if needs_plan {
+            text.push_str(&format!("\n\n{PLAN_FIRST}"));
+        }
         self.ctx.identity.task = Some((task.id, task.subject.clone(), task.description.clone()));
         self.ctx.push_user_text(text.clone());
         self.transcript
@@ -260,6 +280,8 @@ impl Teammate {
             epoch: claim.epoch,
             subject: task.subject,
             heartbeat,
+            needs_plan,
+            plan: PlanState::None,
         });
     }
 

@@ -34,6 +34,7 @@ fn config(daemon: &InProc, provider: ProviderConfig) -> Config {
         context_budget: 100_000,
         shell_timeout: Duration::from_secs(120),
         reconnect_timeout: Duration::from_secs(300),
+        require_plan: false,
     }
 }
 

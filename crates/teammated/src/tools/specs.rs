@@ -190,6 +190,10 @@ pub fn all() -> Vec<ToolSpec> {
                 "role": {
                     "type": "string",
                     "description": "Only teammates with this role may claim the task. Default: anyone."
+                },
+                "require_plan": {
+                    "type": "boolean",
+                    "description": "Whoever claims it must have a plan approved by the lead before changing anything. Default false."
                 }
             }),
             &["subject"],
@@ -234,6 +238,42 @@ pub fn all() -> Vec<ToolSpec> {
                 }
             }),
             &["reason"],
+        ),
+        spec(
+            "submit_plan",
+            "Ask the lead to approve your plan for the task you hold, and wait for the \
+             decision. A task that needs a plan keeps bash, write_file and edit_file \
+             closed until the lead approves; read_file and glob stay open, so look \
+             around first. Answers the decision and the lead's feedback. After a \
+             rejection, revise the plan and submit it again. An approval holds for \
+             this task and this claim only.",
+            json!({
+                "plan": {
+                    "type": "string",
+                    "description": "What you will change and how you will check it: files, steps, commands."
+                }
+            }),
+            &["plan"],
+        ),
+        spec(
+            "respond_shutdown",
+            "Answer the lead's shutdown request, when the runtime tells you one is \
+             waiting. approve=true: the task you hold is given back with your note \
+             (what you got done and what is left, for its next owner) and you stop \
+             after this round. approve=false: you keep working, and the note tells \
+             the lead why. Without an answer before the deadline, your processes are \
+             stopped.",
+            json!({
+                "approve": {
+                    "type": "boolean",
+                    "description": "true to shut down, false to keep working."
+                },
+                "note": {
+                    "type": "string",
+                    "description": "Approving: what you got done and what is left. Rejecting: why you should keep working."
+                }
+            }),
+            &["approve", "note"],
         ),
         spec(
             "list_team",
@@ -301,6 +341,8 @@ pub fn names() -> Vec<&'static str> {
         "claim_task",
         "complete_task",
         "fail_task",
+        "submit_plan",
+        "respond_shutdown",
         "list_team",
         "send_message",
         "broadcast",
@@ -331,7 +373,7 @@ mod tests {
         let specs = all();
         let from_specs: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(from_specs, names());
-        assert_eq!(specs.len(), 15);
+        assert_eq!(specs.len(), 17);
         let unique: HashSet<&str> = from_specs.iter().copied().collect();
         assert_eq!(unique.len(), specs.len(), "duplicate tool names");
         assert_eq!(

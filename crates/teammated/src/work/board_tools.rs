@@ -23,6 +23,8 @@ impl Teammate {
                 Ok(r) => Outcome::Fail(r.to_string()).report(self).await,
                 Err(e) => e,
             },
+            "submit_plan" => self.submit_plan(input).await,
+            "respond_shutdown" => self.respond_shutdown(input).await,
             "list_team" => self.list_team().await,
             "send_message" => self.send_message(input).await,
             "broadcast" => self.broadcast(input).await,
