@@ -69,8 +69,10 @@ pub fn system_prompt(identity: &Identity) -> String {
          When a task is given to you, work on it with your tools in your working directory. \
          When it is done, call complete_task with a short result; if it cannot be done, call \
          fail_task with the reason. You may split work with create_task (with blocked_by \
-         dependencies) and talk to others with send_message and broadcast. Messages that \
-         arrive while you work are added to the conversation for you; you never need to poll. \
+         dependencies), see who is on the team with list_team, and talk to others with \
+         send_message and broadcast. Every message wakes its reader, so do not send one only \
+         to acknowledge or thank. Messages that arrive while you work are added to the \
+         conversation for you; you never need to poll. \
          When you have nothing left to do, call idle.",
         name = identity.name,
         role = identity.role,

@@ -87,6 +87,11 @@ pub struct Teammate {
     /// Work phases in a row that ended in an LLM error; IDLE waits longer before
     /// taking more work after each, so a broken model does not burn the board.
     pub(crate) llm_failures: u32,
+    /// Whether going idle next is news for the lead: true at start and once a
+    /// task has been held, false once the lead was told. A work phase for a
+    /// message alone leaves it false, so answering the lead never makes the
+    /// teammate announce again that it is idle.
+    pub(crate) announce_idle: bool,
 }
 
 /// Runs a teammate until it exits: registers, then alternates IDLE and WORK.
@@ -182,6 +187,7 @@ pub async fn run(cfg: Config, cancel: CancellationToken) -> Result<Exit, Error> 
         compactions: 0,
         compacted_at: None,
         llm_failures: 0,
+        announce_idle: true,
     };
     // After a boardd restart, the claim our name still holds comes back to us.
     let result = match member.task {
@@ -275,6 +281,7 @@ impl Teammate {
     pub(crate) async fn hold(&mut self, claim: Claim, how: &str, opening: Opening) -> String {
         let task = claim.task;
         let heartbeat = Heartbeat::start(self.session.clone(), task.id, claim.epoch).await;
+        self.announce_idle = true;
         let needs_plan = task.require_plan || self.cfg.require_plan;
         let mut blocks = context::task_opening(how, &task);
         if needs_plan && let Some(task_text) = blocks.first_mut() {

@@ -5,8 +5,8 @@
 use serde_json::json;
 use std::time::{Duration, Instant};
 use teamboard_protocol::{MessageKind, TaskStatus};
-use teamboard_testkit::Board;
 use teamboard_testkit::mock_llm::{self, MockLlm, MockReply};
+use teamboard_testkit::{Board, PATIENCE, eventually};
 
 /// The binary under test, built by cargo for this package's tests.
 const TEAMMATED: &str = env!("CARGO_BIN_EXE_teammated");
@@ -74,6 +74,52 @@ async fn an_idle_teammate_makes_no_model_calls_and_wakes_at_once() {
         "{second}"
     );
     drop(alice);
+    board.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_team_shows_the_model_the_roster_with_tasks_and_connections() {
+    let mut board = Board::start(TEAMMATED).await;
+    let mock = MockLlm::start(vec![
+        MockReply::openai_tool_call("call_1", "list_team", "{}"),
+        MockReply::openai_text("Done."),
+    ]);
+    let url = mock.url();
+    // bob is another role, so the task can only be alice's.
+    let bob = board.spawn("bob", "ops", &[]);
+    board.wait_idle("bob").await;
+    let alice = board.spawn(
+        "alice",
+        "dev",
+        &["--provider", "openai", "--base-url", &url],
+    );
+    board.wait_idle("alice").await;
+    let t = board
+        .lead
+        .add_task(teamboard_protocol::request::NewTask {
+            subject: "look around".into(),
+            role: Some("dev".into()),
+            ..Default::default()
+        })
+        .await
+        .expect("add_task");
+    board.wait_done(&[t.id]).await;
+    board.wait_idle("alice").await;
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2, "{}", alice.log_text());
+    let second = &requests[1].body;
+    let result = second["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == "call_1")
+        .unwrap_or_else(|| panic!("no list_team result in {second}"));
+    assert_eq!(
+        result["content"],
+        "alice [working] role dev, holds #1 look around, connected (you)\n\
+         bob [idle] role ops, connected"
+    );
+    drop((alice, bob));
     board.stop().await;
 }
 
@@ -174,6 +220,64 @@ async fn anthropic_multi_turn_tool_use_with_a_rate_limit_in_between() {
         );
     }
     alice.child.kill().await.ok();
+    board.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_the_model_cannot_answer_brings_an_error_but_no_second_idle_notice() {
+    let mut board = Board::start(TEAMMATED).await;
+    let mock = MockLlm::start_with_fallback(Vec::new(), MockReply::status(503));
+    let url = mock.url();
+    let alice = board.spawn(
+        "alice",
+        "dev",
+        &[
+            "--provider",
+            "openai",
+            "--base-url",
+            &url,
+            "--retry-base-ms",
+            "1",
+            "--llm-attempts",
+            "2",
+        ],
+    );
+    board.wait_idle("alice").await;
+    // Written each time she goes back to waiting, after any notice.
+    let waits = |board: &Board| {
+        board
+            .transcript("alice")
+            .matches("idle: waiting for messages")
+            .count()
+    };
+    let before = waits(&board);
+    board
+        .lead
+        .send("alice", MessageKind::Message, "are you there?", None)
+        .await
+        .expect("send");
+    board
+        .wait_for("alice's error", |e| {
+            e.kind == teamboard_protocol::EventKind::MessageSent
+                && e.detail.contains("alice → lead: error")
+        })
+        .await;
+    let seen = &board;
+    eventually("alice to wait again", PATIENCE, || async move {
+        (waits(seen) > before).then_some(())
+    })
+    .await;
+    // Resting after a model failure is not news when she held no task.
+    let inbox = board.lead.inbox().await.expect("inbox");
+    let kinds: Vec<MessageKind> = inbox.iter().map(|m| m.kind).collect();
+    assert_eq!(
+        kinds,
+        [MessageKind::IdleNotification, MessageKind::Error],
+        "{inbox:#?}\n{}",
+        alice.log_text()
+    );
+    assert_eq!(mock.calls(), 2);
+    drop(alice);
     board.stop().await;
 }
 
