@@ -609,6 +609,12 @@ pub struct SpawnArgs {
     #[arg(long, value_name = "TOKENS", value_parser = parse_context_budget)]
     pub context_budget: Option<u64>,
 
+    /// Let the conversation run on from task to task. By default each task starts
+    /// afresh (who the teammate is, the task, the previous owner's note), which
+    /// keeps every call small; earlier conversations stay in `teamctl logs`
+    #[arg(long)]
+    pub carry_context: bool,
+
     /// The directory the teammate works in [default: the current directory]
     #[arg(long, value_name = "DIR")]
     pub workdir: Option<PathBuf>,

@@ -8,7 +8,7 @@ use std::io::Write;
 use teamboard_protocol::text::fit_chars_with_ellipsis;
 use teamboard_protocol::{
     Event, Member, MemberStatus, Message, RequestId, RequestKind, RequestState, Task, TaskId,
-    TaskStatus, TeamRequest,
+    TaskStatus, TeamRequest, TokenUsage,
 };
 
 // ---------------------------------------------------------------- output
@@ -116,6 +116,25 @@ pub fn count(n: u64) -> String {
         1000..=999_999 => format!("{:.1}k", n as f64 / 1000.0),
         _ => format!("{:.1}M", n as f64 / 1_000_000.0),
     }
+}
+
+/// Token use in words: `1.2k tokens (1.0k in, 0 cached, 200 out)`. "in" is fresh
+/// input and "cached" input read from the provider's prompt cache; input written
+/// to the cache is named only when there is some (the scripted model and OpenAI
+/// write none).
+pub fn tokens(t: &TokenUsage) -> String {
+    let written = if t.cache_write > 0 {
+        format!(", {} to cache", count(t.cache_write))
+    } else {
+        String::new()
+    };
+    format!(
+        "{} tokens ({} in, {} cached{written}, {} out)",
+        count(t.total()),
+        count(t.input),
+        count(t.cache_read),
+        count(t.output)
+    )
 }
 
 // ---------------------------------------------------------------- tasks
@@ -257,7 +276,7 @@ impl MemberWidths {
 }
 
 /// One line for a member:
-/// `alice  coder  working  pid 4242  #3 Write tests  1.2k tokens (1.0k in, 200 out)  seen 5s ago`,
+/// `alice  coder  working  pid 4242  #3 Write tests  1.2k tokens (1.0k in, 0 cached, 200 out)  seen 5s ago`,
 /// then `plans need approval` for a member spawned with `--require-plan` and its
 /// pending shutdown request, if any.
 pub fn member_line(
@@ -282,12 +301,10 @@ pub fn member_line(
         (None, _) => "no task".to_string(),
     };
     let mut line = format!(
-        "{:<nw$}  {:<rw$}  {status:<8}  {pid:<9}  {task}  {} tokens ({} in, {} out)  seen {}",
+        "{:<nw$}  {:<rw$}  {status:<8}  {pid:<9}  {task}  {}  seen {}",
         m.name,
         m.role,
-        count(m.tokens.total()),
-        count(m.tokens.input),
-        count(m.tokens.output),
+        tokens(&m.tokens),
         ago(m.last_seen, now),
         nw = w.name,
         rw = w.role,
@@ -518,7 +535,6 @@ pub fn one_line(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use teamboard_protocol::TokenUsage;
 
     fn task(id: TaskId, status: TaskStatus, blocked_by: Vec<TaskId>) -> Task {
         Task {
@@ -541,6 +557,26 @@ mod tests {
             handoff: None,
             require_plan: false,
         }
+    }
+
+    #[test]
+    fn tokens_show_fresh_and_cached_input_apart() {
+        let plain = TokenUsage {
+            input: 1_000,
+            output: 200,
+            ..TokenUsage::default()
+        };
+        assert_eq!(tokens(&plain), "1.2k tokens (1.0k in, 0 cached, 200 out)");
+        let cached = TokenUsage {
+            input: 300,
+            output: 200,
+            cache_read: 12_000,
+            cache_write: 2_500,
+        };
+        assert_eq!(
+            tokens(&cached),
+            "15.0k tokens (300 in, 12.0k cached, 2.5k to cache, 200 out)"
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! wake-up itself is pushed.
 
 use crate::error::Error;
-use crate::teammate::{Exit, Teammate};
+use crate::teammate::{Exit, Opening, Teammate};
 use std::time::Duration;
 use teamboard_protocol::transcript::EntryKind;
 use teamboard_protocol::{MemberStatus, MessageKind, TaskId, Work};
@@ -27,10 +27,10 @@ enum Woken {
 impl Teammate {
     /// Waits until there is work. `Some(exit)` when the teammate should stop instead.
     ///
-    /// The teammate becomes idle, and tells the lead so (one `idle_notification`),
-    /// only when there is nothing to do: the first wait only looks (a zero
-    /// timeout), so that work already waiting is taken without a word, as after
-    /// a spawn onto a board with a ready task.
+    /// The teammate becomes idle only when there is nothing to do: the first wait
+    /// only looks (a zero timeout), so that work already waiting is taken without
+    /// a word, as after a spawn onto a board with a ready task. The lead hears of
+    /// it (one `idle_notification`) only on a transition; see `become_idle`.
     pub(crate) async fn idle(&mut self) -> Result<Option<Exit>, Error> {
         let mut since = None;
         if self.llm_failures > 0 {
@@ -79,23 +79,27 @@ impl Teammate {
                 // Nothing to do: the first time, that is the transition into IDLE;
                 // after that, the safety-net renewal, where nothing was lost. The
                 // loop re-checks the idle limit.
-                Woken::Work(Work::Timeout) => {
-                    if since.is_none() {
+                Woken::Work(Work::Timeout) => match since {
+                    None => {
                         self.become_idle().await?;
                         since = Some(Instant::now());
                     }
-                }
+                    // Silent but for this line: no status, no message, no model call.
+                    Some(_) => {
+                        tracing::debug!("no work within the poll interval; renewing the wait")
+                    }
+                },
                 Woken::Work(Work::Messages { messages }) if messages.is_empty() => {}
                 Woken::Work(Work::Messages { messages }) => {
                     return self.take_messages(messages).await;
                 }
                 Woken::Work(Work::Task { claim }) => {
                     tracing::info!(task = claim.task.id, subject = %claim.task.subject, "claimed a task");
-                    self.hold(claim, "Auto-claimed").await;
+                    self.hold(claim, "Auto-claimed", Opening::NewPhase).await;
                     return Ok(None);
                 }
                 Woken::Adopted(id) => {
-                    self.resume(id).await?;
+                    self.resume(id, Opening::NewPhase).await?;
                     if self.held.is_some() {
                         return Ok(None);
                     }
@@ -104,15 +108,20 @@ impl Teammate {
         }
     }
 
-    /// The transition into IDLE: the status, one notification to the lead, a line
-    /// in the transcript. Never once per wait.
+    /// Back to waiting: the status, a line in the transcript and, only on a
+    /// transition into IDLE (the first time, or after holding a task), one
+    /// notification to the lead. Never once per wait, and never after a work
+    /// phase that only answered messages: the lead's own message must not earn
+    /// it a notification to read.
     async fn become_idle(&mut self) -> Result<(), Error> {
         self.set_status(MemberStatus::Idle).await?;
-        self.tell_lead(
-            MessageKind::IdleNotification,
-            format!("{} is idle and waiting for work", self.cfg.name),
-        )
-        .await;
+        if std::mem::take(&mut self.announce_idle) {
+            self.tell_lead(
+                MessageKind::IdleNotification,
+                format!("{} is idle and waiting for work", self.cfg.name),
+            )
+            .await;
+        }
         self.log(
             EntryKind::Lifecycle,
             None,

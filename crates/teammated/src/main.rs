@@ -80,6 +80,12 @@ struct Args {
     /// Estimated context tokens before older turns are summarised.
     #[arg(long, env = "TEAMMATE_CONTEXT_BUDGET", default_value_t = 100_000)]
     context_budget: u64,
+    /// Keep the conversation from one task to the next. By default each task
+    /// starts afresh: the model sees who it is, the task, and the note the
+    /// previous owner left when it gave the task back; earlier conversations stay
+    /// in the transcript.
+    #[arg(long, env = "TEAMMATE_CARRY_CONTEXT")]
+    carry_context: bool,
     /// Output tokens per model call.
     #[arg(long, env = "TEAMMATE_MAX_TOKENS", default_value_t = 4096)]
     max_tokens: u32,
@@ -95,6 +101,11 @@ struct Args {
         value_name = "FIELD"
     )]
     max_tokens_field: Option<MaxTokensField>,
+    /// anthropic only: send no `cache_control` breakpoints, so nothing is cached.
+    /// For measuring what prompt caching saves (`cargo xtask tokens`), or for a
+    /// proxy that refuses the field.
+    #[arg(long, env = "TEAMMATE_NO_PROMPT_CACHE", hide = true)]
+    no_prompt_cache: bool,
     /// Default timeout of one `bash` call, in seconds.
     #[arg(long, env = "TEAMMATE_SHELL_TIMEOUT", default_value_t = 120)]
     shell_timeout: u64,
@@ -153,6 +164,7 @@ impl Args {
                 api_key,
                 max_tokens: self.max_tokens,
                 max_tokens_field: self.max_tokens_field,
+                prompt_cache: !self.no_prompt_cache,
                 request_timeout: Duration::from_secs(self.request_timeout.max(1)),
                 retry: RetryPolicy {
                     max_attempts: self.llm_attempts.max(1),
@@ -167,6 +179,7 @@ impl Args {
             poll_interval: Duration::from_secs_f64(self.poll_interval.min(86_400.0)),
             max_rounds: self.max_rounds.max(1),
             context_budget: self.context_budget.max(1000),
+            carry_context: self.carry_context,
             shell_timeout: Duration::from_secs(self.shell_timeout.clamp(1, 600)),
             reconnect_timeout: Duration::from_secs(self.reconnect_timeout),
             require_plan: self.require_plan,

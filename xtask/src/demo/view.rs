@@ -376,6 +376,7 @@ mod tests {
             tokens: TokenUsage {
                 input: 10,
                 output: 2,
+                ..Default::default()
             },
             connected: true,
             joined_at: 0,

@@ -62,12 +62,7 @@ pub async fn run(ctx: &Ctx, args: TaskIdArg) -> anyhow::Result<()> {
         out.push("plan:       required: an approved plan before changing anything".into());
     }
     if t.tokens.total() > 0 {
-        out.push(format!(
-            "tokens:     {} ({} in, {} out)",
-            render::count(t.tokens.total()),
-            render::count(t.tokens.input),
-            render::count(t.tokens.output)
-        ));
+        out.push(format!("tokens:     {}", render::tokens(&t.tokens)));
     }
     out.push(format!(
         "created:    {} ({})",

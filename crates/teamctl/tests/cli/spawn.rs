@@ -64,6 +64,7 @@ fn spawn_fails_with_the_exit_status_and_the_end_of_the_log() {
         .arg("--state-dir")
         .arg(&state)
         .args(["spawn", "bob", "--role", "coder", "--max-rounds", "7"])
+        .arg("--carry-context")
         .arg("--require-plan")
         .arg("--workdir")
         .arg(dir.path())
@@ -77,7 +78,7 @@ fn spawn_fails_with_the_exit_status_and_the_end_of_the_log() {
     // The log tail also shows the arguments teammated was given.
     let expected = format!(
         "fake teammated --name bob --role coder --team default --socket {} --state-dir {} \
-         --workdir {} --max-rounds 7 --require-plan",
+         --workdir {} --max-rounds 7 --carry-context --require-plan",
         d.socket.display(),
         state.display(),
         dir.path().display()
@@ -137,7 +138,7 @@ fn spawn_fails_with_teammateds_word_on_a_wrong_base_url() {
     assert_eq!(mock.calls(), 0);
 }
 
-/// `--base-url`, `--context-budget` and `--max-tokens-field` reach the real
+/// `--base-url`, `--context-budget`, `--max-tokens-field` and `--carry-context` reach the real
 /// teammated, which names what it got in its transcript's first line.
 #[test]
 fn spawn_passes_the_base_url_and_the_context_budget_to_teammated() {
@@ -157,6 +158,7 @@ fn spawn_passes_the_base_url_and_the_context_budget_to_teammated() {
         .args(["spawn", "fred", "--role", "coder", "--provider", "openai"])
         .args(["--base-url", &url, "--context-budget", "5000"])
         .args(["--max-tokens-field", "max_completion_tokens", "--json"])
+        .arg("--carry-context")
         .arg("--workdir")
         .arg(dir.path())
         .output()
@@ -182,7 +184,10 @@ fn spawn_passes_the_base_url_and_the_context_budget_to_teammated() {
         )),
         "{started}"
     );
-    assert!(started.contains("context budget 5000 tokens"), "{started}");
+    assert!(
+        started.contains("context budget 5000 tokens, carried from task to task"),
+        "{started}"
+    );
 }
 
 #[test]
@@ -443,7 +448,8 @@ fn spawn_systemd_writes_private_settings_and_starts_the_unit() {
             "--context-budget",
             "50000",
         ])
-        .args(["--max-tokens-field", "max_tokens", "--require-plan"])
+        .args(["--max-tokens-field", "max_tokens", "--carry-context"])
+        .arg("--require-plan")
         .arg("--workdir")
         .arg(&workdir)
         .output()
@@ -475,6 +481,7 @@ fn spawn_systemd_writes_private_settings_and_starts_the_unit() {
             "TEAMMATE_BASE_URL=http://localhost:11434/v1".to_string(),
             "TEAMMATE_CONTEXT_BUDGET=50000".to_string(),
             "TEAMMATE_MAX_TOKENS_FIELD=max_tokens".to_string(),
+            "TEAMMATE_CARRY_CONTEXT=true".to_string(),
             "TEAMMATE_REQUIRE_PLAN=true".to_string(),
             format!("TEAMBOARD_SOCKET={}", d.socket.display()),
         ]
@@ -506,6 +513,7 @@ fn spawn_systemd_writes_private_settings_and_starts_the_unit() {
         "BASE_URL",
         "CONTEXT_BUDGET",
         "MAX_TOKENS_FIELD",
+        "CARRY_CONTEXT",
         "REQUIRE_PLAN",
     ] {
         assert!(!text.contains(absent), "{absent} in:\n{text}");

@@ -61,6 +61,7 @@ impl Scripted {
                     content: content.clone(),
                 }],
             ),
+            ..TokenUsage::default()
         };
         Ok(Completion {
             content,
@@ -91,7 +92,12 @@ fn find_task(messages: &[ChatMessage]) -> Option<TaskInContext> {
             continue;
         }
         for b in m.content.iter().rev() {
-            let Block::Text { text } = b else { continue };
+            // A task the model claimed itself comes in the claim's tool result.
+            let text = match b {
+                Block::Text { text } => text,
+                Block::ToolResult { content, .. } => content,
+                Block::ToolUse { .. } => continue,
+            };
             for marker in TASK_MARKERS {
                 if let Some(pos) = text.rfind(marker) {
                     let rest = &text[pos + marker.len()..];

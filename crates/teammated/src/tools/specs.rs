@@ -276,10 +276,20 @@ pub fn all() -> Vec<ToolSpec> {
             &["approve", "note"],
         ),
         spec(
+            "list_team",
+            "List your team: each teammate's name, role and status (idle, working, \
+             offline, shutdown), the task it holds, and whether it is connected now; \
+             you are marked. Use it to find whom to ask or tell something. The lead is \
+             not listed: it is always reachable as \"lead\".",
+            json!({}),
+            &[],
+        ),
+        spec(
             "send_message",
             "Send a message to one teammate, by name, or to the lead (\"lead\"). Use it to \
-             ask a question, hand over information, or report a problem. Messages to you \
-             arrive between your tool calls, and wake you when you are idle.",
+             ask a question, hand over information, or report a problem. Every message \
+             wakes its reader, so do not send one only to acknowledge or thank. Messages \
+             to you arrive between your tool calls, and wake you when you are idle.",
             json!({
                 "to": {
                     "type": "string",
@@ -333,6 +343,7 @@ pub fn names() -> Vec<&'static str> {
         "fail_task",
         "submit_plan",
         "respond_shutdown",
+        "list_team",
         "send_message",
         "broadcast",
         "idle",
@@ -362,7 +373,7 @@ mod tests {
         let specs = all();
         let from_specs: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(from_specs, names());
-        assert_eq!(specs.len(), 16);
+        assert_eq!(specs.len(), 17);
         let unique: HashSet<&str> = from_specs.iter().copied().collect();
         assert_eq!(unique.len(), specs.len(), "duplicate tool names");
         assert_eq!(

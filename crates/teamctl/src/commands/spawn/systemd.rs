@@ -139,6 +139,9 @@ fn env_file_text(ctx: &Ctx, args: &SpawnArgs, workdir: &Path) -> anyhow::Result<
     if let Some(f) = args.max_tokens_field {
         vars.push(("TEAMMATE_MAX_TOKENS_FIELD", f.as_str().to_string()));
     }
+    if args.carry_context {
+        vars.push(("TEAMMATE_CARRY_CONTEXT", "true".to_string()));
+    }
     if args.require_plan {
         vars.push(("TEAMMATE_REQUIRE_PLAN", "true".to_string()));
     }
