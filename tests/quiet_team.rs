@@ -51,6 +51,7 @@ async fn acknowledgements_reads_and_own_writes_do_not_wake_a_parked_teammate() {
     let tokens = TokenUsage {
         input: 3,
         output: 1,
+        ..Default::default()
     };
     alice.record_usage(None, tokens).await.expect("usage");
     let sent = alice.broadcast("the API changed").await.expect("broadcast");

@@ -69,6 +69,7 @@ fn a_teammates_own_bookkeeping_does_not_wake_it() {
     let tokens = TokenUsage {
         input: 10,
         output: 5,
+        ..Default::default()
     };
     h.board.record_usage(ctx, None, tokens).unwrap();
     assert!(h.board.inbox(TEAM, "ann").is_empty());
