@@ -17,6 +17,11 @@
 //! tokens, and what a real API's prompt cache would have served of it (see
 //! [`cache`]). Without it, answers carry the usage they were scripted with.
 //!
+//! Every request carries the instant it had been read in full
+//! ([`RecordedRequest::received_at`]), and [`MockLlm::wait_for_calls`] wakes the
+//! moment a model call is recorded, so a benchmark can time the model calls of a
+//! process it drives without polling.
+//!
 //! Tests use it as `use teamboard_testkit::mock_llm::{MockLlm, MockReply};`.
 
 pub mod cache;
@@ -26,9 +31,10 @@ use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
 use tokio::task::{JoinHandle, JoinSet};
 
 /// Usage numbers the `anthropic_*`/`openai_*` text replies report: (input, output).
@@ -261,6 +267,9 @@ pub struct RecordedRequest {
     pub body: Value,
     /// The `usage` object of the answer the mock sent; `Null` when it had none.
     pub answered_usage: Value,
+    /// When the request had been read in full (its last body byte), on the
+    /// monotonic clock: before the reply was chosen, let alone sent.
+    pub received_at: Instant,
 }
 
 impl RecordedRequest {
@@ -290,6 +299,8 @@ struct State {
 pub struct MockLlm {
     addr: SocketAddr,
     state: Arc<Mutex<State>>,
+    /// Woken each time a model call is recorded.
+    recorded: Arc<Notify>,
     task: JoinHandle<()>,
 }
 
@@ -330,6 +341,8 @@ impl MockLlm {
             prompt_cache: None,
         }));
         let shared = state.clone();
+        let recorded = Arc::new(Notify::new());
+        let notify = recorded.clone();
         let task = tokio::spawn(async move {
             // Connections live in the set, so aborting this task closes them all.
             let mut connections = JoinSet::new();
@@ -337,13 +350,18 @@ impl MockLlm {
                 tokio::select! {
                     accepted = listener.accept() => {
                         let Ok((stream, _)) = accepted else { continue };
-                        connections.spawn(serve(stream, shared.clone()));
+                        connections.spawn(serve(stream, shared.clone(), notify.clone()));
                     }
                     Some(_) = connections.join_next(), if !connections.is_empty() => {}
                 }
             }
         });
-        MockLlm { addr, state, task }
+        MockLlm {
+            addr,
+            state,
+            recorded,
+            task,
+        }
     }
 
     /// `http://127.0.0.1:PORT`, without a trailing slash.
@@ -359,6 +377,23 @@ impl MockLlm {
     /// How many requests arrived, fallback answers included.
     pub fn calls(&self) -> usize {
         self.lock().requests.len()
+    }
+
+    /// Returns once at least `n` model calls have arrived (fallback answers
+    /// included, model-list requests not). It waits forever otherwise: wrap it in
+    /// a timeout.
+    pub async fn wait_for_calls(&self, n: usize) {
+        loop {
+            // Registered before the count is read, so that a call recorded in
+            // between still wakes this waiter.
+            let recorded = self.recorded.notified();
+            tokio::pin!(recorded);
+            recorded.as_mut().enable();
+            if self.calls() >= n {
+                return;
+            }
+            recorded.await;
+        }
     }
 
     /// How many requests got the fallback because the replies had run out.
@@ -413,7 +448,7 @@ impl Drop for MockLlm {
 }
 
 /// Serves requests on one connection until the client closes it.
-async fn serve(stream: TcpStream, state: Arc<Mutex<State>>) {
+async fn serve(stream: TcpStream, state: Arc<Mutex<State>>, recorded: Arc<Notify>) {
     let mut stream = BufReader::new(stream);
     loop {
         let Ok(Some(request)) = read_request(&mut stream).await else {
@@ -422,9 +457,10 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<State>>) {
         let keep_alive = !request
             .header("connection")
             .is_some_and(|v| v.eq_ignore_ascii_case("close"));
+        let model_call = !is_model_list(&request);
         let reply = {
             let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
-            if is_model_list(&request) {
+            if !model_call {
                 let reply = s.models.clone().unwrap_or_else(|| {
                     if request.header("anthropic-version").is_some() {
                         MockReply::anthropic_models(&["claude-sonnet-4-5"])
@@ -455,6 +491,9 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<State>>) {
                 reply
             }
         };
+        if model_call {
+            recorded.notify_waiters();
+        }
         if let Some(delay) = reply.delay {
             tokio::time::sleep(delay).await;
         }
@@ -560,6 +599,7 @@ async fn read_request(
         headers,
         body,
         answered_usage: Value::Null,
+        received_at: Instant::now(),
     }))
 }
 
