@@ -1,6 +1,6 @@
 //! Project chores that need more than a plain `cargo` command: `cargo xtask demo`,
 //! `cargo xtask install`, `cargo xtask bench` (with `bench-teammates` and
-//! `bench-cancel`), `cargo xtask tokens` and `cargo xtask module-cycles`. This file only parses flags;
+//! `bench-cancel` and `bench-plan`), `cargo xtask tokens` and `cargo xtask module-cycles`. This file only parses flags;
 //! each command lives in its own module.
 
 mod bench;
@@ -50,6 +50,12 @@ enum Command {
     /// The cancel measurement itself, run from a release build.
     #[command(hide = true)]
     BenchCancelRun(bench::cancel::CancelBenchArgs),
+    /// Measure how soon a teammate whose plan waits gets going again after
+    /// `teamctl approve`, against the same teammate woken by `teamctl send`.
+    BenchPlan(bench::plan::PlanBenchArgs),
+    /// The plan measurement itself, run from a release build.
+    #[command(hide = true)]
+    BenchPlanRun(bench::plan::PlanBenchArgs),
     /// Measure a teammate's input tokens on a fixed six-task workload against the
     /// mock LLM server, before (context carried from task to task, no prompt
     /// caching) and after (a fresh context per task, cache breakpoints).
@@ -94,6 +100,8 @@ fn main() -> anyhow::Result<()> {
         Command::BenchTeammatesRun(args) => bench::teammates::run(&args),
         Command::BenchCancel(args) => bench::cancel::build_and_run(&args),
         Command::BenchCancelRun(args) => bench::cancel::run(&args),
+        Command::BenchPlan(args) => bench::plan::build_and_run(&args),
+        Command::BenchPlanRun(args) => bench::plan::run(&args),
         Command::Tokens(args) => tokens::run(&args),
         Command::BenchClient {
             socket,

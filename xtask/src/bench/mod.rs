@@ -19,6 +19,7 @@ pub(crate) mod daemon;
 pub mod floor;
 mod fsync;
 pub mod load;
+pub mod plan;
 mod report;
 mod stats;
 pub mod teammates;

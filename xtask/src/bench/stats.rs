@@ -33,7 +33,7 @@ impl Latency {
 
 /// The nearest-rank percentile of sorted samples: the smallest sample that at least
 /// `q` of all samples are less than or equal to. With 200 samples, p99 is the 198th.
-fn percentile(sorted: &[Duration], q: f64) -> Duration {
+pub(super) fn percentile(sorted: &[Duration], q: f64) -> Duration {
     let rank = (q * sorted.len() as f64).ceil() as usize;
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
