@@ -265,7 +265,7 @@ async fn run_async(args: &BenchArgs) -> anyhow::Result<()> {
 }
 
 /// The 1-minute load average, from /proc/loadavg.
-fn load_average() -> Option<f64> {
+pub(crate) fn load_average() -> Option<f64> {
     let text = std::fs::read_to_string("/proc/loadavg").ok()?;
     text.split_whitespace().next()?.parse().ok()
 }

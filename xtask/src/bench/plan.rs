@@ -166,6 +166,16 @@ async fn run_async(args: &PlanBenchArgs) -> anyhow::Result<()> {
          {} ms hold:",
         args.iterations, args.hold_ms
     );
+    let load_before = super::load_average();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if let Some(l) = load_before
+        && l > 0.5 * cpus as f64
+    {
+        println!(
+            "warning: the load average is {l:.2} on {cpus} CPUs; other work on this machine \
+             will skew the figures (the ratio less than the rest)"
+        );
+    }
     let mut s = Series::default();
     for round in 0..WARMUP + args.iterations {
         let base = bench
@@ -198,7 +208,7 @@ async fn run_async(args: &PlanBenchArgs) -> anyhow::Result<()> {
     let _ = child.wait().await;
     daemon.stop().await?;
 
-    let results = s.results(args);
+    let results = s.results(args, [load_before, super::load_average()]);
     report::print(&results);
     let out = Metadata::load()?
         .target_directory

@@ -41,6 +41,11 @@ impl Spread {
 pub(super) struct Results {
     iterations: usize,
     hold_ms: u64,
+    cpus: usize,
+    /// The 1-minute load average before and after the run: other work on the
+    /// machine moves every figure.
+    load_before: Option<f64>,
+    load_after: Option<f64>,
     /// `teamctl approve` spawned → the teammate's next model request read.
     approve_to_call: Spread,
     /// `teamctl send` spawned → the woken teammate's model request read.
@@ -88,12 +93,15 @@ impl Series {
         self.submit_to_approve.push(plan.submit_to_approve);
     }
 
-    pub(super) fn results(self, args: &PlanBenchArgs) -> Results {
+    pub(super) fn results(self, args: &PlanBenchArgs, load: [Option<f64>; 2]) -> Results {
         let approve_to_call = Spread::of(self.approve);
         let send_to_call = Spread::of(self.send);
         Results {
             iterations: args.iterations,
             hold_ms: args.hold_ms,
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            load_before: load[0],
+            load_after: load[1],
             ratio_p50: approve_to_call.p50_ms / send_to_call.p50_ms,
             approve_to_call,
             send_to_call,
@@ -109,7 +117,7 @@ impl Series {
 pub(super) fn print(r: &Results) {
     let row = |label: &str, s: &Spread| {
         println!(
-            "  {label:<44} p50 {:>8.2} ms  p90 {:>8.2} ms  max {:>8.2} ms",
+            "  {label:<49} p50 {:>8.2} ms  p90 {:>8.2} ms  max {:>8.2} ms",
             s.p50_ms, s.p90_ms, s.max_ms
         );
     };
@@ -127,6 +135,13 @@ pub(super) fn print(r: &Results) {
         "approve / send, p50: {:.2}x; model calls while a plan was pending: none \
          (checked in every round, as for the idle teammate)",
         r.ratio_p50
+    );
+    let load = |l: Option<f64>| l.map_or("?".to_string(), |l| format!("{l:.2}"));
+    println!(
+        "load average {} before, {} after, on {} CPUs",
+        load(r.load_before),
+        load(r.load_after),
+        r.cpus
     );
 }
 
