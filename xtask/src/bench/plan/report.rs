@@ -48,6 +48,9 @@ pub(super) struct Results {
     load_after: Option<f64>,
     /// `teamctl approve` spawned → the teammate's next model request read.
     approve_to_call: Spread,
+    /// `teamctl approve` spawned → the teammate's first tool call after the
+    /// approval (`bash`) done, with a model that answers at once.
+    approve_to_tool_done: Spread,
     /// `teamctl send` spawned → the woken teammate's model request read.
     send_to_call: Spread,
     /// approve_to_call's p50 over send_to_call's.
@@ -75,6 +78,7 @@ pub(super) struct Series {
     send: Vec<Duration>,
     send_process: Vec<Duration>,
     approve: Vec<Duration>,
+    approve_tool_done: Vec<Duration>,
     approve_process: Vec<Duration>,
     submit_to_pending: Vec<Duration>,
     submit_to_call: Vec<Duration>,
@@ -86,6 +90,7 @@ impl Series {
         self.send.push(base.to_call);
         self.send_process.push(base.process);
         self.approve.push(plan.to_call);
+        self.approve_tool_done.push(plan.to_tool_done);
         self.approve_process.push(plan.process);
         self.submit_to_pending.push(plan.submit_to_pending);
         self.submit_to_call
@@ -104,6 +109,7 @@ impl Series {
             load_after: load[1],
             ratio_p50: approve_to_call.p50_ms / send_to_call.p50_ms,
             approve_to_call,
+            approve_to_tool_done: Spread::of(self.approve_tool_done),
             send_to_call,
             approve_process: Spread::of(self.approve_process),
             send_process: Spread::of(self.send_process),
@@ -122,6 +128,10 @@ pub(super) fn print(r: &Results) {
         );
     };
     row("teamctl approve -> next model request", &r.approve_to_call);
+    row(
+        "  (teamctl approve -> bash call done)",
+        &r.approve_to_tool_done,
+    );
     row("baseline: teamctl send -> model request", &r.send_to_call);
     row("  (teamctl approve, spawn to exit)", &r.approve_process);
     row("  (teamctl send, spawn to exit)", &r.send_process);

@@ -17,6 +17,10 @@ use teamboard_protocol::{Event, EventKind, RequestKind, RequestState, TaskStatus
 pub(super) struct Sample {
     /// teamctl spawned → the model request read by the mock.
     pub(super) to_call: Duration,
+    /// Plans only: teamctl spawned → the request after the `bash` call the
+    /// model answered with read, so the tool call has run (the mock answers at
+    /// once).
+    pub(super) to_tool_done: Duration,
     /// teamctl spawned → teamctl exited.
     pub(super) process: Duration,
     /// Plans only: the submit_plan call read → the plan seen pending.
@@ -48,6 +52,7 @@ impl Bench {
         self.expect_calls(calls + 1, "for one message")?;
         Ok(Sample {
             to_call: request.received_at.saturating_duration_since(start),
+            to_tool_done: Duration::ZERO,
             process,
             submit_to_pending: Duration::ZERO,
             submit_to_approve: Duration::ZERO,
@@ -106,7 +111,8 @@ impl Bench {
 
         self.back_to_idle().await?;
         self.expect_calls(calls + 3, "for one planned task")?;
-        let (is_error, text) = tool_result(&self.request(calls + 2)?, &bash_call)
+        let after_bash = self.request(calls + 2)?;
+        let (is_error, text) = tool_result(&after_bash, &bash_call)
             .context("the model request after bash carries no bash result")?;
         if is_error {
             bail!("bash was refused after the approval: {text}");
@@ -117,6 +123,7 @@ impl Bench {
         }
         Ok(Sample {
             to_call: next.received_at.saturating_duration_since(start),
+            to_tool_done: after_bash.received_at.saturating_duration_since(start),
             process,
             submit_to_pending,
             submit_to_approve,
