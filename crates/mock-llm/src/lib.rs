@@ -374,6 +374,13 @@ impl MockLlm {
         self.lock().requests.clone()
     }
 
+    /// Request `n` (from 0) of those [`MockLlm::requests`] lists, without
+    /// copying the others: a benchmark that shares the mock's runtime must not
+    /// hold it up copying every request so far.
+    pub fn request(&self, n: usize) -> Option<RecordedRequest> {
+        self.lock().requests.get(n).cloned()
+    }
+
     /// How many requests arrived, fallback answers included.
     pub fn calls(&self) -> usize {
         self.lock().requests.len()

@@ -61,6 +61,8 @@ async fn wait_for_calls_wakes_on_a_model_call_and_stamps_its_arrival() {
         sent <= at && at <= answered,
         "received_at lies outside the call"
     );
+    assert_eq!(mock.request(0).map(|r| r.received_at), Some(at));
+    assert!(mock.request(1).is_none());
     // Already there: returns at once.
     tokio::time::timeout(Duration::from_secs(10), mock.wait_for_calls(1))
         .await

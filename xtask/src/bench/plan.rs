@@ -48,7 +48,9 @@
 //! shares the bench's single-threaded runtime, so the instant it reads a request
 //! can trail the bytes by whatever the bench does then; during a measured
 //! interval the bench only waits on the child and the mock, the same on both
-//! sides. The first round of samples is dropped: it pays for first use (teamctl's
+//! sides, and it reads recorded requests one at a time (`MockLlm::request`):
+//! copying all of them, hundreds of tool-laden bodies, held the runtime long
+//! enough to delay the stamps it was meant to read. The first round of samples is dropped: it pays for first use (teamctl's
 //! pages, the model connection) that no later approval pays. Not measured: a
 //! model's latency, a network, or a teammate that is mid-round when the decision
 //! comes (it reads it between rounds, so the round bounds that wait).
@@ -79,8 +81,9 @@ const WARMUP: usize = 1;
 #[derive(Debug, Clone, clap::Args)]
 pub struct PlanBenchArgs {
     /// Samples of each kind (a plan approved, a message sent), taken in
-    /// alternation after one warm-up round that is not counted.
-    #[arg(long, default_value_t = 30)]
+    /// alternation after one warm-up round that is not counted. Each round
+    /// takes about a third of a second.
+    #[arg(long, default_value_t = 100)]
     iterations: usize,
     /// How long the plan stays pending, and the idle teammate idle, before the
     /// bench acts: time for the teammate to park, and a window in which it must

@@ -229,9 +229,7 @@ impl Bench {
     /// Model call `n` (from 0).
     fn request(&self, n: usize) -> anyhow::Result<RecordedRequest> {
         self.mock
-            .requests()
-            .into_iter()
-            .nth(n)
+            .request(n)
             .with_context(|| format!("the mock has no model call #{n}"))
     }
 }
