@@ -82,7 +82,7 @@ const WARMUP: usize = 1;
 pub struct PlanBenchArgs {
     /// Samples of each kind (a plan approved, a message sent), taken in
     /// alternation after one warm-up round that is not counted. Each round
-    /// takes about a third of a second.
+    /// holds twice for --hold-ms.
     #[arg(long, default_value_t = 100)]
     iterations: usize,
     /// How long the plan stays pending, and the idle teammate idle, before the
