@@ -1,9 +1,7 @@
 //! The two kinds of sample: a plan approved by `teamctl approve`, and the idle
 //! teammate woken by `teamctl send`.
 
-use super::Env;
-use super::Watch;
-use super::{NAME, PENDING_POLL, STEP_TIMEOUT, TEAM};
+use super::{Env, NAME, PENDING_POLL, STEP_TIMEOUT, TEAM, Watch};
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
