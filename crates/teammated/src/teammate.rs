@@ -113,6 +113,7 @@ pub async fn run(cfg: Config, cancel: CancellationToken) -> Result<Exit, Error> 
         role: cfg.role.clone(),
         team: cfg.team.clone(),
         task: None,
+        lead: false,
     };
     let mut transcript = Transcript::open(transcript_path(&cfg.state_dir, &cfg.team, &cfg.name));
     transcript.write(
