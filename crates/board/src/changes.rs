@@ -1,7 +1,7 @@
 //! What a batch of operations changed, for the store.
 
 use std::collections::BTreeSet;
-use teamboard_protocol::{Event, Member, Message, Task, TaskId};
+use teamboard_protocol::{Event, Member, Message, RequestId, Task, TaskId, TeamRequest};
 
 /// Keys of rows changed since the last take. A row changed ten times in one batch is
 /// written once, with its final value.
@@ -11,6 +11,7 @@ pub(crate) struct Dirty {
     pub members: BTreeSet<(String, String)>,
     pub messages_added: BTreeSet<(String, u64)>,
     pub messages_acked: BTreeSet<u64>,
+    pub requests: BTreeSet<(String, RequestId)>,
     pub events: Vec<Event>,
 }
 
@@ -20,6 +21,7 @@ impl Dirty {
             && self.members.is_empty()
             && self.messages_added.is_empty()
             && self.messages_acked.is_empty()
+            && self.requests.is_empty()
             && self.events.is_empty()
     }
 }
@@ -35,6 +37,8 @@ pub struct Changes {
     pub messages_added: Vec<(String, Message)>,
     /// Ids of messages acknowledged, to delete.
     pub messages_acked: Vec<u64>,
+    /// (team, request) for requests opened or settled.
+    pub requests: Vec<(String, TeamRequest)>,
     pub events: Vec<Event>,
     /// The message id counter after the batch. Acknowledged messages are deleted, so
     /// the highest stored id is not enough to never reuse one.
@@ -47,6 +51,7 @@ impl Changes {
             && self.members.is_empty()
             && self.messages_added.is_empty()
             && self.messages_acked.is_empty()
+            && self.requests.is_empty()
             && self.events.is_empty()
     }
 }

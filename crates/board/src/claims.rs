@@ -164,7 +164,7 @@ impl Board {
     }
 
     /// Refuses anything but the current holder with the current epoch.
-    fn check_fence(&self, ctx: &Ctx, id: TaskId, epoch: u64) -> Result<()> {
+    pub(crate) fn check_fence(&self, ctx: &Ctx, id: TaskId, epoch: u64) -> Result<()> {
         let task = self.task(ctx.team, id)?;
         let lease = self.team(ctx.team).and_then(|t| t.leases.get(&id));
         let current = task.status == TaskStatus::InProgress
@@ -195,6 +195,7 @@ impl Board {
         result: String,
     ) -> Result<Task> {
         self.check_fence(&ctx, id, epoch)?;
+        self.check_plan(ctx.team, id, epoch)?;
         if result.len() > self.config.max_message_len {
             return Err(BoardError::invalid(format!(
                 "the result is {} bytes; the limit is {}",
@@ -205,6 +206,7 @@ impl Board {
         self.transition(change(&ctx, id), |task| {
             task.status = TaskStatus::Completed;
             task.result = Some(result);
+            task.handoff = None;
             Note::new(
                 EventKind::TaskCompleted,
                 format!("{} completed #{id}", ctx.actor),
@@ -288,6 +290,10 @@ impl Board {
             });
             if why == Abandon::Released {
                 task.attempts = task.attempts.saturating_sub(1);
+                // What the owner got done, for whoever takes the task next.
+                if let Some(note) = &error {
+                    task.handoff = Some(note.clone());
+                }
             }
             if let Some(e) = error.as_ref().filter(|_| why != Abandon::Released) {
                 task.last_error = Some(e.clone());
@@ -339,6 +345,7 @@ impl Board {
         for (team, id, why) in lapsed {
             let _ = self.abandon(by_boardd(&team, id, now), why, None);
         }
+        self.expire_requests(now);
         self.expire_waiters(now)
     }
 }

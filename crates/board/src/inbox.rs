@@ -16,34 +16,36 @@ impl Board {
         content: String,
         request_id: Option<String>,
     ) -> Result<Message> {
-        if to != LEAD && !self.is_member(ctx.team, to) {
-            let known = self.members(ctx.team);
-            let names: Vec<&str> = known.iter().map(|m| m.name.as_str()).collect();
-            return Err(BoardError::new(
-                ErrorCode::UnknownRecipient,
-                format!(
-                    "no teammate named '{to}' in team '{}' (known: {})",
-                    ctx.team,
-                    if names.is_empty() {
-                        "none yet; spawn one first".to_string()
-                    } else {
-                        format!("lead, {}", names.join(", "))
-                    }
-                ),
-            ));
+        if let Some(op) = protocol_op(kind) {
+            // Only boardd writes these, as the side effect of the request ops, so
+            // that a runtime can trust them and nobody can forge an answer.
+            return Err(BoardError::invalid(format!(
+                "'{}' messages belong to a tracked request; use {op} instead of send",
+                kind.as_str()
+            )));
         }
-        if kind == MessageKind::ShutdownRequest && to != LEAD && !self.is_connected(ctx.team, to) {
-            // Left in the inbox, it would stop whichever teammate of that name
-            // connects next, however much later.
-            return Err(BoardError::new(
-                ErrorCode::NotConnected,
-                format!(
-                    "'{to}' is not connected, so there is nothing to shut down; a shutdown request is only for a running teammate"
-                ),
-            ));
+        if to != LEAD && !self.is_member(ctx.team, to) {
+            return Err(self.unknown_recipient(ctx.team, to));
         }
         self.check_content(&content)?;
         Ok(self.deliver(ctx, to, kind, content, request_id))
+    }
+
+    /// The error for a message to a name that is not on the roster.
+    pub(crate) fn unknown_recipient(&self, team: &str, to: &str) -> BoardError {
+        let known = self.members(team);
+        let names: Vec<&str> = known.iter().map(|m| m.name.as_str()).collect();
+        BoardError::new(
+            ErrorCode::UnknownRecipient,
+            format!(
+                "no teammate named '{to}' in team '{team}' (known: {})",
+                if names.is_empty() {
+                    "none yet; spawn one first".to_string()
+                } else {
+                    format!("lead, {}", names.join(", "))
+                }
+            ),
+        )
     }
 
     /// Sends a message to every member but the sender.
@@ -72,7 +74,7 @@ impl Board {
         Ok(())
     }
 
-    fn deliver(
+    pub(crate) fn deliver(
         &mut self,
         ctx: Ctx,
         to: &str,
@@ -183,5 +185,16 @@ impl Board {
             );
         }
         removed.len() as u64
+    }
+}
+
+/// The op that makes messages of a protocol kind, which `send` refuses.
+fn protocol_op(kind: MessageKind) -> Option<&'static str> {
+    match kind {
+        MessageKind::ShutdownRequest => Some("request_shutdown"),
+        MessageKind::ShutdownResponse => Some("respond_shutdown"),
+        MessageKind::PlanApprovalRequest => Some("submit_plan"),
+        MessageKind::PlanApprovalResponse => Some("review_plan"),
+        _ => None,
     }
 }

@@ -25,6 +25,7 @@ mod tests;
 pub use changes::Changes;
 use changes::Dirty;
 pub use error::{BoardError, Result};
+pub use requests::{DEFAULT_SHUTDOWN_TIMEOUT, Stop};
 pub use restore::Snapshot;
 pub use team::SessionId;
 
@@ -124,12 +125,15 @@ pub struct Board {
     config: BoardConfig,
     teams: BTreeMap<String, Team>,
     next_message_id: u64,
+    next_request_id: u64,
     next_event_seq: u64,
     /// Numbers parked waiters in arrival order.
     next_arrival: u64,
     dirty: Dirty,
     /// Events owed to a session beyond its subscription; see [`Notice`].
     notices: Vec<Notice>,
+    /// Processes to stop, decided by shutdown requests; see [`Stop`].
+    stops: Vec<Stop>,
     /// Teams in which a waiter might now be served (a message arrived or a task
     /// became ready). `dispatch` looks only at these.
     wake: std::collections::BTreeSet<String>,
@@ -141,10 +145,12 @@ impl Board {
             config,
             teams: BTreeMap::new(),
             next_message_id: 1,
+            next_request_id: 1,
             next_event_seq: 1,
             next_arrival: 1,
             dirty: Dirty::default(),
             notices: Vec::new(),
+            stops: Vec::new(),
             wake: Default::default(),
         }
     }
@@ -161,6 +167,11 @@ impl Board {
             next_message_id: self.next_message_id,
             ..Default::default()
         };
+        for (team, id) in dirty.requests {
+            if let Some(r) = self.teams.get(&team).and_then(|t| t.requests.get(&id)) {
+                out.requests.push((team, r.clone()));
+            }
+        }
         for (team, id) in dirty.tasks {
             if let Some(task) = self.teams.get(&team).and_then(|t| t.tasks.get(&id)) {
                 out.tasks.push((team, task.clone()));
@@ -270,6 +281,9 @@ impl Board {
             .teams
             .values()
             .flat_map(|t| t.waiters.values().filter_map(|w| w.deadline));
-        leases.chain(waits).min()
+        leases
+            .chain(waits)
+            .chain(self.next_request_deadline())
+            .min()
     }
 }

@@ -2,7 +2,10 @@
 
 use crate::team::{Lease, MemberState, Team};
 use crate::{Board, BoardConfig, Now};
-use teamboard_protocol::{Member, MemberStatus, Message, Task, TaskStatus};
+use teamboard_protocol::TaskId;
+use teamboard_protocol::{
+    Member, MemberStatus, Message, RequestKind, RequestState, Task, TaskStatus, TeamRequest,
+};
 
 /// Everything the store holds, as loaded at startup.
 #[derive(Debug, Default, Clone)]
@@ -13,6 +16,9 @@ pub struct Snapshot {
     pub messages: Vec<(String, Message)>,
     pub next_message_id: u64,
     pub next_event_seq: u64,
+    /// Every protocol request, whatever its state.
+    /// Requests are never deleted, so the largest id gives the next one.
+    pub requests: Vec<(String, TeamRequest)>,
 }
 
 impl Board {
@@ -53,6 +59,18 @@ impl Board {
                 .or_default()
                 .insert(msg.id, msg);
         }
+        for (team, req) in snap.requests {
+            board.next_request_id = board.next_request_id.max(req.id + 1);
+            let t = board.team_mut(&team);
+            if let (RequestKind::Plan, Some(task)) = (req.kind, req.task) {
+                let newest = t.latest_plan.entry(task).or_insert(req.id);
+                *newest = (*newest).max(req.id);
+            }
+            if req.kind == RequestKind::Shutdown && req.state == RequestState::Pending {
+                t.pending_shutdowns.insert(req.to.clone(), req.id);
+            }
+            t.requests.insert(req.id, req);
+        }
         let grace = now.mono + config.restart_grace;
         for team in board.teams.values_mut() {
             rebuild(team, grace);
@@ -65,7 +83,31 @@ impl Board {
             .flat_map(|(t, team)| team.members.keys().map(move |m| (t.clone(), m.clone())))
             .collect();
         for (team, name) in members {
+            board.target_left(
+                &team,
+                &name,
+                "boardd restarted, and the session it was for ended",
+                now,
+            );
             board.drop_stale_shutdowns(&team, &name, now);
+        }
+        // A plan still pending is kept only while its claim is: one whose task
+        // moved on while the daemon was down cannot be decided any more.
+        let stale: Vec<(String, TaskId, TaskStatus)> = board
+            .teams
+            .iter()
+            .flat_map(|(name, t)| {
+                t.latest_plan.iter().filter_map(move |(task, id)| {
+                    let req = t.requests.get(id)?;
+                    let current = t.tasks.get(task)?;
+                    let live = current.status == TaskStatus::InProgress
+                        && Some(current.epoch) == req.epoch;
+                    (req.is_pending() && !live).then(|| (name.clone(), *task, current.status))
+                })
+            })
+            .collect();
+        for (team, task, status) in stale {
+            board.claim_ended(&team, task, status, now);
         }
         board
     }

@@ -198,6 +198,7 @@ impl Board {
             let _ = self.abandon(at, Abandon::Disconnected, None);
         }
         for (team, name) in members {
+            self.target_left(&team, &name, "its session ended before it answered", now);
             self.drop_stale_shutdowns(&team, &name, now);
             let status = self
                 .team(&team)

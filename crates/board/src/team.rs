@@ -59,8 +59,12 @@ pub(crate) struct Team {
     /// plans and shutdowns, and few.
     pub requests: BTreeMap<RequestId, TeamRequest>,
     /// When each pending request with a deadline runs out.
-    #[allow(dead_code)]
     pub request_deadlines: HashMap<RequestId, Instant>,
+    /// Each task's newest plan request, whatever its state: its claim's decision
+    /// when the epochs match.
+    pub latest_plan: HashMap<TaskId, RequestId>,
+    /// The pending shutdown request to each member that has one.
+    pub pending_shutdowns: HashMap<String, RequestId>,
 }
 
 impl Default for Team {
@@ -78,6 +82,8 @@ impl Default for Team {
             waiters: BTreeMap::new(),
             requests: BTreeMap::new(),
             request_deadlines: HashMap::new(),
+            latest_plan: HashMap::new(),
+            pending_shutdowns: HashMap::new(),
         }
     }
 }

@@ -131,6 +131,10 @@ impl Board {
                 event: event.clone(),
             });
         }
+        // After the notice, which is the task's own event.
+        if was == TaskStatus::InProgress && status != TaskStatus::InProgress {
+            self.claim_ended(at.team, at.id, status, at.now);
+        }
         Ok(task)
     }
 }

@@ -30,6 +30,8 @@ pub enum Cmd {
     /// A session said hello: who it is and where its frames go.
     Open {
         session: SessionId,
+        /// The peer's pid as the kernel reported it, if it did.
+        pid: Option<u32>,
         team: Arc<str>,
         name: Arc<str>,
         out: Outbox,
@@ -46,6 +48,7 @@ pub enum Cmd {
 
 /// An open session: who it is and where its frames go.
 struct Session {
+    pid: Option<u32>,
     team: Arc<str>,
     name: Arc<str>,
     out: Outbox,
@@ -153,11 +156,20 @@ impl Actor {
         match cmd {
             Cmd::Open {
                 session,
+                pid,
                 team,
                 name,
                 out,
             } => {
-                self.sessions.insert(session, Session { team, name, out });
+                self.sessions.insert(
+                    session,
+                    Session {
+                        pid,
+                        team,
+                        name,
+                        out,
+                    },
+                );
             }
             Cmd::Request {
                 session,
@@ -242,6 +254,7 @@ impl Actor {
         self.job.replies.splice(0..0, woken);
         let changes = self.board.take_changes();
         let notices = self.board.take_notices();
+        let stops = self.board.take_stops();
         if changes.is_empty() && self.job.replies.is_empty() && self.job.queries.is_empty() {
             return;
         }
@@ -263,6 +276,10 @@ impl Actor {
                 let event = sized(notice.event);
                 queue_event(&self.sessions, &mut self.job.events, notice.session, &event);
             }
+        }
+        for stop in stops {
+            let pid = self.sessions.get(&stop.session).and_then(|s| s.pid);
+            self.job.stops.push(crate::stop::StopTo::new(stop, pid));
         }
         let mut job = std::mem::take(&mut self.job);
         job.changes = changes;

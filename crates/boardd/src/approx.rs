@@ -9,7 +9,7 @@
 
 use crate::reply::Reply;
 use teamboard_protocol::{
-    Claim, ErrorBody, Event, Member, Message, ServerStatus, Task, TaskDetail, Work,
+    Claim, ErrorBody, Event, Member, Message, ServerStatus, Task, TaskDetail, TeamRequest, Work,
 };
 
 /// What each frame adds around its content (`{"type":"response","id":...}`).
@@ -31,6 +31,7 @@ impl ApproxLen for Task {
             + opt(&self.role)
             + opt(&self.result)
             + opt(&self.last_error)
+            + opt(&self.handoff)
             + 21 * self.blocked_by.len()
     }
 }
@@ -74,7 +75,20 @@ impl ApproxLen for Work {
 
 impl ApproxLen for TaskDetail {
     fn approx_len(&self) -> usize {
-        16 + self.task.approx_len() + list(&self.history)
+        16 + self.task.approx_len() + list(&self.history) + list(&self.plans)
+    }
+}
+
+impl ApproxLen for TeamRequest {
+    fn approx_len(&self) -> usize {
+        const FIXED: usize = 300;
+        FIXED
+            + self.from.len()
+            + self.to.len()
+            + opt(&self.plan)
+            + opt(&self.reason)
+            + opt(&self.answered_by)
+            + opt(&self.feedback)
     }
 }
 
@@ -108,6 +122,8 @@ impl ApproxLen for Reply {
             Reply::Events(v) => list(v),
             Reply::Status(s) => s.approx_len(),
             Reply::Acked(_) => 24,
+            Reply::Request(r) => r.approx_len(),
+            Reply::Requests(v) => list(v),
             Reply::Done(_) => 2,
         }
     }

@@ -21,6 +21,7 @@ mod outbox;
 mod private;
 mod reply;
 pub mod server;
+mod stop;
 pub mod store;
 mod wire;
 mod writer;

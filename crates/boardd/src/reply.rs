@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 use teamboard_protocol::{
-    Acked, Claim, Event, Member, Message, ServerStatus, Task, TaskDetail, Work,
+    Acked, Claim, Event, Member, Message, ServerStatus, Task, TaskDetail, TeamRequest, Work,
 };
 
 /// Large results are boxed so that a queued reply stays small whatever its kind.
@@ -24,6 +24,8 @@ pub enum Reply {
     Events(Vec<Event>),
     Status(Box<ServerStatus>),
     Acked(Acked),
+    Request(Box<TeamRequest>),
+    Requests(Vec<TeamRequest>),
     /// `{}`: done, nothing to report.
     Done(Empty),
 }
@@ -41,6 +43,7 @@ impl Reply {
             Reply::Members(v) => v.len() > LONG,
             Reply::Messages(v) => v.len() > LONG,
             Reply::Events(v) => v.len() > LONG,
+            Reply::Requests(v) => v.len() > LONG,
             _ => false,
         }
     }

@@ -40,14 +40,14 @@ fn a_message_to_the_lead_is_delivered() {
         .send(
             ctx,
             LEAD,
-            MessageKind::PlanApprovalRequest,
-            "plan".into(),
+            MessageKind::Result,
+            "done".into(),
             Some("req-1".into()),
         )
         .unwrap();
     assert_eq!(m.from, "ann");
     assert_eq!(m.to, LEAD);
-    assert_eq!(m.kind, MessageKind::PlanApprovalRequest);
+    assert_eq!(m.kind, MessageKind::Result);
     assert_eq!(m.request_id.as_deref(), Some("req-1"));
     assert_eq!(m.at, WALL0);
     assert_eq!(h.board.inbox(TEAM, LEAD), vec![m.clone()]);
@@ -211,15 +211,22 @@ fn sending_and_acking_are_events() {
     assert_eq!(events[1].message, Some(m.id));
 }
 
+/// Asks `to` to shut down; the message it puts in `to`'s inbox.
 fn shutdown_request(h: &mut H, to: &str) -> Result<Message> {
     let ctx = h.lead();
-    h.board.send(
+    let req = h.board.request_shutdown(
         ctx,
-        to,
-        MessageKind::ShutdownRequest,
-        String::new(),
-        Some("r1".into()),
-    )
+        teamboard_protocol::request::ShutdownArgs {
+            to: to.to_string(),
+            ..Default::default()
+        },
+    )?;
+    let rid = req.id.to_string();
+    Ok(h.board
+        .inbox(TEAM, to)
+        .into_iter()
+        .find(|m| m.request_id.as_deref() == Some(rid.as_str()))
+        .expect("the request's message"))
 }
 
 #[test]

@@ -9,6 +9,7 @@ mod ids;
 mod inbox;
 mod invariants;
 mod leases;
+mod requests;
 mod restore;
 mod roster;
 mod transition;
@@ -304,6 +305,7 @@ pub(super) struct Store {
     pub members: BTreeMap<(String, String), Member>,
     pub messages: BTreeMap<u64, (String, Message)>,
     pub next_message_id: u64,
+    pub requests: BTreeMap<u64, (String, teamboard_protocol::TeamRequest)>,
     pub events: Vec<Event>,
 }
 
@@ -322,6 +324,9 @@ impl Store {
             self.messages.remove(&id);
         }
         self.next_message_id = c.next_message_id;
+        for (team, r) in c.requests {
+            self.requests.insert(r.id, (team, r));
+        }
         self.events.extend(c.events);
     }
 
@@ -340,6 +345,7 @@ impl Store {
             messages: self.messages.values().cloned().collect(),
             next_message_id: self.next_message_id,
             next_event_seq: self.events.last().map_or(1, |e| e.seq + 1),
+            requests: self.requests.values().cloned().collect(),
         }
     }
 }

@@ -55,7 +55,7 @@ fn busy_board(h: &mut H, store: &mut Store) {
             ctx,
             "ann",
             // Not a shutdown request: a restart drops those (see `inbox` tests).
-            MessageKind::PlanApprovalRequest,
+            MessageKind::Message,
             "plan?".into(),
             Some("r1".into()),
         )

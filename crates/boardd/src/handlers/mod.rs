@@ -111,15 +111,23 @@ pub fn handle(
         Request::RecordUsage(a) => board
             .record_usage(ctx, a.task, a.tokens)
             .map(|x| Reply::Member(Box::new(x))),
-        Request::RequestShutdown(_)
-        | Request::RespondShutdown(_)
-        | Request::SubmitPlan(_)
-        | Request::ReviewPlan(_)
-        | Request::CancelRequest(_)
-        | Request::GetRequest(_)
-        | Request::ListRequests(_) => Err(teamboard_board::BoardError::invalid(
-            "protocol requests are not served yet",
+        Request::RequestShutdown(a) => board.request_shutdown(ctx, a).map(boxed),
+        Request::RespondShutdown(a) => board
+            .respond_shutdown(ctx, a.request, a.approve, a.reason)
+            .map(boxed),
+        Request::SubmitPlan(a) => board.submit_plan(ctx, a.id, a.epoch, a.plan).map(boxed),
+        Request::ReviewPlan(a) => board
+            .review_plan(ctx, a.request, a.approve, a.feedback)
+            .map(boxed),
+        Request::CancelRequest(r) => board.cancel_request(ctx, r.request).map(boxed),
+        Request::GetRequest(r) => board.request(team, r.request).map(boxed),
+        Request::ListRequests(a) => Ok(Reply::Requests(
+            board.requests(team, a.state, a.kind, a.task),
         )),
     };
     Outcome::Reply(result.map_err(ErrorBody::from))
+}
+
+fn boxed(r: teamboard_protocol::TeamRequest) -> Reply {
+    Reply::Request(Box::new(r))
 }

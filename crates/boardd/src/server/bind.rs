@@ -69,13 +69,14 @@ pub enum PeerError {
     Credentials(std::io::Error),
 }
 
-/// Whether the peer runs as the same user as boardd.
-pub fn same_user(stream: &UnixStream) -> Result<(), PeerError> {
+/// Whether the peer runs as the same user as boardd. `Ok` carries the peer's pid
+/// when the kernel gives one: the process boardd would stop for a shutdown.
+pub fn same_user(stream: &UnixStream) -> Result<Option<u32>, PeerError> {
     // SAFETY: geteuid has no preconditions and cannot fail.
     let me = unsafe { libc::geteuid() };
     let cred = stream.peer_cred().map_err(PeerError::Credentials)?;
     if cred.uid() == me {
-        Ok(())
+        Ok(cred.pid().and_then(|p| u32::try_from(p).ok()))
     } else {
         Err(PeerError::OtherUser {
             peer: cred.uid(),

@@ -36,6 +36,8 @@ type Writer = FramedWrite<OwnedWriteHalf, LengthDelimitedCodec>;
 /// Everything one connection's task needs.
 pub struct Connection {
     pub session: SessionId,
+    /// The peer's pid, from the kernel (`SO_PEERCRED`), not from the client.
+    pub peer_pid: Option<u32>,
     /// Where requests go.
     pub actor: mpsc::Sender<Cmd>,
     /// Announced in `welcome`.
@@ -76,6 +78,7 @@ impl Connection {
         let write_task = tokio::spawn(frames.write().in_current_span());
         let open = Cmd::Open {
             session: self.session,
+            pid: self.peer_pid,
             team: Arc::from(hello.team),
             name: Arc::from(hello.name),
             out: out.clone(),

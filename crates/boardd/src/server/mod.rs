@@ -122,11 +122,14 @@ impl Accept {
                     continue;
                 }
             };
-            if let Err(why) = bind::same_user(&stream) {
-                tracing::warn!(%why, "refusing peer");
-                connection::reject(&stream, why.to_string());
-                continue;
-            }
+            let peer_pid = match bind::same_user(&stream) {
+                Ok(pid) => pid,
+                Err(why) => {
+                    tracing::warn!(%why, "refusing peer");
+                    connection::reject(&stream, why.to_string());
+                    continue;
+                }
+            };
             let max = self.settings.max_connections;
             if self.settings.live.load(Ordering::Relaxed) >= max as u64 {
                 tracing::warn!(max, "connection limit reached; refusing a client");
@@ -141,6 +144,7 @@ impl Accept {
             self.next_session += 1;
             let conn = connection::Connection {
                 session,
+                peer_pid,
                 actor: self.actor.clone(),
                 lease_ttl: self.settings.lease_ttl,
                 closed: self.closed.clone(),

@@ -22,7 +22,7 @@ use teamboard_protocol::{Event, TaskId};
 pub const DB_FILE: &str = "board.sqlite3";
 
 /// 2: `events_by_task` leaves out events about no task (see [`Store::open`]).
-const SCHEMA_VERSION: i64 = 2;
+const SCHEMA_VERSION: i64 = 3;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -135,6 +135,8 @@ impl Store {
                  seq INTEGER PRIMARY KEY, team TEXT NOT NULL, task INTEGER, body TEXT NOT NULL);
              CREATE INDEX IF NOT EXISTS events_by_task ON events (team, task, seq)
                  WHERE task IS NOT NULL;
+             CREATE TABLE IF NOT EXISTS requests (
+                 id INTEGER PRIMARY KEY, team TEXT NOT NULL, body TEXT NOT NULL);
              CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
              PRAGMA user_version = {SCHEMA_VERSION};
              COMMIT;"
@@ -191,6 +193,7 @@ impl Store {
             tasks: self.load_rows("SELECT team, body FROM tasks ORDER BY team, id", "task")?,
             members: self.load_rows("SELECT team, body FROM members", "member")?,
             messages: self.load_rows("SELECT team, body FROM messages ORDER BY id", "message")?,
+            requests: self.load_rows("SELECT team, body FROM requests ORDER BY id", "request")?,
             ..Default::default()
         };
         let next_msg: Option<i64> = self
@@ -264,6 +267,11 @@ impl Store {
             let mut del_message = tx
                 .prepare_cached("DELETE FROM messages WHERE id = ?1")
                 .map_err(err)?;
+            let mut put_request = tx
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO requests (id, team, body) VALUES (?1, ?2, ?3)",
+                )
+                .map_err(err)?;
             let mut put_event = tx
                 .prepare_cached(
                     "INSERT OR REPLACE INTO events (seq, team, task, body) VALUES (?1, ?2, ?3, ?4)",
@@ -287,6 +295,11 @@ impl Store {
                 }
                 for id in &batch.messages_acked {
                     del_message.execute(params![*id as i64]).map_err(err)?;
+                }
+                for (team, req) in &batch.requests {
+                    put_request
+                        .execute(params![req.id as i64, team, to_json(req, "request")?])
+                        .map_err(err)?;
                 }
                 for ev in &batch.events {
                     put_event

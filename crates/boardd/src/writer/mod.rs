@@ -53,6 +53,8 @@ pub struct Job {
     pub events: Vec<EventTo>,
     /// Reads of history, answered after the commit.
     pub queries: Vec<QueryTo>,
+    /// Teammates' processes to stop, once the request that decided it is durable.
+    pub stops: Vec<crate::stop::StopTo>,
 }
 
 /// A reply, the connection it goes to, and its charge on that connection's

@@ -38,6 +38,9 @@ pub fn send(store: &Store, job: Job, failure: Option<&str>, path: Path) {
         for e in job.events {
             e.to.event(e.event, e.charge);
         }
+        for s in job.stops {
+            s.carry_out();
+        }
     }
     for q in job.queries {
         let result = match failure {
