@@ -117,6 +117,15 @@ pub fn all() -> Vec<ToolSpec> {
 mod tests {
     use super::*;
 
+    #[test]
+    #[ignore = "a helper for updating docs/lead.md, not a check"]
+    fn print_tool_schemas() {
+        for s in all() {
+            let pretty = serde_json::to_string_pretty(&s.input_schema).unwrap();
+            println!("### `{}`\n\n{}\n\n```json\n{pretty}\n```\n", s.name, s.description);
+        }
+    }
+
     /// `docs/lead.md` must show every schema exactly as the model receives it.
     #[test]
     fn docs_show_every_schema() {

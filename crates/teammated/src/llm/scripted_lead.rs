@@ -313,7 +313,10 @@ fn answer(messages: &[ChatMessage]) -> String {
         return "I have nothing to answer.".to_string();
     };
     let texts = trigger_texts(last);
-    if let Some(done) = texts.iter().find(|t| t.starts_with(marks::BOARD_DONE)) {
+    if let Some(done) = texts
+        .iter()
+        .find_map(|t| t.find(marks::BOARD_DONE).map(|at| &t[at..]))
+    {
         return summary(done);
     }
     let person: Vec<&str> = person_texts(last).collect();
@@ -324,7 +327,7 @@ fn answer(messages: &[ChatMessage]) -> String {
         };
     }
     if !person.is_empty() {
-        return "I am the scripted lead, an offline stand-in rather than a model: write \
+        return "I am the scripted lead, an offline stand-in, not a model: write \
                 the team plan as a ````plan block (see the README), then say \"start\"."
             .to_string();
     }
