@@ -170,7 +170,11 @@ fn lead_main() -> anyhow::Result<()> {
         let prompt = std::io::IsTerminal::is_terminal(&std::io::stdin());
         let input = tokio::io::BufReader::new(tokio::io::stdin());
         teammated::lead::run(config, input, prompt, cancel).await
-    })?;
+    });
+    // tokio reads stdin on a blocking thread, which a plain drop of the runtime
+    // would wait for: until the person presses Enter once more.
+    runtime.shutdown_background();
+    let outcome = outcome?;
     use teammated::lead::Outcome;
     match outcome {
         Outcome::Quit => Ok(()),

@@ -127,14 +127,47 @@ where
     outcome
 }
 
-/// Sends each line of `input` until it ends.
+/// Sends what the person writes, one message at a time, until the input ends. A
+/// message is one line, or a whole fenced block: a line that opens a fence (three
+/// or more backticks) and everything up to the line that closes it, so that a plan
+/// can be pasted or piped in.
 async fn read_lines<R: AsyncBufRead + Unpin>(input: R, tx: mpsc::UnboundedSender<String>) {
     let mut lines = input.lines();
+    let mut block: Option<(String, Vec<String>)> = None;
     while let Ok(Some(line)) = lines.next_line().await {
-        if tx.send(line).is_err() {
+        let message = match block.as_mut() {
+            Some((fence, body)) => {
+                let closes = line.trim() == fence.as_str();
+                body.push(line);
+                if !closes {
+                    continue;
+                }
+                let (_, body) = block.take().unwrap_or_default();
+                body.join("\n")
+            }
+            None => match opening_fence(&line) {
+                Some(fence) => {
+                    block = Some((fence, vec![line]));
+                    continue;
+                }
+                None => line,
+            },
+        };
+        if tx.send(message).is_err() {
             return;
         }
     }
+    // An unclosed block is still the person's words.
+    if let Some((_, body)) = block {
+        let _ = tx.send(body.join("\n"));
+    }
+}
+
+/// The backticks a line opens a fenced block with.
+fn opening_fence(line: &str) -> Option<String> {
+    let t = line.trim();
+    let ticks = t.chars().take_while(|c| *c == '`').count();
+    (ticks >= 3 && t.len() > ticks).then(|| "`".repeat(ticks))
 }
 
 struct Driver {
@@ -393,3 +426,28 @@ fn board_report(tasks: &[Task]) -> String {
 
 /// The last line of the board-done report.
 const SUMMARISE: &str = "Summarise the results for the person.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_fenced_block_is_one_message_and_other_lines_are_one_each() {
+        let input = "hello\n````plan\ntask a\n    ```sh\n    echo\n    ```\n````\n/tasks\n```sh\nunclosed";
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        read_lines(tokio::io::BufReader::new(input.as_bytes()), tx).await;
+        let mut got = Vec::new();
+        while let Some(m) = rx.recv().await {
+            got.push(m);
+        }
+        assert_eq!(
+            got,
+            vec![
+                "hello".to_string(),
+                "````plan\ntask a\n    ```sh\n    echo\n    ```\n````".to_string(),
+                "/tasks".to_string(),
+                "```sh\nunclosed".to_string(),
+            ]
+        );
+    }
+}
