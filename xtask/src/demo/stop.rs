@@ -5,7 +5,9 @@ use super::procs::Exited;
 use super::{Demo, shown};
 use std::collections::BTreeMap;
 use std::time::Duration;
-use teamboard_protocol::{Message, MessageKind};
+use anyhow::Context as _;
+use teamboard_protocol::request::ShutdownArgs;
+use teamboard_protocol::{Client, DEFAULT_TEAM, LEAD, RequestId};
 
 /// How long the teammates get to answer the shutdown request and exit.
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
@@ -22,33 +24,15 @@ impl Demo {
             .is_some_and(|c| matches!(c.try_wait(), Ok(None)));
         if polite && boardd_up && !self.procs.running().is_empty() {
             println!(
-                "\nShutting the team down:\n$ teamctl send NAME 'The demo is over, thank you.' \
-                 --kind shutdown_request --request-id demo-NAME"
+                "\nShutting the team down (a shutdown request to each, which it answers):"
             );
-            for i in self.procs.running() {
-                let name = self.procs.teammates[i].name.clone();
-                let rid = format!("demo-{name}");
-                let sent = self
-                    .teamctl(&[
-                        "send",
-                        &name,
-                        "The demo is over, thank you.",
-                        "--kind",
-                        "shutdown_request",
-                        "--request-id",
-                        &rid,
-                    ])
-                    .await;
-                if let Err(e) = sent {
-                    println!("  {name}: {e:#}");
-                }
-            }
+            let requests = self.request_shutdowns().await;
             self.procs.wait_teammates(SHUTDOWN_WAIT).await;
-            let answers = self.shutdown_answers().await;
+            let answers = self.shutdown_answers(&requests).await;
             for t in &self.procs.teammates {
                 let answer = answers
                     .get(&t.name)
-                    .map_or_else(|| "no answer".to_string(), |a| format!("answered {a:?}"));
+                    .map_or_else(|| "no answer".to_string(), |a| format!("request {a}"));
                 let exit = match t.exit {
                     Some(Exited::Status(s)) => format!("exited ({s})"),
                     Some(Exited::Unknown) => "exited".to_string(),
@@ -69,17 +53,65 @@ impl Demo {
         stopped
     }
 
-    /// The teammates' answers to the shutdown request, from the lead's inbox.
-    async fn shutdown_answers(&self) -> BTreeMap<String, String> {
-        let Ok(out) = self.teamctl(&["inbox", "--json"]).await else {
-            return BTreeMap::new();
+    /// Asks each running teammate to shut down; returns the request ids by name.
+    async fn request_shutdowns(&mut self) -> BTreeMap<String, RequestId> {
+        let mut ids = BTreeMap::new();
+        let client = match self.lead_client().await {
+            Ok(c) => c,
+            Err(e) => {
+                println!("  {e:#}");
+                return ids;
+            }
         };
-        let inbox: Vec<Message> = serde_json::from_slice(&out).unwrap_or_default();
-        inbox
-            .into_iter()
-            .filter(|m| m.kind == MessageKind::ShutdownResponse)
-            .map(|m| (m.from, m.content))
-            .collect()
+        for i in self.procs.running() {
+            let name = self.procs.teammates[i].name.clone();
+            let asked = client
+                .request_shutdown(ShutdownArgs {
+                    to: name.clone(),
+                    reason: Some("The demo is over, thank you.".to_string()),
+                    timeout_ms: Some(SHUTDOWN_WAIT.as_millis() as u64),
+                    force: false,
+                })
+                .await;
+            match asked {
+                Ok(r) => {
+                    println!("  shutdown request {} to {name}", r.id);
+                    ids.insert(name, r.id);
+                }
+                Err(e) => println!("  {name}: {e}"),
+            }
+        }
+        ids
+    }
+
+    /// How each shutdown request ended: its state, and who settled it.
+    async fn shutdown_answers(
+        &self,
+        requests: &BTreeMap<String, RequestId>,
+    ) -> BTreeMap<String, String> {
+        let mut out = BTreeMap::new();
+        let Ok(client) = self.lead_client().await else {
+            return out;
+        };
+        for (name, id) in requests {
+            if let Ok(r) = client.get_request(*id).await {
+                let by = r.answered_by.map(|b| format!(" by {b}")).unwrap_or_default();
+                let why = r.feedback.map(|f| format!(" ({f})")).unwrap_or_default();
+                out.insert(name.clone(), format!("{}{by}{why}", r.state.as_str()));
+            }
+        }
+        out
+    }
+
+    async fn lead_client(&self) -> anyhow::Result<Client> {
+        Client::connect(
+            std::path::Path::new(&self.socket),
+            "xtask-demo",
+            LEAD,
+            DEFAULT_TEAM,
+        )
+        .await
+        .context("cannot connect to the demo's boardd")
     }
 
     /// Keeps or removes the demo's directory, and says which.

@@ -262,7 +262,14 @@ impl Driver {
     }
 
     async fn with_goal(&mut self, goal: &str) -> Result<Outcome, LeadError> {
-        say(&format!("person: {goal}"));
+        // The goal's first paragraph: a plan pasted after it would flood the screen.
+        let first = goal.split("\n\n").next().unwrap_or(goal);
+        let rest = goal[first.len()..].lines().count();
+        if rest > 1 {
+            say(&format!("person: {first}\n        [... {rest} more lines]"));
+        } else {
+            say(&format!("person: {goal}"));
+        }
         self.person_turn(goal).await?;
         if !self.lead.cfg.yes {
             say("Type \"start\" to put the plan on the board, or say what to change.");
