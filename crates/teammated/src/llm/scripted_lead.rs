@@ -373,7 +373,11 @@ fn proposal(plan: &PlanSpec) -> String {
         .iter()
         .map(|t| format!("{} ({})", t.name, t.role))
         .collect();
-    s.push_str(&format!("Teammates: {}.\n", team.join(", ")));
+    if team.is_empty() {
+        s.push_str("No teammates to spawn: the tasks wait for the team you have.\n");
+    } else {
+        s.push_str(&format!("Teammates: {}.\n", team.join(", ")));
+    }
     s.push_str("Say \"start\" to put it on the board.");
     s
 }
