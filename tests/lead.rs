@@ -71,7 +71,12 @@ struct StopTeammates(Output);
 
 impl Drop for StopTeammates {
     fn drop(&mut self) {
-        for line in self.0.text().lines().filter(|l| l.contains("spawn_teammate")) {
+        for line in self
+            .0
+            .text()
+            .lines()
+            .filter(|l| l.contains("spawn_teammate"))
+        {
             let pid = line
                 .split_once(", pid ")
                 .and_then(|(_, r)| r.split(')').next())
@@ -85,7 +90,9 @@ impl Drop for StopTeammates {
 }
 
 fn say(stdin: &mut ChildStdin, text: &str) {
-    stdin.write_all(text.as_bytes()).expect("the lead reads stdin");
+    stdin
+        .write_all(text.as_bytes())
+        .expect("the lead reads stdin");
     stdin.flush().expect("flush");
 }
 

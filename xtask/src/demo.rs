@@ -284,8 +284,7 @@ impl Demo {
              events --follow` shows):"
         );
         let mut board = Board::new(&[]);
-        let mut out = tokio::io::BufReader::new(lead.stdout.take().context("lead stdout")?)
-            .lines();
+        let mut out = tokio::io::BufReader::new(lead.stdout.take().context("lead stdout")?).lines();
         let mut err_pipe = lead.stderr.take().context("lead stderr")?;
         let stderr = tokio::spawn(async move {
             let mut text = String::new();
@@ -298,7 +297,8 @@ impl Demo {
         let mut lead_done = false;
         let mut settle = None;
         loop {
-            let until = settle.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86_400));
+            let until =
+                settle.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86_400));
             tokio::select! {
                 line = out.next_line(), if !lead_done => match line {
                     Ok(Some(line)) => println!("   lead │ {line}"),

@@ -2,8 +2,8 @@
 //! per task, a task id argument, a refusal from boardd.
 
 use crate::tools::ToolOutput;
-use serde_json::Value;
 use crate::tools::str_arg;
+use serde_json::Value;
 use teamboard_protocol::request::NewTask;
 use teamboard_protocol::{ClientError, Task};
 

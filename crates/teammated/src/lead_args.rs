@@ -2,11 +2,11 @@
 //! [`LeadConfig`] is what it becomes). `teamctl lead` is the way a person starts
 //! it; it passes these flags on.
 
-use teammated::lead::{LeadConfig, SpawnConfig};
-use teammated::provider_args::ProviderArgs;
 use anyhow::Context as _;
 use std::path::PathBuf;
 use teamboard_protocol::{DEFAULT_TEAM, paths};
+use teammated::lead::{LeadConfig, SpawnConfig};
+use teammated::provider_args::ProviderArgs;
 
 #[derive(Debug, clap::Parser)]
 #[command(
@@ -120,9 +120,13 @@ fn find_teamctl() -> anyhow::Result<PathBuf> {
     let beside = std::env::current_exe()
         .ok()
         .and_then(|exe| exe.parent().map(|d| d.join("teamctl")));
-    let on_path = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).map(|d| d.join("teamctl")).collect())
-        .unwrap_or_else(Vec::new);
+    let on_path: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join("teamctl"))
+                .collect()
+        })
+        .unwrap_or_default();
     beside
         .into_iter()
         .chain(on_path)

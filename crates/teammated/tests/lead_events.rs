@@ -96,7 +96,11 @@ async fn a_submitted_plan_wakes_the_idle_lead_which_decides_it() {
     .await;
     assert_eq!(decided.state, RequestState::Rejected, "{decided:?}");
     assert!(
-        decided.feedback.as_deref().unwrap_or_default().contains("rm -rf"),
+        decided
+            .feedback
+            .as_deref()
+            .unwrap_or_default()
+            .contains("rm -rf"),
         "{decided:?}"
     );
 

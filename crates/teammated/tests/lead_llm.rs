@@ -85,10 +85,20 @@ async fn lead_with_goal(kind: ProviderKind, mock: &MockLlm) {
 
     // goal; start: create_task, spawn_teammate, final words; summary.
     let requests = mock.requests();
-    assert_eq!(requests.len(), 5, "{:#?}", requests.iter().map(|r| &r.body).collect::<Vec<_>>());
+    assert_eq!(
+        requests.len(),
+        5,
+        "{:#?}",
+        requests.iter().map(|r| &r.body).collect::<Vec<_>>()
+    );
     let text = |i: usize| requests[i].body.to_string();
     let tools: Vec<String> = tool_names(&requests[0].body);
-    for t in ["create_task", "spawn_teammate", "review_plan", "request_shutdown"] {
+    for t in [
+        "create_task",
+        "spawn_teammate",
+        "review_plan",
+        "request_shutdown",
+    ] {
         assert!(tools.iter().any(|n| n == t), "{t} missing from {tools:?}");
     }
     assert!(text(0).contains("Say hi, with one teammate.") && text(0).contains("lead of team"));
@@ -167,7 +177,12 @@ async fn the_lead_plans_starts_and_sums_up_through_the_openai_api() {
     lead_with_goal(ProviderKind::Openai, &mock).await;
     let r = &mock.requests()[2];
     assert_eq!(r.path, "/chat/completions");
-    let last = r.body["messages"].as_array().unwrap().last().unwrap().clone();
+    let last = r.body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
     assert_eq!(last["role"], "tool");
     assert_eq!(last["tool_call_id"], "call_1");
 }

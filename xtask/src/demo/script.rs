@@ -211,7 +211,10 @@ mod tests {
     fn the_goal_holds_the_plan_block_with_one_plan_step() {
         let goal = goal(true);
         assert!(goal.starts_with(REQUEST));
-        assert!(goal.contains("\ntask tests after=config,auth plan\n"), "{goal}");
+        assert!(
+            goal.contains("\ntask tests after=config,auth plan\n"),
+            "{goal}"
+        );
         assert_eq!(goal.matches(" plan\n").count(), 1);
         assert!(!super::goal(false).contains(" plan\n"));
         // The descriptions' own fences stay inside the plan's longer one.

@@ -3,9 +3,9 @@
 
 use super::procs::Exited;
 use super::{Demo, shown};
+use anyhow::Context as _;
 use std::collections::BTreeMap;
 use std::time::Duration;
-use anyhow::Context as _;
 use teamboard_protocol::request::ShutdownArgs;
 use teamboard_protocol::{Client, DEFAULT_TEAM, LEAD, RequestId};
 
@@ -23,9 +23,7 @@ impl Demo {
             .as_mut()
             .is_some_and(|c| matches!(c.try_wait(), Ok(None)));
         if polite && boardd_up && !self.procs.running().is_empty() {
-            println!(
-                "\nShutting the team down (a shutdown request to each, which it answers):"
-            );
+            println!("\nShutting the team down (a shutdown request to each, which it answers):");
             let requests = self.request_shutdowns().await;
             self.procs.wait_teammates(SHUTDOWN_WAIT).await;
             let answers = self.shutdown_answers(&requests).await;
@@ -95,7 +93,10 @@ impl Demo {
         };
         for (name, id) in requests {
             if let Ok(r) = client.get_request(*id).await {
-                let by = r.answered_by.map(|b| format!(" by {b}")).unwrap_or_default();
+                let by = r
+                    .answered_by
+                    .map(|b| format!(" by {b}"))
+                    .unwrap_or_default();
                 let why = r.feedback.map(|f| format!(" ({f})")).unwrap_or_default();
                 out.insert(name.clone(), format!("{}{by}{why}", r.state.as_str()));
             }

@@ -122,7 +122,12 @@ where
     lead.ledger
         .save(&usage_path(&lead.cfg.state_dir, &lead.cfg.team));
     let line = lead.ledger.line();
-    lead.log(EntryKind::Lifecycle, None, false, &format!("lead stopped; {line}"));
+    lead.log(
+        EntryKind::Lifecycle,
+        None,
+        false,
+        &format!("lead stopped; {line}"),
+    );
     eprintln!("{line}");
     outcome
 }
@@ -222,7 +227,9 @@ impl Driver {
         match turn {
             Ok(_) => Ok(()),
             Err(TurnError::Llm(e)) if !e.is_configuration() && self.lead.cfg.goal.is_none() => {
-                say(&format!("(the model call failed: {e}; say something to try again)"));
+                say(&format!(
+                    "(the model call failed: {e}; say something to try again)"
+                ));
                 Ok(())
             }
             Err(e) => Err(e.into()),
@@ -368,7 +375,10 @@ impl Driver {
         self.lead.read_inbox().await?;
         self.lead.deliver(true).await?;
         let report = board_report(&tasks);
-        say(&format!("  · {}", report.lines().next().unwrap_or_default()));
+        say(&format!(
+            "  · {}",
+            report.lines().next().unwrap_or_default()
+        ));
         self.lead.push_person(&report);
         self.run_turn(Cause::Summary).await?;
         Ok(Some(done_outcome(&tasks)))
@@ -440,7 +450,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_fenced_block_is_one_message_and_other_lines_are_one_each() {
-        let input = "hello\n````plan\ntask a\n    ```sh\n    echo\n    ```\n````\n/tasks\n```sh\nunclosed";
+        let input =
+            "hello\n````plan\ntask a\n    ```sh\n    echo\n    ```\n````\n/tasks\n```sh\nunclosed";
         let (tx, mut rx) = mpsc::unbounded_channel();
         read_lines(tokio::io::BufReader::new(input.as_bytes()), tx).await;
         let mut got = Vec::new();

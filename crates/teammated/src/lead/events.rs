@@ -152,7 +152,11 @@ fn plan_text(m: &Message, request: Option<&TeamRequest>, content: &str) -> Strin
 fn capitalised(s: &str) -> String {
     let mut c = s.chars();
     match c.next() {
-        Some(f) => f.to_uppercase().chain(c).collect::<String>().replace('_', " "),
+        Some(f) => f
+            .to_uppercase()
+            .chain(c)
+            .collect::<String>()
+            .replace('_', " "),
         None => String::new(),
     }
 }
@@ -178,7 +182,12 @@ mod tests {
         let mut p = Pending::default();
         let inbox = vec![
             msg(1, "ada", MessageKind::IdleNotification, "ada is idle"),
-            msg(2, "ada", MessageKind::Result, "#1 config: completed by ada\nok"),
+            msg(
+                2,
+                "ada",
+                MessageKind::Result,
+                "#1 config: completed by ada\nok",
+            ),
             msg(3, "brook", MessageKind::IdleNotification, "brook is idle"),
             msg(4, "ada", MessageKind::IdleNotification, "ada is idle"),
         ];

@@ -135,6 +135,10 @@ mod tests {
         assert_eq!(l.coordination.calls, 2);
         assert_eq!(l.coordination.tokens.input, 100);
         assert_eq!(l.total().input, 200);
-        assert!(l.line().contains("coordination 100 in / 10 out (2 calls)"), "{}", l.line());
+        assert!(
+            l.line().contains("coordination 100 in / 10 out (2 calls)"),
+            "{}",
+            l.line()
+        );
     }
 }

@@ -122,7 +122,10 @@ mod tests {
     fn print_tool_schemas() {
         for s in all() {
             let pretty = serde_json::to_string_pretty(&s.input_schema).unwrap();
-            println!("### `{}`\n\n{}\n\n```json\n{pretty}\n```\n", s.name, s.description);
+            println!(
+                "### `{}`\n\n{}\n\n```json\n{pretty}\n```\n",
+                s.name, s.description
+            );
         }
     }
 

@@ -184,7 +184,12 @@ impl Lead {
                     if out.is_error { "✗" } else { "→" },
                     out.content.lines().next().unwrap_or_default()
                 ));
-                self.log(EntryKind::ToolResult, Some(&name), out.is_error, &out.content);
+                self.log(
+                    EntryKind::ToolResult,
+                    Some(&name),
+                    out.is_error,
+                    &out.content,
+                );
                 results.push(Block::ToolResult {
                     tool_use_id: id,
                     content: out.content,

@@ -203,7 +203,13 @@ fn finish_description(plan: &mut PlanSpec, lines: &mut Vec<&str>) {
         .unwrap_or(0);
     let text: Vec<&str> = lines
         .iter()
-        .map(|l| if l.trim().is_empty() { "" } else { &l[indent..] })
+        .map(|l| {
+            if l.trim().is_empty() {
+                ""
+            } else {
+                &l[indent..]
+            }
+        })
         .collect();
     task.description = text.join("\n").trim_matches('\n').to_string();
     lines.clear();

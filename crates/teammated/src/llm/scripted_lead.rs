@@ -175,7 +175,11 @@ fn review_plans(messages: &[ChatMessage], calls: &mut Calls) -> Option<Vec<Block
 /// Where the person said `start`, and the plan it starts.
 fn started_plan(messages: &[ChatMessage]) -> Option<(usize, Result<PlanSpec, String>)> {
     let at = messages.iter().rposition(|m| {
-        person_texts(m).any(|t| t.trim().trim_end_matches(['.', '!']).eq_ignore_ascii_case(START))
+        person_texts(m).any(|t| {
+            t.trim()
+                .trim_end_matches(['.', '!'])
+                .eq_ignore_ascii_case(START)
+        })
     })?;
     let plan = messages[..at]
         .iter()
@@ -218,7 +222,11 @@ fn carry_out(messages: &[ChatMessage], calls: &mut Calls) -> Option<Vec<Block>> 
         let subject = input.get("subject").and_then(Value::as_str);
         let id = content
             .split_once('#')
-            .map(|(_, r)| r.chars().take_while(char::is_ascii_digit).collect::<String>())
+            .map(|(_, r)| {
+                r.chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect::<String>()
+            })
             .and_then(|d| d.parse().ok());
         if let (Some(subject), Some(id)) = (subject, id) {
             ids.insert(subject.to_string(), id);
@@ -264,10 +272,7 @@ fn carry_out(messages: &[ChatMessage], calls: &mut Calls) -> Option<Vec<Block>> 
             .iter()
             .filter(|t| !spawned.contains(t.name.as_str()))
         {
-            blocks.push(calls.call(
-                "spawn_teammate",
-                json!({ "name": t.name, "role": t.role }),
-            ));
+            blocks.push(calls.call("spawn_teammate", json!({ "name": t.name, "role": t.role })));
         }
         if blocks.is_empty() {
             return Some(vec![Block::text(format!(

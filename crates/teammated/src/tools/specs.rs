@@ -297,7 +297,12 @@ pub fn names() -> Vec<&'static str> {
     ]
 }
 
-pub(crate) fn spec(name: &str, description: &str, properties: Value, required: &[&str]) -> ToolSpec {
+pub(crate) fn spec(
+    name: &str,
+    description: &str,
+    properties: Value,
+    required: &[&str],
+) -> ToolSpec {
     ToolSpec {
         name: name.to_string(),
         description: description.to_string(),

@@ -1,8 +1,8 @@
 //! The task and team tools: the model's view of the board.
 
 use super::Outcome;
-use crate::teammate::Teammate;
 use crate::board_view::{id_arg, new_task_arg, refused, task_line};
+use crate::teammate::Teammate;
 use crate::tools::{ToolOutput, str_arg};
 use serde_json::Value;
 use teamboard_protocol::{MessageKind, TaskStatus};

@@ -8,9 +8,9 @@
 //! connected before it exited (the roster keeps the pid it registered with).
 
 use super::checks::{absolute, refuse_if_connected, within};
-use crate::commands::find_bin::find_teammated;
 use crate::cli::SpawnArgs;
 use crate::commands::Ctx;
+use crate::commands::find_bin::find_teammated;
 use crate::render;
 use anyhow::{Context as _, bail};
 use std::ffi::OsString;

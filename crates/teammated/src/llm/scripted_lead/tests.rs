@@ -78,8 +78,7 @@ fn a_plan_is_proposed_then_started_in_dependency_rounds() {
     });
     // An event fed in between rounds does not derail the start.
     let mut res = results(&[(&calls[0].0, "created task #8: B (blocked by #7)", false)]);
-    res.content
-        .push(Block::text("[Idle] ada".to_string()));
+    res.content.push(Block::text("[Idle] ada".to_string()));
     msgs.push(res);
 
     // Round 3: the team.
@@ -97,7 +96,11 @@ fn a_plan_is_proposed_then_started_in_dependency_rounds() {
     // Then it says so, and the start is over.
     let end = next_step(&msgs);
     assert!(uses(&end).is_empty());
-    assert!(text(&end).starts_with("Started: 2 task(s)"), "{}", text(&end));
+    assert!(
+        text(&end).starts_with("Started: 2 task(s)"),
+        "{}",
+        text(&end)
+    );
     msgs.push(ChatMessage {
         role: Role::Assistant,
         content: end,
@@ -119,12 +122,7 @@ fn plans_are_approved_unless_they_delete_recursively() {
     assert_eq!(calls[0].2["approve"], true);
     assert_eq!(calls[1].2["request"], 4);
     assert_eq!(calls[1].2["approve"], false);
-    assert!(
-        calls[1].2["feedback"]
-            .as_str()
-            .unwrap()
-            .contains("rm -rf")
-    );
+    assert!(calls[1].2["feedback"].as_str().unwrap().contains("rm -rf"));
     // Once reviewed, not again.
     let mut msgs = msgs;
     msgs.push(ChatMessage {
@@ -142,7 +140,11 @@ fn plans_are_approved_unless_they_delete_recursively() {
 
 #[test]
 fn a_failed_creation_stops_the_start_and_says_why() {
-    let mut msgs = vec![user(GOAL), ChatMessage::assistant_text("plan"), user("start")];
+    let mut msgs = vec![
+        user(GOAL),
+        ChatMessage::assistant_text("plan"),
+        user("start"),
+    ];
     let round = next_step(&msgs);
     let id = uses(&round)[0].0.clone();
     msgs.push(ChatMessage {
@@ -152,7 +154,11 @@ fn a_failed_creation_stops_the_start_and_says_why() {
     msgs.push(results(&[(&id, "boardd refused: no", true)]));
     let end = next_step(&msgs);
     assert!(uses(&end).is_empty());
-    assert!(text(&end).contains("create_task failed: boardd refused"), "{}", text(&end));
+    assert!(
+        text(&end).contains("create_task failed: boardd refused"),
+        "{}",
+        text(&end)
+    );
 }
 
 #[test]
@@ -161,7 +167,10 @@ fn the_summary_comes_from_the_board_report() {
         "[Result from ada] #1 A: completed by ada\n[Board done] 1 task(s): 1 completed, 0 failed, 0 cancelled.\n#1 A: completed by ada — a\nSummarise the results for the person.",
     )];
     let said = text(&next_step(&msgs));
-    assert!(said.starts_with("Summary of the team's work: 1 task(s): 1 completed"), "{said}");
+    assert!(
+        said.starts_with("Summary of the team's work: 1 task(s): 1 completed"),
+        "{said}"
+    );
     assert!(said.contains("#1 A: completed by ada — a") && !said.contains("Summarise"));
 }
 
@@ -170,5 +179,8 @@ fn start_without_a_plan_or_words_without_one_get_help() {
     let said = text(&next_step(&[user("start")]));
     assert!(said.contains("no plan to start"), "{said}");
     let said = text(&next_step(&[user("hello")]));
-    assert!(said.contains("not a model") && said.contains("````plan"), "{said}");
+    assert!(
+        said.contains("not a model") && said.contains("````plan"),
+        "{said}"
+    );
 }
