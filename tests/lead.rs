@@ -158,17 +158,18 @@ async fn a_lead_driven_through_stdin_builds_the_graph_spawns_the_team_and_sums_u
         std::fs::read_to_string(work.join("c.txt")).unwrap(),
         "a\nb\n"
     );
-    // The teammates it spawned, on the roster; the lead is not.
+
+    out.wait_for("Summary of the team's work: 3 task(s): 3 completed")
+        .await;
+    // The summary's last line, from the task's result.
+    out.wait_for("#3 Join them: completed by").await;
+    out.wait_for("— joined").await;
+    // The teammates it spawned (the start turn ended before the summary's), on the
+    // roster; the lead is not.
     let team = boss.team().await.unwrap();
     let names: Vec<&str> = team.iter().map(|m| m.name.as_str()).collect();
     assert_eq!(names, ["ada", "brook"], "{team:?}");
     assert!(team.iter().all(|m| m.connected && m.role == "dev"));
-
-    let printed = out.wait_for("Summary of the team's work").await;
-    assert!(
-        printed.contains("3 task(s): 3 completed") && printed.contains("— joined"),
-        "{printed}"
-    );
     say(&mut stdin, "/team\n");
     out.wait_for("brook        dev").await;
     say(&mut stdin, "/quit\n");
@@ -187,4 +188,56 @@ async fn a_lead_driven_through_stdin_builds_the_graph_spawns_the_team_and_sums_u
     let mut stderr = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
     assert!(stderr.contains("lead tokens: planning"), "{stderr}");
+}
+
+/// `teamctl lead --goal` without `--yes` asks for "start" on stdin, and its exit
+/// status says whether every task completed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_goal_waits_for_start_and_the_exit_status_tells_the_outcome() {
+    let dir = short_tempdir();
+    let (socket, state, work) = (
+        dir.path().join("s"),
+        dir.path().join("state"),
+        dir.path().join("work"),
+    );
+    std::fs::create_dir_all(&work).unwrap();
+    let _daemon = Daemon::start(&socket, &state, &["--max-attempts", "1"]).await;
+    let goal = "Try it.\n\n````plan\nteammate ada\ntask good\n    ```sh\n    echo fine\n    ```\ntask bad\n    ```sh\n    echo broken; exit 3\n    ```\n````";
+    let mut child = Command::new(workspace_bin("teamctl"))
+        .arg("--socket")
+        .arg(&socket)
+        .arg("--state-dir")
+        .arg(&state)
+        .args([
+            "lead",
+            "--goal",
+            goal,
+            "--teammate-idle-timeout",
+            "0",
+            "--workdir",
+        ])
+        .arg(&work)
+        .env("TEAMMATED_BIN", workspace_bin("teammated"))
+        .env_remove("TEAMBOARD_TEAM")
+        .env_remove("TEAMMATE_PROVIDER")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("teamctl lead starts");
+    let out = Output::collect(&mut child);
+    let _stop = StopTeammates(out.clone());
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    out.wait_for("Type \"start\"").await;
+    let boss = lead(&socket).await;
+    assert!(boss.list_tasks(None).await.unwrap().is_empty());
+    say(&mut stdin, "start\n");
+    let status = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .unwrap()
+        .expect("the lead exits");
+    let printed = out.text();
+    assert_eq!(status.code(), Some(1), "{printed}");
+    assert!(printed.contains("1 of 2 task(s) completed"), "{printed}");
+    assert!(printed.contains("#2 bad: failed"), "{printed}");
 }
