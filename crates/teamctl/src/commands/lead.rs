@@ -13,8 +13,8 @@ use std::ffi::OsString;
 use std::os::unix::process::CommandExt as _;
 
 pub fn run(ctx: &Ctx, args: LeadArgs) -> anyhow::Result<()> {
-    let bin = find_teammated()?;
     let argv = lead_args(ctx, args)?;
+    let bin = find_teammated()?;
     let err = std::process::Command::new(&bin).args(&argv).exec();
     Err(err).with_context(|| format!("cannot start {}", bin.display()))
 }
