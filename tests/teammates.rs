@@ -4,7 +4,7 @@
 
 use std::path::Path;
 use teamboard_protocol::request::NewTask;
-use teamboard_protocol::{EventKind, TaskStatus};
+use teamboard_protocol::{EventKind, MessageKind, TaskStatus};
 use teamboard_testkit::{
     Daemon, PATIENCE, Teamctl, Teammated, alive, eventually, lead, short_tempdir, workspace_bin,
 };
@@ -79,17 +79,13 @@ async fn spawned_teammates_do_the_work_and_show_in_team_and_logs() {
     let both = logs + &teamctl.ok(&["logs", "bob"]);
     assert!(both.contains("Auto-claimed task #"), "{both}");
     assert!(both.contains("complete_task"), "{both}");
-    // The handshake stops them.
+    // A shutdown request each: idle, they approve and leave.
     for name in ["alice", "bob"] {
-        teamctl.ok(&[
-            "send",
-            name,
-            "stop",
-            "--kind",
-            "shutdown_request",
-            "--request-id",
-            name,
-        ]);
+        let said = teamctl.ok(&["shutdown", name]);
+        assert!(
+            said.starts_with(&format!("{name} approved the shutdown")),
+            "{said}"
+        );
     }
     for pid in pids {
         eventually("the teammate to exit", PATIENCE, || async {
@@ -100,9 +96,9 @@ async fn spawned_teammates_do_the_work_and_show_in_team_and_logs() {
     let inbox = boss.inbox().await.unwrap();
     for name in ["alice", "bob"] {
         assert!(
-            inbox
-                .iter()
-                .any(|m| m.from == name && m.request_id.as_deref() == Some(name)),
+            inbox.iter().any(|m| m.from == name
+                && m.kind == MessageKind::ShutdownResponse
+                && m.content.starts_with("approved")),
             "{inbox:#?}"
         );
     }

@@ -422,6 +422,35 @@ def demo(path):
     t = lead.call("get_task", {"id": third["id"]})
     expect(t["status"] == "pending" and t["owner"] is None, "after disconnect: %r" % t)
 
+    # Team requests: only the lead asks for a shutdown, and only of a connected
+    # member; only the target answers, once; the protocol kinds cannot be sent.
+    expect_error("permission_denied", alice.call, "request_shutdown", {"to": "alice"})
+    expect_error("not_connected", lead.call, "request_shutdown", {"to": "bob"})
+    expect_error("unknown_recipient", lead.call, "request_shutdown", {"to": "nobody"})
+    expect_error(
+        "invalid_args", alice.call, "send", {"to": "lead", "kind": "shutdown_response", "content": "yes"}
+    )
+    req = lead.call("request_shutdown", {"to": "alice", "reason": "wrap up", "timeout_ms": 60000})
+    expect(req["kind"] == "shutdown" and req["state"] == "pending", "request: %r" % req)
+    expect(req["from"] == "lead" and req["to"] == "alice" and req["forced"] is False, "request: %r" % req)
+    expect(req["deadline"] - req["created_at"] == 60000, "deadline: %r" % req)
+    asked = [m for m in alice.call("inbox") if m["kind"] == "shutdown_request"]
+    expect(len(asked) == 1 and asked[0]["request_id"] == str(req["id"]), "asked: %r" % asked)
+    expect(asked[0]["content"] == "wrap up" and asked[0]["from"] == "lead", "asked: %r" % asked)
+    expect_error("permission_denied", lead.call, "respond_shutdown", {"request": req["id"], "approve": True})
+    expect_error("invalid_args", alice.call, "respond_shutdown", {"request": req["id"], "approve": False})
+    no = alice.call("respond_shutdown", {"request": req["id"], "approve": False, "reason": "busy"})
+    expect(no["state"] == "rejected" and no["answered_by"] == "alice", "answer: %r" % no)
+    expect(no["feedback"] == "busy", "answer: %r" % no)
+    expect_error("invalid_state", alice.call, "respond_shutdown", {"request": req["id"], "approve": True})
+    expect(lead.call("get_request", {"request": req["id"]}) == no, "get_request")
+    listed = lead.call("list_requests", {"kind": "shutdown", "state": "rejected"})
+    expect([r["id"] for r in listed] == [req["id"]], "list_requests: %r" % listed)
+    told = [m for m in lead.call("inbox") if m["kind"] == "shutdown_response"]
+    expect(len(told) == 1 and told[0]["from"] == "alice", "lead told: %r" % told)
+    expect_error("not_found", lead.call, "get_request", {"request": 999999})
+    alice.call("ack", {"ids": [m["id"] for m in asked]})
+
     # Only the lead may cancel.
     expect_error("permission_denied", alice.call, "cancel_task", {"id": third["id"]})
     expect(lead.call("cancel_task", {"id": third["id"]})["status"] == "cancelled", "cancel")

@@ -1,6 +1,6 @@
 //! Project chores that need more than a plain `cargo` command: `cargo xtask demo`,
 //! `cargo xtask install`, `cargo xtask bench` (with `bench-teammates` and
-//! `bench-cancel`) and `cargo xtask module-cycles`. This file only parses flags;
+//! `bench-cancel`), `cargo xtask tokens` and `cargo xtask module-cycles`. This file only parses flags;
 //! each command lives in its own module.
 
 mod bench;
@@ -8,6 +8,7 @@ mod cargo;
 mod cycles;
 mod demo;
 mod install;
+mod tokens;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -49,6 +50,10 @@ enum Command {
     /// The cancel measurement itself, run from a release build.
     #[command(hide = true)]
     BenchCancelRun(bench::cancel::CancelBenchArgs),
+    /// Measure a teammate's input tokens on a fixed six-task workload against the
+    /// mock LLM server, before (context carried from task to task, no prompt
+    /// caching) and after (a fresh context per task, cache breakpoints).
+    Tokens(tokens::TokensArgs),
     /// The measurement itself, run from a release build by `bench`.
     #[command(hide = true)]
     BenchRun(bench::BenchArgs),
@@ -89,6 +94,7 @@ fn main() -> anyhow::Result<()> {
         Command::BenchTeammatesRun(args) => bench::teammates::run(&args),
         Command::BenchCancel(args) => bench::cancel::build_and_run(&args),
         Command::BenchCancelRun(args) => bench::cancel::run(&args),
+        Command::Tokens(args) => tokens::run(&args),
         Command::BenchClient {
             socket,
             proc,

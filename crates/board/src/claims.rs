@@ -21,6 +21,9 @@ pub(crate) enum Abandon {
     Disconnected,
     /// The owner did not come back within the grace period after a restart.
     NotReclaimed,
+    /// boardd stops the owner for a forced or expired shutdown: not the task's
+    /// fault, so the attempt does not count.
+    Stopped,
 }
 
 impl Board {
@@ -277,6 +280,7 @@ impl Board {
                 Abandon::LeaseExpired => "lease expired",
                 Abandon::Disconnected => "connection closed",
                 Abandon::NotReclaimed => "not reclaimed after restart",
+                Abandon::Stopped => "owner stopped",
             };
             let error = error.or_else(|| match why {
                 Abandon::LeaseExpired => {
@@ -288,6 +292,9 @@ impl Board {
                 }
                 _ => None,
             });
+            if why == Abandon::Stopped {
+                task.attempts = task.attempts.saturating_sub(1);
+            }
             if why == Abandon::Released {
                 task.attempts = task.attempts.saturating_sub(1);
                 // What the owner got done, for whoever takes the task next.
@@ -295,10 +302,11 @@ impl Board {
                     task.handoff = Some(note.clone());
                 }
             }
-            if let Some(e) = error.as_ref().filter(|_| why != Abandon::Released) {
+            let counts = !matches!(why, Abandon::Released | Abandon::Stopped);
+            if let Some(e) = error.as_ref().filter(|_| counts) {
                 task.last_error = Some(e.clone());
             }
-            let failed = why != Abandon::Released && task.attempts >= max;
+            let failed = counts && task.attempts >= max;
             task.status = if failed {
                 TaskStatus::Failed
             } else {

@@ -16,6 +16,14 @@ impl Board {
         content: String,
         request_id: Option<String>,
     ) -> Result<Message> {
+        if to == ctx.actor {
+            // A teammate's own writes must never wake it: a note to itself would
+            // answer its next `wait_for_work` and start a work phase (model calls)
+            // for nothing.
+            return Err(BoardError::invalid(format!(
+                "'{to}' cannot send a message to itself; keep notes in the task or a file instead"
+            )));
+        }
         if let Some(op) = protocol_op(kind) {
             // Only boardd writes these, as the side effect of the request ops, so
             // that a runtime can trust them and nobody can forge an answer.

@@ -6,6 +6,7 @@
 //! refuses their kinds, so no client can forge one.
 
 use crate::About;
+use crate::claims::Abandon;
 use crate::error::{BoardError, Result};
 use crate::{Board, Ctx, Now, SessionId};
 use std::time::Duration;
@@ -132,6 +133,19 @@ impl Board {
                 format!(
                     "shutdown request {id} is addressed to {}; only {} may answer it",
                     req.to, req.to
+                ),
+            ));
+        }
+        // The answer must come from the session whose process a deadline would
+        // stop: another connection under the same name could otherwise approve,
+        // settling the request while the teammate itself runs on, unstoppable.
+        if self.session_of(ctx.team, &req.to) != Some(ctx.session) {
+            return Err(BoardError::new(
+                ErrorCode::PermissionDenied,
+                format!(
+                    "shutdown request {id} must be answered by {}'s registered session, \
+                     and this connection is not it",
+                    req.to
                 ),
             ));
         }
@@ -494,6 +508,21 @@ impl Board {
             r.forced = true;
         }
         self.mark_request(team, id);
+        // The task goes back now, uncounted, rather than when the process is
+        // gone: the request and the board say the same thing at once, and a
+        // teammate killed before it could give the task back costs no attempt.
+        let held = self
+            .team(team)
+            .and_then(|t| t.members.get(name))
+            .and_then(|m| m.member.task);
+        if let Some(task) = held {
+            let note = format!("{name} was stopped by shutdown request {id}");
+            let _ = self.abandon(
+                crate::claims::by_boardd(team, task, now),
+                Abandon::Stopped,
+                Some(note),
+            );
+        }
         self.change_status(team, "boardd", name, MemberStatus::Shutdown, now);
         self.stops.push(Stop {
             team: team.to_string(),

@@ -250,10 +250,22 @@ impl Board {
                 message: None,
                 request: None,
             },
-            format!(
-                "{} used {} input + {} output tokens",
-                ctx.actor, tokens.input, tokens.output
-            ),
+            if tokens.cached() > 0 {
+                format!(
+                    "{} used {} input ({} fresh, {} cache read, {} cache write) + {} output tokens",
+                    ctx.actor,
+                    tokens.all_input(),
+                    tokens.input,
+                    tokens.cache_read,
+                    tokens.cache_write,
+                    tokens.output
+                )
+            } else {
+                format!(
+                    "{} used {} input + {} output tokens",
+                    ctx.actor, tokens.input, tokens.output
+                )
+            },
         );
         Ok(member)
     }

@@ -22,8 +22,8 @@ pub trait ApproxLen {
 
 impl ApproxLen for Task {
     fn approx_len(&self) -> usize {
-        // Field names, status, numbers and token counts.
-        const FIXED: usize = 320;
+        // Field names, status, numbers and the four token counts.
+        const FIXED: usize = 360;
         FIXED
             + self.subject.len()
             + self.description.len()
@@ -45,7 +45,8 @@ impl ApproxLen for Event {
 
 impl ApproxLen for Member {
     fn approx_len(&self) -> usize {
-        const FIXED: usize = 200;
+        // Field names, status, numbers and the four token counts.
+        const FIXED: usize = 240;
         FIXED + self.name.len() + self.role.len()
     }
 }

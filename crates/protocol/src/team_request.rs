@@ -89,8 +89,10 @@ pub struct TeamRequest {
     pub from: String,
     /// Who must answer: the teammate for a shutdown, `lead` for a plan.
     pub to: String,
-    /// A plan's task.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// A plan's task; `null` for a shutdown. Always written, so that every request
+    /// object has the fields listings promise (`id`, `kind`, `from`, `to`, `task`,
+    /// `state`).
+    #[serde(default)]
     pub task: Option<TaskId>,
     /// A plan's claim epoch: an approval holds for this claim of this task only.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -51,22 +51,50 @@ impl TaskStatus {
 }
 
 /// Tokens spent on LLM calls.
+///
+/// Input comes in three kinds, because providers bill them differently: `input` is
+/// fresh input (neither read from nor written to a prompt cache), `cache_read` is
+/// input served from the provider's prompt cache, and `cache_write` is input the
+/// provider wrote to its cache on this call. Their sum is everything the model read.
+/// Records written before the cache fields existed decode with them at 0.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenUsage {
+    /// Fresh (uncached) input tokens.
     #[serde(default)]
     pub input: u64,
     #[serde(default)]
     pub output: u64,
+    /// Input tokens read from the prompt cache.
+    #[serde(default)]
+    pub cache_read: u64,
+    /// Input tokens written to the prompt cache.
+    #[serde(default)]
+    pub cache_write: u64,
 }
 
 impl TokenUsage {
+    /// Every input token the model read: fresh, read from the cache and written
+    /// to it.
+    pub fn all_input(&self) -> u64 {
+        self.input
+            .saturating_add(self.cache_read)
+            .saturating_add(self.cache_write)
+    }
+
+    /// Input tokens served from or put into the prompt cache.
+    pub fn cached(&self) -> u64 {
+        self.cache_read.saturating_add(self.cache_write)
+    }
+
     pub fn total(&self) -> u64 {
-        self.input + self.output
+        self.all_input().saturating_add(self.output)
     }
 
     pub fn add(&mut self, other: TokenUsage) {
         self.input = self.input.saturating_add(other.input);
         self.output = self.output.saturating_add(other.output);
+        self.cache_read = self.cache_read.saturating_add(other.cache_read);
+        self.cache_write = self.cache_write.saturating_add(other.cache_write);
     }
 }
 
@@ -380,4 +408,69 @@ pub struct Acked {
     /// How many of the given ids were removed from the inbox. Already-acknowledged
     /// ids are not an error, so acknowledging twice is safe.
     pub acked: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TokenUsage;
+
+    #[test]
+    fn token_usage_from_before_the_cache_fields_still_decodes() {
+        let old: TokenUsage = serde_json::from_str(r#"{"input": 7, "output": 3}"#).unwrap();
+        assert_eq!(
+            old,
+            TokenUsage {
+                input: 7,
+                output: 3,
+                ..TokenUsage::default()
+            }
+        );
+        let none: TokenUsage = serde_json::from_str("{}").unwrap();
+        assert_eq!(none, TokenUsage::default());
+        let new = serde_json::to_value(TokenUsage {
+            input: 1,
+            output: 2,
+            cache_read: 3,
+            cache_write: 4,
+        })
+        .unwrap();
+        assert_eq!(
+            new,
+            serde_json::json!({"input": 1, "output": 2, "cache_read": 3, "cache_write": 4})
+        );
+    }
+
+    #[test]
+    fn totals_and_sums_count_cached_input() {
+        let mut u = TokenUsage {
+            input: 10,
+            output: 5,
+            cache_read: 100,
+            cache_write: 20,
+        };
+        assert_eq!(u.all_input(), 130);
+        assert_eq!(u.cached(), 120);
+        assert_eq!(u.total(), 135);
+        u.add(TokenUsage {
+            input: 1,
+            output: 2,
+            cache_read: 3,
+            cache_write: 4,
+        });
+        assert_eq!(
+            u,
+            TokenUsage {
+                input: 11,
+                output: 7,
+                cache_read: 103,
+                cache_write: 24,
+            }
+        );
+        u.add(TokenUsage {
+            cache_read: u64::MAX,
+            ..TokenUsage::default()
+        });
+        assert_eq!(u.cache_read, u64::MAX, "sums saturate");
+        assert_eq!(u.total(), u64::MAX);
+    }
 }

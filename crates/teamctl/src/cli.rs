@@ -1,8 +1,9 @@
 //! Command-line definitions. Every subcommand's `--help` should teach how to use it.
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
-use teamboard_protocol::{MessageKind, TaskId, TaskStatus};
+use teamboard_protocol::{MessageKind, RequestId, RequestKind, TaskId, TaskStatus};
 
 const ABOUT: &str = "Drive a teamboard: tasks, teammates, messages and a live view";
 
@@ -26,6 +27,9 @@ Examples:
   teamctl team                           who is working on what
   teamctl logs alice --follow            what alice's model sees and does, live
   teamctl send alice 'Use axum, please'  message one teammate
+  teamctl plans                          plans waiting for your decision
+  teamctl approve 7                      approve one (or: teamctl reject 7 --feedback ...)
+  teamctl shutdown alice                 ask a teammate to leave, and wait for the answer
   teamctl inbox --ack                    read (and acknowledge) your messages
   teamctl events --follow                stream every change as it happens
   teamctl watch                          a live full-screen view
@@ -50,6 +54,35 @@ pub struct Cli {
 
     #[command(subcommand)]
     pub command: Command,
+}
+
+impl Cli {
+    /// Parses the command line, exiting with clap's message on a mistake, like
+    /// `Parser::parse`, and notes what only the value sources tell.
+    pub fn parse_args() -> Cli {
+        Cli::try_parse_args(std::env::args_os()).unwrap_or_else(|e| e.exit())
+    }
+
+    /// [`Cli::parse_args`] for a given command line.
+    pub fn try_parse_args<I, T>(args: I) -> Result<Cli, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        Cli::from_matches(&Cli::command().try_get_matches_from(args)?)
+    }
+
+    fn from_matches(matches: &ArgMatches) -> Result<Cli, clap::Error> {
+        let mut cli = Cli::from_arg_matches(matches)?;
+        if let Command::Shutdown(args) = &mut cli.command {
+            // Given before or after `shutdown`, clap reports it on the subcommand.
+            args.deadline_given = matches
+                .subcommand_matches("shutdown")
+                .and_then(|m| m.value_source("timeout"))
+                == Some(ValueSource::CommandLine);
+        }
+        Ok(cli)
+    }
 }
 
 /// Options every command accepts.
@@ -77,7 +110,8 @@ pub struct Global {
 
     /// Give up when boardd has not answered within this many seconds (0: wait
     /// forever). Does not apply to `watch` and `events --follow`, which wait by design,
-    /// nor to `logs`; `spawn` waits this long for the new teammate to connect.
+    /// nor to `logs`; `spawn` waits this long for the new teammate to connect;
+    /// for `shutdown` it is how long the teammate has to answer (see its --help).
     #[arg(
         long,
         global = true,
@@ -140,6 +174,7 @@ pub enum Command {
             teamctl spawn frank --role docs --provider openai --model llama3.1 \\\n      \
             --base-url http://localhost:11434/v1 --context-budget 30000     ollama\n  \
             teamctl spawn carol --role reviewer --idle-timeout 600 --max-rounds 40\n  \
+            teamctl spawn gina --role coder --require-plan     plans need your approval\n  \
             teamctl spawn dave --role coder --systemd     run it as teammated@dave\n  \
             teamctl spawn erin --role coder --json | jq .pid\n\n\
             Then: `teamctl team` shows it, `teamctl logs alice --follow` shows what it does."
@@ -190,8 +225,12 @@ pub enum Command {
 
     /// Send a message to one teammate
     #[command(
+        long_about = "Send a message to one teammate; it lands in the teammate's \
+            inbox and wakes it if it waits for work.\n\n\
+            Shutdowns and plan decisions are not messages but tracked requests: use \
+            `teamctl shutdown NAME`, `teamctl approve REQ` and `teamctl reject REQ`.",
         after_help = "Examples:\n  teamctl send alice 'Please look at #4 first'\n  \
-        teamctl send bob 'Time to stop' --kind shutdown_request"
+        teamctl send bob 'Tests are green on main' --json"
     )]
     Send(SendArgs),
 
@@ -215,6 +254,76 @@ pub enum Command {
     )]
     Events(EventsArgs),
 
+    /// Ask a teammate to shut down, and wait for its answer
+    #[command(
+        long_about = "Ask a teammate to shut down, and wait for its answer.\n\n\
+            boardd opens a shutdown request (see `teamctl requests`) and puts it in the \
+            teammate's inbox. A teammate that holds no task approves and exits; one \
+            that is working answers at its next tool round: it may refuse with a \
+            reason, or give its task back with a note on what it got done and then \
+            approve. If it has not answered when --timeout runs out, boardd stops its \
+            processes (SIGTERM to its process group, SIGKILL 5 s later) and its task \
+            goes back to pending. --force does that at once, without asking.\n\n\
+            teamctl prints the outcome: approved, rejected (with the reason), expired \
+            and stopped, or cancelled. It exits 0 when the teammate is leaving or was \
+            stopped, 1 when it refused or the request was withdrawn. With --no-wait it \
+            prints the request and returns at once.",
+        after_help = "Examples:\n  teamctl shutdown alice\n  \
+            teamctl shutdown alice --reason 'the release is cut' --timeout 300\n  \
+            teamctl shutdown bob --force                 stop it now\n  \
+            teamctl shutdown carol --no-wait --json | jq .id\n\n\
+            Then: `teamctl requests` shows it while it is open, `teamctl team` shows \
+            the teammate's state."
+    )]
+    Shutdown(ShutdownArgs),
+
+    /// List the open shutdown and plan requests, with their age
+    #[command(
+        long_about = "List the team's requests: shutdowns the lead asked for and plans \
+            teammates submitted for approval. By default only the open (pending) ones, \
+            oldest first, with their age; --all shows every state (pending, approved, \
+            rejected, expired, cancelled).\n\n\
+            A request is shown as rN (e.g. r7); commands that take a request accept \
+            7, r7 or R7. --json prints an array of request objects with id, kind, \
+            from, to, task, state and, for plans, plan.",
+        after_help = "Examples:\n  teamctl requests\n  teamctl requests --all --kind shutdown\n  \
+            teamctl requests --json | jq '.[] | select(.kind == \"plan\") | .id'"
+    )]
+    Requests(RequestsArgs),
+
+    /// List the plans waiting for your decision, with their text
+    #[command(
+        long_about = "List the plans teammates submitted and that wait for your \
+            decision, with their text. A teammate whose task (or who itself) requires \
+            a plan may not run commands or change files until you approve one, and its \
+            task cannot complete without it. --all also lists decided and withdrawn \
+            plans, with the decision and its feedback.",
+        after_help = "Examples:\n  teamctl plans\n  teamctl plans --all\n  \
+            teamctl plans --json | jq '.[].plan'\n\n\
+            Then: `teamctl approve r7` or `teamctl reject r7 --feedback 'keep the old API'`."
+    )]
+    Plans(PlansArgs),
+
+    /// Approve a teammate's plan; it may start changing things
+    #[command(
+        long_about = "Approve a pending plan. The decision, with the feedback if you \
+            give one, reaches the teammate at once: a waiting teammate wakes for it, a \
+            working one reads it before its next step. The approval holds for this \
+            claim of this task only.",
+        after_help = "Examples:\n  teamctl approve 7\n  \
+            teamctl approve r7 --feedback 'fine, but keep the old flag working'"
+    )]
+    Approve(ApproveArgs),
+
+    /// Reject a teammate's plan, saying what to change
+    #[command(
+        long_about = "Reject a pending plan. The feedback is required: it is what the \
+            teammate reads to write a better plan, which it must submit before it may \
+            change anything.",
+        after_help = "Examples:\n  teamctl reject 7 --feedback 'do not touch the schema; add a column instead'"
+    )]
+    Reject(RejectArgs),
+
     /// A live full-screen view of the board, the team and the latest events
     #[command(
         long_about = "A live full-screen view of the board, the team and the latest \
@@ -232,11 +341,12 @@ pub enum TaskCommand {
     #[command(
         after_help = "Examples:\n  id=$(teamctl task add 'Write the parser')\n  \
         teamctl task add 'Write tests' -d 'cover errors too' --blocked-by $id --priority 5\n  \
-        teamctl task add 'Review' --blocked-by 1 --blocked-by 2 --role reviewer"
+        teamctl task add 'Review' --blocked-by 1 --blocked-by 2 --role reviewer\n  \
+        teamctl task add 'Migrate the schema' --require-plan     approve a plan first"
     )]
     Add(TaskAddArgs),
 
-    /// Show one task with its history
+    /// Show one task with its plans, handoff note and history
     #[command(
         after_help = "Examples:\n  teamctl task show 3\n  teamctl task show 3 --json | jq .history"
     )]
@@ -292,6 +402,11 @@ pub struct TaskAddArgs {
     /// Only a teammate with this role may claim the task
     #[arg(short, long, value_name = "ROLE")]
     pub role: Option<String>,
+
+    /// Whoever claims the task must have a plan approved (`teamctl plans`,
+    /// `teamctl approve`) before it runs commands or changes files
+    #[arg(long)]
+    pub require_plan: bool,
 }
 
 #[derive(Debug, Args)]
@@ -334,13 +449,87 @@ pub struct SendArgs {
     /// The message
     pub text: String,
 
-    /// The kind of message, e.g. message, shutdown_request, plan_approval_response
+    /// The kind of message: message, broadcast, idle_notification, result or error
     #[arg(short, long, value_name = "KIND", default_value = "message", value_parser = parse_kind)]
     pub kind: MessageKind,
 
-    /// Ties a response to its request (shutdown and plan approval)
+    /// An id the message refers to, for the teammate to match it up
     #[arg(long, value_name = "ID")]
     pub request_id: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ShutdownArgs {
+    /// The teammate's name (see `teamctl team`)
+    pub name: String,
+
+    /// Why, for the teammate to weigh (a working teammate may refuse)
+    #[arg(long, value_name = "TEXT")]
+    pub reason: Option<String>,
+
+    /// Stop the teammate's processes now, without asking; its task goes back to
+    /// pending
+    #[arg(long)]
+    pub force: bool,
+
+    /// Print the request and return without waiting for the answer
+    #[arg(long)]
+    pub no_wait: bool,
+
+    /// How long the teammate has to answer before boardd stops its processes
+    /// [default: boardd's, 120]
+    //
+    // Trap: the global `--timeout` has the same id, so clap keeps this one for
+    // `shutdown` and copies the global's value (its default, or
+    // $TEAMBOARD_TIMEOUT) into it when it is not given. Whether the person gave it
+    // is told by its value source (see `main`), not by this field.
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<u64>,
+
+    /// Set by `main` from the value source: `--timeout` was given on the command
+    /// line for this shutdown.
+    #[arg(skip)]
+    pub deadline_given: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RequestsArgs {
+    /// Requests in every state, not only the pending ones
+    #[arg(short, long)]
+    pub all: bool,
+
+    /// Only requests of this kind: shutdown or plan
+    #[arg(long, value_name = "KIND", value_parser = parse_request_kind)]
+    pub kind: Option<RequestKind>,
+}
+
+#[derive(Debug, Args)]
+pub struct PlansArgs {
+    /// Decided and withdrawn plans too, not only the pending ones
+    #[arg(short, long)]
+    pub all: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ApproveArgs {
+    /// The plan's request (`7`, `r7` or `R7`; see `teamctl plans`)
+    #[arg(value_name = "REQ", value_parser = parse_request_id)]
+    pub request: RequestId,
+
+    /// What the teammate should know as it carries the plan out
+    #[arg(short, long, value_name = "TEXT")]
+    pub feedback: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct RejectArgs {
+    /// The plan's request (`7`, `r7` or `R7`; see `teamctl plans`)
+    #[arg(value_name = "REQ", value_parser = parse_request_id)]
+    pub request: RequestId,
+
+    /// What to change: the teammate reads it to write its next plan
+    #[arg(short, long, value_name = "TEXT", required = true)]
+    pub feedback: String,
 }
 
 #[derive(Debug, Args)]
@@ -445,6 +634,12 @@ pub struct SpawnArgs {
     #[arg(long, value_name = "TOKENS", value_parser = parse_context_budget)]
     pub context_budget: Option<u64>,
 
+    /// Let the conversation run on from task to task. By default each task starts
+    /// afresh (who the teammate is, the task, the previous owner's note), which
+    /// keeps every call small; earlier conversations stay in `teamctl logs`
+    #[arg(long)]
+    pub carry_context: bool,
+
     /// The directory the teammate works in [default: the current directory]
     #[arg(long, value_name = "DIR")]
     pub workdir: Option<PathBuf>,
@@ -462,6 +657,11 @@ pub struct SpawnArgs {
     /// [default: max_completion_tokens on api.openai.com, max_tokens elsewhere]
     #[arg(long, value_enum, value_name = "FIELD")]
     pub max_tokens_field: Option<MaxTokensField>,
+
+    /// Every task the teammate claims needs a plan you approve (`teamctl plans`,
+    /// `teamctl approve`) before it runs commands or changes files
+    #[arg(long)]
+    pub require_plan: bool,
 
     /// Run it as the systemd user unit teammated@NAME instead of a detached process
     #[arg(long)]
@@ -626,19 +826,72 @@ pub fn parse_status(s: &str) -> Result<TaskStatus, String> {
     })
 }
 
-/// Accepts the wire names and their dashed forms (`shutdown-request`).
-pub fn parse_kind(s: &str) -> Result<MessageKind, String> {
-    let wanted = s.trim().to_ascii_lowercase().replace('-', "_");
+/// The message kinds `send` offers: every kind but the four that belong to a
+/// tracked request, which boardd refuses from `send`.
+pub fn sendable_kinds() -> impl Iterator<Item = MessageKind> {
     MessageKind::ALL
         .into_iter()
-        .find(|k| k.as_str() == wanted)
-        .ok_or_else(|| {
-            let names: Vec<&str> = MessageKind::ALL.iter().map(|k| k.as_str()).collect();
-            format!(
-                "unknown message kind '{s}'; use one of: {}",
-                names.join(", ")
-            )
-        })
+        .filter(|k| request_command(*k).is_none())
+}
+
+/// For a kind that belongs to a tracked request: what to do instead of sending it.
+fn request_command(kind: MessageKind) -> Option<&'static str> {
+    match kind {
+        MessageKind::ShutdownRequest => Some("ask with `teamctl shutdown NAME`"),
+        MessageKind::ShutdownResponse => {
+            Some("only the teammate answers a shutdown request; ask with `teamctl shutdown NAME`")
+        }
+        MessageKind::PlanApprovalRequest => {
+            Some("teammates submit plans; see them with `teamctl plans`")
+        }
+        MessageKind::PlanApprovalResponse => {
+            Some("decide with `teamctl approve REQ` or `teamctl reject REQ --feedback TEXT`")
+        }
+        _ => None,
+    }
+}
+
+/// Accepts the wire names and their dashed forms (`idle-notification`). The kinds
+/// of the tracked requests are refused with the command that makes them.
+pub fn parse_kind(s: &str) -> Result<MessageKind, String> {
+    let wanted = s.trim().to_ascii_lowercase().replace('-', "_");
+    let kind = MessageKind::ALL.into_iter().find(|k| k.as_str() == wanted);
+    if let Some(kind) = kind {
+        if let Some(instead) = request_command(kind) {
+            return Err(format!(
+                "'{}' messages belong to a tracked request and cannot be sent; {instead}",
+                kind.as_str()
+            ));
+        }
+        return Ok(kind);
+    }
+    let names: Vec<&str> = sendable_kinds().map(|k| k.as_str()).collect();
+    Err(format!(
+        "unknown message kind '{s}'; use one of: {}",
+        names.join(", ")
+    ))
+}
+
+/// Accepts `shutdown` and `plan`.
+pub fn parse_request_kind(s: &str) -> Result<RequestKind, String> {
+    RequestKind::parse(&s.trim().to_ascii_lowercase())
+        .ok_or_else(|| format!("unknown request kind '{s}'; use shutdown or plan"))
+}
+
+/// Accepts `7`, `r7` and `R7`.
+pub fn parse_request_id(s: &str) -> Result<RequestId, String> {
+    let t = s.trim();
+    let digits = t
+        .strip_prefix('r')
+        .or_else(|| t.strip_prefix('R'))
+        .unwrap_or(t);
+    match digits.parse::<RequestId>() {
+        Ok(0) => Err("request ids start at 1".into()),
+        Ok(id) => Ok(id),
+        Err(_) => Err(format!(
+            "'{s}' is not a request id (expected a number like 7 or r7; see `teamctl requests`)"
+        )),
+    }
 }
 
 #[cfg(test)]
@@ -661,10 +914,75 @@ mod tests {
         assert_eq!(parse_status("IN_PROGRESS"), Ok(TaskStatus::InProgress));
         assert!(parse_status("done").unwrap_err().contains("pending"));
         assert_eq!(
-            parse_kind("shutdown-request"),
-            Ok(MessageKind::ShutdownRequest)
+            parse_kind("idle-notification"),
+            Ok(MessageKind::IdleNotification)
         );
         assert!(parse_kind("nope").is_err());
+        assert!(!parse_kind("nope").unwrap_err().contains("shutdown"));
+        assert_eq!(parse_request_id("7"), Ok(7));
+        assert_eq!(parse_request_id("r7"), Ok(7));
+        assert_eq!(parse_request_id("R7"), Ok(7));
+        assert!(parse_request_id("#7").is_err());
+        assert!(parse_request_id("r0").is_err());
+        assert_eq!(parse_request_kind("Plan"), Ok(RequestKind::Plan));
+        assert!(parse_request_kind("shut").is_err());
+    }
+
+    #[test]
+    fn the_kinds_of_tracked_requests_cannot_be_sent() {
+        for (kind, instead) in [
+            ("shutdown_request", "teamctl shutdown NAME"),
+            ("shutdown-response", "only the teammate answers"),
+            ("plan_approval_request", "teamctl plans"),
+            ("plan_approval_response", "teamctl approve REQ"),
+        ] {
+            let e = parse_kind(kind).expect_err(kind);
+            assert!(e.contains("tracked request"), "{e}");
+            assert!(e.contains(instead), "{e}");
+        }
+        let offered: Vec<_> = sendable_kinds().map(|k| k.as_str()).collect();
+        assert_eq!(
+            offered,
+            [
+                "message",
+                "broadcast",
+                "idle_notification",
+                "result",
+                "error"
+            ]
+        );
+    }
+
+    #[test]
+    fn shutdown_takes_its_timeout_only_from_the_command_line() {
+        let given = |args: &[&str]| match Cli::try_parse_args(args).expect("parses").command {
+            Command::Shutdown(a) => a.deadline_given.then_some(a.timeout).flatten(),
+            other => panic!("unexpected {other:?}"),
+        };
+        assert_eq!(given(&["teamctl", "shutdown", "bob"]), None);
+        assert_eq!(
+            given(&["teamctl", "shutdown", "bob", "--timeout", "5"]),
+            Some(5)
+        );
+        assert_eq!(
+            given(&["teamctl", "--timeout", "7", "shutdown", "bob"]),
+            Some(7)
+        );
+        // Elsewhere --timeout is still the global one.
+        let cli = Cli::try_parse_args(["teamctl", "tasks", "--timeout", "9"]).expect("parses");
+        assert_eq!(cli.global.timeout, 9);
+    }
+
+    #[test]
+    fn reject_needs_feedback() {
+        let e = Cli::try_parse_from(["teamctl", "reject", "r3"]).expect_err("no feedback");
+        assert_eq!(e.kind(), clap::error::ErrorKind::MissingRequiredArgument);
+        let cli =
+            Cli::try_parse_from(["teamctl", "reject", "R3", "--feedback", "no"]).expect("parses");
+        match cli.command {
+            Command::Reject(a) => assert_eq!((a.request, a.feedback.as_str()), (3, "no")),
+            other => panic!("unexpected {other:?}"),
+        }
     }
 
     #[test]

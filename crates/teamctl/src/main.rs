@@ -4,12 +4,11 @@ mod cli;
 mod commands;
 mod render;
 
-use clap::Parser;
 use std::process::ExitCode;
 use teamboard_protocol::ClientError;
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let cli = cli::Cli::parse_args();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -6,7 +6,10 @@
 use std::collections::HashMap;
 use std::io::Write;
 use teamboard_protocol::text::fit_chars_with_ellipsis;
-use teamboard_protocol::{Event, Member, MemberStatus, Message, Task, TaskId, TaskStatus};
+use teamboard_protocol::{
+    Event, Member, MemberStatus, Message, RequestId, RequestKind, RequestState, Task, TaskId,
+    TaskStatus, TeamRequest, TokenUsage,
+};
 
 // ---------------------------------------------------------------- output
 
@@ -113,6 +116,25 @@ pub fn count(n: u64) -> String {
         1000..=999_999 => format!("{:.1}k", n as f64 / 1000.0),
         _ => format!("{:.1}M", n as f64 / 1_000_000.0),
     }
+}
+
+/// Token use in words: `1.2k tokens (1.0k in, 0 cached, 200 out)`. "in" is fresh
+/// input and "cached" input read from the provider's prompt cache; input written
+/// to the cache is named only when there is some (the scripted model and OpenAI
+/// write none).
+pub fn tokens(t: &TokenUsage) -> String {
+    let written = if t.cache_write > 0 {
+        format!(", {} to cache", count(t.cache_write))
+    } else {
+        String::new()
+    };
+    format!(
+        "{} tokens ({} in, {} cached{written}, {} out)",
+        count(t.total()),
+        count(t.input),
+        count(t.cache_read),
+        count(t.output)
+    )
 }
 
 // ---------------------------------------------------------------- tasks
@@ -254,8 +276,16 @@ impl MemberWidths {
 }
 
 /// One line for a member:
-/// `alice  coder  working  pid 4242  #3 Write tests  1.2k tokens (1.0k in, 200 out)  seen 5s ago`.
-pub fn member_line(m: &Member, task_subject: Option<&str>, w: MemberWidths, now: i64) -> String {
+/// `alice  coder  working  pid 4242  #3 Write tests  1.2k tokens (1.0k in, 0 cached, 200 out)  seen 5s ago`,
+/// then `plans need approval` for a member spawned with `--require-plan` and its
+/// pending shutdown request, if any.
+pub fn member_line(
+    m: &Member,
+    task_subject: Option<&str>,
+    shutdown: Option<&TeamRequest>,
+    w: MemberWidths,
+    now: i64,
+) -> String {
     let mut status = m.status.as_str().to_string();
     if !m.connected && matches!(m.status, MemberStatus::Working | MemberStatus::Idle) {
         status.push_str(" (disconnected)");
@@ -270,21 +300,36 @@ pub fn member_line(m: &Member, task_subject: Option<&str>, w: MemberWidths, now:
         (Some(id), None) => format!("#{id}"),
         (None, _) => "no task".to_string(),
     };
-    format!(
-        "{:<nw$}  {:<rw$}  {status:<8}  {pid:<9}  {task}  {} tokens ({} in, {} out)  seen {}",
+    let mut line = format!(
+        "{:<nw$}  {:<rw$}  {status:<8}  {pid:<9}  {task}  {}  seen {}",
         m.name,
         m.role,
-        count(m.tokens.total()),
-        count(m.tokens.input),
-        count(m.tokens.output),
+        tokens(&m.tokens),
         ago(m.last_seen, now),
         nw = w.name,
         rw = w.role,
-    )
+    );
+    if m.require_plan {
+        line.push_str("  plans need approval");
+    }
+    if let Some(r) = shutdown {
+        line.push_str(&format!(
+            "  shutdown requested {} (request {})",
+            ago(r.created_at, now),
+            r.id
+        ));
+    }
+    line
 }
 
-/// Lines for every member, aligned, with their tasks' subjects looked up in `tasks`.
-pub fn member_lines(members: &[Member], tasks: &[Task], now: i64) -> Vec<String> {
+/// Lines for every member, aligned, with their tasks' subjects looked up in `tasks`
+/// and their pending shutdowns in `requests`.
+pub fn member_lines(
+    members: &[Member],
+    tasks: &[Task],
+    requests: &[TeamRequest],
+    now: i64,
+) -> Vec<String> {
     let w = MemberWidths::of(members);
     let subjects: HashMap<TaskId, &str> =
         tasks.iter().map(|t| (t.id, t.subject.as_str())).collect();
@@ -292,9 +337,144 @@ pub fn member_lines(members: &[Member], tasks: &[Task], now: i64) -> Vec<String>
         .iter()
         .map(|m| {
             let subject = m.task.and_then(|id| subjects.get(&id).copied());
-            member_line(m, subject, w, now)
+            let shutdown = requests
+                .iter()
+                .find(|r| r.kind == RequestKind::Shutdown && r.is_pending() && r.to == m.name);
+            member_line(m, subject, shutdown, w, now)
         })
         .collect()
+}
+
+// ---------------------------------------------------------------- requests
+
+/// How a request is named in listings: `r7`. Commands take `7`, `r7` or `R7`.
+pub fn request_tag(id: RequestId) -> String {
+    format!("r{id}")
+}
+
+/// One line for a request:
+/// `r4  shutdown  lead -> bob  pending  opened 12s ago  answer due in 1m 48s  reason: ...`
+/// or `r5  plan  alice -> lead  #3  approved by lead 2s ago: looks good`.
+pub fn request_line(r: &TeamRequest, now: i64) -> String {
+    let mut s = format!(
+        "{:<4}  {:<8}  {} -> {}",
+        request_tag(r.id),
+        r.kind.as_str(),
+        r.from,
+        r.to
+    );
+    if let Some(task) = r.task {
+        s.push_str(&format!("  #{task}"));
+    }
+    s.push_str(&format!(
+        "  {}  opened {}",
+        r.state.as_str(),
+        ago(r.created_at, now)
+    ));
+    if r.is_pending()
+        && let Some(deadline) = r.deadline
+    {
+        let left = u64::try_from(deadline.saturating_sub(now)).unwrap_or(0);
+        s.push_str(&format!("  answer due in {}", duration(left)));
+    }
+    if let Some(by) = &r.answered_by {
+        s.push_str(&format!(
+            ", {} by {by} {}",
+            r.state.as_str(),
+            r.answered_at.map_or_else(String::new, |at| ago(at, now))
+        ));
+    }
+    if r.forced {
+        s.push_str(" (forced)");
+    }
+    if let Some(f) = &r.feedback {
+        s.push_str(&format!(": {}", fit_chars_with_ellipsis(&one_line(f), 80)));
+    }
+    if let Some(reason) = &r.reason {
+        s.push_str(&format!(
+            "  reason: {}",
+            fit_chars_with_ellipsis(&one_line(reason), 60)
+        ));
+    }
+    s
+}
+
+/// A plan with its text: a header line, the plan indented, and for a decided plan
+/// the decision's feedback.
+pub fn plan_lines(r: &TeamRequest, subject: Option<&str>, now: i64) -> Vec<String> {
+    let task = match (r.task, subject) {
+        (Some(id), Some(subject)) => {
+            format!("#{id} {}", fit_chars_with_ellipsis(&one_line(subject), 50))
+        }
+        (Some(id), None) => format!("#{id}"),
+        (None, _) => "no task".to_string(),
+    };
+    let mut header = format!(
+        "{}  {}  {task}  {}  submitted {}",
+        request_tag(r.id),
+        r.from,
+        r.state.as_str(),
+        ago(r.created_at, now)
+    );
+    if let Some(by) = &r.answered_by {
+        header.push_str(&format!(", {} by {by}", r.state.as_str()));
+    }
+    let mut out = vec![header];
+    let plan = r.plan.as_deref().unwrap_or_default();
+    out.extend(plan.lines().map(|l| format!("    {l}")));
+    if plan.trim().is_empty() {
+        out.push("    (empty)".into());
+    }
+    if let Some(f) = &r.feedback {
+        out.push(format!("  feedback: {}", one_line(f)));
+    }
+    out
+}
+
+/// What became of a shutdown request, for the person who asked, and whether the
+/// teammate is gone or going (approved, stopped, or its session ended).
+pub fn shutdown_outcome(r: &TeamRequest) -> (String, bool) {
+    let tag = format!("request {}", r.id);
+    let feedback = r.feedback.as_deref().map(one_line);
+    let with = |s: String| match &feedback {
+        Some(f) => format!("{s}: {f}"),
+        None => s,
+    };
+    match r.state {
+        RequestState::Pending => (format!("{} has not answered yet ({tag})", r.to), false),
+        RequestState::Approved if r.forced => (
+            format!("boardd stopped {}'s processes ({tag}, forced)", r.to),
+            true,
+        ),
+        RequestState::Approved => (
+            with(format!(
+                "{} approved the shutdown and is leaving ({tag})",
+                r.to
+            )),
+            true,
+        ),
+        RequestState::Rejected => (
+            with(format!("{} rejected the shutdown ({tag})", r.to)),
+            false,
+        ),
+        RequestState::Expired => (
+            format!(
+                "{} did not answer in time: expired, and boardd stopped its processes ({tag})",
+                r.to
+            ),
+            true,
+        ),
+        RequestState::Cancelled => {
+            let gone = r.answered_by.as_deref() == Some("boardd");
+            (
+                with(format!(
+                    "the shutdown was cancelled by {} ({tag})",
+                    r.answered_by.as_deref().unwrap_or("boardd")
+                )),
+                gone,
+            )
+        }
+    }
 }
 
 // ---------------------------------------------------------------- events and messages
@@ -355,7 +535,6 @@ pub fn one_line(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use teamboard_protocol::TokenUsage;
 
     fn task(id: TaskId, status: TaskStatus, blocked_by: Vec<TaskId>) -> Task {
         Task {
@@ -378,6 +557,26 @@ mod tests {
             handoff: None,
             require_plan: false,
         }
+    }
+
+    #[test]
+    fn tokens_show_fresh_and_cached_input_apart() {
+        let plain = TokenUsage {
+            input: 1_000,
+            output: 200,
+            ..TokenUsage::default()
+        };
+        assert_eq!(tokens(&plain), "1.2k tokens (1.0k in, 0 cached, 200 out)");
+        let cached = TokenUsage {
+            input: 300,
+            output: 200,
+            cache_read: 12_000,
+            cache_write: 2_500,
+        };
+        assert_eq!(
+            tokens(&cached),
+            "15.0k tokens (300 in, 12.0k cached, 2.5k to cache, 200 out)"
+        );
     }
 
     #[test]
@@ -428,6 +627,126 @@ mod tests {
         assert_eq!(
             task_summary(&tasks),
             "2 pending (1 ready), 0 in progress, 1 completed, 0 failed, 0 cancelled"
+        );
+    }
+
+    fn request(id: RequestId, kind: RequestKind, state: RequestState) -> TeamRequest {
+        TeamRequest {
+            id,
+            kind,
+            from: "lead".into(),
+            to: "bob".into(),
+            task: None,
+            epoch: None,
+            state,
+            plan: None,
+            reason: None,
+            deadline: None,
+            answered_by: None,
+            answered_at: None,
+            feedback: None,
+            forced: false,
+            created_at: 0,
+        }
+    }
+
+    #[test]
+    fn requests_show_state_age_deadline_and_answer() {
+        let mut open = request(4, RequestKind::Shutdown, RequestState::Pending);
+        open.deadline = Some(120_000);
+        open.reason = Some("release\ncut".into());
+        assert_eq!(
+            request_line(&open, 12_000),
+            "r4    shutdown  lead -> bob  pending  opened 12s ago  answer due in 1m 48s  reason: release cut"
+        );
+        let mut plan = request(5, RequestKind::Plan, RequestState::Rejected);
+        plan.from = "alice".into();
+        plan.to = "lead".into();
+        plan.task = Some(3);
+        plan.answered_by = Some("lead".into());
+        plan.answered_at = Some(2_000);
+        plan.feedback = Some("keep the API".into());
+        plan.plan = Some("1. read\n2. write".into());
+        assert_eq!(
+            request_line(&plan, 5_000),
+            "r5    plan      alice -> lead  #3  rejected  opened 5s ago, rejected by lead 3s ago: keep the API"
+        );
+        assert_eq!(
+            plan_lines(&plan, Some("Parser"), 5_000),
+            vec![
+                "r5  alice  #3 Parser  rejected  submitted 5s ago, rejected by lead",
+                "    1. read",
+                "    2. write",
+                "  feedback: keep the API",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_shutdown_outcome_says_whether_the_teammate_goes() {
+        let mut r = request(4, RequestKind::Shutdown, RequestState::Rejected);
+        r.feedback = Some("busy with #3".into());
+        assert_eq!(
+            shutdown_outcome(&r),
+            (
+                "bob rejected the shutdown (request 4): busy with #3".into(),
+                false
+            )
+        );
+        r.state = RequestState::Expired;
+        r.forced = true;
+        let (text, gone) = shutdown_outcome(&r);
+        assert!(gone && text.contains("stopped its processes"), "{text}");
+        r.state = RequestState::Cancelled;
+        r.answered_by = Some("lead".into());
+        assert!(!shutdown_outcome(&r).1);
+        r.answered_by = Some("boardd".into());
+        r.feedback = Some("its session ended before it answered".into());
+        assert!(shutdown_outcome(&r).1);
+    }
+
+    #[test]
+    fn a_member_line_shows_a_pending_shutdown_and_the_plan_rule() {
+        let m = Member {
+            name: "bob".into(),
+            role: "coder".into(),
+            status: MemberStatus::Idle,
+            last_seen: 0,
+            pid: Some(7),
+            task: None,
+            tokens: TokenUsage::default(),
+            connected: true,
+            joined_at: 0,
+            require_plan: true,
+        };
+        let pending = request(4, RequestKind::Shutdown, RequestState::Pending);
+        let mut other = request(3, RequestKind::Shutdown, RequestState::Pending);
+        other.to = "alice".into();
+        let lines = member_lines(std::slice::from_ref(&m), &[], &[other, pending], 12_000);
+        assert!(
+            lines[0].ends_with("plans need approval  shutdown requested 12s ago (request 4)"),
+            "{}",
+            lines[0]
+        );
+    }
+
+    #[test]
+    fn request_events_render_on_one_line() {
+        let e = Event {
+            seq: 9,
+            team: "default".into(),
+            at: 0,
+            actor: "boardd".into(),
+            kind: teamboard_protocol::EventKind::RequestSettled,
+            task: None,
+            member: Some("bob".into()),
+            message: None,
+            request: Some(4),
+            detail: "shutdown request 4 to bob expired by boardd: no answer".into(),
+        };
+        assert_eq!(
+            event_line(&e),
+            "    9  00:00:00  boardd       request_settled   shutdown request 4 to bob expired by boardd: no answer"
         );
     }
 

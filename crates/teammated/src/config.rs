@@ -63,6 +63,9 @@ pub struct ProviderConfig {
     /// Where an OpenAI-compatible request puts `max_tokens`; `None` picks by the
     /// base URL (see `llm::openai`). Other providers ignore it.
     pub max_tokens_field: Option<MaxTokensField>,
+    /// Whether an Anthropic request marks its prefixes for prompt caching. Off only
+    /// to measure what caching saves, or for a proxy that refuses `cache_control`.
+    pub prompt_cache: bool,
     /// How long one HTTP request may take before it counts as a timeout.
     pub request_timeout: Duration,
     pub retry: RetryPolicy,
@@ -77,6 +80,7 @@ impl std::fmt::Debug for ProviderConfig {
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("max_tokens", &self.max_tokens)
             .field("max_tokens_field", &self.max_tokens_field)
+            .field("prompt_cache", &self.prompt_cache)
             .field("request_timeout", &self.request_timeout)
             .field("retry", &self.retry)
             .finish()
@@ -103,11 +107,17 @@ pub struct Config {
     pub max_rounds: u32,
     /// Estimated tokens of context before the teammate compacts.
     pub context_budget: u64,
+    /// Keep the conversation from one task to the next instead of starting each
+    /// task afresh.
+    pub carry_context: bool,
     /// How long a `bash` call may run when the model names no timeout.
     pub shell_timeout: Duration,
     /// How long boardd may stay unreachable (at start or after losing the
     /// connection) before the teammate exits with an error.
     pub reconnect_timeout: Duration,
+    /// Every task this teammate claims needs an approved plan before it changes
+    /// anything.
+    pub require_plan: bool,
 }
 
 /// A configured text with surrounding blanks removed, or `None` when nothing is left:
@@ -174,6 +184,7 @@ mod tests {
             api_key: Some("sk-very-secret".into()),
             max_tokens: 1,
             max_tokens_field: None,
+            prompt_cache: true,
             request_timeout: Duration::from_secs(1),
             retry: RetryPolicy::default(),
         };

@@ -9,12 +9,19 @@
 //! (both APIs reject a conversation where that happens). The identity block and the
 //! summary then open the conversation as its first user turn, so a teammate that has
 //! forgotten its history still knows who it is and what it is working on.
+//!
+//! A task taken between work phases starts a conversation of its own (unless the
+//! teammate runs with `--carry-context`): the system prompt, which says who the
+//! teammate is, then the task and the previous owner's note. What came before is
+//! saved to disk like a compaction's archive; the transcript has it too. The system
+//! prompt names no task, so it stays the same from task to task and the provider
+//! can serve it from its prompt cache.
 
 use crate::llm::{self, Block, ChatMessage, CompletionRequest, LlmError, OnRetry, Provider, Role};
 use crate::prompts::SUMMARY_PROMPT;
 use std::path::Path;
-use teamboard_protocol::TokenUsage;
 use teamboard_protocol::text::byte_prefix_with_ellipsis;
+use teamboard_protocol::{Task, TokenUsage};
 
 /// The facts that must survive compaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,13 +83,35 @@ pub fn system_prompt(identity: &Identity) -> String {
          When a task is given to you, work on it with your tools in your working directory. \
          When it is done, call complete_task with a short result; if it cannot be done, call \
          fail_task with the reason. You may split work with create_task (with blocked_by \
-         dependencies) and talk to others with send_message and broadcast. Messages that \
-         arrive while you work are added to the conversation for you; you never need to poll. \
+         dependencies), see who is on the team with list_team, and talk to others with \
+         send_message and broadcast. Every message wakes its reader, so do not send one only \
+         to acknowledge or thank. Messages that arrive while you work are added to the \
+         conversation for you; you never need to poll. \
          When you have nothing left to do, call idle.",
         name = identity.name,
         role = identity.role,
         team = identity.team,
     )
+}
+
+/// The user text that opens a task: the claim line with the subject and the
+/// description, then, as a block of its own, the note the previous owner left when
+/// it gave the task back. `how` says how the task came ("Auto-claimed").
+pub fn task_opening(how: &str, task: &Task) -> Vec<String> {
+    let mut blocks = vec![if task.description.is_empty() {
+        format!("[{how} task #{}] {}", task.id, task.subject)
+    } else {
+        format!(
+            "[{how} task #{}] {}\n{}",
+            task.id, task.subject, task.description
+        )
+    }];
+    if let Some(note) = task.handoff.as_deref().map(str::trim)
+        && !note.is_empty()
+    {
+        blocks.push(format!("[Note from the previous owner] {note}"));
+    }
+    blocks
 }
 
 /// The conversation and its budget.
@@ -113,6 +142,28 @@ impl Context {
             Some(last) if last.role == Role::User => last.content.push(Block::text(text)),
             _ => self.messages.push(ChatMessage::user_text(text)),
         }
+    }
+
+    /// Makes `task` the one the teammate holds and adds `opening` (see
+    /// [`task_opening`]) to the conversation. `afresh` drops the conversation
+    /// first, so the model starts from the system prompt and the task alone; what
+    /// was dropped is returned, for the caller to archive.
+    pub fn begin_task(
+        &mut self,
+        task: &Task,
+        opening: &[String],
+        afresh: bool,
+    ) -> Vec<ChatMessage> {
+        self.identity.task = Some((task.id, task.subject.clone(), task.description.clone()));
+        let before = if afresh {
+            std::mem::take(&mut self.messages)
+        } else {
+            Vec::new()
+        };
+        for block in opening {
+            self.push_user_text(block.clone());
+        }
+        before
     }
 
     pub fn push_assistant(&mut self, content: Vec<Block>) {
@@ -257,7 +308,13 @@ pub enum CompactError {
     Summary(#[from] LlmError),
 }
 
-fn save_archive(path: &Path, system: &str, messages: &[ChatMessage]) -> Result<(), CompactError> {
+/// Saves a conversation as compaction does: the system prompt and every message,
+/// as pretty JSON at `path`.
+pub fn save_archive(
+    path: &Path,
+    system: &str,
+    messages: &[ChatMessage],
+) -> Result<(), CompactError> {
     let err = |source| CompactError::Archive {
         path: path.display().to_string(),
         source,
@@ -476,6 +533,106 @@ mod tests {
         assert_pairs_intact(&ctx.messages);
         assert!(ctx.messages[0].joined_text().contains("<identity>"));
         assert!(done.put_back.starts_with(&ctx.identity.block()));
+    }
+
+    fn task(id: u64, handoff: Option<&str>) -> Task {
+        Task {
+            id,
+            subject: "add the parser".into(),
+            description: "in src/parse.rs".into(),
+            status: teamboard_protocol::TaskStatus::InProgress,
+            owner: Some("alice".into()),
+            blocked_by: vec![],
+            priority: 0,
+            role: None,
+            attempts: 2,
+            result: None,
+            last_error: None,
+            epoch: 2,
+            tokens: TokenUsage::default(),
+            created_at: 0,
+            updated_at: 0,
+            ready: false,
+            require_plan: false,
+            handoff: handoff.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn a_task_opens_with_its_text_and_the_previous_owners_note() {
+        assert_eq!(
+            task_opening("Auto-claimed", &task(8, None)),
+            vec!["[Auto-claimed task #8] add the parser\nin src/parse.rs".to_string()]
+        );
+        let opening = task_opening(
+            "Claimed",
+            &task(8, Some("  lexer done; tests fail on ws\n")),
+        );
+        assert_eq!(
+            opening,
+            vec![
+                "[Claimed task #8] add the parser\nin src/parse.rs".to_string(),
+                "[Note from the previous owner] lexer done; tests fail on ws".to_string(),
+            ]
+        );
+        // A blank note says nothing, so it is left out.
+        assert_eq!(task_opening("Claimed", &task(8, Some(" "))).len(), 1);
+        let mut bare = task(9, None);
+        bare.description.clear();
+        assert_eq!(
+            task_opening("Claimed", &bare),
+            vec!["[Claimed task #9] add the parser"]
+        );
+    }
+
+    #[test]
+    fn a_new_task_starts_afresh_with_identity_task_and_note_only() {
+        let mut ctx = Context::new(identity(), 100_000);
+        ctx.push_user_text("[Auto-claimed task #7] refactor auth");
+        tool_round(&mut ctx, 0, 100);
+        ctx.push_assistant(vec![Block::text("done")]);
+        let before = ctx.messages.clone();
+        let next = task(8, Some("lexer done"));
+        let opening = task_opening("Auto-claimed", &next);
+        let dropped = ctx.begin_task(&next, &opening, true);
+        assert_eq!(
+            dropped, before,
+            "what was dropped is handed back to be saved"
+        );
+        assert_eq!(ctx.messages.len(), 1, "{:?}", ctx.messages);
+        assert_eq!(ctx.messages[0].role, Role::User);
+        assert_eq!(
+            ctx.messages[0].content,
+            vec![Block::text(&opening[0]), Block::text(&opening[1])]
+        );
+        assert!(!ctx.messages[0].joined_text().contains("refactor auth"));
+        assert_eq!(
+            ctx.identity.task,
+            Some((8, "add the parser".into(), "in src/parse.rs".into()))
+        );
+        // The system prompt says who the teammate is and names no task, so it is
+        // the same for every task.
+        let system = ctx.system();
+        assert!(system.contains("You are alice") && !system.contains("parser"));
+        assert_eq!(system, system_prompt(&identity()));
+    }
+
+    #[test]
+    fn carrying_the_context_keeps_the_conversation_and_adds_the_task() {
+        let mut ctx = Context::new(identity(), 100_000);
+        ctx.push_user_text("[Auto-claimed task #7] refactor auth");
+        ctx.push_assistant(vec![Block::text("done")]);
+        let before = ctx.messages.clone();
+        let next = task(8, Some("lexer done"));
+        let dropped = ctx.begin_task(&next, &task_opening("Auto-claimed", &next), false);
+        assert!(dropped.is_empty());
+        assert_eq!(&ctx.messages[..2], &before[..]);
+        assert_eq!(ctx.messages.len(), 3);
+        assert!(
+            ctx.messages[2]
+                .joined_text()
+                .contains("[Note from the previous owner] lexer done")
+        );
     }
 
     #[test]

@@ -6,10 +6,10 @@
 //! wake-up itself is pushed.
 
 use crate::error::Error;
-use crate::teammate::{Exit, Teammate};
+use crate::teammate::{Exit, Opening, Teammate};
 use std::time::Duration;
 use teamboard_protocol::transcript::EntryKind;
-use teamboard_protocol::{MemberStatus, Message, MessageKind, TaskId, Work};
+use teamboard_protocol::{MemberStatus, MessageKind, TaskId, Work};
 use tokio::time::Instant;
 
 /// The longest pause before taking more work after model failures.
@@ -27,10 +27,10 @@ enum Woken {
 impl Teammate {
     /// Waits until there is work. `Some(exit)` when the teammate should stop instead.
     ///
-    /// The teammate becomes idle, and tells the lead so (one `idle_notification`),
-    /// only when there is nothing to do: the first wait only looks (a zero
-    /// timeout), so that work already waiting is taken without a word, as after
-    /// a spawn onto a board with a ready task.
+    /// The teammate becomes idle only when there is nothing to do: the first wait
+    /// only looks (a zero timeout), so that work already waiting is taken without
+    /// a word, as after a spawn onto a board with a ready task. The lead hears of
+    /// it (one `idle_notification`) only on a transition; see `become_idle`.
     pub(crate) async fn idle(&mut self) -> Result<Option<Exit>, Error> {
         let mut since = None;
         if self.llm_failures > 0 {
@@ -79,23 +79,27 @@ impl Teammate {
                 // Nothing to do: the first time, that is the transition into IDLE;
                 // after that, the safety-net renewal, where nothing was lost. The
                 // loop re-checks the idle limit.
-                Woken::Work(Work::Timeout) => {
-                    if since.is_none() {
+                Woken::Work(Work::Timeout) => match since {
+                    None => {
                         self.become_idle().await?;
                         since = Some(Instant::now());
                     }
-                }
+                    // Silent but for this line: no status, no message, no model call.
+                    Some(_) => {
+                        tracing::debug!("no work within the poll interval; renewing the wait")
+                    }
+                },
                 Woken::Work(Work::Messages { messages }) if messages.is_empty() => {}
                 Woken::Work(Work::Messages { messages }) => {
                     return self.take_messages(messages).await;
                 }
                 Woken::Work(Work::Task { claim }) => {
                     tracing::info!(task = claim.task.id, subject = %claim.task.subject, "claimed a task");
-                    self.hold(claim, "Auto-claimed").await;
+                    self.hold(claim, "Auto-claimed", Opening::NewPhase).await;
                     return Ok(None);
                 }
                 Woken::Adopted(id) => {
-                    self.resume(id).await?;
+                    self.resume(id, Opening::NewPhase).await?;
                     if self.held.is_some() {
                         return Ok(None);
                     }
@@ -104,15 +108,20 @@ impl Teammate {
         }
     }
 
-    /// The transition into IDLE: the status, one notification to the lead, a line
-    /// in the transcript. Never once per wait.
+    /// Back to waiting: the status, a line in the transcript and, only on a
+    /// transition into IDLE (the first time, or after holding a task), one
+    /// notification to the lead. Never once per wait, and never after a work
+    /// phase that only answered messages: the lead's own message must not earn
+    /// it a notification to read.
     async fn become_idle(&mut self) -> Result<(), Error> {
         self.set_status(MemberStatus::Idle).await?;
-        self.tell_lead(
-            MessageKind::IdleNotification,
-            format!("{} is idle and waiting for work", self.cfg.name),
-        )
-        .await;
+        if std::mem::take(&mut self.announce_idle) {
+            self.tell_lead(
+                MessageKind::IdleNotification,
+                format!("{} is idle and waiting for work", self.cfg.name),
+            )
+            .await;
+        }
         self.log(
             EntryKind::Lifecycle,
             None,
@@ -138,73 +147,5 @@ impl Teammate {
             _ = self.cancel.cancelled() => Some(Exit::Terminated),
             _ = tokio::time::sleep(pause) => None,
         }
-    }
-
-    /// Puts messages into the context and acknowledges them. Acknowledging only after
-    /// the messages are in the context is what makes delivery at-least-once: if we die
-    /// before the ack, boardd keeps them.
-    ///
-    /// A shutdown request is answered at once; the messages that came with it stay
-    /// in the inbox unread, for whoever runs under this name next.
-    pub(crate) async fn take_messages(
-        &mut self,
-        messages: Vec<Message>,
-    ) -> Result<Option<Exit>, Error> {
-        if let Some(request) = messages
-            .iter()
-            .find(|m| m.kind == MessageKind::ShutdownRequest)
-        {
-            let reply = format!("{} is shutting down", self.cfg.name);
-            let (to, rid) = (&request.from, request.request_id.as_deref());
-            let sent = self
-                .session
-                .call(|c| {
-                    let reply = &reply;
-                    async move { c.send(to, MessageKind::ShutdownResponse, reply, rid).await }
-                })
-                .await;
-            if let Err(e) = &sent {
-                // Still leave: the request is clear, and staying would bring the same
-                // request back after a restart.
-                tracing::warn!(error = %e, to = %request.from, "cannot answer the shutdown request");
-            }
-            let id = request.id;
-            self.session
-                .call(|c| async move { c.ack(vec![id]).await })
-                .await?;
-            let rid = request
-                .request_id
-                .as_deref()
-                .map(|r| format!(" (request {r})"))
-                .unwrap_or_default();
-            self.log(
-                EntryKind::Lifecycle,
-                None,
-                false,
-                &format!("shutdown requested by {}{rid}; answered", request.from),
-            );
-            let exit = Exit::ShutdownRequested {
-                by: request.from.clone(),
-            };
-            self.shutdown = Some(exit.clone());
-            return Ok(Some(exit));
-        }
-        let ids: Vec<u64> = messages.iter().map(|m| m.id).collect();
-        for m in messages {
-            let text = format!(
-                "[Message #{} from {} ({})] {}",
-                m.id,
-                m.from,
-                m.kind.as_str(),
-                m.content
-            );
-            self.ctx.push_user_text(text.clone());
-            self.log(EntryKind::User, None, false, &text);
-        }
-        let ids = &ids;
-        self.session
-            .call(|c| async move { c.ack(ids.clone()).await })
-            .await?;
-        Ok(None)
     }
 }

@@ -21,6 +21,7 @@ pub mod heartbeat;
 mod idle;
 pub mod lead;
 pub mod llm;
+mod messages;
 mod prompts;
 pub mod provider_args;
 pub mod session;

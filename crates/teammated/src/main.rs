@@ -67,6 +67,12 @@ struct Args {
     /// Estimated context tokens before older turns are summarised.
     #[arg(long, env = "TEAMMATE_CONTEXT_BUDGET", default_value_t = 100_000)]
     context_budget: u64,
+    /// Keep the conversation from one task to the next. By default each task
+    /// starts afresh: the model sees who it is, the task, and the note the
+    /// previous owner left when it gave the task back; earlier conversations stay
+    /// in the transcript.
+    #[arg(long, env = "TEAMMATE_CARRY_CONTEXT")]
+    carry_context: bool,
     /// Default timeout of one `bash` call, in seconds.
     #[arg(long, env = "TEAMMATE_SHELL_TIMEOUT", default_value_t = 120)]
     shell_timeout: u64,
@@ -76,6 +82,10 @@ struct Args {
     /// for picking up new work.
     #[arg(long, env = "TEAMMATE_RECONNECT_TIMEOUT", default_value_t = 300)]
     reconnect_timeout: u64,
+    /// Every task needs a plan the lead approves before bash, write_file and
+    /// edit_file open (tasks created with --require-plan need one anyway).
+    #[arg(long, env = "TEAMMATE_REQUIRE_PLAN")]
+    require_plan: bool,
 }
 
 impl Args {
@@ -102,8 +112,10 @@ impl Args {
             poll_interval: Duration::from_secs_f64(self.poll_interval.min(86_400.0)),
             max_rounds: self.max_rounds.max(1),
             context_budget: self.context_budget.max(1000),
+            carry_context: self.carry_context,
             shell_timeout: Duration::from_secs(self.shell_timeout.clamp(1, 600)),
             reconnect_timeout: Duration::from_secs(self.reconnect_timeout),
+            require_plan: self.require_plan,
         })
     }
 }

@@ -14,6 +14,7 @@ use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use teamboard_protocol::request::RegisterArgs;
 use teamboard_protocol::{Client, ClientError, ErrorCode, Event, Member, TaskId};
 use tokio::sync::{RwLock, watch};
 use tokio_util::sync::CancellationToken;
@@ -24,6 +25,8 @@ pub struct Identity {
     pub name: String,
     pub role: String,
     pub team: String,
+    /// Registered with the member, so that boardd holds every claim to a plan.
+    pub require_plan: bool,
 }
 
 /// One teammate's connection to boardd. Cheap to share: the state lives behind an
@@ -263,7 +266,13 @@ async fn connect_loop(
     loop {
         let attempt = async {
             let client = Client::connect(socket, "teammated", &who.name, &who.team).await?;
-            let member = client.register(&who.role, Some(std::process::id())).await?;
+            let member = client
+                .register_with(RegisterArgs {
+                    role: who.role.clone(),
+                    pid: Some(std::process::id()),
+                    require_plan: who.require_plan,
+                })
+                .await?;
             Ok::<_, ClientError>((client, member))
         };
         let result = match tokio::time::timeout(ATTEMPT_TIMEOUT, attempt).await {

@@ -2,10 +2,11 @@
 
 use crate::board_text;
 use crate::config::Config;
-use crate::context::{Context, Identity};
+use crate::context::{self, Context, Identity};
 use crate::error::Error;
 use crate::heartbeat::Heartbeat;
-use crate::llm::{self, Probe, Provider, ToolSpec};
+use crate::llm::{self, ChatMessage, Probe, Provider, ToolSpec};
+use crate::messages::{AskedToLeave, PlanState};
 use crate::session::{self, Session};
 use crate::tools::{self, LocalEnv};
 use crate::transcript::Transcript;
@@ -35,12 +36,31 @@ impl std::fmt::Display for Exit {
     }
 }
 
+/// How a task comes before the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Opening {
+    /// Taken between work phases: a conversation of its own, unless the teammate
+    /// runs with `--carry-context`.
+    NewPhase,
+    /// Taken at the start of a round within a work phase: added to the
+    /// conversation the phase is having.
+    InPhase,
+    /// Taken by the model's own `claim_task` call: the caller puts the text into
+    /// the tool's result. As a user turn of its own it would come between the call
+    /// and its result, and both APIs refuse a conversation like that.
+    ToolResult,
+}
+
 /// The task the teammate holds.
 pub struct Held {
     pub id: TaskId,
     pub epoch: u64,
     pub subject: String,
     pub heartbeat: Heartbeat,
+    /// The claim needs an approved plan before bash, write_file and edit_file
+    /// open: the task or the teammate was created with `--require-plan`.
+    pub needs_plan: bool,
+    pub plan: PlanState,
 }
 
 pub struct Teammate {
@@ -55,6 +75,8 @@ pub struct Teammate {
     /// Set when a shutdown request has been answered: the teammate finishes its
     /// current round, gives back its task and exits.
     pub(crate) shutdown: Option<Exit>,
+    /// A shutdown request the model has been asked to answer.
+    pub(crate) asked_to_leave: Option<AskedToLeave>,
     /// Set by the `idle` tool: the work phase ends after this round.
     pub(crate) idle_requested: bool,
     pub(crate) cancel: CancellationToken,
@@ -65,6 +87,11 @@ pub struct Teammate {
     /// Work phases in a row that ended in an LLM error; IDLE waits longer before
     /// taking more work after each, so a broken model does not burn the board.
     pub(crate) llm_failures: u32,
+    /// Whether going idle next is news for the lead: true at start and once a
+    /// task has been held, false once the lead was told. A work phase for a
+    /// message alone leaves it false, so answering the lead never makes the
+    /// teammate announce again that it is idle.
+    pub(crate) announce_idle: bool,
 }
 
 /// Runs a teammate until it exits: registers, then alternates IDLE and WORK.
@@ -96,6 +123,7 @@ pub async fn run(cfg: Config, cancel: CancellationToken) -> Result<Exit, Error> 
         name: cfg.name.clone(),
         role: cfg.role.clone(),
         team: cfg.team.clone(),
+        require_plan: cfg.require_plan,
     };
     let (session, member) = Session::open(
         cfg.socket.clone(),
@@ -122,11 +150,16 @@ pub async fn run(cfg: Config, cancel: CancellationToken) -> Result<Exit, Error> 
         None,
         false,
         &format!(
-            "started: pid {}, role {}, provider {}, context budget {} tokens, workdir {}",
+            "started: pid {}, role {}, provider {}, context budget {} tokens, {}, workdir {}",
             std::process::id(),
             cfg.role,
             provider.describe(),
             cfg.context_budget,
+            if cfg.carry_context {
+                "carried from task to task"
+            } else {
+                "fresh for each task"
+            },
             workdir.display()
         ),
     );
@@ -149,15 +182,17 @@ pub async fn run(cfg: Config, cancel: CancellationToken) -> Result<Exit, Error> 
         transcript,
         held: None,
         shutdown: None,
+        asked_to_leave: None,
         idle_requested: false,
         cancel,
         compactions: 0,
         compacted_at: None,
         llm_failures: 0,
+        announce_idle: true,
     };
     // After a boardd restart, the claim our name still holds comes back to us.
     let result = match member.task {
-        Some(id) => teammate.resume(id).await,
+        Some(id) => teammate.resume(id, Opening::NewPhase).await,
         None => Ok(()),
     };
     let result = match result {
@@ -169,6 +204,13 @@ pub async fn run(cfg: Config, cancel: CancellationToken) -> Result<Exit, Error> 
     teammate.local.guards.stop_all(STOP_TOOLS_WITHIN).await;
     result
 }
+
+/// What a teammate is told with a task that needs a plan. The scripted model
+/// looks for it.
+pub const PLAN_FIRST: &str = "[Runtime] This task needs a plan approved by the lead before \
+     you change anything: bash, write_file and edit_file stay closed until then. Look \
+     around with read_file and glob, then call submit_plan with your plan; it waits for \
+     the lead's decision.";
 
 /// How long teammated waits, on its way out, for its tool commands to be killed.
 const STOP_TOOLS_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
@@ -204,13 +246,14 @@ impl Teammate {
                 );
                 Ok(())
             }
-            None => self.resume(id).await,
+            // Between two rounds of a work phase.
+            None => self.resume(id, Opening::InPhase).await,
         }
     }
 
     /// Takes over a claim boardd kept for our name across its restart, unless it
     /// has ended since boardd handed it back (the lead cancelled it meanwhile).
-    pub(crate) async fn resume(&mut self, id: TaskId) -> Result<(), Error> {
+    pub(crate) async fn resume(&mut self, id: TaskId, opening: Opening) -> Result<(), Error> {
         let detail = self
             .session
             .call(|c| async move { c.get_task(id).await })
@@ -229,32 +272,85 @@ impl Teammate {
             epoch: detail.task.epoch,
             task: detail.task,
         };
-        self.hold(claim, "Claimed").await;
+        self.hold(claim, "Claimed", opening).await;
         Ok(())
     }
 
-    /// Takes a claim: puts the task into the context and starts its heartbeat.
-    pub(crate) async fn hold(&mut self, claim: Claim, how: &str) {
+    /// Takes a claim: starts its heartbeat and puts the task before the model as
+    /// `opening` says. Returns the text that opens the task, for a caller that
+    /// puts it into a tool's result.
+    pub(crate) async fn hold(&mut self, claim: Claim, how: &str, opening: Opening) -> String {
         let task = claim.task;
         let heartbeat = Heartbeat::start(self.session.clone(), task.id, claim.epoch).await;
-        let text = if task.description.is_empty() {
-            format!("[{how} task #{}] {}", task.id, task.subject)
-        } else {
-            format!(
-                "[{how} task #{}] {}\n{}",
-                task.id, task.subject, task.description
-            )
-        };
-        self.ctx.identity.task = Some((task.id, task.subject.clone(), task.description.clone()));
-        self.ctx.push_user_text(text.clone());
-        self.transcript
-            .write(EntryKind::User, None, Some(task.id), false, &text);
+        self.announce_idle = true;
+        let needs_plan = task.require_plan || self.cfg.require_plan;
+        let mut blocks = context::task_opening(how, &task);
+        if needs_plan && let Some(task_text) = blocks.first_mut() {
+            task_text.push_str(&format!("\n\n{PLAN_FIRST}"));
+        }
+        match opening {
+            Opening::ToolResult => {
+                self.ctx.begin_task(&task, &[], false);
+            }
+            Opening::NewPhase | Opening::InPhase => {
+                let afresh = opening == Opening::NewPhase && !self.cfg.carry_context;
+                let before = self.ctx.begin_task(&task, &blocks, afresh);
+                if afresh {
+                    self.archive_conversation(task.id, &before);
+                }
+                for text in &blocks {
+                    self.transcript
+                        .write(EntryKind::User, None, Some(task.id), false, text);
+                }
+            }
+        }
         self.held = Some(Held {
             id: task.id,
             epoch: claim.epoch,
             subject: task.subject,
             heartbeat,
+            needs_plan,
+            plan: PlanState::None,
         });
+        blocks.join("\n\n")
+    }
+
+    /// Saves the conversation a new task does not carry on, as compaction saves
+    /// the part it summarises, and says so in the transcript. A conversation that
+    /// cannot be saved is dropped all the same: the transcript has every turn of
+    /// it, and carrying it on would cost every call of the task.
+    fn archive_conversation(&mut self, task: TaskId, before: &[ChatMessage]) {
+        // Compaction measures its progress in this conversation's length.
+        self.compacted_at = None;
+        if before.is_empty() {
+            return;
+        }
+        let dir = teamboard_protocol::transcript::teammate_dir(
+            &self.cfg.state_dir,
+            &self.cfg.team,
+            &self.cfg.name,
+        );
+        let archive = dir.join(format!(
+            "context-{}-before-task-{task}.json",
+            crate::transcript::now_ms()
+        ));
+        let text = match context::save_archive(&archive, &self.ctx.system(), before) {
+            Ok(()) => format!(
+                "context: task #{task} starts afresh; the previous conversation ({} messages) is saved in {}",
+                before.len(),
+                archive.display()
+            ),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot save the previous conversation");
+                format!(
+                    "context: task #{task} starts afresh; the previous conversation ({} messages) \
+                     could not be saved ({e}) and is in this transcript only",
+                    before.len()
+                )
+            }
+        };
+        self.transcript
+            .write(EntryKind::Lifecycle, None, Some(task), false, &text);
     }
 
     pub(crate) fn task_id(&self) -> Option<TaskId> {

@@ -2,8 +2,22 @@
 //! sharing tasks, respecting dependencies, losing a teammate to `kill -9`, the idle
 //! timeout and the shutdown handshake.
 
-use teamboard_protocol::{EventKind, MessageKind, TaskStatus};
+use teamboard_protocol::request::ShutdownArgs;
+use teamboard_protocol::{EventKind, MessageKind, RequestState, TaskStatus, TeamRequest};
 use teamboard_testkit::Board;
+
+/// The lead asks `name` to shut down.
+async fn ask_shutdown(board: &Board, name: &str, reason: &str) -> TeamRequest {
+    board
+        .lead
+        .request_shutdown(ShutdownArgs {
+            to: name.into(),
+            reason: Some(reason.into()),
+            ..Default::default()
+        })
+        .await
+        .expect("request_shutdown")
+}
 
 /// The binary under test, built by cargo for this package's tests.
 const TEAMMATED: &str = env!("CARGO_BIN_EXE_teammated");
@@ -177,16 +191,7 @@ async fn an_idle_teammate_answers_a_shutdown_request_and_exits() {
     let mut board = Board::start(TEAMMATED).await;
     let mut alice = board.spawn("alice", "dev", &[]);
     board.wait_idle("alice").await;
-    board
-        .lead
-        .send(
-            "alice",
-            MessageKind::ShutdownRequest,
-            "please stop",
-            Some("req-42"),
-        )
-        .await
-        .expect("send");
+    let req = ask_shutdown(&board, "alice", "please stop").await;
     assert_eq!(alice.exit_code().await, Some(0), "{}", alice.log_text());
     let inbox = board.lead.inbox().await.expect("inbox");
     let answer = inbox
@@ -194,7 +199,11 @@ async fn an_idle_teammate_answers_a_shutdown_request_and_exits() {
         .find(|m| m.kind == MessageKind::ShutdownResponse)
         .unwrap_or_else(|| panic!("no shutdown_response: {inbox:#?}"));
     assert_eq!(answer.from, "alice");
-    assert_eq!(answer.request_id.as_deref(), Some("req-42"));
+    assert_eq!(answer.request_id, Some(req.id.to_string()));
+    let settled = board.lead.get_request(req.id).await.expect("request");
+    assert_eq!(settled.state, RequestState::Approved);
+    assert_eq!(settled.answered_by.as_deref(), Some("alice"));
+    assert!(!settled.forced);
     let team = board.lead.team().await.expect("team");
     let member = team.iter().find(|m| m.name == "alice").expect("alice");
     assert_eq!(member.status.as_str(), "shutdown");
@@ -217,16 +226,7 @@ async fn a_working_teammate_finishes_its_round_then_shuts_down_and_gives_the_tas
         .await;
     board.wait_claimed(t.id).await;
     alice.wait_for_file(&mark).await;
-    board
-        .lead
-        .send(
-            "alice",
-            MessageKind::ShutdownRequest,
-            "stop now",
-            Some("req-7"),
-        )
-        .await
-        .expect("send");
+    let req = ask_shutdown(&board, "alice", "stop now").await;
     assert_eq!(alice.exit_code().await, Some(0), "{}", alice.log_text());
     let task = board.task(t.id).await;
     assert_eq!(task.status, TaskStatus::Pending, "given back: {task:#?}");
@@ -235,6 +235,11 @@ async fn a_working_teammate_finishes_its_round_then_shuts_down_and_gives_the_tas
         task.attempts, 0,
         "leaving is not the task's fault: {task:#?}"
     );
+    // Given back with a note of how far it got, for the next owner.
+    let note = task.handoff.clone().unwrap_or_default();
+    assert!(note.contains("ran 1 of 2 commands"), "{task:#?}");
+    let settled = board.lead.get_request(req.id).await.expect("request");
+    assert_eq!(settled.state, RequestState::Approved, "{settled:#?}");
     let log = board.transcript("alice");
     assert!(
         log.contains("round-one-done"),
@@ -249,7 +254,7 @@ async fn a_working_teammate_finishes_its_round_then_shuts_down_and_gives_the_tas
         inbox
             .iter()
             .any(|m| m.kind == MessageKind::ShutdownResponse
-                && m.request_id.as_deref() == Some("req-7")),
+                && m.request_id == Some(req.id.to_string())),
         "{inbox:#?}"
     );
     board.stop().await;
@@ -333,11 +338,7 @@ async fn logs_show_requests_and_shutdowns_in_plain_words() {
         .await
         .expect("send");
     alice.wait_for_file(&two).await;
-    board
-        .lead
-        .send("alice", MessageKind::ShutdownRequest, "stop", Some("x1"))
-        .await
-        .expect("send");
+    let req = ask_shutdown(&board, "alice", "stop").await;
     assert_eq!(alice.exit_code().await, Some(0), "{}", alice.log_text());
     let socket = board.daemon.socket.clone();
     let state = board.state_dir().to_path_buf();
@@ -356,7 +357,10 @@ async fn logs_show_requests_and_shutdowns_in_plain_words() {
         "{logs}"
     );
     assert!(
-        logs.contains("shutdown requested by lead (request x1); answered"),
+        logs.contains(&format!(
+            "lead asks you to shut down (request {}): stop.",
+            req.id
+        )),
         "{logs}"
     );
     assert!(

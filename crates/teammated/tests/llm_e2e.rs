@@ -5,8 +5,8 @@
 use serde_json::json;
 use std::time::{Duration, Instant};
 use teamboard_protocol::{MessageKind, TaskStatus};
-use teamboard_testkit::Board;
 use teamboard_testkit::mock_llm::{self, MockLlm, MockReply};
+use teamboard_testkit::{Board, PATIENCE, eventually};
 
 /// The binary under test, built by cargo for this package's tests.
 const TEAMMATED: &str = env!("CARGO_BIN_EXE_teammated");
@@ -62,7 +62,7 @@ async fn an_idle_teammate_makes_no_model_calls_and_wakes_at_once() {
     assert!(
         first.body["tools"]
             .as_array()
-            .is_some_and(|t| t.len() == 14),
+            .is_some_and(|t| t.len() == teammated::tools::specs::all().len()),
         "{text}"
     );
     // The second call carries the tool call and its result.
@@ -74,6 +74,52 @@ async fn an_idle_teammate_makes_no_model_calls_and_wakes_at_once() {
         "{second}"
     );
     drop(alice);
+    board.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_team_shows_the_model_the_roster_with_tasks_and_connections() {
+    let mut board = Board::start(TEAMMATED).await;
+    let mock = MockLlm::start(vec![
+        MockReply::openai_tool_call("call_1", "list_team", "{}"),
+        MockReply::openai_text("Done."),
+    ]);
+    let url = mock.url();
+    // bob is another role, so the task can only be alice's.
+    let bob = board.spawn("bob", "ops", &[]);
+    board.wait_idle("bob").await;
+    let alice = board.spawn(
+        "alice",
+        "dev",
+        &["--provider", "openai", "--base-url", &url],
+    );
+    board.wait_idle("alice").await;
+    let t = board
+        .lead
+        .add_task(teamboard_protocol::request::NewTask {
+            subject: "look around".into(),
+            role: Some("dev".into()),
+            ..Default::default()
+        })
+        .await
+        .expect("add_task");
+    board.wait_done(&[t.id]).await;
+    board.wait_idle("alice").await;
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2, "{}", alice.log_text());
+    let second = &requests[1].body;
+    let result = second["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == "call_1")
+        .unwrap_or_else(|| panic!("no list_team result in {second}"));
+    assert_eq!(
+        result["content"],
+        "alice [working] role dev, holds #1 look around, connected (you)\n\
+         bob [idle] role ops, connected"
+    );
+    drop((alice, bob));
     board.stop().await;
 }
 
@@ -174,6 +220,64 @@ async fn anthropic_multi_turn_tool_use_with_a_rate_limit_in_between() {
         );
     }
     alice.child.kill().await.ok();
+    board.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_the_model_cannot_answer_brings_an_error_but_no_second_idle_notice() {
+    let mut board = Board::start(TEAMMATED).await;
+    let mock = MockLlm::start_with_fallback(Vec::new(), MockReply::status(503));
+    let url = mock.url();
+    let alice = board.spawn(
+        "alice",
+        "dev",
+        &[
+            "--provider",
+            "openai",
+            "--base-url",
+            &url,
+            "--retry-base-ms",
+            "1",
+            "--llm-attempts",
+            "2",
+        ],
+    );
+    board.wait_idle("alice").await;
+    // Written each time she goes back to waiting, after any notice.
+    let waits = |board: &Board| {
+        board
+            .transcript("alice")
+            .matches("idle: waiting for messages")
+            .count()
+    };
+    let before = waits(&board);
+    board
+        .lead
+        .send("alice", MessageKind::Message, "are you there?", None)
+        .await
+        .expect("send");
+    board
+        .wait_for("alice's error", |e| {
+            e.kind == teamboard_protocol::EventKind::MessageSent
+                && e.detail.contains("alice → lead: error")
+        })
+        .await;
+    let seen = &board;
+    eventually("alice to wait again", PATIENCE, || async move {
+        (waits(seen) > before).then_some(())
+    })
+    .await;
+    // Resting after a model failure is not news when she held no task.
+    let inbox = board.lead.inbox().await.expect("inbox");
+    let kinds: Vec<MessageKind> = inbox.iter().map(|m| m.kind).collect();
+    assert_eq!(
+        kinds,
+        [MessageKind::IdleNotification, MessageKind::Error],
+        "{inbox:#?}\n{}",
+        alice.log_text()
+    );
+    assert_eq!(mock.calls(), 2);
+    drop(alice);
     board.stop().await;
 }
 
@@ -792,5 +896,113 @@ async fn a_task_given_back_after_a_refused_model_leaves_no_background_job() {
         "the server still runs when boardd records the release"
     );
     assert_eq!(alice.exit_code().await, Some(1), "{}", alice.log_text());
+    board.stop().await;
+}
+
+/// A task the model claims itself comes in the claim's tool result, right after
+/// the call: as a user turn of its own it would sit between the tool use and its
+/// result, which both APIs refuse.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_claimed_by_the_model_comes_in_the_tool_result() {
+    let mut board = Board::start(TEAMMATED).await;
+    let go = board.dir().join("go");
+    let mock = MockLlm::start(vec![
+        // Woken by a message; waits until the test has put a task on the board, so
+        // that the teammate (busy, not waiting for work) cannot auto-claim it.
+        MockReply::anthropic_tool_use(
+            "toolu_1",
+            "bash",
+            json!({"command": format!("while [ ! -e {} ]; do sleep 0.05; done", go.display())}),
+        ),
+        MockReply::anthropic_tool_use("toolu_2", "claim_task", json!({"id": 1})),
+        MockReply::anthropic_text("Claimed and done."),
+    ]);
+    let url = mock.url();
+    let alice = board.spawn_with_env(
+        "alice",
+        "dev",
+        &["--provider", "anthropic", "--base-url", &url],
+        &[("ANTHROPIC_API_KEY", "k")],
+    );
+    board.wait_idle("alice").await;
+    board
+        .lead
+        .send(
+            "alice",
+            MessageKind::Message,
+            "take task 1 when it is there",
+            None,
+        )
+        .await
+        .expect("send");
+    board.wait_status("alice", "working").await;
+    let t = board.add("picked", "Claimed by hand.", &[]).await;
+    std::fs::write(&go, "").expect("go");
+    board.wait_done(&[t.id]).await;
+    assert_eq!(
+        board.task(t.id).await.status,
+        TaskStatus::Completed,
+        "{}",
+        alice.log_text()
+    );
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3, "{}", alice.log_text());
+    let after_claim = &requests[2].body;
+    let msgs = after_claim["messages"].as_array().expect("messages");
+    let (call, answer) = (&msgs[msgs.len() - 2], &msgs[msgs.len() - 1]);
+    assert_eq!(call["content"][1]["id"], "toolu_2", "{after_claim:#}");
+    assert_eq!(answer["role"], "user");
+    let result = &answer["content"][0];
+    assert_eq!(result["type"], "tool_result", "{after_claim:#}");
+    assert_eq!(result["tool_use_id"], "toolu_2");
+    let text = result["content"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("[Claimed task #1] picked\nClaimed by hand."),
+        "{text}"
+    );
+    drop(alice);
+    board.stop().await;
+}
+
+/// A task given back with a note reaches its next owner with the note, in the
+/// fresh conversation the task starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_previous_owners_note_opens_the_next_owners_conversation() {
+    let mut board = Board::start(TEAMMATED).await;
+    let t = board.add("parser", "Write the parser.", &[]).await;
+    // bob claims it first and gives it back with a note, before alice exists.
+    let bob = teamboard_testkit::teammate(&board.daemon.socket, "bob", "dev").await;
+    let claim = bob.claim_task(t.id).await.expect("claim");
+    bob.release_task_with_note(t.id, claim.epoch, "lexer done; the tests for ws fail")
+        .await
+        .expect("release with a note");
+    let mock = MockLlm::start(vec![MockReply::anthropic_text("Finished the parser.")]);
+    let url = mock.url();
+    let alice = board.spawn_with_env(
+        "alice",
+        "dev",
+        &["--provider", "anthropic", "--base-url", &url],
+        &[("ANTHROPIC_API_KEY", "k")],
+    );
+    board.wait_done(&[t.id]).await;
+    assert_eq!(
+        board.task(t.id).await.status,
+        TaskStatus::Completed,
+        "{}",
+        alice.log_text()
+    );
+    let first = &mock.requests()[0].body;
+    let msgs = first["messages"].as_array().expect("messages");
+    assert_eq!(msgs.len(), 1, "{first:#}");
+    let blocks = msgs[0]["content"].as_array().expect("blocks");
+    assert_eq!(
+        blocks[0]["text"],
+        "[Auto-claimed task #1] parser\nWrite the parser."
+    );
+    assert_eq!(
+        blocks[1]["text"],
+        "[Note from the previous owner] lexer done; the tests for ws fail"
+    );
+    drop(alice);
     board.stop().await;
 }

@@ -1,9 +1,12 @@
-//! A teammate's idle timeout under tokio's paused clock: boardd and the teammate
-//! both run in this test's runtime, so a minute of virtual time passes in
-//! milliseconds and nothing depends on a sleep.
+//! A teammate under tokio's paused clock: its idle timeout, its give-up when boardd
+//! is gone, and its idle notifications. boardd and the teammate both run in this
+//! test's runtime, so a minute of virtual time passes in milliseconds and nothing
+//! depends on a sleep.
 
 use std::time::Duration;
-use teamboard_testkit::{InProc, lead};
+use teamboard_protocol::request::EventsArgs;
+use teamboard_protocol::{Client, Event, EventKind, MessageKind};
+use teamboard_testkit::{InProc, lead, task};
 use teammated::config::{Config, ProviderConfig, ProviderKind};
 use teammated::llm::retry::RetryPolicy;
 use teammated::{Exit, run};
@@ -29,8 +32,10 @@ fn config(daemon: &InProc, provider: ProviderConfig) -> Config {
         poll_interval: Duration::from_secs(30),
         max_rounds: 50,
         context_budget: 100_000,
+        carry_context: false,
         shell_timeout: Duration::from_secs(120),
         reconnect_timeout: Duration::from_secs(300),
+        require_plan: false,
     }
 }
 
@@ -42,6 +47,7 @@ fn scripted() -> ProviderConfig {
         api_key: None,
         max_tokens: 1000,
         max_tokens_field: None,
+        prompt_cache: true,
         request_timeout: Duration::from_secs(300),
         retry: RetryPolicy::default(),
     }
@@ -88,4 +94,138 @@ async fn a_teammate_whose_boardd_is_gone_gives_up_after_the_reconnect_timeout() 
         waited >= Duration::from_secs(120) && waited < Duration::from_secs(130),
         "{waited:?}"
     );
+}
+
+/// The events after `since`, oldest first.
+async fn events_after(lead: &Client, since: u64) -> Vec<Event> {
+    lead.events(EventsArgs {
+        since: Some(since),
+        ..Default::default()
+    })
+    .await
+    .expect("events")
+}
+
+/// The first event after `since` that matches `pred`, waiting for it in virtual
+/// time (ten virtual minutes at most).
+async fn wait_event(lead: &Client, since: u64, what: &str, pred: impl Fn(&Event) -> bool) -> Event {
+    for _ in 0..6000 {
+        if let Some(e) = events_after(lead, since).await.into_iter().find(&pred) {
+            return e;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!(
+        "no event for {what}; after {since}: {:#?}",
+        events_after(lead, since).await
+    );
+}
+
+fn by_alice(e: &Event) -> bool {
+    e.actor == "alice"
+}
+
+/// The kinds of the messages alice sent the lead, oldest first.
+async fn from_alice(lead: &Client) -> Vec<MessageKind> {
+    let inbox = lead.inbox().await.expect("inbox");
+    inbox
+        .iter()
+        .filter(|m| m.from == "alice")
+        .map(|m| m.kind)
+        .collect()
+}
+
+/// The lead messages alice and waits until she has answered (one model call) and
+/// is waiting again; answers the seq of her `idle` status.
+async fn wake_with_a_message(lead: &Client, since: u64, text: &str) -> u64 {
+    lead.send("alice", MessageKind::Message, text, None)
+        .await
+        .expect("send");
+    let acked = wait_event(lead, since, "alice to take the message", |e| {
+        e.kind == EventKind::MessageAcked && by_alice(e)
+    })
+    .await;
+    let idle = wait_event(lead, acked.seq, "alice to wait again", |e| {
+        e.kind == EventKind::MemberStatus && by_alice(e) && e.detail == "alice is idle"
+    })
+    .await;
+    idle.seq
+}
+
+/// Asserts that alice did nothing the board records (no message, no model call,
+/// no status change) after `since`, over a minute of one-second renewals.
+async fn quiet_for_a_minute(lead: &Client, since: u64, after: &str) {
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    let noise: Vec<Event> = events_after(lead, since)
+        .await
+        .into_iter()
+        .filter(by_alice)
+        .collect();
+    assert!(noise.is_empty(), "alice was not quiet {after}: {noise:#?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_teammate_tells_the_lead_it_is_idle_once_per_transition_only() {
+    let daemon = boardd().await;
+    let mut cfg = config(&daemon, scripted());
+    cfg.idle_timeout = None;
+    cfg.poll_interval = Duration::from_secs(1);
+    let cancel = CancellationToken::new();
+    let teammate = tokio::spawn(run(cfg, cancel.clone()));
+    let lead = lead(&daemon.socket).await;
+    let is_notice = |e: &Event| {
+        e.kind == EventKind::MessageSent && e.detail.contains("alice → lead: idle_notification")
+    };
+
+    // Started with nothing to do: the one transition, the one notice.
+    let mut seq = wait_event(&lead, 0, "alice to go idle", is_notice)
+        .await
+        .seq;
+    // Woken for messages, she answers each and waits again, still idle: no news.
+    for n in 1..=2 {
+        seq = wake_with_a_message(&lead, seq, &format!("how is it going? ({n})")).await;
+    }
+    quiet_for_a_minute(&lead, seq, "after answering messages").await;
+    assert_eq!(from_alice(&lead).await, [MessageKind::IdleNotification]);
+
+    // A task she holds and finishes: going idle after it is a transition again.
+    let t = lead
+        .add_task(task("nothing to run"))
+        .await
+        .expect("add_task");
+    let done = wait_event(&lead, seq, "the task to complete", |e| {
+        e.kind == EventKind::TaskCompleted && e.task == Some(t.id)
+    })
+    .await;
+    seq = wait_event(&lead, done.seq, "alice to go idle again", is_notice)
+        .await
+        .seq;
+    seq = wake_with_a_message(&lead, seq, "thanks").await;
+    quiet_for_a_minute(&lead, seq, "after a task and a message").await;
+    assert_eq!(
+        from_alice(&lead).await,
+        [
+            MessageKind::IdleNotification,
+            MessageKind::Result,
+            MessageKind::IdleNotification
+        ]
+    );
+
+    // The lead acknowledging everything she sent does not wake her.
+    let ids: Vec<u64> = lead
+        .inbox()
+        .await
+        .expect("inbox")
+        .iter()
+        .map(|m| m.id)
+        .collect();
+    lead.ack(ids).await.expect("ack");
+    let acked = events_after(&lead, seq).await;
+    seq = acked.last().map_or(seq, |e| e.seq);
+    quiet_for_a_minute(&lead, seq, "after the lead acknowledged her").await;
+
+    cancel.cancel();
+    let exit = teammate.await.expect("no panic").expect("runs");
+    assert_eq!(exit, Exit::Terminated);
+    daemon.stop().await;
 }

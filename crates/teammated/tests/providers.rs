@@ -33,6 +33,7 @@ fn config(kind: ProviderKind, base_url: Option<String>, key: Option<&str>) -> Pr
         api_key: key.map(str::to_string),
         max_tokens: 1024,
         max_tokens_field: None,
+        prompt_cache: true,
         request_timeout: Duration::from_secs(10),
         retry: fast_retry(),
     }
@@ -124,7 +125,8 @@ async fn anthropic_multi_turn_tool_use() {
         first.usage,
         TokenUsage {
             input: TOOL_USAGE.0,
-            output: TOOL_USAGE.1
+            output: TOOL_USAGE.1,
+            ..Default::default()
         }
     );
     assert!(first.content.contains(&Block::ToolUse {
@@ -141,7 +143,8 @@ async fn anthropic_multi_turn_tool_use() {
         second.usage,
         TokenUsage {
             input: TEXT_USAGE.0,
-            output: TEXT_USAGE.1
+            output: TEXT_USAGE.1,
+            ..Default::default()
         }
     );
 
@@ -156,7 +159,13 @@ async fn anthropic_multi_turn_tool_use() {
         assert_eq!(r.header("authorization"), None);
         assert_eq!(r.body["model"], "claude-sonnet-4-5");
         assert_eq!(r.body["max_tokens"], 512);
-        assert_eq!(r.body["system"], "You are a careful teammate.");
+        // The system prompt and the last tool end the cacheable prefix.
+        let ephemeral = json!({"type": "ephemeral"});
+        assert_eq!(
+            r.body["system"],
+            json!([{"type": "text", "text": "You are a careful teammate.", "cache_control": ephemeral}])
+        );
+        assert_eq!(r.body["tools"][0]["cache_control"], ephemeral);
         assert_eq!(r.body["tools"][0]["name"], "bash");
         assert_eq!(r.body["tools"][0]["description"], "Run a shell command");
         assert_eq!(
@@ -180,6 +189,7 @@ async fn anthropic_multi_turn_tool_use() {
     assert_eq!(tool_use["id"], "toolu_01A");
     assert_eq!(tool_use["input"], json!({"command": "ls"}));
     assert_eq!(messages[2]["role"], "user");
+    // The conversation's tail is marked too, so the next call reads it all.
     assert_eq!(
         messages[2]["content"][0],
         json!({
@@ -187,8 +197,10 @@ async fn anthropic_multi_turn_tool_use() {
             "tool_use_id": "toolu_01A",
             "content": "Cargo.toml\nsrc",
             "is_error": false,
+            "cache_control": {"type": "ephemeral"},
         })
     );
+    assert!(messages[1].get("cache_control").is_none());
 }
 
 #[tokio::test]
@@ -211,7 +223,8 @@ async fn anthropic_ignores_thinking_blocks() {
         c.usage,
         TokenUsage {
             input: 3,
-            output: 2
+            output: 2,
+            ..Default::default()
         }
     );
     // No tools, no `tools` field.
@@ -242,7 +255,8 @@ async fn openai_multi_turn_tool_calls() {
         first.usage,
         TokenUsage {
             input: TOOL_USAGE.0,
-            output: TOOL_USAGE.1
+            output: TOOL_USAGE.1,
+            ..Default::default()
         }
     );
     answer_tools(&mut history, &first);

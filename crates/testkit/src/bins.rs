@@ -14,8 +14,8 @@ pub fn boardd_bin() -> &'static Path {
     })
 }
 
-/// A binary of the workspace (`boardd`, `teamctl`, `teammated`), built for this
-/// test's profile.
+/// A binary of the workspace (`boardd`, `teamctl`, `teammated`, and this kit's
+/// `mute-teammate`), built for this test's profile.
 ///
 /// `CARGO_BIN_EXE_<name>` only exists inside a binary's own package, so the
 /// binaries are built here once per test process with `cargo build`. That is a
@@ -54,6 +54,8 @@ fn build_workspace_bins() -> PathBuf {
         "teamctl",
         "-p",
         "teammated",
+        "-p",
+        "teamboard-testkit",
         "--bins",
     ]);
     match profile.as_str() {

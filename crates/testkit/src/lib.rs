@@ -37,9 +37,13 @@
 //! - [`Board`]: an [`InProc`] daemon with the lead subscribed to its events, which
 //!   waits for events in order (`wait_idle`, `wait_claimed`, `wait_done`) and spawns
 //!   teammates against it.
-//! - [`mock_llm`]: a scripted Anthropic/OpenAI HTTP server on 127.0.0.1; it answers
-//!   the model list a teammate asks for at start apart from its script.
+//! - [`mock_llm`]: a scripted Anthropic/OpenAI HTTP server on 127.0.0.1 (the
+//!   `teamboard-mock-llm` crate); it answers the model list a teammate asks for at
+//!   start apart from its script, and can simulate prompt caching.
 //! - [`alive`]: whether a process still runs (a zombie does not).
+//! - [`MuteTeammate`]: a real process (this kit's `mute-teammate` binary) that
+//!   registers and then answers nothing, in a process group of its own, for
+//!   shutdown deadlines that boardd enforces with signals.
 //!
 //! Only the public API of boardd and teamboard-protocol is used, so the kit runs
 //! the daemon exactly as its binary does. `boardd` is re-exported so that a test can
@@ -52,7 +56,7 @@ mod clients;
 mod daemon;
 mod eventually;
 mod inproc;
-pub mod mock_llm;
+mod mute;
 mod process;
 pub mod raw;
 mod teamctl;
@@ -66,7 +70,9 @@ pub use clients::{Parked, TEAM, code_of, connect, lead, park, task, teammate, te
 pub use daemon::Daemon;
 pub use eventually::{PATIENCE, eventually, eventually_blocking};
 pub use inproc::InProc;
+pub use mute::MuteTeammate;
 pub use process::alive;
+pub use teamboard_mock_llm as mock_llm;
 pub use teamctl::Teamctl;
 pub use teammated::{Teammate, Teammated, transcript};
 pub use tempdir::short_tempdir;

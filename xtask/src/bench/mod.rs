@@ -15,7 +15,7 @@
 //! then prints the table and the targets and writes `target/bench/results.json`.
 
 pub mod cancel;
-mod daemon;
+pub(crate) mod daemon;
 pub mod floor;
 mod fsync;
 pub mod load;

@@ -1,19 +1,17 @@
-//! The end of the demo: the team leaves (the shutdown handshake when all went
-//! well, SIGTERM otherwise), boardd stops, and the directory is kept or removed.
+//! The end of the demo: the team leaves (a shutdown request to each teammate when
+//! all went well, SIGTERM otherwise), boardd stops, and the directory is kept or removed.
 
 use super::procs::Exited;
 use super::{Demo, shown};
-use anyhow::Context as _;
 use std::collections::BTreeMap;
 use std::time::Duration;
-use teamboard_protocol::request::ShutdownArgs;
-use teamboard_protocol::{Client, DEFAULT_TEAM, LEAD, RequestId};
+use teamboard_protocol::{Message, MessageKind};
 
 /// How long the teammates get to answer the shutdown request and exit.
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
 
 impl Demo {
-    /// Stops the teammates (politely: the shutdown handshake; otherwise SIGTERM),
+    /// Stops the teammates (politely: a shutdown request each; otherwise SIGTERM),
     /// then boardd.
     pub(super) async fn shutdown(&mut self, polite: bool) -> anyhow::Result<()> {
         self.procs.adopt_strays();
@@ -23,14 +21,32 @@ impl Demo {
             .as_mut()
             .is_some_and(|c| matches!(c.try_wait(), Ok(None)));
         if polite && boardd_up && !self.procs.running().is_empty() {
-            println!("\nShutting the team down (a shutdown request to each, which it answers):");
-            let requests = self.request_shutdowns().await;
+            println!(
+                "\nShutting the team down:\n$ teamctl shutdown NAME --reason 'The demo is over, \
+                 thank you.' --no-wait"
+            );
+            for i in self.procs.running() {
+                let name = self.procs.teammates[i].name.clone();
+                // All at once: the answers are collected from the lead's inbox below.
+                let sent = self
+                    .teamctl(&[
+                        "shutdown",
+                        &name,
+                        "--reason",
+                        "The demo is over, thank you.",
+                        "--no-wait",
+                    ])
+                    .await;
+                if let Err(e) = sent {
+                    println!("  {name}: {e:#}");
+                }
+            }
             self.procs.wait_teammates(SHUTDOWN_WAIT).await;
-            let answers = self.shutdown_answers(&requests).await;
+            let answers = self.shutdown_answers().await;
             for t in &self.procs.teammates {
                 let answer = answers
                     .get(&t.name)
-                    .map_or_else(|| "no answer".to_string(), |a| format!("request {a}"));
+                    .map_or_else(|| "no answer".to_string(), |a| format!("answered {a:?}"));
                 let exit = match t.exit {
                     Some(Exited::Status(s)) => format!("exited ({s})"),
                     Some(Exited::Unknown) => "exited".to_string(),
@@ -51,68 +67,17 @@ impl Demo {
         stopped
     }
 
-    /// Asks each running teammate to shut down; returns the request ids by name.
-    async fn request_shutdowns(&mut self) -> BTreeMap<String, RequestId> {
-        let mut ids = BTreeMap::new();
-        let client = match self.lead_client().await {
-            Ok(c) => c,
-            Err(e) => {
-                println!("  {e:#}");
-                return ids;
-            }
+    /// The teammates' answers to the shutdown request, from the lead's inbox.
+    async fn shutdown_answers(&self) -> BTreeMap<String, String> {
+        let Ok(out) = self.teamctl(&["inbox", "--json"]).await else {
+            return BTreeMap::new();
         };
-        for i in self.procs.running() {
-            let name = self.procs.teammates[i].name.clone();
-            let asked = client
-                .request_shutdown(ShutdownArgs {
-                    to: name.clone(),
-                    reason: Some("The demo is over, thank you.".to_string()),
-                    timeout_ms: Some(SHUTDOWN_WAIT.as_millis() as u64),
-                    force: false,
-                })
-                .await;
-            match asked {
-                Ok(r) => {
-                    println!("  shutdown request {} to {name}", r.id);
-                    ids.insert(name, r.id);
-                }
-                Err(e) => println!("  {name}: {e}"),
-            }
-        }
-        ids
-    }
-
-    /// How each shutdown request ended: its state, and who settled it.
-    async fn shutdown_answers(
-        &self,
-        requests: &BTreeMap<String, RequestId>,
-    ) -> BTreeMap<String, String> {
-        let mut out = BTreeMap::new();
-        let Ok(client) = self.lead_client().await else {
-            return out;
-        };
-        for (name, id) in requests {
-            if let Ok(r) = client.get_request(*id).await {
-                let by = r
-                    .answered_by
-                    .map(|b| format!(" by {b}"))
-                    .unwrap_or_default();
-                let why = r.feedback.map(|f| format!(" ({f})")).unwrap_or_default();
-                out.insert(name.clone(), format!("{}{by}{why}", r.state.as_str()));
-            }
-        }
-        out
-    }
-
-    async fn lead_client(&self) -> anyhow::Result<Client> {
-        Client::connect(
-            std::path::Path::new(&self.socket),
-            "xtask-demo",
-            LEAD,
-            DEFAULT_TEAM,
-        )
-        .await
-        .context("cannot connect to the demo's boardd")
+        let inbox: Vec<Message> = serde_json::from_slice(&out).unwrap_or_default();
+        inbox
+            .into_iter()
+            .filter(|m| m.kind == MessageKind::ShutdownResponse)
+            .map(|m| (m.from, m.content))
+            .collect()
     }
 
     /// Keeps or removes the demo's directory, and says which.

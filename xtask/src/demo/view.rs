@@ -399,6 +399,7 @@ mod tests {
             tokens: TokenUsage {
                 input: 10,
                 output: 2,
+                ..Default::default()
             },
             connected: true,
             joined_at: 0,

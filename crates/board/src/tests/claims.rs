@@ -409,6 +409,7 @@ fn set_status_and_usage_need_registration() {
     let usage = teamboard_protocol::TokenUsage {
         input: 10,
         output: 5,
+        ..Default::default()
     };
     let ctx = h.ctx(ann);
     let m = h.board.record_usage(ctx, Some(a), usage).unwrap();
@@ -417,10 +418,32 @@ fn set_status_and_usage_need_registration() {
     h.board.record_usage(ctx, Some(a), usage).unwrap();
     assert_eq!(h.task(a).tokens.total(), 30);
     assert_eq!(h.member(ann).tokens.input, 20);
+    // Cached input is summed apart from fresh input, on the member and the task.
+    let cached = teamboard_protocol::TokenUsage {
+        input: 1,
+        output: 2,
+        cache_read: 300,
+        cache_write: 40,
+    };
+    let ctx = h.ctx(ann);
+    h.board.record_usage(ctx, Some(a), cached).unwrap();
+    let ctx = h.ctx(ann);
+    h.board.record_usage(ctx, Some(a), cached).unwrap();
+    for tokens in [h.task(a).tokens, h.member(ann).tokens] {
+        assert_eq!(
+            (
+                tokens.input,
+                tokens.output,
+                tokens.cache_read,
+                tokens.cache_write
+            ),
+            (22, 14, 600, 80)
+        );
+    }
     let ctx = h.ctx(ann);
     assert_eq!(
         code(h.board.record_usage(ctx, Some(99), usage)),
         ErrorCode::NotFound
     );
-    assert_eq!(h.member(ann).tokens.total(), 30);
+    assert_eq!(h.member(ann).tokens.total(), 30 + 2 * 343);
 }

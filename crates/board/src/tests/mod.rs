@@ -14,6 +14,7 @@ mod restore;
 mod roster;
 mod transition;
 mod waiters;
+mod wakes;
 
 use crate::{Board, BoardConfig, Changes, Ctx, Now, Result, SessionId, Snapshot};
 use std::collections::BTreeMap;

@@ -178,6 +178,26 @@ fn only_the_target_answers_and_only_once() {
     assert!(e.message.contains("respond_shutdown"), "{}", e.message);
 }
 
+/// Another session under the target's name (not the one registered, so not the
+/// process that would be stopped) cannot answer for it: an approval there would
+/// settle the request while the teammate runs on, and no deadline would stop it.
+#[test]
+fn only_the_targets_registered_session_answers() {
+    let mut h = H::new();
+    let _ann = h.join("ann", "dev");
+    let req = ask_shutdown(&mut h, "ann").unwrap();
+    let impostor = h.stranger(TEAM, "ann");
+    let ctx = h.ctx(impostor);
+    let e = h
+        .board
+        .respond_shutdown(ctx, req.id, true, None)
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::PermissionDenied);
+    assert!(e.message.contains("registered session"), "{}", e.message);
+    assert!(h.board.request(TEAM, req.id).unwrap().is_pending());
+    assert!(h.board.inbox(TEAM, LEAD).is_empty());
+}
+
 #[test]
 fn approving_a_shutdown_needs_the_task_given_back_with_a_note() {
     let mut h = H::new();
@@ -582,4 +602,34 @@ fn a_restart_cancels_a_plan_whose_claim_lapsed() {
         board.request(TEAM, p.id).unwrap().state,
         RequestState::Cancelled
     );
+}
+
+#[test]
+fn a_forced_shutdown_gives_the_task_back_without_using_an_attempt() {
+    let mut h = H::new();
+    let ann = h.join("ann", "dev");
+    let id = h.add("auth");
+    h.claim(ann, id);
+    h.board.take_notices();
+    let req = force_shutdown(&mut h, "ann").unwrap();
+    let t = h.task(id);
+    assert_eq!(t.status, TaskStatus::Pending);
+    assert_eq!(t.owner, None);
+    assert_eq!(t.attempts, 0, "not the task's fault: {t:?}");
+    assert_eq!(h.member(ann).task, None);
+    // The holder hears at once that its claim is gone.
+    let notices = h.board.take_notices();
+    assert_eq!(notices.len(), 1);
+    assert_eq!(notices[0].session, ann.session);
+    assert!(
+        notices[0]
+            .event
+            .detail
+            .contains(&format!("request {}", req.id)),
+        "{:?}",
+        notices[0].event
+    );
+    // Another teammate may take it.
+    let bob = h.join("bob", "dev");
+    assert_eq!(h.claim_next(bob).map(|c| c.task.id), Some(id));
 }

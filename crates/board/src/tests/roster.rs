@@ -115,6 +115,7 @@ fn after_disconnect_the_name_can_register_again() {
             teamboard_protocol::TokenUsage {
                 input: 3,
                 output: 4,
+                ..Default::default()
             },
         )
         .unwrap();

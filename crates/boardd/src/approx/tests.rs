@@ -19,6 +19,7 @@ fn task(description: &str) -> Task {
         tokens: TokenUsage {
             input: 123_456,
             output: 7_890,
+            ..Default::default()
         },
         created_at: 1_795_978_697_919,
         updated_at: 1_795_978_697_930,

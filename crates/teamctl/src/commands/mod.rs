@@ -6,7 +6,11 @@ pub mod find_bin;
 pub mod inbox;
 pub mod lead;
 pub mod logs;
+pub mod plans;
+pub mod requests;
+pub mod review;
 pub mod send;
+pub mod shutdown;
 pub mod spawn;
 pub mod status;
 pub mod task_add;
@@ -102,10 +106,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         || matches!(&cli.command, Command::Events(a) if a.follow);
     // `logs` reads files and never talks to boardd; `spawn` applies --timeout to
     // each step itself, so that a teammate that does not connect in time is named
-    // as the culprit rather than boardd.
+    // as the culprit rather than boardd; `shutdown` waits for the teammate's
+    // answer until the request's deadline, which may be longer; `lead` becomes
+    // the lead, which waits for the person.
     let own_timing = matches!(
         &cli.command,
-        Command::Spawn(_) | Command::Logs(_) | Command::Lead(_)
+        Command::Spawn(_) | Command::Logs(_) | Command::Shutdown(_) | Command::Lead(_)
     );
     let timeout = cli.global.timeout;
     let command = dispatch(cli);
@@ -144,6 +150,11 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Inbox(args) => inbox::run(&ctx, args).await,
         Command::Events(args) => events::run(&ctx, args).await,
         Command::Watch(args) => watch::run(&ctx, args).await,
+        Command::Shutdown(args) => shutdown::run(&ctx, args).await,
+        Command::Requests(args) => requests::run(&ctx, args).await,
+        Command::Plans(args) => plans::run(&ctx, args).await,
+        Command::Approve(args) => review::approve(&ctx, args).await,
+        Command::Reject(args) => review::reject(&ctx, args).await,
     }
 }
 

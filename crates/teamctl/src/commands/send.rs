@@ -7,7 +7,7 @@ use teamboard_protocol::request::SendArgs as WireSendArgs;
 use teamboard_protocol::{Message, MessageKind, Request};
 
 pub async fn run(ctx: &Ctx, args: SendArgs) -> anyhow::Result<()> {
-    // Other kinds say what they mean by their kind (a shutdown request needs no
+    // Other kinds say what they mean by their kind (an idle notification needs no
     // text); a plain message with no text is almost surely a slip of the shell.
     if args.kind == MessageKind::Message && args.text.trim().is_empty() {
         anyhow::bail!(

@@ -18,7 +18,7 @@ pub async fn run(ctx: &Ctx, args: TaskAddArgs) -> anyhow::Result<()> {
             blocked_by: args.blocked_by,
             priority: args.priority,
             role: args.role.filter(|r| !r.is_empty()),
-            require_plan: false,
+            require_plan: args.require_plan,
         }))
         .await?;
     if ctx.json {

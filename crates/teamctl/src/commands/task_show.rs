@@ -4,7 +4,7 @@ use super::{Ctx, decode, fetch_tasks};
 use crate::cli::TaskIdArg;
 use crate::render;
 use teamboard_protocol::request::TaskRef;
-use teamboard_protocol::{Request, TaskDetail};
+use teamboard_protocol::{Request, TaskDetail, TeamRequest};
 
 pub async fn run(ctx: &Ctx, args: TaskIdArg) -> anyhow::Result<()> {
     let client = ctx.connect().await?;
@@ -12,7 +12,7 @@ pub async fn run(ctx: &Ctx, args: TaskIdArg) -> anyhow::Result<()> {
         .call_value(Request::GetTask(TaskRef { id: args.id }))
         .await?;
     if ctx.json {
-        // boardd's answer is already the task object with a `history` array.
+        // boardd's answer is already the task object with `history` and `plans`.
         return render::json(&raw);
     }
     let detail: TaskDetail = decode(&raw, "get_task")?;
@@ -58,13 +58,11 @@ pub async fn run(ctx: &Ctx, args: TaskIdArg) -> anyhow::Result<()> {
         t.role.as_deref().unwrap_or("any")
     ));
     out.push(format!("attempts:   {}", t.attempts));
+    if t.require_plan {
+        out.push("plan:       required: an approved plan before changing anything".into());
+    }
     if t.tokens.total() > 0 {
-        out.push(format!(
-            "tokens:     {} ({} in, {} out)",
-            render::count(t.tokens.total()),
-            render::count(t.tokens.input),
-            render::count(t.tokens.output)
-        ));
+        out.push(format!("tokens:     {}", render::tokens(&t.tokens)));
     }
     out.push(format!(
         "created:    {} ({})",
@@ -85,6 +83,16 @@ pub async fn run(ctx: &Ctx, args: TaskIdArg) -> anyhow::Result<()> {
     if !t.description.is_empty() {
         push_block(&mut out, "description", &t.description);
     }
+    if let Some(note) = &t.handoff {
+        push_block(&mut out, "handoff", note);
+    }
+    if !detail.plans.is_empty() {
+        out.push(String::new());
+        out.push("plans:".into());
+        for p in &detail.plans {
+            out.extend(plan_lines(p, now).into_iter().map(|l| format!("  {l}")));
+        }
+    }
     out.push(String::new());
     if detail.history.is_empty() {
         out.push("history: (none)".into());
@@ -99,6 +107,33 @@ pub async fn run(ctx: &Ctx, args: TaskIdArg) -> anyhow::Result<()> {
     }
     render::lines(&out)?;
     Ok(())
+}
+
+/// A plan of the task: who submitted it for which claim, its state and decision,
+/// the text, and the feedback.
+fn plan_lines(p: &TeamRequest, now: i64) -> Vec<String> {
+    let mut head = format!(
+        "{}  by {}  claim {}  {}  submitted {}",
+        render::request_tag(p.id),
+        p.from,
+        p.epoch.map_or_else(|| "-".to_string(), |e| e.to_string()),
+        p.state.as_str(),
+        render::ago(p.created_at, now)
+    );
+    if let (Some(by), Some(at)) = (&p.answered_by, p.answered_at) {
+        head.push_str(&format!(
+            ", {} by {by} at {}",
+            p.state.as_str(),
+            render::clock(at)
+        ));
+    }
+    let mut out = vec![head];
+    let text = p.plan.as_deref().unwrap_or_default();
+    out.extend(text.lines().map(|l| format!("    {l}")));
+    if let Some(f) = &p.feedback {
+        out.push(format!("  feedback: {}", render::one_line(f)));
+    }
+    out
 }
 
 /// `label:` followed by the text; a multi-line text goes on indented lines below.

@@ -2,8 +2,8 @@
 
 use super::{Ctx, decode, fetch_tasks};
 use crate::render;
-use teamboard_protocol::request::NoArgs;
-use teamboard_protocol::{Member, Request};
+use teamboard_protocol::request::{ListRequestsArgs, NoArgs};
+use teamboard_protocol::{Member, Request, RequestKind, RequestState};
 
 pub async fn run(ctx: &Ctx) -> anyhow::Result<()> {
     let client = ctx.connect().await?;
@@ -20,6 +20,18 @@ pub async fn run(ctx: &Ctx) -> anyhow::Result<()> {
         return Ok(());
     }
     let (_, tasks) = fetch_tasks(&client, None).await?;
-    render::lines(&render::member_lines(&members, &tasks, render::now_ms()))?;
+    let shutdowns = client
+        .list_requests(ListRequestsArgs {
+            state: Some(RequestState::Pending),
+            kind: Some(RequestKind::Shutdown),
+            task: None,
+        })
+        .await?;
+    render::lines(&render::member_lines(
+        &members,
+        &tasks,
+        &shutdowns,
+        render::now_ms(),
+    ))?;
     Ok(())
 }

@@ -11,8 +11,10 @@ use crate::render;
 use std::collections::VecDeque;
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
-use teamboard_protocol::request::{EventsArgs, NoArgs};
-use teamboard_protocol::{Client, Event, Member, Request, Task, TaskStatus};
+use teamboard_protocol::request::{EventsArgs, ListRequestsArgs, NoArgs};
+use teamboard_protocol::{
+    Client, Event, Member, Request, RequestKind, RequestState, Task, TaskStatus,
+};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::time::Instant;
 
@@ -139,6 +141,13 @@ async fn render_frame(
     let (_, tasks) = fetch_tasks(client, None).await?;
     let raw_team = client.call_value(Request::Team(NoArgs {})).await?;
     let members: Vec<Member> = decode(&raw_team, "team")?;
+    let open = client
+        .list_requests(ListRequestsArgs {
+            state: Some(RequestState::Pending),
+            kind: None,
+            task: None,
+        })
+        .await?;
     let now = render::now_ms();
     let board = render::Board::new(&tasks);
 
@@ -150,10 +159,21 @@ async fn render_frame(
             render::clock(now)
         ),
         format!("tasks: {}", render::task_summary(&tasks)),
-        String::new(),
-        "TASKS".to_string(),
     ];
-    let shown = fit_tasks(&tasks, members.len() + recent.len());
+    let plans = open.iter().filter(|r| r.kind == RequestKind::Plan).count();
+    let shutdowns = open.len() - plans;
+    if plans + shutdowns > 0 {
+        out.push(format!(
+            "requests: {plans} plan{} waiting for your decision (teamctl plans), {shutdowns} shutdown{} pending",
+            if plans == 1 { "" } else { "s" },
+            if shutdowns == 1 { "" } else { "s" },
+        ));
+    }
+    out.extend([String::new(), "TASKS".to_string()]);
+    let shown = fit_tasks(
+        &tasks,
+        members.len() + recent.len() + usize::from(!open.is_empty()),
+    );
     if tasks.is_empty() {
         out.push("  (none yet: teamctl task add SUBJECT)".into());
     } else {
@@ -175,7 +195,7 @@ async fn render_frame(
         out.push("  (nobody yet: start a teammate with `teamctl spawn NAME --role ROLE`)".into());
     } else {
         out.extend(
-            render::member_lines(&members, &tasks, now)
+            render::member_lines(&members, &tasks, &open, now)
                 .into_iter()
                 .map(|l| format!("  {l}")),
         );

@@ -14,6 +14,7 @@ mod global;
 mod lead;
 mod logs;
 mod messages;
+mod requests;
 mod spawn;
 mod tasks;
 mod team;

@@ -31,7 +31,7 @@ fn an_empty_message_or_broadcast_is_refused_before_anything_is_sent() {
     }
     // A kind that means something by itself may come without text: this one
     // gets as far as boardd, which knows no "nobody".
-    let out = d.run(&["send", "nobody", "", "--kind", "shutdown_request"]);
+    let out = d.run(&["send", "nobody", "", "--kind", "idle_notification"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
         stderr(&out).contains("no teammate named"),
@@ -50,8 +50,8 @@ fn messages_inbox_and_broadcast() {
 
     let sent = d.ok(&["send", "alice", "please start with #1"]);
     assert!(sent.contains("alice"), "{sent}");
-    let m = d.json(&["send", "alice", "stop", "--kind", "shutdown-request"]);
-    assert_eq!(m["kind"], "shutdown_request");
+    let m = d.json(&["send", "alice", "tests pass", "--kind", "result"]);
+    assert_eq!(m["kind"], "result");
     assert_eq!(m["to"], "alice");
     assert_eq!(m["from"], "lead");
     let all = d.json(&["broadcast", "standup in 5"]);
@@ -79,4 +79,32 @@ fn messages_inbox_and_broadcast() {
     assert!(shown.contains("see PR"), "{shown}");
     let json = d.json(&["inbox"]);
     assert_eq!(json, serde_json::json!([]));
+}
+
+/// The kinds that belong to a tracked request are not messages a lead sends:
+/// teamctl names the command that makes them, and nothing reaches the teammate.
+#[test]
+fn send_refuses_the_kinds_of_tracked_requests_and_names_the_command() {
+    let d = Cli::start();
+    let alice = d.teammate("alice", "coder");
+    for (kind, instead) in [
+        ("shutdown_request", "teamctl shutdown NAME"),
+        ("shutdown-response", "only the teammate answers"),
+        ("plan_approval_request", "teamctl plans"),
+        (
+            "plan_approval_response",
+            "teamctl reject REQ --feedback TEXT",
+        ),
+    ] {
+        let out = d.run(&["send", "alice", "stop", "--kind", kind]);
+        assert_eq!(out.status.code(), Some(2), "{kind}: {}", stdout(&out));
+        let err = stderr(&out);
+        assert!(err.contains("belong to a tracked request"), "{err}");
+        assert!(err.contains(instead), "{instead:?} not in: {err}");
+    }
+    // The help no longer offers them.
+    let help = d.ok(&["send", "--help"]);
+    assert!(!help.contains("shutdown_request"), "{help}");
+    assert!(help.contains("teamctl shutdown NAME"), "{help}");
+    assert_eq!(d.block_on(alice.inbox()).expect("inbox"), Vec::new());
 }

@@ -64,6 +64,8 @@ fn spawn_fails_with_the_exit_status_and_the_end_of_the_log() {
         .arg("--state-dir")
         .arg(&state)
         .args(["spawn", "bob", "--role", "coder", "--max-rounds", "7"])
+        .arg("--carry-context")
+        .arg("--require-plan")
         .arg("--workdir")
         .arg(dir.path())
         .output()
@@ -76,7 +78,7 @@ fn spawn_fails_with_the_exit_status_and_the_end_of_the_log() {
     // The log tail also shows the arguments teammated was given.
     let expected = format!(
         "fake teammated --name bob --role coder --team default --socket {} --state-dir {} \
-         --workdir {} --max-rounds 7",
+         --workdir {} --max-rounds 7 --carry-context --require-plan",
         d.socket.display(),
         state.display(),
         dir.path().display()
@@ -136,7 +138,7 @@ fn spawn_fails_with_teammateds_word_on_a_wrong_base_url() {
     assert_eq!(mock.calls(), 0);
 }
 
-/// `--base-url`, `--context-budget` and `--max-tokens-field` reach the real
+/// `--base-url`, `--context-budget`, `--max-tokens-field` and `--carry-context` reach the real
 /// teammated, which names what it got in its transcript's first line.
 #[test]
 fn spawn_passes_the_base_url_and_the_context_budget_to_teammated() {
@@ -156,6 +158,7 @@ fn spawn_passes_the_base_url_and_the_context_budget_to_teammated() {
         .args(["spawn", "fred", "--role", "coder", "--provider", "openai"])
         .args(["--base-url", &url, "--context-budget", "5000"])
         .args(["--max-tokens-field", "max_completion_tokens", "--json"])
+        .arg("--carry-context")
         .arg("--workdir")
         .arg(dir.path())
         .output()
@@ -181,7 +184,10 @@ fn spawn_passes_the_base_url_and_the_context_budget_to_teammated() {
         )),
         "{started}"
     );
-    assert!(started.contains("context budget 5000 tokens"), "{started}");
+    assert!(
+        started.contains("context budget 5000 tokens, carried from task to task"),
+        "{started}"
+    );
 }
 
 #[test]
@@ -442,7 +448,8 @@ fn spawn_systemd_writes_private_settings_and_starts_the_unit() {
             "--context-budget",
             "50000",
         ])
-        .args(["--max-tokens-field", "max_tokens"])
+        .args(["--max-tokens-field", "max_tokens", "--carry-context"])
+        .arg("--require-plan")
         .arg("--workdir")
         .arg(&workdir)
         .output()
@@ -474,6 +481,8 @@ fn spawn_systemd_writes_private_settings_and_starts_the_unit() {
             "TEAMMATE_BASE_URL=http://localhost:11434/v1".to_string(),
             "TEAMMATE_CONTEXT_BUDGET=50000".to_string(),
             "TEAMMATE_MAX_TOKENS_FIELD=max_tokens".to_string(),
+            "TEAMMATE_CARRY_CONTEXT=true".to_string(),
+            "TEAMMATE_REQUIRE_PLAN=true".to_string(),
             format!("TEAMBOARD_SOCKET={}", d.socket.display()),
         ]
     );
@@ -504,6 +513,8 @@ fn spawn_systemd_writes_private_settings_and_starts_the_unit() {
         "BASE_URL",
         "CONTEXT_BUDGET",
         "MAX_TOKENS_FIELD",
+        "CARRY_CONTEXT",
+        "REQUIRE_PLAN",
     ] {
         assert!(!text.contains(absent), "{absent} in:\n{text}");
     }
@@ -641,7 +652,7 @@ fn a_shutdown_request_to_an_offline_teammate_is_refused_and_the_next_spawn_stays
             .any(|m| m.name == "erin" && !m.connected)
             .then_some(())
     });
-    let out = d.run(&["send", "erin", "stop", "--kind", "shutdown_request"]);
+    let out = d.run(&["shutdown", "erin"]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     let err = stderr(&out);
     assert!(err.starts_with("teamctl: "), "{err}");

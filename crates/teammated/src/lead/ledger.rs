@@ -67,8 +67,15 @@ impl Ledger {
     /// One line for a person.
     pub fn line(&self) -> String {
         let part = |name: &str, s: &Spent| {
+            let cached = match s.tokens.cache_read + s.tokens.cache_write {
+                0 => String::new(),
+                _ => format!(
+                    " + {} cache read, {} cache write",
+                    s.tokens.cache_read, s.tokens.cache_write
+                ),
+            };
             format!(
-                "{name} {} in / {} out ({} calls)",
+                "{name} {} in{cached} / {} out ({} calls)",
                 s.tokens.input, s.tokens.output, s.calls
             )
         };
@@ -115,6 +122,7 @@ mod tests {
             TokenUsage {
                 input: 100,
                 output: 10,
+                ..TokenUsage::default()
             },
         );
         l.add(
@@ -122,6 +130,7 @@ mod tests {
             TokenUsage {
                 input: 50,
                 output: 5,
+                ..TokenUsage::default()
             },
         );
         l.add(
@@ -129,6 +138,7 @@ mod tests {
             TokenUsage {
                 input: 50,
                 output: 5,
+                ..TokenUsage::default()
             },
         );
         assert_eq!(l.planning.calls, 1);

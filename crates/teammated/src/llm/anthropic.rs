@@ -3,6 +3,14 @@
 //! The neutral conversation shape is modelled on this API, so the translation is
 //! nearly one to one; the care is in what the API refuses (empty text blocks) and in
 //! what it may add to answers (thinking blocks, new stop reasons).
+//!
+//! Prompt caching: a request marks with `cache_control` the end of its stable
+//! prefix (the last tool and the system prompt, which the API caches in the order
+//! tools, system, messages) and the end of the conversation (the last block of the
+//! last message). The next call of the same work phase then reads everything up to
+//! the previous call's tail from the cache, since the API looks for cached prefixes
+//! at the block boundaries before a breakpoint; a fresh task reads the tools and the
+//! system prompt. Three breakpoints of the four the API allows.
 use super::chat::{Block, ChatMessage, Completion, CompletionRequest, Role, StopReason};
 use super::error::LlmError;
 use super::http::{HttpClient, redact_error, shown_url};
@@ -24,6 +32,8 @@ pub struct Anthropic {
     url: String,
     model: String,
     api_key: String,
+    /// Whether requests carry `cache_control` breakpoints.
+    cache_markers: bool,
 }
 
 /// Written by hand so that the key can never be printed.
@@ -59,6 +69,7 @@ impl Anthropic {
             url: format!("{base}/v1/messages"),
             model,
             api_key,
+            cache_markers: cfg.prompt_cache,
         })
     }
 
@@ -95,7 +106,7 @@ impl Anthropic {
     }
 
     pub async fn complete(&self, req: CompletionRequest<'_>) -> Result<Completion, LlmError> {
-        let body = request_body(&self.model, &req);
+        let body = request_body(&self.model, &req, self.cache_markers);
         let headers = [
             ("x-api-key", self.api_key.clone()),
             ("anthropic-version", API_VERSION.to_string()),
@@ -109,21 +120,45 @@ impl Anthropic {
     }
 }
 
-/// The Messages API request for `req`.
-fn request_body(model: &str, req: &CompletionRequest<'_>) -> Value {
+/// The marker that ends a cacheable prefix. "ephemeral" is the only type; it
+/// lives five minutes from its last use.
+fn cache_control() -> Value {
+    json!({"type": "ephemeral"})
+}
+
+/// The Messages API request for `req`, with `cache_control` breakpoints when
+/// `cache` is set (see the module's notes).
+fn request_body(model: &str, req: &CompletionRequest<'_>, cache: bool) -> Value {
+    // A request without tools is a one-off (the summary that compaction asks for):
+    // its prefix is never sent again, and writing it to the cache would cost a
+    // quarter more than reading it fresh, for nothing.
+    let cache = cache && !req.tools.is_empty();
+    let mut messages: Vec<Value> = req.messages.iter().map(message_json).collect();
+    if cache
+        && let Some(last) = messages
+            .last_mut()
+            .and_then(|m| m["content"].as_array_mut())
+            .and_then(|blocks| blocks.last_mut())
+    {
+        last["cache_control"] = cache_control();
+    }
     let mut body = json!({
         "model": model,
         "max_tokens": req.max_tokens,
-        "messages": req.messages.iter().map(message_json).collect::<Vec<_>>(),
+        "messages": messages,
     });
     // An empty system prompt is left out rather than sent as "", which is not a
     // prompt at all.
     if !req.system.is_empty() {
-        body["system"] = json!(req.system);
+        body["system"] = if cache {
+            json!([{"type": "text", "text": req.system, "cache_control": cache_control()}])
+        } else {
+            json!(req.system)
+        };
     }
     // `tools: []` is refused by some API versions; no tools means no field.
     if !req.tools.is_empty() {
-        body["tools"] = req
+        let mut tools: Vec<Value> = req
             .tools
             .iter()
             .map(|t| {
@@ -134,6 +169,10 @@ fn request_body(model: &str, req: &CompletionRequest<'_>) -> Value {
                 })
             })
             .collect();
+        if cache && let Some(last) = tools.last_mut() {
+            last["cache_control"] = cache_control();
+        }
+        body["tools"] = Value::Array(tools);
     }
     body
 }
@@ -229,20 +268,24 @@ fn parse_response(answer: &Value) -> Result<Completion, LlmError> {
         Some(other) => StopReason::Other(other.to_string()),
         None => StopReason::Other(String::new()),
     };
-    let usage = &answer["usage"];
-    let count = |field: &str| usage[field].as_u64().unwrap_or(0);
     Ok(Completion {
         content,
         stop,
-        usage: TokenUsage {
-            // Cached prompt tokens are reported apart from `input_tokens` but still
-            // fill the context and the budget, so they count as input.
-            input: count("input_tokens")
-                + count("cache_creation_input_tokens")
-                + count("cache_read_input_tokens"),
-            output: count("output_tokens"),
-        },
+        usage: parse_usage(&answer["usage"]),
     })
+}
+
+/// Token use in a Messages API answer. `input_tokens` counts only the input after
+/// the last cache breakpoint; what was read from the cache and what was written to
+/// it come apart, and the three add up to the whole prompt.
+fn parse_usage(usage: &Value) -> TokenUsage {
+    let count = |field: &str| usage[field].as_u64().unwrap_or(0);
+    TokenUsage {
+        input: count("input_tokens"),
+        output: count("output_tokens"),
+        cache_read: count("cache_read_input_tokens"),
+        cache_write: count("cache_creation_input_tokens"),
+    }
 }
 
 #[cfg(test)]
@@ -286,7 +329,7 @@ mod tests {
             max_tokens: 100,
             on_retry: None,
         };
-        let body = request_body("m", &req);
+        let body = request_body("m", &req, false);
         assert_eq!(body["model"], "m");
         assert_eq!(body["max_tokens"], 100);
         assert_eq!(body["system"], "be brief");
@@ -310,10 +353,71 @@ mod tests {
             max_tokens: 5,
             on_retry: None,
         };
-        let body = request_body("m", &bare);
+        let body = request_body("m", &bare, true);
         assert!(body.get("tools").is_none());
         assert!(body.get("system").is_none());
         assert_eq!(body["messages"][0]["content"][0]["text"], "(empty)");
+        // No tools: a one-off request, so no breakpoints even with caching on.
+        assert!(!body.to_string().contains("cache_control"), "{body}");
+    }
+
+    #[test]
+    fn cache_breakpoints_end_the_tools_the_system_prompt_and_the_conversation() {
+        let messages = [
+            ChatMessage::user_text("list files"),
+            ChatMessage {
+                role: Role::Assistant,
+                content: vec![Block::ToolUse {
+                    id: "toolu_1".into(),
+                    name: "bash".into(),
+                    input: json!({"command": "ls"}),
+                }],
+            },
+            ChatMessage {
+                role: Role::User,
+                content: vec![
+                    Block::ToolResult {
+                        tool_use_id: "toolu_1".into(),
+                        content: "a".into(),
+                        is_error: false,
+                    },
+                    Block::text("[Message #4 from lead (message)] hurry"),
+                ],
+            },
+        ];
+        let tool = |name: &str| ToolSpec {
+            name: name.into(),
+            description: "d".into(),
+            input_schema: json!({"type": "object"}),
+        };
+        let tools = [tool("bash"), tool("read_file")];
+        let req = CompletionRequest {
+            system: "be brief",
+            messages: &messages,
+            tools: &tools,
+            max_tokens: 100,
+            on_retry: None,
+        };
+        let body = request_body("m", &req, true);
+        let ephemeral = json!({"type": "ephemeral"});
+        assert_eq!(
+            body["system"],
+            json!([{"type": "text", "text": "be brief", "cache_control": ephemeral}])
+        );
+        assert!(body["tools"][0].get("cache_control").is_none());
+        assert_eq!(body["tools"][1]["cache_control"], ephemeral);
+        let last = &body["messages"][2]["content"];
+        assert!(last[0].get("cache_control").is_none());
+        assert_eq!(last[1]["cache_control"], ephemeral);
+        assert_eq!(last[1]["text"], "[Message #4 from lead (message)] hurry");
+        // Exactly three breakpoints: the API refuses more than four.
+        assert_eq!(body.to_string().matches("cache_control").count(), 3);
+
+        // Off, the request is as it was before caching: a plain system string and
+        // no markers anywhere.
+        let plain = request_body("m", &req, false);
+        assert_eq!(plain["system"], "be brief");
+        assert!(!plain.to_string().contains("cache_control"), "{plain}");
     }
 
     #[test]
@@ -344,10 +448,26 @@ mod tests {
         assert_eq!(
             c.usage,
             TokenUsage {
-                input: 15,
-                output: 4
+                input: 10,
+                output: 4,
+                cache_read: 5,
+                cache_write: 0,
             }
         );
+        let written = parse_usage(&json!({
+            "input_tokens": 3, "output_tokens": 9,
+            "cache_creation_input_tokens": 2048, "cache_read_input_tokens": 1800
+        }));
+        assert_eq!(
+            written,
+            TokenUsage {
+                input: 3,
+                output: 9,
+                cache_read: 1800,
+                cache_write: 2048,
+            }
+        );
+        assert_eq!(written.all_input(), 3 + 2048 + 1800);
 
         for (wire, stop) in [
             ("end_turn", StopReason::EndTurn),

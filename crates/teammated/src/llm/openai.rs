@@ -284,16 +284,29 @@ fn parse_response(answer: &Value) -> Result<Completion, LlmError> {
         Some("tool_calls") | Some("function_call") => StopReason::ToolUse,
         Some(other) => StopReason::Other(other.to_string()),
     };
-    let usage = &answer["usage"];
-    let count = |field: &str| usage[field].as_u64().unwrap_or(0);
     Ok(Completion {
         content,
         stop,
-        usage: TokenUsage {
-            input: count("prompt_tokens"),
-            output: count("completion_tokens"),
-        },
+        usage: parse_usage(&answer["usage"]),
     })
+}
+
+/// Token use in a Chat Completions answer. `prompt_tokens` counts the cached
+/// prompt tokens too (unlike Anthropic's `input_tokens`), so fresh input is the
+/// difference. OpenAI caches prompt prefixes on its own and bills nothing extra
+/// for writing them, so there is no cache write to report.
+fn parse_usage(usage: &Value) -> TokenUsage {
+    let count = |v: &Value| v.as_u64().unwrap_or(0);
+    let prompt = count(&usage["prompt_tokens"]);
+    // A server that reports more cached tokens than prompt tokens is wrong about
+    // one of them; the prompt is what was surely read.
+    let cached = count(&usage["prompt_tokens_details"]["cached_tokens"]).min(prompt);
+    TokenUsage {
+        input: prompt - cached,
+        output: count(&usage["completion_tokens"]),
+        cache_read: cached,
+        cache_write: 0,
+    }
 }
 
 /// A tool call's arguments. OpenAI sends a JSON string; ollama sometimes sends the
@@ -426,7 +439,8 @@ mod tests {
             c.usage,
             TokenUsage {
                 input: 12,
-                output: 7
+                output: 7,
+                ..Default::default()
             }
         );
         assert_eq!(c.content[0], Block::text("checking"));
@@ -447,6 +461,41 @@ mod tests {
             panic!("{:?}", c.content[3]);
         };
         assert_eq!(input, &json!({"pattern": "*.rs"}));
+    }
+
+    #[test]
+    fn cached_prompt_tokens_are_told_apart_from_fresh_ones() {
+        let usage = json!({
+            "prompt_tokens": 2006,
+            "completion_tokens": 300,
+            "total_tokens": 2306,
+            "prompt_tokens_details": {"cached_tokens": 1920, "audio_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": 0}
+        });
+        assert_eq!(
+            parse_usage(&usage),
+            TokenUsage {
+                input: 86,
+                output: 300,
+                cache_read: 1920,
+                cache_write: 0,
+            }
+        );
+        // Local servers send no details: all of the prompt is fresh.
+        let plain = json!({"prompt_tokens": 12, "completion_tokens": 7});
+        assert_eq!(
+            parse_usage(&plain),
+            TokenUsage {
+                input: 12,
+                output: 7,
+                ..TokenUsage::default()
+            }
+        );
+        // More cached than prompt tokens is nonsense; it never makes input negative.
+        let odd = json!({"prompt_tokens": 5, "prompt_tokens_details": {"cached_tokens": 9}});
+        assert_eq!(parse_usage(&odd).input, 0);
+        assert_eq!(parse_usage(&odd).cache_read, 5);
+        assert_eq!(parse_usage(&Value::Null), TokenUsage::default());
     }
 
     #[test]
@@ -517,6 +566,7 @@ mod tests {
             api_key: Some("sk-test".into()),
             max_tokens: 1,
             max_tokens_field: field,
+            prompt_cache: true,
             request_timeout: std::time::Duration::from_secs(1),
             retry: Default::default(),
         };

@@ -9,6 +9,11 @@
 //! 2. completes the task with their output as the result;
 //! 3. fails the task with the output if a block exits non-zero.
 //!
+//! A task that needs a plan (the runtime says so under the task) gets its ```` ```sh ````
+//! blocks submitted as the plan first, with `submit_plan`; the blocks run once the lead
+//! approves, and a rejection fails the task with the lead's feedback. Asked to shut
+//! down while it holds a task, it approves at once with a note of how far it got.
+//!
 //! With no task in hand (it was woken by a message) it answers that it has nothing to
 //! do, which ends the work phase. Offered the lead's tools, it is the scripted lead
 //! instead ([`super::scripted_lead`]). Asked for a summary (compaction), it lists
@@ -28,6 +33,13 @@ const LEAD_ONLY_TOOL: &str = "spawn_teammate";
 
 /// Markers the runtime writes in front of a task it puts into the context.
 const TASK_MARKERS: [&str; 3] = ["[Auto-claimed task #", "[Claimed task #", "[Current task #"];
+
+/// The start of the runtime's note under a task that needs a plan
+/// (`teammate::PLAN_FIRST`).
+const PLAN_MARKER: &str = "[Runtime] This task needs a plan approved by the lead";
+
+/// What the runtime says when the lead asks a working teammate to shut down.
+const SHUTDOWN_MARKER: &str = "asks you to shut down (request ";
 
 #[derive(Debug, Default)]
 pub struct Scripted {}
@@ -56,6 +68,7 @@ impl Scripted {
                     content: content.clone(),
                 }],
             ),
+            ..TokenUsage::default()
         };
         Ok(Completion {
             content,
@@ -86,7 +99,12 @@ fn find_task(messages: &[ChatMessage]) -> Option<TaskInContext> {
             continue;
         }
         for b in m.content.iter().rev() {
-            let Block::Text { text } = b else { continue };
+            // A task the model claimed itself comes in the claim's tool result.
+            let text = match b {
+                Block::Text { text } => text,
+                Block::ToolResult { content, .. } => content,
+                Block::ToolUse { .. } => continue,
+            };
             for marker in TASK_MARKERS {
                 if let Some(pos) = text.rfind(marker) {
                     let rest = &text[pos + marker.len()..];
@@ -152,11 +170,13 @@ fn next_step(messages: &[ChatMessage]) -> Vec<Block> {
     let after = &messages[task.at..];
     let mut finished = false;
     let mut bash_ids = Vec::new();
+    let mut plan_ids = Vec::new();
     for b in after.iter().flat_map(|m| &m.content) {
         if let Block::ToolUse { id, name, .. } = b {
             match name.as_str() {
                 "bash" => bash_ids.push(id.clone()),
-                "complete_task" | "fail_task" => finished = true,
+                "submit_plan" => plan_ids.push(id.clone()),
+                "complete_task" | "fail_task" | "respond_shutdown" => finished = true,
                 _ => {}
             }
         }
@@ -164,20 +184,46 @@ fn next_step(messages: &[ChatMessage]) -> Vec<Block> {
     if finished {
         return vec![Block::text(format!("Task #{} is reported.", task.id))];
     }
+    let blocks = shell_blocks(&task.description);
+    if asked_to_leave(after) {
+        let note = format!(
+            "scripted: ran {} of {} commands of #{} before the shutdown",
+            bash_ids.len(),
+            blocks.len(),
+            task.id
+        );
+        return vec![call(
+            "respond_shutdown",
+            serde_json::json!({ "approve": true, "note": note }),
+        )];
+    }
+    if task.description.contains(PLAN_MARKER) {
+        let decision = plan_ids.last().and_then(|id| result_of(after, id));
+        match decision {
+            None => {
+                let plan = if blocks.is_empty() {
+                    "Nothing to run: the task has no ```sh blocks.".to_string()
+                } else {
+                    format!("I will run:\n```sh\n{}\n```", blocks.join("\n"))
+                };
+                return vec![
+                    Block::text(format!("Task #{} needs a plan; submitting it.", task.id)),
+                    call("submit_plan", serde_json::json!({ "plan": plan })),
+                ];
+            }
+            Some((feedback, true)) => {
+                return vec![call(
+                    "fail_task",
+                    serde_json::json!({ "reason": format!("the plan was not approved: {feedback}") }),
+                )];
+            }
+            Some((_, false)) => {}
+        }
+    }
     let outputs: Vec<(String, bool)> = bash_ids
         .iter()
-        .filter_map(|id| {
-            after.iter().flat_map(|m| &m.content).find_map(|b| match b {
-                Block::ToolResult {
-                    tool_use_id,
-                    content,
-                    is_error,
-                } if tool_use_id == id => Some((content.clone(), *is_error)),
-                _ => None,
-            })
-        })
+        .filter_map(|id| result_of(after, id))
         .collect();
-    let blocks = shell_blocks(&task.description);
     if let Some((output, true)) = outputs.last() {
         let n = outputs.len();
         let code = shell::exit_code_of(output)
@@ -218,6 +264,30 @@ fn next_step(messages: &[ChatMessage]) -> Vec<Block> {
         "complete_task",
         serde_json::json!({ "result": result }),
     )]
+}
+
+/// The result of tool use `id`: its content and whether it is an error.
+fn result_of(messages: &[ChatMessage], id: &str) -> Option<(String, bool)> {
+    messages
+        .iter()
+        .flat_map(|m| &m.content)
+        .find_map(|b| match b {
+            Block::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+            } if tool_use_id == id => Some((content.clone(), *is_error)),
+            _ => None,
+        })
+}
+
+/// Whether the runtime asked for a shutdown answer after the last answer given.
+fn asked_to_leave(messages: &[ChatMessage]) -> bool {
+    messages.iter().flat_map(|m| &m.content).any(|b| match b {
+        Block::Text { text } => text.contains(SHUTDOWN_MARKER),
+        Block::ToolResult { content, .. } => content.contains(SHUTDOWN_MARKER),
+        _ => false,
+    })
 }
 
 fn summary(messages: &[ChatMessage]) -> String {

@@ -190,6 +190,10 @@ pub fn all() -> Vec<ToolSpec> {
                 "role": {
                     "type": "string",
                     "description": "Only teammates with this role may claim the task. Default: anyone."
+                },
+                "require_plan": {
+                    "type": "boolean",
+                    "description": "Whoever claims it must have a plan approved by the lead before changing anything. Default false."
                 }
             }),
             &["subject"],
@@ -236,10 +240,56 @@ pub fn all() -> Vec<ToolSpec> {
             &["reason"],
         ),
         spec(
+            "submit_plan",
+            "Ask the lead to approve your plan for the task you hold, and wait for the \
+             decision. A task that needs a plan keeps bash, write_file and edit_file \
+             closed until the lead approves; read_file and glob stay open, so look \
+             around first. Answers the decision and the lead's feedback. After a \
+             rejection, revise the plan and submit it again. An approval holds for \
+             this task and this claim only.",
+            json!({
+                "plan": {
+                    "type": "string",
+                    "description": "What you will change and how you will check it: files, steps, commands."
+                }
+            }),
+            &["plan"],
+        ),
+        spec(
+            "respond_shutdown",
+            "Answer the lead's shutdown request, when the runtime tells you one is \
+             waiting. approve=true: the task you hold is given back with your note \
+             (what you got done and what is left, for its next owner) and you stop \
+             after this round. approve=false: you keep working, and the note tells \
+             the lead why. Without an answer before the deadline, your processes are \
+             stopped.",
+            json!({
+                "approve": {
+                    "type": "boolean",
+                    "description": "true to shut down, false to keep working."
+                },
+                "note": {
+                    "type": "string",
+                    "description": "Approving: what you got done and what is left. Rejecting: why you should keep working."
+                }
+            }),
+            &["approve", "note"],
+        ),
+        spec(
+            "list_team",
+            "List your team: each teammate's name, role and status (idle, working, \
+             offline, shutdown), the task it holds, and whether it is connected now; \
+             you are marked. Use it to find whom to ask or tell something. The lead is \
+             not listed: it is always reachable as \"lead\".",
+            json!({}),
+            &[],
+        ),
+        spec(
             "send_message",
             "Send a message to one teammate, by name, or to the lead (\"lead\"). Use it to \
-             ask a question, hand over information, or report a problem. Messages to you \
-             arrive between your tool calls, and wake you when you are idle.",
+             ask a question, hand over information, or report a problem. Every message \
+             wakes its reader, so do not send one only to acknowledge or thank. Messages \
+             to you arrive between your tool calls, and wake you when you are idle.",
             json!({
                 "to": {
                     "type": "string",
@@ -291,6 +341,9 @@ pub fn names() -> Vec<&'static str> {
         "claim_task",
         "complete_task",
         "fail_task",
+        "submit_plan",
+        "respond_shutdown",
+        "list_team",
         "send_message",
         "broadcast",
         "idle",
@@ -325,7 +378,7 @@ mod tests {
         let specs = all();
         let from_specs: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(from_specs, names());
-        assert_eq!(specs.len(), 14);
+        assert_eq!(specs.len(), 17);
         let unique: HashSet<&str> = from_specs.iter().copied().collect();
         assert_eq!(unique.len(), specs.len(), "duplicate tool names");
         assert_eq!(

@@ -2,10 +2,10 @@
 
 use super::Outcome;
 use crate::board_view::{id_arg, new_task_arg, refused, task_line};
-use crate::teammate::Teammate;
+use crate::teammate::{Opening, Teammate};
 use crate::tools::{ToolOutput, str_arg};
 use serde_json::Value;
-use teamboard_protocol::{MessageKind, TaskStatus};
+use teamboard_protocol::{Member, MessageKind, Task, TaskStatus};
 
 impl Teammate {
     /// Runs a board tool. `None` when `name` is not one.
@@ -23,6 +23,9 @@ impl Teammate {
                 Ok(r) => Outcome::Fail(r.to_string()).report(self).await,
                 Err(e) => e,
             },
+            "submit_plan" => self.submit_plan(input).await,
+            "respond_shutdown" => self.respond_shutdown(input).await,
+            "list_team" => self.list_team().await,
             "send_message" => self.send_message(input).await,
             "broadcast" => self.broadcast(input).await,
             "idle" => {
@@ -130,11 +133,34 @@ impl Teammate {
         {
             Ok(claim) => {
                 let subject = claim.task.subject.clone();
-                self.hold(claim, "Claimed").await;
-                ToolOutput::ok(format!("you now hold task #{id}: {subject}"))
+                let opening = self.hold(claim, "Claimed", Opening::ToolResult).await;
+                ToolOutput::ok(format!("you now hold task #{id}: {subject}\n\n{opening}"))
             }
             Err(e) => refused(e),
         }
+    }
+
+    /// The roster, one member a line, with the subjects of the tasks held.
+    async fn list_team(&self) -> ToolOutput {
+        let members = match self.session.call(|c| async move { c.team().await }).await {
+            Ok(members) => members,
+            Err(e) => return refused(e),
+        };
+        if members.is_empty() {
+            return ToolOutput::ok("no teammates");
+        }
+        // A subject makes a held task mean something; without one (the board
+        // could not be read) the id alone still says who is busy.
+        let held = self
+            .session
+            .call(|c| async move { c.list_tasks(Some(TaskStatus::InProgress)).await })
+            .await
+            .unwrap_or_default();
+        let lines: Vec<String> = members
+            .iter()
+            .map(|m| member_line(m, &held, &self.cfg.name))
+            .collect();
+        ToolOutput::ok(lines.join("\n"))
     }
 
     async fn send_message(&self, input: &Value) -> ToolOutput {
@@ -165,5 +191,70 @@ impl Teammate {
             Ok(sent) => ToolOutput::ok(format!("broadcast to {} teammate(s)", sent.len())),
             Err(e) => refused(e),
         }
+    }
+}
+
+/// `bob [working] role dev, holds #3 parse the config, connected`, with `(you)`
+/// after the teammate's own line.
+fn member_line(m: &Member, held: &[Task], me: &str) -> String {
+    let mut s = format!("{} [{}] role {}", m.name, m.status.as_str(), m.role);
+    if let Some(id) = m.task {
+        match held.iter().find(|t| t.id == id) {
+            Some(t) => s.push_str(&format!(", holds #{id} {}", t.subject)),
+            None => s.push_str(&format!(", holds #{id}")),
+        }
+    }
+    s.push_str(if m.connected {
+        ", connected"
+    } else {
+        ", not connected"
+    });
+    if m.name == me {
+        s.push_str(" (you)");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use teamboard_protocol::{MemberStatus, TokenUsage};
+
+    fn member(name: &str, status: MemberStatus, task: Option<u64>, connected: bool) -> Member {
+        Member {
+            name: name.into(),
+            role: "dev".into(),
+            status,
+            last_seen: 0,
+            pid: Some(7),
+            task,
+            tokens: TokenUsage::default(),
+            connected,
+            joined_at: 0,
+            require_plan: false,
+        }
+    }
+
+    #[test]
+    fn a_member_line_says_status_role_task_and_connection() {
+        let held: [Task; 1] = [serde_json::from_value(serde_json::json!({
+            "id": 3, "subject": "parse the config", "status": "in_progress",
+            "created_at": 0, "updated_at": 0,
+        }))
+        .expect("a task")];
+        let bob = member("bob", MemberStatus::Working, Some(3), true);
+        assert_eq!(
+            member_line(&bob, &held, "alice"),
+            "bob [working] role dev, holds #3 parse the config, connected"
+        );
+        assert_eq!(
+            member_line(&bob, &[], "bob"),
+            "bob [working] role dev, holds #3, connected (you)"
+        );
+        let cat = member("cat", MemberStatus::Offline, None, false);
+        assert_eq!(
+            member_line(&cat, &held, "alice"),
+            "cat [offline] role dev, not connected"
+        );
     }
 }

@@ -8,6 +8,7 @@
 //! failed or released, never left in progress.
 
 mod board_tools;
+mod protocol_tools;
 
 use crate::board_text;
 use crate::error::Error;
@@ -355,6 +356,9 @@ impl Teammate {
     }
 
     async fn run_tool(&mut self, name: &str, input: &serde_json::Value) -> ToolOutput {
+        if let Some(refused) = self.plan_gate(name) {
+            return refused;
+        }
         if let Some(out) = tools::run_local(&self.local, name, input).await {
             return out;
         }

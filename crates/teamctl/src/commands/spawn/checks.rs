@@ -67,7 +67,7 @@ pub(super) async fn refuse_if_connected(
         let pid = m.pid.map_or_else(String::new, |p| format!(" (pid {p})"));
         bail!(
             "'{name}' is already connected in team '{}'{pid}; stop it first \
-             (`teamctl send {name} stop --kind shutdown-request`) or pick another name",
+             (`teamctl shutdown {name}`) or pick another name",
             ctx.team
         );
     }

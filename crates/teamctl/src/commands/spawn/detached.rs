@@ -290,6 +290,12 @@ fn teammated_args(ctx: &Ctx, args: &SpawnArgs, workdir: &Path) -> anyhow::Result
         argv.push("--max-tokens-field".into());
         argv.push(f.as_str().into());
     }
+    if args.carry_context {
+        argv.push("--carry-context".into());
+    }
+    if args.require_plan {
+        argv.push("--require-plan".into());
+    }
     Ok(argv)
 }
 

@@ -139,6 +139,12 @@ fn env_file_text(ctx: &Ctx, args: &SpawnArgs, workdir: &Path) -> anyhow::Result<
     if let Some(f) = args.max_tokens_field {
         vars.push(("TEAMMATE_MAX_TOKENS_FIELD", f.as_str().to_string()));
     }
+    if args.carry_context {
+        vars.push(("TEAMMATE_CARRY_CONTEXT", "true".to_string()));
+    }
+    if args.require_plan {
+        vars.push(("TEAMMATE_REQUIRE_PLAN", "true".to_string()));
+    }
     // A boardd or state dir named to this teamctl is the one the teammate must use
     // too; the defaults are the same for both, so they need no line.
     if ctx.socket_given {

@@ -12,8 +12,16 @@
 //! requests are kept apart too ([`MockLlm::model_list_requests`]), so they do not
 //! count as model calls.
 //!
-//! Use it with `use teamboard_testkit::mock_llm::{MockLlm, MockReply};`.
+//! With [`MockLlm::simulate_prompt_cache`], the `usage` of every successful model
+//! answer is replaced by one worked out from the request: its size in estimated
+//! tokens, and what a real API's prompt cache would have served of it (see
+//! [`cache`]). Without it, answers carry the usage they were scripted with.
+//!
+//! Tests use it as `use teamboard_testkit::mock_llm::{MockLlm, MockReply};`.
 
+pub mod cache;
+
+use cache::{Api, PromptCache};
 use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -251,6 +259,8 @@ pub struct RecordedRequest {
     pub headers: Vec<(String, String)>,
     /// The body as JSON; `Null` when empty, a JSON string when not JSON.
     pub body: Value,
+    /// The `usage` object of the answer the mock sent; `Null` when it had none.
+    pub answered_usage: Value,
 }
 
 impl RecordedRequest {
@@ -272,6 +282,8 @@ struct State {
     /// The answer to `GET .../models`; `None` lists a model in the asker's format.
     models: Option<MockReply>,
     model_list_requests: Vec<RecordedRequest>,
+    /// Set by [`MockLlm::simulate_prompt_cache`].
+    prompt_cache: Option<PromptCache>,
 }
 
 /// The server. It stops (and drops its connections) when dropped.
@@ -315,6 +327,7 @@ impl MockLlm {
             fallback_served: 0,
             models: None,
             model_list_requests: Vec::new(),
+            prompt_cache: None,
         }));
         let shared = state.clone();
         let task = tokio::spawn(async move {
@@ -373,6 +386,15 @@ impl MockLlm {
         self.lock().models = Some(reply);
     }
 
+    /// From now on, answers report the usage a real API would: the request's
+    /// estimated size, and what its prompt cache served (see [`cache`]).
+    pub fn simulate_prompt_cache(&self) {
+        let mut s = self.lock();
+        if s.prompt_cache.is_none() {
+            s.prompt_cache = Some(PromptCache::default());
+        }
+    }
+
     /// The `GET .../models` requests received so far, in order.
     pub fn model_list_requests(&self) -> Vec<RecordedRequest> {
         self.lock().model_list_requests.clone()
@@ -413,14 +435,24 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<State>>) {
                 s.model_list_requests.push(request);
                 reply
             } else {
-                s.requests.push(request);
-                match s.queue.pop_front() {
+                let mut reply = match s.queue.pop_front() {
                     Some(reply) => reply,
                     None => {
                         s.fallback_served += 1;
                         s.fallback.clone()
                     }
+                };
+                let mut request = request;
+                if let (Some(cache), Some(api)) =
+                    (s.prompt_cache.as_mut(), Api::of_path(&request.path))
+                {
+                    reply = with_simulated_usage(reply, api, cache, &request.body);
                 }
+                request.answered_usage = serde_json::from_str::<Value>(&reply.body)
+                    .map(|b| b["usage"].clone())
+                    .unwrap_or(Value::Null);
+                s.requests.push(request);
+                reply
             }
         };
         if let Some(delay) = reply.delay {
@@ -434,6 +466,39 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<State>>) {
             return;
         }
     }
+}
+
+/// `reply` with the usage `cache` works out for `body`, in `api`'s format. Only
+/// successful JSON answers that report a usage are changed.
+fn with_simulated_usage(
+    mut reply: MockReply,
+    api: Api,
+    cache: &mut PromptCache,
+    body: &Value,
+) -> MockReply {
+    let Ok(mut answer) = serde_json::from_str::<Value>(&reply.body) else {
+        return reply;
+    };
+    if reply.status != 200 || !answer["usage"].is_object() {
+        return reply;
+    }
+    let u = cache.usage(api, body);
+    let usage = &mut answer["usage"];
+    match api {
+        Api::Anthropic => {
+            usage["input_tokens"] = json!(u.fresh());
+            usage["cache_read_input_tokens"] = json!(u.cache_read);
+            usage["cache_creation_input_tokens"] = json!(u.cache_write);
+        }
+        Api::OpenAi => {
+            let output = usage["completion_tokens"].as_u64().unwrap_or(0);
+            usage["prompt_tokens"] = json!(u.prompt);
+            usage["prompt_tokens_details"] = json!({"cached_tokens": u.cache_read});
+            usage["total_tokens"] = json!(u.prompt + output);
+        }
+    }
+    reply.body = answer.to_string();
+    reply
 }
 
 /// Whether `request` asks for the model list (`GET /v1/models`, `GET /models`).
@@ -494,6 +559,7 @@ async fn read_request(
         path,
         headers,
         body,
+        answered_usage: Value::Null,
     }))
 }
 

@@ -1,0 +1,262 @@
+//! The messages that reach a teammate, and the protocol requests among them.
+//!
+//! Ordinary messages go into the model's context as they are. The protocol kinds
+//! never do: boardd alone writes them (`send` refuses their kinds), as the side
+//! effect of a tracked request, and the runtime acts on the request itself, read
+//! back from boardd, since a message may be older than its request's state:
+//!
+//! - a `shutdown_request` to a teammate that holds no task is approved at once,
+//!   and the teammate leaves; to one that holds a task, it becomes a runtime note
+//!   asking the model to answer with `respond_shutdown` at its next tool round;
+//! - a `plan_approval_response` settles the plan gate of the claim it belongs to,
+//!   and the model is told the decision and the feedback;
+//! - anything else of those kinds (a stale request, a kind meant for the lead) is
+//!   acknowledged and logged, and the model never sees it.
+
+use crate::error::Error;
+use crate::teammate::{Exit, Teammate};
+use teamboard_protocol::transcript::EntryKind;
+use teamboard_protocol::{LEAD, Message, MessageKind, RequestId, RequestKind, TeamRequest};
+
+/// Where the plan of the held claim stands, as far as this teammate knows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlanState {
+    /// No plan submitted for this claim.
+    None,
+    /// Submitted as request `id`; the lead has not decided.
+    Pending {
+        id: RequestId,
+        plan: String,
+    },
+    Approved {
+        id: RequestId,
+    },
+    Rejected {
+        id: RequestId,
+        feedback: String,
+    },
+}
+
+/// A shutdown request the model is to answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AskedToLeave {
+    pub id: RequestId,
+    pub from: String,
+}
+
+/// What the runtime made of a batch of messages.
+#[derive(Debug, Default)]
+pub struct Read {
+    /// Text for the model, one entry per message it is to see.
+    pub texts: Vec<String>,
+    /// The messages handled: acknowledge them once `texts` are in the context.
+    pub ids: Vec<u64>,
+    /// The teammate is to leave: a shutdown it approved on its own.
+    pub exit: Option<Exit>,
+    /// The plan decision that arrived, if any.
+    pub decided: Option<RequestId>,
+}
+
+impl Teammate {
+    /// Puts messages into the context and acknowledges them. Acknowledging only after
+    /// the messages are in the context is what makes delivery at-least-once: if we die
+    /// before the ack, boardd keeps them.
+    ///
+    /// A shutdown approved here ends the teammate; the messages that came with it
+    /// stay in the inbox unread, for whoever runs under this name next.
+    pub(crate) async fn take_messages(
+        &mut self,
+        messages: Vec<Message>,
+    ) -> Result<Option<Exit>, Error> {
+        let read = self.read_messages(messages).await?;
+        for text in &read.texts {
+            self.ctx.push_user_text(text.clone());
+            self.log(EntryKind::User, None, false, text);
+        }
+        self.ack(read.ids).await?;
+        if let Some(exit) = &read.exit {
+            self.shutdown = Some(exit.clone());
+        }
+        Ok(read.exit)
+    }
+
+    pub(crate) async fn ack(&self, ids: Vec<u64>) -> Result<(), Error> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let ids = &ids;
+        self.session
+            .call(|c| async move { c.ack(ids.clone()).await })
+            .await?;
+        Ok(())
+    }
+
+    /// Sorts a batch of messages into what the model sees and what the runtime
+    /// handles. Nothing is acknowledged here.
+    pub(crate) async fn read_messages(&mut self, messages: Vec<Message>) -> Result<Read, Error> {
+        let mut read = Read::default();
+        for m in messages {
+            match m.kind {
+                MessageKind::ShutdownRequest => {
+                    if let Some(exit) = self.on_shutdown_request(&m, &mut read).await? {
+                        // Only the request is taken: the rest stays for the next
+                        // teammate of this name.
+                        read.texts.clear();
+                        read.ids = vec![m.id];
+                        read.exit = Some(exit);
+                        return Ok(read);
+                    }
+                }
+                MessageKind::PlanApprovalResponse => self.on_plan_decision(&m, &mut read).await,
+                MessageKind::ShutdownResponse | MessageKind::PlanApprovalRequest => {
+                    tracing::warn!(
+                        id = m.id,
+                        kind = m.kind.as_str(),
+                        from = %m.from,
+                        "a message meant for the lead reached a teammate; ignored"
+                    );
+                }
+                _ => read.texts.push(format!(
+                    "[Message #{} from {} ({})] {}",
+                    m.id,
+                    m.from,
+                    m.kind.as_str(),
+                    m.content
+                )),
+            }
+            read.ids.push(m.id);
+        }
+        Ok(read)
+    }
+
+    /// The request a protocol message names, if it names one boardd knows.
+    async fn request_of(&self, m: &Message) -> Option<TeamRequest> {
+        let id: RequestId = m.request_id.as_deref()?.parse().ok()?;
+        match self
+            .session
+            .call(|c| async move { c.get_request(id).await })
+            .await
+        {
+            Ok(r) => Some(r),
+            Err(e) => {
+                tracing::warn!(request = id, error = %e, "cannot read the request of a message");
+                None
+            }
+        }
+    }
+
+    /// `Some(exit)` when the teammate approved and is to leave now.
+    async fn on_shutdown_request(
+        &mut self,
+        m: &Message,
+        read: &mut Read,
+    ) -> Result<Option<Exit>, Error> {
+        let Some(req) = self.request_of(m).await else {
+            return Ok(None);
+        };
+        if req.kind != RequestKind::Shutdown || req.to != self.cfg.name || !req.is_pending() {
+            let text = format!(
+                "ignored shutdown request {} from {}: it is {}",
+                req.id,
+                req.from,
+                req.state.as_str()
+            );
+            self.log(EntryKind::Lifecycle, None, false, &text);
+            return Ok(None);
+        }
+        let reason = req.reason.clone().unwrap_or_default();
+        if self.held.is_none() {
+            let id = req.id;
+            if let Err(e) = self
+                .session
+                .call(|c| async move { c.respond_shutdown(id, true, None).await })
+                .await
+            {
+                // Still leave: the request is clear, and a teammate that stays
+                // would only be stopped at the deadline.
+                tracing::warn!(error = %e, request = id, "cannot answer the shutdown request");
+            }
+            let text = format!(
+                "shutdown requested by {} (request {id}); approved: no task held",
+                req.from
+            );
+            self.log(EntryKind::Lifecycle, None, false, &text);
+            return Ok(Some(Exit::ShutdownRequested { by: req.from }));
+        }
+        let secs = req
+            .deadline
+            .map(|d| ((d - teamboard_protocol::now_ms()).max(0) / 1000).to_string())
+            .unwrap_or_else(|| "?".into());
+        let why = if reason.is_empty() {
+            String::new()
+        } else {
+            format!(": {reason}")
+        };
+        read.texts.push(format!(
+            "[Runtime] {} asks you to shut down (request {}){why}. Answer it now with \
+             respond_shutdown, within about {secs} s or your processes are stopped: \
+             approve=true with a note saying what you got done and what is left (the \
+             task is given back with that note, for its next owner), or approve=false \
+             with the reason to keep working.",
+            req.from, req.id
+        ));
+        self.asked_to_leave = Some(AskedToLeave {
+            id: req.id,
+            from: req.from,
+        });
+        Ok(None)
+    }
+
+    async fn on_plan_decision(&mut self, m: &Message, read: &mut Read) {
+        let Some(req) = self.request_of(m).await else {
+            return;
+        };
+        let Some(held) = self.held.as_mut() else {
+            return;
+        };
+        let ours = req.kind == RequestKind::Plan
+            && req.from == self.cfg.name
+            && req.task == Some(held.id)
+            && req.epoch == Some(held.epoch);
+        if !ours || req.is_pending() {
+            return;
+        }
+        let feedback = req.feedback.clone().unwrap_or_default();
+        let by = req.answered_by.as_deref().unwrap_or(LEAD);
+        let text = match req.state {
+            teamboard_protocol::RequestState::Approved => {
+                held.plan = PlanState::Approved { id: req.id };
+                let tail = if feedback.is_empty() {
+                    String::new()
+                } else {
+                    format!(" Feedback: {feedback}")
+                };
+                format!(
+                    "[Runtime] {by} approved your plan for #{} (request {}). bash, write_file and edit_file are open; carry it out.{tail}",
+                    held.id, req.id
+                )
+            }
+            teamboard_protocol::RequestState::Rejected => {
+                held.plan = PlanState::Rejected {
+                    id: req.id,
+                    feedback: feedback.clone(),
+                };
+                format!(
+                    "[Runtime] {by} rejected your plan for #{} (request {}): {feedback}\nRevise it and call submit_plan again.",
+                    held.id, req.id
+                )
+            }
+            other => {
+                held.plan = PlanState::None;
+                format!(
+                    "[Runtime] Your plan for #{} (request {}) was {} by {by}: {feedback}. Submit a plan again if you still need one.",
+                    held.id,
+                    req.id,
+                    other.as_str()
+                )
+            }
+        };
+        read.texts.push(text);
+        read.decided = Some(req.id);
+    }
+}

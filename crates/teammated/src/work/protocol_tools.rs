@@ -1,0 +1,240 @@
+//! The protocol tools (`submit_plan`, `respond_shutdown`) and the plan gate.
+//!
+//! The gate sits where tools are dispatched, not in the prompt: until the lead
+//! approves the plan of a claim that needs one, `bash`, `write_file` and
+//! `edit_file` answer with a tool error that says what to do. Reading stays open,
+//! so that a teammate can look before it plans. boardd holds the same line at
+//! the end: it refuses to complete such a claim.
+//!
+//! `submit_plan` waits for the decision inside the tool call, parked on boardd
+//! like an idle teammate (no model call, the claim kept alive by its
+//! heartbeat). The alternative, returning at once and leaving the model to wait,
+//! lost: a model has no way to wait but to call tools, and every such call is a
+//! round of tokens spent on nothing.
+
+use crate::messages::PlanState;
+use crate::teammate::{Exit, Teammate};
+use crate::tools::{ToolOutput, str_arg};
+use serde_json::Value;
+use teamboard_protocol::transcript::EntryKind;
+use teamboard_protocol::{ErrorCode, Work};
+
+/// The tools that change things, closed until a needed plan is approved.
+pub const GATED: [&str; 3] = ["bash", "write_file", "edit_file"];
+
+impl Teammate {
+    /// The refusal for `tool` while the held claim's plan is not approved.
+    pub(super) fn plan_gate(&self, tool: &str) -> Option<ToolOutput> {
+        let held = self.held.as_ref()?;
+        if !held.needs_plan || !GATED.contains(&tool) {
+            return None;
+        }
+        let why = match &held.plan {
+            PlanState::Approved { .. } => return None,
+            PlanState::None => format!(
+                "{tool} is closed: task #{} needs a plan approved by the lead before you change \
+                 anything. Look around with read_file and glob, then call submit_plan with \
+                 your plan; it waits for the decision.",
+                held.id
+            ),
+            PlanState::Pending { id, .. } => format!(
+                "{tool} is closed: your plan (request {id}) is waiting for the lead's \
+                 decision. Call submit_plan with the same plan to wait for it."
+            ),
+            PlanState::Rejected { id, feedback } => format!(
+                "{tool} is closed: your plan (request {id}) was rejected ({feedback}). \
+                 Revise it and call submit_plan again."
+            ),
+        };
+        Some(ToolOutput::error(why))
+    }
+
+    /// `submit_plan`: submits the plan (or, for the plan already pending, only
+    /// waits) and returns the lead's decision.
+    pub(super) async fn submit_plan(&mut self, input: &Value) -> ToolOutput {
+        let plan = match str_arg(input, "plan") {
+            Ok(p) => p.trim().to_string(),
+            Err(e) => return e,
+        };
+        let Some(held) = &self.held else {
+            return ToolOutput::error("you hold no task, so there is nothing to plan");
+        };
+        let (task, epoch) = (held.id, held.epoch);
+        let id = match &held.plan {
+            PlanState::Pending { id, plan: pending } if *pending == plan => *id,
+            PlanState::Approved { id } => {
+                return ToolOutput::ok(format!(
+                    "your plan for #{task} (request {id}) is already approved; carry it out"
+                ));
+            }
+            _ => {
+                let text = &plan;
+                match self
+                    .session
+                    .call(|c| async move { c.submit_plan(task, epoch, text).await })
+                    .await
+                {
+                    Ok(req) => req.id,
+                    Err(e) if e.code() == Some(ErrorCode::StaleEpoch) => {
+                        return ToolOutput::error(format!(
+                            "your claim on #{task} is gone ({e}); stop working on it"
+                        ));
+                    }
+                    Err(e) => return ToolOutput::error(format!("boardd refused the plan: {e}")),
+                }
+            }
+        };
+        if let Some(h) = self.held.as_mut() {
+            h.plan = PlanState::Pending {
+                id,
+                plan: plan.clone(),
+            };
+        }
+        self.log(
+            EntryKind::Lifecycle,
+            None,
+            false,
+            &format!("plan submitted for #{task} (request {id}); waiting for the lead"),
+        );
+        self.wait_for_decision(id).await
+    }
+
+    /// Parks on boardd until the plan's decision arrives, and returns it with
+    /// whatever else arrived meanwhile. A shutdown request, a lost claim or a
+    /// signal end the wait early.
+    async fn wait_for_decision(&mut self, id: u64) -> ToolOutput {
+        let mut texts: Vec<String> = Vec::new();
+        let poll = self
+            .cfg
+            .poll_interval
+            .as_millis()
+            .clamp(1, u64::MAX as u128) as u64;
+        loop {
+            let lost = self.lost_token();
+            let wait = self
+                .session
+                .call(|c| async move { c.wait_for_work(Some(poll)).await });
+            let work = tokio::select! {
+                _ = self.cancel.cancelled() => {
+                    return ToolOutput::error("stopped: the teammate is shutting down");
+                }
+                _ = lost.cancelled() => {
+                    return ToolOutput::error("stopped: the claim on the task is gone");
+                }
+                w = wait => w,
+            };
+            let messages = match work {
+                Ok(Work::Messages { messages }) => messages,
+                Ok(Work::Timeout) => continue,
+                Ok(Work::Task { claim }) => {
+                    // boardd does not claim for a holder; if it ever did, the
+                    // task must not be stranded in progress.
+                    tracing::error!(task = claim.task.id, "boardd claimed a task for a holder");
+                    let (t, e) = (claim.task.id, claim.epoch);
+                    let _ = self
+                        .session
+                        .call(|c| async move { c.release_task(t, e, None).await })
+                        .await;
+                    continue;
+                }
+                Err(e) => return ToolOutput::error(format!("cannot wait for the decision: {e}")),
+            };
+            let read = match self.read_messages(messages).await {
+                Ok(r) => r,
+                Err(e) => return ToolOutput::error(format!("cannot read messages: {e}")),
+            };
+            texts.extend(read.texts);
+            // The texts go into the context with this tool result, right after.
+            if let Err(e) = self.ack(read.ids).await {
+                tracing::warn!(error = %e, "cannot acknowledge messages");
+            }
+            if let Some(exit) = read.exit {
+                self.shutdown = Some(exit);
+                texts.push("[Runtime] Shutting down.".into());
+                return ToolOutput::error(texts.join("\n\n"));
+            }
+            let decided = read.decided == Some(id);
+            let interrupted = self.asked_to_leave.is_some();
+            if decided || interrupted {
+                let approved = matches!(
+                    self.held.as_ref().map(|h| &h.plan),
+                    Some(PlanState::Approved { .. })
+                );
+                let text = texts.join("\n\n");
+                return if approved {
+                    ToolOutput::ok(text)
+                } else {
+                    ToolOutput::error(text)
+                };
+            }
+        }
+    }
+
+    /// `respond_shutdown`: approves (giving the held task back with the note
+    /// first) or rejects the shutdown request the model was asked to answer.
+    pub(super) async fn respond_shutdown(&mut self, input: &Value) -> ToolOutput {
+        let Some(asked) = self.asked_to_leave.clone() else {
+            return ToolOutput::error("no shutdown request is waiting for your answer");
+        };
+        let Some(approve) = input.get("approve").and_then(Value::as_bool) else {
+            return ToolOutput::error("approve must be true or false");
+        };
+        let note = input
+            .get("note")
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .unwrap_or_default()
+            .to_string();
+        let id = asked.id;
+        if !approve {
+            if note.is_empty() {
+                return ToolOutput::error(
+                    "to reject, give the reason to keep working in note; the lead reads it",
+                );
+            }
+            let reason = &note;
+            return match self
+                .session
+                .call(|c| async move { c.respond_shutdown(id, false, Some(reason)).await })
+                .await
+            {
+                Ok(_) => {
+                    self.asked_to_leave = None;
+                    ToolOutput::ok("rejected; the lead is told why. Go on with your task.")
+                }
+                Err(e) => self.answer_refused(e),
+            };
+        }
+        if let Some(held) = &self.held {
+            if note.is_empty() {
+                return ToolOutput::error(format!(
+                    "to approve, say in note what you got done on #{} and what is left: the \
+                     task is given back with it, for its next owner",
+                    held.id
+                ));
+            }
+            self.release_with_note(&note).await;
+        }
+        match self
+            .session
+            .call(|c| async move { c.respond_shutdown(id, true, None).await })
+            .await
+        {
+            Ok(_) => {
+                self.asked_to_leave = None;
+                self.shutdown = Some(Exit::ShutdownRequested { by: asked.from });
+                ToolOutput::ok("approved; the task is given back and you stop after this round")
+            }
+            Err(e) => self.answer_refused(e),
+        }
+    }
+
+    /// boardd refused an answer: the request was settled meanwhile (expired,
+    /// withdrawn), so there is nothing left to answer.
+    fn answer_refused(&mut self, e: teamboard_protocol::ClientError) -> ToolOutput {
+        if e.code() == Some(ErrorCode::InvalidState) {
+            self.asked_to_leave = None;
+        }
+        ToolOutput::error(format!("boardd refused the answer: {e}"))
+    }
+}
