@@ -63,10 +63,6 @@ pub struct DemoArgs {
     /// Build and run release binaries instead of debug ones (a longer first build)
     #[arg(long)]
     release: bool,
-    /// Leave out the plan review of the tests task, for a teammated whose scripted
-    /// model cannot submit plans
-    #[arg(long)]
-    skip_plan: bool,
 }
 /// How long, after the last task, the demo waits for the teammates to go idle (so
 /// the token counts include their last model call).
@@ -124,7 +120,7 @@ async fn run_async(args: &DemoArgs, bins: Bins) -> anyhow::Result<()> {
     // through its cleanup instead of killing it with its processes still running.
     let mut signals = procs::Signals::new()?;
     procs::become_subreaper()?;
-    let mut demo = Demo::new(bins, !args.skip_plan)?;
+    let mut demo = Demo::new(bins)?;
     let limit = Duration::from_secs(args.timeout);
     let played = tokio::select! {
         r = tokio::time::timeout(limit, demo.play()) => r.unwrap_or_else(|_| Err(anyhow!(
@@ -150,8 +146,6 @@ async fn run_async(args: &DemoArgs, bins: Bins) -> anyhow::Result<()> {
 /// (teammates, then boardd) before the directories they use are removed.
 struct Demo {
     procs: Procs,
-    /// Whether the tests task needs a plan the lead reviews.
-    plan_step: bool,
     bins: Bins,
     socket: String,
     state: String,
@@ -164,7 +158,7 @@ struct Demo {
 }
 
 impl Demo {
-    fn new(bins: Bins, plan_step: bool) -> anyhow::Result<Demo> {
+    fn new(bins: Bins) -> anyhow::Result<Demo> {
         let root = tempfile::Builder::new()
             .prefix("teamboard-demo-")
             .tempdir()
@@ -191,7 +185,6 @@ impl Demo {
             .with_context(|| format!("cannot write {}/app.py", backend.display()))?;
         Ok(Demo {
             procs: Procs::default(),
-            plan_step,
             bins,
             socket,
             state,
@@ -223,7 +216,7 @@ impl Demo {
         // Subscribed before anything happens, so the live view misses nothing.
         client.subscribe().await?;
 
-        let goal = script::goal(self.plan_step);
+        let goal = script::goal();
         println!("\nThe person asks the lead:\n  \"{}\"", script::REQUEST);
         println!(
             "(with the team plan as a ````plan block, which the offline scripted lead reads; \
@@ -342,13 +335,6 @@ impl Demo {
                         println!("{line}");
                     }
                     if let Some(why) = board.stuck() {
-                        if self.plan_step {
-                            bail!(
-                                "{why}\n(the tests task needs a plan the lead approves: a \
-                                 teammated whose scripted model cannot submit plans cannot \
-                                 finish it; --skip-plan leaves that step out)"
-                            );
-                        }
                         bail!("{why}");
                     }
                     if lead_done && board.all_completed() && working.is_empty() {

@@ -51,8 +51,8 @@ that check both; I want the lead to review that plan before it runs. Finish with
 summary of what changed.";
 
 /// The person's whole message: the request, then the team plan for the scripted
-/// lead. `with_plan_step` false leaves out the plan review (`plan` on the tests).
-pub fn goal(with_plan_step: bool) -> String {
+/// lead.
+pub fn goal() -> String {
     let mut s = format!("{REQUEST}\n\n````plan\n");
     for name in TEAMMATES {
         s.push_str(&format!("teammate {name} role={ROLE}\n"));
@@ -62,7 +62,7 @@ pub fn goal(with_plan_step: bool) -> String {
         if !step.after.is_empty() {
             s.push_str(&format!(" after={}", step.after.join(",")));
         }
-        if step.plan && with_plan_step {
+        if step.plan {
             s.push_str(" plan");
         }
         s.push('\n');
@@ -209,14 +209,13 @@ mod tests {
 
     #[test]
     fn the_goal_holds_the_plan_block_with_one_plan_step() {
-        let goal = goal(true);
+        let goal = goal();
         assert!(goal.starts_with(REQUEST));
         assert!(
             goal.contains("\ntask tests after=config,auth plan\n"),
             "{goal}"
         );
         assert_eq!(goal.matches(" plan\n").count(), 1);
-        assert!(!super::goal(false).contains(" plan\n"));
         // The descriptions' own fences stay inside the plan's longer one.
         assert!(goal.trim_end().ends_with("\n````"));
         assert_eq!(goal.matches("\n````").count(), 2);
