@@ -127,14 +127,16 @@ fn main() {
         std::process::exit(code);
     }
     if let Err(e) = real_main() {
-        // One line a person can act on; the details went to the log already.
-        eprintln!("teammated: {e:#}");
+        // One line a person can act on; the details went to the log already. The
+        // lead's person typed `teamctl lead`, and reads that name.
+        let who = if lead_mode() { "lead" } else { "teammated" };
+        eprintln!("{who}: {e:#}");
         std::process::exit(1);
     }
 }
 
 fn real_main() -> anyhow::Result<()> {
-    if std::env::args_os().nth(1).is_some_and(|a| a == "lead") {
+    if lead_mode() {
         return lead_main();
     }
     let args = Args::parse();
@@ -158,6 +160,11 @@ fn real_main() -> anyhow::Result<()> {
         tracing::info!(%exit, "teammate stopped");
         Ok(())
     })
+}
+
+/// Whether this is `teammated lead ...`.
+fn lead_mode() -> bool {
+    std::env::args_os().nth(1).is_some_and(|a| a == "lead")
 }
 
 /// `teammated lead ...`: the lead in this terminal, until the person leaves or,
