@@ -1,10 +1,14 @@
 //! `cargo xtask demo`: the whole system in one command, offline.
 //!
 //! It builds boardd, teamctl and teammated, starts a boardd of its own in a fresh
-//! temporary directory, spawns three teammates with the offline `scripted` model,
-//! creates the reference example as four tasks with dependencies, shows the board
-//! live from boardd's pushed events until every task is done, prints who did what,
-//! then shuts the team down with the shutdown handshake and removes everything.
+//! temporary directory, and plays the reference scenario through the lead: the
+//! person asks `teamctl lead` (the offline scripted lead) for the backend refactor,
+//! the lead proposes a team plan, "start" puts four tasks with dependencies on the
+//! board and spawns three scripted teammates, who claim them in parallel; the tests
+//! need a plan, which the lead reviews; the lead sums up when all are done. The demo
+//! shows the board live from boardd's pushed events and the lead's words beside
+//! them, prints who did what and the tokens spent (the lead's by cause), then asks
+//! each teammate to shut down and removes everything.
 //!
 //! Everything the demo starts is stopped on every way out: success, an error, the
 //! timeout, Ctrl-C, SIGTERM or SIGHUP (see [`procs`]).
@@ -17,27 +21,32 @@ mod view;
 use crate::cargo::{self, Metadata, Profile};
 use anyhow::{Context, anyhow, bail};
 use clap::Args;
-use procs::{Bins, Procs, Teammate};
-use std::collections::{BTreeMap, HashSet};
+use procs::{Bins, Procs};
+use std::collections::HashSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
-use teamboard_protocol::{Client, DEFAULT_TEAM, Event, EventKind, LEAD, Member, Task};
+use teamboard_protocol::{Client, DEFAULT_TEAM, Event, EventKind, LEAD, Member};
 use tempfile::TempDir;
 use view::Board;
 
 pub const LONG_ABOUT: &str = "\
-Run the whole system once, offline, and watch a team work.
+Run the whole system once, offline, and watch a lead and its team work.
 
-The demo builds boardd, teamctl and teammated, starts a boardd of its own in a fresh \
-temporary directory and spawns three teammates (ada, brook, cy) that use the offline \
-`scripted` model: it runs the ```sh blocks of the task it holds, so no network and no \
-API key are needed. As the lead, the demo splits a refactor of a tiny backend into four \
-tasks: config and auth (independent), tests (blocked by both) and a summary (blocked by \
-tests). It then shows the board live, from the events boardd pushes, until every task is \
-done, prints who did what, how long it took and the tokens spent, asks each teammate to \
-shut down, stops boardd and removes the temporary directories (unless --keep).
+The demo builds boardd, teamctl and teammated and starts a boardd of its own in a fresh \
+temporary directory. Then, as the person, it asks the lead (`teamctl lead --goal ... \
+--yes`, with the offline `scripted` lead) for a refactor of a tiny backend: config and \
+auth in parallel, tests once both are done (their plan is reviewed by the lead before \
+they run), and a summary. The lead proposes the team plan, starts it (tasks with \
+dependencies, three teammates ada, brook and cy), reviews the plan, and sums up when \
+the board is done. The teammates use the offline `scripted` model, which runs the ```sh \
+blocks of the task it holds: no network and no API key are needed.
+
+The demo shows the board live, from the events boardd pushes, with the lead's words, \
+then who did what, how long it took and the tokens spent (the lead's split between \
+planning, coordination and summary). It asks each teammate to shut down, stops boardd \
+and removes the temporary directories (unless --keep).
 
 The first run compiles the workspace, which takes a few minutes; later runs take a \
 few seconds.";
@@ -55,9 +64,6 @@ pub struct DemoArgs {
     #[arg(long)]
     release: bool,
 }
-
-const TEAMMATES: [&str; 3] = ["ada", "brook", "cy"];
-const ROLE: &str = "dev";
 /// How long, after the last task, the demo waits for the teammates to go idle (so
 /// the token counts include their last model call).
 const SETTLE_WAIT: Duration = Duration::from_secs(5);
@@ -67,9 +73,10 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<()> {
         bail!("--timeout must be at least 1 second");
     }
     println!(
-        "teamboard demo: three teammates split a backend refactor into config, auth and \
-         tests, then a summary.\nThey use the offline `scripted` model, which runs the \
-         ```sh blocks of each task: no network, no API key.\n"
+        "teamboard demo: a person asks the lead for a backend refactor; the lead plans it, \
+         starts a team of three, reviews the tests' plan and sums up.\nThe lead and the \
+         teammates are the offline `scripted` stand-ins (the teammates run the ```sh \
+         blocks of each task): no network, no API key.\n"
     );
     let bins = build(args.release)?;
     // Single-threaded: boardd must be spawned from the main thread, because its
@@ -209,148 +216,157 @@ impl Demo {
         // Subscribed before anything happens, so the live view misses nothing.
         client.subscribe().await?;
 
-        self.spawn_team().await?;
-        let tasks = self.create_tasks().await?;
-        let board = self.follow(&client, &tasks).await?;
+        let goal = script::goal();
+        println!("\nThe person asks the lead:\n  \"{}\"", script::REQUEST);
+        println!(
+            "(with the team plan as a ````plan block, which the offline scripted lead reads; \
+             a model would write it)"
+        );
+        println!(
+            "$ teamctl lead --goal \"$GOAL\" --yes --provider scripted --workdir {} \
+             --teammate-idle-timeout 0",
+            self.work
+        );
+        let lead = self.start_lead(&goal)?;
+        let board = self.follow(&client, lead).await?;
 
         let members: Vec<Member> =
             serde_json::from_slice(&self.teamctl(&["team", "--json"]).await?)
                 .context("cannot read `teamctl team --json`")?;
+        self.procs.adopt(&members);
         println!();
         for line in board.report(&members) {
             println!("{line}");
         }
+        println!("{}", self.lead_tokens());
         Ok(())
     }
 
-    async fn spawn_team(&mut self) -> anyhow::Result<()> {
-        // --idle-timeout 0: the demo ends the teammates itself with a shutdown
-        // request, so none may leave on its own while it waits for blocked work.
-        println!(
-            "\nSpawning the team (teammated processes, detached, each registered before \
-             spawn returns):\n$ teamctl spawn NAME --role {ROLE} --provider scripted \
-             --workdir {} --idle-timeout 0 --json",
-            self.work
-        );
-        for name in TEAMMATES {
-            let out = self
-                .teamctl(&[
-                    "spawn",
-                    name,
-                    "--role",
-                    ROLE,
-                    "--provider",
-                    "scripted",
-                    "--workdir",
-                    &self.work,
-                    "--idle-timeout",
-                    "0",
-                    "--json",
-                ])
-                .await?;
-            #[derive(serde::Deserialize)]
-            struct Spawned {
-                pid: u32,
-            }
-            let spawned: Spawned = serde_json::from_slice(&out)
-                .with_context(|| format!("cannot read `teamctl spawn {name} --json`"))?;
-            self.procs.teammates.push(Teammate {
-                name: name.to_string(),
-                pid: spawned.pid,
-                exit: None,
-            });
-            println!("  {name:<5}  pid {}", spawned.pid);
+    /// Starts `teamctl lead --goal ... --yes` with its output piped to the demo.
+    fn start_lead(&self, goal: &str) -> anyhow::Result<tokio::process::Child> {
+        let mut cmd = tokio::process::Command::new(&self.bins.teamctl);
+        cmd.args(["--socket", &self.socket, "--state-dir", &self.state])
+            .args(["lead", "--goal", goal, "--yes", "--provider", "scripted"])
+            .args(["--workdir", &self.work])
+            // The demo ends the teammates itself with a shutdown request, so none
+            // may leave on its own while it waits for blocked work.
+            .args(["--teammate-idle-timeout", "0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        for key in foreign_env() {
+            cmd.env_remove(key);
         }
-        Ok(())
+        cmd.env("TEAMMATED_BIN", &self.bins.teammated);
+        cmd.spawn()
+            .with_context(|| format!("cannot run {} lead", self.bins.teamctl.display()))
     }
 
-    async fn create_tasks(&self) -> anyhow::Result<Vec<Task>> {
+    /// Prints boardd's events and the lead's words as they come, until the lead has
+    /// exited after the summary and the teammates have settled; fails when the lead
+    /// fails, or a task fails for good or is cancelled.
+    async fn follow(
+        &self,
+        client: &Client,
+        mut lead: tokio::process::Child,
+    ) -> anyhow::Result<Board> {
+        use tokio::io::{AsyncBufReadExt, AsyncReadExt};
         println!(
-            "\nCreating the tasks (each description is a brief plus ```sh blocks, which \
-             the scripted model runs):"
+            "\nLive: the lead's words (lead │) and boardd's event stream (what `teamctl \
+             events --follow` shows):"
         );
-        let mut ids = BTreeMap::new();
-        let mut tasks = Vec::new();
-        for step in &script::STEPS {
-            let blockers = step
-                .after
-                .iter()
-                .map(|n| ids.get(n).map(|id: &u64| id.to_string()))
-                .collect::<Option<Vec<String>>>()
-                .with_context(|| format!("{} waits for a task created after it", step.name))?
-                .join(",");
-            let mut args = vec!["task", "add", step.name, "-d", step.description];
-            if !blockers.is_empty() {
-                args.extend(["--blocked-by", &blockers]);
-            }
-            args.push("--json");
-            let task: Task = serde_json::from_slice(&self.teamctl(&args).await?)
-                .context("cannot read `teamctl task add --json`")?;
-            // The command as a person would type it, with the description in a
-            // variable: it is several lines long.
-            let shown: Vec<String> = args
-                .iter()
-                .map(|a| match *a {
-                    a if a == step.description => format!("\"${}\"", step.name.to_uppercase()),
-                    a => a.to_string(),
-                })
-                .collect();
-            println!("$ teamctl {:<58} → #{}", shown.join(" "), task.id);
-            let first = step.description.lines().next().unwrap_or_default();
-            println!("    {first}…");
-            ids.insert(step.name, task.id);
-            tasks.push(task);
-        }
-        Ok(tasks)
-    }
-
-    /// Prints the events as boardd pushes them until every task is completed; fails
-    /// when a task fails for good or is cancelled.
-    async fn follow(&self, client: &Client, tasks: &[Task]) -> anyhow::Result<Board> {
-        println!("\nLive, from boardd's event stream (what `teamctl events --follow` shows):");
-        let mut board = Board::new(tasks);
+        let mut board = Board::new(&[]);
+        let mut out = tokio::io::BufReader::new(lead.stdout.take().context("lead stdout")?).lines();
+        let mut err_pipe = lead.stderr.take().context("lead stderr")?;
+        let stderr = tokio::spawn(async move {
+            let mut text = String::new();
+            let _ = err_pipe.read_to_string(&mut text).await;
+            text
+        });
         // Who is working, from the member_status events: after the last task the
         // demo waits until all are idle, so the token counts include every call.
         let mut working: HashSet<String> = HashSet::new();
+        let mut lead_done = false;
         let mut settle = None;
         loop {
-            let next = match settle {
-                None => client.next_event().await,
-                Some(until) => match tokio::time::timeout_at(until, client.next_event()).await {
-                    Ok(e) => e,
-                    Err(_) => return Ok(board),
+            let until =
+                settle.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86_400));
+            tokio::select! {
+                line = out.next_line(), if !lead_done => match line {
+                    Ok(Some(line)) => println!("   lead │ {line}"),
+                    _ => {
+                        let status = lead.wait().await?;
+                        lead_done = true;
+                        if !status.success() {
+                            let err = stderr.await.unwrap_or_default();
+                            bail!("the lead exited ({status}):\n{}", err.trim());
+                        }
+                        if board.all_completed() && working.is_empty() {
+                            return Ok(board);
+                        }
+                        settle.get_or_insert(tokio::time::Instant::now() + SETTLE_WAIT);
+                    }
                 },
-            };
-            let Some(e) = next else {
-                bail!(
-                    "boardd closed the connection; its log:\n{}",
-                    procs::tail(&Path::new(&self.state).join("boardd.log"))
-                );
-            };
-            if e.team != DEFAULT_TEAM {
-                continue;
-            }
-            track_working(&mut working, &e);
-            if let Some(id) = board.wants_outcome(&e) {
-                let t = client.get_task(id).await?.task;
-                board.set_outcome(id, t.result.or(t.last_error));
-            }
-            if let Some(line) = board.apply(&e) {
-                println!("{line}");
-            }
-            if let Some(line) = board.line_after(&e) {
-                println!("{line}");
-            }
-            if let Some(why) = board.stuck() {
-                bail!("{why}");
-            }
-            if board.all_completed() {
-                if working.is_empty() {
-                    return Ok(board);
+                next = client.next_event() => {
+                    let Some(e) = next else {
+                        bail!(
+                            "boardd closed the connection; its log:\n{}",
+                            procs::tail(&Path::new(&self.state).join("boardd.log"))
+                        );
+                    };
+                    if e.team != DEFAULT_TEAM {
+                        continue;
+                    }
+                    track_working(&mut working, &e);
+                    if e.kind == EventKind::TaskCreated
+                        && let Some(id) = e.task
+                    {
+                        board.add(&client.get_task(id).await?.task);
+                    }
+                    if let Some(id) = board.wants_outcome(&e) {
+                        let t = client.get_task(id).await?.task;
+                        board.set_outcome(id, t.result.or(t.last_error));
+                    }
+                    if let Some(line) = board.apply(&e) {
+                        println!("{line}");
+                    }
+                    if let Some(line) = board.line_after(&e) {
+                        println!("{line}");
+                    }
+                    if let Some(why) = board.stuck() {
+                        bail!("{why}");
+                    }
+                    if lead_done && board.all_completed() && working.is_empty() {
+                        return Ok(board);
+                    }
                 }
-                settle.get_or_insert(tokio::time::Instant::now() + SETTLE_WAIT);
+                _ = tokio::time::sleep_until(until) => return Ok(board),
             }
         }
+    }
+
+    /// The lead's tokens by cause, from the ledger it keeps.
+    fn lead_tokens(&self) -> String {
+        let path = Path::new(&self.state).join("teammates/default/lead/usage.json");
+        let Ok(bytes) = std::fs::read(&path) else {
+            return format!("(the lead's token ledger {} is missing)", path.display());
+        };
+        let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
+            return format!("(cannot read the lead's token ledger {})", path.display());
+        };
+        let part = |k: &str| {
+            format!(
+                "{k} {} in + {} out ({} calls)",
+                v[k]["tokens"]["input"], v[k]["tokens"]["output"], v[k]["calls"]
+            )
+        };
+        format!(
+            "  lead   {}, {}, {}",
+            part("planning"),
+            part("coordination"),
+            part("summary")
+        )
     }
 
     /// Runs one teamctl command against the demo's boardd and returns its output.

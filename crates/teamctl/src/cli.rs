@@ -181,6 +181,31 @@ pub enum Command {
     )]
     Spawn(SpawnArgs),
 
+    /// Talk to the team's LLM lead: plan a goal with it, then let it run the team
+    #[command(
+        long_about = "Start the team's LLM lead in this terminal. Tell it what you want in \
+            plain words; it proposes a team plan (tasks, dependencies, roles, teammates). \
+            Say \"start\" and it puts the tasks on the board and spawns the teammates \
+            (as `teamctl spawn` does), who claim ready tasks in parallel. Team events reach \
+            the lead on their own: it reviews plans, hears results and errors, and sums up \
+            when every task has ended.\n\n\
+            Lines that start with / are answered without the model: /tasks, /team, \
+            /inbox, /plans, /requests, /help and /quit. With --goal the lead runs \
+            without a conversation: it plans, asks for \"start\" on stdin (or not, with \
+            --yes), waits until the board is done, prints the summary and exits 0 only if \
+            every task completed.\n\n\
+            --provider scripted (the default) is an offline stand-in, not a model: it \
+            reads a ````plan block (see the README) and approves plans that do not \
+            contain `rm -rf`. The lead runs as `teammated lead`; teammated is looked for \
+            in $TEAMMATED_BIN, next to teamctl, then on $PATH.",
+        after_help = "Examples:\n  teamctl lead\n  \
+            teamctl lead --provider anthropic\n  \
+            teamctl lead --provider openai --model gpt-4.1 --teammate-provider scripted\n  \
+            teamctl lead --goal \"$(cat plan.md)\" --yes --teammate-idle-timeout 0\n\n\
+            The lead's transcript: `teamctl logs lead`."
+    )]
+    Lead(LeadArgs),
+
     /// Print a teammate's transcript (or process log); with --follow, keep printing
     #[command(
         long_about = "Print a teammate's transcript: everything its model was given \
@@ -641,6 +666,55 @@ pub struct SpawnArgs {
     /// Run it as the systemd user unit teammated@NAME instead of a detached process
     #[arg(long)]
     pub systemd: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LeadArgs {
+    /// Run without a conversation: plan this goal, start, wait until every task has
+    /// ended, print the summary; exit 0 only if every task completed
+    #[arg(long, value_name = "TEXT")]
+    pub goal: Option<String>,
+
+    /// With --goal: start without asking for "start" on stdin
+    #[arg(long, requires = "goal")]
+    pub yes: bool,
+
+    /// The lead's LLM provider [default: scripted, an offline stand-in]
+    #[arg(long, value_enum, value_name = "PROVIDER")]
+    pub provider: Option<Provider>,
+
+    /// The lead's model [default: the provider's]
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
+
+    /// Where the lead's model API is [default: the provider's own API]
+    #[arg(long, value_name = "URL", value_parser = parse_base_url)]
+    pub base_url: Option<String>,
+
+    /// With --provider openai: the request field that carries the output limit
+    #[arg(long, value_enum, value_name = "FIELD")]
+    pub max_tokens_field: Option<MaxTokensField>,
+
+    /// The directory the teammates it spawns work in [default: the current directory]
+    #[arg(long, value_name = "DIR")]
+    pub workdir: Option<PathBuf>,
+
+    /// The teammates' provider [default: the lead's]
+    #[arg(long, value_enum, value_name = "PROVIDER")]
+    pub teammate_provider: Option<Provider>,
+
+    /// The teammates' model [default: the lead's, for the same provider]
+    #[arg(long, value_name = "MODEL")]
+    pub teammate_model: Option<String>,
+
+    /// The teammates' API base URL [default: the lead's, for the same provider]
+    #[arg(long, value_name = "URL", value_parser = parse_base_url)]
+    pub teammate_base_url: Option<String>,
+
+    /// Stop each teammate after this many seconds with nothing to do; 0 never
+    /// [default: teammated's]
+    #[arg(long, value_name = "SECS")]
+    pub teammate_idle_timeout: Option<u64>,
 }
 
 #[derive(Debug, Args)]

@@ -31,6 +31,9 @@ pub struct Identity {
     pub team: String,
     /// The task held now: id, subject and description.
     pub task: Option<(u64, String, String)>,
+    /// The team's lead (`teammated lead`) rather than a teammate: it holds no
+    /// task, and its prompt is the lead's.
+    pub lead: bool,
 }
 
 /// The longest task description repeated in the identity block.
@@ -39,6 +42,14 @@ const IDENTITY_DESCRIPTION_MAX: usize = 4000;
 impl Identity {
     /// The block put back after compaction.
     pub fn block(&self) -> String {
+        if self.lead {
+            return format!(
+                "<identity>\nYou are the lead of team '{}': you plan with the person, put \
+                 tasks on the board, spawn teammates, review their plans and summarise the \
+                 results.\n</identity>",
+                self.team
+            );
+        }
         let mut s = format!(
             "<identity>\nYou are {}, a teammate with the role '{}' in team '{}'.\n",
             self.name, self.role, self.team
@@ -63,6 +74,9 @@ impl Identity {
 
 /// The system prompt: who the teammate is and how it works.
 pub fn system_prompt(identity: &Identity) -> String {
+    if identity.lead {
+        return crate::prompts::lead::SYSTEM.replace("{team}", &identity.team);
+    }
     format!(
         "You are {name}, an autonomous teammate with the role '{role}' in team '{team}' on a \
          shared task board. The lead and other teammates work on the same board.\n\
@@ -391,6 +405,7 @@ mod tests {
             role: "dev".into(),
             team: "core".into(),
             task: Some((7, "refactor auth".into(), "move auth behind a trait".into())),
+            lead: false,
         }
     }
 

@@ -13,14 +13,17 @@
 
 pub mod backoff;
 mod board_text;
+mod board_view;
 pub mod config;
 pub mod context;
 pub mod error;
 pub mod heartbeat;
 mod idle;
+pub mod lead;
 pub mod llm;
 mod messages;
 mod prompts;
+pub mod provider_args;
 pub mod session;
 pub mod teammate;
 pub mod tools;

@@ -3,15 +3,15 @@
 //! This file only turns flags and environment into a [`Config`] and runs the
 //! library; everything else lives in the `teammated` library so tests can drive it.
 
+mod lead_args;
+
 use anyhow::Context as _;
 use clap::Parser;
 use std::path::PathBuf;
 use std::time::Duration;
 use teamboard_protocol::{DEFAULT_TEAM, paths};
-use teammated::backoff::RetryPolicy;
-use teammated::config::{
-    Config, MaxTokensField, ProviderConfig, ProviderKind, keys_file, lookup_secret,
-};
+use teammated::config::Config;
+use teammated::provider_args::{ProviderArgs, SECRET_VARS};
 use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Parser)]
@@ -28,6 +28,7 @@ EXAMPLES:
       --base-url http://localhost:11434/v1 --model llama3.1   # ollama
 
 Usually started by `teamctl spawn NAME --role ROLE` or `systemctl --user start teammated@NAME`.
+`teammated lead --help`: the team's LLM lead, which `teamctl lead` starts.
 API keys come from ANTHROPIC_API_KEY / OPENAI_API_KEY or from ~/.config/teamboard/keys.env
 (NAME=value lines); they are never logged. The transcript is in
 <state dir>/teammates/<team>/<name>/transcript.jsonl (`teamctl logs NAME`)."
@@ -48,22 +49,8 @@ struct Args {
     /// Where transcripts go [default: ~/.local/state/teamboard]
     #[arg(long, env = "TEAMBOARD_STATE_DIR")]
     state_dir: Option<PathBuf>,
-    /// The model provider. `scripted` is an offline stand-in that runs the task's
-    /// ```sh blocks; it needs no key.
-    #[arg(
-        long,
-        env = "TEAMMATE_PROVIDER",
-        value_enum,
-        default_value = "scripted"
-    )]
-    provider: ProviderKind,
-    /// The model [default: claude-sonnet-4-5 for anthropic, gpt-4o-mini for openai]
-    #[arg(long, env = "TEAMMATE_MODEL")]
-    model: Option<String>,
-    /// The API's base URL, e.g. http://localhost:11434/v1 for ollama
-    /// [env: ANTHROPIC_BASE_URL / OPENAI_BASE_URL]
-    #[arg(long, env = "TEAMMATE_BASE_URL")]
-    base_url: Option<String>,
+    #[command(flatten)]
+    provider: ProviderArgs,
     /// The working directory for tools; file tools cannot leave it [default: .]
     #[arg(long, env = "TEAMMATE_WORKDIR")]
     workdir: Option<PathBuf>,
@@ -86,26 +73,6 @@ struct Args {
     /// in the transcript.
     #[arg(long, env = "TEAMMATE_CARRY_CONTEXT")]
     carry_context: bool,
-    /// Output tokens per model call.
-    #[arg(long, env = "TEAMMATE_MAX_TOKENS", default_value_t = 4096)]
-    max_tokens: u32,
-    /// openai only: the request field that carries --max-tokens. OpenAI's own API
-    /// wants max_completion_tokens (its reasoning models refuse max_tokens); ollama,
-    /// llama.cpp, vLLM and LM Studio know max_tokens, and ignore a field they do not
-    /// know, which would leave the output unlimited
-    /// [default: max_completion_tokens on api.openai.com, max_tokens elsewhere]
-    #[arg(
-        long,
-        env = "TEAMMATE_MAX_TOKENS_FIELD",
-        value_enum,
-        value_name = "FIELD"
-    )]
-    max_tokens_field: Option<MaxTokensField>,
-    /// anthropic only: send no `cache_control` breakpoints, so nothing is cached.
-    /// For measuring what prompt caching saves (`cargo xtask tokens`), or for a
-    /// proxy that refuses the field.
-    #[arg(long, env = "TEAMMATE_NO_PROMPT_CACHE", hide = true)]
-    no_prompt_cache: bool,
     /// Default timeout of one `bash` call, in seconds.
     #[arg(long, env = "TEAMMATE_SHELL_TIMEOUT", default_value_t = 120)]
     shell_timeout: u64,
@@ -115,15 +82,6 @@ struct Args {
     /// for picking up new work.
     #[arg(long, env = "TEAMMATE_RECONNECT_TIMEOUT", default_value_t = 300)]
     reconnect_timeout: u64,
-    /// Timeout of one HTTP request to the model, in seconds.
-    #[arg(long, env = "TEAMMATE_REQUEST_TIMEOUT", default_value_t = 300)]
-    request_timeout: u64,
-    /// Attempts per model call on 429, 5xx, 529 and timeouts.
-    #[arg(long, env = "TEAMMATE_LLM_ATTEMPTS", default_value_t = 6)]
-    llm_attempts: u32,
-    /// The first retry's backoff in milliseconds; it doubles, with jitter.
-    #[arg(long, env = "TEAMMATE_RETRY_BASE_MS", default_value_t = 500)]
-    retry_base_ms: u64,
     /// Every task needs a plan the lead approves before bash, write_file and
     /// edit_file open (tasks created with --require-plan need one anyway).
     #[arg(long, env = "TEAMMATE_REQUIRE_PLAN")]
@@ -132,17 +90,6 @@ struct Args {
 
 impl Args {
     fn into_config(self) -> anyhow::Result<Config> {
-        let keys = keys_file();
-        let (key_var, url_var) = match self.provider {
-            ProviderKind::Anthropic => (Some("ANTHROPIC_API_KEY"), Some("ANTHROPIC_BASE_URL")),
-            ProviderKind::Openai => (Some("OPENAI_API_KEY"), Some("OPENAI_BASE_URL")),
-            ProviderKind::Scripted => (None, None),
-        };
-        let api_key = key_var.and_then(|v| lookup_secret(v, &keys));
-        let base_url = self
-            .base_url
-            .or_else(|| url_var.and_then(|v| std::env::var(v).ok()))
-            .filter(|u| !u.is_empty());
         let workdir = match self.workdir {
             Some(w) => w,
             None => std::env::current_dir().context("cannot read the current directory")?,
@@ -157,21 +104,7 @@ impl Args {
             socket: self.socket.unwrap_or_else(paths::default_socket_path),
             state_dir: self.state_dir.unwrap_or_else(paths::default_state_dir),
             workdir,
-            provider: ProviderConfig {
-                kind: self.provider,
-                model: self.model,
-                base_url,
-                api_key,
-                max_tokens: self.max_tokens,
-                max_tokens_field: self.max_tokens_field,
-                prompt_cache: !self.no_prompt_cache,
-                request_timeout: Duration::from_secs(self.request_timeout.max(1)),
-                retry: RetryPolicy {
-                    max_attempts: self.llm_attempts.max(1),
-                    base: Duration::from_millis(self.retry_base_ms),
-                    ..RetryPolicy::default()
-                },
-            },
+            provider: self.provider.into_config(),
             idle_timeout: (self.idle_timeout > 0)
                 .then(|| Duration::from_secs(self.idle_timeout.min(10 * 365 * 86_400))),
             // A day is as good as forever for a safety net, and keeps the arithmetic
@@ -187,9 +120,6 @@ impl Args {
     }
 }
 
-/// Environment variables that hold API keys.
-const SECRET_VARS: [&str; 2] = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"];
-
 fn main() {
     // Before anything else, and before any thread exists: this binary is also the
     // guard of its own tool commands (see `tools::guard`).
@@ -197,24 +127,20 @@ fn main() {
         std::process::exit(code);
     }
     if let Err(e) = real_main() {
-        // One line a person can act on; the details went to the log already.
-        eprintln!("teammated: {e:#}");
+        // One line a person can act on; the details went to the log already. The
+        // lead's person typed `teamctl lead`, and reads that name.
+        let who = if lead_mode() { "lead" } else { "teammated" };
+        eprintln!("{who}: {e:#}");
         std::process::exit(1);
     }
 }
 
 fn real_main() -> anyhow::Result<()> {
+    if lead_mode() {
+        return lead_main();
+    }
     let args = Args::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("TEAMMATED_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        // Colour only for a person at a terminal: the journal and redirected logs
-        // would keep the escape codes as text.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    init_tracing("info");
     let config = args.into_config()?;
     // The keys now live in the config. Take them out of the environment so that
     // nothing the model runs with `bash` inherits them (`env` would show them to the
@@ -234,6 +160,67 @@ fn real_main() -> anyhow::Result<()> {
         tracing::info!(%exit, "teammate stopped");
         Ok(())
     })
+}
+
+/// Whether this is `teammated lead ...`.
+fn lead_mode() -> bool {
+    std::env::args_os().nth(1).is_some_and(|a| a == "lead")
+}
+
+/// `teammated lead ...`: the lead in this terminal, until the person leaves or,
+/// with `--goal`, the board is done. Exits 0 only when all went well.
+fn lead_main() -> anyhow::Result<()> {
+    let args = lead_args::LeadArgs::parse_from(
+        std::iter::once(std::ffi::OsString::from("teammated lead"))
+            .chain(std::env::args_os().skip(2)),
+    );
+    // The person reads this terminal: only warnings and errors go to it.
+    init_tracing("warn");
+    // The API keys stay in the environment: the lead runs no commands, and the
+    // teammates it spawns (through teamctl) need them.
+    let config = args.into_config()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let outcome = runtime.block_on(async {
+        let cancel = CancellationToken::new();
+        tokio::spawn(stop_on_signal(cancel.clone()));
+        let prompt = std::io::IsTerminal::is_terminal(&std::io::stdin());
+        let input = tokio::io::BufReader::new(tokio::io::stdin());
+        teammated::lead::run(config, input, prompt, cancel).await
+    });
+    // tokio reads stdin on a blocking thread, which a plain drop of the runtime
+    // would wait for: until the person presses Enter once more.
+    runtime.shutdown_background();
+    let outcome = outcome?;
+    use teammated::lead::Outcome;
+    match outcome {
+        Outcome::Quit => Ok(()),
+        Outcome::Done { completed, total } if completed == total => {
+            println!("all {total} task(s) completed");
+            Ok(())
+        }
+        Outcome::Done { completed, total } => {
+            println!("{completed} of {total} task(s) completed");
+            std::process::exit(1)
+        }
+        Outcome::NotStarted(why) => anyhow::bail!("not started: {why}"),
+        Outcome::Interrupted => std::process::exit(130),
+    }
+}
+
+fn init_tracing(default: &str) {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("TEAMMATED_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default)),
+        )
+        .with_writer(std::io::stderr)
+        // Colour only for a person at a terminal: the journal and redirected logs
+        // would keep the escape codes as text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
 }
 
 /// SIGTERM (systemctl stop) and SIGINT (Ctrl-C) both mean: give the task back and

@@ -14,35 +14,9 @@
 //!   acknowledged and logged, and the model never sees it.
 
 use crate::error::Error;
-use crate::teammate::{Exit, Teammate};
+use crate::teammate::{AskedToLeave, Exit, PlanState, Teammate};
 use teamboard_protocol::transcript::EntryKind;
 use teamboard_protocol::{LEAD, Message, MessageKind, RequestId, RequestKind, TeamRequest};
-
-/// Where the plan of the held claim stands, as far as this teammate knows.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PlanState {
-    /// No plan submitted for this claim.
-    None,
-    /// Submitted as request `id`; the lead has not decided.
-    Pending {
-        id: RequestId,
-        plan: String,
-    },
-    Approved {
-        id: RequestId,
-    },
-    Rejected {
-        id: RequestId,
-        feedback: String,
-    },
-}
-
-/// A shutdown request the model is to answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AskedToLeave {
-    pub id: RequestId,
-    pub from: String,
-}
 
 /// What the runtime made of a batch of messages.
 #[derive(Debug, Default)]
@@ -52,7 +26,10 @@ pub struct Read {
     /// The messages handled: acknowledge them once `texts` are in the context.
     pub ids: Vec<u64>,
     /// The teammate is to leave: a shutdown it approved on its own.
-    pub exit: Option<Exit>,
+    /// The teammate is to leave, at the request of this sender: a shutdown it
+    /// approved on its own. (A name, not an `Exit`: this module's own items do
+    /// not name the teammate's, which keeps the module graph one way.)
+    pub leave_for: Option<String>,
     /// The plan decision that arrived, if any.
     pub decided: Option<RequestId>,
 }
@@ -68,16 +45,17 @@ impl Teammate {
         &mut self,
         messages: Vec<Message>,
     ) -> Result<Option<Exit>, Error> {
-        let read = self.read_messages(messages).await?;
+        let read = read_messages(self, messages).await?;
         for text in &read.texts {
             self.ctx.push_user_text(text.clone());
             self.log(EntryKind::User, None, false, text);
         }
         self.ack(read.ids).await?;
-        if let Some(exit) = &read.exit {
+        let exit = read.leave_for.map(|by| Exit::ShutdownRequested { by });
+        if let Some(exit) = &exit {
             self.shutdown = Some(exit.clone());
         }
-        Ok(read.exit)
+        Ok(exit)
     }
 
     pub(crate) async fn ack(&self, ids: Vec<u64>) -> Result<(), Error> {
@@ -90,173 +68,173 @@ impl Teammate {
             .await?;
         Ok(())
     }
+}
 
-    /// Sorts a batch of messages into what the model sees and what the runtime
-    /// handles. Nothing is acknowledged here.
-    pub(crate) async fn read_messages(&mut self, messages: Vec<Message>) -> Result<Read, Error> {
-        let mut read = Read::default();
-        for m in messages {
-            match m.kind {
-                MessageKind::ShutdownRequest => {
-                    if let Some(exit) = self.on_shutdown_request(&m, &mut read).await? {
-                        // Only the request is taken: the rest stays for the next
-                        // teammate of this name.
-                        read.texts.clear();
-                        read.ids = vec![m.id];
-                        read.exit = Some(exit);
-                        return Ok(read);
-                    }
+/// Sorts a batch of messages into what the model sees and what the runtime
+/// handles. Nothing is acknowledged here.
+pub(crate) async fn read_messages(t: &mut Teammate, messages: Vec<Message>) -> Result<Read, Error> {
+    let mut read = Read::default();
+    for m in messages {
+        match m.kind {
+            MessageKind::ShutdownRequest => {
+                if let Some(by) = on_shutdown_request(t, &m, &mut read).await? {
+                    // Only the request is taken: the rest stays for the next
+                    // teammate of this name.
+                    read.texts.clear();
+                    read.ids = vec![m.id];
+                    read.leave_for = Some(by);
+                    return Ok(read);
                 }
-                MessageKind::PlanApprovalResponse => self.on_plan_decision(&m, &mut read).await,
-                MessageKind::ShutdownResponse | MessageKind::PlanApprovalRequest => {
-                    tracing::warn!(
-                        id = m.id,
-                        kind = m.kind.as_str(),
-                        from = %m.from,
-                        "a message meant for the lead reached a teammate; ignored"
-                    );
-                }
-                _ => read.texts.push(format!(
-                    "[Message #{} from {} ({})] {}",
-                    m.id,
-                    m.from,
-                    m.kind.as_str(),
-                    m.content
-                )),
             }
-            read.ids.push(m.id);
+            MessageKind::PlanApprovalResponse => on_plan_decision(t, &m, &mut read).await,
+            MessageKind::ShutdownResponse | MessageKind::PlanApprovalRequest => {
+                tracing::warn!(
+                    id = m.id,
+                    kind = m.kind.as_str(),
+                    from = %m.from,
+                    "a message meant for the lead reached a teammate; ignored"
+                );
+            }
+            _ => read.texts.push(format!(
+                "[Message #{} from {} ({})] {}",
+                m.id,
+                m.from,
+                m.kind.as_str(),
+                m.content
+            )),
         }
-        Ok(read)
+        read.ids.push(m.id);
     }
+    Ok(read)
+}
 
-    /// The request a protocol message names, if it names one boardd knows.
-    async fn request_of(&self, m: &Message) -> Option<TeamRequest> {
-        let id: RequestId = m.request_id.as_deref()?.parse().ok()?;
-        match self
+/// The request a protocol message names, if it names one boardd knows.
+async fn request_of(t: &Teammate, m: &Message) -> Option<TeamRequest> {
+    let id: RequestId = m.request_id.as_deref()?.parse().ok()?;
+    match t
+        .session
+        .call(|c| async move { c.get_request(id).await })
+        .await
+    {
+        Ok(r) => Some(r),
+        Err(e) => {
+            tracing::warn!(request = id, error = %e, "cannot read the request of a message");
+            None
+        }
+    }
+}
+
+/// `Some(who asked)` when the teammate approved and is to leave now.
+async fn on_shutdown_request(
+    t: &mut Teammate,
+    m: &Message,
+    read: &mut Read,
+) -> Result<Option<String>, Error> {
+    let Some(req) = request_of(t, m).await else {
+        return Ok(None);
+    };
+    if req.kind != RequestKind::Shutdown || req.to != t.cfg.name || !req.is_pending() {
+        let text = format!(
+            "ignored shutdown request {} from {}: it is {}",
+            req.id,
+            req.from,
+            req.state.as_str()
+        );
+        t.log(EntryKind::Lifecycle, None, false, &text);
+        return Ok(None);
+    }
+    let reason = req.reason.clone().unwrap_or_default();
+    if t.held.is_none() {
+        let id = req.id;
+        if let Err(e) = t
             .session
-            .call(|c| async move { c.get_request(id).await })
+            .call(|c| async move { c.respond_shutdown(id, true, None).await })
             .await
         {
-            Ok(r) => Some(r),
-            Err(e) => {
-                tracing::warn!(request = id, error = %e, "cannot read the request of a message");
-                None
-            }
+            // Still leave: the request is clear, and a teammate that stays
+            // would only be stopped at the deadline.
+            tracing::warn!(error = %e, request = id, "cannot answer the shutdown request");
         }
+        let text = format!(
+            "shutdown requested by {} (request {id}); approved: no task held",
+            req.from
+        );
+        t.log(EntryKind::Lifecycle, None, false, &text);
+        return Ok(Some(req.from));
     }
+    let secs = req
+        .deadline
+        .map(|d| ((d - teamboard_protocol::now_ms()).max(0) / 1000).to_string())
+        .unwrap_or_else(|| "?".into());
+    let why = if reason.is_empty() {
+        String::new()
+    } else {
+        format!(": {reason}")
+    };
+    read.texts.push(format!(
+        "[Runtime] {} asks you to shut down (request {}){why}. Answer it now with \
+         respond_shutdown, within about {secs} s or your processes are stopped: \
+         approve=true with a note saying what you got done and what is left (the \
+         task is given back with that note, for its next owner), or approve=false \
+         with the reason to keep working.",
+        req.from, req.id
+    ));
+    t.asked_to_leave = Some(AskedToLeave {
+        id: req.id,
+        from: req.from,
+    });
+    Ok(None)
+}
 
-    /// `Some(exit)` when the teammate approved and is to leave now.
-    async fn on_shutdown_request(
-        &mut self,
-        m: &Message,
-        read: &mut Read,
-    ) -> Result<Option<Exit>, Error> {
-        let Some(req) = self.request_of(m).await else {
-            return Ok(None);
-        };
-        if req.kind != RequestKind::Shutdown || req.to != self.cfg.name || !req.is_pending() {
-            let text = format!(
-                "ignored shutdown request {} from {}: it is {}",
+async fn on_plan_decision(t: &mut Teammate, m: &Message, read: &mut Read) {
+    let Some(req) = request_of(t, m).await else {
+        return;
+    };
+    let Some(held) = t.held.as_mut() else {
+        return;
+    };
+    let ours = req.kind == RequestKind::Plan
+        && req.from == t.cfg.name
+        && req.task == Some(held.id)
+        && req.epoch == Some(held.epoch);
+    if !ours || req.is_pending() {
+        return;
+    }
+    let feedback = req.feedback.clone().unwrap_or_default();
+    let by = req.answered_by.as_deref().unwrap_or(LEAD);
+    let text = match req.state {
+        teamboard_protocol::RequestState::Approved => {
+            held.plan = PlanState::Approved { id: req.id };
+            let tail = if feedback.is_empty() {
+                String::new()
+            } else {
+                format!(" Feedback: {feedback}")
+            };
+            format!(
+                "[Runtime] {by} approved your plan for #{} (request {}). bash, write_file and edit_file are open; carry it out.{tail}",
+                held.id, req.id
+            )
+        }
+        teamboard_protocol::RequestState::Rejected => {
+            held.plan = PlanState::Rejected {
+                id: req.id,
+                feedback: feedback.clone(),
+            };
+            format!(
+                "[Runtime] {by} rejected your plan for #{} (request {}): {feedback}\nRevise it and call submit_plan again.",
+                held.id, req.id
+            )
+        }
+        other => {
+            held.plan = PlanState::None;
+            format!(
+                "[Runtime] Your plan for #{} (request {}) was {} by {by}: {feedback}. Submit a plan again if you still need one.",
+                held.id,
                 req.id,
-                req.from,
-                req.state.as_str()
-            );
-            self.log(EntryKind::Lifecycle, None, false, &text);
-            return Ok(None);
+                other.as_str()
+            )
         }
-        let reason = req.reason.clone().unwrap_or_default();
-        if self.held.is_none() {
-            let id = req.id;
-            if let Err(e) = self
-                .session
-                .call(|c| async move { c.respond_shutdown(id, true, None).await })
-                .await
-            {
-                // Still leave: the request is clear, and a teammate that stays
-                // would only be stopped at the deadline.
-                tracing::warn!(error = %e, request = id, "cannot answer the shutdown request");
-            }
-            let text = format!(
-                "shutdown requested by {} (request {id}); approved: no task held",
-                req.from
-            );
-            self.log(EntryKind::Lifecycle, None, false, &text);
-            return Ok(Some(Exit::ShutdownRequested { by: req.from }));
-        }
-        let secs = req
-            .deadline
-            .map(|d| ((d - teamboard_protocol::now_ms()).max(0) / 1000).to_string())
-            .unwrap_or_else(|| "?".into());
-        let why = if reason.is_empty() {
-            String::new()
-        } else {
-            format!(": {reason}")
-        };
-        read.texts.push(format!(
-            "[Runtime] {} asks you to shut down (request {}){why}. Answer it now with \
-             respond_shutdown, within about {secs} s or your processes are stopped: \
-             approve=true with a note saying what you got done and what is left (the \
-             task is given back with that note, for its next owner), or approve=false \
-             with the reason to keep working.",
-            req.from, req.id
-        ));
-        self.asked_to_leave = Some(AskedToLeave {
-            id: req.id,
-            from: req.from,
-        });
-        Ok(None)
-    }
-
-    async fn on_plan_decision(&mut self, m: &Message, read: &mut Read) {
-        let Some(req) = self.request_of(m).await else {
-            return;
-        };
-        let Some(held) = self.held.as_mut() else {
-            return;
-        };
-        let ours = req.kind == RequestKind::Plan
-            && req.from == self.cfg.name
-            && req.task == Some(held.id)
-            && req.epoch == Some(held.epoch);
-        if !ours || req.is_pending() {
-            return;
-        }
-        let feedback = req.feedback.clone().unwrap_or_default();
-        let by = req.answered_by.as_deref().unwrap_or(LEAD);
-        let text = match req.state {
-            teamboard_protocol::RequestState::Approved => {
-                held.plan = PlanState::Approved { id: req.id };
-                let tail = if feedback.is_empty() {
-                    String::new()
-                } else {
-                    format!(" Feedback: {feedback}")
-                };
-                format!(
-                    "[Runtime] {by} approved your plan for #{} (request {}). bash, write_file and edit_file are open; carry it out.{tail}",
-                    held.id, req.id
-                )
-            }
-            teamboard_protocol::RequestState::Rejected => {
-                held.plan = PlanState::Rejected {
-                    id: req.id,
-                    feedback: feedback.clone(),
-                };
-                format!(
-                    "[Runtime] {by} rejected your plan for #{} (request {}): {feedback}\nRevise it and call submit_plan again.",
-                    held.id, req.id
-                )
-            }
-            other => {
-                held.plan = PlanState::None;
-                format!(
-                    "[Runtime] Your plan for #{} (request {}) was {} by {by}: {feedback}. Submit a plan again if you still need one.",
-                    held.id,
-                    req.id,
-                    other.as_str()
-                )
-            }
-        };
-        read.texts.push(text);
-        read.decided = Some(req.id);
-    }
+    };
+    read.texts.push(text);
+    read.decided = Some(req.id);
 }

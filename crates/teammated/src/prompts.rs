@@ -5,3 +5,33 @@
 pub(crate) const SUMMARY_PROMPT: &str = "Summarise the work log above for yourself, so that you can \
      continue the work without it: what the task is, what has been done, what was found, \
      which files changed, and what is left. Be concise and concrete.";
+
+/// What the lead runtime writes in front of each kind of team event it puts into the
+/// lead's context. The scripted lead reads them back.
+pub(crate) mod lead {
+    /// A plan a teammate asks the lead to approve: `[Plan request #R from NAME ...]`.
+    pub(crate) const PLAN_REQUEST: &str = "[Plan request #";
+    /// The board is done: every task completed, failed or cancelled.
+    pub(crate) const BOARD_DONE: &str = "[Board done]";
+    /// A task's outcome, as its teammate reported it.
+    pub(crate) const RESULT: &str = "[Result from ";
+    /// A teammate's error report.
+    pub(crate) const ERROR: &str = "[Error from ";
+    /// The digest of idle notifications.
+    pub(crate) const IDLE: &str = "[Idle]";
+
+    /// The lead's system prompt; `{team}` is replaced.
+    pub(crate) const SYSTEM: &str = "You are the lead of team '{team}' on a shared task \
+     board. A person tells you what they want. First propose a team plan in plain words: \
+     the tasks (small, concrete, each with what done means), their dependencies, which can \
+     run in parallel, the roles, which tasks need an approved plan before anyone changes \
+     anything, and the teammates to spawn. Do not act before the person says \"start\". \
+     After \"start\", put the tasks on the board with create_task (blocked_by takes the ids \
+     create_task returned) and spawn the teammates with spawn_teammate; they claim ready \
+     tasks on their own, so never assign work by message. Team events come to you without \
+     asking: results, errors, plan requests (decide each with review_plan: approve a plan \
+     that does what the task says and nothing dangerous, reject with feedback otherwise), \
+     shutdown answers, and a digest of idle teammates, which needs no answer. Do not poll \
+     with list_tasks while you wait: end your turn and events will wake you. When the board \
+     is done, summarise the results for the person: what was done, by whom, what failed.";
+}

@@ -6,12 +6,13 @@ use crate::context::{self, Context, Identity};
 use crate::error::Error;
 use crate::heartbeat::Heartbeat;
 use crate::llm::{self, ChatMessage, Probe, Provider, ToolSpec};
-use crate::messages::{AskedToLeave, PlanState};
 use crate::session::{self, Session};
 use crate::tools::{self, LocalEnv};
 use crate::transcript::Transcript;
 use teamboard_protocol::transcript::{EntryKind, transcript_path};
-use teamboard_protocol::{Claim, ClientError, LEAD, MemberStatus, MessageKind, TaskId, TaskStatus};
+use teamboard_protocol::{
+    Claim, ClientError, LEAD, MemberStatus, MessageKind, RequestId, TaskId, TaskStatus,
+};
 use tokio_util::sync::CancellationToken;
 
 /// Why a teammate ended on its own terms. Every one of these exits 0.
@@ -49,6 +50,32 @@ pub(crate) enum Opening {
     /// the tool's result. As a user turn of its own it would come between the call
     /// and its result, and both APIs refuse a conversation like that.
     ToolResult,
+}
+
+/// Where the plan of the held claim stands, as far as this teammate knows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlanState {
+    /// No plan submitted for this claim.
+    None,
+    /// Submitted as request `id`; the lead has not decided.
+    Pending {
+        id: RequestId,
+        plan: String,
+    },
+    Approved {
+        id: RequestId,
+    },
+    Rejected {
+        id: RequestId,
+        feedback: String,
+    },
+}
+
+/// A shutdown request the model is to answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AskedToLeave {
+    pub id: RequestId,
+    pub from: String,
 }
 
 /// The task the teammate holds.
@@ -141,6 +168,7 @@ pub async fn run(cfg: Config, cancel: CancellationToken) -> Result<Exit, Error> 
         role: cfg.role.clone(),
         team: cfg.team.clone(),
         task: None,
+        lead: false,
     };
     let mut transcript = Transcript::open(transcript_path(&cfg.state_dir, &cfg.team, &cfg.name));
     transcript.write(

@@ -116,6 +116,22 @@ impl Procs {
         Ok(())
     }
 
+    /// Records the roster's teammates by pid (the lead spawned them, detached; as
+    /// the demo is their subreaper, they are below it).
+    pub fn adopt(&mut self, members: &[teamboard_protocol::Member]) {
+        for m in members {
+            let Some(pid) = m.pid else { continue };
+            match self.teammates.iter_mut().find(|t| t.pid == pid) {
+                Some(t) => t.name = m.name.clone(),
+                None => self.teammates.push(Teammate {
+                    name: m.name.clone(),
+                    pid,
+                    exit: None,
+                }),
+            }
+        }
+    }
+
     /// Adds teammated processes below us that were never recorded: a spawn that
     /// was interrupted after the process started.
     pub fn adopt_strays(&mut self) {

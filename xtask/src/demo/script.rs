@@ -1,9 +1,12 @@
-//! The example the demo plays: "split the backend refactor into config, auth and
-//! tests, then a summary", with a tiny backend for the team to change.
+//! The example the demo plays: the person asks the lead for the backend refactor
+//! (config, auth and tests in parallel where the dependencies allow, keeping the
+//! interface, a summary at the end), with a tiny backend for the team to change.
 //!
-//! The scripted model runs every ```sh block of a task's description, in order, in
-//! the teammate's working directory, so each description below is both the brief a
-//! real model would read and the exact work the offline stand-in does. Everything is
+//! The person's words end with the team plan as a ````plan block, which is what
+//! the offline scripted lead reads (a model would write the plan itself). The
+//! scripted teammates run every ```sh block of a task's description, in order, in
+//! their working directory, so each description below is both the brief a real
+//! model would read and the exact work the offline stand-in does. Everything is
 //! plain POSIX shell (grep, sed, wc), so the demo needs nothing beyond bash.
 
 /// The backend before the refactor, written into the shared working directory as
@@ -31,7 +34,48 @@ pub struct Step {
     pub name: &'static str,
     /// Names of earlier steps this one is blocked by.
     pub after: &'static [&'static str],
+    /// Whoever claims it must have a plan approved by the lead first.
+    pub plan: bool,
     pub description: &'static str,
+}
+
+/// The teammates the plan asks for, all of one role.
+pub const TEAMMATES: [&str; 3] = ["ada", "brook", "cy"];
+pub const ROLE: &str = "dev";
+
+/// What the person tells the lead.
+pub const REQUEST: &str = "Refactor the backend in backend/: move the settings into a \
+config file and put login behind an auth interface, in parallel since they do not \
+depend on each other, while handle() keeps its interface. Then write and run tests \
+that check both; I want the lead to review that plan before it runs. Finish with a \
+summary of what changed.";
+
+/// The person's whole message: the request, then the team plan for the scripted
+/// lead.
+pub fn goal() -> String {
+    let mut s = format!("{REQUEST}\n\n````plan\n");
+    for name in TEAMMATES {
+        s.push_str(&format!("teammate {name} role={ROLE}\n"));
+    }
+    for step in &STEPS {
+        s.push_str(&format!("task {}", step.name));
+        if !step.after.is_empty() {
+            s.push_str(&format!(" after={}", step.after.join(",")));
+        }
+        if step.plan {
+            s.push_str(" plan");
+        }
+        s.push('\n');
+        for line in step.description.lines() {
+            if line.is_empty() {
+                s.push('\n');
+            } else {
+                s.push_str(&format!("    {line}\n"));
+            }
+        }
+    }
+    s.push_str("````\n");
+    s
 }
 
 /// The steps in creation order: `config` and `auth` are independent, `tests` waits
@@ -40,21 +84,25 @@ pub const STEPS: [Step; 4] = [
     Step {
         name: "config",
         after: &[],
+        plan: false,
         description: CONFIG,
     },
     Step {
         name: "auth",
         after: &[],
+        plan: false,
         description: AUTH,
     },
     Step {
         name: "tests",
         after: &["config", "auth"],
+        plan: true,
         description: TESTS,
     },
     Step {
         name: "summary",
         after: &["tests"],
+        plan: false,
         description: SUMMARY,
     },
 ];
@@ -157,6 +205,20 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn the_goal_holds_the_plan_block_with_one_plan_step() {
+        let goal = goal();
+        assert!(goal.starts_with(REQUEST));
+        assert!(
+            goal.contains("\ntask tests after=config,auth plan\n"),
+            "{goal}"
+        );
+        assert_eq!(goal.matches(" plan\n").count(), 1);
+        // The descriptions' own fences stay inside the plan's longer one.
+        assert!(goal.trim_end().ends_with("\n````"));
+        assert_eq!(goal.matches("\n````").count(), 2);
     }
 
     #[test]

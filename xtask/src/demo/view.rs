@@ -50,6 +50,25 @@ impl Board {
         }
     }
 
+    /// Adds a task the lead created (from its `task_created` event); the first one
+    /// sets the demo's time zero.
+    pub fn add(&mut self, t: &Task) {
+        if self.tasks.is_empty() {
+            self.t0 = t.created_at;
+            self.last_completed = t.created_at;
+        }
+        self.tasks.insert(
+            t.id,
+            Entry {
+                subject: t.subject.clone(),
+                status: t.status,
+                owner: t.owner.clone(),
+                blocked_by: t.blocked_by.clone(),
+                outcome: None,
+            },
+        );
+    }
+
     /// Whether `e` is about one of the demo's tasks and its outcome (result or
     /// error) is worth fetching before [`Board::apply`].
     pub fn wants_outcome(&self, e: &Event) -> Option<TaskId> {
@@ -76,6 +95,8 @@ impl Board {
             return None;
         }
         let text = match e.kind {
+            // "cy asks lead to approve a plan for #3", "lead approved ...".
+            EventKind::RequestOpened | EventKind::RequestSettled => e.detail.clone(),
             EventKind::MemberStatus => {
                 // "working" always follows a claim, which is shown already.
                 if e.detail.ends_with(" is working") {
@@ -196,9 +217,11 @@ impl Board {
     }
 
     pub fn all_completed(&self) -> bool {
-        self.tasks
-            .values()
-            .all(|t| t.status == TaskStatus::Completed)
+        !self.tasks.is_empty()
+            && self
+                .tasks
+                .values()
+                .all(|t| t.status == TaskStatus::Completed)
     }
 
     /// A task that has failed for good or was cancelled: the demo cannot finish.

@@ -2,7 +2,9 @@
 
 pub mod broadcast;
 pub mod events;
+pub mod find_bin;
 pub mod inbox;
+pub mod lead;
 pub mod logs;
 pub mod plans;
 pub mod requests;
@@ -105,10 +107,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     // `logs` reads files and never talks to boardd; `spawn` applies --timeout to
     // each step itself, so that a teammate that does not connect in time is named
     // as the culprit rather than boardd; `shutdown` waits for the teammate's
-    // answer until the request's deadline, which may be longer.
+    // answer until the request's deadline, which may be longer; `lead` becomes
+    // the lead, which waits for the person.
     let own_timing = matches!(
         &cli.command,
-        Command::Spawn(_) | Command::Logs(_) | Command::Shutdown(_)
+        Command::Spawn(_) | Command::Logs(_) | Command::Shutdown(_) | Command::Lead(_)
     );
     let timeout = cli.global.timeout;
     let command = dispatch(cli);
@@ -140,6 +143,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Tasks(args) => tasks::run(&ctx, args).await,
         Command::Team => team::run(&ctx).await,
         Command::Spawn(args) => spawn::run(&ctx, args).await,
+        Command::Lead(args) => lead::run(&ctx, args),
         Command::Logs(args) => logs::run(&ctx, args).await,
         Command::Send(args) => send::run(&ctx, args).await,
         Command::Broadcast(args) => broadcast::run(&ctx, args).await,

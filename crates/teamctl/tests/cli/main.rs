@@ -11,6 +11,7 @@
 
 mod events;
 mod global;
+mod lead;
 mod logs;
 mod messages;
 mod requests;

@@ -13,10 +13,12 @@ pub mod anthropic;
 pub mod chat;
 pub mod error;
 pub mod http;
+pub mod lead_plan;
 pub mod openai;
 pub mod probe;
 pub mod retry;
 pub mod scripted;
+pub mod scripted_lead;
 
 pub use crate::tools::specs::ToolSpec;
 pub use chat::{

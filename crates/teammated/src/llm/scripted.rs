@@ -15,7 +15,8 @@
 //! down while it holds a task, it approves at once with a note of how far it got.
 //!
 //! With no task in hand (it was woken by a message) it answers that it has nothing to
-//! do, which ends the work phase. Asked for a summary (compaction), it lists
+//! do, which ends the work phase. Offered the lead's tools, it is the scripted lead
+//! instead ([`super::scripted_lead`]). Asked for a summary (compaction), it lists
 //! the first line of every earlier entry. Token use is estimated from the text sizes.
 
 use super::chat::{
@@ -26,6 +27,9 @@ use crate::prompts::SUMMARY_PROMPT;
 use crate::tools::shell;
 use teamboard_protocol::TokenUsage;
 use teamboard_protocol::text::byte_prefix_with_ellipsis;
+
+/// A tool only the lead has: a request that offers it is the lead's.
+const LEAD_ONLY_TOOL: &str = "spawn_teammate";
 
 /// Markers the runtime writes in front of a task it puts into the context.
 const TASK_MARKERS: [&str; 3] = ["[Auto-claimed task #", "[Claimed task #", "[Current task #"];
@@ -44,6 +48,9 @@ impl Scripted {
     pub async fn complete(&self, req: CompletionRequest<'_>) -> Result<Completion, LlmError> {
         let content = if is_summary_request(req.messages) {
             vec![Block::text(summary(req.messages))]
+        } else if req.tools.iter().any(|t| t.name == LEAD_ONLY_TOOL) {
+            // Offered the lead's tools: it stands in for the lead.
+            super::scripted_lead::next_step(req.messages)
         } else {
             next_step(req.messages)
         };

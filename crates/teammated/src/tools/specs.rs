@@ -350,7 +350,12 @@ pub fn names() -> Vec<&'static str> {
     ]
 }
 
-fn spec(name: &str, description: &str, properties: Value, required: &[&str]) -> ToolSpec {
+pub(crate) fn spec(
+    name: &str,
+    description: &str,
+    properties: Value,
+    required: &[&str],
+) -> ToolSpec {
     ToolSpec {
         name: name.to_string(),
         description: description.to_string(),

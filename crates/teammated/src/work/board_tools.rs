@@ -1,11 +1,11 @@
 //! The task and team tools: the model's view of the board.
 
 use super::Outcome;
+use crate::board_view::{id_arg, new_task_arg, refused, task_line};
 use crate::teammate::{Opening, Teammate};
 use crate::tools::{ToolOutput, str_arg};
 use serde_json::Value;
-use teamboard_protocol::request::NewTask;
-use teamboard_protocol::{ClientError, Member, MessageKind, Task, TaskStatus};
+use teamboard_protocol::{Member, MessageKind, Task, TaskStatus};
 
 impl Teammate {
     /// Runs a board tool. `None` when `name` is not one.
@@ -100,42 +100,9 @@ impl Teammate {
     }
 
     async fn create_task(&self, input: &Value) -> ToolOutput {
-        let subject = match str_arg(input, "subject") {
-            Ok(s) => s.to_string(),
+        let task = match new_task_arg(input) {
+            Ok(t) => t,
             Err(e) => return e,
-        };
-        let blocked_by = match input.get("blocked_by") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::Array(ids)) => {
-                let parsed: Option<Vec<u64>> = ids.iter().map(Value::as_u64).collect();
-                match parsed {
-                    Some(ids) => ids,
-                    None => return ToolOutput::error("blocked_by must be a list of task ids"),
-                }
-            }
-            Some(other) => {
-                return ToolOutput::error(format!(
-                    "blocked_by must be a list of task ids, not {other}"
-                ));
-            }
-        };
-        let task = NewTask {
-            subject,
-            description: input
-                .get("description")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
-            blocked_by,
-            priority: input.get("priority").and_then(Value::as_i64).unwrap_or(0),
-            role: input
-                .get("role")
-                .and_then(Value::as_str)
-                .map(str::to_string),
-            require_plan: input
-                .get("require_plan")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
         };
         let task = &task;
         match self
@@ -225,37 +192,6 @@ impl Teammate {
             Err(e) => refused(e),
         }
     }
-}
-
-fn id_arg(input: &Value) -> Result<u64, ToolOutput> {
-    input
-        .get("id")
-        .and_then(|v| {
-            v.as_u64().or_else(|| {
-                v.as_str()
-                    .and_then(|s| s.trim_start_matches('#').parse().ok())
-            })
-        })
-        .ok_or_else(|| ToolOutput::error(format!("missing or invalid task id 'id'; got {input}")))
-}
-
-fn refused(e: ClientError) -> ToolOutput {
-    ToolOutput::error(format!("boardd refused: {e}"))
-}
-
-fn task_line(t: &Task) -> String {
-    let mut s = format!("#{} [{}] {}", t.id, t.status.as_str(), t.subject);
-    if let Some(owner) = &t.owner {
-        s.push_str(&format!(" (owner {owner})"));
-    }
-    if !t.blocked_by.is_empty() {
-        let ids: Vec<String> = t.blocked_by.iter().map(|b| format!("#{b}")).collect();
-        s.push_str(&format!(" blocked by {}", ids.join(", ")));
-    }
-    if let Some(role) = &t.role {
-        s.push_str(&format!(" role {role}"));
-    }
-    s
 }
 
 /// `bob [working] role dev, holds #3 parse the config, connected`, with `(you)`

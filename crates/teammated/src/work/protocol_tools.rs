@@ -12,7 +12,7 @@
 //! lost: a model has no way to wait but to call tools, and every such call is a
 //! round of tokens spent on nothing.
 
-use crate::messages::PlanState;
+use crate::teammate::PlanState;
 use crate::teammate::{Exit, Teammate};
 use crate::tools::{ToolOutput, str_arg};
 use serde_json::Value;
@@ -139,7 +139,7 @@ impl Teammate {
                 }
                 Err(e) => return ToolOutput::error(format!("cannot wait for the decision: {e}")),
             };
-            let read = match self.read_messages(messages).await {
+            let read = match crate::messages::read_messages(self, messages).await {
                 Ok(r) => r,
                 Err(e) => return ToolOutput::error(format!("cannot read messages: {e}")),
             };
@@ -148,8 +148,8 @@ impl Teammate {
             if let Err(e) = self.ack(read.ids).await {
                 tracing::warn!(error = %e, "cannot acknowledge messages");
             }
-            if let Some(exit) = read.exit {
-                self.shutdown = Some(exit);
+            if let Some(by) = read.leave_for {
+                self.shutdown = Some(Exit::ShutdownRequested { by });
                 texts.push("[Runtime] Shutting down.".into());
                 return ToolOutput::error(texts.join("\n\n"));
             }

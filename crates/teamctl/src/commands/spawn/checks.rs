@@ -42,10 +42,7 @@ pub(super) fn workdir(given: Option<&Path>) -> anyhow::Result<PathBuf> {
     Ok(dir)
 }
 
-pub(super) fn absolute(path: &Path, what: &str) -> anyhow::Result<PathBuf> {
-    std::path::absolute(path)
-        .with_context(|| format!("cannot make the {what} {} absolute", path.display()))
-}
+pub(super) use crate::commands::find_bin::absolute;
 
 /// Runs one exchange with boardd under `--timeout`.
 pub(super) async fn within<T>(

@@ -10,22 +10,21 @@
 use super::checks::{absolute, refuse_if_connected, within};
 use crate::cli::SpawnArgs;
 use crate::commands::Ctx;
+use crate::commands::find_bin::find_teammated;
 use crate::render;
 use anyhow::{Context as _, bail};
 use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
-use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
+use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
 use std::os::unix::process::CommandExt as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ExitStatus, Stdio};
 use std::time::Duration;
 use teamboard_protocol::transcript::process_log_path;
 use teamboard_protocol::{Client, Member};
 use tokio::signal::unix::{SignalKind, signal};
 
-/// Overrides where teammated is found.
-const TEAMMATED_BIN_ENV: &str = "TEAMMATED_BIN";
 /// How often the roster is checked while waiting for the teammate to connect.
 const POLL: Duration = Duration::from_millis(100);
 /// How much of the child's log a failed spawn shows.
@@ -359,47 +358,4 @@ fn log_tail(path: &Path, from: u64) -> String {
         out.push_str(l);
     }
     out
-}
-
-/// Where teammated is: `$TEAMMATED_BIN`, next to teamctl (as `cargo build` and
-/// `cargo xtask install` leave them), or on `$PATH`. Always absolute, because the
-/// child starts in another directory.
-fn find_teammated() -> anyhow::Result<PathBuf> {
-    if let Some(bin) = std::env::var_os(TEAMMATED_BIN_ENV).filter(|v| !v.is_empty()) {
-        let bin = absolute(Path::new(&bin), TEAMMATED_BIN_ENV)?;
-        if !is_executable(&bin) {
-            bail!(
-                "${TEAMMATED_BIN_ENV} is {}, which is not an executable file",
-                bin.display()
-            );
-        }
-        return Ok(bin);
-    }
-    let beside = std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent().map(|dir| dir.join("teammated")));
-    if let Some(bin) = beside.as_ref().filter(|b| is_executable(b)) {
-        return Ok(bin.clone());
-    }
-    if let Some(path) = std::env::var_os("PATH") {
-        for dir in std::env::split_paths(&path) {
-            let bin = dir.join("teammated");
-            if is_executable(&bin) {
-                return absolute(&bin, "teammated path");
-            }
-        }
-    }
-    let beside = beside.as_ref().and_then(|b| b.parent()).map_or_else(
-        || "teamctl's directory".to_string(),
-        |d| d.display().to_string(),
-    );
-    bail!(
-        "cannot find the teammated binary (looked in {beside} and on $PATH). Build it with \
-         `cargo build` (it lands next to teamctl), install both with `cargo xtask install`, \
-         or point ${TEAMMATED_BIN_ENV} at it"
-    )
-}
-
-fn is_executable(path: &Path) -> bool {
-    fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }

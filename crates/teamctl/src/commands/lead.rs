@@ -1,0 +1,73 @@
+//! `teamctl lead`: the team's LLM lead in this terminal.
+//!
+//! The lead is teammated's runtime in its lead mode (`teammated lead`), so teamctl
+//! stays thin: it finds teammated, turns its own flags into the lead's, and replaces
+//! itself with it (`exec`), so the lead owns the terminal and its signals, and its
+//! exit status is the command's. The lead spawns teammates by running this teamctl.
+
+use super::Ctx;
+use super::find_bin::{absolute, find_teammated};
+use crate::cli::LeadArgs;
+use anyhow::Context as _;
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt as _;
+
+pub fn run(ctx: &Ctx, args: LeadArgs) -> anyhow::Result<()> {
+    let argv = lead_args(ctx, args)?;
+    let bin = find_teammated()?;
+    let err = std::process::Command::new(&bin).args(&argv).exec();
+    Err(err).with_context(|| format!("cannot start {}", bin.display()))
+}
+
+/// `teammated lead`'s command line.
+fn lead_args(ctx: &Ctx, args: LeadArgs) -> anyhow::Result<Vec<OsString>> {
+    if ctx.json {
+        anyhow::bail!("`teamctl lead` talks to a person; it has no --json output");
+    }
+    let teamctl = std::env::current_exe().context("cannot find teamctl's own path")?;
+    let mut argv: Vec<OsString> = vec![
+        "lead".into(),
+        "--team".into(),
+        ctx.team.clone().into(),
+        "--socket".into(),
+        absolute(&ctx.socket, "socket path")?.into(),
+        "--teamctl".into(),
+        teamctl.into(),
+    ];
+    if let Some(dir) = &ctx.state_dir_given {
+        argv.push("--state-dir".into());
+        argv.push(absolute(dir, "state dir")?.into());
+    }
+    let mut opt = |flag: &str, value: Option<String>| {
+        if let Some(v) = value {
+            argv.push(flag.into());
+            argv.push(v.into());
+        }
+    };
+    opt("--goal", args.goal);
+    opt("--provider", args.provider.map(|p| p.as_str().to_string()));
+    opt("--model", args.model);
+    opt("--base-url", args.base_url);
+    opt(
+        "--max-tokens-field",
+        args.max_tokens_field.map(|f| f.as_str().to_string()),
+    );
+    opt(
+        "--teammate-provider",
+        args.teammate_provider.map(|p| p.as_str().to_string()),
+    );
+    opt("--teammate-model", args.teammate_model);
+    opt("--teammate-base-url", args.teammate_base_url);
+    opt(
+        "--teammate-idle-timeout",
+        args.teammate_idle_timeout.map(|s| s.to_string()),
+    );
+    if let Some(dir) = &args.workdir {
+        argv.push("--workdir".into());
+        argv.push(absolute(dir, "workdir")?.into());
+    }
+    if args.yes {
+        argv.push("--yes".into());
+    }
+    Ok(argv)
+}

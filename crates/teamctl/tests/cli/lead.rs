@@ -1,0 +1,41 @@
+//! `teamctl lead`: what it refuses before it hands the terminal to the lead. The
+//! lead itself is tested end to end in the workspace's `tests/lead.rs`.
+
+use super::Cli;
+
+fn stderr_of(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn yes_needs_a_goal_and_json_is_refused() {
+    let cli = Cli::start();
+    let out = cli.run(&["lead", "--yes"]);
+    assert!(!out.status.success());
+    assert!(stderr_of(&out).contains("--goal"), "{}", stderr_of(&out));
+    let out = cli.run(&["lead", "--json"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr_of(&out).contains("`teamctl lead` talks to a person; it has no --json output"),
+        "{}",
+        stderr_of(&out)
+    );
+}
+
+#[test]
+fn a_teammated_that_is_not_there_is_named() {
+    let cli = Cli::start();
+    let mut cmd = cli.teamctl.command();
+    let out = cmd
+        .env("TEAMMATED_BIN", "/nonexistent/teammated")
+        .args(["lead", "--goal", "x", "--yes"])
+        .output()
+        .expect("teamctl runs");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr_of(&out)
+            .contains("TEAMMATED_BIN is /nonexistent/teammated, which is not an executable file"),
+        "{}",
+        stderr_of(&out)
+    );
+}

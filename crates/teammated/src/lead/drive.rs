@@ -1,0 +1,471 @@
+//! The lead's session: who speaks when.
+//!
+//! One loop waits for the person's next line and for boardd's next event. The
+//! person's words start a planning turn; slash commands are answered locally.
+//! Events are read as they come: news (results, shutdown answers, messages) goes
+//! into the context at once, idle notifications wait to go in as one digest with
+//! the next delivery, and a plan request or an error starts a coordination turn.
+//! When every task on the board has ended, a summary turn runs. A turn is never
+//! interrupted: what arrives during one waits for its next round (events) or its
+//! end (the person's lines), so the person's words and the team's events never
+//! interleave inside one model call.
+
+use super::LeadConfig;
+use super::console::{self, Command};
+use super::ledger::{Cause, usage_path};
+use super::turn::{Lead, TurnError, say};
+use crate::context::{Context, Identity};
+use crate::llm::{self, LlmError, Probe};
+use crate::transcript::Transcript;
+use std::sync::Arc;
+use teamboard_protocol::transcript::{EntryKind, transcript_path};
+use teamboard_protocol::{Client, ClientError, Event, EventKind, LEAD, Task, TaskStatus};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// How a lead session ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The person left (`/quit`, end of input).
+    Quit,
+    /// With a goal: the board is done; how many of how many tasks completed.
+    Done { completed: usize, total: usize },
+    /// With a goal: the person never said "start" (or the lead put no task on the
+    /// board after it).
+    NotStarted(String),
+    /// A signal.
+    Interrupted,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LeadError {
+    #[error(transparent)]
+    Boardd(#[from] ClientError),
+    /// Shown with its cause by `{:#}`.
+    #[error("the model provider cannot be used")]
+    Provider(#[source] LlmError),
+    #[error("the model call failed")]
+    Llm(#[source] LlmError),
+    #[error("boardd closed the connection")]
+    Gone,
+}
+
+impl From<TurnError> for LeadError {
+    fn from(e: TurnError) -> LeadError {
+        match e {
+            TurnError::Llm(e) => LeadError::Llm(e),
+            TurnError::Boardd(e) => LeadError::Boardd(e),
+        }
+    }
+}
+
+/// Runs a lead session with the person's lines coming from `input`. `prompt`
+/// prints a `> ` before each line (for a terminal).
+pub async fn run<R>(
+    cfg: LeadConfig,
+    input: R,
+    prompt: bool,
+    cancel: CancellationToken,
+) -> Result<Outcome, LeadError>
+where
+    R: AsyncBufRead + Unpin + Send + 'static,
+{
+    let provider = llm::build(&cfg.provider).map_err(LeadError::Provider)?;
+    let probe = tokio::select! {
+        _ = cancel.cancelled() => return Ok(Outcome::Interrupted),
+        probe = provider.probe() => probe.map_err(LeadError::Provider)?,
+    };
+    if let Probe::Unsure(why) = &probe {
+        tracing::warn!("{why}");
+    }
+    let client = Client::connect(&cfg.socket, "teammated-lead", LEAD, &cfg.team).await?;
+    // Before anything happens, so that no event of this session is missed.
+    client.subscribe().await?;
+    let identity = Identity {
+        name: LEAD.to_string(),
+        role: LEAD.to_string(),
+        team: cfg.team.clone(),
+        task: None,
+        lead: true,
+    };
+    let mut transcript = Transcript::open(transcript_path(&cfg.state_dir, &cfg.team, LEAD));
+    transcript.write(
+        EntryKind::Lifecycle,
+        None,
+        None,
+        false,
+        &format!(
+            "lead started: pid {}, provider {}, context budget {} tokens",
+            std::process::id(),
+            provider.describe(),
+            cfg.context_budget
+        ),
+    );
+    let ctx = Context::new(identity, cfg.context_budget);
+    let lead = Lead::new(cfg, Arc::new(client), provider, ctx, transcript);
+    let (lines_tx, lines) = mpsc::unbounded_channel();
+    let reader = tokio::spawn(read_lines(input, lines_tx));
+    let mut driver = Driver {
+        lead,
+        lines,
+        prompt,
+        cancel,
+        board_done: false,
+    };
+    let outcome = match driver.lead.cfg.goal.clone() {
+        Some(goal) => driver.with_goal(&goal).await,
+        None => driver.interactive().await,
+    };
+    reader.abort();
+    let lead = &mut driver.lead;
+    lead.ledger
+        .save(&usage_path(&lead.cfg.state_dir, &lead.cfg.team));
+    let line = lead.ledger.line();
+    lead.log(
+        EntryKind::Lifecycle,
+        None,
+        false,
+        &format!("lead stopped; {line}"),
+    );
+    eprintln!("{line}");
+    outcome
+}
+
+/// Sends what the person writes, one message at a time, until the input ends. A
+/// message is one line, or a whole fenced block: a line that opens a fence (three
+/// or more backticks) and everything up to the line that closes it, so that a plan
+/// can be pasted or piped in.
+async fn read_lines<R: AsyncBufRead + Unpin>(input: R, tx: mpsc::UnboundedSender<String>) {
+    let mut lines = input.lines();
+    let mut block: Option<(String, Vec<String>)> = None;
+    while let Ok(Some(line)) = lines.next_line().await {
+        let message = match block.as_mut() {
+            Some((fence, body)) => {
+                let closes = line.trim() == fence.as_str();
+                body.push(line);
+                if !closes {
+                    continue;
+                }
+                let (_, body) = block.take().unwrap_or_default();
+                body.join("\n")
+            }
+            None => match opening_fence(&line) {
+                Some(fence) => {
+                    block = Some((fence, vec![line]));
+                    continue;
+                }
+                None => line,
+            },
+        };
+        if tx.send(message).is_err() {
+            return;
+        }
+    }
+    // An unclosed block is still the person's words.
+    if let Some((_, body)) = block {
+        let _ = tx.send(body.join("\n"));
+    }
+}
+
+/// The backticks a line opens a fenced block with.
+fn opening_fence(line: &str) -> Option<String> {
+    let t = line.trim();
+    let ticks = t.chars().take_while(|c| *c == '`').count();
+    (ticks >= 3 && t.len() > ticks).then(|| "`".repeat(ticks))
+}
+
+struct Driver {
+    lead: Lead,
+    lines: mpsc::UnboundedReceiver<String>,
+    prompt: bool,
+    cancel: CancellationToken,
+    /// The board was found done and summarised; a new task makes it undone.
+    board_done: bool,
+}
+
+/// What woke the loop.
+enum Wake {
+    Line(Option<String>),
+    Event(Option<Event>),
+    Cancelled,
+}
+
+impl Driver {
+    async fn next(&mut self, with_lines: bool) -> Wake {
+        let client = self.lead.client.clone();
+        tokio::select! {
+            _ = self.cancel.cancelled() => Wake::Cancelled,
+            line = self.lines.recv(), if with_lines => Wake::Line(line),
+            event = client.next_event() => Wake::Event(event),
+        }
+    }
+
+    fn show_prompt(&self) {
+        if self.prompt {
+            use std::io::Write as _;
+            let mut out = std::io::stdout().lock();
+            let _ = write!(out, "> ");
+            let _ = out.flush();
+        }
+    }
+
+    /// A turn for the person's words; a failed model call is reported, not fatal.
+    async fn person_turn(&mut self, words: &str) -> Result<(), LeadError> {
+        self.lead.read_inbox().await?;
+        self.lead.deliver(false).await?;
+        self.lead.push_person(words);
+        self.run_turn(Cause::Planning).await
+    }
+
+    async fn run_turn(&mut self, cause: Cause) -> Result<(), LeadError> {
+        let cancel = self.cancel.clone();
+        let turn = tokio::select! {
+            _ = cancel.cancelled() => return Ok(()),
+            t = self.lead.turn(cause) => t,
+        };
+        match turn {
+            Ok(_) => Ok(()),
+            Err(TurnError::Llm(e)) if !e.is_configuration() && self.lead.cfg.goal.is_none() => {
+                say(&format!(
+                    "(the model call failed: {e}; say something to try again)"
+                ));
+                Ok(())
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn interactive(&mut self) -> Result<Outcome, LeadError> {
+        say(&format!(
+            "teamboard lead, team '{}', provider {}. Tell me what you want done.\n{}",
+            self.lead.cfg.team,
+            self.lead.provider.describe(),
+            console::HELP
+        ));
+        self.show_prompt();
+        loop {
+            match self.next(true).await {
+                Wake::Cancelled => return Ok(Outcome::Interrupted),
+                Wake::Line(None) => return Ok(Outcome::Quit),
+                Wake::Line(Some(line)) => {
+                    let line = line.trim();
+                    match console::parse(line) {
+                        Some(Command::Quit) => return Ok(Outcome::Quit),
+                        Some(command) => say(&console::answer(&self.lead.client, &command).await),
+                        None if line.is_empty() => {}
+                        None => self.person_turn(line).await?,
+                    }
+                    self.show_prompt();
+                }
+                Wake::Event(None) => return Err(LeadError::Gone),
+                Wake::Event(Some(e)) => {
+                    if self.on_event(&e).await? {
+                        self.show_prompt();
+                    }
+                }
+            }
+        }
+    }
+
+    async fn with_goal(&mut self, goal: &str) -> Result<Outcome, LeadError> {
+        // The goal's first paragraph: a plan pasted after it would flood the screen.
+        let first = goal.split("\n\n").next().unwrap_or(goal);
+        let rest = goal[first.len()..].lines().count();
+        if rest > 1 {
+            say(&format!("person: {first}\n        [... {rest} more lines]"));
+        } else {
+            say(&format!("person: {goal}"));
+        }
+        self.person_turn(goal).await?;
+        if !self.lead.cfg.yes {
+            say("Type \"start\" to put the plan on the board, or say what to change.");
+            loop {
+                self.show_prompt();
+                let line = tokio::select! {
+                    _ = self.cancel.cancelled() => return Ok(Outcome::Interrupted),
+                    line = self.lines.recv() => line,
+                };
+                let Some(line) = line else {
+                    return Ok(Outcome::NotStarted(
+                        "the input ended before \"start\"".to_string(),
+                    ));
+                };
+                let line = line.trim();
+                if line.eq_ignore_ascii_case("start") {
+                    break;
+                }
+                if !line.is_empty() {
+                    self.person_turn(line).await?;
+                }
+            }
+        } else {
+            say("person: start");
+        }
+        self.person_turn("start").await?;
+        if self.cancel.is_cancelled() {
+            return Ok(Outcome::Interrupted);
+        }
+        if self.lead.client.list_tasks(None).await?.is_empty() {
+            return Ok(Outcome::NotStarted(
+                "the lead put no task on the board".to_string(),
+            ));
+        }
+        // The tasks may all have ended during the start turn already.
+        if let Some(done) = self.check_done().await? {
+            return Ok(done);
+        }
+        loop {
+            match self.next(false).await {
+                Wake::Cancelled => return Ok(Outcome::Interrupted),
+                Wake::Line(_) => {}
+                Wake::Event(None) => return Err(LeadError::Gone),
+                Wake::Event(Some(e)) => {
+                    self.on_event(&e).await?;
+                    if self.board_done {
+                        let tasks = self.lead.client.list_tasks(None).await?;
+                        return Ok(done_outcome(&tasks));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Handles one event. Returns whether anything was printed.
+    async fn on_event(&mut self, e: &Event) -> Result<bool, LeadError> {
+        if e.team != self.lead.cfg.team {
+            return Ok(false);
+        }
+        match e.kind {
+            EventKind::MessageSent if e.member.as_deref() == Some(LEAD) => {
+                self.lead.read_inbox().await?;
+                if self.lead.pending.needs_decision() {
+                    self.lead.deliver(true).await?;
+                    self.run_turn(Cause::Coordination).await?;
+                    return Ok(true);
+                }
+                if self.lead.pending.has_news() {
+                    self.lead.deliver(true).await?;
+                    return Ok(true);
+                }
+                Ok(false)
+            }
+            EventKind::TaskCreated | EventKind::TaskRetried => {
+                self.board_done = false;
+                Ok(false)
+            }
+            EventKind::TaskCompleted | EventKind::TaskFailed | EventKind::TaskCancelled => {
+                Ok(self.check_done().await?.is_some())
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// When every task has ended and that was not summarised yet: tells the lead,
+    /// runs the summary turn, and returns the outcome.
+    async fn check_done(&mut self) -> Result<Option<Outcome>, LeadError> {
+        if self.board_done {
+            return Ok(None);
+        }
+        let tasks = self.lead.client.list_tasks(None).await?;
+        if tasks.is_empty() || tasks.iter().any(|t| !ended(t)) {
+            return Ok(None);
+        }
+        self.board_done = true;
+        self.lead.read_inbox().await?;
+        self.lead.deliver(true).await?;
+        let report = board_report(&tasks);
+        say(&format!(
+            "  · {}",
+            report.lines().next().unwrap_or_default()
+        ));
+        self.lead.push_person(&report);
+        self.run_turn(Cause::Summary).await?;
+        Ok(Some(done_outcome(&tasks)))
+    }
+}
+
+fn ended(t: &Task) -> bool {
+    matches!(
+        t.status,
+        TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled
+    )
+}
+
+fn done_outcome(tasks: &[Task]) -> Outcome {
+    Outcome::Done {
+        completed: tasks
+            .iter()
+            .filter(|t| t.status == TaskStatus::Completed)
+            .count(),
+        total: tasks.len(),
+    }
+}
+
+/// What the lead is told when the board is done: the counts, then one line per
+/// task with its outcome.
+fn board_report(tasks: &[Task]) -> String {
+    let count = |s: TaskStatus| tasks.iter().filter(|t| t.status == s).count();
+    let mut s = format!(
+        "{} {} task(s): {} completed, {} failed, {} cancelled.",
+        crate::prompts::lead::BOARD_DONE,
+        tasks.len(),
+        count(TaskStatus::Completed),
+        count(TaskStatus::Failed),
+        count(TaskStatus::Cancelled)
+    );
+    for t in tasks {
+        let by = t
+            .owner
+            .as_deref()
+            .map(|o| format!(" by {o}"))
+            .unwrap_or_default();
+        let outcome = t
+            .result
+            .as_deref()
+            .or(t.last_error.as_deref())
+            .and_then(|r| r.lines().find(|l| !l.trim().is_empty()))
+            .unwrap_or_default();
+        s.push_str(&format!(
+            "\n#{} {}: {}{by}",
+            t.id,
+            t.subject,
+            t.status.as_str()
+        ));
+        if !outcome.is_empty() {
+            s.push_str(&format!(" — {outcome}"));
+        }
+    }
+    s.push('\n');
+    s.push_str(SUMMARISE);
+    s
+}
+
+/// The last line of the board-done report.
+const SUMMARISE: &str = "Summarise the results for the person.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_fenced_block_is_one_message_and_other_lines_are_one_each() {
+        let input =
+            "hello\n````plan\ntask a\n    ```sh\n    echo\n    ```\n````\n/tasks\n```sh\nunclosed";
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        read_lines(tokio::io::BufReader::new(input.as_bytes()), tx).await;
+        let mut got = Vec::new();
+        while let Some(m) = rx.recv().await {
+            got.push(m);
+        }
+        assert_eq!(
+            got,
+            vec![
+                "hello".to_string(),
+                "````plan\ntask a\n    ```sh\n    echo\n    ```\n````".to_string(),
+                "/tasks".to_string(),
+                "```sh\nunclosed".to_string(),
+            ]
+        );
+    }
+}

@@ -1,0 +1,148 @@
+//! The lead's tools, as its model sees them. `docs/lead.md` shows the same schemas;
+//! a test keeps the two in step.
+
+use crate::tools::specs::{ToolSpec, spec};
+use serde_json::json;
+
+/// Every tool the lead offers its model: tasks first, then the team.
+pub fn all() -> Vec<ToolSpec> {
+    vec![
+        spec(
+            "create_task",
+            "Put a task on the board. Teammates claim ready tasks on their own: a task \
+             is ready when every task in blocked_by is completed. Returns `created task \
+             #ID: SUBJECT`; use the id in later blocked_by lists. Write the description \
+             as the whole brief: the teammate sees nothing else.",
+            json!({
+                "subject": {"type": "string", "description": "A short title."},
+                "description": {"type": "string", "description": "What to do and what done means."},
+                "blocked_by": {"type": "array", "items": {"type": "integer"}, "description": "Ids of tasks that must complete first."},
+                "role": {"type": "string", "description": "Only teammates of this role may claim it."},
+                "priority": {"type": "integer", "description": "Higher is claimed first. Default 0."},
+                "require_plan": {"type": "boolean", "description": "Whoever claims it must get a plan approved (you review it) before changing anything."}
+            }),
+            &["subject"],
+        ),
+        spec(
+            "add_dependency",
+            "Make a task wait for others. A dependency that would make a cycle is refused.",
+            json!({
+                "id": {"type": "integer", "description": "The task that waits."},
+                "on": {"type": "array", "items": {"type": "integer"}, "description": "The tasks it waits for."}
+            }),
+            &["id", "on"],
+        ),
+        spec(
+            "list_tasks",
+            "The board, one line per task: id, status, subject, owner, blockers, role. \
+             You do not need it to wait for work: events come to you.",
+            json!({
+                "status": {"type": "string", "enum": ["pending", "in_progress", "completed", "failed", "cancelled"], "description": "Only tasks of this status."}
+            }),
+            &[],
+        ),
+        spec(
+            "get_task",
+            "One task in full: description, result or last error, plans and history.",
+            json!({"id": {"type": "integer"}}),
+            &["id"],
+        ),
+        spec(
+            "cancel_task",
+            "Withdraw a task that is not finished. Its owner stops working on it.",
+            json!({"id": {"type": "integer"}}),
+            &["id"],
+        ),
+        spec(
+            "spawn_teammate",
+            "Start a teammate: a process that joins the team under NAME and claims ready \
+             tasks of its role (and tasks without a role) on its own. Returns once it is \
+             connected.",
+            json!({
+                "name": {"type": "string", "description": "Letters, digits, '-' and '_'; not 'lead'."},
+                "role": {"type": "string", "description": "What it does, e.g. dev or tester; tasks with a role go only to teammates of that role."}
+            }),
+            &["name", "role"],
+        ),
+        spec(
+            "list_team",
+            "The roster: each teammate's role, status, task, tokens and whether it is connected.",
+            json!({}),
+            &[],
+        ),
+        spec(
+            "send_message",
+            "Send a message to one teammate. It reaches the teammate's context at once; a \
+             parked teammate wakes for it, so do not message idle teammates without need.",
+            json!({
+                "to": {"type": "string"},
+                "content": {"type": "string"}
+            }),
+            &["to", "content"],
+        ),
+        spec(
+            "broadcast",
+            "Send a message to every teammate. It wakes them all; use it rarely.",
+            json!({"content": {"type": "string"}}),
+            &["content"],
+        ),
+        spec(
+            "request_shutdown",
+            "Ask a teammate to leave. An idle one approves and exits; a working one \
+             answers at its next step (it may refuse with a reason). The answer comes to \
+             you as an event. force stops its processes at once.",
+            json!({
+                "to": {"type": "string"},
+                "reason": {"type": "string"},
+                "force": {"type": "boolean"}
+            }),
+            &["to"],
+        ),
+        spec(
+            "review_plan",
+            "Decide a plan a teammate submitted (the events show `[Plan request #ID ...]`). \
+             Approve it, or reject it with feedback that says what to change; a rejection \
+             needs feedback.",
+            json!({
+                "request": {"type": "integer", "description": "The plan request's id."},
+                "approve": {"type": "boolean"},
+                "feedback": {"type": "string"}
+            }),
+            &["request", "approve"],
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[ignore = "a helper for updating docs/lead.md, not a check"]
+    fn print_tool_schemas() {
+        for s in all() {
+            let pretty = serde_json::to_string_pretty(&s.input_schema).unwrap();
+            println!(
+                "### `{}`\n\n{}\n\n```json\n{pretty}\n```\n",
+                s.name, s.description
+            );
+        }
+    }
+
+    /// `docs/lead.md` must show every schema exactly as the model receives it.
+    #[test]
+    fn docs_show_every_schema() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/lead.md");
+        let doc = std::fs::read_to_string(path).unwrap_or_default();
+        for s in all() {
+            let pretty = serde_json::to_string_pretty(&s.input_schema).unwrap();
+            let block = format!("```json\n{pretty}\n```");
+            assert!(
+                doc.contains(&format!("### `{}`", s.name)) && doc.contains(&block),
+                "docs/lead.md does not show the current schema of {}; it should contain:\n### `{}`\n\n{block}",
+                s.name,
+                s.name
+            );
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! `teammated lead`'s command line, a module of the binary (the library's
+//! [`LeadConfig`] is what it becomes). `teamctl lead` is the way a person starts
+//! it; it passes these flags on.
+
+use anyhow::Context as _;
+use std::path::PathBuf;
+use teamboard_protocol::{DEFAULT_TEAM, paths};
+use teammated::lead::{LeadConfig, SpawnConfig};
+use teammated::provider_args::ProviderArgs;
+
+#[derive(Debug, clap::Parser)]
+#[command(
+    name = "teammated lead",
+    version,
+    about = "Run the team's LLM lead in this terminal (usually started by `teamctl lead`)",
+    after_help = "\
+EXAMPLES:
+  teamctl lead                                   # interactive, offline scripted lead
+  teamctl lead --provider anthropic              # a real model
+  teamctl lead --goal \"$(cat plan.md)\" --yes     # plan, start, wait, summarise, exit
+
+The lead connects to boardd as `lead`, proposes a team plan, and after \"start\" creates
+tasks and spawns teammates (through `teamctl spawn`). Team events reach it without
+polling. Its transcript is <state dir>/teammates/<team>/lead/transcript.jsonl
+(`teamctl logs lead`) and its token count by cause is usage.json next to it."
+)]
+pub struct LeadArgs {
+    /// The team to lead.
+    #[arg(long, env = "TEAMBOARD_TEAM", default_value = DEFAULT_TEAM)]
+    pub team: String,
+    /// boardd's socket [default: $XDG_RUNTIME_DIR/teamboard/boardd.sock]
+    #[arg(long, env = "TEAMBOARD_SOCKET")]
+    pub socket: Option<PathBuf>,
+    /// Where transcripts go [default: ~/.local/state/teamboard]
+    #[arg(long, env = "TEAMBOARD_STATE_DIR")]
+    pub state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub provider: ProviderArgs,
+    /// Non-interactive: the goal. The lead plans, starts (see --yes), waits until
+    /// every task has ended, prints the summary and exits 0 only if all completed.
+    #[arg(long, value_name = "TEXT")]
+    pub goal: Option<String>,
+    /// With --goal: start without asking for "start" on stdin.
+    #[arg(long, requires = "goal")]
+    pub yes: bool,
+    /// The teamctl binary `spawn_teammate` runs [default: teamctl next to this
+    /// binary, else on $PATH]
+    #[arg(long, env = "TEAMCTL_BIN", value_name = "PATH")]
+    pub teamctl: Option<PathBuf>,
+    /// The teammates' working directory [default: the current directory]
+    #[arg(long, value_name = "DIR")]
+    pub workdir: Option<PathBuf>,
+    /// The teammates' provider [default: the lead's]
+    #[arg(long, value_name = "PROVIDER")]
+    pub teammate_provider: Option<String>,
+    /// The teammates' model [default: the lead's --model, for the same provider]
+    #[arg(long, value_name = "MODEL")]
+    pub teammate_model: Option<String>,
+    /// The teammates' API base URL [default: the lead's --base-url, for the same
+    /// provider]
+    #[arg(long, value_name = "URL")]
+    pub teammate_base_url: Option<String>,
+    /// The teammates' --idle-timeout in seconds [default: teammated's]
+    #[arg(long, value_name = "SECS")]
+    pub teammate_idle_timeout: Option<u64>,
+    /// Model rounds per turn before the turn stops and asks the person.
+    #[arg(long, default_value_t = 40)]
+    pub max_rounds: u32,
+    /// Estimated context tokens before older turns are summarised.
+    #[arg(long, default_value_t = 100_000)]
+    pub context_budget: u64,
+}
+
+impl LeadArgs {
+    pub fn into_config(self) -> anyhow::Result<LeadConfig> {
+        let workdir = match self.workdir {
+            Some(w) => w,
+            None => std::env::current_dir().context("cannot read the current directory")?,
+        };
+        let workdir = std::fs::canonicalize(&workdir)
+            .with_context(|| format!("the working directory {}", workdir.display()))?;
+        let teamctl = match self.teamctl {
+            Some(t) => t,
+            None => find_teamctl()?,
+        };
+        let provider_name = self.provider.provider.as_str().to_string();
+        // The lead's model and URL carry over only to teammates of the same provider.
+        let same = self
+            .teammate_provider
+            .as_deref()
+            .is_none_or(|p| p == provider_name);
+        let model = self.provider.model.clone().filter(|_| same);
+        let base_url = self.provider.base_url.clone().filter(|_| same);
+        let state_dir_given = self.state_dir.is_some();
+        Ok(LeadConfig {
+            team: self.team,
+            socket: self.socket.unwrap_or_else(paths::default_socket_path),
+            state_dir: self.state_dir.unwrap_or_else(paths::default_state_dir),
+            state_dir_given,
+            spawn: SpawnConfig {
+                teamctl,
+                provider: Some(self.teammate_provider.unwrap_or(provider_name)),
+                model: self.teammate_model.or(model),
+                base_url: self.teammate_base_url.or(base_url),
+                workdir,
+                idle_timeout: self.teammate_idle_timeout,
+            },
+            provider: self.provider.into_config(),
+            goal: self.goal.filter(|g| !g.trim().is_empty()),
+            yes: self.yes,
+            max_rounds: self.max_rounds.max(1),
+            context_budget: self.context_budget.max(1000),
+        })
+    }
+}
+
+/// teamctl next to this binary (as `cargo build` and `cargo xtask install` leave
+/// them), else the first on `$PATH`.
+fn find_teamctl() -> anyhow::Result<PathBuf> {
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|d| d.join("teamctl")));
+    let on_path: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join("teamctl"))
+                .collect()
+        })
+        .unwrap_or_default();
+    beside
+        .into_iter()
+        .chain(on_path)
+        .find(|p| p.is_file())
+        .context("cannot find teamctl (looked next to teammated and on $PATH); pass --teamctl")
+}

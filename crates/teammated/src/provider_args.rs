@@ -1,0 +1,92 @@
+//! The model flags both of teammated's modes take (a teammate, and `teammated lead`),
+//! and how they become a [`ProviderConfig`] with the key from the environment or
+//! the keys file.
+
+use crate::backoff::RetryPolicy;
+use crate::config::{MaxTokensField, ProviderConfig, ProviderKind, keys_file, lookup_secret};
+use std::time::Duration;
+
+/// Environment variables that hold API keys. A binary removes them from its
+/// environment once they are in the config, so that nothing it starts inherits them.
+pub const SECRET_VARS: [&str; 2] = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"];
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct ProviderArgs {
+    /// The model provider. `scripted` is an offline stand-in that needs no key (see
+    /// the README: it is not a model).
+    #[arg(
+        long,
+        env = "TEAMMATE_PROVIDER",
+        value_enum,
+        default_value = "scripted"
+    )]
+    pub provider: ProviderKind,
+    /// The model [default: claude-sonnet-4-5 for anthropic, gpt-4o-mini for openai]
+    #[arg(long, env = "TEAMMATE_MODEL")]
+    pub model: Option<String>,
+    /// The API's base URL, e.g. http://localhost:11434/v1 for ollama
+    /// [env: ANTHROPIC_BASE_URL / OPENAI_BASE_URL]
+    #[arg(long, env = "TEAMMATE_BASE_URL")]
+    pub base_url: Option<String>,
+    /// Output tokens per model call.
+    #[arg(long, env = "TEAMMATE_MAX_TOKENS", default_value_t = 4096)]
+    pub max_tokens: u32,
+    /// openai only: the request field that carries --max-tokens. OpenAI's own API
+    /// wants max_completion_tokens (its reasoning models refuse max_tokens); ollama,
+    /// llama.cpp, vLLM and LM Studio know max_tokens, and ignore a field they do not
+    /// know, which would leave the output unlimited
+    /// [default: max_completion_tokens on api.openai.com, max_tokens elsewhere]
+    #[arg(
+        long,
+        env = "TEAMMATE_MAX_TOKENS_FIELD",
+        value_enum,
+        value_name = "FIELD"
+    )]
+    pub max_tokens_field: Option<MaxTokensField>,
+    /// anthropic only: send no `cache_control` breakpoints, so nothing is cached.
+    /// For measuring what prompt caching saves (`cargo xtask tokens`), or for a
+    /// proxy that refuses the field.
+    #[arg(long, env = "TEAMMATE_NO_PROMPT_CACHE", hide = true)]
+    pub no_prompt_cache: bool,
+    /// Timeout of one HTTP request to the model, in seconds.
+    #[arg(long, env = "TEAMMATE_REQUEST_TIMEOUT", default_value_t = 300)]
+    pub request_timeout: u64,
+    /// Attempts per model call on 429, 5xx, 529 and timeouts.
+    #[arg(long, env = "TEAMMATE_LLM_ATTEMPTS", default_value_t = 6)]
+    pub llm_attempts: u32,
+    /// The first retry's backoff in milliseconds; it doubles, with jitter.
+    #[arg(long, env = "TEAMMATE_RETRY_BASE_MS", default_value_t = 500)]
+    pub retry_base_ms: u64,
+}
+
+impl ProviderArgs {
+    /// The provider's settings, with the key looked up for the provider named.
+    pub fn into_config(self) -> ProviderConfig {
+        let keys = keys_file();
+        let (key_var, url_var) = match self.provider {
+            ProviderKind::Anthropic => (Some("ANTHROPIC_API_KEY"), Some("ANTHROPIC_BASE_URL")),
+            ProviderKind::Openai => (Some("OPENAI_API_KEY"), Some("OPENAI_BASE_URL")),
+            ProviderKind::Scripted => (None, None),
+        };
+        let api_key = key_var.and_then(|v| lookup_secret(v, &keys));
+        let base_url = self
+            .base_url
+            .or_else(|| url_var.and_then(|v| std::env::var(v).ok()))
+            .filter(|u| !u.is_empty());
+        ProviderConfig {
+            kind: self.provider,
+            model: self.model,
+            base_url,
+            api_key,
+            max_tokens: self.max_tokens,
+            max_tokens_field: self.max_tokens_field,
+            prompt_cache: !self.no_prompt_cache,
+            request_timeout: Duration::from_secs(self.request_timeout.max(1)),
+            retry: RetryPolicy {
+                max_attempts: self.llm_attempts.max(1),
+                base: Duration::from_millis(self.retry_base_ms),
+                ..RetryPolicy::default()
+            },
+        }
+    }
+}

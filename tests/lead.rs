@@ -1,0 +1,243 @@
+//! `teamctl lead` end to end, driven through stdin: a real boardd, the real teamctl
+//! and teammated binaries, the scripted lead and scripted teammates. The lead turns
+//! the person's plan into a task graph, spawns the teammates, and the team completes
+//! the work; slash commands are answered without the model.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use teamboard_protocol::TaskStatus;
+use teamboard_testkit::{Daemon, PATIENCE, eventually, lead, short_tempdir, workspace_bin};
+
+const PLAN: &str = "````plan
+teammate ada role=dev
+teammate brook role=dev
+task a: Write a
+    ```sh
+    sleep 0.3; echo a > a.txt; echo wrote a
+    ```
+task b: Write b
+    ```sh
+    sleep 0.3; echo b > b.txt; echo wrote b
+    ```
+task c after=a,b: Join them
+    ```sh
+    cat a.txt b.txt > c.txt; echo joined
+    ```
+````
+";
+
+/// The lead's stdout, collected by a thread as it comes.
+#[derive(Clone, Default)]
+struct Output(Arc<Mutex<String>>);
+
+impl Output {
+    fn collect(child: &mut Child) -> Output {
+        let out = Output::default();
+        let stdout = child.stdout.take().expect("piped stdout");
+        let text = out.0.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                let mut t = text.lock().unwrap_or_else(|p| p.into_inner());
+                t.push_str(&line);
+                t.push('\n');
+            }
+        });
+        out
+    }
+
+    fn text(&self) -> String {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    async fn wait_for(&self, what: &str) -> String {
+        eventually(
+            format!("the lead to print {what:?}; it printed:\n{}", self.text()),
+            PATIENCE,
+            || async {
+                let t = self.text();
+                t.contains(what).then_some(t)
+            },
+        )
+        .await
+    }
+}
+
+/// Stops the teammates the lead spawned (it printed their pids), however the test
+/// ends: they run with no idle timeout.
+struct StopTeammates(Output);
+
+impl Drop for StopTeammates {
+    fn drop(&mut self) {
+        for line in self
+            .0
+            .text()
+            .lines()
+            .filter(|l| l.contains("spawn_teammate"))
+        {
+            let pid = line
+                .split_once(", pid ")
+                .and_then(|(_, r)| r.split(')').next())
+                .and_then(|p| p.parse::<i32>().ok());
+            if let Some(pid) = pid {
+                // SAFETY: kill(2) on a teammate this test started; no memory involved.
+                unsafe { libc::kill(pid, libc::SIGTERM) };
+            }
+        }
+    }
+}
+
+fn say(stdin: &mut ChildStdin, text: &str) {
+    stdin
+        .write_all(text.as_bytes())
+        .expect("the lead reads stdin");
+    stdin.flush().expect("flush");
+}
+
+fn start_lead(socket: &Path, state: &Path, work: &Path) -> Child {
+    Command::new(workspace_bin("teamctl"))
+        .arg("--socket")
+        .arg(socket)
+        .arg("--state-dir")
+        .arg(state)
+        .args(["lead", "--teammate-idle-timeout", "0", "--workdir"])
+        .arg(work)
+        .env("TEAMMATED_BIN", workspace_bin("teammated"))
+        .env_remove("TEAMBOARD_TEAM")
+        .env_remove("TEAMMATE_PROVIDER")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("teamctl lead starts")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lead_driven_through_stdin_builds_the_graph_spawns_the_team_and_sums_up() {
+    let dir = short_tempdir();
+    let (socket, state, work) = (
+        dir.path().join("s"),
+        dir.path().join("state"),
+        dir.path().join("work"),
+    );
+    std::fs::create_dir_all(&work).unwrap();
+    let _daemon = Daemon::start(&socket, &state, &[]).await;
+    let mut child = start_lead(&socket, &state, &work);
+    let out = Output::collect(&mut child);
+    let _stop = StopTeammates(out.clone());
+    let mut stdin = child.stdin.take().expect("piped stdin");
+
+    // A slash command is answered without the model.
+    say(&mut stdin, "/tasks\n");
+    out.wait_for("no tasks").await;
+    say(&mut stdin, "Split the work: a and b in parallel, then c.\n");
+    out.wait_for("not a model").await;
+    say(&mut stdin, PLAN);
+    out.wait_for("Say \"start\"").await;
+    let boss = lead(&socket).await;
+    assert!(
+        boss.list_tasks(None).await.unwrap().is_empty(),
+        "nothing happens before start"
+    );
+    say(&mut stdin, "start\n");
+
+    let done = eventually("the team to complete the three tasks", PATIENCE, || async {
+        let tasks = boss.list_tasks(None).await.ok()?;
+        (tasks.len() == 3 && tasks.iter().all(|t| t.status == TaskStatus::Completed))
+            .then_some(tasks)
+    })
+    .await;
+    let id = |subject: &str| done.iter().find(|t| t.subject == subject).unwrap().id;
+    let c = done.iter().find(|t| t.subject == "Join them").unwrap();
+    let mut blockers = c.blocked_by.clone();
+    blockers.sort();
+    assert_eq!(blockers, vec![id("Write a"), id("Write b")], "{done:?}");
+    assert_eq!(
+        std::fs::read_to_string(work.join("c.txt")).unwrap(),
+        "a\nb\n"
+    );
+
+    out.wait_for("Summary of the team's work: 3 task(s): 3 completed")
+        .await;
+    // The summary's last line, from the task's result.
+    out.wait_for("#3 Join them: completed by").await;
+    out.wait_for("— joined").await;
+    // The teammates it spawned (the start turn ended before the summary's), on the
+    // roster; the lead is not.
+    let team = boss.team().await.unwrap();
+    let names: Vec<&str> = team.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names, ["ada", "brook"], "{team:?}");
+    assert!(team.iter().all(|m| m.connected && m.role == "dev"));
+    say(&mut stdin, "/team\n");
+    out.wait_for("brook        dev").await;
+    say(&mut stdin, "/quit\n");
+    let status = child.wait().expect("the lead exits");
+    assert!(status.success(), "{status:?}");
+
+    // Its tokens, by cause: the planning turns and one summary, no coordination
+    // (no plan or error needed a decision).
+    let usage: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(state.join("teammates/default/lead/usage.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(usage["planning"]["calls"].as_u64().unwrap() >= 4, "{usage}");
+    assert_eq!(usage["summary"]["calls"], 1, "{usage}");
+    assert_eq!(usage["coordination"]["calls"], 0, "{usage}");
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(stderr.contains("lead tokens: planning"), "{stderr}");
+}
+
+/// `teamctl lead --goal` without `--yes` asks for "start" on stdin, and its exit
+/// status says whether every task completed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_goal_waits_for_start_and_the_exit_status_tells_the_outcome() {
+    let dir = short_tempdir();
+    let (socket, state, work) = (
+        dir.path().join("s"),
+        dir.path().join("state"),
+        dir.path().join("work"),
+    );
+    std::fs::create_dir_all(&work).unwrap();
+    let _daemon = Daemon::start(&socket, &state, &["--max-attempts", "1"]).await;
+    let goal = "Try it.\n\n````plan\nteammate ada\ntask good\n    ```sh\n    echo fine\n    ```\ntask bad\n    ```sh\n    echo broken; exit 3\n    ```\n````";
+    let mut child = Command::new(workspace_bin("teamctl"))
+        .arg("--socket")
+        .arg(&socket)
+        .arg("--state-dir")
+        .arg(&state)
+        .args([
+            "lead",
+            "--goal",
+            goal,
+            "--teammate-idle-timeout",
+            "0",
+            "--workdir",
+        ])
+        .arg(&work)
+        .env("TEAMMATED_BIN", workspace_bin("teammated"))
+        .env_remove("TEAMBOARD_TEAM")
+        .env_remove("TEAMMATE_PROVIDER")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("teamctl lead starts");
+    let out = Output::collect(&mut child);
+    let _stop = StopTeammates(out.clone());
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    out.wait_for("Type \"start\"").await;
+    let boss = lead(&socket).await;
+    assert!(boss.list_tasks(None).await.unwrap().is_empty());
+    say(&mut stdin, "start\n");
+    let status = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .unwrap()
+        .expect("the lead exits");
+    assert_eq!(status.code(), Some(1), "{}", out.text());
+    // The reader thread may still be on the last lines.
+    out.wait_for("1 of 2 task(s) completed").await;
+    out.wait_for("#2 bad: failed").await;
+}
