@@ -168,7 +168,10 @@ impl LlmLead {
     }
 
     fn stdout(&self) -> String {
-        self.stdout.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.stdout
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     fn output(&self) -> String {
@@ -214,7 +217,11 @@ impl Team {
         eventually(
             format!("the lead to greet; {}", lead.output()),
             PATIENCE,
-            || async { lead.stdout().contains("Tell me what you want done").then_some(()) },
+            || async {
+                lead.stdout()
+                    .contains("Tell me what you want done")
+                    .then_some(())
+            },
         )
         .await;
         Team {
