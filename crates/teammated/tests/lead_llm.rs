@@ -6,12 +6,13 @@
 
 use serde_json::{Value, json};
 use std::time::Duration;
-use teamboard_protocol::TaskStatus;
+use teamboard_protocol::{MessageKind, TaskStatus};
 use teamboard_testkit::mock_llm::{MockLlm, MockReply};
-use teamboard_testkit::{InProc, PATIENCE, lead, workspace_bin};
+use teamboard_testkit::{InProc, PATIENCE, eventually, lead, teammate, workspace_bin};
 use teammated::backoff::RetryPolicy;
 use teammated::config::{ProviderConfig, ProviderKind};
 use teammated::lead::{LeadConfig, Outcome, SpawnConfig};
+use tokio::io::AsyncWriteExt;
 use tokio_util::sync::CancellationToken;
 
 const TASK: &str = "Say hi.\n```sh\necho hi\n```";
@@ -186,4 +187,100 @@ async fn the_lead_plans_starts_and_sums_up_through_the_openai_api() {
         .clone();
     assert_eq!(last["role"], "tool");
     assert_eq!(last["tool_call_id"], "call_1");
+}
+
+/// Events the lead hears after its turn can be older than the board it sums up:
+/// a task it created and that ended during the turn is not news once that board
+/// was summarised. The lead sums up each done board once, and again only when
+/// the board changed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lead_sums_up_a_done_board_once_however_late_it_hears_of_it() {
+    let daemon = InProc::start().await;
+    // The test is the teammate: it ends each task while the lead's turn still
+    // runs, during the late replies.
+    let late = Duration::from_secs(1);
+    let mock = MockLlm::start_with_fallback(
+        vec![
+            MockReply::anthropic_tool_use("toolu_1", "create_task", json!({"subject": "a"})),
+            MockReply::anthropic_tool_use("toolu_2", "create_task", json!({"subject": "b"}))
+                .with_delay(late),
+            MockReply::anthropic_text("Created a and b.").with_delay(late),
+        ],
+        MockReply::anthropic_text("Summary."),
+    );
+    let cfg = LeadConfig {
+        goal: None,
+        yes: false,
+        ..config(&daemon, ProviderKind::Anthropic, mock.url())
+    };
+    let (mut person, input) = tokio::io::duplex(64 * 1024);
+    let session = tokio::spawn(teammated::lead::run(
+        cfg,
+        tokio::io::BufReader::new(input),
+        false,
+        CancellationToken::new(),
+    ));
+    person.write_all(b"Create a and b.\n").await.unwrap();
+    let boss = lead(&daemon.socket).await;
+    let ada = teammate(&daemon.socket, "ada", "dev").await;
+    for subject in ["a", "b"] {
+        let id = eventually(
+            format!("the lead to create {subject}"),
+            PATIENCE,
+            || async {
+                let tasks = boss.list_tasks(None).await.ok()?;
+                tasks.iter().find(|t| t.subject == subject).map(|t| t.id)
+            },
+        )
+        .await;
+        let claim = ada.claim_task(id).await.unwrap();
+        ada.complete_task(id, claim.epoch, "done").await.unwrap();
+    }
+    // The turn's events come in now: a created, a completed (the board, a and b,
+    // is done: the summary), then b created and b completed, which are old news.
+    let first = eventually("the summary", PATIENCE, || async {
+        (mock.calls() == 4).then(|| mock.requests()[3].body.to_string())
+    })
+    .await;
+    assert!(
+        first.contains("[Board done] 2 task(s): 2 completed"),
+        "{first}"
+    );
+    // Events reach the lead in order: once it has taken a later message into its
+    // context (and acknowledged it), it has handled b's events.
+    let heard = async |what: &str| {
+        ada.send("lead", MessageKind::Message, what, None)
+            .await
+            .unwrap();
+        eventually(format!("the lead to take {what:?}"), PATIENCE, || async {
+            boss.inbox().await.ok()?.is_empty().then_some(())
+        })
+        .await;
+    };
+    heard("after b").await;
+    assert_eq!(mock.calls(), 4, "{:#?}", mock.requests()[4].body);
+
+    // A new task that ends makes a new board to sum up, once.
+    let c = boss
+        .add_task(teamboard_testkit::task("c"))
+        .await
+        .unwrap()
+        .id;
+    let claim = ada.claim_task(c).await.unwrap();
+    ada.complete_task(c, claim.epoch, "done").await.unwrap();
+    heard("after c").await;
+    assert_eq!(mock.calls(), 5, "{:#?}", mock.requests());
+    let next = mock.requests()[4].body.to_string();
+    assert!(
+        next.contains("[Board done] 3 task(s): 3 completed"),
+        "{next}"
+    );
+
+    person.write_all(b"/quit\n").await.unwrap();
+    let outcome = tokio::time::timeout(PATIENCE, session)
+        .await
+        .expect("the lead leaves")
+        .unwrap()
+        .unwrap();
+    assert_eq!(outcome, Outcome::Quit);
 }

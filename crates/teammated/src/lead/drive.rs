@@ -111,7 +111,7 @@ where
         lines,
         prompt,
         cancel,
-        board_done: false,
+        summarised: None,
     };
     let outcome = match driver.lead.cfg.goal.clone() {
         Some(goal) => driver.with_goal(&goal).await,
@@ -180,8 +180,8 @@ struct Driver {
     lines: mpsc::UnboundedReceiver<String>,
     prompt: bool,
     cancel: CancellationToken,
-    /// The board was found done and summarised; a new task makes it undone.
-    board_done: bool,
+    /// The board as it was when last found done and summarised.
+    summarised: Option<Vec<Ended>>,
 }
 
 /// What woke the loop.
@@ -322,7 +322,7 @@ impl Driver {
                 Wake::Event(None) => return Err(LeadError::Gone),
                 Wake::Event(Some(e)) => {
                     self.on_event(&e).await?;
-                    if self.board_done {
+                    if self.summarised.is_some() {
                         let tasks = self.lead.client.list_tasks(None).await?;
                         return Ok(done_outcome(&tasks));
                     }
@@ -350,10 +350,6 @@ impl Driver {
                 }
                 Ok(false)
             }
-            EventKind::TaskCreated | EventKind::TaskRetried => {
-                self.board_done = false;
-                Ok(false)
-            }
             EventKind::TaskCompleted | EventKind::TaskFailed | EventKind::TaskCancelled => {
                 Ok(self.check_done().await?.is_some())
             }
@@ -361,17 +357,24 @@ impl Driver {
         }
     }
 
-    /// When every task has ended and that was not summarised yet: tells the lead,
-    /// runs the summary turn, and returns the outcome.
+    /// When every task has ended and this board was not summarised yet: tells the
+    /// lead, runs the summary turn, and returns the outcome.
+    ///
+    /// The board is compared with the one last summarised, not reset by the
+    /// events: those the lead hears after a turn can be older than the board it
+    /// reads, and a `task_created` heard after the summary that already counted
+    /// its task must not make a done board undone (a second summary of the same
+    /// work, in a team that should be quiet).
     async fn check_done(&mut self) -> Result<Option<Outcome>, LeadError> {
-        if self.board_done {
-            return Ok(None);
-        }
         let tasks = self.lead.client.list_tasks(None).await?;
         if tasks.is_empty() || tasks.iter().any(|t| !ended(t)) {
             return Ok(None);
         }
-        self.board_done = true;
+        let board: Vec<Ended> = tasks.iter().map(Ended::of).collect();
+        if self.summarised.as_ref() == Some(&board) {
+            return Ok(None);
+        }
+        self.summarised = Some(board);
         self.lead.read_inbox().await?;
         self.lead.deliver(true).await?;
         let report = board_report(&tasks);
@@ -382,6 +385,25 @@ impl Driver {
         self.lead.push_person(&report);
         self.run_turn(Cause::Summary).await?;
         Ok(Some(done_outcome(&tasks)))
+    }
+}
+
+/// What a summary said of one ended task: a task retried and ended again has a
+/// new claim epoch, so its new end is news even with the same status.
+#[derive(Debug, PartialEq, Eq)]
+struct Ended {
+    id: u64,
+    status: TaskStatus,
+    epoch: u64,
+}
+
+impl Ended {
+    fn of(t: &Task) -> Ended {
+        Ended {
+            id: t.id,
+            status: t.status,
+            epoch: t.epoch,
+        }
     }
 }
 
