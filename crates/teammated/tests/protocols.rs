@@ -249,3 +249,49 @@ async fn a_working_teammate_may_reject_a_shutdown_with_a_reason() {
     drop(alice);
     board.stop().await;
 }
+
+/// A teammate asked to shut down while working, whose model finishes the task
+/// without answering, approves once it holds nothing, as if it had been asked
+/// while idle: the request does not stay pending until boardd stops it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_teammate_that_finishes_without_answering_approves_the_shutdown() {
+    let mut board = Board::start(TEAMMATED).await;
+    let mark = board.dir().join("started");
+    let mock = MockLlm::start(vec![
+        MockReply::anthropic_tool_use(
+            "t1",
+            "bash",
+            json!({"command": format!("touch {}; sleep 1", mark.display())}),
+        ),
+        MockReply::anthropic_text("Migrated."),
+    ]);
+    let url = mock.url();
+    let mut alice = board.spawn_with_env(
+        "alice",
+        "dev",
+        &["--provider", "anthropic", "--base-url", &url],
+        &[("ANTHROPIC_API_KEY", "test-key")],
+    );
+    board.wait_idle("alice").await;
+    let t = board.add("migrate", "Migrate the data.", &[]).await;
+    board.wait_claimed(t.id).await;
+    alice.wait_for_file(&mark).await;
+    let req = board
+        .lead
+        .request_shutdown(ShutdownArgs {
+            to: "alice".into(),
+            // Far beyond the test: only the teammate can settle it in time.
+            timeout_ms: Some(600_000),
+            ..Default::default()
+        })
+        .await
+        .expect("request_shutdown");
+    board.wait_done(&[t.id]).await;
+    assert_eq!(board.task(t.id).await.status, TaskStatus::Completed);
+    assert_eq!(alice.exit_code().await, Some(0), "{}", alice.log_text());
+    let settled = board.lead.get_request(req.id).await.expect("request");
+    assert_eq!(settled.state, RequestState::Approved, "{settled:#?}");
+    assert_eq!(settled.answered_by.as_deref(), Some("alice"));
+    assert!(!settled.forced, "{settled:#?}");
+    board.stop().await;
+}

@@ -75,6 +75,9 @@ impl Teammate {
         let (mut cut, mut cuts) = (String::new(), 0u32);
         let cancel = self.cancel.clone();
         let end = loop {
+            if let Some(exit) = self.leave_if_free().await {
+                break End::Stop(exit);
+            }
             if let Some(exit) = self.shutdown.clone() {
                 break End::Stop(exit);
             }

@@ -229,6 +229,46 @@ impl Teammate {
         }
     }
 
+    /// Approves the shutdown the model was asked to answer once no task is held
+    /// any more, as for a teammate asked while holding none: a model that
+    /// finished (or lost) its task without calling `respond_shutdown` must not
+    /// leave the request pending until boardd stops the teammate at the
+    /// deadline. `Some` when the teammate is to leave now.
+    pub(crate) async fn leave_if_free(&mut self) -> Option<Exit> {
+        if self.held.is_some() {
+            return None;
+        }
+        let asked = self.asked_to_leave.take()?;
+        let id = asked.id;
+        match self
+            .session
+            .call(|c| async move { c.respond_shutdown(id, true, None).await })
+            .await
+        {
+            Ok(_) => {}
+            // Settled meanwhile: withdrawn by the lead, so stay; or expired, and
+            // boardd stops the teammate itself.
+            Err(e) if e.code() == Some(ErrorCode::InvalidState) => {
+                let text = format!("shutdown request {id} was settled before the answer ({e})");
+                self.log(EntryKind::Lifecycle, None, false, &text);
+                return None;
+            }
+            // Still leave, as when asked while holding nothing: the request is
+            // clear, and staying would only end at the deadline.
+            Err(e) => {
+                tracing::warn!(error = %e, request = id, "cannot answer the shutdown request")
+            }
+        }
+        let text = format!(
+            "shutdown requested by {} (request {id}); approved: the task is no longer held",
+            asked.from
+        );
+        self.log(EntryKind::Lifecycle, None, false, &text);
+        let exit = Exit::ShutdownRequested { by: asked.from };
+        self.shutdown = Some(exit.clone());
+        Some(exit)
+    }
+
     /// boardd refused an answer: the request was settled meanwhile (expired,
     /// withdrawn), so there is nothing left to answer.
     fn answer_refused(&mut self, e: teamboard_protocol::ClientError) -> ToolOutput {
