@@ -295,3 +295,52 @@ async fn a_teammate_that_finishes_without_answering_approves_the_shutdown() {
     assert!(!settled.forced, "{settled:#?}");
     board.stop().await;
 }
+
+/// A plan the lead withdraws (`cancel_request`, which sends no message) does not
+/// park its author for good: the wait's safety net reads the request, and the
+/// model hears that the plan is off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_withdrawn_plan_ends_the_wait_for_the_decision() {
+    let mut board = Board::start(TEAMMATED).await;
+    let mock = MockLlm::start(vec![
+        MockReply::anthropic_tool_use("t1", "submit_plan", json!({"plan": "touch late"})),
+        MockReply::anthropic_tool_use("t2", "fail_task", json!({"reason": "plan withdrawn"})),
+        MockReply::anthropic_text("Stopped."),
+    ]);
+    let url = mock.url();
+    let alice = board.spawn_with_env(
+        "alice",
+        "dev",
+        &[
+            "--provider",
+            "anthropic",
+            "--base-url",
+            &url,
+            "--poll-interval",
+            "0.2",
+        ],
+        &[("ANTHROPIC_API_KEY", "test-key")],
+    );
+    board.wait_idle("alice").await;
+    let id = add_planned(&board, "guarded", "Touch a file called late.").await;
+    let plan = pending_plan(&board, id).await;
+    assert_eq!(mock.calls(), 1);
+    board
+        .lead
+        .cancel_request(plan.id)
+        .await
+        .expect("cancel_request");
+    let start = Instant::now();
+    while mock.calls() < 2 {
+        assert!(
+            start.elapsed() < PATIENCE,
+            "the teammate still waits on a withdrawn plan: {}",
+            alice.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let second = mock.requests()[1].body.to_string();
+    assert!(second.contains("was cancelled"), "{second}");
+    drop(alice);
+    board.stop().await;
+}

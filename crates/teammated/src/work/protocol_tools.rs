@@ -123,9 +123,28 @@ impl Teammate {
                 }
                 w = wait => w,
             };
-            let messages = match work {
-                Ok(Work::Messages { messages }) => messages,
-                Ok(Work::Timeout) => continue,
+            let read = match work {
+                Ok(Work::Messages { messages }) => {
+                    match crate::messages::read_messages(self, messages).await {
+                        Ok(r) => r,
+                        Err(e) => return ToolOutput::error(format!("cannot read messages: {e}")),
+                    }
+                }
+                // The safety net also looks at the request: the lead may have
+                // withdrawn it (`cancel_request`), which sends no message, and
+                // waiting on would park the claim for good.
+                Ok(Work::Timeout) => {
+                    let mut read = crate::messages::Read::default();
+                    match self
+                        .session
+                        .call(|c| async move { c.get_request(id).await })
+                        .await
+                    {
+                        Ok(req) => crate::messages::plan_decided(self, req, &mut read),
+                        Err(e) => tracing::warn!(request = id, error = %e, "cannot read the plan"),
+                    }
+                    read
+                }
                 Ok(Work::Task { claim }) => {
                     // boardd does not claim for a holder; if it ever did, the
                     // task must not be stranded in progress.
@@ -138,10 +157,6 @@ impl Teammate {
                     continue;
                 }
                 Err(e) => return ToolOutput::error(format!("cannot wait for the decision: {e}")),
-            };
-            let read = match crate::messages::read_messages(self, messages).await {
-                Ok(r) => r,
-                Err(e) => return ToolOutput::error(format!("cannot read messages: {e}")),
             };
             texts.extend(read.texts);
             // The texts go into the context with this tool result, right after.
