@@ -143,6 +143,10 @@ impl Teammate {
                         Ok(req) => crate::messages::plan_decided(self, req, &mut read),
                         Err(e) => tracing::warn!(request = id, error = %e, "cannot read the plan"),
                     }
+                    // Nothing arrived: only a settled plan ends the wait.
+                    if read.decided != Some(id) {
+                        continue;
+                    }
                     read
                 }
                 Ok(Work::Task { claim }) => {
