@@ -344,3 +344,55 @@ async fn a_withdrawn_plan_ends_the_wait_for_the_decision() {
     drop(alice);
     board.stop().await;
 }
+
+/// A message read while the teammate waits for its plan's decision is
+/// acknowledged there. When the wait is cut short (here the lead cancels the
+/// task), it must still reach the model, not vanish with the dropped call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_read_during_the_plan_wait_survives_a_lost_claim() {
+    use teamboard_protocol::EventKind;
+    let mut board = Board::start(TEAMMATED).await;
+    let mock = MockLlm::start(vec![
+        MockReply::anthropic_tool_use("t1", "submit_plan", json!({"plan": "touch late"})),
+        MockReply::anthropic_text("Noted."),
+    ]);
+    let url = mock.url();
+    let alice = board.spawn_with_env(
+        "alice",
+        "dev",
+        &["--provider", "anthropic", "--base-url", &url],
+        &[("ANTHROPIC_API_KEY", "test-key")],
+    );
+    board.wait_idle("alice").await;
+    let id = add_planned(&board, "guarded", "Touch a file called late.").await;
+    pending_plan(&board, id).await;
+    let sent = board
+        .lead
+        .send("alice", MessageKind::Message, "use the blue config", None)
+        .await
+        .expect("send");
+    board
+        .wait_for("alice reads the message in the wait", |e| {
+            e.kind == EventKind::MessageAcked && e.message == Some(sent.id)
+        })
+        .await;
+    board.lead.cancel_task(id).await.expect("cancel_task");
+    board.wait_idle("alice").await;
+    board
+        .lead
+        .send("alice", MessageKind::Message, "anything new?", None)
+        .await
+        .expect("send");
+    let start = Instant::now();
+    while mock.calls() < 2 {
+        assert!(start.elapsed() < PATIENCE, "{}", alice.log_text());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let second = mock.requests()[1].body.to_string();
+    assert!(
+        second.contains("use the blue config"),
+        "the message read in the wait never reached the model: {second}"
+    );
+    drop(alice);
+    board.stop().await;
+}

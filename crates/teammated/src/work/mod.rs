@@ -180,7 +180,14 @@ impl Teammate {
             let mut results = Vec::with_capacity(uses.len());
             let mut stopped = None;
             for (id, name, input) in uses {
-                let lost = self.lost_token();
+                // submit_plan's wait watches the claim itself: its parked call
+                // must not be dropped (see `wait_for_decision`). The next round
+                // sees the lost claim.
+                let lost = if name == "submit_plan" {
+                    tokio_util::sync::CancellationToken::new()
+                } else {
+                    self.lost_token()
+                };
                 let out = tokio::select! {
                     // Dropping a running `bash` call kills everything it started.
                     _ = cancel.cancelled() => {
