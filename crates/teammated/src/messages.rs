@@ -187,9 +187,15 @@ async fn on_shutdown_request(
 }
 
 async fn on_plan_decision(t: &mut Teammate, m: &Message, read: &mut Read) {
-    let Some(req) = request_of(t, m).await else {
-        return;
-    };
+    if let Some(req) = request_of(t, m).await {
+        plan_decided(t, req, read);
+    }
+}
+
+/// Settles the plan gate with `req` when it is the held claim's plan and no
+/// longer pending, and tells the model. Also for a plan the lead withdrew, which
+/// comes with no message.
+pub(crate) fn plan_decided(t: &mut Teammate, req: TeamRequest, read: &mut Read) {
     let Some(held) = t.held.as_mut() else {
         return;
     };

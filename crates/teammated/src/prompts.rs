@@ -11,7 +11,8 @@ pub(crate) const SUMMARY_PROMPT: &str = "Summarise the work log above for yourse
 pub(crate) mod lead {
     /// A plan a teammate asks the lead to approve: `[Plan request #R from NAME ...]`.
     pub(crate) const PLAN_REQUEST: &str = "[Plan request #";
-    /// The board is done: every task completed, failed or cancelled.
+    /// The board is done: every task completed, failed or cancelled, or behind a
+    /// blocker that did not complete.
     pub(crate) const BOARD_DONE: &str = "[Board done]";
     /// A task's outcome, as its teammate reported it.
     pub(crate) const RESULT: &str = "[Result from ";

@@ -245,6 +245,9 @@ const STOP_TOOLS_WITHIN: std::time::Duration = std::time::Duration::from_secs(5)
 impl Teammate {
     async fn lifecycle(&mut self) -> Result<Exit, Error> {
         loop {
+            if let Some(exit) = self.leave_if_free().await {
+                return self.exit(exit).await;
+            }
             if self.held.is_none()
                 && let Some(exit) = self.idle().await?
             {

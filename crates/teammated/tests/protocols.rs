@@ -249,3 +249,150 @@ async fn a_working_teammate_may_reject_a_shutdown_with_a_reason() {
     drop(alice);
     board.stop().await;
 }
+
+/// A teammate asked to shut down while working, whose model finishes the task
+/// without answering, approves once it holds nothing, as if it had been asked
+/// while idle: the request does not stay pending until boardd stops it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_teammate_that_finishes_without_answering_approves_the_shutdown() {
+    let mut board = Board::start(TEAMMATED).await;
+    let mark = board.dir().join("started");
+    let mock = MockLlm::start(vec![
+        MockReply::anthropic_tool_use(
+            "t1",
+            "bash",
+            json!({"command": format!("touch {}; sleep 1", mark.display())}),
+        ),
+        MockReply::anthropic_text("Migrated."),
+    ]);
+    let url = mock.url();
+    let mut alice = board.spawn_with_env(
+        "alice",
+        "dev",
+        &["--provider", "anthropic", "--base-url", &url],
+        &[("ANTHROPIC_API_KEY", "test-key")],
+    );
+    board.wait_idle("alice").await;
+    let t = board.add("migrate", "Migrate the data.", &[]).await;
+    board.wait_claimed(t.id).await;
+    alice.wait_for_file(&mark).await;
+    let req = board
+        .lead
+        .request_shutdown(ShutdownArgs {
+            to: "alice".into(),
+            // Far beyond the test: only the teammate can settle it in time.
+            timeout_ms: Some(600_000),
+            ..Default::default()
+        })
+        .await
+        .expect("request_shutdown");
+    board.wait_done(&[t.id]).await;
+    assert_eq!(board.task(t.id).await.status, TaskStatus::Completed);
+    assert_eq!(alice.exit_code().await, Some(0), "{}", alice.log_text());
+    let settled = board.lead.get_request(req.id).await.expect("request");
+    assert_eq!(settled.state, RequestState::Approved, "{settled:#?}");
+    assert_eq!(settled.answered_by.as_deref(), Some("alice"));
+    assert!(!settled.forced, "{settled:#?}");
+    board.stop().await;
+}
+
+/// A plan the lead withdraws (`cancel_request`, which sends no message) does not
+/// park its author for good: the wait's safety net reads the request, and the
+/// model hears that the plan is off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_withdrawn_plan_ends_the_wait_for_the_decision() {
+    let mut board = Board::start(TEAMMATED).await;
+    let mock = MockLlm::start(vec![
+        MockReply::anthropic_tool_use("t1", "submit_plan", json!({"plan": "touch late"})),
+        MockReply::anthropic_tool_use("t2", "fail_task", json!({"reason": "plan withdrawn"})),
+        MockReply::anthropic_text("Stopped."),
+    ]);
+    let url = mock.url();
+    let alice = board.spawn_with_env(
+        "alice",
+        "dev",
+        &[
+            "--provider",
+            "anthropic",
+            "--base-url",
+            &url,
+            "--poll-interval",
+            "0.2",
+        ],
+        &[("ANTHROPIC_API_KEY", "test-key")],
+    );
+    board.wait_idle("alice").await;
+    let id = add_planned(&board, "guarded", "Touch a file called late.").await;
+    let plan = pending_plan(&board, id).await;
+    assert_eq!(mock.calls(), 1);
+    board
+        .lead
+        .cancel_request(plan.id)
+        .await
+        .expect("cancel_request");
+    let start = Instant::now();
+    while mock.calls() < 2 {
+        assert!(
+            start.elapsed() < PATIENCE,
+            "the teammate still waits on a withdrawn plan: {}",
+            alice.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let second = mock.requests()[1].body.to_string();
+    assert!(second.contains("was cancelled"), "{second}");
+    drop(alice);
+    board.stop().await;
+}
+
+/// A message read while the teammate waits for its plan's decision is
+/// acknowledged there. When the wait is cut short (here the lead cancels the
+/// task), it must still reach the model, not vanish with the dropped call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_read_during_the_plan_wait_survives_a_lost_claim() {
+    use teamboard_protocol::EventKind;
+    let mut board = Board::start(TEAMMATED).await;
+    let mock = MockLlm::start(vec![
+        MockReply::anthropic_tool_use("t1", "submit_plan", json!({"plan": "touch late"})),
+        MockReply::anthropic_text("Noted."),
+    ]);
+    let url = mock.url();
+    let alice = board.spawn_with_env(
+        "alice",
+        "dev",
+        &["--provider", "anthropic", "--base-url", &url],
+        &[("ANTHROPIC_API_KEY", "test-key")],
+    );
+    board.wait_idle("alice").await;
+    let id = add_planned(&board, "guarded", "Touch a file called late.").await;
+    pending_plan(&board, id).await;
+    let sent = board
+        .lead
+        .send("alice", MessageKind::Message, "use the blue config", None)
+        .await
+        .expect("send");
+    board
+        .wait_for("alice reads the message in the wait", |e| {
+            e.kind == EventKind::MessageAcked && e.message == Some(sent.id)
+        })
+        .await;
+    board.lead.cancel_task(id).await.expect("cancel_task");
+    board.wait_idle("alice").await;
+    board
+        .lead
+        .send("alice", MessageKind::Message, "anything new?", None)
+        .await
+        .expect("send");
+    let start = Instant::now();
+    while mock.calls() < 2 {
+        assert!(start.elapsed() < PATIENCE, "{}", alice.log_text());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let second = mock.requests()[1].body.to_string();
+    assert!(
+        second.contains("use the blue config"),
+        "the message read in the wait never reached the model: {second}"
+    );
+    drop(alice);
+    board.stop().await;
+}

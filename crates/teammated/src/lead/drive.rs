@@ -367,7 +367,7 @@ impl Driver {
     /// work, in a team that should be quiet).
     async fn check_done(&mut self) -> Result<Option<Outcome>, LeadError> {
         let tasks = self.lead.client.list_tasks(None).await?;
-        if tasks.is_empty() || tasks.iter().any(|t| !ended(t)) {
+        if tasks.is_empty() || !settled(&tasks) {
             return Ok(None);
         }
         let board: Vec<Ended> = tasks.iter().map(Ended::of).collect();
@@ -414,6 +414,39 @@ fn ended(t: &Task) -> bool {
     )
 }
 
+/// Whether every task has ended or can never start. A pending task behind a
+/// blocker that failed or was cancelled (directly or further up) waits for a
+/// `retry_task` that only a person gives: counting it as open would keep
+/// `--goal` waiting for ever.
+fn settled(tasks: &[Task]) -> bool {
+    tasks
+        .iter()
+        .all(|t| ended(t) || stuck_behind(tasks, t).is_some())
+}
+
+/// The failed or cancelled task that keeps pending task `t` from ever
+/// starting, if one does.
+fn stuck_behind<'a>(tasks: &'a [Task], t: &Task) -> Option<&'a Task> {
+    let by_id: std::collections::HashMap<u64, &Task> = tasks.iter().map(|t| (t.id, t)).collect();
+    let mut todo: Vec<u64> = t.blocked_by.clone();
+    let mut seen = std::collections::HashSet::new();
+    if t.status != TaskStatus::Pending {
+        return None;
+    }
+    while let Some(id) = todo.pop() {
+        if !seen.insert(id) {
+            continue;
+        }
+        let Some(b) = by_id.get(&id) else { continue };
+        match b.status {
+            TaskStatus::Failed | TaskStatus::Cancelled => return Some(b),
+            TaskStatus::Pending => todo.extend(b.blocked_by.iter().copied()),
+            _ => {}
+        }
+    }
+    None
+}
+
 fn done_outcome(tasks: &[Task]) -> Outcome {
     Outcome::Done {
         completed: tasks
@@ -457,6 +490,13 @@ fn board_report(tasks: &[Task]) -> String {
         if !outcome.is_empty() {
             s.push_str(&format!(" — {outcome}"));
         }
+        if let Some(b) = stuck_behind(tasks, t) {
+            s.push_str(&format!(
+                " — cannot start: #{} is {}",
+                b.id,
+                b.status.as_str()
+            ));
+        }
     }
     s.push('\n');
     s.push_str(SUMMARISE);
@@ -469,6 +509,38 @@ const SUMMARISE: &str = "Summarise the results for the person.";
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn task(id: u64, status: &str, blocked_by: &[u64]) -> Task {
+        serde_json::from_value(serde_json::json!({
+            "id": id, "subject": format!("t{id}"), "status": status,
+            "blocked_by": blocked_by, "created_at": 0, "updated_at": 0,
+        }))
+        .expect("a task")
+    }
+
+    #[test]
+    fn a_task_behind_a_failed_blocker_does_not_keep_the_board_open() {
+        let tasks = vec![
+            task(1, "failed", &[]),
+            task(2, "pending", &[1]),
+            task(3, "pending", &[2]),
+            task(4, "completed", &[]),
+        ];
+        assert!(settled(&tasks));
+        assert_eq!(stuck_behind(&tasks, &tasks[2]).map(|t| t.id), Some(1));
+        let report = board_report(&tasks);
+        assert!(
+            report.contains("#3 t3: pending — cannot start: #1 is failed"),
+            "{report}"
+        );
+        // A blocker still at work, or a ready task, keeps it open.
+        let open = vec![task(1, "in_progress", &[]), task(2, "pending", &[1])];
+        assert!(!settled(&open));
+        assert!(!settled(&[
+            task(1, "completed", &[]),
+            task(2, "pending", &[1])
+        ]));
+    }
 
     #[tokio::test]
     async fn a_fenced_block_is_one_message_and_other_lines_are_one_each() {

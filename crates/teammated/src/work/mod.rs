@@ -75,6 +75,9 @@ impl Teammate {
         let (mut cut, mut cuts) = (String::new(), 0u32);
         let cancel = self.cancel.clone();
         let end = loop {
+            if let Some(exit) = self.leave_if_free().await {
+                break End::Stop(exit);
+            }
             if let Some(exit) = self.shutdown.clone() {
                 break End::Stop(exit);
             }
@@ -177,7 +180,14 @@ impl Teammate {
             let mut results = Vec::with_capacity(uses.len());
             let mut stopped = None;
             for (id, name, input) in uses {
-                let lost = self.lost_token();
+                // submit_plan's wait watches the claim itself: its parked call
+                // must not be dropped (see `wait_for_decision`). The next round
+                // sees the lost claim.
+                let lost = if name == "submit_plan" {
+                    tokio_util::sync::CancellationToken::new()
+                } else {
+                    self.lost_token()
+                };
                 let out = tokio::select! {
                     // Dropping a running `bash` call kills everything it started.
                     _ = cancel.cancelled() => {

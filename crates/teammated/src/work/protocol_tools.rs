@@ -19,6 +19,10 @@ use serde_json::Value;
 use teamboard_protocol::transcript::EntryKind;
 use teamboard_protocol::{ErrorCode, Work};
 
+/// The longest single park of `submit_plan`'s wait: how late a claim lost
+/// meanwhile is noticed (see `wait_for_decision`).
+const DECISION_PARK: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// The tools that change things, closed until a needed plan is approved.
 pub const GATED: [&str; 3] = ["bash", "write_file", "edit_file"];
 
@@ -102,46 +106,75 @@ impl Teammate {
     /// Parks on boardd until the plan's decision arrives, and returns it with
     /// whatever else arrived meanwhile. A shutdown request, a lost claim or a
     /// signal end the wait early.
+    ///
+    /// Trap: a parked `wait_for_work` cannot be withdrawn, only answered. Dropped
+    /// while parked, it stays in boardd: the teammate's next wait on the
+    /// connection is refused (`invalid_state`, which ended the teammate), and
+    /// once the claim is gone boardd may claim a task for it that nobody reads.
+    /// So a lost claim is acted on only after the parked call returns, which
+    /// [`DECISION_PARK`] keeps short, and the work loop does not drop this call.
     async fn wait_for_decision(&mut self, id: u64) -> ToolOutput {
         let mut texts: Vec<String> = Vec::new();
-        let poll = self
+        let park = self
             .cfg
             .poll_interval
+            .min(DECISION_PARK)
             .as_millis()
             .clamp(1, u64::MAX as u128) as u64;
         loop {
             let lost = self.lost_token();
             let wait = self
                 .session
-                .call(|c| async move { c.wait_for_work(Some(poll)).await });
+                .call(|c| async move { c.wait_for_work(Some(park)).await });
             let work = tokio::select! {
+                // The process exits: its connection, and the parked call, close.
                 _ = self.cancel.cancelled() => {
                     return ToolOutput::error("stopped: the teammate is shutting down");
                 }
-                _ = lost.cancelled() => {
-                    return ToolOutput::error("stopped: the claim on the task is gone");
-                }
                 w = wait => w,
             };
-            let messages = match work {
-                Ok(Work::Messages { messages }) => messages,
-                Ok(Work::Timeout) => continue,
+            if lost.is_cancelled() {
+                if let Ok(Work::Task { claim }) = work {
+                    self.give_back_stray(claim.task.id, claim.epoch).await;
+                }
+                // Messages that came with this answer stay in the inbox, unread.
+                texts.push("stopped: the claim on the task is gone".into());
+                return ToolOutput::error(texts.join("\n\n"));
+            }
+            let read = match work {
+                Ok(Work::Messages { messages }) => {
+                    match crate::messages::read_messages(self, messages).await {
+                        Ok(r) => r,
+                        Err(e) => return ToolOutput::error(format!("cannot read messages: {e}")),
+                    }
+                }
+                // The safety net also looks at the request: the lead may have
+                // withdrawn it (`cancel_request`), which sends no message, and
+                // waiting on would park the claim for good.
+                Ok(Work::Timeout) => {
+                    let mut read = crate::messages::Read::default();
+                    match self
+                        .session
+                        .call(|c| async move { c.get_request(id).await })
+                        .await
+                    {
+                        Ok(req) => crate::messages::plan_decided(self, req, &mut read),
+                        Err(e) => tracing::warn!(request = id, error = %e, "cannot read the plan"),
+                    }
+                    // Nothing arrived: only a settled plan ends the wait.
+                    if read.decided != Some(id) {
+                        continue;
+                    }
+                    read
+                }
                 Ok(Work::Task { claim }) => {
                     // boardd does not claim for a holder; if it ever did, the
                     // task must not be stranded in progress.
                     tracing::error!(task = claim.task.id, "boardd claimed a task for a holder");
-                    let (t, e) = (claim.task.id, claim.epoch);
-                    let _ = self
-                        .session
-                        .call(|c| async move { c.release_task(t, e, None).await })
-                        .await;
+                    self.give_back_stray(claim.task.id, claim.epoch).await;
                     continue;
                 }
                 Err(e) => return ToolOutput::error(format!("cannot wait for the decision: {e}")),
-            };
-            let read = match crate::messages::read_messages(self, messages).await {
-                Ok(r) => r,
-                Err(e) => return ToolOutput::error(format!("cannot read messages: {e}")),
             };
             texts.extend(read.texts);
             // The texts go into the context with this tool result, right after.
@@ -167,6 +200,18 @@ impl Teammate {
                     ToolOutput::error(text)
                 };
             }
+        }
+    }
+
+    /// Gives back a claim boardd made for a wait that was not looking for a
+    /// task, so that it is not stranded in progress.
+    async fn give_back_stray(&self, task: u64, epoch: u64) {
+        if let Err(e) = self
+            .session
+            .call(|c| async move { c.release_task(task, epoch, None).await })
+            .await
+        {
+            tracing::warn!(task, error = %e, "cannot give back a claim made for the plan wait");
         }
     }
 
@@ -227,6 +272,46 @@ impl Teammate {
             }
             Err(e) => self.answer_refused(e),
         }
+    }
+
+    /// Approves the shutdown the model was asked to answer once no task is held
+    /// any more, as for a teammate asked while holding none: a model that
+    /// finished (or lost) its task without calling `respond_shutdown` must not
+    /// leave the request pending until boardd stops the teammate at the
+    /// deadline. `Some` when the teammate is to leave now.
+    pub(crate) async fn leave_if_free(&mut self) -> Option<Exit> {
+        if self.held.is_some() {
+            return None;
+        }
+        let asked = self.asked_to_leave.take()?;
+        let id = asked.id;
+        match self
+            .session
+            .call(|c| async move { c.respond_shutdown(id, true, None).await })
+            .await
+        {
+            Ok(_) => {}
+            // Settled meanwhile: withdrawn by the lead, so stay; or expired, and
+            // boardd stops the teammate itself.
+            Err(e) if e.code() == Some(ErrorCode::InvalidState) => {
+                let text = format!("shutdown request {id} was settled before the answer ({e})");
+                self.log(EntryKind::Lifecycle, None, false, &text);
+                return None;
+            }
+            // Still leave, as when asked while holding nothing: the request is
+            // clear, and staying would only end at the deadline.
+            Err(e) => {
+                tracing::warn!(error = %e, request = id, "cannot answer the shutdown request")
+            }
+        }
+        let text = format!(
+            "shutdown requested by {} (request {id}); approved: the task is no longer held",
+            asked.from
+        );
+        self.log(EntryKind::Lifecycle, None, false, &text);
+        let exit = Exit::ShutdownRequested { by: asked.from };
+        self.shutdown = Some(exit.clone());
+        Some(exit)
     }
 
     /// boardd refused an answer: the request was settled meanwhile (expired,
