@@ -436,7 +436,7 @@ impl Board {
             let to = req.to.clone();
             let feedback = "no answer before the deadline: boardd stopped the teammate's processes"
                 .to_string();
-            match self.session_of(&team, &to) {
+            let stopped = match self.session_of(&team, &to) {
                 Some(session) => {
                     let _ = self.force_stop(
                         &team,
@@ -447,6 +447,7 @@ impl Board {
                         feedback,
                         now,
                     );
+                    "boardd stopped it"
                 }
                 None => {
                     let why = "no answer before the deadline, and the teammate is gone";
@@ -458,15 +459,16 @@ impl Board {
                         Some(why.to_string()),
                         now,
                     );
+                    "the teammate was already gone"
                 }
-            }
+            };
             let ctx = Ctx {
                 team: &team,
                 actor: "boardd",
                 session: 0,
                 now,
             };
-            let content = format!("shutdown request {id} to {to} expired: boardd stopped it");
+            let content = format!("shutdown request {id} to {to} expired: {stopped}");
             self.deliver(
                 ctx,
                 LEAD,
