@@ -4,7 +4,7 @@
 //! the file never sees half an entry from us. A transcript that cannot be written is
 //! logged and otherwise ignored: losing the log must not stop the work.
 
-use crate::llm::Retrying;
+use crate::llm::{Block, Retrying};
 use std::future::Future;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -55,6 +55,38 @@ impl Transcript {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Logs a model turn, block by block in its order, and returns its text
+    /// (the non-blank text blocks joined by newlines) and its tool calls as
+    /// (id, name, input).
+    pub fn record_turn(
+        &mut self,
+        task: Option<u64>,
+        content: &[Block],
+    ) -> (String, Vec<(String, String, serde_json::Value)>) {
+        let mut uses = Vec::new();
+        let mut text = Vec::new();
+        for block in content {
+            match block {
+                Block::Text { text: t } if !t.trim().is_empty() => {
+                    text.push(t.as_str());
+                    self.write(EntryKind::Assistant, None, task, false, t);
+                }
+                Block::ToolUse { id, name, input } => {
+                    self.write(
+                        EntryKind::ToolUse,
+                        Some(name),
+                        task,
+                        false,
+                        &input.to_string(),
+                    );
+                    uses.push((id.clone(), name.clone(), input.clone()));
+                }
+                _ => {}
+            }
+        }
+        (text.join("\n"), uses)
     }
 
     pub fn write(

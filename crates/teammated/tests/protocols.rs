@@ -8,10 +8,17 @@ use std::time::{Duration, Instant};
 use teamboard_protocol::request::{ListRequestsArgs, NewTask, ShutdownArgs};
 use teamboard_protocol::{MessageKind, RequestKind, RequestState, TaskStatus, TeamRequest};
 use teamboard_testkit::mock_llm::{MockLlm, MockReply};
-use teamboard_testkit::{Board, PATIENCE};
+use teamboard_testkit::{Board, PATIENCE, Teammate};
 
 /// The binary under test, built by cargo for this package's tests.
 const TEAMMATED: &str = env!("CARGO_BIN_EXE_teammated");
+
+/// Spawns `alice` on the mock Anthropic server at `url`.
+fn alice_on(board: &Board, url: &str, extra: &[&str]) -> Teammate {
+    let mut args = vec!["--provider", "anthropic", "--base-url", url];
+    args.extend_from_slice(extra);
+    board.spawn_with_env("alice", "dev", &args, &[("ANTHROPIC_API_KEY", "test-key")])
+}
 
 async fn add_planned(board: &Board, subject: &str, description: &str) -> u64 {
     board
@@ -128,12 +135,7 @@ async fn the_gate_refuses_workspace_tools_until_the_plan_is_approved() {
     let workdir = board.workdir("alice");
     std::fs::create_dir_all(&workdir).expect("workdir");
     std::fs::write(workdir.join("README"), "read me\n").expect("readme");
-    let alice = board.spawn_with_env(
-        "alice",
-        "dev",
-        &["--provider", "anthropic", "--base-url", &url],
-        &[("ANTHROPIC_API_KEY", "test-key")],
-    );
+    let alice = alice_on(&board, &url, &[]);
     board.wait_idle("alice").await;
     let id = add_planned(&board, "guarded", "Touch a file called late.").await;
     let plan = pending_plan(&board, id).await;
@@ -196,12 +198,7 @@ async fn a_working_teammate_may_reject_a_shutdown_with_a_reason() {
         MockReply::anthropic_text("Done."),
     ]);
     let url = mock.url();
-    let alice = board.spawn_with_env(
-        "alice",
-        "dev",
-        &["--provider", "anthropic", "--base-url", &url],
-        &[("ANTHROPIC_API_KEY", "test-key")],
-    );
+    let alice = alice_on(&board, &url, &[]);
     board.wait_idle("alice").await;
     let t = board.add("migrate", "Migrate the data.", &[]).await;
     board.wait_claimed(t.id).await;
@@ -266,12 +263,7 @@ async fn a_teammate_that_finishes_without_answering_approves_the_shutdown() {
         MockReply::anthropic_text("Migrated."),
     ]);
     let url = mock.url();
-    let mut alice = board.spawn_with_env(
-        "alice",
-        "dev",
-        &["--provider", "anthropic", "--base-url", &url],
-        &[("ANTHROPIC_API_KEY", "test-key")],
-    );
+    let mut alice = alice_on(&board, &url, &[]);
     board.wait_idle("alice").await;
     let t = board.add("migrate", "Migrate the data.", &[]).await;
     board.wait_claimed(t.id).await;
@@ -308,19 +300,7 @@ async fn a_withdrawn_plan_ends_the_wait_for_the_decision() {
         MockReply::anthropic_text("Stopped."),
     ]);
     let url = mock.url();
-    let alice = board.spawn_with_env(
-        "alice",
-        "dev",
-        &[
-            "--provider",
-            "anthropic",
-            "--base-url",
-            &url,
-            "--poll-interval",
-            "0.2",
-        ],
-        &[("ANTHROPIC_API_KEY", "test-key")],
-    );
+    let alice = alice_on(&board, &url, &["--poll-interval", "0.2"]);
     board.wait_idle("alice").await;
     let id = add_planned(&board, "guarded", "Touch a file called late.").await;
     let plan = pending_plan(&board, id).await;
@@ -357,12 +337,7 @@ async fn a_message_read_during_the_plan_wait_survives_a_lost_claim() {
         MockReply::anthropic_text("Noted."),
     ]);
     let url = mock.url();
-    let alice = board.spawn_with_env(
-        "alice",
-        "dev",
-        &["--provider", "anthropic", "--base-url", &url],
-        &[("ANTHROPIC_API_KEY", "test-key")],
-    );
+    let alice = alice_on(&board, &url, &[]);
     board.wait_idle("alice").await;
     let id = add_planned(&board, "guarded", "Touch a file called late.").await;
     pending_plan(&board, id).await;

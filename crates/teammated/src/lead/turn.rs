@@ -146,22 +146,7 @@ impl Lead {
             self.ledger.add(cause, completion.usage);
             self.ledger
                 .save(&usage_path(&self.cfg.state_dir, &self.cfg.team));
-            let mut uses = Vec::new();
-            let mut text = Vec::new();
-            for block in &completion.content {
-                match block {
-                    Block::Text { text: t } if !t.trim().is_empty() => {
-                        text.push(t.clone());
-                        self.log(EntryKind::Assistant, None, false, t);
-                    }
-                    Block::ToolUse { id, name, input } => {
-                        self.log(EntryKind::ToolUse, Some(name), false, &input.to_string());
-                        uses.push((id.clone(), name.clone(), input.clone()));
-                    }
-                    _ => {}
-                }
-            }
-            let text = text.join("\n");
+            let (text, uses) = self.transcript.record_turn(None, &completion.content);
             self.ctx.push_assistant(completion.content);
             rounds += 1;
             if uses.is_empty() {

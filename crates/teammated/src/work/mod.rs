@@ -134,22 +134,9 @@ impl Teammate {
             };
             self.llm_failures = 0;
             self.record_usage(completion.usage).await;
-            let mut uses = Vec::new();
-            let mut text = Vec::new();
-            for block in &completion.content {
-                match block {
-                    Block::Text { text: t } if !t.trim().is_empty() => {
-                        text.push(t.clone());
-                        self.log(EntryKind::Assistant, None, false, t);
-                    }
-                    Block::ToolUse { id, name, input } => {
-                        self.log(EntryKind::ToolUse, Some(name), false, &input.to_string());
-                        uses.push((id.clone(), name.clone(), input.clone()));
-                    }
-                    _ => {}
-                }
-            }
-            let text = text.join("\n");
+            let (text, uses) = self
+                .transcript
+                .record_turn(self.task_id(), &completion.content);
             let stop = completion.stop.clone();
             self.ctx.push_assistant(completion.content);
             if uses.is_empty() {
