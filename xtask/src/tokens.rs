@@ -32,7 +32,6 @@ use anyhow::{Context, bail};
 use report::{Provider, Run, RunTokens, TaskTokens, Variant};
 use serde_json::json;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 use teamboard_mock_llm::{MockLlm, MockReply};
 use teamboard_protocol::request::NewTask;
@@ -166,28 +165,20 @@ async fn measure(
     let mock = MockLlm::start((1..=tasks).flat_map(|n| replies(provider, n)).collect());
     mock.simulate_prompt_cache();
     let log_path = state.join("teammated.log");
-    let mut cmd = tokio::process::Command::new(bins.join("teammated"));
-    cmd.args(["--name", NAME, "--role", "dev", "--team", TEAM])
-        .arg("--socket")
-        .arg(&daemon.socket)
-        .arg("--state-dir")
-        .arg(&state)
-        .arg("--workdir")
-        .arg(&work)
-        .args(["--provider", provider.name(), "--base-url", &mock.url()])
-        .args(["--idle-timeout", "0"])
-        .args(variant.flags())
-        .env("ANTHROPIC_API_KEY", "mock-key")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("TEAMMATE_CARRY_CONTEXT")
-        .env_remove("TEAMMATE_NO_PROMPT_CACHE")
-        .env("TEAMMATED_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log_path)?)
-        .kill_on_drop(true);
-    crate::bench::die_with_parent(&mut cmd);
-    let mut child = cmd.spawn().context("cannot start teammated")?;
+    let mut child = crate::bench::MockTeammate {
+        teammated: &bins.join("teammated"),
+        name: NAME,
+        role: "dev",
+        team: TEAM,
+        socket: &daemon.socket,
+        state: &state,
+        work: &work,
+        provider: provider.name(),
+        base_url: &mock.url(),
+        flags: &variant.flags(),
+        log: &log_path,
+    }
+    .spawn()?;
     let lead = Client::connect(&daemon.socket, "xtask-tokens", "lead", TEAM).await?;
     let mut per_task = Vec::new();
     for n in 1..=tasks {

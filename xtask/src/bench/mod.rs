@@ -341,3 +341,54 @@ pub(crate) fn die_with_parent(cmd: &mut tokio::process::Command) {
         });
     }
 }
+
+/// A teammated for a measurement: on `provider` against the mock LLM server at
+/// `base_url`, never idling out, its log (warnings only) in `log`.
+pub(crate) struct MockTeammate<'a> {
+    pub teammated: &'a std::path::Path,
+    pub name: &'a str,
+    pub role: &'a str,
+    pub team: &'a str,
+    pub socket: &'a std::path::Path,
+    pub state: &'a std::path::Path,
+    pub work: &'a std::path::Path,
+    pub provider: &'a str,
+    pub base_url: &'a str,
+    /// More flags, after the common ones.
+    pub flags: &'a [&'a str],
+    pub log: &'a std::path::Path,
+}
+
+impl MockTeammate<'_> {
+    /// Starts it, dying with us. The environment cannot change what is measured:
+    /// the mock's key is set, and the variables that would flip the frugal
+    /// defaults are cleared.
+    pub fn spawn(&self) -> anyhow::Result<tokio::process::Child> {
+        use anyhow::Context;
+        let mut cmd = tokio::process::Command::new(self.teammated);
+        cmd.args([
+            "--name", self.name, "--role", self.role, "--team", self.team,
+        ])
+        .arg("--socket")
+        .arg(self.socket)
+        .arg("--state-dir")
+        .arg(self.state)
+        .arg("--workdir")
+        .arg(self.work)
+        .args(["--provider", self.provider, "--base-url", self.base_url])
+        .args(["--idle-timeout", "0"])
+        .args(self.flags)
+        .env("ANTHROPIC_API_KEY", "mock-key")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("TEAMMATE_CARRY_CONTEXT")
+        .env_remove("TEAMMATE_NO_PROMPT_CACHE")
+        .env("TEAMMATED_LOG", "warn")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(self.log)?)
+        .kill_on_drop(true);
+        die_with_parent(&mut cmd);
+        cmd.spawn()
+            .with_context(|| format!("cannot start {}", self.teammated.display()))
+    }
+}

@@ -238,27 +238,20 @@ pub(super) fn spawn_teammate(
     mock: &MockLlm,
     log: &Path,
 ) -> anyhow::Result<tokio::process::Child> {
-    let mut cmd = tokio::process::Command::new(&env.teammated);
-    cmd.args(["--name", NAME, "--role", "bench", "--team", TEAM])
-        .arg("--socket")
-        .arg(&env.socket)
-        .arg("--state-dir")
-        .arg(&env.state)
-        .arg("--workdir")
-        .arg(&env.work)
-        .args(["--provider", "anthropic", "--base-url", &mock.url()])
-        .args(["--idle-timeout", "0"])
-        .env("ANTHROPIC_API_KEY", "mock-key")
-        .env_remove("TEAMMATE_CARRY_CONTEXT")
-        .env_remove("TEAMMATE_NO_PROMPT_CACHE")
-        .env("TEAMMATED_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(log)?)
-        .kill_on_drop(true);
-    crate::bench::die_with_parent(&mut cmd);
-    cmd.spawn()
-        .with_context(|| format!("cannot start {}", env.teammated.display()))
+    crate::bench::MockTeammate {
+        teammated: &env.teammated,
+        name: NAME,
+        role: "bench",
+        team: TEAM,
+        socket: &env.socket,
+        state: &env.state,
+        work: &env.work,
+        provider: "anthropic",
+        base_url: &mock.url(),
+        flags: &[],
+        log,
+    }
+    .spawn()
 }
 
 /// The result of tool call `id` in a model request: whether it is an error, and
