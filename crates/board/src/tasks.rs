@@ -65,6 +65,11 @@ impl Board {
             ready: false,
             require_plan: new.require_plan,
             handoff: None,
+            no_worktree: new.no_worktree,
+            worktree: None,
+            checks: new.checks,
+            check_runs: Vec::new(),
+            landing: None,
         };
         let open = team.open_blockers_of(&task).len();
         for b in &task.blocked_by {

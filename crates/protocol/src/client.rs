@@ -11,6 +11,7 @@ use crate::frame::{ClientFrame, Hello, ServerFrame, Welcome};
 use crate::request::*;
 use crate::team_request::{RequestId, TeamRequest};
 use crate::types::*;
+use crate::worktree::*;
 use bytes::Bytes;
 use futures_util::SinkExt;
 use futures_util::stream::{SplitSink, StreamExt};
@@ -310,7 +311,41 @@ impl Client {
     }
 
     pub async fn cancel_task(&self, id: TaskId) -> Result<Task, ClientError> {
-        self.call(Request::CancelTask(TaskRef { id })).await
+        self.call(Request::CancelTask(CancelArgs { id, discard: false }))
+            .await
+    }
+
+    /// Cancels a task and marks its unmerged work as discardable by
+    /// `prune_worktrees`.
+    pub async fn cancel_task_discarding(&self, id: TaskId) -> Result<Task, ClientError> {
+        self.call(Request::CancelTask(CancelArgs { id, discard: true }))
+            .await
+    }
+
+    pub async fn set_repo(&self, args: SetRepoArgs) -> Result<Repo, ClientError> {
+        self.call(Request::SetRepo(args)).await
+    }
+
+    pub async fn get_repo(&self) -> Result<Option<Repo>, ClientError> {
+        self.call(Request::GetRepo(NoArgs {})).await
+    }
+
+    pub async fn open_worktree(
+        &self,
+        id: TaskId,
+        epoch: u64,
+    ) -> Result<OpenedWorktree, ClientError> {
+        self.call(Request::OpenWorktree(ClaimRef { id, epoch }))
+            .await
+    }
+
+    pub async fn list_worktrees(&self) -> Result<Vec<WorktreeEntry>, ClientError> {
+        self.call(Request::ListWorktrees(NoArgs {})).await
+    }
+
+    pub async fn prune_worktrees(&self, dry_run: bool) -> Result<Pruned, ClientError> {
+        self.call(Request::PruneWorktrees(PruneArgs { dry_run }))
+            .await
     }
 
     pub async fn retry_task(&self, id: TaskId) -> Result<Task, ClientError> {

@@ -52,6 +52,15 @@ pub enum ErrorCode {
     /// The task needs an approved plan for this claim first (`submit_plan`, then
     /// the lead's `review_plan`).
     PlanRequired,
+    /// A completion's checks did not pass. The message names the check, its exit
+    /// code and the end of its output; the task stays with its owner.
+    CheckFailed,
+    /// The task's branch conflicts with the target branch. The message names the
+    /// paths; the task stays with its owner and the worktree is kept.
+    MergeConflict,
+    /// git failed or is unusable (missing, too old, not a repository). The message
+    /// says what git said.
+    Git,
     /// Anything else: a bug. The message says what happened.
     Internal,
     /// A code this version does not know, from a newer boardd. Treat it as a
@@ -86,6 +95,9 @@ impl ErrorCode {
             ErrorCode::Busy => "busy",
             ErrorCode::NotConnected => "not_connected",
             ErrorCode::PlanRequired => "plan_required",
+            ErrorCode::CheckFailed => "check_failed",
+            ErrorCode::MergeConflict => "merge_conflict",
+            ErrorCode::Git => "git",
             ErrorCode::Internal => "internal",
             ErrorCode::Unknown => "unknown",
         }

@@ -27,6 +27,7 @@ pub mod team_request;
 pub mod text;
 pub mod transcript;
 pub mod types;
+pub mod worktree;
 
 #[cfg(feature = "client")]
 pub use client::{Client, ClientError};
@@ -35,6 +36,7 @@ pub use frame::{ClientFrame, Hello, ServerFrame, Welcome};
 pub use request::Request;
 pub use team_request::{RequestId, RequestKind, RequestState, TeamRequest};
 pub use types::*;
+pub use worktree::*;
 
 /// The protocol's major version. A client whose major version differs is rejected.
 pub const PROTOCOL_VERSION: u32 = 1;

@@ -27,7 +27,7 @@ pub enum Request {
     /// Make a task wait for others. A cycle is refused. Answer: `Task`.
     AddDependency(AddDependencyArgs),
     /// Withdraw a task (lead). Answer: `Task`.
-    CancelTask(TaskRef),
+    CancelTask(CancelArgs),
     /// Put a failed or cancelled task back to pending with a fresh attempt count.
     /// Answer: `Task`.
     RetryTask(TaskRef),
@@ -80,6 +80,20 @@ pub enum Request {
     GetRequest(RequestRef),
     /// The team's requests, oldest first, optionally filtered. Answer: `[TeamRequest]`.
     ListRequests(ListRequestsArgs),
+    /// Attach a git repository and a target branch to the team (lead only).
+    /// Answer: `Repo`.
+    SetRepo(SetRepoArgs),
+    /// The team's repository. Answer: `Repo` or `null`.
+    GetRepo(NoArgs),
+    /// Create (or reopen) the worktree of the task the session holds.
+    /// Answer: `OpenedWorktree`.
+    OpenWorktree(ClaimRef),
+    /// Every task worktree of the team, with its state and size.
+    /// Answer: `[WorktreeEntry]`, by task.
+    ListWorktrees(NoArgs),
+    /// Remove the worktrees whose work is merged or was discarded (lead only).
+    /// Answer: `Pruned`.
+    PruneWorktrees(PruneArgs),
 }
 
 /// Why a `request` frame's op and args do not make a [`Request`].
@@ -126,6 +140,11 @@ impl Request {
         "cancel_request",
         "get_request",
         "list_requests",
+        "set_repo",
+        "get_repo",
+        "open_worktree",
+        "list_worktrees",
+        "prune_worktrees",
     ];
 
     /// Whether `op` names a request this version knows, whatever its arguments.
@@ -180,6 +199,11 @@ impl Request {
             Request::CancelRequest(_) => "cancel_request",
             Request::GetRequest(_) => "get_request",
             Request::ListRequests(_) => "list_requests",
+            Request::SetRepo(_) => "set_repo",
+            Request::GetRepo(_) => "get_repo",
+            Request::OpenWorktree(_) => "open_worktree",
+            Request::ListWorktrees(_) => "list_worktrees",
+            Request::PruneWorktrees(_) => "prune_worktrees",
         }
     }
 }
@@ -217,6 +241,13 @@ pub struct NewTask {
     /// Whoever claims it must have a plan approved before changing anything.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub require_plan: bool,
+    /// Commands that must pass in the task's worktree before it may complete.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<String>,
+    /// Work in the team's directory instead of a worktree of its own (for a task
+    /// that only reads, such as a summary).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_worktree: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -228,6 +259,42 @@ pub struct ListTasksArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskRef {
     pub id: TaskId,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CancelArgs {
+    pub id: TaskId,
+    /// The task's unmerged work may go: `prune_worktrees` removes its worktree and
+    /// branch. Without it, they are kept.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub discard: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SetRepoArgs {
+    /// A directory inside the repository; boardd resolves its top level.
+    pub path: String,
+    /// The target branch. Default: the branch checked out at `path`. boardd moves
+    /// it without a checkout, so it must not be checked out anywhere when work
+    /// lands (detach it first); `docs/design/worktrees.md` says why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// Default `rebase`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge: Option<crate::worktree::MergeStyle>,
+    /// The team's default checks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<String>,
+    /// Default 10 minutes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_timeout_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PruneArgs {
+    /// Say what would be removed, and remove nothing.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -150,6 +150,23 @@ pub struct Task {
     /// and where it stopped, for the next owner. Cleared when the task completes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handoff: Option<String>,
+    /// The task works in the team's directory, not a worktree of its own (a team
+    /// with a repository only).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_worktree: bool,
+    /// Its worktree and branch, once a claim reserved them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<crate::worktree::Worktree>,
+    /// Commands that must pass in the worktree before the task may complete,
+    /// after the team's own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<String>,
+    /// The last run of each check, in the order they ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub check_runs: Vec<crate::worktree::CheckRun>,
+    /// A completion on its way to the target branch: checks running, or queued.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub landing: Option<crate::worktree::Landing>,
 }
 
 /// A teammate's state as the roster shows it.
@@ -300,6 +317,19 @@ pub enum EventKind {
     RequestOpened,
     /// A request left `pending`: approved, rejected, expired or cancelled.
     RequestSettled,
+    /// The lead attached a git repository to the team.
+    RepoSet,
+    /// A task's worktree was created, or reopened by a new owner.
+    WorktreeOpened,
+    /// A completion's checks failed (or it could not be committed or updated):
+    /// the task stays with its owner.
+    ChecksFailed,
+    /// A completion passed its checks and joined the merge queue.
+    MergeQueued,
+    /// Landing a task met a conflict with the target branch.
+    MergeConflict,
+    /// `prune_worktrees` removed a task's worktree and branch.
+    WorktreePruned,
 }
 
 impl EventKind {
@@ -320,6 +350,12 @@ impl EventKind {
             EventKind::UsageRecorded => "usage_recorded",
             EventKind::RequestOpened => "request_opened",
             EventKind::RequestSettled => "request_settled",
+            EventKind::RepoSet => "repo_set",
+            EventKind::WorktreeOpened => "worktree_opened",
+            EventKind::ChecksFailed => "checks_failed",
+            EventKind::MergeQueued => "merge_queued",
+            EventKind::MergeConflict => "merge_conflict",
+            EventKind::WorktreePruned => "worktree_pruned",
         }
     }
 }

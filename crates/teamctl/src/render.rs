@@ -555,6 +555,11 @@ mod tests {
             updated_at: 0,
             ready: false,
             handoff: None,
+            no_worktree: false,
+            worktree: None,
+            checks: vec![],
+            check_runs: vec![],
+            landing: None,
             require_plan: false,
         }
     }

@@ -73,5 +73,10 @@ pub(crate) fn new_task_arg(input: &Value) -> Result<NewTask, ToolOutput> {
             .get("require_plan")
             .and_then(Value::as_bool)
             .unwrap_or(false),
+        checks: Vec::new(),
+        no_worktree: input
+            .get("no_worktree")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
     })
 }

@@ -555,6 +555,11 @@ mod tests {
             ready: false,
             require_plan: false,
             handoff: handoff.map(str::to_string),
+            no_worktree: false,
+            worktree: None,
+            checks: vec![],
+            check_runs: vec![],
+            landing: None,
         }
     }
 

@@ -25,6 +25,11 @@ fn task(description: &str) -> Task {
         updated_at: 1_795_978_697_930,
         ready: false,
         handoff: None,
+        no_worktree: false,
+        worktree: None,
+        checks: vec![],
+        check_runs: vec![],
+        landing: None,
         require_plan: false,
     }
 }

@@ -124,6 +124,14 @@ pub fn handle(
         Request::ListRequests(a) => Ok(Reply::Requests(
             board.requests(team, a.state, a.kind, a.task),
         )),
+        Request::SetRepo(_)
+        | Request::GetRepo(_)
+        | Request::OpenWorktree(_)
+        | Request::ListWorktrees(_)
+        | Request::PruneWorktrees(_) => Err(teamboard_board::BoardError::new(
+            teamboard_protocol::ErrorCode::InvalidState,
+            "repositories are not served by this boardd yet",
+        )),
     };
     Outcome::Reply(result.map_err(ErrorBody::from))
 }

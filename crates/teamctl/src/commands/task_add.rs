@@ -19,6 +19,8 @@ pub async fn run(ctx: &Ctx, args: TaskAddArgs) -> anyhow::Result<()> {
             priority: args.priority,
             role: args.role.filter(|r| !r.is_empty()),
             require_plan: args.require_plan,
+            checks: Vec::new(),
+            no_worktree: false,
         }))
         .await?;
     if ctx.json {
