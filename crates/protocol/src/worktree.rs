@@ -71,6 +71,10 @@ pub struct Worktree {
     /// The target commit that holds the task's work, once it landed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged: Option<String>,
+    /// The target's head just before the task landed: `landed_on..merged` is what
+    /// the task changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub landed_on: Option<String>,
     /// The task was cancelled with `discard`: its unmerged work may be pruned.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub discard: bool,
