@@ -14,8 +14,7 @@ use crate::error::{BoardError, Result};
 use crate::transition::{Change, Note};
 use crate::{About, Board, Ctx, Now};
 use teamboard_protocol::{
-    CheckRun, ErrorCode, EventKind, Landing, LandingStage, Repo, Task, TaskId, TaskStatus,
-    Worktree,
+    CheckRun, ErrorCode, EventKind, Landing, LandingStage, Repo, Task, TaskId, TaskStatus, Worktree,
 };
 
 /// What `complete_task` turned into.
@@ -106,7 +105,9 @@ impl Board {
         let task = self.task(ctx.team, id)?;
         let (Some(worktree), Some(repo)) = (task.worktree.clone(), self.repo(ctx.team).cloned())
         else {
-            return self.complete_task(ctx, id, epoch, result).map(Completion::Done);
+            return self
+                .complete_task(ctx, id, epoch, result)
+                .map(Completion::Done);
         };
         self.check_plan(ctx.team, id, epoch)?;
         self.check_not_landing(ctx.team, id)?;
@@ -306,7 +307,11 @@ impl Board {
         if task.status == TaskStatus::Completed {
             return Ok(task.clone());
         }
-        let branch = t.repo.as_ref().map(|r| r.branch.clone()).unwrap_or_default();
+        let branch = t
+            .repo
+            .as_ref()
+            .map(|r| r.branch.clone())
+            .unwrap_or_default();
         // The holder itself, so that it gets its answer and no notice: it is
         // waiting for this.
         let holder = t.leases.get(&id).and_then(|l| l.session);
@@ -420,7 +425,9 @@ impl Board {
         for (team, t) in &self.teams {
             let Some(repo) = &t.repo else { continue };
             for id in &t.queued {
-                let Some(task) = t.tasks.get(id) else { continue };
+                let Some(task) = t.tasks.get(id) else {
+                    continue;
+                };
                 let (Some(landing), Some(worktree)) = (&task.landing, &task.worktree) else {
                     continue;
                 };

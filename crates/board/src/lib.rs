@@ -27,9 +27,11 @@ mod tests;
 pub use changes::Changes;
 use changes::Dirty;
 pub use error::{BoardError, Result};
+pub use landing::{
+    Completion, Dropped, GateJob, GateRefusal, LandJob, LandRefusal, commit_message,
+};
 pub use requests::{DEFAULT_SHUTDOWN_TIMEOUT, Stop};
 pub use restore::Snapshot;
-pub use landing::{Completion, Dropped, GateJob, GateRefusal, LandJob, LandRefusal, commit_message};
 pub use team::SessionId;
 pub use worktrees::OpenJob;
 

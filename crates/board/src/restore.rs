@@ -4,8 +4,7 @@ use crate::team::{Lease, MemberState, Team};
 use crate::{Board, BoardConfig, Now};
 use teamboard_protocol::TaskId;
 use teamboard_protocol::{
-    Member, MemberStatus, Message, Repo, RequestKind, RequestState, Task, TaskStatus,
-    TeamRequest,
+    Member, MemberStatus, Message, Repo, RequestKind, RequestState, Task, TaskStatus, TeamRequest,
 };
 
 /// Everything the store holds, as loaded at startup.

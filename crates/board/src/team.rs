@@ -5,9 +5,7 @@ use crate::error::{BoardError, Result};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Instant;
-use teamboard_protocol::{
-    Member, Message, Repo, RequestId, Task, TaskId, TaskStatus, TeamRequest,
-};
+use teamboard_protocol::{Member, Message, Repo, RequestId, Task, TaskId, TaskStatus, TeamRequest};
 
 /// A session id, assigned by the daemon per connection.
 pub type SessionId = u64;

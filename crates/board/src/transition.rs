@@ -143,7 +143,11 @@ impl Board {
             self.claim_ended(at.team, at.id, status, at.now);
         }
         if let Some(epoch) = dropped {
-            let why = format!("the claim ended while #{} was landing (it is {} now)", at.id, status.as_str());
+            let why = format!(
+                "the claim ended while #{} was landing (it is {} now)",
+                at.id,
+                status.as_str()
+            );
             self.drop_landing(at.team, at.id, epoch, why);
         }
         Ok(task)

@@ -160,9 +160,7 @@ impl Board {
             {
                 w.pruned = true;
                 task.updated_at = ctx.now.wall_ms;
-                self.dirty
-                    .tasks
-                    .insert((ctx.team.to_string(), entry.task));
+                self.dirty.tasks.insert((ctx.team.to_string(), entry.task));
             }
             self.emit(
                 ctx.team,

@@ -12,10 +12,10 @@
 
 use crate::handlers::repo_done::{self, Effect, Held};
 use crate::handlers::{self, Outcome};
-use crate::repo::{Done, Job, Repos};
 use crate::info::DaemonInfo;
 use crate::outbox::Outbox;
 use crate::reply::Reply;
+use crate::repo::{Done, Job, Repos};
 use crate::writer::{CommitMode, EventTo, Job as WriterJob, QueryTo, ReplyTo, Writer};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -182,7 +182,7 @@ impl Actor {
                 };
                 self.reply(waiting, result);
             }
-            Effect::Submit(job) => self.repos.submit(job),
+            Effect::Submit(job) => self.repos.submit(*job),
         }
     }
 
@@ -263,7 +263,7 @@ impl Actor {
             Outcome::Reply(result) => self.job.replies.push(ReplyTo::new(out, id, result)),
             Outcome::Query(query) => self.job.queries.push(QueryTo::new(out, id, query)),
             Outcome::Parked => {}
-            Outcome::Repo(job) => self.repos.submit(job),
+            Outcome::Repo(job) => self.repos.submit(*job),
             Outcome::Subscribe => {
                 // A set: subscribing twice on one connection must not double
                 // every event.

@@ -36,7 +36,11 @@ impl ApproxLen for Task {
             + 21 * self.blocked_by.len()
             + self.worktree.as_ref().map_or(0, |w| w.approx_len())
             + self.checks.iter().map(|c| 4 + c.len()).sum::<usize>()
-            + self.check_runs.iter().map(|r| r.approx_len()).sum::<usize>()
+            + self
+                .check_runs
+                .iter()
+                .map(|r| r.approx_len())
+                .sum::<usize>()
             + self.landing.as_ref().map_or(0, |l| 160 + l.result.len())
     }
 }
@@ -75,7 +79,12 @@ impl ApproxLen for OpenedWorktree {
             + self.worktree.approx_len()
             + self.repo.len()
             + self.target.len()
-            + self.found.changed.iter().map(|c| 4 + c.len()).sum::<usize>()
+            + self
+                .found
+                .changed
+                .iter()
+                .map(|c| 4 + c.len())
+                .sum::<usize>()
     }
 }
 

@@ -33,7 +33,7 @@ pub enum Outcome {
     /// Subscribe the session to its team's events, then reply `{}`.
     Subscribe,
     /// Run a job on a repository's worker; its report answers the request.
-    Repo(crate::repo::Job),
+    Repo(Box<crate::repo::Job>),
 }
 
 /// Applies one request to the board.
@@ -127,9 +127,7 @@ pub fn handle(
             board.requests(team, a.state, a.kind, a.task),
         )),
         Request::SetRepo(a) => return repo::set_repo(board, info, ctx, id, a),
-        Request::GetRepo(_) => Ok(Reply::MaybeRepo(
-            board.repo(team).cloned().map(Box::new),
-        )),
+        Request::GetRepo(_) => Ok(Reply::MaybeRepo(board.repo(team).cloned().map(Box::new))),
         Request::OpenWorktree(a) => return repo::open_worktree(board, ctx, id, a.id, a.epoch),
         Request::ListWorktrees(_) => return repo::list(board, ctx, id),
         Request::PruneWorktrees(a) => return repo::prune(board, ctx, id, a.dry_run),

@@ -33,19 +33,19 @@ pub(super) fn set_repo(
     if let Err(e) = board.may_set_repo(&ctx) {
         return refuse(e);
     }
-    Outcome::Repo(Job::SetRepo {
+    Outcome::Repo(Box::new(Job::SetRepo {
         slot: slot(&ctx, id),
         args,
         worktrees: worktrees_dir(&info.state_dir, ctx.team),
-    })
+    }))
 }
 
 pub(super) fn open_worktree(board: &Board, ctx: Ctx, id: u64, task: u64, epoch: u64) -> Outcome {
     match board.open_job(&ctx, task, epoch) {
-        Ok(job) => Outcome::Repo(Job::Open {
+        Ok(job) => Outcome::Repo(Box::new(Job::Open {
             slot: slot(&ctx, id),
             job,
-        }),
+        })),
         Err(e) => refuse(e),
     }
 }
@@ -53,10 +53,10 @@ pub(super) fn open_worktree(board: &Board, ctx: Ctx, id: u64, task: u64, epoch: 
 pub(super) fn complete(board: &mut Board, ctx: Ctx, id: u64, a: CompleteArgs) -> Outcome {
     match board.begin_complete(ctx, a.id, a.epoch, a.result) {
         Ok(Completion::Done(task)) => Outcome::Reply(Ok(Reply::Task(Box::new(task)))),
-        Ok(Completion::Gate(job)) => Outcome::Repo(Job::Gate {
+        Ok(Completion::Gate(job)) => Outcome::Repo(Box::new(Job::Gate {
             slot: slot(&ctx, id),
             job,
-        }),
+        })),
         Err(e) => refuse(e),
     }
 }
@@ -66,27 +66,30 @@ pub(super) fn list(board: &Board, ctx: Ctx, id: u64) -> Outcome {
         // A team without a repository has no worktrees: nothing to ask git.
         return Outcome::Reply(Ok(Reply::Worktrees(Vec::new())));
     };
-    Outcome::Repo(Job::List {
+    Outcome::Repo(Box::new(Job::List {
         slot: slot(&ctx, id),
         repo,
         entries: board.worktree_tasks(ctx.team),
-    })
+    }))
 }
 
 pub(super) fn prune(board: &Board, ctx: Ctx, id: u64, dry_run: bool) -> Outcome {
     if ctx.actor != teamboard_protocol::LEAD {
         return refuse(ErrorBody::new(
             ErrorCode::PermissionDenied,
-            format!("only the lead may prune worktrees; '{}' is a teammate", ctx.actor),
+            format!(
+                "only the lead may prune worktrees; '{}' is a teammate",
+                ctx.actor
+            ),
         ));
     }
     let Some(repo) = board.repo(ctx.team).cloned() else {
         return Outcome::Reply(Ok(Reply::Pruned(Box::default())));
     };
-    Outcome::Repo(Job::Prune {
+    Outcome::Repo(Box::new(Job::Prune {
         slot: slot(&ctx, id),
         repo,
         entries: board.worktree_tasks(ctx.team),
         dry_run,
-    })
+    }))
 }

@@ -18,7 +18,7 @@ pub enum Effect {
     /// Answer a request.
     Reply(Slot, Result<Reply, ErrorBody>),
     /// Run another job (a queued task's landing).
-    Submit(Job),
+    Submit(Box<Job>),
 }
 
 /// The owners' `complete_task`s waiting for their tasks to land, by team and
@@ -104,7 +104,7 @@ pub fn apply(
                 ) {
                     Ok(land) => {
                         held.0.insert((job.team.clone(), job.task), slot);
-                        vec![Effect::Submit(Job::Land { job: land })]
+                        vec![Effect::Submit(Box::new(Job::Land { job: land }))]
                     }
                     Err(e) => vec![Effect::Reply(slot, Err(stale(job.task, e)))],
                 }
@@ -128,9 +128,7 @@ pub fn apply(
                     .map_err(ErrorBody::from),
                 Err(refusal) => {
                     let waits = slot.as_ref().is_some_and(|s| alive(s.session));
-                    if let Err(e) =
-                        board.land_refused(&job.team, job.task, &refusal, waits, now)
-                    {
+                    if let Err(e) = board.land_refused(&job.team, job.task, &refusal, waits, now) {
                         tracing::warn!(task = job.task, error = %e, "cannot record a refused landing");
                     }
                     Err(ErrorBody::new(refusal.code, refusal.message))

@@ -20,7 +20,10 @@ pub fn prepare(job: &GateJob) -> Result<String, GateRefusal> {
     git.commit_all(wt, &job.message, Some(&author))
         .map_err(refuse_git)?;
     let style = style(job.repo.merge);
-    match git.update(wt, &job.repo.branch, style).map_err(refuse_git)? {
+    match git
+        .update(wt, &job.repo.branch, style)
+        .map_err(refuse_git)?
+    {
         Update::Conflict { paths } => Err(GateRefusal {
             code: ErrorCode::MergeConflict,
             message: conflict_message(&job.repo.branch, job.repo.merge, &paths),
@@ -112,10 +115,7 @@ fn failure_message(run: &CheckRun, timeout: Duration) -> String {
     let commit = run.commit.get(..10).unwrap_or(&run.commit);
     let tail = run.tail.trim_end();
     if tail.is_empty() {
-        format!(
-            "check `{}` {how} on {commit}, with no output",
-            run.command
-        )
+        format!("check `{}` {how} on {commit}, with no output", run.command)
     } else {
         format!(
             "check `{}` {how} on {commit}; the end of its output:\n{tail}",
@@ -131,9 +131,9 @@ pub fn conflict_message(target: &str, style: MergeStyle, paths: &[String]) -> St
         MergeStyle::Rebase => format!(
             "run `git rebase {target}` in the worktree, resolve the conflicts, `git add` them and `git rebase --continue`"
         ),
-        MergeStyle::Merge => format!(
-            "run `git merge {target}` in the worktree, resolve the conflicts and commit"
-        ),
+        MergeStyle::Merge => {
+            format!("run `git merge {target}` in the worktree, resolve the conflicts and commit")
+        }
     };
     format!(
         "the branch conflicts with {target} in {}; {how}, then complete again",

@@ -15,10 +15,7 @@ use teamboard_protocol::{ErrorBody, Pruned, Repo, WorktreeEntry, WorktreeState};
 /// lacks, size, and the state refined by them.
 pub fn list(repo: &Repo, entries: Vec<WorktreeEntry>) -> Result<Vec<WorktreeEntry>, ErrorBody> {
     let git = Git::open(Path::new(&repo.path)).map_err(git_error)?;
-    Ok(entries
-        .into_iter()
-        .map(|e| look(&git, repo, e))
-        .collect())
+    Ok(entries.into_iter().map(|e| look(&git, repo, e)).collect())
 }
 
 fn look(git: &Git, repo: &Repo, mut e: WorktreeEntry) -> WorktreeEntry {

@@ -49,7 +49,13 @@ pub fn land(job: &LandJob) -> Result<Landed, LandRefusal> {
             });
         }
         match git
-            .land(target, &old, &job.worktree.branch, style(job.repo.merge), &job.message)
+            .land(
+                target,
+                &old,
+                &job.worktree.branch,
+                style(job.repo.merge),
+                &job.message,
+            )
             .map_err(refuse_git)?
         {
             Land::Landed(new) => return Ok(Landed { old, new }),

@@ -29,7 +29,7 @@ mod open;
 mod validate;
 mod worker;
 
-pub use job::{Done, Job, Landed, Opened, Passed, Slot};
+pub use job::{Done, Job, Slot};
 pub use validate::worktrees_dir;
 
 use std::collections::HashMap;

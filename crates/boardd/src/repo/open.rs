@@ -18,10 +18,7 @@ pub fn open(job: &OpenJob) -> Result<Opened, ErrorBody> {
     let head = git.branch_head(target).map_err(git_error)?.ok_or_else(|| {
         ErrorBody::new(
             ErrorCode::Git,
-            format!(
-                "the target branch '{target}' of {} is gone",
-                job.repo.path
-            ),
+            format!("the target branch '{target}' of {} is gone", job.repo.path),
         )
     })?;
     let path = Path::new(&job.worktree.path);

@@ -45,7 +45,9 @@ pub fn validate(args: &SetRepoArgs, worktrees: &str, now_ms: i64) -> Result<Repo
     if git.branch_head(&branch).map_err(git_error)?.is_none() {
         return Err(ErrorBody::new(
             ErrorCode::Git,
-            format!("{root} has no branch '{branch}'; create it (git -C {root} branch {branch}) or name another"),
+            format!(
+                "{root} has no branch '{branch}'; create it (git -C {root} branch {branch}) or name another"
+            ),
         ));
     }
     if let Some(at) = git.checked_out_in(&branch).map_err(git_error)? {
@@ -108,9 +110,5 @@ fn invalid(message: impl Into<String>) -> ErrorBody {
 /// validated names, safe as one path component.
 pub fn worktrees_dir(state_dir: &Path, team: &str) -> String {
     debug_assert!(validate_name(team).is_ok());
-    state_dir
-        .join("worktrees")
-        .join(team)
-        .display()
-        .to_string()
+    state_dir.join("worktrees").join(team).display().to_string()
 }

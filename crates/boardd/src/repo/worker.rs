@@ -52,7 +52,9 @@ fn run(job: Job, done: &mpsc::UnboundedSender<Done>, running: &Arc<Running>) {
             let _span = tracing::info_span!("gate", task = job.task).entered();
             match gate::prepare(&job) {
                 // The checks run on a thread of their own and answer from there.
-                Ok(head) => return gate::spawn_checks(slot, job, head, done.clone(), running.clone()),
+                Ok(head) => {
+                    return gate::spawn_checks(slot, job, head, done.clone(), running.clone());
+                }
                 Err(refusal) => Done::Gated {
                     slot,
                     job,
