@@ -158,7 +158,21 @@ impl Board {
     /// worktree may be pruned.
     pub fn cancel_task_with(&mut self, ctx: Ctx, id: TaskId, discard: bool) -> Result<Task> {
         require_lead(&ctx, "cancel")?;
-        let status = self.task(ctx.team, id)?.status;
+        let task = self.task(ctx.team, id)?;
+        let status = task.status;
+        let undiscarded = task.worktree.as_ref().is_some_and(|w| !w.discard);
+        if status == TaskStatus::Cancelled && discard && undiscarded {
+            // Cancelled earlier with its work kept; the lead now lets it go.
+            return self.transition(change(&ctx, id), |task| {
+                if let Some(w) = task.worktree.as_mut() {
+                    w.discard = true;
+                }
+                Note::new(
+                    EventKind::TaskCancelled,
+                    format!("#{id} stays cancelled; its worktree may be pruned"),
+                )
+            });
+        }
         if matches!(status, TaskStatus::Completed | TaskStatus::Cancelled) {
             return Err(BoardError::state(format!(
                 "task #{id} is already {}",
@@ -193,6 +207,10 @@ impl Board {
             task.status = TaskStatus::Pending;
             task.owner = None;
             task.attempts = 0;
+            // Its work is wanted again: no longer for prune to take.
+            if let Some(w) = task.worktree.as_mut() {
+                w.discard = false;
+            }
             Note::new(
                 EventKind::TaskRetried,
                 format!("retried #{id} (was {})", status.as_str()),
