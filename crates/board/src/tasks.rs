@@ -34,6 +34,7 @@ impl Board {
         if let Some(role) = &new.role {
             validate_name(role).map_err(|e| BoardError::invalid(format!("role: {e}")))?;
         }
+        check_checks(&new.checks)?;
         let mut blocked_by = new.blocked_by.clone();
         blocked_by.sort_unstable();
         blocked_by.dedup();
@@ -281,6 +282,31 @@ pub(crate) fn require_lead(ctx: &Ctx, what: &str) -> Result<()> {
             ),
         ))
     }
+}
+
+/// The most checks a task may carry, and the longest one, in bytes.
+pub const MAX_CHECKS: usize = 32;
+pub const MAX_CHECK_LEN: usize = 4096;
+
+fn check_checks(checks: &[String]) -> Result<()> {
+    if checks.len() > MAX_CHECKS {
+        return Err(BoardError::invalid(format!(
+            "a task has at most {MAX_CHECKS} checks"
+        )));
+    }
+    for c in checks {
+        if c.trim().is_empty() {
+            return Err(BoardError::invalid(
+                "a check is a shell command; this one is empty",
+            ));
+        }
+        if c.len() > MAX_CHECK_LEN || c.contains('\0') {
+            return Err(BoardError::invalid(format!(
+                "a check is one shell command of at most {MAX_CHECK_LEN} bytes; put a long one in a script"
+            )));
+        }
+    }
+    Ok(())
 }
 
 pub(crate) fn fmt_ids(ids: &[TaskId]) -> String {

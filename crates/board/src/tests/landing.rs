@@ -506,3 +506,23 @@ fn discard_can_come_after_the_cancel_and_a_retry_takes_it_back() {
     let ctx = h.lead();
     assert_eq!(code(h.board.cancel_task(ctx, a)), ErrorCode::InvalidState);
 }
+
+#[test]
+fn checks_are_shell_commands_of_bounded_size() {
+    let mut h = H::new();
+    for bad in [
+        vec!["  ".to_string()],
+        vec!["x".repeat(5000)],
+        vec!["true".to_string(); 33],
+    ] {
+        let ctx = h.lead();
+        let r = h.board.add_task(
+            ctx,
+            NewTask {
+                checks: bad,
+                ..new_task("a")
+            },
+        );
+        assert_eq!(code(r), ErrorCode::InvalidArgs);
+    }
+}
