@@ -12,7 +12,7 @@ pub enum GitError {
     #[error("git {found} is too old; teamboard needs git {need} or newer")]
     TooOld { found: String, need: &'static str },
 
-    #[error("{} is not a git repository with a working tree: {why}", path.display())]
+    #[error("{} cannot be used as a repository: {why}", path.display())]
     NotARepo { path: PathBuf, why: String },
 
     #[error("`git {}` failed ({}){}", show_args(args), show_code(*code), show_stderr(stderr))]

@@ -125,6 +125,11 @@ impl Repo {
                     "it is the repository's main working tree, which is never removed".into(),
                 ));
             }
+            Some(_) if paths::same(path, self.root()) => {
+                return Err(refuse(
+                    "it is the working tree this repository was opened at".into(),
+                ));
+            }
             Some(_) => {}
         }
         if path.exists() {

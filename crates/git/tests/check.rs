@@ -83,12 +83,20 @@ fn the_check_runs_in_its_directory_with_its_environment() {
     let got = run_check(&spec, &Interrupt::new());
     assert_eq!(got.outcome, CheckOutcome::Passed, "{got:?}");
     let cwd = dir.path().canonicalize().expect("canonical");
-    assert_eq!(got.tail, format!("{}\ntask=12\nstdin-done\n", cwd.display()));
+    assert_eq!(
+        got.tail,
+        format!("{}\ntask=12\nstdin-done\n", cwd.display())
+    );
 }
 
 #[test]
 fn a_check_that_cannot_start_fails_and_says_why() {
-    let got = run_in("true", Path::new("/nonexistent/dir"), LONG, &Interrupt::new());
+    let got = run_in(
+        "true",
+        Path::new("/nonexistent/dir"),
+        LONG,
+        &Interrupt::new(),
+    );
     assert_eq!(got.outcome, CheckOutcome::Failed);
     assert_eq!(got.exit_code, None);
     assert!(got.tail.contains("could not start"), "{}", got.tail);
@@ -116,20 +124,29 @@ fn a_timeout_stops_the_grandchildren_too() {
     assert_eq!(got.outcome, CheckOutcome::TimedOut, "{got:?}");
     assert!(got.duration < PROMPT, "{got:?}");
     let pid = std::fs::read_to_string(dir.path().join("pid")).expect("pid file");
-    assert!(ends_soon(pid.trim()), "the grandchild sleep {pid} is still running");
+    assert!(
+        ends_soon(pid.trim()),
+        "the grandchild sleep {pid} is still running"
+    );
 }
 
 #[test]
 fn a_check_that_ignores_sigterm_is_killed_after_the_grace() {
     let got = run("trap '' TERM; sleep 30", Duration::from_millis(100));
     assert_eq!(got.outcome, CheckOutcome::TimedOut, "{got:?}");
-    assert!(got.duration >= Duration::from_secs(2), "SIGKILL only after the grace: {got:?}");
+    assert!(
+        got.duration >= Duration::from_secs(2),
+        "SIGKILL only after the grace: {got:?}"
+    );
     assert!(got.duration < PROMPT, "{got:?}");
 }
 
 #[test]
 fn a_timed_out_check_that_exits_zero_is_still_not_passed() {
-    let got = run("trap 'exit 0' TERM; sleep 30 & wait", Duration::from_millis(200));
+    let got = run(
+        "trap 'exit 0' TERM; sleep 30 & wait",
+        Duration::from_millis(200),
+    );
     assert_eq!(got.outcome, CheckOutcome::TimedOut, "{got:?}");
     assert_eq!(got.exit_code, Some(0), "it did exit 0, late");
 }
@@ -163,12 +180,20 @@ fn an_interrupted_handle_runs_nothing() {
 #[test]
 fn background_jobs_left_by_a_finished_check_neither_hang_it_nor_survive() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let got = run_in("sleep 30 & echo $! > pid; echo done", dir.path(), LONG, &Interrupt::new());
+    let got = run_in(
+        "sleep 30 & echo $! > pid; echo done",
+        dir.path(),
+        LONG,
+        &Interrupt::new(),
+    );
     assert_eq!(got.outcome, CheckOutcome::Passed, "{got:?}");
     assert_eq!(got.tail, "done\n");
     assert!(got.duration < Duration::from_secs(2), "{got:?}");
     let pid = std::fs::read_to_string(dir.path().join("pid")).expect("pid file");
-    assert!(ends_soon(pid.trim()), "the background sleep {pid} is still running");
+    assert!(
+        ends_soon(pid.trim()),
+        "the background sleep {pid} is still running"
+    );
 }
 
 #[test]
@@ -214,5 +239,9 @@ fn a_failing_checks_tail_ends_with_its_last_words() {
     let got = run("seq 1 100000; echo 'error: the last line'; exit 1", LONG);
     assert_eq!(got.outcome, CheckOutcome::Failed);
     assert!(got.tail.starts_with('…'));
-    assert!(got.tail.ends_with("100000\nerror: the last line\n"), "{}", got.tail);
+    assert!(
+        got.tail.ends_with("100000\nerror: the last line\n"),
+        "{}",
+        got.tail
+    );
 }

@@ -3,6 +3,8 @@ use crate::support::{Fixture, git, head, try_git, write};
 #[test]
 fn state_lists_modified_untracked_and_renamed_paths() {
     let fx = Fixture::new();
+    // A user's setting that hides untracked files must not hide new work.
+    git(&fx.root, &["config", "status.showUntrackedFiles", "no"]);
     let (path, branch) = fx.task("task-1");
     fx.commit(&path, "old name.txt", "content\n");
     write(&path, "README", "changed\n");
