@@ -26,7 +26,8 @@ impl Repo {
             .collect())
     }
 
-    /// The worktree where `branch` is checked out (or being rebased), if any.
+    /// The worktree where `branch` is checked out (or being rebased), if any;
+    /// possibly one whose directory was deleted and is not pruned yet.
     pub fn checked_out_in(&self, branch: &str) -> Result<Option<PathBuf>, GitError> {
         names::check(branch)?;
         Ok(self
