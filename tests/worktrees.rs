@@ -104,7 +104,7 @@ async fn a_target_that_is_checked_out_or_a_plain_directory_is_refused_with_the_f
         .await
         .expect_err("not a repo");
     assert_eq!(e.code(), Some(ErrorCode::Git), "{e}");
-    assert!(e.to_string().contains("not a git repository"), "{e}");
+    assert!(e.to_string().contains("not inside a git repository"), "{e}");
     assert_eq!(lead.get_repo().await.expect("get"), None);
 
     let alice = teammate(&daemon.socket, "alice", "coder").await;
@@ -167,7 +167,7 @@ async fn two_teammates_editing_one_file_one_lands_and_the_other_gets_the_path() 
     teamboard_testkit::git::git(&wb, &["add", "README.md"]);
     teamboard_testkit::git::git_command(&wb)
         .args(["-c", "core.editor=true", "rebase", "--continue"])
-        .status()
+        .output()
         .expect("continue");
     let done = bob.complete_task(b, eb, "b").await.expect("lands now");
     assert_eq!(done.status, TaskStatus::Completed);
