@@ -3,7 +3,7 @@
 //! gate (`docs/design/worktrees.md`), with real git and a real `teammated`.
 
 use teamboard_protocol::request::{NewTask, SetRepoArgs};
-use teamboard_protocol::{CheckOutcome, Task, TaskStatus};
+use teamboard_protocol::{CheckOutcome, EventKind, MessageKind, Task, TaskStatus};
 use teamboard_testkit::{Board, GitRepo};
 
 /// The binary under test, built by cargo for this package's tests.
@@ -138,5 +138,137 @@ async fn a_failed_check_comes_back_to_the_teammate_which_fixes_it_and_completes(
     assert_eq!(runs[0].outcome, CheckOutcome::Passed);
     assert_eq!(repo.show("main", "must-exist").as_deref(), Some(""));
     assert_eq!(repo.show("main", "note.txt").as_deref(), Some("note\n"));
+    board.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_next_owner_is_told_what_a_killed_owner_left_in_the_worktree() {
+    let (mut board, repo) = board_with_repo().await;
+    let alice = board.spawn("alice", "dev", &[]);
+    board.wait_idle("alice").await;
+    // The first owner leaves a file uncommitted and hangs until killed; the next
+    // finds the file and finishes. The marks live outside the worktree.
+    let mark = board.dir().join("started");
+    let release = board.dir().join("release");
+    let body = format!(
+        "if [ -e partial.txt ]; then echo found-$(cat partial.txt); else echo one > partial.txt; \
+         touch {m}; while [ ! -e {r} ]; do sleep 0.05; done; fi",
+        m = mark.display(),
+        r = release.display()
+    );
+    let t = add(&board, "resume me", &format!("```sh\n{body}\n```\n"), &[]).await;
+    assert_eq!(board.wait_claimed(t.id).await, "alice");
+    alice.wait_for_file(&mark).await;
+    let _bob = board.spawn("bob", "dev", &[]);
+    board.wait_idle("bob").await;
+    alice.kill9();
+    assert_eq!(board.wait_claimed(t.id).await, "bob");
+    board.wait_done(&[t.id]).await;
+    let done = board.task(t.id).await;
+    let log = board.transcript("bob");
+    assert_eq!(done.status, TaskStatus::Completed, "{done:#?}\n{log}");
+    assert_eq!(done.result.as_deref(), Some("found-one"), "{log}");
+    assert!(
+        log.contains("This worktree already holds work from a previous owner: uncommitted changes in partial.txt."),
+        "{log}"
+    );
+    assert_eq!(repo.show("main", "partial.txt").as_deref(), Some("one\n"));
+    std::fs::write(&release, "").expect("let the orphan go");
+    board.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worktree_git_cannot_create_gives_the_task_back_counted_and_tells_the_lead() {
+    let (mut board, _repo) = board_with_repo().await;
+    let repo = board
+        .lead
+        .get_repo()
+        .await
+        .expect("get_repo")
+        .expect("a repo");
+    // A file where task #1's worktree is to go: git refuses to create it there.
+    std::fs::create_dir_all(&repo.worktrees).expect("worktrees dir");
+    std::fs::write(
+        std::path::Path::new(&repo.worktrees).join("task-1"),
+        "in the way",
+    )
+    .expect("block the path");
+    let ran = board.dir().join("ran");
+    let t = add(
+        &board,
+        "blocked",
+        &format!("```sh\ntouch {}\n```\n", ran.display()),
+        &[],
+    )
+    .await;
+    assert_eq!(t.id, 1);
+    let _alice = board.spawn("alice", "dev", &[]);
+    board.wait_done(&[t.id]).await;
+    let done = board.task(t.id).await;
+    let log = board.transcript("alice");
+    // Every attempt counted, so the task failed in the end instead of going round.
+    assert_eq!(done.status, TaskStatus::Failed, "{done:#?}\n{log}");
+    assert_eq!(done.attempts, 3, "{done:#?}");
+    let error = done.last_error.clone().unwrap_or_default();
+    assert!(
+        error.contains("cannot open the worktree of #1"),
+        "{done:#?}"
+    );
+    // No model call ran the task's command outside its worktree.
+    assert!(!ran.exists(), "{log}");
+    assert!(!log.contains("touch "), "{log}");
+    let inbox = board.lead.inbox().await.expect("inbox");
+    assert!(
+        inbox.iter().any(|m| m.kind == MessageKind::Error
+            && m.from == "alice"
+            && m.content
+                .contains("released #1: cannot open the worktree of #1")),
+        "{inbox:#?}"
+    );
+    let released = board
+        .wait_for("a release", |e| e.kind == EventKind::TaskReleased)
+        .await;
+    assert_eq!(released.actor, "alice", "{released:?}");
+    board.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conflict_with_the_target_comes_back_with_the_path_and_the_rebase_resolves_it() {
+    let (mut board, repo) = board_with_repo().await;
+    let alice = board.spawn("alice", "dev", &[]);
+    board.wait_idle("alice").await;
+    let (written, go) = (board.dir().join("written"), board.dir().join("go"));
+    let script = format!(
+        "```sh\necho mine > shared.txt && touch {w} && while [ ! -e {g} ]; do sleep 0.05; done\n```\n\
+         ```complete_task\nfirst try\n```\n\
+         ```sh\ngit rebase main; printf 'theirs\\nmine\\n' > shared.txt && git add shared.txt \
+         && GIT_EDITOR=true git rebase --continue\n```\n",
+        w = written.display(),
+        g = go.display()
+    );
+    let t = add(&board, "edit shared", &script, &[]).await;
+    alice.wait_for_file(&written).await;
+    // Someone else lands the same file first.
+    repo.commit_on("main", "shared.txt", "theirs\n");
+    std::fs::write(&go, "").expect("go on");
+    board.wait_done(&[t.id]).await;
+    let done = board.task(t.id).await;
+    let log = board.transcript("alice");
+    assert_eq!(done.status, TaskStatus::Completed, "{done:#?}\n{log}");
+    assert_eq!(done.attempts, 1, "the refusal kept the claim: {done:#?}");
+    assert!(
+        log.contains("complete_task was refused: the branch conflicts with main in shared.txt"),
+        "{log}"
+    );
+    assert!(
+        log.contains(
+            "The target branch main changed the same lines: run `git rebase main` in your worktree"
+        ),
+        "{log}"
+    );
+    assert_eq!(
+        repo.show("main", "shared.txt").as_deref(),
+        Some("theirs\nmine\n")
+    );
     board.stop().await;
 }
