@@ -1,6 +1,9 @@
 //! A scripted teammate in a team with a git repository: it works in the task's
 //! worktree, not in its own directory, and its completion goes through boardd's
 //! gate (`docs/design/worktrees.md`), with real git and a real `teammated`.
+//!
+//! The scripted model's ```` ```complete_task ```` block completes mid-script;
+//! when boardd refuses, the blocks after it are the fix (see `llm::scripted`).
 
 use teamboard_protocol::request::{NewTask, SetRepoArgs};
 use teamboard_protocol::{CheckOutcome, EventKind, MessageKind, Task, TaskStatus};
@@ -11,7 +14,14 @@ const TEAMMATED: &str = env!("CARGO_BIN_EXE_teammated");
 
 /// A board whose team works in `repo`, with `main` as the target.
 async fn board_with_repo() -> (Board, GitRepo) {
-    let board = Board::start(TEAMMATED).await;
+    board_with_repo_tuned(|_| {}).await
+}
+
+/// [`board_with_repo`], with boardd's configuration adjusted by `tune`.
+async fn board_with_repo_tuned(
+    tune: impl FnOnce(&mut teamboard_testkit::boardd::Config),
+) -> (Board, GitRepo) {
+    let board = Board::start_with(TEAMMATED, tune).await;
     let repo = GitRepo::new(board.dir());
     board
         .lead
@@ -270,5 +280,34 @@ async fn a_conflict_with_the_target_comes_back_with_the_path_and_the_rebase_reso
         repo.show("main", "shared.txt").as_deref(),
         Some("theirs\nmine\n")
     );
+    board.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_claim_outlives_a_check_longer_than_the_lease() {
+    let lease = std::time::Duration::from_secs(1);
+    let (mut board, repo) = board_with_repo_tuned(|c| c.board.lease_ttl = lease).await;
+    let _alice = board.spawn("alice", "dev", &[]);
+    board.wait_idle("alice").await;
+    // complete_task waits for the check, three leases long: only the heartbeat
+    // running meanwhile keeps the claim.
+    let t = add(
+        &board,
+        "slow check",
+        "```sh\necho x > x.txt\n```\n",
+        &["sleep 3"],
+    )
+    .await;
+    board.wait_done(&[t.id]).await;
+    let done = board.task(t.id).await;
+    assert_eq!(
+        done.status,
+        TaskStatus::Completed,
+        "{done:#?}\n{}",
+        board.transcript("alice")
+    );
+    assert_eq!(done.attempts, 1, "the lease never lapsed: {done:#?}");
+    assert_eq!(done.check_runs[0].outcome, CheckOutcome::Passed);
+    assert_eq!(repo.show("main", "x.txt").as_deref(), Some("x\n"));
     board.stop().await;
 }
