@@ -1,7 +1,7 @@
 //! What a batch of operations changed, for the store.
 
 use std::collections::BTreeSet;
-use teamboard_protocol::{Event, Member, Message, RequestId, Task, TaskId, TeamRequest};
+use teamboard_protocol::{Event, Member, Message, Repo, RequestId, Task, TaskId, TeamRequest};
 
 /// Keys of rows changed since the last take. A row changed ten times in one batch is
 /// written once, with its final value.
@@ -12,6 +12,8 @@ pub(crate) struct Dirty {
     pub messages_added: BTreeSet<(String, u64)>,
     pub messages_acked: BTreeSet<u64>,
     pub requests: BTreeSet<(String, RequestId)>,
+    /// Teams whose repository was set.
+    pub repos: BTreeSet<String>,
     pub events: Vec<Event>,
 }
 
@@ -22,6 +24,7 @@ impl Dirty {
             && self.messages_added.is_empty()
             && self.messages_acked.is_empty()
             && self.requests.is_empty()
+            && self.repos.is_empty()
             && self.events.is_empty()
     }
 }
@@ -39,6 +42,8 @@ pub struct Changes {
     pub messages_acked: Vec<u64>,
     /// (team, request) for requests opened or settled.
     pub requests: Vec<(String, TeamRequest)>,
+    /// (team, repository) for repositories attached or changed.
+    pub repos: Vec<(String, Repo)>,
     pub events: Vec<Event>,
     /// The message id counter after the batch. Acknowledged messages are deleted, so
     /// the highest stored id is not enough to never reuse one.
@@ -52,6 +57,7 @@ impl Changes {
             && self.messages_added.is_empty()
             && self.messages_acked.is_empty()
             && self.requests.is_empty()
+            && self.repos.is_empty()
             && self.events.is_empty()
     }
 }

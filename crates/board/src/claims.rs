@@ -24,6 +24,9 @@ pub(crate) enum Abandon {
     /// boardd stops the owner for a forced or expired shutdown: not the task's
     /// fault, so the attempt does not count.
     Stopped,
+    /// The merge queue could not land the work and its owner was gone: the
+    /// attempt does not count, and the reason becomes the handoff note.
+    LandRefused,
 }
 
 impl Board {
@@ -117,11 +120,17 @@ impl Board {
             session: Some(session),
             now,
         };
+        let reserve = self.worktree_for(team_name, id);
         let task = self.transition(at, |task| {
             task.status = TaskStatus::InProgress;
             task.owner = Some(name.to_string());
             task.attempts += 1;
             task.epoch += 1;
+            if task.worktree.as_ref().is_none_or(|w| w.pruned) {
+                // Reserved in the claim's own commit; created when the holder
+                // opens it. A re-claim keeps the worktree the task has.
+                task.worktree = reserve;
+            }
             Note::new(
                 EventKind::TaskClaimed,
                 format!(
@@ -199,6 +208,7 @@ impl Board {
     ) -> Result<Task> {
         self.check_fence(&ctx, id, epoch)?;
         self.check_plan(ctx.team, id, epoch)?;
+        self.check_not_landing(ctx.team, id)?;
         if result.len() > self.config.max_message_len {
             return Err(BoardError::invalid(format!(
                 "the result is {} bytes; the limit is {}",
@@ -281,6 +291,7 @@ impl Board {
                 Abandon::Disconnected => "connection closed",
                 Abandon::NotReclaimed => "not reclaimed after restart",
                 Abandon::Stopped => "owner stopped",
+                Abandon::LandRefused => "could not land",
             };
             let error = error.or_else(|| match why {
                 Abandon::LeaseExpired => {
@@ -295,14 +306,17 @@ impl Board {
             if why == Abandon::Stopped {
                 task.attempts = task.attempts.saturating_sub(1);
             }
-            if why == Abandon::Released {
+            if matches!(why, Abandon::Released | Abandon::LandRefused) {
                 task.attempts = task.attempts.saturating_sub(1);
                 // What the owner got done, for whoever takes the task next.
                 if let Some(note) = &error {
                     task.handoff = Some(note.clone());
                 }
             }
-            let counts = !matches!(why, Abandon::Released | Abandon::Stopped);
+            let counts = !matches!(
+                why,
+                Abandon::Released | Abandon::Stopped | Abandon::LandRefused
+            );
             if let Some(e) = error.as_ref().filter(|_| counts) {
                 task.last_error = Some(e.clone());
             }
@@ -338,7 +352,7 @@ impl Board {
         let mut lapsed = Vec::new();
         for (name, team) in &self.teams {
             for (id, lease) in &team.leases {
-                if lease.deadline <= now.mono {
+                if lease.deadline <= now.mono && !team.queued.contains(id) {
                     let why = if lease.session.is_some() {
                         Abandon::LeaseExpired
                     } else {

@@ -11,6 +11,7 @@ mod changes;
 mod claims;
 mod error;
 mod inbox;
+mod landing;
 mod requests;
 mod restore;
 mod roster;
@@ -18,6 +19,7 @@ mod tasks;
 mod team;
 mod transition;
 mod waiters;
+mod worktrees;
 
 #[cfg(test)]
 mod tests;
@@ -25,9 +27,13 @@ mod tests;
 pub use changes::Changes;
 use changes::Dirty;
 pub use error::{BoardError, Result};
+pub use landing::{
+    Completion, Dropped, GateJob, GateRefusal, LandJob, LandRefusal, commit_message,
+};
 pub use requests::{DEFAULT_SHUTDOWN_TIMEOUT, Stop};
 pub use restore::Snapshot;
 pub use team::SessionId;
+pub use worktrees::OpenJob;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -134,6 +140,9 @@ pub struct Board {
     notices: Vec<Notice>,
     /// Processes to stop, decided by shutdown requests; see [`Stop`].
     stops: Vec<Stop>,
+    /// Landings dropped because their claim ended: the owner's waiting
+    /// `complete_task` is to be answered and its checks interrupted.
+    dropped: Vec<landing::Dropped>,
     /// Teams in which a waiter might now be served (a message arrived or a task
     /// became ready). `dispatch` looks only at these.
     wake: std::collections::BTreeSet<String>,
@@ -151,6 +160,7 @@ impl Board {
             dirty: Dirty::default(),
             notices: Vec::new(),
             stops: Vec::new(),
+            dropped: Vec::new(),
             wake: Default::default(),
         }
     }
@@ -170,6 +180,11 @@ impl Board {
         for (team, id) in dirty.requests {
             if let Some(r) = self.teams.get(&team).and_then(|t| t.requests.get(&id)) {
                 out.requests.push((team, r.clone()));
+            }
+        }
+        for team in dirty.repos {
+            if let Some(r) = self.teams.get(&team).and_then(|t| t.repo.as_ref()) {
+                out.repos.push((team, r.clone()));
             }
         }
         for (team, id) in dirty.tasks {
@@ -273,10 +288,14 @@ impl Board {
 
     /// The earliest moment at which [`Board::expire`] has something to do.
     pub fn next_deadline(&self) -> Option<Instant> {
-        let leases = self
-            .teams
-            .values()
-            .flat_map(|t| t.leases.values().map(|l| l.deadline));
+        // A queued task's lease is not enforced (see `landing`), so its deadline
+        // must not wake the actor either.
+        let leases = self.teams.values().flat_map(|t| {
+            t.leases
+                .iter()
+                .filter(|(id, _)| !t.queued.contains(id))
+                .map(|(_, l)| l.deadline)
+        });
         let waits = self
             .teams
             .values()

@@ -4,7 +4,7 @@ use crate::team::{Lease, MemberState, Team};
 use crate::{Board, BoardConfig, Now};
 use teamboard_protocol::TaskId;
 use teamboard_protocol::{
-    Member, MemberStatus, Message, RequestKind, RequestState, Task, TaskStatus, TeamRequest,
+    Member, MemberStatus, Message, Repo, RequestKind, RequestState, Task, TaskStatus, TeamRequest,
 };
 
 /// Everything the store holds, as loaded at startup.
@@ -19,6 +19,8 @@ pub struct Snapshot {
     /// Every protocol request, whatever its state.
     /// Requests are never deleted, so the largest id gives the next one.
     pub requests: Vec<(String, TeamRequest)>,
+    /// Each team's repository.
+    pub repos: Vec<(String, Repo)>,
 }
 
 impl Board {
@@ -71,6 +73,9 @@ impl Board {
             }
             t.requests.insert(req.id, req);
         }
+        for (team, repo) in snap.repos {
+            board.team_mut(&team).repo = Some(repo);
+        }
         let grace = now.mono + config.restart_grace;
         for team in board.teams.values_mut() {
             rebuild(team, grace);
@@ -109,6 +114,7 @@ impl Board {
         for (team, task, status) in stale {
             board.claim_ended(&team, task, status, now);
         }
+        board.restore_landings(now);
         board
     }
 }

@@ -175,9 +175,15 @@ impl Board {
         let mut members: Vec<(String, String)> = Vec::new();
         self.unpark(session);
         for (team_name, team) in self.teams.iter_mut() {
-            for (id, lease) in &team.leases {
+            for (id, lease) in team.leases.iter_mut() {
                 if lease.session == Some(session) {
-                    claims.push((team_name.clone(), *id));
+                    if team.queued.contains(id) {
+                        // Queued work has passed its checks and lands without
+                        // its owner; the owner may come back for it.
+                        lease.session = None;
+                    } else {
+                        claims.push((team_name.clone(), *id));
+                    }
                 }
             }
             for (name, m) in team.members.iter_mut() {

@@ -151,6 +151,12 @@ impl Board {
     /// Withdraws a task. A claim on it ends: its owner's next complete, fail or
     /// heartbeat is refused as stale, and its session is told at once.
     pub fn cancel_task(&mut self, ctx: Ctx, id: TaskId) -> Result<Task> {
+        self.cancel_task_with(ctx, id, false)
+    }
+
+    /// [`Board::cancel_task`]; with `discard`, the task's unmerged work in its
+    /// worktree may be pruned.
+    pub fn cancel_task_with(&mut self, ctx: Ctx, id: TaskId, discard: bool) -> Result<Task> {
         require_lead(&ctx, "cancel")?;
         let status = self.task(ctx.team, id)?.status;
         if matches!(status, TaskStatus::Completed | TaskStatus::Cancelled) {
@@ -164,10 +170,12 @@ impl Board {
                 task.owner = None;
             }
             task.status = TaskStatus::Cancelled;
-            Note::new(
-                EventKind::TaskCancelled,
-                format!("cancelled #{id} (was {})", status.as_str()),
-            )
+            let mut detail = format!("cancelled #{id} (was {})", status.as_str());
+            if let Some(w) = task.worktree.as_mut().filter(|_| discard) {
+                w.discard = true;
+                detail.push_str("; its worktree may be pruned");
+            }
+            Note::new(EventKind::TaskCancelled, detail)
         })
     }
 

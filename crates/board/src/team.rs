@@ -5,7 +5,7 @@ use crate::error::{BoardError, Result};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Instant;
-use teamboard_protocol::{Member, Message, RequestId, Task, TaskId, TaskStatus, TeamRequest};
+use teamboard_protocol::{Member, Message, Repo, RequestId, Task, TaskId, TaskStatus, TeamRequest};
 
 /// A session id, assigned by the daemon per connection.
 pub type SessionId = u64;
@@ -65,6 +65,11 @@ pub(crate) struct Team {
     pub latest_plan: HashMap<TaskId, RequestId>,
     /// The pending shutdown request to each member that has one.
     pub pending_shutdowns: HashMap<String, RequestId>,
+    /// The git repository the team works in, if the lead attached one.
+    pub repo: Option<Repo>,
+    /// Tasks whose completion passed its checks and waits in the merge queue.
+    /// Their leases are not enforced: the work is boardd's to land.
+    pub queued: BTreeSet<TaskId>,
 }
 
 impl Default for Team {
@@ -84,6 +89,8 @@ impl Default for Team {
             request_deadlines: HashMap::new(),
             latest_plan: HashMap::new(),
             pending_shutdowns: HashMap::new(),
+            repo: None,
+            queued: BTreeSet::new(),
         }
     }
 }

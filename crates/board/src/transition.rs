@@ -75,6 +75,13 @@ impl Board {
         let note = edit(task);
         task.updated_at = at.now.wall_ms;
         let status = task.status;
+        // A landing belongs to its claim: if the claim ends any other way than by
+        // landing (which takes it first), the landing goes with it.
+        let dropped = if was == TaskStatus::InProgress && status != TaskStatus::InProgress {
+            task.landing.take().map(|_| task.epoch)
+        } else {
+            None
+        };
         let mut wake = false;
         let mut holder = None;
         if was == TaskStatus::InProgress && status != TaskStatus::InProgress {
@@ -134,6 +141,14 @@ impl Board {
         // After the notice, which is the task's own event.
         if was == TaskStatus::InProgress && status != TaskStatus::InProgress {
             self.claim_ended(at.team, at.id, status, at.now);
+        }
+        if let Some(epoch) = dropped {
+            let why = format!(
+                "the claim ended while #{} was landing (it is {} now)",
+                at.id,
+                status.as_str()
+            );
+            self.drop_landing(at.team, at.id, epoch, why);
         }
         Ok(task)
     }

@@ -10,11 +10,13 @@
 //! notices, and hands everything to the writer as one job. Handlers never touch
 //! the actor; the actor alone decides where things go.
 
+use crate::handlers::repo_done::{self, Effect, Held};
 use crate::handlers::{self, Outcome};
 use crate::info::DaemonInfo;
 use crate::outbox::Outbox;
 use crate::reply::Reply;
-use crate::writer::{CommitMode, EventTo, Job, QueryTo, ReplyTo, Writer};
+use crate::repo::{Done, Job, Repos};
+use crate::writer::{CommitMode, EventTo, Job as WriterJob, QueryTo, ReplyTo, Writer};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -67,11 +69,18 @@ pub struct Actor {
     /// Subscribed sessions per team.
     subscribers: HashMap<Arc<str>, BTreeSet<SessionId>>,
     /// The job being assembled for the current batch.
-    job: Job,
+    job: WriterJob,
+    /// The repository workers: git runs there, never here.
+    repos: Repos,
+    /// Their reports; taken by `run`.
+    repo_done: Option<mpsc::UnboundedReceiver<Done>>,
+    /// Owners' `complete_task`s waiting for their tasks to land.
+    held: Held,
 }
 
 impl Actor {
     pub fn new(board: Board, writer: Writer, mode: CommitMode, info: DaemonInfo) -> Actor {
+        let (repos, repo_done) = Repos::new();
         Actor {
             board,
             writer,
@@ -79,7 +88,10 @@ impl Actor {
             info,
             sessions: HashMap::new(),
             subscribers: HashMap::new(),
-            job: Job::default(),
+            job: WriterJob::default(),
+            repos,
+            repo_done: Some(repo_done),
+            held: Held::default(),
         }
     }
 
@@ -99,6 +111,15 @@ impl Actor {
     /// what is still queued and waits for the writer to finish.
     pub async fn run(mut self, mut rx: mpsc::Receiver<Cmd>, shutdown: CancellationToken) {
         let mut buf = Vec::with_capacity(MAX_BATCH);
+        let mut repo_done = self
+            .repo_done
+            .take()
+            .unwrap_or_else(|| mpsc::unbounded_channel().1);
+        // Tasks that were waiting in a merge queue when boardd stopped land
+        // first, in the order they joined it.
+        for job in self.board.queued_jobs() {
+            self.repos.submit(Job::Land { job });
+        }
         loop {
             // Computed once per turn: nothing changes the board between here and
             // the branch that runs, so the expiry check below can reuse it.
@@ -122,6 +143,7 @@ impl Actor {
                     }
                 }
                 _ = sleep_until(deadline) => self.expire_due(next),
+                Some(done) = repo_done.recv() => self.repo_done(done),
             }
             self.flush(rx.is_empty());
         }
@@ -137,7 +159,31 @@ impl Actor {
             self.reply(waiting, Err(error));
         }
         self.flush(false);
+        self.repos.shutdown();
         self.writer.finish();
+    }
+
+    /// Applies a repository worker's report and carries out what follows.
+    fn repo_done(&mut self, done: Done) {
+        let sessions = &self.sessions;
+        let alive = |s: SessionId| sessions.contains_key(&s);
+        let effects = repo_done::apply(&mut self.board, &mut self.held, done, &alive, Self::now());
+        for effect in effects {
+            self.effect(effect);
+        }
+    }
+
+    fn effect(&mut self, effect: Effect) {
+        match effect {
+            Effect::Reply(slot, result) => {
+                let waiting = Waiting {
+                    session: slot.session,
+                    request: slot.request,
+                };
+                self.reply(waiting, result);
+            }
+            Effect::Submit(job) => self.repos.submit(*job),
+        }
     }
 
     /// Ends lapsed claims and answers timed-out waiters, if `next` (the board's
@@ -217,6 +263,7 @@ impl Actor {
             Outcome::Reply(result) => self.job.replies.push(ReplyTo::new(out, id, result)),
             Outcome::Query(query) => self.job.queries.push(QueryTo::new(out, id, query)),
             Outcome::Parked => {}
+            Outcome::Repo(job) => self.repos.submit(*job),
             Outcome::Subscribe => {
                 // A set: subscribing twice on one connection must not double
                 // every event.
@@ -252,6 +299,15 @@ impl Actor {
             }
         }
         self.job.replies.splice(0..0, woken);
+        // Landings whose claims ended: their checks stop, and owners waiting in
+        // the merge queue hear why.
+        for dropped in self.board.take_dropped() {
+            self.repos
+                .interrupt(&dropped.team, dropped.task, dropped.epoch);
+            if let Some(effect) = self.held.dropped(&dropped) {
+                self.effect(effect);
+            }
+        }
         let changes = self.board.take_changes();
         let notices = self.board.take_notices();
         let stops = self.board.take_stops();

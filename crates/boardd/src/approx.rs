@@ -9,7 +9,8 @@
 
 use crate::reply::Reply;
 use teamboard_protocol::{
-    Claim, ErrorBody, Event, Member, Message, ServerStatus, Task, TaskDetail, TeamRequest, Work,
+    CheckRun, Claim, ErrorBody, Event, Member, Message, OpenedWorktree, Repo, ServerStatus, Task,
+    TaskDetail, TeamRequest, Work, Worktree, WorktreeEntry,
 };
 
 /// What each frame adds around its content (`{"type":"response","id":...}`).
@@ -33,6 +34,64 @@ impl ApproxLen for Task {
             + opt(&self.last_error)
             + opt(&self.handoff)
             + 21 * self.blocked_by.len()
+            + self.worktree.as_ref().map_or(0, |w| w.approx_len())
+            + self.checks.iter().map(|c| 4 + c.len()).sum::<usize>()
+            + self
+                .check_runs
+                .iter()
+                .map(|r| r.approx_len())
+                .sum::<usize>()
+            + self.landing.as_ref().map_or(0, |l| 160 + l.result.len())
+    }
+}
+
+impl ApproxLen for Worktree {
+    fn approx_len(&self) -> usize {
+        // Field names and up to three 40-hex commit ids.
+        const FIXED: usize = 220;
+        FIXED + self.path.len() + self.branch.len()
+    }
+}
+
+impl ApproxLen for CheckRun {
+    fn approx_len(&self) -> usize {
+        const FIXED: usize = 180;
+        FIXED + self.command.len() + self.tail.len() + self.commit.len()
+    }
+}
+
+impl ApproxLen for Repo {
+    fn approx_len(&self) -> usize {
+        const FIXED: usize = 200;
+        FIXED
+            + self.path.len()
+            + self.branch.len()
+            + self.worktrees.len()
+            + self.git_version.len()
+            + self.checks.iter().map(|c| 4 + c.len()).sum::<usize>()
+    }
+}
+
+impl ApproxLen for OpenedWorktree {
+    fn approx_len(&self) -> usize {
+        const FIXED: usize = 160;
+        FIXED
+            + self.worktree.approx_len()
+            + self.repo.len()
+            + self.target.len()
+            + self
+                .found
+                .changed
+                .iter()
+                .map(|c| 4 + c.len())
+                .sum::<usize>()
+    }
+}
+
+impl ApproxLen for WorktreeEntry {
+    fn approx_len(&self) -> usize {
+        const FIXED: usize = 200;
+        FIXED + self.subject.len() + opt(&self.owner) + self.worktree.approx_len()
     }
 }
 
@@ -126,6 +185,11 @@ impl ApproxLen for Reply {
             Reply::Request(r) => r.approx_len(),
             Reply::Requests(v) => list(v),
             Reply::Done(_) => 2,
+            Reply::Repo(r) => r.approx_len(),
+            Reply::MaybeRepo(r) => r.as_ref().map_or(4, |r| r.approx_len()),
+            Reply::Opened(o) => o.approx_len(),
+            Reply::Worktrees(v) => list(v),
+            Reply::Pruned(p) => 32 + list(&p.removed) + list(&p.kept),
         }
     }
 }

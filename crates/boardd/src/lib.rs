@@ -9,6 +9,8 @@
 //! - [`server`]: the accept loop and the connections (`server/connection.rs`).
 //! - `actor`: the single task that owns the board; `handlers` decide each request.
 //! - `writer`: persists each batch (group commit) and sends what it owes.
+//! - `repo`: git off the actor's thread: worktrees, completion gates, the merge
+//!   queue (`docs/design/worktrees.md`).
 //! - `outbox`: one connection's frames, in order; `wire` encodes them.
 //! - [`store`]: SQLite, and the state directory's lock.
 
@@ -20,6 +22,7 @@ mod notify;
 mod outbox;
 mod private;
 mod reply;
+mod repo;
 pub mod server;
 mod stop;
 pub mod store;

@@ -2,7 +2,8 @@
 
 use serde::Serialize;
 use teamboard_protocol::{
-    Acked, Claim, Event, Member, Message, ServerStatus, Task, TaskDetail, TeamRequest, Work,
+    Acked, Claim, Event, Member, Message, OpenedWorktree, Pruned, Repo, ServerStatus, Task,
+    TaskDetail, TeamRequest, Work, WorktreeEntry,
 };
 
 /// Large results are boxed so that a queued reply stays small whatever its kind.
@@ -28,6 +29,11 @@ pub enum Reply {
     Requests(Vec<TeamRequest>),
     /// `{}`: done, nothing to report.
     Done(Empty),
+    Repo(Box<Repo>),
+    MaybeRepo(Option<Box<Repo>>),
+    Opened(Box<OpenedWorktree>),
+    Worktrees(Vec<WorktreeEntry>),
+    Pruned(Box<Pruned>),
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -44,6 +50,7 @@ impl Reply {
             Reply::Messages(v) => v.len() > LONG,
             Reply::Events(v) => v.len() > LONG,
             Reply::Requests(v) => v.len() > LONG,
+            Reply::Worktrees(v) => v.len() > LONG,
             _ => false,
         }
     }

@@ -78,6 +78,9 @@ pub struct Worktree {
     /// The task was cancelled with `discard`: its unmerged work may be pruned.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub discard: bool,
+    /// `prune_worktrees` removed the directory and the branch.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pruned: bool,
 }
 
 /// How a check run ended. Only `passed` lets a completion through.

@@ -40,6 +40,8 @@
 //! - [`mock_llm`]: a scripted Anthropic/OpenAI HTTP server on 127.0.0.1 (the
 //!   `teamboard-mock-llm` crate); it answers the model list a teammate asks for at
 //!   start apart from its script, and can simulate prompt caching.
+//! - [`GitRepo`]: a scratch git repository whose `main` is checked out nowhere, for
+//!   the worktree tests; [`git::git`] runs git in it.
 //! - [`alive`]: whether a process still runs (a zombie does not).
 //! - [`MuteTeammate`]: a real process (this kit's `mute-teammate` binary) that
 //!   registers and then answers nothing, in a process group of its own, for
@@ -55,6 +57,7 @@ mod board;
 mod clients;
 mod daemon;
 mod eventually;
+pub mod git;
 mod inproc;
 mod mute;
 mod process;
@@ -69,6 +72,7 @@ pub use boardd;
 pub use clients::{Parked, TEAM, code_of, connect, lead, park, task, teammate, teammate_with_pid};
 pub use daemon::Daemon;
 pub use eventually::{PATIENCE, eventually, eventually_blocking};
+pub use git::GitRepo;
 pub use inproc::InProc;
 pub use mute::MuteTeammate;
 pub use process::alive;

@@ -307,6 +307,7 @@ pub(super) struct Store {
     pub messages: BTreeMap<u64, (String, Message)>,
     pub next_message_id: u64,
     pub requests: BTreeMap<u64, (String, teamboard_protocol::TeamRequest)>,
+    pub repos: BTreeMap<String, teamboard_protocol::Repo>,
     pub events: Vec<Event>,
 }
 
@@ -328,6 +329,9 @@ impl Store {
         for (team, r) in c.requests {
             self.requests.insert(r.id, (team, r));
         }
+        for (team, r) in c.repos {
+            self.repos.insert(team, r);
+        }
         self.events.extend(c.events);
     }
 
@@ -347,6 +351,11 @@ impl Store {
             next_message_id: self.next_message_id,
             next_event_seq: self.events.last().map_or(1, |e| e.seq + 1),
             requests: self.requests.values().cloned().collect(),
+            repos: self
+                .repos
+                .iter()
+                .map(|(t, r)| (t.clone(), r.clone()))
+                .collect(),
         }
     }
 }

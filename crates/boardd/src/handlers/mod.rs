@@ -5,6 +5,8 @@
 //! returns an [`Outcome`]; the actor carries it out. No handler reaches back into
 //! the actor.
 
+mod repo;
+pub mod repo_done;
 mod status;
 mod wait;
 
@@ -30,6 +32,8 @@ pub enum Outcome {
     Parked,
     /// Subscribe the session to its team's events, then reply `{}`.
     Subscribe,
+    /// Run a job on a repository's worker; its report answers the request.
+    Repo(Box<crate::repo::Job>),
 }
 
 /// Applies one request to the board.
@@ -66,7 +70,7 @@ pub fn handle(
             .add_dependency(ctx, a.id, &a.on)
             .map(|x| Reply::Task(Box::new(x))),
         Request::CancelTask(r) => board
-            .cancel_task(ctx, r.id)
+            .cancel_task_with(ctx, r.id, r.discard)
             .map(|x| Reply::Task(Box::new(x))),
         Request::RetryTask(r) => board
             .retry_task(ctx, r.id)
@@ -77,9 +81,7 @@ pub fn handle(
         Request::ClaimNext(_) => board
             .claim_next(ctx)
             .map(|c| Reply::MaybeClaim(c.map(Box::new))),
-        Request::CompleteTask(a) => board
-            .complete_task(ctx, a.id, a.epoch, a.result)
-            .map(|x| Reply::Task(Box::new(x))),
+        Request::CompleteTask(a) => return repo::complete(board, ctx, id, a),
         Request::FailTask(a) => board
             .fail_task(ctx, a.id, a.epoch, a.error)
             .map(|x| Reply::Task(Box::new(x))),
@@ -124,14 +126,11 @@ pub fn handle(
         Request::ListRequests(a) => Ok(Reply::Requests(
             board.requests(team, a.state, a.kind, a.task),
         )),
-        Request::SetRepo(_)
-        | Request::GetRepo(_)
-        | Request::OpenWorktree(_)
-        | Request::ListWorktrees(_)
-        | Request::PruneWorktrees(_) => Err(teamboard_board::BoardError::new(
-            teamboard_protocol::ErrorCode::InvalidState,
-            "repositories are not served by this boardd yet",
-        )),
+        Request::SetRepo(a) => return repo::set_repo(board, info, ctx, id, a),
+        Request::GetRepo(_) => Ok(Reply::MaybeRepo(board.repo(team).cloned().map(Box::new))),
+        Request::OpenWorktree(a) => return repo::open_worktree(board, ctx, id, a.id, a.epoch),
+        Request::ListWorktrees(_) => return repo::list(board, ctx, id),
+        Request::PruneWorktrees(a) => return repo::prune(board, ctx, id, a.dry_run),
     };
     Outcome::Reply(result.map_err(ErrorBody::from))
 }

@@ -22,7 +22,8 @@ use teamboard_protocol::{Event, TaskId};
 pub const DB_FILE: &str = "board.sqlite3";
 
 /// 2: `events_by_task` leaves out events about no task (see [`Store::open`]).
-const SCHEMA_VERSION: i64 = 3;
+/// 3: `requests`. 4: `repos`.
+const SCHEMA_VERSION: i64 = 4;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -137,6 +138,7 @@ impl Store {
                  WHERE task IS NOT NULL;
              CREATE TABLE IF NOT EXISTS requests (
                  id INTEGER PRIMARY KEY, team TEXT NOT NULL, body TEXT NOT NULL);
+             CREATE TABLE IF NOT EXISTS repos (team TEXT PRIMARY KEY, body TEXT NOT NULL);
              CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
              PRAGMA user_version = {SCHEMA_VERSION};
              COMMIT;"
@@ -194,6 +196,7 @@ impl Store {
             members: self.load_rows("SELECT team, body FROM members", "member")?,
             messages: self.load_rows("SELECT team, body FROM messages ORDER BY id", "message")?,
             requests: self.load_rows("SELECT team, body FROM requests ORDER BY id", "request")?,
+            repos: self.load_rows("SELECT team, body FROM repos ORDER BY team", "repo")?,
             ..Default::default()
         };
         let next_msg: Option<i64> = self
@@ -272,6 +275,9 @@ impl Store {
                     "INSERT OR REPLACE INTO requests (id, team, body) VALUES (?1, ?2, ?3)",
                 )
                 .map_err(err)?;
+            let mut put_repo = tx
+                .prepare_cached("INSERT OR REPLACE INTO repos (team, body) VALUES (?1, ?2)")
+                .map_err(err)?;
             let mut put_event = tx
                 .prepare_cached(
                     "INSERT OR REPLACE INTO events (seq, team, task, body) VALUES (?1, ?2, ?3, ?4)",
@@ -299,6 +305,11 @@ impl Store {
                 for (team, req) in &batch.requests {
                     put_request
                         .execute(params![req.id as i64, team, to_json(req, "request")?])
+                        .map_err(err)?;
+                }
+                for (team, repo) in &batch.repos {
+                    put_repo
+                        .execute(params![team, to_json(repo, "repo")?])
                         .map_err(err)?;
                 }
                 for ev in &batch.events {

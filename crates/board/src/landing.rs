@@ -1,0 +1,520 @@
+//! Completing a task that has a worktree: the gate (commit, update, checks) and
+//! the merge queue, as board state.
+//!
+//! `begin_complete` turns the owner's `complete_task` into a gate job and marks
+//! the task `landing: checking`. The repo worker reports back: `gate_passed`
+//! queues the task (`landing: queued`), `gate_refused` hands it back to the owner
+//! with the evidence. The queue reports `landed` (the task completes) or
+//! `land_refused`. A claim that ends while its task lands drops the landing
+//! ([`Dropped`]), so that the actor can answer the owner's waiting request and
+//! interrupt its checks. `docs/design/worktrees.md` tells the whole story.
+
+use crate::claims::Abandon;
+use crate::error::{BoardError, Result};
+use crate::transition::{Change, Note};
+use crate::{About, Board, Ctx, Now};
+use teamboard_protocol::{
+    CheckRun, ErrorCode, EventKind, Landing, LandingStage, Repo, Task, TaskId, TaskStatus, Worktree,
+};
+
+/// What `complete_task` turned into.
+// One per completion; boxing the job would only add noise.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Completion {
+    /// The task has no worktree and completed at once.
+    Done(Task),
+    /// The task lands through its gate and the merge queue; answer later.
+    Gate(GateJob),
+}
+
+/// Commit the worktree, bring its branch up to date, run the checks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GateJob {
+    pub team: String,
+    pub task: TaskId,
+    pub epoch: u64,
+    pub repo: Repo,
+    pub worktree: Worktree,
+    /// The team's checks, then the task's.
+    pub checks: Vec<String>,
+    /// The commit message: the task's subject, a blank line, the result.
+    pub message: String,
+    /// Who the commit is by: the owner.
+    pub author: String,
+}
+
+/// Land a task whose checks passed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LandJob {
+    pub team: String,
+    pub task: TaskId,
+    pub epoch: u64,
+    pub repo: Repo,
+    pub worktree: Worktree,
+    /// The branch head that passed the checks.
+    pub head: String,
+    /// For a merge commit.
+    pub message: String,
+}
+
+/// Why a gate refused a completion, with the evidence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GateRefusal {
+    /// `check_failed`, `merge_conflict` or `git`.
+    pub code: ErrorCode,
+    /// For the owner and the history: the check, its exit code and the tail of
+    /// its output, or the conflicting paths, or what git said.
+    pub message: String,
+    /// The checks that ran, the failing one last.
+    pub runs: Vec<CheckRun>,
+}
+
+/// Why the queue could not land a task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LandRefusal {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+/// A landing that ended with its claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dropped {
+    pub team: String,
+    pub task: TaskId,
+    pub epoch: u64,
+    /// Why, for the owner.
+    pub why: String,
+}
+
+/// The longest history detail a refusal writes; the full evidence is in the
+/// task's `check_runs` and in the owner's answer.
+const DETAIL_MAX: usize = 2048;
+
+impl Board {
+    /// The owner asks to complete. Without a worktree the task completes now;
+    /// with one, it starts landing and the caller runs the returned gate.
+    pub fn begin_complete(
+        &mut self,
+        ctx: Ctx,
+        id: TaskId,
+        epoch: u64,
+        result: String,
+    ) -> Result<Completion> {
+        self.check_fence(&ctx, id, epoch)?;
+        let task = self.task(ctx.team, id)?;
+        let (Some(worktree), Some(repo)) = (task.worktree.clone(), self.repo(ctx.team).cloned())
+        else {
+            return self
+                .complete_task(ctx, id, epoch, result)
+                .map(Completion::Done);
+        };
+        self.check_plan(ctx.team, id, epoch)?;
+        self.check_not_landing(ctx.team, id)?;
+        if result.len() > self.config.max_message_len {
+            return Err(BoardError::invalid(format!(
+                "the result is {} bytes; the limit is {}",
+                result.len(),
+                self.config.max_message_len
+            )));
+        }
+        if worktree.base.is_none() {
+            return Err(BoardError::state(format!(
+                "the worktree of #{id} was never opened, so there is nothing to land; open it with open_worktree and work there"
+            )));
+        }
+        let mut checks = repo.checks.clone();
+        checks.extend(task.checks.iter().cloned());
+        let message = commit_message(&task.subject, &result);
+        let job = GateJob {
+            team: ctx.team.to_string(),
+            task: id,
+            epoch,
+            repo,
+            worktree,
+            checks,
+            message,
+            author: ctx.actor.to_string(),
+        };
+        let task = self.team_mut(ctx.team).task_mut(id, ctx.team)?;
+        task.landing = Some(Landing {
+            stage: LandingStage::Checking,
+            result,
+            head: None,
+            since: ctx.now.wall_ms,
+            queued_at: None,
+        });
+        task.updated_at = ctx.now.wall_ms;
+        self.mark_task(ctx.team, id);
+        Ok(Completion::Gate(job))
+    }
+
+    /// Refuses a second completion while one is on its way.
+    pub(crate) fn check_not_landing(&self, team: &str, id: TaskId) -> Result<()> {
+        match self.task(team, id)?.landing.as_ref().map(|l| l.stage) {
+            None => Ok(()),
+            Some(LandingStage::Checking) => Err(BoardError::state(format!(
+                "#{id} is already completing: its checks are running; wait for the answer"
+            ))),
+            Some(LandingStage::Queued) => Err(BoardError::state(format!(
+                "#{id} is already completing: it passed its checks and waits in the merge queue"
+            ))),
+        }
+    }
+
+    /// The landing of `id` with `epoch` at `stage`, or why the worker's report
+    /// is stale (the claim ended meanwhile, and the landing with it).
+    fn landing_at(
+        &self,
+        team: &str,
+        id: TaskId,
+        epoch: u64,
+        stage: LandingStage,
+    ) -> Result<&Landing> {
+        let task = self.task(team, id)?;
+        match &task.landing {
+            Some(l)
+                if l.stage == stage
+                    && task.epoch == epoch
+                    && task.status == TaskStatus::InProgress =>
+            {
+                Ok(l)
+            }
+            _ => Err(BoardError::new(
+                ErrorCode::StaleEpoch,
+                format!("#{id} is no longer landing with epoch {epoch}"),
+            )),
+        }
+    }
+
+    /// The gate passed: the task joins the merge queue. Answers the job to run.
+    pub fn gate_passed(
+        &mut self,
+        team: &str,
+        id: TaskId,
+        epoch: u64,
+        head: String,
+        runs: Vec<CheckRun>,
+        now: Now,
+    ) -> Result<LandJob> {
+        self.landing_at(team, id, epoch, LandingStage::Checking)?;
+        let repo = self
+            .repo(team)
+            .cloned()
+            .ok_or_else(|| BoardError::state(format!("team '{team}' has no repository")))?;
+        let passed = runs.len();
+        let t = self.team_mut(team);
+        t.queued.insert(id);
+        let task = t.task_mut(id, team)?;
+        task.check_runs = runs;
+        let Some(landing) = task.landing.as_mut() else {
+            return Err(BoardError::state(format!("#{id} is not landing")));
+        };
+        landing.stage = LandingStage::Queued;
+        landing.head = Some(head.clone());
+        landing.queued_at = Some(now.wall_ms);
+        task.updated_at = now.wall_ms;
+        let job = LandJob {
+            team: team.to_string(),
+            task: id,
+            epoch,
+            repo,
+            worktree: task.worktree.clone().unwrap_or_else(|| Worktree {
+                path: String::new(),
+                branch: String::new(),
+                base: None,
+                merged: None,
+                landed_on: None,
+                discard: false,
+                pruned: false,
+            }),
+            head: head.clone(),
+            message: commit_message(&task.subject, &landing.result),
+        };
+        let owner = task.owner.clone().unwrap_or_default();
+        self.mark_task(team, id);
+        self.emit(
+            team,
+            "boardd",
+            now.wall_ms,
+            EventKind::MergeQueued,
+            About {
+                task: Some(id),
+                member: Some(&owner),
+                ..About::default()
+            },
+            format!(
+                "#{id} passed {passed} check(s) at {}; queued to land",
+                short(&head)
+            ),
+        );
+        Ok(job)
+    }
+
+    /// The gate refused: the task stays with its owner, the evidence goes into
+    /// its check runs and history.
+    pub fn gate_refused(
+        &mut self,
+        team: &str,
+        id: TaskId,
+        epoch: u64,
+        refusal: &GateRefusal,
+        now: Now,
+    ) -> Result<()> {
+        self.landing_at(team, id, epoch, LandingStage::Checking)?;
+        let task = self.team_mut(team).task_mut(id, team)?;
+        if !refusal.runs.is_empty() {
+            task.check_runs = refusal.runs.clone();
+        }
+        task.landing = None;
+        task.updated_at = now.wall_ms;
+        let owner = task.owner.clone().unwrap_or_default();
+        self.mark_task(team, id);
+        let kind = if refusal.code == ErrorCode::MergeConflict {
+            EventKind::MergeConflict
+        } else {
+            EventKind::ChecksFailed
+        };
+        self.emit(
+            team,
+            "boardd",
+            now.wall_ms,
+            kind,
+            About {
+                task: Some(id),
+                member: Some(&owner),
+                ..About::default()
+            },
+            teamboard_protocol::text::fit_bytes_with_mark(&refusal.message, DETAIL_MAX),
+        );
+        Ok(())
+    }
+
+    /// The queue landed the task: it completes, whatever became of its claim
+    /// meanwhile, because its work is on the target now.
+    pub fn landed(
+        &mut self,
+        team: &str,
+        id: TaskId,
+        landed_on: String,
+        merged: String,
+        now: Now,
+    ) -> Result<Task> {
+        let t = self
+            .team(team)
+            .ok_or_else(|| BoardError::no_task(id, team))?;
+        let task = t.task(id, team)?;
+        if task.status == TaskStatus::Completed {
+            return Ok(task.clone());
+        }
+        let branch = t
+            .repo
+            .as_ref()
+            .map(|r| r.branch.clone())
+            .unwrap_or_default();
+        // The holder itself, so that it gets its answer and no notice: it is
+        // waiting for this.
+        let holder = t.leases.get(&id).and_then(|l| l.session);
+        let owner = task.owner.clone().unwrap_or_else(|| "boardd".to_string());
+        let was = task.status;
+        self.team_mut(team).queued.remove(&id);
+        let at = Change {
+            team,
+            id,
+            actor: &owner,
+            session: holder,
+            now,
+        };
+        self.transition(at, |task| {
+            let result = task
+                .landing
+                .take()
+                .map(|l| l.result)
+                .unwrap_or_else(|| "landed by the merge queue".to_string());
+            task.status = TaskStatus::Completed;
+            task.result = Some(result);
+            task.handoff = None;
+            if let Some(w) = task.worktree.as_mut() {
+                w.merged = Some(merged.clone());
+                w.landed_on = Some(landed_on.clone());
+            }
+            let note = if was == TaskStatus::InProgress {
+                String::new()
+            } else {
+                format!(" (it was {} meanwhile)", was.as_str())
+            };
+            Note::new(
+                EventKind::TaskCompleted,
+                format!(
+                    "{owner} completed #{id}: landed on {branch} as {}{note}",
+                    short(&merged)
+                ),
+            )
+            .about(owner.clone())
+        })
+    }
+
+    /// The queue could not land the task. If its owner waits for the answer
+    /// (`owner_waits`), the task stays with it; otherwise it goes back to
+    /// pending, uncounted, with the reason as its handoff note. The worktree
+    /// is kept either way.
+    pub fn land_refused(
+        &mut self,
+        team: &str,
+        id: TaskId,
+        refusal: &LandRefusal,
+        owner_waits: bool,
+        now: Now,
+    ) -> Result<()> {
+        let ttl = self.config.lease_ttl;
+        let t = self.team_mut(team);
+        t.queued.remove(&id);
+        let task = t.task_mut(id, team)?;
+        if task.status != TaskStatus::InProgress || task.landing.is_none() {
+            return Ok(());
+        }
+        task.landing = None;
+        task.updated_at = now.wall_ms;
+        let owner = task.owner.clone().unwrap_or_default();
+        let holder = t.leases.get(&id).and_then(|l| l.session);
+        let detail = teamboard_protocol::text::fit_bytes_with_mark(&refusal.message, DETAIL_MAX);
+        let kind = if refusal.code == ErrorCode::MergeConflict {
+            EventKind::MergeConflict
+        } else {
+            EventKind::ChecksFailed
+        };
+        self.mark_task(team, id);
+        self.emit(
+            team,
+            "boardd",
+            now.wall_ms,
+            kind,
+            About {
+                task: Some(id),
+                member: Some(&owner),
+                ..About::default()
+            },
+            detail.clone(),
+        );
+        if owner_waits && holder.is_some() {
+            if let Some(lease) = self.team_mut(team).leases.get_mut(&id) {
+                lease.deadline = now.mono + ttl;
+            }
+            return Ok(());
+        }
+        let at = Change {
+            team,
+            id,
+            actor: "boardd",
+            session: holder,
+            now,
+        };
+        self.abandon(at, Abandon::LandRefused, Some(detail))?;
+        Ok(())
+    }
+
+    /// Landings dropped since the last call.
+    pub fn take_dropped(&mut self) -> Vec<Dropped> {
+        std::mem::take(&mut self.dropped)
+    }
+
+    /// The tasks waiting in merge queues, in the order they joined them: what a
+    /// restarted boardd lands first.
+    pub fn queued_jobs(&self) -> Vec<LandJob> {
+        let mut jobs: Vec<(i64, LandJob)> = Vec::new();
+        for (team, t) in &self.teams {
+            let Some(repo) = &t.repo else { continue };
+            for id in &t.queued {
+                let Some(task) = t.tasks.get(id) else {
+                    continue;
+                };
+                let (Some(landing), Some(worktree)) = (&task.landing, &task.worktree) else {
+                    continue;
+                };
+                let Some(head) = landing.head.clone() else {
+                    continue;
+                };
+                jobs.push((
+                    landing.queued_at.unwrap_or(landing.since),
+                    LandJob {
+                        team: team.clone(),
+                        task: *id,
+                        epoch: task.epoch,
+                        repo: repo.clone(),
+                        worktree: worktree.clone(),
+                        head,
+                        message: commit_message(&task.subject, &landing.result),
+                    },
+                ));
+            }
+        }
+        jobs.sort_by(|a, b| (a.0, &a.1.team, a.1.task).cmp(&(b.0, &b.1.team, b.1.task)));
+        jobs.into_iter().map(|(_, j)| j).collect()
+    }
+
+    /// After a restart: checks that were running died with the old daemon, so
+    /// those landings end (the owner completes again); queued ones rejoin the
+    /// queue.
+    pub(crate) fn restore_landings(&mut self, now: Now) {
+        let mut interrupted = Vec::new();
+        for (name, t) in self.teams.iter_mut() {
+            for task in t.tasks.values_mut() {
+                let Some(l) = &task.landing else { continue };
+                let live = task.status == TaskStatus::InProgress;
+                match l.stage {
+                    LandingStage::Queued if live => {
+                        t.queued.insert(task.id);
+                    }
+                    _ => {
+                        task.landing = None;
+                        interrupted.push((name.clone(), task.id, task.owner.clone()));
+                    }
+                }
+            }
+        }
+        for (team, id, owner) in interrupted {
+            self.mark_task(&team, id);
+            self.emit(
+                &team,
+                "boardd",
+                now.wall_ms,
+                EventKind::ChecksFailed,
+                About {
+                    task: Some(id),
+                    member: owner.as_deref(),
+                    ..About::default()
+                },
+                format!("boardd restarted while the checks of #{id} ran; complete it again"),
+            );
+        }
+    }
+
+    /// Called by `transition` when a task leaves `in_progress` with a landing
+    /// still on it: the landing ends with the claim.
+    pub(crate) fn drop_landing(&mut self, team: &str, id: TaskId, epoch: u64, why: String) {
+        if let Some(t) = self.teams.get_mut(team) {
+            t.queued.remove(&id);
+        }
+        self.dropped.push(Dropped {
+            team: team.to_string(),
+            task: id,
+            epoch,
+            why,
+        });
+    }
+}
+
+/// A task's commit message: its subject, then the owner's result.
+pub fn commit_message(subject: &str, result: &str) -> String {
+    let result = result.trim();
+    if result.is_empty() {
+        subject.to_string()
+    } else {
+        format!("{subject}\n\n{result}")
+    }
+}
+
+/// A commit id as people read it.
+pub fn short(oid: &str) -> &str {
+    oid.get(..10).unwrap_or(oid)
+}

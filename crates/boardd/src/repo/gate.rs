@@ -1,0 +1,166 @@
+//! A completion's gate: commit the owner's work, bring the branch up to date
+//! with the target, run the checks.
+
+use super::Running;
+use super::job::{Done, Passed, Slot};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use teamboard_board::{GateJob, GateRefusal};
+use teamboard_git::{CheckOutcome as Outcome, CheckSpec, GitError, Repo as Git, Update};
+use teamboard_protocol::{CheckOutcome, CheckRun, ErrorCode, MergeStyle};
+use tokio::sync::mpsc;
+
+/// On the repository's worker: commits everything in the worktree and brings
+/// the branch up to date. Answers the head the checks are to run on.
+pub fn prepare(job: &GateJob) -> Result<String, GateRefusal> {
+    let git = Git::open(Path::new(&job.repo.path)).map_err(refuse_git)?;
+    let wt = Path::new(&job.worktree.path);
+    let author = format!("{0} <{0}@teamboard.invalid>", job.author);
+    git.commit_all(wt, &job.message, Some(&author))
+        .map_err(refuse_git)?;
+    let style = style(job.repo.merge);
+    match git
+        .update(wt, &job.repo.branch, style)
+        .map_err(refuse_git)?
+    {
+        Update::Conflict { paths } => Err(GateRefusal {
+            code: ErrorCode::MergeConflict,
+            message: conflict_message(&job.repo.branch, job.repo.merge, &paths),
+            runs: Vec::new(),
+        }),
+        Update::UpToDate | Update::Updated(_) => {
+            let state = git.worktree_state(wt).map_err(refuse_git)?;
+            Ok(state.head)
+        }
+    }
+}
+
+/// Runs the checks on a thread of their own, which answers the gate.
+pub fn spawn_checks(
+    slot: Slot,
+    job: GateJob,
+    head: String,
+    done: mpsc::UnboundedSender<Done>,
+    running: Arc<Running>,
+) {
+    let interrupt = running.start(&job.team, job.task, job.epoch);
+    let name = format!("boardd-checks {}#{}", job.team, job.task);
+    let spawned = std::thread::Builder::new().name(name).spawn(move || {
+        let _span = tracing::info_span!("checks", team = %job.team, task = job.task).entered();
+        let result = run_checks(&job, &head, &interrupt);
+        running.finish(&job.team, job.task, job.epoch);
+        let _ = done.send(Done::Gated { slot, job, result });
+    });
+    if let Err(e) = spawned {
+        tracing::error!(error = %e, "cannot start a thread for the checks");
+    }
+}
+
+fn run_checks(
+    job: &GateJob,
+    head: &str,
+    interrupt: &teamboard_git::Interrupt,
+) -> Result<Passed, GateRefusal> {
+    let mut runs = Vec::new();
+    let timeout = Duration::from_millis(job.repo.check_timeout_ms);
+    let env = vec![
+        ("TEAMBOARD_TEAM".to_string(), job.team.clone()),
+        ("TEAMBOARD_TASK".to_string(), job.task.to_string()),
+    ];
+    for command in &job.checks {
+        let spec = CheckSpec {
+            command,
+            cwd: Path::new(&job.worktree.path),
+            timeout,
+            env: &env,
+        };
+        let at = super::worker::now_ms();
+        let result = teamboard_git::run_check(&spec, interrupt);
+        let run = CheckRun {
+            command: command.clone(),
+            outcome: outcome(result.outcome),
+            exit_code: result.exit_code,
+            tail: result.tail,
+            duration_ms: result.duration.as_millis() as u64,
+            commit: head.to_string(),
+            at,
+        };
+        tracing::info!(check = %command, outcome = run.outcome.as_str(), ms = run.duration_ms, "check ran");
+        let passed = run.outcome == CheckOutcome::Passed;
+        let message = (!passed).then(|| failure_message(&run, timeout));
+        runs.push(run);
+        if let Some(message) = message {
+            return Err(GateRefusal {
+                code: ErrorCode::CheckFailed,
+                message,
+                runs,
+            });
+        }
+    }
+    Ok(Passed {
+        head: head.to_string(),
+        runs,
+    })
+}
+
+/// The evidence of a check that did not pass, for the owner and the history.
+fn failure_message(run: &CheckRun, timeout: Duration) -> String {
+    let how = match (run.outcome, run.exit_code) {
+        (CheckOutcome::TimedOut, _) => format!("timed out after {} s", timeout.as_secs()),
+        (CheckOutcome::Interrupted, _) => "was interrupted".to_string(),
+        (_, Some(code)) => format!("failed with exit code {code}"),
+        (_, None) => "was killed by a signal".to_string(),
+    };
+    let commit = run.commit.get(..10).unwrap_or(&run.commit);
+    let tail = run.tail.trim_end();
+    if tail.is_empty() {
+        format!("check `{}` {how} on {commit}, with no output", run.command)
+    } else {
+        format!(
+            "check `{}` {how} on {commit}; the end of its output:\n{tail}",
+            run.command
+        )
+    }
+}
+
+/// The refusal for a branch that conflicts with the target: the paths, and
+/// how to resolve it.
+pub fn conflict_message(target: &str, style: MergeStyle, paths: &[String]) -> String {
+    let how = match style {
+        MergeStyle::Rebase => format!(
+            "run `git rebase {target}` in the worktree, resolve the conflicts, `git add` them and `git rebase --continue`"
+        ),
+        MergeStyle::Merge => {
+            format!("run `git merge {target}` in the worktree, resolve the conflicts and commit")
+        }
+    };
+    format!(
+        "the branch conflicts with {target} in {}; {how}, then complete again",
+        paths.join(", ")
+    )
+}
+
+pub fn refuse_git(e: GitError) -> GateRefusal {
+    GateRefusal {
+        code: ErrorCode::Git,
+        message: e.to_string(),
+        runs: Vec::new(),
+    }
+}
+
+pub fn style(style: MergeStyle) -> teamboard_git::Style {
+    match style {
+        MergeStyle::Rebase => teamboard_git::Style::Rebase,
+        MergeStyle::Merge => teamboard_git::Style::Merge,
+    }
+}
+
+fn outcome(o: Outcome) -> CheckOutcome {
+    match o {
+        Outcome::Passed => CheckOutcome::Passed,
+        Outcome::Failed => CheckOutcome::Failed,
+        Outcome::TimedOut => CheckOutcome::TimedOut,
+        Outcome::Interrupted => CheckOutcome::Interrupted,
+    }
+}

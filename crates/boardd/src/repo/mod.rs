@@ -1,0 +1,154 @@
+//! Git off the actor's thread: one worker thread per repository, and a thread
+//! per gate's checks.
+//!
+//! The actor never waits for git. A handler that needs git returns a [`Job`];
+//! the actor hands it to [`Repos::submit`] and goes on serving everyone else.
+//! The job's [`Done`] comes back on the channel [`Repos::new`] returns, and the
+//! actor applies it to the board like a request of its own.
+//!
+//! One worker per repository runs its jobs in arrival order: opening
+//! worktrees, committing and updating branches, landing, listing and pruning.
+//! So nothing that touches one repository's refs or worktree list ever runs
+//! twice at once, and landings happen in the order tasks joined the queue.
+//! Checks run on threads of their own, so that one task's test run holds up
+//! neither another task's worktree nor the queue.
+//!
+//! Alternatives that lost:
+//! - *One thread for all git work*: a slow `git` in one user's big repository
+//!   would delay every other team's claims and landings.
+//! - *tokio's blocking pool*: it gives no order per repository, which the merge
+//!   queue and worktree creation need.
+//! - *Running the checks on the worker*: a ten-minute test suite would stop the
+//!   repository's merge queue for ten minutes.
+
+mod gate;
+mod inspect;
+mod job;
+mod land;
+mod open;
+mod validate;
+mod worker;
+
+pub use job::{Done, Job, Slot};
+pub use validate::worktrees_dir;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use teamboard_git::{GitError, Interrupt};
+use teamboard_protocol::{ErrorBody, ErrorCode, TaskId};
+use tokio::sync::mpsc;
+
+/// The running checks, by team and task, so that a claim that ends can stop
+/// its own.
+#[derive(Default)]
+pub struct Running {
+    checks: Mutex<HashMap<(String, TaskId), (u64, Interrupt)>>,
+}
+
+impl Running {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, TaskId), (u64, Interrupt)>> {
+        // A panic while holding this lock leaves a map that is still whole.
+        self.checks.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn start(&self, team: &str, task: TaskId, epoch: u64) -> Interrupt {
+        let interrupt = Interrupt::default();
+        self.lock()
+            .insert((team.to_string(), task), (epoch, interrupt.clone()));
+        interrupt
+    }
+
+    pub(crate) fn finish(&self, team: &str, task: TaskId, epoch: u64) {
+        let mut map = self.lock();
+        let key = (team.to_string(), task);
+        if map.get(&key).is_some_and(|(e, _)| *e == epoch) {
+            map.remove(&key);
+        }
+    }
+
+    fn interrupt(&self, team: &str, task: TaskId, epoch: u64) {
+        if let Some((e, i)) = self.lock().get(&(team.to_string(), task))
+            && *e == epoch
+        {
+            i.interrupt();
+        }
+    }
+
+    fn interrupt_all(&self) {
+        for (_, i) in self.lock().values() {
+            i.interrupt();
+        }
+    }
+}
+
+/// The workers, by repository path.
+pub struct Repos {
+    workers: HashMap<String, std::sync::mpsc::Sender<Job>>,
+    done: mpsc::UnboundedSender<Done>,
+    running: Arc<Running>,
+}
+
+impl Repos {
+    /// No workers yet: each starts with its repository's first job.
+    pub fn new() -> (Repos, mpsc::UnboundedReceiver<Done>) {
+        let (done, rx) = mpsc::unbounded_channel();
+        let repos = Repos {
+            workers: HashMap::new(),
+            done,
+            running: Arc::new(Running::default()),
+        };
+        (repos, rx)
+    }
+
+    /// Runs `job` on its repository's worker (starting it if need be).
+    pub fn submit(&mut self, job: Job) {
+        let Some(path) = job.repo_path().map(str::to_string) else {
+            let done = self.done.clone();
+            let spawned = std::thread::Builder::new()
+                .name("boardd-repo-check".into())
+                .spawn(move || worker::run_one(job, &done));
+            if let Err(e) = spawned {
+                tracing::error!(error = %e, "cannot start a thread to check a repository");
+            }
+            return;
+        };
+        let job = match self.workers.get(&path) {
+            Some(tx) => match tx.send(job) {
+                Ok(()) => return,
+                // The worker died (a panic in git handling); start a new one.
+                Err(std::sync::mpsc::SendError(job)) => job,
+            },
+            None => job,
+        };
+        match worker::spawn(&path, self.done.clone(), self.running.clone()) {
+            Ok(tx) => {
+                if let Err(std::sync::mpsc::SendError(job)) = tx.send(job) {
+                    tracing::error!(repo = %path, ?job, "the repository worker stopped at once");
+                }
+                self.workers.insert(path, tx);
+            }
+            Err(e) => tracing::error!(repo = %path, error = %e, "cannot start a repository worker"),
+        }
+    }
+
+    /// Stops the checks of a landing whose claim ended.
+    pub fn interrupt(&self, team: &str, task: TaskId, epoch: u64) {
+        self.running.interrupt(team, task, epoch);
+    }
+
+    /// boardd is stopping: every running check is stopped (and recorded as
+    /// interrupted, never as passed). The workers end when their queues close.
+    pub fn shutdown(&mut self) {
+        self.running.interrupt_all();
+        self.workers.clear();
+    }
+}
+
+/// A git failure as the client sees it.
+pub(crate) fn git_error(e: GitError) -> ErrorBody {
+    let code = match &e {
+        GitError::Io { .. } => ErrorCode::Storage,
+        _ => ErrorCode::Git,
+    };
+    ErrorBody::new(code, e.to_string())
+}

@@ -1,0 +1,58 @@
+//! Creating a task's worktree, or reopening it for a new owner.
+
+use super::git_error;
+use super::job::Opened;
+use std::path::Path;
+use teamboard_board::OpenJob;
+use teamboard_git::{Created, Repo as Git};
+use teamboard_protocol::{ErrorBody, ErrorCode, Found};
+
+/// The most uncommitted paths an opening lists.
+const MAX_LISTED: usize = 100;
+
+/// Creates the worktree from the target's head, or finds it there, and says
+/// what a previous owner left in it.
+pub fn open(job: &OpenJob) -> Result<Opened, ErrorBody> {
+    let git = Git::open(Path::new(&job.repo.path)).map_err(git_error)?;
+    let target = &job.repo.branch;
+    let head = git.branch_head(target).map_err(git_error)?.ok_or_else(|| {
+        ErrorBody::new(
+            ErrorCode::Git,
+            format!("the target branch '{target}' of {} is gone", job.repo.path),
+        )
+    })?;
+    let path = Path::new(&job.worktree.path);
+    let created = git
+        .add_worktree(path, &job.worktree.branch, &head)
+        .map_err(git_error)?;
+    if created == Created::Fresh && job.worktree.base.is_none() {
+        return Ok(Opened {
+            base: head,
+            fresh: true,
+            found: Found::default(),
+        });
+    }
+    let state = git.worktree_state(path).map_err(git_error)?;
+    let base = job.worktree.base.clone().unwrap_or(head);
+    let commits = git.count_commits(&base, &state.head).unwrap_or(0);
+    let more_changed = state.changed.len() > MAX_LISTED;
+    let mut changed = state.changed;
+    changed.truncate(MAX_LISTED);
+    let in_progress = if state.rebasing {
+        Some("rebase".to_string())
+    } else if state.merging {
+        Some("merge".to_string())
+    } else {
+        None
+    };
+    Ok(Opened {
+        base,
+        fresh: false,
+        found: Found {
+            commits,
+            changed,
+            more_changed,
+            in_progress,
+        },
+    })
+}

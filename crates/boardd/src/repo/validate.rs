@@ -1,0 +1,114 @@
+//! Checking a repository before a team may work in it.
+
+use super::git_error;
+use std::path::Path;
+use teamboard_git::Repo as Git;
+use teamboard_protocol::request::SetRepoArgs;
+use teamboard_protocol::{
+    DEFAULT_CHECK_TIMEOUT_MS, ErrorBody, ErrorCode, MergeStyle, Repo, names::validate_name,
+};
+
+/// The longest check command accepted, in bytes.
+const MAX_CHECK_LEN: usize = 4096;
+/// The most checks a team may have.
+const MAX_CHECKS: usize = 32;
+
+/// Checks `args` against git and the disk, and answers the `Repo` to attach:
+/// git present and recent enough, `path` inside a repository with a working
+/// tree, the target branch existing and checked out nowhere, the worktrees
+/// directory creatable.
+pub fn validate(args: &SetRepoArgs, worktrees: &str, now_ms: i64) -> Result<Repo, ErrorBody> {
+    check_checks(&args.checks)?;
+    if let Some(ms) = args.check_timeout_ms
+        && ms == 0
+    {
+        return Err(invalid("check_timeout_ms must be more than 0"));
+    }
+    let version = teamboard_git::version().map_err(git_error)?;
+    let path = Path::new(&args.path);
+    if !path.is_absolute() {
+        return Err(invalid(format!(
+            "the repository path must be absolute, not '{}'",
+            args.path
+        )));
+    }
+    let git = Git::open(path).map_err(git_error)?;
+    let root = git.root().display().to_string();
+    let branch = match &args.branch {
+        Some(b) => b.clone(),
+        None => git.current_branch().map_err(git_error)?.ok_or_else(|| {
+            invalid(format!(
+                "{root} has no branch checked out (a detached HEAD); name the target with --branch"
+            ))
+        })?,
+    };
+    if git.branch_head(&branch).map_err(git_error)?.is_none() {
+        return Err(ErrorBody::new(
+            ErrorCode::Git,
+            format!(
+                "{root} has no branch '{branch}'; create it (git -C {root} branch {branch}) or name another"
+            ),
+        ));
+    }
+    if let Some(at) = git.checked_out_in(&branch).map_err(git_error)? {
+        return Err(checked_out(&branch, &at));
+    }
+    // Worktrees of other teams' tasks live elsewhere; this team's directory is
+    // made now so that a permission problem shows at once, not at the first
+    // claim.
+    std::fs::create_dir_all(worktrees).map_err(|e| {
+        ErrorBody::new(
+            ErrorCode::Storage,
+            format!("cannot create the worktrees directory {worktrees}: {e}"),
+        )
+    })?;
+    Ok(Repo {
+        path: root,
+        branch,
+        merge: args.merge.unwrap_or(MergeStyle::Rebase),
+        checks: args.checks.clone(),
+        check_timeout_ms: args.check_timeout_ms.unwrap_or(DEFAULT_CHECK_TIMEOUT_MS),
+        worktrees: worktrees.to_string(),
+        git_version: version.text,
+        set_at: now_ms,
+    })
+}
+
+/// The refusal for a target branch that is checked out: it teaches the fix.
+pub fn checked_out(branch: &str, at: &Path) -> ErrorBody {
+    ErrorBody::new(
+        ErrorCode::Git,
+        format!(
+            "branch '{branch}' is checked out in {at}; boardd moves the target branch without a checkout, which would leave those files behind. Detach it there (git -C {at} switch --detach) or choose a branch that is checked out nowhere",
+            at = at.display()
+        ),
+    )
+}
+
+fn check_checks(checks: &[String]) -> Result<(), ErrorBody> {
+    if checks.len() > MAX_CHECKS {
+        return Err(invalid(format!("at most {MAX_CHECKS} checks")));
+    }
+    for c in checks {
+        if c.trim().is_empty() {
+            return Err(invalid("a check is a shell command; this one is empty"));
+        }
+        if c.len() > MAX_CHECK_LEN {
+            return Err(invalid(format!(
+                "a check is at most {MAX_CHECK_LEN} bytes; put a long one in a script"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn invalid(message: impl Into<String>) -> ErrorBody {
+    ErrorBody::new(ErrorCode::InvalidArgs, message)
+}
+
+/// The team's worktree directory under the state directory. Team names are
+/// validated names, safe as one path component.
+pub fn worktrees_dir(state_dir: &Path, team: &str) -> String {
+    debug_assert!(validate_name(team).is_ok());
+    state_dir.join("worktrees").join(team).display().to_string()
+}

@@ -1,0 +1,98 @@
+//! A repository's worker thread: its jobs, one at a time, in order.
+
+use super::job::{Done, Job};
+use super::{Running, gate, inspect, land, open, validate};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// Starts the worker of the repository at `path`.
+pub fn spawn(
+    path: &str,
+    done: mpsc::UnboundedSender<Done>,
+    running: Arc<Running>,
+) -> std::io::Result<std::sync::mpsc::Sender<Job>> {
+    let (tx, rx) = std::sync::mpsc::channel::<Job>();
+    let name = format!("boardd-git {path}");
+    let path = path.to_string();
+    std::thread::Builder::new().name(name).spawn(move || {
+        let span = tracing::info_span!("repo", repo = %path);
+        let _enter = span.enter();
+        // Ends when the actor drops the sender (boardd stops).
+        while let Ok(job) = rx.recv() {
+            run(job, &done, &running);
+        }
+        tracing::debug!("repository worker stopped");
+    })?;
+    Ok(tx)
+}
+
+/// A job that needs no worker of its own (checking a repository before it is
+/// attached).
+pub fn run_one(job: Job, done: &mpsc::UnboundedSender<Done>) {
+    run(job, done, &Arc::new(Running::default()));
+}
+
+fn run(job: Job, done: &mpsc::UnboundedSender<Done>, running: &Arc<Running>) {
+    let answer = match job {
+        Job::SetRepo {
+            slot,
+            args,
+            worktrees,
+        } => {
+            let _span = tracing::info_span!("set_repo", path = %args.path).entered();
+            let result = validate::validate(&args, &worktrees, now_ms());
+            Done::SetRepo { slot, result }
+        }
+        Job::Open { slot, job } => {
+            let _span = tracing::info_span!("open", task = job.task).entered();
+            let result = open::open(&job);
+            Done::Opened { slot, job, result }
+        }
+        Job::Gate { slot, job } => {
+            let _span = tracing::info_span!("gate", task = job.task).entered();
+            match gate::prepare(&job) {
+                // The checks run on a thread of their own and answer from there.
+                Ok(head) => {
+                    return gate::spawn_checks(slot, job, head, done.clone(), running.clone());
+                }
+                Err(refusal) => Done::Gated {
+                    slot,
+                    job,
+                    result: Err(refusal),
+                },
+            }
+        }
+        Job::Land { job } => {
+            let _span = tracing::info_span!("land", task = job.task).entered();
+            let result = land::land(&job);
+            Done::Landed { job, result }
+        }
+        Job::List {
+            slot,
+            repo,
+            entries,
+        } => Done::Listed {
+            slot,
+            result: inspect::list(&repo, entries),
+        },
+        Job::Prune {
+            slot,
+            repo,
+            entries,
+            dry_run,
+        } => Done::Pruned {
+            slot,
+            dry_run,
+            result: inspect::prune(&repo, entries, dry_run),
+        },
+    };
+    // The actor is gone only while boardd stops; the answer has no one to go to.
+    let _ = done.send(answer);
+}
+
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}

@@ -1,0 +1,141 @@
+//! Scratch git repositories for the worktree tests, made with the real `git`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A repository with one commit on `main`, whose working tree is detached so
+/// that `main` is checked out nowhere and can be a team's target branch.
+pub struct GitRepo {
+    pub path: PathBuf,
+}
+
+/// Runs git in `dir` with a fixed identity and no user or system config;
+/// panics with git's output if it fails. Answers stdout, trimmed.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = git_command(dir)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("git {args:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "git {args:?} in {}: {}{}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A git command in `dir` that ignores the user's configuration.
+pub fn git_command(dir: &Path) -> Command {
+    let mut c = Command::new("git");
+    c.current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "test")
+        .env("GIT_AUTHOR_EMAIL", "test@example.invalid")
+        .env("GIT_COMMITTER_NAME", "test")
+        .env("GIT_COMMITTER_EMAIL", "test@example.invalid")
+        .env("LC_ALL", "C");
+    c
+}
+
+impl GitRepo {
+    /// `dir/repo`, with `README.md` committed on `main`, detached.
+    pub fn new(dir: &Path) -> GitRepo {
+        let path = dir.join("repo");
+        std::fs::create_dir_all(&path).expect("repo dir");
+        git(&path, &["init", "-q", "-b", "main"]);
+        git(&path, &["config", "user.name", "test"]);
+        git(&path, &["config", "user.email", "test@example.invalid"]);
+        std::fs::write(path.join("README.md"), "hello\n").expect("readme");
+        git(&path, &["add", "README.md"]);
+        git(&path, &["commit", "-q", "-m", "first"]);
+        git(&path, &["switch", "-q", "--detach", "main"]);
+        GitRepo { path }
+    }
+
+    /// Commits `content` to `file` on `branch` without touching any checkout
+    /// (as another person pushing to the target would).
+    pub fn commit_on(&self, branch: &str, file: &str, content: &str) -> String {
+        let blob = {
+            let mut c = git_command(&self.path);
+            c.args(["hash-object", "-w", "--stdin"])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped());
+            let mut child = c.spawn().expect("hash-object");
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(content.as_bytes())
+                .expect("write blob");
+            let out = child.wait_with_output().expect("hash-object");
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+        let index = self.path.join(".git").join("testkit-index");
+        let run = |args: &[&str]| {
+            let out = git_command(&self.path)
+                .env("GIT_INDEX_FILE", &index)
+                .args(args)
+                .output()
+                .expect("git");
+            assert!(
+                out.status.success(),
+                "{args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+        run(&["read-tree", branch]);
+        run(&[
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            &format!("100644,{blob},{file}"),
+        ]);
+        let tree = run(&["write-tree"]);
+        let parent = self.head(branch);
+        let commit = run(&[
+            "commit-tree",
+            &tree,
+            "-p",
+            &parent,
+            "-m",
+            &format!("edit {file}"),
+        ]);
+        run(&[
+            "update-ref",
+            &format!("refs/heads/{branch}"),
+            &commit,
+            &parent,
+        ]);
+        let _ = std::fs::remove_file(&index);
+        commit
+    }
+
+    /// The commit `branch` points at.
+    pub fn head(&self, branch: &str) -> String {
+        git(&self.path, &["rev-parse", &format!("refs/heads/{branch}")])
+    }
+
+    /// The content of `file` at `rev`, or `None` if it has no such file.
+    pub fn show(&self, rev: &str, file: &str) -> Option<String> {
+        let out = git_command(&self.path)
+            .args(["show", &format!("{rev}:{file}")])
+            .output()
+            .expect("git show");
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).to_string())
+    }
+
+    /// Subjects of the commits on `branch`, newest first.
+    pub fn log(&self, branch: &str) -> Vec<String> {
+        git(&self.path, &["log", "--format=%s", branch])
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
