@@ -13,6 +13,9 @@ pub const TAIL_LINES: usize = 12;
 /// How much of a subject the worktree table keeps.
 const SUBJECT_WIDTH: usize = 30;
 
+/// What boardd reports as `unmerged_commits` when git could not count them.
+const UNCOUNTED: u32 = u32::MAX;
+
 /// A commit id as people read it: its first 7 hex digits.
 pub fn short_oid(oid: &str) -> &str {
     oid.get(..7).unwrap_or(oid)
@@ -65,7 +68,10 @@ pub fn repo_lines(r: &Repo, now: i64) -> Vec<String> {
     ));
     out.push(format!("worktrees:   {}", r.worktrees));
     if !r.git_version.is_empty() {
-        out.push(format!("git:         {}", r.git_version));
+        // boardd stores `git --version` whole: "git version 2.43.0".
+        let version = r.git_version.trim();
+        let version = version.strip_prefix("git version ").unwrap_or(version);
+        out.push(format!("git:         {version}"));
     }
     out.push(format!(
         "set:         {} ({})",
@@ -105,7 +111,12 @@ pub fn task_worktree_lines(t: &Task, now: i64) -> Vec<String> {
 }
 
 fn worktree_lines(w: &Worktree) -> Vec<String> {
-    let mut out = vec![format!("worktree:   {}", w.path)];
+    let pruned = if w.pruned {
+        "  (pruned: the directory and the branch are gone)"
+    } else {
+        ""
+    };
+    let mut out = vec![format!("worktree:   {}{pruned}", w.path)];
     let base = match &w.base {
         Some(base) => format!("from {}", short_oid(base)),
         None => "not created yet (its owner creates it when it starts)".to_string(),
@@ -226,7 +237,10 @@ pub fn worktree_table(entries: &[WorktreeEntry]) -> Vec<String> {
             e.owner.clone().unwrap_or_else(|| "-".into()),
             e.state.as_str().to_string(),
             e.uncommitted.to_string(),
-            e.unmerged_commits.to_string(),
+            match e.unmerged_commits {
+                UNCOUNTED => "?".to_string(),
+                n => n.to_string(),
+            },
             size(e.size),
             e.worktree.path.clone(),
         ]
@@ -272,6 +286,9 @@ pub fn state_reason(e: &WorktreeEntry) -> String {
         WorktreeState::Discarded => "cancelled with --discard".to_string(),
         WorktreeState::Unmerged => match e.status {
             TaskStatus::Cancelled => "cancelled without --discard".to_string(),
+            _ if e.unmerged_commits == UNCOUNTED => {
+                "git could not count its commits against the target".to_string()
+            }
             _ if e.unmerged_commits > 0 => format!(
                 "{} not on the target branch",
                 plural(u64::from(e.unmerged_commits), "commit", "commits")
@@ -365,6 +382,7 @@ mod tests {
                 merged: None,
                 landed_on: None,
                 discard: false,
+                pruned: false,
             },
             state,
             uncommitted: 0,
@@ -425,8 +443,15 @@ mod tests {
         a.uncommitted = 12;
         a.size = 12_345_678;
         let b = entry(12, TaskStatus::Cancelled, WorktreeState::Unmerged);
-        let table = worktree_table(&[a, b]);
-        assert_eq!(table.len(), 3);
+        let mut c = entry(13, TaskStatus::Completed, WorktreeState::Unmerged);
+        c.unmerged_commits = UNCOUNTED;
+        let table = worktree_table(&[a, b, c.clone()]);
+        assert_eq!(table.len(), 4);
+        assert!(table[3].contains(" ?      0 B"), "{table:?}");
+        assert_eq!(
+            state_reason(&c),
+            "unmerged (git could not count its commits against the target)"
+        );
         assert!(table[0].starts_with("TASK  SUBJECT"), "{table:?}");
         assert!(
             table[1].contains("a subject far longer than the…  "),
@@ -453,7 +478,7 @@ mod tests {
             checks: vec!["cargo test".into(), "ruff .".into()],
             check_timeout_ms: 600_000,
             worktrees: "/state/worktrees/default".into(),
-            git_version: "2.43.0".into(),
+            git_version: "git version 2.43.0".into(),
             set_at: 0,
         };
         assert_eq!(
@@ -532,7 +557,7 @@ mod tests {
             "worktree": {
                 "path": "/w/task-1", "branch": "teamboard/default/task-1",
                 "base": "aaaaaaaaaa", "merged": "bbbbbbbbbb", "landed_on": "cccccccccc",
-                "discard": true
+                "discard": true, "pruned": true
             },
             "checks": ["make test"],
             "landing": {"stage": "queued", "result": "done", "head": "dddddddddd",
@@ -542,7 +567,7 @@ mod tests {
         assert_eq!(
             task_worktree_lines(&t, 20_000),
             vec![
-                "worktree:   /w/task-1",
+                "worktree:   /w/task-1  (pruned: the directory and the branch are gone)",
                 "branch:     teamboard/default/task-1  from aaaaaaa",
                 "landed:     bbbbbbb on top of ccccccc",
                 "discard:    yes: cancelled with --discard, `teamctl worktrees prune` removes it",

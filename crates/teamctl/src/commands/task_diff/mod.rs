@@ -146,6 +146,16 @@ fn plan(
             to: merged.clone(),
         });
     }
+    if w.pruned {
+        anyhow::bail!(
+            "task #{id}'s worktree and branch were pruned ({}): nothing is left to diff",
+            if w.discard {
+                "it was cancelled with --discard"
+            } else {
+                "`teamctl worktrees prune`"
+            }
+        );
+    }
     let dir = PathBuf::from(&w.path);
     if dir_exists(&dir) {
         return Ok(Diff::Worktree {
@@ -208,6 +218,7 @@ mod tests {
             merged: None,
             landed_on: None,
             discard: false,
+            pruned: false,
         }
     }
 
@@ -283,6 +294,12 @@ mod tests {
         assert!(e.to_string().contains("--no-worktree"), "{e}");
         let e = plan(&task(None), Some(&repo()), &dir, &branch).expect_err("unclaimed");
         assert!(e.to_string().contains("first claims it"), "{e}");
+
+        let mut pruned = worktree();
+        pruned.pruned = true;
+        pruned.discard = true;
+        let e = plan(&task(Some(pruned)), Some(&repo()), &dir, &branch).expect_err("pruned");
+        assert!(e.to_string().contains("were pruned"), "{e}");
 
         let mut reserved = worktree();
         reserved.base = None;
