@@ -2,7 +2,7 @@
 //! with the target, run the checks.
 
 use super::Running;
-use super::job::{Done, Passed, Slot};
+use super::job::{Done, Passed};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,7 +38,6 @@ pub fn prepare(job: &GateJob) -> Result<String, GateRefusal> {
 
 /// Runs the checks on a thread of their own, which answers the gate.
 pub fn spawn_checks(
-    slot: Slot,
     job: GateJob,
     head: String,
     done: mpsc::UnboundedSender<Done>,
@@ -50,7 +49,7 @@ pub fn spawn_checks(
         let _span = tracing::info_span!("checks", team = %job.team, task = job.task).entered();
         let result = run_checks(&job, &head, &interrupt);
         running.finish(&job.team, job.task, job.epoch);
-        let _ = done.send(Done::Gated { slot, job, result });
+        let _ = done.send(Done::Gated { job, result });
     });
     if let Err(e) = spawned {
         tracing::error!(error = %e, "cannot start a thread for the checks");

@@ -27,10 +27,12 @@ pub enum Job {
     },
     /// Create or reopen a task's worktree.
     Open { slot: Slot, job: OpenJob },
-    /// Commit, update, run the checks.
-    Gate { slot: Slot, job: GateJob },
-    /// Land a queued task. No slot: the actor keeps the owner's, since the
-    /// owner may have gone (or boardd restarted) by the time it lands.
+    /// Commit, update, run the checks. No slot: the actor keeps the owner's
+    /// request until the task lands or cannot (`handlers::repo_done::Held`),
+    /// since the claim may end, or the owner ask again after a reconnect,
+    /// while the job runs.
+    Gate { job: GateJob },
+    /// Land a queued task.
     Land { job: LandJob },
     /// Look at the team's worktrees on disk.
     List {
@@ -53,7 +55,7 @@ impl Job {
         match self {
             Job::SetRepo { .. } => None,
             Job::Open { job, .. } => Some(&job.repo.path),
-            Job::Gate { job, .. } => Some(&job.repo.path),
+            Job::Gate { job } => Some(&job.repo.path),
             Job::Land { job } => Some(&job.repo.path),
             Job::List { repo, .. } | Job::Prune { repo, .. } => Some(&repo.path),
         }
@@ -97,7 +99,6 @@ pub enum Done {
         result: Result<Opened, ErrorBody>,
     },
     Gated {
-        slot: Slot,
         job: GateJob,
         result: Result<Passed, GateRefusal>,
     },

@@ -48,15 +48,14 @@ fn run(job: Job, done: &mpsc::UnboundedSender<Done>, running: &Arc<Running>) {
             let result = open::open(&job);
             Done::Opened { slot, job, result }
         }
-        Job::Gate { slot, job } => {
+        Job::Gate { job } => {
             let _span = tracing::info_span!("gate", task = job.task).entered();
             match gate::prepare(&job) {
                 // The checks run on a thread of their own and answer from there.
                 Ok(head) => {
-                    return gate::spawn_checks(slot, job, head, done.clone(), running.clone());
+                    return gate::spawn_checks(job, head, done.clone(), running.clone());
                 }
                 Err(refusal) => Done::Gated {
-                    slot,
                     job,
                     result: Err(refusal),
                 },
