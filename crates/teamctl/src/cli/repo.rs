@@ -32,10 +32,10 @@ Attach a git repository to the team. PATH is any directory inside it (made absol
 here); boardd resolves the top level and checks git (at least 2.25), the branch and \
 the directory it puts worktrees in. Setting it again replaces the settings.
 
-The target branch (--branch, by default the one checked out at PATH) must not be \
-checked out anywhere: boardd lands work by moving the branch, and a checkout of it \
-would keep the old files while its HEAD moved on. Detach it first, e.g. with \
-`git switch --detach` in that checkout, or work on another branch there.
+The target branch (--branch) must not be checked out anywhere: boardd lands work \
+by moving the branch, and a checkout of it would keep the old files while its HEAD \
+moved on. Detach it first, e.g. with `git switch --detach` in that checkout (or work \
+on another branch there), then name it with --branch.
 
 Checks (--check, repeatable) are shell commands every task of the team must pass in \
 its worktree before it may complete, before the task's own checks (`teamctl task add \
@@ -128,8 +128,9 @@ pub struct RepoSetArgs {
     #[arg(value_name = "PATH")]
     pub path: PathBuf,
 
-    /// The target branch, where finished work lands; it must not be checked out
-    /// anywhere [default: the branch checked out at PATH]
+    /// The target branch, where finished work lands; it must be checked out nowhere
+    /// (detach it first). Without it boardd takes the branch checked out at PATH,
+    /// and refuses it for being checked out
     #[arg(short, long, value_name = "BRANCH")]
     pub branch: Option<String>,
 
