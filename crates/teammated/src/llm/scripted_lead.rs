@@ -379,7 +379,11 @@ fn proposal(plan: &PlanSpec) -> String {
         }
         if !t.checks.is_empty() {
             let checks: Vec<String> = t.checks.iter().map(|c| format!("`{c}`")).collect();
-            s.push_str(&format!(", completes only when {} pass", checks.join(", ")));
+            let verb = if checks.len() == 1 { "passes" } else { "pass" };
+            s.push_str(&format!(
+                ", completes only when {} {verb}",
+                checks.join(", ")
+            ));
         }
         if t.no_worktree {
             s.push_str(", works without a worktree");
