@@ -38,7 +38,7 @@ pub fn validate(args: &SetRepoArgs, worktrees: &str, now_ms: i64) -> Result<Repo
         Some(b) => b.clone(),
         None => git.current_branch().map_err(git_error)?.ok_or_else(|| {
             invalid(format!(
-                "{root} has no branch checked out (a detached HEAD); name the target with --branch"
+                "{root} has no branch checked out (a detached HEAD), so there is no default target; name it (teamctl repo set {root} --branch main)"
             ))
         })?,
     };
@@ -74,12 +74,14 @@ pub fn validate(args: &SetRepoArgs, worktrees: &str, now_ms: i64) -> Result<Repo
     })
 }
 
-/// The refusal for a target branch that is checked out: it teaches the fix.
+/// The refusal for a target branch that is checked out: it teaches the fix,
+/// down to the command to run next, since the default target (the branch
+/// checked out at the path) always meets it first.
 pub fn checked_out(branch: &str, at: &Path) -> ErrorBody {
     ErrorBody::new(
         ErrorCode::Git,
         format!(
-            "branch '{branch}' is checked out in {at}; boardd moves the target branch without a checkout, which would leave those files behind. Detach it there (git -C {at} switch --detach) or choose a branch that is checked out nowhere",
+            "branch '{branch}' is checked out in {at}; boardd moves the target branch without a checkout, which would leave those files behind. Detach it there and name it: git -C {at} switch --detach && teamctl repo set {at} --branch {branch}. Or choose a branch that is checked out nowhere",
             at = at.display()
         ),
     )
