@@ -8,17 +8,12 @@ use teamboard_protocol::{
     DEFAULT_CHECK_TIMEOUT_MS, ErrorBody, ErrorCode, MergeStyle, Repo, names::validate_name,
 };
 
-/// The longest check command accepted, in bytes.
-const MAX_CHECK_LEN: usize = 4096;
-/// The most checks a team may have.
-const MAX_CHECKS: usize = 32;
-
 /// Checks `args` against git and the disk, and answers the `Repo` to attach:
 /// git present and recent enough, `path` inside a repository with a working
 /// tree, the target branch existing and checked out nowhere, the worktrees
 /// directory creatable.
 pub fn validate(args: &SetRepoArgs, worktrees: &str, now_ms: i64) -> Result<Repo, ErrorBody> {
-    check_checks(&args.checks)?;
+    teamboard_board::check_checks(&args.checks).map_err(ErrorBody::from)?;
     if let Some(ms) = args.check_timeout_ms
         && ms == 0
     {
@@ -85,23 +80,6 @@ pub fn checked_out(branch: &str, at: &Path) -> ErrorBody {
             at = at.display()
         ),
     )
-}
-
-fn check_checks(checks: &[String]) -> Result<(), ErrorBody> {
-    if checks.len() > MAX_CHECKS {
-        return Err(invalid(format!("at most {MAX_CHECKS} checks")));
-    }
-    for c in checks {
-        if c.trim().is_empty() {
-            return Err(invalid("a check is a shell command; this one is empty"));
-        }
-        if c.len() > MAX_CHECK_LEN {
-            return Err(invalid(format!(
-                "a check is at most {MAX_CHECK_LEN} bytes; put a long one in a script"
-            )));
-        }
-    }
-    Ok(())
 }
 
 fn invalid(message: impl Into<String>) -> ErrorBody {
