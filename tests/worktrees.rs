@@ -230,3 +230,51 @@ async fn a_failing_check_refuses_completion_with_its_evidence() {
         done.check_runs
     );
 }
+
+/// git runs on the repository's worker, never on boardd's request path: while a
+/// slow `git worktree add` (a `post-checkout` hook that sleeps) holds one
+/// teammate's `open_worktree`, everyone else is served at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_git_never_delays_other_clients() {
+    let dir = short_tempdir();
+    let repo = GitRepo::new(dir.path());
+    let hook = repo.path.join(".git/hooks/post-checkout");
+    let started = dir.path().join("hook-started");
+    std::fs::write(
+        &hook,
+        format!("#!/bin/sh\ntouch '{}'\nsleep 3\n", started.display()),
+    )
+    .expect("hook");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let daemon = InProc::start().await;
+    let lead = lead(&daemon.socket).await;
+    lead.set_repo(repo_args(&repo)).await.expect("set_repo");
+    let a = lead.add_task(task("slow")).await.expect("add").id;
+    let b = lead.add_task(task("other")).await.expect("add").id;
+    let alice = teammate(&daemon.socket, "alice", "coder").await;
+    let bob = teammate(&daemon.socket, "bob", "coder").await;
+    let claim = alice.claim_task(a).await.expect("claim");
+    let opening = tokio::spawn(async move {
+        let t0 = std::time::Instant::now();
+        let r = alice.open_worktree(a, claim.epoch).await;
+        (r, t0.elapsed())
+    });
+    teamboard_testkit::eventually("the hook runs", teamboard_testkit::PATIENCE, || async {
+        started.exists().then_some(())
+    })
+    .await;
+    // The hook sleeps now; boardd answers others as if it did not.
+    let t0 = std::time::Instant::now();
+    let c = bob.claim_task(b).await.expect("bob claims meanwhile");
+    lead.list_tasks(None).await.expect("list");
+    bob.heartbeat(b, c.epoch).await.expect("beat");
+    let others = t0.elapsed();
+    let (opened, slow) = opening.await.expect("join");
+    opened.expect("opened in the end");
+    assert!(slow >= std::time::Duration::from_secs(3), "{slow:?}");
+    assert!(
+        others < std::time::Duration::from_secs(1),
+        "other clients waited {others:?} for a slow git"
+    );
+}

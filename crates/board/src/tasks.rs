@@ -288,7 +288,8 @@ pub(crate) fn require_lead(ctx: &Ctx, what: &str) -> Result<()> {
 pub const MAX_CHECKS: usize = 32;
 pub const MAX_CHECK_LEN: usize = 4096;
 
-fn check_checks(checks: &[String]) -> Result<()> {
+/// Refuses checks that are empty, too long or too many.
+pub fn check_checks(checks: &[String]) -> Result<()> {
     if checks.len() > MAX_CHECKS {
         return Err(BoardError::invalid(format!(
             "a task has at most {MAX_CHECKS} checks"

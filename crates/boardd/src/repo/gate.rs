@@ -47,7 +47,17 @@ pub fn spawn_checks(
     let name = format!("boardd-checks {}#{}", job.team, job.task);
     let spawned = std::thread::Builder::new().name(name).spawn(move || {
         let _span = tracing::info_span!("checks", team = %job.team, task = job.task).entered();
-        let result = run_checks(&job, &head, &interrupt);
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            run_checks(&job, &head, &interrupt)
+        }));
+        // A panic is a bug; the owner still hears, and the checks never pass.
+        let result = ran.unwrap_or_else(|_| {
+            Err(GateRefusal {
+                code: ErrorCode::Internal,
+                message: "boardd could not finish running the checks".to_string(),
+                runs: Vec::new(),
+            })
+        });
         running.finish(&job.team, job.task, job.epoch);
         let _ = done.send(Done::Gated { job, result });
     });

@@ -2,7 +2,7 @@
 
 use teamboard_board::{GateJob, GateRefusal, LandJob, LandRefusal, OpenJob, SessionId};
 use teamboard_protocol::request::SetRepoArgs;
-use teamboard_protocol::{CheckRun, ErrorBody, Found, Pruned, Repo, WorktreeEntry};
+use teamboard_protocol::{CheckRun, ErrorBody, ErrorCode, Found, Pruned, Repo, WorktreeEntry};
 
 /// The request a job answers: whose, and which.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,7 +15,7 @@ pub struct Slot {
 }
 
 /// Work for git, off the actor's thread.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Job {
     /// Check a repository before it is attached (on a thread of its own: the
     /// repository has no worker until it is known).
@@ -84,6 +84,51 @@ pub struct Passed {
 pub struct Landed {
     pub old: String,
     pub new: String,
+}
+
+impl Job {
+    /// The report of a job that could not run to its end (a bug: git handling
+    /// panicked). Its request is answered, and a landing ends as refused, so
+    /// that nobody waits for an answer that will not come.
+    pub fn failed(self, why: &str) -> Done {
+        let message = format!("boardd could not finish this git work: {why}");
+        let error = ErrorBody::new(ErrorCode::Internal, message.clone());
+        match self {
+            Job::SetRepo { slot, .. } => Done::SetRepo {
+                slot,
+                result: Err(error),
+            },
+            Job::Open { slot, job } => Done::Opened {
+                slot,
+                job,
+                result: Err(error),
+            },
+            Job::Gate { job } => Done::Gated {
+                job,
+                result: Err(GateRefusal {
+                    code: ErrorCode::Internal,
+                    message,
+                    runs: Vec::new(),
+                }),
+            },
+            Job::Land { job } => Done::Landed {
+                job,
+                result: Err(LandRefusal {
+                    code: ErrorCode::Internal,
+                    message,
+                }),
+            },
+            Job::List { slot, .. } => Done::Listed {
+                slot,
+                result: Err(error),
+            },
+            Job::Prune { slot, dry_run, .. } => Done::Pruned {
+                slot,
+                dry_run,
+                result: Err(error),
+            },
+        }
+    }
 }
 
 /// A job's result, for the actor to apply to the board.

@@ -158,7 +158,7 @@ fn repo_set_prints_boardds_refusal_and_fails() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let err = stderr(&out);
     assert!(err.starts_with("teamctl: "), "{err}");
-    assert!(err.contains("not a git repository"), "{err}");
+    assert!(err.contains("not inside a git repository"), "{err}");
     assert!(stdout(&out).is_empty(), "{out:?}");
 
     // A target checked out in the person's tree: boardd says how to detach it.
