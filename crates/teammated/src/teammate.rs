@@ -91,6 +91,9 @@ pub struct Held {
     pub plan: PlanState,
     /// The task's git worktree, once opened: where its tools work.
     pub tree: Option<TaskTree>,
+    /// Why boardd last refused to end the task (a failed check, a conflict),
+    /// for the history if the teammate gives it back without finishing.
+    pub refused: Option<String>,
 }
 
 pub struct Teammate {
@@ -343,6 +346,7 @@ impl Teammate {
             needs_plan,
             plan: PlanState::None,
             tree: None,
+            refused: None,
         });
         let tree = self.open_tree(&task, claim.epoch).await?;
         let mut blocks = context::task_opening(how, &task);

@@ -311,3 +311,35 @@ async fn the_claim_outlives_a_check_longer_than_the_lease() {
     assert_eq!(repo.show("main", "x.txt").as_deref(), Some("x\n"));
     board.stop().await;
 }
+
+/// A teammate that gives up after a refused completion gives the task back with
+/// boardd's reason, so the check's evidence is in the task's history, not only
+/// in `check_runs`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_given_back_after_a_refusal_keeps_the_refusal_as_its_error() {
+    let (mut board, _repo) = board_with_repo().await;
+    let _alice = board.spawn("alice", "dev", &[]);
+    board.wait_idle("alice").await;
+    let script = "Never passes.\n```sh\necho try > try.txt\n```\n";
+    let t = add(&board, "hopeless", script, &["echo nope; exit 4"]).await;
+    let released = board
+        .wait_for("the task back to pending", |e| {
+            e.task == Some(t.id) && e.kind == EventKind::TaskReleased
+        })
+        .await;
+    assert!(
+        released
+            .detail
+            .contains("check `echo nope; exit 4` failed with exit code 4"),
+        "{released:#?}\n{}",
+        board.transcript("alice")
+    );
+    let task = board.task(t.id).await;
+    assert!(
+        task.last_error
+            .as_deref()
+            .is_some_and(|e| e.contains("exit code 4") && e.contains("nope")),
+        "{task:#?}"
+    );
+    board.stop().await;
+}

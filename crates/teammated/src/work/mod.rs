@@ -471,11 +471,15 @@ impl End {
             // `exit()` gives a held task back, without using up an attempt.
             End::Stop(e) => return Ok(Some(e)),
         }
-        if t.held.is_some() {
-            // boardd refused to end the task (say, a result it would not take): give
-            // it back rather than leave it in progress.
-            t.release(Some("the teammate could not report its result"))
-                .await;
+        if let Some(held) = &t.held {
+            // boardd refused to end the task (a failed check, a conflict, a result
+            // it would not take): give it back rather than leave it in progress,
+            // with boardd's reason, so that the evidence is in the history.
+            let why = match &held.refused {
+                Some(r) => format!("the teammate could not complete it: {r}"),
+                None => "the teammate could not report its result".to_string(),
+            };
+            t.release(Some(&why)).await;
         }
         Ok(None)
     }
@@ -555,9 +559,15 @@ impl Outcome {
                         code = body.code.as_str(),
                         "the completion gate refused"
                     );
+                    if let Some(h) = t.held.as_mut() {
+                        h.refused = Some(body.message.clone());
+                    }
                     return ToolOutput::error(text);
                 }
                 tracing::warn!(task = id, error = %e, "boardd refused to end the task");
+                if let Some(h) = t.held.as_mut() {
+                    h.refused = Some(e.to_string());
+                }
                 return ToolOutput::error(format!("boardd refused: {e}"));
             }
         };
