@@ -7,7 +7,7 @@
 //! Git is stopped at a known step by a hook that waits for the test
 //! ([`Pause`]), so that every kill lands exactly where the test says.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use teamboard_protocol::request::{NewTask, SetRepoArgs};
 use teamboard_protocol::{Client, EventKind, LandingStage, Task, TaskStatus};
@@ -513,5 +513,101 @@ async fn boardd_killed_in_the_middle_of_a_queued_rebase_aborts_it_and_lands_afte
         teamboard_testkit::git::git(&wb, &["symbolic-ref", "--short", "HEAD"]),
         "teamboard/default/task-2"
     );
+    repo.fsck();
+}
+
+/// Kills boardd (and its git) while the gate of the second of two tasks
+/// rebases its branch onto the first one's landed work, and restarts it.
+/// Answers the restarted daemon, the second task's id and epoch, its
+/// worktree, and where the first one landed.
+async fn kill_in_a_gate_rebase(dir: &Path, repo: &GitRepo) -> (Daemon, u64, u64, PathBuf, String) {
+    let rebase = Pause::new(dir, "rebase");
+    repo.hook("reference-transaction", &pause_rebase(&rebase));
+    let mut daemon = boardd(dir).await;
+    let lead = lead(&daemon.socket).await;
+    lead.set_repo(repo_args(repo)).await.expect("set_repo");
+    let first = lead.add_task(task("config")).await.expect("add").id;
+    let second = lead.add_task(task("docs")).await.expect("add").id;
+    let alice = Arc::new(teammate(&daemon.socket, "alice", "coder").await);
+    let bob = Arc::new(teammate(&daemon.socket, "bob", "coder").await);
+    let (ea, _) = claim_and_write(&alice, first, &[("config.toml", "port = 1\n")]).await;
+    let (eb, wb) = claim_and_write(&bob, second, &[("docs.md", "# docs\n")]).await;
+    alice
+        .complete_task(first, ea, "done")
+        .await
+        .expect("the first lands");
+    let landed_first = repo.head("main");
+
+    let b = complete_in_background(&bob, second, eb);
+    let paused = rebase.reached().await;
+    assert!(rebasing(&wb));
+    kill_boardd_and_its_git(&mut daemon, paused);
+    assert!(b.await.expect("join").is_err());
+    gone(paused.git).await;
+    rebase.release();
+    assert!(rebasing(&wb), "the rebase is left half done");
+    repo.fsck();
+    (restart(dir).await, second, eb, wb, landed_first)
+}
+
+/// boardd killed while a completion's gate rebased the task's branch: the
+/// landing was still `checking`, so after the restart its owner completes
+/// again, and boardd's own half-done rebase must not stand in the way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn boardd_killed_in_the_middle_of_a_gate_rebase_lets_the_owner_complete_after_the_restart() {
+    let dir = short_tempdir();
+    let repo = GitRepo::new(dir.path());
+    let (daemon, id, epoch, wt, landed_first) = kill_in_a_gate_rebase(dir.path(), &repo).await;
+
+    // Bob comes back within the restart grace and keeps his claim; his first
+    // completion ended with boardd, so he completes again.
+    let bob = connect(&daemon.socket, "bob").await;
+    bob.register("coder", None).await.expect("register");
+    let t = bob.get_task(id).await.expect("get");
+    assert_eq!(t.task.status, TaskStatus::InProgress);
+    assert!(
+        t.task.landing.is_none(),
+        "the checking landing ended with boardd"
+    );
+    let done = bob
+        .complete_task(id, epoch, "done")
+        .await
+        .expect("lands after the restart");
+    assert_eq!(done.status, TaskStatus::Completed);
+    assert_eq!(repo.log("main"), ["docs", "config", "first"]);
+    let w = done.worktree.expect("wt");
+    assert_eq!(w.landed_on.as_deref(), Some(landed_first.as_str()));
+    assert!(!rebasing(&wt));
+    repo.fsck();
+}
+
+/// The same, but the owner gives the task up: the next owner finds the
+/// work as its predecessor left it (committed by the gate), not boardd's
+/// half-done rebase.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn boardd_killed_in_the_middle_of_a_gate_rebase_leaves_the_next_owner_a_clean_worktree() {
+    let dir = short_tempdir();
+    let repo = GitRepo::new(dir.path());
+    let (daemon, id, epoch, wt, landed_first) = kill_in_a_gate_rebase(dir.path(), &repo).await;
+    let bob = teammate(&daemon.socket, "bob", "coder").await;
+    bob.release_task(id, epoch, None).await.expect("release");
+    let carol = teammate(&daemon.socket, "carol", "coder").await;
+    let claim = carol.claim_task(id).await.expect("claim");
+    let opened = carol.open_worktree(id, claim.epoch).await.expect("open");
+    assert_eq!(opened.found.in_progress, None, "{opened:?}");
+    assert!(opened.found.changed.is_empty(), "{opened:?}");
+    assert_eq!(opened.found.commits, 1, "bob's work, committed by the gate");
+    assert!(!rebasing(&wt));
+    assert_eq!(
+        std::fs::read_to_string(wt.join("docs.md")).expect("bob's file"),
+        "# docs\n"
+    );
+    let done = carol
+        .complete_task(id, claim.epoch, "done")
+        .await
+        .expect("lands");
+    assert_eq!(repo.log("main"), ["docs", "config", "first"]);
+    let w = done.worktree.expect("wt");
+    assert_eq!(w.landed_on.as_deref(), Some(landed_first.as_str()));
     repo.fsck();
 }

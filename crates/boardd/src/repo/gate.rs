@@ -16,6 +16,12 @@ use tokio::sync::mpsc;
 pub fn prepare(job: &GateJob) -> Result<String, GateRefusal> {
     let git = Git::open(Path::new(&job.repo.path)).map_err(refuse_git)?;
     let wt = Path::new(&job.worktree.path);
+    // A rebase or merge of ours that a killed boardd left half done (its
+    // landing ended with it, and the owner completes again) would make the
+    // commit below refuse, or, for a merge, conclude it with conflict markers.
+    if git.abort_own_update(wt).map_err(refuse_git)? {
+        tracing::warn!("aborted an update a previous boardd left in progress");
+    }
     let author = format!("{0} <{0}@teamboard.invalid>", job.author);
     git.commit_all(wt, &job.message, Some(&author))
         .map_err(refuse_git)?;
