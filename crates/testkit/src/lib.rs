@@ -49,7 +49,8 @@
 //!   binary) that claims a task, leaves uncommitted work in its worktree and
 //!   waits to be killed.
 //! - [`alive`]: whether a process still runs (a zombie does not);
-//!   [`group_members`]: what still runs in a process group.
+//!   [`group_members`]: what still runs in a process group, [`process_group`]:
+//!   the group of a process.
 //! - [`MuteTeammate`]: a real process (this kit's `mute-teammate` binary) that
 //!   registers and then answers nothing, in a process group of its own, for
 //!   shutdown deadlines that boardd enforces with signals.
@@ -85,7 +86,7 @@ pub use git::GitRepo;
 pub use inproc::InProc;
 pub use mute::MuteTeammate;
 pub use pause::{Pause, Paused};
-pub use process::{alive, group_members, kill9};
+pub use process::{alive, group_members, kill9, process_group};
 pub use teamboard_mock_llm as mock_llm;
 pub use teamctl::Teamctl;
 pub use teammated::{Teammate, Teammated, transcript};

@@ -9,6 +9,14 @@ pub fn alive(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
+/// The process group of a live process.
+pub fn process_group(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command name: state, ppid, pgrp, …
+    let (_, rest) = stat.rsplit_once(") ")?;
+    rest.split(' ').nth(2)?.parse().ok()
+}
+
 /// The live processes (zombies left out) whose process group is `pgid`: what
 /// is left of a check or a tool command after its leader was stopped.
 pub fn group_members(pgid: u32) -> Vec<u32> {

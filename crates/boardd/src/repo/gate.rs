@@ -113,7 +113,7 @@ fn run_checks(
 /// The evidence of a check that did not pass, for the owner and the history.
 fn failure_message(run: &CheckRun, timeout: Duration) -> String {
     let how = match (run.outcome, run.exit_code) {
-        (CheckOutcome::TimedOut, _) => format!("timed out after {} s", timeout.as_secs()),
+        (CheckOutcome::TimedOut, _) => format!("timed out after {}", limit(timeout)),
         (CheckOutcome::Interrupted, _) => "was interrupted".to_string(),
         (_, Some(code)) => format!("failed with exit code {code}"),
         (_, None) => "was killed by a signal".to_string(),
@@ -127,6 +127,16 @@ fn failure_message(run: &CheckRun, timeout: Duration) -> String {
             "check `{}` {how} on {commit}; the end of its output:\n{tail}",
             run.command
         )
+    }
+}
+
+/// A time limit as people set it: whole seconds, or milliseconds when it
+/// is not a whole number of seconds (a 500 ms limit is not "0 s").
+fn limit(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{} ms", d.as_millis())
     }
 }
 
