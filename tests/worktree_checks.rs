@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use teamboard_protocol::request::SetRepoArgs;
 use teamboard_protocol::{CheckOutcome, Client, ErrorCode, Task, TaskStatus};
 use teamboard_testkit::{
-    GitRepo, InProc, PATIENCE, eventually, group_members, lead, process_group, short_tempdir, task,
-    teammate,
+    GitRepo, InProc, PATIENCE, Pause, eventually, group_members, lead, process_group,
+    short_tempdir, task, teammate,
 };
 
 /// The longest an owner may wait for the answer once its check was stopped:
@@ -160,4 +160,46 @@ async fn cancelling_a_task_while_its_check_runs_stops_the_check_and_answers_the_
         t.check_runs
     );
     assert!(repo.show("main", "work.txt").is_none(), "nothing landed");
+}
+
+/// The claim ends while the gate still commits the owner's work, before the
+/// checks start: the checks must not start as if nothing had happened.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_task_before_its_checks_start_never_runs_them_to_the_end() {
+    let dir = short_tempdir();
+    let repo = GitRepo::new(dir.path());
+    let marker = dir.path().join("check");
+    let commit = Pause::new(dir.path(), "commit");
+    repo.hook("pre-commit", &commit.script());
+    let daemon = InProc::start().await;
+    let lead = lead(&daemon.socket).await;
+    lead.set_repo(repo_args(&repo, vec![sleeping_check(&marker)], None))
+        .await
+        .expect("set_repo");
+    let id = lead.add_task(task("slow")).await.expect("add").id;
+    let alice = Arc::new(teammate(&daemon.socket, "alice", "coder").await);
+    let epoch = claim_and_write(&alice, id).await;
+
+    let waiting = complete_in_background(&alice, id, epoch);
+    commit.reached().await;
+    let cancelled = Instant::now();
+    lead.cancel_task(id).await.expect("cancel");
+    commit.release();
+    let answer = tokio::time::timeout(PROMPTLY, waiting)
+        .await
+        .expect("the owner is answered promptly, not after the minute-long check")
+        .expect("join");
+    let e = answer.expect_err("the claim ended");
+    assert_eq!(e.code(), Some(ErrorCode::StaleEpoch), "{e}");
+    assert!(cancelled.elapsed() < PROMPTLY);
+    assert!(!marker.exists(), "the check never started");
+    let t = lead.get_task(id).await.expect("get").task;
+    assert_eq!(t.status, TaskStatus::Cancelled);
+    assert!(
+        t.check_runs
+            .iter()
+            .all(|r| r.outcome != CheckOutcome::Passed),
+        "{:?}",
+        t.check_runs
+    );
 }
