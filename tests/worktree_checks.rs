@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use teamboard_protocol::request::SetRepoArgs;
 use teamboard_protocol::{CheckOutcome, Client, ErrorCode, Task, TaskStatus};
 use teamboard_testkit::{
-    GitRepo, InProc, PATIENCE, Pause, eventually, group_members, lead, process_group,
+    Daemon, GitRepo, InProc, PATIENCE, Pause, eventually, group_members, lead, process_group,
     short_tempdir, task, teammate,
 };
 
@@ -195,6 +195,46 @@ async fn cancelling_a_task_before_its_checks_start_never_runs_them_to_the_end() 
     assert!(!marker.exists(), "the check never started");
     let t = lead.get_task(id).await.expect("get").task;
     assert_eq!(t.status, TaskStatus::Cancelled);
+    assert!(
+        t.check_runs
+            .iter()
+            .all(|r| r.outcome != CheckOutcome::Passed),
+        "{:?}",
+        t.check_runs
+    );
+}
+
+/// boardd killed while a check runs: the check dies with it, the whole of
+/// it (a test runner's children too), and after the restart the owner
+/// completes again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_check_running_when_boardd_is_killed_dies_with_it() {
+    let dir = short_tempdir();
+    let repo = GitRepo::new(dir.path());
+    let marker = dir.path().join("check");
+    let socket = dir.path().join("s");
+    let state = dir.path().join("state");
+    let args = ["--restart-grace", "20"];
+    let mut daemon = Daemon::start(&socket, &state, &args).await;
+    let lead = lead(&socket).await;
+    lead.set_repo(repo_args(&repo, vec![sleeping_check(&marker)], None))
+        .await
+        .expect("set_repo");
+    let id = lead.add_task(task("slow")).await.expect("add").id;
+    let alice = Arc::new(teammate(&socket, "alice", "coder").await);
+    let epoch = claim_and_write(&alice, id).await;
+
+    let waiting = complete_in_background(&alice, id, epoch);
+    let group = check_started(&marker).await;
+    daemon.kill9();
+    assert!(waiting.await.expect("join").is_err());
+    no_process_left_in(group).await;
+
+    let _daemon = Daemon::start(&socket, &state, &args).await;
+    let alice = teammate(&socket, "alice", "coder").await;
+    let t = alice.get_task(id).await.expect("get").task;
+    assert_eq!(t.status, TaskStatus::InProgress, "alice is back in time");
+    assert!(t.landing.is_none(), "the check ended with boardd");
     assert!(
         t.check_runs
             .iter()
