@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use teamboard_protocol::request::{NewTask, SetRepoArgs};
-use teamboard_protocol::{Client, EventKind, LandingStage, Task, TaskStatus};
+use teamboard_protocol::{Client, EventKind, LandingStage, MergeStyle, Task, TaskStatus};
 use teamboard_testkit::git::manifest;
 use teamboard_testkit::{
     Daemon, GitRepo, PATIENCE, Pause, WorktreeTeammate, alive, connect, eventually, kill9, lead,
@@ -176,13 +176,29 @@ async fn a_teammate_killed_with_uncommitted_work_leaves_it_to_the_next_owner() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn boardd_killed_while_git_moves_the_target_lands_it_once_after_the_restart() {
+    killed_while_git_moves_the_target(MergeStyle::Rebase).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn boardd_killed_while_git_lands_a_merge_commit_lands_it_once_after_the_restart() {
+    killed_while_git_moves_the_target(MergeStyle::Merge).await;
+}
+
+/// boardd is killed while its `update-ref` of the target holds the lock;
+/// that git, no child of boardd's to take down with it, finishes by itself.
+async fn killed_while_git_moves_the_target(style: MergeStyle) {
     let dir = short_tempdir();
     let repo = GitRepo::new(dir.path());
     let pause = Pause::new(dir.path(), "land");
     pause_main_update(&repo, &pause, "prepared");
     let mut daemon = boardd(dir.path()).await;
     let lead = lead(&daemon.socket).await;
-    lead.set_repo(repo_args(&repo)).await.expect("set_repo");
+    lead.set_repo(SetRepoArgs {
+        merge: Some(style),
+        ..repo_args(&repo)
+    })
+    .await
+    .expect("set_repo");
     let id = lead.add_task(task("config")).await.expect("add").id;
     let alice = Arc::new(teammate(&daemon.socket, "alice", "coder").await);
     let (epoch, _) = claim_and_write(&alice, id, &[("config.toml", "port = 1\n")]).await;
@@ -236,7 +252,15 @@ async fn boardd_killed_while_git_moves_the_target_lands_it_once_after_the_restar
         "landed_on..merged is its change"
     );
     assert_eq!(repo.head("main"), landed, "nothing landed twice");
-    assert_eq!(repo.log("main"), ["config", "first"]);
+    match style {
+        MergeStyle::Rebase => assert_eq!(repo.log("main"), ["config", "first"]),
+        MergeStyle::Merge => {
+            // The merge commit (with the task's subject) and the task's commit.
+            assert_eq!(repo.log("main"), ["config", "config", "first"]);
+            let parent = teamboard_testkit::git::git(&repo.path, &["rev-parse", "main^1"]);
+            assert_eq!(parent, old);
+        }
+    }
     repo.fsck();
 
     // The owner, back after the restart, finds its task completed.
