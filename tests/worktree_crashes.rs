@@ -255,10 +255,12 @@ async fn killed_while_git_moves_the_target(style: MergeStyle) {
     match style {
         MergeStyle::Rebase => assert_eq!(repo.log("main"), ["config", "first"]),
         MergeStyle::Merge => {
-            // The merge commit (with the task's subject) and the task's commit.
-            assert_eq!(repo.log("main"), ["config", "config", "first"]);
-            let parent = teamboard_testkit::git::git(&repo.path, &["rev-parse", "main^1"]);
-            assert_eq!(parent, old);
+            // The merge commit (with the task's subject) and the task's
+            // commit, once each: the merge's first parent is the old head.
+            let git = |args: &[&str]| teamboard_testkit::git::git(&repo.path, args);
+            assert_eq!(git(&["rev-list", "--count", &format!("{old}..main")]), "2");
+            assert_eq!(git(&["rev-parse", "main^1"]), old);
+            assert_eq!(repo.commits_with_subject("main", "config"), 2);
         }
     }
     repo.fsck();
