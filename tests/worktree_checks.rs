@@ -163,35 +163,51 @@ async fn cancelling_a_task_while_its_check_runs_stops_the_check_and_answers_the_
 }
 
 /// The claim ends while the gate still commits the owner's work, before the
-/// checks start: the checks must not start as if nothing had happened.
+/// checks start: they must not start as if nothing had happened. The owner
+/// is answered at once either way; what the checks did shows in boardd's log
+/// (the only place a stale gate's runs go), so this runs the real binary.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cancelling_a_task_before_its_checks_start_never_runs_them_to_the_end() {
+async fn cancelling_a_task_before_its_checks_start_never_runs_them() {
     let dir = short_tempdir();
     let repo = GitRepo::new(dir.path());
     let marker = dir.path().join("check");
     let commit = Pause::new(dir.path(), "commit");
     repo.hook("pre-commit", &commit.script());
-    let daemon = InProc::start().await;
-    let lead = lead(&daemon.socket).await;
+    let socket = dir.path().join("s");
+    let daemon = Daemon::start(&socket, &dir.path().join("state"), &[]).await;
+    let lead = lead(&socket).await;
     lead.set_repo(repo_args(&repo, vec![sleeping_check(&marker)], None))
         .await
         .expect("set_repo");
     let id = lead.add_task(task("slow")).await.expect("add").id;
-    let alice = Arc::new(teammate(&daemon.socket, "alice", "coder").await);
+    let alice = Arc::new(teammate(&socket, "alice", "coder").await);
     let epoch = claim_and_write(&alice, id).await;
 
     let waiting = complete_in_background(&alice, id, epoch);
     commit.reached().await;
-    let cancelled = Instant::now();
     lead.cancel_task(id).await.expect("cancel");
-    commit.release();
     let answer = tokio::time::timeout(PROMPTLY, waiting)
         .await
-        .expect("the owner is answered promptly, not after the minute-long check")
+        .expect("the owner is answered promptly")
         .expect("join");
     let e = answer.expect_err("the claim ended");
     assert_eq!(e.code(), Some(ErrorCode::StaleEpoch), "{e}");
-    assert!(cancelled.elapsed() < PROMPTLY);
+
+    // The gate goes on to its checks, which stop before they start.
+    commit.release();
+    let ran = eventually(
+        "the check to be reported as interrupted",
+        PROMPTLY,
+        || async {
+            daemon
+                .log()
+                .lines()
+                .find(|l| l.contains("check ran"))
+                .map(str::to_string)
+        },
+    )
+    .await;
+    assert!(ran.contains("interrupted"), "{ran}");
     assert!(!marker.exists(), "the check never started");
     let t = lead.get_task(id).await.expect("get").task;
     assert_eq!(t.status, TaskStatus::Cancelled);

@@ -104,7 +104,7 @@ async fn a_target_that_is_checked_out_or_a_plain_directory_is_refused_with_the_f
         .await
         .expect_err("not a repo");
     assert_eq!(e.code(), Some(ErrorCode::Git), "{e}");
-    assert!(e.to_string().contains("not a git repository"), "{e}");
+    assert!(e.to_string().contains("not inside a git repository"), "{e}");
     assert_eq!(lead.get_repo().await.expect("get"), None);
 
     let alice = teammate(&daemon.socket, "alice", "coder").await;
@@ -167,7 +167,7 @@ async fn two_teammates_editing_one_file_one_lands_and_the_other_gets_the_path() 
     teamboard_testkit::git::git(&wb, &["add", "README.md"]);
     teamboard_testkit::git::git_command(&wb)
         .args(["-c", "core.editor=true", "rebase", "--continue"])
-        .status()
+        .output()
         .expect("continue");
     let done = bob.complete_task(b, eb, "b").await.expect("lands now");
     assert_eq!(done.status, TaskStatus::Completed);
@@ -228,5 +228,53 @@ async fn a_failing_check_refuses_completion_with_its_evidence() {
             .all(|r| r.outcome == CheckOutcome::Passed),
         "{:?}",
         done.check_runs
+    );
+}
+
+/// git runs on the repository's worker, never on boardd's request path: while a
+/// slow `git worktree add` (a `post-checkout` hook that sleeps) holds one
+/// teammate's `open_worktree`, everyone else is served at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_git_never_delays_other_clients() {
+    let dir = short_tempdir();
+    let repo = GitRepo::new(dir.path());
+    let hook = repo.path.join(".git/hooks/post-checkout");
+    let started = dir.path().join("hook-started");
+    std::fs::write(
+        &hook,
+        format!("#!/bin/sh\ntouch '{}'\nsleep 3\n", started.display()),
+    )
+    .expect("hook");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let daemon = InProc::start().await;
+    let lead = lead(&daemon.socket).await;
+    lead.set_repo(repo_args(&repo)).await.expect("set_repo");
+    let a = lead.add_task(task("slow")).await.expect("add").id;
+    let b = lead.add_task(task("other")).await.expect("add").id;
+    let alice = teammate(&daemon.socket, "alice", "coder").await;
+    let bob = teammate(&daemon.socket, "bob", "coder").await;
+    let claim = alice.claim_task(a).await.expect("claim");
+    let opening = tokio::spawn(async move {
+        let t0 = std::time::Instant::now();
+        let r = alice.open_worktree(a, claim.epoch).await;
+        (r, t0.elapsed())
+    });
+    teamboard_testkit::eventually("the hook runs", teamboard_testkit::PATIENCE, || async {
+        started.exists().then_some(())
+    })
+    .await;
+    // The hook sleeps now; boardd answers others as if it did not.
+    let t0 = std::time::Instant::now();
+    let c = bob.claim_task(b).await.expect("bob claims meanwhile");
+    lead.list_tasks(None).await.expect("list");
+    bob.heartbeat(b, c.epoch).await.expect("beat");
+    let others = t0.elapsed();
+    let (opened, slow) = opening.await.expect("join");
+    opened.expect("opened in the end");
+    assert!(slow >= std::time::Duration::from_secs(3), "{slow:?}");
+    assert!(
+        others < std::time::Duration::from_secs(1),
+        "other clients waited {others:?} for a slow git"
     );
 }

@@ -32,6 +32,7 @@ pub use landing::{
 };
 pub use requests::{DEFAULT_SHUTDOWN_TIMEOUT, Stop};
 pub use restore::Snapshot;
+pub use tasks::{MAX_CHECK_LEN, MAX_CHECKS, check_checks};
 pub use team::SessionId;
 pub use worktrees::OpenJob;
 

@@ -264,6 +264,19 @@ impl Actor {
             Outcome::Query(query) => self.job.queries.push(QueryTo::new(out, id, query)),
             Outcome::Parked => {}
             Outcome::Repo(job) => self.repos.submit(*job),
+            Outcome::Land {
+                slot,
+                task,
+                epoch,
+                gate,
+            } => {
+                if let Some(effect) = self.held.hold(slot, task, epoch) {
+                    self.effect(effect);
+                }
+                if let Some(job) = gate {
+                    self.repos.submit(*job);
+                }
+            }
             Outcome::Subscribe => {
                 // A set: subscribing twice on one connection must not double
                 // every event.

@@ -134,16 +134,33 @@ impl Group {
     }
 }
 
-/// The group's leader: a shell that runs the check (`sh -c COMMAND`, as
-/// before, with the same exit status) and, when boardd dies, kills the whole
-/// group. The kernel tells only the leader of its parent's death
-/// ([`die_with_parent`]); a plain `sh -c COMMAND` killed that way left the
-/// commands it had started (a test runner and its children) running in the
-/// worktree after boardd was gone. The check runs in the background so that
-/// `wait` can be interrupted by the trap; like any background command of a
-/// non-interactive shell, it ignores SIGINT and SIGQUIT, which nothing here
-/// sends.
-const LEADER: &str = r#"trap 'kill -KILL 0' HUP; sh -c "$1" & wait $!"#;
+/// The group's leader: a shell that runs the check (`sh -c COMMAND`) and,
+/// when boardd dies, kills the whole group. The kernel tells only the leader
+/// of its parent's death ([`die_with_parent`]); a plain `sh -c COMMAND` killed
+/// that way left the commands it had started (a test runner and its
+/// children) running in the worktree after boardd was gone.
+///
+/// It is meant to be invisible otherwise:
+/// - the check runs in the background, so that the HUP trap can interrupt
+///   `wait`; like any background command of a non-interactive shell it
+///   ignores SIGINT and SIGQUIT, which nothing here sends;
+/// - the leader ignores SIGTERM (set after the check has started, so the
+///   check keeps its own handling): the group's SIGTERM is for the check,
+///   which gets its grace before SIGKILL as before;
+/// - its own words ("Terminated" when the check dies of a signal) go
+///   nowhere, the check's stderr to the output as before;
+/// - it exits with the check's status, and dies of the check's signal when
+///   `wait` says (128 + N, N up to 15) the check died of one. Trap: a check
+///   that itself exits 130 reads as killed by SIGINT, as a shell's forked
+///   command always did.
+const LEADER: &str = r#"exec 3>&2 2>/dev/null
+trap 'kill -KILL 0' HUP
+sh -c "$1" 2>&3 3>&- &
+trap '' TERM
+wait $!
+s=$?
+if [ "$s" -gt 128 ] && [ "$s" -le 143 ]; then trap - HUP TERM; kill -$((s - 128)) $$; fi
+exit "$s""#;
 
 /// Asks the kernel to send SIGHUP to the leader when the thread that started
 /// it ends, so a check does not outlive a killed boardd: the leader's trap

@@ -3,7 +3,7 @@
 use crate::cmd::git;
 use crate::commit::identity;
 use crate::error::GitError;
-use crate::refs::head_at;
+use crate::refs::{branch_at, head_at};
 use crate::state::{OwnUpdate, abort, in_progress, status};
 use crate::{Repo, Style, Update};
 use std::collections::BTreeSet;
@@ -39,11 +39,16 @@ impl Repo {
             // The resolved commit, so the branch is rebased onto exactly what
             // was checked above even if the target moves meanwhile.
             Style::Rebase => cmd.arg("rebase").arg(&onto),
-            // The full ref name: unambiguous next to a tag of the same name,
-            // and the merge message still says "Merge branch 'TARGET'".
-            Style::Merge => cmd
-                .args(["merge", "--no-edit"])
-                .arg(format!("refs/heads/{target}")),
+            // The full ref name, because a bare "main" means a tag of that name
+            // if there is one; the message is git's usual one for a branch.
+            Style::Merge => {
+                let message = match branch_at(&wt)? {
+                    Some(ours) => format!("Merge branch '{target}' into {ours}"),
+                    None => format!("Merge branch '{target}'"),
+                };
+                cmd.args(["merge", "--no-edit", "-m", &message])
+                    .arg(format!("refs/heads/{target}"))
+            }
         };
         let own = OwnUpdate::at(&wt)?;
         own.start(match style {

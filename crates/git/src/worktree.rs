@@ -26,7 +26,8 @@ impl Repo {
             .collect())
     }
 
-    /// The worktree where `branch` is checked out (or being rebased), if any.
+    /// The worktree where `branch` is checked out (or being rebased), if any;
+    /// possibly one whose directory was deleted and is not pruned yet.
     pub fn checked_out_in(&self, branch: &str) -> Result<Option<PathBuf>, GitError> {
         names::check(branch)?;
         Ok(self
@@ -123,6 +124,11 @@ impl Repo {
             Some(0) => {
                 return Err(refuse(
                     "it is the repository's main working tree, which is never removed".into(),
+                ));
+            }
+            Some(_) if paths::same(path, self.root()) => {
+                return Err(refuse(
+                    "it is the working tree this repository was opened at".into(),
                 ));
             }
             Some(_) => {}

@@ -2,7 +2,7 @@
 //! with the target, run the checks.
 
 use super::Running;
-use super::job::{Done, Passed, Slot};
+use super::job::{Done, Passed};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -44,7 +44,6 @@ pub fn prepare(job: &GateJob) -> Result<String, GateRefusal> {
 
 /// Runs the checks on a thread of their own, which answers the gate.
 pub fn spawn_checks(
-    slot: Slot,
     job: GateJob,
     head: String,
     done: mpsc::UnboundedSender<Done>,
@@ -54,9 +53,19 @@ pub fn spawn_checks(
     let name = format!("boardd-checks {}#{}", job.team, job.task);
     let spawned = std::thread::Builder::new().name(name).spawn(move || {
         let _span = tracing::info_span!("checks", team = %job.team, task = job.task).entered();
-        let result = run_checks(&job, &head, &interrupt);
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            run_checks(&job, &head, &interrupt)
+        }));
+        // A panic is a bug; the owner still hears, and the checks never pass.
+        let result = ran.unwrap_or_else(|_| {
+            Err(GateRefusal {
+                code: ErrorCode::Internal,
+                message: "boardd could not finish running the checks".to_string(),
+                runs: Vec::new(),
+            })
+        });
         running.finish(&job.team, job.task, job.epoch);
-        let _ = done.send(Done::Gated { slot, job, result });
+        let _ = done.send(Done::Gated { job, result });
     });
     if let Err(e) = spawned {
         tracing::error!(error = %e, "cannot start a thread for the checks");
