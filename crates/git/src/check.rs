@@ -87,8 +87,9 @@ impl Interrupt {
 /// Runs a check to its end and says how it went; never waits longer than its
 /// timeout plus the 2 s grace and a fraction of a second of reading.
 ///
-/// `sh -c COMMAND` leads a process group of its own and dies with the thread
-/// that started it (`PR_SET_PDEATHSIG`). On timeout or interrupt the group
+/// `sh -c COMMAND` runs in a process group of its own, which dies, all of it,
+/// with the thread that started it (`PR_SET_PDEATHSIG` on the group's leader,
+/// which then kills the group). On timeout or interrupt the group
 /// gets SIGTERM, then SIGKILL after 2 s. When the shell exits by itself,
 /// whatever it left running in its group is killed too: a check is over when
 /// its shell is. A timed-out or interrupted check is never `Passed`, even if

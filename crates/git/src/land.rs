@@ -4,7 +4,7 @@
 use crate::cmd::git;
 use crate::commit::identity;
 use crate::error::GitError;
-use crate::{Land, Repo, Style};
+use crate::{Land, Oid, Repo, Style, names};
 
 impl Repo {
     /// Lands `task_branch` on branch `target`, only if `target` is still at
@@ -58,7 +58,7 @@ impl Repo {
         };
         let update = git(self.root())
             .args(["update-ref", "-m"])
-            .arg(format!("teamboard: land {task_branch} ({how})"))
+            .arg(format!("{} ({how})", land_message(task_branch)))
             .arg(format!("refs/heads/{target}"))
             .args([&new, &old]);
         let out = update.output()?;
@@ -72,4 +72,61 @@ impl Repo {
             _ => Err(update.failed(&out)),
         }
     }
+
+    /// The `(old, new)` of an earlier landing of `task_branch` on `target`, as
+    /// the target's reflog recorded it: the most recent one whose `new`
+    /// descends from `since` (the task's base) and is still in the target.
+    ///
+    /// For a landing whose ref update went through while its answer was lost
+    /// (boardd killed after git moved the ref): the retry finds the work on
+    /// the target already and lands nothing, but the task's change is still
+    /// `old..new`, which only the reflog remembers. The ancestry conditions
+    /// keep a branch name that an earlier board used for another task from
+    /// matching: that landing's `new` is older than this task's base.
+    ///
+    /// `None` when there is no such entry, including when the repository
+    /// keeps no reflog for the target (`core.logAllRefUpdates=false`, or the
+    /// reftable backend, whose reflog is not a file).
+    pub fn earlier_landing(
+        &self,
+        target: &str,
+        task_branch: &str,
+        since: &str,
+    ) -> Result<Option<(Oid, Oid)>, GitError> {
+        names::check(target)?;
+        names::check(task_branch)?;
+        let log = git(self.root())
+            .args(["rev-parse", "--git-path"])
+            .arg(format!("logs/refs/heads/{target}"))
+            .line()?;
+        let Ok(text) = std::fs::read_to_string(self.root().join(log)) else {
+            return Ok(None);
+        };
+        let ours = format!("{} (", land_message(task_branch));
+        let head = self.branch_oid(target)?;
+        // Lines are `OLD NEW IDENTITY TIME ZONE<TAB>MESSAGE`, oldest first.
+        for line in text.lines().rev() {
+            let Some((who, message)) = line.split_once('\t') else {
+                continue;
+            };
+            if !message.starts_with(&ours) {
+                continue;
+            }
+            let mut ids = who.split(' ');
+            let (Some(old), Some(new)) = (ids.next(), ids.next()) else {
+                continue;
+            };
+            // An entry git cannot judge (its commit pruned since) is no match.
+            let contains = |a: &str, b: &str| self.is_ancestor(a, b).unwrap_or(false);
+            if new != since && contains(since, new) && contains(new, &head) {
+                return Ok(Some((old.to_string(), new.to_string())));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// What the target's reflog says of a landing, before the style.
+fn land_message(task_branch: &str) -> String {
+    format!("teamboard: land {task_branch}")
 }

@@ -4,7 +4,7 @@ use crate::cmd::git;
 use crate::commit::identity;
 use crate::error::GitError;
 use crate::refs::{branch_at, head_at};
-use crate::state::{abort, in_progress, status};
+use crate::state::{OwnUpdate, abort, in_progress, status};
 use crate::{Repo, Style, Update};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -50,13 +50,22 @@ impl Repo {
                     .arg(format!("refs/heads/{target}"))
             }
         };
+        let own = OwnUpdate::at(&wt)?;
+        own.start(match style {
+            Style::Rebase => "rebase",
+            Style::Merge => "merge",
+        })?;
         let out = cmd.output()?;
         if out.success() {
+            own.clear()?;
             return Ok(Update::Updated(head_at(&wt)?));
         }
         let mut paths = unmerged(&wt)?;
         let conflict = !paths.is_empty() || out.mentions("CONFLICT");
         abort(&wt, in_progress(&wt)?)?;
+        // Only once it is undone: if the abort fails, the mark stays, so the
+        // next gate, opening or landing aborts it again.
+        own.clear()?;
         if conflict && paths.is_empty() {
             // Git stopped on a conflict it did not list (a rename/delete
             // tangle, say): name what both sides touched instead.

@@ -16,6 +16,12 @@ use tokio::sync::mpsc;
 pub fn prepare(job: &GateJob) -> Result<String, GateRefusal> {
     let git = Git::open(Path::new(&job.repo.path)).map_err(refuse_git)?;
     let wt = Path::new(&job.worktree.path);
+    // A rebase or merge of ours that a killed boardd left half done (its
+    // landing ended with it, and the owner completes again) would make the
+    // commit below refuse, or, for a merge, conclude it with conflict markers.
+    if git.abort_own_update(wt).map_err(refuse_git)? {
+        tracing::warn!("aborted an update a previous boardd left in progress");
+    }
     let author = format!("{0} <{0}@teamboard.invalid>", job.author);
     git.commit_all(wt, &job.message, Some(&author))
         .map_err(refuse_git)?;
@@ -116,7 +122,7 @@ fn run_checks(
 /// The evidence of a check that did not pass, for the owner and the history.
 fn failure_message(run: &CheckRun, timeout: Duration) -> String {
     let how = match (run.outcome, run.exit_code) {
-        (CheckOutcome::TimedOut, _) => format!("timed out after {} s", timeout.as_secs()),
+        (CheckOutcome::TimedOut, _) => format!("timed out after {}", limit(timeout)),
         (CheckOutcome::Interrupted, _) => "was interrupted".to_string(),
         (_, Some(code)) => format!("failed with exit code {code}"),
         (_, None) => "was killed by a signal".to_string(),
@@ -130,6 +136,16 @@ fn failure_message(run: &CheckRun, timeout: Duration) -> String {
             "check `{}` {how} on {commit}; the end of its output:\n{tail}",
             run.command
         )
+    }
+}
+
+/// A time limit as people set it: whole seconds, or milliseconds when it
+/// is not a whole number of seconds (a 500 ms limit is not "0 s").
+fn limit(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{} ms", d.as_millis())
     }
 }
 

@@ -58,6 +58,21 @@ pub fn land(job: &LandJob) -> Result<Landed, LandRefusal> {
             )
             .map_err(refuse_git)?
         {
+            // Nothing moved now: the work was on the target already. If an
+            // earlier landing of ours put it there (boardd killed after git
+            // moved the ref), its reflog entry says what the task changed.
+            Land::Landed(new) if new == old => {
+                let earlier = match &job.worktree.base {
+                    Some(base) => git
+                        .earlier_landing(target, &job.worktree.branch, base)
+                        .map_err(refuse_git)?,
+                    None => None,
+                };
+                return Ok(match earlier {
+                    Some((old, new)) => Landed { old, new },
+                    None => Landed { old, new },
+                });
+            }
             Land::Landed(new) => return Ok(Landed { old, new }),
             Land::Moved { .. } => continue,
             Land::Behind => {

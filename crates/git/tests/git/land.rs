@@ -152,3 +152,52 @@ fn a_refused_ref_update_is_an_error_and_leaves_the_target() {
     assert!(err.to_string().contains("update-ref"), "{err}");
     assert_eq!(fx.branch("main"), old);
 }
+
+#[test]
+fn an_earlier_landing_of_the_task_is_found_in_the_targets_reflog() {
+    let fx = Fixture::new();
+    let base = fx.branch("main");
+    let (path, branch) = fx.task("task-1");
+    fx.commit(&path, "a.txt", "task\n");
+    fx.commit_on_main("b.txt", "main\n");
+    fx.repo
+        .update(&path, "main", Style::Rebase)
+        .expect("update");
+    git(&fx.root, &["checkout", "-q", "--detach"]);
+    assert_eq!(
+        fx.repo
+            .earlier_landing("main", &branch, &base)
+            .expect("look"),
+        None,
+        "not landed yet"
+    );
+    let old = fx.branch("main");
+    let task = fx.branch(&branch);
+    fx.repo
+        .land("main", &old, &branch, Style::Rebase, "unused")
+        .expect("land");
+    fx.commit_on_main("c.txt", "later\n");
+
+    // Found, even after the target moved on.
+    assert_eq!(
+        fx.repo
+            .earlier_landing("main", &branch, &base)
+            .expect("look"),
+        Some((old.clone(), task.clone()))
+    );
+    // Not for another branch, nor for a task whose base is newer than the
+    // landing (a branch name an earlier board used for another task).
+    assert_eq!(
+        fx.repo
+            .earlier_landing("main", "teamboard/task-2", &base)
+            .expect("look"),
+        None
+    );
+    let newer = fx.branch("main");
+    assert_eq!(
+        fx.repo
+            .earlier_landing("main", &branch, &newer)
+            .expect("look"),
+        None
+    );
+}

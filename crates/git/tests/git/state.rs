@@ -90,3 +90,64 @@ fn a_stopped_rebase_is_seen_with_its_branch_and_aborted() {
     assert_eq!(state.branch.as_deref(), Some(branch.as_str()));
     assert_eq!(fx.branch(&branch), before);
 }
+
+#[test]
+fn only_a_rebase_of_boardds_own_update_is_aborted_for_it() {
+    let fx = Fixture::new();
+    let (path, branch) = fx.task("task-1");
+    let before = fx.commit(&path, "same.txt", "task side\n");
+    fx.commit_on_main("same.txt", "main side\n");
+    let (ok, _) = try_git(
+        &path,
+        &[
+            "-c",
+            "user.name=L",
+            "-c",
+            "user.email=l@x",
+            "rebase",
+            "main",
+        ],
+    );
+    assert!(!ok, "the rebase stops on the conflict");
+
+    // The owner's own rebase is theirs to finish.
+    assert!(!fx.repo.abort_own_update(&path).expect("abort own"));
+    assert!(fx.repo.worktree_state(&path).expect("state").rebasing);
+
+    // One that `update` started and a killed boardd left behind carries its
+    // mark (the file `update` writes in the worktree's git directory).
+    let mark = git(&path, &["rev-parse", "--git-path", "teamboard-update"]);
+    let mark = path.join(mark);
+    std::fs::write(&mark, "rebase\n").expect("mark");
+    assert!(fx.repo.abort_own_update(&path).expect("abort own"));
+    let state = fx.repo.worktree_state(&path).expect("state");
+    assert!(!state.rebasing && state.changed.is_empty(), "{state:?}");
+    assert_eq!(state.branch.as_deref(), Some(branch.as_str()));
+    assert_eq!(fx.branch(&branch), before);
+    assert!(!mark.exists(), "the mark goes with the update");
+    assert!(!fx.repo.abort_own_update(&path).expect("nothing left"));
+}
+
+#[test]
+fn an_update_leaves_no_mark_behind() {
+    let fx = Fixture::new();
+    let (path, _) = fx.task("task-1");
+    fx.commit(&path, "a.txt", "task\n");
+    fx.commit_on_main("b.txt", "main\n");
+    let mark = path.join(git(&path, &["rev-parse", "--git-path", "teamboard-update"]));
+    fx.repo
+        .update(&path, "main", teamboard_git::Style::Rebase)
+        .expect("update");
+    assert!(!mark.exists());
+    fx.commit(&path, "same.txt", "task side\n");
+    fx.commit_on_main("same.txt", "main side\n");
+    let conflict = fx
+        .repo
+        .update(&path, "main", teamboard_git::Style::Merge)
+        .expect("update");
+    assert!(
+        matches!(conflict, teamboard_git::Update::Conflict { .. }),
+        "{conflict:?}"
+    );
+    assert!(!mark.exists());
+}
