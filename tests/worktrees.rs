@@ -278,3 +278,47 @@ async fn a_slow_git_never_delays_other_clients() {
         "other clients waited {others:?} for a slow git"
     );
 }
+
+/// A landed task's worktree directory removed by hand leaves its branch behind;
+/// prune takes the branch once its commits are all on the target, and keeps an
+/// open task's branch whatever became of its directory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prune_takes_the_branch_of_a_landed_task_whose_directory_was_removed_by_hand() {
+    let dir = short_tempdir();
+    let repo = GitRepo::new(dir.path());
+    let daemon = InProc::start().await;
+    let lead = lead(&daemon.socket).await;
+    lead.set_repo(repo_args(&repo)).await.expect("set_repo");
+    let landed = lead.add_task(task("landed")).await.expect("add").id;
+    let open = lead.add_task(task("open")).await.expect("add").id;
+    let alice = teammate(&daemon.socket, "alice", "coder").await;
+    let bob = teammate(&daemon.socket, "bob", "coder").await;
+    let (epoch, wt) = claim_and_open(&alice, landed).await;
+    write(&wt, "a.txt", "a\n");
+    alice
+        .complete_task(landed, epoch, "a")
+        .await
+        .expect("lands");
+    let (_, wt2) = claim_and_open(&bob, open).await;
+    write(&wt2, "b.txt", "b\n");
+    teamboard_testkit::git::git(&wt2, &["add", "b.txt"]);
+    teamboard_testkit::git::git(&wt2, &["commit", "-q", "-m", "b"]);
+    std::fs::remove_dir_all(&wt).expect("rm landed");
+    std::fs::remove_dir_all(&wt2).expect("rm open");
+
+    let pruned = lead.prune_worktrees(false).await.expect("prune");
+    let removed: Vec<u64> = pruned.removed.iter().map(|e| e.task).collect();
+    assert_eq!(removed, [landed], "{pruned:#?}");
+    assert_eq!(pruned.kept.len(), 1);
+    assert_eq!(
+        pruned.kept[0].state,
+        teamboard_protocol::WorktreeState::Missing
+    );
+    let branches = teamboard_testkit::git::git(&repo.path, &["branch", "--list", "teamboard/*"]);
+    assert!(!branches.contains("task-1"), "{branches}");
+    assert!(
+        branches.contains("task-2"),
+        "the open task's commit is kept: {branches}"
+    );
+    assert!(!teamboard_testkit::git::git(&repo.path, &["worktree", "list"]).contains("task-1"));
+}

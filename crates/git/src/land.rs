@@ -56,8 +56,11 @@ impl Repo {
                 (merge, "merge")
             }
         };
+        // A lock held by another git (say, one a killed boardd left running
+        // behind a slow hook) is waited for a little, instead of failing a
+        // landing that the other git may be about to finish.
         let update = git(self.root())
-            .args(["update-ref", "-m"])
+            .args(["-c", "core.filesRefLockTimeout=3000", "update-ref", "-m"])
             .arg(format!("{} ({how})", land_message(task_branch)))
             .arg(format!("refs/heads/{target}"))
             .args([&new, &old]);

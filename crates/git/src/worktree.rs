@@ -143,7 +143,8 @@ impl Repo {
         self.prune()
     }
 
-    fn prune(&self) -> Result<(), GitError> {
+    /// Forgets worktrees whose directories are gone (`git worktree prune`).
+    pub fn prune(&self) -> Result<(), GitError> {
         git(self.root()).args(["worktree", "prune"]).run()?;
         Ok(())
     }
