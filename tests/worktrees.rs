@@ -230,3 +230,122 @@ async fn a_failing_check_refuses_completion_with_its_evidence() {
         done.check_runs
     );
 }
+
+/// A task of alice's whose gate was running when boardd stopped, and whose
+/// worktree holds what the killed boardd's rebase leaves when the target
+/// moved under it: the rebase stopped on the conflict (in README.md), in the
+/// middle. The git outlives boardd, so nobody aborts it. Answers the epoch and
+/// the worktree; the daemon is stopped.
+async fn gate_killed_in_its_update(
+    daemon: &mut InProc,
+    repo: &GitRepo,
+) -> (u64, u64, std::path::PathBuf) {
+    let lead = lead(&daemon.socket).await;
+    lead.set_repo(repo_args(repo)).await.expect("set_repo");
+    let id = lead
+        .add_task(NewTask {
+            // Long enough that the task is still checking when boardd stops.
+            checks: vec!["sleep 60".into()],
+            ..task("readme")
+        })
+        .await
+        .expect("add")
+        .id;
+    let alice = std::sync::Arc::new(teammate(&daemon.socket, "alice", "coder").await);
+    let (epoch, wt) = claim_and_open(&alice, id).await;
+    write(&wt, "README.md", "alice was here\n");
+    let completing = {
+        let alice = alice.clone();
+        tokio::spawn(async move { alice.complete_task(id, epoch, "readme").await })
+    };
+    // The gate committed alice's work and runs the check.
+    let branch = format!("refs/heads/teamboard/{}/task-{id}", teamboard_testkit::TEAM);
+    teamboard_testkit::eventually("the gate's commit", teamboard_testkit::PATIENCE, || {
+        let subject =
+            teamboard_testkit::git::git(&repo.path, &["log", "-1", "--format=%s", &branch]);
+        async move { (subject == "readme").then_some(()) }
+    })
+    .await;
+    daemon.shutdown().await;
+    let _ = completing.await;
+    repo.commit_on("main", "README.md", "bob was here\n");
+    let stopped = teamboard_testkit::git::git_command(&wt)
+        .args(["rebase", "main"])
+        .output()
+        .expect("rebase");
+    assert!(
+        !stopped.status.success(),
+        "the rebase stops on the conflict"
+    );
+    assert!(rebasing(&wt));
+    (id, epoch, wt)
+}
+
+fn rebasing(wt: &Path) -> bool {
+    let dir = teamboard_testkit::git::git(wt, &["rev-parse", "--git-path", "rebase-merge"]);
+    wt.join(dir).exists()
+}
+
+/// boardd killed while a gate brought the branch up to date: after the
+/// restart, boardd undoes its own half-done update before the owner gets the
+/// worktree back, so the owner completes as if nothing happened: the conflict
+/// is refused with its path, not with "a rebase is in progress".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_undoes_the_update_a_killed_gate_left_in_the_worktree() {
+    let dir = short_tempdir();
+    let repo = GitRepo::new(dir.path());
+    let mut daemon = InProc::start().await;
+    let (id, epoch, wt) = gate_killed_in_its_update(&mut daemon, &repo).await;
+
+    daemon.restart().await;
+    let alice = teammate(&daemon.socket, "alice", "coder").await;
+    let task = alice.get_task(id).await.expect("get").task;
+    assert_eq!(task.status, TaskStatus::InProgress);
+    assert!(task.landing.is_none(), "{:?}", task.landing);
+    let opened = alice.open_worktree(id, epoch).await.expect("reopen");
+    assert_eq!(opened.found.in_progress, None, "{:?}", opened.found);
+    assert_eq!(
+        std::fs::read_to_string(wt.join("README.md")).expect("alice's work"),
+        "alice was here\n"
+    );
+    let e = alice
+        .complete_task(id, epoch, "readme")
+        .await
+        .expect_err("the conflict");
+    assert_eq!(e.code(), Some(ErrorCode::MergeConflict), "{e}");
+    assert!(e.to_string().contains("README.md"), "{e}");
+}
+
+/// The git a killed boardd started runs on. The restarted boardd does not
+/// work in that worktree (abort the update, open it for the owner) until that
+/// git is done, or the two would interleave.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_waits_for_the_git_a_killed_boardd_left_running_in_a_worktree() {
+    let dir = short_tempdir();
+    let repo = GitRepo::new(dir.path());
+    let mut daemon = InProc::start().await;
+    let (id, epoch, wt) = gate_killed_in_its_update(&mut daemon, &repo).await;
+    // The killed boardd's git, still at work: one that runs until its input
+    // closes.
+    let mut orphan = teamboard_testkit::git::git_command(&wt)
+        .args(["hash-object", "--stdin"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("git");
+
+    daemon.restart().await;
+    let alice = teammate(&daemon.socket, "alice", "coder").await;
+    let mut open = Box::pin(alice.open_worktree(id, epoch));
+    let waited = tokio::time::timeout(std::time::Duration::from_millis(500), &mut open).await;
+    assert!(
+        waited.is_err(),
+        "answered while a git ran there: {waited:?}"
+    );
+    assert!(rebasing(&wt), "the update was undone while a git ran there");
+    drop(orphan.stdin.take());
+    orphan.wait().expect("the git exits");
+    let opened = open.await.expect("reopen");
+    assert_eq!(opened.found.in_progress, None, "{:?}", opened.found);
+    assert!(!rebasing(&wt));
+}

@@ -77,6 +77,18 @@ pub struct LandRefusal {
     pub message: String,
 }
 
+/// A gate that a restart of boardd interrupted. The killed boardd's git may
+/// have left its update (a rebase or merge) stopped half way in the worktree,
+/// and nobody else will abort it: boardd undoes it before the owner, who must
+/// complete again, gets the worktree back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecoverJob {
+    pub team: String,
+    pub task: TaskId,
+    pub repo: Repo,
+    pub worktree: Worktree,
+}
+
 /// A landing that ended with its claim.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dropped {
@@ -413,6 +425,12 @@ impl Board {
         Ok(())
     }
 
+    /// Gates interrupted by the restart, once: their worktrees are to be
+    /// recovered before anything else touches them.
+    pub fn take_interrupted_gates(&mut self) -> Vec<RecoverJob> {
+        std::mem::take(&mut self.interrupted)
+    }
+
     /// Landings dropped since the last call.
     pub fn take_dropped(&mut self) -> Vec<Dropped> {
         std::mem::take(&mut self.dropped)
@@ -465,7 +483,17 @@ impl Board {
                     LandingStage::Queued if live => {
                         t.queued.insert(task.id);
                     }
-                    _ => {
+                    stage => {
+                        if stage == LandingStage::Checking
+                            && let (Some(repo), Some(worktree)) = (&t.repo, &task.worktree)
+                        {
+                            self.interrupted.push(RecoverJob {
+                                team: name.clone(),
+                                task: task.id,
+                                repo: repo.clone(),
+                                worktree: worktree.clone(),
+                            });
+                        }
                         task.landing = None;
                         interrupted.push((name.clone(), task.id, task.owner.clone()));
                     }

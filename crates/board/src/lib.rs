@@ -28,7 +28,7 @@ pub use changes::Changes;
 use changes::Dirty;
 pub use error::{BoardError, Result};
 pub use landing::{
-    Completion, Dropped, GateJob, GateRefusal, LandJob, LandRefusal, commit_message,
+    Completion, Dropped, GateJob, GateRefusal, LandJob, LandRefusal, RecoverJob, commit_message,
 };
 pub use requests::{DEFAULT_SHUTDOWN_TIMEOUT, Stop};
 pub use restore::Snapshot;
@@ -143,6 +143,8 @@ pub struct Board {
     /// Landings dropped because their claim ended: the owner's waiting
     /// `complete_task` is to be answered and its checks interrupted.
     dropped: Vec<landing::Dropped>,
+    /// Gates the restart interrupted; see [`landing::RecoverJob`].
+    interrupted: Vec<landing::RecoverJob>,
     /// Teams in which a waiter might now be served (a message arrived or a task
     /// became ready). `dispatch` looks only at these.
     wake: std::collections::BTreeSet<String>,
@@ -161,6 +163,7 @@ impl Board {
             notices: Vec::new(),
             stops: Vec::new(),
             dropped: Vec::new(),
+            interrupted: Vec::new(),
             wake: Default::default(),
         }
     }

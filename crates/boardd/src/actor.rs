@@ -115,6 +115,11 @@ impl Actor {
             .repo_done
             .take()
             .unwrap_or_else(|| mpsc::unbounded_channel().1);
+        // Gates the stop interrupted may have left an update half done in their
+        // worktrees: undone before the owners, who complete again, get them back.
+        for job in self.board.take_interrupted_gates() {
+            self.repos.submit(Job::Recover { job });
+        }
         // Tasks that were waiting in a merge queue when boardd stopped land
         // first, in the order they joined it.
         for job in self.board.queued_jobs() {

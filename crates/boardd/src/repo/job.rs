@@ -1,6 +1,6 @@
 //! What the actor asks of the repo workers, and what comes back.
 
-use teamboard_board::{GateJob, GateRefusal, LandJob, LandRefusal, OpenJob, SessionId};
+use teamboard_board::{GateJob, GateRefusal, LandJob, LandRefusal, OpenJob, RecoverJob, SessionId};
 use teamboard_protocol::request::SetRepoArgs;
 use teamboard_protocol::{CheckRun, ErrorBody, Found, Pruned, Repo, WorktreeEntry};
 
@@ -29,6 +29,10 @@ pub enum Job {
     Open { slot: Slot, job: OpenJob },
     /// Commit, update, run the checks.
     Gate { slot: Slot, job: GateJob },
+    /// Undo the update a gate interrupted by boardd's restart left in the
+    /// worktree. Nobody waits for it: it only has to run before the jobs that
+    /// follow it on the worker.
+    Recover { job: RecoverJob },
     /// Land a queued task. No slot: the actor keeps the owner's, since the
     /// owner may have gone (or boardd restarted) by the time it lands.
     Land { job: LandJob },
@@ -48,6 +52,17 @@ pub enum Job {
 }
 
 impl Job {
+    /// The worktree the job works in, if it works in one.
+    pub fn worktree(&self) -> Option<&str> {
+        match self {
+            Job::Open { job, .. } => Some(&job.worktree.path),
+            Job::Gate { job, .. } => Some(&job.worktree.path),
+            Job::Land { job } => Some(&job.worktree.path),
+            Job::Recover { job } => Some(&job.worktree.path),
+            Job::SetRepo { .. } | Job::List { .. } | Job::Prune { .. } => None,
+        }
+    }
+
     /// The repository whose worker runs the job (`None` for `SetRepo`).
     pub fn repo_path(&self) -> Option<&str> {
         match self {
@@ -55,6 +70,7 @@ impl Job {
             Job::Open { job, .. } => Some(&job.repo.path),
             Job::Gate { job, .. } => Some(&job.repo.path),
             Job::Land { job } => Some(&job.repo.path),
+            Job::Recover { job } => Some(&job.repo.path),
             Job::List { repo, .. } | Job::Prune { repo, .. } => Some(&repo.path),
         }
     }

@@ -7,7 +7,10 @@
 //! actor applies it to the board like a request of its own.
 //!
 //! One worker per repository runs its jobs in arrival order: opening
-//! worktrees, committing and updating branches, landing, listing and pruning.
+//! worktrees, committing and updating branches, landing, listing and pruning,
+//! and after a restart, undoing what a killed boardd's gate left half done.
+//! Before its first job in a worktree it waits out any git a killed boardd
+//! left running there (`worker.rs`).
 //! So nothing that touches one repository's refs or worktree list ever runs
 //! twice at once, and landings happen in the order tasks joined the queue.
 //! Checks run on threads of their own, so that one task's test run holds up
@@ -26,6 +29,7 @@ mod inspect;
 mod job;
 mod land;
 mod open;
+mod recover;
 mod validate;
 mod worker;
 
