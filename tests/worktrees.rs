@@ -349,3 +349,67 @@ async fn a_restart_waits_for_the_git_a_killed_boardd_left_running_in_a_worktree(
     assert_eq!(opened.found.in_progress, None, "{:?}", opened.found);
     assert!(!rebasing(&wt));
 }
+
+/// boardd killed after a landing moved the target but before it recorded the
+/// landing: after the restart the task completes with the range it really
+/// landed (`landed_on..merged` holds its commit), not as a landing of nothing
+/// on top of itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_landing_the_killed_boardd_made_but_never_recorded_keeps_its_range() {
+    let dir = short_tempdir();
+    let repo = GitRepo::new(dir.path());
+    let before = repo.head("main");
+    // Holds every move of main after it is made (git's reference-transaction
+    // hook, "committed"), for as long as the hold file is there: the landing's
+    // update-ref has moved the target, and boardd does not know yet.
+    let hold = dir.path().join("hold");
+    std::fs::write(&hold, "").expect("hold");
+    let hook = repo.path.join(".git/hooks/reference-transaction");
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = committed ] && grep -q ' refs/heads/main$'; then\n  while [ -f '{}' ]; do sleep 0.01; done\nfi\n",
+            hold.display()
+        ),
+    )
+    .expect("hook");
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+
+    let mut daemon = InProc::start().await;
+    let lead = lead(&daemon.socket).await;
+    lead.set_repo(repo_args(&repo)).await.expect("set_repo");
+    let id = lead.add_task(task("config")).await.expect("add").id;
+    let alice = std::sync::Arc::new(teammate(&daemon.socket, "alice", "coder").await);
+    let (epoch, wt) = claim_and_open(&alice, id).await;
+    write(&wt, "config.toml", "port = 1\n");
+    let completing = {
+        let alice = alice.clone();
+        tokio::spawn(async move { alice.complete_task(id, epoch, "config").await })
+    };
+    let branch = format!("teamboard/{}/task-{id}", teamboard_testkit::TEAM);
+    let landed = teamboard_testkit::eventually("main to move", teamboard_testkit::PATIENCE, || {
+        let (main, tip) = (repo.head("main"), repo.head(&branch));
+        let moved = main != before && main == tip;
+        async move { moved.then_some(main) }
+    })
+    .await;
+    daemon.shutdown().await;
+    let _ = completing.await;
+    std::fs::remove_file(&hold).expect("release the hook");
+
+    daemon.restart().await;
+    let lead = teamboard_testkit::lead(&daemon.socket).await;
+    let done = teamboard_testkit::eventually("the landing", teamboard_testkit::PATIENCE, || {
+        let lead = &lead;
+        async move {
+            let t = lead.get_task(id).await.expect("get").task;
+            (t.status == TaskStatus::Completed).then_some(t)
+        }
+    })
+    .await;
+    let w = done.worktree.expect("worktree");
+    assert_eq!(w.merged.as_deref(), Some(landed.as_str()));
+    assert_eq!(w.landed_on.as_deref(), Some(before.as_str()), "{w:?}");
+    assert_eq!(repo.head("main"), landed);
+}

@@ -19,20 +19,27 @@ use std::time::{Duration, Instant};
 const POLL: Duration = Duration::from_millis(20);
 
 /// Waits until no git process has its working directory in `dir` (or below
-/// it), or `timeout` has passed. Answers whether none was left. A directory
-/// that does not exist has none.
-pub fn wait_for_git_in(dir: &Path, timeout: Duration) -> bool {
+/// it), or `timeout` has passed. Answers how long it waited for one to end
+/// (zero: there was none), or `None` if one still runs. A directory that does
+/// not exist has none.
+pub fn wait_for_git_in(dir: &Path, timeout: Duration) -> Option<Duration> {
     let Ok(dir) = std::fs::canonicalize(dir) else {
-        return true;
+        return Some(Duration::ZERO);
     };
     let start = Instant::now();
+    let mut waited = false;
     loop {
         if git_in(&dir).is_none() {
-            return true;
+            return Some(if waited {
+                start.elapsed()
+            } else {
+                Duration::ZERO
+            });
         }
         if start.elapsed() >= timeout {
-            return false;
+            return None;
         }
+        waited = true;
         std::thread::sleep(POLL);
     }
 }
@@ -72,11 +79,23 @@ mod tests {
             .stdout(Stdio::null())
             .spawn()
             .expect("git");
-        assert!(!wait_for_git_in(dir.path(), Duration::from_millis(100)));
-        assert!(wait_for_git_in(other.path(), Duration::ZERO));
+        assert_eq!(
+            wait_for_git_in(dir.path(), Duration::from_millis(100)),
+            None
+        );
+        assert_eq!(
+            wait_for_git_in(other.path(), Duration::ZERO),
+            Some(Duration::ZERO)
+        );
         drop(git.stdin.take());
         git.wait().expect("git exits");
-        assert!(wait_for_git_in(dir.path(), Duration::ZERO));
-        assert!(wait_for_git_in(&dir.path().join("gone"), Duration::ZERO));
+        assert_eq!(
+            wait_for_git_in(dir.path(), Duration::ZERO),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(
+            wait_for_git_in(&dir.path().join("gone"), Duration::ZERO),
+            Some(Duration::ZERO)
+        );
     }
 }

@@ -4,7 +4,7 @@
 use crate::cmd::git;
 use crate::commit::identity;
 use crate::error::GitError;
-use crate::{Land, Repo, Style};
+use crate::{Land, Oid, Repo, Style, names};
 
 impl Repo {
     /// Lands `task_branch` on branch `target`, only if `target` is still at
@@ -56,9 +56,12 @@ impl Repo {
                 (merge, "merge")
             }
         };
+        // The reflog entry is what finds this landing again if boardd is
+        // killed before it records it (`recorded_landing`), so one is written
+        // even where reflogs are off.
         let update = git(self.root())
-            .args(["update-ref", "-m"])
-            .arg(format!("teamboard: land {task_branch} ({how})"))
+            .args(["update-ref", "--create-reflog", "-m"])
+            .arg(format!("{} ({how})", landing_message(task_branch)))
             .arg(format!("refs/heads/{target}"))
             .args([&new, &old]);
         let out = update.output()?;
@@ -72,4 +75,45 @@ impl Repo {
             _ => Err(update.failed(&out)),
         }
     }
+
+    /// The landing of `task_branch` on `target` that the target's reflog
+    /// records, as (old, new): where [`Repo::land`] found the target, and where
+    /// it moved it. A boardd killed between moving the target and recording the
+    /// landing finds it here after the restart, with the commit it landed on.
+    /// `None` when the last 1,000 moves of the target have no such entry, or
+    /// when it is the oldest entry left (its old value is then unknown).
+    pub fn recorded_landing(
+        &self,
+        target: &str,
+        task_branch: &str,
+    ) -> Result<Option<(Oid, Oid)>, GitError> {
+        names::check(target)?;
+        names::check(task_branch)?;
+        let out = git(self.root())
+            .args(["log", "--walk-reflogs", "--format=%H %gs", "-n", "1000"])
+            .arg(format!("refs/heads/{target}"))
+            .output()?;
+        if !out.success() {
+            // No reflog at all.
+            return Ok(None);
+        }
+        // Newest first: each entry's old value is the next entry's new one.
+        let entries: Vec<(&str, &str)> = out
+            .stdout
+            .lines()
+            .filter_map(|l| l.split_once(' '))
+            .collect();
+        let want = format!("{} (", landing_message(task_branch));
+        let Some(i) = entries.iter().position(|(_, s)| s.starts_with(&want)) else {
+            return Ok(None);
+        };
+        Ok(entries
+            .get(i + 1)
+            .map(|(old, _)| (old.to_string(), entries[i].0.to_string())))
+    }
+}
+
+/// The reflog message of a landing, before its style.
+fn landing_message(task_branch: &str) -> String {
+    format!("teamboard: land {task_branch}")
 }

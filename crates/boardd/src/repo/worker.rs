@@ -25,11 +25,17 @@ impl Settled {
         if self.0.contains(wt) {
             return;
         }
-        if !teamboard_git::wait_for_git_in(Path::new(wt), ORPHAN_WAIT) {
-            tracing::warn!(
+        match teamboard_git::wait_for_git_in(Path::new(wt), ORPHAN_WAIT) {
+            Some(waited) if waited.is_zero() => {}
+            Some(waited) => tracing::info!(
+                worktree = wt,
+                ms = waited.as_millis() as u64,
+                "waited for a git that was still running in the worktree"
+            ),
+            None => tracing::warn!(
                 worktree = wt,
                 "a git still runs in the worktree; working there anyway"
-            );
+            ),
         }
         self.0.insert(wt.to_string());
     }
