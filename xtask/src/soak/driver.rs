@@ -23,6 +23,8 @@ pub struct Setting {
     pub exe: PathBuf,
     pub log_dir: PathBuf,
     pub manifests: PathBuf,
+    /// The repository, whose target ref one kind of boardd kill watches.
+    pub repo: PathBuf,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -41,6 +43,9 @@ pub struct WorkerKill {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct BoarddKill {
+    /// What the kill waited for: a queued landing, the target just moved, or
+    /// nothing (a random moment).
+    pub moment: Moment,
     pub at_s: f64,
     /// Wall-clock milliseconds of the kill, to compare with the history.
     pub at_ms: i64,
@@ -51,6 +56,21 @@ pub struct BoarddKill {
     /// From the kill to the new boardd's socket accepting.
     pub restart_ms: f64,
 }
+
+/// When boardd is killed, in turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Moment {
+    /// Once a landing waits in the queue (or after a few seconds without one).
+    Queued,
+    /// The moment the target ref moves: between a landing's `update-ref` and
+    /// boardd recording it, if the kill is quick enough.
+    TargetMoved,
+    /// Whenever.
+    Random,
+}
+
+const MOMENTS: [Moment; 3] = [Moment::Queued, Moment::TargetMoved, Moment::Random];
 
 #[derive(Debug, Default)]
 pub struct Driven {
@@ -117,11 +137,11 @@ pub async fn drive(
         if let Some(&at) = thresholds.get(out.boardd_kills.len())
             && completed >= at
         {
-            let n = out.boardd_kills.len();
-            let k = kill_boardd(boardd, lead, &mut rng, n % 2 == 0, start, completed).await?;
+            let moment = MOMENTS[out.boardd_kills.len() % MOMENTS.len()];
+            let k = kill_boardd(s, boardd, lead, &mut rng, moment, start, completed).await?;
             println!(
-                "  kill -9 boardd at {:.1} s ({} queued, {} checking); back in {:.0} ms",
-                k.at_s, k.queued, k.checking, k.restart_ms
+                "  kill -9 boardd at {:.1} s ({:?}: {} queued, {} checking); back in {:.0} ms",
+                k.at_s, k.moment, k.queued, k.checking, k.restart_ms
             );
             out.boardd_kills.push(k);
         }
@@ -226,19 +246,20 @@ fn manifest_of(
     Ok(Some((file, m.files.len())))
 }
 
-/// Kills boardd with SIGKILL after a random pause, when `want_queued` only
-/// once a landing waits in the queue (or after a few seconds without one),
-/// and starts it again on the same state.
+/// Kills boardd with SIGKILL after a random pause, at `moment` (or after a
+/// few seconds without it), and starts it again on the same state.
 async fn kill_boardd(
+    s: &Setting,
     boardd: &mut Boardd,
     lead: &mut Lead,
     rng: &mut Rng,
-    want_queued: bool,
+    moment: Moment,
     start: Instant,
     completed: usize,
 ) -> anyhow::Result<BoarddKill> {
+    let want_queued = moment == Moment::Queued;
     tokio::time::sleep(Duration::from_millis(rng.between(0, 1500))).await;
-    let deadline = Instant::now() + Duration::from_secs(4);
+    let deadline = Instant::now() + Duration::from_secs(5);
     let (checking, queued) = loop {
         let tasks = lead.call(|c| Box::pin(c.list_tasks(None))).await?;
         let stage = |s: LandingStage| {
@@ -253,11 +274,21 @@ async fn kill_boardd(
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     };
+    if moment == Moment::TargetMoved {
+        // A tight loop on the loose ref file: the kill must come within the
+        // milliseconds between the ref moving and boardd's commit of it.
+        let target = s.repo.join(".git/refs/heads").join(super::plan::TARGET);
+        let before = std::fs::read(&target).ok();
+        while std::fs::read(&target).ok() == before && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_micros(500));
+        }
+    }
     let at_s = start.elapsed().as_secs_f64();
     let at_ms = super::journal::now_ms();
     lead.reset();
     let restart = boardd.crash_and_restart().await?;
     Ok(BoarddKill {
+        moment,
         at_s,
         at_ms,
         completed_before: completed,

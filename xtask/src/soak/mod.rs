@@ -80,7 +80,8 @@ pub struct SoakArgs {
     #[arg(long, default_value_t = 1.5, value_name = "SECS")]
     kill_every: f64,
     /// Times boardd is killed with SIGKILL and restarted on the same state,
-    /// spread over the run (every other one waits for a queued landing).
+    /// spread over the run; in turn once a landing is queued, the moment the
+    /// target branch moves (a landing half recorded), and at random.
     #[arg(long, default_value_t = 3, value_name = "N")]
     boardd_kills: usize,
     /// Share of the tasks that also append to a shared file, which forces
@@ -281,6 +282,7 @@ async fn run_async(args: &SoakArgs) -> anyhow::Result<()> {
         exe: exe.clone(),
         log_dir: logs.clone(),
         manifests: manifests.clone(),
+        repo: repo.clone(),
     };
     let driven = driver::drive(&setting, &mut boardd, &mut lead, &mut teammates, ids.len()).await?;
     let mut worker_crashes = Vec::new();
