@@ -63,6 +63,9 @@ pub struct BoarddKill {
 pub enum Moment {
     /// Once a landing waits in the queue (or after a few seconds without one).
     Queued,
+    /// Once a gate runs (committing, updating, checking): the restart must
+    /// undo what it left half done.
+    Checking,
     /// The moment the target ref moves: between a landing's `update-ref` and
     /// boardd recording it, if the kill is quick enough.
     TargetMoved,
@@ -70,7 +73,12 @@ pub enum Moment {
     Random,
 }
 
-const MOMENTS: [Moment; 3] = [Moment::Queued, Moment::TargetMoved, Moment::Random];
+const MOMENTS: [Moment; 4] = [
+    Moment::Queued,
+    Moment::TargetMoved,
+    Moment::Checking,
+    Moment::Random,
+];
 
 #[derive(Debug, Default)]
 pub struct Driven {
@@ -86,6 +94,11 @@ pub struct Driven {
 }
 
 const TICK: Duration = Duration::from_millis(100);
+
+/// Why a kill took no manifest, as the report counts them.
+pub const NOTHING_UNCOMMITTED: &str = "nothing was uncommitted";
+pub const HELD_NOTHING: &str = "it held no task";
+pub const NOT_OPENED: &str = "its worktree was not opened yet";
 
 pub async fn drive(
     s: &Setting,
@@ -202,7 +215,7 @@ async fn kill_teammate(
             k.manifest = Some(file);
             k.files = files;
         }
-        Ok(None) => {}
+        Ok(None) => k.skipped = Some(NOTHING_UNCOMMITTED.into()),
         Err(why) => k.skipped = Some(why),
     }
     t.kill_and_restart(&s.exe, &s.log_dir).await?;
@@ -217,7 +230,7 @@ fn manifest_of(
     name: &str,
     seq: usize,
 ) -> Result<Option<(String, usize)>, String> {
-    let task = held.ok_or("it held no task")?;
+    let task = held.ok_or(HELD_NOTHING)?;
     if let Some(l) = &task.landing {
         // The gate (commit, update) or the queue may be working in the
         // worktree right now; the work was handed to boardd.
@@ -231,7 +244,7 @@ fn manifest_of(
         .worktree
         .as_ref()
         .filter(|w| w.base.is_some())
-        .ok_or("its worktree was not opened yet")?;
+        .ok_or(NOT_OPENED)?;
     let spec = Spec::from_description(&task.description).ok_or("the task has no spec")?;
     let m = manifest::take(Path::new(&w.path), task.id, spec.n, name, task.epoch)
         .map_err(|e| format!("cannot take the manifest: {e:#}"))?;
@@ -257,7 +270,11 @@ async fn kill_boardd(
     start: Instant,
     completed: usize,
 ) -> anyhow::Result<BoarddKill> {
-    let want_queued = moment == Moment::Queued;
+    let wanted = |checking: usize, queued: usize| match moment {
+        Moment::Queued => queued > 0,
+        Moment::Checking => checking > 0,
+        Moment::TargetMoved | Moment::Random => true,
+    };
     tokio::time::sleep(Duration::from_millis(rng.between(0, 1500))).await;
     let deadline = Instant::now() + Duration::from_secs(5);
     let (checking, queued) = loop {
@@ -269,7 +286,7 @@ async fn kill_boardd(
             })
         };
         let (checking, queued) = (stage(LandingStage::Checking), stage(LandingStage::Queued));
-        if !want_queued || queued > 0 || Instant::now() > deadline {
+        if wanted(checking, queued) || Instant::now() > deadline {
             break (checking, queued);
         }
         tokio::time::sleep(Duration::from_millis(5)).await;

@@ -58,11 +58,11 @@ checks add to the gate. It prints a summary, writes target/soak-git/report.json
 and exits non-zero if a check fails (keeping the run's directory: the
 repository, boardd's state and log, each teammate's journal and log).
 
-Builds boardd and xtask in release mode first. The default run takes about a
-minute or two on a 2-core machine. Repeat a run's choices with its --seed.
+Builds boardd and xtask in release mode first. The default run takes 30 to 60
+seconds on a 2-core machine. Repeat a run's choices with its --seed.
 
 Example:
-  cargo xtask soak-git --teammates 8 --tasks 50 --kill-every 1.5 --boardd-kills 3";
+  cargo xtask soak-git --teammates 8 --tasks 50 --kill-every 1.5 --boardd-kills 4";
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct SoakArgs {
@@ -81,8 +81,9 @@ pub struct SoakArgs {
     kill_every: f64,
     /// Times boardd is killed with SIGKILL and restarted on the same state,
     /// spread over the run; in turn once a landing is queued, the moment the
-    /// target branch moves (a landing half recorded), and at random.
-    #[arg(long, default_value_t = 3, value_name = "N")]
+    /// target branch moves (a landing half recorded), while a gate runs, and at
+    /// random.
+    #[arg(long, default_value_t = 4, value_name = "N")]
     boardd_kills: usize,
     /// Share of the tasks that also append to a shared file, which forces
     /// conflicts.

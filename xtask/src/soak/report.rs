@@ -1,6 +1,8 @@
 //! The soak's figures and summary, and `target/soak-git/report.json`.
 
-use super::driver::{BoarddKill, Driven, WorkerKill};
+use super::driver::{
+    BoarddKill, Driven, HELD_NOTHING, NOT_OPENED, NOTHING_UNCOMMITTED, WorkerKill,
+};
 use super::journal::Record;
 use super::plan::{Shape, Spec};
 use super::verify::{Check, ManifestCounts};
@@ -65,6 +67,8 @@ pub struct Counts {
     pub kills_with_manifest: usize,
     pub kills_while_landing: usize,
     pub kills_holding_nothing: usize,
+    pub kills_nothing_uncommitted: usize,
+    pub kills_before_open: usize,
     pub kills_other: usize,
     pub manifests: ManifestCounts,
     pub boardd_kills: usize,
@@ -189,7 +193,9 @@ pub fn counts(
             (None, Some(s)) if s.contains("was checking") || s.contains("was queued") => {
                 c.kills_while_landing += 1
             }
-            (None, Some(s)) if s.contains("held no task") => c.kills_holding_nothing += 1,
+            (None, Some(s)) if s == HELD_NOTHING => c.kills_holding_nothing += 1,
+            (None, Some(s)) if s == NOTHING_UNCOMMITTED => c.kills_nothing_uncommitted += 1,
+            (None, Some(s)) if s == NOT_OPENED => c.kills_before_open += 1,
             _ => c.kills_other += 1,
         }
     }
@@ -256,11 +262,13 @@ impl Report {
             load(self.load_average_after)
         );
         println!(
-            "  kill -9 of a teammate: {} ({} with a manifest of {} files, {} while their task landed, {} holding nothing, {} other)",
+            "  kill -9 of a teammate: {} ({} with a manifest of {} files; without: {} while their task landed, {} with nothing uncommitted, {} before opening, {} holding nothing, {} other)",
             c.worker_kills,
             c.kills_with_manifest,
             c.manifests.files,
             c.kills_while_landing,
+            c.kills_nothing_uncommitted,
+            c.kills_before_open,
             c.kills_holding_nothing,
             c.kills_other
         );
@@ -269,9 +277,15 @@ impl Report {
             .iter()
             .map(|k| k.queued_across.len().to_string())
             .collect();
+        let moments: Vec<String> = self
+            .boardd_kills
+            .iter()
+            .map(|k| format!("{:?}", k.kill.moment))
+            .collect();
         println!(
-            "  kill -9 of boardd: {} (landings queued across each: {})",
+            "  kill -9 of boardd: {} ({}; landings queued across each: {})",
             c.boardd_kills,
+            moments.join(", "),
             across.join(", ")
         );
         println!(
