@@ -71,6 +71,14 @@ mod tests {
     fn waits_while_a_git_works_in_the_directory_and_not_after() {
         let dir = tempfile::tempdir().expect("tempdir");
         let other = tempfile::tempdir().expect("tempdir");
+        // A repository, as a worktree is: outside one, git looks for one in
+        // the directories above, changing into each, and could be seen there.
+        let init = Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(dir.path())
+            .status()
+            .expect("git init");
+        assert!(init.success());
         // A git that runs until its input closes.
         let mut git = Command::new("git")
             .args(["hash-object", "--stdin"])
@@ -79,6 +87,17 @@ mod tests {
             .stdout(Stdio::null())
             .spawn()
             .expect("git");
+        // `spawn` returns once the child is in execve, a moment before the
+        // kernel gives it git's name.
+        let comm = format!("/proc/{}/comm", git.id());
+        let named = Instant::now();
+        while !std::fs::read_to_string(&comm).is_ok_and(|c| c.starts_with("git")) {
+            assert!(
+                named.elapsed() < Duration::from_secs(10),
+                "git never got its name"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
         assert_eq!(
             wait_for_git_in(dir.path(), Duration::from_millis(100)),
             None
