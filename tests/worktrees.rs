@@ -104,7 +104,7 @@ async fn a_target_that_is_checked_out_or_a_plain_directory_is_refused_with_the_f
         .await
         .expect_err("not a repo");
     assert_eq!(e.code(), Some(ErrorCode::Git), "{e}");
-    assert!(e.to_string().contains("not a git repository"), "{e}");
+    assert!(e.to_string().contains("not inside a git repository"), "{e}");
     assert_eq!(lead.get_repo().await.expect("get"), None);
 
     let alice = teammate(&daemon.socket, "alice", "coder").await;
@@ -167,7 +167,7 @@ async fn two_teammates_editing_one_file_one_lands_and_the_other_gets_the_path() 
     teamboard_testkit::git::git(&wb, &["add", "README.md"]);
     teamboard_testkit::git::git_command(&wb)
         .args(["-c", "core.editor=true", "rebase", "--continue"])
-        .status()
+        .output()
         .expect("continue");
     let done = bob.complete_task(b, eb, "b").await.expect("lands now");
     assert_eq!(done.status, TaskStatus::Completed);
@@ -231,185 +231,94 @@ async fn a_failing_check_refuses_completion_with_its_evidence() {
     );
 }
 
-/// A task of alice's whose gate was running when boardd stopped, and whose
-/// worktree holds what the killed boardd's rebase leaves when the target
-/// moved under it: the rebase stopped on the conflict (in README.md), in the
-/// middle. The git outlives boardd, so nobody aborts it. Answers the epoch and
-/// the worktree; the daemon is stopped.
-async fn gate_killed_in_its_update(
-    daemon: &mut InProc,
-    repo: &GitRepo,
-) -> (u64, u64, std::path::PathBuf) {
-    let lead = lead(&daemon.socket).await;
-    lead.set_repo(repo_args(repo)).await.expect("set_repo");
-    let id = lead
-        .add_task(NewTask {
-            // Long enough that the task is still checking when boardd stops.
-            checks: vec!["sleep 60".into()],
-            ..task("readme")
-        })
-        .await
-        .expect("add")
-        .id;
-    let alice = std::sync::Arc::new(teammate(&daemon.socket, "alice", "coder").await);
-    let (epoch, wt) = claim_and_open(&alice, id).await;
-    write(&wt, "README.md", "alice was here\n");
-    let completing = {
-        let alice = alice.clone();
-        tokio::spawn(async move { alice.complete_task(id, epoch, "readme").await })
-    };
-    // The gate committed alice's work and runs the check.
-    let branch = format!("refs/heads/teamboard/{}/task-{id}", teamboard_testkit::TEAM);
-    teamboard_testkit::eventually("the gate's commit", teamboard_testkit::PATIENCE, || {
-        let subject =
-            teamboard_testkit::git::git(&repo.path, &["log", "-1", "--format=%s", &branch]);
-        async move { (subject == "readme").then_some(()) }
-    })
-    .await;
-    daemon.shutdown().await;
-    let _ = completing.await;
-    repo.commit_on("main", "README.md", "bob was here\n");
-    let stopped = teamboard_testkit::git::git_command(&wt)
-        .args(["rebase", "main"])
-        .output()
-        .expect("rebase");
-    assert!(
-        !stopped.status.success(),
-        "the rebase stops on the conflict"
-    );
-    assert!(rebasing(&wt));
-    (id, epoch, wt)
-}
-
-fn rebasing(wt: &Path) -> bool {
-    let dir = teamboard_testkit::git::git(wt, &["rev-parse", "--git-path", "rebase-merge"]);
-    wt.join(dir).exists()
-}
-
-/// boardd killed while a gate brought the branch up to date: after the
-/// restart, boardd undoes its own half-done update before the owner gets the
-/// worktree back, so the owner completes as if nothing happened: the conflict
-/// is refused with its path, not with "a rebase is in progress".
+/// git runs on the repository's worker, never on boardd's request path: while a
+/// slow `git worktree add` (a `post-checkout` hook that sleeps) holds one
+/// teammate's `open_worktree`, everyone else is served at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_restart_undoes_the_update_a_killed_gate_left_in_the_worktree() {
+async fn a_slow_git_never_delays_other_clients() {
     let dir = short_tempdir();
     let repo = GitRepo::new(dir.path());
-    let mut daemon = InProc::start().await;
-    let (id, epoch, wt) = gate_killed_in_its_update(&mut daemon, &repo).await;
-
-    daemon.restart().await;
-    let alice = teammate(&daemon.socket, "alice", "coder").await;
-    let task = alice.get_task(id).await.expect("get").task;
-    assert_eq!(task.status, TaskStatus::InProgress);
-    assert!(task.landing.is_none(), "{:?}", task.landing);
-    let opened = alice.open_worktree(id, epoch).await.expect("reopen");
-    assert_eq!(opened.found.in_progress, None, "{:?}", opened.found);
-    assert_eq!(
-        std::fs::read_to_string(wt.join("README.md")).expect("alice's work"),
-        "alice was here\n"
-    );
-    let e = alice
-        .complete_task(id, epoch, "readme")
-        .await
-        .expect_err("the conflict");
-    assert_eq!(e.code(), Some(ErrorCode::MergeConflict), "{e}");
-    assert!(e.to_string().contains("README.md"), "{e}");
-}
-
-/// The git a killed boardd started runs on. The restarted boardd does not
-/// work in that worktree (abort the update, open it for the owner) until that
-/// git is done, or the two would interleave.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_restart_waits_for_the_git_a_killed_boardd_left_running_in_a_worktree() {
-    let dir = short_tempdir();
-    let repo = GitRepo::new(dir.path());
-    let mut daemon = InProc::start().await;
-    let (id, epoch, wt) = gate_killed_in_its_update(&mut daemon, &repo).await;
-    // The killed boardd's git, still at work: one that runs until its input
-    // closes.
-    let mut orphan = teamboard_testkit::git::git_command(&wt)
-        .args(["hash-object", "--stdin"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .expect("git");
-
-    daemon.restart().await;
-    let alice = teammate(&daemon.socket, "alice", "coder").await;
-    let mut open = Box::pin(alice.open_worktree(id, epoch));
-    let waited = tokio::time::timeout(std::time::Duration::from_millis(500), &mut open).await;
-    assert!(
-        waited.is_err(),
-        "answered while a git ran there: {waited:?}"
-    );
-    assert!(rebasing(&wt), "the update was undone while a git ran there");
-    drop(orphan.stdin.take());
-    orphan.wait().expect("the git exits");
-    let opened = open.await.expect("reopen");
-    assert_eq!(opened.found.in_progress, None, "{:?}", opened.found);
-    assert!(!rebasing(&wt));
-}
-
-/// boardd killed after a landing moved the target but before it recorded the
-/// landing: after the restart the task completes with the range it really
-/// landed (`landed_on..merged` holds its commit), not as a landing of nothing
-/// on top of itself.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_landing_the_killed_boardd_made_but_never_recorded_keeps_its_range() {
-    let dir = short_tempdir();
-    let repo = GitRepo::new(dir.path());
-    let before = repo.head("main");
-    // Holds every move of main after it is made (git's reference-transaction
-    // hook, "committed"), for as long as the hold file is there: the landing's
-    // update-ref has moved the target, and boardd does not know yet.
-    let hold = dir.path().join("hold");
-    std::fs::write(&hold, "").expect("hold");
-    let hook = repo.path.join(".git/hooks/reference-transaction");
+    let hook = repo.path.join(".git/hooks/post-checkout");
+    let started = dir.path().join("hook-started");
     std::fs::write(
         &hook,
-        format!(
-            "#!/bin/sh\nif [ \"$1\" = committed ] && grep -q ' refs/heads/main$'; then\n  while [ -f '{}' ]; do sleep 0.01; done\nfi\n",
-            hold.display()
-        ),
+        format!("#!/bin/sh\ntouch '{}'\nsleep 3\n", started.display()),
     )
     .expect("hook");
-    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .expect("chmod");
-
-    let mut daemon = InProc::start().await;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let daemon = InProc::start().await;
     let lead = lead(&daemon.socket).await;
     lead.set_repo(repo_args(&repo)).await.expect("set_repo");
-    let id = lead.add_task(task("config")).await.expect("add").id;
-    let alice = std::sync::Arc::new(teammate(&daemon.socket, "alice", "coder").await);
-    let (epoch, wt) = claim_and_open(&alice, id).await;
-    write(&wt, "config.toml", "port = 1\n");
-    let completing = {
-        let alice = alice.clone();
-        tokio::spawn(async move { alice.complete_task(id, epoch, "config").await })
-    };
-    let branch = format!("teamboard/{}/task-{id}", teamboard_testkit::TEAM);
-    let landed = teamboard_testkit::eventually("main to move", teamboard_testkit::PATIENCE, || {
-        let (main, tip) = (repo.head("main"), repo.head(&branch));
-        let moved = main != before && main == tip;
-        async move { moved.then_some(main) }
+    let a = lead.add_task(task("slow")).await.expect("add").id;
+    let b = lead.add_task(task("other")).await.expect("add").id;
+    let alice = teammate(&daemon.socket, "alice", "coder").await;
+    let bob = teammate(&daemon.socket, "bob", "coder").await;
+    let claim = alice.claim_task(a).await.expect("claim");
+    let opening = tokio::spawn(async move {
+        let t0 = std::time::Instant::now();
+        let r = alice.open_worktree(a, claim.epoch).await;
+        (r, t0.elapsed())
+    });
+    teamboard_testkit::eventually("the hook runs", teamboard_testkit::PATIENCE, || async {
+        started.exists().then_some(())
     })
     .await;
-    daemon.shutdown().await;
-    let _ = completing.await;
-    std::fs::remove_file(&hold).expect("release the hook");
+    // The hook sleeps now; boardd answers others as if it did not.
+    let t0 = std::time::Instant::now();
+    let c = bob.claim_task(b).await.expect("bob claims meanwhile");
+    lead.list_tasks(None).await.expect("list");
+    bob.heartbeat(b, c.epoch).await.expect("beat");
+    let others = t0.elapsed();
+    let (opened, slow) = opening.await.expect("join");
+    opened.expect("opened in the end");
+    assert!(slow >= std::time::Duration::from_secs(3), "{slow:?}");
+    assert!(
+        others < std::time::Duration::from_secs(1),
+        "other clients waited {others:?} for a slow git"
+    );
+}
 
-    daemon.restart().await;
-    let lead = teamboard_testkit::lead(&daemon.socket).await;
-    let done = teamboard_testkit::eventually("the landing", teamboard_testkit::PATIENCE, || {
-        let lead = &lead;
-        async move {
-            let t = lead.get_task(id).await.expect("get").task;
-            (t.status == TaskStatus::Completed).then_some(t)
-        }
-    })
-    .await;
-    let w = done.worktree.expect("worktree");
-    assert_eq!(w.merged.as_deref(), Some(landed.as_str()));
-    assert_eq!(w.landed_on.as_deref(), Some(before.as_str()), "{w:?}");
-    assert_eq!(repo.head("main"), landed);
+/// A landed task's worktree directory removed by hand leaves its branch behind;
+/// prune takes the branch once its commits are all on the target, and keeps an
+/// open task's branch whatever became of its directory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prune_takes_the_branch_of_a_landed_task_whose_directory_was_removed_by_hand() {
+    let dir = short_tempdir();
+    let repo = GitRepo::new(dir.path());
+    let daemon = InProc::start().await;
+    let lead = lead(&daemon.socket).await;
+    lead.set_repo(repo_args(&repo)).await.expect("set_repo");
+    let landed = lead.add_task(task("landed")).await.expect("add").id;
+    let open = lead.add_task(task("open")).await.expect("add").id;
+    let alice = teammate(&daemon.socket, "alice", "coder").await;
+    let bob = teammate(&daemon.socket, "bob", "coder").await;
+    let (epoch, wt) = claim_and_open(&alice, landed).await;
+    write(&wt, "a.txt", "a\n");
+    alice
+        .complete_task(landed, epoch, "a")
+        .await
+        .expect("lands");
+    let (_, wt2) = claim_and_open(&bob, open).await;
+    write(&wt2, "b.txt", "b\n");
+    teamboard_testkit::git::git(&wt2, &["add", "b.txt"]);
+    teamboard_testkit::git::git(&wt2, &["commit", "-q", "-m", "b"]);
+    std::fs::remove_dir_all(&wt).expect("rm landed");
+    std::fs::remove_dir_all(&wt2).expect("rm open");
+
+    let pruned = lead.prune_worktrees(false).await.expect("prune");
+    let removed: Vec<u64> = pruned.removed.iter().map(|e| e.task).collect();
+    assert_eq!(removed, [landed], "{pruned:#?}");
+    assert_eq!(pruned.kept.len(), 1);
+    assert_eq!(
+        pruned.kept[0].state,
+        teamboard_protocol::WorktreeState::Missing
+    );
+    let branches = teamboard_testkit::git::git(&repo.path, &["branch", "--list", "teamboard/*"]);
+    assert!(!branches.contains("task-1"), "{branches}");
+    assert!(
+        branches.contains("task-2"),
+        "the open task's commit is kept: {branches}"
+    );
+    assert!(!teamboard_testkit::git::git(&repo.path, &["worktree", "list"]).contains("task-1"));
 }

@@ -1,19 +1,24 @@
 //! `cargo xtask demo`: the whole system in one command, offline.
 //!
 //! It builds boardd, teamctl and teammated, starts a boardd of its own in a fresh
-//! temporary directory, and plays the reference scenario through the lead: the
-//! person asks `teamctl lead` (the offline scripted lead) for the backend refactor,
-//! the lead proposes a team plan, "start" puts four tasks with dependencies on the
-//! board and spawns three scripted teammates, who claim them in parallel; the tests
-//! need a plan, which the lead reviews; the lead sums up when all are done. The demo
-//! shows the board live from boardd's pushed events and the lead's words beside
-//! them, prints who did what and the tokens spent (the lead's by cause), then asks
-//! each teammate to shut down and removes everything.
+//! temporary directory, and plays the reference scenario through the lead. The
+//! backend is a git repository, attached to the team with `teamctl repo set`, so
+//! every task works in a worktree of its own and lands on `main` through boardd's
+//! merge queue. The person asks `teamctl lead` (the offline scripted lead) for the
+//! backend refactor, the lead proposes a team plan, "start" puts four tasks with
+//! dependencies on the board and spawns three scripted teammates, who claim them in
+//! parallel; the tests need a plan, which the lead reviews, and land only when the
+//! test script they wrote passes as their completion check; the lead sums up when
+//! all are done. The demo shows the board live from boardd's pushed events and the
+//! lead's words beside them, prints who did what and the tokens spent (the lead's
+//! by cause) and the history of `main`, prunes the landed worktrees, then asks each
+//! teammate to shut down and removes everything.
 //!
 //! Everything the demo starts is stopped on every way out: success, an error, the
 //! timeout, Ctrl-C, SIGTERM or SIGHUP (see [`procs`]).
 
 mod procs;
+mod repo;
 mod script;
 mod stop;
 mod view;
@@ -35,18 +40,26 @@ pub const LONG_ABOUT: &str = "\
 Run the whole system once, offline, and watch a lead and its team work.
 
 The demo builds boardd, teamctl and teammated and starts a boardd of its own in a fresh \
-temporary directory. Then, as the person, it asks the lead (`teamctl lead --goal ... \
---yes`, with the offline `scripted` lead) for a refactor of a tiny backend: config and \
-auth in parallel, tests once both are done (their plan is reviewed by the lead before \
-they run), and a summary. The lead proposes the team plan, starts it (tasks with \
-dependencies, three teammates ada, brook and cy), reviews the plan, and sums up when \
-the board is done. The teammates use the offline `scripted` model, which runs the ```sh \
-blocks of the task it holds: no network and no API key are needed.
+temporary directory. As the person, it makes a tiny backend a git repository and \
+attaches it to the team (`teamctl repo set DIR --branch main`), then asks the lead \
+(`teamctl lead --goal ... --yes`, with the offline `scripted` lead) for a refactor: \
+config and auth in parallel, tests once both have landed (their plan is reviewed by \
+the lead before they run, and they land only when their test script passes as their \
+completion check), and a summary. The lead proposes the team plan, starts it (tasks \
+with dependencies, three teammates ada, brook and cy), reviews the plan, and sums up \
+when the board is done. The teammates use the offline `scripted` model, which runs \
+the ```sh blocks of the task it holds: no network and no API key are needed.
 
-The demo shows the board live, from the events boardd pushes, with the lead's words, \
-then who did what, how long it took and the tokens spent (the lead's split between \
-planning, coordination and summary). It asks each teammate to shut down, stops boardd \
-and removes the temporary directories (unless --keep).
+Each task works in a git worktree of its own, created by boardd from main as it is \
+when the task is claimed. When a teammate completes, boardd commits the work, runs \
+the checks and lands it on main through its merge queue, one task at a time.
+
+The demo shows the board live, from the events boardd pushes (worktrees opened, \
+checks passed, work landed), with the lead's words, then who did what, how long it \
+took, the tokens spent (the lead's split between planning, coordination and \
+summary) and `git log --graph` of main. It prunes the landed worktrees, asks each \
+teammate to shut down, stops boardd and removes the temporary directories (unless \
+--keep, which keeps the repository, its worktrees and the board to look at).
 
 The first run compiles the workspace, which takes a few minutes; later runs take a \
 few seconds.";
@@ -54,7 +67,8 @@ few seconds.";
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Keep the demo's directory (board database, teammates' transcripts, the
-    /// backend as the team left it) and print how to look at it
+    /// repository and the task worktrees as the team left them) and print how to
+    /// look at it
     #[arg(long)]
     keep: bool,
     /// Give up when the team has not finished within this many seconds
@@ -74,7 +88,9 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<()> {
     }
     println!(
         "teamboard demo: a person asks the lead for a backend refactor; the lead plans it, \
-         starts a team of three, reviews the tests' plan and sums up.\nThe lead and the \
+         starts a team of three, reviews the tests' plan and sums up. The backend is a git \
+         repository: each task works in a worktree of its own and lands on main through \
+         boardd's merge queue, the tests only once their checks pass.\nThe lead and the \
          teammates are the offline `scripted` stand-ins (the teammates run the ```sh \
          blocks of each task): no network, no API key.\n"
     );
@@ -123,7 +139,7 @@ async fn run_async(args: &DemoArgs, bins: Bins) -> anyhow::Result<()> {
     let mut demo = Demo::new(bins)?;
     let limit = Duration::from_secs(args.timeout);
     let played = tokio::select! {
-        r = tokio::time::timeout(limit, demo.play()) => r.unwrap_or_else(|_| Err(anyhow!(
+        r = tokio::time::timeout(limit, demo.play(args.keep)) => r.unwrap_or_else(|_| Err(anyhow!(
             "the team did not finish within {} s (--timeout); rerun with --keep and see \
              `teamctl logs NAME` for what the teammates did",
             args.timeout
@@ -194,7 +210,7 @@ impl Demo {
         })
     }
 
-    async fn play(&mut self) -> anyhow::Result<()> {
+    async fn play(&mut self, keep: bool) -> anyhow::Result<()> {
         println!("\nStarting boardd in a fresh state directory:");
         self.procs
             .start_boardd(
@@ -215,6 +231,7 @@ impl Demo {
             .context("cannot connect to the demo's boardd")?;
         // Subscribed before anything happens, so the live view misses nothing.
         client.subscribe().await?;
+        self.attach_repo().await?;
 
         let goal = script::goal();
         println!("\nThe person asks the lead:\n  \"{}\"", script::REQUEST);
@@ -239,6 +256,13 @@ impl Demo {
             println!("{line}");
         }
         println!("{}", self.lead_tokens());
+        let mut tasks = client.list_tasks(None).await?;
+        tasks.sort_by_key(|t| t.id);
+        self.verify(&tasks).await?;
+        self.show_log().await?;
+        if !keep {
+            self.prune().await?;
+        }
         Ok(())
     }
 
@@ -276,7 +300,7 @@ impl Demo {
             "\nLive: the lead's words (lead │) and boardd's event stream (what `teamctl \
              events --follow` shows):"
         );
-        let mut board = Board::new(&[]);
+        let mut board = Board::new(&[], script::BRANCH);
         let mut out = tokio::io::BufReader::new(lead.stdout.take().context("lead stdout")?).lines();
         let mut err_pipe = lead.stderr.take().context("lead stderr")?;
         let stderr = tokio::spawn(async move {
@@ -324,9 +348,8 @@ impl Demo {
                     {
                         board.add(&client.get_task(id).await?.task);
                     }
-                    if let Some(id) = board.wants_outcome(&e) {
-                        let t = client.get_task(id).await?.task;
-                        board.set_outcome(id, t.result.or(t.last_error));
+                    if let Some(id) = board.wants_task(&e) {
+                        board.set_task(&client.get_task(id).await?.task);
                     }
                     if let Some(line) = board.apply(&e) {
                         println!("{line}");

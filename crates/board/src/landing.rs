@@ -26,6 +26,9 @@ pub enum Completion {
     Done(Task),
     /// The task lands through its gate and the merge queue; answer later.
     Gate(GateJob),
+    /// The holder asked again (after a reconnect, say) while its task was
+    /// already landing: answer this request when that landing ends.
+    Landing,
 }
 
 /// Commit the worktree, bring its branch up to date, run the checks.
@@ -77,18 +80,6 @@ pub struct LandRefusal {
     pub message: String,
 }
 
-/// A gate that a restart of boardd interrupted. The killed boardd's git may
-/// have left its update (a rebase or merge) stopped half way in the worktree,
-/// and nobody else will abort it: boardd undoes it before the owner, who must
-/// complete again, gets the worktree back.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RecoverJob {
-    pub team: String,
-    pub task: TaskId,
-    pub repo: Repo,
-    pub worktree: Worktree,
-}
-
 /// A landing that ended with its claim.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dropped {
@@ -122,7 +113,10 @@ impl Board {
                 .map(Completion::Done);
         };
         self.check_plan(ctx.team, id, epoch)?;
-        self.check_not_landing(ctx.team, id)?;
+        if task.landing.is_some() {
+            // The fence passed, so this is the holder of the same claim.
+            return Ok(Completion::Landing);
+        }
         if result.len() > self.config.max_message_len {
             return Err(BoardError::invalid(format!(
                 "the result is {} bytes; the limit is {}",
@@ -425,12 +419,6 @@ impl Board {
         Ok(())
     }
 
-    /// Gates interrupted by the restart, once: their worktrees are to be
-    /// recovered before anything else touches them.
-    pub fn take_interrupted_gates(&mut self) -> Vec<RecoverJob> {
-        std::mem::take(&mut self.interrupted)
-    }
-
     /// Landings dropped since the last call.
     pub fn take_dropped(&mut self) -> Vec<Dropped> {
         std::mem::take(&mut self.dropped)
@@ -483,17 +471,7 @@ impl Board {
                     LandingStage::Queued if live => {
                         t.queued.insert(task.id);
                     }
-                    stage => {
-                        if stage == LandingStage::Checking
-                            && let (Some(repo), Some(worktree)) = (&t.repo, &task.worktree)
-                        {
-                            self.interrupted.push(RecoverJob {
-                                team: name.clone(),
-                                task: task.id,
-                                repo: repo.clone(),
-                                worktree: worktree.clone(),
-                            });
-                        }
+                    _ => {
                         task.landing = None;
                         interrupted.push((name.clone(), task.id, task.owner.clone()));
                     }

@@ -28,10 +28,11 @@ pub use changes::Changes;
 use changes::Dirty;
 pub use error::{BoardError, Result};
 pub use landing::{
-    Completion, Dropped, GateJob, GateRefusal, LandJob, LandRefusal, RecoverJob, commit_message,
+    Completion, Dropped, GateJob, GateRefusal, LandJob, LandRefusal, commit_message,
 };
 pub use requests::{DEFAULT_SHUTDOWN_TIMEOUT, Stop};
 pub use restore::Snapshot;
+pub use tasks::{MAX_CHECK_LEN, MAX_CHECKS, check_checks};
 pub use team::SessionId;
 pub use worktrees::OpenJob;
 
@@ -143,8 +144,6 @@ pub struct Board {
     /// Landings dropped because their claim ended: the owner's waiting
     /// `complete_task` is to be answered and its checks interrupted.
     dropped: Vec<landing::Dropped>,
-    /// Gates the restart interrupted; see [`landing::RecoverJob`].
-    interrupted: Vec<landing::RecoverJob>,
     /// Teams in which a waiter might now be served (a message arrived or a task
     /// became ready). `dispatch` looks only at these.
     wake: std::collections::BTreeSet<String>,
@@ -163,7 +162,6 @@ impl Board {
             notices: Vec::new(),
             stops: Vec::new(),
             dropped: Vec::new(),
-            interrupted: Vec::new(),
             wake: Default::default(),
         }
     }

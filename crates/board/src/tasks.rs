@@ -34,6 +34,7 @@ impl Board {
         if let Some(role) = &new.role {
             validate_name(role).map_err(|e| BoardError::invalid(format!("role: {e}")))?;
         }
+        check_checks(&new.checks)?;
         let mut blocked_by = new.blocked_by.clone();
         blocked_by.sort_unstable();
         blocked_by.dedup();
@@ -158,7 +159,21 @@ impl Board {
     /// worktree may be pruned.
     pub fn cancel_task_with(&mut self, ctx: Ctx, id: TaskId, discard: bool) -> Result<Task> {
         require_lead(&ctx, "cancel")?;
-        let status = self.task(ctx.team, id)?.status;
+        let task = self.task(ctx.team, id)?;
+        let status = task.status;
+        let undiscarded = task.worktree.as_ref().is_some_and(|w| !w.discard);
+        if status == TaskStatus::Cancelled && discard && undiscarded {
+            // Cancelled earlier with its work kept; the lead now lets it go.
+            return self.transition(change(&ctx, id), |task| {
+                if let Some(w) = task.worktree.as_mut() {
+                    w.discard = true;
+                }
+                Note::new(
+                    EventKind::TaskCancelled,
+                    format!("#{id} stays cancelled; its worktree may be pruned"),
+                )
+            });
+        }
         if matches!(status, TaskStatus::Completed | TaskStatus::Cancelled) {
             return Err(BoardError::state(format!(
                 "task #{id} is already {}",
@@ -193,6 +208,10 @@ impl Board {
             task.status = TaskStatus::Pending;
             task.owner = None;
             task.attempts = 0;
+            // Its work is wanted again: no longer for prune to take.
+            if let Some(w) = task.worktree.as_mut() {
+                w.discard = false;
+            }
             Note::new(
                 EventKind::TaskRetried,
                 format!("retried #{id} (was {})", status.as_str()),
@@ -263,6 +282,32 @@ pub(crate) fn require_lead(ctx: &Ctx, what: &str) -> Result<()> {
             ),
         ))
     }
+}
+
+/// The most checks a task may carry, and the longest one, in bytes.
+pub const MAX_CHECKS: usize = 32;
+pub const MAX_CHECK_LEN: usize = 4096;
+
+/// Refuses checks that are empty, too long or too many.
+pub fn check_checks(checks: &[String]) -> Result<()> {
+    if checks.len() > MAX_CHECKS {
+        return Err(BoardError::invalid(format!(
+            "a task has at most {MAX_CHECKS} checks"
+        )));
+    }
+    for c in checks {
+        if c.trim().is_empty() {
+            return Err(BoardError::invalid(
+                "a check is a shell command; this one is empty",
+            ));
+        }
+        if c.len() > MAX_CHECK_LEN || c.contains('\0') {
+            return Err(BoardError::invalid(format!(
+                "a check is one shell command of at most {MAX_CHECK_LEN} bytes; put a long one in a script"
+            )));
+        }
+    }
+    Ok(())
 }
 
 pub(crate) fn fmt_ids(ids: &[TaskId]) -> String {

@@ -115,11 +115,6 @@ impl Actor {
             .repo_done
             .take()
             .unwrap_or_else(|| mpsc::unbounded_channel().1);
-        // Gates the stop interrupted may have left an update half done in their
-        // worktrees: undone before the owners, who complete again, get them back.
-        for job in self.board.take_interrupted_gates() {
-            self.repos.submit(Job::Recover { job });
-        }
         // Tasks that were waiting in a merge queue when boardd stopped land
         // first, in the order they joined it.
         for job in self.board.queued_jobs() {
@@ -269,6 +264,19 @@ impl Actor {
             Outcome::Query(query) => self.job.queries.push(QueryTo::new(out, id, query)),
             Outcome::Parked => {}
             Outcome::Repo(job) => self.repos.submit(*job),
+            Outcome::Land {
+                slot,
+                task,
+                epoch,
+                gate,
+            } => {
+                if let Some(effect) = self.held.hold(slot, task, epoch) {
+                    self.effect(effect);
+                }
+                if let Some(job) = gate {
+                    self.repos.submit(*job);
+                }
+            }
             Outcome::Subscribe => {
                 // A set: subscribing twice on one connection must not double
                 // every event.

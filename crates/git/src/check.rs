@@ -4,11 +4,15 @@
 //! Not git, but here because boardd runs it from the same plain threads as the
 //! git work, and the same rule holds: nothing a check does may leave boardd
 //! waiting forever. A check and everything it starts run in one process group,
-//! which is what gets stopped; output is read from one pipe that every process
-//! of the check shares, and reading stops once the group is gone.
+//! which is what gets stopped. Output is read from one pipe that every process
+//! of the check shares, by the calling thread itself: it polls the pipe, the
+//! shell, the clock and the interrupt flag in one loop (no reader thread to
+//! hand the tail back from), and stops reading shortly after the group is gone.
 
 use crate::group::Group;
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
+use std::process::ExitStatus;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -83,8 +87,9 @@ impl Interrupt {
 /// Runs a check to its end and says how it went; never waits longer than its
 /// timeout plus the 2 s grace and a fraction of a second of reading.
 ///
-/// `sh -c COMMAND` leads a process group of its own and dies with the thread
-/// that started it (`PR_SET_PDEATHSIG`). On timeout or interrupt the group
+/// `sh -c COMMAND` runs in a process group of its own, which dies, all of it,
+/// with the thread that started it (`PR_SET_PDEATHSIG` on the group's leader,
+/// which then kills the group). On timeout or interrupt the group
 /// gets SIGTERM, then SIGKILL after 2 s. When the shell exits by itself,
 /// whatever it left running in its group is killed too: a check is over when
 /// its shell is. A timed-out or interrupted check is never `Passed`, even if
@@ -139,18 +144,36 @@ pub fn run_check(spec: &CheckSpec, interrupt: &Interrupt) -> CheckResult {
     group.signal(libc::SIGKILL);
     group.drain(DRAIN);
     let (status, tail) = group.reap();
+    let (outcome, exit_code, note) = verdict(stopping.map(|(why, _)| why), status, spec.timeout);
     let mut text = tail.text();
-    let (outcome, exit_code, note) = match (stopping, status) {
-        (Some((why, _)), status) => {
-            let note = match why {
-                CheckOutcome::TimedOut => format!("[timed out after {:?}; stopped]", spec.timeout),
-                _ => "[interrupted; stopped]".to_string(),
-            };
-            (why, status.ok().and_then(|s| s.code()), Some(note))
+    if let Some(note) = note {
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
         }
-        (None, Ok(status)) => match (status.code(), signal_of(status)) {
-            (Some(0), _) => (CheckOutcome::Passed, Some(0), None),
-            (Some(code), _) => (CheckOutcome::Failed, Some(code), None),
+        text.push_str(&note);
+    }
+    finish(outcome, exit_code, text)
+}
+
+/// The outcome, exit code and closing note of a check that was `stopped` for
+/// a reason, or not, and ended with `status`. A stopped check keeps the
+/// reason it was stopped for, whatever its exit status says.
+fn verdict(
+    stopped: Option<CheckOutcome>,
+    status: std::io::Result<ExitStatus>,
+    timeout: Duration,
+) -> (CheckOutcome, Option<i32>, Option<String>) {
+    let code = status.as_ref().ok().and_then(|s| s.code());
+    match (stopped, status) {
+        (Some(CheckOutcome::TimedOut), _) => (
+            CheckOutcome::TimedOut,
+            code,
+            Some(format!("[timed out after {timeout:?}; stopped]")),
+        ),
+        (Some(why), _) => (why, code, Some("[interrupted; stopped]".into())),
+        (None, Ok(status)) => match (status.code(), status.signal()) {
+            (Some(0), _) => (CheckOutcome::Passed, code, None),
+            (Some(_), _) => (CheckOutcome::Failed, code, None),
             (None, signal) => (
                 CheckOutcome::Failed,
                 None,
@@ -162,19 +185,7 @@ pub fn run_check(spec: &CheckSpec, interrupt: &Interrupt) -> CheckResult {
             None,
             Some(format!("[could not learn how it ended: {e}]")),
         ),
-    };
-    if let Some(note) = note {
-        if !text.is_empty() && !text.ends_with('\n') {
-            text.push('\n');
-        }
-        text.push_str(&note);
     }
-    finish(outcome, exit_code, text)
-}
-
-fn signal_of(status: std::process::ExitStatus) -> Option<i32> {
-    use std::os::unix::process::ExitStatusExt;
-    status.signal()
 }
 
 /// "9 (SIGKILL)" for the signals a check commonly dies of.

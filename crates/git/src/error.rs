@@ -12,13 +12,14 @@ pub enum GitError {
     #[error("git {found} is too old; teamboard needs git {need} or newer")]
     TooOld { found: String, need: &'static str },
 
-    #[error("{} is not a git repository with a working tree: {why}", path.display())]
+    #[error("{} cannot be used as a repository: {why}", path.display())]
     NotARepo { path: PathBuf, why: String },
 
     #[error("`git {}` failed ({}){}", show_args(args), show_code(*code), show_stderr(stderr))]
     Command {
         args: Vec<String>,
-        /// `None` when git was killed by a signal.
+        /// `None` when git was killed by a signal; `Some(0)` when it succeeded
+        /// but its output could not be read.
         code: Option<i32>,
         /// What git (or a hook it ran) printed, trimmed and bounded to its last 4 KiB.
         stderr: String,
@@ -83,6 +84,8 @@ fn show_args(args: &[String]) -> String {
 
 fn show_code(code: Option<i32>) -> String {
     match code {
+        // Git succeeded but said something this crate cannot read.
+        Some(0) => "unexpected output".to_string(),
         Some(code) => format!("exit code {code}"),
         None => "killed by a signal".to_string(),
     }

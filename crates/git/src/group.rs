@@ -30,6 +30,8 @@ impl Group {
         let (output, writer) = std::io::pipe()?;
         let mut cmd = Command::new("sh");
         cmd.arg("-c")
+            .arg(LEADER)
+            .arg("sh")
             .arg(command)
             .current_dir(cwd)
             // The check must see the worktree's repository, not one an
@@ -132,11 +134,39 @@ impl Group {
     }
 }
 
-/// Asks the kernel to SIGKILL the shell when the thread that started it
-/// ends, so a check does not outlive a killed boardd. Trap: it is the starting
-/// *thread* that counts, not the process; [`crate::run_check`] blocks that
-/// thread until the shell is reaped, so the two coincide. It reaches the shell
-/// alone, not the commands the shell started.
+/// The group's leader: a shell that runs the check (`sh -c COMMAND`) and,
+/// when boardd dies, kills the whole group. The kernel tells only the leader
+/// of its parent's death ([`die_with_parent`]); a plain `sh -c COMMAND` killed
+/// that way left the commands it had started (a test runner and its
+/// children) running in the worktree after boardd was gone.
+///
+/// It is meant to be invisible otherwise:
+/// - the check runs in the background, so that the HUP trap can interrupt
+///   `wait`; like any background command of a non-interactive shell it
+///   ignores SIGINT and SIGQUIT, which nothing here sends;
+/// - the leader ignores SIGTERM (set after the check has started, so the
+///   check keeps its own handling): the group's SIGTERM is for the check,
+///   which gets its grace before SIGKILL as before;
+/// - its own words ("Terminated" when the check dies of a signal) go
+///   nowhere, the check's stderr to the output as before;
+/// - it exits with the check's status, and dies of the check's signal when
+///   `wait` says (128 + N, N up to 15) the check died of one. Trap: a check
+///   that itself exits 130 reads as killed by SIGINT, as a shell's forked
+///   command always did.
+const LEADER: &str = r#"exec 3>&2 2>/dev/null
+trap 'kill -KILL 0' HUP
+sh -c "$1" 2>&3 3>&- &
+trap '' TERM
+wait $!
+s=$?
+if [ "$s" -gt 128 ] && [ "$s" -le 143 ]; then trap - HUP TERM; kill -$((s - 128)) $$; fi
+exit "$s""#;
+
+/// Asks the kernel to send SIGHUP to the leader when the thread that started
+/// it ends, so a check does not outlive a killed boardd: the leader's trap
+/// then kills its group. Trap: it is the starting *thread* that counts, not
+/// the process; [`crate::run_check`] blocks that thread until the shell is
+/// reaped, so the two coincide.
 fn die_with_parent(cmd: &mut Command) {
     #[cfg(target_os = "linux")]
     {
@@ -145,7 +175,7 @@ fn die_with_parent(cmd: &mut Command) {
         // async-signal-safe system calls; it allocates nothing.
         unsafe {
             cmd.pre_exec(move || {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGHUP, 0, 0, 0) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
                 // The parent may have died before the request took effect.

@@ -56,12 +56,12 @@ impl Repo {
                 (merge, "merge")
             }
         };
-        // The reflog entry is what finds this landing again if boardd is
-        // killed before it records it (`recorded_landing`), so one is written
-        // even where reflogs are off.
+        // A lock held by another git (say, one a killed boardd left running
+        // behind a slow hook) is waited for a little, instead of failing a
+        // landing that the other git may be about to finish.
         let update = git(self.root())
-            .args(["update-ref", "--create-reflog", "-m"])
-            .arg(format!("{} ({how})", landing_message(task_branch)))
+            .args(["-c", "core.filesRefLockTimeout=3000", "update-ref", "-m"])
+            .arg(format!("{} ({how})", land_message(task_branch)))
             .arg(format!("refs/heads/{target}"))
             .args([&new, &old]);
         let out = update.output()?;
@@ -76,44 +76,60 @@ impl Repo {
         }
     }
 
-    /// The landing of `task_branch` on `target` that the target's reflog
-    /// records, as (old, new): where [`Repo::land`] found the target, and where
-    /// it moved it. A boardd killed between moving the target and recording the
-    /// landing finds it here after the restart, with the commit it landed on.
-    /// `None` when the last 1,000 moves of the target have no such entry, or
-    /// when it is the oldest entry left (its old value is then unknown).
-    pub fn recorded_landing(
+    /// The `(old, new)` of an earlier landing of `task_branch` on `target`, as
+    /// the target's reflog recorded it: the most recent one whose `new`
+    /// descends from `since` (the task's base) and is still in the target.
+    ///
+    /// For a landing whose ref update went through while its answer was lost
+    /// (boardd killed after git moved the ref): the retry finds the work on
+    /// the target already and lands nothing, but the task's change is still
+    /// `old..new`, which only the reflog remembers. The ancestry conditions
+    /// keep a branch name that an earlier board used for another task from
+    /// matching: that landing's `new` is older than this task's base.
+    ///
+    /// `None` when there is no such entry, including when the repository
+    /// keeps no reflog for the target (`core.logAllRefUpdates=false`, or the
+    /// reftable backend, whose reflog is not a file).
+    pub fn earlier_landing(
         &self,
         target: &str,
         task_branch: &str,
+        since: &str,
     ) -> Result<Option<(Oid, Oid)>, GitError> {
         names::check(target)?;
         names::check(task_branch)?;
-        let out = git(self.root())
-            .args(["log", "--walk-reflogs", "--format=%H %gs", "-n", "1000"])
-            .arg(format!("refs/heads/{target}"))
-            .output()?;
-        if !out.success() {
-            // No reflog at all.
-            return Ok(None);
-        }
-        // Newest first: each entry's old value is the next entry's new one.
-        let entries: Vec<(&str, &str)> = out
-            .stdout
-            .lines()
-            .filter_map(|l| l.split_once(' '))
-            .collect();
-        let want = format!("{} (", landing_message(task_branch));
-        let Some(i) = entries.iter().position(|(_, s)| s.starts_with(&want)) else {
+        let log = git(self.root())
+            .args(["rev-parse", "--git-path"])
+            .arg(format!("logs/refs/heads/{target}"))
+            .line()?;
+        let Ok(text) = std::fs::read_to_string(self.root().join(log)) else {
             return Ok(None);
         };
-        Ok(entries
-            .get(i + 1)
-            .map(|(old, _)| (old.to_string(), entries[i].0.to_string())))
+        let ours = format!("{} (", land_message(task_branch));
+        let head = self.branch_oid(target)?;
+        // Lines are `OLD NEW IDENTITY TIME ZONE<TAB>MESSAGE`, oldest first.
+        for line in text.lines().rev() {
+            let Some((who, message)) = line.split_once('\t') else {
+                continue;
+            };
+            if !message.starts_with(&ours) {
+                continue;
+            }
+            let mut ids = who.split(' ');
+            let (Some(old), Some(new)) = (ids.next(), ids.next()) else {
+                continue;
+            };
+            // An entry git cannot judge (its commit pruned since) is no match.
+            let contains = |a: &str, b: &str| self.is_ancestor(a, b).unwrap_or(false);
+            if new != since && contains(since, new) && contains(new, &head) {
+                return Ok(Some((old.to_string(), new.to_string())));
+            }
+        }
+        Ok(None)
     }
 }
 
-/// The reflog message of a landing, before its style.
-fn landing_message(task_branch: &str) -> String {
+/// What the target's reflog says of a landing, before the style.
+fn land_message(task_branch: &str) -> String {
     format!("teamboard: land {task_branch}")
 }

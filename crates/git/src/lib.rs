@@ -36,7 +36,7 @@
 //! [`Repo::abort_in_progress`].
 //!
 //! ## Layout
-//! [`version`] checks the installed git. [`Repo`] is spread over files by what
+//! [`version()`] checks the installed git. [`Repo`] is spread over files by what
 //! it touches: `repo.rs` (opening, and recognising its worktrees), `refs.rs`
 //! (branches and commits), `worktree.rs` (adding and removing worktrees),
 //! `state.rs` (what a worktree holds), `commit.rs`, `update.rs`, `land.rs`.

@@ -31,7 +31,57 @@ impl Repo {
     /// started. `Ok(false)` when there was none.
     pub fn abort_in_progress(&self, wt: &Path) -> Result<bool, GitError> {
         let wt = self.worktree_top(wt)?;
-        abort(&wt, in_progress(&wt)?)
+        let aborted = abort(&wt, in_progress(&wt)?)?;
+        OwnUpdate::at(&wt)?.clear()?;
+        Ok(aborted)
+    }
+
+    /// Aborts a rebase or merge in `wt` only if [`Repo::update`] started it
+    /// and did not get to finish it (boardd killed in the middle): one that
+    /// the worktree's owner started is theirs to finish. `Ok(false)` when
+    /// there was none of ours.
+    pub fn abort_own_update(&self, wt: &Path) -> Result<bool, GitError> {
+        let wt = self.worktree_top(wt)?;
+        let own = OwnUpdate::at(&wt)?;
+        if !own.0.exists() {
+            return Ok(false);
+        }
+        let aborted = abort(&wt, in_progress(&wt)?)?;
+        own.clear()?;
+        Ok(aborted)
+    }
+}
+
+/// The file [`Repo::update`] keeps in a worktree's git directory while its
+/// rebase or merge runs: what tells an update of ours, left half done by a
+/// killed boardd, from one the worktree's owner started (and may be in the
+/// middle of resolving). Trap: a stopped rebase looks the same either way,
+/// so without it boardd could only abort both or neither.
+pub(crate) struct OwnUpdate(PathBuf);
+
+impl OwnUpdate {
+    pub(crate) fn at(wt: &Path) -> Result<OwnUpdate, GitError> {
+        let path = git_paths(wt, &["teamboard-update"])?.pop().ok_or_else(|| {
+            GitError::io("git named no path", std::io::ErrorKind::NotFound.into())
+        })?;
+        Ok(OwnUpdate(path))
+    }
+
+    /// Marks the update as ours, before it starts.
+    pub(crate) fn start(&self, what: &str) -> Result<(), GitError> {
+        std::fs::write(&self.0, format!("{what}\n"))
+            .map_err(|e| GitError::io(format!("cannot write {}", self.0.display()), e))
+    }
+
+    /// The update finished, or was aborted.
+    pub(crate) fn clear(&self) -> Result<(), GitError> {
+        match std::fs::remove_file(&self.0) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(GitError::io(
+                format!("cannot remove {}", self.0.display()),
+                e,
+            )),
+            _ => Ok(()),
+        }
     }
 }
 

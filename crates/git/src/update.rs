@@ -3,8 +3,8 @@
 use crate::cmd::git;
 use crate::commit::identity;
 use crate::error::GitError;
-use crate::refs::head_at;
-use crate::state::{abort, in_progress, status};
+use crate::refs::{branch_at, head_at};
+use crate::state::{OwnUpdate, abort, in_progress, status};
 use crate::{Repo, Style, Update};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -39,19 +39,33 @@ impl Repo {
             // The resolved commit, so the branch is rebased onto exactly what
             // was checked above even if the target moves meanwhile.
             Style::Rebase => cmd.arg("rebase").arg(&onto),
-            // The full ref name: unambiguous next to a tag of the same name,
-            // and the merge message still says "Merge branch 'TARGET'".
-            Style::Merge => cmd
-                .args(["merge", "--no-edit"])
-                .arg(format!("refs/heads/{target}")),
+            // The full ref name, because a bare "main" means a tag of that name
+            // if there is one; the message is git's usual one for a branch.
+            Style::Merge => {
+                let message = match branch_at(&wt)? {
+                    Some(ours) => format!("Merge branch '{target}' into {ours}"),
+                    None => format!("Merge branch '{target}'"),
+                };
+                cmd.args(["merge", "--no-edit", "-m", &message])
+                    .arg(format!("refs/heads/{target}"))
+            }
         };
+        let own = OwnUpdate::at(&wt)?;
+        own.start(match style {
+            Style::Rebase => "rebase",
+            Style::Merge => "merge",
+        })?;
         let out = cmd.output()?;
         if out.success() {
+            own.clear()?;
             return Ok(Update::Updated(head_at(&wt)?));
         }
         let mut paths = unmerged(&wt)?;
         let conflict = !paths.is_empty() || out.mentions("CONFLICT");
         abort(&wt, in_progress(&wt)?)?;
+        // Only once it is undone: if the abort fails, the mark stays, so the
+        // next gate, opening or landing aborts it again.
+        own.clear()?;
         if conflict && paths.is_empty() {
             // Git stopped on a conflict it did not list (a rename/delete
             // tangle, say): name what both sides touched instead.

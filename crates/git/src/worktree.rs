@@ -26,7 +26,8 @@ impl Repo {
             .collect())
     }
 
-    /// The worktree where `branch` is checked out (or being rebased), if any.
+    /// The worktree where `branch` is checked out (or being rebased), if any;
+    /// possibly one whose directory was deleted and is not pruned yet.
     pub fn checked_out_in(&self, branch: &str) -> Result<Option<PathBuf>, GitError> {
         names::check(branch)?;
         Ok(self
@@ -125,6 +126,11 @@ impl Repo {
                     "it is the repository's main working tree, which is never removed".into(),
                 ));
             }
+            Some(_) if paths::same(path, self.root()) => {
+                return Err(refuse(
+                    "it is the working tree this repository was opened at".into(),
+                ));
+            }
             Some(_) => {}
         }
         if path.exists() {
@@ -137,7 +143,8 @@ impl Repo {
         self.prune()
     }
 
-    fn prune(&self) -> Result<(), GitError> {
+    /// Forgets worktrees whose directories are gone (`git worktree prune`).
+    pub fn prune(&self) -> Result<(), GitError> {
         git(self.root()).args(["worktree", "prune"]).run()?;
         Ok(())
     }

@@ -5,6 +5,9 @@ use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand,
 use std::path::PathBuf;
 use teamboard_protocol::{MessageKind, RequestId, RequestKind, TaskId, TaskStatus};
 
+mod repo;
+pub use repo::*;
+
 const ABOUT: &str = "Drive a teamboard: tasks, teammates, messages and a live view";
 
 const LONG_ABOUT: &str = "\
@@ -24,6 +27,9 @@ Examples:
   b=$(teamctl task add 'Implement it' --blocked-by $a --role coder)
   teamctl tasks                          the board, one line per task
   teamctl task show $b                   one task and its history
+  teamctl repo set ~/src/app             each task in a git worktree of its own
+  teamctl task diff $b                   what a task changed
+  teamctl worktrees                      the task worktrees, their state and size
   teamctl team                           who is working on what
   teamctl logs alice --follow            what alice's model sees and does, live
   teamctl send alice 'Use axum, please'  message one teammate
@@ -110,8 +116,9 @@ pub struct Global {
 
     /// Give up when boardd has not answered within this many seconds (0: wait
     /// forever). Does not apply to `watch` and `events --follow`, which wait by design,
-    /// nor to `logs`; `spawn` waits this long for the new teammate to connect;
-    /// for `shutdown` it is how long the teammate has to answer (see its --help).
+    /// nor to `logs`, nor to the git that `task diff` runs; `spawn` waits this long
+    /// for the new teammate to connect; for `shutdown` it is how long the teammate
+    /// has to answer (see its --help).
     #[arg(
         long,
         global = true,
@@ -133,7 +140,7 @@ pub enum Command {
     #[command(after_help = "Examples:\n  teamctl status\n  teamctl status --json | jq .teams")]
     Status,
 
-    /// Create and edit tasks: add, show, depend, cancel, retry
+    /// Create and edit tasks: add, show, depend, cancel, retry, diff
     #[command(subcommand)]
     Task(TaskCommand),
 
@@ -333,6 +340,12 @@ pub enum Command {
             teamctl watch --once      draw one frame and exit"
     )]
     Watch(WatchArgs),
+
+    #[command(about = REPO_ABOUT, long_about = REPO_LONG, after_help = REPO_EXAMPLES)]
+    Repo(RepoArgs),
+
+    #[command(about = WORKTREES_ABOUT, long_about = WORKTREES_LONG, after_help = WORKTREES_EXAMPLES)]
+    Worktrees(WorktreesArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -342,7 +355,9 @@ pub enum TaskCommand {
         after_help = "Examples:\n  id=$(teamctl task add 'Write the parser')\n  \
         teamctl task add 'Write tests' -d 'cover errors too' --blocked-by $id --priority 5\n  \
         teamctl task add 'Review' --blocked-by 1 --blocked-by 2 --role reviewer\n  \
-        teamctl task add 'Migrate the schema' --require-plan     approve a plan first"
+        teamctl task add 'Migrate the schema' --require-plan       approve a plan first\n  \
+        teamctl task add 'Parser' --check 'cargo test -p parser'   must pass to complete\n  \
+        teamctl task add 'Sum up the release' --no-worktree        reads only: no worktree"
     )]
     Add(TaskAddArgs),
 
@@ -362,12 +377,16 @@ pub enum TaskCommand {
     Depend(TaskDependArgs),
 
     /// Withdraw a task; its owner, if any, loses the claim
-    #[command(after_help = "Examples:\n  teamctl task cancel 5")]
-    Cancel(TaskIdArg),
+    #[command(long_about = CANCEL_LONG, after_help = CANCEL_EXAMPLES)]
+    Cancel(TaskCancelArgs),
 
     /// Put a failed or cancelled task back to pending, with a fresh attempt count
     #[command(after_help = "Examples:\n  teamctl task retry 5")]
     Retry(TaskIdArg),
+
+    /// Show what a task changed in its worktree, with git
+    #[command(long_about = DIFF_LONG, after_help = DIFF_EXAMPLES)]
+    Diff(TaskDiffArgs),
 }
 
 #[derive(Debug, Args)]
@@ -407,6 +426,16 @@ pub struct TaskAddArgs {
     /// `teamctl approve`) before it runs commands or changes files
     #[arg(long)]
     pub require_plan: bool,
+
+    /// A shell command that must pass in the task's worktree before it may
+    /// complete, after the team's checks (repeat for more; see `teamctl repo`)
+    #[arg(long = "check", value_name = "CMD", value_parser = parse_check)]
+    pub checks: Vec<String>,
+
+    /// Work in the team's directory rather than a worktree of its own, e.g. for a
+    /// task that only reads; it completes at once, without checks or merging
+    #[arg(long, conflicts_with = "checks")]
+    pub no_worktree: bool,
 }
 
 #[derive(Debug, Args)]

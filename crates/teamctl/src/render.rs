@@ -11,6 +11,9 @@ use teamboard_protocol::{
     TaskStatus, TeamRequest, TokenUsage,
 };
 
+mod worktree;
+pub use worktree::*;
+
 // ---------------------------------------------------------------- output
 
 /// Writes one line to stdout. Errors (a closed pipe) are returned, not panicked on.

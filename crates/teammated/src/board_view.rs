@@ -73,10 +73,66 @@ pub(crate) fn new_task_arg(input: &Value) -> Result<NewTask, ToolOutput> {
             .get("require_plan")
             .and_then(Value::as_bool)
             .unwrap_or(false),
-        checks: Vec::new(),
+        checks: checks_arg(input)?,
         no_worktree: input
             .get("no_worktree")
             .and_then(Value::as_bool)
             .unwrap_or(false),
     })
+}
+
+/// `checks`: a list of shell commands; absent is none. A lone string is taken as
+/// one command, since models send that now and then and it can mean nothing else.
+fn checks_arg(input: &Value) -> Result<Vec<String>, ToolOutput> {
+    let bad = |v: &Value| {
+        ToolOutput::error(format!(
+            "checks must be a list of shell commands, e.g. [\"cargo test\"]; got {v}"
+        ))
+    };
+    match input.get("checks") {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::String(one)) => Ok(vec![one.clone()]),
+        Some(Value::Array(list)) => list
+            .iter()
+            .map(|c| c.as_str().map(str::to_string).ok_or_else(|| bad(c)))
+            .collect(),
+        Some(other) => Err(bad(other)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_new_task_carries_its_checks_and_worktree_choice() {
+        let t = new_task_arg(&json!({
+            "subject": "tests",
+            "checks": ["sh backend/test.sh", "cargo test"],
+            "no_worktree": true,
+        }))
+        .expect("a task");
+        assert_eq!(t.checks, ["sh backend/test.sh", "cargo test"]);
+        assert!(t.no_worktree);
+
+        let bare = new_task_arg(&json!({"subject": "s"})).expect("a task");
+        assert!(bare.checks.is_empty() && !bare.no_worktree);
+        let one = new_task_arg(&json!({"subject": "s", "checks": "make test"})).expect("a task");
+        assert_eq!(one.checks, ["make test"]);
+    }
+
+    #[test]
+    fn checks_that_are_not_commands_are_refused_with_what_came() {
+        for bad in [json!([1]), json!({"cmd": "x"}), json!(["ok", null])] {
+            let err = new_task_arg(&json!({"subject": "s", "checks": bad})).expect_err("refused");
+            assert!(err.is_error, "{bad}");
+            assert!(
+                err.content
+                    .contains("checks must be a list of shell commands"),
+                "{}",
+                err.content
+            );
+        }
+    }
 }

@@ -31,6 +31,8 @@ pub struct Identity {
     pub team: String,
     /// The task held now: id, subject and description.
     pub task: Option<(u64, String, String)>,
+    /// Where the held task works, when it has a worktree of its own.
+    pub worktree: Option<String>,
     /// The team's lead (`teammated lead`) rather than a teammate: it holds no
     /// task, and its prompt is the lead's.
     pub lead: bool,
@@ -62,6 +64,10 @@ impl Identity {
                         description,
                         IDENTITY_DESCRIPTION_MAX,
                     ));
+                    s.push('\n');
+                }
+                if let Some(line) = &self.worktree {
+                    s.push_str(line);
                     s.push('\n');
                 }
             }
@@ -405,6 +411,7 @@ mod tests {
             role: "dev".into(),
             team: "core".into(),
             task: Some((7, "refactor auth".into(), "move auth behind a trait".into())),
+            worktree: None,
             lead: false,
         }
     }
@@ -644,6 +651,15 @@ mod tests {
     fn the_identity_names_the_task_or_says_there_is_none() {
         let mut id = identity();
         assert!(id.block().contains("[Current task #7] refactor auth"));
+        assert!(!id.block().contains("worktree"));
+        id.worktree =
+            Some("You work in the git worktree /w/task-7 (branch b); stay inside it.".into());
+        assert!(
+            id.block()
+                .ends_with("move auth behind a trait\nYou work in the git worktree /w/task-7 (branch b); stay inside it.\n</identity>"),
+            "{}",
+            id.block()
+        );
         id.task = None;
         assert!(id.block().contains("You hold no task"));
     }

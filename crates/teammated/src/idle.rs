@@ -95,8 +95,15 @@ impl Teammate {
                 }
                 Woken::Work(Work::Task { claim }) => {
                     tracing::info!(task = claim.task.id, subject = %claim.task.subject, "claimed a task");
-                    self.hold(claim, "Auto-claimed", Opening::NewPhase).await;
-                    return Ok(None);
+                    // A task whose worktree did not open is settled already;
+                    // wait on.
+                    if self
+                        .hold(claim, "Auto-claimed", Opening::NewPhase)
+                        .await
+                        .is_ok()
+                    {
+                        return Ok(None);
+                    }
                 }
                 Woken::Adopted(id) => {
                     self.resume(id, Opening::NewPhase).await?;

@@ -29,6 +29,7 @@ pub mod teammate;
 pub mod tools;
 pub mod transcript;
 mod work;
+pub mod worktree;
 
 pub use config::{Config, MaxTokensField, ProviderConfig, ProviderKind};
 pub use error::Error;

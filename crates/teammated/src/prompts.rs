@@ -26,7 +26,7 @@ pub(crate) mod lead {
      board. A person tells you what they want. First propose a team plan in plain words: \
      the tasks (small, concrete, each with what done means), their dependencies, which can \
      run in parallel, the roles, which tasks need an approved plan before anyone changes \
-     anything, and the teammates to spawn. Do not act before the person says \"start\". \
+     anything, the commands that prove a task done (its checks), and the teammates to spawn. Do not act before the person says \"start\". \
      After \"start\", put the tasks on the board with create_task (blocked_by takes the ids \
      create_task returned) and spawn the teammates with spawn_teammate; they claim ready \
      tasks on their own, so never assign work by message. Team events come to you without \

@@ -9,6 +9,7 @@ use crate::llm::{self, ChatMessage, Probe, Provider, ToolSpec};
 use crate::session::{self, Session};
 use crate::tools::{self, LocalEnv};
 use crate::transcript::Transcript;
+use crate::worktree::TaskTree;
 use teamboard_protocol::transcript::{EntryKind, transcript_path};
 use teamboard_protocol::{
     Claim, ClientError, LEAD, MemberStatus, MessageKind, RequestId, TaskId, TaskStatus,
@@ -88,6 +89,11 @@ pub struct Held {
     /// open: the task or the teammate was created with `--require-plan`.
     pub needs_plan: bool,
     pub plan: PlanState,
+    /// The task's git worktree, once opened: where its tools work.
+    pub tree: Option<TaskTree>,
+    /// Why boardd last refused to end the task (a failed check, a conflict),
+    /// for the history if the teammate gives it back without finishing.
+    pub refused: Option<String>,
 }
 
 pub struct Teammate {
@@ -96,7 +102,11 @@ pub struct Teammate {
     pub(crate) provider: Provider,
     pub(crate) ctx: Context,
     pub(crate) transcript: Transcript,
+    /// The tools' environment now: the held task's worktree, or `home`.
     pub(crate) local: LocalEnv,
+    /// The tools in the teammate's own `--workdir`, for everything but a task
+    /// with a worktree. `local` goes back to it whenever a task ends.
+    pub(crate) home: LocalEnv,
     pub(crate) specs: Vec<ToolSpec>,
     pub(crate) held: Option<Held>,
     /// Set when a shutdown request has been answered: the teammate finishes its
@@ -168,6 +178,7 @@ pub async fn run(cfg: Config, cancel: CancellationToken) -> Result<Exit, Error> 
         role: cfg.role.clone(),
         team: cfg.team.clone(),
         task: None,
+        worktree: None,
         lead: false,
     };
     let mut transcript = Transcript::open(transcript_path(&cfg.state_dir, &cfg.team, &cfg.name));
@@ -199,8 +210,10 @@ pub async fn run(cfg: Config, cancel: CancellationToken) -> Result<Exit, Error> 
             &format!("model: {why}"),
         );
     }
+    let home = LocalEnv::new(workdir, cfg.shell_timeout);
     let mut teammate = Teammate {
-        local: LocalEnv::new(workdir, cfg.shell_timeout),
+        local: home.clone(),
+        home,
         ctx: Context::new(identity, cfg.context_budget),
         specs: tools::specs::all(),
         cfg,
@@ -302,21 +315,48 @@ impl Teammate {
             epoch: detail.task.epoch,
             task: detail.task,
         };
-        self.hold(claim, "Claimed", opening).await;
+        if let Err(why) = self.hold(claim, "Claimed", opening).await {
+            tracing::warn!(task = id, "not resuming: {why}");
+        }
         Ok(())
     }
 
-    /// Takes a claim: starts its heartbeat and puts the task before the model as
-    /// `opening` says. Returns the text that opens the task, for a caller that
-    /// puts it into a tool's result.
-    pub(crate) async fn hold(&mut self, claim: Claim, how: &str, opening: Opening) -> String {
+    /// Takes a claim: starts its heartbeat, opens the task's worktree if it has
+    /// one (its tools work there from now on) and puts the task before the model
+    /// as `opening` says. Returns the text that opens the task, for a caller that
+    /// puts it into a tool's result; `Err` when the task could not be taken up
+    /// (its worktree did not open) and is settled already, with what happened.
+    pub(crate) async fn hold(
+        &mut self,
+        claim: Claim,
+        how: &str,
+        opening: Opening,
+    ) -> Result<String, String> {
         let task = claim.task;
         let heartbeat = Heartbeat::start(self.session.clone(), task.id, claim.epoch).await;
         self.announce_idle = true;
         let needs_plan = task.require_plan || self.cfg.require_plan;
+        // Held before the worktree opens, which may take a while: the heartbeat
+        // keeps the lease, and a failure gives the task back like any other.
+        self.held = Some(Held {
+            id: task.id,
+            epoch: claim.epoch,
+            subject: task.subject.clone(),
+            heartbeat,
+            needs_plan,
+            plan: PlanState::None,
+            tree: None,
+            refused: None,
+        });
+        let tree = self.open_tree(&task, claim.epoch).await?;
         let mut blocks = context::task_opening(how, &task);
         if needs_plan && let Some(task_text) = blocks.first_mut() {
             task_text.push_str(&format!("\n\n{PLAN_FIRST}"));
+        }
+        if let Some(tree) = &tree {
+            // Right under the task, before a previous owner's note.
+            blocks.insert(1, tree.opening());
+            self.local = tree.env(&self.home);
         }
         match opening {
             Opening::ToolResult => {
@@ -334,15 +374,11 @@ impl Teammate {
                 }
             }
         }
-        self.held = Some(Held {
-            id: task.id,
-            epoch: claim.epoch,
-            subject: task.subject,
-            heartbeat,
-            needs_plan,
-            plan: PlanState::None,
-        });
-        blocks.join("\n\n")
+        self.ctx.identity.worktree = tree.as_ref().map(TaskTree::identity_line);
+        if let Some(held) = self.held.as_mut() {
+            held.tree = tree;
+        }
+        Ok(blocks.join("\n\n"))
     }
 
     /// Saves the conversation a new task does not carry on, as compaction saves

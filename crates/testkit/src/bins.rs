@@ -15,7 +15,7 @@ pub fn boardd_bin() -> &'static Path {
 }
 
 /// A binary of the workspace (`boardd`, `teamctl`, `teammated`, and this kit's
-/// `mute-teammate`), built for this test's profile.
+/// `mute-teammate` and `worktree-teammate`), built for this test's profile.
 ///
 /// `CARGO_BIN_EXE_<name>` only exists inside a binary's own package, so the
 /// binaries are built here once per test process with `cargo build`. That is a

@@ -1,5 +1,6 @@
 //! Scratch git repositories for the worktree tests, made with the real `git`.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -138,4 +139,122 @@ impl GitRepo {
             .map(str::to_string)
             .collect()
     }
+
+    /// Installs `script` (run by `/bin/sh`) as the repository's hook `name`,
+    /// shared by all its worktrees.
+    pub fn hook(&self, name: &str, script: &str) {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = self.path.join(".git").join("hooks");
+        std::fs::create_dir_all(&dir).expect("hooks dir");
+        let path = dir.join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{script}\n")).expect("write hook");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+            .expect("chmod hook");
+    }
+
+    /// `git fsck --full --strict`, asserting that it finds nothing wrong;
+    /// answers what it printed.
+    pub fn fsck(&self) -> String {
+        let out = git_command(&self.path)
+            .args(["fsck", "--full", "--strict", "--no-progress"])
+            .output()
+            .expect("git fsck");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "git fsck failed:\n{text}");
+        assert!(
+            !text.contains("error") && !text.contains("missing") && !text.contains("broken"),
+            "git fsck complains:\n{text}"
+        );
+        text
+    }
+
+    /// Every `*.lock` file under `.git`, relative to it: what a git killed
+    /// while it held a lock leaves behind.
+    pub fn lock_files(&self) -> Vec<String> {
+        fn walk(dir: &Path, root: &Path, out: &mut Vec<String>) {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                return;
+            };
+            for e in entries.flatten() {
+                let path = e.path();
+                if path.is_dir() {
+                    walk(&path, root, out);
+                } else if path.extension().is_some_and(|x| x == "lock") {
+                    let rel = path.strip_prefix(root).unwrap_or(&path);
+                    out.push(rel.display().to_string());
+                }
+            }
+        }
+        let root = self.path.join(".git");
+        let mut out = Vec::new();
+        walk(&root, &root, &mut out);
+        out.sort();
+        out
+    }
+
+    /// The branches named `teamboard/…`, as `git branch --list` shows them.
+    pub fn task_branches(&self) -> Vec<String> {
+        git(
+            &self.path,
+            &[
+                "branch",
+                "--list",
+                "--format=%(refname:short)",
+                "teamboard/*",
+            ],
+        )
+        .lines()
+        .map(str::to_string)
+        .collect()
+    }
+
+    /// The linked worktrees (the main one left out), as `git worktree list`
+    /// shows them.
+    pub fn linked_worktrees(&self) -> Vec<PathBuf> {
+        git(&self.path, &["worktree", "list", "--porcelain"])
+            .lines()
+            .filter_map(|l| l.strip_prefix("worktree "))
+            .skip(1)
+            .map(PathBuf::from)
+            .collect()
+    }
+
+    /// The commits `branch` has whose subject is `subject`.
+    pub fn commits_with_subject(&self, branch: &str, subject: &str) -> usize {
+        self.log(branch).iter().filter(|s| *s == subject).count()
+    }
+}
+
+/// A hash manifest of the uncommitted work in worktree `wt`: every changed or
+/// untracked file (each file of an untracked directory too), by path, with
+/// its content's blob id, or "deleted".
+pub fn manifest(wt: &Path) -> BTreeMap<String, String> {
+    // Not `git()`: its trimming would eat the first entry's leading blank.
+    let status = git_command(wt)
+        .args(["status", "--porcelain=v1", "-z", "--untracked-files=all"])
+        .output()
+        .expect("git status");
+    assert!(status.status.success(), "git status in {}", wt.display());
+    let status = String::from_utf8_lossy(&status.stdout);
+    let mut out = BTreeMap::new();
+    let mut fields = status.split('\0').filter(|f| !f.is_empty());
+    while let Some(field) = fields.next() {
+        let (Some(code), Some(path)) = (field.get(..2), field.get(3..)) else {
+            continue;
+        };
+        if code.contains('R') || code.contains('C') {
+            fields.next();
+        }
+        let hash = if wt.join(path).exists() {
+            git(wt, &["hash-object", "--", path])
+        } else {
+            "deleted".to_string()
+        };
+        out.insert(path.to_string(), hash);
+    }
+    out
 }

@@ -41,8 +41,16 @@
 //!   `teamboard-mock-llm` crate); it answers the model list a teammate asks for at
 //!   start apart from its script, and can simulate prompt caching.
 //! - [`GitRepo`]: a scratch git repository whose `main` is checked out nowhere, for
-//!   the worktree tests; [`git::git`] runs git in it.
-//! - [`alive`]: whether a process still runs (a zombie does not).
+//!   the worktree tests; [`git::git`] runs git in it, [`GitRepo::hook`] installs
+//!   a hook, [`git::manifest`] hashes a worktree's uncommitted files.
+//! - [`Pause`]: a point in a git hook where git waits until the test lets it
+//!   go, for killing boardd or git at a known step.
+//! - [`WorktreeTeammate`]: a real process (this kit's `worktree-teammate`
+//!   binary) that claims a task, leaves uncommitted work in its worktree and
+//!   waits to be killed.
+//! - [`alive`]: whether a process still runs (a zombie does not);
+//!   [`group_members`]: what still runs in a process group, [`process_group`]:
+//!   the group of a process.
 //! - [`MuteTeammate`]: a real process (this kit's `mute-teammate` binary) that
 //!   registers and then answers nothing, in a process group of its own, for
 //!   shutdown deadlines that boardd enforces with signals.
@@ -60,11 +68,13 @@ mod eventually;
 pub mod git;
 mod inproc;
 mod mute;
+mod pause;
 mod process;
 pub mod raw;
 mod teamctl;
 mod teammated;
 mod tempdir;
+mod worktree_teammate;
 
 pub use bins::{boardd_bin, workspace_bin};
 pub use board::Board;
@@ -75,11 +85,13 @@ pub use eventually::{PATIENCE, eventually, eventually_blocking};
 pub use git::GitRepo;
 pub use inproc::InProc;
 pub use mute::MuteTeammate;
-pub use process::alive;
+pub use pause::{Pause, Paused};
+pub use process::{alive, group_members, kill9, process_group};
 pub use teamboard_mock_llm as mock_llm;
 pub use teamctl::Teamctl;
 pub use teammated::{Teammate, Teammated, transcript};
 pub use tempdir::short_tempdir;
+pub use worktree_teammate::WorktreeTeammate;
 
 #[cfg(test)]
 mod tests;

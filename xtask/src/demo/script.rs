@@ -5,12 +5,15 @@
 //! The person's words end with the team plan as a ````plan block, which is what
 //! the offline scripted lead reads (a model would write the plan itself). The
 //! scripted teammates run every ```sh block of a task's description, in order, in
-//! their working directory, so each description below is both the brief a real
-//! model would read and the exact work the offline stand-in does. Everything is
-//! plain POSIX shell (grep, sed, wc), so the demo needs nothing beyond bash.
+//! the task's worktree, so each description below is both the brief a real model
+//! would read and the exact work the offline stand-in does. Everything is plain
+//! POSIX shell (grep, sed, wc), so the demo needs nothing beyond bash and git.
+//!
+//! Whatever a task leaves in its worktree is committed and lands on the target
+//! branch, so the tasks write only what belongs in the repository.
 
-/// The backend before the refactor, written into the shared working directory as
-/// `backend/app.py`. It is never run (no Python needed): the tasks read and check it.
+/// The backend before the refactor: `backend/app.py`, the first commit of the
+/// demo's repository. It is never run (no Python needed): the tasks read and check it.
 pub const APP_PY: &str = r#"# A tiny backend that grew in one file: settings, auth and handlers together.
 DATABASE_URL = "postgres://localhost/shop"
 SECRET_KEY = "s3cret"
@@ -36,8 +39,16 @@ pub struct Step {
     pub after: &'static [&'static str],
     /// Whoever claims it must have a plan approved by the lead first.
     pub plan: bool,
+    /// Shell commands boardd runs in the task's worktree before its work may land.
+    pub checks: &'static [&'static str],
     pub description: &'static str,
 }
+
+/// The repository's target branch, where the team's work lands.
+pub const BRANCH: &str = "main";
+
+/// The message of the repository's first commit.
+pub const FIRST_COMMIT: &str = "A tiny backend: settings, auth and handlers in one file";
 
 /// The teammates the plan asks for, all of one role.
 pub const TEAMMATES: [&str; 3] = ["ada", "brook", "cy"];
@@ -66,6 +77,9 @@ pub fn goal() -> String {
             s.push_str(" plan");
         }
         s.push('\n');
+        for check in step.checks {
+            s.push_str(&format!("check {check}\n"));
+        }
         for line in step.description.lines() {
             if line.is_empty() {
                 s.push('\n');
@@ -79,30 +93,36 @@ pub fn goal() -> String {
 }
 
 /// The steps in creation order: `config` and `auth` are independent, `tests` waits
-/// for both, `summary` waits for `tests`.
+/// for both, `summary` waits for `tests`. Each starts from the target branch as it
+/// is when the step is claimed, so `tests` finds the landed config and auth, and
+/// `tests` lands only when the test script it wrote passes there.
 pub const STEPS: [Step; 4] = [
     Step {
         name: "config",
         after: &[],
         plan: false,
+        checks: &[],
         description: CONFIG,
     },
     Step {
         name: "auth",
         after: &[],
         plan: false,
+        checks: &[],
         description: AUTH,
     },
     Step {
         name: "tests",
         after: &["config", "auth"],
         plan: true,
+        checks: &[TEST_CHECK],
         description: TESTS,
     },
     Step {
         name: "summary",
         after: &["tests"],
         plan: false,
+        checks: &[],
         description: SUMMARY,
     },
 ];
@@ -144,8 +164,13 @@ echo "put login behind backend/auth.sh ($(grep -c '' backend/auth.sh) lines)"
 ```
 "#;
 
+/// The `tests` task's completion check: the test script the task writes, run by
+/// boardd in the task's worktree before its work may land on the target.
+pub const TEST_CHECK: &str = "sh backend/test.sh";
+
 const TESTS: &str = r#"Write backend/test.sh, which checks that the settings come from
-config.env and that login goes through auth.sh, and run it. Any FAIL fails the task.
+config.env and that login goes through auth.sh, and run it. Any FAIL fails the task,
+and the task lands only when `sh backend/test.sh` passes, as its completion check.
 
 ```sh
 cat > backend/test.sh <<'EOF'
@@ -172,9 +197,9 @@ chmod +x backend/test.sh
 ```
 
 ```sh
-backend/test.sh > test-report.txt; status=$?
-tail -n 1 test-report.txt   # the count first, then every check
-grep -E '^(PASS|FAIL)' test-report.txt
+report=$(backend/test.sh); status=$?
+echo "$report" | tail -n 1   # the count first, then every check
+echo "$report" | grep -E '^(PASS|FAIL)'
 exit "$status"
 ```
 "#;
@@ -212,8 +237,13 @@ mod tests {
         let goal = goal();
         assert!(goal.starts_with(REQUEST));
         assert!(
-            goal.contains("\ntask tests after=config,auth plan\n"),
+            goal.contains("\ntask tests after=config,auth plan\ncheck sh backend/test.sh\n"),
             "{goal}"
+        );
+        assert_eq!(
+            goal.matches("\ncheck ").count(),
+            1,
+            "only tests has a check"
         );
         assert_eq!(goal.matches(" plan\n").count(), 1);
         // The descriptions' own fences stay inside the plan's longer one.

@@ -2,7 +2,7 @@
 //! all went well, SIGTERM otherwise), boardd stops, and the directory is kept or removed.
 
 use super::procs::Exited;
-use super::{Demo, shown};
+use super::{Demo, script, shown};
 use std::collections::BTreeMap;
 use std::time::Duration;
 use teamboard_protocol::{Message, MessageKind};
@@ -104,13 +104,21 @@ impl Demo {
         let teamctl = shown(&self.bins.teamctl);
         let boardd = shown(&self.bins.boardd);
         let sock = root.join("boardd.sock");
+        let branch = script::BRANCH;
         println!(
-            "\nKept {root}:\n  work/   the backend as the team left it\n  state/  boardd's \
-             database and log, the teammates' transcripts and logs\nWhat ada's model saw and \
-             ran:\n  {teamctl} --state-dir {state} logs ada\nThe board and its history (start \
-             boardd on the kept state):\n  {boardd} --state-dir {state} --socket {sock} &\n  \
-             {teamctl} --socket {sock} tasks\n  {teamctl} --socket {sock} task show 3",
+            "\nKept {root}:\n  work/   the git repository: {branch} holds the team's work (the \
+             checkout itself is detached at the first commit)\n  state/  boardd's database \
+             and log, the teammates' transcripts and logs, and worktrees/: each task's \
+             worktree\nThe repository, its task branches and worktrees:\n  git -C {work} log \
+             --graph --oneline --decorate --all\n  git -C {work} worktree list\n  git -C \
+             {work} show {branch}:SUMMARY.md\nWhat ada's model saw and ran:\n  {teamctl} \
+             --state-dir {state} logs ada\nThe board, its history, the worktrees and what each \
+             task changed (start boardd on the kept state):\n  {boardd} --state-dir {state} \
+             --socket {sock} &\n  {teamctl} --socket {sock} tasks\n  {teamctl} --socket {sock} \
+             task show 3\n  {teamctl} --socket {sock} worktrees\n  {teamctl} --socket {sock} \
+             task diff 3\n  {teamctl} --socket {sock} worktrees prune",
             root = root.display(),
+            work = self.work,
             state = self.state,
             sock = sock.display(),
         );

@@ -1,13 +1,18 @@
 //! What the demo prints while the team works and when it is done, built from the
 //! events boardd pushes: one line per interesting event, and the board after every
-//! change of a task's state.
+//! change of a task's state. The worktree events say where each task works, from
+//! which commit of the target, what its checks did and where its work landed.
 
 use std::collections::BTreeMap;
-use teamboard_protocol::{Event, EventKind, Member, Task, TaskId, TaskStatus};
+use teamboard_protocol::{
+    CheckOutcome, CheckRun, Event, EventKind, Member, Task, TaskId, TaskStatus, Worktree,
+};
 
 /// The demo's own tasks as the events describe them.
 pub struct Board {
     tasks: BTreeMap<TaskId, Entry>,
+    /// The repository's target branch, where finished work lands.
+    target: String,
     /// When the first task was created (boardd's clock, ms since the epoch): the
     /// demo's time zero. Event times come from boardd, so they do not depend on
     /// when the demo got around to reading the events.
@@ -25,10 +30,15 @@ struct Entry {
     blocked_by: Vec<TaskId>,
     /// The result once completed; the last error once failed.
     outcome: Option<String>,
+    /// The task's worktree, as last fetched: its branch, base and merged commit.
+    worktree: Option<Worktree>,
+    /// Its checks' last runs, as last fetched.
+    check_runs: Vec<CheckRun>,
 }
 
 impl Board {
-    pub fn new(tasks: &[Task]) -> Board {
+    /// A board of `tasks` (usually none yet) whose work lands on `target`.
+    pub fn new(tasks: &[Task], target: &str) -> Board {
         let t0 = tasks.iter().map(|t| t.created_at).min().unwrap_or_default();
         Board {
             tasks: tasks
@@ -40,10 +50,13 @@ impl Board {
                         owner: t.owner.clone(),
                         blocked_by: t.blocked_by.clone(),
                         outcome: None,
+                        worktree: t.worktree.clone(),
+                        check_runs: t.check_runs.clone(),
                     };
                     (t.id, entry)
                 })
                 .collect(),
+            target: target.to_string(),
             t0,
             last_completed: t0,
             shown: String::new(),
@@ -65,24 +78,34 @@ impl Board {
                 owner: t.owner.clone(),
                 blocked_by: t.blocked_by.clone(),
                 outcome: None,
+                worktree: t.worktree.clone(),
+                check_runs: t.check_runs.clone(),
             },
         );
     }
 
-    /// Whether `e` is about one of the demo's tasks and its outcome (result or
-    /// error) is worth fetching before [`Board::apply`].
-    pub fn wants_outcome(&self, e: &Event) -> Option<TaskId> {
+    /// Whether `e` is about one of the demo's tasks and the task is worth fetching
+    /// before [`Board::apply`]: for its outcome (result or error), its worktree's
+    /// base or merged commit, or its check runs.
+    pub fn wants_task(&self, e: &Event) -> Option<TaskId> {
         let id = e.task.filter(|id| self.tasks.contains_key(id))?;
         matches!(
             e.kind,
-            EventKind::TaskCompleted | EventKind::TaskFailed | EventKind::TaskReleased
+            EventKind::TaskCompleted
+                | EventKind::TaskFailed
+                | EventKind::TaskReleased
+                | EventKind::WorktreeOpened
+                | EventKind::MergeQueued
         )
         .then_some(id)
     }
 
-    pub fn set_outcome(&mut self, id: TaskId, outcome: Option<String>) {
-        if let Some(entry) = self.tasks.get_mut(&id) {
-            entry.outcome = outcome;
+    /// Takes what the view shows from the task as boardd has it now.
+    pub fn set_task(&mut self, t: &Task) {
+        if let Some(entry) = self.tasks.get_mut(&t.id) {
+            entry.outcome = t.result.clone().or_else(|| t.last_error.clone());
+            entry.worktree = t.worktree.clone();
+            entry.check_runs = t.check_runs.clone();
         }
     }
 
@@ -103,6 +126,15 @@ impl Board {
                     return None;
                 }
                 e.detail.clone()
+            }
+            EventKind::WorktreeOpened
+            | EventKind::MergeQueued
+            | EventKind::ChecksFailed
+            | EventKind::MergeConflict => {
+                let id = e.task?;
+                let entry = self.tasks.get(&id)?;
+                let name = format!("#{id} {}", entry.subject);
+                repo_line(e, &name, entry, &self.target)
             }
             EventKind::TaskCreated
             | EventKind::TaskClaimed
@@ -137,7 +169,13 @@ impl Board {
                         entry.status = TaskStatus::Completed;
                         self.last_completed = self.last_completed.max(e.at);
                         let first = first_line(entry.outcome.as_deref());
-                        format!("{} completed {name}: {first}", e.actor)
+                        let landed = match entry.worktree.as_ref().and_then(|w| w.merged.as_ref()) {
+                            Some(merged) => {
+                                format!("; landed on {} as {}", self.target, short(merged))
+                            }
+                            None => String::new(),
+                        };
+                        format!("{} completed {name}: {first}{landed}", e.actor)
                     }
                     EventKind::TaskFailed => {
                         entry.status = TaskStatus::Failed;
@@ -309,6 +347,73 @@ impl Board {
     }
 }
 
+/// The line for a worktree event: where the task works and from which commit,
+/// what its checks did, a refusal.
+fn repo_line(e: &Event, name: &str, entry: &Entry, target: &str) -> String {
+    let worktree = entry.worktree.as_ref();
+    match e.kind {
+        EventKind::WorktreeOpened => {
+            // boardd's words say whether the worktree is new or what was left in it.
+            let mut s = e.detail.clone();
+            if let Some(w) = worktree {
+                s.push_str(&format!(" ({}", w.branch));
+                if let Some(base) = &w.base {
+                    s.push_str(&format!(", from {target} at {}", short(base)));
+                }
+                s.push(')');
+            }
+            s
+        }
+        EventKind::MergeQueued => {
+            let runs: Vec<String> = entry
+                .check_runs
+                .iter()
+                .map(|r| {
+                    format!(
+                        "`{}` {} in {:.2} s",
+                        r.command,
+                        outcome_word(r.outcome),
+                        r.duration_ms as f64 / 1000.0
+                    )
+                })
+                .collect();
+            if runs.is_empty() {
+                format!("{name} has no checks; queued to land on {target}")
+            } else {
+                format!(
+                    "{name} passed its checks ({}); queued to land on {target}",
+                    runs.join(", ")
+                )
+            }
+        }
+        // A refusal: the check that failed or the conflicting paths, in boardd's
+        // words; the owner keeps the task. A failed check's output follows on the
+        // next lines, and its last line says most ("3 passed, 1 failed").
+        _ => {
+            let (head, output) = e.detail.split_once('\n').unwrap_or((&e.detail, ""));
+            let last = output.lines().map(str::trim).rfind(|l| !l.is_empty());
+            match last {
+                Some(last) => format!("{name} refused: {} {last}", head.trim()),
+                None => format!("{name} refused: {}", head.trim()),
+            }
+        }
+    }
+}
+
+fn outcome_word(o: CheckOutcome) -> &'static str {
+    match o {
+        CheckOutcome::Passed => "passed",
+        CheckOutcome::Failed => "failed",
+        CheckOutcome::TimedOut => "timed out",
+        CheckOutcome::Interrupted => "was interrupted",
+    }
+}
+
+/// A commit id as people read it.
+fn short(oid: &str) -> &str {
+    oid.get(..7).unwrap_or(oid)
+}
+
 /// The first non-empty line of a result or an error, for a one-line view. A line
 /// that ends in ':' ("command 2 of 2 exited with code 1:") introduces the next one,
 /// so the two go together.
@@ -338,6 +443,14 @@ mod tests {
         .expect("a task")
     }
 
+    /// Task `id` as boardd would answer after it ended: its result, or for a
+    /// release or a failure its error (the view shows either).
+    fn with_result(id: TaskId, text: &str) -> Task {
+        let mut t = task(id, "any", vec![]);
+        t.result = Some(text.to_string());
+        t
+    }
+
     fn event(at: i64, kind: EventKind, actor: &str, task: Option<TaskId>, detail: &str) -> Event {
         Event {
             seq: at as u64,
@@ -355,7 +468,10 @@ mod tests {
 
     #[test]
     fn events_drive_the_board_to_completion() {
-        let mut b = Board::new(&[task(1, "config", vec![]), task(2, "tests", vec![1])]);
+        let mut b = Board::new(
+            &[task(1, "config", vec![]), task(2, "tests", vec![1])],
+            "main",
+        );
         let created = event(1_002, EventKind::TaskCreated, "lead", Some(2), "");
         assert_eq!(
             b.apply(&created).as_deref(),
@@ -374,8 +490,8 @@ mod tests {
         );
 
         let done = event(2_250, EventKind::TaskCompleted, "ada", Some(1), "");
-        assert_eq!(b.wants_outcome(&done), Some(1));
-        b.set_outcome(1, Some("\nmoved 4 settings\nmore".into()));
+        assert_eq!(b.wants_task(&done), Some(1));
+        b.set_task(&with_result(1, "\nmoved 4 settings\nmore"));
         assert_eq!(
             b.apply(&done).as_deref(),
             Some("   1.25s  ada completed #1 config: moved 4 settings")
@@ -383,7 +499,7 @@ mod tests {
         assert!(!b.all_completed());
 
         b.apply(&event(2_300, EventKind::TaskClaimed, "cy", Some(2), ""));
-        b.set_outcome(2, Some("PASS".into()));
+        b.set_task(&with_result(2, "PASS"));
         b.apply(&event(3_001, EventKind::TaskCompleted, "cy", Some(2), ""));
         assert!(b.all_completed());
         assert_eq!(b.stuck(), None);
@@ -422,7 +538,7 @@ mod tests {
 
     #[test]
     fn a_release_and_a_failure_are_explained_in_one_line() {
-        let mut b = Board::new(&[task(1, "tests", vec![])]);
+        let mut b = Board::new(&[task(1, "tests", vec![])], "main");
         b.apply(&event(1_001, EventKind::TaskClaimed, "cy", Some(1), ""));
         let released = event(
             1_101,
@@ -431,10 +547,10 @@ mod tests {
             Some(1),
             "back to pending",
         );
-        b.set_outcome(
+        b.set_task(&with_result(
             1,
-            Some("command 2 of 2 exited with code 1:\n3 passed, 1 failed".into()),
-        );
+            "command 2 of 2 exited with code 1:\n3 passed, 1 failed",
+        ));
         assert_eq!(
             b.apply(&released).as_deref(),
             Some(
@@ -442,7 +558,7 @@ mod tests {
             )
         );
         assert_eq!(b.stuck(), None);
-        b.set_outcome(1, Some("boom".into()));
+        b.set_task(&with_result(1, "boom"));
         b.apply(&event(1_201, EventKind::TaskFailed, "cy", Some(1), ""));
         assert_eq!(
             b.stuck().as_deref(),
@@ -451,8 +567,96 @@ mod tests {
     }
 
     #[test]
+    fn worktree_events_say_where_a_task_works_what_its_checks_did_and_where_it_landed() {
+        let mut b = Board::new(&[task(3, "tests", vec![])], "main");
+        b.apply(&event(1_010, EventKind::TaskClaimed, "cy", Some(3), ""));
+        let mut t = task(3, "tests", vec![]);
+        t.worktree = Some(Worktree {
+            path: "/s/worktrees/default/task-3".into(),
+            branch: "teamboard/default/task-3".into(),
+            base: Some("abcdef0123456789".into()),
+            merged: None,
+            landed_on: None,
+            discard: false,
+            pruned: false,
+        });
+        let opened = event(
+            1_020,
+            EventKind::WorktreeOpened,
+            "cy",
+            Some(3),
+            "cy opened a new worktree for #3",
+        );
+        assert_eq!(b.wants_task(&opened), Some(3));
+        b.set_task(&t);
+        assert_eq!(
+            b.apply(&opened).as_deref(),
+            Some(
+                "   0.02s  cy opened a new worktree for #3 (teamboard/default/task-3, from main at abcdef0)"
+            )
+        );
+        assert_eq!(b.line_after(&opened), None, "the board did not change");
+
+        let refused = event(
+            1_100,
+            EventKind::ChecksFailed,
+            "boardd",
+            Some(3),
+            "check `sh backend/test.sh` failed with exit code 1 on 1234567890; the end of its output:\nPASS config\nFAIL auth\n3 passed, 1 failed\n",
+        );
+        assert_eq!(
+            b.apply(&refused).as_deref(),
+            Some(
+                "   0.10s  #3 tests refused: check `sh backend/test.sh` failed with exit code 1 on 1234567890; the end of its output: 3 passed, 1 failed"
+            )
+        );
+        let conflict = event(
+            1_110,
+            EventKind::MergeConflict,
+            "boardd",
+            Some(3),
+            "the branch conflicts with main in backend/app.py; run `git rebase main` …",
+        );
+        assert_eq!(
+            b.apply(&conflict).as_deref(),
+            Some(
+                "   0.11s  #3 tests refused: the branch conflicts with main in backend/app.py; run `git rebase main` …"
+            )
+        );
+
+        t.check_runs = vec![CheckRun {
+            command: "sh backend/test.sh".into(),
+            outcome: CheckOutcome::Passed,
+            exit_code: Some(0),
+            tail: String::new(),
+            duration_ms: 25,
+            commit: "1234567".into(),
+            at: 1_200,
+        }];
+        b.set_task(&t);
+        let queued = event(1_200, EventKind::MergeQueued, "boardd", Some(3), "");
+        assert_eq!(
+            b.apply(&queued).as_deref(),
+            Some(
+                "   0.20s  #3 tests passed its checks (`sh backend/test.sh` passed in 0.03 s); queued to land on main"
+            )
+        );
+
+        if let Some(w) = t.worktree.as_mut() {
+            w.merged = Some("fedcba9876543210".into());
+        }
+        t.result = Some("4 passed, 0 failed".into());
+        b.set_task(&t);
+        let done = event(1_300, EventKind::TaskCompleted, "cy", Some(3), "");
+        assert_eq!(
+            b.apply(&done).as_deref(),
+            Some("   0.30s  cy completed #3 tests: 4 passed, 0 failed; landed on main as fedcba9")
+        );
+    }
+
+    #[test]
     fn events_before_the_first_task_are_not_shown() {
-        let mut b = Board::new(&[task(1, "config", vec![])]);
+        let mut b = Board::new(&[task(1, "config", vec![])], "main");
         let early = event(900, EventKind::MemberStatus, "ada", None, "ada is idle");
         assert_eq!(b.apply(&early), None);
     }

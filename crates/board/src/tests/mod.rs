@@ -8,6 +8,7 @@ mod dag;
 mod ids;
 mod inbox;
 mod invariants;
+mod landing;
 mod leases;
 mod requests;
 mod restore;

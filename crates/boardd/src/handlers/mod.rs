@@ -34,6 +34,14 @@ pub enum Outcome {
     Subscribe,
     /// Run a job on a repository's worker; its report answers the request.
     Repo(Box<crate::repo::Job>),
+    /// A completion that lands: hold the request until the landing ends (see
+    /// `repo_done::Held`), starting its gate if there is one to start.
+    Land {
+        slot: crate::repo::Slot,
+        task: teamboard_protocol::TaskId,
+        epoch: u64,
+        gate: Option<Box<crate::repo::Job>>,
+    },
 }
 
 /// Applies one request to the board.

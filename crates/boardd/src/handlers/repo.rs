@@ -53,10 +53,18 @@ pub(super) fn open_worktree(board: &Board, ctx: Ctx, id: u64, task: u64, epoch: 
 pub(super) fn complete(board: &mut Board, ctx: Ctx, id: u64, a: CompleteArgs) -> Outcome {
     match board.begin_complete(ctx, a.id, a.epoch, a.result) {
         Ok(Completion::Done(task)) => Outcome::Reply(Ok(Reply::Task(Box::new(task)))),
-        Ok(Completion::Gate(job)) => Outcome::Repo(Box::new(Job::Gate {
+        Ok(Completion::Gate(job)) => Outcome::Land {
             slot: slot(&ctx, id),
-            job,
-        })),
+            task: a.id,
+            epoch: a.epoch,
+            gate: Some(Box::new(Job::Gate { job })),
+        },
+        Ok(Completion::Landing) => Outcome::Land {
+            slot: slot(&ctx, id),
+            task: a.id,
+            epoch: a.epoch,
+            gate: None,
+        },
         Err(e) => refuse(e),
     }
 }

@@ -21,16 +21,30 @@ pub enum Effect {
     Submit(Box<Job>),
 }
 
-/// The owners' `complete_task`s waiting for their tasks to land, by team and
-/// task.
+/// The owners' `complete_task`s waiting for their tasks to land, by team, task
+/// and the claim's epoch: a report about an earlier claim's landing never
+/// answers a later one's request.
 #[derive(Debug, Default)]
-pub struct Held(HashMap<(String, TaskId), Slot>);
+pub struct Held(HashMap<(String, TaskId, u64), Slot>);
 
 impl Held {
-    /// A landing ended with its claim: the owner's waiting request (if the task
-    /// had reached the queue) is answered with why.
+    /// Holds the owner's `complete_task` until its task's landing ends. A newer
+    /// request of the same claim replaces an older one, whose connection is gone
+    /// (a client repeats a request only after a reconnect).
+    pub fn hold(&mut self, slot: Slot, task: TaskId, epoch: u64) -> Option<Effect> {
+        let key = (slot.team.clone(), task, epoch);
+        let old = self.0.insert(key, slot)?;
+        let error = ErrorBody::new(
+            ErrorCode::InvalidState,
+            format!("#{task} was completed again by a newer request; that one gets the answer"),
+        );
+        Some(Effect::Reply(old, Err(error)))
+    }
+
+    /// A landing ended with its claim: the owner's waiting request is answered
+    /// with why.
     pub fn dropped(&mut self, d: &Dropped) -> Option<Effect> {
-        let slot = self.0.remove(&(d.team.clone(), d.task))?;
+        let slot = self.0.remove(&(d.team.clone(), d.task, d.epoch))?;
         let error = ErrorBody::new(ErrorCode::StaleEpoch, d.why.clone());
         Some(Effect::Reply(slot, Err(error)))
     }
@@ -92,9 +106,12 @@ pub fn apply(
             }
             Err(e) => vec![Effect::Reply(slot, Err(e))],
         },
-        Done::Gated { slot, job, result } => match result {
-            Ok(passed) => {
-                match board.gate_passed(
+        Done::Gated { job, result } => {
+            let key = (job.team.clone(), job.task, job.epoch);
+            // A report about a landing that ended meanwhile changes nothing: its
+            // owner was answered when it ended (`Held::dropped`).
+            let reply = match result {
+                Ok(passed) => match board.gate_passed(
                     &job.team,
                     job.task,
                     job.epoch,
@@ -102,25 +119,24 @@ pub fn apply(
                     passed.runs,
                     now,
                 ) {
-                    Ok(land) => {
-                        held.0.insert((job.team.clone(), job.task), slot);
-                        vec![Effect::Submit(Box::new(Job::Land { job: land }))]
+                    Ok(land) => return vec![Effect::Submit(Box::new(Job::Land { job: land }))],
+                    Err(e) => Err(stale(job.task, e)),
+                },
+                Err(refusal) => {
+                    match board.gate_refused(&job.team, job.task, job.epoch, &refusal, now) {
+                        Ok(()) => Err(ErrorBody::new(refusal.code, refusal.message)),
+                        Err(e) => Err(stale(job.task, e)),
                     }
-                    Err(e) => vec![Effect::Reply(slot, Err(stale(job.task, e)))],
                 }
-            }
-            Err(refusal) => {
-                match board.gate_refused(&job.team, job.task, job.epoch, &refusal, now) {
-                    Ok(()) => {
-                        let e = ErrorBody::new(refusal.code, refusal.message);
-                        vec![Effect::Reply(slot, Err(e))]
-                    }
-                    Err(e) => vec![Effect::Reply(slot, Err(stale(job.task, e)))],
-                }
-            }
-        },
+            };
+            held.0
+                .remove(&key)
+                .map(|slot| Effect::Reply(slot, reply))
+                .into_iter()
+                .collect()
+        }
         Done::Landed { job, result } => {
-            let slot = held.0.remove(&(job.team.clone(), job.task));
+            let slot = held.0.remove(&(job.team.clone(), job.task, job.epoch));
             let reply = match result {
                 Ok(l) => board
                     .landed(&job.team, job.task, l.old, l.new, now)

@@ -2,7 +2,7 @@
 //! with the target, run the checks.
 
 use super::Running;
-use super::job::{Done, Passed, Slot};
+use super::job::{Done, Passed};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,6 +16,12 @@ use tokio::sync::mpsc;
 pub fn prepare(job: &GateJob) -> Result<String, GateRefusal> {
     let git = Git::open(Path::new(&job.repo.path)).map_err(refuse_git)?;
     let wt = Path::new(&job.worktree.path);
+    // A rebase or merge of ours that a killed boardd left half done (its
+    // landing ended with it, and the owner completes again) would make the
+    // commit below refuse, or, for a merge, conclude it with conflict markers.
+    if git.abort_own_update(wt).map_err(refuse_git)? {
+        tracing::warn!("aborted an update a previous boardd left in progress");
+    }
     let author = format!("{0} <{0}@teamboard.invalid>", job.author);
     git.commit_all(wt, &job.message, Some(&author))
         .map_err(refuse_git)?;
@@ -38,7 +44,6 @@ pub fn prepare(job: &GateJob) -> Result<String, GateRefusal> {
 
 /// Runs the checks on a thread of their own, which answers the gate.
 pub fn spawn_checks(
-    slot: Slot,
     job: GateJob,
     head: String,
     done: mpsc::UnboundedSender<Done>,
@@ -48,9 +53,19 @@ pub fn spawn_checks(
     let name = format!("boardd-checks {}#{}", job.team, job.task);
     let spawned = std::thread::Builder::new().name(name).spawn(move || {
         let _span = tracing::info_span!("checks", team = %job.team, task = job.task).entered();
-        let result = run_checks(&job, &head, &interrupt);
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            run_checks(&job, &head, &interrupt)
+        }));
+        // A panic is a bug; the owner still hears, and the checks never pass.
+        let result = ran.unwrap_or_else(|_| {
+            Err(GateRefusal {
+                code: ErrorCode::Internal,
+                message: "boardd could not finish running the checks".to_string(),
+                runs: Vec::new(),
+            })
+        });
         running.finish(&job.team, job.task, job.epoch);
-        let _ = done.send(Done::Gated { slot, job, result });
+        let _ = done.send(Done::Gated { job, result });
     });
     if let Err(e) = spawned {
         tracing::error!(error = %e, "cannot start a thread for the checks");
@@ -107,7 +122,7 @@ fn run_checks(
 /// The evidence of a check that did not pass, for the owner and the history.
 fn failure_message(run: &CheckRun, timeout: Duration) -> String {
     let how = match (run.outcome, run.exit_code) {
-        (CheckOutcome::TimedOut, _) => format!("timed out after {} s", timeout.as_secs()),
+        (CheckOutcome::TimedOut, _) => format!("timed out after {}", limit(timeout)),
         (CheckOutcome::Interrupted, _) => "was interrupted".to_string(),
         (_, Some(code)) => format!("failed with exit code {code}"),
         (_, None) => "was killed by a signal".to_string(),
@@ -121,6 +136,16 @@ fn failure_message(run: &CheckRun, timeout: Duration) -> String {
             "check `{}` {how} on {commit}; the end of its output:\n{tail}",
             run.command
         )
+    }
+}
+
+/// A time limit as people set it: whole seconds, or milliseconds when it
+/// is not a whole number of seconds (a 500 ms limit is not "0 s").
+fn limit(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{} ms", d.as_millis())
     }
 }
 

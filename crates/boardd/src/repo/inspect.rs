@@ -24,7 +24,18 @@ fn look(git: &Git, repo: &Repo, mut e: WorktreeEntry) -> WorktreeEntry {
     }
     let path = Path::new(&e.worktree.path);
     if !path.is_dir() {
-        e.state = WorktreeState::Missing;
+        // The directory was removed by hand: what is left is the branch. A
+        // discarded task's may go, and so may a landed one's whose commits are
+        // all on the target; anything else is kept, as `missing`.
+        e.unmerged_commits = git
+            .count_commits(&repo.branch, &e.worktree.branch)
+            .unwrap_or(u32::MAX);
+        let branch_gone = matches!(git.branch_head(&e.worktree.branch), Ok(None));
+        let safe = e.state == WorktreeState::Discarded
+            || (e.state == WorktreeState::Merged && (e.unmerged_commits == 0 || branch_gone));
+        if !safe {
+            e.state = WorktreeState::Missing;
+        }
         return e;
     }
     e.size = teamboard_git::dir_size(path);
@@ -71,9 +82,12 @@ pub fn prune(repo: &Repo, entries: Vec<WorktreeEntry>, dry_run: bool) -> Result<
         // A discarded task's work goes even if uncommitted: that is what
         // discard means. A merged one is clean, as `look` made sure.
         let force = entry.state == WorktreeState::Discarded;
-        let removed = git
-            .remove_worktree(path, force)
-            .and_then(|()| git.delete_branch(&entry.worktree.branch));
+        let removed = if path.is_dir() {
+            git.remove_worktree(path, force)
+        } else {
+            git.prune()
+        };
+        let removed = removed.and_then(|()| git.delete_branch(&entry.worktree.branch));
         match removed {
             Ok(()) => out.removed.push(entry),
             Err(err) => {

@@ -1,8 +1,8 @@
 //! What the actor asks of the repo workers, and what comes back.
 
-use teamboard_board::{GateJob, GateRefusal, LandJob, LandRefusal, OpenJob, RecoverJob, SessionId};
+use teamboard_board::{GateJob, GateRefusal, LandJob, LandRefusal, OpenJob, SessionId};
 use teamboard_protocol::request::SetRepoArgs;
-use teamboard_protocol::{CheckRun, ErrorBody, Found, Pruned, Repo, WorktreeEntry};
+use teamboard_protocol::{CheckRun, ErrorBody, ErrorCode, Found, Pruned, Repo, WorktreeEntry};
 
 /// The request a job answers: whose, and which.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,7 +15,7 @@ pub struct Slot {
 }
 
 /// Work for git, off the actor's thread.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Job {
     /// Check a repository before it is attached (on a thread of its own: the
     /// repository has no worker until it is known).
@@ -27,14 +27,12 @@ pub enum Job {
     },
     /// Create or reopen a task's worktree.
     Open { slot: Slot, job: OpenJob },
-    /// Commit, update, run the checks.
-    Gate { slot: Slot, job: GateJob },
-    /// Undo the update a gate interrupted by boardd's restart left in the
-    /// worktree. Nobody waits for it: it only has to run before the jobs that
-    /// follow it on the worker.
-    Recover { job: RecoverJob },
-    /// Land a queued task. No slot: the actor keeps the owner's, since the
-    /// owner may have gone (or boardd restarted) by the time it lands.
+    /// Commit, update, run the checks. No slot: the actor keeps the owner's
+    /// request until the task lands or cannot (`handlers::repo_done::Held`),
+    /// since the claim may end, or the owner ask again after a reconnect,
+    /// while the job runs.
+    Gate { job: GateJob },
+    /// Land a queued task.
     Land { job: LandJob },
     /// Look at the team's worktrees on disk.
     List {
@@ -52,26 +50,24 @@ pub enum Job {
 }
 
 impl Job {
-    /// The worktree the job works in, if it works in one.
-    pub fn worktree(&self) -> Option<&str> {
-        match self {
-            Job::Open { job, .. } => Some(&job.worktree.path),
-            Job::Gate { job, .. } => Some(&job.worktree.path),
-            Job::Land { job } => Some(&job.worktree.path),
-            Job::Recover { job } => Some(&job.worktree.path),
-            Job::SetRepo { .. } | Job::List { .. } | Job::Prune { .. } => None,
-        }
-    }
-
     /// The repository whose worker runs the job (`None` for `SetRepo`).
     pub fn repo_path(&self) -> Option<&str> {
         match self {
             Job::SetRepo { .. } => None,
             Job::Open { job, .. } => Some(&job.repo.path),
-            Job::Gate { job, .. } => Some(&job.repo.path),
+            Job::Gate { job } => Some(&job.repo.path),
             Job::Land { job } => Some(&job.repo.path),
-            Job::Recover { job } => Some(&job.repo.path),
             Job::List { repo, .. } | Job::Prune { repo, .. } => Some(&repo.path),
+        }
+    }
+
+    /// The worktree the job works in, if it works in one.
+    pub fn worktree(&self) -> Option<&str> {
+        match self {
+            Job::Open { job, .. } => Some(&job.worktree.path),
+            Job::Gate { job } => Some(&job.worktree.path),
+            Job::Land { job } => Some(&job.worktree.path),
+            Job::SetRepo { .. } | Job::List { .. } | Job::Prune { .. } => None,
         }
     }
 }
@@ -100,6 +96,51 @@ pub struct Landed {
     pub new: String,
 }
 
+impl Job {
+    /// The report of a job that could not run to its end (a bug: git handling
+    /// panicked). Its request is answered, and a landing ends as refused, so
+    /// that nobody waits for an answer that will not come.
+    pub fn failed(self, why: &str) -> Done {
+        let message = format!("boardd could not finish this git work: {why}");
+        let error = ErrorBody::new(ErrorCode::Internal, message.clone());
+        match self {
+            Job::SetRepo { slot, .. } => Done::SetRepo {
+                slot,
+                result: Err(error),
+            },
+            Job::Open { slot, job } => Done::Opened {
+                slot,
+                job,
+                result: Err(error),
+            },
+            Job::Gate { job } => Done::Gated {
+                job,
+                result: Err(GateRefusal {
+                    code: ErrorCode::Internal,
+                    message,
+                    runs: Vec::new(),
+                }),
+            },
+            Job::Land { job } => Done::Landed {
+                job,
+                result: Err(LandRefusal {
+                    code: ErrorCode::Internal,
+                    message,
+                }),
+            },
+            Job::List { slot, .. } => Done::Listed {
+                slot,
+                result: Err(error),
+            },
+            Job::Prune { slot, dry_run, .. } => Done::Pruned {
+                slot,
+                dry_run,
+                result: Err(error),
+            },
+        }
+    }
+}
+
 /// A job's result, for the actor to apply to the board.
 #[derive(Debug)]
 pub enum Done {
@@ -113,7 +154,6 @@ pub enum Done {
         result: Result<Opened, ErrorBody>,
     },
     Gated {
-        slot: Slot,
         job: GateJob,
         result: Result<Passed, GateRefusal>,
     },

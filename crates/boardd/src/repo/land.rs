@@ -23,14 +23,6 @@ pub fn land(job: &LandJob) -> Result<Landed, LandRefusal> {
     if git.abort_in_progress(wt).map_err(refuse_git)? {
         tracing::warn!("aborted an update a previous boardd left in progress");
     }
-    if let Some(landed) = landed_before(&git, job).map_err(refuse_git)? {
-        tracing::warn!(
-            old = %landed.old,
-            new = %landed.new,
-            "the target already holds the task: a killed boardd landed it before it could record it"
-        );
-        return Ok(landed);
-    }
     let state = git.worktree_state(wt).map_err(refuse_git)?;
     if !state.changed.is_empty() {
         return Err(LandRefusal {
@@ -66,6 +58,21 @@ pub fn land(job: &LandJob) -> Result<Landed, LandRefusal> {
             )
             .map_err(refuse_git)?
         {
+            // Nothing moved now: the work was on the target already. If an
+            // earlier landing of ours put it there (boardd killed after git
+            // moved the ref), its reflog entry says what the task changed.
+            Land::Landed(new) if new == old => {
+                let earlier = match &job.worktree.base {
+                    Some(base) => git
+                        .earlier_landing(target, &job.worktree.branch, base)
+                        .map_err(refuse_git)?,
+                    None => None,
+                };
+                return Ok(match earlier {
+                    Some((old, new)) => Landed { old, new },
+                    None => Landed { old, new },
+                });
+            }
             Land::Landed(new) => return Ok(Landed { old, new }),
             Land::Moved { .. } => continue,
             Land::Behind => {
@@ -91,25 +98,6 @@ pub fn land(job: &LandJob) -> Result<Landed, LandRefusal> {
             job.task
         ),
     })
-}
-
-/// The landing a killed boardd made but never recorded: the target already
-/// contains the task branch, and its reflog says where the landing found the
-/// target. Without this, the landing would be recorded again as a no-op
-/// (`landed_on` = `merged`), and the task's change would read as empty.
-fn landed_before(git: &Git, job: &LandJob) -> Result<Option<Landed>, GitError> {
-    let target = &job.repo.branch;
-    let branch = &job.worktree.branch;
-    let (Some(head), Some(tip)) = (git.branch_head(target)?, git.branch_head(branch)?) else {
-        return Ok(None);
-    };
-    if !git.is_ancestor(&tip, &head)? {
-        return Ok(None);
-    }
-    match git.recorded_landing(target, branch)? {
-        Some((old, new)) if git.is_ancestor(&tip, &new)? => Ok(Some(Landed { old, new })),
-        _ => Ok(None),
-    }
 }
 
 fn refuse_git(e: GitError) -> LandRefusal {

@@ -7,14 +7,13 @@
 //! actor applies it to the board like a request of its own.
 //!
 //! One worker per repository runs its jobs in arrival order: opening
-//! worktrees, committing and updating branches, landing, listing and pruning,
-//! and after a restart, undoing what a killed boardd's gate left half done.
-//! Before its first job in a worktree it waits out any git a killed boardd
-//! left running there (`worker.rs`).
+//! worktrees, committing and updating branches, landing, listing and pruning.
 //! So nothing that touches one repository's refs or worktree list ever runs
 //! twice at once, and landings happen in the order tasks joined the queue.
-//! Checks run on threads of their own, so that one task's test run holds up
-//! neither another task's worktree nor the queue.
+//! Before its first job in a worktree, a worker waits out any git a killed
+//! boardd left running there (`worker.rs`). Checks run on threads of their
+//! own, so that one task's test run holds up neither another task's worktree
+//! nor the queue.
 //!
 //! Alternatives that lost:
 //! - *One thread for all git work*: a slow `git` in one user's big repository
@@ -29,7 +28,6 @@ mod inspect;
 mod job;
 mod land;
 mod open;
-mod recover;
 mod validate;
 mod worker;
 
@@ -46,41 +44,71 @@ use tokio::sync::mpsc;
 /// its own.
 #[derive(Default)]
 pub struct Running {
-    checks: Mutex<HashMap<(String, TaskId), (u64, Interrupt)>>,
+    checks: Mutex<HashMap<(String, TaskId), Check>>,
+}
+
+/// A gate's checks as [`Running`] knows them.
+enum Check {
+    /// Running for the claim with this epoch.
+    Running(u64, Interrupt),
+    /// The claim with this epoch ended before its checks started: they are
+    /// to stop as soon as they start.
+    Ended(u64),
 }
 
 impl Running {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, TaskId), (u64, Interrupt)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, TaskId), Check>> {
         // A panic while holding this lock leaves a map that is still whole.
         self.checks.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The interrupt for the checks of `task`'s claim `epoch`, already set
+    /// if that claim ended while the gate was still committing and updating.
     pub(crate) fn start(&self, team: &str, task: TaskId, epoch: u64) -> Interrupt {
         let interrupt = Interrupt::default();
-        self.lock()
-            .insert((team.to_string(), task), (epoch, interrupt.clone()));
+        let key = (team.to_string(), task);
+        let mut map = self.lock();
+        if matches!(map.get(&key), Some(Check::Ended(e)) if *e == epoch) {
+            interrupt.interrupt();
+            map.remove(&key);
+        } else {
+            map.insert(key, Check::Running(epoch, interrupt.clone()));
+        }
         interrupt
     }
 
     pub(crate) fn finish(&self, team: &str, task: TaskId, epoch: u64) {
         let mut map = self.lock();
         let key = (team.to_string(), task);
-        if map.get(&key).is_some_and(|(e, _)| *e == epoch) {
+        if matches!(map.get(&key), Some(Check::Running(e, _)) if *e == epoch) {
             map.remove(&key);
         }
     }
 
+    /// Stops the checks of claim `epoch`, or, if they have not started yet
+    /// (the gate is still on the repository's worker), makes them stop as
+    /// soon as they start. Trap: without that, a claim that ended during the
+    /// commit ran its checks to the end, and its owner waited that long for
+    /// its answer. At most one entry per task stays behind, for a gate that
+    /// never reached its checks.
     fn interrupt(&self, team: &str, task: TaskId, epoch: u64) {
-        if let Some((e, i)) = self.lock().get(&(team.to_string(), task))
-            && *e == epoch
-        {
-            i.interrupt();
+        let key = (team.to_string(), task);
+        let mut map = self.lock();
+        match map.get(&key) {
+            Some(Check::Running(e, i)) if *e == epoch => i.interrupt(),
+            // A newer claim's checks are not this claim's to stop.
+            Some(Check::Running(e, _)) if *e > epoch => {}
+            _ => {
+                map.insert(key, Check::Ended(epoch));
+            }
         }
     }
 
     fn interrupt_all(&self) {
-        for (_, i) in self.lock().values() {
-            i.interrupt();
+        for check in self.lock().values() {
+            if let Check::Running(_, i) = check {
+                i.interrupt();
+            }
         }
     }
 }

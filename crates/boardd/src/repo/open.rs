@@ -32,6 +32,11 @@ pub fn open(job: &OpenJob) -> Result<Opened, ErrorBody> {
             found: Found::default(),
         });
     }
+    // The new owner finds its predecessor's work, not a half-done update of
+    // ours (boardd killed while a gate rebased the branch).
+    if git.abort_own_update(path).map_err(git_error)? {
+        tracing::warn!("aborted an update a previous boardd left in progress");
+    }
     let state = git.worktree_state(path).map_err(git_error)?;
     let base = job.worktree.base.clone().unwrap_or(head);
     let commits = git.count_commits(&base, &state.head).unwrap_or(0);

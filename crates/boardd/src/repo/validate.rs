@@ -8,17 +8,12 @@ use teamboard_protocol::{
     DEFAULT_CHECK_TIMEOUT_MS, ErrorBody, ErrorCode, MergeStyle, Repo, names::validate_name,
 };
 
-/// The longest check command accepted, in bytes.
-const MAX_CHECK_LEN: usize = 4096;
-/// The most checks a team may have.
-const MAX_CHECKS: usize = 32;
-
 /// Checks `args` against git and the disk, and answers the `Repo` to attach:
 /// git present and recent enough, `path` inside a repository with a working
 /// tree, the target branch existing and checked out nowhere, the worktrees
 /// directory creatable.
 pub fn validate(args: &SetRepoArgs, worktrees: &str, now_ms: i64) -> Result<Repo, ErrorBody> {
-    check_checks(&args.checks)?;
+    teamboard_board::check_checks(&args.checks).map_err(ErrorBody::from)?;
     if let Some(ms) = args.check_timeout_ms
         && ms == 0
     {
@@ -38,7 +33,7 @@ pub fn validate(args: &SetRepoArgs, worktrees: &str, now_ms: i64) -> Result<Repo
         Some(b) => b.clone(),
         None => git.current_branch().map_err(git_error)?.ok_or_else(|| {
             invalid(format!(
-                "{root} has no branch checked out (a detached HEAD); name the target with --branch"
+                "{root} has no branch checked out (a detached HEAD), so there is no default target; name it (teamctl repo set {root} --branch main)"
             ))
         })?,
     };
@@ -74,32 +69,17 @@ pub fn validate(args: &SetRepoArgs, worktrees: &str, now_ms: i64) -> Result<Repo
     })
 }
 
-/// The refusal for a target branch that is checked out: it teaches the fix.
+/// The refusal for a target branch that is checked out: it teaches the fix,
+/// down to the command to run next, since the default target (the branch
+/// checked out at the path) always meets it first.
 pub fn checked_out(branch: &str, at: &Path) -> ErrorBody {
     ErrorBody::new(
         ErrorCode::Git,
         format!(
-            "branch '{branch}' is checked out in {at}; boardd moves the target branch without a checkout, which would leave those files behind. Detach it there (git -C {at} switch --detach) or choose a branch that is checked out nowhere",
+            "branch '{branch}' is checked out in {at}; boardd moves the target branch without a checkout, which would leave those files behind. Detach it there and name it: git -C {at} switch --detach && teamctl repo set {at} --branch {branch}. Or choose a branch that is checked out nowhere",
             at = at.display()
         ),
     )
-}
-
-fn check_checks(checks: &[String]) -> Result<(), ErrorBody> {
-    if checks.len() > MAX_CHECKS {
-        return Err(invalid(format!("at most {MAX_CHECKS} checks")));
-    }
-    for c in checks {
-        if c.trim().is_empty() {
-            return Err(invalid("a check is a shell command; this one is empty"));
-        }
-        if c.len() > MAX_CHECK_LEN {
-            return Err(invalid(format!(
-                "a check is at most {MAX_CHECK_LEN} bytes; put a long one in a script"
-            )));
-        }
-    }
-    Ok(())
 }
 
 fn invalid(message: impl Into<String>) -> ErrorBody {

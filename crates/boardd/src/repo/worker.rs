@@ -1,7 +1,7 @@
 //! A repository's worker thread: its jobs, one at a time, in order.
 
 use super::job::{Done, Job};
-use super::{Running, gate, inspect, land, open, recover, validate};
+use super::{Running, gate, inspect, land, open, validate};
 use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
@@ -59,7 +59,7 @@ pub fn spawn(
             if let Some(wt) = job.worktree() {
                 settled.settle(wt);
             }
-            run(job, &done, &running);
+            guarded(job, &done, &running);
         }
         tracing::debug!("repository worker stopped");
     })?;
@@ -69,7 +69,23 @@ pub fn spawn(
 /// A job that needs no worker of its own (checking a repository before it is
 /// attached).
 pub fn run_one(job: Job, done: &mpsc::UnboundedSender<Done>) {
-    run(job, done, &Arc::new(Running::default()));
+    guarded(job, done, &Arc::new(Running::default()));
+}
+
+/// Runs a job; if handling it panics (a bug), its request still gets an
+/// answer and the worker goes on with the next job.
+fn guarded(job: Job, done: &mpsc::UnboundedSender<Done>, running: &Arc<Running>) {
+    let copy = job.clone();
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(job, done, running)));
+    if let Err(panic) = ran {
+        let why = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".to_string());
+        tracing::error!(job = ?copy, %why, "a repository job panicked");
+        let _ = done.send(copy.failed(&why));
+    }
 }
 
 fn run(job: Job, done: &mpsc::UnboundedSender<Done>, running: &Arc<Running>) {
@@ -88,23 +104,18 @@ fn run(job: Job, done: &mpsc::UnboundedSender<Done>, running: &Arc<Running>) {
             let result = open::open(&job);
             Done::Opened { slot, job, result }
         }
-        Job::Gate { slot, job } => {
+        Job::Gate { job } => {
             let _span = tracing::info_span!("gate", task = job.task).entered();
             match gate::prepare(&job) {
                 // The checks run on a thread of their own and answer from there.
                 Ok(head) => {
-                    return gate::spawn_checks(slot, job, head, done.clone(), running.clone());
+                    return gate::spawn_checks(job, head, done.clone(), running.clone());
                 }
                 Err(refusal) => Done::Gated {
-                    slot,
                     job,
                     result: Err(refusal),
                 },
             }
-        }
-        Job::Recover { job } => {
-            let _span = tracing::info_span!("recover", task = job.task).entered();
-            return recover::recover(&job);
         }
         Job::Land { job } => {
             let _span = tracing::info_span!("land", task = job.task).entered();

@@ -7,6 +7,7 @@ pub mod inbox;
 pub mod lead;
 pub mod logs;
 pub mod plans;
+pub mod repo;
 pub mod requests;
 pub mod review;
 pub mod send;
@@ -16,11 +17,13 @@ pub mod status;
 pub mod task_add;
 pub mod task_cancel;
 pub mod task_depend;
+pub mod task_diff;
 pub mod task_retry;
 pub mod task_show;
 pub mod tasks;
 pub mod team;
 pub mod watch;
+pub mod worktrees;
 
 use crate::cli::{Cli, Command, Global, TaskCommand};
 use crate::render;
@@ -108,10 +111,15 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     // each step itself, so that a teammate that does not connect in time is named
     // as the culprit rather than boardd; `shutdown` waits for the teammate's
     // answer until the request's deadline, which may be longer; `lead` becomes
-    // the lead, which waits for the person.
+    // the lead, which waits for the person; `task diff` times its boardd part only,
+    // then git's pager waits for the person.
     let own_timing = matches!(
         &cli.command,
-        Command::Spawn(_) | Command::Logs(_) | Command::Shutdown(_) | Command::Lead(_)
+        Command::Spawn(_)
+            | Command::Logs(_)
+            | Command::Shutdown(_)
+            | Command::Lead(_)
+            | Command::Task(TaskCommand::Diff(_))
     );
     let timeout = cli.global.timeout;
     let command = dispatch(cli);
@@ -140,6 +148,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Task(TaskCommand::Depend(args)) => task_depend::run(&ctx, args).await,
         Command::Task(TaskCommand::Cancel(args)) => task_cancel::run(&ctx, args).await,
         Command::Task(TaskCommand::Retry(args)) => task_retry::run(&ctx, args).await,
+        Command::Task(TaskCommand::Diff(args)) => task_diff::run(&ctx, args).await,
         Command::Tasks(args) => tasks::run(&ctx, args).await,
         Command::Team => team::run(&ctx).await,
         Command::Spawn(args) => spawn::run(&ctx, args).await,
@@ -155,6 +164,8 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Plans(args) => plans::run(&ctx, args).await,
         Command::Approve(args) => review::approve(&ctx, args).await,
         Command::Reject(args) => review::reject(&ctx, args).await,
+        Command::Repo(args) => repo::run(&ctx, args).await,
+        Command::Worktrees(args) => worktrees::run(&ctx, args).await,
     }
 }
 

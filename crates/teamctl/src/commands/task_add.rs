@@ -19,8 +19,8 @@ pub async fn run(ctx: &Ctx, args: TaskAddArgs) -> anyhow::Result<()> {
             priority: args.priority,
             role: args.role.filter(|r| !r.is_empty()),
             require_plan: args.require_plan,
-            checks: Vec::new(),
-            no_worktree: false,
+            checks: args.checks,
+            no_worktree: args.no_worktree,
         }))
         .await?;
     if ctx.json {

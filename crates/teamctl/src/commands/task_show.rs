@@ -74,6 +74,7 @@ pub async fn run(ctx: &Ctx, args: TaskIdArg) -> anyhow::Result<()> {
         render::datetime(t.updated_at),
         render::ago(t.updated_at, now)
     ));
+    out.extend(render::task_worktree_lines(t, now));
     if let Some(result) = &t.result {
         push_block(&mut out, "result", result);
     }
@@ -92,6 +93,15 @@ pub async fn run(ctx: &Ctx, args: TaskIdArg) -> anyhow::Result<()> {
         for p in &detail.plans {
             out.extend(plan_lines(p, now).into_iter().map(|l| format!("  {l}")));
         }
+    }
+    if !t.check_runs.is_empty() {
+        out.push(String::new());
+        out.push("check runs (the last of each):".into());
+        out.extend(
+            render::check_run_lines(&t.check_runs, now)
+                .into_iter()
+                .map(|l| format!("  {l}")),
+        );
     }
     out.push(String::new());
     if detail.history.is_empty() {

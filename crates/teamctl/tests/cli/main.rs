@@ -14,6 +14,7 @@ mod global;
 mod lead;
 mod logs;
 mod messages;
+mod repo;
 mod requests;
 mod spawn;
 mod tasks;

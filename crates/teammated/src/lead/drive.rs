@@ -87,6 +87,7 @@ where
         role: LEAD.to_string(),
         team: cfg.team.clone(),
         task: None,
+        worktree: None,
         lead: true,
     };
     let mut transcript = Transcript::open(transcript_path(&cfg.state_dir, &cfg.team, LEAD));

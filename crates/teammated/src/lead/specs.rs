@@ -19,7 +19,9 @@ pub fn all() -> Vec<ToolSpec> {
                 "blocked_by": {"type": "array", "items": {"type": "integer"}, "description": "Ids of tasks that must complete first."},
                 "role": {"type": "string", "description": "Only teammates of this role may claim it."},
                 "priority": {"type": "integer", "description": "Higher is claimed first. Default 0."},
-                "require_plan": {"type": "boolean", "description": "Whoever claims it must get a plan approved (you review it) before changing anything."}
+                "require_plan": {"type": "boolean", "description": "Whoever claims it must get a plan approved (you review it) before changing anything."},
+                "checks": {"type": "array", "items": {"type": "string"}, "description": "Shell commands that must pass before the task may complete, e.g. [\"cargo test\"]. They gate a task that has a worktree (its team has a git repository): boardd runs them there, after the team's own checks, before the work lands on the target branch."},
+                "no_worktree": {"type": "boolean", "description": "Work in the team's directory instead of a git worktree of its own, e.g. for a task that only reads. Default false."}
             }),
             &["subject"],
         ),

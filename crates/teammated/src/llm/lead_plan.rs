@@ -16,15 +16,23 @@
 //!     ```
 //! task auth role=dev
 //! task tests after=config,auth plan priority=2: Write and run the checks
+//! check sh backend/test.sh
+//!     Write backend/test.sh and run it.
+//! task summary after=tests no-worktree
 //! ````
 //! `````
 //!
 //! - `teammate NAME [role=ROLE]`: a teammate to spawn (role `dev` when not given).
-//! - `task NAME [after=A,B] [role=ROLE] [priority=N] [plan][: SUBJECT]`: a task. Its
-//!   subject is SUBJECT, or NAME without one; `after` names earlier tasks it is
-//!   blocked by; `plan` makes whoever claims it get a plan approved first.
+//! - `task NAME [after=A,B] [role=ROLE] [priority=N] [plan] [no-worktree][: SUBJECT]`:
+//!   a task. Its subject is SUBJECT, or NAME without one; `after` names earlier tasks
+//!   it is blocked by; `plan` makes whoever claims it get a plan approved first;
+//!   `no-worktree` makes it work in the team's directory instead of a worktree.
+//! - `check COMMAND`: a completion check of the task written last; the rest of the
+//!   line is one shell command, taken as it is (spaces, quotes and colons
+//!   included). Repeat the line for more checks.
 //! - Indented lines (and blank lines between them) after a `task` line are its
-//!   description, with the common indentation removed.
+//!   description, with the common indentation removed; `check` lines may come
+//!   among them.
 
 /// A teammate the plan asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,6 +51,10 @@ pub struct TaskSpec {
     pub role: Option<String>,
     pub priority: i64,
     pub require_plan: bool,
+    /// Work in the team's directory instead of a worktree of its own.
+    pub no_worktree: bool,
+    /// Shell commands that must pass before the task may complete, in order.
+    pub checks: Vec<String>,
     pub description: String,
 }
 
@@ -100,6 +112,23 @@ fn parse(lines: &[&str]) -> Result<PlanSpec, String> {
         if line.starts_with('#') {
             continue;
         }
+        // A check belongs to the task above and does not end its description, so
+        // it is read before the ':' that would split off a subject: a command may
+        // hold colons of its own.
+        if let Some(command) = check_line(line) {
+            let task = plan
+                .tasks
+                .last_mut()
+                .ok_or_else(|| format!("{}: a check belongs to a task written above it", at()))?;
+            if command.is_empty() {
+                return Err(format!(
+                    "{}: a check is a shell command, e.g. 'check cargo test'",
+                    at()
+                ));
+            }
+            task.checks.push(command.to_string());
+            continue;
+        }
         finish_description(&mut plan, &mut description);
         let (head, subject) = match line.split_once(':') {
             Some((h, s)) => (h, Some(s.trim())),
@@ -137,6 +166,8 @@ fn parse(lines: &[&str]) -> Result<PlanSpec, String> {
                     role: None,
                     priority: 0,
                     require_plan: false,
+                    no_worktree: false,
+                    checks: Vec::new(),
                     description: String::new(),
                 };
                 for w in words {
@@ -159,6 +190,7 @@ fn parse(lines: &[&str]) -> Result<PlanSpec, String> {
                             })?;
                         }
                         None if w == "plan" => task.require_plan = true,
+                        None if w == "no-worktree" => task.no_worktree = true,
                         _ => return Err(format!("{}: unknown setting '{w}'", at())),
                     }
                 }
@@ -173,7 +205,7 @@ fn parse(lines: &[&str]) -> Result<PlanSpec, String> {
             }
             other => {
                 return Err(format!(
-                    "{}: a plan line starts with 'teammate' or 'task', not '{other}'",
+                    "{}: a plan line starts with 'teammate', 'task' or 'check', not '{other}'",
                     at()
                 ));
             }
@@ -184,6 +216,15 @@ fn parse(lines: &[&str]) -> Result<PlanSpec, String> {
         return Err("the plan has no tasks".to_string());
     }
     Ok(plan)
+}
+
+/// The command of a `check COMMAND` line, trimmed (empty when there is none).
+fn check_line(line: &str) -> Option<&str> {
+    let rest = line.strip_prefix("check")?;
+    if rest.is_empty() {
+        return Some("");
+    }
+    rest.starts_with([' ', '\t']).then(|| rest.trim())
 }
 
 /// Gives the description lines read so far to the last task, dedented.
@@ -264,6 +305,28 @@ mod tests {
         assert!(tests.require_plan);
         assert_eq!(tests.priority, 2);
         assert_eq!(tests.description, "run the checks");
+        assert!(tests.checks.is_empty() && !tests.no_worktree);
+    }
+
+    #[test]
+    fn check_lines_give_the_task_above_its_checks_as_written() {
+        let text = "````plan\ntask tests: Test it\n    Write the tests,\ncheck sh backend/test.sh\n\n    then run them.\ncheck\tcargo test -- --skip 'a:b'\ntask summary after=tests no-worktree\n    Sum up.\n````";
+        let plan = find_plan(text).expect("a plan").expect("it parses");
+        let tests = &plan.tasks[0];
+        assert_eq!(tests.subject, "Test it");
+        assert_eq!(
+            tests.checks,
+            ["sh backend/test.sh", "cargo test -- --skip 'a:b'"],
+            "the whole rest of the line, colons and quotes included"
+        );
+        assert_eq!(
+            tests.description, "Write the tests,\n\nthen run them.",
+            "a check line does not end the description"
+        );
+        assert!(!tests.no_worktree);
+        let summary = &plan.tasks[1];
+        assert!(summary.no_worktree && summary.checks.is_empty());
+        assert_eq!(summary.description, "Sum up.");
     }
 
     #[test]
@@ -276,6 +339,9 @@ mod tests {
         assert!(bad("task b after=a").contains("'a' is not a task written before"));
         assert!(bad("task a\ntask a").contains("exists"));
         assert!(bad("job a").contains("not 'job'"));
+        assert!(bad("check make test\ntask a").contains("a check belongs to a task written above"));
+        assert!(bad("task a\ncheck   ").contains("a check is a shell command"));
+        assert!(bad("task a\nchecks make").contains("not 'checks'"));
         assert!(bad("task a colour=red").contains("unknown setting 'colour=red'"));
         assert!(bad("teammate ada").contains("no tasks"));
         assert!(bad("task a priority=high").contains("whole number"));

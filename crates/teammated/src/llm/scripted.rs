@@ -9,6 +9,13 @@
 //! 2. completes the task with their output as the result;
 //! 3. fails the task with the output if a block exits non-zero.
 //!
+//! A ```` ```complete_task ```` block among them completes the task at that point,
+//! with the block's text as the result (their output if it is empty). If boardd
+//! refuses that completion (a check failed, a conflict), the script goes on with
+//! the blocks after it: a test of the completion gate writes the fix there. Its
+//! commands run wherever the `bash` tool does: in the task's worktree, if it has
+//! one.
+//!
 //! A task that needs a plan (the runtime says so under the task) gets its ```` ```sh ````
 //! blocks submitted as the plan first, with `submit_plan`; the blocks run once the lead
 //! approves, and a rejection fails the task with the lead's feedback. Asked to shut
@@ -124,23 +131,39 @@ fn find_task(messages: &[ChatMessage]) -> Option<TaskInContext> {
     None
 }
 
-/// The bodies of the ```sh (or bash, shell) fenced blocks of `text`, in order.
-pub fn shell_blocks(text: &str) -> Vec<String> {
-    let mut blocks = Vec::new();
-    let mut current: Option<Vec<&str>> = None;
+/// One step of a task's script.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Step {
+    /// A ```sh (or bash, shell) block: a command line for the `bash` tool.
+    Run(String),
+    /// A ```complete_task block: complete here, with this result.
+    Complete(String),
+}
+
+/// The steps of `text`: its fenced blocks of those languages, in order.
+fn steps(text: &str) -> Vec<Step> {
+    let mut steps = Vec::new();
+    let mut current: Option<(bool, Vec<&str>)> = None;
     for line in text.lines() {
         let trimmed = line.trim();
         match current.as_mut() {
             None => {
-                if let Some(lang) = trimmed.strip_prefix("```")
-                    && matches!(lang.trim(), "sh" | "bash" | "shell")
-                {
-                    current = Some(Vec::new());
+                if let Some(lang) = trimmed.strip_prefix("```") {
+                    match lang.trim() {
+                        "sh" | "bash" | "shell" => current = Some((true, Vec::new())),
+                        "complete_task" => current = Some((false, Vec::new())),
+                        _ => {}
+                    }
                 }
             }
-            Some(lines) => {
+            Some((run, lines)) => {
                 if trimmed == "```" {
-                    blocks.push(lines.join("\n"));
+                    let body = lines.join("\n");
+                    steps.push(if *run {
+                        Step::Run(body)
+                    } else {
+                        Step::Complete(body.trim().to_string())
+                    });
                     current = None;
                 } else {
                     lines.push(line);
@@ -148,7 +171,18 @@ pub fn shell_blocks(text: &str) -> Vec<String> {
             }
         }
     }
-    blocks
+    steps
+}
+
+/// The bodies of the ```sh (or bash, shell) fenced blocks of `text`, in order.
+pub fn shell_blocks(text: &str) -> Vec<String> {
+    steps(text)
+        .into_iter()
+        .filter_map(|s| match s {
+            Step::Run(command) => Some(command),
+            Step::Complete(_) => None,
+        })
+        .collect()
 }
 
 fn next_step(messages: &[ChatMessage]) -> Vec<Block> {
@@ -171,15 +205,27 @@ fn next_step(messages: &[ChatMessage]) -> Vec<Block> {
     let mut finished = false;
     let mut bash_ids = Vec::new();
     let mut plan_ids = Vec::new();
+    // The bash and complete_task calls so far: the steps taken, in order.
+    let mut taken: Vec<(&str, &str)> = Vec::new();
     for b in after.iter().flat_map(|m| &m.content) {
         if let Block::ToolUse { id, name, .. } = b {
             match name.as_str() {
-                "bash" => bash_ids.push(id.clone()),
+                "bash" => {
+                    bash_ids.push(id.clone());
+                    taken.push((name, id));
+                }
+                "complete_task" => taken.push((name, id)),
                 "submit_plan" => plan_ids.push(id.clone()),
-                "complete_task" | "fail_task" | "respond_shutdown" => finished = true,
+                "fail_task" | "respond_shutdown" => finished = true,
                 _ => {}
             }
         }
+    }
+    let script = steps(&task.description);
+    // A completion ends the script, unless boardd refused it and steps are left.
+    if let Some(("complete_task", id)) = taken.last() {
+        let refused = result_of(after, id).is_some_and(|(_, is_error)| is_error);
+        finished |= !refused || taken.len() >= script.len();
     }
     if finished {
         return vec![Block::text(format!("Task #{} is reported.", task.id))];
@@ -236,34 +282,42 @@ fn next_step(messages: &[ChatMessage]) -> Vec<Block> {
             }),
         )];
     }
-    if outputs.len() < blocks.len() {
-        let n = outputs.len();
-        return vec![
-            Block::text(format!(
-                "Running command {} of {} for task #{}.",
-                n + 1,
-                blocks.len(),
-                task.id
-            )),
-            call("bash", serde_json::json!({ "command": blocks[n] })),
-        ];
-    }
-    let result: Vec<&str> = outputs
-        .iter()
-        .map(|(o, _)| shell::strip_trailer(o).trim_end())
-        .filter(|o| !o.is_empty())
-        .collect();
-    let result = if blocks.is_empty() {
-        "The task has no ```sh blocks, so there was nothing to run.".to_string()
-    } else if result.is_empty() {
-        format!("Ran {} command(s); no output.", blocks.len())
-    } else {
-        result.join("\n")
+    let result = match script.get(taken.len()) {
+        Some(Step::Run(command)) => {
+            return vec![
+                Block::text(format!(
+                    "Running command {} of {} for task #{}.",
+                    outputs.len() + 1,
+                    blocks.len(),
+                    task.id
+                )),
+                call("bash", serde_json::json!({ "command": command })),
+            ];
+        }
+        Some(Step::Complete(result)) if !result.is_empty() => result.clone(),
+        _ => output_result(&outputs, !blocks.is_empty()),
     };
     vec![call(
         "complete_task",
         serde_json::json!({ "result": result }),
     )]
+}
+
+/// The result of a task whose commands gave `outputs` so far: their output, or
+/// what ran.
+fn output_result(outputs: &[(String, bool)], has_commands: bool) -> String {
+    let result: Vec<&str> = outputs
+        .iter()
+        .map(|(o, _)| shell::strip_trailer(o).trim_end())
+        .filter(|o| !o.is_empty())
+        .collect();
+    if !has_commands {
+        "The task has no ```sh blocks, so there was nothing to run.".to_string()
+    } else if result.is_empty() {
+        format!("Ran {} command(s); no output.", outputs.len())
+    } else {
+        result.join("\n")
+    }
 }
 
 /// The result of tool use `id`: its content and whether it is an error.
@@ -407,6 +461,96 @@ mod tests {
             reason.contains("exited with code 1") && reason.contains("boom"),
             "{reason}"
         );
+    }
+
+    /// The last tool use of `c`: its id, name and input.
+    fn last_use(c: &Completion) -> (String, String, serde_json::Value) {
+        match c.content.last().cloned() {
+            Some(Block::ToolUse { id, name, input }) => (id, name, input),
+            _ => panic!("no tool use: {c:?}"),
+        }
+    }
+
+    /// Asks `s` for its next step, answers it with `content` and returns the
+    /// tool it called.
+    async fn step(
+        msgs: &mut Vec<ChatMessage>,
+        content: &str,
+        is_error: bool,
+    ) -> (String, serde_json::Value) {
+        let c = Scripted::default()
+            .complete(req(msgs, &tools()))
+            .await
+            .unwrap();
+        let (id, name, input) = last_use(&c);
+        msgs.push(ChatMessage {
+            role: Role::Assistant,
+            content: c.content,
+        });
+        msgs.push(result(&id, content, is_error));
+        (name, input)
+    }
+
+    #[tokio::test]
+    async fn a_refused_completion_goes_on_with_the_steps_after_it() {
+        let mut msgs = vec![ChatMessage::user_text(
+            "[Auto-claimed task #4] gate\n```sh\necho one\n```\n```complete_task\nfirst try\n```\n\
+             ```sh\ntouch fixed\n```\n\n[Worktree] You work on task #4 in the git worktree /w",
+        )];
+        let (name, input) = step(&mut msgs, "one\n[exit code: 0]", false).await;
+        assert_eq!(
+            (name.as_str(), &input["command"]),
+            ("bash", &serde_json::json!("echo one"))
+        );
+        let (name, input) = step(
+            &mut msgs,
+            "complete_task was refused: check `x` failed",
+            true,
+        )
+        .await;
+        assert_eq!(
+            (name.as_str(), &input["result"]),
+            ("complete_task", &serde_json::json!("first try"))
+        );
+        let (name, input) = step(&mut msgs, "[exit code: 0]", false).await;
+        assert_eq!(
+            (name.as_str(), &input["command"]),
+            ("bash", &serde_json::json!("touch fixed"))
+        );
+        let (name, input) = step(&mut msgs, "task #4 completed", false).await;
+        assert_eq!(
+            (name.as_str(), &input["result"]),
+            ("complete_task", &serde_json::json!("one"))
+        );
+        let c = Scripted::default()
+            .complete(req(&msgs, &tools()))
+            .await
+            .unwrap();
+        assert_eq!(c.stop, StopReason::EndTurn, "{c:?}");
+    }
+
+    #[tokio::test]
+    async fn an_accepted_completion_ends_the_script() {
+        let tools = tools();
+        let msgs = vec![
+            ChatMessage::user_text(
+                "[Auto-claimed task #5] x\n```complete_task\ndone early\n```\n```sh\necho never\n```",
+            ),
+            ChatMessage {
+                role: Role::Assistant,
+                content: vec![Block::ToolUse {
+                    id: "scripted-1".into(),
+                    name: "complete_task".into(),
+                    input: serde_json::json!({"result": "done early"}),
+                }],
+            },
+            result("scripted-1", "task #5 completed", false),
+        ];
+        let c = Scripted::default()
+            .complete(req(&msgs, &tools))
+            .await
+            .unwrap();
+        assert_eq!(c.stop, StopReason::EndTurn, "{c:?}");
     }
 
     #[tokio::test]

@@ -259,6 +259,12 @@ fn carry_out(messages: &[ChatMessage], calls: &mut Calls) -> Option<Vec<Block>> 
         if task.require_plan {
             input["require_plan"] = json!(true);
         }
+        if !task.checks.is_empty() {
+            input["checks"] = json!(task.checks);
+        }
+        if task.no_worktree {
+            input["no_worktree"] = json!(true);
+        }
         blocks.push(calls.call("create_task", input));
     }
     if blocks.is_empty() {
@@ -370,6 +376,17 @@ fn proposal(plan: &PlanSpec) -> String {
         }
         if t.require_plan {
             s.push_str(", needs an approved plan first");
+        }
+        if !t.checks.is_empty() {
+            let checks: Vec<String> = t.checks.iter().map(|c| format!("`{c}`")).collect();
+            let verb = if checks.len() == 1 { "passes" } else { "pass" };
+            s.push_str(&format!(
+                ", completes only when {} {verb}",
+                checks.join(", ")
+            ));
+        }
+        if t.no_worktree {
+            s.push_str(", works without a worktree");
         }
         s.push('\n');
     }

@@ -55,6 +55,16 @@ impl LocalEnv {
             guards: Guards::default(),
         }
     }
+
+    /// The same tools in `workdir` instead: a task's worktree. The guards are
+    /// shared, so ending a claim still ends every background job its commands
+    /// left, wherever they ran.
+    pub fn in_dir(&self, workdir: PathBuf) -> LocalEnv {
+        LocalEnv {
+            workdir,
+            ..self.clone()
+        }
+    }
 }
 
 /// Reads a required string argument, or explains what is missing.

@@ -38,6 +38,12 @@ impl Guards {
         kept.push(child);
     }
 
+    /// Whether `other` keeps the same guards (is a clone of this one).
+    #[cfg(test)]
+    pub(crate) fn same_as(&self, other: &Guards) -> bool {
+        Arc::ptr_eq(&self.kept, &other.kept)
+    }
+
     /// Tells every kept guard to kill its processes; returns without waiting.
     pub fn kill_all(&self) {
         let mut kept = self.lock();

@@ -217,7 +217,9 @@ pub fn all() -> Vec<ToolSpec> {
             "Mark the task you hold as completed, with a result that tells the lead and \
              the tasks depending on it what was done: files changed, how it was \
              verified, anything left open. Only call it when the work is really done \
-             and checked.",
+             and checked. In a git worktree, teamboard first commits your changes, brings \
+             the branch up to date and runs the checks: a failed check or a conflict comes \
+             back as an error, and the task stays yours to fix and complete again.",
             json!({
                 "result": {
                     "type": "string",

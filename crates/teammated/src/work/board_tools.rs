@@ -133,8 +133,12 @@ impl Teammate {
         {
             Ok(claim) => {
                 let subject = claim.task.subject.clone();
-                let opening = self.hold(claim, "Claimed", Opening::ToolResult).await;
-                ToolOutput::ok(format!("you now hold task #{id}: {subject}\n\n{opening}"))
+                match self.hold(claim, "Claimed", Opening::ToolResult).await {
+                    Ok(opening) => {
+                        ToolOutput::ok(format!("you now hold task #{id}: {subject}\n\n{opening}"))
+                    }
+                    Err(why) => ToolOutput::error(format!("you claimed task #{id}, but {why}")),
+                }
             }
             Err(e) => refused(e),
         }

@@ -18,7 +18,7 @@ use crate::teammate::{Exit, Teammate};
 use crate::tools::{self, ToolOutput};
 use crate::transcript;
 use teamboard_protocol::transcript::EntryKind;
-use teamboard_protocol::{MemberStatus, MessageKind, TaskStatus};
+use teamboard_protocol::{ClientError, MemberStatus, MessageKind, TaskStatus};
 
 /// How long giving a task back waits for its commands' background jobs to die.
 const STOP_BACKGROUND_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
@@ -233,10 +233,13 @@ impl Teammate {
         }
     }
 
-    /// Forgets the held task: its heartbeat stops and the identity says so.
+    /// Forgets the held task: its heartbeat stops, the identity says so and the
+    /// tools work in the teammate's own directory again.
     pub(crate) fn drop_held(&mut self) {
         self.held = None;
         self.ctx.identity.task = None;
+        self.ctx.identity.worktree = None;
+        self.local = self.home.clone();
     }
 
     /// Forgets a task that did not complete and may now run elsewhere: its
@@ -468,11 +471,15 @@ impl End {
             // `exit()` gives a held task back, without using up an attempt.
             End::Stop(e) => return Ok(Some(e)),
         }
-        if t.held.is_some() {
-            // boardd refused to end the task (say, a result it would not take): give
-            // it back rather than leave it in progress.
-            t.release(Some("the teammate could not report its result"))
-                .await;
+        if let Some(held) = &t.held {
+            // boardd refused to end the task (a failed check, a conflict, a result
+            // it would not take): give it back rather than leave it in progress,
+            // with boardd's reason, so that the evidence is in the history.
+            let why = match &held.refused {
+                Some(r) => format!("the teammate could not complete it: {r}"),
+                None => "the teammate could not report its result".to_string(),
+            };
+            t.release(Some(&why)).await;
         }
         Ok(None)
     }
@@ -538,7 +545,29 @@ impl Outcome {
                 }
             }
             Err(e) => {
+                // The completion gate: a check failed or the branch conflicts. The
+                // claim stays ours; the heartbeat kept it while the checks ran.
+                if let ClientError::Server(body) = &e
+                    && let Some(text) = crate::worktree::text::refused_completion(
+                        body.code,
+                        &body.message,
+                        t.held.as_ref().and_then(|h| h.tree.as_ref()),
+                    )
+                {
+                    tracing::info!(
+                        task = id,
+                        code = body.code.as_str(),
+                        "the completion gate refused"
+                    );
+                    if let Some(h) = t.held.as_mut() {
+                        h.refused = Some(body.message.clone());
+                    }
+                    return ToolOutput::error(text);
+                }
                 tracing::warn!(task = id, error = %e, "boardd refused to end the task");
+                if let Some(h) = t.held.as_mut() {
+                    h.refused = Some(e.to_string());
+                }
                 return ToolOutput::error(format!("boardd refused: {e}"));
             }
         };

@@ -1,6 +1,6 @@
 use super::*;
 
-const GOAL: &str = "Refactor.\n````plan\nteammate ada role=dev\ntask a: A\n    ```sh\n    echo a\n    ```\ntask b after=a plan: B\n````";
+const GOAL: &str = "Refactor.\n````plan\nteammate ada role=dev\ntask a: A\n    ```sh\n    echo a\n    ```\ntask b after=a plan: B\ncheck sh test.sh\ncheck test -f b\ntask c after=b no-worktree: C\n````";
 
 fn user(text: &str) -> ChatMessage {
     ChatMessage::user_text(text)
@@ -45,10 +45,15 @@ fn a_plan_is_proposed_then_started_in_dependency_rounds() {
     assert!(uses(&proposal).is_empty());
     let said = text(&proposal);
     assert!(
-        said.contains("2 task(s), 1 teammate(s)") && said.contains("B (after a)"),
+        said.contains("3 task(s), 1 teammate(s)") && said.contains("B (after a)"),
         "{said}"
     );
     assert!(said.contains("needs an approved plan") && said.contains("\"start\""));
+    assert!(
+        said.contains("completes only when `sh test.sh`, `test -f b` pass")
+            && said.contains("C (after b), works without a worktree"),
+        "{said}"
+    );
     msgs.push(ChatMessage::assistant_text(said));
     msgs.push(user("start"));
 
@@ -59,6 +64,8 @@ fn a_plan_is_proposed_then_started_in_dependency_rounds() {
     assert_eq!(calls[0].1, "create_task");
     assert_eq!(calls[0].2["subject"], "A");
     assert_eq!(calls[0].2["description"], "```sh\necho a\n```");
+    assert_eq!(calls[0].2.get("checks"), None, "no checks, no field");
+    assert_eq!(calls[0].2.get("no_worktree"), None);
     msgs.push(ChatMessage {
         role: Role::Assistant,
         content: round,
@@ -72,6 +79,7 @@ fn a_plan_is_proposed_then_started_in_dependency_rounds() {
     assert_eq!(calls[0].2["subject"], "B");
     assert_eq!(calls[0].2["blocked_by"], json!([7]));
     assert_eq!(calls[0].2["require_plan"], true);
+    assert_eq!(calls[0].2["checks"], json!(["sh test.sh", "test -f b"]));
     msgs.push(ChatMessage {
         role: Role::Assistant,
         content: round,
@@ -81,7 +89,25 @@ fn a_plan_is_proposed_then_started_in_dependency_rounds() {
     res.content.push(Block::text("[Idle] ada".to_string()));
     msgs.push(res);
 
-    // Round 3: the team.
+    // Round 3: C, after B, without a worktree.
+    let round = next_step(&msgs);
+    let calls = uses(&round);
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].2["subject"], "C");
+    assert_eq!(calls[0].2["blocked_by"], json!([8]));
+    assert_eq!(calls[0].2["no_worktree"], true);
+    assert_eq!(calls[0].2.get("checks"), None);
+    msgs.push(ChatMessage {
+        role: Role::Assistant,
+        content: round,
+    });
+    msgs.push(results(&[(
+        &calls[0].0,
+        "created task #9: C (blocked by #8)",
+        false,
+    )]));
+
+    // Round 4: the team.
     let round = next_step(&msgs);
     let calls = uses(&round);
     assert_eq!(calls.len(), 1);
@@ -97,7 +123,7 @@ fn a_plan_is_proposed_then_started_in_dependency_rounds() {
     let end = next_step(&msgs);
     assert!(uses(&end).is_empty());
     assert!(
-        text(&end).starts_with("Started: 2 task(s)"),
+        text(&end).starts_with("Started: 3 task(s)"),
         "{}",
         text(&end)
     );
