@@ -637,3 +637,73 @@ async fn boardd_killed_in_the_middle_of_a_gate_rebase_leaves_the_next_owner_a_cl
     assert_eq!(w.landed_on.as_deref(), Some(landed_first.as_str()));
     repo.fsck();
 }
+
+/// boardd killed alone (`kill -9` of its pid, its git spared) while a gate
+/// rebases: that git is not boardd's child to die with it, and runs on. The
+/// restarted boardd must not work in the worktree until it is done: an abort
+/// under a running rebase resets the files, the rebase then moves the branch
+/// anyway, and the files left behind undo the target's changes, which the
+/// next gate would commit. The soak (`cargo xtask soak-git`) found it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn boardd_killed_alone_in_a_gate_rebase_waits_for_its_git_after_the_restart() {
+    let dir = short_tempdir();
+    let repo = GitRepo::new(dir.path());
+    let rebase = Pause::new(dir.path(), "rebase");
+    // Only the gate's rebase stops, once: what the restarted boardd does
+    // there (an abort moves HEAD too) must not wait on the hook.
+    let once = dir.path().join("rebase.once");
+    repo.hook(
+        "reference-transaction",
+        &format!(
+            "[ \"$1\" = committed ] || exit 0\n\
+             grep -q ' HEAD$' || exit 0\n\
+             [ -d \"$(git rev-parse --git-path rebase-merge)\" ] || exit 0\n\
+             [ -e '{once}' ] && exit 0\n\
+             touch '{once}'\n{}",
+            rebase.script(),
+            once = once.display()
+        ),
+    );
+    let mut daemon = boardd(dir.path()).await;
+    let lead = lead(&daemon.socket).await;
+    lead.set_repo(repo_args(&repo)).await.expect("set_repo");
+    let first = lead.add_task(task("config")).await.expect("add").id;
+    let second = lead.add_task(task("docs")).await.expect("add").id;
+    let alice = Arc::new(teammate(&daemon.socket, "alice", "coder").await);
+    let bob = Arc::new(teammate(&daemon.socket, "bob", "coder").await);
+    let (ea, _) = claim_and_write(&alice, first, &[("config.toml", "port = 1\n")]).await;
+    let (eb, wb) = claim_and_write(&bob, second, &[("docs.md", "# docs\n")]).await;
+    alice
+        .complete_task(first, ea, "done")
+        .await
+        .expect("the first lands");
+    let b = complete_in_background(&bob, second, eb);
+    let paused = rebase.reached().await;
+    daemon.kill9();
+    assert!(b.await.expect("join").is_err());
+    assert!(alive(paused.git), "boardd's git outlives it");
+
+    let daemon = restart(dir.path()).await;
+    let bob = connect(&daemon.socket, "bob").await;
+    bob.register("coder", None).await.expect("register");
+    let mut open = Box::pin(bob.open_worktree(second, eb));
+    let early = tokio::time::timeout(std::time::Duration::from_millis(500), &mut open).await;
+    assert!(
+        early.is_err(),
+        "answered while the killed boardd's git still rebased there: {early:?}"
+    );
+    assert!(rebasing(&wb), "the rebase was touched while it ran");
+    rebase.release();
+    gone(paused.git).await;
+    let opened = open.await.expect("open");
+    assert_eq!(opened.found.in_progress, None, "{opened:?}");
+    assert!(opened.found.changed.is_empty(), "{opened:?}");
+    let done = bob.complete_task(second, eb, "done").await.expect("lands");
+    assert_eq!(done.status, TaskStatus::Completed);
+    assert_eq!(repo.log("main"), ["docs", "config", "first"]);
+    assert_eq!(
+        repo.show("main", "config.toml").as_deref(),
+        Some("port = 1\n")
+    );
+    repo.fsck();
+}

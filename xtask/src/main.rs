@@ -1,6 +1,6 @@
 //! Project chores that need more than a plain `cargo` command: `cargo xtask demo`,
 //! `cargo xtask install`, `cargo xtask bench` (with `bench-teammates` and
-//! `bench-cancel` and `bench-plan`), `cargo xtask tokens` and `cargo xtask module-cycles`. This file only parses flags;
+//! `bench-cancel` and `bench-plan`), `cargo xtask tokens`, `cargo xtask soak-git` and `cargo xtask module-cycles`. This file only parses flags;
 //! each command lives in its own module.
 
 mod bench;
@@ -8,6 +8,7 @@ mod cargo;
 mod cycles;
 mod demo;
 mod install;
+mod soak;
 mod tokens;
 
 use clap::{Parser, Subcommand};
@@ -60,6 +61,17 @@ enum Command {
     /// mock LLM server, before (context carried from task to task, no prompt
     /// caching) and after (a fresh context per task, cache breakpoints).
     Tokens(tokens::TokensArgs),
+    /// Soak the worktrees, gates and merge queue: teammates and tasks in a real
+    /// git repository with forced conflicts and random kill -9s, then check
+    /// that nothing was lost or landed on a wrong branch.
+    #[command(long_about = soak::LONG_ABOUT)]
+    SoakGit(soak::SoakArgs),
+    /// The soak itself, run from a release build.
+    #[command(hide = true)]
+    SoakGitRun(soak::SoakArgs),
+    /// One soak teammate, started by `soak-git-run`.
+    #[command(hide = true)]
+    SoakGitWorker(soak::worker::WorkerArgs),
     /// The measurement itself, run from a release build by `bench`.
     #[command(hide = true)]
     BenchRun(bench::BenchArgs),
@@ -103,6 +115,9 @@ fn main() -> anyhow::Result<()> {
         Command::BenchPlan(args) => bench::plan::build_and_run(&args),
         Command::BenchPlanRun(args) => bench::plan::run(&args),
         Command::Tokens(args) => tokens::run(&args),
+        Command::SoakGit(args) => soak::build_and_run(&args),
+        Command::SoakGitRun(args) => soak::run(&args),
+        Command::SoakGitWorker(args) => soak::worker::run(&args),
         Command::BenchClient {
             socket,
             proc,

@@ -41,8 +41,10 @@
 //! (branches and commits), `worktree.rs` (adding and removing worktrees),
 //! `state.rs` (what a worktree holds), `commit.rs`, `update.rs`, `land.rs`.
 //! [`run_check`] runs a completion check (`check.rs`, with the process group
-//! in `group.rs`).
+//! in `group.rs`). [`wait_for_git_in`] waits out the git a killed boardd left
+//! running in a worktree (`busy.rs`).
 
+mod busy;
 mod check;
 mod cmd;
 mod commit;
@@ -60,6 +62,7 @@ mod update;
 mod version;
 mod worktree;
 
+pub use busy::wait_for_git_in;
 pub use check::{CheckOutcome, CheckResult, CheckSpec, Interrupt, run_check};
 pub use error::GitError;
 pub use repo::Repo;

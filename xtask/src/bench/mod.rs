@@ -21,7 +21,7 @@ mod fsync;
 pub mod load;
 pub mod plan;
 mod report;
-mod stats;
+pub(crate) mod stats;
 pub mod teammates;
 mod wake;
 

@@ -60,6 +60,16 @@ impl Job {
             Job::List { repo, .. } | Job::Prune { repo, .. } => Some(&repo.path),
         }
     }
+
+    /// The worktree the job works in, if it works in one.
+    pub fn worktree(&self) -> Option<&str> {
+        match self {
+            Job::Open { job, .. } => Some(&job.worktree.path),
+            Job::Gate { job } => Some(&job.worktree.path),
+            Job::Land { job } => Some(&job.worktree.path),
+            Job::SetRepo { .. } | Job::List { .. } | Job::Prune { .. } => None,
+        }
+    }
 }
 
 /// A worktree as `open_worktree` found it.

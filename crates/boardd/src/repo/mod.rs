@@ -10,8 +10,10 @@
 //! worktrees, committing and updating branches, landing, listing and pruning.
 //! So nothing that touches one repository's refs or worktree list ever runs
 //! twice at once, and landings happen in the order tasks joined the queue.
-//! Checks run on threads of their own, so that one task's test run holds up
-//! neither another task's worktree nor the queue.
+//! Before its first job in a worktree, a worker waits out any git a killed
+//! boardd left running there (`worker.rs`). Checks run on threads of their
+//! own, so that one task's test run holds up neither another task's worktree
+//! nor the queue.
 //!
 //! Alternatives that lost:
 //! - *One thread for all git work*: a slow `git` in one user's big repository

@@ -2,8 +2,44 @@
 
 use super::job::{Done, Job};
 use super::{Running, gate, inspect, land, open, validate};
+use std::collections::HashSet;
+use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::mpsc;
+
+/// How long the worker waits for the git a killed boardd left running in a
+/// worktree before it works there anyway. Such a git finishes in well under
+/// a second; the bound is for a teammate's own long git in its worktree.
+const ORPHAN_WAIT: Duration = Duration::from_secs(10);
+
+/// The worktrees this boardd has already waited for, so that only the first
+/// job in each pays for looking at the processes.
+#[derive(Default)]
+struct Settled(HashSet<String>);
+
+impl Settled {
+    /// Before this boardd's first git in `wt`: waits until no git of a killed
+    /// predecessor still works there (`teamboard_git::wait_for_git_in`).
+    fn settle(&mut self, wt: &str) {
+        if self.0.contains(wt) {
+            return;
+        }
+        match teamboard_git::wait_for_git_in(Path::new(wt), ORPHAN_WAIT) {
+            Some(waited) if waited.is_zero() => {}
+            Some(waited) => tracing::info!(
+                worktree = wt,
+                ms = waited.as_millis() as u64,
+                "waited for a git that was still running in the worktree"
+            ),
+            None => tracing::warn!(
+                worktree = wt,
+                "a git still runs in the worktree; working there anyway"
+            ),
+        }
+        self.0.insert(wt.to_string());
+    }
+}
 
 /// Starts the worker of the repository at `path`.
 pub fn spawn(
@@ -17,8 +53,12 @@ pub fn spawn(
     std::thread::Builder::new().name(name).spawn(move || {
         let span = tracing::info_span!("repo", repo = %path);
         let _enter = span.enter();
+        let mut settled = Settled::default();
         // Ends when the actor drops the sender (boardd stops).
         while let Ok(job) = rx.recv() {
+            if let Some(wt) = job.worktree() {
+                settled.settle(wt);
+            }
             guarded(job, &done, &running);
         }
         tracing::debug!("repository worker stopped");

@@ -1,0 +1,165 @@
+//! Running the git command line for the soak: the driver's repository set-up
+//! and checks, and the teammates' own git in their worktrees.
+
+use anyhow::{Context, bail};
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// `git` in `dir`, with neither the user's nor the system's configuration: the
+/// soak's repository must behave the same on every machine (no signing, no
+/// hooks, no `status.showUntrackedFiles`), and messages are in English.
+pub fn command(dir: &Path) -> Command {
+    let mut c = Command::new("git");
+    c.current_dir(dir);
+    isolate(&mut c);
+    c
+}
+
+/// The environment every git of the soak runs with, boardd's included.
+pub fn isolate(c: &mut Command) {
+    for (k, v) in ENV {
+        c.env(k, v);
+    }
+}
+
+/// [`isolate`] for a tokio command.
+pub fn isolate_tokio(c: &mut tokio::process::Command) {
+    for (k, v) in ENV {
+        c.env(k, v);
+    }
+}
+
+/// See [`command`].
+pub const ENV: [(&str, &str); 6] = [
+    ("GIT_CONFIG_NOSYSTEM", "1"),
+    ("GIT_CONFIG_GLOBAL", "/dev/null"),
+    ("LC_ALL", "C"),
+    ("GIT_TERMINAL_PROMPT", "0"),
+    ("GIT_EDITOR", "true"),
+    ("GIT_MERGE_AUTOEDIT", "no"),
+];
+
+/// Runs git and answers how it ended, whatever that was.
+pub fn output(dir: &Path, args: &[&str]) -> anyhow::Result<Output> {
+    command(dir)
+        .args(args)
+        .output()
+        .with_context(|| format!("cannot run git {}", args.join(" ")))
+}
+
+/// Runs git; a failure is an error carrying what git said.
+pub fn run(dir: &Path, args: &[&str]) -> anyhow::Result<String> {
+    let out = output(dir, args)?;
+    if !out.status.success() {
+        bail!("{}", failure(args, &out));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Like [`run`], trimmed.
+pub fn line(dir: &Path, args: &[&str]) -> anyhow::Result<String> {
+    Ok(run(dir, args)?.trim().to_string())
+}
+
+/// "git ARGS failed (STATUS): OUTPUT", for errors.
+pub fn failure(args: &[&str], out: &Output) -> String {
+    format!(
+        "git {} failed ({}): {}{}",
+        args.join(" "),
+        out.status,
+        String::from_utf8_lossy(&out.stdout).trim(),
+        String::from_utf8_lossy(&out.stderr).trim()
+    )
+}
+
+/// One changed path of `git status --porcelain=v1 -z`: its code and path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Changed {
+    pub code: String,
+    pub path: String,
+}
+
+/// The paths with uncommitted changes in `wt`, every untracked file listed
+/// (not just its directory). Takes no lock, so it can look at a worktree
+/// while someone else works in it.
+pub fn status(wt: &Path) -> anyhow::Result<Vec<Changed>> {
+    let out = command(wt)
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .args(["status", "--porcelain=v1", "-z", "--untracked-files=all"])
+        .output()
+        .context("cannot run git status")?;
+    if !out.status.success() {
+        bail!("{}", failure(&["status"], &out));
+    }
+    Ok(parse_status(&String::from_utf8_lossy(&out.stdout)))
+}
+
+fn parse_status(text: &str) -> Vec<Changed> {
+    let mut entries = Vec::new();
+    let mut fields = text.split('\0').filter(|f| !f.is_empty());
+    while let Some(field) = fields.next() {
+        let (Some(code), Some(path)) = (field.get(..2), field.get(3..)) else {
+            continue;
+        };
+        if code.contains('R') || code.contains('C') {
+            // The original path of a rename or copy follows.
+            fields.next();
+        }
+        entries.push(Changed {
+            code: code.to_string(),
+            path: path.to_string(),
+        });
+    }
+    entries
+}
+
+/// Whether a rebase is stopped (or running) in `wt`.
+pub fn rebasing(wt: &Path) -> anyhow::Result<bool> {
+    let paths = run(
+        wt,
+        &[
+            "rev-parse",
+            "--git-path",
+            "rebase-merge",
+            "--git-path",
+            "rebase-apply",
+        ],
+    )?;
+    Ok(paths.lines().any(|p| wt.join(p).exists()))
+}
+
+/// The paths a stopped merge or rebase left unmerged.
+pub fn unmerged(wt: &Path) -> anyhow::Result<Vec<String>> {
+    Ok(status(wt)?
+        .into_iter()
+        .filter(|c| {
+            matches!(
+                c.code.as_str(),
+                "DD" | "AU" | "UD" | "UA" | "DU" | "AA" | "UU"
+            )
+        })
+        .map(|c| c.path)
+        .collect())
+}
+
+/// The content of `path` at commit `rev`, if it has one.
+pub fn show(repo: &Path, rev: &str, path: &str) -> anyhow::Result<Option<String>> {
+    let out = output(repo, &["show", &format!("{rev}:{path}")])?;
+    Ok(out
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_reads_renames_and_conflicts() {
+        let got = parse_status("UU shared/s1.txt\0R  new\0old\0?? tasks/t3.txt\0");
+        let paths: Vec<&str> = got.iter().map(|c| c.path.as_str()).collect();
+        assert_eq!(paths, ["shared/s1.txt", "new", "tasks/t3.txt"]);
+        assert_eq!(got[0].code, "UU");
+    }
+}

@@ -1,0 +1,371 @@
+//! The soak's figures and summary, and `target/soak-git/report.json`.
+
+use super::driver::{
+    BoarddKill, Driven, HELD_NOTHING, NOT_OPENED, NOTHING_UNCOMMITTED, WorkerKill,
+};
+use super::journal::Record;
+use super::plan::{Shape, Spec};
+use super::verify::{Check, ManifestCounts};
+use crate::bench::stats::Latency;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::time::Duration;
+use teamboard_protocol::{EventKind, TaskDetail};
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub passed: bool,
+    pub seed: u64,
+    pub teammates: usize,
+    pub tasks: usize,
+    pub shape: Shape,
+    pub kill_every_s: f64,
+    pub seconds: f64,
+    pub cpus: usize,
+    pub load_average_before: Option<f64>,
+    pub load_average_after: Option<f64>,
+    pub checks: Vec<Check>,
+    pub figures: Figures,
+    pub counts: Counts,
+    pub worker_kills: Vec<WorkerKill>,
+    pub boardd_kills: Vec<BoarddKillSeen>,
+    /// Retried tasks (their attempts were used up by kills).
+    pub retried: Vec<u64>,
+    /// The refusals with code `git` and the git trouble the teammates worked
+    /// around, as they read.
+    pub git_trouble: Vec<String>,
+    /// The run's directory, when it was kept.
+    pub run_dir: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct BoarddKillSeen {
+    #[serde(flatten)]
+    pub kill: BoarddKill,
+    /// Tasks whose history shows them queued before the kill and landed (or
+    /// refused) after it: landings that the restart resumed.
+    pub queued_across: Vec<u64>,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct Figures {
+    /// The teammate's `complete_task` sent → its answer, the task landed.
+    pub complete_to_merge: Latency,
+    /// `complete_task` sent → `merge_queued` (commit, update, checks), for
+    /// tasks with a check and without.
+    pub gate_with_checks: Latency,
+    pub gate_without_checks: Latency,
+    /// `merge_queued` → `task_completed`: waiting in the queue and landing.
+    pub queue: Latency,
+    /// The check runs that let the landed completions through.
+    pub check_runs: Latency,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct Counts {
+    pub worker_kills: usize,
+    pub kills_with_manifest: usize,
+    pub kills_while_landing: usize,
+    pub kills_holding_nothing: usize,
+    pub kills_nothing_uncommitted: usize,
+    pub kills_before_open: usize,
+    pub kills_other: usize,
+    pub manifests: ManifestCounts,
+    pub boardd_kills: usize,
+    pub boardd_kills_across_a_queued_landing: usize,
+    pub claims: usize,
+    pub completions_asked: usize,
+    pub completions_landed: usize,
+    pub merge_conflicts_answered: usize,
+    pub merge_conflicts_in_history: usize,
+    pub check_failures: usize,
+    pub git_refusals: usize,
+    pub other_refusals: usize,
+    pub resolved_both: usize,
+    pub resolved_own: usize,
+    pub found_in_progress: usize,
+    pub released: usize,
+    pub lost: usize,
+    pub reconnects: usize,
+    pub landed_while_away: usize,
+    pub retried_failed_tasks: usize,
+}
+
+/// The figures, from the teammates' journals and the task histories.
+pub fn figures(journals: &[(String, Record)], details: &[TaskDetail]) -> Figures {
+    let by_id: HashMap<u64, &TaskDetail> = details.iter().map(|d| (d.task.id, d)).collect();
+    let ms = |d: i64| Duration::from_millis(d.max(0) as u64);
+    let (mut total, mut gate_c, mut gate_u, mut queue, mut runs) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (_, r) in journals {
+        let Record::Answered {
+            at,
+            task,
+            sent_at,
+            code: None,
+            ..
+        } = r
+        else {
+            continue;
+        };
+        total.push(ms(at - sent_at));
+        let Some(d) = by_id.get(task) else { continue };
+        let queued = d
+            .history
+            .iter()
+            .find(|e| e.kind == EventKind::MergeQueued && e.at >= *sent_at);
+        let landed = d
+            .history
+            .iter()
+            .rev()
+            .find(|e| e.kind == EventKind::TaskCompleted);
+        if let (Some(q), Some(l)) = (queued, landed) {
+            let checked = Spec::from_description(&d.task.description).is_some_and(|s| s.checked);
+            if checked {
+                gate_c.push(ms(q.at - sent_at));
+            } else {
+                gate_u.push(ms(q.at - sent_at));
+            }
+            queue.push(ms(l.at - q.at));
+        }
+        let run: u64 = d.task.check_runs.iter().map(|r| r.duration_ms).sum();
+        if !d.task.check_runs.is_empty() {
+            runs.push(Duration::from_millis(run));
+        }
+    }
+    Figures {
+        complete_to_merge: Latency::from_samples(total),
+        gate_with_checks: Latency::from_samples(gate_c),
+        gate_without_checks: Latency::from_samples(gate_u),
+        queue: Latency::from_samples(queue),
+        check_runs: Latency::from_samples(runs),
+    }
+}
+
+/// The tasks queued before `at_ms` whose landing ended after it.
+pub fn queued_across(details: &[TaskDetail], at_ms: i64) -> Vec<u64> {
+    let ends = |k: EventKind| {
+        matches!(
+            k,
+            EventKind::TaskCompleted | EventKind::MergeConflict | EventKind::ChecksFailed
+        )
+    };
+    details
+        .iter()
+        .filter(|d| {
+            let last_queued = d
+                .history
+                .iter()
+                .filter(|e| e.kind == EventKind::MergeQueued && e.at < at_ms)
+                .map(|e| e.seq)
+                .max();
+            let Some(q) = last_queued else { return false };
+            let end = d.history.iter().find(|e| e.seq > q && ends(e.kind));
+            end.is_some_and(|e| e.at >= at_ms)
+        })
+        .map(|d| d.task.id)
+        .collect()
+}
+
+pub fn counts(
+    journals: &[(String, Record)],
+    driven: &Driven,
+    manifests: ManifestCounts,
+    conflicts: (usize, usize),
+    boardd_kills: &[BoarddKillSeen],
+) -> Counts {
+    let mut c = Counts {
+        worker_kills: driven.worker_kills.len(),
+        manifests,
+        boardd_kills: driven.boardd_kills.len(),
+        boardd_kills_across_a_queued_landing: boardd_kills
+            .iter()
+            .filter(|k| !k.queued_across.is_empty())
+            .count(),
+        merge_conflicts_answered: conflicts.0,
+        merge_conflicts_in_history: conflicts.1,
+        retried_failed_tasks: driven.retried.len(),
+        ..Counts::default()
+    };
+    for k in &driven.worker_kills {
+        match (&k.manifest, &k.skipped) {
+            (Some(_), _) => c.kills_with_manifest += 1,
+            (None, Some(s)) if s.contains("was checking") || s.contains("was queued") => {
+                c.kills_while_landing += 1
+            }
+            (None, Some(s)) if s == HELD_NOTHING => c.kills_holding_nothing += 1,
+            (None, Some(s)) if s == NOTHING_UNCOMMITTED => c.kills_nothing_uncommitted += 1,
+            (None, Some(s)) if s == NOT_OPENED => c.kills_before_open += 1,
+            _ => c.kills_other += 1,
+        }
+    }
+    for (_, r) in journals {
+        match r {
+            Record::Claimed { .. } => c.claims += 1,
+            Record::Answered { code, .. } => {
+                c.completions_asked += 1;
+                match code.as_deref() {
+                    None => c.completions_landed += 1,
+                    Some("merge_conflict") => {}
+                    Some("check_failed") => c.check_failures += 1,
+                    Some("git") => c.git_refusals += 1,
+                    Some(_) => c.other_refusals += 1,
+                }
+            }
+            Record::Resolved { how, .. } => match how.as_str() {
+                "both" => c.resolved_both += 1,
+                "own" => c.resolved_own += 1,
+                _ => c.found_in_progress += 1,
+            },
+            Record::Released { .. } => c.released += 1,
+            Record::Lost { .. } => c.lost += 1,
+            Record::Reconnect { .. } => c.reconnects += 1,
+            Record::LandedAway { .. } => c.landed_while_away += 1,
+            _ => {}
+        }
+    }
+    c
+}
+
+/// The git refusals and worked-around git trouble, as they read.
+pub fn git_trouble(journals: &[(String, Record)]) -> Vec<String> {
+    journals
+        .iter()
+        .filter_map(|(who, r)| match r {
+            Record::Answered {
+                task,
+                code: Some(code),
+                message,
+                ..
+            } if code != "merge_conflict" && code != "check_failed" => {
+                Some(format!("{who} #{task}: {code}: {message}"))
+            }
+            Record::GitTrouble { task, what, .. } => Some(format!("{who} #{task}: {what}")),
+            _ => None,
+        })
+        .collect()
+}
+
+impl Report {
+    pub fn print(&self) {
+        let c = &self.counts;
+        let f = &self.figures;
+        println!();
+        println!(
+            "soak-git: {} teammates, {} tasks, seed {}, {:.1} s on {} CPUs (load {} → {})",
+            self.teammates,
+            self.tasks,
+            self.seed,
+            self.seconds,
+            self.cpus,
+            load(self.load_average_before),
+            load(self.load_average_after)
+        );
+        println!(
+            "  kill -9 of a teammate: {} ({} with a manifest of {} files; without: {} while their task landed, {} with nothing uncommitted, {} before opening, {} holding nothing, {} other)",
+            c.worker_kills,
+            c.kills_with_manifest,
+            c.manifests.files,
+            c.kills_while_landing,
+            c.kills_nothing_uncommitted,
+            c.kills_before_open,
+            c.kills_holding_nothing,
+            c.kills_other
+        );
+        let across: Vec<String> = self
+            .boardd_kills
+            .iter()
+            .map(|k| k.queued_across.len().to_string())
+            .collect();
+        let moments: Vec<String> = self
+            .boardd_kills
+            .iter()
+            .map(|k| format!("{:?}", k.kill.moment))
+            .collect();
+        println!(
+            "  kill -9 of boardd: {} ({}; landings queued across each: {})",
+            c.boardd_kills,
+            moments.join(", "),
+            across.join(", ")
+        );
+        println!(
+            "  completions: {} asked, {} landed; refused: {} merge_conflict, {} check_failed, {} git, {} other",
+            c.completions_asked,
+            c.completions_landed,
+            c.merge_conflicts_answered,
+            c.check_failures,
+            c.git_refusals,
+            c.other_refusals
+        );
+        println!(
+            "  conflicts resolved: {} both sides, {} own side, {} found half done; {} given back; {} claims lost; {} reconnects; {} failed tasks retried",
+            c.resolved_both,
+            c.resolved_own,
+            c.found_in_progress,
+            c.released,
+            c.lost,
+            c.reconnects,
+            c.retried_failed_tasks
+        );
+        println!(
+            "  complete_task → landed:        {}",
+            latency(&f.complete_to_merge)
+        );
+        println!(
+            "  gate with a check:             {}",
+            latency(&f.gate_with_checks)
+        );
+        println!(
+            "  gate without:                  {}",
+            latency(&f.gate_without_checks)
+        );
+        println!(
+            "  the checks' own runs:          {}",
+            latency(&f.check_runs)
+        );
+        println!("  queued → landed:               {}", latency(&f.queue));
+        println!(
+            "  the checks add {:.0} ms at p50 to the gate ({:.0} ms of which is their own run)",
+            f.gate_with_checks.p50_ms - f.gate_without_checks.p50_ms,
+            f.check_runs.p50_ms
+        );
+        println!();
+        println!("Checks");
+        for check in &self.checks {
+            println!(
+                "  {}  {:<72} {}",
+                if check.pass { "PASS" } else { "FAIL" },
+                check.name,
+                check.looked_at
+            );
+            for p in check.problems.iter().take(10) {
+                println!("        - {p}");
+            }
+            if check.problems.len() > 10 {
+                println!("        … and {} more", check.problems.len() - 10);
+            }
+        }
+        if !self.git_trouble.is_empty() {
+            println!();
+            println!("Git refusals and trouble the teammates worked around (first 10):");
+            for t in self.git_trouble.iter().take(10) {
+                println!("  {}", first_line(t));
+            }
+        }
+    }
+}
+
+fn latency(l: &Latency) -> String {
+    format!(
+        "p50 {:>7.0} ms  p99 {:>7.0} ms  max {:>7.0} ms  (n={})",
+        l.p50_ms, l.p99_ms, l.max_ms, l.samples
+    )
+}
+
+fn load(l: Option<f64>) -> String {
+    l.map_or_else(|| "?".into(), |l| format!("{l:.2}"))
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
+}
