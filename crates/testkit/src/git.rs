@@ -116,6 +116,18 @@ impl GitRepo {
         commit
     }
 
+    /// `set_repo` of this repository with `main` as the target and nothing
+    /// else set.
+    pub fn repo_args(&self) -> teamboard_protocol::request::SetRepoArgs {
+        teamboard_protocol::request::SetRepoArgs {
+            path: self.path.display().to_string(),
+            branch: Some("main".into()),
+            merge: None,
+            checks: Vec::new(),
+            check_timeout_ms: None,
+        }
+    }
+
     /// The commit `branch` points at.
     pub fn head(&self, branch: &str) -> String {
         git(&self.path, &["rev-parse", &format!("refs/heads/{branch}")])

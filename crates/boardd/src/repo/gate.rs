@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use teamboard_board::{GateJob, GateRefusal};
 use teamboard_git::{CheckOutcome as Outcome, CheckSpec, GitError, Repo as Git, Update};
-use teamboard_protocol::{CheckOutcome, CheckRun, ErrorCode, MergeStyle};
+use teamboard_protocol::{CheckOutcome, CheckRun, ErrorCode, MergeStyle, Worktree};
 use tokio::sync::mpsc;
 
 /// On the repository's worker: commits everything in the worktree and brings
@@ -21,6 +21,14 @@ pub fn prepare(job: &GateJob) -> Result<String, GateRefusal> {
     // commit below refuse, or, for a merge, conclude it with conflict markers.
     if git.abort_own_update(wt).map_err(refuse_git)? {
         tracing::warn!("aborted an update a previous boardd left in progress");
+    }
+    let state = git.worktree_state(wt).map_err(refuse_git)?;
+    if let Some(message) = off_branch(&state.branch, &job.worktree) {
+        return Err(GateRefusal {
+            code: ErrorCode::Git,
+            message,
+            runs: Vec::new(),
+        });
     }
     let author = format!("{0} <{0}@teamboard.invalid>", job.author);
     git.commit_all(wt, &job.message, Some(&author))
@@ -164,6 +172,25 @@ pub fn conflict_message(target: &str, style: MergeStyle, paths: &[String]) -> St
         "the branch conflicts with {target} in {}; {how}, then complete again",
         paths.join(", ")
     )
+}
+
+/// Why a worktree whose checkout is `branch` is no place to commit or land
+/// the task from, if it is not. Trap: the target is checked out nowhere, so
+/// git lets an owner switch its worktree to it; a commit there would move
+/// the target with nothing checked, and one on a detached HEAD would leave
+/// the work on no branch while the task's empty branch "landed".
+pub fn off_branch(branch: &Option<String>, wt: &Worktree) -> Option<String> {
+    if branch.as_deref() == Some(wt.branch.as_str()) {
+        return None;
+    }
+    let has = match branch {
+        Some(b) => format!("branch '{b}'"),
+        None => "a detached HEAD".to_string(),
+    };
+    Some(format!(
+        "the worktree {} has {has} checked out, not the task's branch {}; nothing was committed or landed. Switch back (git switch {}; uncommitted changes come along) and complete again",
+        wt.path, wt.branch, wt.branch
+    ))
 }
 
 pub fn refuse_git(e: GitError) -> GateRefusal {
