@@ -5,9 +5,13 @@
 //! (`docs/design/worktrees.md`). Real boardd, real git.
 
 use std::path::{Path, PathBuf};
-use teamboard_protocol::{Client, ErrorCode, TaskStatus};
-use teamboard_testkit::git::git;
-use teamboard_testkit::{GitRepo, InProc, lead, short_tempdir, task, teammate};
+use std::sync::Arc;
+use teamboard_protocol::request::NewTask;
+use teamboard_protocol::{Client, ErrorCode, LandingStage, Task, TaskStatus};
+use teamboard_testkit::git::{git, git_command};
+use teamboard_testkit::{
+    GitRepo, InProc, PATIENCE, Pause, eventually, lead, short_tempdir, task, teammate,
+};
 
 /// Claims `id` as `who`, opens its worktree and writes `files` there;
 /// answers the epoch and the worktree.
@@ -19,6 +23,40 @@ async fn claim_and_write(who: &Client, id: u64, files: &[(&str, &str)]) -> (u64,
         std::fs::write(wt.join(path), content).expect("write");
     }
     (claim.epoch, wt)
+}
+
+/// Adds a task whose check waits for the test, so that the test decides
+/// when it passes its gate and joins the merge queue.
+async fn add_held_task(lead: &Client, dir: &Path, subject: &str) -> (u64, Pause) {
+    let pause = Pause::new(dir, &format!("check-{subject}"));
+    let id = lead
+        .add_task(NewTask {
+            checks: vec![pause.script()],
+            ..task(subject)
+        })
+        .await
+        .expect("add")
+        .id;
+    (id, pause)
+}
+
+/// Sends `complete_task` from a task of its own: the answer comes only once
+/// the task lands (or cannot).
+fn complete_in_background(
+    who: &Arc<Client>,
+    id: u64,
+    epoch: u64,
+) -> tokio::task::JoinHandle<Result<Task, teamboard_protocol::ClientError>> {
+    let who = who.clone();
+    tokio::spawn(async move { who.complete_task(id, epoch, "done").await })
+}
+
+async fn stage_is(client: &Client, id: u64, stage: LandingStage) {
+    eventually(format!("#{id} to be {stage:?}"), PATIENCE, || async {
+        let t = client.get_task(id).await.expect("get").task;
+        (t.landing.map(|l| l.stage) == Some(stage)).then_some(())
+    })
+    .await;
 }
 
 fn read(wt: &Path, file: &str) -> String {
@@ -70,4 +108,109 @@ async fn a_worktree_off_its_task_branch_is_refused_and_nothing_moves() {
         Some("port = 1\n")
     );
     assert_eq!(repo.log("main"), ["config", "first"]);
+}
+
+/// The queue lands the head that passed the checks, not whatever the branch
+/// holds by then: a commit made in the worktree after the gate committed
+/// (here by the check itself, as an owner still working there could) was
+/// checked by nobody.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_made_after_the_gate_does_not_land_unchecked() {
+    let dir = short_tempdir();
+    let repo = GitRepo::new(dir.path());
+    let daemon = InProc::start().await;
+    let lead = lead(&daemon.socket).await;
+    lead.set_repo(repo.repo_args()).await.expect("set_repo");
+    let once = dir.path().join("committed-once");
+    let check = format!(
+        "[ -e '{0}' ] || {{ touch '{0}' && echo late > late.txt && git add late.txt && git commit -q -m 'not checked'; }}",
+        once.display()
+    );
+    let id = lead
+        .add_task(NewTask {
+            checks: vec![check],
+            ..task("config")
+        })
+        .await
+        .expect("add")
+        .id;
+    let alice = teammate(&daemon.socket, "alice", "coder").await;
+    let (epoch, _) = claim_and_write(&alice, id, &[("config.toml", "port = 1\n")]).await;
+    let old = repo.head("main");
+
+    let e = alice
+        .complete_task(id, epoch, "configured")
+        .await
+        .expect_err("the branch moved after its checks");
+    assert_eq!(e.code(), Some(ErrorCode::Git), "{e}");
+    assert!(e.to_string().contains("complete again"), "{e}");
+    assert_eq!(repo.head("main"), old, "nothing unchecked landed");
+    let t = alice.get_task(id).await.expect("get").task;
+    assert_eq!(t.status, TaskStatus::InProgress, "the owner keeps it");
+
+    // Completed again, the new commit is checked, and lands.
+    let done = alice
+        .complete_task(id, epoch, "configured")
+        .await
+        .expect("lands");
+    assert_eq!(done.status, TaskStatus::Completed);
+    assert_eq!(repo.log("main"), ["not checked", "config", "first"]);
+    assert_eq!(
+        done.check_runs[0].commit,
+        repo.head("main"),
+        "the checks ran on what landed"
+    );
+}
+
+/// While its task waits for its checks or in the queue, the owner starts a
+/// rebase of its own and resolves part of a conflict. The queue must not
+/// `rebase --abort` that (only an update boardd itself marked is its to
+/// abort): it refuses the landing, and the owner's resolution stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_queue_never_aborts_a_rebase_the_owner_started() {
+    let dir = short_tempdir();
+    let repo = GitRepo::new(dir.path());
+    let daemon = InProc::start().await;
+    let lead = lead(&daemon.socket).await;
+    lead.set_repo(repo.repo_args()).await.expect("set_repo");
+    let (id, check) = add_held_task(&lead, dir.path(), "readme").await;
+    let alice = Arc::new(teammate(&daemon.socket, "alice", "coder").await);
+    let (epoch, wt) = claim_and_write(&alice, id, &[("README.md", "task side\n")]).await;
+    let completing = complete_in_background(&alice, id, epoch);
+    check.reached().await;
+
+    // The target moves; the owner rebases onto it and resolves the conflict,
+    // but has not continued the rebase yet.
+    repo.commit_on("main", "README.md", "main side\n");
+    let stopped = git_command(&wt)
+        .args(["rebase", "main"])
+        .output()
+        .expect("rebase");
+    assert!(
+        !stopped.status.success(),
+        "the rebase stops on the conflict"
+    );
+    std::fs::write(wt.join("README.md"), "both sides\n").expect("resolve");
+    git(&wt, &["add", "README.md"]);
+    let target = repo.head("main");
+
+    check.release();
+    let e = completing
+        .await
+        .expect("join")
+        .expect_err("the worktree is in the middle of a rebase");
+    assert!(e.to_string().contains("rebase"), "{e}");
+    assert_eq!(
+        read(&wt, "README.md"),
+        "both sides\n",
+        "the resolution stays"
+    );
+    let rebasing = git(&wt, &["rev-parse", "--git-path", "rebase-merge"]);
+    assert!(
+        wt.join(rebasing).is_dir(),
+        "the owner's rebase is still there"
+    );
+    assert_eq!(repo.head("main"), target);
+    let t = alice.get_task(id).await.expect("get").task;
+    assert_eq!(t.status, TaskStatus::InProgress, "the owner keeps it");
 }

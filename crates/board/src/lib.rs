@@ -28,7 +28,7 @@ pub use changes::Changes;
 use changes::Dirty;
 pub use error::{BoardError, Result};
 pub use landing::{
-    Completion, Dropped, GateJob, GateRefusal, LandJob, LandRefusal, commit_message,
+    Completion, Dropped, GateJob, GateRefusal, LandJob, LandRefusal, commit_message, short,
 };
 pub use requests::{DEFAULT_SHUTDOWN_TIMEOUT, Stop};
 pub use restore::Snapshot;

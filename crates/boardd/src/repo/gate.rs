@@ -135,7 +135,7 @@ fn failure_message(run: &CheckRun, timeout: Duration) -> String {
         (_, Some(code)) => format!("failed with exit code {code}"),
         (_, None) => "was killed by a signal".to_string(),
     };
-    let commit = run.commit.get(..10).unwrap_or(&run.commit);
+    let commit = teamboard_board::short(&run.commit);
     let tail = run.tail.trim_end();
     if tail.is_empty() {
         format!("check `{}` {how} on {commit}, with no output", run.command)

@@ -1,10 +1,10 @@
 //! The merge queue's one step: land a task whose checks passed.
 
-use super::gate::{conflict_message, style};
+use super::gate::{conflict_message, off_branch, style};
 use super::job::Landed;
 use super::validate::checked_out;
 use std::path::Path;
-use teamboard_board::{LandJob, LandRefusal};
+use teamboard_board::{LandJob, LandRefusal, short};
 use teamboard_git::{GitError, Land, Repo as Git, Update};
 use teamboard_protocol::ErrorCode;
 
@@ -18,12 +18,36 @@ pub fn land(job: &LandJob) -> Result<Landed, LandRefusal> {
     let git = Git::open(Path::new(&job.repo.path)).map_err(refuse_git)?;
     let wt = Path::new(&job.worktree.path);
     let target = &job.repo.branch;
-    // The task is queued, so its owner is not working here: a rebase or merge
-    // in progress is an update of ours that a killed boardd left half done.
-    if git.abort_in_progress(wt).map_err(refuse_git)? {
+    // An update of ours that a killed boardd left half done is ours to abort.
+    // Trap: the owner still holds the task and may be resolving a rebase of
+    // its own here; `rebase --abort` would throw that work away, so only a
+    // marked update is aborted and any other refuses the landing.
+    if git.abort_own_update(wt).map_err(refuse_git)? {
         tracing::warn!("aborted an update a previous boardd left in progress");
     }
     let state = git.worktree_state(wt).map_err(refuse_git)?;
+    let doing = match (state.rebasing, state.merging) {
+        (true, _) => Some("rebase"),
+        (_, true) => Some("merge"),
+        _ => None,
+    };
+    if let Some(what) = doing {
+        return Err(LandRefusal {
+            code: ErrorCode::Git,
+            message: format!(
+                "a {what} that boardd did not start is in progress in the worktree; finish it (or abort it) and complete again"
+            ),
+        });
+    }
+    if let Some(message) = off_branch(&state.branch, &job.worktree) {
+        return Err(LandRefusal {
+            code: ErrorCode::Git,
+            message,
+        });
+    }
+    if let Some(landed) = moved_since_checks(&git, job)? {
+        return Ok(landed);
+    }
     if !state.changed.is_empty() {
         return Err(LandRefusal {
             code: ErrorCode::Git,
@@ -96,6 +120,42 @@ pub fn land(job: &LandJob) -> Result<Landed, LandRefusal> {
         message: format!(
             "'{target}' kept moving while #{} landed; complete again",
             job.task
+        ),
+    })
+}
+
+/// The branch must still be at the head that passed the checks: a commit
+/// made there since (by an owner still at work, or by a check) was checked
+/// by nobody, and is refused. The one other head accepted is that of a
+/// landing of ours that a killed boardd finished after its own rebase had
+/// moved the branch: the work is on the target already, and the target's
+/// reflog says where it landed (`Some`, nothing more to do).
+fn moved_since_checks(git: &Git, job: &LandJob) -> Result<Option<Landed>, LandRefusal> {
+    let branch = &job.worktree.branch;
+    let head = git
+        .branch_head(branch)
+        .map_err(refuse_git)?
+        .ok_or_else(|| LandRefusal {
+            code: ErrorCode::Git,
+            message: format!("the task's branch '{branch}' is gone"),
+        })?;
+    if head == job.head {
+        return Ok(None);
+    }
+    if let Some(base) = &job.worktree.base
+        && let Some((old, new)) = git
+            .earlier_landing(&job.repo.branch, branch, base)
+            .map_err(refuse_git)?
+        && git.is_ancestor(&head, &new).map_err(refuse_git)?
+    {
+        return Ok(Some(Landed { old, new }));
+    }
+    Err(LandRefusal {
+        code: ErrorCode::Git,
+        message: format!(
+            "the branch {branch} moved from {} (which passed the checks) to {} since; complete again so that what lands is checked",
+            short(&job.head),
+            short(&head)
         ),
     })
 }
