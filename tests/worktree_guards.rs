@@ -214,3 +214,66 @@ async fn the_queue_never_aborts_a_rebase_the_owner_started() {
     let t = alice.get_task(id).await.expect("get").task;
     assert_eq!(t.status, TaskStatus::InProgress, "the owner keeps it");
 }
+
+/// A cancel while the task waits in the merge queue ends its landing, as it
+/// does while the checks run: the owner hears `stale_epoch`, and the queue
+/// must not land the work anyway once it gets to it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_cancelled_while_queued_does_not_land() {
+    let dir = short_tempdir();
+    let repo = GitRepo::new(dir.path());
+    let land = Pause::new(dir.path(), "land");
+    // The first landing stops once the target has moved, so that the
+    // repository's worker is busy while the second task waits behind it.
+    repo.hook(
+        "reference-transaction",
+        &format!(
+            "[ \"$1\" = committed ] || exit 0\n\
+             grep -q ' refs/heads/main$' || exit 0\n{}",
+            land.script()
+        ),
+    );
+    let daemon = InProc::start().await;
+    let lead = lead(&daemon.socket).await;
+    lead.set_repo(repo.repo_args()).await.expect("set_repo");
+    let (first, check_a) = add_held_task(&lead, dir.path(), "config").await;
+    let (second, check_b) = add_held_task(&lead, dir.path(), "docs").await;
+    let alice = Arc::new(teammate(&daemon.socket, "alice", "coder").await);
+    let bob = Arc::new(teammate(&daemon.socket, "bob", "coder").await);
+    let (ea, _) = claim_and_write(&alice, first, &[("config.toml", "port = 1\n")]).await;
+    let (eb, wb) = claim_and_write(&bob, second, &[("docs.md", "# docs\n")]).await;
+
+    let a = complete_in_background(&alice, first, ea);
+    let b = complete_in_background(&bob, second, eb);
+    check_a.reached().await;
+    check_b.reached().await;
+    check_a.release();
+    land.reached().await;
+    check_b.release();
+    stage_is(&lead, second, LandingStage::Queued).await;
+
+    let cancelled = lead.cancel_task(second).await.expect("cancel");
+    assert_eq!(cancelled.status, TaskStatus::Cancelled);
+    let e = b.await.expect("join").expect_err("the claim ended");
+    assert_eq!(e.code(), Some(ErrorCode::StaleEpoch), "{e}");
+    land.release();
+    assert_eq!(
+        a.await.expect("join").expect("first lands").status,
+        TaskStatus::Completed
+    );
+
+    // The first landing is the last: the worker has finished with the second
+    // once a job queued behind it is answered.
+    lead.list_worktrees().await.expect("list");
+    assert_eq!(repo.log("main"), ["config", "first"]);
+    assert!(repo.show("main", "docs.md").is_none());
+    let t = lead.get_task(second).await.expect("get").task;
+    assert_eq!(t.status, TaskStatus::Cancelled);
+    assert!(t.worktree.as_ref().is_some_and(|w| w.merged.is_none()));
+    // The work stays on its branch, for a retry.
+    assert_eq!(
+        repo.show("teamboard/default/task-2", "docs.md").as_deref(),
+        Some("# docs\n")
+    );
+    assert!(wb.is_dir());
+}

@@ -41,7 +41,8 @@ use teamboard_protocol::{ErrorBody, ErrorCode, TaskId};
 use tokio::sync::mpsc;
 
 /// The running checks, by team and task, so that a claim that ends can stop
-/// its own.
+/// its own; and the claims that ended while their landing was on its way, so
+/// that the queue does not land them.
 #[derive(Default)]
 pub struct Running {
     checks: Mutex<HashMap<(String, TaskId), Check>>,
@@ -51,8 +52,9 @@ pub struct Running {
 enum Check {
     /// Running for the claim with this epoch.
     Running(u64, Interrupt),
-    /// The claim with this epoch ended before its checks started: they are
-    /// to stop as soon as they start.
+    /// The claim with this epoch ended before its checks started, or after
+    /// they passed: they are to stop as soon as they start, and its landing
+    /// is not to be made.
     Ended(u64),
 }
 
@@ -75,6 +77,13 @@ impl Running {
             map.insert(key, Check::Running(epoch, interrupt.clone()));
         }
         interrupt
+    }
+
+    /// Whether the claim `epoch` on `task` ended since its gate started: the
+    /// board dropped its landing and told the owner so.
+    pub(crate) fn ended(&self, team: &str, task: TaskId, epoch: u64) -> bool {
+        let key = (team.to_string(), task);
+        matches!(self.lock().get(&key), Some(Check::Ended(e)) if *e == epoch)
     }
 
     pub(crate) fn finish(&self, team: &str, task: TaskId, epoch: u64) {

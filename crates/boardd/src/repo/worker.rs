@@ -6,6 +6,8 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
+use teamboard_board::LandRefusal;
+use teamboard_protocol::ErrorCode;
 use tokio::sync::mpsc;
 
 /// How long the worker waits for the git a killed boardd left running in a
@@ -119,7 +121,21 @@ fn run(job: Job, done: &mpsc::UnboundedSender<Done>, running: &Arc<Running>) {
         }
         Job::Land { job } => {
             let _span = tracing::info_span!("land", task = job.task).entered();
-            let result = land::land(&job);
+            // Trap: the board drops a queued landing whose claim ends (the
+            // lead cancels, the owner is stopped) and tells the owner so, but
+            // its job may already wait here; landing it then would complete
+            // a cancelled task.
+            let result = if running.ended(&job.team, job.task, job.epoch) {
+                Err(LandRefusal {
+                    code: ErrorCode::StaleEpoch,
+                    message: format!(
+                        "the claim on #{} ended while it waited in the merge queue; nothing landed",
+                        job.task
+                    ),
+                })
+            } else {
+                land::land(&job)
+            };
             Done::Landed { job, result }
         }
         Job::List {
