@@ -222,3 +222,39 @@ async fn prune_removes_only_merged_or_discarded_work_and_leaves_no_orphans() {
     assert_eq!(status(working).await, TaskStatus::InProgress);
     assert_eq!(status(reserved).await, TaskStatus::InProgress);
 }
+
+/// A landed task's worktree where someone then committed on a detached HEAD
+/// (or on a branch of their own): those commits are on no task branch, so
+/// the branch alone says "merged", but removing the worktree would leave
+/// the detached ones reachable from nothing. Its HEAD counts as well.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prune_keeps_commits_made_on_a_detached_head_after_landing() {
+    let dir = short_tempdir();
+    let repo = GitRepo::new(dir.path());
+    let daemon = InProc::start().await;
+    let lead = lead(&daemon.socket).await;
+    lead.set_repo(repo_args(&repo)).await.expect("set_repo");
+    let id = lead.add_task(task("landed")).await.expect("add").id;
+    let alice = teammate(&daemon.socket, "alice", "coder").await;
+    let (e, wt) = claim_and_write(&alice, id, &[("a.txt", "a\n")]).await;
+    alice.complete_task(id, e, "a").await.expect("lands");
+    git(&wt, &["switch", "-q", "--detach"]);
+    std::fs::write(wt.join("a.txt"), "a, after landing\n").expect("write");
+    git(&wt, &["commit", "-q", "-am", "after landing, detached"]);
+    let detached = git(&wt, &["rev-parse", "HEAD"]);
+
+    let listed = lead.list_worktrees().await.expect("list");
+    let entry = listed.iter().find(|e| e.task == id).expect("listed");
+    assert_eq!(entry.state, WorktreeState::Unmerged, "{entry:?}");
+    assert_eq!(entry.unmerged_commits, 1);
+    let pruned = lead.prune_worktrees(false).await.expect("prune");
+    assert_eq!(
+        split(&pruned),
+        (
+            BTreeMap::new(),
+            BTreeMap::from([(id, WorktreeState::Unmerged)])
+        )
+    );
+    assert!(wt.is_dir());
+    assert_eq!(git(&wt, &["rev-parse", "HEAD"]), detached);
+}

@@ -237,7 +237,8 @@ pub struct WorktreeEntry {
     /// Paths with uncommitted changes.
     #[serde(default)]
     pub uncommitted: u32,
-    /// Commits on the branch that the target does not have.
+    /// Commits on the branch, or on what the worktree has checked out (a
+    /// detached HEAD), that the target does not have.
     #[serde(default)]
     pub unmerged_commits: u32,
     /// Bytes on disk.

@@ -39,23 +39,24 @@ fn look(git: &Git, repo: &Repo, mut e: WorktreeEntry) -> WorktreeEntry {
         return e;
     }
     e.size = teamboard_git::dir_size(path);
-    match git.worktree_state(path) {
-        Ok(state) => {
-            e.uncommitted = state.changed.len() as u32;
-            if state.rebasing || state.merging {
-                e.uncommitted = e.uncommitted.max(1);
-            }
-        }
+    let state = match git.worktree_state(path) {
+        Ok(state) => state,
         Err(err) => {
             // Not a worktree any more (or git cannot read it): never prunable.
             tracing::warn!(path = %path.display(), error = %err, "cannot read a worktree");
             e.state = WorktreeState::Unmerged;
             return e;
         }
+    };
+    e.uncommitted = state.changed.len() as u32;
+    if state.rebasing || state.merging {
+        e.uncommitted = e.uncommitted.max(1);
     }
-    e.unmerged_commits = git
-        .count_commits(&repo.branch, &e.worktree.branch)
-        .unwrap_or(u32::MAX);
+    // What is checked out counts as well as the task's branch. Trap: commits
+    // on a detached HEAD are on no branch, so removing the worktree would
+    // leave them reachable from nothing.
+    let unmerged = |rev: &str| git.count_commits(&repo.branch, rev).unwrap_or(u32::MAX);
+    e.unmerged_commits = unmerged(&e.worktree.branch).max(unmerged(&state.head));
     let has_work = e.uncommitted > 0 || e.unmerged_commits > 0;
     if e.state == WorktreeState::Merged && has_work {
         e.state = WorktreeState::Unmerged;
