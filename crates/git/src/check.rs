@@ -116,7 +116,9 @@ pub fn run_check(spec: &CheckSpec, interrupt: &Interrupt) -> CheckResult {
             return finish(CheckOutcome::Failed, None, tail);
         }
     };
-    let deadline = started + spec.timeout;
+    // A limit past the end of the clock is no limit (and not a panic, which
+    // would also leave the group running unwatched).
+    let deadline = started.checked_add(spec.timeout);
     // Set once we start stopping the check: why, and when SIGTERM went out.
     let mut stopping: Option<(CheckOutcome, Instant)> = None;
     loop {
@@ -126,7 +128,7 @@ pub fn run_check(spec: &CheckSpec, interrupt: &Interrupt) -> CheckResult {
         }
         let now = Instant::now();
         match stopping {
-            None if interrupt.is_interrupted() || now >= deadline => {
+            None if interrupt.is_interrupted() || deadline.is_some_and(|d| now >= d) => {
                 let why = if interrupt.is_interrupted() {
                     CheckOutcome::Interrupted
                 } else {

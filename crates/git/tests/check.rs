@@ -54,6 +54,15 @@ fn exit_zero_passes_with_both_streams_in_the_tail() {
     assert_eq!(got.tail, "out\nerr\nagain\n");
 }
 
+/// A limit past the end of the clock (a lead's `check_timeout_ms` of
+/// u64::MAX, say) is no limit, not a panic that fails every completion.
+#[test]
+fn a_limit_too_far_away_to_reach_is_no_limit() {
+    let got = run("echo fine", Duration::MAX);
+    assert_eq!(got.outcome, CheckOutcome::Passed);
+    assert_eq!(got.tail, "fine\n");
+}
+
 #[test]
 fn a_non_zero_exit_fails_with_its_code_and_output() {
     let got = run("echo 'test foo ... FAILED'; exit 3", LONG);
