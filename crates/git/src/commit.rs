@@ -3,7 +3,7 @@
 use crate::cmd::git;
 use crate::error::GitError;
 use crate::refs::head_at;
-use crate::state::in_progress;
+use crate::state::{in_progress, status};
 use crate::{Oid, Repo};
 use std::path::Path;
 
@@ -14,8 +14,9 @@ const FALLBACK_EMAIL: &str = "teamboard@localhost";
 impl Repo {
     /// Stages everything in `wt` (`git add -A`, untracked files included) and
     /// commits it with `message`; a merge in progress is concluded even when
-    /// nothing new is staged. Returns the new commit, or `None` when there was
-    /// nothing to commit.
+    /// nothing new is staged, unless a conflicted file still holds conflict
+    /// markers ([`GitError::Unresolved`]). Returns the new commit, or `None`
+    /// when there was nothing to commit.
     ///
     /// `author` (e.g. "alice <alice@teamboard.invalid>") becomes `--author`;
     /// the committer is the repository's configured identity, or teamboard's
@@ -32,6 +33,13 @@ impl Repo {
         let progress = in_progress(&wt)?;
         if progress.rebasing {
             return Err(GitError::InProgress { what: "rebase" });
+        }
+        // Trap: `add -A` marks every conflict resolved, so what git's own
+        // `commit` refuses (markers left in a stopped merge, a stash pop)
+        // would be committed here.
+        let paths = unresolved(&wt)?;
+        if !paths.is_empty() {
+            return Err(GitError::Unresolved { paths });
         }
         git(&wt).args(["add", "-A"]).run()?;
         let diff = git(&wt).args(["diff", "--cached", "--quiet"]);
@@ -53,6 +61,24 @@ impl Repo {
         cmd.run()?;
         Ok(Some(head_at(&wt)?))
     }
+}
+
+/// The conflicted paths in `wt` whose files still hold conflict markers: a
+/// line that opens a conflict and one that closes it. A conflicted file
+/// without them was resolved by hand and only not `git add`ed yet.
+fn unresolved(wt: &Path) -> Result<Vec<String>, GitError> {
+    let marked = |text: &[u8]| {
+        let mut lines = text.split(|b| *b == b'\n');
+        let opens = |l: &[u8]| l.starts_with(b"<<<<<<< ") || l == b"<<<<<<<";
+        let closes = |l: &[u8]| l.starts_with(b">>>>>>> ") || l == b">>>>>>>";
+        lines.any(opens) && lines.any(closes)
+    };
+    Ok(status(wt)?
+        .into_iter()
+        .filter(|e| e.unmerged())
+        .filter(|e| std::fs::read(wt.join(&e.path)).is_ok_and(|text| marked(&text)))
+        .map(|e| e.path)
+        .collect())
 }
 
 /// `-c user.name=… -c user.email=…` for whichever of the two the repository's

@@ -31,6 +31,13 @@ pub enum GitError {
     #[error("the worktree has uncommitted changes: {}", show_paths(paths))]
     Dirty { paths: Vec<String> },
 
+    /// Conflicted files that still hold git's conflict markers.
+    #[error(
+        "conflicts are not resolved yet in {}: resolve them (remove the <<<<<<< ======= >>>>>>> markers), then try again",
+        show_paths(paths)
+    )]
+    Unresolved { paths: Vec<String> },
+
     /// A branch or revision name that git would read as an option, or that is empty.
     #[error("'{name}' is not a usable name: {why}")]
     BadName { name: String, why: &'static str },

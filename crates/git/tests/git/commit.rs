@@ -70,6 +70,36 @@ fn a_merge_in_progress_is_concluded() {
     assert!(!state.merging && state.changed.is_empty(), "{state:?}");
 }
 
+/// `git add -A` marks every conflict resolved, so committing a stopped merge
+/// as it is would put the conflict markers on the branch, past the refusal
+/// git's own `commit` gives. Files still holding markers are refused.
+#[test]
+fn a_merge_with_conflict_markers_left_is_refused() {
+    let fx = Fixture::new();
+    let (path, branch) = fx.task("task-1");
+    let ours = fx.commit(&path, "same.txt", "task side\n");
+    fx.commit_on_main("same.txt", "main side\n");
+    let (ok, _) = try_git(&path, &["merge", "main"]);
+    assert!(!ok, "the merge stops on the conflict");
+
+    let err = fx
+        .repo
+        .commit_all(&path, "merge main", None)
+        .expect_err("markers left");
+    assert!(
+        matches!(&err, GitError::Unresolved { paths } if paths == &["same.txt"]),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("same.txt"), "{err}");
+    assert_eq!(fx.branch(&branch), ours, "nothing committed");
+    let state = fx.repo.worktree_state(&path).expect("state");
+    assert!(state.merging, "the merge is still there to resolve");
+    assert!(
+        git(&path, &["diff", "--name-only", "--diff-filter=U"]).contains("same.txt"),
+        "still unmerged"
+    );
+}
+
 #[test]
 fn a_clean_merge_in_progress_is_concluded_though_nothing_new_is_staged() {
     let fx = Fixture::new();
