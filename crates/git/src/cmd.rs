@@ -12,6 +12,8 @@ pub(crate) struct Git {
     dir: Option<OsString>,
     args: Vec<OsString>,
     optional_locks: bool,
+    /// What git reads on its standard input (nothing when `None`).
+    input: Option<Vec<u8>>,
 }
 
 /// What a finished git printed and how it ended.
@@ -44,6 +46,7 @@ pub(crate) fn git(dir: &Path) -> Git {
         dir: Some(dir.as_os_str().to_owned()),
         args: Vec::new(),
         optional_locks: true,
+        input: None,
     }
 }
 
@@ -53,6 +56,7 @@ pub(crate) fn git_anywhere() -> Git {
         dir: None,
         args: Vec::new(),
         optional_locks: true,
+        input: None,
     }
 }
 
@@ -80,6 +84,14 @@ impl Git {
         self
     }
 
+    /// Feeds `input` to git's standard input. For commit messages (`-F -`):
+    /// a task's result may be longer than the 128 KiB Linux allows one
+    /// command-line argument.
+    pub(crate) fn input(mut self, input: impl Into<Vec<u8>>) -> Self {
+        self.input = Some(input.into());
+        self
+    }
+
     /// Runs git and returns how it ended, whatever that was.
     pub(crate) fn output(&self) -> Result<Output, GitError> {
         let mut cmd = Command::new("git");
@@ -98,16 +110,36 @@ impl Git {
             .env_remove("GIT_DIR")
             .env_remove("GIT_WORK_TREE")
             .env_remove("GIT_INDEX_FILE")
-            .stdin(Stdio::null())
+            .stdin(if self.input.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         if !self.optional_locks {
             cmd.env("GIT_OPTIONAL_LOCKS", "0");
         }
-        let out = cmd.output().map_err(|e| match e.kind() {
+        let failed = |e: std::io::Error| match e.kind() {
             std::io::ErrorKind::NotFound => GitError::Missing,
             _ => GitError::io("could not run git", e),
-        })?;
+        };
+        let mut child = cmd.spawn().map_err(failed)?;
+        let out = match (&self.input, child.stdin.take()) {
+            // Written from a thread of its own. Trap: git may fill its output
+            // pipes (a chatty hook) before it reads its input, and a writer
+            // that waited for git to read would then wait for ever.
+            (Some(input), Some(mut stdin)) => std::thread::scope(|s| {
+                s.spawn(move || {
+                    use std::io::Write as _;
+                    // Git that exits without reading all of it says why itself.
+                    let _ = stdin.write_all(input);
+                });
+                child.wait_with_output()
+            }),
+            _ => child.wait_with_output(),
+        }
+        .map_err(failed)?;
         Ok(Output {
             code: out.status.code(),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -51,10 +51,10 @@ impl Repo {
         if !staged && !progress.merging {
             return Ok(None);
         }
-        let mut cmd =
-            git(&wt)
-                .args(identity(&wt)?)
-                .args(["commit", "--quiet", "--message", message]);
+        let mut cmd = git(&wt)
+            .args(identity(&wt)?)
+            .args(["commit", "--quiet", "-F", "-"])
+            .input(message);
         if let Some(author) = author {
             cmd = cmd.arg(format!("--author={author}"));
         }

@@ -51,7 +51,8 @@ impl Repo {
                     .args(identity(self.root())?)
                     .arg("commit-tree")
                     .arg(format!("{task}^{{tree}}"))
-                    .args(["-p", &old, "-p", &task, "-m", message])
+                    .args(["-p", &old, "-p", &task, "-F", "-"])
+                    .input(message)
                     .line()?;
                 (merge, "merge")
             }

@@ -231,3 +231,23 @@ fn child_without_identity() {
         other => panic!("expected a landing, got {other:?}"),
     }
 }
+
+/// A task's result may be up to 256 KiB, and it is the commit message. Linux
+/// refuses a single command-line argument over 128 KiB, so the message goes
+/// to git on its standard input.
+#[test]
+fn a_message_longer_than_an_argument_may_be_is_committed_whole() {
+    let fx = Fixture::new();
+    let (path, branch) = fx.task("task-1");
+    write(&path, "a.txt", "a\n");
+    let message = format!("Task 1\n\n{}", "the result goes on. ".repeat(10_000));
+    assert!(message.len() > 128 * 1024);
+    let oid = fx
+        .repo
+        .commit_all(&path, &message, None)
+        .expect("commit")
+        .expect("something to commit");
+    assert_eq!(oid, fx.branch(&branch));
+    let body = git(&path, &["show", "-s", "--format=%B", &oid]);
+    assert_eq!(body.trim_end(), message.trim_end());
+}

@@ -201,3 +201,21 @@ fn an_earlier_landing_of_the_task_is_found_in_the_targets_reflog() {
         None
     );
 }
+
+/// The merge commit's message is the task's subject and result, which may be
+/// longer than one command-line argument may be.
+#[test]
+fn a_merge_commit_takes_a_message_longer_than_an_argument_may_be() {
+    let (fx, _, branch) = ready(Style::Merge);
+    let old = fx.branch("main");
+    let message = format!("Task 1\n\n{}", "the result goes on. ".repeat(10_000));
+    let landed = fx
+        .repo
+        .land("main", &old, &branch, Style::Merge, &message)
+        .expect("land");
+    let Land::Landed(merge) = landed else {
+        panic!("expected a landing, got {landed:?}");
+    };
+    let body = git(&fx.root, &["show", "-s", "--format=%B", &merge]);
+    assert_eq!(body.trim_end(), message.trim_end());
+}
