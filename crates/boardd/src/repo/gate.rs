@@ -59,7 +59,8 @@ pub fn spawn_checks(
 ) {
     let interrupt = running.start(&job.team, job.task, job.epoch);
     let name = format!("boardd-checks {}#{}", job.team, job.task);
-    let spawned = std::thread::Builder::new().name(name).spawn(move || {
+    let (copy, answer, checks) = (job.clone(), done.clone(), running.clone());
+    let started = super::thread::start(name, move || {
         let _span = tracing::info_span!("checks", team = %job.team, task = job.task).entered();
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             run_checks(&job, &head, &interrupt)
@@ -75,8 +76,15 @@ pub fn spawn_checks(
         running.finish(&job.team, job.task, job.epoch);
         let _ = done.send(Done::Gated { job, result });
     });
-    if let Err(e) = spawned {
+    if let Err(e) = started {
         tracing::error!(error = %e, "cannot start a thread for the checks");
+        checks.finish(&copy.team, copy.task, copy.epoch);
+        let result = Err(GateRefusal {
+            code: ErrorCode::Internal,
+            message: format!("boardd could not start the checks: {e}"),
+            runs: Vec::new(),
+        });
+        let _ = answer.send(Done::Gated { job: copy, result });
     }
 }
 

@@ -28,8 +28,12 @@ mod inspect;
 mod job;
 mod land;
 mod open;
+mod thread;
 mod validate;
 mod worker;
+
+#[cfg(test)]
+mod tests;
 
 pub use job::{Done, Job, Slot};
 pub use validate::worktrees_dir;
@@ -145,11 +149,15 @@ impl Repos {
     pub fn submit(&mut self, job: Job) {
         let Some(path) = job.repo_path().map(str::to_string) else {
             let done = self.done.clone();
-            let spawned = std::thread::Builder::new()
-                .name("boardd-repo-check".into())
-                .spawn(move || worker::run_one(job, &done));
-            if let Err(e) = spawned {
+            let copy = job.clone();
+            let started = thread::start("boardd-repo-check".into(), move || {
+                worker::run_one(job, &done)
+            });
+            if let Err(e) = started {
                 tracing::error!(error = %e, "cannot start a thread to check a repository");
+                let _ = self
+                    .done
+                    .send(copy.failed(&format!("no thread could start: {e}")));
             }
             return;
         };
@@ -168,7 +176,12 @@ impl Repos {
                 }
                 self.workers.insert(path, tx);
             }
-            Err(e) => tracing::error!(repo = %path, error = %e, "cannot start a repository worker"),
+            Err(e) => {
+                tracing::error!(repo = %path, error = %e, "cannot start a repository worker");
+                let _ = self
+                    .done
+                    .send(job.failed(&format!("no thread could start: {e}")));
+            }
         }
     }
 

@@ -52,7 +52,7 @@ pub fn spawn(
     let (tx, rx) = std::sync::mpsc::channel::<Job>();
     let name = format!("boardd-git {path}");
     let path = path.to_string();
-    std::thread::Builder::new().name(name).spawn(move || {
+    super::thread::start(name, move || {
         let span = tracing::info_span!("repo", repo = %path);
         let _enter = span.enter();
         let mut settled = Settled::default();
