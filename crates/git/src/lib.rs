@@ -31,9 +31,10 @@
 //! [`Repo::update`] never leaves a worktree half-merged. On a conflict it
 //! collects the conflicting paths and runs `rebase --abort` or `merge --abort`,
 //! so the task branch and its files are exactly as the teammate left them, and
-//! the paths go back to whoever resolves them. A merge or rebase found in
-//! progress anyway (boardd killed in the middle) is undone by
-//! [`Repo::abort_in_progress`].
+//! the paths go back to whoever resolves them. A merge or rebase of
+//! [`Repo::update`]'s found in progress anyway (boardd killed in the middle)
+//! is undone by [`Repo::abort_own_update`], which leaves alone one the
+//! worktree's owner started.
 //!
 //! ## Layout
 //! [`version()`] checks the installed git. [`Repo`] is spread over files by what
