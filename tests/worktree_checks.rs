@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use teamboard_protocol::request::SetRepoArgs;
-use teamboard_protocol::{CheckOutcome, Client, ErrorCode, Task, TaskStatus};
+use teamboard_protocol::{CheckOutcome, Client, ErrorCode, TaskStatus};
 use teamboard_testkit::{
-    Daemon, GitRepo, InProc, PATIENCE, Pause, eventually, group_members, lead, process_group,
-    short_tempdir, task, teammate,
+    Daemon, GitRepo, InProc, PATIENCE, Pause, complete_in_background, eventually, group_members,
+    lead, process_group, short_tempdir, task, teammate,
 };
 
 /// The longest an owner may wait for the answer once its check was stopped:
@@ -21,11 +21,9 @@ const PROMPTLY: Duration = Duration::from_secs(5);
 
 fn repo_args(repo: &GitRepo, checks: Vec<String>, timeout_ms: Option<u64>) -> SetRepoArgs {
     SetRepoArgs {
-        path: repo.path.display().to_string(),
-        branch: Some("main".into()),
-        merge: None,
         checks,
         check_timeout_ms: timeout_ms,
+        ..repo.repo_args()
     }
 }
 
@@ -58,15 +56,6 @@ async fn claim_and_write(who: &Client, id: u64) -> u64 {
     )
     .expect("write");
     claim.epoch
-}
-
-fn complete_in_background(
-    who: &Arc<Client>,
-    id: u64,
-    epoch: u64,
-) -> tokio::task::JoinHandle<Result<Task, teamboard_protocol::ClientError>> {
-    let who = who.clone();
-    tokio::spawn(async move { who.complete_task(id, epoch, "done").await })
 }
 
 /// Nothing of the check's is left running, shortly after it was stopped.

@@ -9,37 +9,14 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use teamboard_protocol::request::{NewTask, SetRepoArgs};
+use teamboard_protocol::request::SetRepoArgs;
 use teamboard_protocol::{Client, EventKind, LandingStage, MergeStyle, Task, TaskStatus};
 use teamboard_testkit::git::manifest;
 use teamboard_testkit::{
-    Daemon, GitRepo, PATIENCE, Pause, WorktreeTeammate, alive, connect, eventually, kill9, lead,
-    short_tempdir, task, teammate,
+    Daemon, GitRepo, PATIENCE, Pause, WorktreeTeammate, add_held_task, alive, claim_and_write,
+    complete_in_background, connect, eventually, kill9, lead, pause_main_update, short_tempdir,
+    stage_is, task, teammate,
 };
-
-fn repo_args(repo: &GitRepo) -> SetRepoArgs {
-    SetRepoArgs {
-        path: repo.path.display().to_string(),
-        branch: Some("main".into()),
-        merge: None,
-        checks: Vec::new(),
-        check_timeout_ms: None,
-    }
-}
-
-/// A reference-transaction hook that stops in `state` ("prepared": the lock
-/// on `refs/heads/main` is taken and holds the new value; "committed": the
-/// ref has moved and the lock is gone) whenever `refs/heads/main` moves.
-fn pause_main_update(repo: &GitRepo, pause: &Pause, state: &str) {
-    repo.hook(
-        "reference-transaction",
-        &format!(
-            "[ \"$1\" = {state} ] || exit 0\n\
-             grep -q ' refs/heads/main$' || exit 0\n{}",
-            pause.script()
-        ),
-    );
-}
 
 async fn boardd(dir: &Path) -> Daemon {
     Daemon::start(
@@ -64,40 +41,13 @@ async fn task_in(client: &Client, id: u64, status: TaskStatus) -> Task {
     .await
 }
 
-/// Claims `id` as `who`, opens its worktree and writes `files` there;
-/// answers the epoch.
-async fn claim_and_write(
-    who: &Client,
-    id: u64,
-    files: &[(&str, &str)],
-) -> (u64, std::path::PathBuf) {
-    let claim = who.claim_task(id).await.expect("claim");
-    let opened = who.open_worktree(id, claim.epoch).await.expect("open");
-    let wt = std::path::PathBuf::from(&opened.worktree.path);
-    for (path, content) in files {
-        std::fs::write(wt.join(path), content).expect("write");
-    }
-    (claim.epoch, wt)
-}
-
-/// Sends `complete_task` from a task of its own: with a worktree, the answer
-/// comes only once the task lands (or cannot).
-fn complete_in_background(
-    who: &Arc<Client>,
-    id: u64,
-    epoch: u64,
-) -> tokio::task::JoinHandle<Result<Task, teamboard_protocol::ClientError>> {
-    let who = who.clone();
-    tokio::spawn(async move { who.complete_task(id, epoch, "done").await })
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_teammate_killed_with_uncommitted_work_leaves_it_to_the_next_owner() {
     let dir = short_tempdir();
     let repo = GitRepo::new(dir.path());
     let daemon = boardd(dir.path()).await;
     let lead = lead(&daemon.socket).await;
-    lead.set_repo(repo_args(&repo)).await.expect("set_repo");
+    lead.set_repo(repo.repo_args()).await.expect("set_repo");
     let id = lead.add_task(task("notes")).await.expect("add").id;
 
     // A new file, an edit of a tracked one and a file in a new directory.
@@ -195,7 +145,7 @@ async fn killed_while_git_moves_the_target(style: MergeStyle) {
     let lead = lead(&daemon.socket).await;
     lead.set_repo(SetRepoArgs {
         merge: Some(style),
-        ..repo_args(&repo)
+        ..repo.repo_args()
     })
     .await
     .expect("set_repo");
@@ -308,7 +258,7 @@ async fn boardd_and_its_git_killed_holding_the_target_lock_leave_it_at_the_old_h
     pause_main_update(&repo, &pause, "prepared");
     let mut daemon = boardd(dir.path()).await;
     let lead = lead(&daemon.socket).await;
-    lead.set_repo(repo_args(&repo)).await.expect("set_repo");
+    lead.set_repo(repo.repo_args()).await.expect("set_repo");
     let id = lead.add_task(task("config")).await.expect("add").id;
     let alice = Arc::new(teammate(&daemon.socket, "alice", "coder").await);
     let (epoch, wt) = claim_and_write(&alice, id, &[("config.toml", "port = 1\n")]).await;
@@ -376,29 +326,6 @@ async fn boardd_and_its_git_killed_holding_the_target_lock_leave_it_at_the_old_h
     repo.fsck();
 }
 
-/// Adds a task whose check waits for the test, so that the test decides
-/// when it passes its gate and joins the merge queue.
-async fn add_held_task(lead: &Client, dir: &Path, subject: &str) -> (u64, Pause) {
-    let pause = Pause::new(dir, &format!("check-{subject}"));
-    let id = lead
-        .add_task(NewTask {
-            checks: vec![pause.script()],
-            ..task(subject)
-        })
-        .await
-        .expect("add")
-        .id;
-    (id, pause)
-}
-
-async fn stage_is(client: &Client, id: u64, stage: LandingStage) {
-    eventually(format!("#{id} to be {stage:?}"), PATIENCE, || async {
-        let t = client.get_task(id).await.expect("get").task;
-        (t.landing.map(|l| l.stage) == Some(stage)).then_some(())
-    })
-    .await;
-}
-
 /// A task that waited in the queue behind a landing that boardd did not
 /// finish: after the restart both land, in the order they joined the queue.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -410,7 +337,7 @@ async fn boardd_killed_with_a_task_queued_behind_a_landing_lands_both_in_order()
     pause_main_update(&repo, &pause, "committed");
     let mut daemon = boardd(dir.path()).await;
     let lead = lead(&daemon.socket).await;
-    lead.set_repo(repo_args(&repo)).await.expect("set_repo");
+    lead.set_repo(repo.repo_args()).await.expect("set_repo");
     let (first, check_a) = add_held_task(&lead, dir.path(), "config").await;
     let (second, check_b) = add_held_task(&lead, dir.path(), "docs").await;
     let alice = Arc::new(teammate(&daemon.socket, "alice", "coder").await);
@@ -487,7 +414,7 @@ async fn boardd_killed_in_the_middle_of_a_queued_rebase_aborts_it_and_lands_afte
     repo.hook("reference-transaction", &pause_rebase(&rebase));
     let mut daemon = boardd(dir.path()).await;
     let lead = lead(&daemon.socket).await;
-    lead.set_repo(repo_args(&repo)).await.expect("set_repo");
+    lead.set_repo(repo.repo_args()).await.expect("set_repo");
     let (first, check_a) = add_held_task(&lead, dir.path(), "config").await;
     let (second, check_b) = add_held_task(&lead, dir.path(), "docs").await;
     let alice = Arc::new(teammate(&daemon.socket, "alice", "coder").await);
@@ -551,7 +478,7 @@ async fn kill_in_a_gate_rebase(dir: &Path, repo: &GitRepo) -> (Daemon, u64, u64,
     repo.hook("reference-transaction", &pause_rebase(&rebase));
     let mut daemon = boardd(dir).await;
     let lead = lead(&daemon.socket).await;
-    lead.set_repo(repo_args(repo)).await.expect("set_repo");
+    lead.set_repo(repo.repo_args()).await.expect("set_repo");
     let first = lead.add_task(task("config")).await.expect("add").id;
     let second = lead.add_task(task("docs")).await.expect("add").id;
     let alice = Arc::new(teammate(&daemon.socket, "alice", "coder").await);
@@ -666,7 +593,7 @@ async fn boardd_killed_alone_in_a_gate_rebase_waits_for_its_git_after_the_restar
     );
     let mut daemon = boardd(dir.path()).await;
     let lead = lead(&daemon.socket).await;
-    lead.set_repo(repo_args(&repo)).await.expect("set_repo");
+    lead.set_repo(repo.repo_args()).await.expect("set_repo");
     let first = lead.add_task(task("config")).await.expect("add").id;
     let second = lead.add_task(task("docs")).await.expect("add").id;
     let alice = Arc::new(teammate(&daemon.socket, "alice", "coder").await);

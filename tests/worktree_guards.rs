@@ -4,60 +4,15 @@
 //! started, or land a task whose claim the lead ended
 //! (`docs/design/worktrees.md`). Real boardd, real git.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use teamboard_protocol::request::NewTask;
-use teamboard_protocol::{Client, ErrorCode, LandingStage, Task, TaskStatus};
+use teamboard_protocol::{ErrorCode, LandingStage, TaskStatus};
 use teamboard_testkit::git::{git, git_command};
 use teamboard_testkit::{
-    GitRepo, InProc, PATIENCE, Pause, eventually, lead, short_tempdir, task, teammate,
+    GitRepo, InProc, Pause, add_held_task, claim_and_write, complete_in_background, lead,
+    pause_main_update, short_tempdir, stage_is, task, teammate,
 };
-
-/// Claims `id` as `who`, opens its worktree and writes `files` there;
-/// answers the epoch and the worktree.
-async fn claim_and_write(who: &Client, id: u64, files: &[(&str, &str)]) -> (u64, PathBuf) {
-    let claim = who.claim_task(id).await.expect("claim");
-    let opened = who.open_worktree(id, claim.epoch).await.expect("open");
-    let wt = PathBuf::from(&opened.worktree.path);
-    for (path, content) in files {
-        std::fs::write(wt.join(path), content).expect("write");
-    }
-    (claim.epoch, wt)
-}
-
-/// Adds a task whose check waits for the test, so that the test decides
-/// when it passes its gate and joins the merge queue.
-async fn add_held_task(lead: &Client, dir: &Path, subject: &str) -> (u64, Pause) {
-    let pause = Pause::new(dir, &format!("check-{subject}"));
-    let id = lead
-        .add_task(NewTask {
-            checks: vec![pause.script()],
-            ..task(subject)
-        })
-        .await
-        .expect("add")
-        .id;
-    (id, pause)
-}
-
-/// Sends `complete_task` from a task of its own: the answer comes only once
-/// the task lands (or cannot).
-fn complete_in_background(
-    who: &Arc<Client>,
-    id: u64,
-    epoch: u64,
-) -> tokio::task::JoinHandle<Result<Task, teamboard_protocol::ClientError>> {
-    let who = who.clone();
-    tokio::spawn(async move { who.complete_task(id, epoch, "done").await })
-}
-
-async fn stage_is(client: &Client, id: u64, stage: LandingStage) {
-    eventually(format!("#{id} to be {stage:?}"), PATIENCE, || async {
-        let t = client.get_task(id).await.expect("get").task;
-        (t.landing.map(|l| l.stage) == Some(stage)).then_some(())
-    })
-    .await;
-}
 
 fn read(wt: &Path, file: &str) -> String {
     std::fs::read_to_string(wt.join(file)).expect("read")
@@ -225,14 +180,7 @@ async fn a_task_cancelled_while_queued_does_not_land() {
     let land = Pause::new(dir.path(), "land");
     // The first landing stops once the target has moved, so that the
     // repository's worker is busy while the second task waits behind it.
-    repo.hook(
-        "reference-transaction",
-        &format!(
-            "[ \"$1\" = committed ] || exit 0\n\
-             grep -q ' refs/heads/main$' || exit 0\n{}",
-            land.script()
-        ),
-    );
+    pause_main_update(&repo, &land, "committed");
     let daemon = InProc::start().await;
     let lead = lead(&daemon.socket).await;
     lead.set_repo(repo.repo_args()).await.expect("set_repo");

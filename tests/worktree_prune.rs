@@ -5,34 +5,11 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use teamboard_protocol::request::SetRepoArgs;
-use teamboard_protocol::{Client, ErrorCode, EventKind, Pruned, TaskStatus, WorktreeState};
+use teamboard_protocol::{ErrorCode, EventKind, Pruned, TaskStatus, WorktreeState};
 use teamboard_testkit::git::{git, manifest};
-use teamboard_testkit::{GitRepo, InProc, code_of, lead, short_tempdir, task, teammate};
-
-fn repo_args(repo: &GitRepo) -> SetRepoArgs {
-    SetRepoArgs {
-        path: repo.path.display().to_string(),
-        branch: Some("main".into()),
-        merge: None,
-        checks: Vec::new(),
-        check_timeout_ms: None,
-    }
-}
-
-/// Claims `id` as `who`, opens its worktree and writes `files` there;
-/// answers the epoch and the worktree.
-async fn claim_and_write(who: &Client, id: u64, files: &[(&str, &str)]) -> (u64, PathBuf) {
-    let claim = who.claim_task(id).await.expect("claim");
-    let opened = who.open_worktree(id, claim.epoch).await.expect("open");
-    let wt = PathBuf::from(&opened.worktree.path);
-    for (path, content) in files {
-        let path = wt.join(path);
-        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-        std::fs::write(path, content).expect("write");
-    }
-    (claim.epoch, wt)
-}
+use teamboard_testkit::{
+    GitRepo, InProc, claim_and_write, code_of, lead, short_tempdir, task, teammate,
+};
 
 /// The split a prune answered: task id → state, removed and kept.
 fn split(p: &Pruned) -> (BTreeMap<u64, WorktreeState>, BTreeMap<u64, WorktreeState>) {
@@ -48,7 +25,7 @@ async fn prune_removes_only_merged_or_discarded_work_and_leaves_no_orphans() {
     let repo = GitRepo::new(dir.path());
     let daemon = InProc::start().await;
     let lead = lead(&daemon.socket).await;
-    lead.set_repo(repo_args(&repo)).await.expect("set_repo");
+    lead.set_repo(repo.repo_args()).await.expect("set_repo");
     let add = |subject: &'static str| {
         let lead = &lead;
         async move { lead.add_task(task(subject)).await.expect("add").id }
@@ -233,7 +210,7 @@ async fn prune_keeps_commits_made_on_a_detached_head_after_landing() {
     let repo = GitRepo::new(dir.path());
     let daemon = InProc::start().await;
     let lead = lead(&daemon.socket).await;
-    lead.set_repo(repo_args(&repo)).await.expect("set_repo");
+    lead.set_repo(repo.repo_args()).await.expect("set_repo");
     let id = lead.add_task(task("landed")).await.expect("add").id;
     let alice = teammate(&daemon.socket, "alice", "coder").await;
     let (e, wt) = claim_and_write(&alice, id, &[("a.txt", "a\n")]).await;

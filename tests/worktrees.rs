@@ -6,16 +6,6 @@ use teamboard_protocol::request::{NewTask, SetRepoArgs};
 use teamboard_protocol::{CheckOutcome, Client, ErrorCode, MergeStyle, TaskStatus};
 use teamboard_testkit::{GitRepo, InProc, code_of, lead, short_tempdir, task, teammate};
 
-fn repo_args(repo: &GitRepo) -> SetRepoArgs {
-    SetRepoArgs {
-        path: repo.path.display().to_string(),
-        branch: Some("main".into()),
-        merge: None,
-        checks: Vec::new(),
-        check_timeout_ms: None,
-    }
-}
-
 /// Claims `id` for `who` and opens its worktree; answers the epoch and path.
 async fn claim_and_open(who: &Client, id: u64) -> (u64, std::path::PathBuf) {
     let claim = who.claim_task(id).await.expect("claim");
@@ -36,7 +26,7 @@ async fn a_task_works_in_its_own_worktree_and_lands_before_its_dependents_are_re
     let repo = GitRepo::new(dir.path());
     let daemon = InProc::start().await;
     let lead = lead(&daemon.socket).await;
-    let set = lead.set_repo(repo_args(&repo)).await.expect("set_repo");
+    let set = lead.set_repo(repo.repo_args()).await.expect("set_repo");
     assert_eq!(set.branch, "main");
     assert_eq!(set.merge, MergeStyle::Rebase);
     assert_eq!(lead.get_repo().await.expect("get"), Some(set.clone()));
@@ -88,7 +78,7 @@ async fn a_target_that_is_checked_out_or_a_plain_directory_is_refused_with_the_f
     let daemon = InProc::start().await;
     let lead = lead(&daemon.socket).await;
     let e = lead
-        .set_repo(repo_args(&repo))
+        .set_repo(repo.repo_args())
         .await
         .expect_err("checked out");
     assert_eq!(e.code(), Some(ErrorCode::Git), "{e}");
@@ -99,7 +89,7 @@ async fn a_target_that_is_checked_out_or_a_plain_directory_is_refused_with_the_f
     let e = lead
         .set_repo(SetRepoArgs {
             path: plain.display().to_string(),
-            ..repo_args(&repo)
+            ..repo.repo_args()
         })
         .await
         .expect_err("not a repo");
@@ -109,7 +99,7 @@ async fn a_target_that_is_checked_out_or_a_plain_directory_is_refused_with_the_f
 
     let alice = teammate(&daemon.socket, "alice", "coder").await;
     assert_eq!(
-        code_of(alice.set_repo(repo_args(&repo)).await),
+        code_of(alice.set_repo(repo.repo_args()).await),
         ErrorCode::PermissionDenied
     );
 }
@@ -120,7 +110,7 @@ async fn two_teammates_editing_one_file_one_lands_and_the_other_gets_the_path() 
     let repo = GitRepo::new(dir.path());
     let daemon = InProc::start().await;
     let lead = lead(&daemon.socket).await;
-    lead.set_repo(repo_args(&repo)).await.expect("set_repo");
+    lead.set_repo(repo.repo_args()).await.expect("set_repo");
     let a = lead.add_task(task("readme a")).await.expect("add").id;
     let b = lead.add_task(task("readme b")).await.expect("add").id;
     let alice = teammate(&daemon.socket, "alice", "coder").await;
@@ -185,7 +175,7 @@ async fn a_failing_check_refuses_completion_with_its_evidence() {
     let lead = lead(&daemon.socket).await;
     lead.set_repo(SetRepoArgs {
         checks: vec!["test -f README.md".into()],
-        ..repo_args(&repo)
+        ..repo.repo_args()
     })
     .await
     .expect("set_repo");
@@ -249,7 +239,7 @@ async fn a_slow_git_never_delays_other_clients() {
     std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     let daemon = InProc::start().await;
     let lead = lead(&daemon.socket).await;
-    lead.set_repo(repo_args(&repo)).await.expect("set_repo");
+    lead.set_repo(repo.repo_args()).await.expect("set_repo");
     let a = lead.add_task(task("slow")).await.expect("add").id;
     let b = lead.add_task(task("other")).await.expect("add").id;
     let alice = teammate(&daemon.socket, "alice", "coder").await;
@@ -288,7 +278,7 @@ async fn prune_takes_the_branch_of_a_landed_task_whose_directory_was_removed_by_
     let repo = GitRepo::new(dir.path());
     let daemon = InProc::start().await;
     let lead = lead(&daemon.socket).await;
-    lead.set_repo(repo_args(&repo)).await.expect("set_repo");
+    lead.set_repo(repo.repo_args()).await.expect("set_repo");
     let landed = lead.add_task(task("landed")).await.expect("add").id;
     let open = lead.add_task(task("open")).await.expect("add").id;
     let alice = teammate(&daemon.socket, "alice", "coder").await;

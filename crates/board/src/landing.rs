@@ -276,23 +276,8 @@ impl Board {
         task.updated_at = now.wall_ms;
         let owner = task.owner.clone().unwrap_or_default();
         self.mark_task(team, id);
-        let kind = if refusal.code == ErrorCode::MergeConflict {
-            EventKind::MergeConflict
-        } else {
-            EventKind::ChecksFailed
-        };
-        self.emit(
-            team,
-            "boardd",
-            now.wall_ms,
-            kind,
-            About {
-                task: Some(id),
-                member: Some(&owner),
-                ..About::default()
-            },
-            teamboard_protocol::text::fit_bytes_with_mark(&refusal.message, DETAIL_MAX),
-        );
+        let detail = teamboard_protocol::text::fit_bytes_with_mark(&refusal.message, DETAIL_MAX);
+        self.emit_refusal(team, id, &owner, refusal.code, detail, now);
         Ok(())
     }
 
@@ -384,24 +369,8 @@ impl Board {
         let owner = task.owner.clone().unwrap_or_default();
         let holder = t.leases.get(&id).and_then(|l| l.session);
         let detail = teamboard_protocol::text::fit_bytes_with_mark(&refusal.message, DETAIL_MAX);
-        let kind = if refusal.code == ErrorCode::MergeConflict {
-            EventKind::MergeConflict
-        } else {
-            EventKind::ChecksFailed
-        };
         self.mark_task(team, id);
-        self.emit(
-            team,
-            "boardd",
-            now.wall_ms,
-            kind,
-            About {
-                task: Some(id),
-                member: Some(&owner),
-                ..About::default()
-            },
-            detail.clone(),
-        );
+        self.emit_refusal(team, id, &owner, refusal.code, detail.clone(), now);
         if owner_waits && holder.is_some() {
             if let Some(lease) = self.team_mut(team).leases.get_mut(&id) {
                 lease.deadline = now.mono + ttl;
@@ -417,6 +386,30 @@ impl Board {
         };
         self.abandon(at, Abandon::LandRefused, Some(detail))?;
         Ok(())
+    }
+
+    /// The history's record of a refused completion: `merge_conflict` for a
+    /// conflict, `checks_failed` for anything else.
+    fn emit_refusal(
+        &mut self,
+        team: &str,
+        id: TaskId,
+        owner: &str,
+        code: ErrorCode,
+        detail: String,
+        now: Now,
+    ) {
+        let kind = if code == ErrorCode::MergeConflict {
+            EventKind::MergeConflict
+        } else {
+            EventKind::ChecksFailed
+        };
+        let about = About {
+            task: Some(id),
+            member: Some(owner),
+            ..About::default()
+        };
+        self.emit(team, "boardd", now.wall_ms, kind, about, detail);
     }
 
     /// Landings dropped since the last call.

@@ -44,7 +44,10 @@
 //!   the worktree tests; [`git::git`] runs git in it, [`GitRepo::hook`] installs
 //!   a hook, [`git::manifest`] hashes a worktree's uncommitted files.
 //! - [`Pause`]: a point in a git hook where git waits until the test lets it
-//!   go, for killing boardd or git at a known step.
+//!   go, for killing boardd or git at a known step; [`add_held_task`] adds a
+//!   task whose check waits at one, [`pause_main_update`] stops `main`'s update.
+//! - [`claim_and_write`], [`complete_in_background`], [`stage_is`]: a task
+//!   through its worktree and its landing.
 //! - [`WorktreeTeammate`]: a real process (this kit's `worktree-teammate`
 //!   binary) that claims a task, leaves uncommitted work in its worktree and
 //!   waits to be killed.
@@ -67,6 +70,7 @@ mod daemon;
 mod eventually;
 pub mod git;
 mod inproc;
+mod landing;
 mod mute;
 mod pause;
 mod process;
@@ -84,6 +88,9 @@ pub use daemon::Daemon;
 pub use eventually::{PATIENCE, eventually, eventually_blocking};
 pub use git::GitRepo;
 pub use inproc::InProc;
+pub use landing::{
+    add_held_task, claim_and_write, complete_in_background, pause_main_update, stage_is,
+};
 pub use mute::MuteTeammate;
 pub use pause::{Pause, Paused};
 pub use process::{alive, group_members, kill9, process_group};

@@ -119,20 +119,7 @@ fn a_clean_merge_in_progress_is_concluded_though_nothing_new_is_staged() {
 fn committing_is_refused_in_the_middle_of_a_rebase() {
     let fx = Fixture::new();
     let (path, branch) = fx.task("task-1");
-    let before = fx.commit(&path, "same.txt", "task side\n");
-    fx.commit_on_main("same.txt", "main side\n");
-    let (ok, _) = try_git(
-        &path,
-        &[
-            "-c",
-            "user.name=L",
-            "-c",
-            "user.email=l@x",
-            "rebase",
-            "main",
-        ],
-    );
-    assert!(!ok, "the rebase stops on the conflict");
+    let before = fx.stopped_rebase(&path);
     write(&path, "same.txt", "resolved\n");
 
     let err = fx.repo.commit_all(&path, "no", None).expect_err("rebasing");

@@ -61,20 +61,7 @@ fn a_stopped_merge_is_seen_and_aborted() {
 fn a_stopped_rebase_is_seen_with_its_branch_and_aborted() {
     let fx = Fixture::new();
     let (path, branch) = fx.task("task-1");
-    let before = fx.commit(&path, "same.txt", "task side\n");
-    fx.commit_on_main("same.txt", "main side\n");
-    let (ok, _) = try_git(
-        &path,
-        &[
-            "-c",
-            "user.name=L",
-            "-c",
-            "user.email=l@x",
-            "rebase",
-            "main",
-        ],
-    );
-    assert!(!ok, "the rebase stops on the conflict");
+    let before = fx.stopped_rebase(&path);
 
     let state = fx.repo.worktree_state(&path).expect("state");
     assert!(state.rebasing && !state.merging, "{state:?}");
@@ -95,20 +82,7 @@ fn a_stopped_rebase_is_seen_with_its_branch_and_aborted() {
 fn only_a_rebase_of_boardds_own_update_is_aborted_for_it() {
     let fx = Fixture::new();
     let (path, branch) = fx.task("task-1");
-    let before = fx.commit(&path, "same.txt", "task side\n");
-    fx.commit_on_main("same.txt", "main side\n");
-    let (ok, _) = try_git(
-        &path,
-        &[
-            "-c",
-            "user.name=L",
-            "-c",
-            "user.email=l@x",
-            "rebase",
-            "main",
-        ],
-    );
-    assert!(!ok, "the rebase stops on the conflict");
+    let before = fx.stopped_rebase(&path);
 
     // The owner's own rebase is theirs to finish.
     assert!(!fx.repo.abort_own_update(&path).expect("abort own"));

@@ -83,6 +83,27 @@ impl Fixture {
         self.commit(&self.root, file, content)
     }
 
+    /// Commits conflicting edits of `same.txt` in the worktree `dir` and on
+    /// main, then starts `git rebase main` in `dir`, which stops on the
+    /// conflict. Answers the worktree's commit before the rebase.
+    pub fn stopped_rebase(&self, dir: &Path) -> Oid {
+        let before = self.commit(dir, "same.txt", "task side\n");
+        self.commit_on_main("same.txt", "main side\n");
+        let (ok, _) = try_git(
+            dir,
+            &[
+                "-c",
+                "user.name=L",
+                "-c",
+                "user.email=l@x",
+                "rebase",
+                "main",
+            ],
+        );
+        assert!(!ok, "the rebase stops on the conflict");
+        before
+    }
+
     pub fn branch(&self, name: &str) -> Oid {
         git(&self.root, &["rev-parse", &format!("refs/heads/{name}")])
     }

@@ -1,4 +1,4 @@
-use crate::support::{Fixture, git, head, read, try_git, write};
+use crate::support::{Fixture, git, head, read, write};
 use teamboard_git::{Created, GitError};
 
 #[test]
@@ -101,20 +101,7 @@ fn a_path_or_branch_already_in_use_elsewhere_is_refused() {
 fn a_worktree_stopped_in_a_rebase_is_still_reused() {
     let fx = Fixture::new();
     let (path, branch) = fx.task("task-1");
-    fx.commit(&path, "same.txt", "task side\n");
-    fx.commit_on_main("same.txt", "main side\n");
-    let (ok, _) = try_git(
-        &path,
-        &[
-            "-c",
-            "user.name=L",
-            "-c",
-            "user.email=l@x",
-            "rebase",
-            "main",
-        ],
-    );
-    assert!(!ok, "the rebase stops on the conflict");
+    fx.stopped_rebase(&path);
 
     assert_eq!(
         fx.repo.checked_out_in(&branch).expect("lookup"),
