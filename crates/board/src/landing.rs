@@ -353,17 +353,22 @@ impl Board {
         &mut self,
         team: &str,
         id: TaskId,
+        epoch: u64,
         refusal: &LandRefusal,
         owner_waits: bool,
         now: Now,
     ) -> Result<()> {
         let ttl = self.config.lease_ttl;
         let t = self.team_mut(team);
-        t.queued.remove(&id);
         let task = t.task_mut(id, team)?;
-        if task.status != TaskStatus::InProgress || task.landing.is_none() {
+        // Trap: a report about an earlier claim's landing (it ended while
+        // queued, and the task was claimed and completed again since) would
+        // otherwise end the new claim's landing, and the new claim with it.
+        if task.epoch != epoch || task.status != TaskStatus::InProgress || task.landing.is_none() {
             return Ok(());
         }
+        t.queued.remove(&id);
+        let task = t.task_mut(id, team)?;
         task.landing = None;
         task.updated_at = now.wall_ms;
         let owner = task.owner.clone().unwrap_or_default();

@@ -340,7 +340,9 @@ fn a_landing_that_conflicts_goes_back_to_a_waiting_owner_or_else_to_pending() {
         .unwrap();
     h.advance(secs(600));
     let now = h.now();
-    h.board.land_refused(TEAM, a, &conflict, true, now).unwrap();
+    h.board
+        .land_refused(TEAM, a, c.epoch, &conflict, true, now)
+        .unwrap();
     let t = h.task(a);
     assert_eq!(
         (t.status, t.landing.clone()),
@@ -368,7 +370,7 @@ fn a_landing_that_conflicts_goes_back_to_a_waiting_owner_or_else_to_pending() {
         .unwrap();
     h.board.disconnect(ann.session, now);
     h.board
-        .land_refused(TEAM, a, &conflict, false, now)
+        .land_refused(TEAM, a, c.epoch, &conflict, false, now)
         .unwrap();
     let t = h.task(a);
     assert_eq!(t.status, TaskStatus::Pending);
@@ -376,6 +378,43 @@ fn a_landing_that_conflicts_goes_back_to_a_waiting_owner_or_else_to_pending() {
     assert!(t.handoff.unwrap().contains("README.md"));
     assert!(t.worktree.unwrap().base.is_some(), "the worktree is kept");
     assert!(h.ready(a));
+}
+
+/// The queue's report on an earlier claim's landing (cancelled while queued,
+/// then retried, claimed and completed again before the worker got to it)
+/// must leave the new claim and its landing alone.
+#[test]
+fn a_refused_landing_of_an_earlier_claim_leaves_the_new_one_alone() {
+    let mut h = with_repo();
+    let a = h.add("a");
+    let ann = h.join("ann", "dev");
+    let c = claim_open(&mut h, ann, a);
+    gate(&mut h, ann, &c, "done");
+    let now = h.now();
+    h.board
+        .gate_passed(TEAM, a, c.epoch, "head1".into(), vec![], now)
+        .unwrap();
+    h.cancel(a);
+    h.retry(a);
+    let bob = h.join("bob", "dev");
+    let c2 = h.claim(bob, a);
+    gate(&mut h, bob, &c2, "done again");
+    h.board.take_dropped();
+    h.events();
+
+    let stale = LandRefusal {
+        code: ErrorCode::StaleEpoch,
+        message: "the claim ended while it waited in the merge queue".into(),
+    };
+    let now = h.now();
+    h.board
+        .land_refused(TEAM, a, c.epoch, &stale, false, now)
+        .unwrap();
+    let t = h.task(a);
+    assert_eq!(t.status, TaskStatus::InProgress);
+    assert_eq!((t.owner.as_deref(), t.epoch), (Some("bob"), c2.epoch));
+    assert_eq!(t.landing.map(|l| l.stage), Some(LandingStage::Checking));
+    assert!(kinds(&mut h).is_empty(), "nothing happened to the task");
 }
 
 #[test]

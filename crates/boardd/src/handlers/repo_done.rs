@@ -144,7 +144,9 @@ pub fn apply(
                     .map_err(ErrorBody::from),
                 Err(refusal) => {
                     let waits = slot.as_ref().is_some_and(|s| alive(s.session));
-                    if let Err(e) = board.land_refused(&job.team, job.task, &refusal, waits, now) {
+                    if let Err(e) =
+                        board.land_refused(&job.team, job.task, job.epoch, &refusal, waits, now)
+                    {
                         tracing::warn!(task = job.task, error = %e, "cannot record a refused landing");
                     }
                     Err(ErrorBody::new(refusal.code, refusal.message))
