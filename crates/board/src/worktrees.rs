@@ -113,7 +113,13 @@ impl Board {
         fresh: bool,
         found: &Found,
     ) -> Result<Task> {
-        self.check_fence(&ctx, id, epoch)?;
+        if let Err(e) = self.check_fence(&ctx, id, epoch) {
+            // The worktree exists whatever became of the claim. Trap: without
+            // its base it stays `reserved`, which list and prune never look
+            // at on disk, so it would be left behind for good.
+            self.record_base(ctx.team, id, base, ctx.now.wall_ms);
+            return Err(e);
+        }
         let detail = opened_detail(ctx.actor, id, fresh, found);
         self.transition(change(&ctx, id), |task| {
             if let Some(w) = task.worktree.as_mut()
@@ -123,6 +129,18 @@ impl Board {
             }
             Note::new(EventKind::WorktreeOpened, detail).about(ctx.actor)
         })
+    }
+
+    /// Sets the base of `id`'s worktree if it has none yet.
+    fn record_base(&mut self, team: &str, id: TaskId, base: &str, wall_ms: i64) {
+        let Some(task) = self.teams.get_mut(team).and_then(|t| t.tasks.get_mut(&id)) else {
+            return;
+        };
+        if let Some(w) = task.worktree.as_mut().filter(|w| w.base.is_none()) {
+            w.base = Some(base.to_string());
+            task.updated_at = wall_ms;
+            self.mark_task(team, id);
+        }
     }
 
     /// The tasks with a worktree, for the worker to inspect (`list_worktrees`,

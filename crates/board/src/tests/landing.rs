@@ -380,6 +380,36 @@ fn a_landing_that_conflicts_goes_back_to_a_waiting_owner_or_else_to_pending() {
     assert!(h.ready(a));
 }
 
+/// The worker created the worktree, but the claim ended before its report
+/// came back: the board still learns that it exists. Trap: with no base it
+/// stayed `reserved`, which list and prune never look at on disk, so a
+/// cancelled task's worktree and branch were left behind for good.
+#[test]
+fn a_worktree_opened_for_a_claim_that_ended_meanwhile_is_still_recorded() {
+    let mut h = with_repo();
+    let a = h.add("a");
+    let ann = h.join("ann", "dev");
+    let c = h.claim(ann, a);
+    h.release(ann, a, c.epoch, None);
+    let ctx = h.ctx(ann);
+    let e = h
+        .board
+        .worktree_opened(ctx, a, c.epoch, "base0", true, &Found::default())
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::StaleEpoch);
+    assert_eq!(h.task(a).worktree.unwrap().base.as_deref(), Some("base0"));
+    let changes = h.board.take_changes();
+    assert!(changes.tasks.iter().any(|(_, t)| t.id == a), "persisted");
+    h.cancel(a);
+    let states: Vec<WorktreeState> = h
+        .board
+        .worktree_tasks(TEAM)
+        .iter()
+        .map(|e| e.state)
+        .collect();
+    assert_eq!(states, [WorktreeState::Unmerged]);
+}
+
 /// The queue's report on an earlier claim's landing (cancelled while queued,
 /// then retried, claimed and completed again before the worker got to it)
 /// must leave the new claim and its landing alone.
