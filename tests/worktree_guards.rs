@@ -225,3 +225,37 @@ async fn a_task_cancelled_while_queued_does_not_land() {
     );
     assert!(wb.is_dir());
 }
+
+/// A git step that fails on the disk (here: the worktrees directory is a
+/// file, so no worktree can be made in it) is a `git` error. `storage` would
+/// tell the client that boardd could not persist a change and is stopping
+/// (docs/protocol.md §5), which is not so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worktree_that_cannot_be_made_on_disk_is_a_git_error_not_storage() {
+    let dir = short_tempdir();
+    let repo = GitRepo::new(dir.path());
+    let daemon = InProc::start().await;
+    let lead = lead(&daemon.socket).await;
+    let worktrees = daemon.state_dir.join("worktrees");
+    std::fs::write(&worktrees, "not a directory").expect("write");
+    let e = lead
+        .set_repo(repo.repo_args())
+        .await
+        .expect_err("no worktrees dir");
+    assert_eq!(e.code(), Some(ErrorCode::Git), "{e}");
+
+    std::fs::remove_file(&worktrees).expect("rm");
+    let set = lead.set_repo(repo.repo_args()).await.expect("set_repo");
+    std::fs::remove_dir(&set.worktrees).expect("rmdir");
+    std::fs::write(&set.worktrees, "not a directory").expect("write");
+    let id = lead.add_task(task("config")).await.expect("add").id;
+    let alice = teammate(&daemon.socket, "alice", "coder").await;
+    let claim = alice.claim_task(id).await.expect("claim");
+    let e = alice
+        .open_worktree(id, claim.epoch)
+        .await
+        .expect_err("no worktree can be made");
+    assert_eq!(e.code(), Some(ErrorCode::Git), "{e}");
+    // boardd goes on.
+    assert_eq!(lead.get_repo().await.expect("get"), Some(set));
+}

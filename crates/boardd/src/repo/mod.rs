@@ -198,11 +198,9 @@ impl Repos {
     }
 }
 
-/// A git failure as the client sees it.
+/// A git failure as the client sees it: always `git`, an I/O failure in
+/// git's work included. Trap: `storage` tells a client that boardd could not
+/// persist a change and is stopping, which a failed worktree is not.
 pub(crate) fn git_error(e: GitError) -> ErrorBody {
-    let code = match &e {
-        GitError::Io { .. } => ErrorCode::Storage,
-        _ => ErrorCode::Git,
-    };
-    ErrorBody::new(code, e.to_string())
+    ErrorBody::new(ErrorCode::Git, e.to_string())
 }

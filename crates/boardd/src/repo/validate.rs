@@ -53,7 +53,7 @@ pub fn validate(args: &SetRepoArgs, worktrees: &str, now_ms: i64) -> Result<Repo
     // claim.
     std::fs::create_dir_all(worktrees).map_err(|e| {
         ErrorBody::new(
-            ErrorCode::Storage,
+            ErrorCode::Git,
             format!("cannot create the worktrees directory {worktrees}: {e}"),
         )
     })?;
