@@ -312,3 +312,34 @@ async fn prune_takes_the_branch_of_a_landed_task_whose_directory_was_removed_by_
     );
     assert!(!teamboard_testkit::git::git(&repo.path, &["worktree", "list"]).contains("task-1"));
 }
+
+/// Checks often leave files behind (caches, reports). Untracked files never
+/// land, so they do not hold up the queue, and the target gets only the work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_a_check_leaves_untracked_do_not_stop_the_landing() {
+    let dir = short_tempdir();
+    let repo = GitRepo::new(dir.path());
+    let daemon = InProc::start().await;
+    let lead = lead(&daemon.socket).await;
+    lead.set_repo(SetRepoArgs {
+        checks: vec!["mkdir -p .cache && echo x > .cache/run && echo report > report.txt".into()],
+        ..repo.repo_args()
+    })
+    .await
+    .expect("set_repo");
+    let id = lead.add_task(task("work")).await.expect("add").id;
+    let alice = teammate(&daemon.socket, "alice", "coder").await;
+    let (epoch, wt) = claim_and_open(&alice, id).await;
+    write(&wt, "work.txt", "done\n");
+    let done = alice
+        .complete_task(id, epoch, "done")
+        .await
+        .expect("lands despite the check's leftovers");
+    assert_eq!(done.status, TaskStatus::Completed);
+    assert_eq!(repo.show("main", "work.txt").as_deref(), Some("done\n"));
+    assert!(
+        repo.show("main", "report.txt").is_none(),
+        "untracked stays out"
+    );
+    assert!(wt.join("report.txt").exists(), "and is not deleted either");
+}

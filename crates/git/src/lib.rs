@@ -101,6 +101,8 @@ pub struct WorktreeState {
     /// Paths with uncommitted changes, untracked ones included (an untracked
     /// directory is one entry, "dir/"); a rename is listed by its new path.
     pub changed: Vec<String>,
+    /// How many of `changed` are untracked (new files git does not know yet).
+    pub untracked: usize,
     pub merging: bool,
     pub rebasing: bool,
 }

@@ -17,10 +17,12 @@ impl Repo {
             Some(branch) => Some(branch),
             None => rebasing_branch(&wt)?,
         };
+        let entries = status(&wt)?;
         Ok(WorktreeState {
             head: head_at(&wt)?,
             branch,
-            changed: status(&wt)?.into_iter().map(|e| e.path).collect(),
+            untracked: entries.iter().filter(|e| e.untracked()).count(),
+            changed: entries.into_iter().map(|e| e.path).collect(),
             merging: progress.merging,
             rebasing: progress.rebasing,
         })
@@ -147,6 +149,11 @@ pub(crate) struct Entry {
 }
 
 impl Entry {
+    /// A file git does not track yet.
+    pub(crate) fn untracked(&self) -> bool {
+        self.code == "??"
+    }
+
     /// Both sides changed this path and the merge stopped on it.
     pub(crate) fn unmerged(&self) -> bool {
         matches!(

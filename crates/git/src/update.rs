@@ -22,7 +22,12 @@ impl Repo {
         if let Some(what) = in_progress(&wt)?.what() {
             return Err(GitError::InProgress { what });
         }
-        let dirty = status(&wt)?;
+        // Untracked files do not stop a rebase or merge (git refuses to
+        // overwrite one, so none is lost); tracked changes would.
+        let dirty: Vec<_> = status(&wt)?
+            .into_iter()
+            .filter(|e| !e.untracked())
+            .collect();
         if !dirty.is_empty() {
             return Err(GitError::Dirty {
                 paths: dirty.into_iter().map(|e| e.path).collect(),

@@ -48,7 +48,10 @@ pub fn land(job: &LandJob) -> Result<Landed, LandRefusal> {
     if let Some(landed) = moved_since_checks(&git, job)? {
         return Ok(landed);
     }
-    if !state.changed.is_empty() {
+    // Untracked files never land (only the branch does), and checks often
+    // leave some behind (caches, reports); a change to a tracked file after the
+    // checks is what must not go unchecked.
+    if state.changed.len() > state.untracked {
         return Err(LandRefusal {
             code: ErrorCode::Git,
             message: format!(

@@ -129,19 +129,40 @@ fn a_dirty_worktree_is_refused_with_its_paths() {
     let fx = Fixture::new();
     let (path, _) = fx.task("task-1");
     fx.commit_on_main("b.txt", "main\n");
-    write(&path, "wip.txt", "uncommitted\n");
+    write(&path, "README", "uncommitted\n");
     let err = fx
         .repo
         .update(&path, "main", Style::Rebase)
         .expect_err("dirty");
     assert!(
-        matches!(&err, GitError::Dirty { paths } if paths == &["wip.txt"]),
+        matches!(&err, GitError::Dirty { paths } if paths == &["README"]),
         "{err:?}"
     );
     assert_eq!(
         err.to_string(),
-        "the worktree has uncommitted changes: wip.txt"
+        "the worktree has uncommitted changes: README"
     );
+}
+
+/// Untracked files do not stop an update (checks leave caches and reports
+/// behind), and survive it.
+#[test]
+fn untracked_files_do_not_stop_an_update_and_stay() {
+    let fx = Fixture::new();
+    let (path, _) = fx.task("task-1");
+    fx.commit_on_main("b.txt", "main\n");
+    write(&path, "wip.txt", "untracked\n");
+    let done = fx
+        .repo
+        .update(&path, "main", Style::Rebase)
+        .expect("update");
+    assert!(matches!(done, Update::Updated(_)), "{done:?}");
+    assert_eq!(
+        std::fs::read_to_string(path.join("wip.txt")).expect("kept"),
+        "untracked\n"
+    );
+    let state = fx.repo.worktree_state(&path).expect("state");
+    assert_eq!((state.changed.len(), state.untracked), (1, 1));
 }
 
 #[test]
