@@ -236,6 +236,21 @@ fn bad_flag_values_are_refused() {
     assert!(stderr.contains("lease-ttl"), "{stderr}");
 }
 
+/// One datagram from boardd's notify socket. Trap: the blocking `recv` runs on
+/// a thread that may take a signal (the SIGCHLD of another test's child, which
+/// tokio handles), and a socket call with a receive timeout is never restarted
+/// after a handler, `SA_RESTART` or not (signal(7)): it fails with EINTR. An
+/// interrupted call is not a missing message, so it is asked again; the read
+/// timeout still bounds each wait.
+fn recv_notify(notify: &UnixDatagram, buf: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        match notify.recv(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            other => return other,
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tells_systemd_when_ready_and_when_stopping() {
     let dir = short_tempdir();
@@ -253,8 +268,7 @@ async fn tells_systemd_when_ready_and_when_stopping() {
     );
 
     let mut buf = [0u8; 1024];
-    let n = notify
-        .recv(&mut buf)
+    let n = recv_notify(&notify, &mut buf)
         .unwrap_or_else(|e| panic!("no READY=1 within 20 s ({e}); log:\n{}", d.log()));
     let msg = String::from_utf8_lossy(&buf[..n]).to_string();
     assert!(msg.lines().any(|l| l == "READY=1"), "{msg:?}");
@@ -263,7 +277,7 @@ async fn tells_systemd_when_ready_and_when_stopping() {
     client.status().await.expect("served as soon as READY=1");
 
     d.signal(libc::SIGTERM);
-    let n = notify.recv(&mut buf).expect("STOPPING=1 after SIGTERM");
+    let n = recv_notify(&notify, &mut buf).expect("STOPPING=1 after SIGTERM");
     let msg = String::from_utf8_lossy(&buf[..n]).to_string();
     assert!(msg.lines().any(|l| l == "STOPPING=1"), "{msg:?}");
     let status = d.wait_exit(Duration::from_secs(10)).await;
