@@ -89,7 +89,9 @@ fn block_events(index: usize, block: &Value, events: &mut Vec<Event>) {
                 .into_iter()
                 .map(|text| json!({"type": "thinking_delta", "thinking": text}))
                 .collect();
-            deltas.push(json!({"type": "signature_delta", "signature": block["signature"]}));
+            if let Some(signature) = block["signature"].as_str() {
+                deltas.push(json!({"type": "signature_delta", "signature": signature}));
+            }
             (
                 json!({"type": "thinking", "thinking": "", "signature": ""}),
                 deltas,
@@ -204,6 +206,33 @@ mod tests {
         assert_eq!(parse_sse(&to_sse(&events)), Some(events));
         assert_eq!(parse_sse("data: {}\n\n"), None, "an event needs a name");
         assert_eq!(parse_sse("event: x\ndata: {oops\n\n"), None);
+    }
+
+    #[test]
+    fn a_thinking_block_streams_its_text_then_its_signature() {
+        let message = crate::anthropic_message(
+            json!([{"type": "thinking", "thinking": "let me see", "signature": "sig"}]),
+            "end_turn",
+            (5, 7),
+        );
+        let deltas: Vec<Value> = anthropic_events(&message)
+            .into_iter()
+            .filter(|(name, _)| name == "content_block_delta")
+            .map(|(_, data)| data["delta"].clone())
+            .collect();
+        let thinking: String = deltas
+            .iter()
+            .filter_map(|d| d["thinking"].as_str())
+            .collect();
+        assert_eq!(thinking, "let me see");
+        assert_eq!(
+            deltas.last().map(|d| d["type"].clone()),
+            Some(json!("signature_delta"))
+        );
+        assert_eq!(
+            deltas.last().map(|d| d["signature"].clone()),
+            Some(json!("sig"))
+        );
     }
 
     #[test]
