@@ -22,9 +22,20 @@
 //! moment a model call is recorded, so a benchmark can time the model calls of a
 //! process it drives without polling.
 //!
+//! Anthropic answers can also be streamed as Server-Sent Events, the way Claude
+//! Code reads them (see [`stream`]): [`MockReply::anthropic_stream_text`],
+//! [`MockReply::anthropic_stream_tool_use`], or [`MockReply::streamed`] for any
+//! scripted message. A request to `.../messages` whose body has `"stream": true`
+//! gets the streamed form of a scripted JSON message on its own, so one script
+//! serves a streaming and a non-streaming client alike; a request without it is
+//! answered exactly as scripted. Error replies stay JSON either way, as the real
+//! API answers them before any event. The prompt-cache usage is written into the
+//! `message_start` event of a streamed answer as into the JSON one.
+//!
 //! Tests use it as `use teamboard_testkit::mock_llm::{MockLlm, MockReply};`.
 
 pub mod cache;
+pub mod stream;
 
 use cache::{Api, PromptCache};
 use serde_json::{Value, json};
@@ -119,6 +130,46 @@ impl MockReply {
                 TOOL_USAGE,
             ),
         )
+    }
+
+    /// [`MockReply::anthropic_text`] streamed as Server-Sent Events.
+    pub fn anthropic_stream_text(text: &str) -> MockReply {
+        MockReply::anthropic_text(text).streamed()
+    }
+
+    /// [`MockReply::anthropic_tool_use`] streamed as Server-Sent Events: the
+    /// tool's input arrives as `input_json_delta` pieces.
+    pub fn anthropic_stream_tool_use(id: &str, name: &str, input: Value) -> MockReply {
+        MockReply::anthropic_tool_use(id, name, input).streamed()
+    }
+
+    /// This reply as the event stream of the Messages API, when it is a
+    /// successful JSON message (`"type": "message"`); any other reply (an error,
+    /// a raw body, a Chat Completions answer, a stream already) is returned as it
+    /// is. Other headers and the delay are kept.
+    pub fn streamed(mut self) -> MockReply {
+        if self.status != 200 || !self.has_content_type("application/json") {
+            return self;
+        }
+        let Ok(message) = serde_json::from_str::<Value>(&self.body) else {
+            return self;
+        };
+        if message["type"] != "message" {
+            return self;
+        }
+        self.body = stream::to_sse(&stream::anthropic_events(&message));
+        self.headers
+            .retain(|(k, _)| !k.eq_ignore_ascii_case("content-type"));
+        self.headers
+            .push(("content-type".into(), "text/event-stream".into()));
+        self
+    }
+
+    /// Whether the reply's `content-type` starts with `mime`.
+    fn has_content_type(&self, mime: &str) -> bool {
+        self.headers
+            .iter()
+            .any(|(k, v)| k.eq_ignore_ascii_case("content-type") && v.starts_with(mime))
     }
 
     /// A Messages API answer cut off at the output limit: one text block,
@@ -490,14 +541,14 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<State>>, recorded: Arc<Notify
                     }
                 };
                 let mut request = request;
-                if let (Some(cache), Some(api)) =
-                    (s.prompt_cache.as_mut(), Api::of_path(&request.path))
-                {
+                let api = Api::of_path(&request.path);
+                if api == Some(Api::Anthropic) && request.body["stream"] == true {
+                    reply = reply.streamed();
+                }
+                if let (Some(cache), Some(api)) = (s.prompt_cache.as_mut(), api) {
                     reply = with_simulated_usage(reply, api, cache, &request.body);
                 }
-                request.answered_usage = serde_json::from_str::<Value>(&reply.body)
-                    .map(|b| b["usage"].clone())
-                    .unwrap_or(Value::Null);
+                request.answered_usage = answered_usage(&reply);
                 s.requests.push(request);
                 reply
             }
@@ -518,22 +569,62 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<State>>, recorded: Arc<Notify
     }
 }
 
+/// The `usage` `reply` reports: a JSON answer's `usage`, or the final usage of
+/// an event stream; `Null` when it has none.
+fn answered_usage(reply: &MockReply) -> Value {
+    if reply.has_content_type("text/event-stream") {
+        return stream::parse_sse(&reply.body)
+            .map(|events| stream::usage(&events))
+            .unwrap_or(Value::Null);
+    }
+    serde_json::from_str::<Value>(&reply.body)
+        .map(|b| b["usage"].clone())
+        .unwrap_or(Value::Null)
+}
+
 /// `reply` with the usage `cache` works out for `body`, in `api`'s format. Only
-/// successful JSON answers that report a usage are changed.
+/// successful answers that report a usage are changed: a JSON answer's `usage`,
+/// or the usage in an event stream's `message_start` (the input side; the
+/// output tokens stay those of `message_delta`).
 fn with_simulated_usage(
     mut reply: MockReply,
     api: Api,
     cache: &mut PromptCache,
     body: &Value,
 ) -> MockReply {
+    if reply.status != 200 {
+        return reply;
+    }
+    if reply.has_content_type("text/event-stream") {
+        let Some(mut events) = stream::parse_sse(&reply.body) else {
+            return reply;
+        };
+        let Some(usage) = events
+            .iter_mut()
+            .find(|(name, _)| name == "message_start")
+            .map(|(_, data)| &mut data["message"]["usage"])
+            .filter(|usage| usage.is_object())
+        else {
+            return reply;
+        };
+        set_usage(usage, api, cache, body);
+        reply.body = stream::to_sse(&events);
+        return reply;
+    }
     let Ok(mut answer) = serde_json::from_str::<Value>(&reply.body) else {
         return reply;
     };
-    if reply.status != 200 || !answer["usage"].is_object() {
+    if !answer["usage"].is_object() {
         return reply;
     }
+    set_usage(&mut answer["usage"], api, cache, body);
+    reply.body = answer.to_string();
+    reply
+}
+
+/// Writes the usage `cache` works out for `body` into `usage`, in `api`'s format.
+fn set_usage(usage: &mut Value, api: Api, cache: &mut PromptCache, body: &Value) {
     let u = cache.usage(api, body);
-    let usage = &mut answer["usage"];
     match api {
         Api::Anthropic => {
             usage["input_tokens"] = json!(u.fresh());
@@ -547,8 +638,6 @@ fn with_simulated_usage(
             usage["total_tokens"] = json!(u.prompt + output);
         }
     }
-    reply.body = answer.to_string();
-    reply
 }
 
 /// Whether `request` asks for the model list (`GET /v1/models`, `GET /models`).
