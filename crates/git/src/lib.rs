@@ -68,6 +68,7 @@ pub use check::{CheckOutcome, CheckResult, CheckSpec, Interrupt, run_check};
 pub use error::GitError;
 pub use repo::Repo;
 pub use size::dir_size;
+pub use state::{Entry as StatusEntry, parse_status};
 pub use tail::TAIL_BYTES;
 pub use version::{MIN_VERSION, Version, parse_version, version};
 

@@ -142,8 +142,8 @@ pub(crate) fn rebasing_branch(wt: &Path) -> Result<Option<String>, GitError> {
 
 /// One line of `git status`: its two-letter code and the path (the new path
 /// for a rename or copy).
-#[derive(Debug)]
-pub(crate) struct Entry {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
     pub code: String,
     pub path: String,
 }
@@ -176,7 +176,7 @@ pub(crate) fn status(wt: &Path) -> Result<Vec<Entry>, GitError> {
 
 /// Reads `status --porcelain=v1 -z`: `XY PATH\0`, where a rename or copy is
 /// followed by one more field, its original path.
-fn parse_status(text: &str) -> Vec<Entry> {
+pub fn parse_status(text: &str) -> Vec<Entry> {
     let mut entries = Vec::new();
     let mut fields = text.split('\0').filter(|f| !f.is_empty());
     while let Some(field) = fields.next() {

@@ -72,12 +72,10 @@ pub fn failure(args: &[&str], out: &Output) -> String {
     )
 }
 
-/// One changed path of `git status --porcelain=v1 -z`: its code and path.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Changed {
-    pub code: String,
-    pub path: String,
-}
+/// One changed path of `git status --porcelain=v1 -z`: its code and path,
+/// read by the git crate's own parser.
+pub use teamboard_git::StatusEntry as Changed;
+use teamboard_git::parse_status;
 
 /// The paths with uncommitted changes in `wt`, every untracked file listed
 /// (not just its directory). Takes no lock, so it can look at a worktree
@@ -92,25 +90,6 @@ pub fn status(wt: &Path) -> anyhow::Result<Vec<Changed>> {
         bail!("{}", failure(&["status"], &out));
     }
     Ok(parse_status(&String::from_utf8_lossy(&out.stdout)))
-}
-
-fn parse_status(text: &str) -> Vec<Changed> {
-    let mut entries = Vec::new();
-    let mut fields = text.split('\0').filter(|f| !f.is_empty());
-    while let Some(field) = fields.next() {
-        let (Some(code), Some(path)) = (field.get(..2), field.get(3..)) else {
-            continue;
-        };
-        if code.contains('R') || code.contains('C') {
-            // The original path of a rename or copy follows.
-            fields.next();
-        }
-        entries.push(Changed {
-            code: code.to_string(),
-            path: path.to_string(),
-        });
-    }
-    entries
 }
 
 /// Whether a rebase is stopped (or running) in `wt`.
