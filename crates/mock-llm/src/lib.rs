@@ -344,7 +344,15 @@ struct State {
     model_list_requests: Vec<RecordedRequest>,
     /// Set by [`MockLlm::simulate_prompt_cache`].
     prompt_cache: Option<PromptCache>,
+    /// Set by [`MockLlm::set_responder`]: chooses the reply from the request
+    /// when the queue is empty, before the fallback.
+    responder: Option<Responder>,
 }
+
+/// Chooses a reply from the request: `None` leaves it to the fallback. For
+/// clients whose number and order of calls a test cannot script in advance (a
+/// real agent CLI), so the answer follows from what was asked, not from when.
+pub type Responder = Arc<dyn Fn(&RecordedRequest) -> Option<MockReply> + Send + Sync>;
 
 /// The server. It stops (and drops its connections) when dropped.
 pub struct MockLlm {
@@ -390,6 +398,7 @@ impl MockLlm {
             models: None,
             model_list_requests: Vec::new(),
             prompt_cache: None,
+            responder: None,
         }));
         let shared = state.clone();
         let recorded = Arc::new(Notify::new());
@@ -469,6 +478,18 @@ impl MockLlm {
         self.lock().queue.push_back(reply);
     }
 
+    /// Lets `responder` choose the reply to every model call that finds the
+    /// queue empty (a reply it declines goes to the fallback). It runs with the
+    /// server's state locked: it must not call back into this server. A delay
+    /// it wants goes into its reply ([`MockReply::with_delay`]).
+    pub fn set_responder(
+        &self,
+        responder: impl Fn(&RecordedRequest) -> Option<MockReply> + Send + Sync + 'static,
+    ) {
+        self.lock().responder = Some(Arc::new(responder));
+    }
+
+    /// Answers with `reply` once the scripted replies run out.
     pub fn set_fallback(&self, reply: MockReply) {
         self.lock().fallback = reply;
     }
@@ -533,7 +554,11 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<State>>, recorded: Arc<Notify
                 s.model_list_requests.push(request);
                 reply
             } else {
-                let mut reply = match s.queue.pop_front() {
+                let responded = match (s.queue.is_empty(), &s.responder) {
+                    (true, Some(responder)) => responder(&request),
+                    _ => None,
+                };
+                let mut reply = match responded.or_else(|| s.queue.pop_front()) {
                     Some(reply) => reply,
                     None => {
                         s.fallback_served += 1;

@@ -19,6 +19,7 @@ pub mod client;
 pub mod codec;
 pub mod error;
 pub mod frame;
+pub mod member;
 pub mod names;
 #[cfg(feature = "paths")]
 pub mod paths;

@@ -118,6 +118,41 @@ pub struct Config {
     /// Every task this teammate claims needs an approved plan before it changes
     /// anything.
     pub require_plan: bool,
+    /// What does the WORK phase: the native loop, or an agent (`docs/runtimes.md`).
+    pub runtime: RuntimeConfig,
+}
+
+/// The runtime and how to start its agent.
+#[derive(Clone, Default)]
+pub struct RuntimeConfig {
+    pub kind: crate::runtime::RuntimeKind,
+    /// `--agent-cmd`: the agent's program; the runtime's default when `None`.
+    pub agent_cmd: Option<PathBuf>,
+    /// `--agent-arg`s, passed after teammated's own arguments.
+    pub agent_args: Vec<String>,
+    pub policy: crate::runtime::AgentPolicy,
+    /// Environment only the agent gets: its API key, taken out of teammated's
+    /// own environment like the native provider's. Never logged.
+    pub agent_env: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for RuntimeConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RuntimeConfig")
+            .field("kind", &self.kind)
+            .field("agent_cmd", &self.agent_cmd)
+            .field("agent_args", &self.agent_args)
+            .field("policy", &self.policy)
+            .field(
+                "agent_env",
+                &self
+                    .agent_env
+                    .iter()
+                    .map(|(k, _)| format!("{k}=<redacted>"))
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
+    }
 }
 
 /// A configured text with surrounding blanks removed, or `None` when nothing is left:

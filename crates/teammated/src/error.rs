@@ -12,4 +12,7 @@ pub enum Error {
     Provider(#[from] LlmError),
     #[error("working directory {path}: {message}")]
     Workdir { path: String, message: String },
+    /// The agent runtime cannot be used at all (its program is missing).
+    #[error("the agent runtime cannot be used: {0}")]
+    Agent(String),
 }

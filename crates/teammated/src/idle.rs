@@ -59,6 +59,24 @@ impl Teammate {
                     wait.as_millis().clamp(1, u64::MAX as u128) as u64
                 }
             };
+            // What a wait parked during an agent's phase brought after it ended.
+            if let Some(work) = self.stashed.take() {
+                match work {
+                    Work::Messages { messages } => return self.take_messages(messages).await,
+                    Work::Task { claim } => {
+                        tracing::info!(task = claim.task.id, subject = %claim.task.subject, "claimed a task");
+                        if self
+                            .hold(claim, "Auto-claimed", Opening::NewPhase)
+                            .await
+                            .is_ok()
+                        {
+                            return Ok(None);
+                        }
+                    }
+                    Work::Timeout => {}
+                }
+                continue;
+            }
             let session = self.session.clone();
             let woken = self.session.call(move |c| {
                 let session = session.clone();

@@ -10,8 +10,9 @@ use clap::Parser;
 use std::path::PathBuf;
 use std::time::Duration;
 use teamboard_protocol::{DEFAULT_TEAM, paths};
-use teammated::config::Config;
+use teammated::config::{Config, RuntimeConfig, keys_file, lookup_secret};
 use teammated::provider_args::{ProviderArgs, SECRET_VARS};
+use teammated::runtime::{AgentPolicy, RuntimeKind};
 use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Parser)]
@@ -86,6 +87,31 @@ struct Args {
     /// edit_file open (tasks created with --require-plan need one anyway).
     #[arg(long, env = "TEAMMATE_REQUIRE_PLAN")]
     require_plan: bool,
+    /// What does the work: `native` is teammated's own model loop; `claude`,
+    /// `codex` and `acp` drive that agent through its structured interface, one
+    /// session per task (see docs/runtimes.md). The model flags above are the
+    /// native loop's; an agent takes its model and key from its own settings,
+    /// `--model`, and ANTHROPIC_API_KEY (claude) or OPENAI_API_KEY (codex).
+    #[arg(long, env = "TEAMMATE_RUNTIME", value_enum, default_value = "native")]
+    runtime: RuntimeKind,
+    /// The agent's program [default: `claude` for claude, `codex` for codex;
+    /// required for acp, e.g. `gemini`]
+    #[arg(long, env = "TEAMMATE_AGENT_CMD", value_name = "CMD")]
+    agent_cmd: Option<PathBuf>,
+    /// One more argument for the agent, after teammated's own; repeat for more
+    /// (`--agent-arg=--acp`, `--agent-arg=--model --agent-arg=sonnet`).
+    #[arg(long = "agent-arg", value_name = "ARG", allow_hyphen_values = true)]
+    agent_args: Vec<String>,
+    /// How the agent's permission requests are answered: `workspace` allows what
+    /// it asks for in the task's worktree; `read-only` refuses every command and
+    /// change. Before an approved plan, changes are refused anyway.
+    #[arg(
+        long,
+        env = "TEAMMATE_AGENT_POLICY",
+        value_enum,
+        default_value = "workspace"
+    )]
+    agent_policy: AgentPolicy,
 }
 
 impl Args {
@@ -116,8 +142,53 @@ impl Args {
             shell_timeout: Duration::from_secs(self.shell_timeout.clamp(1, 600)),
             reconnect_timeout: Duration::from_secs(self.reconnect_timeout),
             require_plan: self.require_plan,
+            runtime: runtime_config(
+                self.runtime,
+                self.agent_cmd,
+                self.agent_args,
+                self.agent_policy,
+            )?,
         })
     }
+}
+
+/// The runtime settings, checked: an agent's flags make sense only with an agent
+/// runtime, and an ACP agent has no default program.
+fn runtime_config(
+    kind: RuntimeKind,
+    agent_cmd: Option<PathBuf>,
+    agent_args: Vec<String>,
+    policy: AgentPolicy,
+) -> anyhow::Result<RuntimeConfig> {
+    if kind == RuntimeKind::Native && (agent_cmd.is_some() || !agent_args.is_empty()) {
+        anyhow::bail!(
+            "--agent-cmd and --agent-arg are for an agent runtime; add --runtime claude, codex or acp"
+        );
+    }
+    if kind == RuntimeKind::Acp && agent_cmd.is_none() {
+        anyhow::bail!(
+            "--runtime acp needs the agent's program: --agent-cmd CMD, e.g. \
+             `--agent-cmd gemini --agent-arg=--acp`"
+        );
+    }
+    // The agent reads its key from its environment; teammated's own is scrubbed
+    // of keys below, so the agent's is handed over explicitly.
+    let key_var = match kind {
+        RuntimeKind::Claude => Some("ANTHROPIC_API_KEY"),
+        RuntimeKind::Codex => Some("OPENAI_API_KEY"),
+        RuntimeKind::Native | RuntimeKind::Acp => None,
+    };
+    let agent_env = key_var
+        .and_then(|var| lookup_secret(var, &keys_file()).map(|v| (var.to_string(), v)))
+        .into_iter()
+        .collect();
+    Ok(RuntimeConfig {
+        kind,
+        agent_cmd,
+        agent_args,
+        policy,
+        agent_env,
+    })
 }
 
 fn main() {

@@ -47,7 +47,12 @@ impl Teammate {
     ) -> Result<Option<Exit>, Error> {
         let read = read_messages(self, messages).await?;
         for text in &read.texts {
-            self.ctx.push_user_text(text.clone());
+            if self.agent.is_some() {
+                // The agent's next phase starts with them.
+                self.agent_inbox.push(text.clone());
+            } else {
+                self.ctx.push_user_text(text.clone());
+            }
             self.log(EntryKind::User, None, false, text);
         }
         self.ack(read.ids).await?;
@@ -95,17 +100,34 @@ pub(crate) async fn read_messages(t: &mut Teammate, messages: Vec<Message>) -> R
                     "a message meant for the lead reached a teammate; ignored"
                 );
             }
-            _ => read.texts.push(format!(
-                "[Message #{} from {} ({})] {}",
-                m.id,
-                m.from,
-                m.kind.as_str(),
-                m.content
-            )),
+            _ => read.texts.push(message_text(&m)),
         }
         read.ids.push(m.id);
     }
     Ok(read)
+}
+
+/// An ordinary message as the model (or the agent) reads it.
+pub(crate) fn message_text(m: &Message) -> String {
+    format!(
+        "[Message #{} from {} ({})] {}",
+        m.id,
+        m.from,
+        m.kind.as_str(),
+        m.content
+    )
+}
+
+/// Whether the runtime handles a message of this kind itself (a request, or a
+/// kind meant for the lead), rather than give it to the model as it is.
+pub(crate) fn is_protocol(kind: MessageKind) -> bool {
+    matches!(
+        kind,
+        MessageKind::ShutdownRequest
+            | MessageKind::PlanApprovalResponse
+            | MessageKind::ShutdownResponse
+            | MessageKind::PlanApprovalRequest
+    )
 }
 
 /// The request a protocol message names, if it names one boardd knows.

@@ -36,3 +36,41 @@ pub(crate) mod lead {
      with list_tasks while you wait: end your turn and events will wake you. When the board \
      is done, summarise the results for the person: what was done, by whom, what failed.";
 }
+
+/// What an agent runtime (Claude Code, Codex, an ACP agent) is told.
+pub(crate) mod agent {
+    /// Who the agent is and how the board works: its system prompt where it takes
+    /// one, else the head of its first turn.
+    pub(crate) fn identity(name: &str, role: &str, team: &str, worktree: Option<&str>) -> String {
+        let place = match worktree {
+            Some(line) => format!(" {line}"),
+            None => String::new(),
+        };
+        format!(
+            "You are {name}, a teammate with the role '{role}' on team '{team}' of a shared \
+             task board (teamboard). You work on one task at a time, in the current directory.{place} \
+             The board's tools are the MCP server 'teamboard': list_tasks, get_task, \
+             create_task, send_message, complete_task, fail_task and submit_plan. When the \
+             task is done, end your turn with a short report of what you did and how you \
+             checked it: that answer becomes the task's result. If the task cannot be done, \
+             call fail_task with the reason. Messages from the lead and your teammates arrive \
+             as user input that starts with [Message #N from NAME]; answer them with \
+             send_message when they ask something."
+        )
+    }
+
+    /// Put in front of the task when its session is resumed.
+    pub(crate) const RESUMED: &str = "[Runtime] You are back on this task after an \
+         interruption (a restart, or the task coming back to you); the conversation above is \
+         yours. Check what is already done, then carry on where you left off.";
+
+    /// The first turn of a conversation about messages alone.
+    pub(crate) const MESSAGES_ONLY: &str = "[Runtime] You hold no task right now. Read the \
+         messages below and answer with send_message where they ask something; then end \
+         your turn.";
+
+    /// Put under a task whose claim needs an approved plan.
+    pub(crate) const PLAN_FIRST: &str = "[Runtime] This task needs a plan approved by the \
+         lead before you change anything. Look around first, then propose your plan; \
+         it goes to the lead, and you carry it out once it is approved.";
+}

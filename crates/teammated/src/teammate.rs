@@ -94,6 +94,9 @@ pub struct Held {
     /// Why boardd last refused to end the task (a failed check, a conflict),
     /// for the history if the teammate gives it back without finishing.
     pub refused: Option<String>,
+    /// The text that opened the task (the task, the plan note, the worktree, the
+    /// previous owner's note): an agent runtime's first turn.
+    pub opening: String,
 }
 
 pub struct Teammate {
@@ -129,6 +132,15 @@ pub struct Teammate {
     /// message alone leaves it false, so answering the lead never makes the
     /// teammate announce again that it is idle.
     pub(crate) announce_idle: bool,
+    /// The agent runtime, when the teammate has one (`None`: the native loop).
+    pub(crate) agent: Option<crate::work::agent::AgentSetup>,
+    /// Messages read while idle, for the agent's next phase.
+    pub(crate) agent_inbox: Vec<String>,
+    /// What a wait parked during an agent's phase brought after the phase ended:
+    /// IDLE takes it before it waits again.
+    pub(crate) stashed: Option<teamboard_protocol::Work>,
+    /// Agent phases in a row that failed; IDLE rests longer after each.
+    pub(crate) agent_failures: u32,
 }
 
 /// Runs a teammate until it exits: registers, then alternates IDLE and WORK.
@@ -144,12 +156,20 @@ pub async fn run(cfg: Config, cancel: CancellationToken) -> Result<Exit, Error> 
         });
     }
     let provider = llm::build(&cfg.provider)?;
+    // An agent that cannot start stops the teammate here, as a bad model
+    // setting does, so `teamctl spawn` fails with the reason.
+    let agent = crate::work::agent::setup(&cfg)?;
     // Before registering: a base URL or key the server says is wrong stops the
     // teammate here, so `teamctl spawn` (which waits for it to connect) fails with
-    // the reason instead of a task failing later.
-    let probe = tokio::select! {
-        _ = cancel.cancelled() => return Ok(Exit::Terminated),
-        probe = provider.probe() => probe?,
+    // the reason instead of a task failing later. An agent runtime does not use
+    // the native model.
+    let probe = if agent.is_some() {
+        Probe::Skipped
+    } else {
+        tokio::select! {
+            _ = cancel.cancelled() => return Ok(Exit::Terminated),
+            probe = provider.probe() => probe?,
+        }
     };
     match &probe {
         Probe::Listed { url } => tracing::info!(%url, "the model API answered"),
@@ -182,12 +202,17 @@ pub async fn run(cfg: Config, cancel: CancellationToken) -> Result<Exit, Error> 
         lead: false,
     };
     let mut transcript = Transcript::open(transcript_path(&cfg.state_dir, &cfg.team, &cfg.name));
-    transcript.write(
-        EntryKind::Lifecycle,
-        None,
-        None,
-        false,
-        &format!(
+    let started = match &agent {
+        Some(a) => format!(
+            "started: pid {}, role {}, runtime {} ({}), policy {}, workdir {}",
+            std::process::id(),
+            cfg.role,
+            a.spec.kind.as_str(),
+            a.spec.program.display(),
+            a.spec.policy.as_str(),
+            workdir.display()
+        ),
+        None => format!(
             "started: pid {}, role {}, provider {}, context budget {} tokens, {}, workdir {}",
             std::process::id(),
             cfg.role,
@@ -200,7 +225,8 @@ pub async fn run(cfg: Config, cancel: CancellationToken) -> Result<Exit, Error> 
             },
             workdir.display()
         ),
-    );
+    };
+    transcript.write(EntryKind::Lifecycle, None, None, false, &started);
     if let Probe::Unsure(why) = &probe {
         transcript.write(
             EntryKind::Lifecycle,
@@ -229,6 +255,10 @@ pub async fn run(cfg: Config, cancel: CancellationToken) -> Result<Exit, Error> 
         compacted_at: None,
         llm_failures: 0,
         announce_idle: true,
+        agent,
+        agent_inbox: Vec::new(),
+        stashed: None,
+        agent_failures: 0,
     };
     // After a boardd restart, the claim our name still holds comes back to us.
     let result = match member.task {
@@ -347,11 +377,16 @@ impl Teammate {
             plan: PlanState::None,
             tree: None,
             refused: None,
+            opening: String::new(),
         });
         let tree = self.open_tree(&task, claim.epoch).await?;
         let mut blocks = context::task_opening(how, &task);
         if needs_plan && let Some(task_text) = blocks.first_mut() {
-            task_text.push_str(&format!("\n\n{PLAN_FIRST}"));
+            let note = match self.agent {
+                Some(_) => crate::prompts::agent::PLAN_FIRST,
+                None => PLAN_FIRST,
+            };
+            task_text.push_str(&format!("\n\n{note}"));
         }
         if let Some(tree) = &tree {
             // Right under the task, before a previous owner's note.
@@ -378,7 +413,11 @@ impl Teammate {
         if let Some(held) = self.held.as_mut() {
             held.tree = tree;
         }
-        Ok(blocks.join("\n\n"))
+        let opening = blocks.join("\n\n");
+        if let Some(held) = self.held.as_mut() {
+            held.opening = opening.clone();
+        }
+        Ok(opening)
     }
 
     /// Saves the conversation a new task does not carry on, as compaction saves

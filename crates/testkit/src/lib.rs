@@ -54,6 +54,8 @@
 //! - [`alive`]: whether a process still runs (a zombie does not);
 //!   [`group_members`]: what still runs in a process group, [`process_group`]:
 //!   the group of a process.
+//! - [`agents::agent_cli`]: the real Claude Code, Codex or Gemini CLI at its
+//!   pinned version, or a clear "skipped" when it is not installed.
 //! - [`MuteTeammate`]: a real process (this kit's `mute-teammate` binary) that
 //!   registers and then answers nothing, in a process group of its own, for
 //!   shutdown deadlines that boardd enforces with signals.
@@ -62,6 +64,7 @@
 //! the daemon exactly as its binary does. `boardd` is re-exported so that a test can
 //! name [`boardd::Config`] in a `start_with` closure without depending on it.
 
+pub mod agents;
 mod bins;
 pub mod blocking;
 mod board;

@@ -100,6 +100,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// sees it, and no teammate name can be mistaken for it.
 pub const ARG: &str = "__tool-guard";
 
+/// The same guard for an agent runtime's process (Claude Code, Codex, an ACP
+/// agent), with two differences: the agent keeps teammated's stdin, stdout and
+/// stderr (its JSON streams), so the guard reports the agent's end as its own
+/// exit status instead of on stdout; and the guard kills whatever is left as soon
+/// as the agent itself ends, since nothing an agent starts should outlive it.
+pub const AGENT_ARG: &str = "__agent-guard";
+
 /// Set once `main` has shown that this executable serves [`ARG`].
 static SERVES: AtomicBool = AtomicBool::new(false);
 
@@ -112,11 +119,26 @@ const SIGNALS: [libc::c_int; 4] = [libc::SIGCHLD, libc::SIGTERM, libc::SIGHUP, l
 /// as the guard of its tool commands.
 pub fn serve_if_asked() -> Option<i32> {
     let mut args = std::env::args_os();
-    if args.nth(1).as_deref() != Some(std::ffi::OsStr::new(ARG)) {
-        SERVES.store(true, Ordering::Release);
-        return None;
+    let first = args.nth(1);
+    if first.as_deref() == Some(std::ffi::OsStr::new(ARG)) {
+        return Some(serve(args, Mode::Tool));
     }
-    Some(serve(args))
+    if first.as_deref() == Some(std::ffi::OsStr::new(AGENT_ARG)) {
+        return Some(serve(args, Mode::Agent));
+    }
+    SERVES.store(true, Ordering::Release);
+    None
+}
+
+/// What the guard guards.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// A `bash` tool command: output on stderr, the status reported on stdout,
+    /// background jobs may outlive the command (not the guard).
+    Tool,
+    /// An agent runtime: all three streams are the agent's, the status is the
+    /// guard's exit code, and the rest is killed when the agent ends.
+    Agent,
 }
 
 /// The program to start as a command's guard: this very executable, when its
@@ -129,7 +151,7 @@ pub fn program() -> Option<PathBuf> {
 
 /// The guard's whole life. `args`: the parent's pid, then the program and its
 /// arguments.
-fn serve(mut args: impl Iterator<Item = OsString>) -> i32 {
+fn serve(mut args: impl Iterator<Item = OsString>, mode: Mode) -> i32 {
     let parent = args
         .next()
         .and_then(|a| a.to_str()?.parse::<libc::pid_t>().ok());
@@ -150,28 +172,53 @@ fn serve(mut args: impl Iterator<Item = OsString>) -> i32 {
             return 1;
         }
     }
-    let leader = match start(program, args.collect()) {
+    let leader = match start(program, args.collect(), mode) {
         Ok(pid) => pid,
         Err(e) => {
+            if mode == Mode::Agent {
+                // teammated reads the agent's stderr for the reason.
+                let _ = writeln!(std::io::stderr(), "teammated's agent guard: {e}");
+                return 127;
+            }
             report(&format!("error: {e}"));
             return 1;
         }
     };
+    if mode == Mode::Agent {
+        // The agent's pipes must close when the agent's processes are done, not
+        // when the guard is.
+        onto_null(libc::STDIN_FILENO);
+        onto_null(libc::STDOUT_FILENO);
+    }
     // The command's output pipe must close when the command's processes are
     // done, not when the guard is.
     onto_null(libc::STDERR_FILENO);
     let mut leader_alive = true;
+    let mut code = 0;
     loop {
         // SAFETY: `set` is initialised; a null siginfo pointer is allowed.
         let sig = unsafe { libc::sigwaitinfo(&set, std::ptr::null_mut()) };
         if sig == libc::SIGCHLD {
-            match reap(leader, &mut leader_alive) {
+            let was_alive = leader_alive;
+            let reaped = reap(leader, &mut leader_alive, mode, &mut code);
+            if mode == Mode::Agent && was_alive && !leader_alive {
+                // The agent is gone: so is everything it started.
+                kill_all(None);
+                return code;
+            }
+            match reaped {
                 Reaped::Some => {}
-                Reaped::NoChildren => return 0,
+                Reaped::NoChildren => return code,
             }
         } else if sig > 0 {
             kill_all(leader_alive.then_some(leader));
-            return 0;
+            // An agent stopped by teammated ended by its SIGTERM, as far as
+            // teammated's wait can tell.
+            return if mode == Mode::Agent {
+                128 + libc::SIGTERM
+            } else {
+                0
+            };
         }
         // -1: EINTR from a signal outside the set; wait again.
     }
@@ -191,7 +238,7 @@ fn signal_set() -> libc::sigset_t {
 
 /// Starts the command in a process group of its own, on our stderr (the output
 /// pipe), and returns its pid.
-fn start(program: OsString, args: Vec<OsString>) -> std::io::Result<libc::pid_t> {
+fn start(program: OsString, args: Vec<OsString>, mode: Mode) -> std::io::Result<libc::pid_t> {
     let out = std::io::stderr().as_raw_fd();
     // SAFETY: dup(2) of our own stderr; the new descriptor is owned at once.
     let out = unsafe { libc::fcntl(out, libc::F_DUPFD_CLOEXEC, 0) };
@@ -202,11 +249,13 @@ fn start(program: OsString, args: Vec<OsString>) -> std::io::Result<libc::pid_t>
     let out = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(out) };
     let guard = std::process::id() as libc::pid_t;
     let mut cmd = Command::new(program);
-    cmd.args(args)
-        .stdin(Stdio::inherit())
-        .stdout(Stdio::from(out.try_clone()?))
-        .stderr(Stdio::from(out))
-        .process_group(0);
+    cmd.args(args).stdin(Stdio::inherit()).process_group(0);
+    match mode {
+        Mode::Tool => cmd
+            .stdout(Stdio::from(out.try_clone()?))
+            .stderr(Stdio::from(out)),
+        Mode::Agent => cmd.stdout(Stdio::inherit()).stderr(Stdio::inherit()),
+    };
     // SAFETY: between fork and exec the closure only makes system calls that are
     // async-signal-safe and touches no memory but the stack.
     unsafe {
@@ -235,8 +284,10 @@ enum Reaped {
     NoChildren,
 }
 
-/// Reaps every child that has ended; reports the shell's status when it is one.
-fn reap(leader: libc::pid_t, leader_alive: &mut bool) -> Reaped {
+/// Reaps every child that has ended; reports the shell's status when it is one
+/// (for an agent: keeps it in `code`, as an exit code: the agent's own, or 128 +
+/// the signal that killed it, as a shell would say).
+fn reap(leader: libc::pid_t, leader_alive: &mut bool, mode: Mode, code: &mut i32) -> Reaped {
     loop {
         let mut status = 0;
         // SAFETY: waitpid writes only to `status`.
@@ -244,7 +295,16 @@ fn reap(leader: libc::pid_t, leader_alive: &mut bool) -> Reaped {
         if pid > 0 {
             if pid == leader {
                 *leader_alive = false;
-                report(&format!("{status}"));
+                match mode {
+                    Mode::Tool => report(&format!("{status}")),
+                    Mode::Agent => {
+                        *code = if libc::WIFEXITED(status) {
+                            libc::WEXITSTATUS(status)
+                        } else {
+                            128 + libc::WTERMSIG(status)
+                        };
+                    }
+                }
             }
             continue;
         }

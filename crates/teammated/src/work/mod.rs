@@ -7,6 +7,7 @@
 //! claim, or a shutdown request; whatever happens, a task still held is completed,
 //! failed or released, never left in progress.
 
+pub(crate) mod agent;
 mod board_tools;
 mod protocol_tools;
 
@@ -67,6 +68,9 @@ const MAX_CONTINUATIONS: u32 = 3;
 impl Teammate {
     /// Runs one WORK phase. `Some(exit)` when the teammate should stop afterwards.
     pub(crate) async fn work(&mut self) -> Result<Option<Exit>, Error> {
+        if self.agent.is_some() {
+            return self.work_with_agent().await;
+        }
         self.set_status(MemberStatus::Working).await?;
         self.idle_requested = false;
         self.log(EntryKind::Lifecycle, None, false, "work: started");

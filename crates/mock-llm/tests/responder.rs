@@ -1,0 +1,46 @@
+//! A responder chooses replies from the request once the queue is empty.
+
+use teamboard_mock_llm::{MockLlm, MockReply};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+async fn post(mock: &MockLlm, body: &str) -> String {
+    let addr = mock.url().trim_start_matches("http://").to_string();
+    let mut stream = TcpStream::connect(addr).await.expect("connect");
+    let head = format!(
+        "POST /v1/messages HTTP/1.1\r\nhost: mock\r\nanthropic-version: 2023-06-01\r\n\
+         content-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.expect("write");
+    stream.write_all(body.as_bytes()).await.expect("write");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await.expect("read");
+    answer
+}
+
+#[tokio::test]
+async fn the_queue_comes_first_then_the_responder_then_the_fallback() {
+    let mock = MockLlm::start(vec![MockReply::anthropic_text("from the queue")]);
+    mock.set_responder(|req| {
+        let said = req.body["messages"][0]["content"].as_str()?;
+        said.contains("ping")
+            .then(|| MockReply::anthropic_text(&format!("pong to {said}")))
+    });
+    let first = post(
+        &mock,
+        r#"{"messages":[{"role":"user","content":"ping 1"}]}"#,
+    )
+    .await;
+    assert!(first.contains("from the queue"), "{first}");
+    let second = post(
+        &mock,
+        r#"{"messages":[{"role":"user","content":"ping 2"}]}"#,
+    )
+    .await;
+    assert!(second.contains("pong to ping 2"), "{second}");
+    let third = post(&mock, r#"{"messages":[{"role":"user","content":"other"}]}"#).await;
+    assert!(third.starts_with("HTTP/1.1 500"), "{third}");
+    assert_eq!(mock.fallback_calls(), 1);
+    assert_eq!(mock.calls(), 3);
+}

@@ -1,0 +1,81 @@
+//! The member socket: how the board's MCP server (`teamctl mcp`) and the
+//! member-side `teamctl` commands act through the teammate that started the agent
+//! they run under.
+//!
+//! A teammate's claim belongs to its own boardd session, so an agent it runs cannot
+//! complete its task over a connection of its own: boardd would refuse it as
+//! another session (`stale_epoch`). Instead teammated listens on a private Unix
+//! socket, named to the agent's processes by [`MEMBER_SOCKET_ENV`], and carries out
+//! the board tools with its session and its claim, exactly as it does for its
+//! native loop, completion gate included.
+//!
+//! The wire: newline-delimited JSON, one [`MemberCall`] per line, answered in
+//! order with one [`MemberReply`] per line. A line is at most
+//! [`MAX_MEMBER_LINE`] bytes. The `value` of a reply is the same JSON that the
+//! tool's `teamctl` twin prints with `--json`.
+
+use crate::ErrorCode;
+use serde::{Deserialize, Serialize};
+
+/// The environment variable that names the member socket to an agent's processes.
+pub const MEMBER_SOCKET_ENV: &str = "TEAMBOARD_MEMBER_SOCKET";
+
+/// The longest line either side sends or accepts.
+pub const MAX_MEMBER_LINE: usize = 1024 * 1024;
+
+/// One board tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemberCall {
+    /// The tool: `list_tasks`, `get_task`, `create_task`, `send_message`,
+    /// `complete_task`, `fail_task` or `submit_plan`.
+    pub tool: String,
+    /// Its arguments, as the MCP tool's input schema gives them.
+    #[serde(default)]
+    pub arguments: serde_json::Value,
+}
+
+/// The answer to one [`MemberCall`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum MemberReply {
+    /// Done: the object the `teamctl` twin prints with `--json`.
+    Ok { value: serde_json::Value },
+    /// Refused, with boardd's error code when boardd refused, and what to do.
+    Error {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        code: Option<ErrorCode>,
+        message: String,
+    },
+}
+
+impl MemberReply {
+    pub fn error(message: impl Into<String>) -> MemberReply {
+        MemberReply::Error {
+            code: None,
+            message: message.into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replies_say_their_status() {
+        let ok = MemberReply::Ok {
+            value: serde_json::json!({"id": 1}),
+        };
+        assert_eq!(
+            serde_json::to_value(&ok).unwrap(),
+            serde_json::json!({"status": "ok", "value": {"id": 1}})
+        );
+        let err = MemberReply::Error {
+            code: Some(ErrorCode::CheckFailed),
+            message: "no".into(),
+        };
+        let back: MemberReply =
+            serde_json::from_str(&serde_json::to_string(&err).unwrap()).unwrap();
+        assert_eq!(back, err);
+    }
+}

@@ -1,0 +1,270 @@
+//! Runtimes: what carries out a teammate's WORK phase.
+//!
+//! The `native` runtime is teammated's own model loop (`crate::work`). The others
+//! drive an agent people already use, through its structured interface, never a
+//! terminal: Claude Code's JSON streams ([`claude`]), Codex's app-server
+//! ([`codex`]) and any Agent Client Protocol agent ([`acp`]). The board side of
+//! the teammate (claims, leases, the inbox, plans, shutdown, results) stays
+//! teammated's in every runtime: `crate::work::agent` maps board events onto an
+//! [`Agent`] and its [`AgentEvent`]s back onto the board. `docs/runtimes.md` has
+//! the mapping for users; `docs/design/runtimes.md` says why it is built this way.
+//!
+//! Data flows one way: `work::agent` owns an [`Agent`], calls its methods for what
+//! the board says, and reads [`AgentEvent`]s from it. A driver never touches the
+//! board.
+
+pub mod acp;
+pub mod claude;
+pub mod codex;
+mod error;
+pub mod jsonrpc;
+pub mod process;
+pub mod sessions;
+
+pub use error::AgentError;
+use std::path::PathBuf;
+use teamboard_protocol::TokenUsage;
+
+/// Which runtime a teammate works with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum RuntimeKind {
+    /// teammated's own LLM loop with its tools.
+    #[default]
+    Native,
+    /// Claude Code, in its JSON stream mode.
+    Claude,
+    /// Codex, through `codex app-server`.
+    Codex,
+    /// Any agent that speaks the Agent Client Protocol over stdio.
+    Acp,
+}
+
+impl RuntimeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuntimeKind::Native => "native",
+            RuntimeKind::Claude => "claude",
+            RuntimeKind::Codex => "codex",
+            RuntimeKind::Acp => "acp",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<RuntimeKind> {
+        match s {
+            "native" => Some(RuntimeKind::Native),
+            "claude" => Some(RuntimeKind::Claude),
+            "codex" => Some(RuntimeKind::Codex),
+            "acp" => Some(RuntimeKind::Acp),
+            _ => None,
+        }
+    }
+
+    /// The program started when `--agent-cmd` names none; `None` when the runtime
+    /// has no default (acp) or runs no program (native).
+    pub fn default_cmd(self) -> Option<&'static str> {
+        match self {
+            RuntimeKind::Claude => Some("claude"),
+            RuntimeKind::Codex => Some("codex"),
+            RuntimeKind::Native | RuntimeKind::Acp => None,
+        }
+    }
+}
+
+/// How teammated answers an agent's permission requests (once the plan gate, if
+/// any, is open).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum AgentPolicy {
+    /// Everything the agent asks for is allowed; it works in the task's worktree.
+    #[default]
+    Workspace,
+    /// Reads are allowed; every command and every change is refused.
+    ReadOnly,
+}
+
+impl AgentPolicy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentPolicy::Workspace => "workspace",
+            AgentPolicy::ReadOnly => "read-only",
+        }
+    }
+}
+
+/// How to start a teammate's agent: the same for every task.
+#[derive(Debug, Clone)]
+pub struct AgentSpec {
+    pub kind: RuntimeKind,
+    /// The program: `--agent-cmd`, or the runtime's default looked up on PATH.
+    pub program: PathBuf,
+    /// `--agent-arg`s, after the arguments teammated passes itself.
+    pub extra_args: Vec<String>,
+    /// `--max-rounds`: Claude Code's `--max-turns`, and the bound on turns for the
+    /// others.
+    pub max_turns: u32,
+    /// `--model`, when given: passed to the agent as its model.
+    pub model: Option<String>,
+    pub policy: AgentPolicy,
+    /// The agent's own state (sessions, settings): `CLAUDE_CONFIG_DIR`,
+    /// `CODEX_HOME` or `HOME`. Persistent, per teammate.
+    pub home: PathBuf,
+    /// Extra environment for the agent: its API key, base URLs, the board's
+    /// variables (`TEAMBOARD_MEMBER_SOCKET`, ...). Added to teammated's own.
+    pub env: Vec<(String, String)>,
+    /// teammated's process guard (`tools::guard::program`), or `None` in a test
+    /// binary: the agent then gets only its own process group and PDEATHSIG.
+    pub guard: Option<PathBuf>,
+}
+
+/// The board's MCP server, as the agent is to start it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpServer {
+    pub command: PathBuf,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+}
+
+/// What one task brings to an agent.
+#[derive(Debug, Clone)]
+pub struct Brief {
+    /// The task's id, to name things after.
+    pub task: u64,
+    /// Where the agent works: the task's worktree, or the teammate's workdir.
+    pub cwd: PathBuf,
+    /// The session to resume, if this task had one with this teammate.
+    pub resume: Option<String>,
+    /// Who the agent is and how the board works: a system prompt where the
+    /// agent takes one (Claude Code's `--append-system-prompt`, Codex's
+    /// `developerInstructions`), else the head of the first turn.
+    pub identity: String,
+    /// The first user turn: the task, or, on a resume, what happened since.
+    pub prompt: String,
+    /// The claim needs an approved plan before anything changes.
+    pub plan_first: bool,
+    /// The board's MCP server, for the agent's configuration.
+    pub mcp: Option<McpServer>,
+}
+
+/// What an agent reports. Drivers send these in order; nothing is lost when
+/// the reader is slow.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgentEvent {
+    /// The session is open: its id, and whether it was resumed (false: a new
+    /// one, `why_new` says why when a resume was asked for and failed).
+    Session {
+        id: String,
+        resumed: bool,
+        why_new: Option<String>,
+    },
+    /// Text the agent said, for the transcript.
+    Said(String),
+    /// The agent called a tool, for the transcript.
+    ToolCall { name: String, input: String },
+    /// Input sent with [`Agent::send`] (its tag) is now in the agent's
+    /// conversation: the message can be acknowledged.
+    Delivered(u64),
+    /// Tokens used since the last report.
+    Usage(TokenUsage),
+    /// The agent asks the lead to approve this plan and waits for
+    /// [`Agent::answer_plan`].
+    PlanProposed(String),
+    /// A turn ended, and nothing sent to the agent is pending: `answer` is its
+    /// final answer.
+    Idle { answer: String },
+    /// The agent reported an error that ends its work: an API error, its turn
+    /// limit, a refusal. The process may still run; the caller stops it.
+    Failed(String),
+    /// The process ended. `status`: how (an exit code or a signal);
+    /// `stderr`: its last lines.
+    Exited { status: String, stderr: String },
+}
+
+/// The lead's decision on a plan the agent proposed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlanAnswer {
+    Approved { feedback: String },
+    Rejected { feedback: String },
+}
+
+/// One running agent, for one task.
+pub enum Agent {
+    Claude(claude::Claude),
+    Codex(codex::Codex),
+    Acp(acp::Acp),
+}
+
+impl Agent {
+    /// Starts the agent for a task: spawns it under the guard and opens (or
+    /// resumes) the task's session with `brief.prompt` as its first input. The
+    /// session id comes as the first [`AgentEvent::Session`].
+    pub async fn start(spec: &AgentSpec, brief: Brief) -> Result<Agent, AgentError> {
+        match spec.kind {
+            RuntimeKind::Claude => claude::Claude::start(spec, brief).await.map(Agent::Claude),
+            RuntimeKind::Codex => codex::Codex::start(spec, brief).await.map(Agent::Codex),
+            RuntimeKind::Acp => acp::Acp::start(spec, brief).await.map(Agent::Acp),
+            RuntimeKind::Native => Err(AgentError::Start(
+                "the native runtime runs no agent process".into(),
+            )),
+        }
+    }
+
+    /// Sends a message (from the inbox, or a refusal of the completion gate) to
+    /// the agent: steered into the running turn where the runtime allows,
+    /// otherwise queued for the turn boundary. Returns the tag that its
+    /// [`AgentEvent::Delivered`] will carry.
+    pub async fn send(&mut self, text: &str) -> Result<u64, AgentError> {
+        match self {
+            Agent::Claude(a) => a.send(text).await,
+            Agent::Codex(a) => a.send(text).await,
+            Agent::Acp(a) => a.send(text).await,
+        }
+    }
+
+    /// Answers the plan the agent proposed (the last [`AgentEvent::PlanProposed`]).
+    pub async fn answer_plan(&mut self, answer: PlanAnswer) -> Result<(), AgentError> {
+        match self {
+            Agent::Claude(a) => a.answer_plan(answer).await,
+            Agent::Codex(a) => a.answer_plan(answer).await,
+            Agent::Acp(a) => a.answer_plan(answer).await,
+        }
+    }
+
+    /// The next event. Cancel-safe: an event is never lost to a `select!`.
+    /// After [`AgentEvent::Exited`], waits forever.
+    pub async fn next_event(&mut self) -> AgentEvent {
+        match self {
+            Agent::Claude(a) => a.next_event().await,
+            Agent::Codex(a) => a.next_event().await,
+            Agent::Acp(a) => a.next_event().await,
+        }
+    }
+
+    /// Stops the agent: interrupts the running turn (bounded), closes its input,
+    /// then ends its process group and everything it started. Returns once no
+    /// process of it is left (or the guard has been told and the grace is over).
+    pub async fn stop(self) {
+        match self {
+            Agent::Claude(a) => a.stop().await,
+            Agent::Codex(a) => a.stop().await,
+            Agent::Acp(a) => a.stop().await,
+        }
+    }
+
+    /// The session's id, once known.
+    pub fn session(&self) -> Option<&str> {
+        match self {
+            Agent::Claude(a) => a.session(),
+            Agent::Codex(a) => a.session(),
+            Agent::Acp(a) => a.session(),
+        }
+    }
+
+    /// The pid of the agent's process (its guard's, under a guard), for tests and
+    /// the transcript.
+    pub fn pid(&self) -> Option<u32> {
+        match self {
+            Agent::Claude(a) => a.pid(),
+            Agent::Codex(a) => a.pid(),
+            Agent::Acp(a) => a.pid(),
+        }
+    }
+}
