@@ -104,9 +104,6 @@ pub struct AgentSpec {
     /// `--model`, when given: passed to the agent as its model.
     pub model: Option<String>,
     pub policy: AgentPolicy,
-    /// The agent's own state (sessions, settings): `CLAUDE_CONFIG_DIR`,
-    /// `CODEX_HOME` or `HOME`. Persistent, per teammate.
-    pub home: PathBuf,
     /// Extra environment for the agent: its API key, base URLs, the board's
     /// variables (`TEAMBOARD_MEMBER_SOCKET`, ...). Added to teammated's own.
     pub env: Vec<(String, String)>,
