@@ -706,13 +706,8 @@ pub(crate) fn setup(cfg: &crate::config::Config) -> Result<Option<AgentSetup>, E
     })?;
     let dir = teamboard_protocol::transcript::teammate_dir(&cfg.state_dir, &cfg.team, &cfg.name)
         .join("agent");
-    let home = dir.join("home");
-    std::fs::create_dir_all(&home).map_err(|e| {
-        Error::Agent(format!(
-            "cannot create the agent's home {}: {e}",
-            home.display()
-        ))
-    })?;
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Error::Agent(format!("cannot create {}: {e}", dir.display())))?;
     let member = MemberServer::bind(&cfg.name)
         .map_err(|e| Error::Agent(format!("cannot open the member socket: {e}")))?;
     let socket = member.path().display().to_string();
@@ -751,7 +746,6 @@ pub(crate) fn setup(cfg: &crate::config::Config) -> Result<Option<AgentSetup>, E
             max_turns: cfg.max_rounds,
             model: cfg.provider.model.clone(),
             policy: rt.policy,
-            home,
             env,
             guard: crate::tools::guard::program(),
         },
