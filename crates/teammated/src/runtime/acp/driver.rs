@@ -335,7 +335,11 @@ impl Driver {
                 if self.plan_mode {
                     self.plan_mode = false;
                     let params = json!({"sessionId": self.session, "modeId": "default"});
-                    done = self.rpc.request("session/set_mode", params).await.map(|_| ());
+                    done = self
+                        .rpc
+                        .request("session/set_mode", params)
+                        .await
+                        .map(|_| ());
                 }
                 self.input(None, approved_note(&feedback)).await;
                 done
@@ -389,10 +393,10 @@ impl Driver {
         while let Some(msg) = self.rpc.next().await {
             match msg {
                 Incoming::Response { id: got, .. } if got.as_u64() == Some(id) => return,
-                Incoming::Request { id, method, .. } => {
-                    if self.rpc.turn_away(&id, &method).await.is_err() {
-                        return;
-                    }
+                Incoming::Request { id, method, .. }
+                    if self.rpc.turn_away(&id, &method).await.is_err() =>
+                {
+                    return;
                 }
                 _ => {}
             }

@@ -221,7 +221,9 @@ async fn open(rpc: &mut Rpc, brief: &Brief) -> Result<Opened, CallError> {
 /// `submit_plan`) is approved.
 async fn enter_plan_mode(rpc: &mut Rpc, id: &str, opened: &Value) -> Result<bool, CallError> {
     if !wire::modes(opened).iter().any(|m| m == "plan") {
-        tracing::info!("the agent has no plan mode; changes are refused until the plan is approved");
+        tracing::info!(
+            "the agent has no plan mode; changes are refused until the plan is approved"
+        );
         return Ok(false);
     }
     let params = json!({"sessionId": id, "modeId": "plan"});
@@ -249,7 +251,6 @@ async fn drain_replay(rpc: &mut Rpc) {
     };
     let _ = tokio::time::timeout(REPLAY_MAX, drained).await;
 }
-
 
 /// The error for an agent that did not open its session, after stopping it:
 /// with how it ended and its last stderr lines.

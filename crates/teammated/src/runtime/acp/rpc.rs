@@ -70,7 +70,10 @@ impl Rpc {
     /// it offered neither in `initialize`, so this is the agent's mistake, but it
     /// must not wait for an answer forever.
     pub async fn refuse(&mut self, id: &Value, method: &str) -> Result<(), AgentError> {
-        tracing::debug!(method, "the agent asked for something teammated does not serve");
+        tracing::debug!(
+            method,
+            "the agent asked for something teammated does not serve"
+        );
         self.proc
             .write(&jsonrpc::error_response(
                 id,
@@ -91,7 +94,9 @@ impl Rpc {
                     }
                     msg => return Some(msg),
                 },
-                Line::Text(t) => tracing::debug!(line = %t, "the agent wrote a line that is not JSON"),
+                Line::Text(t) => {
+                    tracing::debug!(line = %t, "the agent wrote a line that is not JSON")
+                }
             }
         }
     }

@@ -321,7 +321,8 @@ mod tests {
         );
         assert_eq!(plan_inline(&plan), None);
         assert_eq!(option(&plan, &["reject_once"]).as_deref(), Some("cancel"));
-        let adapter = json!({"toolCall": {"kind": "switch_mode", "rawInput": {"plan": "1. do it"}}});
+        let adapter =
+            json!({"toolCall": {"kind": "switch_mode", "rawInput": {"plan": "1. do it"}}});
         assert!(is_plan_exit(&adapter));
         assert_eq!(plan_inline(&adapter).as_deref(), Some("1. do it"));
     }
