@@ -263,3 +263,106 @@ async fn failed_start(mut rpc: Rpc, why: String) -> AgentError {
     }
     AgentError::Start(text)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::{AgentPolicy, RuntimeKind};
+
+    /// A fake ACP agent in `sh`: it answers by our request ids (1 initialize,
+    /// 2 session/new, 3 and 4 the prompts) and waits for `go` before it ends
+    /// the first prompt, so that the test's message comes while it is busy.
+    fn fake(go: &std::path::Path) -> String {
+        let chunk = |text: &str| {
+            format!(
+                r#"echo '{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"S1","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"{text}"}}}}}}}}'"#
+            )
+        };
+        format!(
+            r#"read l; echo '{{"jsonrpc":"2.0","id":1,"result":{{"protocolVersion":1}}}}'
+read l; echo '{{"jsonrpc":"2.0","id":2,"result":{{"sessionId":"S1"}}}}'
+read l
+echo '{{"jsonrpc":"2.0","id":90,"method":"fs/read_text_file","params":{{"path":"/etc/passwd"}}}}'
+read l; case "$l" in *'"error"'*) ;; *) {bad} ;; esac
+{first}
+while [ ! -e {go} ]; do sleep 0.02; done
+echo '{{"jsonrpc":"2.0","id":3,"result":{{"stopReason":"end_turn"}}}}'
+read l; case "$l" in *HELLO-MSG*) {second} ;; *) {lost} ;; esac
+echo '{{"jsonrpc":"2.0","id":4,"result":{{"stopReason":"end_turn","_meta":{{"quota":{{"token_count":{{"input_tokens":7,"output_tokens":3}}}}}}}}}}'
+sleep 30"#,
+            bad = chunk("NO-ERROR-ANSWER"),
+            first = chunk("busy"),
+            second = chunk("took the message"),
+            lost = chunk("MESSAGE-LOST"),
+            go = go.display(),
+        )
+    }
+
+    async fn next(acp: &mut Acp) -> AgentEvent {
+        tokio::time::timeout(Duration::from_secs(10), acp.next_event())
+            .await
+            .expect("an event")
+    }
+
+    #[tokio::test]
+    async fn input_for_a_busy_agent_waits_for_the_turn_boundary() {
+        let dir = tempfile::tempdir().unwrap();
+        let go = dir.path().join("go");
+        let spec = AgentSpec {
+            kind: RuntimeKind::Acp,
+            program: "sh".into(),
+            extra_args: vec!["-c".into(), fake(&go)],
+            max_turns: 10,
+            model: None,
+            policy: AgentPolicy::Workspace,
+            env: vec![],
+            guard: None,
+        };
+        let brief = Brief {
+            task: 1,
+            cwd: dir.path().to_path_buf(),
+            resume: None,
+            identity: "You are a test.".into(),
+            prompt: "Do it.".into(),
+            plan_first: false,
+            mcp: None,
+        };
+        let mut acp = Acp::start(&spec, brief).await.unwrap();
+        assert_eq!(acp.session(), Some("S1"));
+        assert!(matches!(
+            next(&mut acp).await,
+            AgentEvent::Session { resumed: false, .. }
+        ));
+        let tag = acp.send("HELLO-MSG").await.unwrap();
+        // Busy: the message is not delivered while the first prompt runs.
+        let quiet = tokio::time::timeout(Duration::from_millis(300), acp.next_event()).await;
+        assert!(quiet.is_err(), "an event while busy: {quiet:?}");
+        std::fs::write(&go, "").unwrap();
+        let mut events = Vec::new();
+        loop {
+            let ev = next(&mut acp).await;
+            let idle = matches!(ev, AgentEvent::Idle { .. });
+            events.push(ev);
+            if idle {
+                break;
+            }
+        }
+        assert_eq!(
+            events,
+            vec![
+                AgentEvent::Said("busy".into()),
+                AgentEvent::Delivered(tag),
+                AgentEvent::Said("took the message".into()),
+                AgentEvent::Usage(teamboard_protocol::TokenUsage {
+                    input: 7,
+                    output: 3,
+                    ..Default::default()
+                }),
+                AgentEvent::Idle {
+                    answer: "took the message".into()
+                },
+            ]
+        );
+        acp.stop().await;
+    }
+}
