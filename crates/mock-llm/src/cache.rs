@@ -20,6 +20,8 @@
 //!   seen in an earlier request, counted in whole blocks: the first 1,024 tokens,
 //!   then steps of 128, as OpenAI reports `prompt_tokens_details.cached_tokens`.
 //!   `prompt_tokens` counts the whole prompt, cached part included.
+//! - **OpenAI Responses** (`/responses`): the same automatic cache over the
+//!   tools, the instructions and the input items ([`crate::responses::prompt`]).
 
 use serde_json::Value;
 use std::collections::HashSet;
@@ -39,6 +41,8 @@ const BYTES_PER_TOKEN: u64 = 4;
 pub enum Api {
     Anthropic,
     OpenAi,
+    /// The Responses API (Codex).
+    Responses,
 }
 
 impl Api {
@@ -48,6 +52,8 @@ impl Api {
             Some(Api::Anthropic)
         } else if path.ends_with("/chat/completions") {
             Some(Api::OpenAi)
+        } else if path.ends_with("/responses") {
+            Some(Api::Responses)
         } else {
             None
         }
@@ -85,6 +91,7 @@ impl PromptCache {
         match api {
             Api::Anthropic => self.anthropic(body),
             Api::OpenAi => self.openai(body),
+            Api::Responses => self.automatic(crate::responses::prompt(body).as_bytes()),
         }
     }
 
@@ -135,7 +142,11 @@ impl PromptCache {
         for message in body["messages"].as_array().into_iter().flatten() {
             prompt.push_str(&message.to_string());
         }
-        let bytes = prompt.as_bytes();
+        self.automatic(prompt.as_bytes())
+    }
+
+    /// OpenAI's automatic cache over a prompt of `bytes`.
+    fn automatic(&mut self, bytes: &[u8]) -> PromptUsage {
         let first = (MIN_CACHED_TOKENS * BYTES_PER_TOKEN) as usize;
         let step = (OPENAI_CACHE_STEP * BYTES_PER_TOKEN) as usize;
         let mut hash = 0u64;
@@ -336,6 +347,7 @@ mod tests {
     fn requests_are_told_apart_by_path() {
         assert_eq!(Api::of_path("/v1/messages"), Some(Api::Anthropic));
         assert_eq!(Api::of_path("/v1/chat/completions"), Some(Api::OpenAi));
+        assert_eq!(Api::of_path("/v1/responses"), Some(Api::Responses));
         assert_eq!(Api::of_path("/v1/models"), None);
     }
 }

@@ -32,9 +32,13 @@
 //! API answers them before any event. The prompt-cache usage is written into the
 //! `message_start` event of a streamed answer as into the JSON one.
 //!
+//! The OpenAI Responses API that Codex speaks (`POST /v1/responses`) is always
+//! streamed; its replies are scripted in [`responses`].
+//!
 //! Tests use it as `use teamboard_testkit::mock_llm::{MockLlm, MockReply};`.
 
 pub mod cache;
+pub mod responses;
 pub mod stream;
 
 use cache::{Api, PromptCache};
@@ -595,11 +599,14 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<State>>, recorded: Arc<Notify
 }
 
 /// The `usage` `reply` reports: a JSON answer's `usage`, or the final usage of
-/// an event stream; `Null` when it has none.
+/// an event stream (Anthropic's or the Responses API's); `Null` when it has none.
 fn answered_usage(reply: &MockReply) -> Value {
     if reply.has_content_type("text/event-stream") {
         return stream::parse_sse(&reply.body)
-            .map(|events| stream::usage(&events))
+            .map(|events| match stream::usage(&events) {
+                Value::Null => responses::usage(&events),
+                usage => usage,
+            })
             .unwrap_or(Value::Null);
     }
     serde_json::from_str::<Value>(&reply.body)
@@ -610,7 +617,7 @@ fn answered_usage(reply: &MockReply) -> Value {
 /// `reply` with the usage `cache` works out for `body`, in `api`'s format. Only
 /// successful answers that report a usage are changed: a JSON answer's `usage`,
 /// or the usage in an event stream's `message_start` (the input side; the
-/// output tokens stay those of `message_delta`).
+/// output tokens stay those of `message_delta`) or `response.completed`.
 fn with_simulated_usage(
     mut reply: MockReply,
     api: Api,
@@ -626,8 +633,11 @@ fn with_simulated_usage(
         };
         let Some(usage) = events
             .iter_mut()
-            .find(|(name, _)| name == "message_start")
-            .map(|(_, data)| &mut data["message"]["usage"])
+            .find_map(|(name, data)| match name.as_str() {
+                "message_start" => Some(&mut data["message"]["usage"]),
+                "response.completed" => Some(&mut data["response"]["usage"]),
+                _ => None,
+            })
             .filter(|usage| usage.is_object())
         else {
             return reply;
@@ -660,6 +670,12 @@ fn set_usage(usage: &mut Value, api: Api, cache: &mut PromptCache, body: &Value)
             let output = usage["completion_tokens"].as_u64().unwrap_or(0);
             usage["prompt_tokens"] = json!(u.prompt);
             usage["prompt_tokens_details"] = json!({"cached_tokens": u.cache_read});
+            usage["total_tokens"] = json!(u.prompt + output);
+        }
+        Api::Responses => {
+            let output = usage["output_tokens"].as_u64().unwrap_or(0);
+            usage["input_tokens"] = json!(u.prompt);
+            usage["input_tokens_details"] = json!({"cached_tokens": u.cache_read});
             usage["total_tokens"] = json!(u.prompt + output);
         }
     }
