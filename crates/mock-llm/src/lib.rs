@@ -585,10 +585,15 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<State>>, recorded: Arc<Notify
         if model_call {
             recorded.notify_waiters();
         }
-        if let Some(delay) = reply.delay {
+        // A delayed Responses stream opens before its pause (see `responses`).
+        let pause = reply
+            .delay
+            .zip(responses::opening(&reply))
+            .map(|(delay, opening)| (opening, delay));
+        if let (Some(delay), None) = (reply.delay, pause) {
             tokio::time::sleep(delay).await;
         }
-        if write_reply(stream.get_mut(), &reply, keep_alive)
+        if write_reply(stream.get_mut(), &reply, keep_alive, pause)
             .await
             .is_err()
             || !keep_alive
@@ -769,10 +774,13 @@ async fn read_chunked(stream: &mut BufReader<TcpStream>) -> std::io::Result<Vec<
     }
 }
 
+/// Writes `reply`; with `pause` `(n, d)`, its first `n` body bytes, then
+/// after `d` the rest.
 async fn write_reply(
     stream: &mut TcpStream,
     reply: &MockReply,
     keep_alive: bool,
+    pause: Option<(usize, Duration)>,
 ) -> std::io::Result<()> {
     let mut head = format!("HTTP/1.1 {} {}\r\n", reply.status, reason(reply.status));
     for (k, v) in &reply.headers {
@@ -785,7 +793,16 @@ async fn write_reply(
         "connection: close\r\n\r\n"
     });
     stream.write_all(head.as_bytes()).await?;
-    stream.write_all(reply.body.as_bytes()).await?;
+    let mut body = reply.body.as_bytes();
+    if let Some((n, delay)) = pause
+        && let Some((opening, rest)) = body.split_at_checked(n)
+    {
+        stream.write_all(opening).await?;
+        stream.flush().await?;
+        tokio::time::sleep(delay).await;
+        body = rest;
+    }
+    stream.write_all(body).await?;
     stream.flush().await
 }
 

@@ -25,6 +25,10 @@
 //! - `input_tokens` counts the whole prompt, cached tokens included
 //!   (`input_tokens_details.cached_tokens` is the cached part), as OpenAI
 //!   reports it.
+//! - A delayed reply ([`MockReply::with_delay`]) sends its `response.created`
+//!   event first and pauses after it, as a slow model does: Codex folds steered
+//!   input into the turn only once the stream is open, not while it waits for
+//!   the answer's head.
 //! - Codex drops the connection when a turn is steered or interrupted: the
 //!   server's writes then fail, which ends that connection only.
 //!
@@ -87,6 +91,15 @@ impl MockReply {
             delay: None,
         }
     }
+}
+
+/// How many body bytes of `reply` open its stream (its first event), when it
+/// is a Responses API event stream.
+pub fn opening(reply: &MockReply) -> Option<usize> {
+    if !reply.body.starts_with("event: response.created\n") {
+        return None;
+    }
+    reply.body.find("\n\n").map(|end| end + 2)
 }
 
 /// A whole, completed response around `output`.

@@ -242,3 +242,33 @@ async fn a_client_that_drops_the_connection_mid_answer_leaves_the_mock_serving()
     assert_eq!(items[0]["content"][0]["text"], "after");
     assert_eq!(mock.calls(), 3);
 }
+
+#[tokio::test]
+async fn a_slow_answer_opens_its_stream_before_it_pauses() {
+    let delay = Duration::from_secs(2);
+    let mock = MockLlm::start(vec![MockReply::responses_text("at last").with_delay(delay)]);
+    let addr = mock.url().trim_start_matches("http://").to_string();
+    let mut stream = TcpStream::connect(addr).await.expect("connect");
+    stream
+        .write_all(b"POST /v1/responses HTTP/1.1\r\nhost: mock\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}")
+        .await
+        .expect("write");
+    let started = std::time::Instant::now();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("event: response.created\n") {
+        let n = tokio::time::timeout(delay / 2, stream.read(&mut buf))
+            .await
+            .expect("the stream opens before the pause ends")
+            .expect("read");
+        assert!(n > 0, "closed early");
+        seen.extend_from_slice(&buf[..n]);
+    }
+    assert!(!String::from_utf8_lossy(&seen).contains("response.completed"));
+    stream.read_to_end(&mut seen).await.expect("read");
+    assert!(started.elapsed() >= delay / 2);
+    let text = String::from_utf8_lossy(&seen).into_owned();
+    let (_, body) = text.split_once("\r\n\r\n").expect("head and body");
+    let (_, items) = assemble(&events(body));
+    assert_eq!(items[0]["content"][0]["text"], "at last");
+}
