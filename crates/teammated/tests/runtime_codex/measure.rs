@@ -114,7 +114,11 @@ async fn codex_against_native_on_the_same_mock() {
     });
     let mut board = Board::start(TEAMMATED).await;
     let url = mock.url();
-    let alice = board.spawn("alice", "dev", &["--provider", "openai", "--base-url", &url]);
+    let alice = board.spawn(
+        "alice",
+        "dev",
+        &["--provider", "openai", "--base-url", &url],
+    );
     let native = run(&mut board, &mock, || alice.log_text()).await;
     drop(alice);
     board.stop().await;

@@ -476,7 +476,17 @@ impl Core {
             |name: String, input: String| vec![Out::Emit(AgentEvent::ToolCall { name, input })];
         match item["type"].as_str().unwrap_or_default() {
             "userMessage" => {
-                let tag = item["clientId"].as_str().and_then(params::tag_of);
+                // By the client id Codex echoes; by the text where it echoes none.
+                let tag = item["clientId"]
+                    .as_str()
+                    .and_then(params::tag_of)
+                    .or_else(|| {
+                        let said = user_text(item);
+                        self.undelivered
+                            .iter()
+                            .find(|(_, text)| **text == said)
+                            .map(|(tag, _)| *tag)
+                    });
                 match tag {
                     Some(tag) if self.undelivered.remove(&tag).is_some() => {
                         self.waiting.retain(|t| *t != tag);
@@ -604,7 +614,17 @@ impl Core {
             return Vec::new();
         }
         if let Some(tag) = self.undelivered.keys().next().copied() {
-            // Accepted into a turn that ended without taking it.
+            // Accepted into a turn that ended without taking it: once more, in
+            // a turn of its own; a second time would loop.
+            if !self.retried.insert(tag) {
+                return self.fail(format!(
+                    "codex accepted a message twice but never put it in the conversation: {}",
+                    self.undelivered
+                        .get(&tag)
+                        .map(String::as_str)
+                        .unwrap_or_default()
+                ));
+            }
             self.waiting = self
                 .undelivered
                 .keys()
@@ -634,6 +654,17 @@ impl Core {
         self.failed = true;
         vec![Out::Emit(AgentEvent::Failed(why))]
     }
+}
+
+/// The text of a `userMessage` item, its text parts joined.
+fn user_text(item: &Value) -> String {
+    item["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|part| part["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The text of the last `agentMessage` among a turn's items.

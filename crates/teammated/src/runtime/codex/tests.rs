@@ -679,3 +679,30 @@ fn usage_counts_fresh_input_apart_from_the_cache() {
     );
     assert_eq!(usage_of(&json!({})), TokenUsage::default());
 }
+
+#[test]
+fn without_a_client_id_a_message_is_known_by_its_text() {
+    let mut s = Session::opened(setup());
+    s.send(1, "first");
+    s.send(2, "second");
+    s.line(json!({"method":"item/started","params":{"item":{"type":"userMessage","id":"u","clientId":null,
+        "content":[{"type":"text","text":"second"}]},"threadId":THREAD,"turnId":TURN}}));
+    assert_eq!(s.events(), [AgentEvent::Delivered(2)]);
+}
+
+#[test]
+fn a_message_accepted_but_never_taken_is_sent_once_more_then_fails() {
+    let mut s = Session::opened(setup());
+    s.send(1, "lost in codex");
+    s.answer("turn/steer", json!({"turnId": TURN}));
+    s.line(turn_completed(TURN, "completed", "done"));
+    assert!(
+        s.events().is_empty(),
+        "no answer while the message is not in"
+    );
+    let again = s.asked("turn/start");
+    assert_eq!(again["params"]["input"][0]["text"], "lost in codex");
+    s.answer("turn/start", json!({"turn": {"id": "turn-2"}}));
+    s.line(turn_completed("turn-2", "completed", "done again"));
+    assert!(matches!(&s.events()[..], [AgentEvent::Failed(why)] if why.contains("lost in codex")));
+}
