@@ -24,6 +24,8 @@
 //!   counted as OpenAI's over the system instruction, the tools and the contents;
 //!   `promptTokenCount` counts the whole prompt, `cachedContentTokenCount` the
 //!   cached part.
+//! - **OpenAI Responses** (`/responses`): the same automatic cache over the
+//!   tools, the instructions and the input items ([`crate::responses::prompt`]).
 
 use serde_json::Value;
 use std::collections::HashSet;
@@ -44,6 +46,8 @@ pub enum Api {
     Anthropic,
     OpenAi,
     Gemini,
+    /// The Responses API (Codex).
+    Responses,
 }
 
 impl Api {
@@ -55,6 +59,8 @@ impl Api {
             Some(Api::OpenAi)
         } else if crate::gemini::is_gemini(path) && !crate::gemini::is_count_tokens(path) {
             Some(Api::Gemini)
+        } else if path.ends_with("/responses") {
+            Some(Api::Responses)
         } else {
             None
         }
@@ -94,6 +100,9 @@ impl PromptCache {
             Api::Anthropic => self.anthropic(body),
             Api::OpenAi => self.openai(body),
             Api::Gemini => self.gemini(body),
+            Api::Responses => {
+                automatic(&mut self.openai, crate::responses::prompt(body).as_bytes())
+            }
         }
     }
 
@@ -363,6 +372,7 @@ mod tests {
     fn requests_are_told_apart_by_path() {
         assert_eq!(Api::of_path("/v1/messages"), Some(Api::Anthropic));
         assert_eq!(Api::of_path("/v1/chat/completions"), Some(Api::OpenAi));
+        assert_eq!(Api::of_path("/v1/responses"), Some(Api::Responses));
         assert_eq!(Api::of_path("/v1/models"), None);
         assert_eq!(
             Api::of_path("/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"),

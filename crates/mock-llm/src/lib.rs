@@ -37,10 +37,14 @@
 //! answer to `:streamGenerateContent` is streamed as its `data:` chunks, and
 //! `:countTokens` is answered apart from the script, like the model list.
 //!
+//! The OpenAI Responses API that Codex speaks (`POST /v1/responses`) is always
+//! streamed; its replies are scripted in [`responses`].
+//!
 //! Tests use it as `use teamboard_testkit::mock_llm::{MockLlm, MockReply};`.
 
 pub mod cache;
 pub mod gemini;
+pub mod responses;
 pub mod stream;
 
 use cache::{Api, PromptCache};
@@ -595,10 +599,15 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<State>>, recorded: Arc<Notify
         if model_call {
             recorded.notify_waiters();
         }
-        if let Some(delay) = reply.delay {
+        // A delayed Responses stream opens before its pause (see `responses`).
+        let pause = reply
+            .delay
+            .zip(responses::opening(&reply))
+            .map(|(delay, opening)| (opening, delay));
+        if let (Some(delay), None) = (reply.delay, pause) {
             tokio::time::sleep(delay).await;
         }
-        if write_reply(stream.get_mut(), &reply, keep_alive)
+        if write_reply(stream.get_mut(), &reply, keep_alive, pause)
             .await
             .is_err()
             || !keep_alive
@@ -609,11 +618,14 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<State>>, recorded: Arc<Notify
 }
 
 /// The `usage` `reply` reports: a JSON answer's `usage`, or the final usage of
-/// an event stream; `Null` when it has none.
+/// an event stream (Anthropic's or the Responses API's); `Null` when it has none.
 fn answered_usage(reply: &MockReply) -> Value {
     if reply.has_content_type("text/event-stream") {
         return stream::parse_sse(&reply.body)
-            .map(|events| stream::usage(&events))
+            .map(|events| match stream::usage(&events) {
+                Value::Null => responses::usage(&events),
+                usage => usage,
+            })
             .or_else(|| gemini::stream_usage(&reply.body))
             .unwrap_or(Value::Null);
     }
@@ -628,7 +640,7 @@ fn answered_usage(reply: &MockReply) -> Value {
 /// `reply` with the usage `cache` works out for `body`, in `api`'s format. Only
 /// successful answers that report a usage are changed: a JSON answer's `usage`,
 /// or the usage in an event stream's `message_start` (the input side; the
-/// output tokens stay those of `message_delta`).
+/// output tokens stay those of `message_delta`) or `response.completed`.
 fn with_simulated_usage(
     mut reply: MockReply,
     api: Api,
@@ -644,8 +656,11 @@ fn with_simulated_usage(
         };
         let Some(usage) = events
             .iter_mut()
-            .find(|(name, _)| name == "message_start")
-            .map(|(_, data)| &mut data["message"]["usage"])
+            .find_map(|(name, data)| match name.as_str() {
+                "message_start" => Some(&mut data["message"]["usage"]),
+                "response.completed" => Some(&mut data["response"]["usage"]),
+                _ => None,
+            })
             .filter(|usage| usage.is_object())
         else {
             return reply;
@@ -659,7 +674,7 @@ fn with_simulated_usage(
     };
     let key = match api {
         Api::Gemini => "usageMetadata",
-        Api::Anthropic | Api::OpenAi => "usage",
+        Api::Anthropic | Api::OpenAi | Api::Responses => "usage",
     };
     if !answer[key].is_object() {
         return reply;
@@ -689,6 +704,12 @@ fn set_usage(usage: &mut Value, api: Api, cache: &mut PromptCache, body: &Value)
             usage["promptTokenCount"] = json!(u.prompt);
             usage["cachedContentTokenCount"] = json!(u.cache_read);
             usage["totalTokenCount"] = json!(u.prompt + output);
+        }
+        Api::Responses => {
+            let output = usage["output_tokens"].as_u64().unwrap_or(0);
+            usage["input_tokens"] = json!(u.prompt);
+            usage["input_tokens_details"] = json!({"cached_tokens": u.cache_read});
+            usage["total_tokens"] = json!(u.prompt + output);
         }
     }
 }
@@ -781,10 +802,13 @@ async fn read_chunked(stream: &mut BufReader<TcpStream>) -> std::io::Result<Vec<
     }
 }
 
+/// Writes `reply`; with `pause` `(n, d)`, its first `n` body bytes, then
+/// after `d` the rest.
 async fn write_reply(
     stream: &mut TcpStream,
     reply: &MockReply,
     keep_alive: bool,
+    pause: Option<(usize, Duration)>,
 ) -> std::io::Result<()> {
     let mut head = format!("HTTP/1.1 {} {}\r\n", reply.status, reason(reply.status));
     for (k, v) in &reply.headers {
@@ -797,7 +821,16 @@ async fn write_reply(
         "connection: close\r\n\r\n"
     });
     stream.write_all(head.as_bytes()).await?;
-    stream.write_all(reply.body.as_bytes()).await?;
+    let mut body = reply.body.as_bytes();
+    if let Some((n, delay)) = pause
+        && let Some((opening, rest)) = body.split_at_checked(n)
+    {
+        stream.write_all(opening).await?;
+        stream.flush().await?;
+        tokio::time::sleep(delay).await;
+        body = rest;
+    }
+    stream.write_all(body).await?;
     stream.flush().await
 }
 
