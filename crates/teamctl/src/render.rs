@@ -726,6 +726,7 @@ mod tests {
             connected: true,
             joined_at: 0,
             require_plan: true,
+            runtime: None,
         };
         let pending = request(4, RequestKind::Shutdown, RequestState::Pending);
         let mut other = request(3, RequestKind::Shutdown, RequestState::Pending);
