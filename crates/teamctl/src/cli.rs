@@ -760,6 +760,11 @@ pub struct LeadArgs {
     /// [default: teammated's]
     #[arg(long, value_name = "SECS")]
     pub teammate_idle_timeout: Option<u64>,
+
+    /// What does the teammates' work: `claude` or `codex` run that agent (found
+    /// on PATH) for each teammate (see `teamctl spawn --help`) [default: native]
+    #[arg(long, value_enum, value_name = "RUNTIME")]
+    pub teammate_runtime: Option<Runtime>,
 }
 
 #[derive(Debug, Args)]
