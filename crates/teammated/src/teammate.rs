@@ -181,6 +181,8 @@ pub async fn run(cfg: Config, cancel: CancellationToken) -> Result<Exit, Error> 
         role: cfg.role.clone(),
         team: cfg.team.clone(),
         require_plan: cfg.require_plan,
+        runtime: (cfg.runtime.kind != crate::runtime::RuntimeKind::Native)
+            .then(|| cfg.runtime.kind.as_str().to_string()),
     };
     let (session, member) = Session::open(
         cfg.socket.clone(),

@@ -16,6 +16,7 @@ mod logs;
 mod messages;
 mod repo;
 mod requests;
+mod runtime;
 mod spawn;
 mod tasks;
 mod team;
