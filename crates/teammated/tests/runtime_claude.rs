@@ -10,7 +10,7 @@ use serde_json::json;
 use std::time::{Duration, Instant};
 use teamboard_protocol::{EventKind, MessageKind, TaskStatus};
 use teamboard_testkit::agents::{Cli, agent_cli};
-use teamboard_testkit::mock_llm;
+use teamboard_testkit::mock_llm::{self, MockReply};
 use teamboard_testkit::{PATIENCE, alive, eventually};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -561,6 +561,124 @@ async fn a_session_the_agent_lost_is_replaced_by_a_new_one_and_the_transcript_sa
         assert_eq!(r.header("x-claude-code-session-id"), Some(session.as_str()));
         assert!(!r.body.to_string().contains("You are back on this task"));
     }
+    drop(alice);
+    t.board.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_of_the_agent_releases_the_task_and_the_next_attempt_resumes_the_session() {
+    let Some(claude) = agent_cli(Cli::Claude) else {
+        return;
+    };
+    let mut t = ClaudeBoard::start(claude).await;
+    let (alice, task, session, guard, marker) = busy_in_a_long_tool(&mut t, 7).await;
+    // The CLI itself dies (not its guard, not the teammate).
+    let cli: Vec<u32> = processes_with(&session)
+        .into_iter()
+        .filter(|p| *p != guard)
+        .collect();
+    assert_eq!(cli.len(), 1, "{cli:?}");
+    teamboard_testkit::kill9(cli[0]);
+    let released = t
+        .board
+        .wait_for("the task to be released", |e| {
+            e.kind == EventKind::TaskReleased && e.task == Some(task)
+        })
+        .await;
+    // What it started went with it.
+    eventually(
+        format!("the tool ({marker}) to end"),
+        GONE_WITHIN,
+        || async { processes_with(&marker).is_empty().then_some(()) },
+    )
+    .await;
+    // The teammate stays, takes the task again and resumes the session.
+    t.board.wait_done(&[task]).await;
+    let done = t.board.task(task).await;
+    assert_eq!(
+        done.status,
+        TaskStatus::Completed,
+        "{done:#?}\n{}",
+        alice.log_text()
+    );
+    assert_eq!(done.attempts, 2);
+    assert_eq!(
+        done.result.as_deref(),
+        Some("FINAL: picked up where I left off")
+    );
+    assert_eq!(
+        t.recorded_session("alice", task),
+        Some((session.clone(), 2, 1))
+    );
+    let transcript = t.board.transcript("alice");
+    assert!(
+        transcript.contains("the agent exited (killed by signal 9) before it finished"),
+        "{released:?}\n{transcript}"
+    );
+    let errors: Vec<String> = t
+        .board
+        .lead
+        .inbox()
+        .await
+        .expect("inbox")
+        .into_iter()
+        .filter(|m| m.kind == MessageKind::Error)
+        .map(|m| m.content)
+        .collect();
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("claude agent: the agent exited")),
+        "{errors:?}"
+    );
+    drop(alice);
+    t.board.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_api_error_releases_the_task_with_the_agents_error() {
+    let Some(claude) = agent_cli(Cli::Claude) else {
+        return;
+    };
+    let mut t = ClaudeBoard::start(claude).await;
+    t.mock.set_responder(move |req| {
+        let text = text_of(last_user(&req.body));
+        Some(if !text.contains("E2E-APIERR") {
+            say("(mock) nothing scripted for this")
+        } else if !text.contains("You are back on this task") {
+            // The first attempt fails.
+            MockReply::json(
+                400,
+                json!({"type": "error", "error": {"type": "invalid_request_error", "message": "E2E-BAD-REQUEST"}}),
+            )
+        } else {
+            say("FINAL: second attempt")
+        })
+    });
+    let alice = t.spawn("alice", "alice");
+    t.board.wait_idle("alice").await;
+    let task = t.board.add("flaky api", "E2E-APIERR: do it", &[]).await;
+    let released = t
+        .board
+        .wait_for("the task to be released", |e| {
+            e.kind == EventKind::TaskReleased && e.task == Some(task.id)
+        })
+        .await;
+    t.board.wait_done(&[task.id]).await;
+    let done = t.board.task(task.id).await;
+    assert_eq!(
+        done.status,
+        TaskStatus::Completed,
+        "{done:#?}\n{}",
+        alice.log_text()
+    );
+    assert_eq!(done.attempts, 2);
+    let transcript = t.board.transcript("alice");
+    assert!(
+        transcript.contains("claude ended the turn with an error (api_error)")
+            && transcript.contains("E2E-BAD-REQUEST"),
+        "{released:?}\n{transcript}"
+    );
     drop(alice);
     t.board.stop().await;
 }
