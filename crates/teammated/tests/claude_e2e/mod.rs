@@ -50,17 +50,24 @@ impl ClaudeBoard {
     /// Starts teammate `name` (role `dev`) with the claude runtime; its log is
     /// `<dir>/<log>.log`, so that a restart keeps the first one.
     pub fn spawn(&self, name: &str, log: &str) -> Teammate {
+        self.spawn_with(name, "dev", log, &[])
+    }
+
+    /// [`ClaudeBoard::spawn`] with role `role` and `extra` flags.
+    pub fn spawn_with(&self, name: &str, role: &str, log: &str, extra: &[&str]) -> Teammate {
         let teammated =
             Teammated::new(TEAMMATED, &self.board.daemon.socket, self.board.state_dir());
         let url = self.mock.url();
         let config = self.home.join(".claude");
         let claude = self.claude.display().to_string();
+        let mut args = vec!["--runtime", "claude", "--agent-cmd", &claude];
+        args.extend_from_slice(extra);
         teammated.spawn(
             name,
-            "dev",
+            role,
             &self.board.workdir(name),
             &self.board.dir().join(format!("{log}.log")),
-            &["--runtime", "claude", "--agent-cmd", &claude],
+            &args,
             &[
                 ("ANTHROPIC_BASE_URL", url.as_str()),
                 ("ANTHROPIC_API_KEY", "test"),
