@@ -493,10 +493,13 @@ async fn a_restarted_teammate_resumes_the_tasks_session() {
     for r in &requests {
         assert_eq!(r.header("x-claude-code-session-id"), Some(session.as_str()));
     }
+    // (Whether the tool call itself is in it depends on Claude Code having
+    // written it to the session before the kill: it writes asynchronously.)
     let resumed = requests.last().expect("a request");
     let body = resumed.body.to_string();
     assert!(
-        body.contains("E2E-LONG") && body.contains("toolu_long_1"),
+        body.matches("E2E-LONG: run the long command").count() >= 2
+            && body.contains("You are back on this task"),
         "{body}"
     );
     drop(alice);
