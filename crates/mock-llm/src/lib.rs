@@ -32,9 +32,15 @@
 //! API answers them before any event. The prompt-cache usage is written into the
 //! `message_start` event of a streamed answer as into the JSON one.
 //!
+//! The Gemini API (Gemini CLI's) is served too, see [`gemini`]:
+//! [`MockReply::gemini_text`], [`MockReply::gemini_function_call`]; a scripted
+//! answer to `:streamGenerateContent` is streamed as its `data:` chunks, and
+//! `:countTokens` is answered apart from the script, like the model list.
+//!
 //! Tests use it as `use teamboard_testkit::mock_llm::{MockLlm, MockReply};`.
 
 pub mod cache;
+pub mod gemini;
 pub mod stream;
 
 use cache::{Api, PromptCache};
@@ -540,12 +546,16 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<State>>, recorded: Arc<Notify
         let keep_alive = !request
             .header("connection")
             .is_some_and(|v| v.eq_ignore_ascii_case("close"));
-        let model_call = !is_model_list(&request);
+        let model_call = !is_model_list(&request) && !gemini::is_count_tokens(&request.path);
         let reply = {
             let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
             if !model_call {
                 let reply = s.models.clone().unwrap_or_else(|| {
-                    if request.header("anthropic-version").is_some() {
+                    if gemini::is_count_tokens(&request.path) {
+                        gemini::count_tokens(&request.body)
+                    } else if request.path.starts_with("/v1beta/") {
+                        gemini::models()
+                    } else if request.header("anthropic-version").is_some() {
                         MockReply::anthropic_models(&["claude-sonnet-4-5"])
                     } else {
                         MockReply::openai_models(&["gpt-4o-mini"])
@@ -572,6 +582,10 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<State>>, recorded: Arc<Notify
                 }
                 if let (Some(cache), Some(api)) = (s.prompt_cache.as_mut(), api) {
                     reply = with_simulated_usage(reply, api, cache, &request.body);
+                }
+                // After the usage: it is worked out on the JSON answer.
+                if api == Some(Api::Gemini) && gemini::is_stream(&request.path) {
+                    reply = gemini::to_stream(reply);
                 }
                 request.answered_usage = answered_usage(&reply);
                 s.requests.push(request);
@@ -600,10 +614,14 @@ fn answered_usage(reply: &MockReply) -> Value {
     if reply.has_content_type("text/event-stream") {
         return stream::parse_sse(&reply.body)
             .map(|events| stream::usage(&events))
+            .or_else(|| gemini::stream_usage(&reply.body))
             .unwrap_or(Value::Null);
     }
     serde_json::from_str::<Value>(&reply.body)
-        .map(|b| b["usage"].clone())
+        .map(|b| match &b["usageMetadata"] {
+            Value::Null => b["usage"].clone(),
+            gemini => gemini.clone(),
+        })
         .unwrap_or(Value::Null)
 }
 
@@ -639,10 +657,14 @@ fn with_simulated_usage(
     let Ok(mut answer) = serde_json::from_str::<Value>(&reply.body) else {
         return reply;
     };
-    if !answer["usage"].is_object() {
+    let key = match api {
+        Api::Gemini => "usageMetadata",
+        Api::Anthropic | Api::OpenAi => "usage",
+    };
+    if !answer[key].is_object() {
         return reply;
     }
-    set_usage(&mut answer["usage"], api, cache, body);
+    set_usage(&mut answer[key], api, cache, body);
     reply.body = answer.to_string();
     reply
 }
@@ -661,6 +683,12 @@ fn set_usage(usage: &mut Value, api: Api, cache: &mut PromptCache, body: &Value)
             usage["prompt_tokens"] = json!(u.prompt);
             usage["prompt_tokens_details"] = json!({"cached_tokens": u.cache_read});
             usage["total_tokens"] = json!(u.prompt + output);
+        }
+        Api::Gemini => {
+            let output = usage["candidatesTokenCount"].as_u64().unwrap_or(0);
+            usage["promptTokenCount"] = json!(u.prompt);
+            usage["cachedContentTokenCount"] = json!(u.cache_read);
+            usage["totalTokenCount"] = json!(u.prompt + output);
         }
     }
 }
