@@ -121,6 +121,15 @@ async fn a_submitted_plan_wakes_the_idle_lead_which_decides_it() {
         ]
     );
 
+    // The second turn's words come after its decision: wait for them, or a
+    // quit on a loaded machine can cut the turn short of its second call.
+    let usage_file = state.join("teammates/default/lead/usage.json");
+    eventually("the second coordination turn to end", PATIENCE, || async {
+        let usage: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&usage_file).ok()?).ok()?;
+        (usage["coordination"]["calls"] == 4).then_some(())
+    })
+    .await;
     person.write_all(b"/quit\n").await.unwrap();
     let outcome = tokio::time::timeout(PATIENCE, session)
         .await
