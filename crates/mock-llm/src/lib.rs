@@ -277,10 +277,13 @@ impl MockReply {
     }
 }
 
-/// A whole Messages API answer around `content`.
+/// A whole Messages API answer around `content`. Each gets an id of its own, as
+/// the real API's do: Claude Code merges the assistant messages of one id into one.
 pub fn anthropic_message(content: Value, stop_reason: &str, usage: (u64, u64)) -> Value {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     json!({
-        "id": "msg_01MockMockMockMockMockMock",
+        "id": format!("msg_01Mock{n:018}"),
         "type": "message",
         "role": "assistant",
         "model": "claude-sonnet-4-5",

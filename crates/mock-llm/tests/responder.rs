@@ -44,3 +44,14 @@ async fn the_queue_comes_first_then_the_responder_then_the_fallback() {
     assert_eq!(mock.fallback_calls(), 1);
     assert_eq!(mock.calls(), 3);
 }
+
+#[test]
+fn every_scripted_anthropic_answer_has_an_id_of_its_own() {
+    // Claude Code merges the assistant messages that share an id into one.
+    let id =
+        |r: MockReply| serde_json::from_str::<serde_json::Value>(&r.body).unwrap()["id"].clone();
+    assert_ne!(
+        id(MockReply::anthropic_text("a")),
+        id(MockReply::anthropic_text("a"))
+    );
+}
