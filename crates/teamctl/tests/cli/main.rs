@@ -13,6 +13,7 @@ mod events;
 mod global;
 mod lead;
 mod logs;
+mod mcp;
 mod messages;
 mod repo;
 mod requests;
