@@ -123,8 +123,9 @@ fn object(properties: Value, required: &[&str]) -> Value {
 /// `teamctl` twin prints, or the refusal's text with `isError`, then the notes.
 ///
 /// An object value also goes as `structuredContent`, unless there are notes:
-/// some clients (Codex) hand the model `structuredContent` instead of
-/// `content`, and the notes would be lost.
+/// clients hand the model `structuredContent` instead of `content` when a
+/// result has it (Claude Code does, as compact JSON: teamctl's
+/// `tests/cli/mcp_claude.rs` sees it), and the notes would be lost.
 pub fn call_result(answer: Answer) -> Value {
     let Answer { reply, notes } = answer;
     let (text, structured, is_error) = match reply {

@@ -14,6 +14,7 @@ mod global;
 mod lead;
 mod logs;
 mod mcp;
+mod mcp_claude;
 mod messages;
 mod repo;
 mod requests;
