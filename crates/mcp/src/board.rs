@@ -40,3 +40,15 @@ pub trait Board {
     /// what to do.
     fn call(&mut self, call: MemberCall) -> impl std::future::Future<Output = Answer>;
 }
+
+/// A board lent to [`crate::serve`], for a caller that needs it back even when
+/// serving is cut short (a signal).
+impl<B: Board> Board for &mut B {
+    fn mode(&self) -> Mode {
+        (**self).mode()
+    }
+
+    fn call(&mut self, call: MemberCall) -> impl std::future::Future<Output = Answer> {
+        (**self).call(call)
+    }
+}

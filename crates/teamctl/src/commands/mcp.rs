@@ -23,7 +23,30 @@ pub async fn run(ctx: &Ctx, args: McpArgs) -> anyhow::Result<()> {
     if let Err(why) = board.join().await {
         eprintln!("teamctl mcp: {why}; the tools will try again");
     }
-    let board = teamboard_mcp::serve(input, output, board).await?;
+    // The client closes stdin when it goes, or stops the server with a signal:
+    // either way a task still held goes back to the board with a note, rather
+    // than with the attempt a dropped connection costs.
+    let served = tokio::select! {
+        served = teamboard_mcp::serve(input, output, &mut board) => served.map(|_| ()),
+        () = stop_signal() => Ok(()),
+    };
     board.leave().await;
+    served?;
     Ok(())
+}
+
+/// SIGTERM or SIGINT.
+async fn stop_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        // Without the handlers the default action (exit) stays: wait for stdin.
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
 }

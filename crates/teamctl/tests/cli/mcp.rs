@@ -237,6 +237,40 @@ fn each_tool_answers_with_its_twins_json() {
 }
 
 #[test]
+fn a_task_held_when_the_client_goes_goes_back_without_using_up_an_attempt() {
+    let d = Cli::start();
+    d.ok(&["task", "add", "One"]);
+    d.ok(&["task", "add", "Two"]);
+    for (task, how) in [("1", "stdin closed"), ("2", "SIGTERM")] {
+        let mut mcp = Mcp::start(&d, &["--name", "me"]);
+        let id: u64 = task.parse().expect("an id");
+        let claimed = mcp.tool("get_task", json!({"id": id, "claim": true}));
+        assert_eq!(claimed["owner"], "me", "{how}");
+        if how == "SIGTERM" {
+            // SAFETY: kill(2) on our own child's pid.
+            let sent = unsafe { libc::kill(mcp.child.id() as i32, libc::SIGTERM) };
+            assert_eq!(sent, 0);
+            let status = mcp.child.wait().expect("exits");
+            assert!(status.success(), "{how}: {status}");
+        } else {
+            mcp.finish();
+        }
+        let task = d.json(&["task", "show", task]);
+        assert_eq!(
+            (task["status"].clone(), task["attempts"].clone()),
+            (json!("pending"), json!(0)),
+            "{how}: {task}"
+        );
+        assert!(
+            task["handoff"]
+                .as_str()
+                .is_some_and(|h| h.contains("me's session ended")),
+            "{how}: {task}"
+        );
+    }
+}
+
+#[test]
 fn bad_input_is_answered_and_the_server_goes_on_until_stdin_ends() {
     let d = Cli::start();
     let mut mcp = Mcp::start(&d, &["--name", "me"]);
