@@ -20,6 +20,12 @@
 //!   seen in an earlier request, counted in whole blocks: the first 1,024 tokens,
 //!   then steps of 128, as OpenAI reports `prompt_tokens_details.cached_tokens`.
 //!   `prompt_tokens` counts the whole prompt, cached part included.
+//! - **Gemini** (`:generateContent`, `:streamGenerateContent`): implicit caching,
+//!   counted as OpenAI's over the system instruction, the tools and the contents;
+//!   `promptTokenCount` counts the whole prompt, `cachedContentTokenCount` the
+//!   cached part.
+//! - **OpenAI Responses** (`/responses`): the same automatic cache over the
+//!   tools, the instructions and the input items ([`crate::responses::prompt`]).
 
 use serde_json::Value;
 use std::collections::HashSet;
@@ -39,6 +45,9 @@ const BYTES_PER_TOKEN: u64 = 4;
 pub enum Api {
     Anthropic,
     OpenAi,
+    Gemini,
+    /// The Responses API (Codex).
+    Responses,
 }
 
 impl Api {
@@ -48,6 +57,10 @@ impl Api {
             Some(Api::Anthropic)
         } else if path.ends_with("/chat/completions") {
             Some(Api::OpenAi)
+        } else if crate::gemini::is_gemini(path) && !crate::gemini::is_count_tokens(path) {
+            Some(Api::Gemini)
+        } else if path.ends_with("/responses") {
+            Some(Api::Responses)
         } else {
             None
         }
@@ -77,6 +90,7 @@ impl PromptUsage {
 pub struct PromptCache {
     anthropic: HashSet<u64>,
     openai: HashSet<u64>,
+    gemini: HashSet<u64>,
 }
 
 impl PromptCache {
@@ -85,6 +99,10 @@ impl PromptCache {
         match api {
             Api::Anthropic => self.anthropic(body),
             Api::OpenAi => self.openai(body),
+            Api::Gemini => self.gemini(body),
+            Api::Responses => {
+                automatic(&mut self.openai, crate::responses::prompt(body).as_bytes())
+            }
         }
     }
 
@@ -135,28 +153,46 @@ impl PromptCache {
         for message in body["messages"].as_array().into_iter().flatten() {
             prompt.push_str(&message.to_string());
         }
-        let bytes = prompt.as_bytes();
-        let first = (MIN_CACHED_TOKENS * BYTES_PER_TOKEN) as usize;
-        let step = (OPENAI_CACHE_STEP * BYTES_PER_TOKEN) as usize;
-        let mut hash = 0u64;
-        let (mut from, mut to) = (0, first);
-        let (mut cache_read, mut matching) = (0, true);
-        while to <= bytes.len() {
-            hash = chain(hash, &bytes[from..to]);
-            // A prefix that was never seen has no longer one that was; every one
-            // is remembered for the requests to come.
-            matching = matching && self.openai.contains(&hash);
-            if matching {
-                cache_read = to as u64 / BYTES_PER_TOKEN;
+        automatic(&mut self.openai, prompt.as_bytes())
+    }
+
+    fn gemini(&mut self, body: &Value) -> PromptUsage {
+        let mut prompt = String::new();
+        for key in ["systemInstruction", "tools"] {
+            if let Some(v) = body.get(key) {
+                prompt.push_str(&v.to_string());
             }
-            self.openai.insert(hash);
-            (from, to) = (to, to + step);
         }
-        PromptUsage {
-            prompt: estimate(bytes.len()),
-            cache_read,
-            cache_write: 0,
+        for content in body["contents"].as_array().into_iter().flatten() {
+            prompt.push_str(&content.to_string());
         }
+        automatic(&mut self.gemini, prompt.as_bytes())
+    }
+}
+
+/// Automatic caching (OpenAI's, Gemini's implicit one): the longest prefix of
+/// `bytes` seen before, in whole blocks; every prefix is remembered in `seen`.
+fn automatic(seen: &mut HashSet<u64>, bytes: &[u8]) -> PromptUsage {
+    let first = (MIN_CACHED_TOKENS * BYTES_PER_TOKEN) as usize;
+    let step = (OPENAI_CACHE_STEP * BYTES_PER_TOKEN) as usize;
+    let mut hash = 0u64;
+    let (mut from, mut to) = (0, first);
+    let (mut cache_read, mut matching) = (0, true);
+    while to <= bytes.len() {
+        hash = chain(hash, &bytes[from..to]);
+        // A prefix that was never seen has no longer one that was; every one
+        // is remembered for the requests to come.
+        matching = matching && seen.contains(&hash);
+        if matching {
+            cache_read = to as u64 / BYTES_PER_TOKEN;
+        }
+        seen.insert(hash);
+        (from, to) = (to, to + step);
+    }
+    PromptUsage {
+        prompt: estimate(bytes.len()),
+        cache_read,
+        cache_write: 0,
     }
 }
 
@@ -336,6 +372,12 @@ mod tests {
     fn requests_are_told_apart_by_path() {
         assert_eq!(Api::of_path("/v1/messages"), Some(Api::Anthropic));
         assert_eq!(Api::of_path("/v1/chat/completions"), Some(Api::OpenAi));
+        assert_eq!(Api::of_path("/v1/responses"), Some(Api::Responses));
         assert_eq!(Api::of_path("/v1/models"), None);
+        assert_eq!(
+            Api::of_path("/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"),
+            Some(Api::Gemini)
+        );
+        assert_eq!(Api::of_path("/v1beta/models/m:countTokens"), None);
     }
 }

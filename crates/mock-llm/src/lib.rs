@@ -32,9 +32,19 @@
 //! API answers them before any event. The prompt-cache usage is written into the
 //! `message_start` event of a streamed answer as into the JSON one.
 //!
+//! The Gemini API (Gemini CLI's) is served too, see [`gemini`]:
+//! [`MockReply::gemini_text`], [`MockReply::gemini_function_call`]; a scripted
+//! answer to `:streamGenerateContent` is streamed as its `data:` chunks, and
+//! `:countTokens` is answered apart from the script, like the model list.
+//!
+//! The OpenAI Responses API that Codex speaks (`POST /v1/responses`) is always
+//! streamed; its replies are scripted in [`responses`].
+//!
 //! Tests use it as `use teamboard_testkit::mock_llm::{MockLlm, MockReply};`.
 
 pub mod cache;
+pub mod gemini;
+pub mod responses;
 pub mod stream;
 
 use cache::{Api, PromptCache};
@@ -540,12 +550,16 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<State>>, recorded: Arc<Notify
         let keep_alive = !request
             .header("connection")
             .is_some_and(|v| v.eq_ignore_ascii_case("close"));
-        let model_call = !is_model_list(&request);
+        let model_call = !is_model_list(&request) && !gemini::is_count_tokens(&request.path);
         let reply = {
             let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
             if !model_call {
                 let reply = s.models.clone().unwrap_or_else(|| {
-                    if request.header("anthropic-version").is_some() {
+                    if gemini::is_count_tokens(&request.path) {
+                        gemini::count_tokens(&request.body)
+                    } else if request.path.starts_with("/v1beta/") {
+                        gemini::models()
+                    } else if request.header("anthropic-version").is_some() {
                         MockReply::anthropic_models(&["claude-sonnet-4-5"])
                     } else {
                         MockReply::openai_models(&["gpt-4o-mini"])
@@ -573,6 +587,10 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<State>>, recorded: Arc<Notify
                 if let (Some(cache), Some(api)) = (s.prompt_cache.as_mut(), api) {
                     reply = with_simulated_usage(reply, api, cache, &request.body);
                 }
+                // After the usage: it is worked out on the JSON answer.
+                if api == Some(Api::Gemini) && gemini::is_stream(&request.path) {
+                    reply = gemini::to_stream(reply);
+                }
                 request.answered_usage = answered_usage(&reply);
                 s.requests.push(request);
                 reply
@@ -581,10 +599,15 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<State>>, recorded: Arc<Notify
         if model_call {
             recorded.notify_waiters();
         }
-        if let Some(delay) = reply.delay {
+        // A delayed Responses stream opens before its pause (see `responses`).
+        let pause = reply
+            .delay
+            .zip(responses::opening(&reply))
+            .map(|(delay, opening)| (opening, delay));
+        if let (Some(delay), None) = (reply.delay, pause) {
             tokio::time::sleep(delay).await;
         }
-        if write_reply(stream.get_mut(), &reply, keep_alive)
+        if write_reply(stream.get_mut(), &reply, keep_alive, pause)
             .await
             .is_err()
             || !keep_alive
@@ -595,22 +618,29 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<State>>, recorded: Arc<Notify
 }
 
 /// The `usage` `reply` reports: a JSON answer's `usage`, or the final usage of
-/// an event stream; `Null` when it has none.
+/// an event stream (Anthropic's or the Responses API's); `Null` when it has none.
 fn answered_usage(reply: &MockReply) -> Value {
     if reply.has_content_type("text/event-stream") {
         return stream::parse_sse(&reply.body)
-            .map(|events| stream::usage(&events))
+            .map(|events| match stream::usage(&events) {
+                Value::Null => responses::usage(&events),
+                usage => usage,
+            })
+            .or_else(|| gemini::stream_usage(&reply.body))
             .unwrap_or(Value::Null);
     }
     serde_json::from_str::<Value>(&reply.body)
-        .map(|b| b["usage"].clone())
+        .map(|b| match &b["usageMetadata"] {
+            Value::Null => b["usage"].clone(),
+            gemini => gemini.clone(),
+        })
         .unwrap_or(Value::Null)
 }
 
 /// `reply` with the usage `cache` works out for `body`, in `api`'s format. Only
 /// successful answers that report a usage are changed: a JSON answer's `usage`,
 /// or the usage in an event stream's `message_start` (the input side; the
-/// output tokens stay those of `message_delta`).
+/// output tokens stay those of `message_delta`) or `response.completed`.
 fn with_simulated_usage(
     mut reply: MockReply,
     api: Api,
@@ -626,8 +656,11 @@ fn with_simulated_usage(
         };
         let Some(usage) = events
             .iter_mut()
-            .find(|(name, _)| name == "message_start")
-            .map(|(_, data)| &mut data["message"]["usage"])
+            .find_map(|(name, data)| match name.as_str() {
+                "message_start" => Some(&mut data["message"]["usage"]),
+                "response.completed" => Some(&mut data["response"]["usage"]),
+                _ => None,
+            })
             .filter(|usage| usage.is_object())
         else {
             return reply;
@@ -639,10 +672,14 @@ fn with_simulated_usage(
     let Ok(mut answer) = serde_json::from_str::<Value>(&reply.body) else {
         return reply;
     };
-    if !answer["usage"].is_object() {
+    let key = match api {
+        Api::Gemini => "usageMetadata",
+        Api::Anthropic | Api::OpenAi | Api::Responses => "usage",
+    };
+    if !answer[key].is_object() {
         return reply;
     }
-    set_usage(&mut answer["usage"], api, cache, body);
+    set_usage(&mut answer[key], api, cache, body);
     reply.body = answer.to_string();
     reply
 }
@@ -660,6 +697,18 @@ fn set_usage(usage: &mut Value, api: Api, cache: &mut PromptCache, body: &Value)
             let output = usage["completion_tokens"].as_u64().unwrap_or(0);
             usage["prompt_tokens"] = json!(u.prompt);
             usage["prompt_tokens_details"] = json!({"cached_tokens": u.cache_read});
+            usage["total_tokens"] = json!(u.prompt + output);
+        }
+        Api::Gemini => {
+            let output = usage["candidatesTokenCount"].as_u64().unwrap_or(0);
+            usage["promptTokenCount"] = json!(u.prompt);
+            usage["cachedContentTokenCount"] = json!(u.cache_read);
+            usage["totalTokenCount"] = json!(u.prompt + output);
+        }
+        Api::Responses => {
+            let output = usage["output_tokens"].as_u64().unwrap_or(0);
+            usage["input_tokens"] = json!(u.prompt);
+            usage["input_tokens_details"] = json!({"cached_tokens": u.cache_read});
             usage["total_tokens"] = json!(u.prompt + output);
         }
     }
@@ -753,10 +802,13 @@ async fn read_chunked(stream: &mut BufReader<TcpStream>) -> std::io::Result<Vec<
     }
 }
 
+/// Writes `reply`; with `pause` `(n, d)`, its first `n` body bytes, then
+/// after `d` the rest.
 async fn write_reply(
     stream: &mut TcpStream,
     reply: &MockReply,
     keep_alive: bool,
+    pause: Option<(usize, Duration)>,
 ) -> std::io::Result<()> {
     let mut head = format!("HTTP/1.1 {} {}\r\n", reply.status, reason(reply.status));
     for (k, v) in &reply.headers {
@@ -769,7 +821,16 @@ async fn write_reply(
         "connection: close\r\n\r\n"
     });
     stream.write_all(head.as_bytes()).await?;
-    stream.write_all(reply.body.as_bytes()).await?;
+    let mut body = reply.body.as_bytes();
+    if let Some((n, delay)) = pause
+        && let Some((opening, rest)) = body.split_at_checked(n)
+    {
+        stream.write_all(opening).await?;
+        stream.flush().await?;
+        tokio::time::sleep(delay).await;
+        body = rest;
+    }
+    stream.write_all(body).await?;
     stream.flush().await
 }
 

@@ -54,6 +54,9 @@
 //! - [`alive`]: whether a process still runs (a zombie does not);
 //!   [`group_members`]: what still runs in a process group, [`process_group`]:
 //!   the group of a process.
+//! - `fake-acp-agent` (this kit's binary, [`workspace_bin`]): a scripted Agent
+//!   Client Protocol agent (`RUN:`, `SLEEP:`, `PLAN:`, `CRASH`, `ANSWER:` lines),
+//!   for tests of the agent runtime that need no npm and no model.
 //! - [`agents::agent_cli`]: the real Claude Code, Codex or Gemini CLI at its
 //!   pinned version, or a clear "skipped" when it is not installed.
 //! - [`MuteTeammate`]: a real process (this kit's `mute-teammate` binary) that

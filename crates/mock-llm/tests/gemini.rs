@@ -1,0 +1,159 @@
+//! The Gemini API as Gemini CLI calls it: streamed and whole answers from one
+//! script, `countTokens` apart from the script, usage recorded and simulated.
+
+use serde_json::{Value, json};
+use teamboard_mock_llm::gemini::{GEMINI_TEXT_USAGE, last_user_text};
+use teamboard_mock_llm::{MockLlm, MockReply};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const STREAM: &str = "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse";
+const ONCE: &str = "/v1beta/models/gemini-2.5-flash:generateContent";
+
+/// Sends `POST path` with `body` on a fresh connection: (status line, head, body).
+async fn post(mock: &MockLlm, path: &str, body: &Value) -> (String, String, String) {
+    let addr = mock.url().trim_start_matches("http://").to_string();
+    let mut stream = TcpStream::connect(addr).await.expect("connect");
+    let body = body.to_string();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nhost: mock\r\nx-goog-api-key: k\r\n\
+         content-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.expect("write");
+    stream.write_all(body.as_bytes()).await.expect("write");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await.expect("read");
+    let (head, body) = answer.split_once("\r\n\r\n").expect("a head");
+    let status = head.lines().next().unwrap_or_default().to_string();
+    (status, head.to_ascii_lowercase(), body.to_string())
+}
+
+fn ask(text: &str) -> Value {
+    json!({"contents": [{"role": "user", "parts": [{"text": text}]}]})
+}
+
+/// The `data:` chunks of an SSE body, parsed apart from the crate's reader.
+fn chunks(body: &str) -> Vec<Value> {
+    body.split("\n\n")
+        .filter(|c| !c.trim().is_empty())
+        .map(|c| {
+            let data = c.strip_prefix("data: ").expect("a data line");
+            serde_json::from_str(data).expect("JSON data")
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn one_script_answers_a_stream_and_a_whole_call() {
+    let mock = MockLlm::start(vec![]);
+    mock.set_responder(|req| {
+        let said = last_user_text(&req.body);
+        Some(MockReply::gemini_text(&format!("you said: {said}")))
+    });
+
+    let (status, head, body) = post(&mock, STREAM, &ask("streaming please")).await;
+    assert!(status.contains("200"), "{status}");
+    assert!(head.contains("content-type: text/event-stream"), "{head}");
+    let chunks = chunks(&body);
+    assert!(chunks.len() > 1, "text comes in pieces: {body}");
+    let text: String = chunks
+        .iter()
+        .filter_map(|c| c["candidates"][0]["content"]["parts"][0]["text"].as_str())
+        .collect();
+    assert_eq!(text, "you said: streaming please");
+    let last = chunks.last().expect("a chunk");
+    assert_eq!(last["candidates"][0]["finishReason"], "STOP");
+    assert_eq!(
+        last["usageMetadata"]["promptTokenCount"],
+        GEMINI_TEXT_USAGE.0
+    );
+
+    let (status, head, body) = post(&mock, ONCE, &ask("whole")).await;
+    assert!(status.contains("200"), "{status}");
+    assert!(head.contains("content-type: application/json"), "{head}");
+    let answer: Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(
+        answer["candidates"][0]["content"]["parts"][0]["text"],
+        "you said: whole"
+    );
+
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    // The usage the answers reported, streamed or not.
+    for r in &requests {
+        assert_eq!(
+            r.answered_usage["totalTokenCount"],
+            GEMINI_TEXT_USAGE.0 + GEMINI_TEXT_USAGE.1
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_function_call_streams_whole() {
+    let mock = MockLlm::start(vec![MockReply::gemini_function_call(
+        "run_shell_command",
+        json!({"command": "touch x", "description": "make x"}),
+    )]);
+    let (_, _, body) = post(&mock, STREAM, &ask("run it")).await;
+    let chunks = chunks(&body);
+    assert_eq!(chunks.len(), 1);
+    let call = &chunks[0]["candidates"][0]["content"]["parts"][0]["functionCall"];
+    assert_eq!(call["name"], "run_shell_command");
+    assert_eq!(call["args"]["command"], "touch x");
+}
+
+#[tokio::test]
+async fn count_tokens_is_no_model_call_and_errors_stay_json() {
+    let mock = MockLlm::start(vec![MockReply::gemini_error(429, "quota")]);
+    let (status, _, body) = post(
+        &mock,
+        "/v1beta/models/gemini-2.5-flash:countTokens",
+        &ask("x".repeat(400).as_str()),
+    )
+    .await;
+    assert!(status.contains("200"), "{status}");
+    let counted: Value = serde_json::from_str(&body).expect("JSON");
+    assert!(
+        counted["totalTokens"].as_u64().unwrap_or(0) >= 100,
+        "{body}"
+    );
+    assert_eq!(mock.calls(), 0, "countTokens is not a model call");
+    assert_eq!(mock.model_list_requests().len(), 1);
+    assert_eq!(mock.remaining(), 1, "the script is untouched");
+
+    let (status, head, body) = post(&mock, STREAM, &ask("hi")).await;
+    assert!(status.contains("429"), "{status}");
+    assert!(head.contains("application/json"), "{head}");
+    assert!(body.contains("RESOURCE_EXHAUSTED"), "{body}");
+}
+
+#[tokio::test]
+async fn the_simulated_prompt_cache_reports_gemini_usage() {
+    let mock = MockLlm::start(vec![]);
+    mock.set_fallback(MockReply::gemini_text("ok"));
+    mock.simulate_prompt_cache();
+    let long = "context ".repeat(1500);
+    let (_, _, first) = post(&mock, STREAM, &ask(&long)).await;
+    let usage = &chunks(&first).last().expect("a chunk")["usageMetadata"].clone();
+    assert!(
+        usage["promptTokenCount"].as_u64().unwrap_or(0) > 2000,
+        "{usage}"
+    );
+    assert_eq!(usage["cachedContentTokenCount"], 0);
+    let mut again = ask(&long);
+    again["contents"]
+        .as_array_mut()
+        .expect("contents")
+        .push(json!({"role": "user", "parts": [{"text": "more"}]}));
+    let (_, _, second) = post(&mock, STREAM, &again).await;
+    let usage = &chunks(&second).last().expect("a chunk")["usageMetadata"].clone();
+    assert!(
+        usage["cachedContentTokenCount"].as_u64().unwrap_or(0) >= 1024,
+        "{usage}"
+    );
+    assert_eq!(
+        mock.requests()[1].answered_usage["cachedContentTokenCount"],
+        usage["cachedContentTokenCount"]
+    );
+}

@@ -1,0 +1,368 @@
+//! The `acp` runtime: any agent that speaks the Agent Client Protocol over
+//! stdio (`gemini --acp`, ...). See `docs/runtimes.md` for the mapping of board
+//! events, and `docs/design/runtime-codex-acp.md` §4 for how Gemini CLI behaves.
+//!
+//! [`Acp::start`] opens the session itself (`initialize`, then `session/load`
+//! of the task's session or `session/new`, then `session/set_mode plan` behind
+//! the plan gate), so that an agent that cannot start is a start failure with
+//! its stderr. Then a [`driver`] task owns the process for the rest of the work.
+//!
+//! Traps:
+//! - A `session/load` answers before its replay of the history has ended, so
+//!   replayed `agent_message_chunk`s would count as the answer to the next
+//!   prompt. The replay is drained until the agent has been quiet for
+//!   [`REPLAY_QUIET`] before anything is prompted.
+//! - ACP has no system prompt: the identity heads the first prompt.
+//! - A failed `session/load` (Gemini loses sessions it lists as not resumable)
+//!   becomes a new session, with the reason in [`AgentEvent::Session`].
+
+mod driver;
+mod rpc;
+mod wire;
+
+use crate::runtime::jsonrpc;
+use crate::runtime::process::{AgentProcess, Launch};
+use crate::runtime::{AgentError, AgentEvent, AgentSpec, Brief, PlanAnswer};
+use driver::{Command, Driver};
+use rpc::{CallError, Rpc};
+use serde_json::{Value, json};
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+/// How long the agent has to open its session. Gemini CLI takes 3 to 4 s on
+/// an idle machine; a loaded one or a slow MCP server may take far longer.
+pub const START_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long the agent must be silent before a load's replay counts as over.
+pub const REPLAY_QUIET: Duration = Duration::from_millis(400);
+/// The longest a load's replay is drained.
+const REPLAY_MAX: Duration = Duration::from_secs(15);
+
+/// A running acp agent for one task.
+pub struct Acp {
+    session: Option<String>,
+    pid: Option<u32>,
+    events: mpsc::UnboundedReceiver<AgentEvent>,
+    commands: mpsc::UnboundedSender<Command>,
+    task: Option<JoinHandle<()>>,
+    next_tag: u64,
+    exited: bool,
+}
+
+/// The session as the handshake left it.
+struct Opened {
+    id: String,
+    resumed: bool,
+    why_new: Option<String>,
+    plan_mode: bool,
+}
+
+impl Acp {
+    pub async fn start(spec: &AgentSpec, brief: Brief) -> Result<Acp, AgentError> {
+        let launch = Launch {
+            program: spec.program.clone(),
+            args: spec.extra_args.clone(),
+            cwd: brief.cwd.clone(),
+            env: spec.env.clone(),
+            env_remove: Vec::new(),
+            guard: spec.guard.clone(),
+        };
+        let proc = AgentProcess::spawn(&launch)?;
+        let pid = proc.pid();
+        let mut rpc = Rpc::new(proc);
+        let opened = match tokio::time::timeout(START_TIMEOUT, open(&mut rpc, &brief)).await {
+            Ok(Ok(opened)) => opened,
+            Ok(Err(e)) => return Err(failed_start(rpc, e.to_string()).await),
+            Err(_) => {
+                let why = format!("it did not open a session within {START_TIMEOUT:?}");
+                return Err(failed_start(rpc, why).await);
+            }
+        };
+        tracing::info!(session = %opened.id, resumed = opened.resumed, "acp session open");
+        let (events_tx, events) = mpsc::unbounded_channel();
+        let _ = events_tx.send(AgentEvent::Session {
+            id: opened.id.clone(),
+            resumed: opened.resumed,
+            why_new: opened.why_new,
+        });
+        let (commands, commands_rx) = mpsc::unbounded_channel();
+        let driver = Driver {
+            rpc,
+            session: opened.id.clone(),
+            policy: spec.policy,
+            gated: brief.plan_first,
+            plan_mode: opened.plan_mode,
+            max_prompts: spec.max_turns.max(1),
+            events: events_tx,
+            state: Default::default(),
+        };
+        // ACP has no system prompt: the identity heads the first turn.
+        let first = format!("{}\n\n{}", brief.identity, brief.prompt);
+        let task = tokio::spawn(driver.run(first, commands_rx));
+        Ok(Acp {
+            session: Some(opened.id),
+            pid,
+            events,
+            commands,
+            task: Some(task),
+            next_tag: 0,
+            exited: false,
+        })
+    }
+
+    /// Queues `text` for the turn boundary (ACP has no steering);
+    /// [`AgentEvent::Delivered`] comes once it was sent as a prompt.
+    pub async fn send(&mut self, text: &str) -> Result<u64, AgentError> {
+        if self.exited {
+            return Err(AgentError::Gone);
+        }
+        self.next_tag += 1;
+        let tag = self.next_tag;
+        self.commands
+            .send(Command::Send {
+                tag,
+                text: text.to_string(),
+            })
+            .map_err(|_| AgentError::Gone)?;
+        Ok(tag)
+    }
+
+    pub async fn answer_plan(&mut self, answer: PlanAnswer) -> Result<(), AgentError> {
+        self.commands
+            .send(Command::Plan(answer))
+            .map_err(|_| AgentError::Gone)
+    }
+
+    pub async fn next_event(&mut self) -> AgentEvent {
+        if !self.exited
+            && let Some(ev) = self.events.recv().await
+        {
+            if matches!(ev, AgentEvent::Exited { .. }) {
+                self.exited = true;
+            }
+            return ev;
+        }
+        self.exited = true;
+        std::future::pending().await
+    }
+
+    pub async fn stop(mut self) {
+        let (done, stopped) = oneshot::channel();
+        if self.commands.send(Command::Stop(done)).is_ok() {
+            let _ = stopped.await;
+        }
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+
+    pub fn session(&self) -> Option<&str> {
+        self.session.as_deref()
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+}
+
+/// `initialize`, then the task's session: loaded, or new.
+async fn open(rpc: &mut Rpc, brief: &Brief) -> Result<Opened, CallError> {
+    let init = rpc.call("initialize", wire::initialize_params()).await?;
+    let version = init["protocolVersion"].as_u64();
+    if version != Some(wire::PROTOCOL_VERSION) {
+        tracing::warn!(?version, "the agent speaks another ACP version; going on");
+    }
+    let mcp = wire::mcp_servers(brief.mcp.as_ref());
+    let cwd = brief.cwd.display().to_string();
+    let mut why_new = None;
+    let mut opened = None;
+    if let Some(id) = &brief.resume {
+        let params = json!({"sessionId": id, "cwd": cwd, "mcpServers": mcp});
+        match rpc.call("session/load", params).await {
+            Ok(result) => {
+                drain_replay(rpc).await;
+                opened = Some((id.clone(), result, true));
+            }
+            Err(CallError::Rpc(e)) => {
+                tracing::warn!(session = %id, error = %e, "the agent could not load the task's session");
+                why_new = Some(format!("session/load failed: {e}"));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let (id, result, resumed) = match opened {
+        Some(o) => o,
+        None => {
+            let params = json!({"cwd": cwd, "mcpServers": mcp});
+            let result = rpc.call("session/new", params).await?;
+            let id = result["sessionId"]
+                .as_str()
+                .filter(|s| !s.is_empty())
+                .ok_or_else(|| {
+                    CallError::Agent(AgentError::Protocol(format!(
+                        "session/new answered without a sessionId: {result}"
+                    )))
+                })?
+                .to_string();
+            (id, result, false)
+        }
+    };
+    let plan_mode = brief.plan_first && enter_plan_mode(rpc, &id, &result).await?;
+    Ok(Opened {
+        id,
+        resumed,
+        why_new,
+        plan_mode,
+    })
+}
+
+/// Puts the session in plan mode where the agent has one. Without it, the
+/// gate still refuses every change until the plan (sent with the board's
+/// `submit_plan`) is approved.
+async fn enter_plan_mode(rpc: &mut Rpc, id: &str, opened: &Value) -> Result<bool, CallError> {
+    if !wire::modes(opened).iter().any(|m| m == "plan") {
+        tracing::info!(
+            "the agent has no plan mode; changes are refused until the plan is approved"
+        );
+        return Ok(false);
+    }
+    let params = json!({"sessionId": id, "modeId": "plan"});
+    match rpc.call("session/set_mode", params).await {
+        Ok(_) => Ok(true),
+        Err(CallError::Rpc(e)) => {
+            tracing::warn!(error = %e, "the agent refused plan mode; changes are refused until the plan is approved");
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Reads (and drops) the replay of a loaded session until the agent has been
+/// quiet for [`REPLAY_QUIET`], turning away whatever it asks meanwhile.
+async fn drain_replay(rpc: &mut Rpc) {
+    let drained = async {
+        while let Ok(Some(msg)) = tokio::time::timeout(REPLAY_QUIET, rpc.next()).await {
+            if let jsonrpc::Incoming::Request { id, method, .. } = msg
+                && rpc.turn_away(&id, &method).await.is_err()
+            {
+                return;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(REPLAY_MAX, drained).await;
+}
+
+/// The error for an agent that did not open its session, after stopping it:
+/// with how it ended and its last stderr lines.
+async fn failed_start(mut rpc: Rpc, why: String) -> AgentError {
+    let how = rpc.proc.stop().await;
+    let tail = rpc.proc.stderr_tail();
+    let mut text = format!("{why} ({how})");
+    if !tail.is_empty() {
+        text.push_str(&format!("; its last stderr lines:\n{tail}"));
+    }
+    AgentError::Start(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::{AgentPolicy, RuntimeKind};
+
+    /// A fake ACP agent in `sh`: it answers by our request ids (1 initialize,
+    /// 2 session/new, 3 and 4 the prompts) and waits for `go` before it ends
+    /// the first prompt, so that the test's message comes while it is busy.
+    fn fake(go: &std::path::Path) -> String {
+        let chunk = |text: &str| {
+            format!(
+                r#"echo '{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"S1","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"{text}"}}}}}}}}'"#
+            )
+        };
+        format!(
+            r#"read l; echo '{{"jsonrpc":"2.0","id":1,"result":{{"protocolVersion":1}}}}'
+read l; echo '{{"jsonrpc":"2.0","id":2,"result":{{"sessionId":"S1"}}}}'
+read l
+echo '{{"jsonrpc":"2.0","id":90,"method":"fs/read_text_file","params":{{"path":"/etc/passwd"}}}}'
+read l; case "$l" in *'"error"'*) ;; *) {bad} ;; esac
+{first}
+while [ ! -e {go} ]; do sleep 0.02; done
+echo '{{"jsonrpc":"2.0","id":3,"result":{{"stopReason":"end_turn"}}}}'
+read l; case "$l" in *HELLO-MSG*) {second} ;; *) {lost} ;; esac
+echo '{{"jsonrpc":"2.0","id":4,"result":{{"stopReason":"end_turn","_meta":{{"quota":{{"token_count":{{"input_tokens":7,"output_tokens":3}}}}}}}}}}'
+sleep 30"#,
+            bad = chunk("NO-ERROR-ANSWER"),
+            first = chunk("busy"),
+            second = chunk("took the message"),
+            lost = chunk("MESSAGE-LOST"),
+            go = go.display(),
+        )
+    }
+
+    async fn next(acp: &mut Acp) -> AgentEvent {
+        tokio::time::timeout(Duration::from_secs(10), acp.next_event())
+            .await
+            .expect("an event")
+    }
+
+    #[tokio::test]
+    async fn input_for_a_busy_agent_waits_for_the_turn_boundary() {
+        let dir = tempfile::tempdir().unwrap();
+        let go = dir.path().join("go");
+        let spec = AgentSpec {
+            kind: RuntimeKind::Acp,
+            program: "sh".into(),
+            extra_args: vec!["-c".into(), fake(&go)],
+            max_turns: 10,
+            model: None,
+            policy: AgentPolicy::Workspace,
+            env: vec![],
+            guard: None,
+        };
+        let brief = Brief {
+            task: 1,
+            cwd: dir.path().to_path_buf(),
+            resume: None,
+            identity: "You are a test.".into(),
+            prompt: "Do it.".into(),
+            plan_first: false,
+            mcp: None,
+        };
+        let mut acp = Acp::start(&spec, brief).await.unwrap();
+        assert_eq!(acp.session(), Some("S1"));
+        assert!(matches!(
+            next(&mut acp).await,
+            AgentEvent::Session { resumed: false, .. }
+        ));
+        let tag = acp.send("HELLO-MSG").await.unwrap();
+        // Busy: the message is not delivered while the first prompt runs.
+        let quiet = tokio::time::timeout(Duration::from_millis(300), acp.next_event()).await;
+        assert!(quiet.is_err(), "an event while busy: {quiet:?}");
+        std::fs::write(&go, "").unwrap();
+        let mut events = Vec::new();
+        loop {
+            let ev = next(&mut acp).await;
+            let idle = matches!(ev, AgentEvent::Idle { .. });
+            events.push(ev);
+            if idle {
+                break;
+            }
+        }
+        assert_eq!(
+            events,
+            vec![
+                AgentEvent::Said("busy".into()),
+                AgentEvent::Delivered(tag),
+                AgentEvent::Said("took the message".into()),
+                AgentEvent::Usage(teamboard_protocol::TokenUsage {
+                    input: 7,
+                    output: 3,
+                    ..Default::default()
+                }),
+                AgentEvent::Idle {
+                    answer: "took the message".into()
+                },
+            ]
+        );
+        acp.stop().await;
+    }
+}

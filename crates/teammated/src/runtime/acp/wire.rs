@@ -1,0 +1,392 @@
+//! What ACP messages mean to teammated: pure functions from the agent's JSON to
+//! decisions and events, apart from the process and its timing so that they can
+//! be tested on captured lines.
+//!
+//! Shapes follow the Agent Client Protocol (protocol version 1) as Gemini CLI
+//! 0.61.0 speaks it (`docs/design/runtime-codex-acp.md` §4). Everything is read
+//! leniently: a field an agent leaves out is a default, never an error.
+
+use crate::runtime::AgentPolicy;
+use serde_json::{Value, json};
+use teamboard_protocol::TokenUsage;
+
+/// The protocol version teammated speaks.
+pub const PROTOCOL_VERSION: u64 = 1;
+
+/// Tool kinds that only look: allowed under the `read-only` policy and before
+/// an approved plan.
+const READ_KINDS: [&str; 4] = ["read", "search", "fetch", "think"];
+
+/// The `initialize` request's params: no file system or terminal offered, so
+/// the agent uses its own tools (and asks for permission).
+pub fn initialize_params() -> Value {
+    json!({
+        "protocolVersion": PROTOCOL_VERSION,
+        "clientCapabilities": {
+            "fs": {"readTextFile": false, "writeTextFile": false},
+            "terminal": false,
+        },
+        "clientInfo": {"name": "teammated", "version": env!("CARGO_PKG_VERSION")},
+    })
+}
+
+/// ACP's stdio MCP server entry: `env` as `[{name, value}]`.
+pub fn mcp_servers(mcp: Option<&crate::runtime::McpServer>) -> Value {
+    let Some(m) = mcp else {
+        return json!([]);
+    };
+    let env: Vec<Value> = m
+        .env
+        .iter()
+        .map(|(k, v)| json!({"name": k, "value": v}))
+        .collect();
+    json!([{
+        "name": "teamboard",
+        "command": m.command.display().to_string(),
+        "args": m.args,
+        "env": env,
+    }])
+}
+
+/// A session's mode ids, from a `session/new` or `session/load` result.
+pub fn modes(result: &Value) -> Vec<String> {
+    result["modes"]["availableModes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["id"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// How a prompt ended, from its result's `stopReason`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stop {
+    /// `end_turn`: the agent is done and waits.
+    EndTurn,
+    /// `cancelled`: by our `session/cancel`, or a turn the agent gave up.
+    Cancelled,
+    /// `refusal`, `max_tokens`, `max_turn_requests`, or one we do not know:
+    /// the work ends with this error.
+    Error(String),
+}
+
+pub fn stop_reason(result: &Value) -> Stop {
+    match result["stopReason"].as_str() {
+        Some("end_turn") => Stop::EndTurn,
+        Some("cancelled") => Stop::Cancelled,
+        Some("refusal") => Stop::Error("the agent refused to go on (stopReason: refusal)".into()),
+        Some("max_tokens") => {
+            Stop::Error("the agent hit its output token limit (stopReason: max_tokens)".into())
+        }
+        Some("max_turn_requests") => Stop::Error(
+            "the agent hit its limit of model requests in one turn (stopReason: max_turn_requests)"
+                .into(),
+        ),
+        Some(other) => Stop::Error(format!("the prompt ended with stopReason '{other}'")),
+        None => Stop::Error(format!("the prompt's result has no stopReason: {result}")),
+    }
+}
+
+/// The usage a prompt's result reports: Gemini's non-standard
+/// `_meta.quota.token_count`; `None` when absent or zero (a cancelled prompt,
+/// an agent that reports none).
+pub fn usage(result: &Value) -> Option<TokenUsage> {
+    let count = &result["_meta"]["quota"]["token_count"];
+    let input = count["input_tokens"].as_u64().unwrap_or(0);
+    let output = count["output_tokens"].as_u64().unwrap_or(0);
+    (input > 0 || output > 0).then_some(TokenUsage {
+        input,
+        output,
+        ..TokenUsage::default()
+    })
+}
+
+/// One `session/update` notification, as far as teammated cares.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Update {
+    /// A piece of the agent's answer.
+    Text(String),
+    /// A tool call, first seen or updated: its id, a name for the transcript,
+    /// its input as text, and the paths it touches.
+    Tool {
+        id: String,
+        name: String,
+        input: String,
+        locations: Vec<String>,
+    },
+    /// Anything else: thoughts, plans, commands, modes, replayed user text.
+    Other,
+}
+
+pub fn update(params: &Value) -> Update {
+    let u = &params["update"];
+    match u["sessionUpdate"].as_str() {
+        Some("agent_message_chunk") => match u["content"]["text"].as_str() {
+            Some(text) => Update::Text(text.to_string()),
+            None => Update::Other,
+        },
+        Some("tool_call") | Some("tool_call_update") => tool(u),
+        _ => Update::Other,
+    }
+}
+
+/// A tool call (a `tool_call` update, or a permission request's `toolCall`).
+pub fn tool(call: &Value) -> Update {
+    let id = call["toolCallId"].as_str().unwrap_or_default().to_string();
+    let locations = call["locations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|l| l["path"].as_str().map(str::to_string))
+        .collect();
+    let title = call["title"].as_str().unwrap_or_default();
+    let input = match &call["rawInput"] {
+        Value::Null => title.to_string(),
+        raw => raw.to_string(),
+    };
+    Update::Tool {
+        name: tool_name(&id, call["kind"].as_str()),
+        id,
+        input,
+        locations,
+    }
+}
+
+/// A tool's name from its call id where the agent puts it there (Gemini:
+/// `run_shell_command__run_shell_command_1796…_0`), else its kind.
+fn tool_name(id: &str, kind: Option<&str>) -> String {
+    match id.split_once("__") {
+        Some((name, _)) if !name.is_empty() => name.to_string(),
+        _ => kind.unwrap_or("tool").to_string(),
+    }
+}
+
+/// Whether a permission request is the agent asking to leave plan mode: the
+/// plan gate. ACP's kind for it is `switch_mode`; Gemini 0.61.0 sends `other`
+/// with an `exit_plan_mode__…` call id and a "Requesting plan approval" title.
+pub fn is_plan_exit(params: &Value) -> bool {
+    let call = &params["toolCall"];
+    call["kind"] == "switch_mode"
+        || call["toolCallId"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("exit_plan_mode"))
+        || call["title"]
+            .as_str()
+            .is_some_and(|t| t.starts_with(PLAN_TITLE))
+}
+
+const PLAN_TITLE: &str = "Requesting plan approval for:";
+
+/// Where the plan of a plan-exit request is written: the file its title names
+/// (Gemini), else `None`.
+pub fn plan_file(params: &Value) -> Option<String> {
+    let title = params["toolCall"]["title"].as_str()?;
+    let path = title.strip_prefix(PLAN_TITLE)?.trim();
+    (!path.is_empty()).then(|| path.to_string())
+}
+
+/// The plan carried in the request itself: `rawInput.plan` (the Claude Code
+/// adapter), else the text of its content.
+pub fn plan_inline(params: &Value) -> Option<String> {
+    let call = &params["toolCall"];
+    if let Some(plan) = call["rawInput"]["plan"].as_str() {
+        return Some(plan.to_string());
+    }
+    let text: Vec<&str> = call["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["content"]["text"].as_str())
+        .collect();
+    (!text.is_empty()).then(|| text.join("\n"))
+}
+
+/// How teammated answers one permission request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Permission {
+    /// Choose this option.
+    Select(String),
+    /// The plan gate: hold the request until the lead decides.
+    Hold,
+    /// No fitting option: answer `cancelled`.
+    Cancelled,
+}
+
+/// The answer to a permission request under `policy`, with the plan gate
+/// closed (`gated`) or open.
+pub fn permission(params: &Value, policy: AgentPolicy, gated: bool) -> Permission {
+    if gated && is_plan_exit(params) {
+        return Permission::Hold;
+    }
+    let kind = params["toolCall"]["kind"].as_str().unwrap_or("other");
+    let reads = READ_KINDS.contains(&kind);
+    let allowed = reads || (!gated && policy == AgentPolicy::Workspace);
+    let option = if allowed {
+        option(params, &["allow_once", "allow_always"])
+    } else {
+        option(params, &["reject_once", "reject_always"])
+    };
+    option.map_or(Permission::Cancelled, Permission::Select)
+}
+
+/// The id of the first option of the first of `kinds` offered.
+pub fn option(params: &Value, kinds: &[&str]) -> Option<String> {
+    let options = params["options"].as_array()?;
+    kinds.iter().find_map(|kind| {
+        options
+            .iter()
+            .find(|o| o["kind"] == *kind)
+            .and_then(|o| o["optionId"].as_str().map(str::to_string))
+    })
+}
+
+/// A permission answer choosing `option_id`.
+pub fn selected(option_id: &str) -> Value {
+    json!({"outcome": {"outcome": "selected", "optionId": option_id}})
+}
+
+/// A permission answer for a request that no longer matters (the turn was
+/// cancelled): the prompt does not end before every one is answered.
+pub fn cancelled() -> Value {
+    json!({"outcome": {"outcome": "cancelled"}})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The permission request of survey §4.3, for a shell command.
+    fn shell_request() -> Value {
+        serde_json::from_str(
+            r#"{"sessionId":"s","options":[{"optionId":"proceed_always","name":"Allow for this session","kind":"allow_always"},{"optionId":"proceed_once","name":"Allow","kind":"allow_once"},{"optionId":"cancel","name":"Reject","kind":"reject_once"}],"toolCall":{"toolCallId":"run_shell_command__run_shell_command_1796147959488_0","status":"pending","title":"echo hello-from-tool > tool.txt; cat tool.txt","content":[{"type":"content","content":{"type":"text","text":"[current working directory /tmp/agents/ws] (write a file)"}}],"locations":[],"kind":"execute"}}"#,
+        )
+        .unwrap()
+    }
+
+    /// The plan-exit request of survey §4.4a.
+    fn plan_request() -> Value {
+        serde_json::from_str(
+            r#"{"sessionId":"597ab86c","options":[{"optionId":"proceed_once","name":"Allow","kind":"allow_once"},{"optionId":"cancel","name":"Reject","kind":"reject_once"}],"toolCall":{"toolCallId":"exit_plan_mode__exit_plan_mode_1796148168725_0","status":"pending","title":"Requesting plan approval for: /var/tmp/h/.gemini/tmp/ws/597ab86c/plans/plan.md","content":[],"locations":[],"kind":"other"}}"#,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn the_policy_chooses_among_the_offered_options() {
+        let shell = shell_request();
+        assert_eq!(
+            permission(&shell, AgentPolicy::Workspace, false),
+            Permission::Select("proceed_once".into())
+        );
+        assert_eq!(
+            permission(&shell, AgentPolicy::ReadOnly, false),
+            Permission::Select("cancel".into())
+        );
+        // Before an approved plan, a command is refused whatever the policy.
+        assert_eq!(
+            permission(&shell, AgentPolicy::Workspace, true),
+            Permission::Select("cancel".into())
+        );
+        let mut read = shell.clone();
+        read["toolCall"]["kind"] = json!("read");
+        assert_eq!(
+            permission(&read, AgentPolicy::ReadOnly, true),
+            Permission::Select("proceed_once".into())
+        );
+        // No option of the wanted kind: cancelled, never an invented id.
+        let mut bare = shell;
+        bare["options"] = json!([{"optionId": "x", "kind": "allow_once"}]);
+        assert_eq!(
+            permission(&bare, AgentPolicy::ReadOnly, false),
+            Permission::Cancelled
+        );
+    }
+
+    #[test]
+    fn the_plan_exit_is_held_while_gated_and_names_its_file() {
+        let plan = plan_request();
+        assert!(is_plan_exit(&plan));
+        assert!(!is_plan_exit(&shell_request()));
+        assert_eq!(
+            permission(&plan, AgentPolicy::Workspace, true),
+            Permission::Hold
+        );
+        assert_eq!(
+            permission(&plan, AgentPolicy::Workspace, false),
+            Permission::Select("proceed_once".into())
+        );
+        assert_eq!(
+            plan_file(&plan).as_deref(),
+            Some("/var/tmp/h/.gemini/tmp/ws/597ab86c/plans/plan.md")
+        );
+        assert_eq!(plan_inline(&plan), None);
+        assert_eq!(option(&plan, &["reject_once"]).as_deref(), Some("cancel"));
+        let adapter =
+            json!({"toolCall": {"kind": "switch_mode", "rawInput": {"plan": "1. do it"}}});
+        assert!(is_plan_exit(&adapter));
+        assert_eq!(plan_inline(&adapter).as_deref(), Some("1. do it"));
+    }
+
+    #[test]
+    fn updates_are_text_tools_or_nothing() {
+        let chunk: Value = serde_json::from_str(
+            r#"{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Tool said:"}}}"#,
+        )
+        .unwrap();
+        assert_eq!(update(&chunk), Update::Text("Tool said:".into()));
+        let done: Value = serde_json::from_str(
+            r#"{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"run_shell_command__run_shell_command_1_0","status":"completed","title":"echo hi","content":[],"locations":[{"path":"/w/a.txt"}],"kind":"execute"}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            update(&done),
+            Update::Tool {
+                id: "run_shell_command__run_shell_command_1_0".into(),
+                name: "run_shell_command".into(),
+                input: "echo hi".into(),
+                locations: vec!["/w/a.txt".into()],
+            }
+        );
+        let commands = json!({"sessionId":"s","update":{"sessionUpdate":"available_commands_update","availableCommands":[]}});
+        assert_eq!(update(&commands), Update::Other);
+        let other_agent = json!({"toolCallId": "call_7", "kind": "edit", "title": "Edit a.rs"});
+        assert!(matches!(tool(&other_agent), Update::Tool { name, .. } if name == "edit"));
+    }
+
+    #[test]
+    fn stop_reasons_and_usage_of_a_prompt_result() {
+        let result: Value = serde_json::from_str(
+            r#"{"stopReason":"end_turn","_meta":{"quota":{"token_count":{"input_tokens":2400,"output_tokens":30},"model_usage":[{"model":"gemini-2.5-flash","token_count":{"input_tokens":2400,"output_tokens":30}}]}}}"#,
+        )
+        .unwrap();
+        assert_eq!(stop_reason(&result), Stop::EndTurn);
+        let u = usage(&result).unwrap();
+        assert_eq!((u.input, u.output), (2400, 30));
+        let cancelled = json!({"stopReason": "cancelled"});
+        assert_eq!(stop_reason(&cancelled), Stop::Cancelled);
+        assert_eq!(usage(&cancelled), None);
+        for reason in ["refusal", "max_tokens", "max_turn_requests", "weird"] {
+            let Stop::Error(why) = stop_reason(&json!({"stopReason": reason})) else {
+                panic!("{reason} is an error");
+            };
+            assert!(why.contains(reason), "{why}");
+        }
+    }
+
+    #[test]
+    fn the_board_server_goes_in_acp_stdio_form() {
+        let m = crate::runtime::McpServer {
+            command: "/bin/teamctl".into(),
+            args: vec!["mcp".into(), "--name".into(), "bob".into()],
+            env: vec![("TEAMBOARD_MEMBER_SOCKET".into(), "/run/s".into())],
+        };
+        assert_eq!(
+            mcp_servers(Some(&m)),
+            json!([{"name": "teamboard", "command": "/bin/teamctl", "args": ["mcp", "--name", "bob"],
+                    "env": [{"name": "TEAMBOARD_MEMBER_SOCKET", "value": "/run/s"}]}])
+        );
+        assert_eq!(mcp_servers(None), json!([]));
+        let opened = json!({"sessionId": "x", "modes": {"availableModes": [{"id": "default"}, {"id": "plan"}]}});
+        assert_eq!(modes(&opened), vec!["default", "plan"]);
+    }
+}

@@ -1,0 +1,491 @@
+//! The `codex` runtime end to end: the real Codex CLI (`codex app-server`,
+//! pinned, see `teamboard_testkit::agents`) driven by real `teammated`
+//! processes around an in-process boardd, offline against the mock's
+//! Responses API. Each test skips, saying so, where the CLI is not installed.
+
+mod harness;
+mod measure;
+
+use harness::{CodexHome, TEAMMATED, exec, nonce, percentile, sessions, with_marker};
+use std::time::{Duration, Instant};
+use teamboard_protocol::request::NewTask;
+use teamboard_protocol::{EventKind, MessageKind, TaskStatus};
+use teamboard_testkit::agents::{Cli, agent_cli};
+use teamboard_testkit::mock_llm::MockReply;
+use teamboard_testkit::mock_llm::responses::{function_call_output, user_texts};
+use teamboard_testkit::{Board, PATIENCE, eventually};
+
+/// How long a "busy" model call takes: far longer than any test.
+const BUSY: Duration = Duration::from_secs(120);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_is_done_with_a_command_and_the_final_answer_is_its_result() {
+    let Some(program) = agent_cli(Cli::Codex) else {
+        return;
+    };
+    let codex = CodexHome::new(program);
+    codex.mock.set_responder(|req| {
+        if let Some((_, output)) = function_call_output(&req.body) {
+            let said = output.lines().last().unwrap_or_default().to_string();
+            return Some(MockReply::responses_text(&format!(
+                "Wrote proof.txt; it says: {said}"
+            )));
+        }
+        Some(exec(
+            "call_1",
+            "echo codex-was-here > proof.txt && cat proof.txt",
+        ))
+    });
+    let mut board = Board::start(TEAMMATED).await;
+    let alice = codex.spawn(&board, "alice", &[]);
+    let t = board.add("write the proof", "Write proof.txt.", &[]).await;
+    board.wait_done(&[t.id]).await;
+    let task = board.task(t.id).await;
+    let log = alice.log_text();
+    assert_eq!(task.status, TaskStatus::Completed, "{log}");
+    assert_eq!(
+        task.result.as_deref(),
+        Some("Wrote proof.txt; it says: codex-was-here")
+    );
+    let proof = std::fs::read_to_string(alice.workdir.join("proof.txt")).unwrap_or_default();
+    assert_eq!(proof, "codex-was-here\n");
+    // One thread, named in the mock's requests, the store and the transcript.
+    let requests = codex.mock.requests();
+    assert_eq!(requests.len(), 2, "a call, then the answer");
+    let thread = requests[0]
+        .header("session-id")
+        .unwrap_or_default()
+        .to_string();
+    assert!(!thread.is_empty());
+    assert!(requests.iter().all(|r| r.path == "/v1/responses"));
+    assert!(
+        requests
+            .iter()
+            .all(|r| r.header("thread-id") == Some(&thread))
+    );
+    let text = requests[0].body.to_string();
+    assert!(
+        text.contains("Write proof.txt."),
+        "the task reaches the model"
+    );
+    assert!(text.contains("You are alice"), "and so does the identity");
+    assert_eq!(
+        sessions(&board, "alice")["tasks"][t.id.to_string()]["session"],
+        thread.as_str()
+    );
+    let transcript = board.transcript("alice");
+    assert!(
+        transcript.contains(&format!("agent: codex session {thread} started")),
+        "{transcript}"
+    );
+    assert!(transcript.contains("echo codex-was-here"), "{transcript}");
+    // Usage: what the mock reported for the two calls, as Codex passed it on.
+    assert_eq!(task.tokens.output, 20 + 12, "{:?}", task.tokens);
+    assert_eq!(task.tokens.all_input(), 40 + 25, "{:?}", task.tokens);
+    drop(alice);
+    board.stop().await;
+}
+
+/// Messages sent while the model is busy reach the running turn at once
+/// (`turn/steer`: Codex drops the model call and makes it again with them),
+/// each once, and are acknowledged. Prints the latency from the lead's send
+/// to the mock's request that carries it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_to_a_busy_agent_are_steered_into_its_turn() {
+    let Some(program) = agent_cli(Cli::Codex) else {
+        return;
+    };
+    const SENDS: usize = 20;
+    let codex = CodexHome::new(program);
+    codex.mock.set_responder(|req| {
+        let said = user_texts(&req.body);
+        if said.iter().any(|t| t.contains("FINISH")) {
+            let pings = said.iter().filter(|t| t.contains("ping-")).count();
+            return Some(MockReply::responses_text(&format!(
+                "finished after {pings} pings"
+            )));
+        }
+        Some(MockReply::responses_text("still working").with_delay(BUSY))
+    });
+    let mut board = Board::start(TEAMMATED).await;
+    let alice = codex.spawn(&board, "alice", &[]);
+    let t = board
+        .add("keep busy", "Work until told to finish.", &[])
+        .await;
+    tokio::time::timeout(PATIENCE, codex.mock.wait_for_calls(1))
+        .await
+        .unwrap_or_else(|_| panic!("no model call; log:\n{}", alice.log_text()));
+    let mut latencies = Vec::new();
+    for i in 0..=SENDS {
+        let text = if i == SENDS {
+            "FINISH now".to_string()
+        } else {
+            format!("ping-{i}")
+        };
+        let calls = codex.mock.calls();
+        let sent = Instant::now();
+        let message = board
+            .lead
+            .send("alice", MessageKind::Message, &text, None)
+            .await
+            .expect("send");
+        // The next model call carries it: steered into the turn, not queued.
+        tokio::time::timeout(PATIENCE, codex.mock.wait_for_calls(calls + 1))
+            .await
+            .unwrap_or_else(|_| panic!("{text} reached no model call; log:\n{}", alice.log_text()));
+        let request = codex.mock.request(calls).expect("the request");
+        assert!(
+            user_texts(&request.body).iter().any(|u| u.contains(&text)),
+            "{text} not in the next call"
+        );
+        latencies.push(request.received_at.duration_since(sent));
+        if i < SENDS {
+            board
+                .wait_for(&format!("{text} to be acknowledged"), |e| {
+                    e.kind == EventKind::MessageAcked && e.message == Some(message.id)
+                })
+                .await;
+        }
+    }
+    board.wait_done(&[t.id]).await;
+    let task = board.task(t.id).await;
+    assert_eq!(task.status, TaskStatus::Completed, "{}", alice.log_text());
+    // Each message reached the conversation once: none was sent twice.
+    assert_eq!(
+        task.result.as_deref(),
+        Some(format!("finished after {SENDS} pings").as_str())
+    );
+    // All in the first turn's thread and turn.
+    let requests = codex.mock.requests();
+    let turn_of = |r: &teamboard_testkit::mock_llm::RecordedRequest| {
+        let meta: serde_json::Value =
+            serde_json::from_str(r.header("x-codex-turn-metadata").unwrap_or("{}"))
+                .unwrap_or_default();
+        meta["turn_id"].as_str().map(str::to_string)
+    };
+    let first_turn = turn_of(&requests[0]);
+    assert!(first_turn.is_some());
+    assert!(
+        requests.iter().all(|r| turn_of(r) == first_turn),
+        "a message started a turn of its own"
+    );
+    let (p50, p95) = (
+        percentile(&mut latencies, 50),
+        percentile(&mut latencies, 95),
+    );
+    eprintln!("send -> in the busy agent's model call, {SENDS}+1 sends: p50 {p50:?}, p95 {p95:?}");
+    drop(alice);
+    board.stop().await;
+}
+
+/// A task that needs a plan: the agent plans in a read-only sandbox (a write it
+/// tries fails), its plan goes to the lead, nothing happens until the lead
+/// approves, then it carries the plan out with write access.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_plan_gate_holds_until_the_lead_approves() {
+    let Some(program) = agent_cli(Cli::Codex) else {
+        return;
+    };
+    let codex = CodexHome::new(program);
+    codex.mock.set_responder(|req| {
+        let approved = user_texts(&req.body)
+            .iter()
+            .any(|t| t.contains("approved your plan"));
+        match function_call_output(&req.body) {
+            Some((call, _)) if call == "sneak" => Some(MockReply::responses_text(
+                "PLAN: 1. write done.txt 2. report",
+            )),
+            Some(_) => Some(MockReply::responses_text("Carried out the plan.")),
+            None if approved => Some(exec("work", "echo done > done.txt")),
+            None => Some(exec("sneak", "echo sneaky > sneaky.txt")),
+        }
+    });
+    let mut board = Board::start(TEAMMATED).await;
+    let alice = codex.spawn(&board, "alice", &[]);
+    let t = board
+        .lead
+        .add_task(NewTask {
+            subject: "careful change".into(),
+            description: "Write done.txt.".into(),
+            require_plan: true,
+            ..NewTask::default()
+        })
+        .await
+        .expect("add");
+    let opened = board
+        .wait_for("the plan request", |e| {
+            e.kind == EventKind::RequestOpened && e.task == Some(t.id)
+        })
+        .await;
+    let request = opened.request.expect("the request's id");
+    let plan = eventually("the plan in the lead's inbox", PATIENCE, || async {
+        let inbox = board.lead.inbox().await.ok()?;
+        inbox
+            .into_iter()
+            .find(|m| m.kind == MessageKind::PlanApprovalRequest)
+            .map(|m| m.content)
+    })
+    .await;
+    assert!(plan.contains("PLAN: 1. write done.txt"), "{plan}");
+    // Nothing moves while the lead thinks.
+    let calls = codex.mock.calls();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        codex.mock.calls(),
+        calls,
+        "the agent went on before approval"
+    );
+    assert_eq!(board.task(t.id).await.status, TaskStatus::InProgress);
+    assert!(
+        !alice.workdir.join("sneaky.txt").exists(),
+        "a write got through the gate"
+    );
+    assert!(!alice.workdir.join("done.txt").exists());
+    board
+        .lead
+        .review_plan(request, true, None)
+        .await
+        .expect("approve");
+    board.wait_done(&[t.id]).await;
+    let task = board.task(t.id).await;
+    assert_eq!(task.status, TaskStatus::Completed, "{}", alice.log_text());
+    assert_eq!(task.result.as_deref(), Some("Carried out the plan."));
+    assert!(alice.workdir.join("done.txt").exists());
+    assert!(!alice.workdir.join("sneaky.txt").exists());
+    // The write failed in the sandbox; the approved one ran.
+    let outputs: Vec<(String, String)> = codex
+        .mock
+        .requests()
+        .iter()
+        .filter_map(|r| function_call_output(&r.body))
+        .collect();
+    let output = |call: &str| {
+        outputs
+            .iter()
+            .find(|(c, _)| c == call)
+            .map(|(_, o)| o.clone())
+            .unwrap_or_default()
+    };
+    assert!(
+        output("sneak").contains("exited with code 1"),
+        "{outputs:?}"
+    );
+    assert!(output("work").contains("exited with code 0"), "{outputs:?}");
+    drop(alice);
+    board.stop().await;
+}
+
+/// The model runs a command that would last five minutes and waits: the
+/// scenario of the cancel and kill tests. Returns the command's marker.
+fn long_command(codex: &CodexHome) -> String {
+    let marker = format!("300.{}", nonce());
+    let cmd = format!("sleep {marker}");
+    codex.mock.set_responder(move |req| {
+        if function_call_output(&req.body).is_some() {
+            return Some(MockReply::responses_text("still waiting").with_delay(BUSY));
+        }
+        Some(exec("long", &cmd))
+    });
+    marker
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_interrupts_the_agent_and_ends_its_command() {
+    let Some(program) = agent_cli(Cli::Codex) else {
+        return;
+    };
+    let codex = CodexHome::new(program);
+    let marker = long_command(&codex);
+    let mut board = Board::start(TEAMMATED).await;
+    let alice = codex.spawn(&board, "alice", &[]);
+    board.wait_idle("alice").await;
+    let t = board.add("long job", "Wait a long time.", &[]).await;
+    eventually("the agent's command to run", PATIENCE, || async {
+        (!with_marker(&marker).is_empty()).then_some(())
+    })
+    .await;
+    assert!(!codex.processes(&[alice.pid()]).is_empty());
+    board.lead.cancel_task(t.id).await.expect("cancel");
+    board.wait_status("alice", "idle").await;
+    eventually("the agent and its command to end", PATIENCE, || async {
+        let left = [with_marker(&marker), codex.processes(&[alice.pid()])].concat();
+        left.is_empty().then_some(())
+    })
+    .await;
+    let transcript = board.transcript("alice");
+    assert!(
+        transcript.contains("agent: stopped (the claim is gone)"),
+        "{transcript}"
+    );
+    drop(alice);
+    board.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_teammate_leaves_no_agent_and_no_command_behind() {
+    let Some(program) = agent_cli(Cli::Codex) else {
+        return;
+    };
+    let codex = CodexHome::new(program);
+    let marker = long_command(&codex);
+    let board = Board::start(TEAMMATED).await;
+    let alice = codex.spawn(&board, "alice", &[]);
+    board.add("long job", "Wait a long time.", &[]).await;
+    eventually("the agent's command to run", PATIENCE, || async {
+        (!with_marker(&marker).is_empty()).then_some(())
+    })
+    .await;
+    let agent = codex.processes(&[alice.pid()]);
+    assert!(!agent.is_empty());
+    alice.kill9();
+    eventually("the agent and its command to end", PATIENCE, || async {
+        let left = [with_marker(&marker), codex.processes(&[])].concat();
+        left.is_empty().then_some(())
+    })
+    .await;
+    drop(alice);
+    board.stop().await;
+}
+
+/// teammated dies in the middle of a task and comes back: the task's thread
+/// is resumed, not replaced, and the model sees the whole conversation again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_teammate_resumes_the_tasks_thread() {
+    let Some(program) = agent_cli(Cli::Codex) else {
+        return;
+    };
+    let codex = CodexHome::new(program);
+    codex.mock.set_responder(|req| {
+        let said = user_texts(&req.body);
+        if said.iter().any(|t| t.contains("You are back on this task")) {
+            let first = said.iter().any(|t| t.contains("Remember the word"));
+            return Some(MockReply::responses_text(&format!(
+                "resumed; I still see the task: {first}"
+            )));
+        }
+        Some(MockReply::responses_text("working").with_delay(BUSY))
+    });
+    let mut board = Board::start(TEAMMATED).await;
+    let alice = codex.spawn(&board, "alice", &[]);
+    let t = board
+        .add("remember", "Remember the word 'teal'.", &[])
+        .await;
+    tokio::time::timeout(PATIENCE, codex.mock.wait_for_calls(1))
+        .await
+        .unwrap_or_else(|_| panic!("no model call; log:\n{}", alice.log_text()));
+    let thread = codex.mock.requests()[0]
+        .header("session-id")
+        .unwrap_or_default()
+        .to_string();
+    alice.kill9();
+    eventually("the first agent to end", PATIENCE, || async {
+        codex.processes(&[]).is_empty().then_some(())
+    })
+    .await;
+    drop(alice);
+    let alice = codex.spawn(&board, "alice", &[]);
+    board.wait_done(&[t.id]).await;
+    let task = board.task(t.id).await;
+    assert_eq!(task.status, TaskStatus::Completed, "{}", alice.log_text());
+    assert_eq!(
+        task.result.as_deref(),
+        Some("resumed; I still see the task: true")
+    );
+    let last = codex.mock.requests().pop().expect("requests");
+    assert_eq!(last.header("session-id"), Some(thread.as_str()));
+    let entry = &sessions(&board, "alice")["tasks"][t.id.to_string()];
+    assert_eq!(entry["session"], thread.as_str());
+    assert_eq!(
+        (entry["starts"].as_u64(), entry["resumed"].as_u64()),
+        (Some(2), Some(1))
+    );
+    let transcript = board.transcript("alice");
+    assert!(
+        transcript.contains(&format!("agent: codex session {thread} resumed")),
+        "{transcript}"
+    );
+    drop(alice);
+    board.stop().await;
+}
+
+/// The agent's process dies in the middle of a task: the task is given back
+/// with the error, and the teammate, still alive, takes it again and resumes
+/// its thread.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_agent_gives_the_task_back_and_the_teammate_goes_on() {
+    let Some(program) = agent_cli(Cli::Codex) else {
+        return;
+    };
+    let codex = CodexHome::new(program.clone());
+    codex.mock.set_responder(|req| {
+        if user_texts(&req.body)
+            .iter()
+            .any(|t| t.contains("You are back on this task"))
+        {
+            return Some(MockReply::responses_text("recovered"));
+        }
+        Some(MockReply::responses_text("working").with_delay(BUSY))
+    });
+    let mut board = Board::start(TEAMMATED).await;
+    let alice = codex.spawn(&board, "alice", &[]);
+    let t = board.add("fragile", "Work on.", &[]).await;
+    tokio::time::timeout(PATIENCE, codex.mock.wait_for_calls(1))
+        .await
+        .unwrap_or_else(|_| panic!("no model call; log:\n{}", alice.log_text()));
+    let agent = codex
+        .processes(&[alice.pid()])
+        .into_iter()
+        .find(|(pid, _)| {
+            std::fs::read_link(format!("/proc/{pid}/exe")).ok() == Some(program.clone())
+        })
+        .map(|(pid, _)| pid)
+        .expect("the codex process");
+    teamboard_testkit::kill9(agent);
+    let released = board
+        .wait_for("the task to be given back", |e| {
+            e.kind == EventKind::TaskReleased && e.task == Some(t.id)
+        })
+        .await;
+    assert!(released.detail.contains("exited"), "{}", released.detail);
+    board.wait_done(&[t.id]).await;
+    let task = board.task(t.id).await;
+    assert_eq!(task.status, TaskStatus::Completed, "{}", alice.log_text());
+    assert_eq!(task.result.as_deref(), Some("recovered"));
+    assert_eq!(task.attempts, 2);
+    let entry = &sessions(&board, "alice")["tasks"][t.id.to_string()];
+    assert_eq!(entry["resumed"].as_u64(), Some(1), "{entry}");
+    drop(alice);
+    board.stop().await;
+}
+
+/// The model API fails: the turn fails, and the task goes back with the error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_model_gives_the_task_back_with_the_error() {
+    let Some(program) = agent_cli(Cli::Codex) else {
+        return;
+    };
+    let codex = CodexHome::new(program);
+    codex.mock.set_responder(|_| {
+        Some(MockReply::json(
+            400,
+            serde_json::json!({"error": {"type": "invalid_request_error",
+                "message": "the mock refuses this request"}}),
+        ))
+    });
+    let mut board = Board::start(TEAMMATED).await;
+    let alice = codex.spawn(&board, "alice", &[]);
+    let t = board.add("doomed", "Try.", &[]).await;
+    let released = board
+        .wait_for("the task to be given back", |e| {
+            e.kind == EventKind::TaskReleased && e.task == Some(t.id)
+        })
+        .await;
+    assert!(
+        released.detail.contains("the mock refuses this request"),
+        "{}",
+        released.detail
+    );
+    board.lead.cancel_task(t.id).await.expect("cancel");
+    drop(alice);
+    board.stop().await;
+}
