@@ -19,6 +19,7 @@
 
 mod procs;
 mod repo;
+mod runtime;
 mod script;
 mod stop;
 mod view;
@@ -61,6 +62,10 @@ summary) and `git log --graph` of main. It prunes the landed worktrees, asks eac
 teammate to shut down, stops boardd and removes the temporary directories (unless \
 --keep, which keeps the repository, its worktrees and the board to look at).
 
+With --runtime claude the teammates are Claude Code instead (`claude` on PATH or \
+installed by `cargo xtask install-agents`, and ANTHROPIC_API_KEY set): the same \
+board and lead, real model calls, real tokens. The default demo stays offline.
+
 The first run compiles the workspace, which takes a few minutes; later runs take a \
 few seconds.";
 
@@ -72,27 +77,35 @@ pub struct DemoArgs {
     #[arg(long)]
     keep: bool,
     /// Give up when the team has not finished within this many seconds
-    #[arg(long, default_value_t = 120, value_name = "SECS")]
-    timeout: u64,
+    /// [default: 120; 900 with --runtime claude]
+    #[arg(long, value_name = "SECS")]
+    timeout: Option<u64>,
     /// Build and run release binaries instead of debug ones (a longer first build)
     #[arg(long)]
     release: bool,
+    /// What does the teammates' work: the offline scripted model, or Claude Code
+    #[arg(long, value_enum, default_value = "native", value_name = "RUNTIME")]
+    runtime: runtime::DemoRuntime,
 }
 /// How long, after the last task, the demo waits for the teammates to go idle (so
 /// the token counts include their last model call).
 const SETTLE_WAIT: Duration = Duration::from_secs(5);
 
 pub fn run(args: &DemoArgs) -> anyhow::Result<()> {
-    if args.timeout == 0 {
+    let timeout = args
+        .timeout
+        .unwrap_or_else(|| runtime::default_timeout(args.runtime));
+    if timeout == 0 {
         bail!("--timeout must be at least 1 second");
     }
+    // Before the build: a missing agent or key is said at once.
+    let team = runtime::check(args.runtime)?;
     println!(
         "teamboard demo: a person asks the lead for a backend refactor; the lead plans it, \
          starts a team of three, reviews the tests' plan and sums up. The backend is a git \
          repository: each task works in a worktree of its own and lands on main through \
-         boardd's merge queue, the tests only once their checks pass.\nThe lead and the \
-         teammates are the offline `scripted` stand-ins (the teammates run the ```sh \
-         blocks of each task): no network, no API key.\n"
+         boardd's merge queue, the tests only once their checks pass.\n{}\n",
+        team.describe()
     );
     let bins = build(args.release)?;
     // Single-threaded: boardd must be spawned from the main thread, because its
@@ -100,7 +113,7 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    rt.block_on(run_async(args, bins))
+    rt.block_on(run_async(args, timeout, team, bins))
 }
 
 /// Builds the three binaries and returns where they are.
@@ -131,18 +144,23 @@ fn build(release: bool) -> anyhow::Result<Bins> {
     Ok(bins)
 }
 
-async fn run_async(args: &DemoArgs, bins: Bins) -> anyhow::Result<()> {
+async fn run_async(
+    args: &DemoArgs,
+    timeout: u64,
+    team: runtime::Team,
+    bins: Bins,
+) -> anyhow::Result<()> {
     // From here on Ctrl-C, SIGTERM and SIGHUP (a closed terminal) end the demo
     // through its cleanup instead of killing it with its processes still running.
     let mut signals = procs::Signals::new()?;
     procs::become_subreaper()?;
-    let mut demo = Demo::new(bins)?;
-    let limit = Duration::from_secs(args.timeout);
+    let mut demo = Demo::new(bins, team)?;
+    let limit = Duration::from_secs(timeout);
     let played = tokio::select! {
         r = tokio::time::timeout(limit, demo.play(args.keep)) => r.unwrap_or_else(|_| Err(anyhow!(
             "the team did not finish within {} s (--timeout); rerun with --keep and see \
              `teamctl logs NAME` for what the teammates did",
-            args.timeout
+            timeout
         ))),
         name = signals.recv() => Err(anyhow!("interrupted by {name}")),
     };
@@ -163,6 +181,8 @@ async fn run_async(args: &DemoArgs, bins: Bins) -> anyhow::Result<()> {
 struct Demo {
     procs: Procs,
     bins: Bins,
+    /// Who the teammates are: scripted, or Claude Code.
+    team: runtime::Team,
     socket: String,
     state: String,
     work: String,
@@ -174,7 +194,7 @@ struct Demo {
 }
 
 impl Demo {
-    fn new(bins: Bins) -> anyhow::Result<Demo> {
+    fn new(bins: Bins, team: runtime::Team) -> anyhow::Result<Demo> {
         let root = tempfile::Builder::new()
             .prefix("teamboard-demo-")
             .tempdir()
@@ -202,6 +222,7 @@ impl Demo {
         Ok(Demo {
             procs: Procs::default(),
             bins,
+            team,
             socket,
             state,
             work,
@@ -241,8 +262,13 @@ impl Demo {
         );
         println!(
             "$ teamctl lead --goal \"$GOAL\" --yes --provider scripted --workdir {} \
-             --teammate-idle-timeout 0",
-            self.work
+             --teammate-idle-timeout 0{}",
+            self.work,
+            self.team
+                .lead_args()
+                .iter()
+                .map(|a| format!(" {a}"))
+                .collect::<String>()
         );
         let lead = self.start_lead(&goal)?;
         let board = self.follow(&client, lead).await?;
@@ -275,6 +301,7 @@ impl Demo {
             // The demo ends the teammates itself with a shutdown request, so none
             // may leave on its own while it waits for blocked work.
             .args(["--teammate-idle-timeout", "0"])
+            .args(self.team.lead_args())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -283,6 +310,9 @@ impl Demo {
             cmd.env_remove(key);
         }
         cmd.env("TEAMMATED_BIN", &self.bins.teammated);
+        if let Some(path) = self.team.lead_path() {
+            cmd.env("PATH", path);
+        }
         cmd.spawn()
             .with_context(|| format!("cannot run {} lead", self.bins.teamctl.display()))
     }

@@ -1,5 +1,5 @@
 //! Project chores that need more than a plain `cargo` command: `cargo xtask demo`,
-//! `cargo xtask install`, `cargo xtask bench` (with `bench-teammates` and
+//! `cargo xtask install`, `cargo xtask install-agents`, `cargo xtask bench` (with `bench-teammates` and
 //! `bench-cancel` and `bench-plan`), `cargo xtask tokens`, `cargo xtask soak-git` and `cargo xtask module-cycles`. This file only parses flags;
 //! each command lives in its own module.
 
@@ -8,6 +8,7 @@ mod cargo;
 mod cycles;
 mod demo;
 mod install;
+mod install_agents;
 mod soak;
 mod tokens;
 
@@ -36,6 +37,10 @@ enum Command {
     /// Build boardd, teamctl and teammated in release mode and install them
     /// (into ~/.cargo/bin) with their systemd user units.
     Install(install::InstallArgs),
+    /// Install the pinned agent CLIs (Claude Code, Codex, Gemini CLI) from the
+    /// npm registry into target/agents, for the runtime tests.
+    #[command(long_about = install_agents::LONG_ABOUT)]
+    InstallAgents(install_agents::InstallAgentsArgs),
     /// Measure fsync rate, durable claim throughput and wake-up latency, and check
     /// them against the targets.
     Bench(bench::BenchArgs),
@@ -105,6 +110,7 @@ fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Demo(args) => demo::run(&args),
         Command::Install(args) => install::run(&args),
+        Command::InstallAgents(args) => install_agents::run(&args),
         Command::ModuleCycles(args) => cycles::run(&args),
         Command::Bench(args) => bench::build_and_run(&args),
         Command::BenchRun(args) => bench::run(&args),

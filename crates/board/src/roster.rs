@@ -6,7 +6,8 @@ use crate::error::{BoardError, Result};
 use crate::team::MemberState;
 use crate::transition::Change;
 use crate::{Board, Ctx, Now, SessionId};
-use teamboard_protocol::names::validate_name;
+use teamboard_protocol::names::{NATIVE_RUNTIME, validate_name, validate_runtime};
+use teamboard_protocol::request::RegisterArgs;
 use teamboard_protocol::{ErrorCode, EventKind, LEAD, Member, MemberStatus, TaskId, TokenUsage};
 
 impl Board {
@@ -15,20 +16,27 @@ impl Board {
     /// a time. Claims the name still holds (after a boardd restart, within the grace
     /// period) are adopted by the new session.
     pub fn register(&mut self, ctx: Ctx, role: &str, pid: Option<u32>) -> Result<Member> {
-        self.register_as(ctx, role, pid, false)
+        self.register_with(
+            ctx,
+            &RegisterArgs {
+                role: role.to_string(),
+                pid,
+                ..RegisterArgs::default()
+            },
+        )
     }
 
-    /// [`Board::register`], for a teammate whose every task needs an approved plan
-    /// when `require_plan` is set.
-    pub fn register_as(
-        &mut self,
-        ctx: Ctx,
-        role: &str,
-        pid: Option<u32>,
-        require_plan: bool,
-    ) -> Result<Member> {
+    /// [`Board::register`] with every argument: a teammate whose every task needs
+    /// an approved plan (`require_plan`), and the runtime that does its work. A
+    /// registration replaces what the last one said: a teammate restarted with
+    /// another runtime shows the new one.
+    pub fn register_with(&mut self, ctx: Ctx, args: &RegisterArgs) -> Result<Member> {
+        let role = args.role.as_str();
+        let pid = args.pid;
+        let require_plan = args.require_plan;
         validate_name(ctx.actor).map_err(BoardError::invalid)?;
         validate_name(role).map_err(|e| BoardError::invalid(format!("role: {e}")))?;
+        let runtime = runtime_of(args.runtime.as_deref())?;
         if ctx.actor == LEAD {
             return Err(BoardError::invalid(
                 "'lead' is reserved for the person at teamctl; pick another teammate name",
@@ -76,6 +84,7 @@ impl Board {
                     connected: true,
                     joined_at: ctx.now.wall_ms,
                     require_plan,
+                    runtime: runtime.clone(),
                 },
                 session: None,
             });
@@ -83,6 +92,7 @@ impl Board {
         state.member.role = role.to_string();
         state.member.pid = pid;
         state.member.require_plan = require_plan;
+        state.member.runtime = runtime;
         state.member.connected = true;
         state.member.last_seen = ctx.now.wall_ms;
         state.member.task = adopted.or(state.member.task);
@@ -93,11 +103,14 @@ impl Board {
         };
         let member = state.member.clone();
         self.mark_member(ctx.team, ctx.actor);
-        let detail = match (is_new, adopted) {
+        let mut detail = match (is_new, adopted) {
             (true, _) => format!("{} joined as {role}", ctx.actor),
             (false, Some(id)) => format!("{} reconnected and kept #{id}", ctx.actor),
             (false, None) => format!("{} reconnected as {role}", ctx.actor),
         };
+        if let Some(r) = &member.runtime {
+            detail.push_str(&format!(" (runtime {r})"));
+        }
         self.emit(
             ctx.team,
             ctx.actor,
@@ -302,6 +315,18 @@ impl Board {
             && let Some(m) = t.members.get_mut(name)
         {
             m.member.last_seen = now.wall_ms;
+        }
+    }
+}
+
+/// The runtime as the roster keeps it: checked, and `None` for the native one,
+/// whether it was named or not, so that the roster has one spelling for it.
+fn runtime_of(runtime: Option<&str>) -> Result<Option<String>> {
+    match runtime {
+        None | Some(NATIVE_RUNTIME) => Ok(None),
+        Some(r) => {
+            validate_runtime(r).map_err(|e| BoardError::invalid(format!("runtime: {e}")))?;
+            Ok(Some(r.to_string()))
         }
     }
 }

@@ -277,12 +277,12 @@ impl Client {
         self.call(Request::Register(RegisterArgs {
             role: role.to_string(),
             pid,
-            require_plan: false,
+            ..RegisterArgs::default()
         }))
         .await
     }
 
-    /// Registers with every argument, `require_plan` among them.
+    /// Registers with every argument, `require_plan` and `runtime` among them.
     pub async fn register_with(&self, args: RegisterArgs) -> Result<Member, ClientError> {
         self.call(Request::Register(args)).await
     }

@@ -212,7 +212,7 @@ impl Request {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NoArgs {}
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RegisterArgs {
     pub role: String,
     #[serde(default)]
@@ -220,6 +220,10 @@ pub struct RegisterArgs {
     /// Every task this teammate claims needs an approved plan.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub require_plan: bool,
+    /// What does the teammate's work (`claude`, `codex`, `acp`, ...; see
+    /// `docs/runtimes.md`). `None`, or `native`, is teammated's own loop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

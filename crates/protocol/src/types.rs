@@ -214,6 +214,10 @@ pub struct Member {
     /// `--require-plan`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub require_plan: bool,
+    /// The runtime it registered with (`claude`, `codex`, `acp`, ...). `None` is
+    /// teammated's own loop, `native`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<String>,
 }
 
 /// What a message is for. The kinds follow the reference design's protocols.

@@ -9,6 +9,8 @@ mod member;
 mod repo;
 pub use member::*;
 pub use repo::*;
+mod runtime;
+pub use runtime::*;
 
 const ABOUT: &str = "Drive a teamboard: tasks, teammates, messages and a live view";
 
@@ -160,8 +162,12 @@ pub enum Command {
     )]
     Tasks(TasksArgs),
 
-    /// Show the team: each member's role, status, pid, task, tokens and last contact
-    #[command(after_help = "Examples:\n  teamctl team\n  teamctl team --json | jq '.[].name'")]
+    /// Show the team: each member's role, status, pid, task, tokens and last contact,
+    /// and its runtime when an agent does its work (`runtime claude`)
+    #[command(
+        after_help = "Examples:\n  teamctl team\n  teamctl team --json | jq '.[].name'\n  \
+            teamctl team --json | jq '.[] | {name, runtime}'     absent runtime: native"
+    )]
     Team,
 
     /// Start a teammate: a teammated process that registers and claims tasks
@@ -178,8 +184,14 @@ pub enum Command {
             With --systemd the settings go to \
             $XDG_CONFIG_HOME/teamboard/teammates/NAME.env and the teammate runs as \
             the user unit teammated@NAME, which restarts it on failure and stops it \
-            with boardd.",
-        after_help = "Examples:\n  teamctl spawn alice --role coder\n  \
+            with boardd.\n\n\
+            With --runtime claude, codex or acp the work is done by that agent (Claude \
+            Code, Codex, any Agent Client Protocol agent), driven through its structured \
+            interface with one session per task, while teammated keeps the board side: \
+            claims, inbox, plans and results. teamctl checks that the agent's program \
+            exists before anything starts. The agent uses its own login and settings. \
+            See docs/runtimes.md.",
+        after_help = format!("Examples:\n  teamctl spawn alice --role coder\n  \
             teamctl spawn bob --role tester --provider openai --model gpt-4.1 --workdir ~/src/app\n  \
             teamctl spawn frank --role docs --provider openai --model llama3.1 \\\n      \
             --base-url http://localhost:11434/v1 --context-budget 30000     ollama\n  \
@@ -187,8 +199,9 @@ pub enum Command {
             teamctl spawn gina --role coder --require-plan     plans need your approval\n  \
             teamctl spawn dave --role coder --systemd     run it as teammated@dave\n  \
             teamctl spawn erin --role coder --json | jq .pid\n\n\
-            Then: `teamctl team` shows it, `teamctl logs alice --follow` shows what it does."
-    )]
+            Then: `teamctl team` shows it, `teamctl logs alice --follow` shows what it does.\n\n{}",
+        SPAWN_RUNTIME_EXAMPLES
+    ))]
     Spawn(SpawnArgs),
 
     /// Talk to the team's LLM lead: plan a goal with it, then let it run the team
@@ -713,6 +726,9 @@ pub struct SpawnArgs {
     /// Run it as the systemd user unit teammated@NAME instead of a detached process
     #[arg(long)]
     pub systemd: bool,
+
+    #[command(flatten)]
+    pub runtime: RuntimeArgs,
 }
 
 #[derive(Debug, Args)]
@@ -762,6 +778,11 @@ pub struct LeadArgs {
     /// [default: teammated's]
     #[arg(long, value_name = "SECS")]
     pub teammate_idle_timeout: Option<u64>,
+
+    /// What does the teammates' work: `claude` or `codex` run that agent (found
+    /// on PATH) for each teammate (see `teamctl spawn --help`) [default: native]
+    #[arg(long, value_enum, value_name = "RUNTIME")]
+    pub teammate_runtime: Option<Runtime>,
 }
 
 #[derive(Debug, Args)]

@@ -280,8 +280,9 @@ impl MemberWidths {
 
 /// One line for a member:
 /// `alice  coder  working  pid 4242  #3 Write tests  1.2k tokens (1.0k in, 0 cached, 200 out)  seen 5s ago`,
-/// then `plans need approval` for a member spawned with `--require-plan` and its
-/// pending shutdown request, if any.
+/// then `runtime claude` for a member whose work an agent does (nothing for the
+/// native loop), `plans need approval` for a member spawned with
+/// `--require-plan`, and its pending shutdown request, if any.
 pub fn member_line(
     m: &Member,
     task_subject: Option<&str>,
@@ -312,6 +313,9 @@ pub fn member_line(
         nw = w.name,
         rw = w.role,
     );
+    if let Some(r) = &m.runtime {
+        line.push_str(&format!("  runtime {r}"));
+    }
     if m.require_plan {
         line.push_str("  plans need approval");
     }
@@ -726,16 +730,26 @@ mod tests {
             connected: true,
             joined_at: 0,
             require_plan: true,
+            runtime: None,
         };
         let pending = request(4, RequestKind::Shutdown, RequestState::Pending);
         let mut other = request(3, RequestKind::Shutdown, RequestState::Pending);
         other.to = "alice".into();
         let lines = member_lines(std::slice::from_ref(&m), &[], &[other, pending], 12_000);
         assert!(
-            lines[0].ends_with("plans need approval  shutdown requested 12s ago (request 4)"),
+            lines[0].ends_with(
+                "seen 12s ago  plans need approval  shutdown requested 12s ago (request 4)"
+            ),
             "{}",
             lines[0]
         );
+        let claude = Member {
+            runtime: Some("claude".into()),
+            require_plan: false,
+            ..m
+        };
+        let line = &member_lines(&[claude], &[], &[], 12_000)[0];
+        assert!(line.ends_with("seen 12s ago  runtime claude"), "{line}");
     }
 
     #[test]

@@ -155,6 +155,23 @@ impl std::fmt::Debug for RuntimeConfig {
     }
 }
 
+/// The variable that carries the `--agent-arg`s of a teammate started without a
+/// command line of its own (the systemd unit, whose settings `teamctl spawn
+/// --systemd` writes): a JSON array of strings, so that any argument survives.
+pub const AGENT_ARGS_ENV: &str = "TEAMMATE_AGENT_ARGS";
+
+/// Decodes [`AGENT_ARGS_ENV`]'s value; blank means none.
+pub fn parse_agent_args(value: &str) -> Result<Vec<String>, String> {
+    if value.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    serde_json::from_str(value).map_err(|e| {
+        format!(
+            "{AGENT_ARGS_ENV} must be a JSON array of strings, e.g. [\"--model\",\"sonnet\"]: {e}"
+        )
+    })
+}
+
 /// A configured text with surrounding blanks removed, or `None` when nothing is left:
 /// an empty `--model ""` or `OPENAI_BASE_URL=` means "the default".
 pub(crate) fn setting(value: Option<&str>) -> Option<&str> {
@@ -209,6 +226,26 @@ pub fn parse_env_file(text: &str) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn agent_args_come_from_a_json_array() {
+        assert_eq!(
+            parse_agent_args(r#"["--allowedTools","Bash(git *)","a \"b\""]"#),
+            Ok(vec![
+                "--allowedTools".to_string(),
+                "Bash(git *)".to_string(),
+                "a \"b\"".to_string()
+            ])
+        );
+        assert_eq!(parse_agent_args("  "), Ok(vec![]));
+        for bad in ["--acp", "[1]", r#"{"a":"b"}"#] {
+            let e = parse_agent_args(bad).expect_err(bad);
+            assert!(
+                e.starts_with("TEAMMATE_AGENT_ARGS must be a JSON array"),
+                "{e}"
+            );
+        }
+    }
 
     #[test]
     fn debug_never_shows_the_key() {

@@ -63,6 +63,10 @@ pub struct LeadArgs {
     /// The teammates' --idle-timeout in seconds [default: teammated's]
     #[arg(long, value_name = "SECS")]
     pub teammate_idle_timeout: Option<u64>,
+    /// The teammates' --runtime: `claude`, `codex` (their agent found on PATH)
+    /// or `native` [default: teamctl spawn's, native]
+    #[arg(long, value_name = "RUNTIME")]
+    pub teammate_runtime: Option<String>,
     /// Model rounds per turn before the turn stops and asks the person.
     #[arg(long, default_value_t = 40)]
     pub max_rounds: u32,
@@ -104,6 +108,7 @@ impl LeadArgs {
                 base_url: self.teammate_base_url.or(base_url),
                 workdir,
                 idle_timeout: self.teammate_idle_timeout,
+                runtime: self.teammate_runtime,
             },
             provider: self.provider.into_config(),
             goal: self.goal.filter(|g| !g.trim().is_empty()),

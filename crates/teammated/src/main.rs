@@ -10,7 +10,9 @@ use clap::Parser;
 use std::path::PathBuf;
 use std::time::Duration;
 use teamboard_protocol::{DEFAULT_TEAM, paths};
-use teammated::config::{Config, RuntimeConfig, keys_file, lookup_secret};
+use teammated::config::{
+    AGENT_ARGS_ENV, Config, RuntimeConfig, keys_file, lookup_secret, parse_agent_args,
+};
 use teammated::provider_args::{ProviderArgs, SECRET_VARS};
 use teammated::runtime::{AgentPolicy, RuntimeKind};
 use tokio_util::sync::CancellationToken;
@@ -99,7 +101,8 @@ struct Args {
     #[arg(long, env = "TEAMMATE_AGENT_CMD", value_name = "CMD")]
     agent_cmd: Option<PathBuf>,
     /// One more argument for the agent, after teammated's own; repeat for more
-    /// (`--agent-arg=--acp`, `--agent-arg=--model --agent-arg=sonnet`).
+    /// (`--agent-arg=--acp`, `--agent-arg=--model --agent-arg=sonnet`). Without
+    /// any, they are read from $TEAMMATE_AGENT_ARGS, a JSON array of strings.
     #[arg(long = "agent-arg", value_name = "ARG", allow_hyphen_values = true)]
     agent_args: Vec<String>,
     /// How the agent's permission requests are answered: `workspace` allows what
@@ -145,10 +148,25 @@ impl Args {
             runtime: runtime_config(
                 self.runtime,
                 self.agent_cmd,
-                self.agent_args,
+                agent_args_or_env(self.agent_args)?,
                 self.agent_policy,
             )?,
         })
+    }
+}
+
+/// The `--agent-arg`s, or those of $TEAMMATE_AGENT_ARGS when none were given (as
+/// for every flag, the command line wins over the environment).
+fn agent_args_or_env(given: Vec<String>) -> anyhow::Result<Vec<String>> {
+    if !given.is_empty() {
+        return Ok(given);
+    }
+    match std::env::var(AGENT_ARGS_ENV) {
+        Ok(value) => parse_agent_args(&value).map_err(anyhow::Error::msg),
+        Err(std::env::VarError::NotPresent) => Ok(Vec::new()),
+        Err(std::env::VarError::NotUnicode(_)) => {
+            anyhow::bail!("{AGENT_ARGS_ENV} is not valid UTF-8")
+        }
     }
 }
 

@@ -27,6 +27,8 @@ pub struct Identity {
     pub team: String,
     /// Registered with the member, so that boardd holds every claim to a plan.
     pub require_plan: bool,
+    /// The runtime that does the work, for the roster; `None` for the native one.
+    pub runtime: Option<String>,
 }
 
 /// One teammate's connection to boardd. Cheap to share: the state lives behind an
@@ -271,6 +273,7 @@ async fn connect_loop(
                     role: who.role.clone(),
                     pid: Some(std::process::id()),
                     require_plan: who.require_plan,
+                    runtime: who.runtime.clone(),
                 })
                 .await?;
             Ok::<_, ClientError>((client, member))

@@ -206,6 +206,8 @@ pub(crate) async fn open(
         role: cfg.role.clone(),
         team: cfg.team.clone(),
         require_plan: cfg.require_plan,
+        runtime: (cfg.runtime.kind != crate::runtime::RuntimeKind::Native)
+            .then(|| cfg.runtime.kind.as_str().to_string()),
     };
     let (session, member) = Session::open(
         cfg.socket.clone(),

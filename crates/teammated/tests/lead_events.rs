@@ -38,6 +38,7 @@ fn config(daemon: &InProc) -> LeadConfig {
             base_url: None,
             workdir: daemon.dir().to_path_buf(),
             idle_timeout: None,
+            runtime: None,
         },
         goal: None,
         yes: false,

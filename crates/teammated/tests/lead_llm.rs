@@ -44,6 +44,7 @@ fn config(daemon: &InProc, kind: ProviderKind, url: String) -> LeadConfig {
             base_url: None,
             workdir: work,
             idle_timeout: Some(0),
+            runtime: None,
         },
         goal: Some("Say hi, with one teammate.".into()),
         yes: true,

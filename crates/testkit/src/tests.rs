@@ -14,7 +14,7 @@ fn register(role: &str) -> Request {
     Request::Register(RegisterArgs {
         role: role.into(),
         pid: None,
-        require_plan: false,
+        ..RegisterArgs::default()
     })
 }
 

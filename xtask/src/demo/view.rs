@@ -520,6 +520,7 @@ mod tests {
             connected: true,
             joined_at: 0,
             require_plan: false,
+            runtime: None,
         }];
         let report = b.report(&members).join("\n");
         assert!(

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::Stop;
-use teamboard_protocol::request::ShutdownArgs;
+use teamboard_protocol::request::{RegisterArgs, ShutdownArgs};
 use teamboard_protocol::{
     EventKind, MemberStatus, MessageKind, RequestKind, RequestState, TaskStatus, TeamRequest,
 };
@@ -473,7 +473,12 @@ fn a_teammate_registered_to_plan_needs_a_plan_for_every_task() {
     let mut h = H::new();
     let m = h.stranger(TEAM, "ann");
     let ctx = h.ctx(m);
-    let member = h.board.register_as(ctx, "dev", None, true).unwrap();
+    let args = RegisterArgs {
+        role: "dev".into(),
+        require_plan: true,
+        ..RegisterArgs::default()
+    };
+    let member = h.board.register_with(ctx, &args).unwrap();
     assert!(member.require_plan);
     let id = h.add("plain task");
     let c = h.claim(m, id);

@@ -209,3 +209,76 @@ fn a_member_shutting_down_takes_no_new_tasks() {
     h.board.dispatch(h.now());
     assert!(h.ready(a));
 }
+
+fn register_runtime(h: &mut H, m: Mate, runtime: Option<&str>) -> Result<Member> {
+    let ctx = h.ctx(m);
+    let args = teamboard_protocol::request::RegisterArgs {
+        role: "dev".into(),
+        runtime: runtime.map(str::to_string),
+        ..Default::default()
+    };
+    h.board.register_with(ctx, &args)
+}
+
+#[test]
+fn the_roster_carries_the_runtime_and_keeps_it_across_a_restart() {
+    let mut h = H::new();
+    let mut store = Store::default();
+    let ann = h.stranger(TEAM, "ann");
+    let m = register_runtime(&mut h, ann, Some("claude")).unwrap();
+    assert_eq!(m.runtime.as_deref(), Some("claude"));
+    let changes = h.board.take_changes();
+    assert_eq!(changes.members[0].1.runtime.as_deref(), Some("claude"));
+    assert!(
+        changes.events[0].detail.ends_with("(runtime claude)"),
+        "{}",
+        changes.events[0].detail
+    );
+    store.apply(changes);
+    // The native runtime has one spelling on the roster: none.
+    let bob = h.stranger(TEAM, "bob");
+    assert_eq!(
+        register_runtime(&mut h, bob, Some("native"))
+            .unwrap()
+            .runtime,
+        None
+    );
+    store.apply(h.board.take_changes());
+    let now = h.now();
+    let restored = Board::restore(*h.board.config(), store.snapshot(), now);
+    let runtimes: Vec<_> = restored
+        .members(TEAM)
+        .into_iter()
+        .map(|m| (m.name, m.runtime))
+        .collect();
+    assert_eq!(
+        runtimes,
+        vec![("ann".into(), Some("claude".into())), ("bob".into(), None)]
+    );
+}
+
+#[test]
+fn registering_again_replaces_the_runtime() {
+    let mut h = H::new();
+    let ann = h.stranger(TEAM, "ann");
+    register_runtime(&mut h, ann, Some("codex")).unwrap();
+    let now = h.now();
+    h.board.disconnect(ann.session, now);
+    let again = h.stranger(TEAM, "ann");
+    let m = register_runtime(&mut h, again, None).unwrap();
+    assert_eq!(m.runtime, None, "restarted as a native teammate");
+    assert_eq!(h.member(again).runtime, None);
+}
+
+#[test]
+fn a_bad_runtime_name_is_refused_and_changes_nothing() {
+    let mut h = H::new();
+    for bad in ["", "Claude", "claude code", "../x", &"a".repeat(33)] {
+        let ann = h.stranger(TEAM, "ann");
+        let err = register_runtime(&mut h, ann, Some(bad)).unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidArgs, "{bad:?}");
+        assert!(err.message.contains("runtime"), "{bad:?}: {}", err.message);
+    }
+    assert!(h.board.members(TEAM).is_empty());
+    assert!(!h.board.has_changes());
+}

@@ -57,7 +57,7 @@ pub fn handle(
     let result = match request {
         Request::Status(_) => Ok(Reply::Status(Box::new(status::status(board, info)))),
         Request::Register(a) => board
-            .register_as(ctx, &a.role, a.pid, a.require_plan)
+            .register_with(ctx, &a)
             .map(|x| Reply::Member(Box::new(x))),
         Request::SetStatus(a) => board
             .set_status(ctx, a.status)

@@ -145,3 +145,47 @@ fn a_row_that_cannot_be_encoded_is_an_error_not_an_empty_body() {
         other => panic!("expected an encoding error, got {other:?}"),
     }
 }
+
+#[test]
+fn a_member_row_from_before_runtimes_loads_as_native_and_a_runtime_round_trips() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut store = Store::open(dir.path()).expect("open");
+    // A row as boardd wrote it before members had a runtime: no field at all.
+    store
+        .conn
+        .execute(
+            "INSERT INTO members (team, name, body) VALUES ('default', 'old', ?1)",
+            params![
+                r#"{"name":"old","role":"dev","status":"idle","last_seen":1,"pid":7,
+                    "task":null,"tokens":{"input":0,"output":0},"connected":false,
+                    "joined_at":1}"#
+            ],
+        )
+        .expect("insert an old row");
+    let new = teamboard_protocol::Member {
+        name: "new".into(),
+        role: "dev".into(),
+        status: teamboard_protocol::MemberStatus::Idle,
+        last_seen: 2,
+        pid: None,
+        task: None,
+        tokens: Default::default(),
+        connected: false,
+        joined_at: 2,
+        require_plan: false,
+        runtime: Some("claude".into()),
+    };
+    let batch = Changes {
+        members: vec![("default".into(), new.clone())],
+        ..Default::default()
+    };
+    store.commit([&batch]).expect("commit");
+    drop(store);
+    let mut store = Store::open(dir.path()).expect("reopen");
+    let mut members = store.load().expect("load").members;
+    members.sort_by(|a, b| a.1.name.cmp(&b.1.name));
+    assert_eq!(members.len(), 2);
+    assert_eq!(members[0].1, new);
+    assert_eq!(members[1].1.name, "old");
+    assert_eq!(members[1].1.runtime, None);
+}

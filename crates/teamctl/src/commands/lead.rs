@@ -24,6 +24,13 @@ fn lead_args(ctx: &Ctx, args: LeadArgs) -> anyhow::Result<Vec<OsString>> {
     if ctx.json {
         anyhow::bail!("`teamctl lead` talks to a person; it has no --json output");
     }
+    if args.teammate_runtime == Some(crate::cli::Runtime::Acp) {
+        anyhow::bail!(
+            "--teammate-runtime acp needs the agent's program, which the lead cannot name; \
+             spawn ACP teammates yourself: `teamctl spawn NAME --role ROLE --runtime acp \
+             --agent-cmd CMD`"
+        );
+    }
     let teamctl = std::env::current_exe().context("cannot find teamctl's own path")?;
     let mut argv: Vec<OsString> = vec![
         "lead".into(),
@@ -61,6 +68,10 @@ fn lead_args(ctx: &Ctx, args: LeadArgs) -> anyhow::Result<Vec<OsString>> {
     opt(
         "--teammate-idle-timeout",
         args.teammate_idle_timeout.map(|s| s.to_string()),
+    );
+    opt(
+        "--teammate-runtime",
+        args.teammate_runtime.map(|r| r.as_str().to_string()),
     );
     if let Some(dir) = &args.workdir {
         argv.push("--workdir".into());

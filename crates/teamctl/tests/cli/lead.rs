@@ -39,3 +39,33 @@ fn a_teammated_that_is_not_there_is_named() {
         stderr_of(&out)
     );
 }
+
+#[test]
+fn the_teammates_runtime_is_passed_to_the_lead() {
+    let cli = Cli::start();
+    let dir = teamboard_testkit::short_tempdir();
+    let record = dir.path().join("args");
+    let fake = crate::spawn::script(
+        dir.path(),
+        "teammated",
+        &format!("printf '%s\\n' \"$@\" > '{}'\n", record.display()),
+    );
+    let out = cli
+        .teamctl
+        .command()
+        .env("TEAMMATED_BIN", &fake)
+        .args(["lead", "--teammate-runtime", "claude"])
+        .output()
+        .expect("teamctl runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let args = std::fs::read_to_string(&record).expect("the stand-in ran");
+    assert!(args.contains("\n--teammate-runtime\nclaude\n"), "{args}");
+
+    let out = cli.run(&["lead", "--teammate-runtime", "acp"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr_of(&out).contains("--teammate-runtime acp needs the agent's program"),
+        "{}",
+        stderr_of(&out)
+    );
+}

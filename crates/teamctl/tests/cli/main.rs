@@ -18,6 +18,7 @@ mod mcp_claude;
 mod messages;
 mod repo;
 mod requests;
+mod runtime;
 mod spawn;
 mod tasks;
 mod team;

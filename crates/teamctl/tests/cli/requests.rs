@@ -336,6 +336,7 @@ fn team_shows_who_needs_plans_approved() {
             role: "coder".into(),
             pid: Some(4242),
             require_plan: true,
+            ..RegisterArgs::default()
         })
         .await
         .expect("register");

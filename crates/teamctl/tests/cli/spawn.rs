@@ -10,7 +10,7 @@ use teamboard_testkit::mock_llm::{MockLlm, MockReply};
 use teamboard_testkit::{Teamctl, alive, eventually_blocking, short_tempdir, workspace_bin};
 
 /// Writes an executable `/bin/sh` script.
-fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+pub(crate) fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
     use std::os::unix::fs::PermissionsExt as _;
     let path = dir.join(name);
     std::fs::write(&path, format!("#!/bin/sh\n{body}")).expect("write script");
@@ -28,7 +28,7 @@ fn mode(path: &Path) -> u32 {
 }
 
 /// Kills a process the test caused to be started, however the test ends.
-struct KillOnDrop(u32);
+pub(crate) struct KillOnDrop(pub(crate) u32);
 
 impl Drop for KillOnDrop {
     fn drop(&mut self) {

@@ -48,6 +48,9 @@ pub struct SpawnConfig {
     pub workdir: PathBuf,
     /// `--idle-timeout` for the teammates, in seconds.
     pub idle_timeout: Option<u64>,
+    /// `--runtime` for the teammates (`claude`, ...); `None` is the native loop.
+    /// Their agent's program is then the runtime's default, found on PATH.
+    pub runtime: Option<String>,
 }
 
 /// Everything the lead needs.

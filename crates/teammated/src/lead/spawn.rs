@@ -43,6 +43,7 @@ fn argv(cfg: &LeadConfig, name: &str, role: &str) -> Vec<OsString> {
         base_url,
         workdir,
         idle_timeout,
+        runtime,
         ..
     } = &cfg.spawn;
     let mut argv: Vec<OsString> = vec![
@@ -68,6 +69,7 @@ fn argv(cfg: &LeadConfig, name: &str, role: &str) -> Vec<OsString> {
         ("--provider", provider),
         ("--model", model),
         ("--base-url", base_url),
+        ("--runtime", runtime),
     ] {
         if let Some(v) = value {
             argv.push(flag.into());
@@ -79,4 +81,62 @@ fn argv(cfg: &LeadConfig, name: &str, role: &str) -> Vec<OsString> {
         argv.push(s.to_string().into());
     }
     argv
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backoff::RetryPolicy;
+    use crate::config::{ProviderConfig, ProviderKind};
+    use std::time::Duration;
+
+    fn config(runtime: Option<&str>) -> LeadConfig {
+        LeadConfig {
+            team: "default".into(),
+            socket: "/run/b.sock".into(),
+            state_dir: "/state".into(),
+            state_dir_given: false,
+            provider: ProviderConfig {
+                kind: ProviderKind::Scripted,
+                model: None,
+                base_url: None,
+                api_key: None,
+                max_tokens: 1024,
+                max_tokens_field: None,
+                prompt_cache: true,
+                request_timeout: Duration::from_secs(10),
+                retry: RetryPolicy::default(),
+            },
+            spawn: SpawnConfig {
+                teamctl: "teamctl".into(),
+                provider: Some("scripted".into()),
+                model: None,
+                base_url: None,
+                workdir: "/work".into(),
+                idle_timeout: Some(0),
+                runtime: runtime.map(str::to_string),
+            },
+            goal: None,
+            yes: false,
+            max_rounds: 10,
+            context_budget: 100_000,
+        }
+    }
+
+    #[test]
+    fn the_teammates_runtime_goes_to_teamctl_spawn() {
+        let words = |a: Vec<OsString>| -> Vec<String> {
+            a.into_iter()
+                .map(|w| w.to_string_lossy().into_owned())
+                .collect()
+        };
+        let with = words(argv(&config(Some("claude")), "ada", "dev"));
+        let at = with
+            .iter()
+            .position(|w| w == "--runtime")
+            .expect("--runtime");
+        assert_eq!(with[at + 1], "claude");
+        let without = words(argv(&config(None), "ada", "dev"));
+        assert!(!without.iter().any(|w| w == "--runtime"), "{without:?}");
+    }
 }

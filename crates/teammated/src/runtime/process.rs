@@ -102,8 +102,7 @@ impl AgentProcess {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
+            .process_group(0);
         for var in &launch.env_remove {
             cmd.env_remove(var);
         }
@@ -222,6 +221,22 @@ impl AgentProcess {
         let target = if self.guarded { pid } else { -pid };
         // SAFETY: kill(2) on our unreaped child (or its group, which it leads).
         unsafe { libc::kill(target, sig) };
+    }
+}
+
+/// A process dropped without [`AgentProcess::stop`] (a panic on the way) is
+/// still ended with everything it started. Trap: not by tokio's `kill_on_drop`,
+/// whose SIGKILL would take the guard before it could kill the agent's tree; the
+/// guard is asked with SIGTERM, as `stop` asks it.
+impl Drop for AgentProcess {
+    fn drop(&mut self) {
+        if self.exited.is_none() && matches!(self.child.try_wait(), Ok(None)) {
+            self.signal(if self.guarded {
+                libc::SIGTERM
+            } else {
+                libc::SIGKILL
+            });
+        }
     }
 }
 
@@ -423,6 +438,21 @@ mod tests {
             panic!("started a missing program")
         };
         assert!(e.to_string().contains("not found on PATH"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn a_dropped_process_is_ended_with_its_group() {
+        let p = AgentProcess::spawn(&launch("sleep 300 & sleep 300; wait")).unwrap();
+        let pgid = p.pid().unwrap() as libc::pid_t;
+        drop(p);
+        for _ in 0..500 {
+            // SAFETY: kill(2) with signal 0 only asks whether the group exists.
+            if unsafe { libc::kill(-pgid, 0) } != 0 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the agent's process group outlived its drop");
     }
 
     #[test]

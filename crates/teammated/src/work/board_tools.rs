@@ -236,6 +236,7 @@ mod tests {
             connected,
             joined_at: 0,
             require_plan: false,
+            runtime: None,
         }
     }
 

@@ -7,6 +7,7 @@
 //! the spawn fails with what the child wrote, and says whether the child had
 //! connected before it exited (the roster keeps the pid it registered with).
 
+use super::agent::Launch;
 use super::checks::{absolute, refuse_if_connected, within};
 use crate::cli::SpawnArgs;
 use crate::commands::Ctx;
@@ -30,7 +31,12 @@ const POLL: Duration = Duration::from_millis(100);
 /// How much of the child's log a failed spawn shows.
 const TAIL_LINES: usize = 20;
 
-pub(super) async fn run(ctx: &Ctx, args: &SpawnArgs, workdir: &Path) -> anyhow::Result<()> {
+pub(super) async fn run(
+    ctx: &Ctx,
+    args: &SpawnArgs,
+    launch: &Launch,
+    workdir: &Path,
+) -> anyhow::Result<()> {
     // Up front: boardd must be there (the client's error says how to start it), and
     // the name must be free; a second process under a connected name would only be
     // turned away after it started.
@@ -44,7 +50,7 @@ pub(super) async fn run(ctx: &Ctx, args: &SpawnArgs, workdir: &Path) -> anyhow::
 
     let state_dir = absolute(&ctx.state_dir(), "state dir")?;
     let log_path = process_log_path(&state_dir, &ctx.team, &args.name);
-    let argv = teammated_args(ctx, args, workdir)?;
+    let argv = teammated_args(ctx, args, launch, workdir)?;
     let (log, from) = open_log(&log_path, &bin, &argv)?;
     let stdout = log
         .try_clone()
@@ -245,7 +251,12 @@ const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 /// teammated's command line. Paths are absolute because the child starts in the
 /// workdir; the state dir is passed only when teamctl was given one, so that
 /// otherwise teammated works out the same default itself.
-fn teammated_args(ctx: &Ctx, args: &SpawnArgs, workdir: &Path) -> anyhow::Result<Vec<OsString>> {
+fn teammated_args(
+    ctx: &Ctx,
+    args: &SpawnArgs,
+    launch: &Launch,
+    workdir: &Path,
+) -> anyhow::Result<Vec<OsString>> {
     let mut argv: Vec<OsString> = vec![
         "--name".into(),
         args.name.clone().into(),
@@ -295,6 +306,23 @@ fn teammated_args(ctx: &Ctx, args: &SpawnArgs, workdir: &Path) -> anyhow::Result
     }
     if args.require_plan {
         argv.push("--require-plan".into());
+    }
+    if let Some(r) = launch.runtime {
+        argv.push("--runtime".into());
+        argv.push(r.as_str().into());
+    }
+    if let Some(program) = &launch.program {
+        argv.push("--agent-cmd".into());
+        argv.push(program.into());
+    }
+    // `--agent-arg=VALUE` in one word: a value that starts with `-` cannot be
+    // taken for a flag of teammated's own.
+    for a in &launch.args {
+        argv.push(format!("--agent-arg={a}").into());
+    }
+    if let Some(p) = launch.policy {
+        argv.push("--agent-policy".into());
+        argv.push(p.as_str().into());
     }
     Ok(argv)
 }

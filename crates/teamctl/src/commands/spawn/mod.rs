@@ -3,9 +3,11 @@
 //! Two modes, each in a module of its own: by default teammated runs as a detached
 //! child of teamctl ([`detached`]); with `--systemd` it becomes the user unit
 //! `teammated@NAME` ([`systemd`]). This module checks what both need (the names, the
-//! working directory) and picks the mode. The modes share only the leaf helpers of
-//! [`checks`] and never call back into this module.
+//! working directory, the runtime and its agent) and picks the mode. The modes
+//! share only the leaf helpers of [`checks`] and [`agent`] and never call back
+//! into this module.
 
+mod agent;
 mod checks;
 mod detached;
 mod systemd;
@@ -16,10 +18,11 @@ use checks::{check_names, workdir};
 
 pub async fn run(ctx: &Ctx, args: SpawnArgs) -> anyhow::Result<()> {
     check_names(ctx, &args)?;
+    let launch = agent::check(&args.runtime)?;
     let workdir = workdir(args.workdir.as_deref())?;
     if args.systemd {
-        systemd::run(ctx, &args, &workdir).await
+        systemd::run(ctx, &args, &launch, &workdir).await
     } else {
-        detached::run(ctx, &args, &workdir).await
+        detached::run(ctx, &args, &launch, &workdir).await
     }
 }

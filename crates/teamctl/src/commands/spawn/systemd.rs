@@ -1,6 +1,7 @@
 //! `--systemd`: the teammate becomes the user unit `teammated@NAME`. teamctl writes
 //! the settings file the unit reads and asks systemd to start it.
 
+use super::agent::Launch;
 use super::checks::{absolute, refuse_if_connected, within};
 use crate::cli::SpawnArgs;
 use crate::commands::Ctx;
@@ -16,7 +17,12 @@ use teamboard_protocol::ClientError;
 /// Overrides the `systemctl` program (tests substitute a script).
 const SYSTEMCTL_ENV: &str = "TEAMCTL_SYSTEMCTL";
 
-pub(super) async fn run(ctx: &Ctx, args: &SpawnArgs, workdir: &Path) -> anyhow::Result<()> {
+pub(super) async fn run(
+    ctx: &Ctx,
+    args: &SpawnArgs,
+    launch: &Launch,
+    workdir: &Path,
+) -> anyhow::Result<()> {
     // The unit Requires= boardd.service, so systemd starts boardd if it is down;
     // only a running boardd can say whether the name is taken.
     match within(ctx, async { ctx.connect().await }).await {
@@ -46,7 +52,7 @@ pub(super) async fn run(ctx: &Ctx, args: &SpawnArgs, workdir: &Path) -> anyhow::
         );
     }
     let env_file = env_file_path(&args.name)?;
-    write_env_file(&env_file, &env_file_text(ctx, args, workdir)?)?;
+    write_env_file(&env_file, &env_file_text(ctx, args, launch, workdir)?)?;
 
     let started = tokio::process::Command::new(&program)
         .args(["--user", "start", &unit])
@@ -114,7 +120,12 @@ fn env_file_path(name: &str) -> anyhow::Result<PathBuf> {
 }
 
 /// The settings as `KEY=value` lines, in the variables teammated reads.
-fn env_file_text(ctx: &Ctx, args: &SpawnArgs, workdir: &Path) -> anyhow::Result<String> {
+fn env_file_text(
+    ctx: &Ctx,
+    args: &SpawnArgs,
+    launch: &Launch,
+    workdir: &Path,
+) -> anyhow::Result<String> {
     let mut vars: Vec<(&str, String)> = vec![("TEAMMATE_ROLE", args.role.clone())];
     if let Some(p) = args.provider {
         vars.push(("TEAMMATE_PROVIDER", p.as_str().to_string()));
@@ -144,6 +155,20 @@ fn env_file_text(ctx: &Ctx, args: &SpawnArgs, workdir: &Path) -> anyhow::Result<
     }
     if args.require_plan {
         vars.push(("TEAMMATE_REQUIRE_PLAN", "true".to_string()));
+    }
+    if let Some(r) = launch.runtime {
+        vars.push(("TEAMMATE_RUNTIME", r.as_str().to_string()));
+    }
+    if let Some(program) = &launch.program {
+        vars.push(("TEAMMATE_AGENT_CMD", utf8(program, "agent program")?));
+    }
+    // One variable for every argument: a JSON array of strings, which
+    // `env_value` quotes like any other value and teammated decodes.
+    if !launch.args.is_empty() {
+        vars.push(("TEAMMATE_AGENT_ARGS", serde_json::to_string(&launch.args)?));
+    }
+    if let Some(p) = launch.policy {
+        vars.push(("TEAMMATE_AGENT_POLICY", p.as_str().to_string()));
     }
     // A boardd or state dir named to this teamctl is the one the teammate must use
     // too; the defaults are the same for both, so they need no line.

@@ -1,0 +1,99 @@
+//! Command-line definitions for a teammate's runtime: what carries out its work
+//! (`teamctl spawn --runtime ...`). `docs/runtimes.md` is the contract.
+
+use clap::{Args, ValueEnum};
+use std::path::PathBuf;
+
+/// What carries out a teammate's work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Runtime {
+    /// teammated's own model loop with its tools (the default)
+    Native,
+    /// Claude Code, in its JSON stream mode (`claude` on PATH, or --agent-cmd)
+    Claude,
+    /// Codex, through `codex app-server` (`codex` on PATH, or --agent-cmd)
+    Codex,
+    /// Any Agent Client Protocol agent over stdio; needs --agent-cmd
+    Acp,
+}
+
+impl Runtime {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Runtime::Native => "native",
+            Runtime::Claude => "claude",
+            Runtime::Codex => "codex",
+            Runtime::Acp => "acp",
+        }
+    }
+
+    /// The program run when --agent-cmd names none: `None` for acp (any agent)
+    /// and native (no agent).
+    pub fn default_cmd(self) -> Option<&'static str> {
+        match self {
+            Runtime::Claude => Some("claude"),
+            Runtime::Codex => Some("codex"),
+            Runtime::Native | Runtime::Acp => None,
+        }
+    }
+}
+
+/// How an agent's permission requests are answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AgentPolicy {
+    /// Allow what the agent asks for, in the task's worktree (the default)
+    Workspace,
+    /// Allow reads; refuse every command and every change
+    ReadOnly,
+}
+
+impl AgentPolicy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentPolicy::Workspace => "workspace",
+            AgentPolicy::ReadOnly => "read-only",
+        }
+    }
+}
+
+/// `teamctl spawn`'s runtime flags, flattened into its arguments.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Runtime (docs/runtimes.md)")]
+pub struct RuntimeArgs {
+    /// What does the work: teammated's own loop, or an agent driven through its
+    /// structured interface, one session per task; teammated keeps the board side
+    /// (claims, inbox, plans, results) [default: native]
+    #[arg(long, value_enum, value_name = "RUNTIME")]
+    pub runtime: Option<Runtime>,
+
+    /// The agent's program, a path or a name on PATH; checked before the teammate
+    /// starts [default: `claude` for claude, `codex` for codex; acp needs it]
+    #[arg(long, value_name = "CMD")]
+    pub agent_cmd: Option<PathBuf>,
+
+    /// One more argument for the agent, after teammated's own; repeat for more
+    /// (`--agent-arg=--acp`, `--agent-arg=--model --agent-arg=sonnet`)
+    #[arg(
+        long = "agent-arg",
+        value_name = "ARG",
+        allow_hyphen_values = true,
+        action = clap::ArgAction::Append
+    )]
+    pub agent_args: Vec<String>,
+
+    /// How the agent's permission requests are answered; before an approved plan,
+    /// changes are refused anyway [default: workspace]
+    #[arg(long, value_enum, value_name = "POLICY")]
+    pub agent_policy: Option<AgentPolicy>,
+}
+
+/// The examples `teamctl spawn --help` ends with, one per runtime.
+pub const SPAWN_RUNTIME_EXAMPLES: &str = "\
+Runtimes:
+  teamctl spawn bob --role backend --runtime claude         Claude Code (`claude` on PATH)
+  teamctl spawn cleo --role backend --runtime claude --model sonnet \\
+      --agent-arg=--allowedTools --agent-arg='Bash(git *)'
+  teamctl spawn carl --role docs --runtime codex --agent-cmd ~/.local/bin/codex
+  teamctl spawn dana --role review --runtime acp --agent-cmd gemini --agent-arg=--acp \\
+      --agent-policy read-only
+  `teamctl team` shows each teammate's runtime.";

@@ -1,0 +1,171 @@
+//! The runtime flags, checked before anything starts, and what each mode hands
+//! to teammated.
+//!
+//! The agent's program is looked up here, as teammated would, and passed on as
+//! an absolute path: a detached teammated starts in its workdir (where a relative
+//! path means something else), and a systemd unit runs with the user manager's
+//! PATH, which often lacks the directory a person's shell found `claude` in.
+
+use super::checks::absolute;
+use crate::cli::{AgentPolicy, Runtime, RuntimeArgs};
+use anyhow::bail;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+
+/// The runtime settings to pass to teammated; empty for a native teammate
+/// spawned without runtime flags.
+#[derive(Debug, Default)]
+pub(super) struct Launch {
+    /// `--runtime`, when given.
+    pub runtime: Option<Runtime>,
+    /// The agent's program, absolute.
+    pub program: Option<PathBuf>,
+    pub args: Vec<String>,
+    pub policy: Option<AgentPolicy>,
+}
+
+/// Checks the flags together and finds the agent's program.
+pub(super) fn check(flags: &RuntimeArgs) -> anyhow::Result<Launch> {
+    let runtime = flags.runtime.unwrap_or(Runtime::Native);
+    if runtime == Runtime::Native {
+        let given: Vec<&str> = [
+            (flags.agent_cmd.is_some(), "--agent-cmd"),
+            (!flags.agent_args.is_empty(), "--agent-arg"),
+            (flags.agent_policy.is_some(), "--agent-policy"),
+        ]
+        .into_iter()
+        .filter_map(|(given, flag)| given.then_some(flag))
+        .collect();
+        if !given.is_empty() {
+            bail!(
+                "{} {} for an agent runtime; add --runtime claude, codex or acp",
+                given.join(" and "),
+                if given.len() == 1 { "is" } else { "are" }
+            );
+        }
+        return Ok(Launch {
+            runtime: flags.runtime,
+            ..Launch::default()
+        });
+    }
+    let program = match (&flags.agent_cmd, runtime.default_cmd()) {
+        (Some(cmd), _) => resolve(cmd).ok_or_else(|| not_found(runtime, cmd, true))?,
+        (None, Some(cmd)) => {
+            resolve(Path::new(cmd)).ok_or_else(|| not_found(runtime, Path::new(cmd), false))?
+        }
+        (None, None) => bail!(
+            "--runtime {} needs the agent's program: --agent-cmd CMD, e.g. \
+             `--agent-cmd gemini --agent-arg=--acp`",
+            runtime.as_str()
+        ),
+    };
+    Ok(Launch {
+        runtime: Some(runtime),
+        program: Some(absolute(&program, "--agent-cmd")?),
+        args: flags.agent_args.clone(),
+        policy: flags.agent_policy,
+    })
+}
+
+/// The program as a path: as given when it has a `/`, else the first executable
+/// of that name on PATH (the rule teammated follows too).
+fn resolve(program: &Path) -> Option<PathBuf> {
+    if program.as_os_str().is_empty() {
+        return None;
+    }
+    if program.components().count() > 1 {
+        return runnable(program).then(|| program.to_path_buf());
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|p| runnable(p))
+}
+
+fn runnable(p: &Path) -> bool {
+    p.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+fn not_found(runtime: Runtime, program: &Path, named: bool) -> anyhow::Error {
+    let what = if program.components().count() > 1 {
+        format!("{} is not an executable file", program.display())
+    } else {
+        format!("`{}` is not on PATH", program.display())
+    };
+    let hint = match runtime {
+        Runtime::Claude => {
+            "; install Claude Code (`npm install -g @anthropic-ai/claude-code`) or name its program with --agent-cmd"
+        }
+        Runtime::Codex => {
+            "; install Codex (`npm install -g @openai/codex`) or name its program with --agent-cmd"
+        }
+        Runtime::Acp | Runtime::Native => "",
+    };
+    if named {
+        anyhow::anyhow!("--agent-cmd: {what}")
+    } else {
+        anyhow::anyhow!(
+            "--runtime {} runs {what}{hint}",
+            runtime.as_str(),
+            what = what.replacen(" is not", ", which is not", 1)
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flags(runtime: Option<Runtime>, cmd: Option<&str>, args: &[&str]) -> RuntimeArgs {
+        RuntimeArgs {
+            runtime,
+            agent_cmd: cmd.map(PathBuf::from),
+            agent_args: args.iter().map(|a| a.to_string()).collect(),
+            agent_policy: None,
+        }
+    }
+
+    fn err(f: RuntimeArgs) -> String {
+        format!("{:#}", check(&f).expect_err("refused"))
+    }
+
+    #[test]
+    fn agent_flags_need_an_agent_runtime() {
+        let e = err(flags(None, Some("/bin/sh"), &["-x"]));
+        assert_eq!(
+            e,
+            "--agent-cmd and --agent-arg are for an agent runtime; add --runtime claude, codex or acp"
+        );
+        let mut f = flags(Some(Runtime::Native), None, &[]);
+        f.agent_policy = Some(AgentPolicy::ReadOnly);
+        assert!(err(f).starts_with("--agent-policy is for an agent runtime"));
+        let plain = check(&flags(None, None, &[])).expect("native");
+        assert!(plain.runtime.is_none() && plain.program.is_none());
+    }
+
+    #[test]
+    fn acp_needs_a_program_and_the_program_must_exist() {
+        assert!(err(flags(Some(Runtime::Acp), None, &[])).contains("needs the agent's program"));
+        assert_eq!(
+            err(flags(Some(Runtime::Acp), Some("/no/such/agent"), &[])),
+            "--agent-cmd: /no/such/agent is not an executable file"
+        );
+        assert_eq!(
+            err(flags(Some(Runtime::Codex), Some("no-such-agent-xyz"), &[])),
+            "--agent-cmd: `no-such-agent-xyz` is not on PATH"
+        );
+        // A directory is not a program.
+        assert!(err(flags(Some(Runtime::Acp), Some("/"), &[])).starts_with("--agent-cmd:"));
+    }
+
+    #[test]
+    fn a_program_on_path_is_passed_on_absolute() {
+        let l = check(&flags(Some(Runtime::Acp), Some("sh"), &["--acp"])).expect("sh is on PATH");
+        let program = l.program.expect("a program");
+        assert!(program.is_absolute(), "{}", program.display());
+        assert!(program.ends_with("sh"));
+        assert_eq!(l.args, ["--acp"]);
+        assert_eq!(l.runtime, Some(Runtime::Acp));
+    }
+}

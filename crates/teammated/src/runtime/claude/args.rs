@@ -1,0 +1,297 @@
+//! How Claude Code is started: its command line, its environment, and the id
+//! of a new session.
+//!
+//! What each flag and variable does, and why it is there, is in
+//! `docs/design/runtime-claude.md` (§2, §5, §6, §8). The ones that matter:
+//!
+//! - `--replay-user-messages`: every user line is echoed when the CLI takes it,
+//!   which is how a message is known to be delivered, and how the final answer
+//!   is told from a turn with more to come (see `stream`).
+//! - `--permission-prompt-tool stdio`: teammated answers the permission
+//!   requests itself, by the policy and the plan gate, so the CLI needs no
+//!   `--dangerously-skip-permissions` (which it refuses as root without
+//!   `IS_SANDBOX=1`). `--permission-mode plan` while the gate is closed.
+//! - `--session-id` for a new session (teammated chooses the id, so it is known
+//!   before the CLI says it), `--resume` for every later start of the same task:
+//!   a second `--session-id` with a used id fails.
+//! - The kill switches: no telemetry, no auto-update, no error reports, no
+//!   non-essential traffic. With them, the CLI connects to its API base URL
+//!   only.
+//! - `ENABLE_TOOL_SEARCH=false` with an MCP server: otherwise MCP tools are
+//!   deferred behind a search tool, and a direct call of a board tool fails.
+//! - No `CLAUDE_CONFIG_DIR`: the agent keeps the user's own configuration and
+//!   login. Whoever wants a teammate's agent apart sets it in teammated's
+//!   environment, which the agent inherits.
+
+use crate::runtime::process::Launch;
+use crate::runtime::{AgentSpec, Brief};
+use serde_json::json;
+
+/// Variables that keep Claude Code from reaching anything but its API.
+pub(super) const KILL_SWITCHES: &[&str] = &[
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
+    "DISABLE_TELEMETRY",
+    "DISABLE_AUTOUPDATER",
+    "DISABLE_ERROR_REPORTING",
+    "DISABLE_BUG_COMMAND",
+    "DO_NOT_TRACK",
+];
+
+/// Which session a process opens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum SessionArg {
+    /// A new session with this id (`--session-id`).
+    New(String),
+    /// The task's session (`--resume`).
+    Resume(String),
+}
+
+/// The launch of one CLI process for `brief`. `plan_mode`: the plan gate is
+/// closed.
+pub(super) fn launch(
+    spec: &AgentSpec,
+    brief: &Brief,
+    session: &SessionArg,
+    plan_mode: bool,
+) -> Launch {
+    let mut args: Vec<String> = [
+        "-p",
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--replay-user-messages",
+        "--max-turns",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.push(spec.max_turns.max(1).to_string());
+    if let Some(model) = &spec.model {
+        args.extend(["--model".to_string(), model.clone()]);
+    }
+    match session {
+        SessionArg::New(id) => args.extend(["--session-id".to_string(), id.clone()]),
+        SessionArg::Resume(id) => args.extend(["--resume".to_string(), id.clone()]),
+    }
+    if !brief.identity.trim().is_empty() {
+        args.extend(["--append-system-prompt".to_string(), brief.identity.clone()]);
+    }
+    args.extend(
+        [
+            "--permission-prompt-tool",
+            "stdio",
+            "--permission-mode",
+            if plan_mode { "plan" } else { "default" },
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
+    let mut env: Vec<(String, String)> = KILL_SWITCHES
+        .iter()
+        .map(|k| (k.to_string(), "1".to_string()))
+        .collect();
+    if let Some(mcp) = &brief.mcp {
+        let server_env: serde_json::Map<String, serde_json::Value> =
+            mcp.env.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+        let servers = json!({
+            "mcpServers": {
+                "teamboard": {
+                    "type": "stdio",
+                    "command": mcp.command.display().to_string(),
+                    "args": mcp.args,
+                    "env": server_env,
+                },
+            },
+        });
+        args.extend([
+            "--strict-mcp-config".to_string(),
+            "--mcp-config".to_string(),
+            servers.to_string(),
+        ]);
+        env.push(("ENABLE_TOOL_SEARCH".to_string(), "false".to_string()));
+    }
+    args.extend(spec.extra_args.iter().cloned());
+    env.extend(spec.env.iter().cloned());
+    Launch {
+        program: spec.program.clone(),
+        args,
+        cwd: brief.cwd.clone(),
+        env,
+        env_remove: Vec::new(),
+        guard: spec.guard.clone(),
+    }
+}
+
+/// A fresh random UUID (version 4), for `--session-id`.
+pub(super) fn new_session_id() -> String {
+    let mut b = random_16();
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
+}
+
+/// 16 random bytes from the kernel. A failure of both sources is next to
+/// impossible; the fallback mixes the time and the pid, which is unique enough
+/// for one teammate's sessions.
+fn random_16() -> [u8; 16] {
+    let mut b = [0u8; 16];
+    // SAFETY: getrandom writes at most `b.len()` bytes into `b`.
+    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
+    if n == b.len() as isize {
+        return b;
+    }
+    if let Ok(mut f) = std::fs::File::open("/dev/urandom")
+        && std::io::Read::read_exact(&mut f, &mut b).is_ok()
+    {
+        return b;
+    }
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let mixed = nanos ^ (u128::from(std::process::id()) << 64);
+    mixed.to_le_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::{AgentPolicy, McpServer, RuntimeKind};
+    use std::path::PathBuf;
+
+    fn spec() -> AgentSpec {
+        AgentSpec {
+            kind: RuntimeKind::Claude,
+            program: PathBuf::from("/opt/claude"),
+            extra_args: vec!["--tools".into(), "Bash,Read".into()],
+            max_turns: 30,
+            model: Some("sonnet".into()),
+            policy: AgentPolicy::Workspace,
+            env: vec![("ANTHROPIC_API_KEY".into(), "k".into())],
+            guard: Some(PathBuf::from("/proc/self/exe")),
+        }
+    }
+
+    fn brief(mcp: Option<McpServer>) -> Brief {
+        Brief {
+            task: 7,
+            cwd: PathBuf::from("/work/tree"),
+            resume: None,
+            identity: "You are alice.".into(),
+            prompt: "do it".into(),
+            plan_first: false,
+            mcp,
+        }
+    }
+
+    /// The value after `flag`.
+    fn after<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
+        let i = args.iter().position(|a| a == flag)?;
+        args.get(i + 1).map(String::as_str)
+    }
+
+    #[test]
+    fn a_new_session_is_started_with_its_id_the_stream_flags_and_the_policy_host() {
+        let l = launch(&spec(), &brief(None), &SessionArg::New("abc".into()), false);
+        assert_eq!(l.program, PathBuf::from("/opt/claude"));
+        assert_eq!(l.cwd, PathBuf::from("/work/tree"));
+        assert_eq!(l.guard, Some(PathBuf::from("/proc/self/exe")));
+        let a = &l.args;
+        assert_eq!(a[0], "-p");
+        assert_eq!(after(a, "--input-format"), Some("stream-json"));
+        assert_eq!(after(a, "--output-format"), Some("stream-json"));
+        assert!(a.contains(&"--verbose".to_string()));
+        assert!(a.contains(&"--replay-user-messages".to_string()));
+        assert_eq!(after(a, "--max-turns"), Some("30"));
+        assert_eq!(after(a, "--model"), Some("sonnet"));
+        assert_eq!(after(a, "--session-id"), Some("abc"));
+        assert_eq!(after(a, "--resume"), None);
+        assert_eq!(after(a, "--append-system-prompt"), Some("You are alice."));
+        assert_eq!(after(a, "--permission-prompt-tool"), Some("stdio"));
+        assert_eq!(after(a, "--permission-mode"), Some("default"));
+        assert!(!a.iter().any(|x| x.contains("mcp")), "{a:?}");
+        // The user's own flags come last, so that they win.
+        assert_eq!(&a[a.len() - 2..], ["--tools", "Bash,Read"]);
+        for k in KILL_SWITCHES {
+            assert!(l.env.contains(&(k.to_string(), "1".to_string())), "{k}");
+        }
+        assert!(
+            l.env
+                .contains(&("ANTHROPIC_API_KEY".to_string(), "k".to_string()))
+        );
+        assert!(!l.env.iter().any(|(k, _)| k == "CLAUDE_CONFIG_DIR"));
+        assert!(!l.env.iter().any(|(k, _)| k == "ENABLE_TOOL_SEARCH"));
+    }
+
+    #[test]
+    fn a_resume_in_plan_mode_with_the_board_server() {
+        let mcp = McpServer {
+            command: PathBuf::from("/bin/teamctl"),
+            args: vec!["mcp".into(), "--name".into(), "alice".into()],
+            env: vec![("TEAMBOARD_MEMBER_SOCKET".into(), "/tmp/m.sock".into())],
+        };
+        let mut s = spec();
+        s.model = None;
+        let l = launch(
+            &s,
+            &brief(Some(mcp)),
+            &SessionArg::Resume("abc".into()),
+            true,
+        );
+        let a = &l.args;
+        assert_eq!(after(a, "--resume"), Some("abc"));
+        assert_eq!(after(a, "--session-id"), None);
+        assert_eq!(after(a, "--model"), None);
+        assert_eq!(after(a, "--permission-mode"), Some("plan"));
+        assert!(a.contains(&"--strict-mcp-config".to_string()));
+        let config: serde_json::Value =
+            serde_json::from_str(after(a, "--mcp-config").unwrap()).unwrap();
+        assert_eq!(
+            config,
+            json!({"mcpServers": {"teamboard": {
+                "type": "stdio",
+                "command": "/bin/teamctl",
+                "args": ["mcp", "--name", "alice"],
+                "env": {"TEAMBOARD_MEMBER_SOCKET": "/tmp/m.sock"},
+            }}})
+        );
+        assert!(
+            l.env
+                .contains(&("ENABLE_TOOL_SEARCH".to_string(), "false".to_string()))
+        );
+    }
+
+    #[test]
+    fn session_ids_are_random_version_4_uuids() {
+        let a = new_session_id();
+        let b = new_session_id();
+        assert_ne!(a, b);
+        for id in [&a, &b] {
+            let parts: Vec<&str> = id.split('-').collect();
+            assert_eq!(
+                parts.iter().map(|p| p.len()).collect::<Vec<_>>(),
+                [8, 4, 4, 4, 12],
+                "{id}"
+            );
+            assert!(
+                id.chars()
+                    .all(|c| c == '-' || c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+            );
+            assert!(parts[2].starts_with('4'), "version 4: {id}");
+            assert!(
+                matches!(parts[3].chars().next(), Some('8' | '9' | 'a' | 'b')),
+                "RFC 4122 variant: {id}"
+            );
+        }
+    }
+}

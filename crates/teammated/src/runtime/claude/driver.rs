@@ -1,0 +1,241 @@
+//! The task that owns one Claude Code process for its whole life: it reads the
+//! CLI's lines, answers its control requests, writes what the caller sends, and
+//! reports events on a channel.
+//!
+//! Why a task of its own: writes to the CLI must never be cut in the middle. A
+//! line half written by a future that a `select!` dropped would be glued to the
+//! next one, and Claude Code dies of a line that is not JSON. Here every write
+//! is awaited to its end, and the caller's `next_event` is a plain channel
+//! receive, which is cancel-safe.
+//!
+//! Data flows one way: commands in ([`Cmd`]), events out, in the order the CLI
+//! printed them. When the handle is dropped without `stop`, the command channel
+//! closes and the driver stops the process all the same.
+
+use super::args::{self, SessionArg};
+use super::stream::{Action, Stream};
+use crate::runtime::process::{AgentProcess, Line};
+use crate::runtime::{AgentError, AgentEvent, AgentSpec, Brief, PlanAnswer};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+
+/// How long `stop` waits for the `result` of an interrupted turn before it
+/// closes the CLI's input and ends the process anyway.
+const INTERRUPT_WAIT: Duration = Duration::from_secs(2);
+/// How long an exit waits for the stderr reader to catch up with the exit,
+/// when stderr looks empty.
+const STDERR_SETTLE: Duration = Duration::from_millis(100);
+
+/// What the handle asks of the driver.
+pub(super) enum Cmd {
+    Send {
+        tag: u64,
+        text: String,
+        done: oneshot::Sender<Result<(), AgentError>>,
+    },
+    Plan {
+        answer: PlanAnswer,
+        done: oneshot::Sender<Result<(), AgentError>>,
+    },
+    Stop {
+        done: oneshot::Sender<()>,
+    },
+}
+
+pub(super) struct Driver {
+    pub spec: AgentSpec,
+    pub brief: Brief,
+    pub proc: AgentProcess,
+    pub stream: Stream,
+    pub events: mpsc::UnboundedSender<AgentEvent>,
+    /// The process's pid, for the handle (0: none).
+    pub pid: Arc<AtomicU32>,
+    /// Its output has ended and its exit has been reported.
+    pub exited: bool,
+}
+
+impl Driver {
+    pub async fn run(mut self, mut cmds: mpsc::UnboundedReceiver<Cmd>) {
+        loop {
+            tokio::select! {
+                line = self.proc.next_line(), if !self.exited => self.on_output(line).await,
+                cmd = cmds.recv() => match cmd {
+                    None => {
+                        self.stop().await;
+                        return;
+                    }
+                    Some(Cmd::Stop { done }) => {
+                        self.stop().await;
+                        let _ = done.send(());
+                        return;
+                    }
+                    Some(Cmd::Send { tag, text, done }) => {
+                        let sent = self.send(tag, &text).await;
+                        let _ = done.send(sent);
+                    }
+                    Some(Cmd::Plan { answer, done }) => {
+                        let answered = self.answer_plan(answer).await;
+                        let _ = done.send(answered);
+                    }
+                },
+            }
+        }
+    }
+
+    async fn send(&mut self, tag: u64, text: &str) -> Result<(), AgentError> {
+        if self.exited {
+            return Err(AgentError::Gone);
+        }
+        let line = self.stream.user_line(Some(tag), text);
+        self.proc.write(&line).await
+    }
+
+    async fn answer_plan(&mut self, answer: PlanAnswer) -> Result<(), AgentError> {
+        if self.exited {
+            return Err(AgentError::Gone);
+        }
+        for line in self.stream.answer_plan(answer) {
+            self.proc.write(&line).await?;
+        }
+        Ok(())
+    }
+
+    async fn on_output(&mut self, line: Option<Line>) {
+        match line {
+            Some(Line::Json(v)) => {
+                for action in self.stream.on_line(&v) {
+                    self.act(action).await;
+                }
+            }
+            Some(Line::Text(text)) => {
+                tracing::debug!(%text, "claude printed a line that is not JSON")
+            }
+            None if self.stream.resuming() => {
+                let tail = self.stderr_tail().await;
+                let why = if tail.is_empty() {
+                    "it exited before the session opened".to_string()
+                } else {
+                    format!("it exited before the session opened: {tail}")
+                };
+                self.new_session(why).await;
+            }
+            None => {
+                let status = self.proc.wait_exit().await;
+                let stderr = self.stderr_tail().await;
+                tracing::info!(%status, "claude exited");
+                self.exited = true;
+                self.pid.store(0, Ordering::Relaxed);
+                let _ = self.events.send(AgentEvent::Exited { status, stderr });
+            }
+        }
+    }
+
+    async fn act(&mut self, action: Action) {
+        match action {
+            Action::Emit(event) => {
+                let _ = self.events.send(event);
+            }
+            Action::Write(line) => {
+                if let Err(e) = self.proc.write(&line).await {
+                    // The process is gone: its end comes as the end of its output.
+                    tracing::warn!(error = %e, "cannot answer claude");
+                }
+            }
+            Action::Fail(why) => {
+                let stderr = self.proc.stderr_tail();
+                let why = if stderr.is_empty() {
+                    why
+                } else {
+                    format!("{why}; its last stderr lines:\n{stderr}")
+                };
+                let _ = self.events.send(AgentEvent::Failed(why));
+            }
+            Action::ResumeFailed(why) => self.new_session(why).await,
+        }
+    }
+
+    /// The task's session could not be resumed: a new process with a new
+    /// session takes over, with the lines the old one never took.
+    async fn new_session(&mut self, why: String) {
+        tracing::warn!(%why, "claude could not resume the task's session; starting a new one");
+        let how = self.proc.stop().await;
+        tracing::debug!(%how, "the process that could not resume ended");
+        let id = args::new_session_id();
+        let pending = self.stream.restart_new(why);
+        let launch = args::launch(
+            &self.spec,
+            &self.brief,
+            &SessionArg::New(id.clone()),
+            self.stream.gate_closed(),
+        );
+        self.proc = match AgentProcess::spawn(&launch) {
+            Ok(p) => p,
+            Err(e) => {
+                self.exited = true;
+                self.pid.store(0, Ordering::Relaxed);
+                let _ = self.events.send(AgentEvent::Exited {
+                    status: e.to_string(),
+                    stderr: String::new(),
+                });
+                return;
+            }
+        };
+        self.pid
+            .store(self.proc.pid().unwrap_or(0), Ordering::Relaxed);
+        tracing::info!(session = %id, pid = ?self.proc.pid(), "claude started anew");
+        for p in pending {
+            // The first line told the agent it was back on the task; it is not.
+            let text = match p.tag {
+                None => p
+                    .text
+                    .strip_prefix(crate::prompts::agent::RESUMED)
+                    .map(|t| t.trim_start().to_string())
+                    .unwrap_or(p.text),
+                Some(_) => p.text,
+            };
+            let line = self.stream.user_line(p.tag, &text);
+            if let Err(e) = self.proc.write(&line).await {
+                tracing::warn!(error = %e, "cannot give the new claude session its input");
+                return;
+            }
+        }
+    }
+
+    /// Interrupts a running turn (waiting a bounded time for its `result`),
+    /// then ends the process and everything it started.
+    async fn stop(&mut self) {
+        if !self.exited && self.stream.busy() {
+            let interrupt = self.stream.interrupt();
+            if self.proc.write(&interrupt).await.is_ok() {
+                let proc = &mut self.proc;
+                let ended = tokio::time::timeout(INTERRUPT_WAIT, async {
+                    while let Some(line) = proc.next_line().await {
+                        if matches!(&line, Line::Json(v) if v["type"] == "result") {
+                            return true;
+                        }
+                    }
+                    false
+                })
+                .await;
+                tracing::debug!(?ended, "claude interrupted");
+            }
+        }
+        let how = self.proc.stop().await;
+        self.pid.store(0, Ordering::Relaxed);
+        tracing::info!(%how, "claude stopped");
+    }
+
+    /// The last stderr lines, once the reader has caught up with an exit.
+    async fn stderr_tail(&self) -> String {
+        let deadline = tokio::time::Instant::now() + STDERR_SETTLE;
+        loop {
+            let tail = self.proc.stderr_tail();
+            if !tail.is_empty() || tokio::time::Instant::now() >= deadline {
+                return tail;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}

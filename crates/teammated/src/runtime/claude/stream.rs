@@ -1,0 +1,434 @@
+//! Claude Code's stream-json, both ways, as a pure state machine: the lines
+//! teammated writes (user turns, control requests and answers) and what each
+//! line the CLI prints means ([`Action`]s). No I/O here; `driver` does it.
+//!
+//! The shapes are those of Claude Code 2.1.332 (`docs/design/runtime-claude.md`
+//! §3, §4, §6, §9). Decisions and traps:
+//!
+//! - **The final answer.** One process may print several `result`s for one
+//!   task: a user line written while the model streams a reply becomes the next
+//!   turn, with a `result` of its own. Every user line is echoed once
+//!   (`isReplay`, thanks to `--replay-user-messages`) when the CLI takes it into
+//!   the conversation, in the order written; a line not yet echoed when a
+//!   `result` comes is still to be answered. So a `result` is the final answer
+//!   only when every line written has been echoed (`queued_turn_count` stays 0
+//!   even with a line queued: it cannot tell).
+//! - **The outcome** is read from `is_error` (and an `error_*` subtype), never
+//!   from `subtype` alone: an API error is `subtype:"success"`, `is_error:true`.
+//! - **Usage** is each `result.usage` (the turn's API calls summed); the
+//!   `assistant` events repeat the `message_start` snapshot per content block,
+//!   and summing those would count the input many times over.
+//! - **Permissions.** With `--permission-prompt-tool stdio` every tool call the
+//!   mode does not allow by itself comes as a `can_use_tool` control request and
+//!   waits for its answer. Each one is answered, by the policy and the plan gate;
+//!   `ExitPlanMode` while the gate is closed is held until the lead decides. A
+//!   control request of any other kind gets an error answer: the CLI waits on
+//!   every request, and one left unanswered would hang the turn.
+
+use crate::runtime::{AgentEvent, AgentPolicy, PlanAnswer};
+use serde_json::{Value, json};
+use std::collections::VecDeque;
+use teamboard_protocol::TokenUsage;
+
+/// The tool Claude Code calls to leave plan mode with its plan.
+pub(super) const EXIT_PLAN: &str = "ExitPlanMode";
+
+/// The tools a read-only teammate (or one whose plan is not approved yet) may
+/// use: they read the worktree and change nothing. `TodoWrite` only keeps the
+/// agent's own list.
+const READ_TOOLS: &[&str] = &[
+    "Read",
+    "Glob",
+    "Grep",
+    "LS",
+    "NotebookRead",
+    "TodoWrite",
+    "TodoRead",
+];
+
+/// The prefix of the board's MCP tools (the server is named `teamboard`). They
+/// are the teammate's own board operations, allowed under every policy: the
+/// member socket and the board check them.
+const BOARD_TOOLS: &str = "mcp__teamboard__";
+
+/// What a line from the CLI asks of the driver.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Action {
+    /// Report this to the caller.
+    Emit(AgentEvent),
+    /// Write this line to the CLI.
+    Write(Value),
+    /// The turn failed: report [`AgentEvent::Failed`] with this reason and the
+    /// last stderr lines.
+    Fail(String),
+    /// The session asked for with `--resume` cannot be resumed: start a new one.
+    /// The reason, for the transcript.
+    ResumeFailed(String),
+}
+
+/// A user line written and not yet echoed.
+#[derive(Debug, Clone)]
+pub(super) struct Pending {
+    /// `None` for the task's first line, which nobody waits on.
+    pub tag: Option<u64>,
+    pub text: String,
+}
+
+/// What teammated knows of the conversation with one CLI process.
+#[derive(Debug)]
+pub(super) struct Stream {
+    policy: AgentPolicy,
+    /// The claim needs an approved plan and has none yet: everything but reads
+    /// is refused, and `ExitPlanMode` is held for the lead.
+    gate_closed: bool,
+    /// `--resume` was asked for and no `system/init` has come yet: an error
+    /// now means the session cannot be resumed.
+    resuming: bool,
+    /// Whether the session was resumed, once it is open.
+    resumed: bool,
+    /// Why a new session replaced the one asked for.
+    why_new: Option<String>,
+    /// The session id, once `system/init` said it.
+    session: Option<String>,
+    /// User lines written and not yet echoed, in order.
+    unechoed: VecDeque<Pending>,
+    /// A turn runs (or is queued): from a user line written until the `result`
+    /// that leaves nothing to answer.
+    busy: bool,
+    /// The `ExitPlanMode` request held for the lead: (request id, its input).
+    held_plan: Option<(String, Value)>,
+    /// For the ids of control requests teammated sends.
+    next_request: u64,
+}
+
+impl Stream {
+    pub fn new(policy: AgentPolicy, plan_first: bool, resuming: bool) -> Stream {
+        Stream {
+            policy,
+            gate_closed: plan_first,
+            resuming,
+            resumed: false,
+            why_new: None,
+            session: None,
+            unechoed: VecDeque::new(),
+            busy: false,
+            held_plan: None,
+            next_request: 0,
+        }
+    }
+
+    /// Whether a turn is running or queued (an interrupt has something to stop).
+    pub fn busy(&self) -> bool {
+        self.busy
+    }
+
+    /// Whether the session asked for with `--resume` has not opened yet.
+    pub fn resuming(&self) -> bool {
+        self.resuming
+    }
+
+    /// Whether the plan gate is closed (the CLI is to start in plan mode).
+    pub fn gate_closed(&self) -> bool {
+        self.gate_closed
+    }
+
+    /// A user line carrying `text`; `tag` is what its echo reports.
+    pub fn user_line(&mut self, tag: Option<u64>, text: &str) -> Value {
+        self.unechoed.push_back(Pending {
+            tag,
+            text: text.to_string(),
+        });
+        self.busy = true;
+        user_value(text)
+    }
+
+    /// The resume failed and a new process starts a new session: returns the
+    /// lines the old process had not taken, to be written again (each through
+    /// [`Stream::user_line`]).
+    pub fn restart_new(&mut self, why: String) -> Vec<Pending> {
+        self.resuming = false;
+        self.why_new = Some(why);
+        self.busy = false;
+        self.held_plan = None;
+        self.unechoed.drain(..).collect()
+    }
+
+    /// The `interrupt` control request.
+    pub fn interrupt(&mut self) -> Value {
+        self.control_request(json!({"subtype": "interrupt"}))
+    }
+
+    /// The lines that answer the lead's decision on the plan.
+    pub fn answer_plan(&mut self, answer: PlanAnswer) -> Vec<Value> {
+        let held = self.held_plan.take();
+        match answer {
+            PlanAnswer::Approved { .. } => {
+                self.gate_closed = false;
+                let mut lines = Vec::new();
+                if let Some((id, input)) = held {
+                    lines.push(allow(&id, input));
+                }
+                // Out of plan mode; what the CLI then asks is answered by the
+                // policy.
+                lines.push(
+                    self.control_request(
+                        json!({"subtype": "set_permission_mode", "mode": "default"}),
+                    ),
+                );
+                lines
+            }
+            PlanAnswer::Rejected { feedback } => match held {
+                Some((id, _)) => {
+                    let feedback = feedback.trim();
+                    let message = if feedback.is_empty() {
+                        "The lead rejected the plan. Revise it and propose it again.".to_string()
+                    } else {
+                        format!(
+                            "The lead rejected the plan: {feedback}\nRevise it and propose it again."
+                        )
+                    };
+                    vec![deny(&id, &message)]
+                }
+                None => Vec::new(),
+            },
+        }
+    }
+
+    /// What one JSON line from the CLI means.
+    pub fn on_line(&mut self, v: &Value) -> Vec<Action> {
+        match v["type"].as_str().unwrap_or_default() {
+            "system" if v["subtype"] == "init" => self.on_init(v),
+            "assistant" => said(v),
+            "user" if v["isReplay"] == true => self.on_echo(),
+            "result" => self.on_result(v),
+            "control_request" => self.on_control_request(v),
+            "control_response" => {
+                if v["response"]["subtype"] == "error" {
+                    tracing::warn!(
+                        answer = %v["response"],
+                        "claude refused a control request"
+                    );
+                }
+                Vec::new()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// `system/init` comes at the start of every turn; the first one opens the
+    /// session.
+    fn on_init(&mut self, v: &Value) -> Vec<Action> {
+        if self.session.is_some() {
+            return Vec::new();
+        }
+        let Some(id) = v["session_id"].as_str() else {
+            return Vec::new();
+        };
+        self.resumed = self.resuming;
+        self.resuming = false;
+        self.session = Some(id.to_string());
+        vec![Action::Emit(AgentEvent::Session {
+            id: id.to_string(),
+            resumed: self.resumed,
+            why_new: self.why_new.clone(),
+        })]
+    }
+
+    fn on_echo(&mut self) -> Vec<Action> {
+        match self.unechoed.pop_front() {
+            Some(Pending { tag: Some(tag), .. }) => vec![Action::Emit(AgentEvent::Delivered(tag))],
+            Some(Pending { tag: None, .. }) => Vec::new(),
+            None => {
+                tracing::warn!("claude echoed a user line teammated did not write");
+                Vec::new()
+            }
+        }
+    }
+
+    fn on_result(&mut self, v: &Value) -> Vec<Action> {
+        let failed = v["is_error"] == true
+            || v["subtype"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("error"));
+        if self.resuming && self.session.is_none() && failed {
+            return vec![Action::ResumeFailed(failure(v))];
+        }
+        let mut actions = Vec::new();
+        if let Some(usage) = usage(&v["usage"]) {
+            actions.push(Action::Emit(AgentEvent::Usage(usage)));
+        }
+        if failed {
+            self.busy = false;
+            actions.push(Action::Fail(failure(v)));
+        } else if self.unechoed.is_empty() {
+            self.busy = false;
+            let answer = v["result"].as_str().unwrap_or_default().to_string();
+            actions.push(Action::Emit(AgentEvent::Idle { answer }));
+        }
+        actions
+    }
+
+    fn on_control_request(&mut self, v: &Value) -> Vec<Action> {
+        let id = match &v["request_id"] {
+            Value::String(s) => s.clone(),
+            Value::Null => return Vec::new(),
+            other => other.to_string(),
+        };
+        let request = &v["request"];
+        if request["subtype"] != "can_use_tool" {
+            let what = request["subtype"].as_str().unwrap_or("(none)");
+            return vec![Action::Write(json!({
+                "type": "control_response",
+                "response": {
+                    "subtype": "error",
+                    "request_id": id,
+                    "error": format!("teamboard does not handle '{what}' requests"),
+                },
+            }))];
+        }
+        let tool = request["tool_name"].as_str().unwrap_or_default();
+        let input = request["input"].clone();
+        if tool == EXIT_PLAN && self.gate_closed {
+            let mut actions = Vec::new();
+            if let Some((old, _)) = self.held_plan.take() {
+                // A second proposal replaces the first, which must not hang.
+                actions.push(Action::Write(deny(&old, "superseded by a newer plan")));
+            }
+            let plan = input["plan"].as_str().unwrap_or_default().to_string();
+            self.held_plan = Some((id, input));
+            actions.push(Action::Emit(AgentEvent::PlanProposed(plan)));
+            return actions;
+        }
+        let answer = match self.refusal(tool) {
+            None => allow(&id, input),
+            Some(why) => deny(&id, &why),
+        };
+        vec![Action::Write(answer)]
+    }
+
+    /// Why `tool` is refused, or `None` when it is allowed.
+    fn refusal(&self, tool: &str) -> Option<String> {
+        if tool.starts_with(BOARD_TOOLS) || READ_TOOLS.contains(&tool) || tool == EXIT_PLAN {
+            return None;
+        }
+        if self.gate_closed {
+            return Some(format!(
+                "{tool} is refused until the lead approves your plan: look around with \
+                 read-only tools, then propose the plan with {EXIT_PLAN}"
+            ));
+        }
+        match self.policy {
+            AgentPolicy::Workspace => None,
+            AgentPolicy::ReadOnly => Some(format!(
+                "{tool} is refused: this teammate's policy is read-only (reads only, no \
+                 commands, no changes)"
+            )),
+        }
+    }
+
+    fn control_request(&mut self, request: Value) -> Value {
+        self.next_request += 1;
+        json!({
+            "type": "control_request",
+            "request_id": format!("teamboard-{}", self.next_request),
+            "request": request,
+        })
+    }
+}
+
+/// A user turn.
+pub(super) fn user_value(text: &str) -> Value {
+    json!({"type": "user", "message": {"role": "user", "content": text}})
+}
+
+fn allow(id: &str, input: Value) -> Value {
+    let input = if input.is_object() { input } else { json!({}) };
+    json!({
+        "type": "control_response",
+        "response": {
+            "subtype": "success",
+            "request_id": id,
+            "response": {"behavior": "allow", "updatedInput": input},
+        },
+    })
+}
+
+fn deny(id: &str, message: &str) -> Value {
+    json!({
+        "type": "control_response",
+        "response": {
+            "subtype": "success",
+            "request_id": id,
+            "response": {"behavior": "deny", "message": message},
+        },
+    })
+}
+
+/// The transcript of an `assistant` event: each content block is an event of
+/// its own, text or a tool call.
+fn said(v: &Value) -> Vec<Action> {
+    let Some(blocks) = v["message"]["content"].as_array() else {
+        return Vec::new();
+    };
+    blocks
+        .iter()
+        .filter_map(|b| match b["type"].as_str()? {
+            "text" => {
+                let text = b["text"].as_str()?.trim();
+                (!text.is_empty()).then(|| Action::Emit(AgentEvent::Said(text.to_string())))
+            }
+            "tool_use" => Some(Action::Emit(AgentEvent::ToolCall {
+                name: b["name"].as_str().unwrap_or("(unnamed)").to_string(),
+                input: b["input"].to_string(),
+            })),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A `result`'s usage; `None` when it has none.
+fn usage(u: &Value) -> Option<TokenUsage> {
+    if !u.is_object() {
+        return None;
+    }
+    let n = |k: &str| u[k].as_u64().unwrap_or(0);
+    Some(TokenUsage {
+        input: n("input_tokens"),
+        output: n("output_tokens"),
+        cache_read: n("cache_read_input_tokens"),
+        cache_write: n("cache_creation_input_tokens"),
+    })
+}
+
+/// Why a failed `result` failed, in words: its terminal reason, its errors and
+/// its text.
+fn failure(v: &Value) -> String {
+    let reason = v["terminal_reason"]
+        .as_str()
+        .or_else(|| v["subtype"].as_str())
+        .unwrap_or("error");
+    let mut parts = Vec::new();
+    if let Some(errors) = v["errors"].as_array() {
+        parts.extend(errors.iter().map(|e| match e.as_str() {
+            Some(s) => s.to_string(),
+            None => e.to_string(),
+        }));
+    }
+    if let Some(text) = v["result"].as_str().map(str::trim)
+        && !text.is_empty()
+        && !parts.iter().any(|p| p == text)
+    {
+        parts.push(text.to_string());
+    }
+    if parts.is_empty() {
+        format!("claude ended the turn with an error ({reason})")
+    } else {
+        format!(
+            "claude ended the turn with an error ({reason}): {}",
+            parts.join("; ")
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests;

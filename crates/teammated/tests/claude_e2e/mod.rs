@@ -1,0 +1,284 @@
+//! What the Claude Code end-to-end tests share: a board with the mock Messages
+//! API, teammates started with `--runtime claude` against it, a reading of the
+//! requests Claude Code sends, and a look at the processes that run.
+//!
+//! The mock answers from the request (`MockLlm::set_responder`), never from a
+//! queue: how many calls the CLI makes, and in which order, is its own
+//! business. A request is read the way survey §10 (`docs/design/runtime-claude.md`)
+//! describes it: `messages` holds `role:"system"` entries too, the user's text
+//! comes after `<system-reminder>` blocks, and a tool's result is a
+//! `tool_result` block in the last user message.
+
+#![allow(dead_code)]
+
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use teamboard_protocol::TaskId;
+use teamboard_testkit::mock_llm::{
+    MockLlm, MockReply, RecordedRequest, TEXT_USAGE, TOOL_USAGE, anthropic_message,
+};
+use teamboard_testkit::{Board, Teammate, Teammated};
+
+/// The binary under test.
+pub const TEAMMATED: &str = env!("CARGO_BIN_EXE_teammated");
+
+/// A board, a mock Messages API, and the home the agents share across restarts.
+pub struct ClaudeBoard {
+    pub board: Board,
+    pub mock: MockLlm,
+    pub claude: PathBuf,
+    /// `HOME` and `CLAUDE_CONFIG_DIR` (under it) of every agent of the test:
+    /// the same across restarts, or sessions could not be resumed.
+    pub home: PathBuf,
+}
+
+impl ClaudeBoard {
+    pub async fn start(claude: PathBuf) -> ClaudeBoard {
+        let board = Board::start(TEAMMATED).await;
+        let home = board.dir().join("claude-home");
+        std::fs::create_dir_all(home.join(".claude")).expect("the agents' home");
+        let mock = MockLlm::start(Vec::new());
+        ClaudeBoard {
+            board,
+            mock,
+            claude,
+            home,
+        }
+    }
+
+    /// Starts teammate `name` (role `dev`) with the claude runtime; its log is
+    /// `<dir>/<log>.log`, so that a restart keeps the first one.
+    pub fn spawn(&self, name: &str, log: &str) -> Teammate {
+        self.spawn_with(name, "dev", log, &[])
+    }
+
+    /// [`ClaudeBoard::spawn`] with role `role` and `extra` flags.
+    pub fn spawn_with(&self, name: &str, role: &str, log: &str, extra: &[&str]) -> Teammate {
+        let teammated =
+            Teammated::new(TEAMMATED, &self.board.daemon.socket, self.board.state_dir());
+        let url = self.mock.url();
+        let config = self.home.join(".claude");
+        let claude = self.claude.display().to_string();
+        let mut args = vec!["--runtime", "claude", "--agent-cmd", &claude];
+        args.extend_from_slice(extra);
+        teammated.spawn(
+            name,
+            role,
+            &self.board.workdir(name),
+            &self.board.dir().join(format!("{log}.log")),
+            &args,
+            &[
+                ("ANTHROPIC_BASE_URL", url.as_str()),
+                ("ANTHROPIC_API_KEY", "test"),
+                ("CLAUDE_CONFIG_DIR", &config.display().to_string()),
+                ("HOME", &self.home.display().to_string()),
+            ],
+        )
+    }
+
+    /// The session recorded for `task` in `name`'s `agent/sessions.json`:
+    /// (session id, starts, resumed).
+    pub fn recorded_session(&self, name: &str, task: TaskId) -> Option<(String, u64, u64)> {
+        let path = teamboard_protocol::transcript::teammate_dir(
+            self.board.state_dir(),
+            teamboard_testkit::TEAM,
+            name,
+        )
+        .join("agent")
+        .join("sessions.json");
+        let file: Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+        let e = &file["tasks"][task.to_string()];
+        Some((
+            e["session"].as_str()?.to_string(),
+            e["starts"].as_u64()?,
+            e["resumed"].as_u64()?,
+        ))
+    }
+
+    /// Claude Code's own record of `session`
+    /// (`$CLAUDE_CONFIG_DIR/projects/<cwd>/<session>.jsonl`), empty if none.
+    pub fn session_log(&self, session: &str) -> String {
+        let projects = self.home.join(".claude").join("projects");
+        let Ok(dirs) = std::fs::read_dir(projects) else {
+            return String::new();
+        };
+        dirs.flatten()
+            .filter_map(|d| std::fs::read_to_string(d.path().join(format!("{session}.jsonl"))).ok())
+            .collect()
+    }
+
+    /// Every request went to the mock's Messages API, on 127.0.0.1 (the mock
+    /// listens nowhere else), with the session's header.
+    pub fn check_requests(&self) -> Vec<RecordedRequest> {
+        let requests = self.mock.requests();
+        assert!(!requests.is_empty(), "the mock saw no request");
+        for r in &requests {
+            assert!(
+                r.path.starts_with("/v1/messages"),
+                "{} {}",
+                r.method,
+                r.path
+            );
+            assert!(r.header("x-claude-code-session-id").is_some(), "{r:?}");
+        }
+        requests
+    }
+}
+
+/// The last `role:"user"` message of a Messages API request body.
+pub fn last_user(body: &Value) -> &Value {
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+        .unwrap_or(&Value::Null)
+}
+
+/// The text of a message: its string content, or its text blocks joined.
+pub fn text_of(message: &Value) -> String {
+    match &message["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter(|b| b["type"] == "text")
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// The `tool_result` blocks of a message: (tool_use_id, its text, is_error).
+pub fn tool_results(message: &Value) -> Vec<(String, String, bool)> {
+    let Some(blocks) = message["content"].as_array() else {
+        return Vec::new();
+    };
+    blocks
+        .iter()
+        .filter(|b| b["type"] == "tool_result")
+        .map(|b| {
+            let text = match &b["content"] {
+                Value::String(s) => s.clone(),
+                Value::Array(parts) => parts
+                    .iter()
+                    .filter_map(|p| p["text"].as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                other => other.to_string(),
+            };
+            (
+                b["tool_use_id"].as_str().unwrap_or_default().to_string(),
+                text,
+                b["is_error"] == true,
+            )
+        })
+        .collect()
+}
+
+/// The result of the tool call `id` in the last user message, if it is there.
+pub fn result_of<'a>(results: &'a [(String, String, bool)], id: &str) -> Option<&'a str> {
+    results
+        .iter()
+        .find(|(i, _, _)| i == id)
+        .map(|(_, t, _)| t.as_str())
+}
+
+/// An answer with `content`, under a message id of its own. Trap: Claude Code
+/// merges assistant messages that share an id (it streams each content block as
+/// an event of its own, with the message's id), and with them the tool results
+/// that follow; the mock's canned answers all carry one id.
+fn answer(content: Value, stop_reason: &str, usage: (u64, u64)) -> MockReply {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let mut message = anthropic_message(content, stop_reason, usage);
+    message["id"] = json!(format!(
+        "msg_e2e_{:06}",
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    MockReply::json(200, message)
+}
+
+/// A final text answer.
+pub fn say(text: &str) -> MockReply {
+    answer(
+        json!([{"type": "text", "text": text}]),
+        "end_turn",
+        TEXT_USAGE,
+    )
+}
+
+/// An answer calling tool `name` with `input`, as call `id`.
+pub fn call(id: &str, name: &str, input: Value) -> MockReply {
+    answer(
+        json!([{"type": "tool_use", "id": id, "name": name, "input": input}]),
+        "tool_use",
+        TOOL_USAGE,
+    )
+}
+
+/// An answer calling `Bash` with `command`.
+pub fn bash(id: &str, command: &str) -> MockReply {
+    call(
+        id,
+        "Bash",
+        json!({"command": command, "description": "run it"}),
+    )
+}
+
+/// The pids of live processes whose command line contains `needle`.
+pub fn processes_with(needle: &str) -> Vec<u32> {
+    let me = std::process::id();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| *pid != me)
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| {
+                    String::from_utf8_lossy(&c)
+                        .replace('\0', " ")
+                        .contains(needle)
+                })
+                .unwrap_or(false)
+        })
+        .filter(|pid| teamboard_testkit::alive(*pid))
+        .collect()
+}
+
+/// A `sleep` of `secs` seconds whose command line is unique to this test run:
+/// (the command, the marker to find its processes by). The fraction makes it
+/// unique and is still a valid duration. Trap: Claude Code refuses a command
+/// that starts with a long `sleep` ("Blocked: standalone sleep"), so it comes
+/// second.
+pub fn marked_sleep(secs: u32, tag: u32) -> (String, String) {
+    let marker = format!("{secs}.{}{tag:03}", std::process::id());
+    (format!("echo started && sleep {marker}"), marker)
+}
+
+/// The pid the transcript gives for the agent's session (the guard's).
+pub fn agent_pid(transcript: &str) -> Option<u32> {
+    let line = transcript
+        .lines()
+        .rev()
+        .find(|l| l.contains("agent: claude session"))?;
+    let (_, rest) = line.split_once(", pid ")?;
+    rest.split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// The session id the transcript gives for the agent's last session start.
+pub fn transcript_sessions(transcript: &str) -> Vec<(String, String)> {
+    transcript
+        .lines()
+        .filter_map(|l| {
+            let (_, rest) = l.split_once("agent: claude session ")?;
+            let mut words = rest.split([' ', ',']);
+            let id = words.next()?.to_string();
+            let what = words.next()?.to_string();
+            Some((id, what))
+        })
+        .collect()
+}

@@ -1,0 +1,687 @@
+//! The `claude` runtime end to end: real `teammated` processes drive the real
+//! Claude Code CLI (the pinned version, see `teamboard_testkit::agents`) against
+//! the mock Messages API, through boardd, offline. Each test is skipped, saying
+//! so, where the CLI is not installed.
+
+mod claude_e2e;
+
+use claude_e2e::*;
+use serde_json::json;
+use std::time::{Duration, Instant};
+use teamboard_protocol::{EventKind, MessageKind, TaskStatus};
+use teamboard_testkit::agents::{Cli, agent_cli};
+use teamboard_testkit::mock_llm::{self, MockReply};
+use teamboard_testkit::{PATIENCE, alive, eventually};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claimed_task_runs_a_bash_tool_and_the_final_answer_completes_it() {
+    let Some(claude) = agent_cli(Cli::Claude) else {
+        return;
+    };
+    let mut t = ClaudeBoard::start(claude).await;
+    t.mock.set_responder(|req| {
+        let last = last_user(&req.body);
+        let results = tool_results(last);
+        Some(if let Some(out) = result_of(&results, "toolu_bash_1") {
+            say(&format!("FINAL: wrote the file ({out})"))
+        } else if text_of(last).contains("E2E-BASH") {
+            bash(
+                "toolu_bash_1",
+                "printf hello > made-by-claude.txt && echo written",
+            )
+        } else {
+            say("(mock) nothing scripted for this")
+        })
+    });
+    let alice = t.spawn("alice", "alice");
+    t.board.wait_idle("alice").await;
+    let task = t
+        .board
+        .add(
+            "write the file",
+            "E2E-BASH: write hello into made-by-claude.txt",
+            &[],
+        )
+        .await;
+    assert_eq!(t.board.wait_claimed(task.id).await, "alice");
+    t.board.wait_done(&[task.id]).await;
+    let done = t.board.task(task.id).await;
+    assert_eq!(
+        done.status,
+        TaskStatus::Completed,
+        "{done:#?}\n{}",
+        alice.log_text()
+    );
+    assert_eq!(
+        done.result.as_deref(),
+        Some("FINAL: wrote the file (written)")
+    );
+    let file = t.board.workdir("alice").join("made-by-claude.txt");
+    assert_eq!(
+        std::fs::read_to_string(&file).ok().as_deref(),
+        Some("hello")
+    );
+    // One session, recorded, named in the transcript and in every request.
+    let (session, starts, resumed) = t.recorded_session("alice", task.id).expect("a session");
+    assert_eq!((starts, resumed), (1, 0));
+    let transcript = t.board.transcript("alice");
+    assert_eq!(
+        transcript_sessions(&transcript),
+        [(session.clone(), "started".to_string())],
+        "{transcript}"
+    );
+    assert!(
+        transcript.contains("printf hello"),
+        "the tool call is in the transcript: {transcript}"
+    );
+    for r in t.check_requests() {
+        assert_eq!(r.header("x-claude-code-session-id"), Some(session.as_str()));
+    }
+    // The agent's usage (each turn's `result.usage`: the two model calls
+    // summed) was recorded with the task.
+    let (text, tool) = (mock_llm::TEXT_USAGE, mock_llm::TOOL_USAGE);
+    assert_eq!(
+        (done.tokens.input, done.tokens.output),
+        (text.0 + tool.0, text.1 + tool.1),
+        "{done:#?}"
+    );
+    drop(alice);
+    t.board.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_sent_while_a_tool_runs_reaches_the_session_and_is_acked_only_then() {
+    let Some(claude) = agent_cli(Cli::Claude) else {
+        return;
+    };
+    let mut t = ClaudeBoard::start(claude).await;
+    let (slow, marker) = marked_sleep(3, 2);
+    t.mock.set_responder(move |req| {
+        let last = last_user(&req.body);
+        let results = tool_results(last);
+        Some(if result_of(&results, "toolu_slow_1").is_some() {
+            let text = text_of(last);
+            if text.contains("STEER-7731") {
+                say("FINAL: the message came with the tool result")
+            } else {
+                say("FINAL: no message")
+            }
+        } else if text_of(last).contains("E2E-SLOW") {
+            bash("toolu_slow_1", &slow)
+        } else {
+            say("(mock) nothing scripted for this")
+        })
+    });
+    let alice = t.spawn("alice", "alice");
+    t.board.wait_idle("alice").await;
+    let task = t
+        .board
+        .add("slow work", "E2E-SLOW: run the slow command", &[])
+        .await;
+    assert_eq!(t.board.wait_claimed(task.id).await, "alice");
+    eventually(
+        format!("the slow tool ({marker}) to run"),
+        PATIENCE,
+        || async { (!processes_with(&marker).is_empty()).then_some(()) },
+    )
+    .await;
+    let sent_at = Instant::now();
+    let msg = t
+        .board
+        .lead
+        .send(
+            "alice",
+            MessageKind::Message,
+            "STEER-7731: also mention lemons",
+            None,
+        )
+        .await
+        .expect("send");
+    assert!(
+        !processes_with(&marker).is_empty(),
+        "the tool ended before the message was sent; make it slower"
+    );
+    let acked = t
+        .board
+        .wait_for("the message to be acked", |e| {
+            e.kind == EventKind::MessageAcked && e.message == Some(msg.id)
+        })
+        .await;
+    // Acked only once the agent took it: after the tool it was waiting behind.
+    assert!(
+        processes_with(&marker).is_empty(),
+        "acked while the tool still ran: {acked:?}"
+    );
+    let acked_after = sent_at.elapsed();
+    t.board.wait_done(&[task.id]).await;
+    let done = t.board.task(task.id).await;
+    assert_eq!(
+        done.status,
+        TaskStatus::Completed,
+        "{done:#?}\n{}",
+        alice.log_text()
+    );
+    assert_eq!(
+        done.result.as_deref(),
+        Some("FINAL: the message came with the tool result")
+    );
+    // It was steered into the running turn: the request after the tool carried
+    // the tool's result and the message together.
+    let requests = t.check_requests();
+    let steered = requests
+        .iter()
+        .find(|r| text_of(last_user(&r.body)).contains("STEER-7731"))
+        .expect("a request with the message");
+    assert!(result_of(&tool_results(last_user(&steered.body)), "toolu_slow_1").is_some());
+    let arrived_after = steered.received_at.duration_since(sent_at);
+    eprintln!(
+        "message: in the session's request {arrived_after:?} after send, acked {acked_after:?} after send"
+    );
+    drop(alice);
+    t.board.stop().await;
+}
+
+/// Where plan mode tells the model to write its plan, from a request's text.
+fn plan_file(body: &serde_json::Value) -> Option<String> {
+    let text = body.to_string();
+    let (_, rest) = text.split_once("create your plan at ")?;
+    let end = rest.find([' ', '\\', '"'])?;
+    Some(rest[..end].to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_plan_gate_holds_the_agent_until_the_lead_approves_and_a_rejection_goes_back() {
+    let Some(claude) = agent_cli(Cli::Claude) else {
+        return;
+    };
+    let mut t = ClaudeBoard::start(claude).await;
+    let work = t.board.workdir("alice");
+    let early = work.join("early.txt");
+    let plan_at = std::sync::Arc::new(std::sync::Mutex::new(None::<String>));
+    let seen_plan_at = plan_at.clone();
+    t.mock.set_responder(move |req| {
+        let last = last_user(&req.body);
+        let results = tool_results(last);
+        let mut path = seen_plan_at.lock().unwrap_or_else(|p| p.into_inner());
+        if path.is_none() {
+            *path = plan_file(&req.body);
+        }
+        let write_plan = |id: &str, version: &str| {
+            call(
+                id,
+                "Write",
+                json!({
+                    "file_path": path.clone().unwrap_or_else(|| "/nonexistent/plan.md".into()),
+                    "content": format!("PLAN-E2E {version}: touch planned.txt"),
+                }),
+            )
+        };
+        Some(if result_of(&results, "toolu_do_1").is_some() {
+            say("FINAL: did what the plan said")
+        } else if let Some(answer) = ["toolu_exit_1", "toolu_exit_2"]
+            .iter()
+            .find_map(|id| result_of(&results, id))
+        {
+            if answer.contains("REJECT-4242") {
+                write_plan("toolu_planw_2", "v2")
+            } else {
+                bash("toolu_do_1", "touch planned.txt")
+            }
+        } else if result_of(&results, "toolu_planw_1").is_some() {
+            call("toolu_exit_1", "ExitPlanMode", json!({}))
+        } else if result_of(&results, "toolu_planw_2").is_some() {
+            call("toolu_exit_2", "ExitPlanMode", json!({}))
+        } else if result_of(&results, "toolu_early_1").is_some() {
+            write_plan("toolu_planw_1", "v1")
+        } else if text_of(last).contains("E2E-PLAN") {
+            // Before any plan: a change that Claude Code asks teammated
+            // about, and that the gate must refuse.
+            call(
+                "toolu_early_1",
+                "Write",
+                json!({"file_path": early.display().to_string(), "content": "too early"}),
+            )
+        } else {
+            say("(mock) nothing scripted for this")
+        })
+    });
+    let alice = t.spawn("alice", "alice");
+    t.board.wait_idle("alice").await;
+    let task = t
+        .board
+        .lead
+        .add_task(teamboard_protocol::request::NewTask {
+            subject: "planned work".into(),
+            description: "E2E-PLAN: plan first, then touch planned.txt".into(),
+            require_plan: true,
+            ..Default::default()
+        })
+        .await
+        .expect("add_task");
+    let opened = |e: &teamboard_protocol::Event| {
+        e.kind == EventKind::RequestOpened && e.task == Some(task.id)
+    };
+    let first = t.board.wait_for("the first plan request", opened).await;
+    let first = first.request.expect("a request id");
+    let request = t.board.lead.get_request(first).await.expect("get_request");
+    assert!(
+        request
+            .plan
+            .as_deref()
+            .is_some_and(|p| p.contains("PLAN-E2E v1")),
+        "{request:#?}\n{}",
+        alice.log_text()
+    );
+    assert!(
+        !work.join("early.txt").exists(),
+        "a change ran before the plan"
+    );
+    t.board
+        .lead
+        .review_plan(first, false, Some("REJECT-4242: add a test"))
+        .await
+        .expect("reject");
+    let second = t.board.wait_for("the second plan request", opened).await;
+    let second = second.request.expect("a request id");
+    let request = t.board.lead.get_request(second).await.expect("get_request");
+    assert!(
+        request
+            .plan
+            .as_deref()
+            .is_some_and(|p| p.contains("PLAN-E2E v2")),
+        "{request:#?}"
+    );
+    // The rejection reached the agent as the answer to its ExitPlanMode.
+    let requests = t.mock.requests();
+    let rejected = requests
+        .iter()
+        .find_map(|r| {
+            result_of(&tool_results(last_user(&r.body)), "toolu_exit_1").map(str::to_string)
+        })
+        .expect("the answer to the first proposal");
+    assert!(rejected.contains("REJECT-4242: add a test"), "{rejected}");
+    assert!(
+        !work.join("planned.txt").exists(),
+        "the plan ran before it was approved"
+    );
+    t.board
+        .lead
+        .review_plan(second, true, None)
+        .await
+        .expect("approve");
+    t.board.wait_done(&[task.id]).await;
+    let done = t.board.task(task.id).await;
+    assert_eq!(
+        done.status,
+        TaskStatus::Completed,
+        "{done:#?}\n{}",
+        alice.log_text()
+    );
+    assert_eq!(
+        done.result.as_deref(),
+        Some("FINAL: did what the plan said")
+    );
+    assert!(work.join("planned.txt").exists());
+    assert!(
+        !work.join("early.txt").exists(),
+        "the change before the plan ran after all"
+    );
+    t.check_requests();
+    drop(alice);
+    t.board.stop().await;
+}
+
+/// How long the agent and its tools may take to go once their end is decided:
+/// an interrupt, its `result`, the CLI's exit; the guard's kill is at once.
+const GONE_WITHIN: Duration = Duration::from_secs(10);
+
+/// A teammate whose agent is in a long `sleep` tool: the board, the teammate,
+/// the task, the session, the guard's pid and the sleep's marker.
+async fn busy_in_a_long_tool(
+    t: &mut ClaudeBoard,
+    tag: u32,
+) -> (teamboard_testkit::Teammate, u64, String, u32, String) {
+    let (long, marker) = marked_sleep(300, tag);
+    t.mock.set_responder(move |req| {
+        let last = last_user(&req.body);
+        let text = text_of(last);
+        Some(if text.contains("You are back on this task") {
+            say("FINAL: picked up where I left off")
+        } else if !tool_results(last).is_empty() {
+            say("(mock) the tool ended")
+        } else if text.contains("E2E-LONG") {
+            bash("toolu_long_1", &long)
+        } else {
+            say("(mock) nothing scripted for this")
+        })
+    });
+    let alice = t.spawn("alice", "alice");
+    t.board.wait_idle("alice").await;
+    let task = t
+        .board
+        .add("long work", "E2E-LONG: run the long command", &[])
+        .await;
+    assert_eq!(t.board.wait_claimed(task.id).await, "alice");
+    eventually(
+        format!("the long tool ({marker}) to run"),
+        PATIENCE,
+        || async { (!processes_with(&marker).is_empty()).then_some(()) },
+    )
+    .await;
+    let (session, _, _) = t.recorded_session("alice", task.id).expect("a session");
+    let guard = agent_pid(&t.board.transcript("alice")).expect("the agent's pid");
+    assert!(alive(guard));
+    assert!(
+        !processes_with(&session).is_empty(),
+        "no process runs with session {session}"
+    );
+    (alice, task.id, session, guard, marker)
+}
+
+/// Waits until nothing of the agent is left: its guard, the CLI (named by its
+/// session id on its command line) and the tool (by its marker).
+async fn all_gone(session: &str, guard: u32, marker: &str) -> Duration {
+    let since = Instant::now();
+    eventually(
+        format!("the agent (guard {guard}, session {session}) and its tool ({marker}) to end"),
+        GONE_WITHIN,
+        || async {
+            let left: Vec<u32> = processes_with(session)
+                .into_iter()
+                .chain(processes_with(marker))
+                .chain(alive(guard).then_some(guard))
+                .collect();
+            left.is_empty().then_some(())
+        },
+    )
+    .await;
+    since.elapsed()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_interrupts_the_agent_and_ends_it_with_its_tool() {
+    let Some(claude) = agent_cli(Cli::Claude) else {
+        return;
+    };
+    let mut t = ClaudeBoard::start(claude).await;
+    let (alice, task, session, guard, marker) = busy_in_a_long_tool(&mut t, 4).await;
+    let cancelled = Instant::now();
+    t.board.lead.cancel_task(task).await.expect("cancel");
+    all_gone(&session, guard, &marker).await;
+    eprintln!(
+        "agent and tool gone {:?} after the cancel",
+        cancelled.elapsed()
+    );
+    assert_eq!(t.board.task(task).await.status, TaskStatus::Cancelled);
+    // Interrupted, not just killed: Claude Code recorded the interrupt in the
+    // session.
+    let log = t.session_log(&session);
+    assert!(
+        log.contains("Request interrupted by user"),
+        "no interrupt in the session's record: ...{}",
+        &log[log.len().saturating_sub(2000)..]
+    );
+    // The teammate stays, and says why the agent stopped.
+    t.board.wait_idle("alice").await;
+    let transcript = t.board.transcript("alice");
+    assert!(
+        transcript.contains("agent: stopped (the claim is gone)"),
+        "{transcript}\n{}",
+        alice.log_text()
+    );
+    drop(alice);
+    t.board.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kill_9_of_the_teammate_leaves_no_agent_and_no_tool_behind() {
+    let Some(claude) = agent_cli(Cli::Claude) else {
+        return;
+    };
+    let mut t = ClaudeBoard::start(claude).await;
+    let (alice, _task, session, guard, marker) = busy_in_a_long_tool(&mut t, 5).await;
+    alice.kill9();
+    let took = all_gone(&session, guard, &marker).await;
+    eprintln!("agent and tool gone {took:?} after kill -9 of their teammate");
+    drop(alice);
+    t.board.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_teammate_resumes_the_tasks_session() {
+    let Some(claude) = agent_cli(Cli::Claude) else {
+        return;
+    };
+    let mut t = ClaudeBoard::start(claude).await;
+    let (alice, task, session, guard, marker) = busy_in_a_long_tool(&mut t, 6).await;
+    alice.kill9();
+    all_gone(&session, guard, &marker).await;
+    drop(alice);
+    // The task went back to the board; the same teammate, started again with
+    // the same agent home, claims it again and resumes its session.
+    let alice = t.spawn("alice", "alice-again");
+    t.board.wait_done(&[task]).await;
+    let done = t.board.task(task).await;
+    assert_eq!(
+        done.status,
+        TaskStatus::Completed,
+        "{done:#?}\n{}",
+        alice.log_text()
+    );
+    assert_eq!(done.owner.as_deref(), Some("alice"));
+    assert_eq!(
+        done.result.as_deref(),
+        Some("FINAL: picked up where I left off")
+    );
+    assert_eq!(
+        t.recorded_session("alice", task),
+        Some((session.clone(), 2, 1)),
+        "sessions.json"
+    );
+    let transcript = t.board.transcript("alice");
+    assert_eq!(
+        transcript_sessions(&transcript),
+        [
+            (session.clone(), "started".to_string()),
+            (session.clone(), "resumed".to_string())
+        ],
+        "{transcript}"
+    );
+    // Every request of both processes came with the one session, and the
+    // resumed one carried the conversation so far.
+    let requests = t.check_requests();
+    for r in &requests {
+        assert_eq!(r.header("x-claude-code-session-id"), Some(session.as_str()));
+    }
+    // (Whether the tool call itself is in it depends on Claude Code having
+    // written it to the session before the kill: it writes asynchronously.)
+    let resumed = requests.last().expect("a request");
+    let body = resumed.body.to_string();
+    assert!(
+        body.matches("E2E-LONG: run the long command").count() >= 2
+            && body.contains("You are back on this task"),
+        "{body}"
+    );
+    drop(alice);
+    t.board.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_the_agent_lost_is_replaced_by_a_new_one_and_the_transcript_says_why() {
+    let Some(claude) = agent_cli(Cli::Claude) else {
+        return;
+    };
+    let mut t = ClaudeBoard::start(claude).await;
+    t.mock.set_responder(|req| {
+        let text = text_of(last_user(&req.body));
+        Some(if text.contains("E2E-LOST") {
+            say("FINAL: done in a new session")
+        } else {
+            say("(mock) nothing scripted for this")
+        })
+    });
+    // alice worked on task 1 before, in a session Claude Code no longer has.
+    let lost = "0badc0de-1111-4111-8111-111111111111";
+    let agent_dir = teamboard_protocol::transcript::teammate_dir(
+        t.board.state_dir(),
+        teamboard_testkit::TEAM,
+        "alice",
+    )
+    .join("agent");
+    std::fs::create_dir_all(&agent_dir).expect("agent dir");
+    std::fs::write(
+        agent_dir.join("sessions.json"),
+        json!({"tasks": {"1": {"runtime": "claude", "session": lost, "starts": 1, "resumed": 0}}})
+            .to_string(),
+    )
+    .expect("sessions.json");
+    let alice = t.spawn("alice", "alice");
+    t.board.wait_idle("alice").await;
+    let task = t.board.add("lost session", "E2E-LOST: do it", &[]).await;
+    assert_eq!(task.id, 1);
+    t.board.wait_done(&[task.id]).await;
+    let done = t.board.task(task.id).await;
+    assert_eq!(
+        done.status,
+        TaskStatus::Completed,
+        "{done:#?}\n{}",
+        alice.log_text()
+    );
+    assert_eq!(done.result.as_deref(), Some("FINAL: done in a new session"));
+    let (session, starts, resumed) = t.recorded_session("alice", task.id).expect("a session");
+    assert_ne!(session, lost);
+    assert_eq!((starts, resumed), (2, 0));
+    let transcript = t.board.transcript("alice");
+    assert!(
+        transcript.contains(&format!("resuming session {lost}"))
+            && transcript.contains(&format!("session {session} started, pid"))
+            && transcript.contains("could not be resumed: ")
+            && transcript.contains("No conversation found"),
+        "{transcript}"
+    );
+    // The new session is not told it is back on the task.
+    for r in t.check_requests() {
+        assert_eq!(r.header("x-claude-code-session-id"), Some(session.as_str()));
+        assert!(!r.body.to_string().contains("You are back on this task"));
+    }
+    drop(alice);
+    t.board.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_of_the_agent_releases_the_task_and_the_next_attempt_resumes_the_session() {
+    let Some(claude) = agent_cli(Cli::Claude) else {
+        return;
+    };
+    let mut t = ClaudeBoard::start(claude).await;
+    let (alice, task, session, guard, marker) = busy_in_a_long_tool(&mut t, 7).await;
+    // The CLI itself dies (not its guard, not the teammate).
+    let cli: Vec<u32> = processes_with(&session)
+        .into_iter()
+        .filter(|p| *p != guard)
+        .collect();
+    assert_eq!(cli.len(), 1, "{cli:?}");
+    teamboard_testkit::kill9(cli[0]);
+    let released = t
+        .board
+        .wait_for("the task to be released", |e| {
+            e.kind == EventKind::TaskReleased && e.task == Some(task)
+        })
+        .await;
+    // What it started went with it.
+    eventually(
+        format!("the tool ({marker}) to end"),
+        GONE_WITHIN,
+        || async { processes_with(&marker).is_empty().then_some(()) },
+    )
+    .await;
+    // The teammate stays, takes the task again and resumes the session.
+    t.board.wait_done(&[task]).await;
+    let done = t.board.task(task).await;
+    assert_eq!(
+        done.status,
+        TaskStatus::Completed,
+        "{done:#?}\n{}",
+        alice.log_text()
+    );
+    assert_eq!(done.attempts, 2);
+    assert_eq!(
+        done.result.as_deref(),
+        Some("FINAL: picked up where I left off")
+    );
+    assert_eq!(
+        t.recorded_session("alice", task),
+        Some((session.clone(), 2, 1))
+    );
+    let transcript = t.board.transcript("alice");
+    assert!(
+        transcript.contains("the agent exited (killed by signal 9) before it finished"),
+        "{released:?}\n{transcript}"
+    );
+    let errors: Vec<String> = t
+        .board
+        .lead
+        .inbox()
+        .await
+        .expect("inbox")
+        .into_iter()
+        .filter(|m| m.kind == MessageKind::Error)
+        .map(|m| m.content)
+        .collect();
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("claude agent: the agent exited")),
+        "{errors:?}"
+    );
+    drop(alice);
+    t.board.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_api_error_releases_the_task_with_the_agents_error() {
+    let Some(claude) = agent_cli(Cli::Claude) else {
+        return;
+    };
+    let mut t = ClaudeBoard::start(claude).await;
+    t.mock.set_responder(move |req| {
+        let text = text_of(last_user(&req.body));
+        Some(if !text.contains("E2E-APIERR") {
+            say("(mock) nothing scripted for this")
+        } else if !text.contains("You are back on this task") {
+            // The first attempt fails.
+            MockReply::json(
+                400,
+                json!({"type": "error", "error": {"type": "invalid_request_error", "message": "E2E-BAD-REQUEST"}}),
+            )
+        } else {
+            say("FINAL: second attempt")
+        })
+    });
+    let alice = t.spawn("alice", "alice");
+    t.board.wait_idle("alice").await;
+    let task = t.board.add("flaky api", "E2E-APIERR: do it", &[]).await;
+    let released = t
+        .board
+        .wait_for("the task to be released", |e| {
+            e.kind == EventKind::TaskReleased && e.task == Some(task.id)
+        })
+        .await;
+    t.board.wait_done(&[task.id]).await;
+    let done = t.board.task(task.id).await;
+    assert_eq!(
+        done.status,
+        TaskStatus::Completed,
+        "{done:#?}\n{}",
+        alice.log_text()
+    );
+    assert_eq!(done.attempts, 2);
+    let transcript = t.board.transcript("alice");
+    assert!(
+        transcript.contains("claude ended the turn with an error (api_error)")
+            && transcript.contains("E2E-BAD-REQUEST"),
+        "{released:?}\n{transcript}"
+    );
+    drop(alice);
+    t.board.stop().await;
+}
