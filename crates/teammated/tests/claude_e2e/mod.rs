@@ -62,6 +62,8 @@ impl ClaudeBoard {
         let claude = self.claude.display().to_string();
         let mut args = vec!["--runtime", "claude", "--agent-cmd", &claude];
         args.extend_from_slice(extra);
+        // The board's MCP server the agent starts: this build's teamctl.
+        let teamctl = teamboard_testkit::workspace_bin("teamctl");
         teammated.spawn(
             name,
             role,
@@ -73,6 +75,7 @@ impl ClaudeBoard {
                 ("ANTHROPIC_API_KEY", "test"),
                 ("CLAUDE_CONFIG_DIR", &config.display().to_string()),
                 ("HOME", &self.home.display().to_string()),
+                ("TEAMBOARD_TEAMCTL", &teamctl.display().to_string()),
             ],
         )
     }
