@@ -13,10 +13,13 @@
 //!   prompt. The replay is drained until the agent has been quiet for
 //!   [`REPLAY_QUIET`] before anything is prompted.
 //! - ACP has no system prompt: the identity heads the first prompt.
-//! - A failed `session/load` (Gemini loses sessions it lists as not resumable)
-//!   becomes a new session, with the reason in [`AgentEvent::Session`].
+//! - Gemini CLI loses a session loaded in the minute it was created in: such
+//!   a load waits for the next minute ([`load_time`]).
+//! - A failed `session/load` becomes a new session, with the reason in
+//!   [`AgentEvent::Session`].
 
 mod driver;
+mod load_time;
 mod rpc;
 mod wire;
 
@@ -26,12 +29,13 @@ use crate::runtime::{AgentError, AgentEvent, AgentSpec, Brief, PlanAnswer};
 use driver::{Command, Driver};
 use rpc::{CallError, Rpc};
 use serde_json::{Value, json};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 /// How long the agent has to open its session. Gemini CLI takes 3 to 4 s on
-/// an idle machine; a loaded one or a slow MCP server may take far longer.
+/// an idle machine; a loaded one or a slow MCP server may take far longer, and
+/// a load may wait up to 60 s for the next minute ([`load_time`]).
 pub const START_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long the agent must be silent before a load's replay counts as over.
 pub const REPLAY_QUIET: Duration = Duration::from_millis(400);
@@ -59,6 +63,7 @@ struct Opened {
 
 impl Acp {
     pub async fn start(spec: &AgentSpec, brief: Brief) -> Result<Acp, AgentError> {
+        let started = SystemTime::now();
         let launch = Launch {
             program: spec.program.clone(),
             args: spec.extra_args.clone(),
@@ -70,14 +75,15 @@ impl Acp {
         let proc = AgentProcess::spawn(&launch)?;
         let pid = proc.pid();
         let mut rpc = Rpc::new(proc);
-        let opened = match tokio::time::timeout(START_TIMEOUT, open(&mut rpc, &brief)).await {
-            Ok(Ok(opened)) => opened,
-            Ok(Err(e)) => return Err(failed_start(rpc, e.to_string()).await),
-            Err(_) => {
-                let why = format!("it did not open a session within {START_TIMEOUT:?}");
-                return Err(failed_start(rpc, why).await);
-            }
-        };
+        let opened =
+            match tokio::time::timeout(START_TIMEOUT, open(&mut rpc, &brief, started)).await {
+                Ok(Ok(opened)) => opened,
+                Ok(Err(e)) => return Err(failed_start(rpc, e.to_string()).await),
+                Err(_) => {
+                    let why = format!("it did not open a session within {START_TIMEOUT:?}");
+                    return Err(failed_start(rpc, why).await);
+                }
+            };
         tracing::info!(session = %opened.id, resumed = opened.resumed, "acp session open");
         let (events_tx, events) = mpsc::unbounded_channel();
         let _ = events_tx.send(AgentEvent::Session {
@@ -165,21 +171,31 @@ impl Acp {
     }
 }
 
-/// `initialize`, then the task's session: loaded, or new.
-async fn open(rpc: &mut Rpc, brief: &Brief) -> Result<Opened, CallError> {
+/// `initialize`, then the task's session: loaded, or new. `started`: when
+/// this start began.
+async fn open(rpc: &mut Rpc, brief: &Brief, started: SystemTime) -> Result<Opened, CallError> {
     let init = rpc.call("initialize", wire::initialize_params()).await?;
     let version = init["protocolVersion"].as_u64();
     if version != Some(wire::PROTOCOL_VERSION) {
         tracing::warn!(?version, "the agent speaks another ACP version; going on");
     }
+    let gemini = wire::agent_name(&init) == Some(load_time::GEMINI);
     let mcp = wire::mcp_servers(brief.mcp.as_ref());
     let cwd = brief.cwd.display().to_string();
     let mut why_new = None;
     let mut opened = None;
     if let Some(id) = &brief.resume {
+        if gemini {
+            let at = load_time::not_before(id, started);
+            if let Ok(wait) = at.duration_since(SystemTime::now()) {
+                tracing::info!(session = %id, ?wait, "waiting for the next minute to load the session (Gemini CLI loses it in the minute it was created in)");
+                load_time::wait_until(at).await;
+            }
+        }
         let params = json!({"sessionId": id, "cwd": cwd, "mcpServers": mcp});
         match rpc.call("session/load", params).await {
             Ok(result) => {
+                load_time::opened(id, load_time::minute(started));
                 drain_replay(rpc).await;
                 opened = Some((id.clone(), result, true));
             }
@@ -204,6 +220,7 @@ async fn open(rpc: &mut Rpc, brief: &Brief) -> Result<Opened, CallError> {
                     )))
                 })?
                 .to_string();
+            load_time::opened(&id, load_time::minute(SystemTime::now()));
             (id, result, false)
         }
     };
@@ -362,6 +379,76 @@ sleep 30"#,
                     answer: "took the message".into()
                 },
             ]
+        );
+        acp.stop().await;
+    }
+
+    /// A fake Gemini CLI that writes the request after `initialize` to `seen`
+    /// and loads whatever it is asked to.
+    fn fake_gemini(seen: &std::path::Path) -> String {
+        format!(
+            r#"read l; echo '{{"jsonrpc":"2.0","id":1,"result":{{"protocolVersion":1,"agentInfo":{{"name":"gemini-cli"}},"agentCapabilities":{{"loadSession":true}}}}}}'
+read l; printf '%s\n' "$l" > {seen}
+echo '{{"jsonrpc":"2.0","id":2,"result":{{"modes":{{"availableModes":[{{"id":"default"}}],"currentModeId":"default"}}}}}}'
+sleep 30"#,
+            seen = seen.display(),
+        )
+    }
+
+    #[tokio::test]
+    async fn a_resume_loads_the_session_with_the_cwd_and_servers_of_a_new_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let seen = dir.path().join("seen");
+        // Opened by this process in a minute long past: no wait.
+        load_time::opened("S-old", 0);
+        let spec = AgentSpec {
+            kind: RuntimeKind::Acp,
+            program: "sh".into(),
+            extra_args: vec!["-c".into(), fake_gemini(&seen)],
+            max_turns: 10,
+            model: None,
+            policy: AgentPolicy::Workspace,
+            env: vec![],
+            guard: None,
+        };
+        let mcp = crate::runtime::McpServer {
+            command: "/bin/teamctl".into(),
+            args: vec!["mcp".into(), "--name".into(), "alice".into()],
+            env: vec![("TEAMBOARD_TEAM".into(), "t".into())],
+        };
+        let brief = Brief {
+            task: 1,
+            cwd: dir.path().to_path_buf(),
+            resume: Some("S-old".into()),
+            identity: "You are a test.".into(),
+            prompt: "Go on.".into(),
+            plan_first: false,
+            mcp: Some(mcp.clone()),
+        };
+        let asked = std::time::Instant::now();
+        let mut acp = tokio::time::timeout(Duration::from_secs(20), Acp::start(&spec, brief))
+            .await
+            .expect("no wait for a session opened minutes ago")
+            .unwrap();
+        assert!(asked.elapsed() < Duration::from_secs(10));
+        assert_eq!(acp.session(), Some("S-old"));
+        assert_eq!(
+            next(&mut acp).await,
+            AgentEvent::Session {
+                id: "S-old".into(),
+                resumed: true,
+                why_new: None
+            }
+        );
+        let line: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+        assert_eq!(line["method"], "session/load");
+        assert_eq!(
+            line["params"],
+            json!({
+                "sessionId": "S-old",
+                "cwd": dir.path().display().to_string(),
+                "mcpServers": wire::mcp_servers(Some(&mcp)),
+            })
         );
         acp.stop().await;
     }

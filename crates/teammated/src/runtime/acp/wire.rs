@@ -30,6 +30,12 @@ pub fn initialize_params() -> Value {
     })
 }
 
+/// The name the agent gives itself in its `initialize` result
+/// (`agentInfo.name`), if any.
+pub fn agent_name(init: &Value) -> Option<&str> {
+    init["agentInfo"]["name"].as_str()
+}
+
 /// ACP's stdio MCP server entry: `env` as `[{name, value}]`.
 pub fn mcp_servers(mcp: Option<&crate::runtime::McpServer>) -> Value {
     let Some(m) = mcp else {
