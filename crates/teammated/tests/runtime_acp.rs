@@ -554,6 +554,7 @@ async fn a_restarted_teammate_resumes_the_tasks_session() {
             e.kind == EventKind::TaskReleased && e.task == Some(t.id)
         })
         .await;
+    let restarted = Instant::now();
     let again = g.spawn(&board, "alice", &[]);
     // The restart comes within the minute the session was created in, so the
     // load waits for the next minute (up to 60 s) before Gemini's start.
@@ -564,6 +565,7 @@ async fn a_restarted_teammate_resumes_the_tasks_session() {
             .then_some(())
     })
     .await;
+    eprintln!("acp: restart -> session reopened {:?}", restarted.elapsed());
     board.wait_done(&[t.id]).await;
     let done = board.task(t.id).await;
     assert_eq!(
