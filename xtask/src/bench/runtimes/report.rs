@@ -118,11 +118,25 @@ pub fn print(all: &[Measured], setup: &Setup) {
             .map_or_else(|| "unknown".to_string(), |l| format!("{l:.2}"))
     );
     print_overhead(all, setup);
-    print_latency(all, setup);
-    print_wakes(all, setup);
+    if setup.messages > 0 {
+        print_latency(all, setup);
+    }
+    if setup.wakes > 0 && all.iter().any(|m| m.rt.is_agent()) {
+        print_wakes(all, setup);
+    }
+}
+
+/// The width of the runtime column: the longest label.
+fn width(all: &[Measured]) -> usize {
+    all.iter()
+        .map(|m| label(m).chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(8)
 }
 
 fn print_overhead(all: &[Measured], setup: &Setup) {
+    let w = width(all);
     println!();
     println!(
         "Per task ({} tasks each: one shell command that writes a file, then the answer; \
@@ -130,10 +144,11 @@ fn print_overhead(all: &[Measured], setup: &Setup) {
         setup.tasks
     );
     println!(
-        "  {:<34} {:>8} {:>8} {:>7} {:>16} {:>6} {:>8} {:>8} {:>7} {:>7}  vs",
+        "  {:<w$} {:>8} {:>8} {:>8} {:>7} {:>16} {:>6} {:>8} {:>8} {:>7} {:>7}  vs",
         "runtime",
         "wall p50",
         "mean",
+        "+mean",
         "×",
         "agent start",
         "calls",
@@ -145,7 +160,7 @@ fn print_overhead(all: &[Measured], setup: &Setup) {
     for m in all {
         let Some(o) = ok(&m.overhead) else {
             let why = no_figures(m, &m.overhead).unwrap_or_default();
-            println!("  {:<34} {why}", label(m));
+            println!("  {:<w$} {why}", label(m));
             continue;
         };
         let base = find(all, m.rt.baseline()).and_then(|b| ok(&b.overhead));
@@ -164,10 +179,14 @@ fn print_overhead(all: &[Measured], setup: &Setup) {
             format!("{:.1}", o.per_task(o.calls as u64))
         };
         println!(
-            "  {:<34} {:>5.0} ms {:>5.0} ms {:>7} {:>16} {:>6} {:>8.1} {:>8} {:>6.0}% {:>7}  {}",
+            "  {:<w$} {:>5.0} ms {:>5.0} ms {:>8} {:>7} {:>16} {:>6} {:>8.1} {:>8} {:>6.0}% {:>7}  {}",
             label(m),
             o.wall.p50_ms,
             o.wall.mean_ms,
+            base.map_or_else(
+                || "—".to_string(),
+                |b| format!("{:+.0} ms", o.wall.mean_ms - b.wall.mean_ms)
+            ),
             times(base.and_then(|b| ratio(o.wall.mean_ms, b.wall.mean_ms))),
             start,
             calls,
@@ -179,12 +198,14 @@ fn print_overhead(all: &[Measured], setup: &Setup) {
         );
     }
     println!(
-        "  (× = against the baseline named last: wall time by the mean, prompt tokens per task; \
-         agent start = mean and share of the wall time; calls a+b = conversation + side calls)"
+        "  (+mean, × = against the baseline named last: wall time by the mean, prompt tokens per \
+         task; agent start = mean and share of the wall time; calls a+b = conversation + side \
+         calls; cached = the share of the prompt a real API's cache would serve)"
     );
 }
 
 fn print_latency(all: &[Measured], setup: &Setup) {
+    let w = width(all);
     println!();
     println!(
         "A message to a busy agent ({} messages each; busy = steps of a {:.0} ms model call and a \
@@ -196,18 +217,18 @@ fn print_latency(all: &[Measured], setup: &Setup) {
         super::script::TURN
     );
     println!(
-        "  {:<34} {:>8} {:>8} {:>7} {:>12} {:>12} {:>10} {:>10}  delivered",
+        "  {:<w$} {:>8} {:>8} {:>7} {:>12} {:>12} {:>10} {:>10}  delivered",
         "runtime", "p50", "p95", "× p50", "in call p50", "in cmd p50", "after turn", "step gap"
     );
     let base = find(all, Runtime::Native).and_then(|b| ok(&b.latency));
     for m in all.iter().filter(|m| m.rt != Runtime::NativeOpenai) {
         let Some(l) = ok(&m.latency) else {
             let why = no_figures(m, &m.latency).unwrap_or_default();
-            println!("  {:<34} {why}", label(m));
+            println!("  {:<w$} {why}", label(m));
             continue;
         };
         println!(
-            "  {:<34} {:>5.0} ms {:>5.0} ms {:>7} {:>9.0} ms {:>9.0} ms {:>10} {:>7.0} ms  {}",
+            "  {:<w$} {:>5.0} ms {:>5.0} ms {:>7} {:>9.0} ms {:>9.0} ms {:>10} {:>7.0} ms  {}",
             label(m),
             l.to_model.p50_ms,
             l.to_model.p95_ms,
@@ -228,6 +249,7 @@ fn print_latency(all: &[Measured], setup: &Setup) {
 }
 
 fn print_wakes(all: &[Measured], setup: &Setup) {
+    let w = width(all);
     println!();
     println!(
         "Wakes of one task that resumed its session ({} wakes each, {} s into each stretch: kill \
@@ -235,29 +257,29 @@ fn print_wakes(all: &[Measured], setup: &Setup) {
         setup.wakes, setup.wake_after_s
     );
     println!(
-        "  {:<34} {:>14} {:>9} {:>9}  new sessions, why",
+        "  {:<w$} {:>14} {:>9} {:>9}  new sessions, why",
         "runtime", "resumed/wakes", "restart", "crash"
     );
     for m in all.iter().filter(|m| m.rt.is_agent()) {
-        let Some(w) = ok(&m.wakes) else {
+        let Some(k) = ok(&m.wakes) else {
             let why = no_figures(m, &m.wakes).unwrap_or_default();
-            println!("  {:<34} {why}", label(m));
+            println!("  {:<w$} {why}", label(m));
             continue;
         };
         let pair = |(a, b): (usize, usize)| format!("{a}/{b}");
-        let why: Vec<String> = w
+        let why: Vec<String> = k
             .each
             .iter()
             .filter_map(|x| Some(format!("{}: {}", x.how.name(), x.why_new.as_deref()?)))
             .collect();
         println!(
-            "  {:<34} {:>5}/{:<2} {:>4.0}% {:>9} {:>9}  {}",
+            "  {:<w$} {:>5}/{:<2} {:>4.0}% {:>9} {:>9}  {}",
             label(m),
-            w.resumed,
-            w.starts.saturating_sub(1),
-            w.share().unwrap_or(0.0) * 100.0,
-            pair(w.of(How::Restart)),
-            pair(w.of(How::Crash)),
+            k.resumed,
+            k.starts.saturating_sub(1),
+            k.share().unwrap_or(0.0) * 100.0,
+            pair(k.of(How::Restart)),
+            pair(k.of(How::Crash)),
             if why.is_empty() {
                 "none".to_string()
             } else {
