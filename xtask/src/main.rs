@@ -65,6 +65,7 @@ enum Command {
     /// Measure what Claude Code, Codex and an ACP agent cost as a teammate's
     /// runtime against the native one on the same mock: per task, the time a
     /// message takes to reach a busy agent, and the wakes that resumed a session.
+    #[command(long_about = bench::runtimes::LONG_ABOUT)]
     BenchRuntimes(bench::runtimes::RuntimeBenchArgs),
     /// The runtime measurement itself, run from a release build.
     #[command(hide = true)]

@@ -38,6 +38,27 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use teamboard_agent_clis::Cli;
 
+/// `cargo xtask bench-runtimes --help`.
+pub const LONG_ABOUT: &str = "\
+Measure what running a teammate's work through Claude Code, Codex or an ACP agent \
+(gemini --acp) costs against teammated's own loop, offline, on the same mock LLM \
+server, through real boardd and teammated processes (release builds):
+
+  - per task: N small tasks (a shell command, then the answer): wall time from \
+claim to completion, the agent's start, model calls, bytes and prompt tokens sent \
+to the mock, each against the native loop;
+  - a message to a busy agent: M messages sent while the agent works in steps of a \
+500 ms model call and a 500 ms command; send -> the first model call that carries it;
+  - resumed share: K wakes of one task (kill -9 of the teammate and a restart, in \
+turn with kill -9 of the agent and a re-claim); how many resumed the task's session.
+
+The CLIs are the pinned ones `cargo xtask install-agents` puts in \
+$TEAMBOARD_AGENTS_DIR (default target/agents), or TEAMBOARD_CLAUDE_BIN, \
+TEAMBOARD_CODEX_BIN, TEAMBOARD_GEMINI_BIN; a runtime whose CLI is missing is \
+reported as skipped. Tables go to stdout, every figure to \
+target/bench/runtimes.json, progress to stderr. What the figures mean, and the \
+results: docs/benchmarks.md §11.";
+
 /// The longest a step of the bench that should take seconds may take: a
 /// teammate going idle, a claim, a command starting.
 const STEP: Duration = Duration::from_secs(60);

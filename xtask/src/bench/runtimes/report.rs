@@ -92,15 +92,21 @@ fn label(m: &Measured) -> String {
     }
 }
 
-/// What a measurement says when it has no figures.
-fn no_figures<T>(m: &Measured, o: &Outcome<T>) -> Option<String> {
+/// What a measurement says when it has no figures. A skip is said in full
+/// in the first table (`full`), by its first words after that.
+fn no_figures<T>(m: &Measured, o: &Outcome<T>, full: bool) -> String {
     if let Some(why) = &m.skipped {
-        return Some(format!("skipped: {}", first_line(why)));
+        let why = first_line(why);
+        let said = if full {
+            why
+        } else {
+            why.split(" (").next().unwrap_or(why)
+        };
+        return format!("skipped: {said}");
     }
     match o {
-        None => Some("not measured".to_string()),
-        Some(Err(e)) => Some(format!("FAILED: {}", first_line(e))),
-        Some(Ok(_)) => None,
+        Some(Err(e)) => format!("FAILED: {}", first_line(e)),
+        _ => "not measured".to_string(),
     }
 }
 
@@ -159,7 +165,7 @@ fn print_overhead(all: &[Measured], setup: &Setup) {
     );
     for m in all {
         let Some(o) = ok(&m.overhead) else {
-            let why = no_figures(m, &m.overhead).unwrap_or_default();
+            let why = no_figures(m, &m.overhead, true);
             println!("  {:<w$} {why}", label(m));
             continue;
         };
@@ -223,7 +229,7 @@ fn print_latency(all: &[Measured], setup: &Setup) {
     let base = find(all, Runtime::Native).and_then(|b| ok(&b.latency));
     for m in all.iter().filter(|m| m.rt != Runtime::NativeOpenai) {
         let Some(l) = ok(&m.latency) else {
-            let why = no_figures(m, &m.latency).unwrap_or_default();
+            let why = no_figures(m, &m.latency, false);
             println!("  {:<w$} {why}", label(m));
             continue;
         };
@@ -262,7 +268,7 @@ fn print_wakes(all: &[Measured], setup: &Setup) {
     );
     for m in all.iter().filter(|m| m.rt.is_agent()) {
         let Some(k) = ok(&m.wakes) else {
-            let why = no_figures(m, &m.wakes).unwrap_or_default();
+            let why = no_figures(m, &m.wakes, false);
             println!("  {:<w$} {why}", label(m));
             continue;
         };
