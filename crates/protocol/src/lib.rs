@@ -13,6 +13,7 @@
 //! that echoes the id, and pushes events as frames of their own. `docs/protocol.md`
 //! at the repository root is the normative description.
 
+pub mod board_call;
 #[cfg(feature = "client")]
 pub mod client;
 #[cfg(feature = "codec")]
@@ -23,6 +24,7 @@ pub mod member;
 pub mod names;
 #[cfg(feature = "paths")]
 pub mod paths;
+pub mod refusal;
 pub mod request;
 pub mod team_request;
 pub mod text;

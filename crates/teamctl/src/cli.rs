@@ -5,7 +5,9 @@ use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand,
 use std::path::PathBuf;
 use teamboard_protocol::{MessageKind, RequestId, RequestKind, TaskId, TaskStatus};
 
+mod member;
 mod repo;
+pub use member::*;
 pub use repo::*;
 mod runtime;
 pub use runtime::*;
@@ -41,6 +43,7 @@ Examples:
   teamctl inbox --ack                    read (and acknowledge) your messages
   teamctl events --follow                stream every change as it happens
   teamctl watch                          a live full-screen view
+  claude mcp add teamboard -- teamctl mcp --name me   your own Claude Code on the board
 
 boardd is found through --socket, $TEAMBOARD_SOCKET, or the default path
 ($XDG_RUNTIME_DIR/teamboard/boardd.sock). Start it with `systemctl --user start boardd`
@@ -359,6 +362,9 @@ pub enum Command {
 
     #[command(about = WORKTREES_ABOUT, long_about = WORKTREES_LONG, after_help = WORKTREES_EXAMPLES)]
     Worktrees(WorktreesArgs),
+
+    #[command(about = MCP_ABOUT, long_about = MCP_LONG, after_help = MCP_EXAMPLES)]
+    Mcp(McpArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -400,6 +406,18 @@ pub enum TaskCommand {
     /// Show what a task changed in its worktree, with git
     #[command(long_about = DIFF_LONG, after_help = DIFF_EXAMPLES)]
     Diff(TaskDiffArgs),
+
+    /// End the held task with its result (a teammate's agent only)
+    #[command(long_about = COMPLETE_LONG, after_help = COMPLETE_EXAMPLES)]
+    Complete(TaskCompleteArgs),
+
+    /// Give up the held task, saying why (a teammate's agent only)
+    #[command(long_about = FAIL_LONG, after_help = FAIL_EXAMPLES)]
+    Fail(TaskFailArgs),
+
+    /// Ask the lead to approve a plan for the held task (a teammate's agent only)
+    #[command(long_about = SUBMIT_PLAN_LONG, after_help = SUBMIT_PLAN_EXAMPLES)]
+    SubmitPlan(SubmitPlanArgs),
 }
 
 #[derive(Debug, Args)]

@@ -16,11 +16,19 @@ fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return fail(&anyhow::anyhow!("cannot start the async runtime: {e}")),
     };
-    match runtime.block_on(commands::run(cli)) {
+    let result = runtime.block_on(commands::run(cli));
+    // Trap: tokio reads stdin (`teamctl mcp`) on a blocking thread, and a command
+    // that ends before stdin does (a signal) leaves that thread parked in read(2).
+    // Dropping the runtime would wait for it for ever; the process exit ends it.
+    runtime.shutdown_timeout(RUNTIME_SHUTDOWN);
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&e),
     }
 }
+
+/// How long the exit waits for the runtime's blocking threads.
+const RUNTIME_SHUTDOWN: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Prints one line, `teamctl: <message>`, on stderr and returns exit code 1.
 fn fail(e: &anyhow::Error) -> ExitCode {

@@ -145,6 +145,31 @@ pub struct Teammate {
 
 /// Runs a teammate until it exits: registers, then alternates IDLE and WORK.
 pub async fn run(cfg: Config, cancel: CancellationToken) -> Result<Exit, Error> {
+    let Some((mut teammate, adopted)) = open(cfg, cancel).await? else {
+        return Ok(Exit::Terminated);
+    };
+    // After a boardd restart, the claim our name still holds comes back to us.
+    let result = match adopted {
+        Some(id) => teammate.resume(id, Opening::NewPhase).await,
+        None => Ok(()),
+    };
+    let result = match result {
+        Ok(()) => teammate.lifecycle().await,
+        Err(e) => Err(e),
+    };
+    // However it ends, nothing the tools started outlives the teammate. (On a
+    // crash or `kill -9` the guards see to it themselves.)
+    teammate.local.guards.stop_all(STOP_TOOLS_WITHIN).await;
+    result
+}
+
+/// Checks the setup, registers with boardd and builds the teammate, with the
+/// task boardd says its name still holds (after a boardd restart). `None` when
+/// it was cancelled first.
+pub(crate) async fn open(
+    cfg: Config,
+    cancel: CancellationToken,
+) -> Result<Option<(Teammate, Option<TaskId>)>, Error> {
     let workdir = std::fs::canonicalize(&cfg.workdir).map_err(|e| Error::Workdir {
         path: cfg.workdir.display().to_string(),
         message: e.to_string(),
@@ -167,7 +192,7 @@ pub async fn run(cfg: Config, cancel: CancellationToken) -> Result<Exit, Error> 
         Probe::Skipped
     } else {
         tokio::select! {
-            _ = cancel.cancelled() => return Ok(Exit::Terminated),
+            _ = cancel.cancelled() => return Ok(None),
             probe = provider.probe() => probe?,
         }
     };
@@ -239,7 +264,7 @@ pub async fn run(cfg: Config, cancel: CancellationToken) -> Result<Exit, Error> 
         );
     }
     let home = LocalEnv::new(workdir, cfg.shell_timeout);
-    let mut teammate = Teammate {
+    let teammate = Teammate {
         local: home.clone(),
         home,
         ctx: Context::new(identity, cfg.context_budget),
@@ -262,19 +287,7 @@ pub async fn run(cfg: Config, cancel: CancellationToken) -> Result<Exit, Error> 
         stashed: None,
         agent_failures: 0,
     };
-    // After a boardd restart, the claim our name still holds comes back to us.
-    let result = match member.task {
-        Some(id) => teammate.resume(id, Opening::NewPhase).await,
-        None => Ok(()),
-    };
-    let result = match result {
-        Ok(()) => teammate.lifecycle().await,
-        Err(e) => Err(e),
-    };
-    // However it ends, nothing the tools started outlives the teammate. (On a
-    // crash or `kill -9` the guards see to it themselves.)
-    teammate.local.guards.stop_all(STOP_TOOLS_WITHIN).await;
-    result
+    Ok(Some((teammate, member.task)))
 }
 
 /// What a teammate is told with a task that needs a plan. The scripted model

@@ -685,3 +685,64 @@ async fn an_api_error_releases_the_task_with_the_agents_error() {
     drop(alice);
     t.board.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_uses_the_boards_mcp_tools_and_ends_its_task_with_them() {
+    let Some(claude) = agent_cli(Cli::Claude) else {
+        return;
+    };
+    let mut t = ClaudeBoard::start(claude).await;
+    t.mock.set_responder(|req| {
+        let last = last_user(&req.body);
+        let results = tool_results(last);
+        Some(if result_of(&results, "toolu_done").is_some() {
+            say("(after the task ended)")
+        } else if result_of(&results, "toolu_msg").is_some() {
+            call(
+                "toolu_done",
+                "mcp__teamboard__complete_task",
+                json!({"result": "DONE-VIA-MCP: told the lead"}),
+            )
+        } else if text_of(last).contains("E2E-MCP") {
+            call(
+                "toolu_msg",
+                "mcp__teamboard__send_message",
+                json!({"to": "lead", "text": "HELLO-FROM-CLAUDE"}),
+            )
+        } else {
+            say("(mock) nothing scripted for this")
+        })
+    });
+    let alice = t.spawn("alice", "alice");
+    t.board.wait_idle("alice").await;
+    let task = t
+        .board
+        .add(
+            "talk",
+            "E2E-MCP: tell the lead hello, then end the task",
+            &[],
+        )
+        .await;
+    t.board.wait_done(&[task.id]).await;
+    let done = t.board.task(task.id).await;
+    assert_eq!(
+        done.status,
+        TaskStatus::Completed,
+        "{done:#?}\n{}",
+        alice.log_text()
+    );
+    // The result is the one the agent gave complete_task, not a later answer.
+    assert_eq!(done.result.as_deref(), Some("DONE-VIA-MCP: told the lead"));
+    let inbox = t.board.lead.inbox().await.expect("inbox");
+    assert!(
+        inbox
+            .iter()
+            .any(|m| m.from == "alice" && m.content == "HELLO-FROM-CLAUDE"),
+        "{inbox:#?}"
+    );
+    // The model saw the board's tools by name, loaded (tool search off).
+    let tools = t.mock.requests()[0].body["tools"].to_string();
+    assert!(tools.contains("mcp__teamboard__complete_task"), "{tools}");
+    drop(alice);
+    t.board.stop().await;
+}

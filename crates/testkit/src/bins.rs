@@ -44,7 +44,7 @@ fn build_workspace_bins() -> PathBuf {
         .unwrap_or("debug")
         .to_string();
     let cargo = option_env!("CARGO").unwrap_or("cargo");
-    let mut cmd = Command::new(cargo);
+    let mut cmd = nested_cargo(cargo);
     cmd.current_dir(env!("CARGO_MANIFEST_DIR")).args([
         "build",
         "--quiet",
@@ -88,4 +88,52 @@ fn build_workspace_bins() -> PathBuf {
         String::from_utf8_lossy(&out.stderr)
     );
     profile_dir
+}
+
+/// `cargo`, without the variables cargo set for the running test about its own
+/// package (`CARGO_MANIFEST_DIR`, `CARGO_PKG_*`, ...).
+///
+/// Trap: build scripts watch some of them (`ring`'s reruns when
+/// `CARGO_MANIFEST_DIR` changes), so a build that inherits the test's values
+/// differs from a plain `cargo build`: it rebuilt ring, rustls and everything
+/// above them on every test run, and the next plain build rebuilt them back.
+fn nested_cargo(cargo: &str) -> Command {
+    let mut cmd = Command::new(cargo);
+    for (key, _) in std::env::vars_os() {
+        let Some(key) = key.to_str() else { continue };
+        let the_tests_own = key.starts_with("CARGO_PKG_")
+            || matches!(
+                key,
+                "CARGO_MANIFEST_DIR"
+                    | "CARGO_MANIFEST_PATH"
+                    | "CARGO_CRATE_NAME"
+                    | "CARGO_PRIMARY_PACKAGE"
+                    | "CARGO_TARGET_TMPDIR"
+            );
+        if the_tests_own {
+            cmd.env_remove(key);
+        }
+    }
+    cmd
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_nested_build_does_not_inherit_the_tests_package() {
+        // Cargo sets it for every test it runs, this one included.
+        assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+        let cmd = nested_cargo("cargo");
+        let removed: Vec<_> = cmd
+            .get_envs()
+            .filter(|(_, value)| value.is_none())
+            .map(|(key, _)| key.to_string_lossy().into_owned())
+            .collect();
+        for key in ["CARGO_MANIFEST_DIR", "CARGO_PKG_NAME", "CARGO_PKG_VERSION"] {
+            assert!(removed.iter().any(|k| k == key), "{key}: {removed:?}");
+        }
+        assert!(!removed.iter().any(|k| k == "CARGO_HOME"), "{removed:?}");
+    }
 }

@@ -6,6 +6,8 @@ pub mod find_bin;
 pub mod inbox;
 pub mod lead;
 pub mod logs;
+pub mod mcp;
+pub mod member_ops;
 pub mod plans;
 pub mod repo;
 pub mod requests;
@@ -112,7 +114,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     // as the culprit rather than boardd; `shutdown` waits for the teammate's
     // answer until the request's deadline, which may be longer; `lead` becomes
     // the lead, which waits for the person; `task diff` times its boardd part only,
-    // then git's pager waits for the person.
+    // then git's pager waits for the person. `mcp` serves for as long as its client
+    // runs; a teammate's own operations wait for the teammate, whose completion
+    // may wait for the task's checks.
     let own_timing = matches!(
         &cli.command,
         Command::Spawn(_)
@@ -120,6 +124,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             | Command::Shutdown(_)
             | Command::Lead(_)
             | Command::Task(TaskCommand::Diff(_))
+            | Command::Mcp(_)
+            | Command::Task(
+                TaskCommand::Complete(_) | TaskCommand::Fail(_) | TaskCommand::SubmitPlan(_)
+            )
     );
     let timeout = cli.global.timeout;
     let command = dispatch(cli);
@@ -166,6 +174,10 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Reject(args) => review::reject(&ctx, args).await,
         Command::Repo(args) => repo::run(&ctx, args).await,
         Command::Worktrees(args) => worktrees::run(&ctx, args).await,
+        Command::Mcp(args) => mcp::run(&ctx, args).await,
+        Command::Task(TaskCommand::Complete(args)) => member_ops::complete(&ctx, args).await,
+        Command::Task(TaskCommand::Fail(args)) => member_ops::fail(&ctx, args).await,
+        Command::Task(TaskCommand::SubmitPlan(args)) => member_ops::submit_plan(&ctx, args).await,
     }
 }
 

@@ -13,6 +13,8 @@ mod events;
 mod global;
 mod lead;
 mod logs;
+mod mcp;
+mod mcp_claude;
 mod messages;
 mod repo;
 mod requests;

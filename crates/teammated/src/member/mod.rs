@@ -10,5 +10,7 @@
 
 pub mod ops;
 mod server;
+#[cfg(test)]
+mod tests;
 
 pub use server::{Incoming, MemberServer};

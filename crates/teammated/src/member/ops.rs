@@ -1,13 +1,219 @@
 //! The board tools an agent calls through the member socket, carried out with
 //! the teammate's session and claim. Each answers with the JSON its `teamctl`
-//! twin prints with `--json` (docs/runtimes.md lists the twins).
+//! twin prints with `--json` (docs/runtimes.md lists the twins): boardd's answer
+//! as it came, or, for the calls that end the held task, the task as boardd
+//! ended it.
+//!
+//! The held task ends through `Outcome::end`, exactly as the native loop's
+//! `complete_task` and `fail_task` do: the same completion gate, the same
+//! refusal text, the same result for the lead.
+//!
+//! `submit_plan` submits and returns the plan request at once. It must not wait
+//! for the decision as the native tool does: the work loop is the one that reads
+//! the inbox, and it is blocked while a call is carried out. The decision comes
+//! to the agent from the work loop (`Agent::answer_plan`).
 
-use crate::teammate::Teammate;
+use crate::teammate::{PlanState, Teammate};
+use crate::work::{NotEnded, Outcome};
+use teamboard_protocol::board_call::BoardCall;
 use teamboard_protocol::member::{MemberCall, MemberReply};
+use teamboard_protocol::request::{ListTasksArgs, RequestRef, SendArgs, SubmitPlanArgs, TaskRef};
+use teamboard_protocol::transcript::EntryKind;
+use teamboard_protocol::{ClientError, ErrorCode, MessageKind, Request, Task, TaskId, TeamRequest};
+
+/// How many bytes of an answer go into the transcript.
+const LOGGED: usize = 2000;
 
 impl Teammate {
-    /// Carries out one call.
+    /// Carries out one call, and writes its outcome into the transcript.
     pub(crate) async fn member_call(&mut self, call: MemberCall) -> MemberReply {
-        MemberReply::error(format!("the board tool '{}' is not built yet", call.tool))
+        // Before the call: completing it lets the task go.
+        let task = self.task_id();
+        let reply = match BoardCall::parse(&call) {
+            Ok(parsed) => self.board_call(parsed).await,
+            Err(bad) => MemberReply::error(bad.0),
+        };
+        let (is_error, text) = match &reply {
+            MemberReply::Ok { value } => (
+                false,
+                teamboard_protocol::text::byte_prefix_with_ellipsis(&value.to_string(), LOGGED),
+            ),
+            MemberReply::Error { message, .. } => (true, message.clone()),
+        };
+        self.transcript.write(
+            EntryKind::ToolResult,
+            Some(&call.tool),
+            task,
+            is_error,
+            &text,
+        );
+        reply
+    }
+
+    async fn board_call(&mut self, call: BoardCall) -> MemberReply {
+        match call {
+            BoardCall::ListTasks { status } => {
+                self.ask(Request::ListTasks(ListTasksArgs { status })).await
+            }
+            BoardCall::GetTask { id, claim } => {
+                if claim && self.task_id() != Some(id) {
+                    return MemberReply::error(self.no_claiming(id));
+                }
+                self.ask(Request::GetTask(TaskRef { id })).await
+            }
+            BoardCall::CreateTask(task) => self.ask(Request::AddTask(task)).await,
+            BoardCall::SendMessage { to, text } => {
+                self.ask(Request::Send(SendArgs {
+                    to,
+                    kind: MessageKind::Message,
+                    content: text,
+                    request_id: None,
+                }))
+                .await
+            }
+            BoardCall::CompleteTask { task, result } => {
+                if let Some(refused) = self.not_held(task, "complete") {
+                    return refused;
+                }
+                ended(Outcome::Complete(result).end(self).await)
+            }
+            BoardCall::FailTask { task, reason } => {
+                if let Some(refused) = self.not_held(task, "fail") {
+                    return refused;
+                }
+                ended(Outcome::Fail(reason).end(self).await)
+            }
+            BoardCall::SubmitPlan { task, plan } => {
+                if let Some(refused) = self.not_held(task, "plan for") {
+                    return refused;
+                }
+                self.submit_plan_now(plan).await
+            }
+        }
+    }
+
+    /// Sends `request` with the teammate's session; boardd's answer as it came.
+    async fn ask(&self, request: Request) -> MemberReply {
+        let request = &request;
+        match self
+            .session
+            .call(|c| async move { c.call_value(request.clone()).await })
+            .await
+        {
+            Ok(value) => MemberReply::Ok { value },
+            Err(e) => refused(e),
+        }
+    }
+
+    /// The refusal when the call names a task other than the held one, or none
+    /// is held.
+    fn not_held(&self, named: Option<TaskId>, verb: &str) -> Option<MemberReply> {
+        match (self.task_id(), named) {
+            (None, _) => Some(MemberReply::error(format!(
+                "you hold no task, so there is nothing to {verb}: {} has ended it, or is \
+                 not working on one (see list_tasks)",
+                self.cfg.name
+            ))),
+            (Some(held), Some(named)) if held != named => Some(MemberReply::error(format!(
+                "you hold task #{held}, not #{named}; you can only {verb} the task you hold"
+            ))),
+            _ => None,
+        }
+    }
+
+    /// Why `get_task` with `claim` is refused: the teammate claims for its agent.
+    fn no_claiming(&self, id: TaskId) -> String {
+        let now = match self.task_id() {
+            Some(held) => {
+                format!("you work on #{held}; finish it with complete_task or fail_task first")
+            }
+            None => "it takes the next ready task when it is free".to_string(),
+        };
+        format!(
+            "cannot claim #{id}: {} claims tasks for you, one at a time ({now}). claim is for \
+             a person's own session.",
+            self.cfg.name
+        )
+    }
+
+    /// Submits the plan of the held claim and returns the request without
+    /// waiting for the decision. The plan already pending, or an approved one,
+    /// is answered with its request rather than submitted again.
+    async fn submit_plan_now(&mut self, plan: String) -> MemberReply {
+        let Some(held) = &self.held else {
+            return MemberReply::error("you hold no task, so there is nothing to plan");
+        };
+        let (task, epoch) = (held.id, held.epoch);
+        let plan = plan.trim().to_string();
+        let known = match &held.plan {
+            PlanState::Pending { id, plan: pending } if *pending == plan => Some(*id),
+            PlanState::Approved { id } => Some(*id),
+            _ => None,
+        };
+        if let Some(request) = known {
+            return self.ask(Request::GetRequest(RequestRef { request })).await;
+        }
+        let args = &SubmitPlanArgs {
+            id: task,
+            epoch,
+            plan: plan.clone(),
+        };
+        let value = match self
+            .session
+            .call(|c| async move { c.call_value(Request::SubmitPlan(args.clone())).await })
+            .await
+        {
+            Ok(value) => value,
+            Err(e) if e.code() == Some(ErrorCode::StaleEpoch) => {
+                return MemberReply::Error {
+                    code: e.code(),
+                    message: format!("your claim on #{task} is gone ({e}); stop working on it"),
+                };
+            }
+            Err(e) => return refused(e),
+        };
+        match serde_json::from_value::<TeamRequest>(value.clone()) {
+            Ok(req) => {
+                if let Some(h) = self.held.as_mut() {
+                    h.plan = PlanState::Pending { id: req.id, plan };
+                }
+                self.log(
+                    EntryKind::Lifecycle,
+                    None,
+                    false,
+                    &format!(
+                        "plan submitted for #{task} (request {}); the agent waits for the lead",
+                        req.id
+                    ),
+                );
+            }
+            Err(e) => tracing::warn!(error = %e, "boardd's answer to submit_plan is not a request"),
+        }
+        MemberReply::Ok { value }
+    }
+}
+
+/// boardd's refusal, with its code.
+fn refused(e: ClientError) -> MemberReply {
+    MemberReply::Error {
+        code: e.code(),
+        message: format!("boardd refused: {e}"),
+    }
+}
+
+/// The answer of a call that ended the held task: the task as boardd ended it.
+fn ended(outcome: Result<(Task, &'static str), NotEnded>) -> MemberReply {
+    match outcome {
+        Ok((task, _)) => match serde_json::to_value(&task) {
+            Ok(value) => MemberReply::Ok { value },
+            Err(e) => MemberReply::error(format!(
+                "task #{} ended, but it cannot be shown: {e}",
+                task.id
+            )),
+        },
+        Err(not) => MemberReply::Error {
+            code: not.code,
+            message: not.text,
+        },
     }
 }

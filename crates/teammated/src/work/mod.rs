@@ -19,7 +19,7 @@ use crate::teammate::{Exit, Teammate};
 use crate::tools::{self, ToolOutput};
 use crate::transcript;
 use teamboard_protocol::transcript::EntryKind;
-use teamboard_protocol::{ClientError, MemberStatus, MessageKind, TaskStatus};
+use teamboard_protocol::{ClientError, ErrorCode, MemberStatus, MessageKind, Task, TaskStatus};
 
 /// How long giving a task back waits for its commands' background jobs to die.
 const STOP_BACKGROUND_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
@@ -489,14 +489,40 @@ impl End {
     }
 }
 
+/// Why the held task could not be ended: what to tell the model, with boardd's
+/// error code when boardd refused.
+pub(crate) struct NotEnded {
+    pub code: Option<ErrorCode>,
+    pub text: String,
+}
+
+impl NotEnded {
+    fn new(code: Option<ErrorCode>, text: impl Into<String>) -> NotEnded {
+        NotEnded {
+            code,
+            text: text.into(),
+        }
+    }
+}
+
 impl Outcome {
-    /// Ends the held task and tells the lead. Returns what to tell the model. The
-    /// claim is kept when boardd refuses the request itself, so the model can try
-    /// again; it is dropped only once boardd has ended it or says it is gone.
+    /// Ends the held task and tells the lead. Returns what to tell the model; see
+    /// [`Outcome::end`].
     pub(crate) async fn report(self, t: &mut Teammate) -> ToolOutput {
+        match self.end(t).await {
+            Ok((task, what)) => ToolOutput::ok(format!("task #{} {what}", task.id)),
+            Err(not) => ToolOutput::error(not.text),
+        }
+    }
+
+    /// Ends the held task and tells the lead: the task as boardd ended it, and how
+    /// in words. The claim is kept when boardd refuses the request itself, so the
+    /// model can try again; it is dropped only once boardd has ended it or says it
+    /// is gone.
+    pub(crate) async fn end(self, t: &mut Teammate) -> Result<(Task, &'static str), NotEnded> {
         let outcome = self;
         let Some(held) = &t.held else {
-            return ToolOutput::error("you hold no task; claim one first");
+            return Err(NotEnded::new(None, "you hold no task; claim one first"));
         };
         let (id, epoch, subject) = (held.id, held.epoch, held.subject.clone());
         let (completing, text) = match &outcome {
@@ -542,8 +568,9 @@ impl Outcome {
                     _ => {
                         t.let_go();
                         tracing::warn!(task = id, error = %e, "the claim is gone");
-                        return ToolOutput::error(format!(
-                            "your claim on task #{id} is gone ({e}); stop working on it"
+                        return Err(NotEnded::new(
+                            e.code(),
+                            format!("your claim on task #{id} is gone ({e}); stop working on it"),
                         ));
                     }
                 }
@@ -566,13 +593,13 @@ impl Outcome {
                     if let Some(h) = t.held.as_mut() {
                         h.refused = Some(body.message.clone());
                     }
-                    return ToolOutput::error(text);
+                    return Err(NotEnded::new(Some(body.code), text));
                 }
                 tracing::warn!(task = id, error = %e, "boardd refused to end the task");
                 if let Some(h) = t.held.as_mut() {
                     h.refused = Some(e.to_string());
                 }
-                return ToolOutput::error(format!("boardd refused: {e}"));
+                return Err(NotEnded::new(e.code(), format!("boardd refused: {e}")));
             }
         };
         if completing {
@@ -591,6 +618,6 @@ impl Outcome {
             format!("#{id} {subject}: {what} by {}\n{text}", t.cfg.name),
         )
         .await;
-        ToolOutput::ok(format!("task #{id} {what}"))
+        Ok((task, what))
     }
 }

@@ -9,7 +9,7 @@
 
 use super::TaskTree;
 use teamboard_protocol::ErrorCode;
-use teamboard_protocol::worktree::{Found, MergeStyle};
+use teamboard_protocol::worktree::Found;
 
 /// How many uncommitted paths the opening names.
 const CHANGED_SHOWN: usize = 10;
@@ -116,50 +116,27 @@ impl TaskTree {
 }
 
 /// What the model is told when boardd's completion gate refuses `complete_task`:
-/// boardd's `message` as it is (it names the check, its exit code and the end of
-/// its output, or the conflicting paths), then what to do. `None` for any other
-/// refusal. The claim is kept: the model fixes the problem and completes again.
+/// boardd's `message` as it is, then what to do (see
+/// [`teamboard_protocol::refusal::refused_completion`], which the board's MCP
+/// server uses too). `None` for any other refusal. The claim is kept: the model
+/// fixes the problem and completes again.
 pub fn refused_completion(
     code: ErrorCode,
     message: &str,
     tree: Option<&TaskTree>,
 ) -> Option<String> {
-    let what = match code {
-        ErrorCode::CheckFailed => {
-            "The task is still yours: fix the problem in your worktree and call \
-             complete_task again."
-                .to_string()
-        }
-        ErrorCode::MergeConflict => {
-            let (target, merge) = match tree {
-                Some(t) => (t.target.as_str(), t.merge),
-                None => ("<the target branch>", MergeStyle::Rebase),
-            };
-            let steps = match merge {
-                MergeStyle::Rebase => format!(
-                    "run `git rebase {target}` in your worktree, resolve the conflicts in the \
-                     named files, `git add` them and `git rebase --continue` until the rebase \
-                     is done"
-                ),
-                MergeStyle::Merge => format!(
-                    "run `git merge {target}` in your worktree, resolve the conflicts in the \
-                     named files, `git add` them and `git commit` to finish the merge"
-                ),
-            };
-            format!(
-                "The task is still yours. The target branch {target} changed the same lines: \
-                 {steps}, then call complete_task again."
-            )
-        }
-        _ => return None,
-    };
-    Some(format!("complete_task was refused: {message}\n\n{what}"))
+    teamboard_protocol::refusal::refused_completion(
+        code,
+        message,
+        tree.map(|t| (t.target.as_str(), t.merge)),
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::worktree::tests::opened;
+    use teamboard_protocol::worktree::MergeStyle;
 
     fn tree(found: Found, checks: &[&str]) -> TaskTree {
         TaskTree::new(

@@ -60,13 +60,19 @@ impl ClaudeBoard {
             .expect("Claude Code's home");
         let mut args = agent.arg_strs();
         args.extend_from_slice(extra);
+        // The board's MCP server the agent starts: this build's teamctl.
+        let teamctl = teamboard_testkit::workspace_bin("teamctl")
+            .display()
+            .to_string();
+        let mut env = agent.env_strs();
+        env.push(("TEAMBOARD_TEAMCTL", &teamctl));
         teammated.spawn(
             name,
             role,
             &self.board.workdir(name),
             &self.board.dir().join(format!("{log}.log")),
             &args,
-            &agent.env_strs(),
+            &env,
         )
     }
 

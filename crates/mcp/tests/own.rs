@@ -1,0 +1,322 @@
+//! A person's own session (`OwnBoard`) against a real boardd in this test's
+//! runtime: the claim it takes, the lease it keeps, the task it ends, the
+//! messages it passes on, and what it says when something is in the way.
+
+use serde_json::{Value, json};
+use std::time::Duration;
+use teamboard_mcp::{Board, OwnBoard, OwnConfig};
+use teamboard_protocol::member::{MemberCall, MemberReply};
+use teamboard_protocol::{ErrorCode, MessageKind, TaskStatus};
+use teamboard_testkit::{GitRepo, InProc, lead, task, teammate};
+
+fn me(daemon: &InProc) -> OwnBoard {
+    OwnBoard::new(OwnConfig {
+        socket: daemon.socket.clone(),
+        team: "default".into(),
+        name: "me".into(),
+        role: "member".into(),
+    })
+}
+
+fn call(tool: &str, arguments: Value) -> MemberCall {
+    MemberCall {
+        tool: tool.into(),
+        arguments,
+    }
+}
+
+fn ok(reply: MemberReply) -> Value {
+    match reply {
+        MemberReply::Ok { value } => value,
+        MemberReply::Error { message, .. } => panic!("refused: {message}"),
+    }
+}
+
+fn refused(reply: MemberReply) -> (Option<ErrorCode>, String) {
+    match reply {
+        MemberReply::Error { code, message } => (code, message),
+        MemberReply::Ok { value } => panic!("not refused: {value}"),
+    }
+}
+
+/// Thirty seconds of lease, under the paused clock.
+async fn paused() -> InProc {
+    InProc::start_paused(|c| c.board.lease_ttl = Duration::from_secs(30)).await
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_claim_outlives_its_lease_while_the_server_runs_and_ends_with_a_result() {
+    let daemon = paused().await;
+    let lead = lead(&daemon.socket).await;
+    let t = lead
+        .add_task(task("Write the parser"))
+        .await
+        .expect("added");
+    let mut board = me(&daemon);
+    board.join().await.expect("joined");
+
+    let claimed = ok(board
+        .call(call("get_task", json!({"id": t.id, "claim": true})))
+        .await
+        .reply);
+    assert_eq!(claimed["status"], "in_progress");
+    assert_eq!(claimed["owner"], "me");
+    assert!(claimed["history"].is_array(), "a TaskDetail: {claimed}");
+
+    // Five leases long, with nothing said: the server heartbeats.
+    tokio::time::sleep(Duration::from_secs(150)).await;
+    let now = lead.get_task(t.id).await.expect("read").task;
+    assert_eq!((now.status, now.epoch), (TaskStatus::InProgress, 1));
+    assert_eq!(board.held(), Some(t.id));
+
+    let done = ok(board
+        .call(call(
+            "complete_task",
+            json!({"result": "parser in src/parse.rs"}),
+        ))
+        .await
+        .reply);
+    assert_eq!(done["status"], "completed");
+    assert_eq!(done["result"], "parser in src/parse.rs");
+    assert_eq!(board.held(), None);
+    // The lead hears it as from a teammate.
+    let inbox = lead.inbox().await.expect("inbox");
+    assert_eq!(inbox.len(), 1, "{inbox:#?}");
+    assert_eq!(inbox[0].kind, MessageKind::Result);
+    assert_eq!(
+        inbox[0].content,
+        format!(
+            "#{} Write the parser: completed by me\nparser in src/parse.rs",
+            t.id
+        )
+    );
+    board.leave().await;
+    daemon.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_claim_the_lead_cancels_is_said_to_be_gone_at_the_next_call() {
+    let daemon = paused().await;
+    let lead = lead(&daemon.socket).await;
+    let t = lead.add_task(task("Doomed")).await.expect("added");
+    let mut board = me(&daemon);
+    ok(board
+        .call(call("get_task", json!({"id": t.id, "claim": true})))
+        .await
+        .reply);
+    lead.cancel_task(t.id).await.expect("cancelled");
+    // The next heartbeat finds out.
+    tokio::time::sleep(Duration::from_secs(11)).await;
+
+    let answer = board
+        .call(call("complete_task", json!({"result": "done"})))
+        .await;
+    let (_, message) = refused(answer.reply);
+    assert!(message.contains("you hold no task"), "{message}");
+    assert_eq!(answer.notes.len(), 1, "{:?}", answer.notes);
+    assert!(
+        answer.notes[0].starts_with(&format!(
+            "Your claim on #{} (Doomed) is gone: boardd took it back",
+            t.id
+        )),
+        "{}",
+        answer.notes[0]
+    );
+    board.leave().await;
+    daemon.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn one_task_at_a_time_and_only_the_one_held() {
+    let daemon = paused().await;
+    let lead = lead(&daemon.socket).await;
+    let a = lead.add_task(task("a")).await.expect("added");
+    let b = lead.add_task(task("b")).await.expect("added");
+    let mut board = me(&daemon);
+
+    let (_, none) = refused(
+        board
+            .call(call("fail_task", json!({"reason": "no"})))
+            .await
+            .reply,
+    );
+    assert!(
+        none.contains("get_task {\"id\": N, \"claim\": true}"),
+        "{none}"
+    );
+
+    ok(board
+        .call(call("get_task", json!({"id": a.id, "claim": true})))
+        .await
+        .reply);
+    // Claiming the held one again is no change.
+    ok(board
+        .call(call("get_task", json!({"id": a.id, "claim": true})))
+        .await
+        .reply);
+    let (_, second) = refused(
+        board
+            .call(call("get_task", json!({"id": b.id, "claim": true})))
+            .await
+            .reply,
+    );
+    assert!(
+        second.contains(&format!("you already hold task #{} (a)", a.id)),
+        "{second}"
+    );
+    let (_, other) = refused(
+        board
+            .call(call("complete_task", json!({"id": b.id, "result": "x"})))
+            .await
+            .reply,
+    );
+    assert!(
+        other.contains(&format!("you hold task #{}, not #{}", a.id, b.id)),
+        "{other}"
+    );
+    // A refusal by boardd keeps its code.
+    let (code, unknown) = refused(board.call(call("get_task", json!({"id": 99}))).await.reply);
+    assert_eq!(code, Some(ErrorCode::NotFound), "{unknown}");
+    // A bad call never reaches boardd, and says what the tool takes.
+    let (code, bad) = refused(
+        board
+            .call(call("send_message", json!({"to": "lead"})))
+            .await
+            .reply,
+    );
+    assert_eq!(code, None);
+    assert!(bad.contains("send_message needs 'text'"), "{bad}");
+
+    let failed = ok(board
+        .call(call("fail_task", json!({"id": a.id, "reason": "no"})))
+        .await
+        .reply);
+    assert_eq!(
+        (failed["status"].clone(), failed["last_error"].clone()),
+        (json!("pending"), json!("no"))
+    );
+    board.leave().await;
+    daemon.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn leaving_gives_the_held_task_back_without_using_up_an_attempt() {
+    let daemon = paused().await;
+    let lead = lead(&daemon.socket).await;
+    let t = lead.add_task(task("Half done")).await.expect("added");
+    let mut board = me(&daemon);
+    ok(board
+        .call(call("get_task", json!({"id": t.id, "claim": true})))
+        .await
+        .reply);
+    board.leave().await;
+    let detail = lead.get_task(t.id).await.expect("read");
+    assert_eq!(
+        (detail.task.status, detail.task.attempts),
+        (TaskStatus::Pending, 0)
+    );
+    assert!(
+        detail
+            .task
+            .handoff
+            .as_deref()
+            .is_some_and(|h| h.contains("me's session ended")),
+        "{:?}",
+        detail.task.handoff
+    );
+    daemon.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn messages_for_the_member_come_with_the_next_result_once() {
+    let daemon = paused().await;
+    let lead = lead(&daemon.socket).await;
+    let mut board = me(&daemon);
+    board.join().await.expect("joined");
+    lead.send("me", MessageKind::Message, "look at #4 first", None)
+        .await
+        .expect("sent");
+    let first = board.call(call("list_tasks", json!({}))).await;
+    assert_eq!(ok(first.reply), json!([]));
+    assert_eq!(
+        first.notes,
+        ["Messages for me:\n- from lead: look at #4 first"]
+    );
+    let second = board.call(call("list_tasks", json!({}))).await;
+    assert!(second.notes.is_empty(), "{:?}", second.notes);
+    // And the member can answer.
+    let sent = ok(board
+        .call(call("send_message", json!({"to": "lead", "text": "on it"})))
+        .await
+        .reply);
+    assert_eq!(
+        (sent["from"].clone(), sent["to"].clone()),
+        (json!("me"), json!("lead"))
+    );
+    board.leave().await;
+    daemon.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_name_taken_by_a_live_session_says_what_to_do() {
+    let daemon = paused().await;
+    let _alive = teammate(&daemon.socket, "me", "dev").await;
+    let mut board = me(&daemon);
+    let why = board.join().await.expect_err("taken");
+    assert!(
+        why.contains("start this server with another --name"),
+        "{why}"
+    );
+    let (_, again) = refused(board.call(call("list_tasks", json!({}))).await.reply);
+    assert_eq!(again, why);
+    daemon.stop().await;
+}
+
+#[tokio::test]
+async fn the_completion_gate_refuses_with_what_to_do_and_the_task_stays_held() {
+    let daemon = InProc::start().await;
+    let repo = GitRepo::new(daemon.dir());
+    let lead = lead(&daemon.socket).await;
+    lead.set_repo(repo.repo_args()).await.expect("repo set");
+    let mut t = task("Must pass");
+    t.checks = vec!["test -f must-exist".into()];
+    let t = lead.add_task(t).await.expect("added");
+    let mut board = me(&daemon);
+
+    let claimed = ok(board
+        .call(call("get_task", json!({"id": t.id, "claim": true})))
+        .await
+        .reply);
+    let path = claimed["worktree"]["path"]
+        .as_str()
+        .expect("a worktree")
+        .to_string();
+    assert!(std::path::Path::new(&path).is_dir(), "opened: {path}");
+
+    let (code, message) = refused(
+        board
+            .call(call("complete_task", json!({"result": "done"})))
+            .await
+            .reply,
+    );
+    assert_eq!(code, Some(ErrorCode::CheckFailed));
+    assert!(
+        message.starts_with("complete_task was refused: "),
+        "{message}"
+    );
+    assert!(
+        message.contains("fix the problem in your worktree and call complete_task again"),
+        "{message}"
+    );
+    assert_eq!(board.held(), Some(t.id));
+
+    std::fs::write(std::path::Path::new(&path).join("must-exist"), "").expect("written");
+    let done = ok(board
+        .call(call("complete_task", json!({"result": "done"})))
+        .await
+        .reply);
+    assert_eq!(done["status"], "completed");
+    assert!(done["worktree"]["merged"].is_string(), "{done}");
+    board.leave().await;
+    daemon.stop().await;
+}

@@ -1,0 +1,52 @@
+//! `teamctl mcp`: the board's MCP server on stdio (the `teamboard-mcp` crate).
+//! stdout belongs to the protocol: nothing else may be printed there.
+
+use super::Ctx;
+use crate::cli::McpArgs;
+use teamboard_mcp::{MemberBoard, MemberClient, OwnBoard, OwnConfig};
+
+pub async fn run(ctx: &Ctx, args: McpArgs) -> anyhow::Result<()> {
+    let input = tokio::io::BufReader::new(tokio::io::stdin());
+    let output = tokio::io::stdout();
+    if let Some(client) = MemberClient::from_env() {
+        teamboard_mcp::serve(input, output, MemberBoard::new(client)).await?;
+        return Ok(());
+    }
+    let mut board = OwnBoard::new(OwnConfig {
+        socket: ctx.socket.clone(),
+        team: ctx.team.clone(),
+        name: args.name,
+        role: args.role,
+    });
+    // Joined at once, so that the member shows on the board while the session
+    // runs; a boardd that is not there yet is tried again at each call.
+    if let Err(why) = board.join().await {
+        eprintln!("teamctl mcp: {why}; the tools will try again");
+    }
+    // The client closes stdin when it goes, or stops the server with a signal:
+    // either way a task still held goes back to the board with a note, rather
+    // than with the attempt a dropped connection costs.
+    let served = tokio::select! {
+        served = teamboard_mcp::serve(input, output, &mut board) => served.map(|_| ()),
+        () = stop_signal() => Ok(()),
+    };
+    board.leave().await;
+    served?;
+    Ok(())
+}
+
+/// SIGTERM or SIGINT.
+async fn stop_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        // Without the handlers the default action (exit) stays: wait for stdin.
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}

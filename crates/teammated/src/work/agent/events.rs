@@ -1,0 +1,183 @@
+//! What the agent reports, onto the board: its session, transcript, usage,
+//! plan and final answer.
+
+use super::*;
+
+impl Teammate {
+    pub(super) async fn on_agent_event(
+        &mut self,
+        ev: AgentEvent,
+        phase: &mut Phase,
+    ) -> Option<AgentEnd> {
+        match ev {
+            AgentEvent::Session {
+                id,
+                resumed,
+                why_new,
+            } => {
+                let kind = self
+                    .agent
+                    .as_ref()
+                    .map(|a| a.spec.kind)
+                    .unwrap_or(RuntimeKind::Native);
+                let counted = self
+                    .agent
+                    .as_ref()
+                    .map(|a| a.sessions.started(phase.key, kind, &id, resumed));
+                if let Some(Err(e)) = counted {
+                    tracing::warn!(error = %e, "cannot record the agent's session");
+                }
+                let what = if resumed { "resumed" } else { "started" };
+                let why = why_new
+                    .map(|w| format!(" (the old one could not be resumed: {w})"))
+                    .unwrap_or_default();
+                let pid = phase
+                    .agent
+                    .pid()
+                    .map(|p| format!(", pid {p}"))
+                    .unwrap_or_default();
+                self.log(
+                    EntryKind::Lifecycle,
+                    None,
+                    false,
+                    &format!("agent: {} session {id} {what}{pid}{why}", kind.as_str()),
+                );
+                None
+            }
+            AgentEvent::Said(text) => {
+                self.log(EntryKind::Assistant, None, false, &text);
+                None
+            }
+            AgentEvent::ToolCall { name, input } => {
+                self.log(EntryKind::ToolUse, Some(&name), false, &input);
+                None
+            }
+            AgentEvent::Delivered(tag) => {
+                if let Some(ids) = phase.pending.remove(&tag)
+                    && let Err(e) = self.ack(ids).await
+                {
+                    tracing::warn!(error = %e, "cannot acknowledge messages the agent took");
+                }
+                None
+            }
+            AgentEvent::Usage(usage) => {
+                self.record_usage(usage).await;
+                None
+            }
+            AgentEvent::PlanProposed(plan) => {
+                self.agent_plan(plan, phase).await;
+                None
+            }
+            AgentEvent::Idle { answer } => self.agent_answered(answer, phase).await,
+            AgentEvent::Failed(why) => Some(AgentEnd::Failed(why)),
+            AgentEvent::Exited { status, stderr } => Some(AgentEnd::Failed(with_tail(
+                format!("the agent exited ({status}) before it finished"),
+                &stderr,
+            ))),
+        }
+    }
+
+    /// The agent's final answer: the task's result. A refusal of the completion
+    /// gate goes back to the agent as its next input.
+    pub(super) async fn agent_answered(
+        &mut self,
+        answer: String,
+        phase: &mut Phase,
+    ) -> Option<AgentEnd> {
+        if self.held.is_none() {
+            // A conversation about messages alone, or a task the agent ended
+            // itself through the board.
+            return Some(AgentEnd::Done);
+        }
+        let result = if answer.trim().is_empty() {
+            "(the agent gave no result text)".to_string()
+        } else {
+            answer
+        };
+        let out = Outcome::Complete(result).report(self).await;
+        if self.held.is_none() {
+            return Some(AgentEnd::Done);
+        }
+        phase.refusals += 1;
+        self.log(
+            EntryKind::ToolResult,
+            Some("complete_task"),
+            true,
+            &out.content,
+        );
+        if phase.refusals >= MAX_REFUSALS {
+            return Some(AgentEnd::Refused);
+        }
+        match phase.agent.send(&out.content).await {
+            Ok(tag) => {
+                phase.pending.insert(tag, Vec::new());
+                None
+            }
+            Err(e) => Some(AgentEnd::Failed(format!(
+                "cannot give the agent the gate's refusal: {e}"
+            ))),
+        }
+    }
+
+    /// The agent asks for its plan to be approved: it becomes the claim's plan
+    /// request; the answer comes with the lead's decision (see `on_messages`).
+    pub(super) async fn agent_plan(&mut self, plan: String, phase: &mut Phase) {
+        let Some(held) = &self.held else {
+            let _ = phase
+                .agent
+                .answer_plan(PlanAnswer::Rejected {
+                    feedback: "there is no task to plan for".into(),
+                })
+                .await;
+            return;
+        };
+        let (id, epoch) = (held.id, held.epoch);
+        let text = plan.trim();
+        let text = if text.is_empty() {
+            "(the agent proposed an empty plan)"
+        } else {
+            text
+        };
+        match self
+            .session
+            .call(|c| async move { c.submit_plan(id, epoch, text).await })
+            .await
+        {
+            Ok(req) => {
+                if let Some(h) = self.held.as_mut() {
+                    h.plan = PlanState::Pending {
+                        id: req.id,
+                        plan: text.to_string(),
+                    };
+                }
+                self.log(
+                    EntryKind::Lifecycle,
+                    None,
+                    false,
+                    &format!(
+                        "plan submitted for #{id} (request {}); the agent waits for the lead",
+                        req.id
+                    ),
+                );
+            }
+            Err(e) => {
+                let _ = phase
+                    .agent
+                    .answer_plan(PlanAnswer::Rejected {
+                        feedback: format!("the plan could not be submitted: {e}"),
+                    })
+                    .await;
+            }
+        }
+    }
+}
+
+/// An error with the agent's last stderr lines, when it said anything.
+fn with_tail(why: String, stderr: &str) -> String {
+    let stderr = stderr.trim();
+    if stderr.is_empty() {
+        why
+    } else {
+        format!("{why}; its last stderr lines:\n{stderr}")
+    }
+}

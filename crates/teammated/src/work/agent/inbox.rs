@@ -1,0 +1,126 @@
+//! What arrives for the teammate while its agent works: messages for the
+//! agent, plan decisions and shutdown requests for the runtime.
+
+use super::*;
+
+impl Teammate {
+    pub(super) async fn on_woken(
+        &mut self,
+        woken: Result<Work, ClientError>,
+        phase: &mut Phase,
+    ) -> Result<Option<AgentEnd>, Error> {
+        match woken? {
+            Work::Timeout => Ok(None),
+            Work::Messages { messages } => self.on_messages(messages, phase).await,
+            Work::Task { claim } => {
+                // boardd claims for a teammate that holds no task: ours ended
+                // meanwhile (the agent completed it). The claim is IDLE's.
+                self.stashed = Some(Work::Task { claim });
+                Ok(Some(AgentEnd::Done))
+            }
+        }
+    }
+
+    /// Messages that arrived while the agent works: ordinary ones go to the
+    /// agent and are acknowledged once it took them; plan decisions and
+    /// shutdown requests are the runtime's, acknowledged at once.
+    pub(super) async fn on_messages(
+        &mut self,
+        messages: Vec<Message>,
+        phase: &mut Phase,
+    ) -> Result<Option<AgentEnd>, Error> {
+        if messages.is_empty() {
+            return Ok(None);
+        }
+        let (protocol, ordinary): (Vec<Message>, Vec<Message>) = messages
+            .into_iter()
+            .partition(|m| crate::messages::is_protocol(m.kind));
+        if !ordinary.is_empty() {
+            let ids: Vec<u64> = ordinary.iter().map(|m| m.id).collect();
+            let text = ordinary
+                .iter()
+                .map(crate::messages::message_text)
+                .collect::<Vec<_>>()
+                .join("\n\n");
+            for m in &ordinary {
+                self.log(
+                    EntryKind::User,
+                    None,
+                    false,
+                    &crate::messages::message_text(m),
+                );
+            }
+            phase.handed.extend(ids.iter().copied());
+            match phase.agent.send(&text).await {
+                Ok(tag) => {
+                    phase.pending.insert(tag, ids);
+                }
+                // The agent is gone; its exit comes as an event. The messages stay
+                // in the inbox for the next session.
+                Err(e) => tracing::warn!(error = %e, "cannot give messages to the agent"),
+            }
+        }
+        if protocol.is_empty() {
+            return Ok(None);
+        }
+        let plan_before = self.held.as_ref().map(|h| h.plan.clone());
+        let read = crate::messages::read_messages(self, protocol).await?;
+        self.ack(read.ids).await?;
+        if let Some(by) = read.leave_for {
+            return Ok(Some(AgentEnd::Stop(Exit::ShutdownRequested { by })));
+        }
+        if let Some(asked) = self.asked_to_leave.take() {
+            return Ok(Some(self.leave_now(asked, phase).await));
+        }
+        if read.decided.is_some() {
+            let plan_now = self.held.as_ref().map(|h| h.plan.clone());
+            if plan_now != plan_before {
+                let answer = match plan_now {
+                    Some(PlanState::Approved { .. }) => PlanAnswer::Approved {
+                        feedback: String::new(),
+                    },
+                    Some(PlanState::Rejected { feedback, .. }) => PlanAnswer::Rejected { feedback },
+                    _ => PlanAnswer::Rejected {
+                        feedback: "the plan request was withdrawn; plan again".into(),
+                    },
+                };
+                for text in &read.texts {
+                    self.log(EntryKind::User, None, false, text);
+                }
+                if let Err(e) = phase.agent.answer_plan(answer).await {
+                    tracing::warn!(error = %e, "cannot give the agent the plan decision");
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// A shutdown request while the agent works: the agent cannot answer it
+    /// (it has no such tool), so the teammate approves it, gives the task back
+    /// with a note saying the agent's session is kept, and leaves.
+    pub(super) async fn leave_now(
+        &mut self,
+        asked: crate::teammate::AskedToLeave,
+        phase: &mut Phase,
+    ) -> AgentEnd {
+        let note = format!(
+            "interrupted by a shutdown request from {}; the agent's session {} is kept with {} for this task",
+            asked.from,
+            phase.agent.session().unwrap_or("(none yet)"),
+            self.cfg.name
+        );
+        self.release(None).await;
+        let id = asked.id;
+        if let Err(e) = self
+            .session
+            .call(|c| async move { c.respond_shutdown(id, true, None).await })
+            .await
+        {
+            tracing::warn!(error = %e, request = id, "cannot answer the shutdown request");
+        }
+        self.log(EntryKind::Lifecycle, None, false, &note);
+        let exit = Exit::ShutdownRequested { by: asked.from };
+        self.shutdown = Some(exit.clone());
+        AgentEnd::Stop(exit)
+    }
+}

@@ -1,0 +1,309 @@
+//! WORK with an agent runtime: the board's side of a task that Claude Code, Codex
+//! or an ACP agent carries out.
+//!
+//! One phase is one agent process for the held task (or, with no task held, for
+//! the messages that woke the teammate): it starts, or resumes, the task's
+//! session, and the loop below maps what happens on the board onto the agent
+//! and what the agent reports back onto the board, until the task ends. The
+//! mapping, runtime by runtime, is in `docs/runtimes.md`.
+//!
+//! The loop waits on five things at once, and each wait is a plain future over a
+//! local (the agent, the member socket, the parked `wait_for_work`), never over
+//! `self`, so that what one brings is handled with the whole teammate at hand:
+//!
+//! - the agent's events ([`AgentEvent`]);
+//! - the board tools the agent calls through the member socket;
+//! - boardd's answer to a parked `wait_for_work`, which a message for us wakes
+//!   (a teammate that holds a task is woken by messages only, protocol §9.7);
+//! - the claim being lost (the heartbeat's token) and teammated being stopped.
+//!
+//! Messages are acknowledged once the agent took them ([`AgentEvent::Delivered`]),
+//! never before, so a crash in between delivers them again rather than loses
+//! them. Until a batch is delivered boardd would answer every wait with it again,
+//! so the loop does not park meanwhile: it looks at the inbox every
+//! [`INBOX_POLL`] instead, for the messages that cannot wait behind the batch (a
+//! plan decision the agent is blocked on, a shutdown request). Trap: a parked
+//! `wait_for_work` cannot be withdrawn (see `wait_for_decision`); dropping one
+//! would make the next wait on the connection fail. So it is parked for
+//! [`AGENT_PARK`] only, and at the end of the phase its answer is awaited and
+//! kept for IDLE.
+
+mod events;
+mod inbox;
+mod settle;
+mod setup;
+
+pub(crate) use setup::setup;
+
+use crate::error::Error;
+use crate::member::MemberServer;
+use crate::runtime::{
+    Agent, AgentError, AgentEvent, AgentSpec, Brief, McpServer, PlanAnswer, RuntimeKind,
+};
+use crate::teammate::{Exit, PlanState, Teammate};
+use crate::work::Outcome;
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+use teamboard_protocol::member::MEMBER_SOCKET_ENV;
+use teamboard_protocol::transcript::EntryKind;
+use teamboard_protocol::{ClientError, MemberStatus, Message, MessageKind, TaskId, Work};
+
+/// How long one `wait_for_work` parks while an agent works. Short, because the
+/// phase must await it before it ends; a message answers it at once anyway.
+pub(crate) const AGENT_PARK: Duration = Duration::from_secs(1);
+/// How often the inbox is read while a batch of messages waits for the agent to
+/// take it.
+const INBOX_POLL: Duration = Duration::from_millis(250);
+/// Refusals of the completion gate in a row before the task is given back.
+const MAX_REFUSALS: u32 = 3;
+
+/// What a teammate with an agent runtime keeps for its whole life.
+pub(crate) struct AgentSetup {
+    pub spec: AgentSpec,
+    pub sessions: crate::runtime::sessions::Sessions,
+    /// Taken out for the length of a phase, so that the loop can wait on it
+    /// without holding the teammate.
+    pub member: Option<MemberServer>,
+    /// How the agent starts the board's MCP server.
+    pub mcp: McpServer,
+}
+
+type Parked = Pin<Box<dyn Future<Output = Result<Work, ClientError>> + Send>>;
+
+/// How an agent's phase ended.
+enum AgentEnd {
+    /// The task ended on the board (its result, or the agent's own
+    /// `complete_task`/`fail_task`), or a phase for messages alone is over.
+    Done,
+    /// The agent could not be started.
+    StartFailed(AgentError),
+    /// The agent reported an error, or died.
+    Failed(String),
+    /// The completion gate refused the agent's result too often.
+    Refused,
+    /// boardd took the claim back.
+    Lost,
+    Stop(Exit),
+}
+
+/// What one wait of the loop brought.
+// One is built per wake-up and matched at once; boxing would buy nothing.
+#[allow(clippy::large_enum_variant)]
+enum Step {
+    Event(AgentEvent),
+    Call(crate::member::Incoming),
+    Woken(Result<Work, ClientError>),
+    Poll,
+    Lost,
+    Stop,
+}
+
+/// Where the phase is.
+struct Phase {
+    agent: Agent,
+    /// Sends to the agent not yet delivered: tag → the message ids to ack.
+    pending: BTreeMap<u64, Vec<u64>>,
+    /// Every message id handed to the agent in this phase, so that a poll of
+    /// the inbox does not hand it over twice.
+    handed: BTreeSet<u64>,
+    refusals: u32,
+    /// The task (0: the messages-only conversation).
+    key: TaskId,
+}
+
+impl Teammate {
+    /// Runs one WORK phase with the agent. `Some(exit)` when the teammate should
+    /// stop afterwards.
+    pub(crate) async fn work_with_agent(&mut self) -> Result<Option<Exit>, Error> {
+        let Some(mut member) = self.agent.as_mut().and_then(|a| a.member.take()) else {
+            return Err(Error::Agent(
+                "the agent runtime is not set up (no member socket)".into(),
+            ));
+        };
+        let end = self.agent_phase(&mut member).await;
+        if let Some(setup) = self.agent.as_mut() {
+            setup.member = Some(member);
+        }
+        let end = end?;
+        self.settle_agent(end).await
+    }
+
+    async fn agent_phase(&mut self, member: &mut MemberServer) -> Result<AgentEnd, Error> {
+        if self.held.is_none() && self.agent_inbox.is_empty() {
+            return Ok(AgentEnd::Done);
+        }
+        self.set_status(MemberStatus::Working).await?;
+        let Some(brief) = self.brief(member) else {
+            return Ok(AgentEnd::Done);
+        };
+        let key = brief.task;
+        let Some(spec) = self.agent.as_ref().map(|a| a.spec.clone()) else {
+            return Ok(AgentEnd::Done);
+        };
+        self.log(
+            EntryKind::Lifecycle,
+            None,
+            false,
+            &format!(
+                "work: started ({} agent {}{})",
+                spec.kind.as_str(),
+                spec.program.display(),
+                match &brief.resume {
+                    Some(id) => format!(", resuming session {id}"),
+                    None => String::new(),
+                }
+            ),
+        );
+        let agent = match Agent::start(&spec, brief).await {
+            Ok(a) => a,
+            Err(e) => return Ok(AgentEnd::StartFailed(e)),
+        };
+        let mut phase = Phase {
+            agent,
+            pending: BTreeMap::new(),
+            handed: BTreeSet::new(),
+            refusals: 0,
+            key,
+        };
+        let cancel = self.cancel.clone();
+        let lost = self.lost_token();
+        let mut parked: Option<Parked> = None;
+        let end = loop {
+            if parked.is_none() && phase.pending.is_empty() {
+                parked = Some(self.park());
+            }
+            let polling = !phase.pending.is_empty();
+            let step = tokio::select! {
+                _ = cancel.cancelled() => Step::Stop,
+                _ = lost.cancelled() => Step::Lost,
+                ev = phase.agent.next_event() => Step::Event(ev),
+                call = member.next() => Step::Call(call),
+                w = async { parked.as_mut().expect("guarded by the branch condition").await },
+                    if parked.is_some() => Step::Woken(w),
+                _ = tokio::time::sleep(INBOX_POLL), if polling => Step::Poll,
+            };
+            let flow = match step {
+                Step::Stop => Some(AgentEnd::Stop(Exit::Terminated)),
+                Step::Lost => Some(AgentEnd::Lost),
+                Step::Event(ev) => self.on_agent_event(ev, &mut phase).await,
+                Step::Call(incoming) => {
+                    let reply = self.member_call(incoming.call).await;
+                    let _ = incoming.reply.send(reply);
+                    // The agent ended its task itself.
+                    (key != 0 && self.held.is_none()).then_some(AgentEnd::Done)
+                }
+                Step::Woken(w) => {
+                    parked = None;
+                    self.on_woken(w, &mut phase).await?
+                }
+                Step::Poll => {
+                    let inbox = self
+                        .session
+                        .call(|c| async move { c.inbox().await })
+                        .await?;
+                    let fresh: Vec<Message> = inbox
+                        .into_iter()
+                        .filter(|m| !phase.handed.contains(&m.id))
+                        .collect();
+                    self.on_messages(fresh, &mut phase).await?
+                }
+            };
+            if let Some(end) = flow {
+                break end;
+            }
+        };
+        // Interrupt and stop the agent before anything else: a task given back
+        // may run elsewhere at once, and its agent must not run on meanwhile.
+        let how = match &end {
+            AgentEnd::Done => "its work is done",
+            AgentEnd::Lost => "the claim is gone",
+            AgentEnd::Stop(_) => "the teammate is stopping",
+            _ => "it failed",
+        };
+        let session = phase.agent.session().map(str::to_string);
+        phase.agent.stop().await;
+        self.log(
+            EntryKind::Lifecycle,
+            None,
+            false,
+            &format!(
+                "agent: stopped ({how}){}",
+                session
+                    .map(|s| format!("; session {s} kept for this task"))
+                    .unwrap_or_default()
+            ),
+        );
+        if let Some(wait) = parked {
+            self.stash(wait.await);
+        }
+        Ok(end)
+    }
+
+    /// A `wait_for_work` parked for [`AGENT_PARK`], as a future that owns what it
+    /// needs.
+    fn park(&self) -> Parked {
+        let session = self.session.clone();
+        let ms = AGENT_PARK.min(self.cfg.poll_interval).as_millis() as u64;
+        Box::pin(async move {
+            session
+                .call(|c| async move { c.wait_for_work(Some(ms.max(1))).await })
+                .await
+        })
+    }
+
+    /// Keeps what a wait brought after the phase ended, for IDLE to handle.
+    fn stash(&mut self, woken: Result<Work, ClientError>) {
+        match woken {
+            Ok(Work::Timeout) => {}
+            Ok(Work::Messages { messages }) if messages.is_empty() => {}
+            Ok(work) => self.stashed = Some(work),
+            Err(e) => tracing::warn!(error = %e, "a wait parked during work failed"),
+        }
+    }
+
+    /// What the agent starts with. `None` when there is nothing to do.
+    fn brief(&mut self, member: &MemberServer) -> Option<Brief> {
+        let setup = self.agent.as_ref()?;
+        let kind = setup.spec.kind;
+        let key = self.task_id().unwrap_or(0);
+        let resume = setup.sessions.get(key, kind).map(|e| e.session);
+        let mut parts = Vec::new();
+        if let Some(held) = &self.held {
+            if resume.is_some() {
+                parts.push(crate::prompts::agent::RESUMED.to_string());
+            }
+            parts.push(held.opening.clone());
+        }
+        let inbox = std::mem::take(&mut self.agent_inbox);
+        if self.held.is_none() {
+            parts.push(crate::prompts::agent::MESSAGES_ONLY.to_string());
+        }
+        parts.extend(inbox);
+        let cwd = self.local.workdir.clone();
+        let mut mcp = setup.mcp.clone();
+        mcp.env.push((
+            MEMBER_SOCKET_ENV.to_string(),
+            member.path().display().to_string(),
+        ));
+        let plan_first = self
+            .held
+            .as_ref()
+            .is_some_and(|h| h.needs_plan && !matches!(h.plan, PlanState::Approved { .. }));
+        Some(Brief {
+            task: key,
+            cwd,
+            resume,
+            identity: crate::prompts::agent::identity(
+                &self.cfg.name,
+                &self.cfg.role,
+                &self.cfg.team,
+                self.ctx.identity.worktree.as_deref(),
+            ),
+            prompt: parts.join("\n\n"),
+            plan_first,
+            mcp: Some(mcp),
+        })
+    }
+}

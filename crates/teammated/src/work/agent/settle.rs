@@ -1,0 +1,94 @@
+//! How a held task is settled after an agent's phase.
+
+use super::*;
+
+impl Teammate {
+    /// Settles the held task after the phase. `Some(exit)` when the teammate
+    /// should stop.
+    pub(super) async fn settle_agent(&mut self, end: AgentEnd) -> Result<Option<Exit>, Error> {
+        let kind = self
+            .agent
+            .as_ref()
+            .map(|a| a.spec.kind.as_str())
+            .unwrap_or("agent");
+        match end {
+            AgentEnd::Done => {
+                self.log(EntryKind::Lifecycle, None, false, "work: ended");
+                self.agent_failures = 0;
+            }
+            AgentEnd::Stop(exit) => return Ok(Some(exit)),
+            AgentEnd::Lost => {
+                let why = self.why_lost();
+                self.log(
+                    EntryKind::Lifecycle,
+                    None,
+                    false,
+                    &format!("work: ended (claim lost: {why})"),
+                );
+                self.let_go();
+            }
+            AgentEnd::Refused => {
+                self.log(
+                    EntryKind::Lifecycle,
+                    None,
+                    false,
+                    &format!("work: ended (the completion gate refused {MAX_REFUSALS} times)"),
+                );
+            }
+            AgentEnd::StartFailed(e) => {
+                let why = format!("the {kind} agent could not start: {e}");
+                self.log(
+                    EntryKind::Lifecycle,
+                    None,
+                    true,
+                    &format!("work: ended ({why})"),
+                );
+                let what = match self.task_id() {
+                    Some(id) => format!("released #{id}"),
+                    None => "could not read its messages".into(),
+                };
+                // Not the task's fault: give it back without using up an attempt.
+                self.release_with_note(&why).await;
+                self.tell_lead(
+                    MessageKind::Error,
+                    format!("{} {what}: {why}", self.cfg.name),
+                )
+                .await;
+                self.agent_failures += 1;
+                self.llm_failures = self.agent_failures;
+                return Ok(None);
+            }
+            AgentEnd::Failed(why) => {
+                self.log(
+                    EntryKind::Lifecycle,
+                    None,
+                    true,
+                    &format!("work: ended ({why})"),
+                );
+                let what = match self.task_id() {
+                    Some(id) => format!("released #{id}"),
+                    None => "could not answer".into(),
+                };
+                if self.held.is_some() {
+                    self.release(Some(&why)).await;
+                }
+                self.tell_lead(
+                    MessageKind::Error,
+                    format!("{} {what}: {kind} agent: {why}", self.cfg.name),
+                )
+                .await;
+                self.agent_failures += 1;
+                self.llm_failures = self.agent_failures;
+                return Ok(None);
+            }
+        }
+        if let Some(held) = &self.held {
+            let why = match &held.refused {
+                Some(r) => format!("the teammate could not complete it: {r}"),
+                None => "the agent ended without a result the board took".to_string(),
+            };
+            self.release(Some(&why)).await;
+        }
+        Ok(None)
+    }
+}

@@ -1,0 +1,96 @@
+//! The agent runtime's setup, once per teammate.
+
+use super::*;
+
+/// The agent runtime's setup, from the configuration: `None` for the native
+/// runtime. Fails when the agent's program cannot be found, or the member
+/// socket cannot be bound: nothing could run then.
+pub(crate) fn setup(cfg: &crate::config::Config) -> Result<Option<AgentSetup>, Error> {
+    let rt = &cfg.runtime;
+    if rt.kind == RuntimeKind::Native {
+        return Ok(None);
+    }
+    let named = match (&rt.agent_cmd, rt.kind.default_cmd()) {
+        (Some(cmd), _) => cmd.clone(),
+        (None, Some(cmd)) => std::path::PathBuf::from(cmd),
+        (None, None) => {
+            return Err(Error::Agent(format!(
+                "--runtime {} needs the agent's program: --agent-cmd CMD",
+                rt.kind.as_str()
+            )));
+        }
+    };
+    let program = crate::runtime::process::resolve(&named).ok_or_else(|| {
+        Error::Agent(format!(
+            "the {} agent '{}' is not found or not executable; install it, or name it with --agent-cmd",
+            rt.kind.as_str(),
+            named.display()
+        ))
+    })?;
+    let dir = teamboard_protocol::transcript::teammate_dir(&cfg.state_dir, &cfg.team, &cfg.name)
+        .join("agent");
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Error::Agent(format!("cannot create {}: {e}", dir.display())))?;
+    let member = MemberServer::bind(&cfg.name)
+        .map_err(|e| Error::Agent(format!("cannot open the member socket: {e}")))?;
+    let socket = member.path().display().to_string();
+    let mut env = rt.agent_env.clone();
+    env.extend([
+        (MEMBER_SOCKET_ENV.to_string(), socket.clone()),
+        (
+            "TEAMBOARD_SOCKET".to_string(),
+            cfg.socket.display().to_string(),
+        ),
+        ("TEAMBOARD_TEAM".to_string(), cfg.team.clone()),
+    ]);
+    let teamctl = teamctl_program();
+    let mcp = McpServer {
+        command: teamctl,
+        args: vec![
+            "mcp".into(),
+            "--name".into(),
+            cfg.name.clone(),
+            "--team".into(),
+            cfg.team.clone(),
+        ],
+        env: vec![
+            (MEMBER_SOCKET_ENV.to_string(), socket),
+            (
+                "TEAMBOARD_SOCKET".to_string(),
+                cfg.socket.display().to_string(),
+            ),
+        ],
+    };
+    Ok(Some(AgentSetup {
+        spec: AgentSpec {
+            kind: rt.kind,
+            program,
+            extra_args: rt.agent_args.clone(),
+            max_turns: cfg.max_rounds,
+            model: cfg.provider.model.clone(),
+            policy: rt.policy,
+            env,
+            guard: crate::tools::guard::program(),
+        },
+        sessions: crate::runtime::sessions::Sessions::new(&dir),
+        member: Some(member),
+        mcp,
+    }))
+}
+
+/// `teamctl`, for the board's MCP server: `TEAMBOARD_TEAMCTL` when set, else the
+/// one next to this teammated (they are installed together), else the one on
+/// PATH.
+fn teamctl_program() -> std::path::PathBuf {
+    if let Some(p) = std::env::var_os("TEAMBOARD_TEAMCTL") {
+        return p.into();
+    }
+    let sibling = std::env::current_exe().ok().and_then(|exe| {
+        let dir = exe.parent()?;
+        // A test binary lives in target/<profile>/deps, the binaries one up.
+        [dir.join("teamctl"), dir.parent()?.join("teamctl")]
+            .into_iter()
+            .find(|p| p.is_file())
+    });
+    sibling.unwrap_or_else(|| std::path::PathBuf::from("teamctl"))
+}
