@@ -1,6 +1,6 @@
 //! Project chores that need more than a plain `cargo` command: `cargo xtask demo`,
-//! `cargo xtask install`, `cargo xtask install-agents`, `cargo xtask bench` (with `bench-teammates` and
-//! `bench-cancel` and `bench-plan`), `cargo xtask tokens`, `cargo xtask soak-git` and `cargo xtask module-cycles`. This file only parses flags;
+//! `cargo xtask install`, `cargo xtask install-agents`, `cargo xtask bench` (with `bench-teammates`,
+//! `bench-cancel`, `bench-plan` and `bench-runtimes`), `cargo xtask tokens`, `cargo xtask soak-git` and `cargo xtask module-cycles`. This file only parses flags;
 //! each command lives in its own module.
 
 mod bench;
@@ -62,6 +62,14 @@ enum Command {
     /// The plan measurement itself, run from a release build.
     #[command(hide = true)]
     BenchPlanRun(bench::plan::PlanBenchArgs),
+    /// Measure what Claude Code, Codex and an ACP agent cost as a teammate's
+    /// runtime against the native one on the same mock: per task, the time a
+    /// message takes to reach a busy agent, and the wakes that resumed a session.
+    #[command(long_about = bench::runtimes::LONG_ABOUT)]
+    BenchRuntimes(bench::runtimes::RuntimeBenchArgs),
+    /// The runtime measurement itself, run from a release build.
+    #[command(hide = true)]
+    BenchRuntimesRun(bench::runtimes::RuntimeBenchArgs),
     /// Measure a teammate's input tokens on a fixed six-task workload against the
     /// mock LLM server, before (context carried from task to task, no prompt
     /// caching) and after (a fresh context per task, cache breakpoints).
@@ -120,6 +128,8 @@ fn main() -> anyhow::Result<()> {
         Command::BenchCancelRun(args) => bench::cancel::run(&args),
         Command::BenchPlan(args) => bench::plan::build_and_run(&args),
         Command::BenchPlanRun(args) => bench::plan::run(&args),
+        Command::BenchRuntimes(args) => bench::runtimes::build_and_run(&args),
+        Command::BenchRuntimesRun(args) => bench::runtimes::run(&args),
         Command::Tokens(args) => tokens::run(&args),
         Command::SoakGit(args) => soak::build_and_run(&args),
         Command::SoakGitRun(args) => soak::run(&args),

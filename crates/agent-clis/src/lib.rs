@@ -6,6 +6,12 @@
 //! `<cli>-<version>/node_modules/...`, and `node-<version>/` when the machine's
 //! Node is too old for the Gemini CLI. A directory is renamed into place only
 //! once its install finished, so a name that exists holds a whole install.
+//!
+//! [`offline`] says how each CLI is pointed at a local mock server with nothing
+//! leaving 127.0.0.1: the runtime tests and `cargo xtask bench-runtimes` set
+//! them up the same way.
+
+pub mod offline;
 
 use std::path::{Path, PathBuf};
 
@@ -81,6 +87,26 @@ impl Cli {
         }
     }
 
+    /// The program to run: the one [`Cli::override_var`] names, else
+    /// [`Cli::program`]; or why there is none, in words for a person.
+    pub fn find(self) -> Result<PathBuf, String> {
+        let program = std::env::var_os(self.override_var())
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| self.program());
+        if is_executable(&program) {
+            return Ok(program);
+        }
+        let (package, version) = self.package();
+        Err(format!(
+            "{} is not installed ({} is missing; `cargo xtask install-agents` installs \
+             {package}@{version} from the npm registry, or set {} to its program)",
+            self.name(),
+            program.display(),
+            self.override_var()
+        ))
+    }
+
     /// The oldest Node major version the CLI runs on, for the CLIs that run on
     /// Node at all (Claude Code and Codex ship native binaries; Node only
     /// installs them).
@@ -108,6 +134,12 @@ pub fn node_program_in(dir: &Path) -> PathBuf {
         .join(NODE_PACKAGE.0)
         .join("bin")
         .join("node")
+}
+
+/// Whether `p` is a file someone may run.
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// The variable that names the agents directory.

@@ -83,6 +83,43 @@ impl PromptUsage {
     pub fn fresh(&self) -> u64 {
         self.prompt - self.cache_read - self.cache_write
     }
+
+    /// What the `usage` of an answer in `api`'s format says of its prompt
+    /// ([`crate::RecordedRequest::answered_usage`] with the cache simulated):
+    /// the reading back of what the mock wrote. Missing fields count 0.
+    pub fn of_answer(api: Api, usage: &Value) -> PromptUsage {
+        let n = |v: &Value| v.as_u64().unwrap_or(0);
+        match api {
+            // input_tokens leaves out what was read from and written to the cache.
+            Api::Anthropic => {
+                let (read, write) = (
+                    n(&usage["cache_read_input_tokens"]),
+                    n(&usage["cache_creation_input_tokens"]),
+                );
+                PromptUsage {
+                    prompt: n(&usage["input_tokens"]) + read + write,
+                    cache_read: read,
+                    cache_write: write,
+                }
+            }
+            // The others count the whole prompt, cached part included.
+            Api::OpenAi => PromptUsage {
+                prompt: n(&usage["prompt_tokens"]),
+                cache_read: n(&usage["prompt_tokens_details"]["cached_tokens"]),
+                cache_write: 0,
+            },
+            Api::Responses => PromptUsage {
+                prompt: n(&usage["input_tokens"]),
+                cache_read: n(&usage["input_tokens_details"]["cached_tokens"]),
+                cache_write: 0,
+            },
+            Api::Gemini => PromptUsage {
+                prompt: n(&usage["promptTokenCount"]),
+                cache_read: n(&usage["cachedContentTokenCount"]),
+                cache_write: 0,
+            },
+        }
+    }
 }
 
 /// The prefixes seen so far, by the hash of their content.
@@ -263,6 +300,27 @@ fn chain(before: u64, bytes: &[u8]) -> u64 {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn an_answers_usage_reads_back_as_the_prompt_it_counted() {
+        let of = PromptUsage::of_answer;
+        let anthropic = json!({"input_tokens": 3, "cache_read_input_tokens": 5, "cache_creation_input_tokens": 7});
+        assert_eq!(
+            of(Api::Anthropic, &anthropic),
+            PromptUsage {
+                prompt: 15,
+                cache_read: 5,
+                cache_write: 7
+            }
+        );
+        let openai = json!({"prompt_tokens": 9, "prompt_tokens_details": {"cached_tokens": 4}});
+        assert_eq!(of(Api::OpenAi, &openai).fresh(), 5);
+        let responses = json!({"input_tokens": 9, "input_tokens_details": {"cached_tokens": 2}});
+        assert_eq!(of(Api::Responses, &responses).cache_read, 2);
+        let gemini = json!({"promptTokenCount": 11, "cachedContentTokenCount": 1});
+        assert_eq!(of(Api::Gemini, &gemini).prompt, 11);
+        assert_eq!(of(Api::Gemini, &Value::Null), PromptUsage::default());
+    }
 
     fn tools(marked: bool) -> Value {
         let mut tools: Vec<Value> = (0..8)

@@ -37,6 +37,8 @@
 //! answer to `:streamGenerateContent` is streamed as its `data:` chunks, and
 //! `:countTokens` is answered apart from the script, like the model list.
 //!
+//! A Messages API request is read for a responder with [`messages`].
+//!
 //! The OpenAI Responses API that Codex speaks (`POST /v1/responses`) is always
 //! streamed; its replies are scripted in [`responses`].
 //!
@@ -44,6 +46,7 @@
 
 pub mod cache;
 pub mod gemini;
+pub mod messages;
 pub mod responses;
 pub mod stream;
 

@@ -35,22 +35,13 @@ struct Gemini {
 }
 
 impl Gemini {
-    /// Gemini CLI set up offline in `dir`: API key auth against the mock, no
-    /// telemetry, no update checks, the workspace trusted, no relaunch.
+    /// Gemini CLI set up offline in `dir` (`teamboard_testkit::agents::offline`):
+    /// API key auth against the mock, no telemetry, no update checks, the
+    /// workspace trusted, no relaunch.
     fn new(program: PathBuf, dir: &Path) -> Gemini {
-        let home = dir.join("gemini-home");
-        std::fs::create_dir_all(home.join(".gemini")).expect("gemini home");
-        let settings = json!({
-            "security": {"auth": {"selectedType": "gemini-api-key"}},
-            "privacy": {"usageStatisticsEnabled": false},
-            "telemetry": {"enabled": false},
-            "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
-        });
-        std::fs::write(home.join(".gemini/settings.json"), settings.to_string())
-            .expect("gemini settings");
         Gemini {
             mock: MockLlm::start(vec![]),
-            home,
+            home: dir.join("gemini-home"),
             program,
         }
     }
@@ -69,31 +60,12 @@ impl Gemini {
 
     /// `teammated --runtime acp --agent-cmd gemini --agent-arg=--acp` as `name`.
     fn spawn(&self, board: &Board, name: &str, extra: &[&str]) -> Teammate {
-        let program = self.program.display().to_string();
-        let mut args = vec![
-            "--runtime",
-            "acp",
-            "--agent-cmd",
-            program.as_str(),
-            "--agent-arg=--acp",
-            "--agent-arg=-m",
-            "--agent-arg=gemini-2.5-flash",
-        ];
+        let agent = Cli::Gemini
+            .offline(&self.program, &self.home, &self.mock.url())
+            .expect("gemini home");
+        let mut args = agent.arg_strs();
         args.extend_from_slice(extra);
-        let home = self.home.display().to_string();
-        let url = self.mock.url();
-        board.spawn_with_env(
-            name,
-            "dev",
-            &args,
-            &[
-                ("GEMINI_CLI_HOME", home.as_str()),
-                ("GEMINI_API_KEY", "mock-key"),
-                ("GOOGLE_GEMINI_BASE_URL", url.as_str()),
-                ("GEMINI_CLI_TRUST_WORKSPACE", "true"),
-                ("GEMINI_CLI_NO_RELAUNCH", "true"),
-            ],
-        )
+        board.spawn_with_env(name, "dev", &args, &agent.env_strs())
     }
 
     /// The model calls so far that carried `needle` anywhere in their contents.

@@ -43,6 +43,16 @@ pub struct Daemon {
 impl Daemon {
     /// Starts `boardd` on `state_dir` and waits until its socket accepts.
     pub async fn start(boardd: &Path, state_dir: &Path, mode: Mode) -> anyhow::Result<Daemon> {
+        Daemon::start_with(boardd, state_dir, mode, &[]).await
+    }
+
+    /// [`Daemon::start`] with `extra` flags for boardd.
+    pub async fn start_with(
+        boardd: &Path,
+        state_dir: &Path,
+        mode: Mode,
+        extra: &[&str],
+    ) -> anyhow::Result<Daemon> {
         // Socket paths must stay under 108 bytes, so the socket lives in a short
         // directory in /tmp rather than next to the state (which may be deep in
         // target/). /tmp is named explicitly: $TMPDIR may itself be long.
@@ -67,6 +77,7 @@ impl Daemon {
             // Leases and restart grace far beyond any phase, so that no expiry
             // work lands in the middle of a measurement.
             .args(["--lease-ttl", "600", "--restart-grace", "600"])
+            .args(extra)
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
             .stdout(Stdio::null())

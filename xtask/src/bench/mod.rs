@@ -21,6 +21,7 @@ mod fsync;
 pub mod load;
 pub mod plan;
 mod report;
+pub mod runtimes;
 pub(crate) mod stats;
 pub mod teammates;
 mod wake;

@@ -4,17 +4,15 @@
 //!
 //! The mock answers from the request (`MockLlm::set_responder`), never from a
 //! queue: how many calls the CLI makes, and in which order, is its own
-//! business. A request is read the way survey §10 (`docs/design/runtime-claude.md`)
-//! describes it: `messages` holds `role:"system"` entries too, the user's text
-//! comes after `<system-reminder>` blocks, and a tool's result is a
-//! `tool_result` block in the last user message.
+//! business. A request is read with `mock_llm::messages` (re-exported here).
 
 #![allow(dead_code)]
 
 use serde_json::{Value, json};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use teamboard_protocol::TaskId;
+use teamboard_testkit::agents::Cli;
+pub use teamboard_testkit::mock_llm::messages::{last_user, result_of, text_of, tool_results};
 use teamboard_testkit::mock_llm::{
     MockLlm, MockReply, RecordedRequest, TEXT_USAGE, TOOL_USAGE, anthropic_message,
 };
@@ -57,26 +55,24 @@ impl ClaudeBoard {
     pub fn spawn_with(&self, name: &str, role: &str, log: &str, extra: &[&str]) -> Teammate {
         let teammated =
             Teammated::new(TEAMMATED, &self.board.daemon.socket, self.board.state_dir());
-        let url = self.mock.url();
-        let config = self.home.join(".claude");
-        let claude = self.claude.display().to_string();
-        let mut args = vec!["--runtime", "claude", "--agent-cmd", &claude];
+        let agent = Cli::Claude
+            .offline(&self.claude, &self.home, &self.mock.url())
+            .expect("Claude Code's home");
+        let mut args = agent.arg_strs();
         args.extend_from_slice(extra);
         // The board's MCP server the agent starts: this build's teamctl.
-        let teamctl = teamboard_testkit::workspace_bin("teamctl");
+        let teamctl = teamboard_testkit::workspace_bin("teamctl")
+            .display()
+            .to_string();
+        let mut env = agent.env_strs();
+        env.push(("TEAMBOARD_TEAMCTL", &teamctl));
         teammated.spawn(
             name,
             role,
             &self.board.workdir(name),
             &self.board.dir().join(format!("{log}.log")),
             &args,
-            &[
-                ("ANTHROPIC_BASE_URL", url.as_str()),
-                ("ANTHROPIC_API_KEY", "test"),
-                ("CLAUDE_CONFIG_DIR", &config.display().to_string()),
-                ("HOME", &self.home.display().to_string()),
-                ("TEAMBOARD_TEAMCTL", &teamctl.display().to_string()),
-            ],
+            &env,
         )
     }
 
@@ -129,75 +125,10 @@ impl ClaudeBoard {
     }
 }
 
-/// The last `role:"user"` message of a Messages API request body.
-pub fn last_user(body: &Value) -> &Value {
-    body["messages"]
-        .as_array()
-        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
-        .unwrap_or(&Value::Null)
-}
-
-/// The text of a message: its string content, or its text blocks joined.
-pub fn text_of(message: &Value) -> String {
-    match &message["content"] {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter(|b| b["type"] == "text")
-            .filter_map(|b| b["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
-
-/// The `tool_result` blocks of a message: (tool_use_id, its text, is_error).
-pub fn tool_results(message: &Value) -> Vec<(String, String, bool)> {
-    let Some(blocks) = message["content"].as_array() else {
-        return Vec::new();
-    };
-    blocks
-        .iter()
-        .filter(|b| b["type"] == "tool_result")
-        .map(|b| {
-            let text = match &b["content"] {
-                Value::String(s) => s.clone(),
-                Value::Array(parts) => parts
-                    .iter()
-                    .filter_map(|p| p["text"].as_str())
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-                other => other.to_string(),
-            };
-            (
-                b["tool_use_id"].as_str().unwrap_or_default().to_string(),
-                text,
-                b["is_error"] == true,
-            )
-        })
-        .collect()
-}
-
-/// The result of the tool call `id` in the last user message, if it is there.
-pub fn result_of<'a>(results: &'a [(String, String, bool)], id: &str) -> Option<&'a str> {
-    results
-        .iter()
-        .find(|(i, _, _)| i == id)
-        .map(|(_, t, _)| t.as_str())
-}
-
-/// An answer with `content`, under a message id of its own. Trap: Claude Code
-/// merges assistant messages that share an id (it streams each content block as
-/// an event of its own, with the message's id), and with them the tool results
-/// that follow; the mock's canned answers all carry one id.
+/// An answer with `content` (each under a message id of its own: Claude Code
+/// merges the assistant messages of one id, see `anthropic_message`).
 fn answer(content: Value, stop_reason: &str, usage: (u64, u64)) -> MockReply {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    let mut message = anthropic_message(content, stop_reason, usage);
-    message["id"] = json!(format!(
-        "msg_e2e_{:06}",
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
-    MockReply::json(200, message)
+    MockReply::json(200, anthropic_message(content, stop_reason, usage))
 }
 
 /// A final text answer.

@@ -1,47 +1,15 @@
 //! What the codex runtime tests share: a `CODEX_HOME` whose configuration
-//! points the real CLI at the mock, teammates started with it, and a look at
+//! points the real CLI at the mock (`teamboard_testkit::agents::offline`), teammates started with it, and a look at
 //! the processes they leave.
 
 use serde_json::json;
 use std::path::{Path, PathBuf};
+use teamboard_testkit::agents::Cli;
 use teamboard_testkit::mock_llm::{MockLlm, MockReply};
 use teamboard_testkit::{Board, TEAM, Teammate};
 
 /// The binary under test, built by cargo for this package's tests.
 pub const TEAMMATED: &str = env!("CARGO_BIN_EXE_teammated");
-
-/// The configuration of Codex 0.171.0 for the mock (docs/design/runtime-codex-
-/// acp.md §3.1): a model provider speaking the Responses API at the mock, no
-/// retries (a failure shows at once), and nothing sent anywhere else.
-/// `--strict-config` (passed by [`CodexHome::spawn`]) makes a key that a new
-/// version renamed fail loudly.
-fn config(mock_url: &str) -> String {
-    format!(
-        r#"model = "mock-model"
-model_provider = "mock"
-check_for_update_on_startup = false
-
-[model_providers.mock]
-name = "mock"
-base_url = "{mock_url}/v1"
-env_key = "MOCK_API_KEY"
-wire_api = "responses"
-request_max_retries = 0
-stream_max_retries = 0
-supports_websockets = false
-
-[analytics]
-enabled = false
-
-[feedback]
-enabled = false
-
-[otel]
-exporter = "none"
-log_user_prompt = false
-"#
-    )
-}
 
 /// The CLI, its home and the mock it talks to, for one test.
 pub struct CodexHome {
@@ -59,7 +27,6 @@ impl CodexHome {
             .prefix("codex-home-")
             .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
             .expect("a CODEX_HOME under the target dir");
-        std::fs::write(home.path().join("config.toml"), config(&mock.url())).expect("config.toml");
         CodexHome {
             program,
             mock,
@@ -72,24 +39,15 @@ impl CodexHome {
     }
 
     /// Starts teammate `name` with the codex runtime and `extra` flags. Codex
-    /// takes its configuration from `CODEX_HOME` in teammated's environment.
+    /// takes its configuration (`teamboard_testkit::agents::offline`) from
+    /// `CODEX_HOME` in teammated's environment.
     pub fn spawn(&self, board: &Board, name: &str, extra: &[&str]) -> Teammate {
-        let program = self.program.display().to_string();
-        let home = self.home().display().to_string();
-        let mut args = vec![
-            "--runtime",
-            "codex",
-            "--agent-cmd",
-            &program,
-            "--agent-arg=--strict-config",
-        ];
+        let agent = Cli::Codex
+            .offline(&self.program, self.home(), &self.mock.url())
+            .expect("CODEX_HOME");
+        let mut args = agent.arg_strs();
         args.extend_from_slice(extra);
-        board.spawn_with_env(
-            name,
-            "dev",
-            &args,
-            &[("CODEX_HOME", &home), ("MOCK_API_KEY", "mock-key")],
-        )
+        board.spawn_with_env(name, "dev", &args, &agent.env_strs())
     }
 
     /// Live processes with this `CODEX_HOME` in their environment, other than

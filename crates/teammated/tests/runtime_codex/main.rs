@@ -4,7 +4,6 @@
 //! Responses API. Each test skips, saying so, where the CLI is not installed.
 
 mod harness;
-mod measure;
 
 use harness::{CodexHome, TEAMMATED, exec, nonce, percentile, sessions, with_marker};
 use std::time::{Duration, Instant};

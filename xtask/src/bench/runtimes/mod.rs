@@ -1,0 +1,400 @@
+//! `cargo xtask bench-runtimes`: what running a teammate's work through Claude
+//! Code, Codex or an ACP agent costs against teammated's own loop, on the same
+//! mock, through real boardd and teammated processes, offline.
+//!
+//! `bench-runtimes` builds boardd, teammated, teamctl (the board's MCP server
+//! every agent is configured with) and xtask in release mode, and hands over to
+//! `target/release/xtask bench-runtimes-run`. For each runtime whose CLI is
+//! installed (`teamboard_agent_clis`: `$TEAMBOARD_AGENTS_DIR` or the override
+//! variables; a missing one is reported as skipped, not failed), each on a
+//! fresh mock and a fresh teammate of its own, against one boardd:
+//!
+//! 1. **per-task overhead** ([`overhead`]): N small tasks in a row;
+//! 2. **message latency** ([`latency`]): M messages to the agent while it is
+//!    busy with a shell command;
+//! 3. **resumed share** ([`wakes`]): K wakes of one task, agent runtimes only.
+//!
+//! The native loop always runs, as the baseline (`--provider anthropic`, and
+//! `--provider openai` for codex, whose API is OpenAI's). Every step has a
+//! timeout. The tables go to stdout, the figures to
+//! `target/bench/runtimes.json`, progress to stderr; what the figures mean
+//! and the results are in `docs/benchmarks.md`.
+
+mod board;
+mod figures;
+mod latency;
+mod overhead;
+mod report;
+mod runtime;
+mod script;
+mod wakes;
+
+use crate::cargo::Metadata;
+use anyhow::{Context, bail};
+use board::{Bins, Board};
+use report::{Measured, Setup};
+use runtime::Runtime;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use teamboard_agent_clis::Cli;
+
+/// `cargo xtask bench-runtimes --help`.
+pub const LONG_ABOUT: &str = "\
+Measure what running a teammate's work through Claude Code, Codex or an ACP agent \
+(gemini --acp) costs against teammated's own loop, offline, on the same mock LLM \
+server, through real boardd and teammated processes (release builds):
+
+  - per task: N small tasks (a shell command, then the answer): wall time from \
+claim to completion, the agent's start, model calls, bytes and prompt tokens sent \
+to the mock, each against the native loop;
+  - a message to a busy agent: M messages sent while the agent works in steps of a \
+500 ms model call and a 500 ms command; send -> the first model call that carries it;
+  - resumed share: K wakes of one task (kill -9 of the teammate and a restart, in \
+turn with kill -9 of the agent and a re-claim); how many resumed the task's session.
+
+The CLIs are the pinned ones `cargo xtask install-agents` puts in \
+$TEAMBOARD_AGENTS_DIR (default target/agents), or TEAMBOARD_CLAUDE_BIN, \
+TEAMBOARD_CODEX_BIN, TEAMBOARD_GEMINI_BIN; a runtime whose CLI is missing is \
+reported as skipped. Tables go to stdout, every figure to \
+target/bench/runtimes.json, progress to stderr. What the figures mean, and the \
+results: docs/benchmarks.md §11.";
+
+/// The longest a step of the bench that should take seconds may take: a
+/// teammate going idle, a claim, a command starting.
+const STEP: Duration = Duration::from_secs(60);
+/// A busy agent's step in the latency measurement: a model call this long
+/// (the mock holds its answer), then a command this long.
+const THINK: Duration = Duration::from_millis(500);
+const RUN: Duration = Duration::from_millis(500);
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct RuntimeBenchArgs {
+    /// The runtimes to measure, comma-separated: native, claude, codex, acp
+    /// (`gemini --acp`). The native runtime always runs: it is the baseline.
+    #[arg(long, default_value = "native,claude,codex,acp", value_name = "LIST")]
+    runtimes: String,
+    /// Small tasks per runtime for the per-task overhead (1-50).
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    tasks: usize,
+    /// Messages sent to each busy agent (0 skips the latency; at most 200).
+    #[arg(long, default_value_t = 20, value_name = "M")]
+    messages: usize,
+    /// Wakes of one task per agent runtime (0 skips them; at most 20).
+    #[arg(long, default_value_t = 3, value_name = "K")]
+    wakes: usize,
+    /// Seconds the wake task's agent works (held in a model call) before each
+    /// wake; 0 wakes it at once. Gemini CLI 0.61.0 cannot load a session in the
+    /// minute it began, so `--wake-after 61` shows what its later wakes do.
+    #[arg(long, default_value_t = 0, value_name = "SECS")]
+    wake_after: u64,
+    /// One more argument for one runtime's agent, as RUNTIME:ARG; repeat it
+    /// for more. For example `--agent-arg claude:--tools --agent-arg
+    /// claude:Bash,Read,Edit,Write` measures Claude Code with four tools.
+    #[arg(long = "agent-arg", value_name = "RUNTIME:ARG")]
+    agent_args: Vec<String>,
+    /// Where the scratch state goes [default: target/bench]. Not under /tmp:
+    /// Codex will not keep its helpers there.
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+}
+
+impl RuntimeBenchArgs {
+    fn to_args(&self) -> Vec<String> {
+        let mut v = vec![
+            "--runtimes".into(),
+            self.runtimes.clone(),
+            "--tasks".into(),
+            self.tasks.to_string(),
+            "--messages".into(),
+            self.messages.to_string(),
+            "--wakes".into(),
+            self.wakes.to_string(),
+            "--wake-after".into(),
+            self.wake_after.to_string(),
+        ];
+        for a in &self.agent_args {
+            v.push(format!("--agent-arg={a}"));
+        }
+        if let Some(dir) = &self.dir {
+            v.push("--dir".into());
+            v.push(dir.display().to_string());
+        }
+        v
+    }
+
+    fn check(&self) -> anyhow::Result<Vec<Runtime>> {
+        if !(1..=50).contains(&self.tasks) {
+            bail!("--tasks must be between 1 and 50");
+        }
+        if self.messages > 200 {
+            bail!("--messages must be at most 200");
+        }
+        if self.wakes > 20 {
+            bail!("--wakes must be at most 20");
+        }
+        if self.wake_after > 600 {
+            bail!("--wake-after must be at most 600 seconds");
+        }
+        let runtimes = runtime::selected(&self.runtimes)?;
+        self.extra_args()?;
+        Ok(runtimes)
+    }
+
+    /// `--agent-arg`s by runtime, as teammated's `--agent-arg=ARG` flags.
+    fn extra_args(&self) -> anyhow::Result<Vec<(Runtime, String)>> {
+        self.agent_args
+            .iter()
+            .map(|a| {
+                let (name, arg) = a.split_once(':').with_context(|| {
+                    format!("--agent-arg {a:?}: write RUNTIME:ARG, e.g. claude:--tools")
+                })?;
+                match Runtime::parse(name) {
+                    Some(rt) if rt.is_agent() => Ok((rt, format!("--agent-arg={arg}"))),
+                    _ => bail!(
+                        "--agent-arg {a:?}: {name} is not an agent runtime (claude, codex, acp)"
+                    ),
+                }
+            })
+            .collect()
+    }
+}
+
+/// `bench-runtimes`: build in release mode, then measure from there.
+pub fn build_and_run(args: &RuntimeBenchArgs) -> anyhow::Result<()> {
+    args.check()?;
+    super::hand_over(
+        &["boardd", "teammated", "teamctl", "xtask"],
+        "bench-runtimes-run",
+        &args.to_args(),
+    )
+}
+
+/// An agent runtime's CLI, set up for the run.
+pub struct Agent {
+    cli: Cli,
+    program: PathBuf,
+    /// The agent's home (its settings and session store), the same for all
+    /// its teammates of the run.
+    home: PathBuf,
+    /// `--agent-arg=...` flags from the command line.
+    extra: Vec<String>,
+}
+
+impl Agent {
+    fn spec(&self) -> (Cli, &Path, &Path) {
+        (self.cli, &self.program, &self.home)
+    }
+}
+
+/// `bench-runtimes-run`: the measurement, from the release build.
+pub fn run(args: &RuntimeBenchArgs) -> anyhow::Result<()> {
+    let runtimes = args.check()?;
+    // Multi-threaded, so the mock answers while the bench waits; the measuring
+    // future runs on this thread, where every child is spawned (they die with
+    // it, see `die_with_parent`).
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        tokio::select! {
+            r = run_async(args, &runtimes) => r,
+            _ = tokio::signal::ctrl_c() => bail!("interrupted"),
+        }
+    })
+}
+
+async fn run_async(args: &RuntimeBenchArgs, runtimes: &[Runtime]) -> anyhow::Result<()> {
+    let meta = Metadata::load()?;
+    let exe = std::env::current_exe().context("cannot find the xtask binary")?;
+    let dir = exe.parent().context("xtask binary has no directory")?;
+    let bins = Bins {
+        boardd: dir.join("boardd"),
+        teammated: dir.join("teammated"),
+        teamctl: dir.join("teamctl"),
+    };
+    for bin in [&bins.boardd, &bins.teammated, &bins.teamctl] {
+        if !bin.exists() {
+            bail!(
+                "{} is missing; run `cargo xtask bench-runtimes`, which builds it",
+                bin.display()
+            );
+        }
+    }
+    let out_dir = meta.target_directory.join("bench");
+    let base = args.dir.clone().unwrap_or_else(|| out_dir.clone());
+    std::fs::create_dir_all(&base).with_context(|| format!("cannot create {}", base.display()))?;
+    let scratch = tempfile::Builder::new()
+        .prefix("runtimes-")
+        .tempdir_in(&base)
+        .with_context(|| format!("cannot create a directory in {}", base.display()))?;
+    let setup = Setup {
+        tasks: args.tasks,
+        messages: args.messages,
+        wakes: args.wakes,
+        wake_after_s: args.wake_after,
+        think_ms: THINK.as_secs_f64() * 1e3,
+        run_ms: RUN.as_secs_f64() * 1e3,
+        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        load_average: super::load_average(),
+    };
+    eprintln!("bench-runtimes: state in {}", scratch.path().display());
+    let extra = args.extra_args()?;
+    let mut board = Board::start(&bins, scratch.path()).await?;
+    let mut all = Vec::new();
+    for &rt in runtimes {
+        let mut m = Measured::new(rt);
+        let agent = match rt.cli() {
+            None => None,
+            Some(cli) => match cli.find() {
+                Ok(program) => {
+                    let extra: Vec<String> = extra
+                        .iter()
+                        .filter(|(r, _)| *r == rt)
+                        .map(|(_, a)| a.clone())
+                        .collect();
+                    m.agent = Some((
+                        cli.package().1.to_string(),
+                        extra
+                            .iter()
+                            .map(|a| a.trim_start_matches("--agent-arg=").to_string())
+                            .collect(),
+                    ));
+                    Some(Agent {
+                        cli,
+                        program,
+                        home: scratch.path().join("homes").join(cli.name()),
+                        extra,
+                    })
+                }
+                Err(why) => {
+                    eprintln!("{}: skipped: {why}", rt.name());
+                    m.skipped = Some(why);
+                    all.push(m);
+                    continue;
+                }
+            },
+        };
+        let agent = agent.as_ref();
+        eprintln!("{}: {} tasks ...", rt.name(), args.tasks);
+        m.overhead = Some(
+            overhead::measure(&mut board, rt, agent, args.tasks)
+                .await
+                .map_err(|e| format!("{e:#}")),
+        );
+        report_progress(rt, "tasks", &m.overhead);
+        if args.messages > 0 && rt != Runtime::NativeOpenai {
+            eprintln!("{}: {} messages while busy ...", rt.name(), args.messages);
+            m.latency = Some(
+                latency::measure(&mut board, rt, agent, args.messages, THINK, RUN)
+                    .await
+                    .map_err(|e| format!("{e:#}")),
+            );
+            report_progress(rt, "messages", &m.latency);
+        }
+        if let (Some(agent), true) = (agent, args.wakes > 0) {
+            eprintln!("{}: {} wakes of one task ...", rt.name(), args.wakes);
+            m.wakes = Some(
+                wakes::measure(
+                    &mut board,
+                    rt,
+                    agent,
+                    args.wakes,
+                    Duration::from_secs(args.wake_after),
+                )
+                .await
+                .map_err(|e| format!("{e:#}")),
+            );
+            report_progress(rt, "wakes", &m.wakes);
+        }
+        all.push(m);
+    }
+    board.stop().await?;
+    report::print(&all, &setup);
+    let unix_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    std::fs::create_dir_all(&out_dir)?;
+    let json = out_dir.join("runtimes.json");
+    std::fs::write(
+        &json,
+        serde_json::to_vec_pretty(&report::json(&all, &setup, unix_s))?,
+    )
+    .with_context(|| format!("cannot write {}", json.display()))?;
+    println!();
+    println!("results written to {}", json.display());
+    if all.iter().any(Measured::failed) {
+        let kept = scratch.keep();
+        bail!(
+            "a measurement failed (see above); the teammates' logs and state are kept in {}",
+            kept.display()
+        );
+    }
+    Ok(())
+}
+
+fn report_progress<T>(rt: Runtime, what: &str, o: &report::Outcome<T>) {
+    if let Some(Err(e)) = o {
+        eprintln!("{}: {what} FAILED: {e}", rt.name());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: RuntimeBenchArgs,
+    }
+
+    fn parse(line: &[&str]) -> RuntimeBenchArgs {
+        Cli::try_parse_from(std::iter::once("x").chain(line.iter().copied()))
+            .expect("parses")
+            .args
+    }
+
+    #[test]
+    fn options_are_checked_and_handed_over_unchanged() {
+        let args = parse(&[
+            "--runtimes",
+            "claude",
+            "--tasks",
+            "2",
+            "--agent-arg",
+            "claude:--tools",
+            "--agent-arg=claude:Bash,Read",
+        ]);
+        assert_eq!(
+            args.check().expect("valid"),
+            [Runtime::Native, Runtime::Claude]
+        );
+        assert_eq!(
+            args.extra_args().expect("valid"),
+            [
+                (Runtime::Claude, "--agent-arg=--tools".to_string()),
+                (Runtime::Claude, "--agent-arg=Bash,Read".to_string())
+            ]
+        );
+        let again = parse(
+            &args
+                .to_args()
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+        );
+        assert_eq!(again.to_args(), args.to_args());
+        for bad in [
+            &["--tasks", "0"][..],
+            &["--messages", "201"],
+            &["--agent-arg", "native:--x"],
+            &["--agent-arg", "claude"],
+            &["--wake-after", "601"],
+            &["--runtimes", "claude,cursor"],
+        ] {
+            assert!(parse(bad).check().is_err(), "{bad:?}");
+        }
+    }
+}
