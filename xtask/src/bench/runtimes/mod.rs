@@ -84,7 +84,8 @@ pub struct RuntimeBenchArgs {
     wakes: usize,
     /// Seconds the wake task's agent works (held in a model call) before each
     /// wake; 0 wakes it at once. Gemini CLI 0.61.0 cannot load a session in the
-    /// minute it began, so `--wake-after 61` shows what its later wakes do.
+    /// minute it began, so the acp runtime holds such a load until the next
+    /// minute: `--wake-after 61` measures wakes without that wait.
     #[arg(long, default_value_t = 0, value_name = "SECS")]
     wake_after: u64,
     /// One more argument for one runtime's agent, as RUNTIME:ARG; repeat it
