@@ -58,6 +58,10 @@ pub(crate) const AGENT_PARK: Duration = Duration::from_secs(1);
 const INBOX_POLL: Duration = Duration::from_millis(250);
 /// Refusals of the completion gate in a row before the task is given back.
 const MAX_REFUSALS: u32 = 3;
+/// The answer to a board call that came outside the phase of the agent that
+/// made it (see `MemberServer::refuse_queued`).
+const STALE_CALL: &str = "refused: the call came while no agent of this teammate was working \
+     on a task (its phase had ended); it was not carried out";
 
 /// What a teammate with an agent runtime keeps for its whole life.
 pub(crate) struct AgentSetup {
@@ -156,6 +160,7 @@ impl Teammate {
                 }
             ),
         );
+        member.refuse_queued(STALE_CALL);
         let agent = match Agent::start(&spec, brief).await {
             Ok(a) => a,
             Err(e) => return Ok(AgentEnd::StartFailed(e)),
@@ -224,6 +229,8 @@ impl Teammate {
         };
         let session = phase.agent.session().map(str::to_string);
         phase.agent.stop().await;
+        // What the stopped agent had on its way belongs to this phase only.
+        member.refuse_queued(STALE_CALL);
         self.log(
             EntryKind::Lifecycle,
             None,

@@ -13,6 +13,8 @@ use teamboard_protocol::request::{ListRequestsArgs, NewTask, ShutdownArgs};
 use teamboard_protocol::{EventKind, MessageKind, RequestState, TaskStatus};
 use teamboard_testkit::{Board, PATIENCE, Teammate, alive, eventually, workspace_bin};
 
+mod stale;
+
 const TEAMMATED: &str = env!("CARGO_BIN_EXE_teammated");
 
 /// Waits until `check` holds, for at most [`PATIENCE`].
