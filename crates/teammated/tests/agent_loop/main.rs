@@ -14,6 +14,7 @@ use teamboard_protocol::{EventKind, MessageKind, RequestState, TaskStatus};
 use teamboard_testkit::{Board, PATIENCE, Teammate, alive, eventually, workspace_bin};
 
 mod stale;
+mod stop_first;
 
 const TEAMMATED: &str = env!("CARGO_BIN_EXE_teammated");
 

@@ -90,6 +90,14 @@ enum AgentEnd {
     /// boardd took the claim back.
     Lost,
     Stop(Exit),
+    /// A shutdown request came while the agent worked: once the agent has
+    /// stopped, the task goes back and the request is approved. Trap: not
+    /// before, since the task may be claimed elsewhere the moment it is back.
+    Leave {
+        asked: crate::teammate::AskedToLeave,
+        /// The agent's session, kept for the task.
+        session: Option<String>,
+    },
 }
 
 /// What one wait of the loop brought.
@@ -224,7 +232,7 @@ impl Teammate {
         let how = match &end {
             AgentEnd::Done => "its work is done",
             AgentEnd::Lost => "the claim is gone",
-            AgentEnd::Stop(_) => "the teammate is stopping",
+            AgentEnd::Stop(_) | AgentEnd::Leave { .. } => "the teammate is stopping",
             _ => "it failed",
         };
         let session = phase.agent.session().map(str::to_string);

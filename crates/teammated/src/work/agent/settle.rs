@@ -17,6 +17,9 @@ impl Teammate {
                 self.agent_failures = 0;
             }
             AgentEnd::Stop(exit) => return Ok(Some(exit)),
+            AgentEnd::Leave { asked, session } => {
+                return Ok(Some(self.leave_for(asked, session).await));
+            }
             AgentEnd::Lost => {
                 let why = self.why_lost();
                 self.log(
@@ -90,5 +93,34 @@ impl Teammate {
             self.release(Some(&why)).await;
         }
         Ok(None)
+    }
+
+    /// Leaves at a shutdown request that came while the agent worked: the task
+    /// goes back without using up an attempt (the teammate approves for the
+    /// agent, which has no such tool), and the request is approved.
+    async fn leave_for(
+        &mut self,
+        asked: crate::teammate::AskedToLeave,
+        session: Option<String>,
+    ) -> Exit {
+        let note = format!(
+            "interrupted by a shutdown request from {}; the agent's session {} is kept with {} for this task",
+            asked.from,
+            session.as_deref().unwrap_or("(none yet)"),
+            self.cfg.name
+        );
+        self.release(None).await;
+        let id = asked.id;
+        if let Err(e) = self
+            .session
+            .call(|c| async move { c.respond_shutdown(id, true, None).await })
+            .await
+        {
+            tracing::warn!(error = %e, request = id, "cannot answer the shutdown request");
+        }
+        self.log(EntryKind::Lifecycle, None, false, &note);
+        let exit = Exit::ShutdownRequested { by: asked.from };
+        self.shutdown = Some(exit.clone());
+        exit
     }
 }
