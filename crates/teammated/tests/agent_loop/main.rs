@@ -15,6 +15,7 @@ use teamboard_testkit::{Board, PATIENCE, Teammate, alive, eventually, workspace_
 
 mod stale;
 mod stop_first;
+mod undelivered;
 
 const TEAMMATED: &str = env!("CARGO_BIN_EXE_teammated");
 

@@ -25,7 +25,7 @@
 //!   control request of any other kind gets an error answer: the CLI waits on
 //!   every request, and one left unanswered would hang the turn.
 
-use crate::runtime::{AgentEvent, AgentPolicy, PlanAnswer};
+use crate::runtime::{AgentEvent, AgentPolicy, FIRST_INPUT, PlanAnswer};
 use serde_json::{Value, json};
 use std::collections::VecDeque;
 use teamboard_protocol::TokenUsage;
@@ -69,7 +69,8 @@ pub(super) enum Action {
 /// A user line written and not yet echoed.
 #[derive(Debug, Clone)]
 pub(super) struct Pending {
-    /// `None` for the task's first line, which nobody waits on.
+    /// `None` for the first line (the brief's prompt), whose echo is
+    /// delivered as [`FIRST_INPUT`].
     pub tag: Option<u64>,
     pub text: String,
 }
@@ -237,7 +238,9 @@ impl Stream {
     fn on_echo(&mut self) -> Vec<Action> {
         match self.unechoed.pop_front() {
             Some(Pending { tag: Some(tag), .. }) => vec![Action::Emit(AgentEvent::Delivered(tag))],
-            Some(Pending { tag: None, .. }) => Vec::new(),
+            Some(Pending { tag: None, .. }) => {
+                vec![Action::Emit(AgentEvent::Delivered(FIRST_INPUT))]
+            }
             None => {
                 tracing::warn!("claude echoed a user line teammated did not write");
                 Vec::new()

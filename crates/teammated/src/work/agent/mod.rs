@@ -19,7 +19,8 @@
 //!
 //! Messages are acknowledged once the agent took them ([`AgentEvent::Delivered`]),
 //! never before, so a crash in between delivers them again rather than loses
-//! them. Until a batch is delivered boardd would answer every wait with it again,
+//! them. That holds for the messages IDLE read and put into the first input
+//! too ([`FIRST_INPUT`]): an agent that cannot start leaves them in the inbox. Until a batch is delivered boardd would answer every wait with it again,
 //! so the loop does not park meanwhile: it looks at the inbox every
 //! [`INBOX_POLL`] instead, for the messages that cannot wait behind the batch (a
 //! plan decision the agent is blocked on, a shutdown request). Trap: a parked
@@ -38,7 +39,8 @@ pub(crate) use setup::setup;
 use crate::error::Error;
 use crate::member::MemberServer;
 use crate::runtime::{
-    Agent, AgentError, AgentEvent, AgentSpec, Brief, McpServer, PlanAnswer, RuntimeKind,
+    Agent, AgentError, AgentEvent, AgentSpec, Brief, FIRST_INPUT, McpServer, PlanAnswer,
+    RuntimeKind,
 };
 use crate::teammate::{Exit, PlanState, Teammate};
 use crate::work::Outcome;
@@ -151,6 +153,9 @@ impl Teammate {
             return Ok(AgentEnd::Done);
         };
         let key = brief.task;
+        // The messages in the brief: acknowledged once the agent took them,
+        // left in the inbox if it cannot start.
+        let first_ids = std::mem::take(&mut self.agent_unacked);
         let Some(spec) = self.agent.as_ref().map(|a| a.spec.clone()) else {
             return Ok(AgentEnd::Done);
         };
@@ -176,10 +181,13 @@ impl Teammate {
         let mut phase = Phase {
             agent,
             pending: BTreeMap::new(),
-            handed: BTreeSet::new(),
+            handed: first_ids.iter().copied().collect(),
             refusals: 0,
             key,
         };
+        if !first_ids.is_empty() {
+            phase.pending.insert(FIRST_INPUT, first_ids);
+        }
         let cancel = self.cancel.clone();
         let lost = self.lost_token();
         let mut parked: Option<Parked> = None;

@@ -2,7 +2,7 @@
 //! the mapping does not read), in the orders it printed them.
 
 use super::*;
-use crate::runtime::{AgentEvent, AgentPolicy, PlanAnswer};
+use crate::runtime::{AgentEvent, AgentPolicy, FIRST_INPUT, PlanAnswer};
 use serde_json::{Value, json};
 use teamboard_protocol::TokenUsage;
 
@@ -108,6 +108,9 @@ fn a_turn_with_a_tool_call_ends_in_the_final_answer_with_its_usage() {
                 resumed: false,
                 why_new: None
             },
+            // The first line is in the conversation: the messages it carries
+            // can be acknowledged.
+            AgentEvent::Delivered(FIRST_INPUT),
             AgentEvent::Said("I'll run a command.".into()),
             AgentEvent::ToolCall {
                 name: "Bash".into(),
@@ -134,7 +137,10 @@ fn a_message_queued_behind_a_streaming_reply_makes_the_next_result_the_answer() 
     s.user_line(None, "hello");
     s.user_line(Some(1), "second msg");
     assert!(emitted(s.on_line(&init())).len() == 1);
-    assert!(s.on_line(&echo("hello")).is_empty());
+    assert_eq!(
+        emitted(s.on_line(&echo("hello"))),
+        [AgentEvent::Delivered(FIRST_INPUT)]
+    );
     assert!(
         emitted(s.on_line(&assistant(json!([{"type":"text","text":"slow answer"}])))).len() == 1
     );
