@@ -14,7 +14,6 @@ impl Teammate {
         match end {
             AgentEnd::Done => {
                 self.log(EntryKind::Lifecycle, None, false, "work: ended");
-                self.agent_failures = 0;
             }
             AgentEnd::Stop(exit) => return Ok(Some(exit)),
             AgentEnd::Leave { asked, session } => {
@@ -85,6 +84,11 @@ impl Teammate {
                 return Ok(None);
             }
         }
+        // The agent worked: IDLE takes the next task without resting (the rest
+        // after failures reads `llm_failures`, which the native loop clears
+        // after every model call that worked).
+        self.agent_failures = 0;
+        self.llm_failures = 0;
         if let Some(held) = &self.held {
             let why = match &held.refused {
                 Some(r) => format!("the teammate could not complete it: {r}"),
