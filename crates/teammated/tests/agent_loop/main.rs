@@ -16,6 +16,7 @@ use teamboard_testkit::{Board, PATIENCE, Teammate, alive, eventually, workspace_
 mod plan_wait;
 mod rest;
 mod stale;
+mod start;
 mod stop_first;
 mod undelivered;
 

@@ -174,7 +174,19 @@ impl Teammate {
             ),
         );
         member.refuse_queued(STALE_CALL);
-        let agent = match Agent::start(&spec, brief).await {
+        let cancel = self.cancel.clone();
+        let lost = self.lost_token();
+        // A start may take long (Codex and ACP agents are given a minute or
+        // two to open their session), and a stop or a lost claim must not wait
+        // for it. Dropping a start half way ends what it spawned: the process
+        // asks its guard to kill everything on drop, and a driver's task stops
+        // its process when the handle goes.
+        let started = tokio::select! {
+            _ = cancel.cancelled() => return Ok(AgentEnd::Stop(Exit::Terminated)),
+            _ = lost.cancelled() => return Ok(AgentEnd::Lost),
+            started = Agent::start(&spec, brief) => started,
+        };
+        let agent = match started {
             Ok(a) => a,
             Err(e) => return Ok(AgentEnd::StartFailed(e)),
         };
@@ -188,8 +200,6 @@ impl Teammate {
         if !first_ids.is_empty() {
             phase.pending.insert(FIRST_INPUT, first_ids);
         }
-        let cancel = self.cancel.clone();
-        let lost = self.lost_token();
         let mut parked: Option<Parked> = None;
         let end = loop {
             if parked.is_none() && phase.pending.is_empty() {
