@@ -13,6 +13,7 @@ use teamboard_protocol::request::{ListRequestsArgs, NewTask, ShutdownArgs};
 use teamboard_protocol::{EventKind, MessageKind, RequestState, TaskStatus};
 use teamboard_testkit::{Board, PATIENCE, Teammate, alive, eventually, workspace_bin};
 
+mod busy;
 mod plan_wait;
 mod rest;
 mod stale;

@@ -201,11 +201,20 @@ impl Teammate {
             phase.pending.insert(FIRST_INPUT, first_ids);
         }
         let mut parked: Option<Parked> = None;
+        // When the inbox is read next, while a batch waits for the agent.
+        let mut next_poll: Option<tokio::time::Instant> = None;
         let end = loop {
             if parked.is_none() && phase.pending.is_empty() {
                 parked = Some(self.park());
             }
-            let polling = !phase.pending.is_empty();
+            // Trap: the deadline outlives the loop's turns. A sleep made anew on
+            // every turn would never end while the agent reports events faster
+            // than INBOX_POLL, and a shutdown request would wait for its turn.
+            if phase.pending.is_empty() {
+                next_poll = None;
+            } else if next_poll.is_none() {
+                next_poll = Some(tokio::time::Instant::now() + INBOX_POLL);
+            }
             let step = tokio::select! {
                 _ = cancel.cancelled() => Step::Stop,
                 _ = lost.cancelled() => Step::Lost,
@@ -213,7 +222,8 @@ impl Teammate {
                 call = member.next() => Step::Call(call),
                 w = async { parked.as_mut().expect("guarded by the branch condition").await },
                     if parked.is_some() => Step::Woken(w),
-                _ = tokio::time::sleep(INBOX_POLL), if polling => Step::Poll,
+                _ = async { tokio::time::sleep_until(next_poll.unwrap_or_else(tokio::time::Instant::now)).await },
+                    if next_poll.is_some() => Step::Poll,
             };
             let flow = match step {
                 Step::Stop => Some(AgentEnd::Stop(Exit::Terminated)),
@@ -230,6 +240,7 @@ impl Teammate {
                     self.on_woken(w, &mut phase).await?
                 }
                 Step::Poll => {
+                    next_poll = None;
                     let inbox = self
                         .session
                         .call(|c| async move { c.inbox().await })
