@@ -41,12 +41,16 @@ async fn a_message_for_an_agent_that_cannot_start_waits_until_one_can() {
             let inbox = board.lead.inbox().await.ok()?;
             inbox
                 .iter()
-                .any(|m| m.kind == MessageKind::Error && m.content.contains("broken today"))
+                .any(|m| m.kind == MessageKind::Error && m.content.contains("could not start"))
                 .then_some(())
         },
     )
     .await;
     std::fs::remove_file(&broken).expect("mend the agent");
+    until("the message reached the mended agent", || async {
+        prompts(&board).iter().any(|p| p.contains("KEEP THIS ONE"))
+    })
+    .await;
     board
         .wait_for("the message acknowledged", |e| {
             e.kind == EventKind::MessageAcked && e.message == Some(sent.id)
