@@ -84,6 +84,14 @@ impl Teammate {
         answer: String,
         phase: &mut Phase,
     ) -> Option<AgentEnd> {
+        // A turn that ended took the first input, whether or not the driver
+        // saw it taken: its messages must not stay unacknowledged, or every
+        // wake-up would bring them back for another conversation.
+        if let Some(ids) = phase.pending.remove(&FIRST_INPUT)
+            && let Err(e) = self.ack(ids).await
+        {
+            tracing::warn!(error = %e, "cannot acknowledge messages the agent took");
+        }
         let Some(held) = &self.held else {
             // A conversation about messages alone, or a task the agent ended
             // itself through the board.
