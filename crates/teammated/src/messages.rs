@@ -37,7 +37,8 @@ pub struct Read {
 impl Teammate {
     /// Puts messages into the context and acknowledges them. Acknowledging only after
     /// the messages are in the context is what makes delivery at-least-once: if we die
-    /// before the ack, boardd keeps them.
+    /// before the ack, boardd keeps them. With an agent runtime the ordinary ones
+    /// wait for the agent's next phase, and are acknowledged once the agent took them.
     ///
     /// A shutdown approved here ends the teammate; the messages that came with it
     /// stay in the inbox unread, for whoever runs under this name next.
@@ -45,17 +46,35 @@ impl Teammate {
         &mut self,
         messages: Vec<Message>,
     ) -> Result<Option<Exit>, Error> {
+        // An agent's next phase starts with the ordinary messages, and
+        // acknowledges them once the agent took them (`work::agent`).
+        let for_agent: Vec<u64> = match self.agent {
+            Some(_) => messages
+                .iter()
+                .filter(|m| !is_protocol(m.kind))
+                .map(|m| m.id)
+                .collect(),
+            None => Vec::new(),
+        };
         let read = read_messages(self, messages).await?;
         for text in &read.texts {
             if self.agent.is_some() {
-                // The agent's next phase starts with them.
                 self.agent_inbox.push(text.clone());
             } else {
                 self.ctx.push_user_text(text.clone());
             }
             self.log(EntryKind::User, None, false, text);
         }
-        self.ack(read.ids).await?;
+        let mut ids = read.ids;
+        if read.leave_for.is_none() && !for_agent.is_empty() {
+            ids.retain(|id| !for_agent.contains(id));
+            for id in for_agent {
+                if !self.agent_unacked.contains(&id) {
+                    self.agent_unacked.push(id);
+                }
+            }
+        }
+        self.ack(ids).await?;
         let exit = read.leave_for.map(|by| Exit::ShutdownRequested { by });
         if let Some(exit) = &exit {
             self.shutdown = Some(exit.clone());

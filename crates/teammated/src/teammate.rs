@@ -136,6 +136,9 @@ pub struct Teammate {
     pub(crate) agent: Option<crate::work::agent::AgentSetup>,
     /// Messages read while idle, for the agent's next phase.
     pub(crate) agent_inbox: Vec<String>,
+    /// The ids of those messages: acknowledged only once the agent took them
+    /// (`work::agent`), so that an agent that cannot start loses none.
+    pub(crate) agent_unacked: Vec<u64>,
     /// What a wait parked during an agent's phase brought after the phase ended:
     /// IDLE takes it before it waits again.
     pub(crate) stashed: Option<teamboard_protocol::Work>,
@@ -284,6 +287,7 @@ pub(crate) async fn open(
         announce_idle: true,
         agent,
         agent_inbox: Vec::new(),
+        agent_unacked: Vec::new(),
         stashed: None,
         agent_failures: 0,
     };

@@ -746,3 +746,45 @@ async fn the_agent_uses_the_boards_mcp_tools_and_ends_its_task_with_them() {
     drop(alice);
     t.board.stop().await;
 }
+
+/// A message to an idle teammate opens a conversation with the agent, and is
+/// acknowledged once Claude Code took it (the echo of the first line), once:
+/// not before, and not handed over again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_to_an_idle_teammate_is_acknowledged_once_the_agent_took_it() {
+    let Some(claude) = agent_cli(Cli::Claude) else {
+        return;
+    };
+    let mut t = ClaudeBoard::start(claude).await;
+    t.mock.set_responder(|_| Some(say("noted")));
+    let alice = t.spawn("alice", "alice");
+    t.board.wait_idle("alice").await;
+    let sent = t
+        .board
+        .lead
+        .send("alice", MessageKind::Message, "IDLE-NOTE for claude", None)
+        .await
+        .expect("send");
+    t.board
+        .wait_for("the message acknowledged", |e| {
+            e.kind == EventKind::MessageAcked && e.message == Some(sent.id)
+        })
+        .await;
+    eventually("the conversation to end", PATIENCE, || async {
+        t.board
+            .transcript("alice")
+            .contains("work: ended")
+            .then_some(())
+    })
+    .await;
+    // Time for a message left unacknowledged to start a second conversation.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let carried = t
+        .check_requests()
+        .iter()
+        .filter(|r| text_of(last_user(&r.body)).contains("IDLE-NOTE"))
+        .count();
+    assert_eq!(carried, 1, "{}", alice.log_text());
+    drop(alice);
+    t.board.stop().await;
+}

@@ -55,6 +55,25 @@ impl MemberServer {
         &self.path
     }
 
+    /// Answers every call waiting in the queue with an error saying `why`, and
+    /// returns how many there were.
+    ///
+    /// Trap: calls queue for as long as no agent phase takes them, and a call
+    /// names its task only if its caller chose to. One left over from a phase
+    /// (the agent was stopped while its call was on the way) or sent while the
+    /// teammate was idle would otherwise be carried out in the next phase,
+    /// against whatever task is held then: a `complete_task` without an id
+    /// would end the wrong task with the wrong result.
+    pub fn refuse_queued(&mut self, why: &str) -> usize {
+        let mut refused = 0;
+        while let Ok(call) = self.calls.try_recv() {
+            tracing::warn!(tool = %call.call.tool, "a board call came outside its agent's phase; refused");
+            let _ = call.reply.send(MemberReply::error(why));
+            refused += 1;
+        }
+        refused
+    }
+
     /// The next call. Cancel-safe. Never ends while the server lives.
     pub async fn next(&mut self) -> Incoming {
         match self.calls.recv().await {

@@ -141,6 +141,11 @@ pub struct Brief {
     pub mcp: Option<McpServer>,
 }
 
+/// The tag of the first input, the brief's prompt: its
+/// [`AgentEvent::Delivered`] comes once the agent took it, as for an input sent
+/// with [`Agent::send`] (whose tags start at 1).
+pub const FIRST_INPUT: u64 = 0;
+
 /// What an agent reports. Drivers send these in order; nothing is lost when
 /// the reader is slow.
 #[derive(Debug, Clone, PartialEq)]
@@ -156,8 +161,9 @@ pub enum AgentEvent {
     Said(String),
     /// The agent called a tool, for the transcript.
     ToolCall { name: String, input: String },
-    /// Input sent with [`Agent::send`] (its tag) is now in the agent's
-    /// conversation: the message can be acknowledged.
+    /// Input sent with [`Agent::send`] (its tag), or the first input
+    /// ([`FIRST_INPUT`]), is now in the agent's conversation: the messages it
+    /// carries can be acknowledged.
     Delivered(u64),
     /// Tokens used since the last report.
     Usage(TokenUsage),

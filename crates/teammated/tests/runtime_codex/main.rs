@@ -488,3 +488,48 @@ async fn a_failing_model_gives_the_task_back_with_the_error() {
     drop(alice);
     board.stop().await;
 }
+
+/// A message to an idle teammate opens a conversation with the agent, and is
+/// acknowledged once the agent took it (its first turn's `userMessage`), once:
+/// not before, and not handed over again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_to_an_idle_teammate_is_acknowledged_once_the_agent_took_it() {
+    let Some(program) = agent_cli(Cli::Codex) else {
+        return;
+    };
+    let codex = CodexHome::new(program);
+    codex
+        .mock
+        .set_responder(|_| Some(MockReply::responses_text("noted")));
+    let mut board = Board::start(TEAMMATED).await;
+    let alice = codex.spawn(&board, "alice", &[]);
+    board.wait_idle("alice").await;
+    let sent = board
+        .lead
+        .send("alice", MessageKind::Message, "IDLE-NOTE for codex", None)
+        .await
+        .expect("send");
+    board
+        .wait_for("the message acknowledged", |e| {
+            e.kind == EventKind::MessageAcked && e.message == Some(sent.id)
+        })
+        .await;
+    eventually("the conversation to end", PATIENCE, || async {
+        board
+            .transcript("alice")
+            .contains("work: ended")
+            .then_some(())
+    })
+    .await;
+    // Time for a message left unacknowledged to start a second conversation.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let carried: usize = codex
+        .mock
+        .requests()
+        .iter()
+        .filter(|r| user_texts(&r.body).iter().any(|t| t.contains("IDLE-NOTE")))
+        .count();
+    assert_eq!(carried, 1, "{}", alice.log_text());
+    drop(alice);
+    board.stop().await;
+}

@@ -15,8 +15,13 @@
 //! - `PLAN: TEXT`: in plan mode, writes TEXT to a plan file and asks permission
 //!   for `exit_plan_mode`; allowed, it goes on in the default mode, rejected, it
 //!   ends the turn;
+//! - `SUBMIT_PLAN: TEXT`: submits TEXT as its plan with the board's
+//!   `submit_plan`, through the member socket (`$TEAMBOARD_MEMBER_SOCKET`), as
+//!   an agent without a plan mode does through the board's MCP server;
 //! - `CRASH`: says so on stderr and exits 3;
 //! - `ANSWER: TEXT`: the final answer (else `done: N commands ran`).
+//!
+//! With `FAKE_ACP_NO_PLAN_MODE` set, its sessions offer no plan mode.
 //!
 //! A prompt that starts with `[Message` is answered `got: ` and its first line.
 //! Every prompt ends with `stopReason` `end_turn` (`cancelled` after a cancel)
@@ -106,10 +111,15 @@ impl Agent {
                     },
                 );
                 self.save(&sid);
+                let modes = if std::env::var_os("FAKE_ACP_NO_PLAN_MODE").is_some() {
+                    json!([{"id": "default"}])
+                } else {
+                    json!([{"id": "default"}, {"id": "plan"}])
+                };
                 respond(
                     &id,
                     json!({"sessionId": sid, "modes": {"currentModeId": "default",
-                           "availableModes": [{"id": "default"}, {"id": "plan"}]}}),
+                           "availableModes": modes}}),
                 );
             }
             ("session/load", Some(id)) => {
@@ -245,6 +255,15 @@ impl Agent {
                     Asked::Chose(_) => return TurnEnd::Answer("plan rejected".into()),
                     Asked::Cancelled => return TurnEnd::Cancelled,
                 }
+            } else if let Some(plan) = line.strip_prefix("SUBMIT_PLAN: ") {
+                let reply = submit_plan(plan);
+                update(
+                    sid,
+                    json!({"sessionUpdate": "tool_call", "toolCallId": "submit-plan",
+                    "status": "completed", "title": "submit_plan", "kind": "other",
+                    "rawInput": {"plan": plan},
+                    "content": [{"type": "content", "content": {"type": "text", "text": reply}}]}),
+                );
             } else if let Some(text) = line.strip_prefix("ANSWER: ") {
                 answer = Some(text.to_string());
             }
@@ -395,6 +414,24 @@ impl Agent {
 enum Asked {
     Chose(String),
     Cancelled,
+}
+
+/// The board's `submit_plan`, through the member socket: the teammate's
+/// answer line, or why there is none.
+fn submit_plan(plan: &str) -> String {
+    use std::io::BufRead as _;
+    let Some(path) = std::env::var_os("TEAMBOARD_MEMBER_SOCKET") else {
+        return "no member socket".into();
+    };
+    let call = json!({"tool": "submit_plan", "arguments": {"plan": plan}});
+    let answer = (|| {
+        let mut stream = std::os::unix::net::UnixStream::connect(&path)?;
+        writeln!(stream, "{call}")?;
+        let mut line = String::new();
+        std::io::BufReader::new(stream).read_line(&mut line)?;
+        Ok::<_, std::io::Error>(line)
+    })();
+    answer.unwrap_or_else(|e| format!("the member socket failed: {e}"))
 }
 
 fn send(v: &Value) {

@@ -20,7 +20,7 @@
 use super::rpc::Rpc;
 use super::wire::{self, Permission, Stop, Update};
 use crate::runtime::jsonrpc::Incoming;
-use crate::runtime::{AgentEvent, AgentPolicy, PlanAnswer};
+use crate::runtime::{AgentEvent, AgentPolicy, FIRST_INPUT, PlanAnswer};
 use serde_json::{Value, json};
 use std::collections::HashSet;
 use std::time::Duration;
@@ -77,7 +77,7 @@ pub struct Turns {
 impl Driver {
     /// Sends the first prompt, then runs until stopped.
     pub async fn run(mut self, first: String, mut commands: mpsc::UnboundedReceiver<Command>) {
-        self.prompt(vec![(None, first)]).await;
+        self.prompt(vec![(Some(FIRST_INPUT), first)]).await;
         loop {
             if self.state.exited {
                 // Only a stop matters now; input has nowhere to go.

@@ -350,6 +350,11 @@ sleep 30"#,
             next(&mut acp).await,
             AgentEvent::Session { resumed: false, .. }
         ));
+        // The first prompt is sent: what it carries is delivered.
+        assert_eq!(
+            next(&mut acp).await,
+            AgentEvent::Delivered(crate::runtime::FIRST_INPUT)
+        );
         let tag = acp.send("HELLO-MSG").await.unwrap();
         // Busy: the message is not delivered while the first prompt runs.
         let quiet = tokio::time::timeout(Duration::from_millis(300), acp.next_event()).await;

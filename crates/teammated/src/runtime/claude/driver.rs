@@ -15,7 +15,7 @@
 use super::args::{self, SessionArg};
 use super::stream::{Action, Stream};
 use crate::runtime::process::{AgentProcess, Line};
-use crate::runtime::{AgentError, AgentEvent, AgentSpec, Brief, PlanAnswer};
+use crate::runtime::{AgentError, AgentEvent, AgentSpec, Brief, FIRST_INPUT, PlanAnswer};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
@@ -188,12 +188,12 @@ impl Driver {
         for p in pending {
             // The first line told the agent it was back on the task; it is not.
             let text = match p.tag {
-                None => p
+                Some(FIRST_INPUT) => p
                     .text
                     .strip_prefix(crate::prompts::agent::RESUMED)
                     .map(|t| t.trim_start().to_string())
                     .unwrap_or(p.text),
-                Some(_) => p.text,
+                _ => p.text,
             };
             let line = self.stream.user_line(p.tag, &text);
             if let Err(e) = self.proc.write(&line).await {

@@ -22,7 +22,7 @@ mod driver;
 mod stream;
 
 use crate::runtime::process::AgentProcess;
-use crate::runtime::{AgentError, AgentEvent, AgentSpec, Brief, PlanAnswer};
+use crate::runtime::{AgentError, AgentEvent, AgentSpec, Brief, FIRST_INPUT, PlanAnswer};
 use args::SessionArg;
 use driver::{Cmd, Driver};
 use std::sync::Arc;
@@ -54,7 +54,7 @@ impl Claude {
         let launch = args::launch(spec, &brief, &session, brief.plan_first);
         let mut proc = AgentProcess::spawn(&launch)?;
         let mut stream = Stream::new(spec.policy, brief.plan_first, brief.resume.is_some());
-        let first = stream.user_line(None, &brief.prompt);
+        let first = stream.user_line(Some(FIRST_INPUT), &brief.prompt);
         if let Err(e) = proc.write(&first).await {
             let how = proc.stop().await;
             return Err(AgentError::Start(format!(

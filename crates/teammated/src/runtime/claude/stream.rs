@@ -69,7 +69,9 @@ pub(super) enum Action {
 /// A user line written and not yet echoed.
 #[derive(Debug, Clone)]
 pub(super) struct Pending {
-    /// `None` for the task's first line, which nobody waits on.
+    /// What its echo reports as delivered: [`FIRST_INPUT`] for the brief's
+    /// prompt, a send's tag; `None` for a line of teammated's own (a plan
+    /// decision), which nobody waits on.
     pub tag: Option<u64>,
     pub text: String,
 }
@@ -158,13 +160,18 @@ impl Stream {
         self.control_request(json!({"subtype": "interrupt"}))
     }
 
-    /// The lines that answer the lead's decision on the plan.
+    /// The lines that answer the lead's decision on the plan: the answer to
+    /// the held `ExitPlanMode`, or, for a plan that came another way (the
+    /// board's `submit_plan`), a user line with the decision. Trap: without
+    /// that line an agent whose turn ended waiting for the decision would
+    /// never hear of it.
     pub fn answer_plan(&mut self, answer: PlanAnswer) -> Vec<Value> {
         let held = self.held_plan.take();
         match answer {
-            PlanAnswer::Approved { .. } => {
+            PlanAnswer::Approved { feedback } => {
                 self.gate_closed = false;
                 let mut lines = Vec::new();
+                let was_held = held.is_some();
                 if let Some((id, input)) = held {
                     lines.push(allow(&id, input));
                 }
@@ -175,22 +182,31 @@ impl Stream {
                         json!({"subtype": "set_permission_mode", "mode": "default"}),
                     ),
                 );
+                if !was_held {
+                    let feedback = feedback.trim();
+                    let text = if feedback.is_empty() {
+                        "[Runtime] The lead approved your plan. Carry it out now.".to_string()
+                    } else {
+                        format!("[Runtime] The lead approved your plan, with this note: {feedback}")
+                    };
+                    lines.push(self.user_line(None, &text));
+                }
                 lines
             }
-            PlanAnswer::Rejected { feedback } => match held {
-                Some((id, _)) => {
-                    let feedback = feedback.trim();
-                    let message = if feedback.is_empty() {
-                        "The lead rejected the plan. Revise it and propose it again.".to_string()
-                    } else {
-                        format!(
-                            "The lead rejected the plan: {feedback}\nRevise it and propose it again."
-                        )
-                    };
-                    vec![deny(&id, &message)]
+            PlanAnswer::Rejected { feedback } => {
+                let feedback = feedback.trim();
+                let message = if feedback.is_empty() {
+                    "The lead rejected the plan. Revise it and propose it again.".to_string()
+                } else {
+                    format!(
+                        "The lead rejected the plan: {feedback}\nRevise it and propose it again."
+                    )
+                };
+                match held {
+                    Some((id, _)) => vec![deny(&id, &message)],
+                    None => vec![self.user_line(None, &format!("[Runtime] {message}"))],
                 }
-                None => Vec::new(),
-            },
+            }
         }
     }
 

@@ -37,7 +37,7 @@
 use super::answers;
 use super::params::{self, ThreadSetup, texts};
 use crate::runtime::jsonrpc::{self, Incoming, RpcError};
-use crate::runtime::{AgentEvent, AgentPolicy, McpServer, PlanAnswer};
+use crate::runtime::{AgentEvent, AgentPolicy, FIRST_INPUT, McpServer, PlanAnswer};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
@@ -128,6 +128,10 @@ pub struct Core {
     waiting: Vec<u64>,
     /// Sends not delivered yet: tag → text.
     undelivered: BTreeMap<u64, String>,
+    /// The first turn's input (its client id and text) until its
+    /// `userMessage` item shows: then it is [`FIRST_INPUT`], delivered. Never
+    /// sent again (the task's prompt would start over), unlike a send.
+    first: Option<(String, String)>,
     /// Sends already sent a second time after an error.
     retried: HashSet<u64>,
     /// Runtime turns started (their client ids).
@@ -160,6 +164,7 @@ impl Core {
             held: VecDeque::new(),
             waiting: Vec::new(),
             undelivered: BTreeMap::new(),
+            first: None,
             retried: HashSet::new(),
             runtime_turns: 0,
             interrupting: false,
@@ -360,6 +365,7 @@ impl Core {
             resumed,
             why_new,
         })];
+        self.first = Some((runtime_client_id(self.runtime_turns + 1), text.clone()));
         let first = Input {
             text,
             tag: None,
@@ -380,7 +386,7 @@ impl Core {
             Some(tag) => params::client_id(tag),
             None => {
                 self.runtime_turns += 1;
-                format!("teammated-runtime-{}", self.runtime_turns)
+                runtime_client_id(self.runtime_turns)
             }
         };
         let params = params::turn_start(&thread, &input.text, &client_id, input.sandbox.as_ref());
@@ -476,6 +482,9 @@ impl Core {
             |name: String, input: String| vec![Out::Emit(AgentEvent::ToolCall { name, input })];
         match item["type"].as_str().unwrap_or_default() {
             "userMessage" => {
+                if self.first_delivered(item) {
+                    return vec![Out::Emit(AgentEvent::Delivered(FIRST_INPUT))];
+                }
                 // By the client id Codex echoes; by the text where it echoes none.
                 let tag = item["clientId"]
                     .as_str()
@@ -513,6 +522,26 @@ impl Core {
             "webSearch" => call("web_search".into(), text(&item["query"])),
             _ => Vec::new(),
         }
+    }
+
+    /// Whether `item` (a `userMessage`) is the first turn's input, by the
+    /// client id Codex echoes, or by its text where it echoes none. Only while
+    /// a turn of ours runs: a resumed thread's old items are not ours.
+    fn first_delivered(&mut self, item: &Value) -> bool {
+        let Some((client, text)) = &self.first else {
+            return false;
+        };
+        if self.turn == Turn::Idle {
+            return false;
+        }
+        let matches = match item["clientId"].as_str() {
+            Some(id) => id == client,
+            None => user_text(item) == *text,
+        };
+        if matches {
+            self.first = None;
+        }
+        matches
     }
 
     fn item_completed(&mut self, item: &Value) -> Vec<Out> {
@@ -654,6 +683,11 @@ impl Core {
         self.failed = true;
         vec![Out::Emit(AgentEvent::Failed(why))]
     }
+}
+
+/// The client id of a turn the runtime starts itself (`n` from 1).
+fn runtime_client_id(n: u64) -> String {
+    format!("teammated-runtime-{n}")
 }
 
 /// The text of a `userMessage` item, its text parts joined.

@@ -4,7 +4,7 @@
 
 use super::params::texts;
 use super::state::{Core, Out, Setup, usage_of};
-use crate::runtime::{AgentEvent, AgentPolicy, McpServer, PlanAnswer};
+use crate::runtime::{AgentEvent, AgentPolicy, FIRST_INPUT, McpServer, PlanAnswer};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use teamboard_protocol::TokenUsage;
@@ -196,6 +196,8 @@ fn a_task_opens_a_thread_runs_a_turn_and_answers_with_its_last_message() {
         "teammated-runtime-1",
         "Task #7: write notes.txt",
     ));
+    // The task's prompt is in the conversation: what it carries is delivered.
+    assert_eq!(s.events(), [AgentEvent::Delivered(FIRST_INPUT)]);
     s.line(json!({"method":"item/started","params":{"item":{"type":"commandExecution","id":"call_resp_2",
         "command":"/bin/bash -lc 'echo hi > notes.txt'","cwd":"/work/t7","status":"inProgress"},"threadId":THREAD,"turnId":TURN}}));
     s.line(command_approval(0, json!(["accept", "cancel"])));

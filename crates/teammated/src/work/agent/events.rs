@@ -84,10 +84,29 @@ impl Teammate {
         answer: String,
         phase: &mut Phase,
     ) -> Option<AgentEnd> {
-        if self.held.is_none() {
+        // A turn that ended took the first input, whether or not the driver
+        // saw it taken: its messages must not stay unacknowledged, or every
+        // wake-up would bring them back for another conversation.
+        if let Some(ids) = phase.pending.remove(&FIRST_INPUT)
+            && let Err(e) = self.ack(ids).await
+        {
+            tracing::warn!(error = %e, "cannot acknowledge messages the agent took");
+        }
+        let Some(held) = &self.held else {
             // A conversation about messages alone, or a task the agent ended
             // itself through the board.
             return Some(AgentEnd::Done);
+        };
+        if let PlanState::Pending { id, .. } = &held.plan {
+            // The agent submitted its plan with the board's `submit_plan` and
+            // ended its turn to wait: its answer is not a result (boardd would
+            // refuse it, and the refusals would give the task up). The lead's
+            // decision starts its next turn (see `on_messages`).
+            let text = format!(
+                "the agent waits for the lead's decision on its plan (request {id}); its answer is not the task's result"
+            );
+            self.log(EntryKind::Lifecycle, None, false, &text);
+            return None;
         }
         let result = if answer.trim().is_empty() {
             "(the agent gave no result text)".to_string()

@@ -70,7 +70,12 @@ impl Teammate {
             return Ok(Some(AgentEnd::Stop(Exit::ShutdownRequested { by })));
         }
         if let Some(asked) = self.asked_to_leave.take() {
-            return Ok(Some(self.leave_now(asked, phase).await));
+            // The agent has no tool to answer it: the teammate approves for it,
+            // once the agent has stopped (see `settle_agent`).
+            return Ok(Some(AgentEnd::Leave {
+                asked,
+                session: phase.agent.session().map(str::to_string),
+            }));
         }
         if read.decided.is_some() {
             let plan_now = self.held.as_ref().map(|h| h.plan.clone());
@@ -93,34 +98,5 @@ impl Teammate {
             }
         }
         Ok(None)
-    }
-
-    /// A shutdown request while the agent works: the agent cannot answer it
-    /// (it has no such tool), so the teammate approves it, gives the task back
-    /// with a note saying the agent's session is kept, and leaves.
-    pub(super) async fn leave_now(
-        &mut self,
-        asked: crate::teammate::AskedToLeave,
-        phase: &mut Phase,
-    ) -> AgentEnd {
-        let note = format!(
-            "interrupted by a shutdown request from {}; the agent's session {} is kept with {} for this task",
-            asked.from,
-            phase.agent.session().unwrap_or("(none yet)"),
-            self.cfg.name
-        );
-        self.release(None).await;
-        let id = asked.id;
-        if let Err(e) = self
-            .session
-            .call(|c| async move { c.respond_shutdown(id, true, None).await })
-            .await
-        {
-            tracing::warn!(error = %e, request = id, "cannot answer the shutdown request");
-        }
-        self.log(EntryKind::Lifecycle, None, false, &note);
-        let exit = Exit::ShutdownRequested { by: asked.from };
-        self.shutdown = Some(exit.clone());
-        AgentEnd::Stop(exit)
     }
 }

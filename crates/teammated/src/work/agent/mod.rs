@@ -19,7 +19,8 @@
 //!
 //! Messages are acknowledged once the agent took them ([`AgentEvent::Delivered`]),
 //! never before, so a crash in between delivers them again rather than loses
-//! them. Until a batch is delivered boardd would answer every wait with it again,
+//! them. That holds for the messages IDLE read and put into the first input
+//! too ([`FIRST_INPUT`]): an agent that cannot start leaves them in the inbox. Until a batch is delivered boardd would answer every wait with it again,
 //! so the loop does not park meanwhile: it looks at the inbox every
 //! [`INBOX_POLL`] instead, for the messages that cannot wait behind the batch (a
 //! plan decision the agent is blocked on, a shutdown request). Trap: a parked
@@ -38,7 +39,8 @@ pub(crate) use setup::setup;
 use crate::error::Error;
 use crate::member::MemberServer;
 use crate::runtime::{
-    Agent, AgentError, AgentEvent, AgentSpec, Brief, McpServer, PlanAnswer, RuntimeKind,
+    Agent, AgentError, AgentEvent, AgentSpec, Brief, FIRST_INPUT, McpServer, PlanAnswer,
+    RuntimeKind,
 };
 use crate::teammate::{Exit, PlanState, Teammate};
 use crate::work::Outcome;
@@ -58,6 +60,10 @@ pub(crate) const AGENT_PARK: Duration = Duration::from_secs(1);
 const INBOX_POLL: Duration = Duration::from_millis(250);
 /// Refusals of the completion gate in a row before the task is given back.
 const MAX_REFUSALS: u32 = 3;
+/// The answer to a board call that came outside the phase of the agent that
+/// made it (see `MemberServer::refuse_queued`).
+const STALE_CALL: &str = "refused: the call came while no agent of this teammate was working \
+     on a task (its phase had ended); it was not carried out";
 
 /// What a teammate with an agent runtime keeps for its whole life.
 pub(crate) struct AgentSetup {
@@ -86,6 +92,14 @@ enum AgentEnd {
     /// boardd took the claim back.
     Lost,
     Stop(Exit),
+    /// A shutdown request came while the agent worked: once the agent has
+    /// stopped, the task goes back and the request is approved. Trap: not
+    /// before, since the task may be claimed elsewhere the moment it is back.
+    Leave {
+        asked: crate::teammate::AskedToLeave,
+        /// The agent's session, kept for the task.
+        session: Option<String>,
+    },
 }
 
 /// What one wait of the loop brought.
@@ -139,6 +153,9 @@ impl Teammate {
             return Ok(AgentEnd::Done);
         };
         let key = brief.task;
+        // The messages in the brief: acknowledged once the agent took them,
+        // left in the inbox if it cannot start.
+        let first_ids = std::mem::take(&mut self.agent_unacked);
         let Some(spec) = self.agent.as_ref().map(|a| a.spec.clone()) else {
             return Ok(AgentEnd::Done);
         };
@@ -156,25 +173,48 @@ impl Teammate {
                 }
             ),
         );
-        let agent = match Agent::start(&spec, brief).await {
+        member.refuse_queued(STALE_CALL);
+        let cancel = self.cancel.clone();
+        let lost = self.lost_token();
+        // A start may take long (Codex and ACP agents are given a minute or
+        // two to open their session), and a stop or a lost claim must not wait
+        // for it. Dropping a start half way ends what it spawned: the process
+        // asks its guard to kill everything on drop, and a driver's task stops
+        // its process when the handle goes.
+        let started = tokio::select! {
+            _ = cancel.cancelled() => return Ok(AgentEnd::Stop(Exit::Terminated)),
+            _ = lost.cancelled() => return Ok(AgentEnd::Lost),
+            started = Agent::start(&spec, brief) => started,
+        };
+        let agent = match started {
             Ok(a) => a,
             Err(e) => return Ok(AgentEnd::StartFailed(e)),
         };
         let mut phase = Phase {
             agent,
             pending: BTreeMap::new(),
-            handed: BTreeSet::new(),
+            handed: first_ids.iter().copied().collect(),
             refusals: 0,
             key,
         };
-        let cancel = self.cancel.clone();
-        let lost = self.lost_token();
+        if !first_ids.is_empty() {
+            phase.pending.insert(FIRST_INPUT, first_ids);
+        }
         let mut parked: Option<Parked> = None;
+        // When the inbox is read next, while a batch waits for the agent.
+        let mut next_poll: Option<tokio::time::Instant> = None;
         let end = loop {
             if parked.is_none() && phase.pending.is_empty() {
                 parked = Some(self.park());
             }
-            let polling = !phase.pending.is_empty();
+            // Trap: the deadline outlives the loop's turns. A sleep made anew on
+            // every turn would never end while the agent reports events faster
+            // than INBOX_POLL, and a shutdown request would wait for its turn.
+            if phase.pending.is_empty() {
+                next_poll = None;
+            } else if next_poll.is_none() {
+                next_poll = Some(tokio::time::Instant::now() + INBOX_POLL);
+            }
             let step = tokio::select! {
                 _ = cancel.cancelled() => Step::Stop,
                 _ = lost.cancelled() => Step::Lost,
@@ -182,7 +222,8 @@ impl Teammate {
                 call = member.next() => Step::Call(call),
                 w = async { parked.as_mut().expect("guarded by the branch condition").await },
                     if parked.is_some() => Step::Woken(w),
-                _ = tokio::time::sleep(INBOX_POLL), if polling => Step::Poll,
+                _ = async { tokio::time::sleep_until(next_poll.unwrap_or_else(tokio::time::Instant::now)).await },
+                    if next_poll.is_some() => Step::Poll,
             };
             let flow = match step {
                 Step::Stop => Some(AgentEnd::Stop(Exit::Terminated)),
@@ -199,6 +240,7 @@ impl Teammate {
                     self.on_woken(w, &mut phase).await?
                 }
                 Step::Poll => {
+                    next_poll = None;
                     let inbox = self
                         .session
                         .call(|c| async move { c.inbox().await })
@@ -219,11 +261,13 @@ impl Teammate {
         let how = match &end {
             AgentEnd::Done => "its work is done",
             AgentEnd::Lost => "the claim is gone",
-            AgentEnd::Stop(_) => "the teammate is stopping",
+            AgentEnd::Stop(_) | AgentEnd::Leave { .. } => "the teammate is stopping",
             _ => "it failed",
         };
         let session = phase.agent.session().map(str::to_string);
         phase.agent.stop().await;
+        // What the stopped agent had on its way belongs to this phase only.
+        member.refuse_queued(STALE_CALL);
         self.log(
             EntryKind::Lifecycle,
             None,

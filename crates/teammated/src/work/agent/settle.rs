@@ -14,9 +14,11 @@ impl Teammate {
         match end {
             AgentEnd::Done => {
                 self.log(EntryKind::Lifecycle, None, false, "work: ended");
-                self.agent_failures = 0;
             }
             AgentEnd::Stop(exit) => return Ok(Some(exit)),
+            AgentEnd::Leave { asked, session } => {
+                return Ok(Some(self.leave_for(asked, session).await));
+            }
             AgentEnd::Lost => {
                 let why = self.why_lost();
                 self.log(
@@ -82,6 +84,11 @@ impl Teammate {
                 return Ok(None);
             }
         }
+        // The agent worked: IDLE takes the next task without resting (the rest
+        // after failures reads `llm_failures`, which the native loop clears
+        // after every model call that worked).
+        self.agent_failures = 0;
+        self.llm_failures = 0;
         if let Some(held) = &self.held {
             let why = match &held.refused {
                 Some(r) => format!("the teammate could not complete it: {r}"),
@@ -90,5 +97,34 @@ impl Teammate {
             self.release(Some(&why)).await;
         }
         Ok(None)
+    }
+
+    /// Leaves at a shutdown request that came while the agent worked: the task
+    /// goes back without using up an attempt (the teammate approves for the
+    /// agent, which has no such tool), and the request is approved.
+    async fn leave_for(
+        &mut self,
+        asked: crate::teammate::AskedToLeave,
+        session: Option<String>,
+    ) -> Exit {
+        let note = format!(
+            "interrupted by a shutdown request from {}; the agent's session {} is kept with {} for this task",
+            asked.from,
+            session.as_deref().unwrap_or("(none yet)"),
+            self.cfg.name
+        );
+        self.release(None).await;
+        let id = asked.id;
+        if let Err(e) = self
+            .session
+            .call(|c| async move { c.respond_shutdown(id, true, None).await })
+            .await
+        {
+            tracing::warn!(error = %e, request = id, "cannot answer the shutdown request");
+        }
+        self.log(EntryKind::Lifecycle, None, false, &note);
+        let exit = Exit::ShutdownRequested { by: asked.from };
+        self.shutdown = Some(exit.clone());
+        exit
     }
 }

@@ -2,7 +2,7 @@
 //! the mapping does not read), in the orders it printed them.
 
 use super::*;
-use crate::runtime::{AgentEvent, AgentPolicy, PlanAnswer};
+use crate::runtime::{AgentEvent, AgentPolicy, FIRST_INPUT, PlanAnswer};
 use serde_json::{Value, json};
 use teamboard_protocol::TokenUsage;
 
@@ -80,7 +80,7 @@ fn answer(actions: &[Action]) -> (String, Value) {
 #[test]
 fn a_turn_with_a_tool_call_ends_in_the_final_answer_with_its_usage() {
     let mut s = Stream::new(AgentPolicy::Workspace, false, false);
-    let first = s.user_line(None, "say hello with bash");
+    let first = s.user_line(Some(FIRST_INPUT), "say hello with bash");
     assert_eq!(
         first,
         json!({"type":"user","message":{"role":"user","content":"say hello with bash"}})
@@ -108,6 +108,9 @@ fn a_turn_with_a_tool_call_ends_in_the_final_answer_with_its_usage() {
                 resumed: false,
                 why_new: None
             },
+            // The first line is in the conversation: the messages it carries
+            // can be acknowledged.
+            AgentEvent::Delivered(FIRST_INPUT),
             AgentEvent::Said("I'll run a command.".into()),
             AgentEvent::ToolCall {
                 name: "Bash".into(),
@@ -131,10 +134,13 @@ fn a_message_queued_behind_a_streaming_reply_makes_the_next_result_the_answer() 
     // first reply without tools: the second line is echoed only when its own
     // turn starts, after the first result.
     let mut s = Stream::new(AgentPolicy::Workspace, false, false);
-    s.user_line(None, "hello");
+    s.user_line(Some(FIRST_INPUT), "hello");
     s.user_line(Some(1), "second msg");
     assert!(emitted(s.on_line(&init())).len() == 1);
-    assert!(s.on_line(&echo("hello")).is_empty());
+    assert_eq!(
+        emitted(s.on_line(&echo("hello"))),
+        [AgentEvent::Delivered(FIRST_INPUT)]
+    );
     assert!(
         emitted(s.on_line(&assistant(json!([{"type":"text","text":"slow answer"}])))).len() == 1
     );
@@ -392,19 +398,36 @@ fn a_rejected_plan_is_denied_with_the_feedback_and_the_gate_stays_closed() {
         s.on_line(&can_use("p2", EXIT_PLAN, json!({"plan":"v2"}))),
         [Action::Emit(AgentEvent::PlanProposed("v2".into()))]
     );
-    // A decision with nothing held changes the mode only.
+}
+
+#[test]
+fn a_decision_on_a_plan_submitted_through_the_board_reaches_the_agent_as_input() {
+    // The agent sent its plan with the board's submit_plan and ended its
+    // turn: nothing is held, so the decision comes as a user line.
     let mut s = Stream::new(AgentPolicy::Workspace, true, false);
-    assert!(
-        s.answer_plan(PlanAnswer::Rejected {
-            feedback: "no".into()
-        })
-        .is_empty()
+    let lines = s.answer_plan(PlanAnswer::Rejected {
+        feedback: "add tests".into(),
+    });
+    assert_eq!(
+        lines,
+        [user_value(
+            "[Runtime] The lead rejected the plan: add tests\nRevise it and propose it again."
+        )]
     );
+    assert!(s.gate_closed() && s.busy());
     let lines = s.answer_plan(PlanAnswer::Approved {
         feedback: String::new(),
     });
-    assert_eq!(lines.len(), 1);
+    assert_eq!(lines.len(), 2, "{lines:?}");
     assert_eq!(lines[0]["request"]["subtype"], "set_permission_mode");
+    assert_eq!(
+        lines[1],
+        user_value("[Runtime] The lead approved your plan. Carry it out now.")
+    );
+    assert!(!s.gate_closed());
+    // Their echoes deliver nothing anyone waits on.
+    assert!(s.on_line(&echo("rejected")).is_empty());
+    assert!(s.on_line(&echo("approved")).is_empty());
 }
 
 #[test]

@@ -13,6 +13,14 @@ use teamboard_protocol::request::{ListRequestsArgs, NewTask, ShutdownArgs};
 use teamboard_protocol::{EventKind, MessageKind, RequestState, TaskStatus};
 use teamboard_testkit::{Board, PATIENCE, Teammate, alive, eventually, workspace_bin};
 
+mod busy;
+mod plan_wait;
+mod rest;
+mod stale;
+mod start;
+mod stop_first;
+mod undelivered;
+
 const TEAMMATED: &str = env!("CARGO_BIN_EXE_teammated");
 
 /// Waits until `check` holds, for at most [`PATIENCE`].
