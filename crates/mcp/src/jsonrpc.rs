@@ -1,5 +1,5 @@
 //! JSON-RPC 2.0 as MCP's stdio transport uses it: one message per line, each a
-//! JSON object (MCP dropped batches in 2025-06-18). Reading a line gives a
+//! JSON object (protocol version 2025-06-18 dropped batches). Reading a line gives a
 //! request, a notification or a response; anything else gets the error that
 //! JSON-RPC names for it, and the connection goes on.
 

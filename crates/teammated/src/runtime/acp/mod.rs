@@ -33,9 +33,10 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-/// How long the agent has to open its session. Gemini CLI takes 3 to 4 s on
-/// an idle machine; a loaded one or a slow MCP server may take far longer, and
-/// a load may wait up to 60 s for the next minute ([`load_time`]).
+/// How long the agent has to open its session. A Node agent's start takes
+/// seconds (docs/benchmarks.md §11); a loaded machine or a slow MCP server may
+/// take far longer, and a load may wait up to 60 s for the next minute
+/// ([`load_time`]).
 pub const START_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long the agent must be silent before a load's replay counts as over.
 pub const REPLAY_QUIET: Duration = Duration::from_millis(400);

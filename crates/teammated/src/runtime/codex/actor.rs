@@ -16,7 +16,8 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
 /// How long a stop waits for the interrupted turn to end before it stops the
-/// process (Codex ends an interrupted turn within tens of milliseconds).
+/// process: far more than Codex needs (docs/design/runtime-codex-acp.md §3.6),
+/// a bound for a hung one.
 pub const INTERRUPT_GRACE: Duration = Duration::from_secs(3);
 /// How long the stderr reader may lag the end of stdout before the tail is
 /// taken for the report of an exit.

@@ -29,6 +29,13 @@ impl Teammate {
         messages: Vec<Message>,
         phase: &mut Phase,
     ) -> Result<Option<AgentEnd>, Error> {
+        // Whichever way they came (a parked wait, a poll of the inbox), messages
+        // the agent already has are not handed over again: they stay unacked
+        // only until it takes them.
+        let messages: Vec<Message> = messages
+            .into_iter()
+            .filter(|m| !phase.handed.contains(&m.id))
+            .collect();
         if messages.is_empty() {
             return Ok(None);
         }

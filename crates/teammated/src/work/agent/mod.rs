@@ -119,7 +119,7 @@ struct Phase {
     agent: Agent,
     /// Sends to the agent not yet delivered: tag → the message ids to ack.
     pending: BTreeMap<u64, Vec<u64>>,
-    /// Every message id handed to the agent in this phase, so that a poll of
+    /// Every message id handed to the agent in this phase, so that a wait or a poll of
     /// the inbox does not hand it over twice.
     handed: BTreeSet<u64>,
     refusals: u32,
@@ -245,11 +245,7 @@ impl Teammate {
                         .session
                         .call(|c| async move { c.inbox().await })
                         .await?;
-                    let fresh: Vec<Message> = inbox
-                        .into_iter()
-                        .filter(|m| !phase.handed.contains(&m.id))
-                        .collect();
-                    self.on_messages(fresh, &mut phase).await?
+                    self.on_messages(inbox, &mut phase).await?
                 }
             };
             if let Some(end) = flow {
