@@ -678,7 +678,8 @@ pub struct SpawnArgs {
     #[arg(long, value_enum, value_name = "PROVIDER")]
     pub provider: Option<Provider>,
 
-    /// The model name [default: the provider's]
+    /// The native loop's model [default: the provider's]; an agent runtime's
+    /// model is --agent-model
     #[arg(long, value_name = "MODEL")]
     pub model: Option<String>,
 
@@ -766,7 +767,9 @@ pub struct LeadArgs {
     #[arg(long, value_enum, value_name = "PROVIDER")]
     pub teammate_provider: Option<Provider>,
 
-    /// The teammates' model [default: the lead's, for the same provider]
+    /// The teammates' model; with --teammate-runtime claude or codex, their
+    /// agent's (--agent-model) [default: the lead's, for native teammates of the
+    /// same provider; an agent's own default]
     #[arg(long, value_name = "MODEL")]
     pub teammate_model: Option<String>,
 

@@ -81,6 +81,13 @@ pub struct RuntimeArgs {
     )]
     pub agent_args: Vec<String>,
 
+    /// The agent's model: Claude Code's `--model` (e.g. `sonnet`), the model of
+    /// Codex's threads. --model is the native loop's and never reaches an agent;
+    /// an ACP agent takes its own flag (`--agent-arg=-m --agent-arg=MODEL`)
+    /// [default: the agent's own, from its settings]
+    #[arg(long, value_name = "MODEL")]
+    pub agent_model: Option<String>,
+
     /// How the agent's permission requests are answered; before an approved plan,
     /// changes are refused anyway [default: workspace]
     #[arg(long, value_enum, value_name = "POLICY")]
@@ -91,7 +98,7 @@ pub struct RuntimeArgs {
 pub const SPAWN_RUNTIME_EXAMPLES: &str = "\
 Runtimes:
   teamctl spawn bob --role backend --runtime claude         Claude Code (`claude` on PATH)
-  teamctl spawn cleo --role backend --runtime claude --model sonnet \\
+  teamctl spawn cleo --role backend --runtime claude --agent-model sonnet \\
       --agent-arg=--allowedTools --agent-arg='Bash(git *)'
   teamctl spawn carl --role docs --runtime codex --agent-cmd ~/.local/bin/codex
   teamctl spawn dana --role review --runtime acp --agent-cmd gemini --agent-arg=--acp \\
