@@ -123,7 +123,8 @@ pub struct Global {
     /// forever). Does not apply to `watch` and `events --follow`, which wait by design,
     /// nor to `logs`, nor to the git that `task diff` runs; `spawn` waits this long
     /// for the new teammate to connect; for `shutdown` it is how long the teammate
-    /// has to answer (see its --help).
+    /// has to answer; `mcp` bounds each tool call with it that does not act on the
+    /// held task (see their --help).
     #[arg(
         long,
         global = true,
