@@ -104,7 +104,7 @@ struct Args {
     #[arg(long, env = "TEAMMATE_AGENT_CMD", value_name = "CMD")]
     agent_cmd: Option<PathBuf>,
     /// One more argument for the agent, after teammated's own; repeat for more
-    /// (`--agent-arg=--acp`, `--agent-arg=--model --agent-arg=sonnet`). Without
+    /// (`--agent-arg=--acp`, `--agent-arg=--tools --agent-arg=Bash,Read,Edit`). Without
     /// any, they are read from $TEAMMATE_AGENT_ARGS, a JSON array of strings.
     #[arg(long = "agent-arg", value_name = "ARG", allow_hyphen_values = true)]
     agent_args: Vec<String>,

@@ -72,7 +72,7 @@ pub struct RuntimeArgs {
     pub agent_cmd: Option<PathBuf>,
 
     /// One more argument for the agent, after teammated's own; repeat for more
-    /// (`--agent-arg=--acp`, `--agent-arg=--model --agent-arg=sonnet`)
+    /// (`--agent-arg=--acp`, `--agent-arg=--tools --agent-arg=Bash,Read,Edit`)
     #[arg(
         long = "agent-arg",
         value_name = "ARG",
