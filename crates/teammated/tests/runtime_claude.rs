@@ -788,3 +788,57 @@ async fn a_message_to_an_idle_teammate_is_acknowledged_once_the_agent_took_it() 
     drop(alice);
     t.board.stop().await;
 }
+
+/// The agent runs its own default model, or the one `--agent-model` names;
+/// the native loop's model (`TEAMMATE_MODEL`, as a person's shell may set it
+/// for their native teammates) never reaches it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_runs_its_own_model_or_the_agent_model_never_the_native_loops() {
+    let Some(claude) = agent_cli(Cli::Claude) else {
+        return;
+    };
+    let mut t = ClaudeBoard::start(claude).await;
+    t.mock.set_responder(|_| Some(say("FINAL: done")));
+    let native = [("TEAMMATE_MODEL", "native-loop-model")];
+    let mut models = Vec::new();
+    for (name, extra) in [
+        ("alice", &[][..]),
+        ("bob", &["--agent-model", "agent-picked-model"][..]),
+    ] {
+        let mate = t.spawn_with_env(name, "dev", name, extra, &native);
+        t.board.wait_idle(name).await;
+        let task = t.board.add("say done", "Say done.", &[]).await;
+        assert_eq!(t.board.wait_claimed(task.id).await, name);
+        t.board.wait_done(&[task.id]).await;
+        let done = t.board.task(task.id).await;
+        assert_eq!(
+            done.status,
+            TaskStatus::Completed,
+            "{done:#?}\n{}",
+            mate.log_text()
+        );
+        let (session, _, _) = t.recorded_session(name, task.id).expect("a session");
+        let seen: Vec<String> = t
+            .check_requests()
+            .iter()
+            .filter(|r| r.header("x-claude-code-session-id") == Some(session.as_str()))
+            .map(|r| r.body["model"].as_str().unwrap_or_default().to_string())
+            .collect();
+        assert!(!seen.is_empty(), "{name}'s agent called the mock");
+        models.push(seen);
+        // Gone before the next one starts, so that it takes the next task.
+        drop(mate);
+    }
+    let own = &models[0];
+    assert!(
+        own.iter()
+            .all(|m| !m.is_empty() && m != "native-loop-model"),
+        "the agent's own default: {own:?}"
+    );
+    assert!(
+        models[1].iter().all(|m| m == "agent-picked-model"),
+        "{:?}",
+        models[1]
+    );
+    t.board.stop().await;
+}

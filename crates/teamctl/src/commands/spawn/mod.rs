@@ -18,7 +18,7 @@ use checks::{check_names, workdir};
 
 pub async fn run(ctx: &Ctx, args: SpawnArgs) -> anyhow::Result<()> {
     check_names(ctx, &args)?;
-    let launch = agent::check(&args.runtime)?;
+    let launch = agent::check(&args.runtime, args.model.is_some())?;
     let workdir = workdir(args.workdir.as_deref())?;
     if args.systemd {
         systemd::run(ctx, &args, &launch, &workdir).await
