@@ -21,7 +21,8 @@ teammates claim ready tasks on their own, and you follow along, message them and
 what goes wrong.
 
 A task is ready when it is pending, has no owner and all its blockers are completed. \
-Every command accepts --json for scripts. Times are shown in UTC.";
+Commands that report accept --json for scripts; those with no JSON form (watch, lead, \
+mcp, task diff) say so. Times are shown in UTC.";
 
 const EXAMPLES: &str = "\
 Examples:

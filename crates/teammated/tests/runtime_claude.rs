@@ -842,3 +842,89 @@ async fn the_agent_runs_its_own_model_or_the_agent_model_never_the_native_loops(
     );
     t.board.stop().await;
 }
+
+/// `teamctl lead --teammate-runtime claude` spawns Claude Code teammates that
+/// do the plan's work: the lead's provider, model and base URL are the native
+/// loop's and stay out of the agent's `teamctl spawn`, which refuses them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lead_spawns_claude_teammates_that_complete_its_plan() {
+    let Some(claude) = agent_cli(Cli::Claude) else {
+        return;
+    };
+    let t = ClaudeBoard::start(claude.clone()).await;
+    t.mock.set_responder(|_| Some(say("FINAL: done by claude")));
+    let agent = Cli::Claude
+        .offline(&t.claude, &t.home, &t.mock.url())
+        .expect("Claude Code's home");
+    let teamctl = teamboard_testkit::workspace_bin("teamctl");
+    let dir = claude.parent().expect("claude's directory");
+    let path = std::env::join_paths(std::iter::once(dir.to_path_buf()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .expect("a PATH");
+    let work = t.board.workdir("lead");
+    std::fs::create_dir_all(&work).expect("the lead's workdir");
+    let goal =
+        "Say it.\n\n````plan\nteammate ada role=dev\ntask t: Say done\n    Answer done.\n````";
+    let mut lead = tokio::process::Command::new(&teamctl);
+    lead.arg("--socket")
+        .arg(&t.board.daemon.socket)
+        .arg("--state-dir")
+        .arg(t.board.state_dir())
+        .args([
+            "lead",
+            "--goal",
+            goal,
+            "--yes",
+            "--teammate-runtime",
+            "claude",
+        ])
+        // A teammate left behind by a failure ends itself once idle.
+        .args(["--teammate-idle-timeout", "5", "--workdir"])
+        .arg(&work)
+        .env("TEAMMATED_BIN", TEAMMATED)
+        .env("TEAMBOARD_TEAMCTL", &teamctl)
+        .env("PATH", path)
+        .env_remove("TEAMBOARD_TEAM")
+        .env_remove("TEAMMATE_PROVIDER")
+        .envs(agent.env_strs())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let lead = lead.spawn().expect("teamctl lead starts");
+    // A lead whose teammates never start waits for them for ever: bounded here.
+    let out = tokio::time::timeout(PATIENCE * 4, lead.wait_with_output())
+        .await
+        .expect("the lead to finish its goal")
+        .expect("teamctl lead runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    for pid in stdout
+        .lines()
+        .filter(|l| l.contains("spawn_teammate"))
+        .filter_map(|l| {
+            l.split_once(", pid ")?
+                .1
+                .split(')')
+                .next()?
+                .parse::<i32>()
+                .ok()
+        })
+    {
+        // SAFETY: kill(2) on a teammate this test started; no memory involved.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+    }
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let team = t.board.lead.team().await.expect("the roster");
+    let ada = team.iter().find(|m| m.name == "ada").expect("ada joined");
+    assert_eq!(ada.runtime.as_deref(), Some("claude"), "{ada:#?}");
+    let tasks = t.board.lead.list_tasks(None).await.expect("the tasks");
+    assert_eq!(tasks.len(), 1, "{tasks:#?}");
+    assert_eq!(tasks[0].status, TaskStatus::Completed, "{tasks:#?}");
+    assert_eq!(tasks[0].result.as_deref(), Some("FINAL: done by claude"));
+    t.board.stop().await;
+}

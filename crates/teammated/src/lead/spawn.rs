@@ -65,12 +65,15 @@ fn argv(cfg: &LeadConfig, name: &str, role: &str) -> Vec<OsString> {
         workdir.clone().into(),
         "--json".into(),
     ]);
-    // `--model` is the native loop's; an agent's model is `--agent-model`.
+    // The provider, `--model` and the base URL are the native loop's, and `teamctl
+    // spawn` refuses them for an agent; an agent's model is `--agent-model`.
     let agent = runtime.as_deref().is_some_and(|r| r != "native");
+    let none = None;
+    let native = |v| if agent { &none } else { v };
     for (flag, value) in [
-        ("--provider", provider),
+        ("--provider", native(provider)),
         (if agent { "--agent-model" } else { "--model" }, model),
-        ("--base-url", base_url),
+        ("--base-url", native(base_url)),
         ("--runtime", runtime),
     ] {
         if let Some(v) = value {
@@ -157,10 +160,13 @@ mod tests {
         let agent = words(argv(&config(Some("codex"), Some("o3")), "ada", "dev"));
         assert_eq!(after(&agent, "--agent-model").as_deref(), Some("o3"));
         assert_eq!(after(&agent, "--model"), None, "{agent:?}");
+        // teamctl spawn refuses the native loop's provider for an agent.
+        assert_eq!(after(&agent, "--provider"), None, "{agent:?}");
         for runtime in [None, Some("native")] {
             let native = words(argv(&config(runtime, Some("gpt-4.1")), "ada", "dev"));
             assert_eq!(after(&native, "--model").as_deref(), Some("gpt-4.1"));
             assert_eq!(after(&native, "--agent-model"), None, "{native:?}");
+            assert_eq!(after(&native, "--provider").as_deref(), Some("scripted"));
         }
     }
 }

@@ -26,9 +26,9 @@ pub(super) struct Launch {
     pub policy: Option<AgentPolicy>,
 }
 
-/// Checks the flags together and finds the agent's program. `native_model`:
-/// `--model` was given, which only the native loop uses.
-pub(super) fn check(flags: &RuntimeArgs, native_model: bool) -> anyhow::Result<Launch> {
+/// Checks the flags together and finds the agent's program. `native_only`: the
+/// flags given that only the native loop uses (`--model`, `--provider`, ...).
+pub(super) fn check(flags: &RuntimeArgs, native_only: &[&str]) -> anyhow::Result<Launch> {
     let runtime = flags.runtime.unwrap_or(Runtime::Native);
     if runtime == Runtime::Native {
         let given: Vec<&str> = [
@@ -52,13 +52,24 @@ pub(super) fn check(flags: &RuntimeArgs, native_model: bool) -> anyhow::Result<L
             ..Launch::default()
         });
     }
-    // The native loop's model would not reach the agent: said, rather than
-    // dropped without a word.
-    if native_model {
+    // The native loop's settings would not reach the agent: said, rather than
+    // dropped without a word. `--model` has a twin for agents, so it gets its own
+    // pointer.
+    if native_only.contains(&"--model") {
         bail!(
             "--model is the native loop's model and does not reach the {} agent; name the \
              agent's with --agent-model MODEL, or leave it to the agent's own settings",
             runtime.as_str()
+        );
+    }
+    if !native_only.is_empty() {
+        bail!(
+            "{} {} for the native loop and would not reach the {} agent, which uses its own \
+             settings; leave {} out",
+            native_only.join(" and "),
+            if native_only.len() == 1 { "is" } else { "are" },
+            runtime.as_str(),
+            if native_only.len() == 1 { "it" } else { "them" },
         );
     }
     if let Some(model) = &flags.agent_model {
@@ -153,7 +164,7 @@ mod tests {
     }
 
     fn err(f: RuntimeArgs) -> String {
-        format!("{:#}", check(&f, false).expect_err("refused"))
+        format!("{:#}", check(&f, &[]).expect_err("refused"))
     }
 
     #[test]
@@ -166,7 +177,7 @@ mod tests {
         let mut f = flags(Some(Runtime::Native), None, &[]);
         f.agent_policy = Some(AgentPolicy::ReadOnly);
         assert!(err(f).starts_with("--agent-policy is for an agent runtime"));
-        let plain = check(&flags(None, None, &[]), false).expect("native");
+        let plain = check(&flags(None, None, &[]), &[]).expect("native");
         assert!(plain.runtime.is_none() && plain.program.is_none());
     }
 
@@ -174,9 +185,9 @@ mod tests {
     fn the_agent_has_its_own_model_flag_and_the_native_model_is_refused() {
         let mut f = flags(Some(Runtime::Claude), Some("sh"), &[]);
         f.agent_model = Some("sonnet".into());
-        let l = check(&f, false).expect("claude with a model");
+        let l = check(&f, &[]).expect("claude with a model");
         assert_eq!(l.model.as_deref(), Some("sonnet"));
-        let e = format!("{:#}", check(&f, true).expect_err("--model too"));
+        let e = format!("{:#}", check(&f, &["--model"]).expect_err("--model too"));
         assert!(
             e.starts_with("--model is the native loop's model and does not reach the claude agent"),
             "{e}"
@@ -191,9 +202,32 @@ mod tests {
         blank.agent_model = Some(" ".into());
         assert!(err(blank).contains("is empty"));
         assert!(
-            check(&flags(None, None, &[]), true).is_ok(),
+            check(&flags(None, None, &[]), &["--model", "--provider"]).is_ok(),
             "native --model"
         );
+    }
+
+    #[test]
+    fn the_native_loops_other_settings_are_refused_for_an_agent() {
+        let f = flags(Some(Runtime::Codex), Some("sh"), &[]);
+        let e = format!(
+            "{:#}",
+            check(&f, &["--provider", "--base-url"]).expect_err("refused")
+        );
+        assert_eq!(
+            e,
+            "--provider and --base-url are for the native loop and would not reach the codex \
+             agent, which uses its own settings; leave them out"
+        );
+        let e = format!(
+            "{:#}",
+            check(&f, &["--carry-context"]).expect_err("refused")
+        );
+        assert!(
+            e.starts_with("--carry-context is for the native loop"),
+            "{e}"
+        );
+        assert!(check(&f, &[]).is_ok());
     }
 
     #[test]
@@ -213,8 +247,8 @@ mod tests {
 
     #[test]
     fn a_program_on_path_is_passed_on_absolute() {
-        let l = check(&flags(Some(Runtime::Acp), Some("sh"), &["--acp"]), false)
-            .expect("sh is on PATH");
+        let l =
+            check(&flags(Some(Runtime::Acp), Some("sh"), &["--acp"]), &[]).expect("sh is on PATH");
         let program = l.program.expect("a program");
         assert!(program.is_absolute(), "{}", program.display());
         assert!(program.ends_with("sh"));
