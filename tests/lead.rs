@@ -241,3 +241,68 @@ async fn a_goal_waits_for_start_and_the_exit_status_tells_the_outcome() {
     out.wait_for("1 of 2 task(s) completed").await;
     out.wait_for("#2 bad: failed").await;
 }
+
+/// A goal whose teammates cannot start does not wait for ever: here `teamctl
+/// spawn` refuses the claude runtime, since `claude` is not on PATH. The lead
+/// gives up after `--give-up-after`, exits 1 and says why; the task stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_goal_whose_teammates_cannot_start_gives_up_and_says_why() {
+    let dir = short_tempdir();
+    let (socket, state, work, empty) = (
+        dir.path().join("s"),
+        dir.path().join("state"),
+        dir.path().join("work"),
+        dir.path().join("empty-path"),
+    );
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::create_dir_all(&empty).unwrap();
+    let _daemon = Daemon::start(&socket, &state, &[]).await;
+    let goal = "Try it.\n\n````plan\nteammate ada\ntask only\n    Say done.\n````";
+    let child = Command::new(workspace_bin("teamctl"))
+        .arg("--socket")
+        .arg(&socket)
+        .arg("--state-dir")
+        .arg(&state)
+        .args([
+            "lead",
+            "--goal",
+            goal,
+            "--yes",
+            "--teammate-runtime",
+            "claude",
+        ])
+        .args(["--give-up-after", "2", "--workdir"])
+        .arg(&work)
+        .env("TEAMMATED_BIN", workspace_bin("teammated"))
+        .env("PATH", &empty)
+        .env_remove("TEAMBOARD_TEAM")
+        .env_remove("TEAMMATE_PROVIDER")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("teamctl lead starts");
+    let waited = tokio::task::spawn_blocking(move || child.wait_with_output());
+    let out = tokio::time::timeout(PATIENCE, waited)
+        .await
+        .expect("the lead to give up")
+        .unwrap()
+        .expect("the lead exits");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains(
+            "gave up: no teammate has been on the team for 2s while 1 task(s) are open (#1)"
+        ),
+        "{stdout}\n{stderr}"
+    );
+    // The spawn's own refusal is in the lead's output, for the person to act on.
+    assert!(stdout.contains("runs `claude`, which is not on PATH"), "{stdout}");
+    let boss = lead(&socket).await;
+    let tasks = boss.list_tasks(None).await.unwrap();
+    assert_eq!(tasks.len(), 1);
+    assert_eq!(tasks[0].status, TaskStatus::Pending);
+}

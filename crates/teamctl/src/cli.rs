@@ -745,6 +745,12 @@ pub struct LeadArgs {
     #[arg(long, requires = "goal")]
     pub yes: bool,
 
+    /// With --goal: give up (exit 1) once the open tasks have had no teammate on
+    /// the team for this many seconds, e.g. because the lead's spawns failed; 0
+    /// waits for ever [default: 120]
+    #[arg(long, value_name = "SECS", requires = "goal")]
+    pub give_up_after: Option<u64>,
+
     /// The lead's LLM provider [default: scripted, an offline stand-in]
     #[arg(long, value_enum, value_name = "PROVIDER")]
     pub provider: Option<Provider>,

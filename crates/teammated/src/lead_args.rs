@@ -43,6 +43,11 @@ pub struct LeadArgs {
     /// With --goal: start without asking for "start" on stdin.
     #[arg(long, requires = "goal")]
     pub yes: bool,
+    /// With --goal: give up (exit 1) once the open tasks have had no teammate
+    /// on the team for this many seconds, e.g. because its spawns failed; 0
+    /// waits for ever.
+    #[arg(long, value_name = "SECS", default_value_t = 120, requires = "goal")]
+    pub give_up_after: u64,
     /// The teamctl binary `spawn_teammate` runs [default: teamctl next to this
     /// binary, else on $PATH]
     #[arg(long, env = "TEAMCTL_BIN", value_name = "PATH")]
@@ -122,6 +127,8 @@ impl LeadArgs {
             provider: self.provider.into_config(),
             goal: self.goal.filter(|g| !g.trim().is_empty()),
             yes: self.yes,
+            give_up_after: (self.give_up_after > 0)
+                .then(|| std::time::Duration::from_secs(self.give_up_after)),
             max_rounds: self.max_rounds.max(1),
             context_budget: self.context_budget.max(1000),
         })

@@ -349,6 +349,7 @@ fn lead_main() -> anyhow::Result<()> {
             std::process::exit(1)
         }
         Outcome::NotStarted(why) => anyhow::bail!("not started: {why}"),
+        Outcome::GaveUp(why) => anyhow::bail!("gave up: {why}"),
         Outcome::Interrupted => std::process::exit(130),
     }
 }

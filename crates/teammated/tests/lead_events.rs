@@ -42,6 +42,7 @@ fn config(daemon: &InProc) -> LeadConfig {
         },
         goal: None,
         yes: false,
+        give_up_after: None,
         max_rounds: 10,
         context_budget: 100_000,
     }

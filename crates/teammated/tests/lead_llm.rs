@@ -48,6 +48,7 @@ fn config(daemon: &InProc, kind: ProviderKind, url: String) -> LeadConfig {
         },
         goal: Some("Say hi, with one teammate.".into()),
         yes: true,
+        give_up_after: None,
         max_rounds: 10,
         context_budget: 100_000,
     }
@@ -212,6 +213,7 @@ async fn the_lead_sums_up_a_done_board_once_however_late_it_hears_of_it() {
     let cfg = LeadConfig {
         goal: None,
         yes: false,
+        give_up_after: None,
         ..config(&daemon, ProviderKind::Anthropic, mock.url())
     };
     let (mut person, input) = tokio::io::duplex(64 * 1024);

@@ -52,6 +52,7 @@ fn lead_args(ctx: &Ctx, args: LeadArgs) -> anyhow::Result<Vec<OsString>> {
         }
     };
     opt("--goal", args.goal);
+    opt("--give-up-after", args.give_up_after.map(|s| s.to_string()));
     opt("--provider", args.provider.map(|p| p.as_str().to_string()));
     opt("--model", args.model);
     opt("--base-url", args.base_url);

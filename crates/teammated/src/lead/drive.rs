@@ -14,10 +14,12 @@ use super::LeadConfig;
 use super::console::{self, Command};
 use super::ledger::{Cause, usage_path};
 use super::turn::{Lead, TurnError, say};
+use super::unstaffed::{Unstaffed, tick};
 use crate::context::{Context, Identity};
 use crate::llm::{self, LlmError, Probe};
 use crate::transcript::Transcript;
 use std::sync::Arc;
+use std::time::Duration;
 use teamboard_protocol::transcript::{EntryKind, transcript_path};
 use teamboard_protocol::{Client, ClientError, Event, EventKind, LEAD, Task, TaskStatus};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
@@ -34,6 +36,9 @@ pub enum Outcome {
     /// With a goal: the person never said "start" (or the lead put no task on the
     /// board after it).
     NotStarted(String),
+    /// With a goal: the open tasks had nobody to take them for the whole
+    /// `--give-up-after`; why, in words.
+    GaveUp(String),
     /// A signal.
     Interrupted,
 }
@@ -316,8 +321,33 @@ impl Driver {
         if let Some(done) = self.check_done().await? {
             return Ok(done);
         }
+        let mut unstaffed = self.lead.cfg.give_up_after.map(Unstaffed::new);
+        // Never polled without a grace; finite all the same, since an Instant
+        // plus Duration::MAX panics.
+        let every = self
+            .lead
+            .cfg
+            .give_up_after
+            .map_or(Duration::from_secs(3600), tick);
+        let mut look = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         loop {
-            match self.next(false).await {
+            let wake = tokio::select! {
+                wake = self.next(false) => Some(wake),
+                _ = look.tick(), if unstaffed.is_some() => None,
+            };
+            let Some(wake) = wake else {
+                if let Some(u) = unstaffed.as_mut() {
+                    let tasks = self.lead.client.list_tasks(None).await?;
+                    let team = self.lead.client.team().await?;
+                    if let Some(why) = u.observe(std::time::Instant::now(), &tasks, &team) {
+                        say(&format!("  · giving up: {why}"));
+                        return Ok(Outcome::GaveUp(why));
+                    }
+                }
+                continue;
+            };
+            match wake {
                 Wake::Cancelled => return Ok(Outcome::Interrupted),
                 Wake::Line(_) => {}
                 Wake::Event(None) => return Err(LeadError::Gone),
@@ -408,7 +438,7 @@ impl Ended {
     }
 }
 
-fn ended(t: &Task) -> bool {
+pub(super) fn ended(t: &Task) -> bool {
     matches!(
         t.status,
         TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled
@@ -427,7 +457,7 @@ fn settled(tasks: &[Task]) -> bool {
 
 /// The failed or cancelled task that keeps pending task `t` from ever
 /// starting, if one does.
-fn stuck_behind<'a>(tasks: &'a [Task], t: &Task) -> Option<&'a Task> {
+pub(super) fn stuck_behind<'a>(tasks: &'a [Task], t: &Task) -> Option<&'a Task> {
     let by_id: std::collections::HashMap<u64, &Task> = tasks.iter().map(|t| (t.id, t)).collect();
     let mut todo: Vec<u64> = t.blocked_by.clone();
     let mut seen = std::collections::HashSet::new();

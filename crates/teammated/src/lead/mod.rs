@@ -28,6 +28,7 @@ mod spawn;
 pub mod specs;
 mod tools;
 mod turn;
+mod unstaffed;
 
 pub use drive::{LeadError, Outcome, run};
 
@@ -68,6 +69,9 @@ pub struct LeadConfig {
     pub goal: Option<String>,
     /// With a goal: start without asking.
     pub yes: bool,
+    /// With a goal: end the session once the open tasks have had no teammate
+    /// connected for this long (`--give-up-after`); `None` waits for ever.
+    pub give_up_after: Option<std::time::Duration>,
     /// Model rounds per turn before the turn is cut short.
     pub max_rounds: u32,
     /// Estimated context tokens before older turns are summarised.

@@ -123,6 +123,7 @@ mod tests {
             },
             goal: None,
             yes: false,
+            give_up_after: None,
             max_rounds: 10,
             context_budget: 100_000,
         }
