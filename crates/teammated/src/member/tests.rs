@@ -5,50 +5,16 @@
 //! is compared with its twin's `--json` output.
 
 use super::MemberServer;
-use crate::config::{Config, ProviderConfig, ProviderKind};
-use crate::llm::retry::RetryPolicy;
+use crate::config::Config;
 use crate::teammate::{Opening, PlanState, Teammate};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
-use std::time::Duration;
 use teamboard_protocol::member::MEMBER_SOCKET_ENV;
 use teamboard_protocol::request::NewTask;
 use teamboard_protocol::{Client, MessageKind, TaskId};
 use teamboard_testkit::{InProc, lead, workspace_bin};
 use tokio_util::sync::CancellationToken;
-
-/// alice against `daemon`, with the native runtime: the test plays her agent.
-fn config(daemon: &InProc) -> Config {
-    Config {
-        name: "alice".into(),
-        role: "dev".into(),
-        team: "default".into(),
-        socket: daemon.socket.clone(),
-        state_dir: daemon.state_dir.clone(),
-        workdir: daemon.dir().to_path_buf(),
-        provider: ProviderConfig {
-            kind: ProviderKind::Scripted,
-            model: None,
-            base_url: None,
-            api_key: None,
-            max_tokens: 1000,
-            max_tokens_field: None,
-            prompt_cache: true,
-            request_timeout: Duration::from_secs(300),
-            retry: RetryPolicy::default(),
-        },
-        idle_timeout: None,
-        poll_interval: Duration::from_secs(30),
-        max_rounds: 50,
-        context_budget: 100_000,
-        carry_context: false,
-        shell_timeout: Duration::from_secs(120),
-        reconnect_timeout: Duration::from_secs(30),
-        require_plan: false,
-        runtime: Default::default(),
-    }
-}
 
 struct Fixture {
     daemon: InProc,
@@ -62,10 +28,11 @@ impl Fixture {
     async fn start() -> Fixture {
         let daemon = InProc::start().await;
         let lead = lead(&daemon.socket).await;
-        let (alice, _) = crate::teammate::open(config(&daemon), CancellationToken::new())
-            .await
-            .expect("alice starts")
-            .expect("not cancelled");
+        let (alice, _) =
+            crate::teammate::open(Config::for_tests(&daemon), CancellationToken::new())
+                .await
+                .expect("alice starts")
+                .expect("not cancelled");
         Fixture {
             lead,
             alice,

@@ -92,6 +92,18 @@ impl Teammate {
         {
             tracing::warn!(error = %e, "cannot acknowledge messages the agent took");
         }
+        // Trap: the end of a turn and a send cross. The driver reported this
+        // turn's end before it took input the loop sent since (a message, a
+        // refusal of the gate); that input starts another turn, whose answer is
+        // the one that counts. Every driver reports a send taken (`Delivered`)
+        // or fails, so the wait ends.
+        if let Some(tag) = phase.pending.keys().find(|&&t| t != FIRST_INPUT) {
+            tracing::info!(
+                tag,
+                "a turn ended before the agent took the newest input; waiting for its answer to it"
+            );
+            return None;
+        }
         let Some(held) = &self.held else {
             // A conversation about messages alone, or a task the agent ended
             // itself through the board.

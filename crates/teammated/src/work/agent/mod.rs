@@ -33,6 +33,8 @@ mod events;
 mod inbox;
 mod settle;
 mod setup;
+#[cfg(test)]
+mod tests;
 
 pub(crate) use setup::setup;
 
