@@ -14,6 +14,7 @@ use teamboard_protocol::{EventKind, MessageKind, RequestState, TaskStatus};
 use teamboard_testkit::{Board, PATIENCE, Teammate, alive, eventually, workspace_bin};
 
 mod busy;
+mod messages_phase;
 mod plan_wait;
 mod rest;
 mod stale;

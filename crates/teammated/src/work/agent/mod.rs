@@ -23,7 +23,9 @@
 //! too ([`FIRST_INPUT`]): an agent that cannot start leaves them in the inbox. Until a batch is delivered boardd would answer every wait with it again,
 //! so the loop does not park meanwhile: it looks at the inbox every
 //! [`INBOX_POLL`] instead, for the messages that cannot wait behind the batch (a
-//! plan decision the agent is blocked on, a shutdown request). Trap: a parked
+//! plan decision the agent is blocked on, a shutdown request). A phase for
+//! messages alone never parks (a wait could claim a task); it reads the inbox
+//! the same way all along. Trap: a parked
 //! `wait_for_work` cannot be withdrawn (see `wait_for_decision`); dropping one
 //! would make the next wait on the connection fail. So it is parked for
 //! [`AGENT_PARK`] only, and at the end of the phase its answer is awaited and
@@ -203,16 +205,24 @@ impl Teammate {
             phase.pending.insert(FIRST_INPUT, first_ids);
         }
         let mut parked: Option<Parked> = None;
-        // When the inbox is read next, while a batch waits for the agent.
+        // When the inbox is read next, while a batch waits for the agent (or,
+        // in a phase without a task, all along).
         let mut next_poll: Option<tokio::time::Instant> = None;
+        // A phase for messages alone never parks: boardd answers the wait of a
+        // teammate that holds no task with a claim on a ready task, and taking
+        // it would cut the agent's answer short (its messages acknowledged,
+        // their answer lost) or leave the claim without a heartbeat until the
+        // answer ends. It reads the inbox instead, and a ready task waits on
+        // the board for IDLE, which takes it once the agent has answered.
+        let parks = key != 0;
         let end = loop {
-            if parked.is_none() && phase.pending.is_empty() {
+            if parks && parked.is_none() && phase.pending.is_empty() {
                 parked = Some(self.park());
             }
             // Trap: the deadline outlives the loop's turns. A sleep made anew on
             // every turn would never end while the agent reports events faster
             // than INBOX_POLL, and a shutdown request would wait for its turn.
-            if phase.pending.is_empty() {
+            if parks && phase.pending.is_empty() {
                 next_poll = None;
             } else if next_poll.is_none() {
                 next_poll = Some(tokio::time::Instant::now() + INBOX_POLL);
