@@ -15,6 +15,7 @@ use teamboard_testkit::{Board, PATIENCE, Teammate, alive, eventually, workspace_
 
 mod busy;
 mod messages_phase;
+mod own_end;
 mod plan_wait;
 mod rest;
 mod stale;

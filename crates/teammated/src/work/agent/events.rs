@@ -77,8 +77,10 @@ impl Teammate {
         }
     }
 
-    /// The agent's final answer: the task's result. A refusal of the completion
-    /// gate goes back to the agent as its next input.
+    /// The agent's turn ended with nothing it has not answered: the task
+    /// completes, with the result the agent gave `complete_task` or else its
+    /// final answer. A refusal of the completion gate goes back to the agent as
+    /// its next input.
     pub(super) async fn agent_answered(
         &mut self,
         answer: String,
@@ -120,10 +122,12 @@ impl Teammate {
             self.log(EntryKind::Lifecycle, None, false, &text);
             return None;
         }
-        let result = if answer.trim().is_empty() {
-            "(the agent gave no result text)".to_string()
-        } else {
-            answer
+        // What the agent gave `complete_task` in this turn (or an earlier one
+        // since the last refusal) comes before the turn's last words.
+        let result = match phase.result.take() {
+            Some(result) => result,
+            None if answer.trim().is_empty() => "(the agent gave no result text)".to_string(),
+            None => answer,
         };
         let out = Outcome::Complete(result).report(self).await;
         if self.held.is_none() {

@@ -84,9 +84,14 @@ type Parked = Pin<Box<dyn Future<Output = Result<Work, ClientError>> + Send>>;
 
 /// How an agent's phase ended.
 enum AgentEnd {
-    /// The task ended on the board (its result, or the agent's own
-    /// `complete_task`/`fail_task`), or a phase for messages alone is over.
+    /// The task ended on the board (with the agent's result), or a phase for
+    /// messages alone is over.
     Done,
+    /// The agent gave the task up with `fail_task`, with this reason: once the
+    /// agent has stopped, the task fails. Trap: not before, since the task may
+    /// go to its next owner the moment it is back, and the agent could still
+    /// write to its worktree.
+    GaveUp(String),
     /// The agent could not be started.
     StartFailed(AgentError),
     /// The agent reported an error, or died.
@@ -129,6 +134,9 @@ struct Phase {
     refusals: u32,
     /// The task (0: the messages-only conversation).
     key: TaskId,
+    /// The result the agent gave `complete_task`: the task completes with it,
+    /// rather than with the turn's answer, once the turn has ended.
+    result: Option<String>,
 }
 
 impl Teammate {
@@ -200,6 +208,7 @@ impl Teammate {
             handed: first_ids.iter().copied().collect(),
             refusals: 0,
             key,
+            result: None,
         };
         if !first_ids.is_empty() {
             phase.pending.insert(FIRST_INPUT, first_ids);
@@ -242,10 +251,17 @@ impl Teammate {
                 Step::Lost => Some(AgentEnd::Lost),
                 Step::Event(ev) => self.on_agent_event(ev, &mut phase).await,
                 Step::Call(incoming) => {
-                    let reply = self.member_call(incoming.call).await;
-                    let _ = incoming.reply.send(reply);
-                    // The agent ended its task itself.
-                    (key != 0 && self.held.is_none()).then_some(AgentEnd::Done)
+                    let answered = self.member_call(incoming.call).await;
+                    let _ = incoming.reply.send(answered.reply);
+                    match answered.ends {
+                        None => None,
+                        // Carried out when the turn ends (`agent_answered`).
+                        Some(Outcome::Complete(result)) => {
+                            phase.result = Some(result);
+                            None
+                        }
+                        Some(Outcome::Fail(reason)) => Some(AgentEnd::GaveUp(reason)),
+                    }
                 }
                 Step::Woken(w) => {
                     parked = None;
@@ -268,6 +284,7 @@ impl Teammate {
         // may run elsewhere at once, and its agent must not run on meanwhile.
         let how = match &end {
             AgentEnd::Done => "its work is done",
+            AgentEnd::GaveUp(_) => "it gave the task up",
             AgentEnd::Lost => "the claim is gone",
             AgentEnd::Stop(_) | AgentEnd::Leave { .. } => "the teammate is stopping",
             _ => "it failed",

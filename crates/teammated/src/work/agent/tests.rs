@@ -87,6 +87,7 @@ impl Fixture {
             handed: BTreeSet::new(),
             refusals: 0,
             key,
+            result: None,
         }
     }
 
@@ -130,6 +131,7 @@ impl Fixture {
 fn describe(end: &AgentEnd) -> String {
     match end {
         AgentEnd::Done => "done".into(),
+        AgentEnd::GaveUp(why) => format!("gave up: {why}"),
         AgentEnd::StartFailed(e) => format!("start failed: {e}"),
         AgentEnd::Failed(why) => format!("failed: {why}"),
         AgentEnd::Refused => "refused".into(),
