@@ -23,7 +23,7 @@ impl Teammate {
                 let counted = self
                     .agent
                     .as_ref()
-                    .map(|a| a.sessions.started(phase.key, kind, &id, resumed));
+                    .map(|a| a.sessions.started(phase.key, kind, &id, resumed, now_ms()));
                 if let Some(Err(e)) = counted {
                     tracing::warn!(error = %e, "cannot record the agent's session");
                 }

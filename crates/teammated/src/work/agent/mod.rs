@@ -42,6 +42,7 @@ pub(crate) use setup::setup;
 
 use crate::error::Error;
 use crate::member::MemberServer;
+use crate::runtime::sessions::MESSAGES;
 use crate::runtime::{
     Agent, AgentError, AgentEvent, AgentSpec, Brief, FIRST_INPUT, McpServer, PlanAnswer,
     RuntimeKind,
@@ -78,6 +79,11 @@ pub(crate) struct AgentSetup {
     pub member: Option<MemberServer>,
     /// How the agent starts the board's MCP server.
     pub mcp: McpServer,
+}
+
+/// Now, in ms since the epoch, for `agent/sessions.json`.
+fn now_ms() -> u64 {
+    u64::try_from(teamboard_protocol::now_ms()).unwrap_or(0)
 }
 
 type Parked = Pin<Box<dyn Future<Output = Result<Work, ClientError>> + Send>>;
@@ -336,8 +342,13 @@ impl Teammate {
     fn brief(&mut self, member: &MemberServer) -> Option<Brief> {
         let setup = self.agent.as_ref()?;
         let kind = setup.spec.kind;
-        let key = self.task_id().unwrap_or(0);
-        let resume = setup.sessions.get(key, kind).map(|e| e.session);
+        let key = self.task_id().unwrap_or(MESSAGES);
+        let entry = setup.sessions.get(key, kind);
+        let worn_out = match &entry {
+            Some(e) if key == MESSAGES => e.worn_out(now_ms()).map(|why| (e.session.clone(), why)),
+            _ => None,
+        };
+        let resume = entry.filter(|_| worn_out.is_none()).map(|e| e.session);
         let mut parts = Vec::new();
         if let Some(held) = &self.held {
             if resume.is_some() {
@@ -360,6 +371,14 @@ impl Teammate {
             .held
             .as_ref()
             .is_some_and(|h| h.needs_plan && !matches!(h.plan, PlanState::Approved { .. }));
+        if let Some((old, why)) = worn_out {
+            self.log(
+                EntryKind::Lifecycle,
+                None,
+                false,
+                &format!("agent: a new conversation about messages, not {old} ({why})"),
+            );
+        }
         Some(Brief {
             task: key,
             cwd,

@@ -190,3 +190,59 @@ async fn a_turn_that_ended_before_the_agent_took_a_message_does_not_end_the_task
     );
     phase.agent.stop().await;
 }
+
+/// The conversation about messages alone is resumed from one idle phase to
+/// the next, until it has been started `MESSAGES_MAX_STARTS` times or is a day
+/// old; then the next phase starts a new one, and says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_messages_conversation_is_started_afresh_once_it_has_worn_out() {
+    use crate::runtime::sessions::{MESSAGES_MAX_AGE, MESSAGES_MAX_STARTS};
+    let mut f = Fixture::start().await;
+    let sessions = f.alice.agent.as_ref().expect("an agent").sessions.clone();
+    let resume = |f: &mut Fixture| {
+        f.alice
+            .agent_inbox
+            .push("[Message #1 from lead (message)] hi".into());
+        f.alice.brief(&f.member).expect("a brief").resume
+    };
+    let started = |id: &str, resumed: bool, at: u64| {
+        sessions
+            .started(MESSAGES, RuntimeKind::Acp, id, resumed, at)
+            .expect("recorded")
+    };
+    let now = now_ms();
+    started("m1", false, now);
+    for _ in 1..MESSAGES_MAX_STARTS {
+        assert_eq!(resume(&mut f).as_deref(), Some("m1"));
+        started("m1", true, now);
+    }
+    assert_eq!(resume(&mut f), None, "a worn-out conversation was resumed");
+    let transcript = std::fs::read_to_string(teamboard_protocol::transcript::transcript_path(
+        &f.alice.cfg.state_dir,
+        "default",
+        "alice",
+    ))
+    .expect("a transcript");
+    assert!(
+        transcript
+            .contains("a new conversation about messages, not m1 (it has been started 10 times)"),
+        "{transcript}"
+    );
+    // The new one is resumed, until it is a day old.
+    started("m2", false, now);
+    assert_eq!(resume(&mut f).as_deref(), Some("m2"));
+    let day = MESSAGES_MAX_AGE.as_millis() as u64;
+    started("m3", false, now - day - 1000);
+    assert_eq!(resume(&mut f), None, "a day-old conversation was resumed");
+    // A task's session is never started afresh, however often it was resumed.
+    let id = f.hold("ANSWER: fine").await;
+    sessions
+        .started(id, RuntimeKind::Acp, "t1", false, now - day - 1000)
+        .expect("recorded");
+    for _ in 0..MESSAGES_MAX_STARTS {
+        sessions
+            .started(id, RuntimeKind::Acp, "t1", true, now)
+            .expect("recorded");
+    }
+    assert_eq!(resume(&mut f).as_deref(), Some("t1"));
+}
