@@ -20,10 +20,10 @@ impl Teammate {
                     .as_ref()
                     .map(|a| a.spec.kind)
                     .unwrap_or(RuntimeKind::Native);
-                let counted = self
-                    .agent
-                    .as_ref()
-                    .map(|a| a.sessions.started(phase.key, kind, &id, resumed, now_ms()));
+                let counted = self.agent.as_ref().map(|a| {
+                    a.sessions
+                        .started(phase.key, kind, &id, resumed, super::brief::now_ms())
+                });
                 if let Some(Err(e)) = counted {
                     tracing::warn!(error = %e, "cannot record the agent's session");
                 }

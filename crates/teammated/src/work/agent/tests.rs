@@ -196,7 +196,8 @@ async fn a_turn_that_ended_before_the_agent_took_a_message_does_not_end_the_task
 /// old; then the next phase starts a new one, and says so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_messages_conversation_is_started_afresh_once_it_has_worn_out() {
-    use crate::runtime::sessions::{MESSAGES_MAX_AGE, MESSAGES_MAX_STARTS};
+    use super::brief::now_ms;
+    use crate::runtime::sessions::{MESSAGES, MESSAGES_MAX_AGE, MESSAGES_MAX_STARTS};
     let mut f = Fixture::start().await;
     let sessions = f.alice.agent.as_ref().expect("an agent").sessions.clone();
     let resume = |f: &mut Fixture| {
