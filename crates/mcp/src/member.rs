@@ -3,10 +3,14 @@
 //!
 //! A failed call is never sent again: the teammate may have carried it out and
 //! only its answer been lost, and a `complete_task` must not run twice. The
-//! connection is dropped instead, and the next call opens a new one.
+//! connection is dropped instead, and the next call opens a new one. So it is
+//! after a call that ran out of time: its answer could still come, and would
+//! be read as the next call's.
 
-use crate::board::{Answer, Board, Mode};
+use crate::board::{Answer, Board, Mode, bounded, no_answer, within};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+use teamboard_protocol::board_call::BoardCall;
 use teamboard_protocol::member::{MAX_MEMBER_LINE, MEMBER_SOCKET_ENV, MemberCall, MemberReply};
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::net::UnixStream;
@@ -108,11 +112,15 @@ impl MemberClient {
 /// The board of a teammate's agent: every call goes to the teammate.
 pub struct MemberBoard {
     client: MemberClient,
+    /// `--timeout`: how long a [`bounded`] call waits for the teammate.
+    timeout: Option<Duration>,
 }
 
 impl MemberBoard {
-    pub fn new(client: MemberClient) -> MemberBoard {
-        MemberBoard { client }
+    /// `timeout` bounds the wait for the answer to the calls that may be
+    /// bounded ([`bounded`]); `None` waits for every answer.
+    pub fn new(client: MemberClient, timeout: Option<Duration>) -> MemberBoard {
+        MemberBoard { client, timeout }
     }
 }
 
@@ -122,7 +130,18 @@ impl Board for MemberBoard {
     }
 
     async fn call(&mut self, call: MemberCall) -> Answer {
-        match self.client.call(&call).await {
+        // A call that does not parse is the teammate's to refuse, at once.
+        let limit = match BoardCall::parse(&call) {
+            Ok(parsed) if !bounded(&parsed) => None,
+            _ => self.timeout,
+        };
+        let Some(answer) = within(limit, self.client.call(&call)).await else {
+            self.client.conn = None;
+            let limit = limit.unwrap_or_default();
+            tracing::warn!(tool = %call.tool, ?limit, "the teammate did not answer in time");
+            return Answer::from(no_answer("the teammate", limit));
+        };
+        match answer {
             Ok(reply) => Answer::from(reply),
             Err(e) => {
                 tracing::warn!(error = %e, "a board call did not reach the teammate");
@@ -197,10 +216,51 @@ mod tests {
         server.abort();
     }
 
+    /// A teammate that reads calls and never answers, counting them.
+    fn silent_teammate(listener: UnixListener) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((stream, _)) = listener.accept().await {
+                held.push(stream);
+            }
+        })
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_bounded_call_gives_up_after_the_timeout_and_the_next_starts_afresh() {
+        let dir = teamboard_testkit::short_tempdir();
+        let path = dir.path().join("m.sock");
+        let silent = silent_teammate(UnixListener::bind(&path).expect("bound"));
+        let mut board = MemberBoard::new(MemberClient::new(&path), Some(Duration::from_secs(5)));
+        let started = tokio::time::Instant::now();
+        let answer = board.call(list()).await;
+        assert_eq!(started.elapsed(), Duration::from_secs(5));
+        let MemberReply::Error { message, .. } = answer.reply else {
+            panic!("an error");
+        };
+        assert!(
+            message.starts_with("the teammate did not answer within 5 s (teamctl mcp --timeout)"),
+            "{message}"
+        );
+        assert!(board.client.conn.is_none(), "a late answer is never read");
+        // A call on the held task waits for its answer, however long it takes.
+        let complete = MemberCall {
+            tool: "complete_task".into(),
+            arguments: json!({"result": "done"}),
+        };
+        let waited = tokio::time::timeout(Duration::from_secs(3600), board.call(complete)).await;
+        assert!(
+            waited.is_err(),
+            "complete_task gave up: {:?}",
+            waited.map(|a| a.reply)
+        );
+        silent.abort();
+    }
+
     #[tokio::test]
     async fn no_teammate_says_where_it_looked() {
         let dir = teamboard_testkit::short_tempdir();
-        let mut board = MemberBoard::new(MemberClient::new(dir.path().join("none.sock")));
+        let mut board = MemberBoard::new(MemberClient::new(dir.path().join("none.sock")), None);
         let answer = board.call(list()).await;
         let MemberReply::Error { message, .. } = answer.reply else {
             panic!("an error");

@@ -15,6 +15,7 @@ fn me(daemon: &InProc) -> OwnBoard {
         team: "default".into(),
         name: "me".into(),
         role: "member".into(),
+        timeout: Some(Duration::from_secs(30)),
     })
 }
 
@@ -319,4 +320,124 @@ async fn the_completion_gate_refuses_with_what_to_do_and_the_task_stays_held() {
     assert!(done["worktree"]["merged"].is_string(), "{done}");
     board.leave().await;
     daemon.stop().await;
+}
+
+/// A way to boardd that passes everything on until it is told to stall; from
+/// then on, what the client sends is dropped, as by a boardd that hangs.
+struct Proxy {
+    path: std::path::PathBuf,
+    stalled: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Proxy {
+    /// Listens at `path`, and passes on to `to`.
+    fn start(path: std::path::PathBuf, to: &std::path::Path) -> Proxy {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let listener = tokio::net::UnixListener::bind(&path).expect("bound");
+        let stalled = std::sync::Arc::new(AtomicBool::new(false));
+        let (to, flag) = (to.to_path_buf(), stalled.clone());
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let server = tokio::net::UnixStream::connect(&to).await.expect("boardd");
+                let (mut client_r, mut client_w) = client.into_split();
+                let (mut server_r, mut server_w) = server.into_split();
+                let flag = flag.clone();
+                tokio::spawn(async move {
+                    let mut buf = vec![0; 64 * 1024];
+                    while let Ok(n @ 1..) = client_r.read(&mut buf).await {
+                        if !flag.load(Ordering::SeqCst) {
+                            let _ = server_w.write_all(&buf[..n]).await;
+                        }
+                    }
+                });
+                tokio::spawn(async move {
+                    let _ = tokio::io::copy(&mut server_r, &mut client_w).await;
+                });
+            }
+        });
+        Proxy { path, stalled }
+    }
+
+    fn stall(&self) {
+        self.stalled
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+fn through(proxy: &Proxy, timeout: Option<Duration>) -> OwnBoard {
+    OwnBoard::new(OwnConfig {
+        socket: proxy.path.clone(),
+        team: "default".into(),
+        name: "me".into(),
+        role: "member".into(),
+        timeout,
+    })
+}
+
+/// `teamctl mcp --timeout`: a boardd that stops answering costs a bounded call
+/// the timeout and an answer that says so, while the calls on the held task
+/// wait for their answer.
+#[tokio::test(start_paused = true)]
+async fn a_boardd_that_stops_answering_costs_a_bounded_call_the_timeout() {
+    let daemon = paused().await;
+    let lead = lead(&daemon.socket).await;
+    let t = lead
+        .add_task(task("Write the parser"))
+        .await
+        .expect("added");
+    let dir = teamboard_testkit::short_tempdir();
+    let proxy = Proxy::start(dir.path().join("proxy.sock"), &daemon.socket);
+    let mut board = through(&proxy, Some(Duration::from_secs(5)));
+    board.join().await.expect("joined");
+    ok(board.call(call("list_tasks", json!({}))).await.reply);
+
+    proxy.stall();
+    let started = tokio::time::Instant::now();
+    let answer = board.call(call("list_tasks", json!({}))).await;
+    assert_eq!(started.elapsed(), Duration::from_secs(5));
+    let (code, message) = refused(answer.reply);
+    assert_eq!(code, None);
+    assert!(
+        message.starts_with("boardd did not answer within 5 s (teamctl mcp --timeout)"),
+        "{message}"
+    );
+    // Taking a task is not cut short: the server must know whether it holds it.
+    let claim = board.call(call("get_task", json!({"id": t.id, "claim": true})));
+    assert!(
+        tokio::time::timeout(Duration::from_secs(3600), claim)
+            .await
+            .is_err(),
+        "the claim gave up"
+    );
+    daemon.stop().await;
+}
+
+/// Joining the board waits as long as `--timeout` says, and no longer.
+#[tokio::test(start_paused = true)]
+async fn joining_a_boardd_that_does_not_answer_gives_up_after_the_timeout() {
+    let dir = teamboard_testkit::short_tempdir();
+    let path = dir.path().join("silent.sock");
+    let listener = tokio::net::UnixListener::bind(&path).expect("bound");
+    let silent = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    let mut board = OwnBoard::new(OwnConfig {
+        socket: path.clone(),
+        team: "default".into(),
+        name: "me".into(),
+        role: "member".into(),
+        timeout: Some(Duration::from_secs(42)),
+    });
+    let started = tokio::time::Instant::now();
+    let why = board.join().await.expect_err("no answer");
+    assert_eq!(started.elapsed(), Duration::from_secs(42));
+    assert!(
+        why.ends_with("did not answer within 42 s (teamctl mcp --timeout)"),
+        "{why}"
+    );
+    silent.abort();
 }

@@ -21,7 +21,8 @@ teammates claim ready tasks on their own, and you follow along, message them and
 what goes wrong.
 
 A task is ready when it is pending, has no owner and all its blockers are completed. \
-Every command accepts --json for scripts. Times are shown in UTC.";
+Commands that report accept --json for scripts; those with no JSON form (watch, lead, \
+mcp, task diff) say so. Times are shown in UTC.";
 
 const EXAMPLES: &str = "\
 Examples:
@@ -123,7 +124,8 @@ pub struct Global {
     /// forever). Does not apply to `watch` and `events --follow`, which wait by design,
     /// nor to `logs`, nor to the git that `task diff` runs; `spawn` waits this long
     /// for the new teammate to connect; for `shutdown` it is how long the teammate
-    /// has to answer (see its --help).
+    /// has to answer; `mcp` bounds each tool call with it that does not act on the
+    /// held task (see their --help).
     #[arg(
         long,
         global = true,
@@ -678,7 +680,8 @@ pub struct SpawnArgs {
     #[arg(long, value_enum, value_name = "PROVIDER")]
     pub provider: Option<Provider>,
 
-    /// The model name [default: the provider's]
+    /// The native loop's model [default: the provider's]; an agent runtime's
+    /// model is --agent-model
     #[arg(long, value_name = "MODEL")]
     pub model: Option<String>,
 
@@ -766,7 +769,9 @@ pub struct LeadArgs {
     #[arg(long, value_enum, value_name = "PROVIDER")]
     pub teammate_provider: Option<Provider>,
 
-    /// The teammates' model [default: the lead's, for the same provider]
+    /// The teammates' model; with --teammate-runtime claude or codex, their
+    /// agent's (--agent-model) [default: the lead's, for native teammates of the
+    /// same provider; an agent's own default]
     #[arg(long, value_name = "MODEL")]
     pub teammate_model: Option<String>,
 

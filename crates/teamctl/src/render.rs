@@ -267,22 +267,43 @@ pub fn task_summary(tasks: &[Task]) -> String {
 pub struct MemberWidths {
     name: usize,
     role: usize,
+    /// 0: nobody runs an agent, and the lines have no runtime column.
+    runtime: usize,
 }
 
 impl MemberWidths {
     pub fn of(members: &[Member]) -> MemberWidths {
+        let agents = members.iter().any(|m| m.runtime.is_some());
         MemberWidths {
             name: members.iter().map(|m| m.name.len()).max().unwrap_or(4),
             role: members.iter().map(|m| m.role.len()).max().unwrap_or(4),
+            runtime: if agents {
+                members
+                    .iter()
+                    .map(|m| runtime_of(m).len())
+                    .max()
+                    .unwrap_or(0)
+            } else {
+                0
+            },
         }
     }
 }
 
+/// The member's runtime by name; the roster leaves the native loop's out.
+fn runtime_of(m: &Member) -> &str {
+    m.runtime
+        .as_deref()
+        .unwrap_or(teamboard_protocol::names::NATIVE_RUNTIME)
+}
+
 /// One line for a member:
 /// `alice  coder  working  pid 4242  #3 Write tests  1.2k tokens (1.0k in, 0 cached, 200 out)  seen 5s ago`,
-/// then `runtime claude` for a member whose work an agent does (nothing for the
-/// native loop), `plans need approval` for a member spawned with
-/// `--require-plan`, and its pending shutdown request, if any.
+/// then `plans need approval` for a member spawned with `--require-plan`, and
+/// its pending shutdown request, if any. When anyone in the list runs an agent,
+/// each line has the runtime after the role (`alice  coder  native  idle ...`,
+/// `bob  coder  claude  working ...`): up front, where `watch` does not clip it
+/// at the terminal's edge as it would the end of a long line.
 pub fn member_line(
     m: &Member,
     task_subject: Option<&str>,
@@ -304,8 +325,13 @@ pub fn member_line(
         (Some(id), None) => format!("#{id}"),
         (None, _) => "no task".to_string(),
     };
+    let runtime = if w.runtime > 0 {
+        format!("{:<w$}  ", runtime_of(m), w = w.runtime)
+    } else {
+        String::new()
+    };
     let mut line = format!(
-        "{:<nw$}  {:<rw$}  {status:<8}  {pid:<9}  {task}  {}  seen {}",
+        "{:<nw$}  {:<rw$}  {runtime}{status:<8}  {pid:<9}  {task}  {}  seen {}",
         m.name,
         m.role,
         tokens(&m.tokens),
@@ -313,9 +339,6 @@ pub fn member_line(
         nw = w.name,
         rw = w.role,
     );
-    if let Some(r) = &m.runtime {
-        line.push_str(&format!("  runtime {r}"));
-    }
     if m.require_plan {
         line.push_str("  plans need approval");
     }
@@ -743,13 +766,44 @@ mod tests {
             "{}",
             lines[0]
         );
-        let claude = Member {
-            runtime: Some("claude".into()),
+        assert!(
+            !lines[0].contains("native"),
+            "no agent, no column: {}",
+            lines[0]
+        );
+    }
+
+    #[test]
+    fn the_runtime_is_a_column_after_the_role_when_anyone_runs_an_agent() {
+        let native = Member {
+            name: "alice".into(),
+            role: "coder".into(),
+            status: MemberStatus::Working,
+            last_seen: 0,
+            pid: Some(7),
+            task: Some(3),
+            tokens: TokenUsage::default(),
+            connected: true,
+            joined_at: 0,
             require_plan: false,
-            ..m
+            runtime: None,
         };
-        let line = &member_lines(&[claude], &[], &[], 12_000)[0];
-        assert!(line.ends_with("seen 12s ago  runtime claude"), "{line}");
+        let agent = Member {
+            name: "bob".into(),
+            runtime: Some("claude".into()),
+            ..native.clone()
+        };
+        let lines = member_lines(&[native, agent], &[], &[], 12_000);
+        assert!(
+            lines[0].starts_with("alice  coder  native  working   pid 7"),
+            "{}",
+            lines[0]
+        );
+        assert!(
+            lines[1].starts_with("bob    coder  claude  working   pid 7"),
+            "{}",
+            lines[1]
+        );
     }
 
     #[test]

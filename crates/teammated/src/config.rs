@@ -130,6 +130,9 @@ pub struct RuntimeConfig {
     pub agent_cmd: Option<PathBuf>,
     /// `--agent-arg`s, passed after teammated's own arguments.
     pub agent_args: Vec<String>,
+    /// `--agent-model`: the agent's model; `None` leaves it to the agent's own
+    /// settings. Never the native loop's `--model` (docs/runtimes.md).
+    pub agent_model: Option<String>,
     pub policy: crate::runtime::AgentPolicy,
     /// Environment only the agent gets: its API key, taken out of teammated's
     /// own environment like the native provider's. Never logged.
@@ -142,6 +145,7 @@ impl std::fmt::Debug for RuntimeConfig {
             .field("kind", &self.kind)
             .field("agent_cmd", &self.agent_cmd)
             .field("agent_args", &self.agent_args)
+            .field("agent_model", &self.agent_model)
             .field("policy", &self.policy)
             .field(
                 "agent_env",

@@ -53,7 +53,9 @@ pub struct LeadArgs {
     /// The teammates' provider [default: the lead's]
     #[arg(long, value_name = "PROVIDER")]
     pub teammate_provider: Option<String>,
-    /// The teammates' model [default: the lead's --model, for the same provider]
+    /// The teammates' model; with --teammate-runtime claude or codex, their
+    /// agent's (`teamctl spawn --agent-model`) [default: the lead's --model for
+    /// native teammates of the same provider; an agent's own default]
     #[arg(long, value_name = "MODEL")]
     pub teammate_model: Option<String>,
     /// The teammates' API base URL [default: the lead's --base-url, for the same
@@ -93,7 +95,14 @@ impl LeadArgs {
             .teammate_provider
             .as_deref()
             .is_none_or(|p| p == provider_name);
-        let model = self.provider.model.clone().filter(|_| same);
+        // Its model names a model of its own provider, which an agent does not
+        // speak: an agent teammate keeps its own default unless
+        // --teammate-model names one.
+        let agent = self
+            .teammate_runtime
+            .as_deref()
+            .is_some_and(|r| r != "native");
+        let model = self.provider.model.clone().filter(|_| same && !agent);
         let base_url = self.provider.base_url.clone().filter(|_| same);
         let state_dir_given = self.state_dir.is_some();
         Ok(LeadConfig {
@@ -137,4 +146,41 @@ fn find_teamctl() -> anyhow::Result<PathBuf> {
         .chain(on_path)
         .find(|p| p.is_file())
         .context("cannot find teamctl (looked next to teammated and on $PATH); pass --teamctl")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser as _;
+
+    /// The model the lead passes to the teammates it spawns.
+    fn teammates_model(extra: &[&str]) -> Option<String> {
+        let argv = [
+            "teammated lead",
+            "--provider",
+            "anthropic",
+            "--model",
+            "claude-opus-4-1",
+            "--teamctl",
+            "/bin/true",
+            "--workdir",
+            "/",
+        ]
+        .iter()
+        .chain(extra);
+        let args = LeadArgs::try_parse_from(argv).expect("parses");
+        args.into_config().expect("a config").spawn.model
+    }
+
+    #[test]
+    fn the_leads_model_carries_over_to_native_teammates_only() {
+        let lead = Some("claude-opus-4-1".to_string());
+        assert_eq!(teammates_model(&[]), lead);
+        assert_eq!(teammates_model(&["--teammate-runtime", "native"]), lead);
+        assert_eq!(teammates_model(&["--teammate-runtime", "claude"]), None);
+        assert_eq!(
+            teammates_model(&["--teammate-runtime", "codex", "--teammate-model", "o3"]).as_deref(),
+            Some("o3")
+        );
+    }
 }

@@ -6,7 +6,8 @@
 mod lead_args;
 
 use anyhow::Context as _;
-use clap::Parser;
+use clap::parser::ValueSource;
+use clap::{CommandFactory as _, FromArgMatches as _, Parser};
 use std::path::PathBuf;
 use std::time::Duration;
 use teamboard_protocol::{DEFAULT_TEAM, paths};
@@ -29,6 +30,7 @@ EXAMPLES:
   ANTHROPIC_API_KEY=... teammated --name bob --role backend --provider anthropic
   teammated --name carol --role docs --provider openai \\
       --base-url http://localhost:11434/v1 --model llama3.1   # ollama
+  teammated --name dave --role backend --runtime claude --agent-model sonnet   # Claude Code
 
 Usually started by `teamctl spawn NAME --role ROLE` or `systemctl --user start teammated@NAME`.
 `teammated lead --help`: the team's LLM lead, which `teamctl lead` starts.
@@ -92,8 +94,9 @@ struct Args {
     /// What does the work: `native` is teammated's own model loop; `claude`,
     /// `codex` and `acp` drive that agent through its structured interface, one
     /// session per task (see docs/runtimes.md). The model flags above are the
-    /// native loop's; an agent takes its model and key from its own settings,
-    /// `--model`, and ANTHROPIC_API_KEY (claude) or OPENAI_API_KEY (codex).
+    /// native loop's and never reach an agent: it takes its model from its own
+    /// settings or --agent-model, and its key from ANTHROPIC_API_KEY (claude) or
+    /// OPENAI_API_KEY (codex).
     #[arg(long, env = "TEAMMATE_RUNTIME", value_enum, default_value = "native")]
     runtime: RuntimeKind,
     /// The agent's program [default: `claude` for claude, `codex` for codex;
@@ -101,10 +104,16 @@ struct Args {
     #[arg(long, env = "TEAMMATE_AGENT_CMD", value_name = "CMD")]
     agent_cmd: Option<PathBuf>,
     /// One more argument for the agent, after teammated's own; repeat for more
-    /// (`--agent-arg=--acp`, `--agent-arg=--model --agent-arg=sonnet`). Without
+    /// (`--agent-arg=--acp`, `--agent-arg=--tools --agent-arg=Bash,Read,Edit`). Without
     /// any, they are read from $TEAMMATE_AGENT_ARGS, a JSON array of strings.
     #[arg(long = "agent-arg", value_name = "ARG", allow_hyphen_values = true)]
     agent_args: Vec<String>,
+    /// The agent's model: Claude Code's `--model` (e.g. `sonnet`), the model of
+    /// Codex's threads [default: the agent's own, from its settings]. Not for
+    /// acp: ACP has no standard way to choose a model, so give the agent's own
+    /// flag (`--agent-arg=-m --agent-arg=gemini-2.5-flash`).
+    #[arg(long, env = "TEAMMATE_AGENT_MODEL", value_name = "MODEL")]
+    agent_model: Option<String>,
     /// How the agent's permission requests are answered: `workspace` allows what
     /// it asks for in the task's worktree; `read-only` refuses every command and
     /// change. Before an approved plan, changes are refused anyway.
@@ -118,11 +127,39 @@ struct Args {
 }
 
 impl Args {
-    fn into_config(self) -> anyhow::Result<Config> {
+    /// Parses the command line, exiting with clap's message on a mistake, and
+    /// notes whether `--model` was on it (rather than from $TEAMMATE_MODEL).
+    fn parse_args() -> (Args, bool) {
+        Args::try_parse_args(std::env::args_os()).unwrap_or_else(|e| e.exit())
+    }
+
+    /// [`Args::parse_args`] for a given command line.
+    fn try_parse_args<I, T>(argv: I) -> Result<(Args, bool), clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        let matches = Args::command().try_get_matches_from(argv)?;
+        let args = Args::from_arg_matches(&matches)?;
+        let model_given = matches.value_source("model") == Some(ValueSource::CommandLine);
+        Ok((args, model_given))
+    }
+
+    /// The configuration. `model_given`: `--model` was on the command line,
+    /// which an agent runtime refuses (it would not reach the agent);
+    /// $TEAMMATE_MODEL is a default for the native loop, and an agent leaves it.
+    fn into_config(self, model_given: bool) -> anyhow::Result<Config> {
         let workdir = match self.workdir {
             Some(w) => w,
             None => std::env::current_dir().context("cannot read the current directory")?,
         };
+        if model_given && self.runtime != RuntimeKind::Native {
+            anyhow::bail!(
+                "--model is the native loop's model and does not reach the {} agent; \
+                 name the agent's with --agent-model MODEL, or leave it to the agent's settings",
+                self.runtime.as_str()
+            );
+        }
         if !(self.poll_interval > 0.0 && self.poll_interval.is_finite()) {
             anyhow::bail!("--poll-interval must be a positive number of seconds");
         }
@@ -149,6 +186,7 @@ impl Args {
                 self.runtime,
                 self.agent_cmd,
                 agent_args_or_env(self.agent_args)?,
+                self.agent_model,
                 self.agent_policy,
             )?,
         })
@@ -171,16 +209,31 @@ fn agent_args_or_env(given: Vec<String>) -> anyhow::Result<Vec<String>> {
 }
 
 /// The runtime settings, checked: an agent's flags make sense only with an agent
-/// runtime, and an ACP agent has no default program.
+/// runtime, an ACP agent has no default program and no standard way to choose
+/// a model.
 fn runtime_config(
     kind: RuntimeKind,
     agent_cmd: Option<PathBuf>,
     agent_args: Vec<String>,
+    agent_model: Option<String>,
     policy: AgentPolicy,
 ) -> anyhow::Result<RuntimeConfig> {
-    if kind == RuntimeKind::Native && (agent_cmd.is_some() || !agent_args.is_empty()) {
+    // `--agent-model ""` (or a blank variable) means the agent's default.
+    let agent_model = agent_model
+        .map(|m| m.trim().to_string())
+        .filter(|m| !m.is_empty());
+    if kind == RuntimeKind::Native
+        && (agent_cmd.is_some() || !agent_args.is_empty() || agent_model.is_some())
+    {
         anyhow::bail!(
-            "--agent-cmd and --agent-arg are for an agent runtime; add --runtime claude, codex or acp"
+            "--agent-cmd, --agent-arg and --agent-model are for an agent runtime; add \
+             --runtime claude, codex or acp (the native loop's model is --model)"
+        );
+    }
+    if kind == RuntimeKind::Acp && agent_model.is_some() {
+        anyhow::bail!(
+            "--agent-model is for claude and codex: ACP has no standard way to choose a \
+             model; give the agent's own flag, e.g. `--agent-arg=-m --agent-arg=gemini-2.5-flash`"
         );
     }
     if kind == RuntimeKind::Acp && agent_cmd.is_none() {
@@ -204,6 +257,7 @@ fn runtime_config(
         kind,
         agent_cmd,
         agent_args,
+        agent_model,
         policy,
         agent_env,
     })
@@ -228,9 +282,9 @@ fn real_main() -> anyhow::Result<()> {
     if lead_mode() {
         return lead_main();
     }
-    let args = Args::parse();
+    let (args, model_given) = Args::parse_args();
     init_tracing("info");
-    let config = args.into_config()?;
+    let config = args.into_config(model_given)?;
     // The keys now live in the config. Take them out of the environment so that
     // nothing the model runs with `bash` inherits them (`env` would show them to the
     // model, the transcript and the provider). Safe: no other thread exists yet.
@@ -328,4 +382,60 @@ async fn stop_on_signal(cancel: CancellationToken) {
         _ = int.recv() => {}
     }
     cancel.cancel();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The runtime settings of a command line, or the refusal.
+    fn runtime_of(argv: &[&str]) -> Result<RuntimeConfig, String> {
+        let argv = [
+            "teammated",
+            "--name",
+            "ann",
+            "--role",
+            "dev",
+            "--workdir",
+            "/",
+        ]
+        .iter()
+        .chain(argv);
+        let (args, model_given) = Args::try_parse_args(argv).map_err(|e| e.to_string())?;
+        args.into_config(model_given)
+            .map(|c| c.runtime)
+            .map_err(|e| format!("{e:#}"))
+    }
+
+    #[test]
+    fn the_agent_model_is_the_agents_and_the_native_model_stays_with_the_native_loop() {
+        let rt = runtime_of(&["--runtime", "claude", "--agent-model", "sonnet"]).expect("ok");
+        assert_eq!(rt.agent_model.as_deref(), Some("sonnet"));
+        let rt = runtime_of(&["--runtime", "codex"]).expect("ok");
+        assert_eq!(rt.agent_model, None, "the agent's own default");
+        let rt = runtime_of(&["--runtime", "codex", "--agent-model", " "]).expect("ok");
+        assert_eq!(rt.agent_model, None, "blank is the default");
+        // The native loop's model, named for an agent, would not reach it.
+        let e = runtime_of(&["--runtime", "claude", "--model", "gpt-4o"]).expect_err("refused");
+        assert!(
+            e.starts_with("--model is the native loop's model and does not reach the claude agent"),
+            "{e}"
+        );
+        assert!(runtime_of(&["--model", "gpt-4o"]).is_ok(), "native");
+        let e = runtime_of(&["--agent-model", "sonnet"]).expect_err("native");
+        assert!(e.contains("are for an agent runtime"), "{e}");
+        let e = runtime_of(&[
+            "--runtime",
+            "acp",
+            "--agent-cmd",
+            "gemini",
+            "--agent-model",
+            "x",
+        ])
+        .expect_err("acp");
+        assert!(
+            e.contains("ACP has no standard way to choose a model"),
+            "{e}"
+        );
+    }
 }

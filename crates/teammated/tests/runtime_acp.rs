@@ -16,7 +16,7 @@ use teamboard_protocol::{EventKind, MessageKind, RequestState, TaskStatus};
 use teamboard_testkit::agents::{Cli, agent_cli};
 use teamboard_testkit::mock_llm::gemini::{self, function_responses, last_user_text};
 use teamboard_testkit::mock_llm::{MockLlm, MockReply, RecordedRequest};
-use teamboard_testkit::{Board, PATIENCE, Teammate, alive, eventually};
+use teamboard_testkit::{Board, PATIENCE, Teammate, alive, eventually, workspace_bin};
 
 const TEAMMATED: &str = env!("CARGO_BIN_EXE_teammated");
 
@@ -66,6 +66,20 @@ impl Gemini {
         let mut args = agent.arg_strs();
         args.extend_from_slice(extra);
         board.spawn_with_env(name, "dev", &args, &agent.env_strs())
+    }
+
+    /// Like [`Gemini::spawn`], with the board's MCP server a real `teamctl`
+    /// (built for the test) that the agent can call.
+    fn spawn_with_board_tools(&self, board: &Board, name: &str, extra: &[&str]) -> Teammate {
+        let agent = Cli::Gemini
+            .offline(&self.program, &self.home, &self.mock.url())
+            .expect("gemini home");
+        let mut args = agent.arg_strs();
+        args.extend_from_slice(extra);
+        let teamctl = workspace_bin("teamctl").display().to_string();
+        let mut env = agent.env_strs();
+        env.push(("TEAMBOARD_TEAMCTL", teamctl.as_str()));
+        board.spawn_with_env(name, "dev", &args, &env)
     }
 
     /// The model calls so far that carried `needle` anywhere in their contents.
@@ -378,6 +392,64 @@ async fn the_plan_gate_holds_the_agent_until_the_lead_approves() {
         "{done:#?}"
     );
     assert!(work.exists(), "the approved plan was not carried out");
+    board.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_agent_uses_the_boards_own_tools() {
+    let Some(program) = agent_cli(Cli::Gemini) else {
+        return;
+    };
+    let _one = one_at_a_time().await;
+    let mut board = Board::start(TEAMMATED).await;
+    let g = Gemini::new(program, board.dir());
+    // Gemini asks before every MCP call, with kind `other`: read-only refuses
+    // that kind, but not the board's own tools.
+    g.respond(|req| match function_responses(&req.body).first() {
+        Some((name, _)) if name == "mcp_teamboard_send_message" => MockReply::gemini_function_call(
+            "mcp_teamboard_complete_task",
+            json!({"result": "RESULT-BY-THE-BOARD-TOOL"}),
+        ),
+        Some((name, answer)) => MockReply::gemini_text(&format!("{name} answered {answer}")),
+        None if last_user_text(&req.body).contains("BOARD-TOOL-TASK") => {
+            MockReply::gemini_function_call(
+                "mcp_teamboard_send_message",
+                json!({"to": "lead", "text": "BOARD-MSG-FROM-GEMINI"}),
+            )
+        }
+        None => MockReply::gemini_text("nothing to do"),
+    });
+    let alice = g.spawn_with_board_tools(&board, "alice", &["--agent-policy", "read-only"]);
+    let t = board
+        .add(
+            "report",
+            "BOARD-TOOL-TASK: tell the lead, then complete the task",
+            &[],
+        )
+        .await;
+    assert_eq!(board.wait_claimed(t.id).await, "alice");
+    board.wait_done(&[t.id]).await;
+    let done = board.task(t.id).await;
+    assert_eq!(
+        done.status,
+        TaskStatus::Completed,
+        "{done:#?}\n{}",
+        alice.log_text()
+    );
+    // Completed by the agent's complete_task, not by a final answer.
+    assert_eq!(
+        done.result.as_deref(),
+        Some("RESULT-BY-THE-BOARD-TOOL"),
+        "{done:#?}\n{}",
+        board.transcript("alice")
+    );
+    let inbox = board.lead.inbox().await.expect("inbox");
+    assert!(
+        inbox
+            .iter()
+            .any(|m| m.from == "alice" && m.content.contains("BOARD-MSG-FROM-GEMINI")),
+        "the agent's message never reached the lead: {inbox:#?}"
+    );
     board.stop().await;
 }
 

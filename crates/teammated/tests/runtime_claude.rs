@@ -788,3 +788,143 @@ async fn a_message_to_an_idle_teammate_is_acknowledged_once_the_agent_took_it() 
     drop(alice);
     t.board.stop().await;
 }
+
+/// The agent runs its own default model, or the one `--agent-model` names;
+/// the native loop's model (`TEAMMATE_MODEL`, as a person's shell may set it
+/// for their native teammates) never reaches it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_runs_its_own_model_or_the_agent_model_never_the_native_loops() {
+    let Some(claude) = agent_cli(Cli::Claude) else {
+        return;
+    };
+    let mut t = ClaudeBoard::start(claude).await;
+    t.mock.set_responder(|_| Some(say("FINAL: done")));
+    let native = [("TEAMMATE_MODEL", "native-loop-model")];
+    let mut models = Vec::new();
+    for (name, extra) in [
+        ("alice", &[][..]),
+        ("bob", &["--agent-model", "agent-picked-model"][..]),
+    ] {
+        let mate = t.spawn_with_env(name, "dev", name, extra, &native);
+        t.board.wait_idle(name).await;
+        let task = t.board.add("say done", "Say done.", &[]).await;
+        assert_eq!(t.board.wait_claimed(task.id).await, name);
+        t.board.wait_done(&[task.id]).await;
+        let done = t.board.task(task.id).await;
+        assert_eq!(
+            done.status,
+            TaskStatus::Completed,
+            "{done:#?}\n{}",
+            mate.log_text()
+        );
+        let (session, _, _) = t.recorded_session(name, task.id).expect("a session");
+        let seen: Vec<String> = t
+            .check_requests()
+            .iter()
+            .filter(|r| r.header("x-claude-code-session-id") == Some(session.as_str()))
+            .map(|r| r.body["model"].as_str().unwrap_or_default().to_string())
+            .collect();
+        assert!(!seen.is_empty(), "{name}'s agent called the mock");
+        models.push(seen);
+        // Gone before the next one starts, so that it takes the next task.
+        drop(mate);
+    }
+    let own = &models[0];
+    assert!(
+        own.iter()
+            .all(|m| !m.is_empty() && m != "native-loop-model"),
+        "the agent's own default: {own:?}"
+    );
+    assert!(
+        models[1].iter().all(|m| m == "agent-picked-model"),
+        "{:?}",
+        models[1]
+    );
+    t.board.stop().await;
+}
+
+/// `teamctl lead --teammate-runtime claude` spawns Claude Code teammates that
+/// do the plan's work: the lead's provider, model and base URL are the native
+/// loop's and stay out of the agent's `teamctl spawn`, which refuses them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lead_spawns_claude_teammates_that_complete_its_plan() {
+    let Some(claude) = agent_cli(Cli::Claude) else {
+        return;
+    };
+    let t = ClaudeBoard::start(claude.clone()).await;
+    t.mock.set_responder(|_| Some(say("FINAL: done by claude")));
+    let agent = Cli::Claude
+        .offline(&t.claude, &t.home, &t.mock.url())
+        .expect("Claude Code's home");
+    let teamctl = teamboard_testkit::workspace_bin("teamctl");
+    let dir = claude.parent().expect("claude's directory");
+    let path = std::env::join_paths(std::iter::once(dir.to_path_buf()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .expect("a PATH");
+    let work = t.board.workdir("lead");
+    std::fs::create_dir_all(&work).expect("the lead's workdir");
+    let goal =
+        "Say it.\n\n````plan\nteammate ada role=dev\ntask t: Say done\n    Answer done.\n````";
+    let mut lead = tokio::process::Command::new(&teamctl);
+    lead.arg("--socket")
+        .arg(&t.board.daemon.socket)
+        .arg("--state-dir")
+        .arg(t.board.state_dir())
+        .args([
+            "lead",
+            "--goal",
+            goal,
+            "--yes",
+            "--teammate-runtime",
+            "claude",
+        ])
+        // A teammate left behind by a failure ends itself once idle.
+        .args(["--teammate-idle-timeout", "5", "--workdir"])
+        .arg(&work)
+        .env("TEAMMATED_BIN", TEAMMATED)
+        .env("TEAMBOARD_TEAMCTL", &teamctl)
+        .env("PATH", path)
+        .env_remove("TEAMBOARD_TEAM")
+        .env_remove("TEAMMATE_PROVIDER")
+        .envs(agent.env_strs())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let lead = lead.spawn().expect("teamctl lead starts");
+    // A lead whose teammates never start waits for them for ever: bounded here.
+    let out = tokio::time::timeout(PATIENCE * 4, lead.wait_with_output())
+        .await
+        .expect("the lead to finish its goal")
+        .expect("teamctl lead runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    for pid in stdout
+        .lines()
+        .filter(|l| l.contains("spawn_teammate"))
+        .filter_map(|l| {
+            l.split_once(", pid ")?
+                .1
+                .split(')')
+                .next()?
+                .parse::<i32>()
+                .ok()
+        })
+    {
+        // SAFETY: kill(2) on a teammate this test started; no memory involved.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+    }
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let team = t.board.lead.team().await.expect("the roster");
+    let ada = team.iter().find(|m| m.name == "ada").expect("ada joined");
+    assert_eq!(ada.runtime.as_deref(), Some("claude"), "{ada:#?}");
+    let tasks = t.board.lead.list_tasks(None).await.expect("the tasks");
+    assert_eq!(tasks.len(), 1, "{tasks:#?}");
+    assert_eq!(tasks[0].status, TaskStatus::Completed, "{tasks:#?}");
+    assert_eq!(tasks[0].result.as_deref(), Some("FINAL: done by claude"));
+    t.board.stop().await;
+}

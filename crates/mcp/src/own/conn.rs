@@ -3,16 +3,12 @@
 
 use super::OwnConfig;
 use super::held::{self, Held, Shared};
+use crate::board::within;
 use std::sync::Arc;
-use std::time::Duration;
 use teamboard_protocol::{Client, ErrorCode, TaskId};
 
 /// The client's name in the hello, for boardd's logs.
 pub(super) const CLIENT_KIND: &str = "teamctl-mcp";
-
-/// How long connecting and registering may take: a boardd that does not
-/// answer must not hang the agent's tool call.
-const CONNECT_WITHIN: Duration = Duration::from_secs(10);
 
 /// A registered session and the keeper of its claim's lease.
 pub(super) struct Conn {
@@ -29,18 +25,23 @@ impl Drop for Conn {
 /// Connects as the member and registers it. A claim held from before is kept
 /// only if boardd still has it as the member's (it adopts claims on register
 /// after a restart); one boardd gives back on register is taken up.
+///
+/// Connecting, registering and settling the claim wait at most `cfg.timeout`:
+/// a boardd that does not answer must not hang the agent's tool call.
 pub(super) async fn open(cfg: &OwnConfig, held: &Shared) -> Result<Conn, String> {
-    let (client, task) = tokio::time::timeout(CONNECT_WITHIN, register(cfg))
-        .await
-        .map_err(|_| {
-            format!(
-                "boardd at {} did not answer within {} s",
-                cfg.socket.display(),
-                CONNECT_WITHIN.as_secs()
-            )
-        })??;
-    let client = Arc::new(client);
-    settle(&client, task, held).await;
+    let opening = async {
+        let (client, task) = register(cfg).await?;
+        let client = Arc::new(client);
+        settle(&client, task, held).await;
+        Ok::<_, String>(client)
+    };
+    let client = within(cfg.timeout, opening).await.ok_or_else(|| {
+        format!(
+            "boardd at {} did not answer within {} s (teamctl mcp --timeout)",
+            cfg.socket.display(),
+            cfg.timeout.unwrap_or_default().as_secs_f64()
+        )
+    })??;
     let lease = held::keep_lease(client.clone(), held.clone());
     Ok(Conn { client, lease })
 }

@@ -11,10 +11,11 @@ mod conn;
 mod held;
 mod inbox;
 
-use crate::board::{Answer, Board, Mode};
+use crate::board::{Answer, Board, Mode, bounded, no_answer, within};
 use held::{Held, Shared};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 use teamboard_protocol::board_call::BoardCall;
 use teamboard_protocol::member::{MemberCall, MemberReply};
 use teamboard_protocol::request::{
@@ -32,6 +33,10 @@ pub struct OwnConfig {
     pub team: String,
     pub name: String,
     pub role: String,
+    /// `--timeout`: how long joining the board, a [`bounded`] call, the
+    /// messages fetched with each answer and giving a task back at the end may
+    /// wait for boardd; `None` waits for ever.
+    pub timeout: Option<Duration>,
 }
 
 /// The board of a person's own session.
@@ -76,15 +81,23 @@ impl OwnBoard {
                 "{}'s session ended (its MCP client went away) before it finished",
                 self.cfg.name
             );
-            if let Err(e) = conn
-                .client
-                .release_task_with_note(h.id, h.epoch, &note)
-                .await
+            // boardd gives it back anyway once the session closes, with the
+            // attempt that costs: a boardd that does not answer cannot hold
+            // the exit up.
+            match within(
+                self.cfg.timeout,
+                conn.client.release_task_with_note(h.id, h.epoch, &note),
+            )
+            .await
             {
-                tracing::warn!(task = h.id, error = %e, "cannot give the task back");
+                Some(Ok(_)) => {}
+                Some(Err(e)) => {
+                    tracing::warn!(task = h.id, error = %e, "cannot give the task back")
+                }
+                None => tracing::warn!(task = h.id, "boardd did not answer the release in time"),
             }
         }
-        conn.client.close().await;
+        let _ = within(self.cfg.timeout, conn.client.close()).await;
     }
 
     /// The registered session, opened (again) when there is none.
@@ -308,8 +321,14 @@ impl Board for OwnBoard {
             Err(why) => return Answer::from(MemberReply::error(why)),
         };
         let mut notes: Vec<String> = self.take_lost().into_iter().collect();
-        let reply = self.carry_out(&client, parsed).await;
-        notes.extend(inbox::take(&client, &self.cfg.name).await);
+        let limit = self.cfg.timeout.filter(|_| bounded(&parsed));
+        let Some(reply) = within(limit, self.carry_out(&client, parsed)).await else {
+            let reply = no_answer("boardd", limit.unwrap_or_default());
+            return Answer { reply, notes };
+        };
+        // The messages wait for the next answer when boardd is slow to give them.
+        let messages = within(self.cfg.timeout, inbox::take(&client, &self.cfg.name)).await;
+        notes.extend(messages.flatten());
         Answer { reply, notes }
     }
 }

@@ -35,7 +35,15 @@ Started by a person's own session, it registers NAME on the board itself, with \
 --role. get_task with claim: true takes a ready task; the server keeps its lease while \
 it runs, and gives the task back (without using up an attempt) if the session ends \
 first. complete_task, fail_task and submit_plan act on the task it holds. Messages for \
-NAME come with the next tool result.";
+NAME come with the next tool result.
+
+--timeout bounds the wait for list_tasks, get_task, create_task and send_message (then \
+the tool answers with an error that says so; the call may still have been carried out), \
+and for joining the board. get_task with claim: true, complete_task, fail_task and \
+submit_plan act on the held task and wait for their answer, as their twins do; \
+complete_task waits while the task's checks run.
+
+The output is JSON-RPC whatever the flags: --json is refused.";
 
 pub const MCP_EXAMPLES: &str = "\
 Examples:

@@ -72,7 +72,7 @@ pub struct RuntimeArgs {
     pub agent_cmd: Option<PathBuf>,
 
     /// One more argument for the agent, after teammated's own; repeat for more
-    /// (`--agent-arg=--acp`, `--agent-arg=--model --agent-arg=sonnet`)
+    /// (`--agent-arg=--acp`, `--agent-arg=--tools --agent-arg=Bash,Read,Edit`)
     #[arg(
         long = "agent-arg",
         value_name = "ARG",
@@ -80,6 +80,13 @@ pub struct RuntimeArgs {
         action = clap::ArgAction::Append
     )]
     pub agent_args: Vec<String>,
+
+    /// The agent's model: Claude Code's `--model` (e.g. `sonnet`), the model of
+    /// Codex's threads. --model is the native loop's and never reaches an agent;
+    /// an ACP agent takes its own flag (`--agent-arg=-m --agent-arg=MODEL`)
+    /// [default: the agent's own, from its settings]
+    #[arg(long, value_name = "MODEL")]
+    pub agent_model: Option<String>,
 
     /// How the agent's permission requests are answered; before an approved plan,
     /// changes are refused anyway [default: workspace]
@@ -91,7 +98,7 @@ pub struct RuntimeArgs {
 pub const SPAWN_RUNTIME_EXAMPLES: &str = "\
 Runtimes:
   teamctl spawn bob --role backend --runtime claude         Claude Code (`claude` on PATH)
-  teamctl spawn cleo --role backend --runtime claude --model sonnet \\
+  teamctl spawn cleo --role backend --runtime claude --agent-model sonnet \\
       --agent-arg=--allowedTools --agent-arg='Bash(git *)'
   teamctl spawn carl --role docs --runtime codex --agent-cmd ~/.local/bin/codex
   teamctl spawn dana --role review --runtime acp --agent-cmd gemini --agent-arg=--acp \\

@@ -6,10 +6,19 @@ use crate::cli::McpArgs;
 use teamboard_mcp::{MemberBoard, MemberClient, OwnBoard, OwnConfig};
 
 pub async fn run(ctx: &Ctx, args: McpArgs) -> anyhow::Result<()> {
+    // Refused rather than ignored: the output is JSON-RPC whatever the flags,
+    // and a --json that changed nothing would leave its reader guessing.
+    if ctx.json {
+        anyhow::bail!(
+            "`teamctl mcp` speaks JSON-RPC on stdout in any case (each tool answers with \
+             the JSON its teamctl twin prints with --json); leave --json out"
+        );
+    }
     let input = tokio::io::BufReader::new(tokio::io::stdin());
     let output = tokio::io::stdout();
     if let Some(client) = MemberClient::from_env() {
-        teamboard_mcp::serve(input, output, MemberBoard::new(client)).await?;
+        let board = MemberBoard::new(client, ctx.timeout());
+        teamboard_mcp::serve(input, output, board).await?;
         return Ok(());
     }
     let mut board = OwnBoard::new(OwnConfig {
@@ -17,6 +26,7 @@ pub async fn run(ctx: &Ctx, args: McpArgs) -> anyhow::Result<()> {
         team: ctx.team.clone(),
         name: args.name,
         role: args.role,
+        timeout: ctx.timeout(),
     });
     // Joined at once, so that the member shows on the board while the session
     // runs; a boardd that is not there yet is tried again at each call.

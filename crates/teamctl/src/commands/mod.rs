@@ -115,8 +115,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     // answer until the request's deadline, which may be longer; `lead` becomes
     // the lead, which waits for the person; `task diff` times its boardd part only,
     // then git's pager waits for the person. `mcp` serves for as long as its client
-    // runs; a teammate's own operations wait for the teammate, whose completion
-    // may wait for the task's checks.
+    // runs, and bounds its tool calls itself; a teammate's own operations wait for
+    // the teammate, whose completion may wait for the task's checks.
     let own_timing = matches!(
         &cli.command,
         Command::Spawn(_)

@@ -330,6 +330,57 @@ fn without_boardd_the_tools_say_how_to_start_it() {
     );
 }
 
+/// The global flags: `--json` is refused (the output is JSON-RPC in any case),
+/// and `--timeout` bounds joining the board and the tools' calls to it.
+#[test]
+fn json_is_refused_and_the_timeout_bounds_the_calls_to_boardd() {
+    let dir = teamboard_testkit::short_tempdir();
+    // A boardd that takes connections and never answers: the kernel accepts
+    // them into the backlog.
+    let silent = dir.path().join("silent.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&silent).expect("bound");
+    let mcp = |global: &[&str], input: &[u8]| {
+        Command::new(TEAMCTL)
+            .arg("--socket")
+            .arg(&silent)
+            .args(global)
+            .args(["mcp", "--name", "me"])
+            .env_remove("TEAMBOARD_MEMBER_SOCKET")
+            .env_remove("TEAMBOARD_TIMEOUT")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .and_then(|mut child| {
+                let mut stdin = child.stdin.take().expect("stdin");
+                stdin.write_all(input)?;
+                drop(stdin);
+                child.wait_with_output()
+            })
+            .expect("runs")
+    };
+    let out = mcp(&["--json"], b"");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(out.stdout.is_empty(), "nothing for the client to misread");
+    assert!(
+        stderr(&out).contains("`teamctl mcp` speaks JSON-RPC on stdout in any case"),
+        "{}",
+        stderr(&out)
+    );
+
+    let call = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_tasks"}}"#;
+    let out = mcp(&["--timeout", "1"], call);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = "did not answer within 1 s (teamctl mcp --timeout)";
+    assert!(stderr(&out).contains(said), "joining: {}", stderr(&out));
+    let answer: Value = serde_json::from_slice(&out.stdout).expect("one answer");
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    let text = answer["result"]["content"][0]["text"]
+        .as_str()
+        .expect("text");
+    assert!(text.contains(said), "{text}");
+}
+
 #[test]
 fn the_member_operations_say_where_they_belong() {
     let d = Cli::start();

@@ -82,6 +82,7 @@ fn spawn_passes_the_runtime_and_the_agent_flags_to_teammated() {
         .arg("--state-dir")
         .arg(dir.path().join("state"))
         .args(["spawn", "bob", "--role", "dev", "--runtime", "claude"])
+        .args(["--agent-model", "sonnet"])
         .output()
         .expect("teamctl runs");
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
@@ -91,7 +92,9 @@ fn spawn_passes_the_runtime_and_the_agent_flags_to_teammated() {
             "--runtime",
             "claude",
             "--agent-cmd",
-            &claude.display().to_string()
+            &claude.display().to_string(),
+            "--agent-model",
+            "sonnet",
         ]
     );
 }
@@ -143,6 +146,27 @@ fn spawn_refuses_bad_runtime_flags_before_starting_anything() {
     refused(
         &["--runtime", "acp"],
         "--runtime acp needs the agent's program: --agent-cmd CMD",
+    );
+    // The native loop's model would not reach an agent; an agent's is its own flag.
+    refused(
+        &["--runtime", "claude", "--model", "sonnet"],
+        "--model is the native loop's model and does not reach the claude agent; name \
+         the agent's with --agent-model MODEL",
+    );
+    refused(
+        &["--agent-model", "sonnet"],
+        "--agent-model is for an agent runtime",
+    );
+    refused(
+        &[
+            "--runtime",
+            "acp",
+            "--agent-cmd",
+            "/bin/sh",
+            "--agent-model",
+            "x",
+        ],
+        "ACP has no standard way to choose a model",
     );
     refused(
         &["--runtime", "acp", "--agent-cmd", "/no/such/agent"],
@@ -207,13 +231,13 @@ fn a_spawned_agent_teammate_shows_its_runtime_in_team() {
     let _bob = d.teammate("bob", "dev");
 
     let team = d.ok(&["team"]);
-    let ann = team.lines().find(|l| l.starts_with("ann")).expect("ann");
-    assert!(ann.contains("  runtime acp"), "{team}");
-    let bob = team.lines().find(|l| l.starts_with("bob")).expect("bob");
-    assert!(
-        !bob.contains("runtime"),
-        "a native teammate shows none: {bob}"
-    );
+    // A column after the role, once anyone runs an agent.
+    let runtime = |name: &str| {
+        let line = team.lines().find(|l| l.starts_with(name)).expect(name);
+        line.split_whitespace().nth(2).map(str::to_string)
+    };
+    assert_eq!(runtime("ann").as_deref(), Some("acp"), "{team}");
+    assert_eq!(runtime("bob").as_deref(), Some("native"), "{team}");
     let json = d.json(&["team"]);
     let by_name = |n: &str| {
         json.as_array()
@@ -331,6 +355,26 @@ fn spawn_systemd_writes_the_runtime_and_teammated_reads_it_back() {
     assert!(
         text.contains("TEAMMATE_AGENT_CMD=\""),
         "a path with a space is quoted:\n{text}"
+    );
+    assert!(
+        !text.contains("MODEL"),
+        "no model named, none written:\n{text}"
+    );
+    // An agent's model goes into its own variable, which teammated reads as
+    // --agent-model (TEAMMATE_MODEL is the native loop's).
+    let out = base_command(&d.socket)
+        .env("XDG_CONFIG_HOME", &config)
+        .env("TEAMCTL_SYSTEMCTL", &systemctl)
+        .args(["spawn", "dee", "--role", "dev", "--runtime", "codex"])
+        .args(["--systemd", "--agent-model", "o3", "--agent-cmd"])
+        .arg(&agent)
+        .output()
+        .expect("teamctl runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let dee = std::fs::read_to_string(config.join("teamboard/teammates/dee.env")).expect("dee");
+    assert!(
+        systemd_env(&dee).contains(&("TEAMMATE_AGENT_MODEL".to_string(), "o3".to_string())),
+        "{dee}"
     );
 
     // The unit runs `teammated --name %i` with these settings; so does this test.

@@ -5,6 +5,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
+use teamboard_protocol::request::RegisterArgs;
 
 #[test]
 fn watch_once_renders_board_team_and_events() {
@@ -24,6 +25,59 @@ fn watch_once_renders_board_team_and_events() {
     assert!(out.contains("task_claimed"), "{out}");
     // Not a terminal: no escape sequences.
     assert!(!out.contains('\x1b'), "{out:?}");
+}
+
+/// A member's runtime shows as in `teamctl team`, a column after the role, and
+/// within the first 80 columns: on a terminal, watch clips long lines at the
+/// edge, which would cut off anything at the end of a working member's line.
+#[test]
+fn watch_shows_each_members_runtime_up_front() {
+    let d = Cli::start();
+    d.ok(&[
+        "task",
+        "add",
+        "Write the parser for the configuration files and its tests",
+    ]);
+    let bob = d.block_on(async {
+        let bob = teamboard_testkit::connect(&d.socket, "bob").await;
+        bob.register_with(RegisterArgs {
+            role: "backend".into(),
+            pid: Some(4242),
+            runtime: Some("claude".into()),
+            ..RegisterArgs::default()
+        })
+        .await
+        .expect("register");
+        bob
+    });
+    d.block_on(bob.claim_task(1)).expect("claim");
+    let _alice = d.teammate("alice", "backend");
+
+    let out = d.ok(&["watch", "--once"]);
+    let member = |name: &str| {
+        out.lines()
+            .map(str::trim_start)
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} in:\n{out}"))
+            .to_string()
+    };
+    let visible: String = member("bob").chars().take(80).collect();
+    assert!(
+        visible.starts_with("bob    backend  claude  working"),
+        "{visible}\n{out}"
+    );
+    assert!(
+        member("alice").starts_with("alice  backend  native  idle"),
+        "{out}"
+    );
+    // The same columns as `teamctl team`.
+    let team = d.ok(&["team"]);
+    let in_team = team
+        .lines()
+        .find(|l| l.starts_with("bob"))
+        .expect("bob in team");
+    let head = |l: &str| l.split_whitespace().take(6).collect::<Vec<_>>().join(" ");
+    assert_eq!(head(&member("bob")), head(in_team));
 }
 
 /// `timeout` and `kill` stop watch with SIGTERM. Handled, it leaves through the

@@ -40,7 +40,8 @@ pub struct SpawnConfig {
     /// The teamctl binary.
     pub teamctl: PathBuf,
     /// `--provider`, `--model`, `--base-url` for the teammates; `None` leaves each
-    /// to teammated's default.
+    /// to teammated's default. With an agent `runtime`, `model` is the agent's
+    /// and goes as `--agent-model`.
     pub provider: Option<String>,
     pub model: Option<String>,
     pub base_url: Option<String>,

@@ -65,10 +65,15 @@ fn argv(cfg: &LeadConfig, name: &str, role: &str) -> Vec<OsString> {
         workdir.clone().into(),
         "--json".into(),
     ]);
+    // The provider, `--model` and the base URL are the native loop's, and `teamctl
+    // spawn` refuses them for an agent; an agent's model is `--agent-model`.
+    let agent = runtime.as_deref().is_some_and(|r| r != "native");
+    let none = None;
+    let native = |v| if agent { &none } else { v };
     for (flag, value) in [
-        ("--provider", provider),
-        ("--model", model),
-        ("--base-url", base_url),
+        ("--provider", native(provider)),
+        (if agent { "--agent-model" } else { "--model" }, model),
+        ("--base-url", native(base_url)),
         ("--runtime", runtime),
     ] {
         if let Some(v) = value {
@@ -90,7 +95,7 @@ mod tests {
     use crate::config::{ProviderConfig, ProviderKind};
     use std::time::Duration;
 
-    fn config(runtime: Option<&str>) -> LeadConfig {
+    fn config(runtime: Option<&str>, model: Option<&str>) -> LeadConfig {
         LeadConfig {
             team: "default".into(),
             socket: "/run/b.sock".into(),
@@ -110,7 +115,7 @@ mod tests {
             spawn: SpawnConfig {
                 teamctl: "teamctl".into(),
                 provider: Some("scripted".into()),
-                model: None,
+                model: model.map(str::to_string),
                 base_url: None,
                 workdir: "/work".into(),
                 idle_timeout: Some(0),
@@ -130,13 +135,38 @@ mod tests {
                 .map(|w| w.to_string_lossy().into_owned())
                 .collect()
         };
-        let with = words(argv(&config(Some("claude")), "ada", "dev"));
+        let with = words(argv(&config(Some("claude"), None), "ada", "dev"));
         let at = with
             .iter()
             .position(|w| w == "--runtime")
             .expect("--runtime");
         assert_eq!(with[at + 1], "claude");
-        let without = words(argv(&config(None), "ada", "dev"));
+        let without = words(argv(&config(None, None), "ada", "dev"));
         assert!(!without.iter().any(|w| w == "--runtime"), "{without:?}");
+    }
+
+    #[test]
+    fn the_teammates_model_goes_to_the_agent_as_its_agent_model() {
+        let words = |a: Vec<OsString>| -> Vec<String> {
+            a.into_iter()
+                .map(|w| w.to_string_lossy().into_owned())
+                .collect()
+        };
+        let after = |argv: &[String], flag: &str| {
+            argv.iter()
+                .position(|w| w == flag)
+                .map(|at| argv[at + 1].clone())
+        };
+        let agent = words(argv(&config(Some("codex"), Some("o3")), "ada", "dev"));
+        assert_eq!(after(&agent, "--agent-model").as_deref(), Some("o3"));
+        assert_eq!(after(&agent, "--model"), None, "{agent:?}");
+        // teamctl spawn refuses the native loop's provider for an agent.
+        assert_eq!(after(&agent, "--provider"), None, "{agent:?}");
+        for runtime in [None, Some("native")] {
+            let native = words(argv(&config(runtime, Some("gpt-4.1")), "ada", "dev"));
+            assert_eq!(after(&native, "--model").as_deref(), Some("gpt-4.1"));
+            assert_eq!(after(&native, "--agent-model"), None, "{native:?}");
+            assert_eq!(after(&native, "--provider").as_deref(), Some("scripted"));
+        }
     }
 }

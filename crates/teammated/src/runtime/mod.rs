@@ -101,7 +101,9 @@ pub struct AgentSpec {
     /// `--max-rounds`: Claude Code's `--max-turns`, and the bound on turns for the
     /// others.
     pub max_turns: u32,
-    /// `--model`, when given: passed to the agent as its model.
+    /// `--agent-model`, when given: passed to the agent as its model (Claude
+    /// Code's `--model`, Codex's thread `model`; ACP has no way to pass one).
+    /// Never the native loop's `--model`: an agent keeps its own default.
     pub model: Option<String>,
     pub policy: AgentPolicy,
     /// Extra environment for the agent: its API key, base URLs, the board's

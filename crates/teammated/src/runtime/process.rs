@@ -10,7 +10,12 @@
 //!   agent block on a full pipe for long. A line longer than [`MAX_LINE`] is cut
 //!   and reported as not JSON rather than grow without bound.
 //! - **stderr** is kept as a tail of its last lines ([`TAIL_BYTES`]), for the
-//!   error that reports a crash.
+//!   error that reports a crash. Trap: the exit of the agent (or the end of its
+//!   stdout) may be seen before the stderr reader has read the agent's last
+//!   lines, which are the ones that say why; a dead agent's tail is taken with
+//!   [`AgentProcess::stderr_tail_at_end`], which waits for the reader to reach
+//!   the end of the pipe, bounded by [`STDERR_END_WAIT`] because a process the
+//!   agent left may hold the pipe open.
 //! - **The process** is the guard (`teammated __agent-guard PID PROGRAM ARGS`)
 //!   when teammated's binary runs, so that `kill -9` of teammated still ends the
 //!   agent and every process it started (Claude Code puts its Bash commands in
@@ -26,7 +31,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::process::{Child, ChildStdin, Command};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 /// The longest stdout line kept whole. Agents' lines carry tool output and
 /// whole file contents; 16 MiB is far above what they send and far below what
@@ -37,6 +42,13 @@ pub const TAIL_BYTES: usize = 4096;
 /// How long `stop` waits for the agent after closing its input, and again after
 /// SIGTERM, before it kills.
 pub const STOP_GRACE: Duration = Duration::from_secs(3);
+
+/// How long a dead agent's stderr is waited for to reach its end. Its last
+/// lines are in the pipe by then and take a moment to read; only a process
+/// that still holds the pipe keeps it open longer: one the agent left where no
+/// guard ends them (a test, a library user), or an agent still running after
+/// its output ended.
+pub const STDERR_END_WAIT: Duration = Duration::from_secs(1);
 
 /// One line of the agent's stdout.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,6 +79,9 @@ pub struct AgentProcess {
     stdin: Option<ChildStdin>,
     lines: mpsc::Receiver<Line>,
     tail: Arc<Mutex<Tail>>,
+    /// Becomes true when the stderr reader reached the end of the pipe (or its
+    /// sender is dropped: there was no pipe, or the reader stopped).
+    stderr_ended: watch::Receiver<bool>,
     /// The exit, once seen: (how it ended, for people).
     exited: Option<String>,
     guarded: bool,
@@ -120,14 +135,16 @@ impl AgentProcess {
             tokio::spawn(read_lines(out, tx));
         }
         let tail = Arc::new(Mutex::new(Tail::default()));
+        let (ended, stderr_ended) = watch::channel(false);
         if let Some(err) = stderr {
-            tokio::spawn(read_tail(err, tail.clone()));
+            tokio::spawn(read_tail(err, tail.clone(), ended));
         }
         Ok(AgentProcess {
             child,
             stdin,
             lines,
             tail,
+            stderr_ended,
             exited: None,
             guarded: launch.guard.is_some(),
         })
@@ -183,12 +200,29 @@ impl AgentProcess {
         how
     }
 
-    /// The last lines of stderr, trimmed; empty when it said nothing.
+    /// The last lines of stderr read so far, trimmed; empty when it said
+    /// nothing. For an agent that still runs; a dead one's are
+    /// [`AgentProcess::stderr_tail_at_end`].
     pub fn stderr_tail(&self) -> String {
         self.tail
             .lock()
             .map(|t| t.text())
             .unwrap_or_else(|p| p.into_inner().text())
+    }
+
+    /// The last lines of stderr of an agent that has exited (or was stopped),
+    /// once the reader has reached the end of the pipe, waiting for that at
+    /// most [`STDERR_END_WAIT`].
+    pub async fn stderr_tail_at_end(&self) -> String {
+        let mut ended = self.stderr_ended.clone();
+        // An error: the reader is gone, so it has read all it will.
+        let reached = tokio::time::timeout(STDERR_END_WAIT, ended.wait_for(|end| *end)).await;
+        if reached.is_err() {
+            tracing::debug!(
+                "the agent's stderr is still open (a process it left holds it); reporting what was read"
+            );
+        }
+        self.stderr_tail()
     }
 
     /// Ends the process and everything it started: closes its input and gives it
@@ -358,12 +392,19 @@ impl Tail {
     }
 }
 
-async fn read_tail(err: impl AsyncRead + Unpin, tail: Arc<Mutex<Tail>>) {
+async fn read_tail(
+    err: impl AsyncRead + Unpin,
+    tail: Arc<Mutex<Tail>>,
+    ended: watch::Sender<bool>,
+) {
     let mut reader = err;
     let mut buf = [0u8; 4096];
     loop {
         match reader.read(&mut buf).await {
-            Ok(0) | Err(_) => return,
+            Ok(0) | Err(_) => {
+                ended.send_replace(true);
+                return;
+            }
             Ok(n) => {
                 if let Some(chunk) = buf.get(..n) {
                     tail.lock().unwrap_or_else(|p| p.into_inner()).push(chunk);
@@ -401,14 +442,39 @@ mod tests {
         assert_eq!(p.next_line().await, Some(Line::Text("not json".into())));
         assert_eq!(p.next_line().await, None);
         assert_eq!(p.wait_exit().await, "exit code 3");
-        // The stderr reader may lag the exit by a moment.
-        for _ in 0..100 {
-            if !p.stderr_tail().is_empty() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        assert_eq!(p.stderr_tail(), "oops");
+        assert_eq!(p.stderr_tail_at_end().await, "oops");
+    }
+
+    #[tokio::test]
+    async fn a_dead_agents_stderr_is_read_to_its_end() {
+        // The last line comes after the agent's exit, from a process it left.
+        let mut p = AgentProcess::spawn(&launch(
+            "(sleep 0.3; echo 'the late line' >&2) >/dev/null & echo 'the first line' >&2; exit 2",
+        ))
+        .unwrap();
+        assert_eq!(p.next_line().await, None);
+        assert_eq!(p.wait_exit().await, "exit code 2");
+        assert_eq!(
+            p.stderr_tail_at_end().await,
+            "the first line\nthe late line"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_wait_for_the_end_of_stderr_is_bounded() {
+        // A process the agent left holds stderr open for long after its exit.
+        let mut p = AgentProcess::spawn(&launch("sleep 60 >&2 & exit 0")).unwrap();
+        let group = p.pid().unwrap() as libc::pid_t;
+        assert_eq!(p.wait_exit().await, "exit code 0");
+        let asked = std::time::Instant::now();
+        let tail = p.stderr_tail_at_end().await;
+        assert!(
+            asked.elapsed() < Duration::from_secs(30),
+            "waited for the leftover"
+        );
+        assert_eq!(tail, "");
+        // SAFETY: kill(2) of the group the test's agent led; its leader is reaped.
+        unsafe { libc::kill(-group, libc::SIGKILL) };
     }
 
     #[tokio::test]

@@ -1,5 +1,6 @@
 //! An agent that hangs while it starts does not hold the teammate: a stop
-//! during the start-up ends the agent and the teammate at once.
+//! during the start-up ends the agent and the teammate at once. An agent that
+//! dies while it starts gives the task back with its last stderr lines.
 
 use super::*;
 
@@ -41,4 +42,49 @@ async fn a_stop_while_the_agent_starts_ends_it_without_waiting_for_the_start() {
     until("the agent is gone", || async { agent() == 0 }).await;
     let task = board.task(t.id).await;
     assert_eq!(task.status, TaskStatus::Pending, "{task:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_that_dies_while_it_starts_gives_the_task_back_with_its_stderr() {
+    let mut board = Board::start(TEAMMATED).await;
+    let agent = workspace_bin("fake-acp-agent").display().to_string();
+    let home = fake_home(&board).display().to_string();
+    let why = "fatal: START-FAILURE-LINE-ONE\nhint: START-FAILURE-LINE-TWO";
+    let alice = board.spawn_with_env(
+        "alice",
+        "dev",
+        &["--runtime", "acp", "--agent-cmd", agent.as_str()],
+        &[
+            ("FAKE_ACP_HOME", home.as_str()),
+            ("FAKE_ACP_FAIL_START", why),
+        ],
+    );
+    let t = board.add("anything", "ANSWER: never", &[]).await;
+    board.wait_claimed(t.id).await;
+    board
+        .wait_for("the task given back", |e| {
+            e.kind == EventKind::TaskReleased && e.task == Some(t.id)
+        })
+        .await;
+    // The reason goes with the task, as a note for its next owner.
+    let task = board.task(t.id).await;
+    let error = task.handoff.clone().unwrap_or_default();
+    assert!(
+        error.contains("could not start")
+            && error.contains("exit code 4")
+            && error.ends_with(
+                "its last stderr lines:\nfatal: START-FAILURE-LINE-ONE\nhint: START-FAILURE-LINE-TWO"
+            ),
+        "{task:#?}\n{}",
+        alice.log_text()
+    );
+    // Not the task's fault: no attempt used.
+    assert_eq!(task.attempts, 0, "{task:#?}");
+    let inbox = board.lead.inbox().await.expect("inbox");
+    assert!(
+        inbox
+            .iter()
+            .any(|m| m.kind == MessageKind::Error && m.content.contains("START-FAILURE-LINE-TWO")),
+        "{inbox:#?}"
+    );
 }

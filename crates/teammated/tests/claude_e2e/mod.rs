@@ -53,6 +53,18 @@ impl ClaudeBoard {
 
     /// [`ClaudeBoard::spawn`] with role `role` and `extra` flags.
     pub fn spawn_with(&self, name: &str, role: &str, log: &str, extra: &[&str]) -> Teammate {
+        self.spawn_with_env(name, role, log, extra, &[])
+    }
+
+    /// [`ClaudeBoard::spawn_with`] with `more_env` in teammated's environment.
+    pub fn spawn_with_env(
+        &self,
+        name: &str,
+        role: &str,
+        log: &str,
+        extra: &[&str],
+        more_env: &[(&str, &str)],
+    ) -> Teammate {
         let teammated =
             Teammated::new(TEAMMATED, &self.board.daemon.socket, self.board.state_dir());
         let agent = Cli::Claude
@@ -66,6 +78,7 @@ impl ClaudeBoard {
             .to_string();
         let mut env = agent.env_strs();
         env.push(("TEAMBOARD_TEAMCTL", &teamctl));
+        env.extend_from_slice(more_env);
         teammated.spawn(
             name,
             role,

@@ -533,3 +533,59 @@ async fn a_message_to_an_idle_teammate_is_acknowledged_once_the_agent_took_it() 
     drop(alice);
     board.stop().await;
 }
+
+/// Codex runs its own default model (`mock-model` in its configuration), or
+/// the one `--agent-model` names; the native loop's model (`TEAMMATE_MODEL`,
+/// as a person's shell may set it for their native teammates) never reaches it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_runs_its_own_model_or_the_agent_model_never_the_native_loops() {
+    let Some(program) = agent_cli(Cli::Codex) else {
+        return;
+    };
+    let codex = CodexHome::new(program);
+    codex
+        .mock
+        .set_responder(|_| Some(MockReply::responses_text("done")));
+    let mut board = Board::start(TEAMMATED).await;
+    let agent = Cli::Codex
+        .offline(&codex.program, codex.home(), &codex.mock.url())
+        .expect("CODEX_HOME");
+    let mut env = agent.env_strs();
+    env.push(("TEAMMATE_MODEL", "native-loop-model"));
+    let mut models = Vec::new();
+    for (name, extra) in [
+        ("alice", &[][..]),
+        ("bob", &["--agent-model", "agent-picked-model"][..]),
+    ] {
+        let mut args = agent.arg_strs();
+        args.extend_from_slice(extra);
+        let mate = board.spawn_with_env(name, "dev", &args, &env);
+        board.wait_idle(name).await;
+        let t = board.add("say done", "Say done.", &[]).await;
+        assert_eq!(board.wait_claimed(t.id).await, name);
+        board.wait_done(&[t.id]).await;
+        let task = board.task(t.id).await;
+        assert_eq!(task.status, TaskStatus::Completed, "{}", mate.log_text());
+        let thread = sessions(&board, name)["tasks"][t.id.to_string()]["session"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let seen: Vec<String> = codex
+            .mock
+            .requests()
+            .iter()
+            .filter(|r| r.header("thread-id") == Some(&thread))
+            .map(|r| r.body["model"].as_str().unwrap_or_default().to_string())
+            .collect();
+        assert!(!seen.is_empty(), "{name}'s agent called the mock");
+        models.push(seen);
+        // Gone before the next one starts, so that it takes the next task.
+        drop(mate);
+    }
+    assert!(models[0].iter().all(|m| m == "mock-model"), "{models:?}");
+    assert!(
+        models[1].iter().all(|m| m == "agent-picked-model"),
+        "{models:?}"
+    );
+    board.stop().await;
+}

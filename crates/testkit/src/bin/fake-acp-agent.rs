@@ -24,7 +24,9 @@
 //!   whatever that prompt says (a refusal of the completion gate, a note of
 //!   the teammate's): how a script answers what the teammate tells it.
 //!
-//! With `FAKE_ACP_NO_PLAN_MODE` set, its sessions offer no plan mode.
+//! With `FAKE_ACP_NO_PLAN_MODE` set, its sessions offer no plan mode. With
+//! `FAKE_ACP_FAIL_START=TEXT` set, it answers no `initialize`: it writes TEXT
+//! to stderr and exits 4, as an agent that cannot start does.
 //!
 //! A prompt that starts with `[Message` is answered `got: ` and its first line.
 //! Every prompt ends with `stopReason` `end_turn` (`cancelled` after a cancel)
@@ -99,6 +101,11 @@ impl Agent {
         let method = msg["method"].as_str().unwrap_or_default().to_string();
         let params = msg.get("params").cloned().unwrap_or(Value::Null);
         match (method.as_str(), id) {
+            ("initialize", Some(_)) if std::env::var_os("FAKE_ACP_FAIL_START").is_some() => {
+                let why = std::env::var("FAKE_ACP_FAIL_START").unwrap_or_default();
+                eprintln!("{why}");
+                std::process::exit(4);
+            }
             ("initialize", Some(id)) => respond(
                 &id,
                 json!({"protocolVersion": 1, "agentCapabilities": {"loadSession": true},

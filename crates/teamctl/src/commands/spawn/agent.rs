@@ -21,16 +21,20 @@ pub(super) struct Launch {
     /// The agent's program, absolute.
     pub program: Option<PathBuf>,
     pub args: Vec<String>,
+    /// `--agent-model`, when given.
+    pub model: Option<String>,
     pub policy: Option<AgentPolicy>,
 }
 
-/// Checks the flags together and finds the agent's program.
-pub(super) fn check(flags: &RuntimeArgs) -> anyhow::Result<Launch> {
+/// Checks the flags together and finds the agent's program. `native_only`: the
+/// flags given that only the native loop uses (`--model`, `--provider`, ...).
+pub(super) fn check(flags: &RuntimeArgs, native_only: &[&str]) -> anyhow::Result<Launch> {
     let runtime = flags.runtime.unwrap_or(Runtime::Native);
     if runtime == Runtime::Native {
         let given: Vec<&str> = [
             (flags.agent_cmd.is_some(), "--agent-cmd"),
             (!flags.agent_args.is_empty(), "--agent-arg"),
+            (flags.agent_model.is_some(), "--agent-model"),
             (flags.agent_policy.is_some(), "--agent-policy"),
         ]
         .into_iter()
@@ -48,6 +52,37 @@ pub(super) fn check(flags: &RuntimeArgs) -> anyhow::Result<Launch> {
             ..Launch::default()
         });
     }
+    // The native loop's settings would not reach the agent: said, rather than
+    // dropped without a word. `--model` has a twin for agents, so it gets its own
+    // pointer.
+    if native_only.contains(&"--model") {
+        bail!(
+            "--model is the native loop's model and does not reach the {} agent; name the \
+             agent's with --agent-model MODEL, or leave it to the agent's own settings",
+            runtime.as_str()
+        );
+    }
+    if !native_only.is_empty() {
+        bail!(
+            "{} {} for the native loop and would not reach the {} agent, which uses its own \
+             settings; leave {} out",
+            native_only.join(" and "),
+            if native_only.len() == 1 { "is" } else { "are" },
+            runtime.as_str(),
+            if native_only.len() == 1 { "it" } else { "them" },
+        );
+    }
+    if let Some(model) = &flags.agent_model {
+        if runtime == Runtime::Acp {
+            bail!(
+                "--agent-model is for claude and codex: ACP has no standard way to choose a \
+                 model; give the agent's own flag, e.g. `--agent-arg=-m --agent-arg=gemini-2.5-flash`"
+            );
+        }
+        if model.trim().is_empty() || model.chars().any(char::is_control) {
+            bail!("--agent-model {model:?} is empty or contains control characters");
+        }
+    }
     let program = match (&flags.agent_cmd, runtime.default_cmd()) {
         (Some(cmd), _) => resolve(cmd).ok_or_else(|| not_found(runtime, cmd, true))?,
         (None, Some(cmd)) => {
@@ -63,6 +98,7 @@ pub(super) fn check(flags: &RuntimeArgs) -> anyhow::Result<Launch> {
         runtime: Some(runtime),
         program: Some(absolute(&program, "--agent-cmd")?),
         args: flags.agent_args.clone(),
+        model: flags.agent_model.clone(),
         policy: flags.agent_policy,
     })
 }
@@ -122,12 +158,13 @@ mod tests {
             runtime,
             agent_cmd: cmd.map(PathBuf::from),
             agent_args: args.iter().map(|a| a.to_string()).collect(),
+            agent_model: None,
             agent_policy: None,
         }
     }
 
     fn err(f: RuntimeArgs) -> String {
-        format!("{:#}", check(&f).expect_err("refused"))
+        format!("{:#}", check(&f, &[]).expect_err("refused"))
     }
 
     #[test]
@@ -140,8 +177,57 @@ mod tests {
         let mut f = flags(Some(Runtime::Native), None, &[]);
         f.agent_policy = Some(AgentPolicy::ReadOnly);
         assert!(err(f).starts_with("--agent-policy is for an agent runtime"));
-        let plain = check(&flags(None, None, &[])).expect("native");
+        let plain = check(&flags(None, None, &[]), &[]).expect("native");
         assert!(plain.runtime.is_none() && plain.program.is_none());
+    }
+
+    #[test]
+    fn the_agent_has_its_own_model_flag_and_the_native_model_is_refused() {
+        let mut f = flags(Some(Runtime::Claude), Some("sh"), &[]);
+        f.agent_model = Some("sonnet".into());
+        let l = check(&f, &[]).expect("claude with a model");
+        assert_eq!(l.model.as_deref(), Some("sonnet"));
+        let e = format!("{:#}", check(&f, &["--model"]).expect_err("--model too"));
+        assert!(
+            e.starts_with("--model is the native loop's model and does not reach the claude agent"),
+            "{e}"
+        );
+        let mut native = flags(None, None, &[]);
+        native.agent_model = Some("sonnet".into());
+        assert!(err(native).starts_with("--agent-model is for an agent runtime"));
+        let mut acp = flags(Some(Runtime::Acp), Some("sh"), &["--acp"]);
+        acp.agent_model = Some("gemini-2.5-flash".into());
+        assert!(err(acp).contains("ACP has no standard way to choose a model"));
+        let mut blank = flags(Some(Runtime::Codex), Some("sh"), &[]);
+        blank.agent_model = Some(" ".into());
+        assert!(err(blank).contains("is empty"));
+        assert!(
+            check(&flags(None, None, &[]), &["--model", "--provider"]).is_ok(),
+            "native --model"
+        );
+    }
+
+    #[test]
+    fn the_native_loops_other_settings_are_refused_for_an_agent() {
+        let f = flags(Some(Runtime::Codex), Some("sh"), &[]);
+        let e = format!(
+            "{:#}",
+            check(&f, &["--provider", "--base-url"]).expect_err("refused")
+        );
+        assert_eq!(
+            e,
+            "--provider and --base-url are for the native loop and would not reach the codex \
+             agent, which uses its own settings; leave them out"
+        );
+        let e = format!(
+            "{:#}",
+            check(&f, &["--carry-context"]).expect_err("refused")
+        );
+        assert!(
+            e.starts_with("--carry-context is for the native loop"),
+            "{e}"
+        );
+        assert!(check(&f, &[]).is_ok());
     }
 
     #[test]
@@ -161,7 +247,8 @@ mod tests {
 
     #[test]
     fn a_program_on_path_is_passed_on_absolute() {
-        let l = check(&flags(Some(Runtime::Acp), Some("sh"), &["--acp"])).expect("sh is on PATH");
+        let l =
+            check(&flags(Some(Runtime::Acp), Some("sh"), &["--acp"]), &[]).expect("sh is on PATH");
         let program = l.program.expect("a program");
         assert!(program.is_absolute(), "{}", program.display());
         assert!(program.ends_with("sh"));

@@ -320,6 +320,10 @@ fn teammated_args(
     for a in &launch.args {
         argv.push(format!("--agent-arg={a}").into());
     }
+    if let Some(m) = &launch.model {
+        argv.push("--agent-model".into());
+        argv.push(m.into());
+    }
     if let Some(p) = launch.policy {
         argv.push("--agent-policy".into());
         argv.push(p.as_str().into());

@@ -16,9 +16,25 @@ use super::Ctx;
 use crate::cli::SpawnArgs;
 use checks::{check_names, workdir};
 
+/// The flags given that only the native loop reads. `--max-rounds` is not one: it
+/// bounds an agent's turns too.
+fn native_only(args: &SpawnArgs) -> Vec<&'static str> {
+    [
+        (args.model.is_some(), "--model"),
+        (args.provider.is_some(), "--provider"),
+        (args.base_url.is_some(), "--base-url"),
+        (args.context_budget.is_some(), "--context-budget"),
+        (args.carry_context, "--carry-context"),
+        (args.max_tokens_field.is_some(), "--max-tokens-field"),
+    ]
+    .into_iter()
+    .filter_map(|(given, flag)| given.then_some(flag))
+    .collect()
+}
+
 pub async fn run(ctx: &Ctx, args: SpawnArgs) -> anyhow::Result<()> {
     check_names(ctx, &args)?;
-    let launch = agent::check(&args.runtime)?;
+    let launch = agent::check(&args.runtime, &native_only(&args))?;
     let workdir = workdir(args.workdir.as_deref())?;
     if args.systemd {
         systemd::run(ctx, &args, &launch, &workdir).await

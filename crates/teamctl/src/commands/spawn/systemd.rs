@@ -167,6 +167,9 @@ fn env_file_text(
     if !launch.args.is_empty() {
         vars.push(("TEAMMATE_AGENT_ARGS", serde_json::to_string(&launch.args)?));
     }
+    if let Some(m) = &launch.model {
+        vars.push(("TEAMMATE_AGENT_MODEL", m.clone()));
+    }
     if let Some(p) = launch.policy {
         vars.push(("TEAMMATE_AGENT_POLICY", p.as_str().to_string()));
     }

@@ -362,12 +362,8 @@ impl Driver {
             Ok(how) => how,
             Err(_) => "its output closed, the process still runs".to_string(),
         };
-        // The stderr reader may lag the exit by a moment.
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        self.emit(AgentEvent::Exited {
-            status,
-            stderr: self.rpc.proc.stderr_tail(),
-        });
+        let stderr = self.rpc.proc.stderr_tail_at_end().await;
+        self.emit(AgentEvent::Exited { status, stderr });
     }
 
     /// Interrupts the running prompt (bounded), then ends the process and all

@@ -274,7 +274,7 @@ async fn drain_replay(rpc: &mut Rpc) {
 /// with how it ended and its last stderr lines.
 async fn failed_start(mut rpc: Rpc, why: String) -> AgentError {
     let how = rpc.proc.stop().await;
-    let tail = rpc.proc.stderr_tail();
+    let tail = rpc.proc.stderr_tail_at_end().await;
     let mut text = format!("{why} ({how})");
     if !tail.is_empty() {
         text.push_str(&format!("; its last stderr lines:\n{tail}"));
@@ -387,6 +387,44 @@ sleep 30"#,
             ]
         );
         acp.stop().await;
+    }
+
+    #[tokio::test]
+    async fn a_start_failure_reports_the_agents_last_stderr_lines() {
+        // The agent dies in `initialize`. Its last line comes after its exit is
+        // seen, from a process it left: the report waits for stderr's end.
+        let script = "read l; echo 'fatal: no credentials' >&2; \
+            (sleep 0.3; echo 'fatal: the late line' >&2) >/dev/null & exit 4";
+        let dir = tempfile::tempdir().unwrap();
+        let spec = AgentSpec {
+            kind: RuntimeKind::Acp,
+            program: "sh".into(),
+            extra_args: vec!["-c".into(), script.into()],
+            max_turns: 10,
+            model: None,
+            policy: AgentPolicy::Workspace,
+            env: vec![],
+            guard: None,
+        };
+        let brief = Brief {
+            task: 1,
+            cwd: dir.path().to_path_buf(),
+            resume: None,
+            identity: "You are a test.".into(),
+            prompt: "Do it.".into(),
+            plan_first: false,
+            mcp: None,
+        };
+        let why = match Acp::start(&spec, brief).await {
+            Err(AgentError::Start(why)) => why,
+            Err(e) => panic!("not a start failure: {e}"),
+            Ok(_) => panic!("an agent that died in initialize started"),
+        };
+        assert!(why.contains("exit code 4"), "{why}");
+        assert!(
+            why.ends_with("its last stderr lines:\nfatal: no credentials\nfatal: the late line"),
+            "{why}"
+        );
     }
 
     /// A fake Gemini CLI that writes the request after `initialize` to `seen`

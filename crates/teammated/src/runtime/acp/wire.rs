@@ -9,6 +9,7 @@
 use crate::runtime::AgentPolicy;
 use serde_json::{Value, json};
 use teamboard_protocol::TokenUsage;
+use teamboard_protocol::board_call::BOARD_TOOLS;
 
 /// The protocol version teammated speaks.
 pub const PROTOCOL_VERSION: u64 = 1;
@@ -36,6 +37,9 @@ pub fn agent_name(init: &Value) -> Option<&str> {
     init["agentInfo"]["name"].as_str()
 }
 
+/// The name the board's MCP server goes by in the agent's configuration.
+pub const BOARD_SERVER: &str = "teamboard";
+
 /// ACP's stdio MCP server entry: `env` as `[{name, value}]`.
 pub fn mcp_servers(mcp: Option<&crate::runtime::McpServer>) -> Value {
     let Some(m) = mcp else {
@@ -47,7 +51,7 @@ pub fn mcp_servers(mcp: Option<&crate::runtime::McpServer>) -> Value {
         .map(|(k, v)| json!({"name": k, "value": v}))
         .collect();
     json!([{
-        "name": "teamboard",
+        "name": BOARD_SERVER,
         "command": m.command.display().to_string(),
         "args": m.args,
         "env": env,
@@ -183,6 +187,51 @@ pub fn is_plan_exit(params: &Value) -> bool {
 
 const PLAN_TITLE: &str = "Requesting plan approval for:";
 
+/// Whether a permission request's tool call is one of the board's own tools
+/// (the [`BOARD_SERVER`] MCP server): allowed under every policy and gate,
+/// since they touch no file and the board checks them itself (the plan gate,
+/// who holds the task).
+///
+/// Traps: the `kind` says nothing (Gemini CLI sends `other` for every MCP
+/// tool), and a title may be the model's own words (Gemini's title of an MCP
+/// call is its `command` argument when it has one, so any MCP tool can be
+/// titled like a board tool). So the tool's name is read where the agent
+/// itself writes it:
+/// - Gemini CLI: the call id is `<tool name>__<id>` (or `<tool name>-<ms>-<n>`
+///   when it makes up the id), and an MCP tool's name is
+///   `mcp_<server>_<tool>`. When the id names the tool, the title is not read.
+/// - Claude Code's ACP adapter: the call id is the model's `toolu_…`, and the
+///   title of an MCP call is the tool's name, `mcp__<server>__<tool>`.
+///
+/// Only the board's own tool names count, not any name under the server's
+/// prefix: `mcp_teamboard_x_y` is tool `y` of a server `teamboard_x` as well.
+pub fn is_board_tool(call: &Value) -> bool {
+    let id = call["toolCallId"].as_str().unwrap_or_default();
+    if let Some(name) = gemini_tool_name(id) {
+        let prefix = format!("mcp_{BOARD_SERVER}_");
+        return name
+            .strip_prefix(&prefix)
+            .is_some_and(|tool| BOARD_TOOLS.contains(&tool));
+    }
+    let prefix = format!("mcp__{BOARD_SERVER}__");
+    call["title"]
+        .as_str()
+        .and_then(|title| title.strip_prefix(&prefix))
+        .is_some_and(|tool| BOARD_TOOLS.contains(&tool))
+}
+
+/// The tool's name in a Gemini CLI call id: `<name>__<id>`, or the
+/// `<name>-<ms>-<n>` its ACP server makes up when the call has no id.
+fn gemini_tool_name(id: &str) -> Option<&str> {
+    if let Some((name, _)) = id.split_once("__") {
+        return Some(name);
+    }
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let (rest, n) = id.rsplit_once('-')?;
+    let (name, ms) = rest.rsplit_once('-')?;
+    (digits(n) && digits(ms) && !name.is_empty()).then_some(name)
+}
+
 /// Where the plan of a plan-exit request is written: the file its title names
 /// (Gemini), else `None`.
 pub fn plan_file(params: &Value) -> Option<String> {
@@ -219,14 +268,15 @@ pub enum Permission {
 }
 
 /// The answer to a permission request under `policy`, with the plan gate
-/// closed (`gated`) or open.
+/// closed (`gated`) or open. The board's own tools are always allowed.
 pub fn permission(params: &Value, policy: AgentPolicy, gated: bool) -> Permission {
     if gated && is_plan_exit(params) {
         return Permission::Hold;
     }
     let kind = params["toolCall"]["kind"].as_str().unwrap_or("other");
     let reads = READ_KINDS.contains(&kind);
-    let allowed = reads || (!gated && policy == AgentPolicy::Workspace);
+    let allowed =
+        reads || is_board_tool(&params["toolCall"]) || (!gated && policy == AgentPolicy::Workspace);
     let option = if allowed {
         option(params, &["allow_once", "allow_always"])
     } else {
@@ -305,6 +355,82 @@ mod tests {
         assert_eq!(
             permission(&bare, AgentPolicy::ReadOnly, false),
             Permission::Cancelled
+        );
+    }
+
+    /// Gemini CLI 0.61.0 asking to run the board's `send_message`
+    /// (`mcp_teamboard_send_message`), captured under the `read-only` policy.
+    fn board_tool_request() -> Value {
+        serde_json::from_str(
+            r#"{"sessionId":"74b1fa9e-4213-42ba-a21e-ac07652fc7de","options":[{"optionId":"proceed_always_server","name":"Allow all server tools for this session","kind":"allow_always"},{"optionId":"proceed_always_tool","name":"Allow tool for this session","kind":"allow_always"},{"optionId":"proceed_once","name":"Allow","kind":"allow_once"},{"optionId":"cancel","name":"Reject","kind":"reject_once"}],"toolCall":{"toolCallId":"mcp_teamboard_send_message__mcp_teamboard_send_message_1796162996129_0","status":"pending","title":"send_message (teamboard MCP Server)","content":[{"type":"content","content":{"type":"text","text":"{\"text\":\"BOARD-MSG-FROM-GEMINI\",\"to\":\"lead\"}"}}],"locations":[],"kind":"other"}}"#,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn the_boards_own_tools_are_allowed_under_every_policy_and_gate() {
+        let board = board_tool_request();
+        assert!(is_board_tool(&board["toolCall"]));
+        for policy in [AgentPolicy::ReadOnly, AgentPolicy::Workspace] {
+            for gated in [true, false] {
+                assert_eq!(
+                    permission(&board, policy, gated),
+                    Permission::Select("proceed_once".into()),
+                    "{policy:?}, gated: {gated}"
+                );
+            }
+        }
+        // Every board tool, and the id Gemini makes up when the call has none.
+        let with_id = |id: &str| json!({"toolCallId": id, "title": "x", "kind": "other"});
+        for tool in BOARD_TOOLS {
+            assert!(is_board_tool(&with_id(&format!(
+                "mcp_teamboard_{tool}__c_1_0"
+            ))));
+        }
+        assert!(is_board_tool(&with_id(
+            "mcp_teamboard_list_tasks-1796162996129-3"
+        )));
+        // Claude Code's adapter: the tool's name is the title.
+        let adapter = json!({"toolCallId": "toolu_01AbC", "title": "mcp__teamboard__complete_task", "kind": "other"});
+        assert!(is_board_tool(&adapter));
+    }
+
+    #[test]
+    fn a_tool_that_only_looks_like_a_board_tool_is_not_one() {
+        let call =
+            |id: &str, title: &str| json!({"toolCallId": id, "title": title, "kind": "other"});
+        for (id, title) in [
+            // Another server's tool, titled by its `command` argument.
+            ("mcp_other_run__c_1_0", "mcp__teamboard__complete_task"),
+            (
+                "mcp_other_run__c_1_0",
+                "send_message (teamboard MCP Server)",
+            ),
+            // Under the board server's prefix, but not a board tool: a server
+            // named `teamboard_extra`, or a tool the board does not have.
+            ("mcp_teamboard_extra_send_message__c_1_0", "send_message"),
+            ("mcp_teamboard_delete_everything__c_1_0", "x"),
+            // A shell command whose id the model chose to look like one.
+            (
+                "run_shell_command__mcp_teamboard_send_message__c",
+                "rm -rf .",
+            ),
+            ("toolu_01AbC", "mcp__teamboard__delete_everything"),
+            ("toolu_01AbC", "mcp__teamboard_x__send_message"),
+            ("", ""),
+        ] {
+            assert!(!is_board_tool(&call(id, title)), "{id} / {title}");
+        }
+        // Refused as any other call would be.
+        let mut other = board_tool_request();
+        other["toolCall"]["toolCallId"] = json!("mcp_other_send_message__c_1_0");
+        assert_eq!(
+            permission(&other, AgentPolicy::ReadOnly, false),
+            Permission::Select("cancel".into())
+        );
+        assert_eq!(
+            permission(&other, AgentPolicy::Workspace, true),
+            Permission::Select("cancel".into())
         );
     }
 

@@ -24,9 +24,6 @@ use tokio::sync::{mpsc, oneshot};
 /// How long `stop` waits for the `result` of an interrupted turn before it
 /// closes the CLI's input and ends the process anyway.
 const INTERRUPT_WAIT: Duration = Duration::from_secs(2);
-/// How long an exit waits for the stderr reader to catch up with the exit,
-/// when stderr looks empty.
-const STDERR_SETTLE: Duration = Duration::from_millis(100);
 
 /// What the handle asks of the driver.
 pub(super) enum Cmd {
@@ -113,7 +110,7 @@ impl Driver {
                 tracing::debug!(%text, "claude printed a line that is not JSON")
             }
             None if self.stream.resuming() => {
-                let tail = self.stderr_tail().await;
+                let tail = self.proc.stderr_tail_at_end().await;
                 let why = if tail.is_empty() {
                     "it exited before the session opened".to_string()
                 } else {
@@ -123,7 +120,7 @@ impl Driver {
             }
             None => {
                 let status = self.proc.wait_exit().await;
-                let stderr = self.stderr_tail().await;
+                let stderr = self.proc.stderr_tail_at_end().await;
                 tracing::info!(%status, "claude exited");
                 self.exited = true;
                 self.pid.store(0, Ordering::Relaxed);
@@ -225,17 +222,5 @@ impl Driver {
         let how = self.proc.stop().await;
         self.pid.store(0, Ordering::Relaxed);
         tracing::info!(%how, "claude stopped");
-    }
-
-    /// The last stderr lines, once the reader has caught up with an exit.
-    async fn stderr_tail(&self) -> String {
-        let deadline = tokio::time::Instant::now() + STDERR_SETTLE;
-        loop {
-            let tail = self.proc.stderr_tail();
-            if !tail.is_empty() || tokio::time::Instant::now() >= deadline {
-                return tail;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
     }
 }

@@ -59,7 +59,7 @@ impl Claude {
             let how = proc.stop().await;
             return Err(AgentError::Start(format!(
                 "claude took no input ({e}; {how}): {}",
-                proc.stderr_tail()
+                proc.stderr_tail_at_end().await
             )));
         }
         let pid = Arc::new(AtomicU32::new(proc.pid().unwrap_or(0)));

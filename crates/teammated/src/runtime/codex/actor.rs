@@ -19,9 +19,6 @@ use tokio::sync::{mpsc, oneshot};
 /// process: far more than Codex needs (docs/design/runtime-codex-acp.md §3.6),
 /// a bound for a hung one.
 pub const INTERRUPT_GRACE: Duration = Duration::from_secs(3);
-/// How long the stderr reader may lag the end of stdout before the tail is
-/// taken for the report of an exit.
-const STDERR_LAG: Duration = Duration::from_millis(200);
 
 /// What the handle asks of the task.
 pub enum Command {
@@ -65,8 +62,7 @@ impl Io {
             Ok(how) => how,
             Err(_) => "its output ended, and it still runs".to_string(),
         };
-        tokio::time::sleep(STDERR_LAG).await;
-        let stderr = self.process.stderr_tail();
+        let stderr = self.process.stderr_tail_at_end().await;
         tracing::debug!(%status, "codex exited");
         let _ = self.events.send(AgentEvent::Exited { status, stderr });
     }

@@ -67,7 +67,7 @@ pub(crate) fn setup(cfg: &crate::config::Config) -> Result<Option<AgentSetup>, E
             program,
             extra_args: rt.agent_args.clone(),
             max_turns: cfg.max_rounds,
-            model: cfg.provider.model.clone(),
+            model: rt.agent_model.clone(),
             policy: rt.policy,
             env,
             guard: crate::tools::guard::program(),
@@ -93,4 +93,62 @@ fn teamctl_program() -> std::path::PathBuf {
             .find(|p| p.is_file())
     });
     sibling.unwrap_or_else(|| std::path::PathBuf::from("teamctl"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backoff::RetryPolicy;
+    use crate::config::{Config, ProviderConfig, ProviderKind, RuntimeConfig};
+    use std::time::Duration;
+
+    /// A claude teammate whose native loop has a model of its own.
+    fn config(state: &std::path::Path, agent_model: Option<&str>) -> Config {
+        Config {
+            name: "ann".into(),
+            role: "dev".into(),
+            team: "default".into(),
+            socket: state.join("boardd.sock"),
+            state_dir: state.to_path_buf(),
+            workdir: state.to_path_buf(),
+            provider: ProviderConfig {
+                kind: ProviderKind::Openai,
+                model: Some("gpt-4o-mini".into()),
+                base_url: None,
+                api_key: None,
+                max_tokens: 1000,
+                max_tokens_field: None,
+                prompt_cache: true,
+                request_timeout: Duration::from_secs(300),
+                retry: RetryPolicy::default(),
+            },
+            idle_timeout: None,
+            poll_interval: Duration::from_secs(30),
+            max_rounds: 50,
+            context_budget: 100_000,
+            carry_context: false,
+            shell_timeout: Duration::from_secs(120),
+            reconnect_timeout: Duration::from_secs(30),
+            require_plan: false,
+            runtime: RuntimeConfig {
+                kind: RuntimeKind::Claude,
+                agent_cmd: Some("/bin/sh".into()),
+                agent_model: agent_model.map(str::to_string),
+                ..RuntimeConfig::default()
+            },
+        }
+    }
+
+    #[tokio::test]
+    async fn the_agent_gets_the_agent_model_never_the_native_loops() {
+        let state = tempfile::tempdir().expect("tempdir");
+        let spec = |agent_model| {
+            setup(&config(state.path(), agent_model))
+                .expect("set up")
+                .expect("an agent runtime")
+                .spec
+        };
+        assert_eq!(spec(None).model, None, "the agent's own default");
+        assert_eq!(spec(Some("sonnet")).model.as_deref(), Some("sonnet"));
+    }
 }
