@@ -75,14 +75,33 @@ fn tool(name: &str, mode: Mode) -> Value {
             ),
         ),
         "complete_task" => (
-            "End the task you hold as done. The result is what the lead reads: what you did, \
-             where, and what is left. A task with a worktree is committed, checked and merged \
-             first; if a check fails or the branch conflicts, it stays yours: fix that and \
-             call again.",
+            match mode {
+                Mode::Member => {
+                    "End the task you hold as done, then end your turn: your teammate \
+                     completes it then. The result is what the lead reads: what you did, \
+                     where, and what is left. A task with a worktree is committed, checked \
+                     and merged; if a check fails or the branch conflicts, it stays yours and \
+                     the refusal comes as your next input: fix that and call again."
+                }
+                Mode::Own => {
+                    "End the task you hold as done. The result is what the lead reads: what \
+                     you did, where, and what is left. A task with a worktree is committed, \
+                     checked and merged first; if a check fails or the branch conflicts, it \
+                     stays yours: fix that and call again."
+                }
+            },
             object(json!({"result": {"type": "string"}}), &["result"]),
         ),
         "fail_task" => (
-            "Give up the task you hold. It goes back to the board for another attempt.",
+            match mode {
+                Mode::Member => {
+                    "Give up the task you hold: your teammate stops you and it goes back to \
+                     the board for another attempt."
+                }
+                Mode::Own => {
+                    "Give up the task you hold. It goes back to the board for another attempt."
+                }
+            },
             object(
                 json!({"reason": {"type": "string", "description": "Why, and what you found"}}),
                 &["reason"],

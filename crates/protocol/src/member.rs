@@ -14,7 +14,7 @@
 //! [`MAX_MEMBER_LINE`] bytes. The `value` of a reply is the same JSON that the
 //! tool's `teamctl` twin prints with `--json`.
 
-use crate::ErrorCode;
+use crate::{ErrorCode, TaskId};
 use serde::{Deserialize, Serialize};
 
 /// The environment variable that names the member socket to an agent's processes.
@@ -48,6 +48,28 @@ pub enum MemberReply {
     },
 }
 
+/// The `value` of the answer to an agent's `complete_task` or `fail_task`: the
+/// teammate took the end and carries it out once the agent can no longer change
+/// the task. A completion waits for the end of the agent's turn (the completion
+/// gate runs then, and a refusal comes back as the agent's next input); a
+/// failure stops the agent first. Trap: ended at once, the task could land, or
+/// go to its next owner, while the agent still writes to its worktree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EndTaken {
+    pub task: TaskId,
+    pub end: TaskEnd,
+    /// What happens next, in words for the agent.
+    pub next: String,
+}
+
+/// How an agent ends the task it works on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskEnd {
+    Complete,
+    Fail,
+}
+
 impl MemberReply {
     pub fn error(message: impl Into<String>) -> MemberReply {
         MemberReply::Error {
@@ -77,5 +99,14 @@ mod tests {
         let back: MemberReply =
             serde_json::from_str(&serde_json::to_string(&err).unwrap()).unwrap();
         assert_eq!(back, err);
+        let taken = EndTaken {
+            task: 3,
+            end: TaskEnd::Complete,
+            next: "end your turn".into(),
+        };
+        assert_eq!(
+            serde_json::to_value(&taken).unwrap(),
+            serde_json::json!({"task": 3, "end": "complete", "next": "end your turn"})
+        );
     }
 }

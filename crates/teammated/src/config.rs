@@ -228,6 +228,42 @@ pub fn parse_env_file(text: &str) -> Vec<(String, String)> {
 }
 
 #[cfg(test)]
+impl Config {
+    /// alice, a `dev` of team `default`, against an in-process boardd, with the
+    /// scripted provider and the native runtime: what in-crate tests start from.
+    pub(crate) fn for_tests(daemon: &teamboard_testkit::InProc) -> Config {
+        Config {
+            name: "alice".into(),
+            role: "dev".into(),
+            team: "default".into(),
+            socket: daemon.socket.clone(),
+            state_dir: daemon.state_dir.clone(),
+            workdir: daemon.dir().to_path_buf(),
+            provider: ProviderConfig {
+                kind: ProviderKind::Scripted,
+                model: None,
+                base_url: None,
+                api_key: None,
+                max_tokens: 1000,
+                max_tokens_field: None,
+                prompt_cache: true,
+                request_timeout: Duration::from_secs(300),
+                retry: RetryPolicy::default(),
+            },
+            idle_timeout: None,
+            poll_interval: Duration::from_secs(30),
+            max_rounds: 50,
+            context_budget: 100_000,
+            carry_context: false,
+            shell_timeout: Duration::from_secs(120),
+            reconnect_timeout: Duration::from_secs(30),
+            require_plan: false,
+            runtime: Default::default(),
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

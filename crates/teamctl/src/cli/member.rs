@@ -69,10 +69,11 @@ pub struct McpArgs {
 
 pub const COMPLETE_LONG: &str = "\
 End the task the teammate holds as done, with its result: the twin of the MCP tool \
-complete_task, for an agent that works with shell commands. The teammate carries it \
-out with its claim, through the completion gate: a task with a worktree is committed, \
-checked and landed first, so this may wait while the checks run. If a check fails or \
-the branch conflicts, the task stays the teammate's and the refusal says what to do.
+complete_task, for an agent that works with shell commands. It returns at once: the \
+teammate completes the task with its claim when the agent's turn has ended, through \
+the completion gate (a task with a worktree is committed, checked and landed then). \
+If a check fails or the branch conflicts, the task stays the teammate's and the \
+refusal is the agent's next input.
 
 This is a teammate's own operation. Run inside a teammate's agent: the teammate sets \
 $TEAMBOARD_MEMBER_SOCKET for it. As the lead, see `teamctl task cancel` and `teamctl \
@@ -81,12 +82,12 @@ task retry`.";
 pub const COMPLETE_EXAMPLES: &str = "\
 Examples:
   teamctl task complete 3 --result 'Added the parser and its tests in src/parse.rs'
-  teamctl task complete 3 --result \"$(cat summary.md)\" --json | jq .status";
+  teamctl task complete 3 --result \"$(cat summary.md)\" --json | jq .next";
 
 pub const FAIL_LONG: &str = "\
 Give up the task the teammate holds, saying why: the twin of the MCP tool fail_task. \
-The task goes back to the board for another attempt, or fails for good after its \
-last one.
+The teammate stops its agent, and then the task goes back to the board for another \
+attempt, or fails for good after its last one.
 
 This is a teammate's own operation. Run inside a teammate's agent: the teammate sets \
 $TEAMBOARD_MEMBER_SOCKET for it.";

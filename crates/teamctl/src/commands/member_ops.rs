@@ -1,15 +1,17 @@
 //! `teamctl task complete | fail | submit-plan`: a teammate's own operations on
 //! the task it holds, the twins of the MCP tools of the same names. They go
 //! through the member socket to the teammate, as the MCP server does, and print
-//! what the tool answers.
+//! what the tool answers. A completion or a failure is taken, not yet carried
+//! out: the teammate ends the task once its agent can no longer change it
+//! (`teamboard_protocol::member::EndTaken`).
 
 use super::Ctx;
 use crate::cli::{SubmitPlanArgs, TaskCompleteArgs, TaskFailArgs, not_in_a_teammate};
 use crate::render;
 use teamboard_mcp::MemberClient;
+use teamboard_protocol::TeamRequest;
 use teamboard_protocol::board_call::BoardCall;
-use teamboard_protocol::member::MemberReply;
-use teamboard_protocol::{Task, TaskStatus, TeamRequest};
+use teamboard_protocol::member::{EndTaken, MemberReply};
 
 pub async fn complete(ctx: &Ctx, args: TaskCompleteArgs) -> anyhow::Result<()> {
     let call = BoardCall::CompleteTask {
@@ -20,8 +22,8 @@ pub async fn complete(ctx: &Ctx, args: TaskCompleteArgs) -> anyhow::Result<()> {
     if ctx.json {
         return render::json(&value);
     }
-    let task: Task = super::decode(&value, "complete_task")?;
-    render::line(&format!("#{} completed: {}", task.id, task.subject))?;
+    let taken: EndTaken = super::decode(&value, "complete_task")?;
+    render::line(&taken.next)?;
     Ok(())
 }
 
@@ -34,12 +36,8 @@ pub async fn fail(ctx: &Ctx, args: TaskFailArgs) -> anyhow::Result<()> {
     if ctx.json {
         return render::json(&value);
     }
-    let task: Task = super::decode(&value, "fail_task")?;
-    let what = match task.status {
-        TaskStatus::Failed => "failed for good",
-        _ => "failed; it goes back to the board for another attempt",
-    };
-    render::line(&format!("#{} {what}", task.id))?;
+    let taken: EndTaken = super::decode(&value, "fail_task")?;
+    render::line(&taken.next)?;
     Ok(())
 }
 

@@ -4,9 +4,14 @@
 //! as it came, or, for the calls that end the held task, the task as boardd
 //! ended it.
 //!
-//! The held task ends through `Outcome::end`, exactly as the native loop's
-//! `complete_task` and `fail_task` do: the same completion gate, the same
-//! refusal text, the same result for the lead.
+//! `complete_task` and `fail_task` do not end the held task here: the agent that
+//! calls them still runs, and a task that ended could land, or go to its next
+//! owner, while the agent writes on in its worktree. They answer what the
+//! teammate will do ([`EndTaken`]) and hand the end to the work loop
+//! ([`Answered::ends`]), which carries it out through `Outcome::end`, exactly as
+//! the native loop's tools do (the same completion gate, the same refusal text,
+//! the same result for the lead): a completion once the agent's turn has ended,
+//! a failure once the agent has been stopped.
 //!
 //! `submit_plan` submits and returns the plan request at once. It must not wait
 //! for the decision as the native tool does: the work loop is the one that reads
@@ -14,26 +19,40 @@
 //! to the agent from the work loop (`Agent::answer_plan`).
 
 use crate::teammate::{PlanState, Teammate};
-use crate::work::{NotEnded, Outcome};
+use crate::work::Outcome;
 use teamboard_protocol::board_call::BoardCall;
-use teamboard_protocol::member::{MemberCall, MemberReply};
+use teamboard_protocol::member::{EndTaken, MemberCall, MemberReply, TaskEnd};
 use teamboard_protocol::request::{ListTasksArgs, RequestRef, SendArgs, SubmitPlanArgs, TaskRef};
 use teamboard_protocol::transcript::EntryKind;
-use teamboard_protocol::{ClientError, ErrorCode, MessageKind, Request, Task, TaskId, TeamRequest};
+use teamboard_protocol::{ClientError, ErrorCode, MessageKind, Request, TaskId, TeamRequest};
 
 /// How many bytes of an answer go into the transcript.
 const LOGGED: usize = 2000;
 
+/// A call carried out for the agent.
+pub(crate) struct Answered {
+    /// For the agent.
+    pub reply: MemberReply,
+    /// The end of the held task the agent asked for, for the work loop to
+    /// carry out once the agent can no longer change the task.
+    pub ends: Option<Outcome>,
+}
+
+impl From<MemberReply> for Answered {
+    fn from(reply: MemberReply) -> Answered {
+        Answered { reply, ends: None }
+    }
+}
+
 impl Teammate {
     /// Carries out one call, and writes its outcome into the transcript.
-    pub(crate) async fn member_call(&mut self, call: MemberCall) -> MemberReply {
-        // Before the call: completing it lets the task go.
+    pub(crate) async fn member_call(&mut self, call: MemberCall) -> Answered {
         let task = self.task_id();
-        let reply = match BoardCall::parse(&call) {
+        let answered = match BoardCall::parse(&call) {
             Ok(parsed) => self.board_call(parsed).await,
-            Err(bad) => MemberReply::error(bad.0),
+            Err(bad) => MemberReply::error(bad.0).into(),
         };
-        let (is_error, text) = match &reply {
+        let (is_error, text) = match &answered.reply {
             MemberReply::Ok { value } => (
                 false,
                 teamboard_protocol::text::byte_prefix_with_ellipsis(&value.to_string(), LOGGED),
@@ -47,17 +66,17 @@ impl Teammate {
             is_error,
             &text,
         );
-        reply
+        answered
     }
 
-    async fn board_call(&mut self, call: BoardCall) -> MemberReply {
-        match call {
+    async fn board_call(&mut self, call: BoardCall) -> Answered {
+        let reply = match call {
             BoardCall::ListTasks { status } => {
                 self.ask(Request::ListTasks(ListTasksArgs { status })).await
             }
             BoardCall::GetTask { id, claim } => {
                 if claim && self.task_id() != Some(id) {
-                    return MemberReply::error(self.no_claiming(id));
+                    return MemberReply::error(self.no_claiming(id)).into();
                 }
                 self.ask(Request::GetTask(TaskRef { id })).await
             }
@@ -73,23 +92,82 @@ impl Teammate {
             }
             BoardCall::CompleteTask { task, result } => {
                 if let Some(refused) = self.not_held(task, "complete") {
-                    return refused;
+                    return refused.into();
                 }
-                ended(Outcome::Complete(result).end(self).await)
+                if let Some(refused) = self.plan_not_approved() {
+                    return refused.into();
+                }
+                return self.end_taken(Outcome::Complete(result));
             }
             BoardCall::FailTask { task, reason } => {
                 if let Some(refused) = self.not_held(task, "fail") {
-                    return refused;
+                    return refused.into();
                 }
-                ended(Outcome::Fail(reason).end(self).await)
+                return self.end_taken(Outcome::Fail(reason));
             }
             BoardCall::SubmitPlan { task, plan } => {
                 if let Some(refused) = self.not_held(task, "plan for") {
-                    return refused;
+                    return refused.into();
                 }
                 self.submit_plan_now(plan).await
             }
+        };
+        reply.into()
+    }
+
+    /// The answer to `complete_task` or `fail_task` of the held task: the end,
+    /// taken for the work loop.
+    fn end_taken(&self, outcome: Outcome) -> Answered {
+        let task = self.task_id().unwrap_or_default();
+        let (end, next) = match &outcome {
+            Outcome::Complete(_) => (
+                TaskEnd::Complete,
+                format!(
+                    "{} completes task #{task} with this result when your turn ends: end it \
+                     now. If the completion gate refuses (a check fails, the branch \
+                     conflicts), the refusal is your next input: fix that and call \
+                     complete_task again.",
+                    self.cfg.name
+                ),
+            ),
+            Outcome::Fail(_) => (
+                TaskEnd::Fail,
+                format!(
+                    "{} stops you now and then gives task #{task} up with this reason.",
+                    self.cfg.name
+                ),
+            ),
+        };
+        let taken = EndTaken { task, end, next };
+        let reply = match serde_json::to_value(&taken) {
+            Ok(value) => MemberReply::Ok { value },
+            Err(e) => return MemberReply::error(format!("cannot answer: {e}")).into(),
+        };
+        Answered {
+            reply,
+            ends: Some(outcome),
         }
+    }
+
+    /// The refusal of a completion while the claim's plan is not approved, as
+    /// far as this teammate knows (boardd checks again when the task ends).
+    fn plan_not_approved(&self) -> Option<MemberReply> {
+        let held = self.held.as_ref()?;
+        let why = match &held.plan {
+            _ if !held.needs_plan => return None,
+            PlanState::Approved { .. } => return None,
+            PlanState::None => "no plan has been submitted; submit_plan first".to_string(),
+            PlanState::Pending { id, .. } => {
+                format!("the plan (request {id}) is still pending; wait for the lead's decision")
+            }
+            PlanState::Rejected { id, feedback } => {
+                format!("the plan (request {id}) was rejected ({feedback}); submit a new plan")
+            }
+        };
+        Some(MemberReply::error(format!(
+            "task #{} needs an approved plan before it completes: {why}",
+            held.id
+        )))
     }
 
     /// Sends `request` with the teammate's session; boardd's answer as it came.
@@ -198,22 +276,5 @@ fn refused(e: ClientError) -> MemberReply {
     MemberReply::Error {
         code: e.code(),
         message: format!("boardd refused: {e}"),
-    }
-}
-
-/// The answer of a call that ended the held task: the task as boardd ended it.
-fn ended(outcome: Result<(Task, &'static str), NotEnded>) -> MemberReply {
-    match outcome {
-        Ok((task, _)) => match serde_json::to_value(&task) {
-            Ok(value) => MemberReply::Ok { value },
-            Err(e) => MemberReply::error(format!(
-                "task #{} ended, but it cannot be shown: {e}",
-                task.id
-            )),
-        },
-        Err(not) => MemberReply::Error {
-            code: not.code,
-            message: not.text,
-        },
     }
 }

@@ -2,53 +2,22 @@
 //! teammated builds it against a real boardd, holds a task and answers the calls
 //! on its member socket as its work loop does, while the real `teamctl mcp` and
 //! the `teamctl` twins call it as an agent's processes would. Each tool's JSON
-//! is compared with its twin's `--json` output.
+//! is compared with its twin's `--json` output. The end of the task a call asks
+//! for is carried out as the work loop does it once the agent's turn is over
+//! ([`Fixture::turn_ended`]).
 
 use super::MemberServer;
-use crate::config::{Config, ProviderConfig, ProviderKind};
-use crate::llm::retry::RetryPolicy;
+use crate::config::Config;
 use crate::teammate::{Opening, PlanState, Teammate};
+use crate::work::Outcome;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
-use std::time::Duration;
 use teamboard_protocol::member::MEMBER_SOCKET_ENV;
 use teamboard_protocol::request::NewTask;
 use teamboard_protocol::{Client, MessageKind, TaskId};
 use teamboard_testkit::{InProc, lead, workspace_bin};
 use tokio_util::sync::CancellationToken;
-
-/// alice against `daemon`, with the native runtime: the test plays her agent.
-fn config(daemon: &InProc) -> Config {
-    Config {
-        name: "alice".into(),
-        role: "dev".into(),
-        team: "default".into(),
-        socket: daemon.socket.clone(),
-        state_dir: daemon.state_dir.clone(),
-        workdir: daemon.dir().to_path_buf(),
-        provider: ProviderConfig {
-            kind: ProviderKind::Scripted,
-            model: None,
-            base_url: None,
-            api_key: None,
-            max_tokens: 1000,
-            max_tokens_field: None,
-            prompt_cache: true,
-            request_timeout: Duration::from_secs(300),
-            retry: RetryPolicy::default(),
-        },
-        idle_timeout: None,
-        poll_interval: Duration::from_secs(30),
-        max_rounds: 50,
-        context_budget: 100_000,
-        carry_context: false,
-        shell_timeout: Duration::from_secs(120),
-        reconnect_timeout: Duration::from_secs(30),
-        require_plan: false,
-        runtime: Default::default(),
-    }
-}
 
 struct Fixture {
     daemon: InProc,
@@ -56,21 +25,25 @@ struct Fixture {
     alice: Teammate,
     member: MemberServer,
     teamctl: PathBuf,
+    /// The end of the held task the last call asked for, not carried out yet.
+    ends: Option<Outcome>,
 }
 
 impl Fixture {
     async fn start() -> Fixture {
         let daemon = InProc::start().await;
         let lead = lead(&daemon.socket).await;
-        let (alice, _) = crate::teammate::open(config(&daemon), CancellationToken::new())
-            .await
-            .expect("alice starts")
-            .expect("not cancelled");
+        let (alice, _) =
+            crate::teammate::open(Config::for_tests(&daemon), CancellationToken::new())
+                .await
+                .expect("alice starts")
+                .expect("not cancelled");
         Fixture {
             lead,
             alice,
             member: MemberServer::bind("alice").expect("the member socket"),
             teamctl: workspace_bin("teamctl"),
+            ends: None,
             daemon,
         }
     }
@@ -124,10 +97,23 @@ impl Fixture {
             tokio::select! {
                 out = &mut job => return out.expect("the job ran"),
                 incoming = self.member.next() => {
-                    let reply = self.alice.member_call(incoming.call).await;
-                    let _ = incoming.reply.send(reply);
+                    let answered = self.alice.member_call(incoming.call).await;
+                    let _ = incoming.reply.send(answered.reply);
+                    if answered.ends.is_some() {
+                        self.ends = answered.ends;
+                    }
                 }
             }
+        }
+    }
+
+    /// Carries out the end the agent asked for, as the work loop does when the
+    /// agent's turn is over: the task as boardd ended it.
+    async fn turn_ended(&mut self) -> Value {
+        let outcome = self.ends.take().expect("an end was asked for");
+        match outcome.end(&mut self.alice).await {
+            Ok((task, _)) => serde_json::to_value(task).expect("JSON"),
+            Err(not) => panic!("the task did not end: {}", not.text),
         }
     }
 
@@ -270,12 +256,18 @@ async fn an_agents_tools_act_with_the_teammates_claim_and_answer_like_their_twin
     let (_, again) = f.mcp(&[("submit_plan", json!({"plan": plan}))]).await;
     assert_eq!(value(&again[0]), request);
 
-    // Before the lead approves, boardd's refusal comes back, and the task stays.
+    // Before the lead approves, a completion is refused, and the task stays.
     let early = f
         .refused(&["task", "complete", &task, "--result", "done"])
         .await;
-    assert!(early.contains("boardd refused"), "{early}");
+    assert!(
+        early.contains(&format!(
+            "task #{id} needs an approved plan before it completes: the plan (request {req}) is still pending"
+        )),
+        "{early}"
+    );
     assert!(f.alice.held.is_some());
+    assert!(f.ends.is_none());
     let other = f
         .refused(&["task", "complete", "99", "--result", "done"])
         .await;
@@ -285,10 +277,35 @@ async fn an_agents_tools_act_with_the_teammates_claim_and_answer_like_their_twin
     );
 
     f.lead.review_plan(req, true, None).await.expect("approved");
-    let (_, done) = f
+    if let Some(h) = f.alice.held.as_mut() {
+        // The work loop reads the decision from the inbox.
+        h.plan = PlanState::Approved { id: req };
+    }
+    // The completion is taken, not carried out: the agent still runs.
+    let (_, taken) = f
         .mcp(&[("complete_task", json!({"result": "migrated"}))])
         .await;
-    let done = value(&done[0]);
+    let taken = value(&taken[0]);
+    assert_eq!(
+        (taken["task"].clone(), taken["end"].clone()),
+        (json!(id), json!("complete")),
+        "{taken}"
+    );
+    assert!(
+        taken["next"]
+            .as_str()
+            .is_some_and(|n| n.contains("when your turn ends")),
+        "{taken}"
+    );
+    assert_eq!(
+        taken,
+        f.twin(&["task", "complete", &task, "--result", "migrated"])
+            .await
+    );
+    assert!(f.alice.held.is_some(), "the task is still held: {taken}");
+    let listed_before = listed(&f.twin(&["tasks"]).await, id);
+    assert_eq!(listed_before["status"], "in_progress");
+    let done = f.turn_ended().await;
     assert_eq!(done["status"], "completed");
     assert_eq!(
         done,
@@ -322,7 +339,7 @@ async fn a_failed_task_goes_back_with_the_reason_and_the_twins_agree() {
             ..NewTask::default()
         })
         .await;
-    let failed = f
+    let taken = f
         .twin(&[
             "task",
             "fail",
@@ -331,6 +348,13 @@ async fn a_failed_task_goes_back_with_the_reason_and_the_twins_agree() {
             "cannot reproduce",
         ])
         .await;
+    assert_eq!(
+        (taken["task"].clone(), taken["end"].clone()),
+        (json!(id), json!("fail")),
+        "{taken}"
+    );
+    assert!(f.alice.held.is_some(), "failed before the agent stopped");
+    let failed = f.turn_ended().await;
     assert_eq!(
         (failed["status"].clone(), failed["last_error"].clone()),
         (json!("pending"), json!("cannot reproduce"))

@@ -19,7 +19,7 @@ use crate::teammate::{Exit, Teammate};
 use crate::tools::{self, ToolOutput};
 use crate::transcript;
 use teamboard_protocol::transcript::EntryKind;
-use teamboard_protocol::{ClientError, ErrorCode, MemberStatus, MessageKind, Task, TaskStatus};
+use teamboard_protocol::{ClientError, MemberStatus, MessageKind, Task, TaskStatus};
 
 /// How long giving a task back waits for its commands' background jobs to die.
 const STOP_BACKGROUND_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
@@ -489,19 +489,14 @@ impl End {
     }
 }
 
-/// Why the held task could not be ended: what to tell the model, with boardd's
-/// error code when boardd refused.
+/// Why the held task could not be ended: what to tell the model.
 pub(crate) struct NotEnded {
-    pub code: Option<ErrorCode>,
     pub text: String,
 }
 
 impl NotEnded {
-    fn new(code: Option<ErrorCode>, text: impl Into<String>) -> NotEnded {
-        NotEnded {
-            code,
-            text: text.into(),
-        }
+    fn new(text: impl Into<String>) -> NotEnded {
+        NotEnded { text: text.into() }
     }
 }
 
@@ -522,7 +517,7 @@ impl Outcome {
     pub(crate) async fn end(self, t: &mut Teammate) -> Result<(Task, &'static str), NotEnded> {
         let outcome = self;
         let Some(held) = &t.held else {
-            return Err(NotEnded::new(None, "you hold no task; claim one first"));
+            return Err(NotEnded::new("you hold no task; claim one first"));
         };
         let (id, epoch, subject) = (held.id, held.epoch, held.subject.clone());
         let (completing, text) = match &outcome {
@@ -568,10 +563,9 @@ impl Outcome {
                     _ => {
                         t.let_go();
                         tracing::warn!(task = id, error = %e, "the claim is gone");
-                        return Err(NotEnded::new(
-                            e.code(),
-                            format!("your claim on task #{id} is gone ({e}); stop working on it"),
-                        ));
+                        return Err(NotEnded::new(format!(
+                            "your claim on task #{id} is gone ({e}); stop working on it"
+                        )));
                     }
                 }
             }
@@ -593,13 +587,13 @@ impl Outcome {
                     if let Some(h) = t.held.as_mut() {
                         h.refused = Some(body.message.clone());
                     }
-                    return Err(NotEnded::new(Some(body.code), text));
+                    return Err(NotEnded::new(text));
                 }
                 tracing::warn!(task = id, error = %e, "boardd refused to end the task");
                 if let Some(h) = t.held.as_mut() {
                     h.refused = Some(e.to_string());
                 }
-                return Err(NotEnded::new(e.code(), format!("boardd refused: {e}")));
+                return Err(NotEnded::new(format!("boardd refused: {e}")));
             }
         };
         if completing {

@@ -14,6 +14,8 @@ use teamboard_protocol::{EventKind, MessageKind, RequestState, TaskStatus};
 use teamboard_testkit::{Board, PATIENCE, Teammate, alive, eventually, workspace_bin};
 
 mod busy;
+mod messages_phase;
+mod own_end;
 mod plan_wait;
 mod rest;
 mod stale;

@@ -66,6 +66,73 @@ async fn a_shutdown_request_stops_the_agent_before_the_task_is_given_back() {
     assert_eq!(code, Some(0), "{}", alice.log_text());
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agents_fail_task_stops_the_agent_before_the_task_is_given_back() {
+    let mut board = Board::start(TEAMMATED).await;
+    let _alice = spawn_slow_to_stop(&board, "alice");
+    let teamctl = workspace_bin("teamctl").display().to_string();
+    let t = board
+        .add(
+            "give up",
+            &format!("RUN: {teamctl} task fail 1 --reason 'cannot do it'\nANSWER: gave up"),
+            &[],
+        )
+        .await;
+    assert_eq!(t.id, 1);
+    board.wait_claimed(t.id).await;
+    // The agent's process (its guard's, under a guard): the first one, not
+    // the one a re-claim of the task starts.
+    let agent = eventually("the agent's pid", PATIENCE, || async {
+        agent_pids(&board.transcript("alice")).first().copied()
+    })
+    .await;
+    eventually("the task given back", PATIENCE, || async {
+        let task = board.task(t.id).await;
+        // Given back: pending, or claimed again (a new epoch).
+        if task.status == TaskStatus::InProgress && task.epoch == 1 {
+            return None;
+        }
+        assert!(
+            !alive(agent),
+            "#{} was given back while its agent still ran: {task:#?}",
+            t.id
+        );
+        Some(task)
+    })
+    .await;
+    let events = board
+        .lead
+        .events(teamboard_protocol::request::EventsArgs {
+            task: Some(t.id),
+            ..Default::default()
+        })
+        .await
+        .expect("events");
+    assert!(
+        events
+            .iter()
+            .any(|e| e.kind == EventKind::TaskReleased && e.detail.contains("cannot do it")),
+        "{events:#?}"
+    );
+}
+
+/// The pids of the agents the transcript reports started, in order.
+fn agent_pids(transcript: &str) -> Vec<u32> {
+    transcript
+        .lines()
+        .filter_map(|l| {
+            let v: Value = serde_json::from_str(l).ok()?;
+            let text = v["text"].as_str()?;
+            text.strip_prefix("agent: acp session ")?;
+            let (_, pid) = text.split_once(", pid ")?;
+            pid.split(|c: char| !c.is_ascii_digit())
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect()
+}
+
 /// Live processes other than `but` with `needle` in their environment: the
 /// agent and what it started (teammated itself has the variable too).
 fn others_with_env(needle: &str, but: u32) -> Vec<u32> {

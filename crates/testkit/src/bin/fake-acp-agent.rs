@@ -19,7 +19,10 @@
 //!   `submit_plan`, through the member socket (`$TEAMBOARD_MEMBER_SOCKET`), as
 //!   an agent without a plan mode does through the board's MCP server;
 //! - `CRASH`: says so on stderr and exits 3;
-//! - `ANSWER: TEXT`: the final answer (else `done: N commands ran`).
+//! - `ANSWER: TEXT`: the final answer (else `done: N commands ran`);
+//! - `NEXT: LINE`: LINE is run at the head of the session's next prompt,
+//!   whatever that prompt says (a refusal of the completion gate, a note of
+//!   the teammate's): how a script answers what the teammate tells it.
 //!
 //! With `FAKE_ACP_NO_PLAN_MODE` set, its sessions offer no plan mode. With
 //! `FAKE_ACP_FAIL_START=TEXT` set, it answers no `initialize`: it writes TEXT
@@ -69,6 +72,8 @@ struct Session {
     plan_mode: bool,
     /// Every prompt and answer, for `session/load` to replay.
     history: Vec<(String, String)>,
+    /// Script lines for the next prompt (`NEXT:`).
+    next: Vec<String>,
 }
 
 struct Agent {
@@ -115,6 +120,7 @@ impl Agent {
                         cwd,
                         plan_mode: false,
                         history: Vec::new(),
+                        next: Vec::new(),
                     },
                 );
                 self.save(&sid);
@@ -185,7 +191,14 @@ impl Agent {
             respond_error(&id, -32602, "unknown session");
             return;
         }
-        let end = if text.starts_with("[Message") {
+        let queued = self
+            .sessions
+            .get_mut(&sid)
+            .map(|s| std::mem::take(&mut s.next))
+            .unwrap_or_default();
+        let end = if !queued.is_empty() {
+            self.run_script(&sid, &format!("{}\n{text}", queued.join("\n")))
+        } else if text.starts_with("[Message") {
             TurnEnd::Answer(format!("got: {}", text.lines().next().unwrap_or_default()))
         } else {
             self.run_script(&sid, &text)
@@ -273,6 +286,10 @@ impl Agent {
                 );
             } else if let Some(text) = line.strip_prefix("ANSWER: ") {
                 answer = Some(text.to_string());
+            } else if let Some(next) = line.strip_prefix("NEXT: ")
+                && let Some(s) = self.sessions.get_mut(sid)
+            {
+                s.next.push(next.to_string());
             }
         }
         TurnEnd::Answer(answer.unwrap_or_else(|| format!("done: {ran} commands ran")))
@@ -401,6 +418,7 @@ impl Agent {
                 cwd,
                 plan_mode: false,
                 history: history.clone(),
+                next: Vec::new(),
             },
         );
         Some(history)

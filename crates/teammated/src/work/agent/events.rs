@@ -20,10 +20,10 @@ impl Teammate {
                     .as_ref()
                     .map(|a| a.spec.kind)
                     .unwrap_or(RuntimeKind::Native);
-                let counted = self
-                    .agent
-                    .as_ref()
-                    .map(|a| a.sessions.started(phase.key, kind, &id, resumed));
+                let counted = self.agent.as_ref().map(|a| {
+                    a.sessions
+                        .started(phase.key, kind, &id, resumed, super::brief::now_ms())
+                });
                 if let Some(Err(e)) = counted {
                     tracing::warn!(error = %e, "cannot record the agent's session");
                 }
@@ -77,8 +77,10 @@ impl Teammate {
         }
     }
 
-    /// The agent's final answer: the task's result. A refusal of the completion
-    /// gate goes back to the agent as its next input.
+    /// The agent's turn ended with nothing it has not answered: the task
+    /// completes, with the result the agent gave `complete_task` or else its
+    /// final answer. A refusal of the completion gate goes back to the agent as
+    /// its next input.
     pub(super) async fn agent_answered(
         &mut self,
         answer: String,
@@ -91,6 +93,18 @@ impl Teammate {
             && let Err(e) = self.ack(ids).await
         {
             tracing::warn!(error = %e, "cannot acknowledge messages the agent took");
+        }
+        // Trap: the end of a turn and a send cross. The driver reported this
+        // turn's end before it took input the loop sent since (a message, a
+        // refusal of the gate); that input starts another turn, whose answer is
+        // the one that counts. Every driver reports a send taken (`Delivered`)
+        // or fails, so the wait ends.
+        if let Some(tag) = phase.pending.keys().find(|&&t| t != FIRST_INPUT) {
+            tracing::info!(
+                tag,
+                "a turn ended before the agent took the newest input; waiting for its answer to it"
+            );
+            return None;
         }
         let Some(held) = &self.held else {
             // A conversation about messages alone, or a task the agent ended
@@ -108,10 +122,12 @@ impl Teammate {
             self.log(EntryKind::Lifecycle, None, false, &text);
             return None;
         }
-        let result = if answer.trim().is_empty() {
-            "(the agent gave no result text)".to_string()
-        } else {
-            answer
+        // What the agent gave `complete_task` in this turn (or an earlier one
+        // since the last refusal) comes before the turn's last words.
+        let result = match phase.result.take() {
+            Some(result) => result,
+            None if answer.trim().is_empty() => "(the agent gave no result text)".to_string(),
+            None => answer,
         };
         let out = Outcome::Complete(result).report(self).await;
         if self.held.is_none() {

@@ -13,8 +13,9 @@ impl Teammate {
             Work::Timeout => Ok(None),
             Work::Messages { messages } => self.on_messages(messages, phase).await,
             Work::Task { claim } => {
-                // boardd claims for a teammate that holds no task: ours ended
-                // meanwhile (the agent completed it). The claim is IDLE's.
+                // boardd claims only for a teammate that holds no task: ours
+                // ended on the board meanwhile (the lead cancelled it, and the
+                // heartbeat has not told us yet). The claim is IDLE's.
                 self.stashed = Some(Work::Task { claim });
                 Ok(Some(AgentEnd::Done))
             }

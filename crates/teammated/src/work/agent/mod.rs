@@ -23,16 +23,21 @@
 //! too ([`FIRST_INPUT`]): an agent that cannot start leaves them in the inbox. Until a batch is delivered boardd would answer every wait with it again,
 //! so the loop does not park meanwhile: it looks at the inbox every
 //! [`INBOX_POLL`] instead, for the messages that cannot wait behind the batch (a
-//! plan decision the agent is blocked on, a shutdown request). Trap: a parked
+//! plan decision the agent is blocked on, a shutdown request). A phase for
+//! messages alone never parks (a wait could claim a task); it reads the inbox
+//! the same way all along. Trap: a parked
 //! `wait_for_work` cannot be withdrawn (see `wait_for_decision`); dropping one
 //! would make the next wait on the connection fail. So it is parked for
 //! [`AGENT_PARK`] only, and at the end of the phase its answer is awaited and
 //! kept for IDLE.
 
+mod brief;
 mod events;
 mod inbox;
 mod settle;
 mod setup;
+#[cfg(test)]
+mod tests;
 
 pub(crate) use setup::setup;
 
@@ -80,9 +85,14 @@ type Parked = Pin<Box<dyn Future<Output = Result<Work, ClientError>> + Send>>;
 
 /// How an agent's phase ended.
 enum AgentEnd {
-    /// The task ended on the board (its result, or the agent's own
-    /// `complete_task`/`fail_task`), or a phase for messages alone is over.
+    /// The task ended on the board (with the agent's result), or a phase for
+    /// messages alone is over.
     Done,
+    /// The agent gave the task up with `fail_task`, with this reason: once the
+    /// agent has stopped, the task fails. Trap: not before, since the task may
+    /// go to its next owner the moment it is back, and the agent could still
+    /// write to its worktree.
+    GaveUp(String),
     /// The agent could not be started.
     StartFailed(AgentError),
     /// The agent reported an error, or died.
@@ -125,6 +135,9 @@ struct Phase {
     refusals: u32,
     /// The task (0: the messages-only conversation).
     key: TaskId,
+    /// The result the agent gave `complete_task`: the task completes with it,
+    /// rather than with the turn's answer, once the turn has ended.
+    result: Option<String>,
 }
 
 impl Teammate {
@@ -196,21 +209,30 @@ impl Teammate {
             handed: first_ids.iter().copied().collect(),
             refusals: 0,
             key,
+            result: None,
         };
         if !first_ids.is_empty() {
             phase.pending.insert(FIRST_INPUT, first_ids);
         }
         let mut parked: Option<Parked> = None;
-        // When the inbox is read next, while a batch waits for the agent.
+        // When the inbox is read next, while a batch waits for the agent (or,
+        // in a phase without a task, all along).
         let mut next_poll: Option<tokio::time::Instant> = None;
+        // A phase for messages alone never parks: boardd answers the wait of a
+        // teammate that holds no task with a claim on a ready task, and taking
+        // it would cut the agent's answer short (its messages acknowledged,
+        // their answer lost) or leave the claim without a heartbeat until the
+        // answer ends. It reads the inbox instead, and a ready task waits on
+        // the board for IDLE, which takes it once the agent has answered.
+        let parks = key != 0;
         let end = loop {
-            if parked.is_none() && phase.pending.is_empty() {
+            if parks && parked.is_none() && phase.pending.is_empty() {
                 parked = Some(self.park());
             }
             // Trap: the deadline outlives the loop's turns. A sleep made anew on
             // every turn would never end while the agent reports events faster
             // than INBOX_POLL, and a shutdown request would wait for its turn.
-            if phase.pending.is_empty() {
+            if parks && phase.pending.is_empty() {
                 next_poll = None;
             } else if next_poll.is_none() {
                 next_poll = Some(tokio::time::Instant::now() + INBOX_POLL);
@@ -230,10 +252,17 @@ impl Teammate {
                 Step::Lost => Some(AgentEnd::Lost),
                 Step::Event(ev) => self.on_agent_event(ev, &mut phase).await,
                 Step::Call(incoming) => {
-                    let reply = self.member_call(incoming.call).await;
-                    let _ = incoming.reply.send(reply);
-                    // The agent ended its task itself.
-                    (key != 0 && self.held.is_none()).then_some(AgentEnd::Done)
+                    let answered = self.member_call(incoming.call).await;
+                    let _ = incoming.reply.send(answered.reply);
+                    match answered.ends {
+                        None => None,
+                        // Carried out when the turn ends (`agent_answered`).
+                        Some(Outcome::Complete(result)) => {
+                            phase.result = Some(result);
+                            None
+                        }
+                        Some(Outcome::Fail(reason)) => Some(AgentEnd::GaveUp(reason)),
+                    }
                 }
                 Step::Woken(w) => {
                     parked = None;
@@ -256,6 +285,7 @@ impl Teammate {
         // may run elsewhere at once, and its agent must not run on meanwhile.
         let how = match &end {
             AgentEnd::Done => "its work is done",
+            AgentEnd::GaveUp(_) => "it gave the task up",
             AgentEnd::Lost => "the claim is gone",
             AgentEnd::Stop(_) | AgentEnd::Leave { .. } => "the teammate is stopping",
             _ => "it failed",
@@ -301,49 +331,5 @@ impl Teammate {
             Ok(work) => self.stashed = Some(work),
             Err(e) => tracing::warn!(error = %e, "a wait parked during work failed"),
         }
-    }
-
-    /// What the agent starts with. `None` when there is nothing to do.
-    fn brief(&mut self, member: &MemberServer) -> Option<Brief> {
-        let setup = self.agent.as_ref()?;
-        let kind = setup.spec.kind;
-        let key = self.task_id().unwrap_or(0);
-        let resume = setup.sessions.get(key, kind).map(|e| e.session);
-        let mut parts = Vec::new();
-        if let Some(held) = &self.held {
-            if resume.is_some() {
-                parts.push(crate::prompts::agent::RESUMED.to_string());
-            }
-            parts.push(held.opening.clone());
-        }
-        let inbox = std::mem::take(&mut self.agent_inbox);
-        if self.held.is_none() {
-            parts.push(crate::prompts::agent::MESSAGES_ONLY.to_string());
-        }
-        parts.extend(inbox);
-        let cwd = self.local.workdir.clone();
-        let mut mcp = setup.mcp.clone();
-        mcp.env.push((
-            MEMBER_SOCKET_ENV.to_string(),
-            member.path().display().to_string(),
-        ));
-        let plan_first = self
-            .held
-            .as_ref()
-            .is_some_and(|h| h.needs_plan && !matches!(h.plan, PlanState::Approved { .. }));
-        Some(Brief {
-            task: key,
-            cwd,
-            resume,
-            identity: crate::prompts::agent::identity(
-                &self.cfg.name,
-                &self.cfg.role,
-                &self.cfg.team,
-                self.ctx.identity.worktree.as_deref(),
-            ),
-            prompt: parts.join("\n\n"),
-            plan_first,
-            mcp: Some(mcp),
-        })
     }
 }

@@ -15,6 +15,31 @@ impl Teammate {
             AgentEnd::Done => {
                 self.log(EntryKind::Lifecycle, None, false, "work: ended");
             }
+            AgentEnd::GaveUp(reason) => {
+                // The agent has stopped: the task may go to its next owner.
+                match Outcome::Fail(reason.clone()).end(self).await {
+                    Ok((task, what)) => self.log(
+                        EntryKind::Lifecycle,
+                        None,
+                        false,
+                        &format!("work: ended (the agent gave #{} up: {what})", task.id),
+                    ),
+                    Err(not) => {
+                        self.log(
+                            EntryKind::Lifecycle,
+                            None,
+                            true,
+                            &format!(
+                                "work: ended (the agent gave the task up, but it could not be failed: {})",
+                                not.text
+                            ),
+                        );
+                        if self.held.is_some() {
+                            self.release(Some(&reason)).await;
+                        }
+                    }
+                }
+            }
             AgentEnd::Stop(exit) => return Ok(Some(exit)),
             AgentEnd::Leave { asked, session } => {
                 return Ok(Some(self.leave_for(asked, session).await));

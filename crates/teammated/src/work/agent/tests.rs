@@ -1,0 +1,249 @@
+//! The WORK loop's handlers fed in an order the scheduler only sometimes
+//! produces: a teammate built as teammated builds it against a real boardd,
+//! with the kit's `fake-acp-agent` as its agent. Each test reads the agent's
+//! events itself and hands them, and what the board brings, to the loop's
+//! handlers in the order under test, so that a race between the two is the
+//! same on every run. End-to-end tests of the loop are in
+//! `tests/agent_loop/`.
+
+use super::*;
+use crate::config::{Config, RuntimeConfig};
+use teamboard_protocol::request::NewTask;
+use teamboard_protocol::{Client, TaskStatus};
+use teamboard_testkit::{InProc, PATIENCE, lead, workspace_bin};
+use tokio_util::sync::CancellationToken;
+
+struct Fixture {
+    // Owns boardd's directory and socket for as long as the test runs.
+    #[allow(dead_code)]
+    daemon: InProc,
+    lead: Client,
+    alice: Teammate,
+    member: MemberServer,
+}
+
+impl Fixture {
+    /// alice with the fake agent as her `acp` runtime.
+    async fn start() -> Fixture {
+        let daemon = InProc::start().await;
+        let lead = lead(&daemon.socket).await;
+        let home = daemon.dir().join("fake-acp");
+        std::fs::create_dir_all(&home).expect("the fake agent's home");
+        let mut cfg = Config::for_tests(&daemon);
+        cfg.runtime = RuntimeConfig {
+            kind: RuntimeKind::Acp,
+            agent_cmd: Some(workspace_bin("fake-acp-agent")),
+            agent_env: vec![("FAKE_ACP_HOME".into(), home.display().to_string())],
+            ..RuntimeConfig::default()
+        };
+        let (mut alice, _) = crate::teammate::open(cfg, CancellationToken::new())
+            .await
+            .expect("alice starts")
+            .expect("not cancelled");
+        let member = alice
+            .agent
+            .as_mut()
+            .and_then(|a| a.member.take())
+            .expect("the member socket");
+        Fixture {
+            daemon,
+            lead,
+            alice,
+            member,
+        }
+    }
+
+    /// A new task with this script, claimed and held by alice as IDLE takes one.
+    async fn hold(&mut self, script: &str) -> TaskId {
+        let task = NewTask {
+            subject: "scripted".into(),
+            description: script.into(),
+            no_worktree: true,
+            ..NewTask::default()
+        };
+        let id = self.lead.add_task(task).await.expect("added").id;
+        let claim = self
+            .alice
+            .session
+            .call(|c| async move { c.claim_task(id).await })
+            .await
+            .expect("claimed");
+        self.alice
+            .hold(claim, "Claimed", crate::teammate::Opening::NewPhase)
+            .await
+            .expect("held");
+        id
+    }
+
+    /// The agent started for what alice holds, as `agent_phase` starts it.
+    async fn phase(&mut self) -> Phase {
+        let brief = self.alice.brief(&self.member).expect("a brief");
+        let key = brief.task;
+        let spec = self.alice.agent.as_ref().expect("an agent").spec.clone();
+        let agent = Agent::start(&spec, brief).await.expect("the agent starts");
+        Phase {
+            agent,
+            pending: BTreeMap::new(),
+            handed: BTreeSet::new(),
+            refusals: 0,
+            key,
+            result: None,
+        }
+    }
+
+    /// Hands the agent's events to the loop until `stop` holds for one, which
+    /// is returned unhandled. The loop must not end on the way.
+    async fn events_until(
+        &mut self,
+        phase: &mut Phase,
+        stop: impl Fn(&AgentEvent) -> bool,
+    ) -> AgentEvent {
+        loop {
+            let ev = tokio::time::timeout(PATIENCE, phase.agent.next_event())
+                .await
+                .expect("an event from the agent");
+            if stop(&ev) {
+                return ev;
+            }
+            if let Some(end) = self.alice.on_agent_event(ev.clone(), phase).await {
+                panic!("the loop ended at {ev:?}: {}", describe(&end));
+            }
+        }
+    }
+
+    /// Hands the agent's events to the loop until it ends.
+    async fn events_to_the_end(&mut self, phase: &mut Phase) -> AgentEnd {
+        loop {
+            let ev = tokio::time::timeout(PATIENCE, phase.agent.next_event())
+                .await
+                .expect("an event from the agent");
+            if let Some(end) = self.alice.on_agent_event(ev, phase).await {
+                return end;
+            }
+        }
+    }
+
+    async fn task(&self, id: TaskId) -> teamboard_protocol::Task {
+        self.lead.get_task(id).await.expect("the task").task
+    }
+}
+
+fn describe(end: &AgentEnd) -> String {
+    match end {
+        AgentEnd::Done => "done".into(),
+        AgentEnd::GaveUp(why) => format!("gave up: {why}"),
+        AgentEnd::StartFailed(e) => format!("start failed: {e}"),
+        AgentEnd::Failed(why) => format!("failed: {why}"),
+        AgentEnd::Refused => "refused".into(),
+        AgentEnd::Lost => "lost".into(),
+        AgentEnd::Stop(exit) => format!("stop: {exit}"),
+        AgentEnd::Leave { .. } => "leave".into(),
+    }
+}
+
+/// The race: the driver reports the end of the agent's turn, and before the
+/// loop reads that, a message comes and the loop sends it on. The agent takes
+/// the message in a turn of its own; the answer of the turn before it is not
+/// the task's result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_that_ended_before_the_agent_took_a_message_does_not_end_the_task() {
+    let mut f = Fixture::start().await;
+    let id = f.hold("ANSWER: the answer before the note").await;
+    let mut phase = f.phase().await;
+    let ended = f
+        .events_until(&mut phase, |ev| matches!(ev, AgentEvent::Idle { .. }))
+        .await;
+    // The turn has ended in the driver; the loop has not read it yet when the
+    // message comes.
+    let sent = f
+        .lead
+        .send("alice", MessageKind::Message, "A LATE NOTE", None)
+        .await
+        .expect("sent");
+    let inbox = f
+        .alice
+        .session
+        .call(|c| async move { c.inbox().await })
+        .await
+        .expect("the inbox");
+    let flow = f
+        .alice
+        .on_messages(inbox, &mut phase)
+        .await
+        .expect("sent on");
+    assert!(flow.is_none());
+    let flow = f.alice.on_agent_event(ended, &mut phase).await;
+    assert!(
+        flow.is_none(),
+        "the answer of the turn before the note ended the task: {}",
+        flow.as_ref().map(describe).unwrap_or_default()
+    );
+    assert_eq!(f.task(id).await.status, TaskStatus::InProgress);
+    let end = f.events_to_the_end(&mut phase).await;
+    assert!(matches!(end, AgentEnd::Done), "{}", describe(&end));
+    let done = f.task(id).await;
+    assert_eq!(done.status, TaskStatus::Completed, "{done:#?}");
+    let result = done.result.unwrap_or_default();
+    assert!(
+        result.contains("A LATE NOTE") && result.contains(&format!("#{}", sent.id)),
+        "the result is not the answer to the note: {result}"
+    );
+    phase.agent.stop().await;
+}
+
+/// The conversation about messages alone is resumed from one idle phase to
+/// the next, until it has been started `MESSAGES_MAX_STARTS` times or is a day
+/// old; then the next phase starts a new one, and says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_messages_conversation_is_started_afresh_once_it_has_worn_out() {
+    use super::brief::now_ms;
+    use crate::runtime::sessions::{MESSAGES, MESSAGES_MAX_AGE, MESSAGES_MAX_STARTS};
+    let mut f = Fixture::start().await;
+    let sessions = f.alice.agent.as_ref().expect("an agent").sessions.clone();
+    let resume = |f: &mut Fixture| {
+        f.alice
+            .agent_inbox
+            .push("[Message #1 from lead (message)] hi".into());
+        f.alice.brief(&f.member).expect("a brief").resume
+    };
+    let started = |id: &str, resumed: bool, at: u64| {
+        sessions
+            .started(MESSAGES, RuntimeKind::Acp, id, resumed, at)
+            .expect("recorded")
+    };
+    let now = now_ms();
+    started("m1", false, now);
+    for _ in 1..MESSAGES_MAX_STARTS {
+        assert_eq!(resume(&mut f).as_deref(), Some("m1"));
+        started("m1", true, now);
+    }
+    assert_eq!(resume(&mut f), None, "a worn-out conversation was resumed");
+    let transcript = std::fs::read_to_string(teamboard_protocol::transcript::transcript_path(
+        &f.alice.cfg.state_dir,
+        "default",
+        "alice",
+    ))
+    .expect("a transcript");
+    assert!(
+        transcript
+            .contains("a new conversation about messages, not m1 (it has been started 10 times)"),
+        "{transcript}"
+    );
+    // The new one is resumed, until it is a day old.
+    started("m2", false, now);
+    assert_eq!(resume(&mut f).as_deref(), Some("m2"));
+    let day = MESSAGES_MAX_AGE.as_millis() as u64;
+    started("m3", false, now - day - 1000);
+    assert_eq!(resume(&mut f), None, "a day-old conversation was resumed");
+    // A task's session is never started afresh, however often it was resumed.
+    let id = f.hold("ANSWER: fine").await;
+    sessions
+        .started(id, RuntimeKind::Acp, "t1", false, now - day - 1000)
+        .expect("recorded");
+    for _ in 0..MESSAGES_MAX_STARTS {
+        sessions
+            .started(id, RuntimeKind::Acp, "t1", true, now)
+            .expect("recorded");
+    }
+    assert_eq!(resume(&mut f).as_deref(), Some("t1"));
+}
