@@ -300,7 +300,10 @@ async fn a_goal_whose_teammates_cannot_start_gives_up_and_says_why() {
         "{stdout}\n{stderr}"
     );
     // The spawn's own refusal is in the lead's output, for the person to act on.
-    assert!(stdout.contains("runs `claude`, which is not on PATH"), "{stdout}");
+    assert!(
+        stdout.contains("runs `claude`, which is not on PATH"),
+        "{stdout}"
+    );
     let boss = lead(&socket).await;
     let tasks = boss.list_tasks(None).await.unwrap();
     assert_eq!(tasks.len(), 1);
