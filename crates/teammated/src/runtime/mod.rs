@@ -25,6 +25,7 @@ pub mod sessions;
 
 pub use error::AgentError;
 pub use handle::Agent;
+use process::Launch;
 use std::path::PathBuf;
 use teamboard_protocol::TokenUsage;
 
@@ -115,6 +116,25 @@ pub struct AgentSpec {
     /// teammated's process guard (`tools::guard::program`), or `None` in a test
     /// binary: the agent then gets only its own process group and PDEATHSIG.
     pub guard: Option<PathBuf>,
+}
+
+impl AgentSpec {
+    /// How to start the program for `brief`: the runtime's own `args` and
+    /// `env` first, then the user's (`--agent-arg`s, the spec's environment),
+    /// in the task's cwd, under the guard.
+    fn launch(&self, brief: &Brief, args: Vec<String>, env: Vec<(String, String)>) -> Launch {
+        let mut launch = Launch {
+            program: self.program.clone(),
+            args,
+            cwd: brief.cwd.clone(),
+            env,
+            env_remove: Vec::new(),
+            guard: self.guard.clone(),
+        };
+        launch.args.extend(self.extra_args.iter().cloned());
+        launch.env.extend(self.env.iter().cloned());
+        launch
+    }
 }
 
 /// The board's MCP server, as the agent is to start it.

@@ -25,7 +25,7 @@ mod wire;
 
 use crate::runtime::handle::{Intake, Pid};
 use crate::runtime::jsonrpc;
-use crate::runtime::process::{AgentProcess, Launch};
+use crate::runtime::process::AgentProcess;
 use crate::runtime::{Agent, AgentError, AgentEvent, AgentSpec, Brief};
 use driver::Driver;
 use rpc::{CallError, Rpc};
@@ -60,14 +60,7 @@ struct Opened {
 /// running prompt (bounded), then ends the process and all it started.
 pub async fn start(spec: &AgentSpec, brief: Brief) -> Result<Agent, AgentError> {
     let started = SystemTime::now();
-    let launch = Launch {
-        program: spec.program.clone(),
-        args: spec.extra_args.clone(),
-        cwd: brief.cwd.clone(),
-        env: spec.env.clone(),
-        env_remove: Vec::new(),
-        guard: spec.guard.clone(),
-    };
+    let launch = spec.launch(&brief, Vec::new(), Vec::new());
     let proc = AgentProcess::spawn(&launch)?;
     let pid = proc.pid();
     let mut rpc = Rpc::new(proc);

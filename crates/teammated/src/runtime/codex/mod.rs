@@ -22,7 +22,7 @@ mod state;
 mod tests;
 
 use crate::runtime::handle::{Intake, Pid, Unopened};
-use crate::runtime::process::{AgentProcess, Launch};
+use crate::runtime::process::AgentProcess;
 use crate::runtime::{Agent, AgentError, AgentSpec, Brief};
 use std::time::Duration;
 use tracing::Instrument as _;
@@ -41,16 +41,7 @@ pub const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// running turn (bounded by [`actor::INTERRUPT_GRACE`]), then ends the process
 /// group and everything in it.
 pub async fn start(spec: &AgentSpec, brief: Brief) -> Result<Agent, AgentError> {
-    let mut args = params::args();
-    args.extend(spec.extra_args.iter().cloned());
-    let launch = Launch {
-        program: spec.program.clone(),
-        args,
-        cwd: brief.cwd.clone(),
-        env: spec.env.clone(),
-        env_remove: Vec::new(),
-        guard: spec.guard.clone(),
-    };
+    let launch = spec.launch(&brief, params::args(), Vec::new());
     let process = AgentProcess::spawn(&launch)?;
     let pid = process.pid();
     let span = tracing::info_span!("codex", task = brief.task, pid);
