@@ -269,3 +269,150 @@ impl Agent {
         self.pid.get()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// A driver that answers every input with `answer(tag)`, and a stop.
+    async fn answering(
+        mut commands: mpsc::UnboundedReceiver<Command>,
+        answer: fn(u64) -> Result<(), AgentError>,
+    ) {
+        while let Some(command) = commands.recv().await {
+            match command {
+                Command::Send { tag, done, .. } => {
+                    let _ = done.send(answer(tag));
+                }
+                // Dropped unanswered.
+                Command::Plan { .. } => {}
+                Command::Stop(done) => {
+                    let _ = done.send(());
+                    return;
+                }
+            }
+        }
+    }
+
+    /// A driver that reports `events`, then takes commands without answering
+    /// any until it is stopped.
+    async fn reporting(
+        mut commands: mpsc::UnboundedReceiver<Command>,
+        events: mpsc::UnboundedSender<AgentEvent>,
+        report: Vec<AgentEvent>,
+    ) {
+        for event in report {
+            let _ = events.send(event);
+        }
+        while let Some(command) = commands.recv().await {
+            if let Command::Stop(done) = command {
+                let _ = done.send(());
+                return;
+            }
+        }
+    }
+
+    fn exited() -> AgentEvent {
+        AgentEvent::Exited {
+            status: "exit code 1".into(),
+            stderr: String::new(),
+        }
+    }
+
+    fn approved() -> PlanAnswer {
+        PlanAnswer::Approved {
+            feedback: String::new(),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_written_input_waits_for_the_drivers_answer_and_fails_with_its_error() {
+        let mut agent = Agent::spawn(Intake::Written, Pid::new(None), None, |commands, _| {
+            answering(commands, |tag| match tag {
+                1 => Ok(()),
+                _ => Err(AgentError::Protocol("not written".into())),
+            })
+        });
+        assert_eq!(agent.send("one").await.unwrap(), 1);
+        let refused = agent.send("two").await;
+        assert!(
+            matches!(refused, Err(AgentError::Protocol(_))),
+            "{refused:?}"
+        );
+        let unanswered = agent.answer_plan(approved()).await;
+        assert!(
+            matches!(unanswered, Err(AgentError::Gone)),
+            "{unanswered:?}"
+        );
+        agent.stop().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_queued_input_does_not_wait_for_the_driver() {
+        let intake = Intake::Queued {
+            refused_after_exit: false,
+        };
+        let mut agent = Agent::spawn(intake, Pid::new(Some(7)), None, |commands, events| {
+            reporting(commands, events, Vec::new())
+        });
+        let sent = tokio::time::timeout(Duration::from_secs(1), agent.send("one")).await;
+        assert_eq!(sent.expect("not waited for").unwrap(), 1);
+        let answered = tokio::time::timeout(Duration::from_secs(1), agent.answer_plan(approved()));
+        answered.await.expect("not waited for").unwrap();
+        assert_eq!(agent.pid(), Some(7));
+        agent.stop().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn nothing_comes_after_the_exit_and_a_send_is_refused_only_where_the_runtime_says() {
+        for refused_after_exit in [true, false] {
+            let intake = Intake::Queued { refused_after_exit };
+            let mut agent = Agent::spawn(intake, Pid::new(None), None, |commands, events| {
+                reporting(
+                    commands,
+                    events,
+                    vec![exited(), AgentEvent::Said("late".into())],
+                )
+            });
+            assert_eq!(agent.send("before").await.unwrap(), 1);
+            assert_eq!(agent.next_event().await, exited());
+            let after = tokio::time::timeout(Duration::from_secs(5), agent.next_event()).await;
+            assert!(after.is_err(), "an event after the exit: {after:?}");
+            let sent = agent.send("after").await;
+            match refused_after_exit {
+                true => assert!(matches!(sent, Err(AgentError::Gone)), "{sent:?}"),
+                false => assert_eq!(sent.unwrap(), 2),
+            }
+            agent.stop().await;
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_session_comes_first_and_what_came_before_it_is_kept() {
+        let session = AgentEvent::Session {
+            id: "S1".into(),
+            resumed: false,
+            why_new: None,
+        };
+        let report = vec![AgentEvent::Said("early".into()), session.clone()];
+        let intake = Intake::Queued {
+            refused_after_exit: false,
+        };
+        let mut agent = Agent::spawn(intake, Pid::new(None), None, |commands, events| {
+            reporting(commands, events, report)
+        });
+        assert_eq!(agent.session(), None);
+        agent.opened().await.unwrap();
+        assert_eq!(agent.session(), Some("S1"));
+        assert_eq!(agent.next_event().await, session);
+        assert_eq!(agent.next_event().await, AgentEvent::Said("early".into()));
+        agent.stop().await;
+
+        let mut agent = Agent::spawn(intake, Pid::new(None), None, |commands, events| {
+            reporting(commands, events, vec![exited()])
+        });
+        assert!(matches!(agent.opened().await, Err(Unopened::Exited { .. })));
+        agent.stop().await;
+    }
+}
