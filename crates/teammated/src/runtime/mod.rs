@@ -11,17 +11,21 @@
 //!
 //! Data flows one way: `work::agent` owns an [`Agent`], calls its methods for what
 //! the board says, and reads [`AgentEvent`]s from it. A driver never touches the
-//! board.
+//! board. [`Agent`] is the same handle for every runtime (`handle.rs`); each
+//! runtime's `start` puts its own driver task behind it.
 
 pub mod acp;
 pub mod claude;
 pub mod codex;
 mod error;
+mod handle;
 pub mod jsonrpc;
 pub mod process;
 pub mod sessions;
 
 pub use error::AgentError;
+pub use handle::Agent;
+use process::Launch;
 use std::path::PathBuf;
 use teamboard_protocol::TokenUsage;
 
@@ -114,6 +118,25 @@ pub struct AgentSpec {
     pub guard: Option<PathBuf>,
 }
 
+impl AgentSpec {
+    /// How to start the program for `brief`: the runtime's own `args` and
+    /// `env` first, then the user's (`--agent-arg`s, the spec's environment),
+    /// in the task's cwd, under the guard.
+    fn launch(&self, brief: &Brief, args: Vec<String>, env: Vec<(String, String)>) -> Launch {
+        let mut launch = Launch {
+            program: self.program.clone(),
+            args,
+            cwd: brief.cwd.clone(),
+            env,
+            env_remove: Vec::new(),
+            guard: self.guard.clone(),
+        };
+        launch.args.extend(self.extra_args.iter().cloned());
+        launch.env.extend(self.env.iter().cloned());
+        launch
+    }
+}
+
 /// The board's MCP server, as the agent is to start it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct McpServer {
@@ -190,86 +213,18 @@ pub enum PlanAnswer {
     Rejected { feedback: String },
 }
 
-/// One running agent, for one task.
-pub enum Agent {
-    Claude(claude::Claude),
-    Codex(codex::Codex),
-    Acp(acp::Acp),
-}
-
 impl Agent {
     /// Starts the agent for a task: spawns it under the guard and opens (or
     /// resumes) the task's session with `brief.prompt` as its first input. The
     /// session id comes as the first [`AgentEvent::Session`].
     pub async fn start(spec: &AgentSpec, brief: Brief) -> Result<Agent, AgentError> {
         match spec.kind {
-            RuntimeKind::Claude => claude::Claude::start(spec, brief).await.map(Agent::Claude),
-            RuntimeKind::Codex => codex::Codex::start(spec, brief).await.map(Agent::Codex),
-            RuntimeKind::Acp => acp::Acp::start(spec, brief).await.map(Agent::Acp),
+            RuntimeKind::Claude => claude::start(spec, brief).await,
+            RuntimeKind::Codex => codex::start(spec, brief).await,
+            RuntimeKind::Acp => acp::start(spec, brief).await,
             RuntimeKind::Native => Err(AgentError::Start(
                 "the native runtime runs no agent process".into(),
             )),
-        }
-    }
-
-    /// Sends a message (from the inbox, or a refusal of the completion gate) to
-    /// the agent: steered into the running turn where the runtime allows,
-    /// otherwise queued for the turn boundary. Returns the tag that its
-    /// [`AgentEvent::Delivered`] will carry.
-    pub async fn send(&mut self, text: &str) -> Result<u64, AgentError> {
-        match self {
-            Agent::Claude(a) => a.send(text).await,
-            Agent::Codex(a) => a.send(text).await,
-            Agent::Acp(a) => a.send(text).await,
-        }
-    }
-
-    /// Answers the plan the agent proposed (the last [`AgentEvent::PlanProposed`]).
-    pub async fn answer_plan(&mut self, answer: PlanAnswer) -> Result<(), AgentError> {
-        match self {
-            Agent::Claude(a) => a.answer_plan(answer).await,
-            Agent::Codex(a) => a.answer_plan(answer).await,
-            Agent::Acp(a) => a.answer_plan(answer).await,
-        }
-    }
-
-    /// The next event. Cancel-safe: an event is never lost to a `select!`.
-    /// After [`AgentEvent::Exited`], waits forever.
-    pub async fn next_event(&mut self) -> AgentEvent {
-        match self {
-            Agent::Claude(a) => a.next_event().await,
-            Agent::Codex(a) => a.next_event().await,
-            Agent::Acp(a) => a.next_event().await,
-        }
-    }
-
-    /// Stops the agent: interrupts the running turn (bounded), closes its input,
-    /// then ends its process group and everything it started. Returns once no
-    /// process of it is left (or the guard has been told and the grace is over).
-    pub async fn stop(self) {
-        match self {
-            Agent::Claude(a) => a.stop().await,
-            Agent::Codex(a) => a.stop().await,
-            Agent::Acp(a) => a.stop().await,
-        }
-    }
-
-    /// The session's id, once known.
-    pub fn session(&self) -> Option<&str> {
-        match self {
-            Agent::Claude(a) => a.session(),
-            Agent::Codex(a) => a.session(),
-            Agent::Acp(a) => a.session(),
-        }
-    }
-
-    /// The pid of the agent's process (its guard's, under a guard), for tests and
-    /// the transcript.
-    pub fn pid(&self) -> Option<u32> {
-        match self {
-            Agent::Claude(a) => a.pid(),
-            Agent::Codex(a) => a.pid(),
-            Agent::Acp(a) => a.pid(),
         }
     }
 }

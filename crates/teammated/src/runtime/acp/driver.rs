@@ -19,24 +19,18 @@
 
 use super::rpc::Rpc;
 use super::wire::{self, Permission, Stop, Update};
+use crate::runtime::handle::Command;
 use crate::runtime::jsonrpc::Incoming;
 use crate::runtime::{AgentEvent, AgentPolicy, FIRST_INPUT, PlanAnswer};
 use serde_json::{Value, json};
 use std::collections::HashSet;
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
 /// How long `stop` waits for the running prompt to end after `session/cancel`.
 pub const CANCEL_WAIT: Duration = Duration::from_secs(2);
 /// How long an exited agent's status is waited for once its output ended.
 const EXIT_WAIT: Duration = Duration::from_secs(5);
-
-/// What teammated asks of the driver.
-pub enum Command {
-    Send { tag: u64, text: String },
-    Plan(PlanAnswer),
-    Stop(oneshot::Sender<()>),
-}
 
 pub struct Driver {
     pub rpc: Rpc,
@@ -97,14 +91,15 @@ impl Driver {
                     None => self.on_exit().await,
                 },
                 cmd = commands.recv() => match cmd {
-                    Some(Command::Send { tag, text }) => self.input(Some(tag), text).await,
-                    Some(Command::Plan(answer)) => self.on_plan_answer(answer).await,
+                    // The handle does not wait for `done` (`Intake::Queued`).
+                    Some(Command::Send { tag, text, done: _ }) => self.input(Some(tag), text).await,
+                    Some(Command::Plan { answer, done: _ }) => self.on_plan_answer(answer).await,
                     Some(Command::Stop(done)) => {
                         self.stop().await;
                         let _ = done.send(());
                         return;
                     }
-                    // The `Acp` was dropped without `stop`.
+                    // The `Agent` was dropped without `stop`.
                     None => {
                         self.stop().await;
                         return;

@@ -2,7 +2,7 @@
 //! stdio (`gemini --acp`, ...). See `docs/runtimes.md` for the mapping of board
 //! events, and `docs/design/runtime-codex-acp.md` §4 for how Gemini CLI behaves.
 //!
-//! [`Acp::start`] opens the session itself (`initialize`, then `session/load`
+//! [`start`] opens the session itself (`initialize`, then `session/load`
 //! of the task's session or `session/new`, then `session/set_mode plan` behind
 //! the plan gate), so that an agent that cannot start is a start failure with
 //! its stderr. Then a [`driver`] task owns the process for the rest of the work.
@@ -23,15 +23,14 @@ mod load_time;
 mod rpc;
 mod wire;
 
+use crate::runtime::handle::{Intake, Pid};
 use crate::runtime::jsonrpc;
-use crate::runtime::process::{AgentProcess, Launch};
-use crate::runtime::{AgentError, AgentEvent, AgentSpec, Brief, PlanAnswer};
-use driver::{Command, Driver};
+use crate::runtime::process::AgentProcess;
+use crate::runtime::{Agent, AgentError, AgentEvent, AgentSpec, Brief};
+use driver::Driver;
 use rpc::{CallError, Rpc};
 use serde_json::{Value, json};
 use std::time::{Duration, SystemTime};
-use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinHandle;
 
 /// How long the agent has to open its session. A Node agent's start takes
 /// seconds (docs/benchmarks.md §11); a loaded machine or a slow MCP server may
@@ -43,17 +42,6 @@ pub const REPLAY_QUIET: Duration = Duration::from_millis(400);
 /// The longest a load's replay is drained.
 const REPLAY_MAX: Duration = Duration::from_secs(15);
 
-/// A running acp agent for one task.
-pub struct Acp {
-    session: Option<String>,
-    pid: Option<u32>,
-    events: mpsc::UnboundedReceiver<AgentEvent>,
-    commands: mpsc::UnboundedSender<Command>,
-    task: Option<JoinHandle<()>>,
-    next_tag: u64,
-    exited: bool,
-}
-
 /// The session as the handshake left it.
 struct Opened {
     id: String,
@@ -62,114 +50,58 @@ struct Opened {
     plan_mode: bool,
 }
 
-impl Acp {
-    pub async fn start(spec: &AgentSpec, brief: Brief) -> Result<Acp, AgentError> {
-        let started = SystemTime::now();
-        let launch = Launch {
-            program: spec.program.clone(),
-            args: spec.extra_args.clone(),
-            cwd: brief.cwd.clone(),
-            env: spec.env.clone(),
-            env_remove: Vec::new(),
-            guard: spec.guard.clone(),
-        };
-        let proc = AgentProcess::spawn(&launch)?;
-        let pid = proc.pid();
-        let mut rpc = Rpc::new(proc);
-        let opened =
-            match tokio::time::timeout(START_TIMEOUT, open(&mut rpc, &brief, started)).await {
-                Ok(Ok(opened)) => opened,
-                Ok(Err(e)) => return Err(failed_start(rpc, e.to_string()).await),
-                Err(_) => {
-                    let why = format!("it did not open a session within {START_TIMEOUT:?}");
-                    return Err(failed_start(rpc, why).await);
-                }
+/// Starts the agent and opens the task's session (see the module's doc); a
+/// [`driver`] task then owns the agent for the rest of the work.
+///
+/// An input is handed to the driver ([`Intake::Queued`]), which queues it for
+/// the turn boundary (ACP has no steering);
+/// [`AgentEvent::Delivered`] comes once it was sent as a prompt. Once the
+/// agent's exit has been given out, a send is refused. A stop cancels the
+/// running prompt (bounded), then ends the process and all it started.
+pub async fn start(spec: &AgentSpec, brief: Brief) -> Result<Agent, AgentError> {
+    let started = SystemTime::now();
+    let launch = spec.launch(&brief, Vec::new(), Vec::new());
+    let proc = AgentProcess::spawn(&launch)?;
+    let pid = proc.pid();
+    let mut rpc = Rpc::new(proc);
+    let opened = match tokio::time::timeout(START_TIMEOUT, open(&mut rpc, &brief, started)).await {
+        Ok(Ok(opened)) => opened,
+        Ok(Err(e)) => return Err(failed_start(rpc, e.to_string()).await),
+        Err(_) => {
+            let why = format!("it did not open a session within {START_TIMEOUT:?}");
+            return Err(failed_start(rpc, why).await);
+        }
+    };
+    tracing::info!(session = %opened.id, resumed = opened.resumed, "acp session open");
+    let intake = Intake::Queued {
+        refused_after_exit: true,
+    };
+    let session = Some(opened.id.clone());
+    Ok(Agent::spawn(
+        intake,
+        Pid::new(pid),
+        session,
+        |commands, events| {
+            let _ = events.send(AgentEvent::Session {
+                id: opened.id.clone(),
+                resumed: opened.resumed,
+                why_new: opened.why_new,
+            });
+            let driver = Driver {
+                rpc,
+                session: opened.id,
+                policy: spec.policy,
+                gated: brief.plan_first,
+                plan_mode: opened.plan_mode,
+                max_prompts: spec.max_turns.max(1),
+                events,
+                state: Default::default(),
             };
-        tracing::info!(session = %opened.id, resumed = opened.resumed, "acp session open");
-        let (events_tx, events) = mpsc::unbounded_channel();
-        let _ = events_tx.send(AgentEvent::Session {
-            id: opened.id.clone(),
-            resumed: opened.resumed,
-            why_new: opened.why_new,
-        });
-        let (commands, commands_rx) = mpsc::unbounded_channel();
-        let driver = Driver {
-            rpc,
-            session: opened.id.clone(),
-            policy: spec.policy,
-            gated: brief.plan_first,
-            plan_mode: opened.plan_mode,
-            max_prompts: spec.max_turns.max(1),
-            events: events_tx,
-            state: Default::default(),
-        };
-        // ACP has no system prompt: the identity heads the first turn.
-        let first = format!("{}\n\n{}", brief.identity, brief.prompt);
-        let task = tokio::spawn(driver.run(first, commands_rx));
-        Ok(Acp {
-            session: Some(opened.id),
-            pid,
-            events,
-            commands,
-            task: Some(task),
-            next_tag: 0,
-            exited: false,
-        })
-    }
-
-    /// Queues `text` for the turn boundary (ACP has no steering);
-    /// [`AgentEvent::Delivered`] comes once it was sent as a prompt.
-    pub async fn send(&mut self, text: &str) -> Result<u64, AgentError> {
-        if self.exited {
-            return Err(AgentError::Gone);
-        }
-        self.next_tag += 1;
-        let tag = self.next_tag;
-        self.commands
-            .send(Command::Send {
-                tag,
-                text: text.to_string(),
-            })
-            .map_err(|_| AgentError::Gone)?;
-        Ok(tag)
-    }
-
-    pub async fn answer_plan(&mut self, answer: PlanAnswer) -> Result<(), AgentError> {
-        self.commands
-            .send(Command::Plan(answer))
-            .map_err(|_| AgentError::Gone)
-    }
-
-    pub async fn next_event(&mut self) -> AgentEvent {
-        if !self.exited
-            && let Some(ev) = self.events.recv().await
-        {
-            if matches!(ev, AgentEvent::Exited { .. }) {
-                self.exited = true;
-            }
-            return ev;
-        }
-        self.exited = true;
-        std::future::pending().await
-    }
-
-    pub async fn stop(mut self) {
-        let (done, stopped) = oneshot::channel();
-        if self.commands.send(Command::Stop(done)).is_ok() {
-            let _ = stopped.await;
-        }
-        if let Some(task) = self.task.take() {
-            let _ = task.await;
-        }
-    }
-
-    pub fn session(&self) -> Option<&str> {
-        self.session.as_deref()
-    }
-
-    pub fn pid(&self) -> Option<u32> {
-        self.pid
-    }
+            // ACP has no system prompt: the identity heads the first turn.
+            let first = format!("{}\n\n{}", brief.identity, brief.prompt);
+            driver.run(first, commands)
+        },
+    ))
 }
 
 /// `initialize`, then the task's session: loaded, or new. `started`: when
@@ -316,7 +248,34 @@ sleep 30"#,
         )
     }
 
-    async fn next(acp: &mut Acp) -> AgentEvent {
+    /// An agent that is the `sh` script `script`.
+    fn sh(script: String) -> AgentSpec {
+        AgentSpec {
+            kind: RuntimeKind::Acp,
+            program: "sh".into(),
+            extra_args: vec!["-c".into(), script],
+            max_turns: 10,
+            model: None,
+            policy: AgentPolicy::Workspace,
+            env: vec![],
+            guard: None,
+        }
+    }
+
+    /// A new task's brief, to work in `dir`.
+    fn brief(dir: &std::path::Path) -> Brief {
+        Brief {
+            task: 1,
+            cwd: dir.to_path_buf(),
+            resume: None,
+            identity: "You are a test.".into(),
+            prompt: "Do it.".into(),
+            plan_first: false,
+            mcp: None,
+        }
+    }
+
+    async fn next(acp: &mut Agent) -> AgentEvent {
         tokio::time::timeout(Duration::from_secs(10), acp.next_event())
             .await
             .expect("an event")
@@ -326,26 +285,7 @@ sleep 30"#,
     async fn input_for_a_busy_agent_waits_for_the_turn_boundary() {
         let dir = tempfile::tempdir().unwrap();
         let go = dir.path().join("go");
-        let spec = AgentSpec {
-            kind: RuntimeKind::Acp,
-            program: "sh".into(),
-            extra_args: vec!["-c".into(), fake(&go)],
-            max_turns: 10,
-            model: None,
-            policy: AgentPolicy::Workspace,
-            env: vec![],
-            guard: None,
-        };
-        let brief = Brief {
-            task: 1,
-            cwd: dir.path().to_path_buf(),
-            resume: None,
-            identity: "You are a test.".into(),
-            prompt: "Do it.".into(),
-            plan_first: false,
-            mcp: None,
-        };
-        let mut acp = Acp::start(&spec, brief).await.unwrap();
+        let mut acp = start(&sh(fake(&go)), brief(dir.path())).await.unwrap();
         assert_eq!(acp.session(), Some("S1"));
         assert!(matches!(
             next(&mut acp).await,
@@ -396,26 +336,7 @@ sleep 30"#,
         let script = "read l; echo 'fatal: no credentials' >&2; \
             (sleep 0.3; echo 'fatal: the late line' >&2) >/dev/null & exit 4";
         let dir = tempfile::tempdir().unwrap();
-        let spec = AgentSpec {
-            kind: RuntimeKind::Acp,
-            program: "sh".into(),
-            extra_args: vec!["-c".into(), script.into()],
-            max_turns: 10,
-            model: None,
-            policy: AgentPolicy::Workspace,
-            env: vec![],
-            guard: None,
-        };
-        let brief = Brief {
-            task: 1,
-            cwd: dir.path().to_path_buf(),
-            resume: None,
-            identity: "You are a test.".into(),
-            prompt: "Do it.".into(),
-            plan_first: false,
-            mcp: None,
-        };
-        let why = match Acp::start(&spec, brief).await {
+        let why = match start(&sh(script.into()), brief(dir.path())).await {
             Err(AgentError::Start(why)) => why,
             Err(e) => panic!("not a start failure: {e}"),
             Ok(_) => panic!("an agent that died in initialize started"),
@@ -445,32 +366,20 @@ sleep 30"#,
         let seen = dir.path().join("seen");
         // Opened by this process in a minute long past: no wait.
         load_time::opened("S-old", 0);
-        let spec = AgentSpec {
-            kind: RuntimeKind::Acp,
-            program: "sh".into(),
-            extra_args: vec!["-c".into(), fake_gemini(&seen)],
-            max_turns: 10,
-            model: None,
-            policy: AgentPolicy::Workspace,
-            env: vec![],
-            guard: None,
-        };
+        let spec = sh(fake_gemini(&seen));
         let mcp = crate::runtime::McpServer {
             command: "/bin/teamctl".into(),
             args: vec!["mcp".into(), "--name".into(), "alice".into()],
             env: vec![("TEAMBOARD_TEAM".into(), "t".into())],
         };
         let brief = Brief {
-            task: 1,
-            cwd: dir.path().to_path_buf(),
             resume: Some("S-old".into()),
-            identity: "You are a test.".into(),
             prompt: "Go on.".into(),
-            plan_first: false,
             mcp: Some(mcp.clone()),
+            ..brief(dir.path())
         };
         let asked = std::time::Instant::now();
-        let mut acp = tokio::time::timeout(Duration::from_secs(20), Acp::start(&spec, brief))
+        let mut acp = tokio::time::timeout(Duration::from_secs(20), start(&spec, brief))
             .await
             .expect("no wait for a session opened minutes ago")
             .unwrap();

@@ -112,16 +112,7 @@ pub(super) fn launch(
         ]);
         env.push(("ENABLE_TOOL_SEARCH".to_string(), "false".to_string()));
     }
-    args.extend(spec.extra_args.iter().cloned());
-    env.extend(spec.env.iter().cloned());
-    Launch {
-        program: spec.program.clone(),
-        args,
-        cwd: brief.cwd.clone(),
-        env,
-        env_remove: Vec::new(),
-        guard: spec.guard.clone(),
-    }
+    spec.launch(brief, args, env)
 }
 
 /// A fresh random UUID (version 4), for `--session-id`.

@@ -8,38 +8,21 @@
 //! is awaited to its end, and the caller's `next_event` is a plain channel
 //! receive, which is cancel-safe.
 //!
-//! Data flows one way: commands in ([`Cmd`]), events out, in the order the CLI
+//! Data flows one way: commands in ([`Command`]), events out, in the order the CLI
 //! printed them. When the handle is dropped without `stop`, the command channel
 //! closes and the driver stops the process all the same.
 
 use super::args::{self, SessionArg};
 use super::stream::{Action, Stream};
+use crate::runtime::handle::{Command, Pid};
 use crate::runtime::process::{AgentProcess, Line};
 use crate::runtime::{AgentError, AgentEvent, AgentSpec, Brief, FIRST_INPUT, PlanAnswer};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
 /// How long `stop` waits for the `result` of an interrupted turn before it
 /// closes the CLI's input and ends the process anyway.
 const INTERRUPT_WAIT: Duration = Duration::from_secs(2);
-
-/// What the handle asks of the driver.
-pub(super) enum Cmd {
-    Send {
-        tag: u64,
-        text: String,
-        done: oneshot::Sender<Result<(), AgentError>>,
-    },
-    Plan {
-        answer: PlanAnswer,
-        done: oneshot::Sender<Result<(), AgentError>>,
-    },
-    Stop {
-        done: oneshot::Sender<()>,
-    },
-}
 
 pub(super) struct Driver {
     pub spec: AgentSpec,
@@ -47,14 +30,14 @@ pub(super) struct Driver {
     pub proc: AgentProcess,
     pub stream: Stream,
     pub events: mpsc::UnboundedSender<AgentEvent>,
-    /// The process's pid, for the handle (0: none).
-    pub pid: Arc<AtomicU32>,
+    /// The process's pid, for the handle.
+    pub pid: Pid,
     /// Its output has ended and its exit has been reported.
     pub exited: bool,
 }
 
 impl Driver {
-    pub async fn run(mut self, mut cmds: mpsc::UnboundedReceiver<Cmd>) {
+    pub async fn run(mut self, mut cmds: mpsc::UnboundedReceiver<Command>) {
         loop {
             tokio::select! {
                 line = self.proc.next_line(), if !self.exited => self.on_output(line).await,
@@ -63,16 +46,16 @@ impl Driver {
                         self.stop().await;
                         return;
                     }
-                    Some(Cmd::Stop { done }) => {
+                    Some(Command::Stop(done)) => {
                         self.stop().await;
                         let _ = done.send(());
                         return;
                     }
-                    Some(Cmd::Send { tag, text, done }) => {
+                    Some(Command::Send { tag, text, done }) => {
                         let sent = self.send(tag, &text).await;
                         let _ = done.send(sent);
                     }
-                    Some(Cmd::Plan { answer, done }) => {
+                    Some(Command::Plan { answer, done }) => {
                         let answered = self.answer_plan(answer).await;
                         let _ = done.send(answered);
                     }
@@ -123,7 +106,7 @@ impl Driver {
                 let stderr = self.proc.stderr_tail_at_end().await;
                 tracing::info!(%status, "claude exited");
                 self.exited = true;
-                self.pid.store(0, Ordering::Relaxed);
+                self.pid.set(None);
                 let _ = self.events.send(AgentEvent::Exited { status, stderr });
             }
         }
@@ -171,7 +154,7 @@ impl Driver {
             Ok(p) => p,
             Err(e) => {
                 self.exited = true;
-                self.pid.store(0, Ordering::Relaxed);
+                self.pid.set(None);
                 let _ = self.events.send(AgentEvent::Exited {
                     status: e.to_string(),
                     stderr: String::new(),
@@ -179,8 +162,7 @@ impl Driver {
                 return;
             }
         };
-        self.pid
-            .store(self.proc.pid().unwrap_or(0), Ordering::Relaxed);
+        self.pid.set(self.proc.pid());
         tracing::info!(session = %id, pid = ?self.proc.pid(), "claude started anew");
         for p in pending {
             // The first line told the agent it was back on the task; it is not.
@@ -220,7 +202,7 @@ impl Driver {
             }
         }
         let how = self.proc.stop().await;
-        self.pid.store(0, Ordering::Relaxed);
+        self.pid.set(None);
         tracing::info!(%how, "claude stopped");
     }
 }

@@ -3,33 +3,23 @@
 //! carries out what the core wants (lines to write, events to send).
 //!
 //! A task of its own, because a line must never be half written: the WORK
-//! loop waits on [`super::Codex::next_event`] in a `select!` that drops the
+//! loop waits on [`crate::runtime::Agent::next_event`] in a `select!` that drops the
 //! future whenever something else happens first, and a write inside that
 //! future could be cut in the middle. Here nothing is ever dropped mid-way;
 //! the handle only exchanges messages with this task over channels, which is
 //! cancel-safe.
 
 use super::state::{Core, Out};
+use crate::runtime::AgentEvent;
+use crate::runtime::handle::Command;
 use crate::runtime::process::{AgentProcess, Line, STOP_GRACE};
-use crate::runtime::{AgentEvent, PlanAnswer};
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
 /// How long a stop waits for the interrupted turn to end before it stops the
 /// process: far more than Codex needs (docs/design/runtime-codex-acp.md §3.6),
 /// a bound for a hung one.
 pub const INTERRUPT_GRACE: Duration = Duration::from_secs(3);
-
-/// What the handle asks of the task.
-pub enum Command {
-    Send {
-        tag: u64,
-        text: String,
-    },
-    AnswerPlan(PlanAnswer),
-    /// Interrupt, stop the process, then answer.
-    Stop(oneshot::Sender<()>),
-}
 
 struct Io {
     process: AgentProcess,
@@ -85,11 +75,12 @@ pub async fn run(
     let done = loop {
         tokio::select! {
             command = commands.recv() => match command {
-                Some(Command::Send { tag, text }) => {
+                // The handle does not wait for `done` (`Intake::Queued`).
+                Some(Command::Send { tag, text, done: _ }) => {
                     let out = core.send(tag, &text);
                     io.apply(out).await;
                 }
-                Some(Command::AnswerPlan(answer)) => {
+                Some(Command::Plan { answer, done: _ }) => {
                     let out = core.answer_plan(answer);
                     io.apply(out).await;
                 }
