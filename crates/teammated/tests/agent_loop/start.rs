@@ -80,11 +80,21 @@ async fn an_agent_that_dies_while_it_starts_gives_the_task_back_with_its_stderr(
     );
     // Not the task's fault: no attempt used.
     assert_eq!(task.attempts, 0, "{task:#?}");
-    let inbox = board.lead.inbox().await.expect("inbox");
-    assert!(
-        inbox
-            .iter()
-            .any(|m| m.kind == MessageKind::Error && m.content.contains("START-FAILURE-LINE-TWO")),
-        "{inbox:#?}"
-    );
+    // The lead hears of it just after the task goes back (settle releases
+    // first), so its inbox is waited for, not read once.
+    let lead = &board.lead;
+    eventually(
+        "the lead's error message with the stderr",
+        PATIENCE,
+        || async {
+            let inbox = lead.inbox().await.expect("inbox");
+            inbox
+                .iter()
+                .any(|m| {
+                    m.kind == MessageKind::Error && m.content.contains("START-FAILURE-LINE-TWO")
+                })
+                .then_some(())
+        },
+    )
+    .await;
 }
