@@ -6,15 +6,16 @@
 //! signals, exit codes. The test plays the lead through a protocol client
 //! subscribed to the team's events.
 
-use crate::clients::lead;
-use crate::eventually::PATIENCE;
+use crate::clients::{TEAM, lead};
+use crate::eventually::{PATIENCE, eventually};
 use crate::inproc::InProc;
 use crate::teammated::{Teammate, Teammated, transcript};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use teamboard_agent_clis::offline::OfflineAgent;
 use teamboard_protocol::request::NewTask;
-use teamboard_protocol::{Client, Event, EventKind, Task, TaskId, TaskStatus};
+use teamboard_protocol::{Client, Event, EventKind, MessageKind, Task, TaskId, TaskStatus};
 
 /// How long [`Board::wait_done`] waits for an event before it looks again.
 const RECHECK: Duration = Duration::from_millis(500);
@@ -92,6 +93,22 @@ impl Board {
         self.teammated.spawn(name, role, &workdir, &log, extra, env)
     }
 
+    /// Starts teammate `name` (role `dev`) with `agent`'s runtime, `extra`
+    /// flags after the agent's and `more_env` after its variables.
+    pub fn spawn_agent(
+        &self,
+        name: &str,
+        agent: &OfflineAgent,
+        extra: &[&str],
+        more_env: &[(&str, &str)],
+    ) -> Teammate {
+        let mut args = agent.arg_strs();
+        args.extend_from_slice(extra);
+        let mut env = agent.env_strs();
+        env.extend_from_slice(more_env);
+        self.spawn_with_env(name, "dev", &args, &env)
+    }
+
     pub async fn add(&self, subject: &str, description: &str, blocked_by: &[TaskId]) -> Task {
         self.lead
             .add_task(NewTask {
@@ -102,6 +119,26 @@ impl Board {
             })
             .await
             .expect("add_task")
+    }
+
+    /// Adds a task whose plan the lead must approve before its work starts.
+    pub async fn add_needing_a_plan(&self, subject: &str, description: &str) -> Task {
+        self.lead
+            .add_task(NewTask {
+                subject: subject.into(),
+                description: description.into(),
+                require_plan: true,
+                ..NewTask::default()
+            })
+            .await
+            .expect("add_task")
+    }
+
+    /// Adds a task and waits until `name` claims it (fails if anyone else does).
+    pub async fn add_claimed_by(&mut self, name: &str, subject: &str, description: &str) -> Task {
+        let task = self.add(subject, description, &[]).await;
+        assert_eq!(self.wait_claimed(task.id).await, name, "{task:#?}");
+        task
     }
 
     pub async fn task(&self, id: TaskId) -> Task {
@@ -194,6 +231,67 @@ impl Board {
             })
             .await;
         }
+    }
+
+    /// Waits until task `id` goes back to the board (its claim released).
+    pub async fn wait_released(&mut self, id: TaskId) -> Event {
+        self.wait_for(&format!("#{id} to be released"), |e| {
+            e.kind == EventKind::TaskReleased && e.task == Some(id)
+        })
+        .await
+    }
+
+    /// Waits until task `id` has ended, and checks that `by` completed it: a
+    /// failure shows the task and `by`'s log.
+    pub async fn wait_completed(&mut self, id: TaskId, by: &Teammate) -> Task {
+        self.wait_done(&[id]).await;
+        let task = self.task(id).await;
+        assert_eq!(
+            task.status,
+            TaskStatus::Completed,
+            "{task:#?}\n{}",
+            by.log_text()
+        );
+        task
+    }
+
+    /// Waits until message `id` is acknowledged by its recipient (not dropped
+    /// by boardd with the session it was for).
+    pub async fn wait_acked(&mut self, id: u64) -> Event {
+        let needle = format!("acknowledged message {id}");
+        self.wait_for(&format!("message {id} to be acknowledged"), |e| {
+            e.kind == EventKind::MessageAcked && e.message == Some(id) && e.detail.contains(&needle)
+        })
+        .await
+    }
+
+    /// Sends `text` to `to`, an idle teammate, and waits until it is
+    /// acknowledged and the conversation it opened has ended; then as long
+    /// again as a message left unacknowledged would take to open a second one.
+    pub async fn message_idle(&mut self, to: &str, text: &str) {
+        let sent = self
+            .lead
+            .send(to, MessageKind::Message, text, None)
+            .await
+            .expect("send");
+        self.wait_acked(sent.id).await;
+        eventually("the conversation to end", PATIENCE, || async {
+            self.transcript(to).contains("work: ended").then_some(())
+        })
+        .await;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+
+    /// Teammate `name`'s record of its agent's sessions (its
+    /// `agent/sessions.json`), `Null` while it has none.
+    pub fn agent_sessions(&self, name: &str) -> serde_json::Value {
+        let path = teamboard_protocol::transcript::teammate_dir(self.state_dir(), TEAM, name)
+            .join("agent")
+            .join("sessions.json");
+        std::fs::read_to_string(path)
+            .ok()
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or_default()
     }
 
     /// Stops the daemon gracefully and waits until it has.

@@ -99,7 +99,9 @@ pub use landing::{
 };
 pub use mute::MuteTeammate;
 pub use pause::{Pause, Paused};
-pub use process::{alive, group_members, kill9, process_group};
+pub use process::{
+    alive, group_members, kill9, live_processes, process_group, wait_gone, with_env, with_marker,
+};
 pub use teamboard_mock_llm as mock_llm;
 pub use teamctl::Teamctl;
 pub use teammated::{Teammate, Teammated, transcript};
