@@ -6,16 +6,15 @@
 //! signals, exit codes. The test plays the lead through a protocol client
 //! subscribed to the team's events.
 
-use crate::clients::{TEAM, lead};
-use crate::eventually::{PATIENCE, eventually};
+use crate::clients::lead;
+use crate::eventually::PATIENCE;
 use crate::inproc::InProc;
 use crate::teammated::{Teammate, Teammated, transcript};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use teamboard_agent_clis::offline::OfflineAgent;
 use teamboard_protocol::request::NewTask;
-use teamboard_protocol::{Client, Event, EventKind, MessageKind, Task, TaskId, TaskStatus};
+use teamboard_protocol::{Client, Event, EventKind, Task, TaskId, TaskStatus};
 
 /// How long [`Board::wait_done`] waits for an event before it looks again.
 const RECHECK: Duration = Duration::from_millis(500);
@@ -91,22 +90,6 @@ impl Board {
         let workdir = self.workdir(name);
         let log = self.dir().join(format!("{name}.log"));
         self.teammated.spawn(name, role, &workdir, &log, extra, env)
-    }
-
-    /// Starts teammate `name` (role `dev`) with `agent`'s runtime, `extra`
-    /// flags after the agent's and `more_env` after its variables.
-    pub fn spawn_agent(
-        &self,
-        name: &str,
-        agent: &OfflineAgent,
-        extra: &[&str],
-        more_env: &[(&str, &str)],
-    ) -> Teammate {
-        let mut args = agent.arg_strs();
-        args.extend_from_slice(extra);
-        let mut env = agent.env_strs();
-        env.extend_from_slice(more_env);
-        self.spawn_with_env(name, "dev", &args, &env)
     }
 
     pub async fn add(&self, subject: &str, description: &str, blocked_by: &[TaskId]) -> Task {
@@ -263,35 +246,6 @@ impl Board {
             e.kind == EventKind::MessageAcked && e.message == Some(id) && e.detail.contains(&needle)
         })
         .await
-    }
-
-    /// Sends `text` to `to`, an idle teammate, and waits until it is
-    /// acknowledged and the conversation it opened has ended; then as long
-    /// again as a message left unacknowledged would take to open a second one.
-    pub async fn message_idle(&mut self, to: &str, text: &str) {
-        let sent = self
-            .lead
-            .send(to, MessageKind::Message, text, None)
-            .await
-            .expect("send");
-        self.wait_acked(sent.id).await;
-        eventually("the conversation to end", PATIENCE, || async {
-            self.transcript(to).contains("work: ended").then_some(())
-        })
-        .await;
-        tokio::time::sleep(Duration::from_secs(2)).await;
-    }
-
-    /// Teammate `name`'s record of its agent's sessions (its
-    /// `agent/sessions.json`), `Null` while it has none.
-    pub fn agent_sessions(&self, name: &str) -> serde_json::Value {
-        let path = teamboard_protocol::transcript::teammate_dir(self.state_dir(), TEAM, name)
-            .join("agent")
-            .join("sessions.json");
-        std::fs::read_to_string(path)
-            .ok()
-            .and_then(|text| serde_json::from_str(&text).ok())
-            .unwrap_or_default()
     }
 
     /// Stops the daemon gracefully and waits until it has.
