@@ -3,20 +3,27 @@
 //! messages it passes on, and what it says when something is in the way.
 
 use serde_json::{Value, json};
+use std::path::Path;
 use std::time::Duration;
 use teamboard_mcp::{Board, OwnBoard, OwnConfig};
 use teamboard_protocol::member::{MemberCall, MemberReply};
-use teamboard_protocol::{ErrorCode, MessageKind, TaskStatus};
+use teamboard_protocol::{Client, ErrorCode, MessageKind, Task, TaskId, TaskStatus};
 use teamboard_testkit::{GitRepo, InProc, lead, task, teammate};
 
-fn me(daemon: &InProc) -> OwnBoard {
+/// Member `me`'s own session on the boardd at `socket`, its calls to boardd
+/// bounded by `timeout`.
+fn own(socket: &Path, timeout: Option<Duration>) -> OwnBoard {
     OwnBoard::new(OwnConfig {
-        socket: daemon.socket.clone(),
+        socket: socket.to_path_buf(),
         team: "default".into(),
         name: "me".into(),
         role: "member".into(),
-        timeout: Some(Duration::from_secs(30)),
+        timeout,
     })
+}
+
+fn me(daemon: &InProc) -> OwnBoard {
+    own(&daemon.socket, Some(Duration::from_secs(30)))
 }
 
 fn call(tool: &str, arguments: Value) -> MemberCall {
@@ -45,21 +52,41 @@ async fn paused() -> InProc {
     InProc::start_paused(|c| c.board.lease_ttl = Duration::from_secs(30)).await
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_claim_outlives_its_lease_while_the_server_runs_and_ends_with_a_result() {
+/// A [`paused`] daemon, the lead, a task `subject` the lead added, and `me`
+/// (not joined yet).
+async fn a_task_for_me(subject: &str) -> (InProc, Client, Task, OwnBoard) {
     let daemon = paused().await;
     let lead = lead(&daemon.socket).await;
-    let t = lead
-        .add_task(task("Write the parser"))
-        .await
-        .expect("added");
-    let mut board = me(&daemon);
+    let t = lead.add_task(task(subject)).await.expect("added");
+    let board = me(&daemon);
+    (daemon, lead, t, board)
+}
+
+/// Calls `tool`, which must answer; its value.
+async fn ask(board: &mut OwnBoard, tool: &str, arguments: Value) -> Value {
+    ok(board.call(call(tool, arguments)).await.reply)
+}
+
+/// Calls `tool`, which must refuse: its code and message.
+async fn ask_refused(
+    board: &mut OwnBoard,
+    tool: &str,
+    arguments: Value,
+) -> (Option<ErrorCode>, String) {
+    refused(board.call(call(tool, arguments)).await.reply)
+}
+
+/// Claims task `id` (`get_task` with `claim`); the task as the tool shows it.
+async fn claim(board: &mut OwnBoard, id: TaskId) -> Value {
+    ask(board, "get_task", json!({"id": id, "claim": true})).await
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_claim_outlives_its_lease_while_the_server_runs_and_ends_with_a_result() {
+    let (daemon, lead, t, mut board) = a_task_for_me("Write the parser").await;
     board.join().await.expect("joined");
 
-    let claimed = ok(board
-        .call(call("get_task", json!({"id": t.id, "claim": true})))
-        .await
-        .reply);
+    let claimed = claim(&mut board, t.id).await;
     assert_eq!(claimed["status"], "in_progress");
     assert_eq!(claimed["owner"], "me");
     assert!(claimed["history"].is_array(), "a TaskDetail: {claimed}");
@@ -70,13 +97,12 @@ async fn a_claim_outlives_its_lease_while_the_server_runs_and_ends_with_a_result
     assert_eq!((now.status, now.epoch), (TaskStatus::InProgress, 1));
     assert_eq!(board.held(), Some(t.id));
 
-    let done = ok(board
-        .call(call(
-            "complete_task",
-            json!({"result": "parser in src/parse.rs"}),
-        ))
-        .await
-        .reply);
+    let done = ask(
+        &mut board,
+        "complete_task",
+        json!({"result": "parser in src/parse.rs"}),
+    )
+    .await;
     assert_eq!(done["status"], "completed");
     assert_eq!(done["result"], "parser in src/parse.rs");
     assert_eq!(board.held(), None);
@@ -97,14 +123,8 @@ async fn a_claim_outlives_its_lease_while_the_server_runs_and_ends_with_a_result
 
 #[tokio::test(start_paused = true)]
 async fn a_claim_the_lead_cancels_is_said_to_be_gone_at_the_next_call() {
-    let daemon = paused().await;
-    let lead = lead(&daemon.socket).await;
-    let t = lead.add_task(task("Doomed")).await.expect("added");
-    let mut board = me(&daemon);
-    ok(board
-        .call(call("get_task", json!({"id": t.id, "claim": true})))
-        .await
-        .reply);
+    let (daemon, lead, t, mut board) = a_task_for_me("Doomed").await;
+    claim(&mut board, t.id).await;
     lead.cancel_task(t.id).await.expect("cancelled");
     // The next heartbeat finds out.
     tokio::time::sleep(Duration::from_secs(11)).await;
@@ -135,63 +155,39 @@ async fn one_task_at_a_time_and_only_the_one_held() {
     let b = lead.add_task(task("b")).await.expect("added");
     let mut board = me(&daemon);
 
-    let (_, none) = refused(
-        board
-            .call(call("fail_task", json!({"reason": "no"})))
-            .await
-            .reply,
-    );
+    let (_, none) = ask_refused(&mut board, "fail_task", json!({"reason": "no"})).await;
     assert!(
         none.contains("get_task {\"id\": N, \"claim\": true}"),
         "{none}"
     );
 
-    ok(board
-        .call(call("get_task", json!({"id": a.id, "claim": true})))
-        .await
-        .reply);
+    claim(&mut board, a.id).await;
     // Claiming the held one again is no change.
-    ok(board
-        .call(call("get_task", json!({"id": a.id, "claim": true})))
-        .await
-        .reply);
-    let (_, second) = refused(
-        board
-            .call(call("get_task", json!({"id": b.id, "claim": true})))
-            .await
-            .reply,
-    );
+    claim(&mut board, a.id).await;
+    let (_, second) = ask_refused(&mut board, "get_task", json!({"id": b.id, "claim": true})).await;
     assert!(
         second.contains(&format!("you already hold task #{} (a)", a.id)),
         "{second}"
     );
-    let (_, other) = refused(
-        board
-            .call(call("complete_task", json!({"id": b.id, "result": "x"})))
-            .await
-            .reply,
-    );
+    let (_, other) = ask_refused(
+        &mut board,
+        "complete_task",
+        json!({"id": b.id, "result": "x"}),
+    )
+    .await;
     assert!(
         other.contains(&format!("you hold task #{}, not #{}", a.id, b.id)),
         "{other}"
     );
     // A refusal by boardd keeps its code.
-    let (code, unknown) = refused(board.call(call("get_task", json!({"id": 99}))).await.reply);
+    let (code, unknown) = ask_refused(&mut board, "get_task", json!({"id": 99})).await;
     assert_eq!(code, Some(ErrorCode::NotFound), "{unknown}");
     // A bad call never reaches boardd, and says what the tool takes.
-    let (code, bad) = refused(
-        board
-            .call(call("send_message", json!({"to": "lead"})))
-            .await
-            .reply,
-    );
+    let (code, bad) = ask_refused(&mut board, "send_message", json!({"to": "lead"})).await;
     assert_eq!(code, None);
     assert!(bad.contains("send_message needs 'text'"), "{bad}");
 
-    let failed = ok(board
-        .call(call("fail_task", json!({"id": a.id, "reason": "no"})))
-        .await
-        .reply);
+    let failed = ask(&mut board, "fail_task", json!({"id": a.id, "reason": "no"})).await;
     assert_eq!(
         (failed["status"].clone(), failed["last_error"].clone()),
         (json!("pending"), json!("no"))
@@ -202,14 +198,8 @@ async fn one_task_at_a_time_and_only_the_one_held() {
 
 #[tokio::test(start_paused = true)]
 async fn leaving_gives_the_held_task_back_without_using_up_an_attempt() {
-    let daemon = paused().await;
-    let lead = lead(&daemon.socket).await;
-    let t = lead.add_task(task("Half done")).await.expect("added");
-    let mut board = me(&daemon);
-    ok(board
-        .call(call("get_task", json!({"id": t.id, "claim": true})))
-        .await
-        .reply);
+    let (daemon, lead, t, mut board) = a_task_for_me("Half done").await;
+    claim(&mut board, t.id).await;
     board.leave().await;
     let detail = lead.get_task(t.id).await.expect("read");
     assert_eq!(
@@ -246,10 +236,12 @@ async fn messages_for_the_member_come_with_the_next_result_once() {
     let second = board.call(call("list_tasks", json!({}))).await;
     assert!(second.notes.is_empty(), "{:?}", second.notes);
     // And the member can answer.
-    let sent = ok(board
-        .call(call("send_message", json!({"to": "lead", "text": "on it"})))
-        .await
-        .reply);
+    let sent = ask(
+        &mut board,
+        "send_message",
+        json!({"to": "lead", "text": "on it"}),
+    )
+    .await;
     assert_eq!(
         (sent["from"].clone(), sent["to"].clone()),
         (json!("me"), json!("lead"))
@@ -268,7 +260,7 @@ async fn a_name_taken_by_a_live_session_says_what_to_do() {
         why.contains("start this server with another --name"),
         "{why}"
     );
-    let (_, again) = refused(board.call(call("list_tasks", json!({}))).await.reply);
+    let (_, again) = ask_refused(&mut board, "list_tasks", json!({})).await;
     assert_eq!(again, why);
     daemon.stop().await;
 }
@@ -284,22 +276,14 @@ async fn the_completion_gate_refuses_with_what_to_do_and_the_task_stays_held() {
     let t = lead.add_task(t).await.expect("added");
     let mut board = me(&daemon);
 
-    let claimed = ok(board
-        .call(call("get_task", json!({"id": t.id, "claim": true})))
-        .await
-        .reply);
+    let claimed = claim(&mut board, t.id).await;
     let path = claimed["worktree"]["path"]
         .as_str()
         .expect("a worktree")
         .to_string();
     assert!(std::path::Path::new(&path).is_dir(), "opened: {path}");
 
-    let (code, message) = refused(
-        board
-            .call(call("complete_task", json!({"result": "done"})))
-            .await
-            .reply,
-    );
+    let (code, message) = ask_refused(&mut board, "complete_task", json!({"result": "done"})).await;
     assert_eq!(code, Some(ErrorCode::CheckFailed));
     assert!(
         message.starts_with("complete_task was refused: "),
@@ -312,10 +296,7 @@ async fn the_completion_gate_refuses_with_what_to_do_and_the_task_stays_held() {
     assert_eq!(board.held(), Some(t.id));
 
     std::fs::write(std::path::Path::new(&path).join("must-exist"), "").expect("written");
-    let done = ok(board
-        .call(call("complete_task", json!({"result": "done"})))
-        .await
-        .reply);
+    let done = ask(&mut board, "complete_task", json!({"result": "done"})).await;
     assert_eq!(done["status"], "completed");
     assert!(done["worktree"]["merged"].is_string(), "{done}");
     board.leave().await;
@@ -365,32 +346,17 @@ impl Proxy {
     }
 }
 
-fn through(proxy: &Proxy, timeout: Option<Duration>) -> OwnBoard {
-    OwnBoard::new(OwnConfig {
-        socket: proxy.path.clone(),
-        team: "default".into(),
-        name: "me".into(),
-        role: "member".into(),
-        timeout,
-    })
-}
-
 /// `teamctl mcp --timeout`: a boardd that stops answering costs a bounded call
 /// the timeout and an answer that says so, while the calls on the held task
 /// wait for their answer.
 #[tokio::test(start_paused = true)]
 async fn a_boardd_that_stops_answering_costs_a_bounded_call_the_timeout() {
-    let daemon = paused().await;
-    let lead = lead(&daemon.socket).await;
-    let t = lead
-        .add_task(task("Write the parser"))
-        .await
-        .expect("added");
+    let (daemon, _lead, t, _) = a_task_for_me("Write the parser").await;
     let dir = teamboard_testkit::short_tempdir();
     let proxy = Proxy::start(dir.path().join("proxy.sock"), &daemon.socket);
-    let mut board = through(&proxy, Some(Duration::from_secs(5)));
+    let mut board = own(&proxy.path, Some(Duration::from_secs(5)));
     board.join().await.expect("joined");
-    ok(board.call(call("list_tasks", json!({}))).await.reply);
+    ask(&mut board, "list_tasks", json!({})).await;
 
     proxy.stall();
     let started = tokio::time::Instant::now();
@@ -425,13 +391,7 @@ async fn joining_a_boardd_that_does_not_answer_gives_up_after_the_timeout() {
             held.push(stream);
         }
     });
-    let mut board = OwnBoard::new(OwnConfig {
-        socket: path.clone(),
-        team: "default".into(),
-        name: "me".into(),
-        role: "member".into(),
-        timeout: Some(Duration::from_secs(42)),
-    });
+    let mut board = own(&path, Some(Duration::from_secs(42)));
     let started = tokio::time::Instant::now();
     let why = board.join().await.expect_err("no answer");
     assert_eq!(started.elapsed(), Duration::from_secs(42));

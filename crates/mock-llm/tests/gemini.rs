@@ -4,29 +4,17 @@
 use serde_json::{Value, json};
 use teamboard_mock_llm::gemini::{GEMINI_TEXT_USAGE, last_user_text};
 use teamboard_mock_llm::{MockLlm, MockReply};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use wire::{exchange, parts};
+
+mod wire;
 
 const STREAM: &str = "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse";
 const ONCE: &str = "/v1beta/models/gemini-2.5-flash:generateContent";
 
-/// Sends `POST path` with `body` on a fresh connection: (status line, head, body).
-async fn post(mock: &MockLlm, path: &str, body: &Value) -> (String, String, String) {
-    let addr = mock.url().trim_start_matches("http://").to_string();
-    let mut stream = TcpStream::connect(addr).await.expect("connect");
-    let body = body.to_string();
-    let head = format!(
-        "POST {path} HTTP/1.1\r\nhost: mock\r\nx-goog-api-key: k\r\n\
-         content-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).await.expect("write");
-    stream.write_all(body.as_bytes()).await.expect("write");
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).await.expect("read");
-    let (head, body) = answer.split_once("\r\n\r\n").expect("a head");
-    let status = head.lines().next().unwrap_or_default().to_string();
-    (status, head.to_ascii_lowercase(), body.to_string())
+/// Sends `POST path` with `body` on a fresh connection: (status, head, body).
+async fn post(mock: &MockLlm, path: &str, body: &Value) -> (u16, String, String) {
+    let headers = ["x-goog-api-key: k", "content-type: application/json"];
+    parts(&exchange(mock, "POST", path, &headers, &body.to_string()).await)
 }
 
 fn ask(text: &str) -> Value {
@@ -53,7 +41,7 @@ async fn one_script_answers_a_stream_and_a_whole_call() {
     });
 
     let (status, head, body) = post(&mock, STREAM, &ask("streaming please")).await;
-    assert!(status.contains("200"), "{status}");
+    assert_eq!(status, 200, "{head}");
     assert!(head.contains("content-type: text/event-stream"), "{head}");
     let chunks = chunks(&body);
     assert!(chunks.len() > 1, "text comes in pieces: {body}");
@@ -70,7 +58,7 @@ async fn one_script_answers_a_stream_and_a_whole_call() {
     );
 
     let (status, head, body) = post(&mock, ONCE, &ask("whole")).await;
-    assert!(status.contains("200"), "{status}");
+    assert_eq!(status, 200, "{head}");
     assert!(head.contains("content-type: application/json"), "{head}");
     let answer: Value = serde_json::from_str(&body).expect("JSON");
     assert_eq!(
@@ -112,7 +100,7 @@ async fn count_tokens_is_no_model_call_and_errors_stay_json() {
         &ask("x".repeat(400).as_str()),
     )
     .await;
-    assert!(status.contains("200"), "{status}");
+    assert_eq!(status, 200, "{body}");
     let counted: Value = serde_json::from_str(&body).expect("JSON");
     assert!(
         counted["totalTokens"].as_u64().unwrap_or(0) >= 100,
@@ -123,7 +111,7 @@ async fn count_tokens_is_no_model_call_and_errors_stay_json() {
     assert_eq!(mock.remaining(), 1, "the script is untouched");
 
     let (status, head, body) = post(&mock, STREAM, &ask("hi")).await;
-    assert!(status.contains("429"), "{status}");
+    assert_eq!(status, 429, "{head}");
     assert!(head.contains("application/json"), "{head}");
     assert!(body.contains("RESOURCE_EXHAUSTED"), "{body}");
 }

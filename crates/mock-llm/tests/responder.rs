@@ -1,22 +1,13 @@
 //! A responder chooses replies from the request once the queue is empty.
 
 use teamboard_mock_llm::{MockLlm, MockReply};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use wire::exchange;
+
+mod wire;
 
 async fn post(mock: &MockLlm, body: &str) -> String {
-    let addr = mock.url().trim_start_matches("http://").to_string();
-    let mut stream = TcpStream::connect(addr).await.expect("connect");
-    let head = format!(
-        "POST /v1/messages HTTP/1.1\r\nhost: mock\r\nanthropic-version: 2023-06-01\r\n\
-         content-length: {}\r\nconnection: close\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).await.expect("write");
-    stream.write_all(body.as_bytes()).await.expect("write");
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).await.expect("read");
-    answer
+    let headers = ["anthropic-version: 2023-06-01"];
+    exchange(mock, "POST", "/v1/messages", &headers, body).await
 }
 
 #[tokio::test]

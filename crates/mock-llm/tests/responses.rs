@@ -9,51 +9,22 @@ use teamboard_mock_llm::responses::{self, TEAMBOARD_NAMESPACE};
 use teamboard_mock_llm::{MockLlm, MockReply, TEXT_USAGE, TOOL_USAGE};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use wire::{exchange, parts, sse_events};
 
-/// `POST /v1/responses` with `body` on a fresh connection; the whole answer.
+mod wire;
+
+/// `POST /v1/responses` with `body` on a fresh connection: (status, head,
+/// body).
 async fn post(mock: &MockLlm, body: &Value) -> (u16, String, String) {
-    let addr = mock.url().trim_start_matches("http://").to_string();
-    let mut stream = TcpStream::connect(addr).await.expect("connect");
-    let body = body.to_string();
-    let head = format!(
-        "POST /v1/responses HTTP/1.1\r\nhost: mock\r\ncontent-type: application/json\r\n\
-         content-length: {}\r\nconnection: close\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).await.expect("write");
-    stream.write_all(body.as_bytes()).await.expect("write");
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).await.expect("read");
-    let (head, body) = answer.split_once("\r\n\r\n").expect("head and body");
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .expect("status");
-    (status, head.to_ascii_lowercase(), body.to_string())
+    let headers = ["content-type: application/json"];
+    let answer = exchange(mock, "POST", "/v1/responses", &headers, &body.to_string()).await;
+    parts(&answer)
 }
 
-/// The events of an SSE body, read apart from the crate's own parser: checks
-/// that each event's data names it and that sequence numbers count from 0.
+/// The events of an SSE body ([`sse_events`]), whose sequence numbers must
+/// count from 0.
 fn events(body: &str) -> Vec<(String, Value)> {
-    let events: Vec<(String, Value)> = body
-        .split("\n\n")
-        .filter(|e| !e.is_empty())
-        .map(|e| {
-            let mut lines = e.lines();
-            let name = lines
-                .next()
-                .and_then(|l| l.strip_prefix("event: "))
-                .expect("event line first");
-            let data = lines
-                .next()
-                .and_then(|l| l.strip_prefix("data: "))
-                .expect("data line second");
-            let data: Value = serde_json::from_str(data).expect("data is JSON");
-            assert_eq!(data["type"], name, "data.type names the event");
-            (name.to_string(), data)
-        })
-        .collect();
+    let events = sse_events(body);
     for (i, (_, data)) in events.iter().enumerate() {
         assert_eq!(
             data["sequence_number"],

@@ -6,6 +6,9 @@ use serde_json::{Value, json};
 use teamboard_mock_llm::{MockLlm, MockReply, TEXT_USAGE, TOOL_USAGE};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
+use wire::sse_events as events;
+
+mod wire;
 
 /// An answer: status, lowercased headers, body.
 struct Answer {
@@ -70,30 +73,6 @@ async fn post(conn: &mut BufReader<TcpStream>, path: &str, body: &Value) -> Answ
 async fn connect(mock: &MockLlm) -> BufReader<TcpStream> {
     let addr = mock.url().trim_start_matches("http://").to_string();
     BufReader::new(TcpStream::connect(addr).await.expect("connect"))
-}
-
-/// A tiny SSE reader, apart from the crate's: `event:` and `data:` lines, events
-/// ended by a blank line. Checks that `data.type` names the event.
-fn events(body: &str) -> Vec<(String, Value)> {
-    assert!(body.ends_with("\n\n"), "the stream ends with a blank line");
-    body.split("\n\n")
-        .filter(|e| !e.is_empty())
-        .map(|e| {
-            let mut lines = e.lines();
-            let name = lines
-                .next()
-                .and_then(|l| l.strip_prefix("event: "))
-                .expect("event line first");
-            let data = lines
-                .next()
-                .and_then(|l| l.strip_prefix("data: "))
-                .expect("data line second");
-            assert_eq!(lines.next(), None, "one data line per event");
-            let data: Value = serde_json::from_str(data).expect("data is JSON");
-            assert_eq!(data["type"], name, "data.type names the event");
-            (name.to_string(), data)
-        })
-        .collect()
 }
 
 /// The message a client builds from the events, as the SDKs do: start from

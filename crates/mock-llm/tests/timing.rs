@@ -8,21 +8,13 @@ use std::time::{Duration, Instant};
 use teamboard_mock_llm::{MockLlm, MockReply};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use wire::exchange;
+
+mod wire;
 
 /// Sends one request on a fresh connection and reads the whole answer.
 async fn http(mock: &MockLlm, method: &str, path: &str, body: &str) -> String {
-    let addr = mock.url().trim_start_matches("http://").to_string();
-    let mut stream = TcpStream::connect(addr).await.expect("connect");
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nhost: mock\r\nanthropic-version: 2023-06-01\r\n\
-         content-length: {}\r\nconnection: close\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).await.expect("write");
-    stream.write_all(body.as_bytes()).await.expect("write");
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).await.expect("read");
-    answer
+    exchange(mock, method, path, &["anthropic-version: 2023-06-01"], body).await
 }
 
 /// Whether `fut` is still pending when polled once.

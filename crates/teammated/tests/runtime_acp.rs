@@ -11,12 +11,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use teamboard_protocol::request::ListRequestsArgs;
-use teamboard_protocol::request::NewTask;
-use teamboard_protocol::{EventKind, MessageKind, RequestState, TaskStatus};
-use teamboard_testkit::agents::{Cli, agent_cli};
+use teamboard_protocol::{EventKind, MessageKind, RequestState, Task, TaskId, TaskStatus};
+use teamboard_testkit::agents::{Cli, OfflineAgent, agent_cli};
 use teamboard_testkit::mock_llm::gemini::{self, function_responses, last_user_text};
 use teamboard_testkit::mock_llm::{MockLlm, MockReply, RecordedRequest};
-use teamboard_testkit::{Board, PATIENCE, Teammate, alive, eventually, workspace_bin};
+use teamboard_testkit::{
+    Board, PATIENCE, Teammate, alive, eventually, wait_gone, with_env, with_marker, workspace_bin,
+};
 
 const TEAMMATED: &str = env!("CARGO_BIN_EXE_teammated");
 
@@ -35,6 +36,17 @@ struct Gemini {
 }
 
 impl Gemini {
+    /// Gemini CLI as installed, this file's turn to run it, a board, and
+    /// Gemini set up against the mock; `None`, after saying why the test is
+    /// skipped, where Gemini CLI is not installed.
+    async fn start() -> Option<(tokio::sync::MutexGuard<'static, ()>, Board, Gemini)> {
+        let program = agent_cli(Cli::Gemini)?;
+        let one = one_at_a_time().await;
+        let board = Board::start(TEAMMATED).await;
+        let g = Gemini::new(program, board.dir());
+        Some((one, board, g))
+    }
+
     /// Gemini CLI set up offline in `dir` (`teamboard_testkit::agents::offline`):
     /// API key auth against the mock, no telemetry, no update checks, the
     /// workspace trusted, no relaunch.
@@ -60,26 +72,22 @@ impl Gemini {
 
     /// `teammated --runtime acp --agent-cmd gemini --agent-arg=--acp` as `name`.
     fn spawn(&self, board: &Board, name: &str, extra: &[&str]) -> Teammate {
-        let agent = Cli::Gemini
-            .offline(&self.program, &self.home, &self.mock.url())
-            .expect("gemini home");
-        let mut args = agent.arg_strs();
-        args.extend_from_slice(extra);
-        board.spawn_with_env(name, "dev", &args, &agent.env_strs())
+        board.spawn_agent(name, &self.agent(), extra, &[])
     }
 
     /// Like [`Gemini::spawn`], with the board's MCP server a real `teamctl`
     /// (built for the test) that the agent can call.
     fn spawn_with_board_tools(&self, board: &Board, name: &str, extra: &[&str]) -> Teammate {
-        let agent = Cli::Gemini
-            .offline(&self.program, &self.home, &self.mock.url())
-            .expect("gemini home");
-        let mut args = agent.arg_strs();
-        args.extend_from_slice(extra);
         let teamctl = workspace_bin("teamctl").display().to_string();
-        let mut env = agent.env_strs();
-        env.push(("TEAMBOARD_TEAMCTL", teamctl.as_str()));
-        board.spawn_with_env(name, "dev", &args, &env)
+        let env = [("TEAMBOARD_TEAMCTL", teamctl.as_str())];
+        board.spawn_agent(name, &self.agent(), extra, &env)
+    }
+
+    /// teammated's flags and environment for this Gemini.
+    fn agent(&self) -> OfflineAgent {
+        Cli::Gemini
+            .offline(&self.program, &self.home, &self.mock.url())
+            .expect("gemini home")
     }
 
     /// The model calls so far that carried `needle` anywhere in their contents.
@@ -96,28 +104,11 @@ impl Gemini {
     /// Processes (other than `except`) started for this test's agent: their
     /// environment names this test's Gemini home.
     fn processes(&self, except: Option<u32>) -> Vec<(u32, String)> {
-        let needle = format!("GEMINI_CLI_HOME={}", self.home.display());
-        procs_where(|pid, _, environ| Some(pid) != except && environ.contains(&needle))
+        with_env("GEMINI_CLI_HOME", &self.home.display().to_string())
+            .into_iter()
+            .filter(|(pid, _)| Some(*pid) != except)
+            .collect()
     }
-}
-
-/// Live processes whose (pid, command line, environment) pass `keep`.
-fn procs_where(keep: impl Fn(u32, &str, &str) -> bool) -> Vec<(u32, String)> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&pid| alive(pid))
-        .filter_map(|pid| {
-            let read = |f: &str| {
-                std::fs::read(format!("/proc/{pid}/{f}"))
-                    .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
-                    .unwrap_or_default()
-            };
-            let cmdline = read("cmdline");
-            keep(pid, &cmdline, &read("environ")).then_some((pid, cmdline))
-        })
-        .collect()
 }
 
 /// A model answer calling Gemini's shell tool.
@@ -150,18 +141,19 @@ fn marked_sleep(dir: &Path, marker: &str) -> String {
     format!("{} 300", bin.display())
 }
 
-fn marked(marker: &str) -> Vec<(u32, String)> {
-    procs_where(|_, cmdline, _| cmdline.contains(marker))
+/// Checks that the task's result says `needle`.
+fn assert_result_says(task: &Task, needle: &str) {
+    assert!(
+        task.result.as_deref().unwrap_or_default().contains(needle),
+        "{task:#?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_runs_a_tool_and_its_final_answer_completes_it() {
-    let Some(program) = agent_cli(Cli::Gemini) else {
+    let Some((_one, mut board, g)) = Gemini::start().await else {
         return;
     };
-    let _one = one_at_a_time().await;
-    let mut board = Board::start(TEAMMATED).await;
-    let g = Gemini::new(program, board.dir());
     let out = board.dir().join("from-the-tool.txt");
     let command = format!("echo written-by-gemini > {}", out.display());
     g.respond(move |req| {
@@ -179,28 +171,14 @@ async fn a_task_runs_a_tool_and_its_final_answer_completes_it() {
     let started = Instant::now();
     let alice = g.spawn(&board, "alice", &[]);
     let t = board
-        .add("write a file", "TOOL-TASK: write the file", &[])
+        .add_claimed_by("alice", "write a file", "TOOL-TASK: write the file")
         .await;
-    assert_eq!(board.wait_claimed(t.id).await, "alice");
-    board.wait_done(&[t.id]).await;
+    let done = board.wait_completed(t.id, &alice).await;
     eprintln!(
         "acp: one task with one tool call took {:?}",
         started.elapsed()
     );
-    let done = board.task(t.id).await;
-    assert_eq!(
-        done.status,
-        TaskStatus::Completed,
-        "{done:#?}\n{}",
-        alice.log_text()
-    );
-    assert!(
-        done.result
-            .as_deref()
-            .unwrap_or_default()
-            .contains("RESULT-OK"),
-        "{done:#?}"
-    );
+    assert_result_says(&done, "RESULT-OK");
     assert_eq!(
         std::fs::read_to_string(&out).unwrap_or_default().trim(),
         "written-by-gemini"
@@ -225,12 +203,9 @@ async fn a_task_runs_a_tool_and_its_final_answer_completes_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_to_a_busy_agent_waits_for_the_turn_boundary_and_is_acked_once_sent() {
-    let Some(program) = agent_cli(Cli::Gemini) else {
+    let Some((_one, mut board, g)) = Gemini::start().await else {
         return;
     };
-    let _one = one_at_a_time().await;
-    let mut board = Board::start(TEAMMATED).await;
-    let g = Gemini::new(program, board.dir());
     const SLOW: Duration = Duration::from_secs(4);
     g.respond(|req| {
         let said = last_user_text(&req.body);
@@ -243,8 +218,9 @@ async fn a_message_to_a_busy_agent_waits_for_the_turn_boundary_and_is_acked_once
         }
     });
     let alice = g.spawn(&board, "alice", &[]);
-    let t = board.add("be busy", "BUSY-TASK: think slowly", &[]).await;
-    assert_eq!(board.wait_claimed(t.id).await, "alice");
+    let t = board
+        .add_claimed_by("alice", "be busy", "BUSY-TASK: think slowly")
+        .await;
     // The agent is in its slow model call.
     let lead = &board.lead;
     eventually("the slow call", PATIENCE, || async {
@@ -262,15 +238,8 @@ async fn a_message_to_a_busy_agent_waits_for_the_turn_boundary_and_is_acked_once
         )
         .await
         .expect("send");
-    let acked = board
-        .wait_for("the message to be acked", |e| {
-            e.kind == EventKind::MessageAcked
-                && e.detail
-                    .contains(&format!("acknowledged message {}", msg.id))
-        })
-        .await;
+    board.wait_acked(msg.id).await;
     let acked_at = Instant::now();
-    let _ = acked;
     // Acked only once the first turn had ended and the message went out as
     // the next prompt, never while the agent was busy.
     assert!(
@@ -279,16 +248,8 @@ async fn a_message_to_a_busy_agent_waits_for_the_turn_boundary_and_is_acked_once
         acked_at - busy_since,
         alice.log_text()
     );
-    board.wait_done(&[t.id]).await;
-    let done = board.task(t.id).await;
-    assert_eq!(done.status, TaskStatus::Completed, "{done:#?}");
-    assert!(
-        done.result
-            .as_deref()
-            .unwrap_or_default()
-            .contains("RESULT-AFTER-MESSAGE"),
-        "{done:#?}"
-    );
+    let done = board.wait_completed(t.id, &alice).await;
+    assert_result_says(&done, "RESULT-AFTER-MESSAGE");
     let arrived = g.calls_with("PING-MSG");
     assert!(!arrived.is_empty(), "the message never reached the model");
     let arrival = arrived[0].received_at;
@@ -304,12 +265,9 @@ async fn a_message_to_a_busy_agent_waits_for_the_turn_boundary_and_is_acked_once
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_plan_gate_holds_the_agent_until_the_lead_approves() {
-    let Some(program) = agent_cli(Cli::Gemini) else {
+    let Some((_one, mut board, g)) = Gemini::start().await else {
         return;
     };
-    let _one = one_at_a_time().await;
-    let mut board = Board::start(TEAMMATED).await;
-    let g = Gemini::new(program, board.dir());
     let work = board.dir().join("the-work.txt");
     let touch = format!("echo done > {}", work.display());
     g.respond(move |req| {
@@ -334,15 +292,8 @@ async fn the_plan_gate_holds_the_agent_until_the_lead_approves() {
     });
     let alice = g.spawn(&board, "alice", &[]);
     let t = board
-        .lead
-        .add_task(NewTask {
-            subject: "planned work".into(),
-            description: "PLAN-TASK: write the work file".into(),
-            require_plan: true,
-            ..NewTask::default()
-        })
-        .await
-        .expect("add");
+        .add_needing_a_plan("planned work", "PLAN-TASK: write the work file")
+        .await;
     assert_eq!(board.wait_claimed(t.id).await, "alice");
     let opened = board
         .wait_for("the plan request", |e| e.kind == EventKind::RequestOpened)
@@ -376,33 +327,17 @@ async fn the_plan_gate_holds_the_agent_until_the_lead_approves() {
         .review_plan(plan.id, true, None)
         .await
         .expect("approve");
-    board.wait_done(&[t.id]).await;
-    let done = board.task(t.id).await;
-    assert_eq!(
-        done.status,
-        TaskStatus::Completed,
-        "{done:#?}\n{}",
-        alice.log_text()
-    );
-    assert!(
-        done.result
-            .as_deref()
-            .unwrap_or_default()
-            .contains("RESULT-PLANNED"),
-        "{done:#?}"
-    );
+    let done = board.wait_completed(t.id, &alice).await;
+    assert_result_says(&done, "RESULT-PLANNED");
     assert!(work.exists(), "the approved plan was not carried out");
     board.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_only_agent_uses_the_boards_own_tools() {
-    let Some(program) = agent_cli(Cli::Gemini) else {
+    let Some((_one, mut board, g)) = Gemini::start().await else {
         return;
     };
-    let _one = one_at_a_time().await;
-    let mut board = Board::start(TEAMMATED).await;
-    let g = Gemini::new(program, board.dir());
     // Gemini asks before every MCP call, with kind `other`: read-only refuses
     // that kind, but not the board's own tools.
     g.respond(|req| match function_responses(&req.body).first() {
@@ -421,21 +356,13 @@ async fn a_read_only_agent_uses_the_boards_own_tools() {
     });
     let alice = g.spawn_with_board_tools(&board, "alice", &["--agent-policy", "read-only"]);
     let t = board
-        .add(
+        .add_claimed_by(
+            "alice",
             "report",
             "BOARD-TOOL-TASK: tell the lead, then complete the task",
-            &[],
         )
         .await;
-    assert_eq!(board.wait_claimed(t.id).await, "alice");
-    board.wait_done(&[t.id]).await;
-    let done = board.task(t.id).await;
-    assert_eq!(
-        done.status,
-        TaskStatus::Completed,
-        "{done:#?}\n{}",
-        alice.log_text()
-    );
+    let done = board.wait_completed(t.id, &alice).await;
     // Completed by the agent's complete_task, not by a final answer.
     assert_eq!(
         done.result.as_deref(),
@@ -458,7 +385,7 @@ async fn busy_with_a_marked_command(
     board: &mut Board,
     g: &Gemini,
     marker: &str,
-) -> (Teammate, u64) {
+) -> (Teammate, TaskId) {
     let command = marked_sleep(board.dir(), marker);
     g.respond(move |req| {
         if last_user_text(&req.body).contains("SLEEP-TASK")
@@ -471,26 +398,17 @@ async fn busy_with_a_marked_command(
     });
     let alice = g.spawn(board, "alice", &[]);
     let t = board
-        .add("sleep", "SLEEP-TASK: sleep a long time", &[])
+        .add_claimed_by("alice", "sleep", "SLEEP-TASK: sleep a long time")
         .await;
-    assert_eq!(board.wait_claimed(t.id).await, "alice");
-    eventually(
-        format!("the marked command; log:\n{}", alice.log_text()),
-        PATIENCE,
-        || async { (!marked(marker).is_empty()).then_some(()) },
-    )
-    .await;
+    alice.wait_for_process(marker).await;
     (alice, t.id)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_interrupts_the_agent_and_ends_its_command() {
-    let Some(program) = agent_cli(Cli::Gemini) else {
+    let Some((_one, mut board, g)) = Gemini::start().await else {
         return;
     };
-    let _one = one_at_a_time().await;
-    let mut board = Board::start(TEAMMATED).await;
-    let g = Gemini::new(program, board.dir());
     let marker = "acp-cancel-sleep-7f3a";
     let (alice, id) = busy_with_a_marked_command(&mut board, &g, marker).await;
     let teammated = alice.pid();
@@ -498,8 +416,8 @@ async fn a_cancel_interrupts_the_agent_and_ends_its_command() {
     let cancelled = Instant::now();
     board.lead.cancel_task(id).await.expect("cancel");
     board.wait_status("alice", "idle").await;
-    eventually("the agent and its command to be gone", PATIENCE, || async {
-        (marked(marker).is_empty() && g.processes(Some(teammated)).is_empty()).then_some(())
+    wait_gone("the agent and its command", PATIENCE, || {
+        [with_marker(marker), g.processes(Some(teammated))].concat()
     })
     .await;
     eprintln!(
@@ -518,12 +436,9 @@ async fn a_cancel_interrupts_the_agent_and_ends_its_command() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_of_the_teammate_leaves_no_agent_process_behind() {
-    let Some(program) = agent_cli(Cli::Gemini) else {
+    let Some((_one, mut board, g)) = Gemini::start().await else {
         return;
     };
-    let _one = one_at_a_time().await;
-    let mut board = Board::start(TEAMMATED).await;
-    let g = Gemini::new(program, board.dir());
     let marker = "acp-kill9-sleep-91c2";
     let (alice, _) = busy_with_a_marked_command(&mut board, &g, marker).await;
     let before = g.processes(Some(alice.pid()));
@@ -534,9 +449,8 @@ async fn kill_9_of_the_teammate_leaves_no_agent_process_behind() {
         "no gemini process found: {before:?}"
     );
     alice.kill9();
-    eventually("every agent process to be gone", PATIENCE, || async {
-        let left: Vec<_> = g.processes(None);
-        (left.is_empty() && marked(marker).is_empty()).then_some(())
+    wait_gone("every agent process", PATIENCE, || {
+        [g.processes(None), with_marker(marker)].concat()
     })
     .await;
     board.stop().await;
@@ -544,12 +458,9 @@ async fn kill_9_of_the_teammate_leaves_no_agent_process_behind() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_teammate_resumes_the_tasks_session() {
-    let Some(program) = agent_cli(Cli::Gemini) else {
+    let Some((_one, mut board, g)) = Gemini::start().await else {
         return;
     };
-    let _one = one_at_a_time().await;
-    let mut board = Board::start(TEAMMATED).await;
-    let g = Gemini::new(program, board.dir());
     let note = board.dir().join("first-turn.txt");
     let command = format!("echo first > {}", note.display());
     let hang = Arc::new(Mutex::new(true));
@@ -577,9 +488,8 @@ async fn a_restarted_teammate_resumes_the_tasks_session() {
     });
     let alice = g.spawn(&board, "alice", &[]);
     let t = board
-        .add("resume me", "RESUME-TASK: work in two goes", &[])
+        .add_claimed_by("alice", "resume me", "RESUME-TASK: work in two goes")
         .await;
-    assert_eq!(board.wait_claimed(t.id).await, "alice");
     alice.wait_for_file(&note).await;
     eventually("the hanging model call", PATIENCE, || async {
         g.mock
@@ -593,11 +503,7 @@ async fn a_restarted_teammate_resumes_the_tasks_session() {
     assert_eq!(first.len(), 1, "{}", board.transcript("alice"));
     alice.kill9();
     *hang.lock().unwrap_or_else(|e| e.into_inner()) = false;
-    board
-        .wait_for("the claim to be released", |e| {
-            e.kind == EventKind::TaskReleased && e.task == Some(t.id)
-        })
-        .await;
+    board.wait_released(t.id).await;
     let restarted = Instant::now();
     let again = g.spawn(&board, "alice", &[]);
     // The restart comes within the minute the session was created in, so the
@@ -610,32 +516,11 @@ async fn a_restarted_teammate_resumes_the_tasks_session() {
     })
     .await;
     eprintln!("acp: restart -> session reopened {:?}", restarted.elapsed());
-    board.wait_done(&[t.id]).await;
-    let done = board.task(t.id).await;
-    assert_eq!(
-        done.status,
-        TaskStatus::Completed,
-        "{done:#?}\n{}",
-        again.log_text()
-    );
-    assert!(
-        done.result
-            .as_deref()
-            .unwrap_or_default()
-            .contains("RESULT-RESUMED"),
-        "{done:#?}"
-    );
+    let done = board.wait_completed(t.id, &again).await;
+    assert_result_says(&done, "RESULT-RESUMED");
     let transcript = board.transcript("alice");
     let resumed = sessions_in(&transcript, "resumed");
-    let sessions = teamboard_protocol::transcript::teammate_dir(
-        board.state_dir(),
-        teamboard_protocol::DEFAULT_TEAM,
-        "alice",
-    )
-    .join("agent/sessions.json");
-    let recorded: Value =
-        serde_json::from_str(&std::fs::read_to_string(&sessions).expect("sessions.json"))
-            .expect("JSON");
+    let recorded = board.agent_sessions("alice");
     let entry = &recorded["tasks"][t.id.to_string()];
     assert_eq!(entry["starts"].as_u64(), Some(2), "{recorded}");
     // The second start loaded the task's session: the same id in the

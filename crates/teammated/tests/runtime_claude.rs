@@ -9,16 +9,14 @@ use claude_e2e::*;
 use serde_json::json;
 use std::time::{Duration, Instant};
 use teamboard_protocol::{EventKind, MessageKind, TaskStatus};
-use teamboard_testkit::agents::{Cli, agent_cli};
 use teamboard_testkit::mock_llm::{self, MockReply};
-use teamboard_testkit::{PATIENCE, alive, eventually};
+use teamboard_testkit::{PATIENCE, alive, wait_gone, with_marker};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_claimed_task_runs_a_bash_tool_and_the_final_answer_completes_it() {
-    let Some(claude) = agent_cli(Cli::Claude) else {
+    let Some(mut t) = ClaudeBoard::start().await else {
         return;
     };
-    let mut t = ClaudeBoard::start(claude).await;
     t.mock.set_responder(|req| {
         let last = last_user(&req.body);
         let results = tool_results(last);
@@ -33,25 +31,14 @@ async fn a_claimed_task_runs_a_bash_tool_and_the_final_answer_completes_it() {
             say("(mock) nothing scripted for this")
         })
     });
-    let alice = t.spawn("alice", "alice");
-    t.board.wait_idle("alice").await;
-    let task = t
-        .board
-        .add(
+    let (alice, task) = t
+        .start_on(
+            "alice",
             "write the file",
             "E2E-BASH: write hello into made-by-claude.txt",
-            &[],
         )
         .await;
-    assert_eq!(t.board.wait_claimed(task.id).await, "alice");
-    t.board.wait_done(&[task.id]).await;
-    let done = t.board.task(task.id).await;
-    assert_eq!(
-        done.status,
-        TaskStatus::Completed,
-        "{done:#?}\n{}",
-        alice.log_text()
-    );
+    let done = t.board.wait_completed(task.id, &alice).await;
     assert_eq!(
         done.result.as_deref(),
         Some("FINAL: wrote the file (written)")
@@ -91,10 +78,9 @@ async fn a_claimed_task_runs_a_bash_tool_and_the_final_answer_completes_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_sent_while_a_tool_runs_reaches_the_session_and_is_acked_only_then() {
-    let Some(claude) = agent_cli(Cli::Claude) else {
+    let Some(mut t) = ClaudeBoard::start().await else {
         return;
     };
-    let mut t = ClaudeBoard::start(claude).await;
     let (slow, marker) = marked_sleep(3, 2);
     t.mock.set_responder(move |req| {
         let last = last_user(&req.body);
@@ -112,19 +98,10 @@ async fn a_message_sent_while_a_tool_runs_reaches_the_session_and_is_acked_only_
             say("(mock) nothing scripted for this")
         })
     });
-    let alice = t.spawn("alice", "alice");
-    t.board.wait_idle("alice").await;
-    let task = t
-        .board
-        .add("slow work", "E2E-SLOW: run the slow command", &[])
+    let (alice, task) = t
+        .start_on("alice", "slow work", "E2E-SLOW: run the slow command")
         .await;
-    assert_eq!(t.board.wait_claimed(task.id).await, "alice");
-    eventually(
-        format!("the slow tool ({marker}) to run"),
-        PATIENCE,
-        || async { (!processes_with(&marker).is_empty()).then_some(()) },
-    )
-    .await;
+    alice.wait_for_process(&marker).await;
     let sent_at = Instant::now();
     let msg = t
         .board
@@ -138,29 +115,17 @@ async fn a_message_sent_while_a_tool_runs_reaches_the_session_and_is_acked_only_
         .await
         .expect("send");
     assert!(
-        !processes_with(&marker).is_empty(),
+        !with_marker(&marker).is_empty(),
         "the tool ended before the message was sent; make it slower"
     );
-    let acked = t
-        .board
-        .wait_for("the message to be acked", |e| {
-            e.kind == EventKind::MessageAcked && e.message == Some(msg.id)
-        })
-        .await;
+    let acked = t.board.wait_acked(msg.id).await;
     // Acked only once the agent took it: after the tool it was waiting behind.
     assert!(
-        processes_with(&marker).is_empty(),
+        with_marker(&marker).is_empty(),
         "acked while the tool still ran: {acked:?}"
     );
     let acked_after = sent_at.elapsed();
-    t.board.wait_done(&[task.id]).await;
-    let done = t.board.task(task.id).await;
-    assert_eq!(
-        done.status,
-        TaskStatus::Completed,
-        "{done:#?}\n{}",
-        alice.log_text()
-    );
+    let done = t.board.wait_completed(task.id, &alice).await;
     assert_eq!(
         done.result.as_deref(),
         Some("FINAL: the message came with the tool result")
@@ -191,10 +156,9 @@ fn plan_file(body: &serde_json::Value) -> Option<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_plan_gate_holds_the_agent_until_the_lead_approves_and_a_rejection_goes_back() {
-    let Some(claude) = agent_cli(Cli::Claude) else {
+    let Some(mut t) = ClaudeBoard::start().await else {
         return;
     };
-    let mut t = ClaudeBoard::start(claude).await;
     let work = t.board.workdir("alice");
     let early = work.join("early.txt");
     let plan_at = std::sync::Arc::new(std::sync::Mutex::new(None::<String>));
@@ -245,19 +209,14 @@ async fn the_plan_gate_holds_the_agent_until_the_lead_approves_and_a_rejection_g
             say("(mock) nothing scripted for this")
         })
     });
-    let alice = t.spawn("alice", "alice");
-    t.board.wait_idle("alice").await;
+    let alice = t.join("alice").await;
     let task = t
         .board
-        .lead
-        .add_task(teamboard_protocol::request::NewTask {
-            subject: "planned work".into(),
-            description: "E2E-PLAN: plan first, then touch planned.txt".into(),
-            require_plan: true,
-            ..Default::default()
-        })
-        .await
-        .expect("add_task");
+        .add_needing_a_plan(
+            "planned work",
+            "E2E-PLAN: plan first, then touch planned.txt",
+        )
+        .await;
     let opened = |e: &teamboard_protocol::Event| {
         e.kind == EventKind::RequestOpened && e.task == Some(task.id)
     };
@@ -309,14 +268,7 @@ async fn the_plan_gate_holds_the_agent_until_the_lead_approves_and_a_rejection_g
         .review_plan(second, true, None)
         .await
         .expect("approve");
-    t.board.wait_done(&[task.id]).await;
-    let done = t.board.task(task.id).await;
-    assert_eq!(
-        done.status,
-        TaskStatus::Completed,
-        "{done:#?}\n{}",
-        alice.log_text()
-    );
+    let done = t.board.wait_completed(task.id, &alice).await;
     assert_eq!(
         done.result.as_deref(),
         Some("FINAL: did what the plan said")
@@ -355,24 +307,15 @@ async fn busy_in_a_long_tool(
             say("(mock) nothing scripted for this")
         })
     });
-    let alice = t.spawn("alice", "alice");
-    t.board.wait_idle("alice").await;
-    let task = t
-        .board
-        .add("long work", "E2E-LONG: run the long command", &[])
+    let (alice, task) = t
+        .start_on("alice", "long work", "E2E-LONG: run the long command")
         .await;
-    assert_eq!(t.board.wait_claimed(task.id).await, "alice");
-    eventually(
-        format!("the long tool ({marker}) to run"),
-        PATIENCE,
-        || async { (!processes_with(&marker).is_empty()).then_some(()) },
-    )
-    .await;
+    alice.wait_for_process(&marker).await;
     let (session, _, _) = t.recorded_session("alice", task.id).expect("a session");
     let guard = agent_pid(&t.board.transcript("alice")).expect("the agent's pid");
     assert!(alive(guard));
     assert!(
-        !processes_with(&session).is_empty(),
+        !with_marker(&session).is_empty(),
         "no process runs with session {session}"
     );
     (alice, task.id, session, guard, marker)
@@ -381,29 +324,24 @@ async fn busy_in_a_long_tool(
 /// Waits until nothing of the agent is left: its guard, the CLI (named by its
 /// session id on its command line) and the tool (by its marker).
 async fn all_gone(session: &str, guard: u32, marker: &str) -> Duration {
-    let since = Instant::now();
-    eventually(
-        format!("the agent (guard {guard}, session {session}) and its tool ({marker}) to end"),
+    wait_gone(
+        format!("the agent (guard {guard}, session {session}) and its tool ({marker})"),
         GONE_WITHIN,
-        || async {
-            let left: Vec<u32> = processes_with(session)
-                .into_iter()
-                .chain(processes_with(marker))
-                .chain(alive(guard).then_some(guard))
-                .collect();
-            left.is_empty().then_some(())
+        || {
+            let mut left = with_marker(session);
+            left.extend(with_marker(marker));
+            left.extend(alive(guard).then(|| (guard, "the guard".to_string())));
+            left
         },
     )
-    .await;
-    since.elapsed()
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_interrupts_the_agent_and_ends_it_with_its_tool() {
-    let Some(claude) = agent_cli(Cli::Claude) else {
+    let Some(mut t) = ClaudeBoard::start().await else {
         return;
     };
-    let mut t = ClaudeBoard::start(claude).await;
     let (alice, task, session, guard, marker) = busy_in_a_long_tool(&mut t, 4).await;
     let cancelled = Instant::now();
     t.board.lead.cancel_task(task).await.expect("cancel");
@@ -435,10 +373,9 @@ async fn a_cancel_interrupts_the_agent_and_ends_it_with_its_tool() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kill_9_of_the_teammate_leaves_no_agent_and_no_tool_behind() {
-    let Some(claude) = agent_cli(Cli::Claude) else {
+    let Some(mut t) = ClaudeBoard::start().await else {
         return;
     };
-    let mut t = ClaudeBoard::start(claude).await;
     let (alice, _task, session, guard, marker) = busy_in_a_long_tool(&mut t, 5).await;
     alice.kill9();
     let took = all_gone(&session, guard, &marker).await;
@@ -449,10 +386,9 @@ async fn a_kill_9_of_the_teammate_leaves_no_agent_and_no_tool_behind() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_teammate_resumes_the_tasks_session() {
-    let Some(claude) = agent_cli(Cli::Claude) else {
+    let Some(mut t) = ClaudeBoard::start().await else {
         return;
     };
-    let mut t = ClaudeBoard::start(claude).await;
     let (alice, task, session, guard, marker) = busy_in_a_long_tool(&mut t, 6).await;
     alice.kill9();
     all_gone(&session, guard, &marker).await;
@@ -460,14 +396,7 @@ async fn a_restarted_teammate_resumes_the_tasks_session() {
     // The task went back to the board; the same teammate, started again with
     // the same agent home, claims it again and resumes its session.
     let alice = t.spawn("alice", "alice-again");
-    t.board.wait_done(&[task]).await;
-    let done = t.board.task(task).await;
-    assert_eq!(
-        done.status,
-        TaskStatus::Completed,
-        "{done:#?}\n{}",
-        alice.log_text()
-    );
+    let done = t.board.wait_completed(task, &alice).await;
     assert_eq!(done.owner.as_deref(), Some("alice"));
     assert_eq!(
         done.result.as_deref(),
@@ -508,10 +437,9 @@ async fn a_restarted_teammate_resumes_the_tasks_session() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_the_agent_lost_is_replaced_by_a_new_one_and_the_transcript_says_why() {
-    let Some(claude) = agent_cli(Cli::Claude) else {
+    let Some(mut t) = ClaudeBoard::start().await else {
         return;
     };
-    let mut t = ClaudeBoard::start(claude).await;
     t.mock.set_responder(|req| {
         let text = text_of(last_user(&req.body));
         Some(if text.contains("E2E-LOST") {
@@ -535,18 +463,9 @@ async fn a_session_the_agent_lost_is_replaced_by_a_new_one_and_the_transcript_sa
             .to_string(),
     )
     .expect("sessions.json");
-    let alice = t.spawn("alice", "alice");
-    t.board.wait_idle("alice").await;
-    let task = t.board.add("lost session", "E2E-LOST: do it", &[]).await;
+    let (alice, task) = t.start_on("alice", "lost session", "E2E-LOST: do it").await;
     assert_eq!(task.id, 1);
-    t.board.wait_done(&[task.id]).await;
-    let done = t.board.task(task.id).await;
-    assert_eq!(
-        done.status,
-        TaskStatus::Completed,
-        "{done:#?}\n{}",
-        alice.log_text()
-    );
+    let done = t.board.wait_completed(task.id, &alice).await;
     assert_eq!(done.result.as_deref(), Some("FINAL: done in a new session"));
     let (session, starts, resumed) = t.recorded_session("alice", task.id).expect("a session");
     assert_ne!(session, lost);
@@ -570,40 +489,25 @@ async fn a_session_the_agent_lost_is_replaced_by_a_new_one_and_the_transcript_sa
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_of_the_agent_releases_the_task_and_the_next_attempt_resumes_the_session() {
-    let Some(claude) = agent_cli(Cli::Claude) else {
+    let Some(mut t) = ClaudeBoard::start().await else {
         return;
     };
-    let mut t = ClaudeBoard::start(claude).await;
     let (alice, task, session, guard, marker) = busy_in_a_long_tool(&mut t, 7).await;
     // The CLI itself dies (not its guard, not the teammate).
-    let cli: Vec<u32> = processes_with(&session)
+    let cli: Vec<(u32, String)> = with_marker(&session)
         .into_iter()
-        .filter(|p| *p != guard)
+        .filter(|(p, _)| *p != guard)
         .collect();
     assert_eq!(cli.len(), 1, "{cli:?}");
-    teamboard_testkit::kill9(cli[0]);
-    let released = t
-        .board
-        .wait_for("the task to be released", |e| {
-            e.kind == EventKind::TaskReleased && e.task == Some(task)
-        })
-        .await;
+    teamboard_testkit::kill9(cli[0].0);
+    let released = t.board.wait_released(task).await;
     // What it started went with it.
-    eventually(
-        format!("the tool ({marker}) to end"),
-        GONE_WITHIN,
-        || async { processes_with(&marker).is_empty().then_some(()) },
-    )
+    wait_gone(format!("the tool ({marker})"), GONE_WITHIN, || {
+        with_marker(&marker)
+    })
     .await;
     // The teammate stays, takes the task again and resumes the session.
-    t.board.wait_done(&[task]).await;
-    let done = t.board.task(task).await;
-    assert_eq!(
-        done.status,
-        TaskStatus::Completed,
-        "{done:#?}\n{}",
-        alice.log_text()
-    );
+    let done = t.board.wait_completed(task, &alice).await;
     assert_eq!(done.attempts, 2);
     assert_eq!(
         done.result.as_deref(),
@@ -640,10 +544,9 @@ async fn a_crash_of_the_agent_releases_the_task_and_the_next_attempt_resumes_the
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_api_error_releases_the_task_with_the_agents_error() {
-    let Some(claude) = agent_cli(Cli::Claude) else {
+    let Some(mut t) = ClaudeBoard::start().await else {
         return;
     };
-    let mut t = ClaudeBoard::start(claude).await;
     t.mock.set_responder(move |req| {
         let text = text_of(last_user(&req.body));
         Some(if !text.contains("E2E-APIERR") {
@@ -658,23 +561,9 @@ async fn an_api_error_releases_the_task_with_the_agents_error() {
             say("FINAL: second attempt")
         })
     });
-    let alice = t.spawn("alice", "alice");
-    t.board.wait_idle("alice").await;
-    let task = t.board.add("flaky api", "E2E-APIERR: do it", &[]).await;
-    let released = t
-        .board
-        .wait_for("the task to be released", |e| {
-            e.kind == EventKind::TaskReleased && e.task == Some(task.id)
-        })
-        .await;
-    t.board.wait_done(&[task.id]).await;
-    let done = t.board.task(task.id).await;
-    assert_eq!(
-        done.status,
-        TaskStatus::Completed,
-        "{done:#?}\n{}",
-        alice.log_text()
-    );
+    let (alice, task) = t.start_on("alice", "flaky api", "E2E-APIERR: do it").await;
+    let released = t.board.wait_released(task.id).await;
+    let done = t.board.wait_completed(task.id, &alice).await;
     assert_eq!(done.attempts, 2);
     let transcript = t.board.transcript("alice");
     assert!(
@@ -688,10 +577,9 @@ async fn an_api_error_releases_the_task_with_the_agents_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_agent_uses_the_boards_mcp_tools_and_ends_its_task_with_them() {
-    let Some(claude) = agent_cli(Cli::Claude) else {
+    let Some(mut t) = ClaudeBoard::start().await else {
         return;
     };
-    let mut t = ClaudeBoard::start(claude).await;
     t.mock.set_responder(|req| {
         let last = last_user(&req.body);
         let results = tool_results(last);
@@ -713,24 +601,14 @@ async fn the_agent_uses_the_boards_mcp_tools_and_ends_its_task_with_them() {
             say("(mock) nothing scripted for this")
         })
     });
-    let alice = t.spawn("alice", "alice");
-    t.board.wait_idle("alice").await;
-    let task = t
-        .board
-        .add(
+    let (alice, task) = t
+        .start_on(
+            "alice",
             "talk",
             "E2E-MCP: tell the lead hello, then end the task",
-            &[],
         )
         .await;
-    t.board.wait_done(&[task.id]).await;
-    let done = t.board.task(task.id).await;
-    assert_eq!(
-        done.status,
-        TaskStatus::Completed,
-        "{done:#?}\n{}",
-        alice.log_text()
-    );
+    let done = t.board.wait_completed(task.id, &alice).await;
     // The result is the one the agent gave complete_task, not a later answer.
     assert_eq!(done.result.as_deref(), Some("DONE-VIA-MCP: told the lead"));
     let inbox = t.board.lead.inbox().await.expect("inbox");
@@ -752,33 +630,12 @@ async fn the_agent_uses_the_boards_mcp_tools_and_ends_its_task_with_them() {
 /// not before, and not handed over again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_to_an_idle_teammate_is_acknowledged_once_the_agent_took_it() {
-    let Some(claude) = agent_cli(Cli::Claude) else {
+    let Some(mut t) = ClaudeBoard::start().await else {
         return;
     };
-    let mut t = ClaudeBoard::start(claude).await;
     t.mock.set_responder(|_| Some(say("noted")));
-    let alice = t.spawn("alice", "alice");
-    t.board.wait_idle("alice").await;
-    let sent = t
-        .board
-        .lead
-        .send("alice", MessageKind::Message, "IDLE-NOTE for claude", None)
-        .await
-        .expect("send");
-    t.board
-        .wait_for("the message acknowledged", |e| {
-            e.kind == EventKind::MessageAcked && e.message == Some(sent.id)
-        })
-        .await;
-    eventually("the conversation to end", PATIENCE, || async {
-        t.board
-            .transcript("alice")
-            .contains("work: ended")
-            .then_some(())
-    })
-    .await;
-    // Time for a message left unacknowledged to start a second conversation.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    let alice = t.join("alice").await;
+    t.board.message_idle("alice", "IDLE-NOTE for claude").await;
     let carried = t
         .check_requests()
         .iter()
@@ -794,10 +651,9 @@ async fn a_message_to_an_idle_teammate_is_acknowledged_once_the_agent_took_it() 
 /// for their native teammates) never reaches it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_agent_runs_its_own_model_or_the_agent_model_never_the_native_loops() {
-    let Some(claude) = agent_cli(Cli::Claude) else {
+    let Some(mut t) = ClaudeBoard::start().await else {
         return;
     };
-    let mut t = ClaudeBoard::start(claude).await;
     t.mock.set_responder(|_| Some(say("FINAL: done")));
     let native = [("TEAMMATE_MODEL", "native-loop-model")];
     let mut models = Vec::new();
@@ -807,16 +663,8 @@ async fn the_agent_runs_its_own_model_or_the_agent_model_never_the_native_loops(
     ] {
         let mate = t.spawn_with_env(name, "dev", name, extra, &native);
         t.board.wait_idle(name).await;
-        let task = t.board.add("say done", "Say done.", &[]).await;
-        assert_eq!(t.board.wait_claimed(task.id).await, name);
-        t.board.wait_done(&[task.id]).await;
-        let done = t.board.task(task.id).await;
-        assert_eq!(
-            done.status,
-            TaskStatus::Completed,
-            "{done:#?}\n{}",
-            mate.log_text()
-        );
+        let task = t.board.add_claimed_by(name, "say done", "Say done.").await;
+        t.board.wait_completed(task.id, &mate).await;
         let (session, _, _) = t.recorded_session(name, task.id).expect("a session");
         let seen: Vec<String> = t
             .check_requests()
@@ -848,16 +696,13 @@ async fn the_agent_runs_its_own_model_or_the_agent_model_never_the_native_loops(
 /// loop's and stay out of the agent's `teamctl spawn`, which refuses them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_lead_spawns_claude_teammates_that_complete_its_plan() {
-    let Some(claude) = agent_cli(Cli::Claude) else {
+    let Some(t) = ClaudeBoard::start().await else {
         return;
     };
-    let t = ClaudeBoard::start(claude.clone()).await;
     t.mock.set_responder(|_| Some(say("FINAL: done by claude")));
-    let agent = Cli::Claude
-        .offline(&t.claude, &t.home, &t.mock.url())
-        .expect("Claude Code's home");
+    let agent = t.agent();
     let teamctl = teamboard_testkit::workspace_bin("teamctl");
-    let dir = claude.parent().expect("claude's directory");
+    let dir = t.claude.parent().expect("claude's directory");
     let path = std::env::join_paths(std::iter::once(dir.to_path_buf()).chain(
         std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
     ))

@@ -12,6 +12,7 @@
 //! The pins and the layout live in `teamboard-agent-clis`, which xtask reads too.
 
 use std::path::PathBuf;
+pub use teamboard_agent_clis::offline::OfflineAgent;
 pub use teamboard_agent_clis::{Cli, agents_dir, offline};
 
 /// The CLI's program, or `None` after printing why the test is skipped.

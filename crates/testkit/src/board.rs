@@ -104,6 +104,26 @@ impl Board {
             .expect("add_task")
     }
 
+    /// Adds a task whose plan the lead must approve before its work starts.
+    pub async fn add_needing_a_plan(&self, subject: &str, description: &str) -> Task {
+        self.lead
+            .add_task(NewTask {
+                subject: subject.into(),
+                description: description.into(),
+                require_plan: true,
+                ..NewTask::default()
+            })
+            .await
+            .expect("add_task")
+    }
+
+    /// Adds a task and waits until `name` claims it (fails if anyone else does).
+    pub async fn add_claimed_by(&mut self, name: &str, subject: &str, description: &str) -> Task {
+        let task = self.add(subject, description, &[]).await;
+        assert_eq!(self.wait_claimed(task.id).await, name, "{task:#?}");
+        task
+    }
+
     pub async fn task(&self, id: TaskId) -> Task {
         self.lead.get_task(id).await.expect("get_task").task
     }
@@ -194,6 +214,38 @@ impl Board {
             })
             .await;
         }
+    }
+
+    /// Waits until task `id` goes back to the board (its claim released).
+    pub async fn wait_released(&mut self, id: TaskId) -> Event {
+        self.wait_for(&format!("#{id} to be released"), |e| {
+            e.kind == EventKind::TaskReleased && e.task == Some(id)
+        })
+        .await
+    }
+
+    /// Waits until task `id` has ended, and checks that `by` completed it: a
+    /// failure shows the task and `by`'s log.
+    pub async fn wait_completed(&mut self, id: TaskId, by: &Teammate) -> Task {
+        self.wait_done(&[id]).await;
+        let task = self.task(id).await;
+        assert_eq!(
+            task.status,
+            TaskStatus::Completed,
+            "{task:#?}\n{}",
+            by.log_text()
+        );
+        task
+    }
+
+    /// Waits until message `id` is acknowledged by its recipient (not dropped
+    /// by boardd with the session it was for).
+    pub async fn wait_acked(&mut self, id: u64) -> Event {
+        let needle = format!("acknowledged message {id}");
+        self.wait_for(&format!("message {id} to be acknowledged"), |e| {
+            e.kind == EventKind::MessageAcked && e.message == Some(id) && e.detail.contains(&needle)
+        })
+        .await
     }
 
     /// Stops the daemon gracefully and waits until it has.

@@ -35,8 +35,9 @@
 //! - [`Teammated`] / [`Teammate`]: starts real `teammated` processes, each with its
 //!   log in a file; [`transcript`] reads what a teammate wrote.
 //! - [`Board`]: an [`InProc`] daemon with the lead subscribed to its events, which
-//!   waits for events in order (`wait_idle`, `wait_claimed`, `wait_done`) and spawns
-//!   teammates against it.
+//!   waits for events in order (`wait_idle`, `wait_claimed`, `wait_released`,
+//!   `wait_acked`, `wait_done`, `wait_completed`) and spawns teammates against it,
+//!   native or with an agent CLI (`spawn_agent`, `agent_sessions`).
 //! - [`mock_llm`]: a scripted Anthropic/OpenAI HTTP server on 127.0.0.1 (the
 //!   `teamboard-mock-llm` crate); it answers the model list a teammate asks for at
 //!   start apart from its script, and can simulate prompt caching.
@@ -53,7 +54,9 @@
 //!   waits to be killed.
 //! - [`alive`]: whether a process still runs (a zombie does not);
 //!   [`group_members`]: what still runs in a process group, [`process_group`]:
-//!   the group of a process.
+//!   the group of a process; [`with_marker`] / [`with_env`]: the processes found
+//!   by their command line or their environment (an agent and its tools), and
+//!   [`wait_gone`], a wait until none is left whose failure names what still runs.
 //! - `fake-acp-agent` (this kit's binary, [`workspace_bin`]): a scripted Agent
 //!   Client Protocol agent (`RUN:`, `SLEEP:`, `PLAN:`, `CRASH`, `ANSWER:` lines),
 //!   for tests of the agent runtime that need no npm and no model.
@@ -67,6 +70,7 @@
 //! the daemon exactly as its binary does. `boardd` is re-exported so that a test can
 //! name [`boardd::Config`] in a `start_with` closure without depending on it.
 
+mod agent_board;
 pub mod agents;
 mod bins;
 pub mod blocking;
@@ -99,7 +103,9 @@ pub use landing::{
 };
 pub use mute::MuteTeammate;
 pub use pause::{Pause, Paused};
-pub use process::{alive, group_members, kill9, process_group};
+pub use process::{
+    alive, group_members, kill9, live_processes, process_group, wait_gone, with_env, with_marker,
+};
 pub use teamboard_mock_llm as mock_llm;
 pub use teamctl::Teamctl;
 pub use teammated::{Teammate, Teammated, transcript};

@@ -1,4 +1,9 @@
-//! Processes the tests started, directly or through teamctl.
+//! Processes the tests started, directly or through teamctl, and those their
+//! teammates' agents started, found by a marker or by their environment.
+
+use crate::eventually::eventually;
+use std::fmt::Display;
+use std::time::{Duration, Instant};
 
 /// Whether `pid` is a live process: not gone, and not a zombie awaiting its reaper
 /// (a zombie has stopped running, though `kill -0` still finds it).
@@ -48,4 +53,81 @@ pub fn group_members(pgid: u32) -> Vec<u32> {
 pub fn kill9(pid: u32) {
     // SAFETY: kill(2) has no memory-safety preconditions.
     unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+}
+
+/// The live processes (zombies left out) other than this test's own: each pid
+/// with its command line, a space between the arguments.
+pub fn live_processes() -> Vec<(u32, String)> {
+    let me = std::process::id();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| *pid != me && alive(*pid))
+        .filter_map(|pid| {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let args: Vec<String> = cmd
+                .split(|b| *b == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            Some((pid, args.join(" ")))
+        })
+        .collect()
+}
+
+/// The live processes whose command line contains `marker`: a tool command
+/// made unique to its test, or an agent named by its session id.
+pub fn with_marker(marker: &str) -> Vec<(u32, String)> {
+    live_processes()
+        .into_iter()
+        .filter(|(_, cmd)| cmd.contains(marker))
+        .collect()
+}
+
+/// The live processes started with `var=value` in their environment: an
+/// agent given a home of its own, and everything it started.
+pub fn with_env(var: &str, value: &str) -> Vec<(u32, String)> {
+    let wanted = format!("{var}={value}");
+    live_processes()
+        .into_iter()
+        .filter(|(pid, _)| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .map(|env| env.split(|b| *b == 0).any(|v| v == wanted.as_bytes()))
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// Waits until `left` finds no process, for at most `within`, and returns how
+/// long that took. Panics with `what` and the processes still running.
+pub async fn wait_gone(
+    what: impl Display,
+    within: Duration,
+    left: impl Fn() -> Vec<(u32, String)>,
+) -> Duration {
+    let since = Instant::now();
+    let waited = StillRunning { what, left: &left };
+    eventually(&waited, within, || async {
+        left().is_empty().then_some(())
+    })
+    .await;
+    since.elapsed()
+}
+
+/// What [`wait_gone`] waits for; what is left is looked up only if it fails.
+struct StillRunning<'a, W, L> {
+    what: W,
+    left: &'a L,
+}
+
+impl<W: Display, L: Fn() -> Vec<(u32, String)>> Display for StillRunning<'_, W, L> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} to end; still running: {:?}",
+            self.what,
+            (self.left)()
+        )
+    }
 }

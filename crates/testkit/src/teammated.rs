@@ -1,6 +1,7 @@
 //! Real `teammated` processes.
 
 use crate::eventually::{PATIENCE, eventually};
+use crate::process::with_marker;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
@@ -108,26 +109,36 @@ impl Teammate {
     /// Waits until `path` exists (a marker its work creates), or panics with its
     /// log after [`PATIENCE`].
     pub async fn wait_for_file(&self, path: &Path) {
-        let what = FileAwaited { by: self, path };
+        let what = Awaited {
+            by: self,
+            what: format!("{} to create {}", self.name, path.display()),
+        };
         eventually(what, PATIENCE, || async { path.exists().then_some(()) }).await;
+    }
+
+    /// Waits until a process whose command line carries `marker` runs (a
+    /// command its agent started), or panics with its log after [`PATIENCE`].
+    pub async fn wait_for_process(&self, marker: &str) {
+        let what = Awaited {
+            by: self,
+            what: format!("{}'s agent to run a process marked {marker}", self.name),
+        };
+        eventually(what, PATIENCE, || async {
+            (!with_marker(marker).is_empty()).then_some(())
+        })
+        .await;
     }
 }
 
-/// What [`Teammate::wait_for_file`] waits for; the log is read only if it fails.
-struct FileAwaited<'a> {
+/// What a [`Teammate`] is awaited to do; its log is read only if it fails.
+struct Awaited<'a> {
     by: &'a Teammate,
-    path: &'a Path,
+    what: String,
 }
 
-impl std::fmt::Display for FileAwaited<'_> {
+impl std::fmt::Display for Awaited<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} to create {}; its log:\n{}",
-            self.by.name,
-            self.path.display(),
-            self.by.log_text()
-        )
+        write!(f, "{}; its log:\n{}", self.what, self.by.log_text())
     }
 }
 

@@ -1,5 +1,6 @@
 //! The kit's own checks, for the parts that the workspace's tests do not all
-//! exercise yet: the paused-clock daemon, restarts, and raw sessions.
+//! exercise yet: the paused-clock daemon, restarts, raw sessions, and the
+//! processes found by a marker (the agents' tests skip without the agents).
 
 use crate::raw::Session;
 use crate::{InProc, lead, task, teammate};
@@ -94,4 +95,51 @@ fn a_blocking_daemon_serves_clients_across_calls_and_stops() {
         !daemon.socket.exists(),
         "the socket is gone once it stopped"
     );
+}
+
+#[tokio::test]
+async fn processes_are_found_by_marker_and_environment_and_waited_out() {
+    use std::os::unix::process::CommandExt as _;
+    let marker = format!("testkit-marker-{}", std::process::id());
+    // A shell that waits for its `sleep`: the marker is on the shell's command
+    // line, and in the environment of both.
+    let mut child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("sleep 300; : {marker}"))
+        .env("TESTKIT_MARK", &marker)
+        .process_group(0)
+        .spawn()
+        .expect("sh starts");
+    let shell = child.id();
+    crate::eventually("the sleep under the shell", crate::PATIENCE, || async {
+        (crate::with_env("TESTKIT_MARK", &marker).len() == 2).then_some(())
+    })
+    .await;
+    let marked: Vec<u32> = crate::with_marker(&marker).iter().map(|p| p.0).collect();
+    assert_eq!(marked, [shell]);
+    assert!(crate::with_env("TESTKIT_MARK", "other").is_empty());
+
+    // A wait that runs out names what is still running.
+    let left = marker.clone();
+    let waited = tokio::spawn(async move {
+        crate::wait_gone("the marked shell", Duration::from_millis(50), || {
+            crate::with_marker(&left)
+        })
+        .await
+    });
+    let failed = waited.await.expect_err("the shell still runs").into_panic();
+    let said = failed.downcast_ref::<String>().expect("a message");
+    assert!(
+        said.contains("the marked shell to end; still running: [(")
+            && said.contains(&shell.to_string()),
+        "{said}"
+    );
+
+    // SAFETY: kill(2) of the process group this test started.
+    unsafe { libc::kill(-(shell as i32), libc::SIGKILL) };
+    let _ = child.wait();
+    crate::wait_gone("the marked processes", crate::PATIENCE, || {
+        crate::with_env("TESTKIT_MARK", &marker)
+    })
+    .await;
 }

@@ -9,7 +9,8 @@
 use crate::{Cli, TEAMCTL, stderr};
 use serde_json::{Value, json};
 use std::io::{BufRead as _, BufReader, Write as _};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Output, Stdio};
 use std::sync::mpsc;
 use teamboard_testkit::{PATIENCE, eventually_blocking};
 
@@ -294,27 +295,37 @@ fn bad_input_is_answered_and_the_server_goes_on_until_stdin_ends() {
     mcp.finish();
 }
 
-#[test]
-fn without_boardd_the_tools_say_how_to_start_it() {
-    let dir = teamboard_testkit::short_tempdir();
-    let out = Command::new(TEAMCTL)
+/// `teamctl --socket SOCKET GLOBAL... mcp --name me` with `input` on its
+/// stdin, run to its end.
+fn mcp_with_input(socket: &Path, global: &[&str], input: &[u8]) -> Output {
+    Command::new(TEAMCTL)
         .arg("--socket")
-        .arg(dir.path().join("none.sock"))
+        .arg(socket)
+        .args(global)
         .args(["mcp", "--name", "me"])
         .env_remove("TEAMBOARD_MEMBER_SOCKET")
+        .env_remove("TEAMBOARD_TIMEOUT")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .and_then(|mut child| {
             let mut stdin = child.stdin.take().expect("stdin");
-            stdin.write_all(
-                br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_tasks"}}"#,
-            )?;
+            stdin.write_all(input)?;
             drop(stdin);
             child.wait_with_output()
         })
-        .expect("runs");
+        .expect("runs")
+}
+
+/// One `tools/call` of `list_tasks`, as a client sends it.
+const LIST_TASKS: &[u8] =
+    br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_tasks"}}"#;
+
+#[test]
+fn without_boardd_the_tools_say_how_to_start_it() {
+    let dir = teamboard_testkit::short_tempdir();
+    let out = mcp_with_input(&dir.path().join("none.sock"), &[], LIST_TASKS);
     assert!(out.status.success(), "{}", stderr(&out));
     let answer: Value = serde_json::from_slice(&out.stdout).expect("one answer");
     assert_eq!(answer["result"]["isError"], true);
@@ -339,27 +350,7 @@ fn json_is_refused_and_the_timeout_bounds_the_calls_to_boardd() {
     // them into the backlog.
     let silent = dir.path().join("silent.sock");
     let _listener = std::os::unix::net::UnixListener::bind(&silent).expect("bound");
-    let mcp = |global: &[&str], input: &[u8]| {
-        Command::new(TEAMCTL)
-            .arg("--socket")
-            .arg(&silent)
-            .args(global)
-            .args(["mcp", "--name", "me"])
-            .env_remove("TEAMBOARD_MEMBER_SOCKET")
-            .env_remove("TEAMBOARD_TIMEOUT")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .and_then(|mut child| {
-                let mut stdin = child.stdin.take().expect("stdin");
-                stdin.write_all(input)?;
-                drop(stdin);
-                child.wait_with_output()
-            })
-            .expect("runs")
-    };
-    let out = mcp(&["--json"], b"");
+    let out = mcp_with_input(&silent, &["--json"], b"");
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(out.stdout.is_empty(), "nothing for the client to misread");
     assert!(
@@ -368,8 +359,7 @@ fn json_is_refused_and_the_timeout_bounds_the_calls_to_boardd() {
         stderr(&out)
     );
 
-    let call = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_tasks"}}"#;
-    let out = mcp(&["--timeout", "1"], call);
+    let out = mcp_with_input(&silent, &["--timeout", "1"], LIST_TASKS);
     assert!(out.status.success(), "{}", stderr(&out));
     let said = "did not answer within 1 s (teamctl mcp --timeout)";
     assert!(stderr(&out).contains(said), "joining: {}", stderr(&out));

@@ -3,9 +3,8 @@
 //! in both modes, and `teamctl team` shows the runtime. No real agent is needed:
 //! teammated checks its agent's program at start and runs it only for a task.
 
-use crate::spawn::{KillOnDrop, script};
+use crate::spawn::{KillOnDrop, kill_spawned, script, tripwire_teammated};
 use crate::{Cli, base_command, stderr, stdout};
-use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -23,8 +22,11 @@ fn recording_teammated(dir: &Path) -> (PathBuf, PathBuf) {
     (fake, record)
 }
 
-/// The arguments after `--workdir DIR` (the runtime's come last).
-fn runtime_args(record: &Path) -> Vec<String> {
+/// Runs `spawn`, which the stand-in fails (exit 1), and returns the
+/// arguments it gave teammated after `--workdir DIR` (the runtime's come last).
+fn runtime_args(spawn: &mut Command, record: &Path) -> Vec<String> {
+    let out = spawn.output().expect("teamctl runs");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let text = std::fs::read_to_string(record).expect("the stand-in ran");
     let args: Vec<String> = text.lines().map(str::to_string).collect();
     let at = args
@@ -41,20 +43,20 @@ fn spawn_passes_the_runtime_and_the_agent_flags_to_teammated() {
     let (fake, record) = recording_teammated(dir.path());
     let agent = script(dir.path(), "agent", "exit 0\n");
     // A relative --agent-cmd is made absolute: teammated starts in its workdir.
-    let out = base_command(&d.socket)
-        .current_dir(dir.path())
-        .env("TEAMMATED_BIN", &fake)
-        .arg("--state-dir")
-        .arg(dir.path().join("state"))
-        .args(["spawn", "ann", "--role", "review", "--runtime", "acp"])
-        .args(["--agent-cmd", "./agent", "--agent-arg=--acp"])
-        .args(["--agent-arg", "two words", "--agent-arg", "--model=x"])
-        .args(["--agent-policy", "read-only"])
-        .output()
-        .expect("teamctl runs");
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let passed = runtime_args(
+        base_command(&d.socket)
+            .current_dir(dir.path())
+            .env("TEAMMATED_BIN", &fake)
+            .arg("--state-dir")
+            .arg(dir.path().join("state"))
+            .args(["spawn", "ann", "--role", "review", "--runtime", "acp"])
+            .args(["--agent-cmd", "./agent", "--agent-arg=--acp"])
+            .args(["--agent-arg", "two words", "--agent-arg", "--model=x"])
+            .args(["--agent-policy", "read-only"]),
+        &record,
+    );
     assert_eq!(
-        runtime_args(&record),
+        passed,
         [
             "--runtime",
             "acp",
@@ -76,18 +78,18 @@ fn spawn_passes_the_runtime_and_the_agent_flags_to_teammated() {
         &std::env::var_os("PATH").unwrap_or_default(),
     )))
     .expect("PATH");
-    let out = base_command(&d.socket)
-        .env("TEAMMATED_BIN", &fake)
-        .env("PATH", &path)
-        .arg("--state-dir")
-        .arg(dir.path().join("state"))
-        .args(["spawn", "bob", "--role", "dev", "--runtime", "claude"])
-        .args(["--agent-model", "sonnet"])
-        .output()
-        .expect("teamctl runs");
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let passed = runtime_args(
+        base_command(&d.socket)
+            .env("TEAMMATED_BIN", &fake)
+            .env("PATH", &path)
+            .arg("--state-dir")
+            .arg(dir.path().join("state"))
+            .args(["spawn", "bob", "--role", "dev", "--runtime", "claude"])
+            .args(["--agent-model", "sonnet"]),
+        &record,
+    );
     assert_eq!(
-        runtime_args(&record),
+        passed,
         [
             "--runtime",
             "claude",
@@ -103,12 +105,7 @@ fn spawn_passes_the_runtime_and_the_agent_flags_to_teammated() {
 fn spawn_refuses_bad_runtime_flags_before_starting_anything() {
     let d = Cli::start();
     let dir = short_tempdir();
-    let marker = dir.path().join("ran");
-    let fake = script(
-        dir.path(),
-        "teammated",
-        &format!("touch '{}'\n", marker.display()),
-    );
+    let (fake, marker) = tripwire_teammated(dir.path());
     let empty = dir.path().join("empty");
     std::fs::create_dir(&empty).expect("mkdir");
     let refused = |args: &[&str], needle: &str| {
@@ -222,11 +219,7 @@ fn a_spawned_agent_teammate_shows_its_runtime_in_team() {
         .arg(dir.path())
         .output()
         .expect("teamctl runs");
-    let shown: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-    let _cleanup = shown["pid"]
-        .as_u64()
-        .and_then(|p| u32::try_from(p).ok())
-        .map(KillOnDrop);
+    let _cleanup = kill_spawned(&out);
     assert!(out.status.success(), "{}", stderr(&out));
     let _bob = d.teammate("bob", "dev");
 

@@ -39,6 +39,25 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// The teammate `spawn --json` says it started, if any, killed when this is
+/// dropped: a spawn that should have failed leaves nothing running.
+pub(crate) fn kill_spawned(out: &Output) -> Option<KillOnDrop> {
+    serde_json::from_slice::<Value>(&out.stdout)
+        .ok()
+        .and_then(|v| v["pid"].as_u64())
+        .and_then(|pid| u32::try_from(pid).ok())
+        .map(KillOnDrop)
+}
+
+/// A stand-in teammated that, if it is ever run, leaves the file `ran` behind,
+/// for the checks that spawn refuses before it starts anything: (its
+/// program, the file).
+pub(crate) fn tripwire_teammated(dir: &Path) -> (PathBuf, PathBuf) {
+    let marker = dir.join("ran");
+    let fake = script(dir, "teammated", &format!("touch '{}'\n", marker.display()));
+    (fake, marker)
+}
+
 /// The pid a fake teammated wrote to `marker`, once it has.
 fn wait_for_pid(marker: &Path) -> u32 {
     eventually_blocking(
@@ -122,11 +141,7 @@ fn spawn_fails_with_teammateds_word_on_a_wrong_base_url() {
         .output()
         .expect("teamctl runs");
     // Should the spawn wrongly succeed, the teammate must not outlive the test.
-    let _cleanup = serde_json::from_slice::<Value>(&out.stdout)
-        .ok()
-        .and_then(|v| v["pid"].as_u64())
-        .and_then(|pid| u32::try_from(pid).ok())
-        .map(KillOnDrop);
+    let _cleanup = kill_spawned(&out);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
@@ -163,11 +178,7 @@ fn spawn_passes_the_base_url_and_the_context_budget_to_teammated() {
         .arg(dir.path())
         .output()
         .expect("teamctl runs");
-    let _cleanup = serde_json::from_slice::<Value>(&out.stdout)
-        .ok()
-        .and_then(|v| v["pid"].as_u64())
-        .and_then(|pid| u32::try_from(pid).ok())
-        .map(KillOnDrop);
+    let _cleanup = kill_spawned(&out);
     assert!(out.status.success(), "{}", stderr(&out));
     // The check at start went to the base URL given.
     assert_eq!(mock.model_list_requests()[0].path, "/v1/models");
@@ -194,12 +205,7 @@ fn spawn_passes_the_base_url_and_the_context_budget_to_teammated() {
 fn spawn_refuses_a_bad_base_url_or_context_budget_before_starting_anything() {
     let d = Cli::start();
     let dir = short_tempdir();
-    let marker = dir.path().join("ran");
-    let fake = script(
-        dir.path(),
-        "teammated",
-        &format!("touch '{}'\n", marker.display()),
-    );
+    let (fake, marker) = tripwire_teammated(dir.path());
     let refused = |args: &[&str], needle: &str| {
         let out = base_command(&d.socket)
             .env("TEAMMATED_BIN", &fake)
@@ -331,12 +337,7 @@ fn spawn_stops_a_teammate_that_does_not_connect_in_time() {
 fn spawn_checks_names_boardd_and_the_binary_before_starting_anything() {
     let d = Cli::start();
     let dir = short_tempdir();
-    let marker = dir.path().join("ran");
-    let fake = script(
-        dir.path(),
-        "teammated",
-        &format!("touch '{}'\n", marker.display()),
-    );
+    let (fake, marker) = tripwire_teammated(dir.path());
     let spawn = |socket: &Path, args: &[&str]| {
         base_command(socket)
             .env("TEAMMATED_BIN", &fake)

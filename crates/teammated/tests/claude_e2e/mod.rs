@@ -1,6 +1,6 @@
 //! What the Claude Code end-to-end tests share: a board with the mock Messages
 //! API, teammates started with `--runtime claude` against it, a reading of the
-//! requests Claude Code sends, and a look at the processes that run.
+//! requests Claude Code sends, and what its transcript and sessions say.
 //!
 //! The mock answers from the request (`MockLlm::set_responder`), never from a
 //! queue: how many calls the CLI makes, and in which order, is its own
@@ -10,8 +10,8 @@
 
 use serde_json::{Value, json};
 use std::path::PathBuf;
-use teamboard_protocol::TaskId;
-use teamboard_testkit::agents::Cli;
+use teamboard_protocol::{Task, TaskId};
+use teamboard_testkit::agents::{Cli, OfflineAgent, agent_cli};
 pub use teamboard_testkit::mock_llm::messages::{last_user, result_of, text_of, tool_results};
 use teamboard_testkit::mock_llm::{
     MockLlm, MockReply, RecordedRequest, TEXT_USAGE, TOOL_USAGE, anthropic_message,
@@ -32,17 +32,40 @@ pub struct ClaudeBoard {
 }
 
 impl ClaudeBoard {
-    pub async fn start(claude: PathBuf) -> ClaudeBoard {
+    /// The board and the mock, for Claude Code as installed; `None`, after
+    /// saying why the test is skipped, where it is not.
+    pub async fn start() -> Option<ClaudeBoard> {
+        let claude = agent_cli(Cli::Claude)?;
         let board = Board::start(TEAMMATED).await;
         let home = board.dir().join("claude-home");
         std::fs::create_dir_all(home.join(".claude")).expect("the agents' home");
         let mock = MockLlm::start(Vec::new());
-        ClaudeBoard {
+        Some(ClaudeBoard {
             board,
             mock,
             claude,
             home,
-        }
+        })
+    }
+
+    /// Starts teammate `name` (role `dev`, its log `<dir>/<name>.log`) and
+    /// waits until it is idle, waiting for work.
+    pub async fn join(&mut self, name: &str) -> Teammate {
+        let mate = self.spawn(name, name);
+        self.board.wait_idle(name).await;
+        mate
+    }
+
+    /// [`ClaudeBoard::join`], then a task for `name`, once it has claimed it.
+    pub async fn start_on(
+        &mut self,
+        name: &str,
+        subject: &str,
+        description: &str,
+    ) -> (Teammate, Task) {
+        let mate = self.join(name).await;
+        let task = self.board.add_claimed_by(name, subject, description).await;
+        (mate, task)
     }
 
     /// Starts teammate `name` (role `dev`) with the claude runtime; its log is
@@ -67,9 +90,7 @@ impl ClaudeBoard {
     ) -> Teammate {
         let teammated =
             Teammated::new(TEAMMATED, &self.board.daemon.socket, self.board.state_dir());
-        let agent = Cli::Claude
-            .offline(&self.claude, &self.home, &self.mock.url())
-            .expect("Claude Code's home");
+        let agent = self.agent();
         let mut args = agent.arg_strs();
         args.extend_from_slice(extra);
         // The board's MCP server the agent starts: this build's teamctl.
@@ -89,17 +110,17 @@ impl ClaudeBoard {
         )
     }
 
+    /// teammated's flags and environment for Claude Code against the mock.
+    pub fn agent(&self) -> OfflineAgent {
+        Cli::Claude
+            .offline(&self.claude, &self.home, &self.mock.url())
+            .expect("Claude Code's home")
+    }
+
     /// The session recorded for `task` in `name`'s `agent/sessions.json`:
     /// (session id, starts, resumed).
     pub fn recorded_session(&self, name: &str, task: TaskId) -> Option<(String, u64, u64)> {
-        let path = teamboard_protocol::transcript::teammate_dir(
-            self.board.state_dir(),
-            teamboard_testkit::TEAM,
-            name,
-        )
-        .join("agent")
-        .join("sessions.json");
-        let file: Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+        let file = self.board.agent_sessions(name);
         let e = &file["tasks"][task.to_string()];
         Some((
             e["session"].as_str()?.to_string(),
@@ -169,28 +190,6 @@ pub fn bash(id: &str, command: &str) -> MockReply {
         "Bash",
         json!({"command": command, "description": "run it"}),
     )
-}
-
-/// The pids of live processes whose command line contains `needle`.
-pub fn processes_with(needle: &str) -> Vec<u32> {
-    let me = std::process::id();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| *pid != me)
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .map(|c| {
-                    String::from_utf8_lossy(&c)
-                        .replace('\0', " ")
-                        .contains(needle)
-                })
-                .unwrap_or(false)
-        })
-        .filter(|pid| teamboard_testkit::alive(*pid))
-        .collect()
 }
 
 /// A `sleep` of `secs` seconds whose command line is unique to this test run:

@@ -1,12 +1,12 @@
 //! What the codex runtime tests share: a `CODEX_HOME` whose configuration
-//! points the real CLI at the mock (`teamboard_testkit::agents::offline`), teammates started with it, and a look at
-//! the processes they leave.
+//! points the real CLI at the mock (`teamboard_testkit::agents::offline`),
+//! teammates started with it, and a look at the processes they leave.
 
 use serde_json::json;
 use std::path::{Path, PathBuf};
-use teamboard_testkit::agents::Cli;
+use teamboard_testkit::agents::{Cli, OfflineAgent, agent_cli};
 use teamboard_testkit::mock_llm::{MockLlm, MockReply};
-use teamboard_testkit::{Board, TEAM, Teammate};
+use teamboard_testkit::{Board, PATIENCE, Teammate, with_env};
 
 /// The binary under test, built by cargo for this package's tests.
 pub const TEAMMATED: &str = env!("CARGO_BIN_EXE_teammated");
@@ -21,7 +21,14 @@ pub struct CodexHome {
 }
 
 impl CodexHome {
-    pub fn new(program: PathBuf) -> CodexHome {
+    /// Codex as installed, its home and the mock, and a board; `None`, after
+    /// saying why the test is skipped, where Codex is not installed.
+    pub async fn start() -> Option<(CodexHome, Board)> {
+        let program = agent_cli(Cli::Codex)?;
+        Some((CodexHome::new(program), Board::start(TEAMMATED).await))
+    }
+
+    fn new(program: PathBuf) -> CodexHome {
         let mock = MockLlm::start(vec![]);
         let home = tempfile::Builder::new()
             .prefix("codex-home-")
@@ -42,57 +49,33 @@ impl CodexHome {
     /// takes its configuration (`teamboard_testkit::agents::offline`) from
     /// `CODEX_HOME` in teammated's environment.
     pub fn spawn(&self, board: &Board, name: &str, extra: &[&str]) -> Teammate {
-        let agent = Cli::Codex
+        board.spawn_agent(name, &self.agent(), extra, &[])
+    }
+
+    /// teammated's flags and environment for this Codex.
+    pub fn agent(&self) -> OfflineAgent {
+        Cli::Codex
             .offline(&self.program, self.home(), &self.mock.url())
-            .expect("CODEX_HOME");
-        let mut args = agent.arg_strs();
-        args.extend_from_slice(extra);
-        board.spawn_with_env(name, "dev", &args, &agent.env_strs())
+            .expect("CODEX_HOME")
     }
 
     /// Live processes with this `CODEX_HOME` in their environment, other than
     /// `except` (the teammate itself): its agent, the agent's guard, and what
     /// they started.
     pub fn processes(&self, except: &[u32]) -> Vec<(u32, String)> {
-        let needle = format!("CODEX_HOME={}", self.home().display());
-        live_processes()
+        with_env("CODEX_HOME", &self.home().display().to_string())
             .into_iter()
             .filter(|(pid, _)| !except.contains(pid))
-            .filter(|(pid, _)| {
-                std::fs::read(format!("/proc/{pid}/environ"))
-                    .map(|env| env.split(|b| *b == 0).any(|var| var == needle.as_bytes()))
-                    .unwrap_or(false)
-            })
             .collect()
     }
-}
 
-/// Live processes (not zombies) and their command lines, spaces between the
-/// arguments.
-pub fn live_processes() -> Vec<(u32, String)> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| teamboard_testkit::alive(*pid))
-        .filter_map(|pid| {
-            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-            let cmd: Vec<String> = cmd
-                .split(|b| *b == 0)
-                .filter(|a| !a.is_empty())
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect();
-            Some((pid, cmd.join(" ")))
-        })
-        .collect()
-}
-
-/// Live processes whose command line contains `marker`.
-pub fn with_marker(marker: &str) -> Vec<(u32, String)> {
-    live_processes()
-        .into_iter()
-        .filter(|(_, cmd)| cmd.contains(marker))
-        .collect()
+    /// Waits until the mock has had `calls` model calls; else fails, saying
+    /// `missing` and showing `by`'s log.
+    pub async fn wait_for_calls(&self, calls: usize, missing: &str, by: &Teammate) {
+        tokio::time::timeout(PATIENCE, self.mock.wait_for_calls(calls))
+            .await
+            .unwrap_or_else(|_| panic!("{missing}; log:\n{}", by.log_text()));
+    }
 }
 
 /// A number no other test of this run uses, for markers.
@@ -112,17 +95,6 @@ pub fn exec(call_id: &str, cmd: &str) -> MockReply {
         &json!({"cmd": cmd}).to_string(),
         None,
     )
-}
-
-/// The teammate's `agent/sessions.json`, parsed (`Null` when absent).
-pub fn sessions(board: &Board, name: &str) -> serde_json::Value {
-    let path = teamboard_protocol::transcript::teammate_dir(board.state_dir(), TEAM, name)
-        .join("agent")
-        .join("sessions.json");
-    std::fs::read_to_string(path)
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_default()
 }
 
 /// The `p`-th percentile (0–100) of `values`, sorted in place.

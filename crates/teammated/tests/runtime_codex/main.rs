@@ -5,24 +5,21 @@
 
 mod harness;
 
-use harness::{CodexHome, TEAMMATED, exec, nonce, percentile, sessions, with_marker};
+use harness::{CodexHome, exec, nonce, percentile};
 use std::time::{Duration, Instant};
-use teamboard_protocol::request::NewTask;
-use teamboard_protocol::{EventKind, MessageKind, TaskStatus};
-use teamboard_testkit::agents::{Cli, agent_cli};
+use teamboard_protocol::{EventKind, MessageKind, Task, TaskStatus};
 use teamboard_testkit::mock_llm::MockReply;
 use teamboard_testkit::mock_llm::responses::{function_call_output, user_texts};
-use teamboard_testkit::{Board, PATIENCE, eventually};
+use teamboard_testkit::{Board, PATIENCE, Teammate, eventually, wait_gone, with_marker};
 
 /// How long a "busy" model call takes: far longer than any test.
 const BUSY: Duration = Duration::from_secs(120);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_is_done_with_a_command_and_the_final_answer_is_its_result() {
-    let Some(program) = agent_cli(Cli::Codex) else {
+    let Some((codex, mut board)) = CodexHome::start().await else {
         return;
     };
-    let codex = CodexHome::new(program);
     codex.mock.set_responder(|req| {
         if let Some((_, output)) = function_call_output(&req.body) {
             let said = output.lines().last().unwrap_or_default().to_string();
@@ -35,13 +32,9 @@ async fn a_task_is_done_with_a_command_and_the_final_answer_is_its_result() {
             "echo codex-was-here > proof.txt && cat proof.txt",
         ))
     });
-    let mut board = Board::start(TEAMMATED).await;
     let alice = codex.spawn(&board, "alice", &[]);
     let t = board.add("write the proof", "Write proof.txt.", &[]).await;
-    board.wait_done(&[t.id]).await;
-    let task = board.task(t.id).await;
-    let log = alice.log_text();
-    assert_eq!(task.status, TaskStatus::Completed, "{log}");
+    let task = board.wait_completed(t.id, &alice).await;
     assert_eq!(
         task.result.as_deref(),
         Some("Wrote proof.txt; it says: codex-was-here")
@@ -69,7 +62,7 @@ async fn a_task_is_done_with_a_command_and_the_final_answer_is_its_result() {
     );
     assert!(text.contains("You are alice"), "and so does the identity");
     assert_eq!(
-        sessions(&board, "alice")["tasks"][t.id.to_string()]["session"],
+        board.agent_sessions("alice")["tasks"][t.id.to_string()]["session"],
         thread.as_str()
     );
     let transcript = board.transcript("alice");
@@ -91,11 +84,10 @@ async fn a_task_is_done_with_a_command_and_the_final_answer_is_its_result() {
 /// to the mock's request that carries it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn messages_to_a_busy_agent_are_steered_into_its_turn() {
-    let Some(program) = agent_cli(Cli::Codex) else {
+    let Some((codex, mut board)) = CodexHome::start().await else {
         return;
     };
     const SENDS: usize = 20;
-    let codex = CodexHome::new(program);
     codex.mock.set_responder(|req| {
         let said = user_texts(&req.body);
         if said.iter().any(|t| t.contains("FINISH")) {
@@ -106,14 +98,11 @@ async fn messages_to_a_busy_agent_are_steered_into_its_turn() {
         }
         Some(MockReply::responses_text("still working").with_delay(BUSY))
     });
-    let mut board = Board::start(TEAMMATED).await;
     let alice = codex.spawn(&board, "alice", &[]);
     let t = board
         .add("keep busy", "Work until told to finish.", &[])
         .await;
-    tokio::time::timeout(PATIENCE, codex.mock.wait_for_calls(1))
-        .await
-        .unwrap_or_else(|_| panic!("no model call; log:\n{}", alice.log_text()));
+    codex.wait_for_calls(1, "no model call", &alice).await;
     let mut latencies = Vec::new();
     for i in 0..=SENDS {
         let text = if i == SENDS {
@@ -129,9 +118,8 @@ async fn messages_to_a_busy_agent_are_steered_into_its_turn() {
             .await
             .expect("send");
         // The next model call carries it: steered into the turn, not queued.
-        tokio::time::timeout(PATIENCE, codex.mock.wait_for_calls(calls + 1))
-            .await
-            .unwrap_or_else(|_| panic!("{text} reached no model call; log:\n{}", alice.log_text()));
+        let missing = format!("{text} reached no model call");
+        codex.wait_for_calls(calls + 1, &missing, &alice).await;
         let request = codex.mock.request(calls).expect("the request");
         assert!(
             user_texts(&request.body).iter().any(|u| u.contains(&text)),
@@ -139,16 +127,10 @@ async fn messages_to_a_busy_agent_are_steered_into_its_turn() {
         );
         latencies.push(request.received_at.duration_since(sent));
         if i < SENDS {
-            board
-                .wait_for(&format!("{text} to be acknowledged"), |e| {
-                    e.kind == EventKind::MessageAcked && e.message == Some(message.id)
-                })
-                .await;
+            board.wait_acked(message.id).await;
         }
     }
-    board.wait_done(&[t.id]).await;
-    let task = board.task(t.id).await;
-    assert_eq!(task.status, TaskStatus::Completed, "{}", alice.log_text());
+    let task = board.wait_completed(t.id, &alice).await;
     // Each message reached the conversation once: none was sent twice.
     assert_eq!(
         task.result.as_deref(),
@@ -182,10 +164,9 @@ async fn messages_to_a_busy_agent_are_steered_into_its_turn() {
 /// approves, then it carries the plan out with write access.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_plan_gate_holds_until_the_lead_approves() {
-    let Some(program) = agent_cli(Cli::Codex) else {
+    let Some((codex, mut board)) = CodexHome::start().await else {
         return;
     };
-    let codex = CodexHome::new(program);
     codex.mock.set_responder(|req| {
         let approved = user_texts(&req.body)
             .iter()
@@ -199,18 +180,10 @@ async fn the_plan_gate_holds_until_the_lead_approves() {
             None => Some(exec("sneak", "echo sneaky > sneaky.txt")),
         }
     });
-    let mut board = Board::start(TEAMMATED).await;
     let alice = codex.spawn(&board, "alice", &[]);
     let t = board
-        .lead
-        .add_task(NewTask {
-            subject: "careful change".into(),
-            description: "Write done.txt.".into(),
-            require_plan: true,
-            ..NewTask::default()
-        })
-        .await
-        .expect("add");
+        .add_needing_a_plan("careful change", "Write done.txt.")
+        .await;
     let opened = board
         .wait_for("the plan request", |e| {
             e.kind == EventKind::RequestOpened && e.task == Some(t.id)
@@ -245,9 +218,7 @@ async fn the_plan_gate_holds_until_the_lead_approves() {
         .review_plan(request, true, None)
         .await
         .expect("approve");
-    board.wait_done(&[t.id]).await;
-    let task = board.task(t.id).await;
-    assert_eq!(task.status, TaskStatus::Completed, "{}", alice.log_text());
+    let task = board.wait_completed(t.id, &alice).await;
     assert_eq!(task.result.as_deref(), Some("Carried out the plan."));
     assert!(alice.workdir.join("done.txt").exists());
     assert!(!alice.workdir.join("sneaky.txt").exists());
@@ -274,9 +245,13 @@ async fn the_plan_gate_holds_until_the_lead_approves() {
     board.stop().await;
 }
 
-/// The model runs a command that would last five minutes and waits: the
-/// scenario of the cancel and kill tests. Returns the command's marker.
-fn long_command(codex: &CodexHome) -> String {
+/// The scenario of the cancel and kill tests: alice's model runs a command
+/// that would last five minutes, and waits. Returns alice, her task and the
+/// command's marker, once the command runs.
+async fn busy_with_a_long_command(
+    codex: &CodexHome,
+    board: &mut Board,
+) -> (Teammate, Task, String) {
     let marker = format!("300.{}", nonce());
     let cmd = format!("sleep {marker}");
     codex.mock.set_responder(move |req| {
@@ -285,30 +260,31 @@ fn long_command(codex: &CodexHome) -> String {
         }
         Some(exec("long", &cmd))
     });
-    marker
+    let alice = codex.spawn(board, "alice", &[]);
+    board.wait_idle("alice").await;
+    let t = board
+        .add_claimed_by("alice", "long job", "Wait a long time.")
+        .await;
+    alice.wait_for_process(&marker).await;
+    let agent = codex.processes(&[alice.pid()]);
+    assert!(
+        !agent.is_empty(),
+        "no agent process; log:\n{}",
+        alice.log_text()
+    );
+    (alice, t, marker)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_interrupts_the_agent_and_ends_its_command() {
-    let Some(program) = agent_cli(Cli::Codex) else {
+    let Some((codex, mut board)) = CodexHome::start().await else {
         return;
     };
-    let codex = CodexHome::new(program);
-    let marker = long_command(&codex);
-    let mut board = Board::start(TEAMMATED).await;
-    let alice = codex.spawn(&board, "alice", &[]);
-    board.wait_idle("alice").await;
-    let t = board.add("long job", "Wait a long time.", &[]).await;
-    eventually("the agent's command to run", PATIENCE, || async {
-        (!with_marker(&marker).is_empty()).then_some(())
-    })
-    .await;
-    assert!(!codex.processes(&[alice.pid()]).is_empty());
+    let (alice, t, marker) = busy_with_a_long_command(&codex, &mut board).await;
     board.lead.cancel_task(t.id).await.expect("cancel");
     board.wait_status("alice", "idle").await;
-    eventually("the agent and its command to end", PATIENCE, || async {
-        let left = [with_marker(&marker), codex.processes(&[alice.pid()])].concat();
-        left.is_empty().then_some(())
+    wait_gone("the agent and its command", PATIENCE, || {
+        [with_marker(&marker), codex.processes(&[alice.pid()])].concat()
     })
     .await;
     let transcript = board.transcript("alice");
@@ -322,24 +298,13 @@ async fn a_cancel_interrupts_the_agent_and_ends_its_command() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_teammate_leaves_no_agent_and_no_command_behind() {
-    let Some(program) = agent_cli(Cli::Codex) else {
+    let Some((codex, mut board)) = CodexHome::start().await else {
         return;
     };
-    let codex = CodexHome::new(program);
-    let marker = long_command(&codex);
-    let board = Board::start(TEAMMATED).await;
-    let alice = codex.spawn(&board, "alice", &[]);
-    board.add("long job", "Wait a long time.", &[]).await;
-    eventually("the agent's command to run", PATIENCE, || async {
-        (!with_marker(&marker).is_empty()).then_some(())
-    })
-    .await;
-    let agent = codex.processes(&[alice.pid()]);
-    assert!(!agent.is_empty());
+    let (alice, _, marker) = busy_with_a_long_command(&codex, &mut board).await;
     alice.kill9();
-    eventually("the agent and its command to end", PATIENCE, || async {
-        let left = [with_marker(&marker), codex.processes(&[])].concat();
-        left.is_empty().then_some(())
+    wait_gone("the agent and its command", PATIENCE, || {
+        [with_marker(&marker), codex.processes(&[])].concat()
     })
     .await;
     drop(alice);
@@ -350,10 +315,9 @@ async fn a_killed_teammate_leaves_no_agent_and_no_command_behind() {
 /// is resumed, not replaced, and the model sees the whole conversation again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_teammate_resumes_the_tasks_thread() {
-    let Some(program) = agent_cli(Cli::Codex) else {
+    let Some((codex, mut board)) = CodexHome::start().await else {
         return;
     };
-    let codex = CodexHome::new(program);
     codex.mock.set_responder(|req| {
         let said = user_texts(&req.body);
         if said.iter().any(|t| t.contains("You are back on this task")) {
@@ -364,35 +328,27 @@ async fn a_restarted_teammate_resumes_the_tasks_thread() {
         }
         Some(MockReply::responses_text("working").with_delay(BUSY))
     });
-    let mut board = Board::start(TEAMMATED).await;
     let alice = codex.spawn(&board, "alice", &[]);
     let t = board
         .add("remember", "Remember the word 'teal'.", &[])
         .await;
-    tokio::time::timeout(PATIENCE, codex.mock.wait_for_calls(1))
-        .await
-        .unwrap_or_else(|_| panic!("no model call; log:\n{}", alice.log_text()));
+    codex.wait_for_calls(1, "no model call", &alice).await;
     let thread = codex.mock.requests()[0]
         .header("session-id")
         .unwrap_or_default()
         .to_string();
     alice.kill9();
-    eventually("the first agent to end", PATIENCE, || async {
-        codex.processes(&[]).is_empty().then_some(())
-    })
-    .await;
+    wait_gone("the first agent", PATIENCE, || codex.processes(&[])).await;
     drop(alice);
     let alice = codex.spawn(&board, "alice", &[]);
-    board.wait_done(&[t.id]).await;
-    let task = board.task(t.id).await;
-    assert_eq!(task.status, TaskStatus::Completed, "{}", alice.log_text());
+    let task = board.wait_completed(t.id, &alice).await;
     assert_eq!(
         task.result.as_deref(),
         Some("resumed; I still see the task: true")
     );
     let last = codex.mock.requests().pop().expect("requests");
     assert_eq!(last.header("session-id"), Some(thread.as_str()));
-    let entry = &sessions(&board, "alice")["tasks"][t.id.to_string()];
+    let entry = &board.agent_sessions("alice")["tasks"][t.id.to_string()];
     assert_eq!(entry["session"], thread.as_str());
     assert_eq!(
         (entry["starts"].as_u64(), entry["resumed"].as_u64()),
@@ -412,10 +368,9 @@ async fn a_restarted_teammate_resumes_the_tasks_thread() {
 /// its thread.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crashed_agent_gives_the_task_back_and_the_teammate_goes_on() {
-    let Some(program) = agent_cli(Cli::Codex) else {
+    let Some((codex, mut board)) = CodexHome::start().await else {
         return;
     };
-    let codex = CodexHome::new(program.clone());
     codex.mock.set_responder(|req| {
         if user_texts(&req.body)
             .iter()
@@ -425,33 +380,24 @@ async fn a_crashed_agent_gives_the_task_back_and_the_teammate_goes_on() {
         }
         Some(MockReply::responses_text("working").with_delay(BUSY))
     });
-    let mut board = Board::start(TEAMMATED).await;
     let alice = codex.spawn(&board, "alice", &[]);
     let t = board.add("fragile", "Work on.", &[]).await;
-    tokio::time::timeout(PATIENCE, codex.mock.wait_for_calls(1))
-        .await
-        .unwrap_or_else(|_| panic!("no model call; log:\n{}", alice.log_text()));
+    codex.wait_for_calls(1, "no model call", &alice).await;
     let agent = codex
         .processes(&[alice.pid()])
         .into_iter()
         .find(|(pid, _)| {
-            std::fs::read_link(format!("/proc/{pid}/exe")).ok() == Some(program.clone())
+            std::fs::read_link(format!("/proc/{pid}/exe")).ok().as_ref() == Some(&codex.program)
         })
         .map(|(pid, _)| pid)
         .expect("the codex process");
     teamboard_testkit::kill9(agent);
-    let released = board
-        .wait_for("the task to be given back", |e| {
-            e.kind == EventKind::TaskReleased && e.task == Some(t.id)
-        })
-        .await;
+    let released = board.wait_released(t.id).await;
     assert!(released.detail.contains("exited"), "{}", released.detail);
-    board.wait_done(&[t.id]).await;
-    let task = board.task(t.id).await;
-    assert_eq!(task.status, TaskStatus::Completed, "{}", alice.log_text());
+    let task = board.wait_completed(t.id, &alice).await;
     assert_eq!(task.result.as_deref(), Some("recovered"));
     assert_eq!(task.attempts, 2);
-    let entry = &sessions(&board, "alice")["tasks"][t.id.to_string()];
+    let entry = &board.agent_sessions("alice")["tasks"][t.id.to_string()];
     assert_eq!(entry["resumed"].as_u64(), Some(1), "{entry}");
     drop(alice);
     board.stop().await;
@@ -460,10 +406,9 @@ async fn a_crashed_agent_gives_the_task_back_and_the_teammate_goes_on() {
 /// The model API fails: the turn fails, and the task goes back with the error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_model_gives_the_task_back_with_the_error() {
-    let Some(program) = agent_cli(Cli::Codex) else {
+    let Some((codex, mut board)) = CodexHome::start().await else {
         return;
     };
-    let codex = CodexHome::new(program);
     codex.mock.set_responder(|_| {
         Some(MockReply::json(
             400,
@@ -471,14 +416,9 @@ async fn a_failing_model_gives_the_task_back_with_the_error() {
                 "message": "the mock refuses this request"}}),
         ))
     });
-    let mut board = Board::start(TEAMMATED).await;
     let alice = codex.spawn(&board, "alice", &[]);
     let t = board.add("doomed", "Try.", &[]).await;
-    let released = board
-        .wait_for("the task to be given back", |e| {
-            e.kind == EventKind::TaskReleased && e.task == Some(t.id)
-        })
-        .await;
+    let released = board.wait_released(t.id).await;
     assert!(
         released.detail.contains("the mock refuses this request"),
         "{}",
@@ -494,35 +434,15 @@ async fn a_failing_model_gives_the_task_back_with_the_error() {
 /// not before, and not handed over again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_to_an_idle_teammate_is_acknowledged_once_the_agent_took_it() {
-    let Some(program) = agent_cli(Cli::Codex) else {
+    let Some((codex, mut board)) = CodexHome::start().await else {
         return;
     };
-    let codex = CodexHome::new(program);
     codex
         .mock
         .set_responder(|_| Some(MockReply::responses_text("noted")));
-    let mut board = Board::start(TEAMMATED).await;
     let alice = codex.spawn(&board, "alice", &[]);
     board.wait_idle("alice").await;
-    let sent = board
-        .lead
-        .send("alice", MessageKind::Message, "IDLE-NOTE for codex", None)
-        .await
-        .expect("send");
-    board
-        .wait_for("the message acknowledged", |e| {
-            e.kind == EventKind::MessageAcked && e.message == Some(sent.id)
-        })
-        .await;
-    eventually("the conversation to end", PATIENCE, || async {
-        board
-            .transcript("alice")
-            .contains("work: ended")
-            .then_some(())
-    })
-    .await;
-    // Time for a message left unacknowledged to start a second conversation.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    board.message_idle("alice", "IDLE-NOTE for codex").await;
     let carried: usize = codex
         .mock
         .requests()
@@ -539,34 +459,23 @@ async fn a_message_to_an_idle_teammate_is_acknowledged_once_the_agent_took_it() 
 /// as a person's shell may set it for their native teammates) never reaches it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_agent_runs_its_own_model_or_the_agent_model_never_the_native_loops() {
-    let Some(program) = agent_cli(Cli::Codex) else {
+    let Some((codex, mut board)) = CodexHome::start().await else {
         return;
     };
-    let codex = CodexHome::new(program);
     codex
         .mock
         .set_responder(|_| Some(MockReply::responses_text("done")));
-    let mut board = Board::start(TEAMMATED).await;
-    let agent = Cli::Codex
-        .offline(&codex.program, codex.home(), &codex.mock.url())
-        .expect("CODEX_HOME");
-    let mut env = agent.env_strs();
-    env.push(("TEAMMATE_MODEL", "native-loop-model"));
+    let native = [("TEAMMATE_MODEL", "native-loop-model")];
     let mut models = Vec::new();
     for (name, extra) in [
         ("alice", &[][..]),
         ("bob", &["--agent-model", "agent-picked-model"][..]),
     ] {
-        let mut args = agent.arg_strs();
-        args.extend_from_slice(extra);
-        let mate = board.spawn_with_env(name, "dev", &args, &env);
+        let mate = board.spawn_agent(name, &codex.agent(), extra, &native);
         board.wait_idle(name).await;
-        let t = board.add("say done", "Say done.", &[]).await;
-        assert_eq!(board.wait_claimed(t.id).await, name);
-        board.wait_done(&[t.id]).await;
-        let task = board.task(t.id).await;
-        assert_eq!(task.status, TaskStatus::Completed, "{}", mate.log_text());
-        let thread = sessions(&board, name)["tasks"][t.id.to_string()]["session"]
+        let t = board.add_claimed_by(name, "say done", "Say done.").await;
+        board.wait_completed(t.id, &mate).await;
+        let thread = board.agent_sessions(name)["tasks"][t.id.to_string()]["session"]
             .as_str()
             .unwrap_or_default()
             .to_string();
