@@ -18,11 +18,29 @@
 
 use crate::Cli;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The model `gemini --acp` is told to use: ACP has no way to choose one, so
 /// it goes on the agent's own command line.
 pub const GEMINI_MODEL: &str = "gemini-2.5-flash";
+
+/// Whether Codex counts `dir` as under its temporary directory.
+fn under_temp(dir: &Path) -> bool {
+    dir.starts_with("/tmp") || dir.starts_with(std::env::temp_dir())
+}
+
+/// A directory Codex homes can go under: `preferred` (a build directory, say)
+/// unless it is under the temporary directory, as a checkout in `/tmp` makes
+/// it; else `/var/tmp`, else `~/.cache/teamboard`. `preferred` when none will
+/// do, so that [`Cli::offline`] says why.
+pub fn codex_home_parent(preferred: &Path) -> PathBuf {
+    let cache = std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache").join("teamboard"));
+    std::iter::once(preferred.to_path_buf())
+        .chain([PathBuf::from("/var/tmp")])
+        .chain(cache)
+        .find(|d| !under_temp(d) && std::fs::create_dir_all(d).is_ok())
+        .unwrap_or_else(|| preferred.to_path_buf())
+}
 
 /// How a teammate runs one CLI offline.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,7 +102,7 @@ impl Cli {
                 ]
             }
             Cli::Codex => {
-                if home.starts_with("/tmp") || home.starts_with(std::env::temp_dir()) {
+                if under_temp(home) {
                     return Err(io::Error::new(
                         io::ErrorKind::InvalidInput,
                         format!(
@@ -188,8 +206,8 @@ mod tests {
 
     impl Scratch {
         fn new(name: &str) -> Scratch {
-            let dir = crate::workspace_root()
-                .join("target")
+            // Codex's home is among them: never under the temporary directory.
+            let dir = codex_home_parent(&crate::workspace_root().join("target"))
                 .join(format!("agent-clis-{name}-{}", std::process::id()));
             let _ = std::fs::remove_dir_all(&dir);
             Scratch(dir)
@@ -252,6 +270,19 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn codex_homes_go_outside_the_temporary_directory() {
+        let built = crate::workspace_root().join("target");
+        let parent = codex_home_parent(&built);
+        assert!(!under_temp(&parent), "{}", parent.display());
+        if !under_temp(&built) {
+            assert_eq!(parent, built);
+        }
+        assert!(!under_temp(&codex_home_parent(Path::new(
+            "/tmp/checkout/target"
+        ))));
     }
 
     #[test]

@@ -32,8 +32,10 @@ impl CodexHome {
         let mock = MockLlm::start(vec![]);
         let home = tempfile::Builder::new()
             .prefix("codex-home-")
-            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-            .expect("a CODEX_HOME under the target dir");
+            .tempdir_in(teamboard_testkit::agents::offline::codex_home_parent(
+                Path::new(env!("CARGO_TARGET_TMPDIR")),
+            ))
+            .expect("a CODEX_HOME under the target dir, or /var/tmp for a checkout in /tmp");
         CodexHome {
             program,
             mock,
