@@ -93,8 +93,8 @@ pub struct RuntimeBenchArgs {
     /// claude:Bash,Read,Edit,Write` measures Claude Code with four tools.
     #[arg(long = "agent-arg", value_name = "RUNTIME:ARG")]
     agent_args: Vec<String>,
-    /// Where the scratch state goes [default: target/bench]. Not under /tmp:
-    /// Codex will not keep its helpers there.
+    /// Where the scratch state goes [default: target/bench, or /var/tmp when
+    /// that is under /tmp]. Not under /tmp: Codex will not keep its helpers there.
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
 }
@@ -223,7 +223,12 @@ async fn run_async(args: &RuntimeBenchArgs, runtimes: &[Runtime]) -> anyhow::Res
         }
     }
     let out_dir = meta.target_directory.join("bench");
-    let base = args.dir.clone().unwrap_or_else(|| out_dir.clone());
+    // The agents' homes go in the scratch directory, and Codex's must not be
+    // under the temporary directory (a checkout in /tmp): then /var/tmp.
+    let base = args
+        .dir
+        .clone()
+        .unwrap_or_else(|| teamboard_agent_clis::offline::codex_home_parent(&out_dir));
     std::fs::create_dir_all(&base).with_context(|| format!("cannot create {}", base.display()))?;
     let scratch = tempfile::Builder::new()
         .prefix("runtimes-")
