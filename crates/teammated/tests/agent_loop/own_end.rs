@@ -107,3 +107,67 @@ async fn a_refused_completion_comes_back_to_the_agent_which_fixes_it_and_complet
         .unwrap_or_else(|| panic!("no refusal among {:#?}", prompts(&board)));
     assert!(refusal.contains("test -f fixed"), "{refusal}");
 }
+
+/// The agent was told its `complete_task` "completes the task when your turn
+/// ends"; a turn that ends in a crash instead still keeps that promise, once
+/// the agent is gone. Giving the task back would throw its result away.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completion_given_before_the_agent_crashed_is_kept() {
+    let mut board = Board::start(TEAMMATED).await;
+    let alice = spawn(&board, "alice", &[]);
+    let teamctl = workspace_bin("teamctl").display().to_string();
+    let script = format!("RUN: {teamctl} task complete 1 --result 'done before the crash'\nCRASH");
+    let t = board.add("crashes after its result", &script, &[]).await;
+    assert_eq!(t.id, 1);
+    board.wait_done(&[t.id]).await;
+    let done = board.task(t.id).await;
+    assert_eq!(
+        done.status,
+        TaskStatus::Completed,
+        "{done:#?}\n{}",
+        alice.log_text()
+    );
+    assert_eq!(done.result.as_deref(), Some("done before the crash"));
+    assert_eq!(done.epoch, 1, "completed on its first claim: {done:#?}");
+}
+
+/// The same promise holds when a shutdown request ends the phase between the
+/// agent's `complete_task` and the end of its turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completion_given_before_a_shutdown_request_is_kept() {
+    let mut board = Board::start(TEAMMATED).await;
+    let mut alice = spawn(&board, "alice", &[]);
+    let teamctl = workspace_bin("teamctl").display().to_string();
+    let script = format!(
+        "RUN: {teamctl} task complete 1 --result 'done before the shutdown'\nSLEEP: 60\nANSWER: never"
+    );
+    let t = board.add("long after its result", &script, &[]).await;
+    assert_eq!(t.id, 1);
+    // The answer to the call: its result is in the prompt too.
+    until("the agent's complete_task", || async {
+        board
+            .transcript("alice")
+            .contains("with this result when your turn ends")
+    })
+    .await;
+    board
+        .lead
+        .request_shutdown(ShutdownArgs {
+            to: "alice".into(),
+            ..ShutdownArgs::default()
+        })
+        .await
+        .expect("request");
+    let code = tokio::time::timeout(PATIENCE, alice.exit_code())
+        .await
+        .expect("alice leaves");
+    assert_eq!(code, Some(0), "{}", alice.log_text());
+    let done = board.task(t.id).await;
+    assert_eq!(
+        done.status,
+        TaskStatus::Completed,
+        "{done:#?}\n{}",
+        board.transcript("alice")
+    );
+    assert_eq!(done.result.as_deref(), Some("done before the shutdown"));
+}

@@ -308,7 +308,60 @@ impl Teammate {
         if let Some(wait) = parked {
             self.stash(wait.await);
         }
-        Ok(end)
+        Ok(match phase.result.take() {
+            Some(result) => self.keep_promise(result, end).await,
+            None => end,
+        })
+    }
+
+    /// The agent's `complete_task` was answered "completes the task when your
+    /// turn ends", and the phase ended otherwise: the agent failed (a turn
+    /// limit, a model error, a crash after the call) or the teammate is
+    /// stopping. The agent has stopped, so the task can no longer change under
+    /// the result: it completes through the gate as promised. Trap: giving it
+    /// back instead throws finished work's result away and uses up an attempt.
+    /// A refusal of the gate leaves `end` to settle the task as before.
+    async fn keep_promise(&mut self, result: String, end: AgentEnd) -> AgentEnd {
+        if !matches!(
+            end,
+            AgentEnd::Failed(_) | AgentEnd::Stop(_) | AgentEnd::Leave { .. }
+        ) || self.held.is_none()
+        {
+            return end;
+        }
+        match Outcome::Complete(result).end(self).await {
+            Ok((task, what)) => {
+                let after = match &end {
+                    AgentEnd::Failed(why) => format!("the agent then failed: {why}"),
+                    _ => "the teammate is stopping".to_string(),
+                };
+                self.log(
+                    EntryKind::Lifecycle,
+                    None,
+                    false,
+                    &format!(
+                        "work: #{} {what} with the result the agent gave complete_task ({after})",
+                        task.id
+                    ),
+                );
+                match end {
+                    AgentEnd::Failed(_) => AgentEnd::Done,
+                    other => other,
+                }
+            }
+            Err(not) => {
+                self.log(
+                    EntryKind::Lifecycle,
+                    None,
+                    true,
+                    &format!(
+                        "work: the agent's complete_task could not be carried out: {}",
+                        not.text
+                    ),
+                );
+                end
+            }
+        }
     }
 
     /// A `wait_for_work` parked for [`AGENT_PARK`], as a future that owns what it
