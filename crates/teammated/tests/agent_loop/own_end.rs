@@ -135,7 +135,7 @@ async fn a_completion_given_before_the_agent_crashed_is_kept() {
 /// agent's `complete_task` and the end of its turn.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_completion_given_before_a_shutdown_request_is_kept() {
-    let mut board = Board::start(TEAMMATED).await;
+    let board = Board::start(TEAMMATED).await;
     let mut alice = spawn(&board, "alice", &[]);
     let teamctl = workspace_bin("teamctl").display().to_string();
     let script = format!(
