@@ -31,6 +31,27 @@ fn lead_args(ctx: &Ctx, args: LeadArgs) -> anyhow::Result<Vec<OsString>> {
              --agent-cmd CMD`"
         );
     }
+    // An agent teammate runs its own model: the native loop's settings would
+    // be dropped without a word (`teamctl spawn` refuses them for an agent).
+    let agent = args
+        .teammate_runtime
+        .is_some_and(|r| r != crate::cli::Runtime::Native);
+    if agent {
+        let given: Vec<&str> = [
+            (args.teammate_provider.is_some(), "--teammate-provider"),
+            (args.teammate_base_url.is_some(), "--teammate-base-url"),
+        ]
+        .into_iter()
+        .filter_map(|(given, flag)| given.then_some(flag))
+        .collect();
+        if !given.is_empty() {
+            anyhow::bail!(
+                "{} {} for native teammates; an agent teammate uses its agent's own settings                  (--teammate-model names its model)",
+                given.join(" and "),
+                if given.len() == 1 { "is" } else { "are" }
+            );
+        }
+    }
     let teamctl = std::env::current_exe().context("cannot find teamctl's own path")?;
     let mut argv: Vec<OsString> = vec![
         "lead".into(),

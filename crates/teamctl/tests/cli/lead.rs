@@ -69,3 +69,26 @@ fn the_teammates_runtime_is_passed_to_the_lead() {
         stderr_of(&out)
     );
 }
+
+#[test]
+fn the_native_loops_settings_are_refused_for_agent_teammates() {
+    let cli = Cli::start();
+    let out = cli.run(&[
+        "lead",
+        "--teammate-runtime",
+        "codex",
+        "--teammate-provider",
+        "openai",
+        "--teammate-base-url",
+        "http://127.0.0.1:9/v1",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr_of(&out).contains(
+            "--teammate-provider and --teammate-base-url are for native teammates; an agent \
+             teammate uses its agent's own settings"
+        ),
+        "{}",
+        stderr_of(&out)
+    );
+}

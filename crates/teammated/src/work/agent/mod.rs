@@ -20,16 +20,16 @@
 //! Messages are acknowledged once the agent took them ([`AgentEvent::Delivered`]),
 //! never before, so a crash in between delivers them again rather than loses
 //! them. That holds for the messages IDLE read and put into the first input
-//! too ([`FIRST_INPUT`]): an agent that cannot start leaves them in the inbox. Until a batch is delivered boardd would answer every wait with it again,
-//! so the loop does not park meanwhile: it looks at the inbox every
+//! too ([`FIRST_INPUT`]): an agent that cannot start leaves them in the inbox.
+//! Until a batch is delivered boardd would answer every wait with it again, so
+//! the loop does not park meanwhile: it looks at the inbox every
 //! [`INBOX_POLL`] instead, for the messages that cannot wait behind the batch (a
 //! plan decision the agent is blocked on, a shutdown request). A phase for
 //! messages alone never parks (a wait could claim a task); it reads the inbox
-//! the same way all along. Trap: a parked
-//! `wait_for_work` cannot be withdrawn (see `wait_for_decision`); dropping one
-//! would make the next wait on the connection fail. So it is parked for
-//! [`AGENT_PARK`] only, and at the end of the phase its answer is awaited and
-//! kept for IDLE.
+//! the same way all along. Trap: a parked `wait_for_work` cannot be withdrawn
+//! (see `wait_for_decision`); dropping one would make the next wait on the
+//! connection fail. So it is parked for [`AGENT_PARK`] only, and at the end of
+//! the phase its answer is awaited and kept for IDLE.
 
 mod brief;
 mod events;
