@@ -96,17 +96,26 @@ fn say(stdin: &mut ChildStdin, text: &str) {
     stdin.flush().expect("flush");
 }
 
-fn start_lead(socket: &Path, state: &Path, work: &Path) -> Child {
-    Command::new(workspace_bin("teamctl"))
-        .arg("--socket")
+/// `teamctl lead ARGS --workdir WORK` on this board, with this build's
+/// teammated and none of the caller's team or provider settings.
+fn lead_command(socket: &Path, state: &Path, work: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(workspace_bin("teamctl"));
+    cmd.arg("--socket")
         .arg(socket)
         .arg("--state-dir")
         .arg(state)
-        .args(["lead", "--teammate-idle-timeout", "0", "--workdir"])
+        .arg("lead")
+        .args(args)
+        .arg("--workdir")
         .arg(work)
         .env("TEAMMATED_BIN", workspace_bin("teammated"))
         .env_remove("TEAMBOARD_TEAM")
-        .env_remove("TEAMMATE_PROVIDER")
+        .env_remove("TEAMMATE_PROVIDER");
+    cmd
+}
+
+fn start_lead(socket: &Path, state: &Path, work: &Path) -> Child {
+    lead_command(socket, state, work, &["--teammate-idle-timeout", "0"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -203,23 +212,8 @@ async fn a_goal_waits_for_start_and_the_exit_status_tells_the_outcome() {
     std::fs::create_dir_all(&work).unwrap();
     let _daemon = Daemon::start(&socket, &state, &["--max-attempts", "1"]).await;
     let goal = "Try it.\n\n````plan\nteammate ada\ntask good\n    ```sh\n    echo fine\n    ```\ntask bad\n    ```sh\n    echo broken; exit 3\n    ```\n````";
-    let mut child = Command::new(workspace_bin("teamctl"))
-        .arg("--socket")
-        .arg(&socket)
-        .arg("--state-dir")
-        .arg(&state)
-        .args([
-            "lead",
-            "--goal",
-            goal,
-            "--teammate-idle-timeout",
-            "0",
-            "--workdir",
-        ])
-        .arg(&work)
-        .env("TEAMMATED_BIN", workspace_bin("teammated"))
-        .env_remove("TEAMBOARD_TEAM")
-        .env_remove("TEAMMATE_PROVIDER")
+    let args = ["--goal", goal, "--teammate-idle-timeout", "0"];
+    let mut child = lead_command(&socket, &state, &work, &args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -258,25 +252,17 @@ async fn a_goal_whose_teammates_cannot_start_gives_up_and_says_why() {
     std::fs::create_dir_all(&empty).unwrap();
     let _daemon = Daemon::start(&socket, &state, &[]).await;
     let goal = "Try it.\n\n````plan\nteammate ada\ntask only\n    Say done.\n````";
-    let child = Command::new(workspace_bin("teamctl"))
-        .arg("--socket")
-        .arg(&socket)
-        .arg("--state-dir")
-        .arg(&state)
-        .args([
-            "lead",
-            "--goal",
-            goal,
-            "--yes",
-            "--teammate-runtime",
-            "claude",
-        ])
-        .args(["--give-up-after", "2", "--workdir"])
-        .arg(&work)
-        .env("TEAMMATED_BIN", workspace_bin("teammated"))
+    let args = [
+        "--goal",
+        goal,
+        "--yes",
+        "--teammate-runtime",
+        "claude",
+        "--give-up-after",
+        "2",
+    ];
+    let child = lead_command(&socket, &state, &work, &args)
         .env("PATH", &empty)
-        .env_remove("TEAMBOARD_TEAM")
-        .env_remove("TEAMMATE_PROVIDER")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

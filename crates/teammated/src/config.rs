@@ -233,12 +233,23 @@ impl Config {
     /// scripted provider and the native runtime: what in-crate tests start from.
     pub(crate) fn for_tests(daemon: &teamboard_testkit::InProc) -> Config {
         Config {
-            name: "alice".into(),
-            role: "dev".into(),
-            team: "default".into(),
             socket: daemon.socket.clone(),
             state_dir: daemon.state_dir.clone(),
             workdir: daemon.dir().to_path_buf(),
+            ..Config::for_tests_in(&daemon.state_dir)
+        }
+    }
+
+    /// [`Config::for_tests`] with its socket, state and work directory in
+    /// `dir`, for tests that start no boardd.
+    pub(crate) fn for_tests_in(dir: &Path) -> Config {
+        Config {
+            name: "alice".into(),
+            role: "dev".into(),
+            team: "default".into(),
+            socket: dir.join("boardd.sock"),
+            state_dir: dir.to_path_buf(),
+            workdir: dir.to_path_buf(),
             provider: ProviderConfig {
                 kind: ProviderKind::Scripted,
                 model: None,

@@ -5,7 +5,7 @@
 //! The scripted model's ```` ```complete_task ```` block completes mid-script;
 //! when boardd refuses, the blocks after it are the fix (see `llm::scripted`).
 
-use teamboard_protocol::request::{NewTask, SetRepoArgs};
+use teamboard_protocol::request::NewTask;
 use teamboard_protocol::{CheckOutcome, EventKind, MessageKind, Task, TaskStatus};
 use teamboard_testkit::{Board, GitRepo};
 
@@ -22,18 +22,7 @@ async fn board_with_repo_tuned(
     tune: impl FnOnce(&mut teamboard_testkit::boardd::Config),
 ) -> (Board, GitRepo) {
     let board = Board::start_with(TEAMMATED, tune).await;
-    let repo = GitRepo::new(board.dir());
-    board
-        .lead
-        .set_repo(SetRepoArgs {
-            path: repo.path.display().to_string(),
-            branch: Some("main".into()),
-            merge: None,
-            checks: Vec::new(),
-            check_timeout_ms: None,
-        })
-        .await
-        .expect("set_repo");
+    let repo = board.attach_repo().await;
     (board, repo)
 }
 

@@ -8,12 +8,13 @@
 
 use crate::clients::lead;
 use crate::eventually::PATIENCE;
+use crate::git::GitRepo;
 use crate::inproc::InProc;
 use crate::teammated::{Teammate, Teammated, transcript};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use teamboard_protocol::request::NewTask;
+use teamboard_protocol::request::{NewTask, SetRepoArgs};
 use teamboard_protocol::{Client, Event, EventKind, Task, TaskId, TaskStatus};
 
 /// How long [`Board::wait_done`] waits for an event before it looks again.
@@ -90,6 +91,23 @@ impl Board {
         let workdir = self.workdir(name);
         let log = self.dir().join(format!("{name}.log"));
         self.teammated.spawn(name, role, &workdir, &log, extra, env)
+    }
+
+    /// A new repository in the board's directory, attached to the team with
+    /// `main` as the target, so that tasks get worktrees.
+    pub async fn attach_repo(&self) -> GitRepo {
+        let repo = GitRepo::new(self.dir());
+        self.lead
+            .set_repo(SetRepoArgs {
+                path: repo.path.display().to_string(),
+                branch: Some("main".into()),
+                merge: None,
+                checks: Vec::new(),
+                check_timeout_ms: None,
+            })
+            .await
+            .expect("set_repo");
+        repo
     }
 
     pub async fn add(&self, subject: &str, description: &str, blocked_by: &[TaskId]) -> Task {

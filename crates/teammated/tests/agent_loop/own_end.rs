@@ -5,25 +5,13 @@
 
 use super::*;
 use teamboard_protocol::CheckOutcome;
-use teamboard_protocol::request::SetRepoArgs;
 use teamboard_testkit::GitRepo;
 
 /// A board whose team works in a git repository, so that tasks have worktrees
 /// and checks.
 async fn board_with_repo() -> (Board, GitRepo) {
     let board = Board::start(TEAMMATED).await;
-    let repo = GitRepo::new(board.dir());
-    board
-        .lead
-        .set_repo(SetRepoArgs {
-            path: repo.path.display().to_string(),
-            branch: Some("main".into()),
-            merge: None,
-            checks: Vec::new(),
-            check_timeout_ms: None,
-        })
-        .await
-        .expect("set_repo");
+    let repo = board.attach_repo().await;
     (board, repo)
 }
 

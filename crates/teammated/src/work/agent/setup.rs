@@ -98,44 +98,25 @@ fn teamctl_program() -> std::path::PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backoff::RetryPolicy;
     use crate::config::{Config, ProviderConfig, ProviderKind, RuntimeConfig};
-    use std::time::Duration;
 
     /// A claude teammate whose native loop has a model of its own.
     fn config(state: &std::path::Path, agent_model: Option<&str>) -> Config {
+        let base = Config::for_tests_in(state);
         Config {
             name: "ann".into(),
-            role: "dev".into(),
-            team: "default".into(),
-            socket: state.join("boardd.sock"),
-            state_dir: state.to_path_buf(),
-            workdir: state.to_path_buf(),
             provider: ProviderConfig {
                 kind: ProviderKind::Openai,
                 model: Some("gpt-4o-mini".into()),
-                base_url: None,
-                api_key: None,
-                max_tokens: 1000,
-                max_tokens_field: None,
-                prompt_cache: true,
-                request_timeout: Duration::from_secs(300),
-                retry: RetryPolicy::default(),
+                ..base.provider.clone()
             },
-            idle_timeout: None,
-            poll_interval: Duration::from_secs(30),
-            max_rounds: 50,
-            context_budget: 100_000,
-            carry_context: false,
-            shell_timeout: Duration::from_secs(120),
-            reconnect_timeout: Duration::from_secs(30),
-            require_plan: false,
             runtime: RuntimeConfig {
                 kind: RuntimeKind::Claude,
                 agent_cmd: Some("/bin/sh".into()),
                 agent_model: agent_model.map(str::to_string),
                 ..RuntimeConfig::default()
             },
+            ..base
         }
     }
 
