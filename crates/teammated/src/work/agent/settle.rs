@@ -64,48 +64,15 @@ impl Teammate {
             }
             AgentEnd::StartFailed(e) => {
                 let why = format!("the {kind} agent could not start: {e}");
-                self.log(
-                    EntryKind::Lifecycle,
-                    None,
-                    true,
-                    &format!("work: ended ({why})"),
-                );
-                let what = match self.task_id() {
-                    Some(id) => format!("released #{id}"),
-                    None => "could not read its messages".into(),
-                };
                 // Not the task's fault: give it back without using up an attempt.
-                self.release_with_note(&why).await;
-                self.tell_lead(
-                    MessageKind::Error,
-                    format!("{} {what}: {why}", self.cfg.name),
-                )
-                .await;
-                self.agent_failures += 1;
-                self.llm_failures = self.agent_failures;
+                self.agent_failed(&why, why.clone(), "could not read its messages", false)
+                    .await;
                 return Ok(None);
             }
             AgentEnd::Failed(why) => {
-                self.log(
-                    EntryKind::Lifecycle,
-                    None,
-                    true,
-                    &format!("work: ended ({why})"),
-                );
-                let what = match self.task_id() {
-                    Some(id) => format!("released #{id}"),
-                    None => "could not answer".into(),
-                };
-                if self.held.is_some() {
-                    self.release(Some(&why)).await;
-                }
-                self.tell_lead(
-                    MessageKind::Error,
-                    format!("{} {what}: {kind} agent: {why}", self.cfg.name),
-                )
-                .await;
-                self.agent_failures += 1;
-                self.llm_failures = self.agent_failures;
+                let told = format!("{kind} agent: {why}");
+                self.agent_failed(&why, told, "could not answer", true)
+                    .await;
                 return Ok(None);
             }
         }
@@ -122,6 +89,35 @@ impl Teammate {
             self.release(Some(&why)).await;
         }
         Ok(None)
+    }
+
+    /// After an agent that failed: the held task goes back (using up an attempt
+    /// when `attempt` is set, else with `why` as a note), the lead is told
+    /// (`told`, or `idle` for what failed when no task was held), and the
+    /// next phase waits for the failures' rest.
+    async fn agent_failed(&mut self, why: &str, told: String, idle: &str, attempt: bool) {
+        self.log(
+            EntryKind::Lifecycle,
+            None,
+            true,
+            &format!("work: ended ({why})"),
+        );
+        let what = match self.task_id() {
+            Some(id) => format!("released #{id}"),
+            None => idle.to_string(),
+        };
+        if attempt {
+            self.release(Some(why)).await;
+        } else {
+            self.release_with_note(why).await;
+        }
+        self.tell_lead(
+            MessageKind::Error,
+            format!("{} {what}: {told}", self.cfg.name),
+        )
+        .await;
+        self.agent_failures += 1;
+        self.llm_failures = self.agent_failures;
     }
 
     /// Leaves at a shutdown request that came while the agent worked: the task
