@@ -37,18 +37,15 @@ fn lead_args(ctx: &Ctx, args: LeadArgs) -> anyhow::Result<Vec<OsString>> {
         .teammate_runtime
         .is_some_and(|r| r != crate::cli::Runtime::Native);
     if agent {
-        let given: Vec<&str> = [
+        let given = super::given([
             (args.teammate_provider.is_some(), "--teammate-provider"),
             (args.teammate_base_url.is_some(), "--teammate-base-url"),
-        ]
-        .into_iter()
-        .filter_map(|(given, flag)| given.then_some(flag))
-        .collect();
+        ]);
         if !given.is_empty() {
             anyhow::bail!(
-                "{} {} for native teammates; an agent teammate uses its agent's own settings                  (--teammate-model names its model)",
-                given.join(" and "),
-                if given.len() == 1 { "is" } else { "are" }
+                "{} for native teammates; an agent teammate uses its agent's own settings \
+                 (--teammate-model names its model)",
+                super::flags_are(&given)
             );
         }
     }

@@ -140,6 +140,21 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
+/// The flags among `flags` that were given (`true`), for an error that names
+/// them.
+pub fn given<const N: usize>(flags: [(bool, &'static str); N]) -> Vec<&'static str> {
+    flags
+        .into_iter()
+        .filter_map(|(given, flag)| given.then_some(flag))
+        .collect()
+}
+
+/// `--a is` or `--a and --b are`: how an error about `flags` starts.
+pub fn flags_are(flags: &[&str]) -> String {
+    let verb = if flags.len() == 1 { "is" } else { "are" };
+    format!("{} {verb}", flags.join(" and "))
+}
+
 /// The error for a boardd that left a request unanswered for `--timeout` seconds.
 pub fn no_answer(timeout: u64) -> anyhow::Error {
     anyhow::anyhow!(

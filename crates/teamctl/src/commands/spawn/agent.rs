@@ -8,6 +8,7 @@
 
 use super::checks::absolute;
 use crate::cli::{AgentPolicy, Runtime, RuntimeArgs};
+use crate::commands::{flags_are, given};
 use anyhow::bail;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
@@ -31,20 +32,16 @@ pub(super) struct Launch {
 pub(super) fn check(flags: &RuntimeArgs, native_only: &[&str]) -> anyhow::Result<Launch> {
     let runtime = flags.runtime.unwrap_or(Runtime::Native);
     if runtime == Runtime::Native {
-        let given: Vec<&str> = [
+        let given = given([
             (flags.agent_cmd.is_some(), "--agent-cmd"),
             (!flags.agent_args.is_empty(), "--agent-arg"),
             (flags.agent_model.is_some(), "--agent-model"),
             (flags.agent_policy.is_some(), "--agent-policy"),
-        ]
-        .into_iter()
-        .filter_map(|(given, flag)| given.then_some(flag))
-        .collect();
+        ]);
         if !given.is_empty() {
             bail!(
-                "{} {} for an agent runtime; add --runtime claude, codex or acp",
-                given.join(" and "),
-                if given.len() == 1 { "is" } else { "are" }
+                "{} for an agent runtime; add --runtime claude, codex or acp",
+                flags_are(&given)
             );
         }
         return Ok(Launch {
@@ -64,10 +61,9 @@ pub(super) fn check(flags: &RuntimeArgs, native_only: &[&str]) -> anyhow::Result
     }
     if !native_only.is_empty() {
         bail!(
-            "{} {} for the native loop and would not reach the {} agent, which uses its own \
+            "{} for the native loop and would not reach the {} agent, which uses its own \
              settings; leave {} out",
-            native_only.join(" and "),
-            if native_only.len() == 1 { "is" } else { "are" },
+            flags_are(native_only),
             runtime.as_str(),
             if native_only.len() == 1 { "it" } else { "them" },
         );

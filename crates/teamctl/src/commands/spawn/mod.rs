@@ -19,17 +19,14 @@ use checks::{check_names, workdir};
 /// The flags given that only the native loop reads. `--max-rounds` is not one: it
 /// bounds an agent's turns too.
 fn native_only(args: &SpawnArgs) -> Vec<&'static str> {
-    [
+    super::given([
         (args.model.is_some(), "--model"),
         (args.provider.is_some(), "--provider"),
         (args.base_url.is_some(), "--base-url"),
         (args.context_budget.is_some(), "--context-budget"),
         (args.carry_context, "--carry-context"),
         (args.max_tokens_field.is_some(), "--max-tokens-field"),
-    ]
-    .into_iter()
-    .filter_map(|(given, flag)| given.then_some(flag))
-    .collect()
+    ])
 }
 
 pub async fn run(ctx: &Ctx, args: SpawnArgs) -> anyhow::Result<()> {
