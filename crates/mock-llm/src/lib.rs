@@ -1,9 +1,10 @@
 //! A scripted LLM HTTP server for tests.
 //!
-//! It speaks just enough HTTP/1.1 for reqwest (request line, headers, a
-//! `Content-Length` or chunked body, keep-alive), records every request, and answers
-//! with the replies it was given, in order. Nothing leaves 127.0.0.1, so provider
-//! tests run offline and see exactly what a real API would have received.
+//! It serves HTTP/1.1 on 127.0.0.1 (hyper does the HTTP, see `http.rs`),
+//! records every request, and answers with the replies it was given, in order.
+//! Nothing leaves 127.0.0.1, so provider tests run offline and see exactly what
+//! a real API would have received. What is the mock's own is the simulation:
+//! the script, the APIs' formats and streams, and the prompt cache.
 //!
 //! `GET .../models` (the model list both APIs serve, which a teammate asks for at
 //! start to check its base URL) is answered apart from the queue, in the format of
@@ -46,6 +47,7 @@
 
 pub mod cache;
 pub mod gemini;
+mod http;
 pub mod messages;
 pub mod responses;
 pub mod stream;
@@ -56,10 +58,9 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::Notify;
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::JoinHandle;
 
 /// Usage numbers the `anthropic_*`/`openai_*` text replies report: (input, output).
 pub const TEXT_USAGE: (u64, u64) = (25, 12);
@@ -416,22 +417,12 @@ impl MockLlm {
             prompt_cache: None,
             responder: None,
         }));
-        let shared = state.clone();
         let recorded = Arc::new(Notify::new());
-        let notify = recorded.clone();
-        let task = tokio::spawn(async move {
-            // Connections live in the set, so aborting this task closes them all.
-            let mut connections = JoinSet::new();
-            loop {
-                tokio::select! {
-                    accepted = listener.accept() => {
-                        let Ok((stream, _)) = accepted else { continue };
-                        connections.spawn(serve(stream, shared.clone(), notify.clone()));
-                    }
-                    Some(_) = connections.join_next(), if !connections.is_empty() => {}
-                }
-            }
-        });
+        let answer: http::Answer = {
+            let (state, recorded) = (state.clone(), recorded.clone());
+            Arc::new(move |request| answer(&state, &recorded, request))
+        };
+        let task = tokio::spawn(http::serve(listener, answer));
         MockLlm {
             addr,
             state,
@@ -542,85 +533,59 @@ impl Drop for MockLlm {
     }
 }
 
-/// Serves requests on one connection until the client closes it.
-async fn serve(stream: TcpStream, state: Arc<Mutex<State>>, recorded: Arc<Notify>) {
-    // A reply goes out as two writes (head, body). With Nagle's algorithm the
-    // body waits for the ACK of the head, which a client on a kept-alive
-    // connection delays by 40 ms: every model call would pay it.
-    let _ = stream.set_nodelay(true);
-    let mut stream = BufReader::new(stream);
-    loop {
-        let Ok(Some(request)) = read_request(&mut stream).await else {
-            return;
-        };
-        let keep_alive = !request
-            .header("connection")
-            .is_some_and(|v| v.eq_ignore_ascii_case("close"));
-        let model_call = !is_model_list(&request) && !gemini::is_count_tokens(&request.path);
-        let reply = {
-            let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
-            if !model_call {
-                let reply = s.models.clone().unwrap_or_else(|| {
-                    if gemini::is_count_tokens(&request.path) {
-                        gemini::count_tokens(&request.body)
-                    } else if request.path.starts_with("/v1beta/") {
-                        gemini::models()
-                    } else if request.header("anthropic-version").is_some() {
-                        MockReply::anthropic_models(&["claude-sonnet-4-5"])
-                    } else {
-                        MockReply::openai_models(&["gpt-4o-mini"])
-                    }
-                });
-                s.model_list_requests.push(request);
-                reply
-            } else {
-                let responded = match (s.queue.is_empty(), &s.responder) {
-                    (true, Some(responder)) => responder(&request),
-                    _ => None,
-                };
-                let mut reply = match responded.or_else(|| s.queue.pop_front()) {
-                    Some(reply) => reply,
-                    None => {
-                        s.fallback_served += 1;
-                        s.fallback.clone()
-                    }
-                };
-                let mut request = request;
-                let api = Api::of_path(&request.path);
-                if api == Some(Api::Anthropic) && request.body["stream"] == true {
-                    reply = reply.streamed();
+/// Chooses the reply to `request` and records it: the one place the
+/// server's state changes.
+fn answer(state: &Mutex<State>, recorded: &Notify, request: RecordedRequest) -> MockReply {
+    let model_call = !is_model_list(&request) && !gemini::is_count_tokens(&request.path);
+    let reply = {
+        let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+        if !model_call {
+            let reply = s.models.clone().unwrap_or_else(|| {
+                if gemini::is_count_tokens(&request.path) {
+                    gemini::count_tokens(&request.body)
+                } else if request.path.starts_with("/v1beta/") {
+                    gemini::models()
+                } else if request.header("anthropic-version").is_some() {
+                    MockReply::anthropic_models(&["claude-sonnet-4-5"])
+                } else {
+                    MockReply::openai_models(&["gpt-4o-mini"])
                 }
-                if let (Some(cache), Some(api)) = (s.prompt_cache.as_mut(), api) {
-                    reply = with_simulated_usage(reply, api, cache, &request.body);
+            });
+            s.model_list_requests.push(request);
+            reply
+        } else {
+            let responded = match (s.queue.is_empty(), &s.responder) {
+                (true, Some(responder)) => responder(&request),
+                _ => None,
+            };
+            let mut reply = match responded.or_else(|| s.queue.pop_front()) {
+                Some(reply) => reply,
+                None => {
+                    s.fallback_served += 1;
+                    s.fallback.clone()
                 }
-                // After the usage: it is worked out on the JSON answer.
-                if api == Some(Api::Gemini) && gemini::is_stream(&request.path) {
-                    reply = gemini::to_stream(reply);
-                }
-                request.answered_usage = answered_usage(&reply);
-                s.requests.push(request);
-                reply
+            };
+            let mut request = request;
+            let api = Api::of_path(&request.path);
+            if api == Some(Api::Anthropic) && request.body["stream"] == true {
+                reply = reply.streamed();
             }
-        };
-        if model_call {
-            recorded.notify_waiters();
+            if let (Some(cache), Some(api)) = (s.prompt_cache.as_mut(), api) {
+                reply = with_simulated_usage(reply, api, cache, &request.body);
+            }
+            // After the usage: it is worked out on the JSON answer.
+            if api == Some(Api::Gemini) && gemini::is_stream(&request.path) {
+                reply = gemini::to_stream(reply);
+            }
+            request.answered_usage = answered_usage(&reply);
+            s.requests.push(request);
+            reply
         }
-        // A delayed Responses stream opens before its pause (see `responses`).
-        let pause = reply
-            .delay
-            .zip(responses::opening(&reply))
-            .map(|(delay, opening)| (opening, delay));
-        if let (Some(delay), None) = (reply.delay, pause) {
-            tokio::time::sleep(delay).await;
-        }
-        if write_reply(stream.get_mut(), &reply, keep_alive, pause)
-            .await
-            .is_err()
-            || !keep_alive
-        {
-            return;
-        }
+    };
+    if model_call {
+        recorded.notify_waiters();
     }
+    reply
 }
 
 /// The `usage` `reply` reports: a JSON answer's `usage`, or the final usage of
@@ -720,140 +685,17 @@ fn set_usage(usage: &mut Value, api: Api, cache: &mut PromptCache, body: &Value)
     }
 }
 
+/// A request body as [`RecordedRequest::body`] keeps it.
+fn body_value(body: &[u8]) -> Value {
+    if body.is_empty() {
+        return Value::Null;
+    }
+    serde_json::from_slice(body)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()))
+}
+
 /// Whether `request` asks for the model list (`GET /v1/models`, `GET /models`).
 fn is_model_list(request: &RecordedRequest) -> bool {
     let path = request.path.split('?').next().unwrap_or_default();
     request.method == "GET" && path.ends_with("/models")
-}
-
-/// Reads one request; `None` when the client closed the connection between requests.
-async fn read_request(
-    stream: &mut BufReader<TcpStream>,
-) -> std::io::Result<Option<RecordedRequest>> {
-    let mut line = String::new();
-    if stream.read_line(&mut line).await? == 0 {
-        return Ok(None);
-    }
-    let mut parts = line.split_whitespace();
-    let method = parts.next().unwrap_or_default().to_string();
-    let path = parts.next().unwrap_or_default().to_string();
-    let mut headers = Vec::new();
-    loop {
-        let mut line = String::new();
-        if stream.read_line(&mut line).await? == 0 {
-            return Err(std::io::ErrorKind::UnexpectedEof.into());
-        }
-        let line = line.trim_end_matches(['\r', '\n']);
-        if line.is_empty() {
-            break;
-        }
-        if let Some((k, v)) = line.split_once(':') {
-            headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
-        }
-    }
-    let find = |name: &str| {
-        headers
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.clone())
-    };
-    let body = if find("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
-        read_chunked(stream).await?
-    } else {
-        let len: usize = find("content-length")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        let mut body = vec![0; len];
-        stream.read_exact(&mut body).await?;
-        body
-    };
-    let body = if body.is_empty() {
-        Value::Null
-    } else {
-        serde_json::from_slice(&body)
-            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()))
-    };
-    Ok(Some(RecordedRequest {
-        method,
-        path,
-        headers,
-        body,
-        answered_usage: Value::Null,
-        received_at: Instant::now(),
-    }))
-}
-
-async fn read_chunked(stream: &mut BufReader<TcpStream>) -> std::io::Result<Vec<u8>> {
-    let mut body = Vec::new();
-    loop {
-        let mut size_line = String::new();
-        stream.read_line(&mut size_line).await?;
-        let size_hex = size_line.trim().split(';').next().unwrap_or_default();
-        let size = usize::from_str_radix(size_hex, 16)
-            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidData))?;
-        if size == 0 {
-            // Trailers, if any, end with an empty line.
-            loop {
-                let mut trailer = String::new();
-                if stream.read_line(&mut trailer).await? == 0 || trailer.trim().is_empty() {
-                    return Ok(body);
-                }
-            }
-        }
-        let start = body.len();
-        body.resize(start + size, 0);
-        stream.read_exact(&mut body[start..]).await?;
-        let mut crlf = [0u8; 2];
-        stream.read_exact(&mut crlf).await?;
-    }
-}
-
-/// Writes `reply`; with `pause` `(n, d)`, its first `n` body bytes, then
-/// after `d` the rest.
-async fn write_reply(
-    stream: &mut TcpStream,
-    reply: &MockReply,
-    keep_alive: bool,
-    pause: Option<(usize, Duration)>,
-) -> std::io::Result<()> {
-    let mut head = format!("HTTP/1.1 {} {}\r\n", reply.status, reason(reply.status));
-    for (k, v) in &reply.headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    head.push_str(&format!("content-length: {}\r\n", reply.body.len()));
-    head.push_str(if keep_alive {
-        "connection: keep-alive\r\n\r\n"
-    } else {
-        "connection: close\r\n\r\n"
-    });
-    stream.write_all(head.as_bytes()).await?;
-    let mut body = reply.body.as_bytes();
-    if let Some((n, delay)) = pause
-        && let Some((opening, rest)) = body.split_at_checked(n)
-    {
-        stream.write_all(opening).await?;
-        stream.flush().await?;
-        tokio::time::sleep(delay).await;
-        body = rest;
-    }
-    stream.write_all(body).await?;
-    stream.flush().await
-}
-
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        408 => "Request Timeout",
-        429 => "Too Many Requests",
-        500 => "Internal Server Error",
-        502 => "Bad Gateway",
-        503 => "Service Unavailable",
-        504 => "Gateway Timeout",
-        529 => "Overloaded",
-        _ => "Mock",
-    }
 }
