@@ -31,8 +31,9 @@ enum Command {
     /// Watch three offline teammates work through a small task graph, end to end
     #[command(long_about = demo::LONG_ABOUT)]
     Demo(demo::DemoArgs),
-    /// Look for import cycles between the modules of each crate (needs
-    /// cargo-modules 0.27: `cargo install cargo-modules --version 0.27.0 --locked`).
+    /// Look for import cycles between the files of each package, then between
+    /// the modules of each crate (that needs cargo-modules 0.27: `cargo install
+    /// cargo-modules --version 0.27.0 --locked`; `--files` does without).
     ModuleCycles(cycles::CyclesArgs),
     /// Build boardd, teamctl and teammated in release mode and install them
     /// (into ~/.cargo/bin) with their systemd user units.
