@@ -1,7 +1,8 @@
 //! Project chores that need more than a plain `cargo` command: `cargo xtask demo`,
-//! `cargo xtask install`, `cargo xtask install-agents`, `cargo xtask bench` (with `bench-teammates`,
-//! `bench-cancel`, `bench-plan` and `bench-runtimes`), `cargo xtask tokens`, `cargo xtask soak-git` and `cargo xtask module-cycles`. This file only parses flags;
-//! each command lives in its own module.
+//! `cargo xtask install`, `cargo xtask install-agents`, `cargo xtask bench` (with
+//! `bench-teammates`, `bench-cancel`, `bench-plan` and `bench-runtimes`), `cargo xtask
+//! soak-git` and `cargo xtask module-cycles`. This file only parses flags; each command
+//! lives in its own module.
 
 mod bench;
 mod cargo;
@@ -10,7 +11,6 @@ mod demo;
 mod install;
 mod install_agents;
 mod soak;
-mod tokens;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -44,7 +44,7 @@ enum Command {
     InstallAgents(install_agents::InstallAgentsArgs),
     /// Measure fsync rate, durable claim throughput and wake-up latency, and check
     /// them against the targets.
-    Bench(bench::BenchArgs),
+    Bench(bench::durable::BenchArgs),
     /// Measure how fast idle teammates pick up new tasks and what idle teammates
     /// cost in CPU and tokens, each against a baseline from the same run.
     BenchTeammates(bench::teammates::TeammateBenchArgs),
@@ -71,10 +71,6 @@ enum Command {
     /// The runtime measurement itself, run from a release build.
     #[command(hide = true)]
     BenchRuntimesRun(bench::runtimes::RuntimeBenchArgs),
-    /// Measure a teammate's input tokens on a fixed six-task workload against the
-    /// mock LLM server, before (context carried from task to task, no prompt
-    /// caching) and after (a fresh context per task, cache breakpoints).
-    Tokens(tokens::TokensArgs),
     /// Soak the worktrees, gates and merge queue: teammates and tasks in a real
     /// git repository with forced conflicts and random kill -9s, then check
     /// that nothing was lost or landed on a wrong branch.
@@ -88,7 +84,7 @@ enum Command {
     SoakGitWorker(soak::worker::WorkerArgs),
     /// The measurement itself, run from a release build by `bench`.
     #[command(hide = true)]
-    BenchRun(bench::BenchArgs),
+    BenchRun(bench::durable::BenchArgs),
     /// One load-generating client process, started by `bench-run`.
     #[command(hide = true)]
     BenchClient {
@@ -121,8 +117,8 @@ fn main() -> anyhow::Result<()> {
         Command::Install(args) => install::run(&args),
         Command::InstallAgents(args) => install_agents::run(&args),
         Command::ModuleCycles(args) => cycles::run(&args),
-        Command::Bench(args) => bench::build_and_run(&args),
-        Command::BenchRun(args) => bench::run(&args),
+        Command::Bench(args) => bench::durable::build_and_run(&args),
+        Command::BenchRun(args) => bench::durable::run(&args),
         Command::BenchTeammates(args) => bench::teammates::build_and_run(&args),
         Command::BenchTeammatesRun(args) => bench::teammates::run(&args),
         Command::BenchCancel(args) => bench::cancel::build_and_run(&args),
@@ -131,7 +127,6 @@ fn main() -> anyhow::Result<()> {
         Command::BenchPlanRun(args) => bench::plan::run(&args),
         Command::BenchRuntimes(args) => bench::runtimes::build_and_run(&args),
         Command::BenchRuntimesRun(args) => bench::runtimes::run(&args),
-        Command::Tokens(args) => tokens::run(&args),
         Command::SoakGit(args) => soak::build_and_run(&args),
         Command::SoakGitRun(args) => soak::run(&args),
         Command::SoakGitWorker(args) => soak::worker::run(&args),
@@ -140,7 +135,7 @@ fn main() -> anyhow::Result<()> {
             proc,
             clients,
             seconds,
-        } => bench::load::client_process(&socket, proc, clients, seconds),
-        Command::BenchFloor { socket, dir } => bench::floor::child(&socket, &dir),
+        } => bench::durable::load::client_process(&socket, proc, clients, seconds),
+        Command::BenchFloor { socket, dir } => bench::durable::floor::child(&socket, &dir),
     }
 }

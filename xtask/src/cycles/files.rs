@@ -537,12 +537,12 @@ mod tests {
         let (_d, c) = krate(&[
             (
                 "lib.rs",
-                "mod a;\nmod b;\npub mod texts {\n    pub const X: &str = \"{\";\n}\n",
+                "mod a;\nmod b;\npub mod texts {\n    pub const X: &str = \"{\";\n    pub const Y: char = '}';\n}\n",
             ),
             (
                 "a.rs",
                 "// crate::b::B in a comment\n/* and /* nested */ crate::b::B */\n\
-                 const S: &str = r#\"crate::b::B\"#;\nconst C: char = '{';\n\
+                 const S: &str = r#\"crate::b::B\"#;\nconst C: char = '{';\nconst D: char = '}';\n\
                  fn f<'a>(x: &'a str) -> &'a str { x }\n\
                  #[cfg(test)]\nuse crate::b::B;\n#[cfg(test)]\nmod tests { use crate::b::B; }\n\
                  fn g() -> &'static str { crate::texts::X }\n",
