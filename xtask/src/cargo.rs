@@ -22,6 +22,8 @@ pub struct Package {
 pub struct Target {
     pub name: String,
     pub kind: Vec<String>,
+    /// The root file (`src/lib.rs`, `src/main.rs`).
+    pub src_path: PathBuf,
 }
 
 impl Metadata {

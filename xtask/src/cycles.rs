@@ -1,5 +1,8 @@
-//! `cargo xtask module-cycles`: do a crate's modules import each other in a circle?
+//! `cargo xtask module-cycles`: do a crate's files, or its modules, import each
+//! other in a circle?
 //!
+//! Files first ([`files`]): every library and binary of the workspace, read from
+//! the source text, so that the check needs nothing installed. Then modules:
 //! `cargo modules dependencies` (the cargo-modules tool, which reads the crate the
 //! way rust-analyzer does) lists which item uses which. Its own `--acyclic` check
 //! works on items, where a method and its type always form a loop, so this command
@@ -12,10 +15,13 @@
 //! `impl` block sits. An `impl Teammate` in `work/` that names `work::End` reads
 //! as `teammate -> work`, and rightly so: the type then depends on that module.
 
+mod files;
 mod graph;
 
+use crate::cargo::Metadata;
 use anyhow::{Context, bail};
 use clap::Args;
+use graph::Graph;
 use std::process::Command;
 
 /// The crates checked by default, and how cargo-modules is to find their code.
@@ -35,15 +41,86 @@ enum Target {
 
 #[derive(Debug, Clone, Args)]
 pub struct CyclesArgs {
-    /// Check only this package (default: every crate with daemon or client code).
+    /// Check only this package (default: files in every package, modules in
+    /// every crate with daemon or client code).
     #[arg(long, short)]
     package: Option<String>,
-    /// Also print every module-to-module edge.
+    /// Check only the files (needs no cargo-modules).
+    #[arg(long)]
+    files: bool,
+    /// Also print every file-to-file and module-to-module edge.
     #[arg(long)]
     edges: bool,
 }
 
 pub fn run(args: &CyclesArgs) -> anyhow::Result<()> {
+    let mut cyclic = files(args)?;
+    if !args.files {
+        cyclic.extend(modules(args)?);
+    }
+    if !cyclic.is_empty() {
+        bail!("import cycles: {}", cyclic.join(", "));
+    }
+    Ok(())
+}
+
+/// The file-level check of every package's libraries and binaries: the
+/// packages (and targets) with a cycle.
+fn files(args: &CyclesArgs) -> anyhow::Result<Vec<String>> {
+    let meta = Metadata::load()?;
+    let mut cyclic = Vec::new();
+    println!("Imports between files:");
+    for package in &meta.packages {
+        if args.package.as_deref().is_some_and(|p| p != package.name) {
+            continue;
+        }
+        for target in package
+            .targets
+            .iter()
+            .filter(|t| t.kind.iter().any(|k| k == "lib" || k == "bin"))
+        {
+            let krate = files::Crate::read(&target.src_path)?;
+            let label = match target.kind.iter().any(|k| k == "lib") {
+                true => package.name.clone(),
+                false => format!("{} (bin {})", package.name, target.name),
+            };
+            if report(
+                &label,
+                "file",
+                &Graph::of_files(krate.files(), krate.imports()),
+                args.edges,
+            ) {
+                cyclic.push(format!("{label} (files)"));
+            }
+        }
+    }
+    Ok(cyclic)
+}
+
+/// Prints a graph's size, its edges if asked, and its cycles; whether it has one.
+fn report(label: &str, what: &str, graph: &Graph, edges: bool) -> bool {
+    println!(
+        "{label}: {} {what}s, {} {what}-to-{what} uses",
+        graph.nodes(),
+        graph.edges().count()
+    );
+    if edges {
+        for (from, to) in graph.edges() {
+            println!("  {from} -> {to}");
+        }
+    }
+    let cycles = graph.cycles();
+    for cycle in &cycles {
+        println!("  CYCLE: {}", cycle.join(" <-> "));
+    }
+    if cycles.is_empty() {
+        println!("  acyclic");
+    }
+    !cycles.is_empty()
+}
+
+/// The module-level check, with cargo-modules: the crates with a cycle.
+fn modules(args: &CyclesArgs) -> anyhow::Result<Vec<String>> {
     let probe = Command::new("cargo")
         .args(["modules", "--version"])
         .output();
@@ -53,37 +130,18 @@ pub fn run(args: &CyclesArgs) -> anyhow::Result<()> {
              `cargo install cargo-modules --version 0.27.0 --locked` (0.28 needs a newer rustc)"
         );
     }
+    println!("Uses between modules (cargo-modules):");
     let mut cyclic = Vec::new();
     for (package, target) in CRATES {
         if args.package.as_deref().is_some_and(|p| p != package) {
             continue;
         }
-        let dot = dependencies(package, target)?;
-        let graph = graph::Graph::from_dot(&dot);
-        println!(
-            "{package}: {} modules, {} module-to-module uses",
-            graph.modules(),
-            graph.edges().count()
-        );
-        if args.edges {
-            for (from, to) in graph.edges() {
-                println!("  {from} -> {to}");
-            }
-        }
-        let cycles = graph.cycles();
-        for cycle in &cycles {
-            println!("  CYCLE: {}", cycle.join(" <-> "));
-        }
-        if cycles.is_empty() {
-            println!("  acyclic");
-        } else {
-            cyclic.push(package);
+        let graph = Graph::from_dot(&dependencies(package, target)?);
+        if report(package, "module", &graph, args.edges) {
+            cyclic.push(format!("{package} (modules)"));
         }
     }
-    if !cyclic.is_empty() {
-        bail!("module cycles in {}", cyclic.join(", "));
-    }
-    Ok(())
+    Ok(cyclic)
 }
 
 fn dependencies(package: &str, target: Target) -> anyhow::Result<String> {

@@ -366,7 +366,7 @@ impl Demo {
                     let Some(e) = next else {
                         bail!(
                             "boardd closed the connection; its log:\n{}",
-                            procs::tail(&Path::new(&self.state).join("boardd.log"))
+                            self.procs.boardd_log()
                         );
                     };
                     if e.team != DEFAULT_TEAM {

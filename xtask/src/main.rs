@@ -1,7 +1,8 @@
 //! Project chores that need more than a plain `cargo` command: `cargo xtask demo`,
-//! `cargo xtask install`, `cargo xtask install-agents`, `cargo xtask bench` (with `bench-teammates`,
-//! `bench-cancel`, `bench-plan` and `bench-runtimes`), `cargo xtask tokens`, `cargo xtask soak-git` and `cargo xtask module-cycles`. This file only parses flags;
-//! each command lives in its own module.
+//! `cargo xtask install`, `cargo xtask install-agents`, `cargo xtask bench` (with
+//! `bench-teammates`, `bench-cancel`, `bench-plan` and `bench-runtimes`), `cargo xtask
+//! soak-git` and `cargo xtask module-cycles`. This file only parses flags; each command
+//! lives in its own module.
 
 mod bench;
 mod cargo;
@@ -10,7 +11,6 @@ mod demo;
 mod install;
 mod install_agents;
 mod soak;
-mod tokens;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -31,8 +31,9 @@ enum Command {
     /// Watch three offline teammates work through a small task graph, end to end
     #[command(long_about = demo::LONG_ABOUT)]
     Demo(demo::DemoArgs),
-    /// Look for import cycles between the modules of each crate (needs
-    /// cargo-modules 0.27: `cargo install cargo-modules --version 0.27.0 --locked`).
+    /// Look for import cycles between the files of each package, then between
+    /// the modules of each crate (that needs cargo-modules 0.27: `cargo install
+    /// cargo-modules --version 0.27.0 --locked`; `--files` does without).
     ModuleCycles(cycles::CyclesArgs),
     /// Build boardd, teamctl and teammated in release mode and install them
     /// (into ~/.cargo/bin) with their systemd user units.
@@ -43,7 +44,7 @@ enum Command {
     InstallAgents(install_agents::InstallAgentsArgs),
     /// Measure fsync rate, durable claim throughput and wake-up latency, and check
     /// them against the targets.
-    Bench(bench::BenchArgs),
+    Bench(bench::durable::BenchArgs),
     /// Measure how fast idle teammates pick up new tasks and what idle teammates
     /// cost in CPU and tokens, each against a baseline from the same run.
     BenchTeammates(bench::teammates::TeammateBenchArgs),
@@ -70,10 +71,6 @@ enum Command {
     /// The runtime measurement itself, run from a release build.
     #[command(hide = true)]
     BenchRuntimesRun(bench::runtimes::RuntimeBenchArgs),
-    /// Measure a teammate's input tokens on a fixed six-task workload against the
-    /// mock LLM server, before (context carried from task to task, no prompt
-    /// caching) and after (a fresh context per task, cache breakpoints).
-    Tokens(tokens::TokensArgs),
     /// Soak the worktrees, gates and merge queue: teammates and tasks in a real
     /// git repository with forced conflicts and random kill -9s, then check
     /// that nothing was lost or landed on a wrong branch.
@@ -87,7 +84,7 @@ enum Command {
     SoakGitWorker(soak::worker::WorkerArgs),
     /// The measurement itself, run from a release build by `bench`.
     #[command(hide = true)]
-    BenchRun(bench::BenchArgs),
+    BenchRun(bench::durable::BenchArgs),
     /// One load-generating client process, started by `bench-run`.
     #[command(hide = true)]
     BenchClient {
@@ -120,8 +117,8 @@ fn main() -> anyhow::Result<()> {
         Command::Install(args) => install::run(&args),
         Command::InstallAgents(args) => install_agents::run(&args),
         Command::ModuleCycles(args) => cycles::run(&args),
-        Command::Bench(args) => bench::build_and_run(&args),
-        Command::BenchRun(args) => bench::run(&args),
+        Command::Bench(args) => bench::durable::build_and_run(&args),
+        Command::BenchRun(args) => bench::durable::run(&args),
         Command::BenchTeammates(args) => bench::teammates::build_and_run(&args),
         Command::BenchTeammatesRun(args) => bench::teammates::run(&args),
         Command::BenchCancel(args) => bench::cancel::build_and_run(&args),
@@ -130,7 +127,6 @@ fn main() -> anyhow::Result<()> {
         Command::BenchPlanRun(args) => bench::plan::run(&args),
         Command::BenchRuntimes(args) => bench::runtimes::build_and_run(&args),
         Command::BenchRuntimesRun(args) => bench::runtimes::run(&args),
-        Command::Tokens(args) => tokens::run(&args),
         Command::SoakGit(args) => soak::build_and_run(&args),
         Command::SoakGitRun(args) => soak::run(&args),
         Command::SoakGitWorker(args) => soak::worker::run(&args),
@@ -139,7 +135,7 @@ fn main() -> anyhow::Result<()> {
             proc,
             clients,
             seconds,
-        } => bench::load::client_process(&socket, proc, clients, seconds),
-        Command::BenchFloor { socket, dir } => bench::floor::child(&socket, &dir),
+        } => bench::durable::load::client_process(&socket, proc, clients, seconds),
+        Command::BenchFloor { socket, dir } => bench::durable::floor::child(&socket, &dir),
     }
 }

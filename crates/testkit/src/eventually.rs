@@ -1,10 +1,8 @@
 //! Waiting for a condition, with a bound and without fixed sleeps.
 //!
-//! Trap: the deadline is wall-clock time (`std::time::Instant`), also under tokio's
-//! paused clock. A virtual deadline would pass at once while the test waits on a
-//! real process or socket, because the paused runtime jumps its clock whenever it
-//! is idle. The polling sleep, though, does advance a paused clock by a few
-//! milliseconds per round.
+//! The async wait is `teamboard-process`'s [`poll`](teamboard_process::poll),
+//! whose deadline is wall-clock time also under tokio's paused clock (see there);
+//! the polling sleep does advance a paused clock by a few milliseconds per round.
 
 use std::fmt::Display;
 use std::future::Future;
@@ -14,26 +12,17 @@ use std::time::{Duration, Instant};
 /// because CI machines are slow and shared; a passing test never waits this long.
 pub const PATIENCE: Duration = Duration::from_secs(30);
 
-/// How long to wait between two checks.
-const POLL: Duration = Duration::from_millis(5);
-
 /// Polls `check` until it returns `Some`, or panics with `what` once `timeout` has
 /// passed. `what` is formatted only then, so it may show state at the time of the
 /// failure (a log file, say).
-pub async fn eventually<T, F, Fut>(what: impl Display, timeout: Duration, mut check: F) -> T
+pub async fn eventually<T, F, Fut>(what: impl Display, timeout: Duration, check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        if Instant::now() >= deadline {
-            panic!("timed out after {timeout:?} waiting for {what}");
-        }
-        tokio::time::sleep(POLL).await;
+    match teamboard_process::poll(timeout, check).await {
+        Some(value) => value,
+        None => panic!("timed out after {timeout:?} waiting for {what}"),
     }
 }
 
@@ -51,6 +40,6 @@ pub fn eventually_blocking<T>(
         if Instant::now() >= deadline {
             panic!("timed out after {timeout:?} waiting for {what}");
         }
-        std::thread::sleep(POLL);
+        std::thread::sleep(teamboard_process::POLL);
     }
 }

@@ -5,44 +5,21 @@ use crate::eventually::eventually;
 use std::fmt::Display;
 use std::time::{Duration, Instant};
 
-/// Whether `pid` is a live process: not gone, and not a zombie awaiting its reaper
-/// (a zombie has stopped running, though `kill -0` still finds it).
-pub fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| !rest.starts_with('Z')))
-        .unwrap_or(false)
-}
+pub use teamboard_process::alive;
+use teamboard_process::{Stat, processes};
 
 /// The process group of a live process.
 pub fn process_group(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // After the command name: state, ppid, pgrp, …
-    let (_, rest) = stat.rsplit_once(") ")?;
-    rest.split(' ').nth(2)?.parse().ok()
+    Stat::of(pid).map(|s| s.pgrp)
 }
 
 /// The live processes (zombies left out) whose process group is `pgid`: what
 /// is left of a check or a tool command after its leader was stopped.
 pub fn group_members(pgid: u32) -> Vec<u32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let mut found: Vec<u32> = dir
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|s| {
-                    // After the command name: state, ppid, pgrp, …
-                    let (_, rest) = s.rsplit_once(") ")?;
-                    let mut fields = rest.split(' ');
-                    let state = fields.next()?;
-                    let pgrp: u32 = fields.nth(1)?.parse().ok()?;
-                    Some(state != "Z" && pgrp == pgid)
-                })
-                .unwrap_or(false)
-        })
+    let mut found: Vec<u32> = processes()
+        .into_iter()
+        .filter(|s| s.running() && s.pgrp == pgid)
+        .map(|s| s.pid)
         .collect();
     found.sort_unstable();
     found
@@ -59,12 +36,10 @@ pub fn kill9(pid: u32) {
 /// with its command line, a space between the arguments.
 pub fn live_processes() -> Vec<(u32, String)> {
     let me = std::process::id();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| *pid != me && alive(*pid))
-        .filter_map(|pid| {
+    processes()
+        .into_iter()
+        .filter(|s| s.pid != me && s.running())
+        .filter_map(|Stat { pid, .. }| {
             let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
             let args: Vec<String> = cmd
                 .split(|b| *b == 0)

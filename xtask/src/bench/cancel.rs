@@ -15,14 +15,15 @@
 //! teammate had before boardd pushed the loss of a claim (it learned of it only
 //! when its next heartbeat was refused). Target: p99 of both figures ≤ 500 ms.
 
-use super::stats::Latency;
-use super::teammates::{Env, Watch};
-use crate::cargo::Metadata;
+use super::harness::board::{Lead, Mate, Scratch, stop};
+use super::harness::report::{Target, print_targets, write_results};
+use super::harness::summary::{Col, Summary, ms};
+use super::harness::{self, Bins, Host, PARK_DELAY};
 use anyhow::{Context, bail};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use teamboard_protocol::EventKind;
+use teamboard_process::alive;
 use teamboard_protocol::request::NewTask;
 
 const TEAM: &str = "cancel";
@@ -47,15 +48,6 @@ pub struct CancelBenchArgs {
 }
 
 impl CancelBenchArgs {
-    fn to_args(&self) -> Vec<String> {
-        let mut v = vec!["--cancels".to_string(), self.cancels.to_string()];
-        if let Some(dir) = &self.dir {
-            v.push("--dir".into());
-            v.push(dir.display().to_string());
-        }
-        v
-    }
-
     fn check(&self) -> anyhow::Result<()> {
         if self.cancels == 0 || self.cancels > 10_000 {
             bail!("--cancels must be between 1 and 10000");
@@ -66,44 +58,46 @@ impl CancelBenchArgs {
 
 #[derive(Debug, Serialize)]
 struct Results {
+    host: Host,
     cancels: usize,
     /// cancel_task sent → the teammate's idle status seen by the lead.
-    to_idle: Latency,
+    to_idle: Summary,
     /// cancel_task sent → the block's last process gone.
-    to_gone: Latency,
+    to_gone: Summary,
     /// cancel_task sent → its answer: the floor.
-    cancel_answered: Latency,
+    cancel_answered: Summary,
     /// The heartbeat interval of this run's boardd (a third of its lease).
     heartbeat_interval_ms: f64,
     /// The same with boardd's default lease.
     default_heartbeat_interval_ms: f64,
-    target_p99_ms: f64,
-    met: bool,
+    targets: Vec<Target>,
 }
 
 /// `bench-cancel`: build in release mode, then measure from there.
 pub fn build_and_run(args: &CancelBenchArgs) -> anyhow::Result<()> {
     args.check()?;
-    super::hand_over(
-        &["boardd", "teammated", "xtask"],
-        "bench-cancel-run",
-        &args.to_args(),
-    )
+    harness::hand_over(&["boardd", "teammated", "xtask"], "bench-cancel-run")
 }
 
 /// `bench-cancel-run`: the measurement, from the release build.
 pub fn run(args: &CancelBenchArgs) -> anyhow::Result<()> {
     args.check()?;
-    super::block_on_interruptible(run_async(args))
+    harness::block_on(1, run_async(args))
 }
 
 async fn run_async(args: &CancelBenchArgs) -> anyhow::Result<()> {
-    let (_scratch, daemon, env) = Env::start("cancel-", args.dir.as_deref()).await?;
-    let work = env.work.clone();
-    let watch = Watch::open(&env.socket, TEAM).await?;
-    let heartbeat = Duration::from_millis(watch.lead.welcome().lease_ttl_ms) / 3;
-    let mut child = env.spawn(NAME, TEAM, 30.0)?;
-    watch.idle_notice(NAME).await?;
+    let bins = Bins::beside_me(&["boardd", "teammated"], "bench-cancel")?;
+    let host = Host::now();
+    let (scratch, boardd) = Scratch::with_boardd("cancel-", args.dir.as_deref(), &bins).await?;
+    let work = scratch.path().join("work");
+    let mut lead = Lead::open(&boardd.socket, TEAM).await?;
+    let heartbeat = Duration::from_millis(lead.client.welcome().lease_ttl_ms) / 3;
+    let log = scratch.path().join(format!("state/{TEAM}-{NAME}.log"));
+    let mut child = Mate::new(NAME, "bench", TEAM, &work, &log)
+        .scripted()
+        .flags(["--poll-interval", "30"])
+        .spawn(&bins.get("teammated"), &boardd)?;
+    lead.idle(NAME, SAMPLE_TIMEOUT).await?;
 
     println!(
         "cancel latency, {} cancels of a running sh block:",
@@ -111,61 +105,66 @@ async fn run_async(args: &CancelBenchArgs) -> anyhow::Result<()> {
     );
     let (mut idle, mut gone, mut answered) = (Vec::new(), Vec::new(), Vec::new());
     for n in 0..args.cancels {
-        let sample = one_cancel(&watch, &work, n)
+        let sample = one_cancel(&mut lead, &work, n)
             .await
             .with_context(|| format!("cancel {n}"))?;
         answered.push(sample.answered);
         idle.push(sample.idle);
         gone.push(sample.gone);
         // The next task must find the teammate parked, not on its way there.
-        tokio::time::sleep(super::wake::PARK_DELAY).await;
+        tokio::time::sleep(PARK_DELAY).await;
     }
     if let Some(status) = child.try_wait()? {
         bail!("the teammate exited during the measurement ({status})");
     }
     child.start_kill().ok();
     let _ = child.wait().await;
-    daemon.stop().await?;
+    stop(boardd).await?;
 
-    let to_idle = Latency::from_samples(idle);
-    let to_gone = Latency::from_samples(gone);
-    let cancel_answered = Latency::from_samples(answered);
-    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let to_idle = Summary::of(idle);
+    let to_gone = Summary::of(gone);
+    let cancel_answered = Summary::of(answered);
     let target = ms(TARGET);
-    let met = to_idle.p99_ms <= target && to_gone.p99_ms <= target;
-    print_row("cancel -> teammate idle", &to_idle);
-    print_row("cancel -> last process gone", &to_gone);
-    print_row("floor: cancel_task answered", &cancel_answered);
+    let cols = [Col::P50, Col::P99, Col::Max];
+    let rows = [
+        ("cancel -> teammate idle", &to_idle),
+        ("cancel -> last process gone", &to_gone),
+        ("floor: cancel_task answered", &cancel_answered),
+    ];
+    for (label, s) in rows {
+        println!("{}  ({} samples)", s.line(label, 30, &cols), s.samples);
+    }
     println!(
         "  before the push, a teammate learned of a cancel at its next heartbeat: every \
          {:.0} s here (a third of this boardd's lease), {:.0} s with boardd's default lease",
         heartbeat.as_secs_f64(),
         (DEFAULT_LEASE / 3).as_secs_f64()
     );
-    println!(
-        "target p99 <= {target:.0} ms for both: {}",
-        if met { "met" } else { "MISSED" }
-    );
+    let targets: Vec<Target> = [
+        ("cancel -> idle, p99", &to_idle),
+        ("cancel -> gone, p99", &to_gone),
+    ]
+    .into_iter()
+    .map(|(name, s)| Target {
+        name: name.into(),
+        wanted: format!("<= {target:.0} ms"),
+        measured: format!("{:.2} ms", s.p99_ms),
+        pass: s.p99_ms <= target,
+    })
+    .collect();
+    print_targets(&targets);
+    let met = targets.iter().all(|t| t.pass);
     let results = Results {
+        host,
         cancels: args.cancels,
         to_idle,
         to_gone,
         cancel_answered,
         heartbeat_interval_ms: ms(heartbeat),
         default_heartbeat_interval_ms: ms(DEFAULT_LEASE / 3),
-        target_p99_ms: target,
-        met,
+        targets,
     };
-    let out = Metadata::load()?
-        .target_directory
-        .join("bench")
-        .join("cancel.json");
-    if let Some(dir) = out.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    std::fs::write(&out, serde_json::to_vec_pretty(&results)?)
-        .with_context(|| format!("cannot write {}", out.display()))?;
-    println!("results written to {}", out.display());
+    write_results("cancel.json", &results)?;
     if !met {
         bail!("cancel latency missed its target");
     }
@@ -179,7 +178,7 @@ struct Sample {
 }
 
 /// Adds task `n`, waits until its block runs, cancels it and times the three ends.
-async fn one_cancel(watch: &Watch, work: &Path, n: usize) -> anyhow::Result<Sample> {
+async fn one_cancel(lead: &mut Lead, work: &Path, n: usize) -> anyhow::Result<Sample> {
     let pid_file = work.join(format!("block-{n}.pid"));
     let p = pid_file.display();
     // The shell and a child of its own; both must go.
@@ -190,25 +189,20 @@ async fn one_cancel(watch: &Watch, work: &Path, n: usize) -> anyhow::Result<Samp
         description,
         ..NewTask::default()
     };
-    let id = watch.lead.add_task(task).await?.id;
+    let client = lead.client.clone();
+    let id = client.add_task(task).await?.id;
     let pids = tokio::time::timeout(SAMPLE_TIMEOUT, read_pids(&pid_file))
         .await
         .context("the block did not start")?;
 
     let start = Instant::now();
     let answer = async {
-        watch.lead.cancel_task(id).await?;
+        client.cancel_task(id).await?;
         Ok::<_, anyhow::Error>(start.elapsed())
     };
     let idle = async {
-        watch
-            .next_matching("the teammate to go idle", |e| {
-                e.kind == EventKind::MemberStatus
-                    && e.member.as_deref() == Some(NAME)
-                    && e.detail.ends_with(" idle")
-            })
-            .await?;
-        Ok::<_, anyhow::Error>(start.elapsed())
+        let at = lead.status(NAME, "idle", SAMPLE_TIMEOUT).await?;
+        Ok::<_, anyhow::Error>(at - start)
     };
     let gone = async {
         while pids.iter().any(|p| alive(*p)) {
@@ -241,19 +235,4 @@ async fn read_pids(file: &Path) -> Vec<u32> {
         }
         tokio::time::sleep(POLL).await;
     }
-}
-
-/// Whether `pid` still runs (a zombie does not).
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| !rest.starts_with('Z')))
-        .unwrap_or(false)
-}
-
-fn print_row(label: &str, l: &Latency) {
-    println!(
-        "  {label:<30} p50 {:>8.2} ms  p99 {:>8.2} ms  max {:>8.2} ms  ({} samples)",
-        l.p50_ms, l.p99_ms, l.max_ms, l.samples
-    );
 }

@@ -60,11 +60,13 @@
 mod report;
 mod rounds;
 
-use super::teammates::{Env, Watch};
-use crate::cargo::Metadata;
+use super::harness::summary::ms;
+
+use super::harness::board::{Lead, Mate, Scratch, stop};
+use super::harness::{self, Bins, Host};
 use anyhow::{Context, bail};
 use report::Series;
-use rounds::{Bench, spawn_teammate};
+use rounds::Bench;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use teamboard_mock_llm::MockLlm;
@@ -96,20 +98,6 @@ pub struct PlanBenchArgs {
 }
 
 impl PlanBenchArgs {
-    fn to_args(&self) -> Vec<String> {
-        let mut v = vec![
-            "--iterations".to_string(),
-            self.iterations.to_string(),
-            "--hold-ms".to_string(),
-            self.hold_ms.to_string(),
-        ];
-        if let Some(dir) = &self.dir {
-            v.push("--dir".into());
-            v.push(dir.display().to_string());
-        }
-        v
-    }
-
     fn check(&self) -> anyhow::Result<()> {
         if self.iterations == 0 || self.iterations > 1_000 {
             bail!("--iterations must be between 1 and 1000");
@@ -124,43 +112,38 @@ impl PlanBenchArgs {
 /// `bench-plan`: build in release mode, then measure from there.
 pub fn build_and_run(args: &PlanBenchArgs) -> anyhow::Result<()> {
     args.check()?;
-    super::hand_over(
+    harness::hand_over(
         &["boardd", "teammated", "teamctl", "xtask"],
         "bench-plan-run",
-        &args.to_args(),
     )
 }
 
 /// `bench-plan-run`: the measurement, from the release build.
 pub fn run(args: &PlanBenchArgs) -> anyhow::Result<()> {
     args.check()?;
-    super::block_on_interruptible(run_async(args))
+    harness::block_on(1, run_async(args))
 }
 
 async fn run_async(args: &PlanBenchArgs) -> anyhow::Result<()> {
-    let (_scratch, daemon, env) = Env::start("plan-", args.dir.as_deref()).await?;
-    let teamctl = env.teammated.with_file_name("teamctl");
-    if !teamctl.exists() {
-        bail!(
-            "{} is missing; run `cargo xtask bench-plan`, which builds it",
-            teamctl.display()
-        );
-    }
+    let bins = Bins::beside_me(&["boardd", "teammated", "teamctl"], "bench-plan")?;
+    let (scratch, boardd) = Scratch::with_boardd("plan-", args.dir.as_deref(), &bins).await?;
     let mock = MockLlm::start(Vec::new());
-    let watch = Watch::open(&env.socket, TEAM).await?;
-    let log = env.state.join(format!("{TEAM}-{NAME}.log"));
-    let mut child = spawn_teammate(&env, &mock, &log)?;
-    let bench = Bench {
+    let watch = Lead::open(&boardd.socket, TEAM).await?;
+    let log = scratch.path().join(format!("state/{TEAM}-{NAME}.log"));
+    let mut child = Mate::new(NAME, "bench", TEAM, &scratch.path().join("work"), &log)
+        .on_mock("anthropic", &mock.url())
+        .spawn(&bins.get("teammated"), &boardd)?;
+    let mut bench = Bench {
         mock,
         watch,
-        teamctl,
-        socket: env.socket.clone(),
+        teamctl: bins.get("teamctl"),
+        socket: boardd.socket.clone(),
         hold: Duration::from_millis(args.hold_ms),
     };
     eprintln!("bench-plan: waiting for {NAME} (anthropic provider, mock LLM) to go idle");
     bench
         .watch
-        .idle_notice(NAME)
+        .idle(NAME, STEP_TIMEOUT)
         .await
         .map_err(|e| with_log(e, &log))?;
 
@@ -169,16 +152,7 @@ async fn run_async(args: &PlanBenchArgs) -> anyhow::Result<()> {
          {} ms hold:",
         args.iterations, args.hold_ms
     );
-    let load_before = super::load_average();
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if let Some(l) = load_before
-        && l > 0.5 * cpus as f64
-    {
-        println!(
-            "warning: the load average is {l:.2} on {cpus} CPUs; other work on this machine \
-             will skew the figures (the ratio less than the rest)"
-        );
-    }
+    let host = Host::now();
     let mut s = Series::default();
     for round in 0..WARMUP + args.iterations {
         let base = bench
@@ -209,30 +183,14 @@ async fn run_async(args: &PlanBenchArgs) -> anyhow::Result<()> {
     }
     child.start_kill().ok();
     let _ = child.wait().await;
-    daemon.stop().await?;
+    stop(boardd).await?;
 
-    let results = s.results(args, [load_before, super::load_average()]);
+    let results = s.results(args, host, harness::load_average());
     report::print(&results);
-    let out = Metadata::load()?
-        .target_directory
-        .join("bench")
-        .join("plan.json");
-    if let Some(dir) = out.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    std::fs::write(&out, serde_json::to_vec_pretty(&results)?)
-        .with_context(|| format!("cannot write {}", out.display()))?;
-    println!("results written to {}", out.display());
-    Ok(())
+    harness::report::write_results("plan.json", &results)
 }
 
 fn with_log(e: anyhow::Error, log: &Path) -> anyhow::Error {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    let tail = lines[lines.len().saturating_sub(20)..].join("\n");
+    let tail = teamboard_process::tail(log, 20);
     e.context(format!("the teammate's log ({}):\n{tail}", log.display()))
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
 }

@@ -16,17 +16,20 @@
 //!   baseline is the same N teammates renewing their wait every second, the way the
 //!   reference design polls, for the same S seconds.
 
-use super::daemon::{Daemon, Mode};
-use super::stats::Latency;
-use crate::cargo::Metadata;
+use super::harness::board::{Lead, Mate, Scratch, stop};
+use super::harness::summary::{Col, Summary, ratio};
+use super::harness::{self, Bins, Host, PARK_DELAY};
 use anyhow::{Context, bail};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
+use teamboard_process::{Boardd, cpu_time};
 use teamboard_protocol::request::NewTask;
-use teamboard_protocol::{Client, Event, EventKind, Work};
+use teamboard_protocol::{Client, EventKind, Work};
 use tokio::process::Child;
+
+/// The longest any one step (a claim, a teammate going idle) may take.
+const STEP: Duration = Duration::from_secs(30);
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct TeammateBenchArgs {
@@ -45,22 +48,6 @@ pub struct TeammateBenchArgs {
 }
 
 impl TeammateBenchArgs {
-    fn to_args(&self) -> Vec<String> {
-        let mut v = vec![
-            "--tasks".into(),
-            self.tasks.to_string(),
-            "--idle".into(),
-            self.idle.to_string(),
-            "--idle-seconds".into(),
-            self.idle_seconds.to_string(),
-        ];
-        if let Some(dir) = &self.dir {
-            v.push("--dir".into());
-            v.push(dir.display().to_string());
-        }
-        v
-    }
-
     fn check(&self) -> anyhow::Result<()> {
         if self.tasks == 0 || self.tasks > 100_000 {
             bail!("--tasks must be between 1 and 100000");
@@ -81,19 +68,15 @@ impl TeammateBenchArgs {
 /// `bench-teammates`: build in release mode, then measure from there.
 pub fn build_and_run(args: &TeammateBenchArgs) -> anyhow::Result<()> {
     args.check()?;
-    super::hand_over(
-        &["boardd", "teammated", "xtask"],
-        "bench-teammates-run",
-        &args.to_args(),
-    )
+    harness::hand_over(&["boardd", "teammated", "xtask"], "bench-teammates-run")
 }
 
 #[derive(Debug, Serialize)]
 struct Pickup {
     /// add_task sent → `task_claimed` seen.
-    claimed: Latency,
+    claimed: Summary,
     /// add_task sent → `task_completed` seen.
-    completed: Latency,
+    completed: Summary,
 }
 
 #[derive(Debug, Serialize)]
@@ -110,6 +93,7 @@ struct Idle {
 
 #[derive(Debug, Serialize)]
 struct Results {
+    host: Host,
     teammate: Pickup,
     baseline_client: Pickup,
     idle_push: Idle,
@@ -119,35 +103,60 @@ struct Results {
 /// `bench-teammates-run`: the measurement, from the release build.
 pub fn run(args: &TeammateBenchArgs) -> anyhow::Result<()> {
     args.check()?;
-    super::block_on_interruptible(run_async(args))
+    harness::block_on(1, run_async(args))
+}
+
+/// The board the teammates work on.
+struct Bench<'a> {
+    teammated: PathBuf,
+    boardd: &'a Boardd,
+    dir: &'a Path,
+}
+
+impl Bench<'_> {
+    /// Starts a scripted teammate that renews its wait every `poll` seconds.
+    fn spawn(&self, name: &str, team: &str, poll: f64) -> anyhow::Result<Child> {
+        let log = self.dir.join(format!("state/{team}-{name}.log"));
+        Mate::new(name, "bench", team, &self.dir.join("work"), &log)
+            .scripted()
+            .flags(["--poll-interval".to_string(), poll.to_string()])
+            .spawn(&self.teammated, self.boardd)
+    }
 }
 
 async fn run_async(args: &TeammateBenchArgs) -> anyhow::Result<()> {
-    let (_scratch, daemon, env) = Env::start("teammates-", args.dir.as_deref()).await?;
+    let bins = Bins::beside_me(&["boardd", "teammated"], "bench-teammates")?;
+    let host = Host::now();
+    let (scratch, boardd) = Scratch::with_boardd("teammates-", args.dir.as_deref(), &bins).await?;
+    let bench = Bench {
+        teammated: bins.get("teammated"),
+        boardd: &boardd,
+        dir: scratch.path(),
+    };
 
     println!("pick-up latency, {} tasks each:", args.tasks);
-    let baseline_client = pickup_baseline(&env, args.tasks).await?;
+    let baseline_client = pickup_baseline(&bench, args.tasks).await?;
     print_pickup("bare protocol client", &baseline_client);
-    let teammate = pickup_teammate(&env, args.tasks).await?;
+    let teammate = pickup_teammate(&bench, args.tasks).await?;
     print_pickup("teammated (scripted)", &teammate);
 
     println!(
         "idle cost, {} teammates for {} s each:",
         args.idle, args.idle_seconds
     );
-    let idle_push = idle_cost(&env, &daemon, args, "push", 30.0).await?;
+    let idle_push = idle_cost(&bench, args, "push", 30.0).await?;
     print_idle("push (default 30 s safety net)", &idle_push);
-    let idle_poll_1s = idle_cost(&env, &daemon, args, "poll", 1.0).await?;
+    let idle_poll_1s = idle_cost(&bench, args, "poll", 1.0).await?;
     print_idle("baseline: renewing every 1 s", &idle_poll_1s);
 
-    let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
+    let x = |a: f64, b: f64| ratio(a, b).unwrap_or(f64::NAN);
     println!();
     println!(
         "teammate / bare client: claimed p50 {:.2}x p99 {:.2}x; completed p50 {:.2}x p99 {:.2}x",
-        ratio(teammate.claimed.p50_ms, baseline_client.claimed.p50_ms),
-        ratio(teammate.claimed.p99_ms, baseline_client.claimed.p99_ms),
-        ratio(teammate.completed.p50_ms, baseline_client.completed.p50_ms),
-        ratio(teammate.completed.p99_ms, baseline_client.completed.p99_ms),
+        x(teammate.claimed.p50_ms, baseline_client.claimed.p50_ms),
+        x(teammate.claimed.p99_ms, baseline_client.claimed.p99_ms),
+        x(teammate.completed.p50_ms, baseline_client.completed.p50_ms),
+        x(teammate.completed.p99_ms, baseline_client.completed.p99_ms),
     );
     // A short window can leave the push teammates with no measurable CPU at all.
     let more = if idle_push.teammates_cpu_ms > 0.0 {
@@ -160,149 +169,23 @@ async fn run_async(args: &TeammateBenchArgs) -> anyhow::Result<()> {
     };
     println!(
         "idle CPU of the teammates, push / 1 s polling: {:.4}x ({more}); tokens while idle: {}",
-        ratio(idle_push.teammates_cpu_ms, idle_poll_1s.teammates_cpu_ms),
+        x(idle_push.teammates_cpu_ms, idle_poll_1s.teammates_cpu_ms),
         idle_push.tokens
     );
+    let tokens = idle_push.tokens;
     let results = Results {
+        host,
         teammate,
         baseline_client,
         idle_push,
         idle_poll_1s,
     };
-    let out = Metadata::load()?
-        .target_directory
-        .join("bench")
-        .join("teammates.json");
-    if let Some(dir) = out.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    std::fs::write(&out, serde_json::to_vec_pretty(&results)?)
-        .with_context(|| format!("cannot write {}", out.display()))?;
-    println!("results written to {}", out.display());
-    daemon.stop().await?;
-    if results.idle_push.tokens != 0 {
-        bail!(
-            "idle teammates recorded {} tokens",
-            results.idle_push.tokens
-        );
+    harness::report::write_results("teammates.json", &results)?;
+    stop(boardd).await?;
+    if tokens != 0 {
+        bail!("idle teammates recorded {tokens} tokens");
     }
     Ok(())
-}
-
-pub(super) struct Env {
-    pub teammated: PathBuf,
-    pub socket: PathBuf,
-    pub state: PathBuf,
-    pub work: PathBuf,
-}
-
-impl Env {
-    /// A release boardd with its state in a scratch directory named `prefix…`
-    /// under `dir` (default `target/bench`), and the places its teammates use.
-    /// The directory goes when the returned guard is dropped.
-    pub async fn start(
-        prefix: &str,
-        dir: Option<&Path>,
-    ) -> anyhow::Result<(tempfile::TempDir, Daemon, Env)> {
-        let meta = Metadata::load()?;
-        let bin = meta.release_dir();
-        let base = dir.map_or_else(|| meta.target_directory.join("bench"), Path::to_path_buf);
-        std::fs::create_dir_all(&base)?;
-        let scratch = tempfile::Builder::new()
-            .prefix(prefix)
-            .tempdir_in(&base)
-            .context("cannot create a scratch directory")?;
-        let state = scratch.path().join("state");
-        let work = scratch.path().join("work");
-        std::fs::create_dir_all(&work)?;
-        let daemon = Daemon::start(&bin.join("boardd"), &state, Mode::Group).await?;
-        let env = Env {
-            teammated: bin.join("teammated"),
-            socket: daemon.socket.clone(),
-            state,
-            work,
-        };
-        Ok((scratch, daemon, env))
-    }
-
-    /// Starts a teammate that dies with us.
-    pub fn spawn(&self, name: &str, team: &str, poll_interval: f64) -> anyhow::Result<Child> {
-        let log = std::fs::File::create(self.state.join(format!("{team}-{name}.log")))?;
-        let mut cmd = tokio::process::Command::new(&self.teammated);
-        cmd.args(["--name", name, "--role", "bench", "--team", team])
-            .arg("--socket")
-            .arg(&self.socket)
-            .arg("--state-dir")
-            .arg(&self.state)
-            .arg("--workdir")
-            .arg(&self.work)
-            .args(["--provider", "scripted", "--idle-timeout", "0"])
-            .args(["--poll-interval", &poll_interval.to_string()])
-            .env("TEAMMATED_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .kill_on_drop(true);
-        super::die_with_parent(&mut cmd);
-        cmd.spawn()
-            .with_context(|| format!("cannot start {}", self.teammated.display()))
-    }
-}
-
-/// The lead's view of one team: a subscribed session.
-pub(super) struct Watch {
-    pub lead: Client,
-}
-
-impl Watch {
-    pub async fn open(socket: &Path, team: &str) -> anyhow::Result<Watch> {
-        let lead = Client::connect(socket, "xtask-bench", "lead", team).await?;
-        lead.subscribe().await?;
-        Ok(Watch { lead })
-    }
-
-    pub async fn next_matching(
-        &self,
-        what: &str,
-        pred: impl Fn(&Event) -> bool,
-    ) -> anyhow::Result<Event> {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match tokio::time::timeout(left, self.lead.next_event()).await {
-                Ok(Some(e)) if pred(&e) => return Ok(e),
-                Ok(Some(_)) => {}
-                Ok(None) => bail!("boardd closed the connection while waiting for {what}"),
-                Err(_) => bail!("timed out waiting for {what}"),
-            }
-        }
-    }
-
-    /// Adds task `n` and times it from just before `add_task` is sent to its
-    /// `task_claimed` and then its `task_completed` event.
-    async fn one_task(&self, n: usize) -> anyhow::Result<(Duration, Duration)> {
-        let start = Instant::now();
-        let id = self.lead.add_task(task(n)).await?.id;
-        self.next_matching("the claim", |e| {
-            e.kind == EventKind::TaskClaimed && e.task == Some(id)
-        })
-        .await?;
-        let claimed = start.elapsed();
-        self.next_matching("the completion", |e| {
-            e.kind == EventKind::TaskCompleted && e.task == Some(id)
-        })
-        .await?;
-        Ok((claimed, start.elapsed()))
-    }
-
-    pub async fn idle_notice(&self, name: &str) -> anyhow::Result<()> {
-        let needle = format!("{name} → lead: idle_notification");
-        self.next_matching(&format!("{name} to go idle"), |e| {
-            e.kind == EventKind::MessageSent && e.detail.contains(&needle)
-        })
-        .await?;
-        Ok(())
-    }
 }
 
 fn task(n: usize) -> NewTask {
@@ -312,37 +195,55 @@ fn task(n: usize) -> NewTask {
     }
 }
 
-async fn pickup_teammate(env: &Env, tasks: usize) -> anyhow::Result<Pickup> {
+/// Adds task `n` and times it from just before `add_task` is sent to its
+/// `task_claimed` and then its `task_completed` event.
+async fn one_task(lead: &mut Lead, n: usize) -> anyhow::Result<(Duration, Duration)> {
+    let start = Instant::now();
+    let id = lead.client.add_task(task(n)).await?.id;
+    let (_, claimed) = lead
+        .next("the claim", STEP, |e| {
+            e.kind == EventKind::TaskClaimed && e.task == Some(id)
+        })
+        .await?;
+    let (_, completed) = lead
+        .next("the completion", STEP, |e| {
+            e.kind == EventKind::TaskCompleted && e.task == Some(id)
+        })
+        .await?;
+    Ok((claimed - start, completed - start))
+}
+
+async fn pickup_teammate(bench: &Bench<'_>, tasks: usize) -> anyhow::Result<Pickup> {
     let team = "pickup-teammate";
-    let watch = Watch::open(&env.socket, team).await?;
-    let mut child = env.spawn("picker", team, 30.0)?;
-    watch.idle_notice("picker").await?;
+    let mut lead = Lead::open(&bench.boardd.socket, team).await?;
+    let mut child = bench.spawn("picker", team, 30.0)?;
+    lead.idle("picker", STEP).await?;
     // The notice goes out just before the teammate parks; give it the same time to
     // park that the baseline's waiter gets, so both are measured parked.
-    tokio::time::sleep(super::wake::PARK_DELAY).await;
+    tokio::time::sleep(PARK_DELAY).await;
     let mut claimed = Vec::with_capacity(tasks);
     let mut completed = Vec::with_capacity(tasks);
     for n in 0..tasks {
-        let (c, d) = watch.one_task(n).await?;
+        let (c, d) = one_task(&mut lead, n).await?;
         claimed.push(c);
         completed.push(d);
         // Only an idle teammate is parked; wait until it is back before the next.
-        watch.idle_notice("picker").await?;
-        tokio::time::sleep(super::wake::PARK_DELAY).await;
+        lead.idle("picker", STEP).await?;
+        tokio::time::sleep(PARK_DELAY).await;
     }
     child.start_kill().ok();
     let _ = child.wait().await;
     Ok(Pickup {
-        claimed: Latency::from_samples(claimed),
-        completed: Latency::from_samples(completed),
+        claimed: Summary::of(claimed),
+        completed: Summary::of(completed),
     })
 }
 
-async fn pickup_baseline(env: &Env, tasks: usize) -> anyhow::Result<Pickup> {
+async fn pickup_baseline(bench: &Bench<'_>, tasks: usize) -> anyhow::Result<Pickup> {
     let team = "pickup-baseline";
-    let watch = Watch::open(&env.socket, team).await?;
-    let waiter =
-        std::sync::Arc::new(Client::connect(&env.socket, "xtask-bench", "bare", team).await?);
+    let socket = &bench.boardd.socket;
+    let mut lead = Lead::open(socket, team).await?;
+    let waiter = std::sync::Arc::new(Client::connect(socket, "xtask-bench", "bare", team).await?);
     waiter.register("bench", Some(std::process::id())).await?;
     let mut claimed = Vec::with_capacity(tasks);
     let mut completed = Vec::with_capacity(tasks);
@@ -360,37 +261,36 @@ async fn pickup_baseline(env: &Env, tasks: usize) -> anyhow::Result<Pickup> {
                 other => Err(anyhow::anyhow!("expected a task, got {other:?}")),
             }
         });
-        tokio::time::sleep(super::wake::PARK_DELAY).await;
-        let (c, d) = watch.one_task(n).await?;
+        tokio::time::sleep(PARK_DELAY).await;
+        let (c, d) = one_task(&mut lead, n).await?;
         claimed.push(c);
         completed.push(d);
         job.await.context("the waiter task panicked")??;
     }
     Ok(Pickup {
-        claimed: Latency::from_samples(claimed),
-        completed: Latency::from_samples(completed),
+        claimed: Summary::of(claimed),
+        completed: Summary::of(completed),
     })
 }
 
 async fn idle_cost(
-    env: &Env,
-    daemon: &Daemon,
+    bench: &Bench<'_>,
     args: &TeammateBenchArgs,
     label: &str,
     poll_interval: f64,
 ) -> anyhow::Result<Idle> {
     let team = format!("idle-{label}");
-    let watch = Watch::open(&env.socket, &team).await?;
+    let mut lead = Lead::open(&bench.boardd.socket, &team).await?;
     let mut children = Vec::with_capacity(args.idle);
     for i in 0..args.idle {
-        children.push(env.spawn(&format!("idle{i}"), &team, poll_interval)?);
+        children.push(bench.spawn(&format!("idle{i}"), &team, poll_interval)?);
     }
     // They go idle in any order; wait for all of them.
     let mut waiting: std::collections::BTreeSet<String> =
         (0..args.idle).map(|i| format!("idle{i}")).collect();
     while !waiting.is_empty() {
-        let e = watch
-            .next_matching("the idle teammates to go idle", |e| {
+        let (e, _) = lead
+            .next("the idle teammates to go idle", STEP, |e| {
                 e.kind == EventKind::MessageSent && e.detail.contains("→ lead: idle_notification")
             })
             .await?;
@@ -401,12 +301,12 @@ async fn idle_cost(
     let tokens = |team: &[teamboard_protocol::Member]| -> u64 {
         team.iter().map(|m| m.tokens.total()).sum()
     };
-    let tokens_before = tokens(&watch.lead.team().await?);
-    let boardd = daemon.pid();
+    let tokens_before = tokens(&lead.client.team().await?);
+    let boardd: Vec<u32> = bench.boardd.pid().into_iter().collect();
     let (t0, d0) = (cpu(&pids), cpu(&boardd));
     tokio::time::sleep(Duration::from_secs_f64(args.idle_seconds)).await;
     let (t1, d1) = (cpu(&pids), cpu(&boardd));
-    let tokens_after = tokens(&watch.lead.team().await?);
+    let tokens_after = tokens(&lead.client.team().await?);
     // A teammate that died during the window would drop out of the sum unnoticed.
     for (i, c) in children.iter_mut().enumerate() {
         if let Some(status) = c.try_wait()? {
@@ -429,36 +329,12 @@ async fn idle_cost(
     })
 }
 
-/// CPU time of a live process, in nanoseconds, from its CPU-time clock
-/// (`clock_getcpuclockid`): process-wide, counting threads that have exited, and
-/// far finer than /proc/PID/stat's 10 ms ticks, which are too coarse for processes
-/// that are idle by design.
-fn cpu_time(pid: u32) -> Option<Duration> {
-    let pid = libc::pid_t::try_from(pid).ok()?;
-    let mut clock: libc::clockid_t = 0;
-    // SAFETY: both calls only write to the out-parameters we pass.
-    unsafe {
-        if libc::clock_getcpuclockid(pid, &mut clock) != 0 {
-            return None;
-        }
-        let mut ts: libc::timespec = std::mem::zeroed();
-        if libc::clock_gettime(clock, &mut ts) != 0 {
-            return None;
-        }
-        Some(Duration::new(
-            u64::try_from(ts.tv_sec).ok()?,
-            u32::try_from(ts.tv_nsec).ok()?,
-        ))
-    }
-}
-
 fn print_pickup(label: &str, p: &Pickup) {
+    let cols = [Col::P50, Col::P99];
     println!(
-        "  {label:<24} claimed p50 {:>7.2} ms  p99 {:>7.2} ms | completed p50 {:>7.2} ms  p99 {:>7.2} ms  ({} tasks)",
-        p.claimed.p50_ms,
-        p.claimed.p99_ms,
-        p.completed.p50_ms,
-        p.completed.p99_ms,
+        "  {label:<24} claimed {} | completed {}  ({} tasks)",
+        p.claimed.cells(&cols),
+        p.completed.cells(&cols),
         p.claimed.samples
     );
 }

@@ -1,15 +1,26 @@
-//! The module graph read from cargo-modules' DOT output.
+//! A graph of uses between modules or files, and its cycles. The module graph
+//! is read from cargo-modules' DOT output.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Uses between modules, items folded into the modules that hold them.
+/// Uses between modules (items folded into the modules that hold them), or
+/// between files.
 pub struct Graph {
-    /// Every node's path and kind (`pub(crate) mod`, `pub struct`, `crate`, ...).
+    /// Every node's path and kind (`pub(crate) mod`, `pub struct`, `crate`, ...),
+    /// or every file with the kind `file`.
     kinds: BTreeMap<String, String>,
     uses: BTreeMap<String, BTreeSet<String>>,
 }
 
 impl Graph {
+    /// A graph of `files`, from what each imports.
+    pub fn of_files(files: BTreeSet<String>, uses: BTreeMap<String, BTreeSet<String>>) -> Graph {
+        Graph {
+            kinds: files.into_iter().map(|f| (f, "file".to_string())).collect(),
+            uses,
+        }
+    }
+
     pub fn from_dot(dot: &str) -> Graph {
         let mut kinds = BTreeMap::new();
         let mut item_uses = Vec::new();
@@ -67,8 +78,16 @@ impl Graph {
         module
     }
 
-    pub fn modules(&self) -> usize {
-        let all: BTreeSet<String> = self.kinds.keys().map(|p| self.module_of(p)).collect();
+    /// The modules (or files) in the graph.
+    pub fn nodes(&self) -> usize {
+        let all: BTreeSet<String> = self
+            .kinds
+            .iter()
+            .map(|(p, kind)| match kind.as_str() {
+                "file" => p.clone(),
+                _ => self.module_of(p),
+            })
+            .collect();
         all.len()
     }
 

@@ -8,14 +8,15 @@
 //! would otherwise stay a zombie) and can find any teammate whose pid it never
 //! learned (a `teamctl spawn` cut short by Ctrl-C).
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
+use teamboard_process::{Boardd, Launch, Stat, die_with_parent, processes};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
-/// How long boardd may take to open its socket.
+/// How long boardd may take to answer.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a SIGTERM may take before the process is killed.
 const TERM_TIMEOUT: Duration = Duration::from_secs(10);
@@ -52,13 +53,14 @@ pub enum Exited {
 #[derive(Default)]
 pub struct Procs {
     pub teammates: Vec<Teammate>,
-    pub boardd: Option<Child>,
+    pub boardd: Option<Boardd>,
 }
 
 impl Procs {
     /// Starts boardd in its own process group, so that a Ctrl-C in the terminal
     /// reaches only the demo, which then stops the teammates before boardd. Waits
-    /// until the socket accepts.
+    /// until it answers. If the demo is killed outright (SIGKILL), boardd gets a
+    /// SIGTERM and shuts down cleanly instead of running on unseen.
     pub async fn start_boardd(
         &mut self,
         bin: &Path,
@@ -66,53 +68,13 @@ impl Procs {
         socket: &Path,
         remove_env: &[std::ffi::OsString],
     ) -> anyhow::Result<()> {
-        let log_path = state_dir.join("boardd.log");
-        let log = std::fs::File::create(&log_path)
-            .with_context(|| format!("cannot create {}", log_path.display()))?;
-        let mut cmd = Command::new(bin);
-        cmd.arg("--socket")
-            .arg(socket)
-            .arg("--state-dir")
-            .arg(state_dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .process_group(0);
+        let mut launch = Launch::new(bin, socket, state_dir, &state_dir.join("boardd.log"));
+        launch.command().process_group(0);
         for key in remove_env {
-            cmd.env_remove(key);
+            launch.command().env_remove(key);
         }
-        // SAFETY: runs between fork and exec and only calls prctl, which is
-        // async-signal-safe. If the demo is killed outright (SIGKILL), boardd gets a
-        // SIGTERM and shuts down cleanly instead of running on unseen.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let child = cmd
-            .spawn()
-            .with_context(|| format!("cannot start {}", bin.display()))?;
-        let boardd = self.boardd.insert(child);
-        let started = Instant::now();
-        while tokio::net::UnixStream::connect(socket).await.is_err() {
-            if let Some(status) = boardd.try_wait()? {
-                bail!(
-                    "boardd exited during start ({status}); its log:\n{}",
-                    tail(&log_path)
-                );
-            }
-            if started.elapsed() > START_TIMEOUT {
-                bail!(
-                    "boardd did not open {} within {START_TIMEOUT:?}; its log:\n{}",
-                    socket.display(),
-                    tail(&log_path)
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        die_with_parent(launch.command(), libc::SIGTERM);
+        self.boardd = Some(launch.start(START_TIMEOUT).await?);
         Ok(())
     }
 
@@ -198,28 +160,18 @@ impl Procs {
     /// Stops boardd with SIGTERM (it persists and releases its lock), killing it if
     /// that takes too long.
     pub async fn stop_boardd(&mut self) -> anyhow::Result<()> {
-        let Some(mut child) = self.boardd.take() else {
-            return Ok(());
-        };
-        if child.try_wait()?.is_none() {
-            // SAFETY: kill(2) on our own child, which has not been reaped.
-            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+        match self.boardd.take() {
+            Some(mut b) => Ok(b.stop(TERM_TIMEOUT).await?),
+            None => Ok(()),
         }
-        let until = Instant::now() + TERM_TIMEOUT;
-        loop {
-            if let Some(status) = child.try_wait()? {
-                if !status.success() {
-                    bail!("boardd exited with {status} on SIGTERM");
-                }
-                return Ok(());
-            }
-            if Instant::now() > until {
-                let _ = child.kill();
-                let _ = child.wait();
-                bail!("boardd did not stop within {TERM_TIMEOUT:?} of SIGTERM; killed it");
-            }
-            tokio::time::sleep(EXIT_POLL).await;
-        }
+    }
+
+    /// The end of boardd's log, for an error.
+    pub fn boardd_log(&self) -> String {
+        self.boardd
+            .as_ref()
+            .map(|b| b.log_tail(20))
+            .unwrap_or_default()
     }
 }
 
@@ -234,14 +186,12 @@ impl Drop for Procs {
             self.signal_teammates(libc::SIGKILL);
             block_until(Duration::from_secs(2), || self.running().is_empty());
         }
-        if let Some(mut child) = self.boardd.take()
-            && matches!(child.try_wait(), Ok(None))
+        // SIGTERM first, as in `stop_boardd`; dropping it kills what is left.
+        if let Some(mut b) = self.boardd.take()
+            && b.running()
         {
-            // SAFETY: kill(2) on our own child, which has not been reaped.
-            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
-            block_until(TERM_TIMEOUT, || !matches!(child.try_wait(), Ok(None)));
-            let _ = child.kill();
-            let _ = child.wait();
+            let _ = b.signal(libc::SIGTERM);
+            block_until(TERM_TIMEOUT, || !b.running());
         }
     }
 }
@@ -267,12 +217,9 @@ fn check_exit(pid: u32) -> Option<Exited> {
     }
     // Not our child (re-parenting failed, or someone else reaped it): it is gone
     // when the pid no longer exists or is a zombie waiting for another parent.
-    let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| s.get(s.rfind(')')? + 2..)?.chars().next());
-    match state {
-        None | Some('Z') | Some('X') => Some(Exited::Unknown),
-        Some(_) => None,
+    match Stat::of(pid) {
+        Some(s) if s.running() => None,
+        _ => Some(Exited::Unknown),
     }
 }
 
@@ -281,26 +228,10 @@ fn check_exit(pid: u32) -> Option<Exited> {
 /// only once it is gone, so looking at children alone would race with that).
 fn descendant_teammates() -> Vec<u32> {
     let me = std::process::id();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
     // pid -> (parent, command)
-    let procs: std::collections::HashMap<u32, (u32, String)> = dir
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter_map(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            // "pid (comm) state ppid ...": comm may hold spaces and parentheses,
-            // so split at the last ')'.
-            let (open, close) = (stat.find('(')?, stat.rfind(')')?);
-            let comm = stat.get(open + 1..close)?.to_string();
-            let ppid = stat
-                .get(close + 1..)?
-                .split_whitespace()
-                .nth(1)?
-                .parse()
-                .ok()?;
-            Some((pid, (ppid, comm)))
-        })
+    let procs: std::collections::HashMap<u32, (u32, String)> = processes()
+        .into_iter()
+        .map(|s| (s.pid, (s.ppid, s.comm)))
         .collect();
     let below_me = |mut pid: u32| {
         // A short walk up: the demo's processes are at most a few levels down.
@@ -318,13 +249,6 @@ fn descendant_teammates() -> Vec<u32> {
         .filter(|(pid, (_, comm))| comm == "teammated" && below_me(**pid))
         .map(|(pid, _)| *pid)
         .collect()
-}
-
-/// The last lines of a log file, for error messages.
-pub fn tail(path: &Path) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(20)..].join("\n")
 }
 
 /// Where the three binaries are.

@@ -15,11 +15,7 @@ impl Demo {
     /// then boardd.
     pub(super) async fn shutdown(&mut self, polite: bool) -> anyhow::Result<()> {
         self.procs.adopt_strays();
-        let boardd_up = self
-            .procs
-            .boardd
-            .as_mut()
-            .is_some_and(|c| matches!(c.try_wait(), Ok(None)));
+        let boardd_up = self.procs.boardd.as_mut().is_some_and(|b| b.running());
         if polite && boardd_up && !self.procs.running().is_empty() {
             println!(
                 "\nShutting the team down:\n$ teamctl shutdown NAME --reason 'The demo is over, \

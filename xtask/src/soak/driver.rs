@@ -2,15 +2,15 @@
 //! teammate with SIGKILL every few seconds (taking a manifest of its worktree
 //! first) and kill boardd itself a few times, then restart what was killed.
 
-use super::boardd::Boardd;
 use super::lead::Lead;
 use super::manifest;
 use super::plan::Spec;
 use super::procs::Teammate;
-use super::rng::Rng;
+use super::rng::{self, Rng};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use teamboard_process::Boardd;
 use teamboard_protocol::{LandingStage, Task, TaskStatus};
 
 /// What the loop needs besides the processes.
@@ -53,7 +53,7 @@ pub struct BoarddKill {
     /// Landings seen at the last look before the kill.
     pub checking: usize,
     pub queued: usize,
-    /// From the kill to the new boardd's socket accepting.
+    /// From the kill to the new boardd answering.
     pub restart_ms: f64,
 }
 
@@ -109,7 +109,7 @@ pub async fn drive(
 ) -> anyhow::Result<Driven> {
     let start = Instant::now();
     let mut out = Driven::default();
-    let mut rng = Rng::derive(s.seed, &[0x6b_1115]);
+    let mut rng = rng::derive(s.seed, &[0x6b_1115]);
     let mut next_kill = start + jitter(&mut rng, s.kill_every);
     let thresholds: Vec<usize> = (1..=s.boardd_kills)
         .map(|k| (total * k / (s.boardd_kills + 1)).max(1))
@@ -133,16 +133,16 @@ pub async fn drive(
                 Err(e) => println!("  could not retry #{}: {e:#}", t.id),
             }
         }
-        if let Some(status) = boardd.exited()? {
+        if let Some(status) = boardd.try_wait()? {
             out.boardd_crashes
                 .push(format!("boardd exited by itself ({status})"));
-            boardd.crash_and_restart().await?;
+            boardd.restart(super::START_TIMEOUT).await?;
         }
         for t in teammates.iter_mut() {
             t.revive_if_dead(&s.exe, &s.log_dir).await?;
         }
         if s.kill_every > 0.0 && Instant::now() >= next_kill {
-            let i = rng.below(teammates.len());
+            let i = rng.usize(..teammates.len());
             let k = kill_teammate(s, lead, &mut teammates[i], start, &mut manifests).await?;
             out.worker_kills.push(k);
             next_kill = Instant::now() + jitter(&mut rng, s.kill_every);
@@ -180,7 +180,7 @@ fn count(tasks: &[Task], f: impl Fn(&Task) -> bool) -> usize {
 
 /// `every` seconds, give or take half.
 fn jitter(rng: &mut Rng, every: f64) -> Duration {
-    Duration::from_secs_f64((every * (0.5 + rng.unit())).max(0.05))
+    Duration::from_secs_f64((every * (0.5 + rng.f64())).max(0.05))
 }
 
 /// Freezes the teammate, takes a manifest of the uncommitted files in the
@@ -275,7 +275,7 @@ async fn kill_boardd(
         Moment::Checking => checking > 0,
         Moment::TargetMoved | Moment::Random => true,
     };
-    tokio::time::sleep(Duration::from_millis(rng.between(0, 1500))).await;
+    tokio::time::sleep(Duration::from_millis(rng.u64(0..=1500))).await;
     let deadline = Instant::now() + Duration::from_secs(5);
     let (checking, queued) = loop {
         let tasks = lead.call(|c| Box::pin(c.list_tasks(None))).await?;
@@ -303,7 +303,7 @@ async fn kill_boardd(
     let at_s = start.elapsed().as_secs_f64();
     let at_ms = super::journal::now_ms();
     lead.reset();
-    let restart = boardd.crash_and_restart().await?;
+    let restart = boardd.restart(super::START_TIMEOUT).await?;
     Ok(BoarddKill {
         moment,
         at_s,
@@ -339,7 +339,7 @@ fn stuck(tasks: &[Task], teammates: &[Teammate], boardd: &Boardd) -> String {
     text.push_str(&format!(
         "the end of boardd's log ({}):\n{}\n",
         boardd.log.display(),
-        super::boardd::tail(&boardd.log, 30)
+        boardd.log_tail(30)
     ));
     text
 }

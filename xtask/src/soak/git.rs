@@ -22,13 +22,6 @@ pub fn isolate(c: &mut Command) {
     }
 }
 
-/// [`isolate`] for a tokio command.
-pub fn isolate_tokio(c: &mut tokio::process::Command) {
-    for (k, v) in ENV {
-        c.env(k, v);
-    }
-}
-
 /// See [`command`].
 pub const ENV: [(&str, &str); 6] = [
     ("GIT_CONFIG_NOSYSTEM", "1"),

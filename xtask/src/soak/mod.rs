@@ -16,7 +16,6 @@
 //! same state. At the end it checks the repository and the board
 //! (`verify.rs`) and reports (`report.rs`).
 
-mod boardd;
 mod driver;
 mod edits;
 mod git;
@@ -31,11 +30,13 @@ mod setup;
 mod verify;
 pub mod worker;
 
+use crate::bench::harness::{self, Host};
 use crate::cargo::Metadata;
 use anyhow::{Context, bail};
 use plan::{Shape, TEAM};
 use std::path::PathBuf;
 use std::time::Duration;
+use teamboard_process::{Launch, die_with_parent};
 use worker::WorkerArgs;
 
 pub const LONG_ABOUT: &str = "\
@@ -119,34 +120,10 @@ pub struct SoakArgs {
 /// boardd's lease: short, so a teammate that is frozen and killed loses
 /// nothing to waiting, and long enough for a loaded machine.
 const LEASE_TTL_S: u64 = 10;
+/// How long boardd may take to answer (a restart replays the log).
+pub const START_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl SoakArgs {
-    fn to_args(&self) -> Vec<String> {
-        let mut v = vec![
-            format!("--teammates={}", self.teammates),
-            format!("--tasks={}", self.tasks),
-            format!("--kill-every={}", self.kill_every),
-            format!("--boardd-kills={}", self.boardd_kills),
-            format!("--conflict-rate={}", self.conflict_rate),
-            format!("--shared-files={}", self.shared_files),
-            format!("--check-rate={}", self.check_rate),
-            format!("--check-fail-rate={}", self.check_fail_rate),
-            format!("--dep-rate={}", self.dep_rate),
-            format!("--check-secs={}", self.check_secs),
-            format!("--timeout={}", self.timeout),
-        ];
-        if let Some(seed) = self.seed {
-            v.push(format!("--seed={seed}"));
-        }
-        if self.keep {
-            v.push("--keep".into());
-        }
-        if let Some(dir) = &self.dir {
-            v.push(format!("--dir={}", dir.display()));
-        }
-        v
-    }
-
     fn check(&self) -> anyhow::Result<()> {
         if !(1..=64).contains(&self.teammates) {
             bail!("--teammates must be between 1 and 64");
@@ -198,13 +175,13 @@ impl SoakArgs {
 /// `cargo xtask soak-git`: build in release mode, then run from there.
 pub fn build_and_run(args: &SoakArgs) -> anyhow::Result<()> {
     args.check()?;
-    crate::bench::hand_over(&["boardd", "xtask"], "soak-git-run", &args.to_args())
+    harness::hand_over(&["boardd", "xtask"], "soak-git-run")
 }
 
 /// `soak-git-run`: the soak, from the release build.
 pub fn run(args: &SoakArgs) -> anyhow::Result<()> {
     args.check()?;
-    crate::bench::block_on_interruptible(run_async(args))
+    harness::block_on(1, run_async(args))
 }
 
 async fn run_async(args: &SoakArgs) -> anyhow::Result<()> {
@@ -242,8 +219,7 @@ async fn run_async(args: &SoakArgs) -> anyhow::Result<()> {
     for d in [&journals, &manifests, &logs] {
         std::fs::create_dir_all(d)?;
     }
-    let load_before = crate::bench::load_average();
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let host = Host::now();
     println!(
         "soak-git: seed {seed}, {} teammates, {} tasks, in {}",
         args.teammates,
@@ -253,11 +229,17 @@ async fn run_async(args: &SoakArgs) -> anyhow::Result<()> {
     let initial = setup::repository(&repo, args.shared_files)?;
     let plan = plan::plan(seed, &args.shape());
     let socket = socket_dir.path().join("boardd.sock");
-    let flags = vec![
+    // On a fixed socket and state directory, so that it can be killed and
+    // started again on the same state, as a crash and a restart by systemd
+    // would. Its log is appended to across restarts: one log for the run.
+    let mut launch = Launch::new(&boardd_bin, &socket, &state, &state.join("boardd.log"));
+    launch.command().args([
         format!("--lease-ttl={LEASE_TTL_S}"),
         format!("--restart-grace={LEASE_TTL_S}"),
-    ];
-    let mut boardd = boardd::Boardd::start(&boardd_bin, &socket, &state, flags).await?;
+    ]);
+    git::isolate(launch.command());
+    die_with_parent(launch.command(), libc::SIGKILL);
+    let mut boardd = launch.start(START_TIMEOUT).await?;
     let mut lead = lead::Lead::new(socket.clone(), TEAM);
     let ids = setup::board(&mut lead, &repo, &plan).await?;
     let mut teammates = Vec::with_capacity(args.teammates);
@@ -324,7 +306,7 @@ async fn run_async(args: &SoakArgs) -> anyhow::Result<()> {
     checks.push(verify::pruned(&repo, &worktrees_dir, &pruned)?);
     checks.push(verify::fsck(&repo)?);
     checks.push(verify::crashes(worker_crashes, &driven.boardd_crashes));
-    boardd.stop().await?;
+    boardd.stop(Duration::from_secs(10)).await?;
 
     let boardd_kills: Vec<report::BoarddKillSeen> = driven
         .boardd_kills
@@ -344,9 +326,9 @@ async fn run_async(args: &SoakArgs) -> anyhow::Result<()> {
         shape: args.shape(),
         kill_every_s: args.kill_every,
         seconds: driven.seconds,
-        cpus,
-        load_average_before: load_before,
-        load_average_after: crate::bench::load_average(),
+        cpus: host.cpus,
+        load_average_before: host.load_average,
+        load_average_after: harness::load_average(),
         figures: report::figures(&records, &details),
         counts: report::counts(
             &records,

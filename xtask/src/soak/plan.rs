@@ -2,7 +2,7 @@
 //! the seed. The teammate reads its instructions from the task's description
 //! (a line `soak-spec: {json}`), the way a model reads a prompt.
 
-use super::rng::Rng;
+use super::rng;
 use serde::{Deserialize, Serialize};
 
 /// The team the soak runs in.
@@ -94,19 +94,19 @@ pub struct Shape {
 
 /// The whole graph, from the seed.
 pub fn plan(seed: u64, shape: &Shape) -> Vec<Planned> {
-    let mut rng = Rng::derive(seed, &[0x0504_1a4e]);
+    let mut rng = rng::derive(seed, &[0x0504_1a4e]);
     let mut out = Vec::with_capacity(shape.tasks);
     for n in 1..=shape.tasks {
-        let shared = (shape.shared_files > 0 && rng.chance(shape.conflict_rate))
-            .then(|| shared_file(1 + rng.below(shape.shared_files)));
-        let checked = rng.chance(shape.check_rate);
-        let forget_done = checked && rng.chance(shape.check_fail_rate);
+        let shared = (shape.shared_files > 0 && rng.f64() < shape.conflict_rate)
+            .then(|| shared_file(1 + rng.usize(..shape.shared_files)));
+        let checked = rng.f64() < shape.check_rate;
+        let forget_done = checked && rng.f64() < shape.check_fail_rate;
         let mut blocked_by = Vec::new();
         // The first few tasks start the graph; later ones may wait on one or
         // two earlier tasks, never on a later one, so the graph has no cycle.
-        if n > 4 && rng.chance(shape.dep_rate) {
-            for _ in 0..1 + rng.below(2) {
-                let b = 1 + rng.below(n - 1);
+        if n > 4 && rng.f64() < shape.dep_rate {
+            for _ in 0..1 + rng.usize(..2) {
+                let b = 1 + rng.usize(..n - 1);
                 if !blocked_by.contains(&b) {
                     blocked_by.push(b);
                 }
@@ -116,7 +116,7 @@ pub fn plan(seed: u64, shape: &Shape) -> Vec<Planned> {
         let spec = Spec {
             n,
             shared: shared.clone(),
-            steps: rng.between(1, 3) as u32,
+            steps: rng.u64(1..=3) as u32,
             checked,
             forget_done,
             needs: blocked_by.iter().map(|b| own_file(*b)).collect(),

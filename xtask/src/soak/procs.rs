@@ -57,7 +57,7 @@ impl Teammate {
             self.crashes.push(format!(
                 "{} exited by itself ({status}); its stderr: {}",
                 self.args.name,
-                super::boardd::tail(&log_dir.join(format!("{}.log", self.args.name)), 5)
+                teamboard_process::tail(&log_dir.join(format!("{}.log", self.args.name)), 5)
             ));
             self.child = start(exe, log_dir, &self.args)?;
         }
@@ -82,31 +82,16 @@ fn start(exe: &Path, log_dir: &Path, args: &WorkerArgs) -> anyhow::Result<Child>
         .stdout(Stdio::null())
         .stderr(log)
         .kill_on_drop(true);
-    super::git::isolate_tokio(&mut cmd);
-    crate::bench::die_with_parent(&mut cmd);
+    super::git::isolate(cmd.as_std_mut());
+    teamboard_process::die_with_parent(cmd.as_std_mut(), libc::SIGKILL);
     cmd.spawn()
         .with_context(|| format!("cannot start {}", exe.display()))
 }
 
 /// Child processes of `pid` that are still running (not zombies).
 fn live_children(pid: u32) -> usize {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return 0;
-    };
-    dir.filter_map(|e| e.ok())
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|p| {
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
-                return false;
-            };
-            // After the command name, which may contain spaces: state, ppid.
-            let Some(rest) = stat.rfind(')').and_then(|i| stat.get(i + 2..)) else {
-                return false;
-            };
-            let mut fields = rest.split_whitespace();
-            let state = fields.next().unwrap_or("");
-            let ppid = fields.next().and_then(|f| f.parse::<u32>().ok());
-            ppid == Some(pid) && state != "Z"
-        })
+    teamboard_process::processes()
+        .iter()
+        .filter(|s| s.ppid == pid && s.running())
         .count()
 }

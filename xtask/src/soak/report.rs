@@ -6,7 +6,7 @@ use super::driver::{
 use super::journal::Record;
 use super::plan::{Shape, Spec};
 use super::verify::{Check, ManifestCounts};
-use crate::bench::stats::Latency;
+use crate::bench::harness::summary::Summary;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::time::Duration;
@@ -50,15 +50,15 @@ pub struct BoarddKillSeen {
 #[derive(Debug, Default, Serialize)]
 pub struct Figures {
     /// The teammate's `complete_task` sent → its answer, the task landed.
-    pub complete_to_merge: Latency,
+    pub complete_to_merge: Summary,
     /// `complete_task` sent → `merge_queued` (commit, update, checks), for
     /// tasks with a check and without.
-    pub gate_with_checks: Latency,
-    pub gate_without_checks: Latency,
+    pub gate_with_checks: Summary,
+    pub gate_without_checks: Summary,
     /// `merge_queued` → `task_completed`: waiting in the queue and landing.
-    pub queue: Latency,
+    pub queue: Summary,
     /// The check runs that let the landed completions through.
-    pub check_runs: Latency,
+    pub check_runs: Summary,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -134,11 +134,11 @@ pub fn figures(journals: &[(String, Record)], details: &[TaskDetail]) -> Figures
         }
     }
     Figures {
-        complete_to_merge: Latency::from_samples(total),
-        gate_with_checks: Latency::from_samples(gate_c),
-        gate_without_checks: Latency::from_samples(gate_u),
-        queue: Latency::from_samples(queue),
-        check_runs: Latency::from_samples(runs),
+        complete_to_merge: Summary::of(total),
+        gate_with_checks: Summary::of(gate_c),
+        gate_without_checks: Summary::of(gate_u),
+        queue: Summary::of(queue),
+        check_runs: Summary::of(runs),
     }
 }
 
@@ -355,7 +355,7 @@ impl Report {
     }
 }
 
-fn latency(l: &Latency) -> String {
+fn latency(l: &Summary) -> String {
     format!(
         "p50 {:>7.0} ms  p99 {:>7.0} ms  max {:>7.0} ms  (n={})",
         l.p50_ms, l.p99_ms, l.max_ms, l.samples

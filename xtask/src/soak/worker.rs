@@ -19,7 +19,7 @@ use super::edits::{Edits, How};
 use super::journal::{Journal, Record, now_ms};
 use super::manifest;
 use super::plan::{Spec, TARGET, TEAM};
-use super::rng::{Rng, hash_str};
+use super::rng::{self, hash_str};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -283,7 +283,7 @@ impl Worker {
     ) -> anyhow::Result<()> {
         let id = task.id;
         let name = self.args.name.clone();
-        let mut rng = Rng::derive(self.args.seed, &[spec.n as u64, epoch, hash_str(&name)]);
+        let mut rng = rng::derive(self.args.seed, &[spec.n as u64, epoch, hash_str(&name)]);
         let ed = Edits::new(wt, &name);
         if let Some(what) = in_progress {
             // An earlier owner stopped in the middle of resolving: finish it.
@@ -314,13 +314,13 @@ impl Worker {
             let line = format!("{}{name} e{epoch} #{k}", spec.tag());
             ed.append(&own, &line)?;
             if let Some(shared) = &spec.shared
-                && (step == 0 || rng.chance(0.5))
+                && (step == 0 || rng.f64() < 0.5)
             {
                 ed.append(shared, &format!("{line} shared"))?;
             }
-            let pause = rng.between(self.args.pause_ms / 10, self.args.pause_ms);
+            let pause = rng.u64(self.args.pause_ms / 10..=self.args.pause_ms);
             tokio::time::sleep(Duration::from_millis(pause)).await;
-            if rng.chance(self.args.commit_rate) {
+            if rng.f64() < self.args.commit_rate {
                 ed.commit(&task.subject)?;
             }
         }
@@ -366,11 +366,11 @@ impl Worker {
             match code {
                 Some(ErrorCode::MergeConflict) => {
                     conflicts += 1;
-                    if conflicts > MAX_CONFLICTS || rng.chance(self.args.give_up_rate) {
+                    if conflicts > MAX_CONFLICTS || rng.f64() < self.args.give_up_rate {
                         let why = format!("gave up after {conflicts} conflict(s): {}", message(&e));
                         return self.give_back(c, id, epoch, &why).await;
                     }
-                    let how = if rng.chance(self.args.own_rate) {
+                    let how = if rng.f64() < self.args.own_rate {
                         How::Own
                     } else {
                         How::Both

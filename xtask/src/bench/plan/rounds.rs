@@ -1,15 +1,15 @@
 //! The two kinds of sample: a plan approved by `teamctl approve`, and the idle
 //! teammate woken by `teamctl send`.
 
-use super::{Env, NAME, PENDING_POLL, STEP_TIMEOUT, TEAM, Watch};
+use super::{Lead, NAME, PENDING_POLL, STEP_TIMEOUT, TEAM};
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 use teamboard_mock_llm::{MockLlm, MockReply, RecordedRequest};
 use teamboard_protocol::request::{ListRequestsArgs, NewTask};
-use teamboard_protocol::{Event, EventKind, RequestKind, RequestState, TaskStatus, TeamRequest};
+use teamboard_protocol::{RequestKind, RequestState, TaskStatus, TeamRequest};
 
 /// What one sample measured.
 pub(super) struct Sample {
@@ -29,7 +29,7 @@ pub(super) struct Sample {
 
 pub(super) struct Bench {
     pub(super) mock: MockLlm,
-    pub(super) watch: Watch,
+    pub(super) watch: Lead,
     pub(super) teamctl: PathBuf,
     pub(super) socket: PathBuf,
     pub(super) hold: Duration,
@@ -37,7 +37,7 @@ pub(super) struct Bench {
 
 impl Bench {
     /// The idle teammate, woken by `teamctl send`.
-    pub(super) async fn baseline(&self, round: usize) -> anyhow::Result<Sample> {
+    pub(super) async fn baseline(&mut self, round: usize) -> anyhow::Result<Sample> {
         let calls = self.mock.calls();
         tokio::time::sleep(self.hold).await;
         self.expect_calls(calls, "while idle")?;
@@ -59,7 +59,7 @@ impl Bench {
 
     /// A task that needs a plan: submitted, held pending, approved by `teamctl
     /// approve`, carried out.
-    pub(super) async fn plan(&self, round: usize) -> anyhow::Result<Sample> {
+    pub(super) async fn plan(&mut self, round: usize) -> anyhow::Result<Sample> {
         let calls = self.mock.calls();
         let plan_call = format!("toolu_plan{round}");
         let bash_call = format!("toolu_bash{round}");
@@ -70,7 +70,7 @@ impl Bench {
         ));
         let task = self
             .watch
-            .lead
+            .client
             .add_task(NewTask {
                 subject: format!("planned {round}"),
                 description: "Run `true` once in the shell, after your plan is approved.".into(),
@@ -115,7 +115,7 @@ impl Bench {
         if is_error {
             bail!("bash was refused after the approval: {text}");
         }
-        let done = self.watch.lead.get_task(task.id).await?.task;
+        let done = self.watch.client.get_task(task.id).await?.task;
         if done.status != TaskStatus::Completed {
             bail!("task #{} ended {}", done.id, done.status.as_str());
         }
@@ -146,7 +146,7 @@ impl Bench {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        crate::bench::die_with_parent(&mut cmd);
+        teamboard_process::die_with_parent(cmd.as_std_mut(), libc::SIGKILL);
         let what = format!("teamctl {}", args.join(" "));
         let start = Instant::now();
         let child = cmd
@@ -179,7 +179,7 @@ impl Bench {
         loop {
             let pending = self
                 .watch
-                .lead
+                .client
                 .list_requests(ListRequestsArgs {
                     state: Some(RequestState::Pending),
                     kind: Some(RequestKind::Plan),
@@ -194,20 +194,9 @@ impl Bench {
     }
 
     /// Waits until the teammate has worked and is idle again.
-    async fn back_to_idle(&self) -> anyhow::Result<()> {
-        let status = |word: &'static str| {
-            move |e: &Event| {
-                e.kind == EventKind::MemberStatus
-                    && e.member.as_deref() == Some(NAME)
-                    && e.detail.ends_with(word)
-            }
-        };
-        self.watch
-            .next_matching("the teammate to start working", status(" working"))
-            .await?;
-        self.watch
-            .next_matching("the teammate to be idle again", status(" idle"))
-            .await?;
+    async fn back_to_idle(&mut self) -> anyhow::Result<()> {
+        self.watch.status(NAME, "working", STEP_TIMEOUT).await?;
+        self.watch.status(NAME, "idle", STEP_TIMEOUT).await?;
         Ok(())
     }
 
@@ -230,28 +219,6 @@ impl Bench {
             .request(n)
             .with_context(|| format!("the mock has no model call #{n}"))
     }
-}
-
-/// Starts the teammate, on the anthropic provider against the mock, dying with us.
-pub(super) fn spawn_teammate(
-    env: &Env,
-    mock: &MockLlm,
-    log: &Path,
-) -> anyhow::Result<tokio::process::Child> {
-    crate::bench::MockTeammate {
-        teammated: &env.teammated,
-        name: NAME,
-        role: "bench",
-        team: TEAM,
-        socket: &env.socket,
-        state: &env.state,
-        work: &env.work,
-        provider: "anthropic",
-        base_url: &mock.url(),
-        flags: &[],
-        log,
-    }
-    .spawn()
 }
 
 /// The result of tool call `id` in a model request: whether it is an error, and

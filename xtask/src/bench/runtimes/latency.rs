@@ -19,10 +19,10 @@
 //! next prompt, after the turn's end.
 
 use super::board::{Board, MateSpec, poll};
-use super::figures::Summary;
 use super::runtime::Runtime;
 use super::script::{self, Busy, Step};
 use super::{Agent, STEP};
+use crate::bench::harness::summary::Summary;
 use anyhow::{Context, bail};
 use serde::Serialize;
 use std::sync::Arc;
@@ -100,7 +100,7 @@ pub async fn measure(
     })?;
     let step_len = think + run;
     let measured = async {
-        board.idle(&name, STEP).await?;
+        board.lead.idle(&name, STEP).await?;
         let id = board
             .add(
                 &name,
@@ -123,6 +123,7 @@ pub async fn measure(
             if i == messages {
                 board
                     .lead
+                    .client
                     .send(&name, MessageKind::Message, script::STOP, None)
                     .await?;
                 break;
@@ -134,6 +135,7 @@ pub async fn measure(
             let sent = Instant::now();
             board
                 .lead
+                .client
                 .send(&name, MessageKind::Message, &text, None)
                 .await?;
             let (n, arrived) = arrival(&mock, seen, &marker(i)).await?;
@@ -156,7 +158,7 @@ pub async fn measure(
             }
             since = arrived;
         }
-        let (kind, _) = board.ended(id, STEP).await?;
+        let (kind, _) = board.lead.ended(id, STEP).await?;
         if kind != EventKind::TaskCompleted {
             bail!("the busy task ended {kind:?}");
         }

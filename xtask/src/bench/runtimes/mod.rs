@@ -21,7 +21,6 @@
 //! and the results are in `docs/benchmarks.md`.
 
 mod board;
-mod figures;
 mod latency;
 mod overhead;
 mod report;
@@ -29,9 +28,11 @@ mod runtime;
 mod script;
 mod wakes;
 
+use super::harness::board::Scratch;
+use super::harness::{self, Bins, Host};
 use crate::cargo::Metadata;
 use anyhow::{Context, bail};
-use board::{Bins, Board};
+use board::Board;
 use report::{Measured, Setup};
 use runtime::Runtime;
 use std::path::{Path, PathBuf};
@@ -100,29 +101,6 @@ pub struct RuntimeBenchArgs {
 }
 
 impl RuntimeBenchArgs {
-    fn to_args(&self) -> Vec<String> {
-        let mut v = vec![
-            "--runtimes".into(),
-            self.runtimes.clone(),
-            "--tasks".into(),
-            self.tasks.to_string(),
-            "--messages".into(),
-            self.messages.to_string(),
-            "--wakes".into(),
-            self.wakes.to_string(),
-            "--wake-after".into(),
-            self.wake_after.to_string(),
-        ];
-        for a in &self.agent_args {
-            v.push(format!("--agent-arg={a}"));
-        }
-        if let Some(dir) = &self.dir {
-            v.push("--dir".into());
-            v.push(dir.display().to_string());
-        }
-        v
-    }
-
     fn check(&self) -> anyhow::Result<Vec<Runtime>> {
         if !(1..=50).contains(&self.tasks) {
             bail!("--tasks must be between 1 and 50");
@@ -163,10 +141,9 @@ impl RuntimeBenchArgs {
 /// `bench-runtimes`: build in release mode, then measure from there.
 pub fn build_and_run(args: &RuntimeBenchArgs) -> anyhow::Result<()> {
     args.check()?;
-    super::hand_over(
+    harness::hand_over(
         &["boardd", "teammated", "teamctl", "xtask"],
         "bench-runtimes-run",
-        &args.to_args(),
     )
 }
 
@@ -193,47 +170,17 @@ pub fn run(args: &RuntimeBenchArgs) -> anyhow::Result<()> {
     // Multi-threaded, so the mock answers while the bench waits; the measuring
     // future runs on this thread, where every child is spawned (they die with
     // it, see `die_with_parent`).
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    rt.block_on(async {
-        tokio::select! {
-            r = run_async(args, &runtimes) => r,
-            _ = tokio::signal::ctrl_c() => bail!("interrupted"),
-        }
-    })
+    harness::block_on(2, run_async(args, &runtimes))
 }
 
 async fn run_async(args: &RuntimeBenchArgs, runtimes: &[Runtime]) -> anyhow::Result<()> {
-    let meta = Metadata::load()?;
-    let exe = std::env::current_exe().context("cannot find the xtask binary")?;
-    let dir = exe.parent().context("xtask binary has no directory")?;
-    let bins = Bins {
-        boardd: dir.join("boardd"),
-        teammated: dir.join("teammated"),
-        teamctl: dir.join("teamctl"),
-    };
-    for bin in [&bins.boardd, &bins.teammated, &bins.teamctl] {
-        if !bin.exists() {
-            bail!(
-                "{} is missing; run `cargo xtask bench-runtimes`, which builds it",
-                bin.display()
-            );
-        }
-    }
-    let out_dir = meta.target_directory.join("bench");
+    let bins = Bins::beside_me(&["boardd", "teammated", "teamctl"], "bench-runtimes")?;
+    let host = Host::now();
     // The agents' homes go in the scratch directory, and Codex's must not be
     // under the temporary directory (a checkout in /tmp): then /var/tmp.
-    let base = args
-        .dir
-        .clone()
-        .unwrap_or_else(|| teamboard_agent_clis::offline::codex_home_parent(&out_dir));
-    std::fs::create_dir_all(&base).with_context(|| format!("cannot create {}", base.display()))?;
-    let scratch = tempfile::Builder::new()
-        .prefix("runtimes-")
-        .tempdir_in(&base)
-        .with_context(|| format!("cannot create a directory in {}", base.display()))?;
+    let out_dir = Metadata::load()?.target_directory.join("bench");
+    let default = teamboard_agent_clis::offline::codex_home_parent(&out_dir);
+    let scratch = Scratch::new("runtimes-", args.dir.as_deref(), default)?;
     let setup = Setup {
         tasks: args.tasks,
         messages: args.messages,
@@ -241,12 +188,11 @@ async fn run_async(args: &RuntimeBenchArgs, runtimes: &[Runtime]) -> anyhow::Res
         wake_after_s: args.wake_after,
         think_ms: THINK.as_secs_f64() * 1e3,
         run_ms: RUN.as_secs_f64() * 1e3,
-        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        load_average: super::load_average(),
+        host,
     };
     eprintln!("bench-runtimes: state in {}", scratch.path().display());
     let extra = args.extra_args()?;
-    let mut board = Board::start(&bins, scratch.path()).await?;
+    let mut board = Board::start(&bins, &scratch).await?;
     let mut all = Vec::new();
     for &rt in runtimes {
         let mut m = Measured::new(rt);
@@ -320,15 +266,7 @@ async fn run_async(args: &RuntimeBenchArgs, runtimes: &[Runtime]) -> anyhow::Res
     let unix_s = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    std::fs::create_dir_all(&out_dir)?;
-    let json = out_dir.join("runtimes.json");
-    std::fs::write(
-        &json,
-        serde_json::to_vec_pretty(&report::json(&all, &setup, unix_s))?,
-    )
-    .with_context(|| format!("cannot write {}", json.display()))?;
-    println!();
-    println!("results written to {}", json.display());
+    harness::report::write_results("runtimes.json", &report::json(&all, &setup, unix_s))?;
     if all.iter().any(Measured::failed) {
         let kept = scratch.keep();
         bail!(
@@ -363,7 +301,7 @@ mod tests {
     }
 
     #[test]
-    fn options_are_checked_and_handed_over_unchanged() {
+    fn options_are_checked() {
         let args = parse(&[
             "--runtimes",
             "claude",
@@ -384,14 +322,6 @@ mod tests {
                 (Runtime::Claude, "--agent-arg=Bash,Read".to_string())
             ]
         );
-        let again = parse(
-            &args
-                .to_args()
-                .iter()
-                .map(String::as_str)
-                .collect::<Vec<_>>(),
-        );
-        assert_eq!(again.to_args(), args.to_args());
         for bad in [
             &["--tasks", "0"][..],
             &["--messages", "201"],

@@ -11,10 +11,10 @@
 //! from the transcript: `work: started` → `agent: ... session ... started`.
 
 use super::board::{Board, MateSpec, SessionLine};
-use super::figures::Summary;
 use super::runtime::Runtime;
 use super::script;
 use super::{Agent, STEP};
+use crate::bench::harness::summary::Summary;
 use anyhow::bail;
 use serde::Serialize;
 use std::sync::Arc;
@@ -78,7 +78,7 @@ pub async fn measure(
     let fail = |e: anyhow::Error, mate: &super::board::Mate| {
         anyhow::anyhow!("{e:#}; the teammate's log ends:\n{}", mate.log_tail())
     };
-    if let Err(e) = board.idle(&name, STEP).await {
+    if let Err(e) = board.lead.idle(&name, STEP).await {
         return Err(fail(e, &mate));
     }
     let mut walls = Vec::with_capacity(tasks);
@@ -98,18 +98,19 @@ pub async fn measure(
             .await?;
         let run = async {
             let (_, claimed) = board
+                .lead
                 .next(&format!("the claim of task #{id}"), STEP, |e| {
                     e.kind == EventKind::TaskClaimed && e.task == Some(id)
                 })
                 .await?;
-            let (kind, ended) = board.ended(id, TASK_TIMEOUT).await?;
+            let (kind, ended) = board.lead.ended(id, TASK_TIMEOUT).await?;
             anyhow::Ok((kind, ended - claimed))
         };
         let (kind, wall) = match run.await {
             Ok(r) => r,
             Err(e) => return Err(fail(e, &mate)),
         };
-        let task = board.lead.get_task(id).await?.task;
+        let task = board.lead.client.get_task(id).await?.task;
         if kind != EventKind::TaskCompleted {
             bail!(
                 "task #{id} ended {}: {}; the teammate's log ends:\n{}",
@@ -129,7 +130,7 @@ pub async fn measure(
         }
         walls.push(wall);
         ids.push(id);
-        if let Err(e) = board.idle(&name, STEP).await {
+        if let Err(e) = board.lead.idle(&name, STEP).await {
             return Err(fail(e, &mate));
         }
     }

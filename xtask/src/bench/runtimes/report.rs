@@ -1,11 +1,12 @@
 //! The figures of `bench-runtimes`: what each runtime measured, the tables on
 //! stdout and `target/bench/runtimes.json`.
 
-use super::figures::ratio;
 use super::latency::Latency;
 use super::overhead::Overhead;
 use super::runtime::Runtime;
 use super::wakes::{How, Wakes};
+use crate::bench::harness::Host;
+use crate::bench::harness::summary::ratio;
 use serde_json::{Value, json};
 
 /// A measurement that ran, failed, or was not asked for.
@@ -53,8 +54,7 @@ pub struct Setup {
     pub wake_after_s: u64,
     pub think_ms: f64,
     pub run_ms: f64,
-    pub cpus: usize,
-    pub load_average: Option<f64>,
+    pub host: Host,
 }
 
 fn find(all: &[Measured], rt: Runtime) -> Option<&Measured> {
@@ -117,11 +117,8 @@ fn first_line(s: &str) -> &str {
 pub fn print(all: &[Measured], setup: &Setup) {
     println!();
     println!(
-        "Agent runtimes against the native one, on the same mock ({} CPUs, load average {})",
-        setup.cpus,
-        setup
-            .load_average
-            .map_or_else(|| "unknown".to_string(), |l| format!("{l:.2}"))
+        "Agent runtimes against the native one, on the same mock ({})",
+        setup.host.said()
     );
     print_overhead(all, setup);
     if setup.messages > 0 {
@@ -344,8 +341,8 @@ pub fn json(all: &[Measured], setup: &Setup, unix_s: u64) -> Value {
         .collect();
     json!({
         "at_unix_s": unix_s,
-        "cpus": setup.cpus,
-        "load_average": setup.load_average,
+        "cpus": setup.host.cpus,
+        "load_average": setup.host.load_average,
         "tasks": setup.tasks,
         "messages": setup.messages,
         "wakes": setup.wakes,

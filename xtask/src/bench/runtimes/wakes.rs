@@ -73,7 +73,10 @@ pub struct Wakes {
 impl Wakes {
     /// resumed / wakes (every start after the first is a wake).
     pub fn share(&self) -> Option<f64> {
-        super::figures::ratio(self.resumed as f64, self.starts.saturating_sub(1) as f64)
+        crate::bench::harness::summary::ratio(
+            self.resumed as f64,
+            self.starts.saturating_sub(1) as f64,
+        )
     }
 
     /// (resumed, wakes) of one kind.
@@ -104,7 +107,7 @@ pub async fn measure(
     };
     let mut mate = board.spawn(&spec)?;
     let run = async {
-        board.idle(&name, STEP).await?;
+        board.lead.idle(&name, STEP).await?;
         let id = board
             .add(
                 &name,
@@ -132,7 +135,7 @@ pub async fn measure(
                 held(&state, w).await?;
             }
         }
-        let (kind, _) = board.ended(id, WAKE_TIMEOUT).await?;
+        let (kind, _) = board.lead.ended(id, WAKE_TIMEOUT).await?;
         if kind != EventKind::TaskCompleted {
             bail!("the task ended {kind:?}");
         }
@@ -203,6 +206,7 @@ async fn held(state: &script::Wakes, w: usize) -> anyhow::Result<()> {
 
 async fn released(board: &mut Board, id: u64) -> anyhow::Result<()> {
     board
+        .lead
         .next(&format!("task #{id} given back"), STEP, |e| {
             e.kind == EventKind::TaskReleased && e.task == Some(id)
         })

@@ -14,7 +14,7 @@
 //! makes the task durable before it answers.
 
 use super::fsync;
-use super::stats::Latency;
+use crate::bench::harness::summary::Summary;
 use anyhow::{Context, bail};
 use serde::Serialize;
 use std::io::{Read, Write};
@@ -33,9 +33,9 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug, Clone, Serialize)]
 pub struct FloorResult {
     /// One byte to the child and back, with a 4 KiB write and fdatasync between.
-    pub durable_rtt: Latency,
+    pub durable_rtt: Summary,
     /// One byte to the child and back.
-    pub rtt: Latency,
+    pub rtt: Summary,
 }
 
 /// Kills the child on every way out of [`measure`].
@@ -98,8 +98,8 @@ pub fn measure(
         }
     }
     Ok(FloorResult {
-        durable_rtt: Latency::from_samples(durable),
-        rtt: Latency::from_samples(plain),
+        durable_rtt: Summary::of(durable),
+        rtt: Summary::of(plain),
     })
 }
 

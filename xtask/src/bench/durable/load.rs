@@ -6,7 +6,8 @@
 //! being the bottleneck, and the processes start together on a "go" line so that
 //! every client measures the same window.
 
-use super::daemon::{Daemon, Mode};
+use super::Mode;
+use crate::bench::harness::board::{Scratch, stop};
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
@@ -15,6 +16,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+use teamboard_process::{cpu_time, die_with_parent};
 use teamboard_protocol::Client;
 use teamboard_protocol::request::NewTask;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
@@ -90,7 +92,9 @@ fn processes_for(clients: usize) -> usize {
 }
 
 /// Measures one phase on a fresh board in `state_dir`.
+#[allow(clippy::too_many_arguments)]
 pub async fn measure(
+    run: &Scratch,
     boardd: &Path,
     xtask: &Path,
     state_dir: &Path,
@@ -103,10 +107,11 @@ pub async fn measure(
     // would take long to add the tasks. The measured daemon then starts on that
     // database, as boardd does after any restart. Both modes restart, so both begin
     // from the same state: a checkpointed database, an empty WAL, a restored board.
-    let filler = Daemon::start(boardd, state_dir, Mode::Group).await?;
+    let filler = run.boardd(boardd, state_dir, Mode::Group.flags()).await?;
     prefill(&filler.socket, tasks).await?;
-    filler.stop().await?;
-    let daemon = Daemon::start(boardd, state_dir, mode).await?;
+    stop(filler).await?;
+    let daemon = run.boardd(boardd, state_dir, mode.flags()).await?;
+    let boardd_cpu = || daemon.pid().and_then(cpu_time);
 
     let processes = processes_for(clients);
     let mut children = Vec::with_capacity(processes);
@@ -123,7 +128,7 @@ pub async fn measure(
         }
     }
 
-    let cpu_before = daemon.cpu_time();
+    let cpu_before = boardd_cpu();
     let commits_before = commit_stats(&daemon.socket).await;
     for c in &mut children {
         c.go().await?;
@@ -165,7 +170,7 @@ pub async fn measure(
         ),
         _ => None,
     };
-    let boardd_cpu_s = match (cpu_before, daemon.cpu_time()) {
+    let boardd_cpu_s = match (cpu_before, boardd_cpu()) {
         (Some(a), Some(b)) => Some(b.saturating_sub(a).as_secs_f64()),
         _ => None,
     };
@@ -265,7 +270,7 @@ impl ClientProcess {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .kill_on_drop(true);
-        super::die_with_parent(&mut cmd);
+        die_with_parent(cmd.as_std_mut(), libc::SIGKILL);
         let mut child = cmd
             .spawn()
             .with_context(|| format!("cannot start {}", xtask.display()))?;
@@ -327,13 +332,14 @@ pub fn client_process(
     if line.trim() != "go" {
         bail!("expected \"go\" on stdin, got {line:?}");
     }
-    let cpu_before = own_cpu_time();
+    let own_cpu = || cpu_time(std::process::id()).unwrap_or_default();
+    let cpu_before = own_cpu();
     let t = rt.block_on(run_cycles(conns, Duration::from_secs_f64(seconds)));
     emit(&Report::Done {
         cycles: t.cycles,
         elapsed_s: t.elapsed.as_secs_f64(),
         starved: t.starved,
-        cpu_s: (own_cpu_time() - cpu_before).as_secs_f64(),
+        cpu_s: (own_cpu() - cpu_before).as_secs_f64(),
         errors: t.errors,
     })
 }
@@ -444,13 +450,4 @@ fn emit(report: &Report) -> anyhow::Result<()> {
     out.write_all(b"\n")?;
     out.flush()?;
     Ok(())
-}
-
-/// CPU time this process has used.
-fn own_cpu_time() -> Duration {
-    // SAFETY: getrusage only writes into the zeroed struct we pass.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(ru.ru_utime) + tv(ru.ru_stime)
 }

@@ -6,8 +6,9 @@
 //! then completes the task and parks again. Samples are taken one after another,
 //! so each measures an idle daemon waking one waiter.
 
-use super::daemon::{Daemon, Mode};
-use super::stats::Latency;
+use crate::bench::harness::PARK_DELAY;
+use crate::bench::harness::board::{Scratch, stop};
+use crate::bench::harness::summary::Summary;
 use anyhow::{Context, bail};
 use serde::Serialize;
 use std::path::Path;
@@ -17,37 +18,33 @@ use teamboard_protocol::request::NewTask;
 use teamboard_protocol::{Client, Work};
 
 const TEAM: &str = "wake";
-/// Time for the waiter's request to reach boardd's actor and park before the task
-/// is added. Without it the task could arrive first and be claimed by an ordinary
-/// (non-parked) `wait_for_work`, which is not what this measures.
-pub const PARK_DELAY: Duration = Duration::from_millis(3);
 /// The most one sample may take.
 const SAMPLE_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Clone, Serialize)]
 pub struct WakeResult {
     /// add_task sent → waiter holds the claim.
-    pub wake: Latency,
+    pub wake: Summary,
     /// add_task sent → add_task acknowledged, for comparison: the waiter cannot be
     /// answered before the task is durable.
-    pub add_ack: Latency,
+    pub add_ack: Summary,
     /// A `status` round trip after the same idle pause. It takes the same path
     /// through boardd (connection, actor, connection) but commits nothing, so wake
     /// minus this is roughly what the commit costs.
-    pub idle_rtt: Latency,
+    pub idle_rtt: Summary,
     /// `status` round trips back to back: the same path with every thread awake.
     /// Idle minus this is what waking boardd's threads costs on this machine.
-    pub busy_rtt: Latency,
+    pub busy_rtt: Summary,
 }
 
 /// Takes `samples` samples, stopping early (with fewer) after `budget`.
 pub async fn measure(
+    run: &Scratch,
     boardd: &Path,
-    state_dir: &Path,
     samples: usize,
     budget: Duration,
 ) -> anyhow::Result<WakeResult> {
-    let daemon = Daemon::start(boardd, state_dir, Mode::Group).await?;
+    let daemon = run.boardd(boardd, &run.path().join("wake"), &[]).await?;
     let waiter = Arc::new(Client::connect(&daemon.socket, "xtask-bench", "waiter", TEAM).await?);
     waiter.register("bench", Some(std::process::id())).await?;
     let lead = Client::connect(&daemon.socket, "xtask-bench", "lead", TEAM).await?;
@@ -118,11 +115,11 @@ pub async fn measure(
     }
     drop(lead);
     drop(waiter);
-    daemon.stop().await?;
+    stop(daemon).await?;
     Ok(WakeResult {
-        wake: Latency::from_samples(wake),
-        add_ack: Latency::from_samples(add_ack),
-        idle_rtt: Latency::from_samples(idle_rtt),
-        busy_rtt: Latency::from_samples(busy_rtt),
+        wake: Summary::of(wake),
+        add_ack: Summary::of(add_ack),
+        idle_rtt: Summary::of(idle_rtt),
+        busy_rtt: Summary::of(busy_rtt),
     })
 }

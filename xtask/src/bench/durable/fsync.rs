@@ -2,7 +2,7 @@
 //! repeat. Every durable acknowledgement boardd gives costs at least one of these,
 //! so this rate F is the yardstick for everything else.
 
-use super::stats::Latency;
+use crate::bench::harness::summary::Summary;
 use anyhow::{Context, bail};
 use serde::Serialize;
 use std::fs::OpenOptions;
@@ -25,11 +25,11 @@ pub struct FsyncResult {
     pub filesystem: String,
     /// Write + fdatasync cycles per second, one after another.
     pub ops_per_s: f64,
-    /// Latency of one fdatasync.
-    pub latency: Latency,
+    /// Summary of one fdatasync.
+    pub latency: Summary,
     /// One fdatasync after each idle pause, as the wake-up phase does it; see
     /// [`measure_after_pauses`] for why it differs from `latency`.
-    pub after_pause: Option<Latency>,
+    pub after_pause: Option<Summary>,
 }
 
 /// A probe file of `BLOCKS` allocated blocks in a fresh directory under `dir`.
@@ -87,14 +87,14 @@ pub fn measure_after_pauses(
     dir: &Path,
     samples: usize,
     pause: Duration,
-) -> anyhow::Result<Latency> {
+) -> anyhow::Result<Summary> {
     let (_tmp, file, block) = probe_file(dir)?;
     let mut out = Vec::with_capacity(samples);
     for i in 0..samples as u64 {
         std::thread::sleep(pause);
         out.push(write_and_sync(&file, &block, i)?);
     }
-    Ok(Latency::from_samples(out))
+    Ok(Summary::of(out))
 }
 
 /// Runs the probe in `dir` for about `duration`.
@@ -111,7 +111,7 @@ pub fn measure(dir: &Path, duration: Duration) -> anyhow::Result<FsyncResult> {
     Ok(FsyncResult {
         filesystem: filesystem_name(dir),
         ops_per_s: samples.len() as f64 / elapsed,
-        latency: Latency::from_samples(samples),
+        latency: Summary::of(samples),
         after_pause: None,
     })
 }
