@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use teamboard_protocol::{Client, ClientError};
 use teamboard_testkit::raw::{self, request};
-use teamboard_testkit::{Daemon, InProc, TEAM, eventually, lead, short_tempdir, task};
+use teamboard_testkit::{Daemon, InProc, TEAM, eventually, lead, short_tempdir, task, teammate};
 use tokio::io::AsyncWriteExt;
 use tokio::net::UnixStream;
 use tokio::sync::Semaphore;
@@ -518,4 +518,124 @@ async fn started(setup: &str, socket: &Path, state_dir: &Path, extra: &[&str]) -
     let mut boardd = Daemon::spawn_after(setup, socket, state_dir, extra);
     boardd.wait_ready().await;
     boardd
+}
+
+/// Bytes this end wrote that the peer has not read yet (`SIOCOUTQ`).
+fn unread_by_peer(s: &UnixStream) -> usize {
+    let mut n: libc::c_int = 0;
+    // SAFETY: a valid socket descriptor and a pointer to an int, as the ioctl wants.
+    let rc = unsafe { libc::ioctl(s.as_raw_fd(), libc::TIOCOUTQ, &mut n) };
+    assert_eq!(rc, 0, "SIOCOUTQ: {}", std::io::Error::last_os_error());
+    usize::try_from(n).unwrap_or(0)
+}
+
+/// The error frame that ends a connection which stopped reading, if it comes
+/// within its next `frames` frames; the large ones are not decoded. A client
+/// that boardd cuts off finds at most the answer it had begun to read before it
+/// (a socket's buffer holds less than one answer of a large board).
+async fn cut_within(s: &mut UnixStream, frames: usize) -> Option<serde_json::Value> {
+    use tokio::io::AsyncReadExt;
+    for _ in 0..frames {
+        let mut len = [0u8; 4];
+        s.read_exact(&mut len)
+            .await
+            .expect("an answer or an error frame before the end");
+        let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+        s.read_exact(&mut body).await.expect("a whole frame");
+        if body.len() > 64 << 10 {
+            continue;
+        }
+        let frame: serde_json::Value = serde_json::from_slice(&body).expect("JSON");
+        match frame["type"].as_str() {
+            Some("response") => {}
+            Some("error") => {
+                raw::expect_closed(s).await;
+                return Some(frame);
+            }
+            _ => panic!("unexpected frame {frame}"),
+        }
+    }
+    None
+}
+
+/// Clients that never read cannot deny service to those that do. Nine
+/// connections each leave 64 answers of the whole board (a few hundred tasks)
+/// unread: together more than the 256 MiB boardd holds for all connections.
+/// A teammate that reads its answers still heartbeats and completes its claim,
+/// and its subscription is not cut off. The limit falls on the connections
+/// that hold the memory: boardd cuts off the one that holds the most, with a
+/// `busy` error frame that says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_that_never_read_cannot_deny_service_to_those_that_do() {
+    const GREEDY: usize = 9;
+    const ASKS: usize = 64;
+    let daemon = InProc::start().await;
+    let adder = Arc::new(lead(&daemon.socket).await);
+    add_tasks_described(&adder, 400, &"d".repeat(1500)).await;
+    let size = serde_json::to_vec(&adder.list_tasks(None).await.expect("list_tasks"))
+        .expect("JSON")
+        .len();
+    assert!(
+        GREEDY * ASKS * size > 300 << 20,
+        "the board is too small to reach the limit: {size} bytes a list"
+    );
+    let holder = teammate(&daemon.socket, "holder", "dev").await;
+    holder.subscribe().await.expect("subscribe");
+    let claim = holder
+        .claim_next()
+        .await
+        .expect("claim_next")
+        .expect("a ready task");
+    let mut greedy = Vec::new();
+    for i in 0..GREEDY {
+        let mut s = raw::connect_hello(&daemon.socket, &format!("greedy{i}")).await;
+        let asks = frames((1..=ASKS as u64).map(|id| request(id, "list_tasks", json!({}))));
+        s.write_all(&asks).await.expect("send the requests");
+        greedy.push(s);
+    }
+    // Once boardd has read every request, the holder's come after them.
+    for s in &greedy {
+        eventually(
+            "boardd to read the requests of every greedy client",
+            Duration::from_secs(30),
+            || async { (unread_by_peer(s) == 0).then_some(()) },
+        )
+        .await;
+    }
+    let beat = holder.heartbeat(claim.task.id, claim.epoch).await;
+    assert!(beat.is_ok(), "the holder's heartbeat was refused: {beat:?}");
+    let added = adder.add_task(task("one more")).await.expect("add_task");
+    let heard = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Some(event) = holder.next_event().await {
+            if event.task == Some(added.id) {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(
+        heard,
+        Ok(true),
+        "the subscriber that reads did not hear of #{}",
+        added.id
+    );
+    holder
+        .complete_task(claim.task.id, claim.epoch, "done")
+        .await
+        .expect("the completion of a client that reads");
+    let mut cut = Vec::new();
+    for (i, s) in greedy.iter_mut().enumerate() {
+        if let Some(error) = cut_within(s, 8).await {
+            assert_eq!(error["error"]["code"], "busy", "{error}");
+            let message = error["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.contains("the most"), "{message}");
+            cut.push(i);
+        }
+    }
+    eprintln!("{size} bytes a list; greedy clients cut off: {cut:?}");
+    assert!(!cut.is_empty(), "no client that never reads was cut off");
+    // Gone, so that boardd does not linger over what they never read.
+    drop(greedy);
+    daemon.stop().await;
 }

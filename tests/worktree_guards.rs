@@ -259,3 +259,43 @@ async fn a_worktree_that_cannot_be_made_on_disk_is_a_git_error_not_storage() {
     // boardd goes on.
     assert_eq!(lead.get_repo().await.expect("get"), Some(set));
 }
+
+/// A symbolic link at a task's worktree path is never followed: git would
+/// build the worktree where it points, outside boardd's state directory, and
+/// a later prune would delete that directory. `open_worktree` refuses it and
+/// makes nothing; once the link is gone, the worktree opens where it belongs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_symlink_at_the_worktree_path_is_refused_and_never_followed() {
+    let dir = short_tempdir();
+    let repo = GitRepo::new(dir.path());
+    let daemon = InProc::start().await;
+    let lead = lead(&daemon.socket).await;
+    lead.set_repo(repo.repo_args()).await.expect("set_repo");
+    let id = lead.add_task(task("elsewhere")).await.expect("add").id;
+    let alice = teammate(&daemon.socket, "alice", "coder").await;
+    let claim = alice.claim_task(id).await.expect("claim");
+    let wt = std::path::PathBuf::from(claim.task.worktree.expect("reserved").path);
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(&outside).expect("mkdir");
+    std::os::unix::fs::symlink(&outside, &wt).expect("symlink");
+
+    let e = alice
+        .open_worktree(id, claim.epoch)
+        .await
+        .expect_err("a symlink at the path");
+    assert_eq!(e.code(), Some(ErrorCode::Git), "{e}");
+    assert!(e.to_string().contains("symbolic link"), "{e}");
+    let made: Vec<_> = std::fs::read_dir(&outside).expect("ls").collect();
+    assert!(made.is_empty(), "git wrote where the link points: {made:?}");
+    assert!(wt.symlink_metadata().expect("lstat").is_symlink());
+    assert!(
+        repo.task_branches().is_empty(),
+        "{:?}",
+        repo.task_branches()
+    );
+
+    std::fs::remove_file(&wt).expect("remove the link");
+    let opened = alice.open_worktree(id, claim.epoch).await.expect("open");
+    assert!(opened.fresh);
+    assert!(wt.symlink_metadata().expect("lstat").is_dir());
+}

@@ -235,3 +235,35 @@ async fn prune_keeps_commits_made_on_a_detached_head_after_landing() {
     assert!(wt.is_dir());
     assert_eq!(git(&wt, &["rev-parse", "HEAD"]), detached);
 }
+
+/// A landed task's worktree that was moved elsewhere, with a symbolic link
+/// left at its path: prune never follows the link. git would delete what it
+/// points to, outside boardd's state directory. It is kept, as `missing`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prune_never_follows_a_symlink_at_a_worktree_path() {
+    let dir = short_tempdir();
+    let repo = GitRepo::new(dir.path());
+    let daemon = InProc::start().await;
+    let lead = lead(&daemon.socket).await;
+    lead.set_repo(repo.repo_args()).await.expect("set_repo");
+    let id = lead.add_task(task("landed")).await.expect("add").id;
+    let alice = teammate(&daemon.socket, "alice", "coder").await;
+    let (e, wt) = claim_and_write(&alice, id, &[("a.txt", "a\n")]).await;
+    alice.complete_task(id, e, "a").await.expect("lands");
+    let outside = dir.path().join("outside");
+    std::fs::rename(&wt, &outside).expect("move the worktree");
+    std::os::unix::fs::symlink(&outside, &wt).expect("symlink");
+
+    let pruned = lead.prune_worktrees(false).await.expect("prune");
+    for file in ["a.txt", ".git"] {
+        assert!(outside.join(file).exists(), "{file} was deleted");
+    }
+    assert_eq!(
+        split(&pruned),
+        (
+            BTreeMap::new(),
+            BTreeMap::from([(id, WorktreeState::Missing)])
+        )
+    );
+    assert!(wt.symlink_metadata().expect("lstat").is_symlink());
+}

@@ -84,6 +84,25 @@ async fn a_target_that_is_checked_out_or_a_plain_directory_is_refused_with_the_f
     assert_eq!(e.code(), Some(ErrorCode::Git), "{e}");
     assert!(e.to_string().contains("switch --detach"), "{e}");
 
+    // Without a branch: no default that is always refused, but the refusal
+    // names what to pass.
+    let no_branch = SetRepoArgs {
+        branch: None,
+        ..repo.repo_args()
+    };
+    let e = lead
+        .set_repo(no_branch.clone())
+        .await
+        .expect_err("no branch");
+    assert_eq!(e.code(), Some(ErrorCode::InvalidArgs), "{e}");
+    for says in ["'main'", "switch --detach", "--branch main"] {
+        assert!(e.to_string().contains(says), "{says}: {e}");
+    }
+    teamboard_testkit::git::git(&repo.path, &["switch", "-q", "--detach"]);
+    let e = lead.set_repo(no_branch).await.expect_err("no branch");
+    assert_eq!(e.code(), Some(ErrorCode::InvalidArgs), "{e}");
+    assert!(e.to_string().contains("--branch main"), "{e}");
+
     let plain = dir.path().join("plain");
     std::fs::create_dir_all(&plain).expect("dir");
     let e = lead

@@ -21,6 +21,11 @@ use teamboard_protocol::{
 /// teammate does not linger.
 pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// The deadlines a lead may give a shutdown request, in ms: at least a second,
+/// for a teammate to answer at all (stopping it at once is what `force` is
+/// for), and at most a day, past which a deadline protects nothing.
+pub const SHUTDOWN_TIMEOUT_MS: std::ops::RangeInclusive<u64> = 1_000..=86_400_000;
+
 /// boardd is to stop a teammate's processes: its session's peer, with its
 /// process group. The daemon does it once the batch that decided it is durable.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,6 +66,14 @@ impl Board {
         };
         if let Some(reason) = &args.reason {
             self.check_len("the reason", reason)?;
+        }
+        if let Some(ms) = args.timeout_ms
+            && !SHUTDOWN_TIMEOUT_MS.contains(&ms)
+        {
+            return Err(BoardError::invalid(format!(
+                "timeout_ms must be from 1,000 to 86,400,000 (1 s to 24 h), not {ms}; \
+                 to stop {to} at once, use force"
+            )));
         }
         let pending = self
             .team(ctx.team)

@@ -25,7 +25,9 @@
 //!   linger run out). The write task stops and shuts the socket down.
 //!
 //! Every reply and event carries a [`Charge`] on the connection's memory budget
-//! (`outbox/budget.rs`), given back once its bytes are out.
+//! (`outbox/budget.rs`), given back once its bytes are out. A connection the
+//! budget cuts off for holding the most of what boardd holds for all of them
+//! closes too, but its queued frames are dropped at once ([`Link::cut_off`]).
 
 mod budget;
 mod write;
@@ -73,9 +75,12 @@ pub enum Frame {
     /// room is always kept.
     Close(ErrorBody),
     /// A reply already encoded: one meant for the socket straight away that
-    /// found something queued before it, or the unsent rest of one written in
-    /// part.
+    /// found something queued before it.
     Encoded(Bytes, Charge),
+    /// The unsent rest of a reply written in part. Always first in the queue,
+    /// and never dropped before the error frame of a cut-off: the client must
+    /// get the whole frame.
+    Rest(Bytes, Charge),
 }
 
 /// The sending side of a connection. Cheap to clone; the write task ends once
@@ -188,8 +193,8 @@ impl Outbox {
         self.link.meter.charge(bytes)
     }
 
-    /// Whether this connection, or all of them together, have more waiting than
-    /// the budget allows: then its requests are not to be executed.
+    /// Whether more waits for this connection than its budget allows: then its
+    /// requests are not to be executed. What waits for others never counts.
     pub fn over_budget(&self) -> Option<Overdraft> {
         self.link.meter.over()
     }
@@ -249,7 +254,7 @@ impl Outbox {
                 // empty, so queueing it keeps the order.
                 Ok(n) => {
                     frame = frame.slice(n..);
-                    state.queue.push_back(Frame::Encoded(frame, charge));
+                    state.queue.push_back(Frame::Rest(frame, charge));
                     drop(state);
                     self.link.wake.notify_one();
                     return;
@@ -383,6 +388,30 @@ impl Link {
         // Cancelled before the write task is woken, so that it sees it.
         self.closing.cancel();
         self.wake_writer(state);
+        true
+    }
+
+    /// Cuts the connection off for holding the most of what boardd holds for
+    /// all connections (see `outbox/budget.rs`): drops every frame queued, and
+    /// an error frame queued before them, in favour of the one that says why;
+    /// stops the reading of requests. The write task, which calls this, drops
+    /// what it holds itself. False if the connection is killed already.
+    fn cut_off(&self) -> bool {
+        let error = self.meter.cut_error();
+        let mut state = self.lock();
+        if self.kill.is_cancelled() {
+            return false;
+        }
+        // Their charges go back with them.
+        state.queue.retain(|f| matches!(f, Frame::Rest(..)));
+        state.queue.push_back(Frame::Close(error));
+        state.sealed = true;
+        self.closing.cancel();
+        drop(state);
+        tracing::warn!(
+            session = self.session,
+            "connection held the most of what boardd holds for clients that do not read; dropping it and closing the connection"
+        );
         true
     }
 

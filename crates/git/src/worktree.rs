@@ -43,7 +43,8 @@ impl Repo {
     /// already this repository's worktree on `branch`, or `branch` exists
     /// without a worktree (a crash between the two steps, or a worktree
     /// directory deleted by hand), the existing branch is used and the answer
-    /// is [`Created::Reused`]. Missing parent directories are created.
+    /// is [`Created::Reused`]. Missing parent directories are created. A
+    /// symbolic link or a file at `path` is refused, never followed.
     pub fn add_worktree(
         &self,
         path: &Path,
@@ -58,6 +59,9 @@ impl Repo {
             path: path.clone(),
             why,
         };
+        if let Some(why) = paths::not_a_worktree_dir(&path) {
+            return Err(refuse(why));
+        }
         // A worktree whose directory is gone stays registered until pruned, and
         // would block both its path and its branch.
         self.prune()?;
@@ -107,13 +111,17 @@ impl Repo {
 
     /// Removes the worktree at `path` (`git worktree remove`, which refuses a
     /// worktree with changes unless `force`), then prunes. A path that is not a
-    /// linked worktree of this repository is refused, as is the main worktree.
+    /// linked worktree of this repository is refused, as is the main worktree,
+    /// and a symbolic link at the path.
     pub fn remove_worktree(&self, path: &Path, force: bool) -> Result<(), GitError> {
-        let listed = self.listed()?;
         let refuse = |why: String| GitError::Worktree {
             path: path.to_path_buf(),
             why,
         };
+        if let Some(why) = paths::not_a_worktree_dir(path) {
+            return Err(refuse(why));
+        }
+        let listed = self.listed()?;
         match listed.iter().position(|w| paths::same(&w.path, path)) {
             None => {
                 return Err(refuse(format!(

@@ -278,9 +278,10 @@ pub struct CancelArgs {
 pub struct SetRepoArgs {
     /// A directory inside the repository; boardd resolves its top level.
     pub path: String,
-    /// The target branch. Default: the branch checked out at `path`. boardd moves
-    /// it without a checkout, so it must not be checked out anywhere when work
-    /// lands (detach it first); `docs/design/worktrees.md` says why.
+    /// The target branch. It has no default: boardd refuses a request without
+    /// it, naming the branch checked out at `path`. boardd moves it without a
+    /// checkout, so it must not be checked out anywhere when work lands (detach
+    /// it first); `docs/design/worktrees.md` says why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub branch: Option<String>,
     /// Default `rebase`.
@@ -405,7 +406,7 @@ pub struct ShutdownArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// How long the teammate has to answer before boardd stops its processes.
-    /// Default 120 s.
+    /// Default 120 s; from 1 s to 24 h, or refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
     /// Stop the teammate's processes now, without asking.

@@ -638,3 +638,43 @@ fn a_forced_shutdown_gives_the_task_back_without_using_an_attempt() {
     let bob = h.join("bob", "dev");
     assert_eq!(h.claim_next(bob).map(|c| c.task.id), Some(id));
 }
+
+#[test]
+fn a_shutdown_deadline_out_of_its_bounds_is_refused_with_the_range() {
+    let mut h = H::new();
+    h.join("ann", "dev");
+    let ask = |h: &mut H, ms: u64| {
+        let ctx = h.lead();
+        h.board.request_shutdown(
+            ctx,
+            ShutdownArgs {
+                to: "ann".into(),
+                timeout_ms: Some(ms),
+                ..Default::default()
+            },
+        )
+    };
+    h.board.take_changes();
+    for ms in [0, 1, 999, 86_400_001, u64::MAX] {
+        let e = ask(&mut h, ms).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidArgs, "{ms}");
+        assert!(
+            e.message.contains("from 1,000 to 86,400,000"),
+            "{ms}: {}",
+            e.message
+        );
+    }
+    assert!(
+        h.board.take_changes().events.is_empty(),
+        "nothing was opened"
+    );
+    let req = ask(&mut h, 1_000).unwrap();
+    assert_eq!(req.state, RequestState::Pending);
+    assert_eq!(h.board.next_deadline(), Some(h.base + secs(1)));
+    let e = ask(&mut h, 86_400_001).unwrap_err();
+    assert_eq!(
+        e.code,
+        ErrorCode::InvalidArgs,
+        "a pending one does not skip the check"
+    );
+}

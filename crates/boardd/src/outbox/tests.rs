@@ -1,9 +1,10 @@
 //! The outbox over a real socket pair: answers written straight from the calling
 //! thread, and the order of frames whichever way they go.
 
-use crate::outbox::{Budget, Frames, Outbox, Overdraft};
+use crate::outbox::{Budget, Frames, Outbox};
 use crate::reply::{Empty, Reply};
 use futures_util::StreamExt;
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::Duration;
 use teamboard_protocol::codec::response_codec;
@@ -172,10 +173,7 @@ async fn what_waits_for_a_connection_counts_against_its_budget_until_it_is_writt
     out.reply(1, huge(), out.charge(CONNECTION_BUDGET));
     assert!(out.over_budget().is_none(), "at the budget is not over it");
     out.reply(2, done(), out.charge(1));
-    assert!(matches!(
-        out.over_budget(),
-        Some(Overdraft::Connection { .. })
-    ));
+    assert!(out.over_budget().is_some());
     tokio::spawn(frames.write());
     assert_eq!(next_id(&mut peer).await, 1);
     assert_eq!(next_id(&mut peer).await, 2);
@@ -190,16 +188,65 @@ async fn what_waits_for_a_connection_counts_against_its_budget_until_it_is_writt
 }
 
 #[test]
-fn connections_share_the_daemons_budget_and_charges_come_back_when_dropped() {
+fn past_the_total_the_connection_holding_the_most_is_cut_off_and_no_one_is_refused() {
     use crate::outbox::budget::TOTAL_BUDGET;
     let budget = Arc::new(Budget::default());
-    let (a, _) = Outbox::detached_in(budget.clone());
-    let (b, _) = Outbox::detached_in(budget.clone());
-    let big = a.charge(TOTAL_BUDGET + 1);
-    assert!(matches!(b.over_budget(), Some(Overdraft::Total { .. })));
-    drop(big);
-    assert!(b.over_budget().is_none());
-    assert_eq!(budget.waiting(), 0);
+    let (big, _) = Outbox::detached_in(budget.clone());
+    let (small, _) = Outbox::detached_in(budget.clone());
+    let (idle, _) = Outbox::detached_in(budget.clone());
+    let held = big.charge(TOTAL_BUDGET - SIZE);
+    let _little = small.charge(SIZE);
+    assert!(!big.link.meter.is_cut(), "at the limit is not past it");
+    // The charge that takes the total past the limit is small's; big pays.
+    let more = small.charge(SIZE);
+    assert!(big.link.meter.is_cut());
+    assert!(!small.link.meter.is_cut() && !idle.link.meter.is_cut());
+    for out in [&small, &idle] {
+        assert!(out.over_budget().is_none(), "refused for what others hold");
+    }
+    // What big holds is on its way out: until it is, no one else is cut for it.
+    let _again = idle.charge(SIZE);
+    assert!(!small.link.meter.is_cut() && !idle.link.meter.is_cut());
+    drop((held, more));
+    assert_eq!(budget.waiting(), 2 * SIZE);
+}
+
+#[tokio::test]
+async fn a_connection_cut_off_gets_the_answer_it_had_begun_then_why_and_nothing_else() {
+    use crate::outbox::budget::TOTAL_BUDGET;
+    let budget = Arc::new(Budget::default());
+    let (ours, theirs) = UnixStream::pair().expect("socketpair");
+    let (_read, write) = ours.into_split();
+    let (out, frames) = Outbox::new(write, 1, budget.clone());
+    let mut peer = FramedRead::new(theirs, response_codec());
+    // Begun on the socket at once; the rest waits in the queue, behind which
+    // more answers wait, up to the daemon's limit.
+    out.reply_direct(1, huge(), out.charge(SIZE));
+    out.reply(2, huge(), out.charge(SIZE));
+    out.reply(3, done(), out.charge(TOTAL_BUDGET - 2 * SIZE));
+    // The write task takes them all, and waits for the full socket.
+    tokio::spawn(frames.write());
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let (other, _) = Outbox::detached_in(budget.clone());
+    let _charge = other.charge(SIZE);
+    assert!(out.link.meter.is_cut());
+    assert_eq!(next_id(&mut peer).await, 1);
+    let error = peer.next().await.expect("a frame").expect("whole");
+    let v: serde_json::Value = serde_json::from_slice(&error).expect("JSON");
+    assert_eq!(v["type"], "error", "{v}");
+    assert_eq!(v["error"]["code"], "busy", "{v}");
+    let message = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("held the most of it (256.0 MiB)"),
+        "{message}"
+    );
+    let end = tokio::time::timeout(Duration::from_secs(10), peer.next());
+    assert!(end.await.expect("the stream ends").is_none());
+    assert!(
+        out.closing_token().is_cancelled(),
+        "requests are still read"
+    );
+    assert_eq!(budget.waiting(), SIZE, "only the other connection's");
 }
 
 #[tokio::test(start_paused = true)]
@@ -217,4 +264,77 @@ async fn a_closing_connection_does_not_wait_forever_for_replies_that_never_come(
     let end = tokio::time::timeout(Duration::from_secs(10), peer.next());
     assert!(end.await.expect("the stream ends").is_none());
     drop(held);
+}
+
+/// An error response of about `bytes`.
+fn sized(bytes: usize) -> Result<Reply, ErrorBody> {
+    Err(ErrorBody::new(ErrorCode::Internal, "x".repeat(bytes)))
+}
+
+#[tokio::test]
+async fn a_cut_off_while_the_socket_is_full_finishes_the_frame_begun_and_drops_the_rest() {
+    use crate::outbox::budget::TOTAL_BUDGET;
+    let budget = Arc::new(Budget::default());
+    let (ours, theirs) = UnixStream::pair().expect("socketpair");
+    // A buffer smaller than one answer.
+    let size: libc::c_int = 16 << 10;
+    // SAFETY: a valid socket descriptor, and the option's value as an int.
+    let rc = unsafe {
+        libc::setsockopt(
+            ours.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUF,
+            (&size as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
+    let (_read, write) = ours.into_split();
+    let (out, frames) = Outbox::new(write, 1, budget.clone());
+    // One chunk of three answers: the write task blocks with the first begun
+    // and the others not.
+    for id in 1..=3 {
+        out.reply(id, sized(100 << 10), out.charge(SIZE));
+    }
+    // Up to the daemon's limit, not past it.
+    out.reply(4, huge(), out.charge(TOTAL_BUDGET - 3 * SIZE));
+    tokio::spawn(frames.write());
+    // Blocked once the socket holds something and takes no more.
+    let peer_fd = theirs.as_raw_fd();
+    let mut before = 0;
+    for _ in 0..2000 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let mut n: libc::c_int = 0;
+        // SAFETY: a valid socket descriptor and a pointer to an int.
+        assert_eq!(unsafe { libc::ioctl(peer_fd, libc::FIONREAD, &mut n) }, 0);
+        if n > 0 && n == before {
+            break;
+        }
+        before = n;
+    }
+    assert!(before > 0, "nothing was written");
+    // Another connection's charge takes the total past the limit, whatever
+    // was given back for the frames written.
+    let (other, _) = Outbox::detached_in(budget.clone());
+    let _charge = other.charge(4 * SIZE);
+    assert!(out.link.meter.is_cut());
+    let mut peer = FramedRead::new(theirs, response_codec());
+    let mut ids = Vec::new();
+    let error = loop {
+        let frame = tokio::time::timeout(Duration::from_secs(10), peer.next())
+            .await
+            .expect("a frame within 10 s")
+            .expect("the stream is open")
+            .expect("a well-formed frame");
+        let v: serde_json::Value = serde_json::from_slice(&frame).expect("JSON");
+        if v["type"] != "response" {
+            break v;
+        }
+        ids.push(v["id"].as_u64().expect("an id"));
+    };
+    assert_eq!(ids, [1]);
+    assert_eq!(error["error"]["code"], "busy", "{error}");
+    let end = tokio::time::timeout(Duration::from_secs(10), peer.next());
+    assert!(end.await.expect("the stream ends").is_none());
+    assert_eq!(budget.waiting(), 4 * SIZE, "only the other connection's");
 }

@@ -1,6 +1,7 @@
 //! The write task: takes the queue's frames in batches, encodes them, and puts
 //! them on the socket, counting each reply off the in-flight limit and each
-//! frame off the budget as its bytes go out.
+//! frame off the budget as its bytes go out. A connection the budget cuts off
+//! has its frames dropped here, but for the one begun on the socket.
 
 use super::{Charge, Frame, Link};
 use crate::wire;
@@ -43,12 +44,22 @@ impl Frames {
     /// something. Swapping rather than taking the queue keeps both buffers'
     /// capacity, so a busy connection does not allocate a queue per batch. False
     /// when the connection is killed, or when every [`super::Outbox`] is gone and
-    /// the queue is empty.
-    async fn next_batch(&self, batch: &mut VecDeque<Frame>) -> Result<bool, Stopped> {
+    /// the queue is empty. `cut`: whether the connection's cut-off was carried out.
+    async fn next_batch(
+        &self,
+        batch: &mut VecDeque<Frame>,
+        cut: &mut bool,
+    ) -> Result<bool, Stopped> {
         let link = &*self.link;
         loop {
             if link.kill.is_cancelled() {
                 return Err(Stopped::Killed);
+            }
+            if !*cut && link.meter.is_cut() {
+                *cut = true;
+                if !link.cut_off() {
+                    return Err(Stopped::Killed);
+                }
             }
             {
                 let mut state = link.lock();
@@ -72,6 +83,7 @@ impl Frames {
                 biased;
                 _ = link.kill.cancelled() => return Err(Stopped::Killed),
                 _ = link.wake.notified() => {}
+                _ = link.meter.cut(), if !*cut => {}
                 _ = linger(link), if closing => return Err(Stopped::Abandoned),
             }
         }
@@ -111,12 +123,12 @@ impl Frames {
         let link = &*self.link;
         let mut out = Written::default();
         let mut batch = VecDeque::new();
-        while self.next_batch(&mut batch).await? {
-            let mut frames = batch.drain(..);
+        let mut cut = false;
+        while self.next_batch(&mut batch, &mut cut).await? {
             loop {
                 out.clear();
                 let mut close = false;
-                for frame in frames.by_ref() {
+                while let Some(frame) = batch.pop_front() {
                     match frame {
                         Frame::Reply { id, result, charge } => {
                             wire::reply(&mut out.buf, id, &result);
@@ -130,8 +142,16 @@ impl Frames {
                             out.buf.extend_from_slice(&bytes);
                             out.ends(Some(charge), true);
                         }
+                        Frame::Rest(bytes, charge) => {
+                            // First in the queue, so first in the buffer.
+                            debug_assert!(out.ends.is_empty());
+                            out.buf.extend_from_slice(&bytes);
+                            out.ends(Some(charge), true);
+                            out.rest = true;
+                        }
                         Frame::Close(error) => {
                             wire::error(&mut out.buf, &error);
+                            out.ends(None, false);
                             close = true;
                             break;
                         }
@@ -143,7 +163,12 @@ impl Frames {
                 if out.buf.is_empty() {
                     break;
                 }
-                out.send(link, socket).await?;
+                if out.send(link, socket, &mut cut).await? == Sent::Cut {
+                    // The rest of the batch goes too, an error frame in it
+                    // included: the queue now holds the one that says why.
+                    batch.clear();
+                    break;
+                }
                 if close {
                     return Err(Stopped::Killed);
                 }
@@ -190,16 +215,30 @@ async fn linger(link: &Link) {
     tokio::time::sleep(LINGER).await;
 }
 
+/// How a buffer went out.
+#[derive(Debug, PartialEq, Eq)]
+enum Sent {
+    All,
+    /// The connection was cut off meanwhile: only the frame begun on the
+    /// socket was finished.
+    Cut,
+}
+
 /// Encoded frames on their way to the socket, and where each ends.
 #[derive(Debug, Default)]
 struct Written {
     buf: BytesMut,
-    /// The frames in `buf`, in order.
+    /// The frames in `buf` not all on the socket yet, in order.
     ends: VecDeque<End>,
     /// Replies among `ends`.
     replies: usize,
     /// How much of `buf` is on the socket.
     done: usize,
+    /// Where the first of `ends` begins.
+    begun: usize,
+    /// The first of `ends` began on the socket before this buffer: it is the
+    /// rest of a reply written in part.
+    rest: bool,
 }
 
 /// Where a frame ends in the buffer, and what its being written gives back.
@@ -224,6 +263,22 @@ impl Written {
         self.ends.clear();
         self.replies = 0;
         self.done = 0;
+        self.begun = 0;
+        self.rest = false;
+    }
+
+    /// Drops the frames not begun on the socket, after a cut-off. The one
+    /// partly written stays: the client must get all of it for the stream to
+    /// stay readable up to the error frame.
+    fn trim(&mut self) {
+        let keep = match self.ends.front() {
+            Some(end) if self.rest || self.begun < self.done => end.at,
+            _ => self.done,
+        };
+        self.buf.truncate(keep);
+        // Their charges go back with them.
+        self.ends.truncate(usize::from(keep > self.done));
+        self.replies = self.ends.iter().filter(|e| e.reply).count();
     }
 
     /// Marks the end of the buffer as the end of a frame.
@@ -247,7 +302,16 @@ impl Written {
     /// client can read a reply, and send its next request, before the write call
     /// has even returned here. So the count may dip below the truth for the
     /// length of one write call, never above it.
-    async fn send(&mut self, link: &Link, socket: &OwnedWriteHalf) -> Result<(), Stopped> {
+    ///
+    /// A cut-off (`cut` not yet carried out) that comes while the socket is
+    /// full is carried out here: the frames not begun are dropped at once.
+    async fn send(
+        &mut self,
+        link: &Link,
+        socket: &OwnedWriteHalf,
+        cut: &mut bool,
+    ) -> Result<Sent, Stopped> {
+        let mut sent = Sent::All;
         while self.done < self.buf.len() {
             let replies = self.replies;
             link.in_flight.fetch_sub(replies, Ordering::AcqRel);
@@ -262,6 +326,8 @@ impl Written {
                 && end.at <= self.done
             {
                 self.replies -= usize::from(end.reply);
+                self.begun = end.at;
+                self.rest = false;
                 // Drops its charge.
                 self.ends.pop_front();
             }
@@ -272,12 +338,20 @@ impl Written {
                 tokio::select! {
                     biased;
                     _ = link.kill.cancelled() => return Err(Stopped::Killed),
+                    _ = link.meter.cut(), if !*cut => {
+                        *cut = true;
+                        if !link.cut_off() {
+                            return Err(Stopped::Killed);
+                        }
+                        self.trim();
+                        sent = Sent::Cut;
+                    }
                     ready = socket.writable() => ready.map_err(Stopped::Failed)?,
                     _ = linger(link) => return Err(Stopped::Lingered),
                 }
             }
         }
-        Ok(())
+        Ok(sent)
     }
 }
 

@@ -106,7 +106,7 @@ fn run_checks(
             timeout,
             env: &env,
         };
-        let at = super::worker::now_ms();
+        let at = teamboard_protocol::now_ms();
         let result = teamboard_git::run_check(&spec, interrupt);
         let run = CheckRun {
             command: command.clone(),

@@ -4,7 +4,8 @@
 //! disk may only make a worktree *less* prunable: uncommitted files or commits
 //! the target lacks turn `Merged` into `Unmerged`. So nothing with work that is
 //! not on the target is ever removed, unless its task was cancelled with
-//! `discard`.
+//! `discard`. Whatever is at a worktree's path that is not a directory (a
+//! symbolic link, a file) is not boardd's worktree: it is kept, as `missing`.
 
 use super::git_error;
 use std::path::Path;
@@ -23,7 +24,15 @@ fn look(git: &Git, repo: &Repo, mut e: WorktreeEntry) -> WorktreeEntry {
         return e;
     }
     let path = Path::new(&e.worktree.path);
-    if !path.is_dir() {
+    // Looked at, never followed: git would follow a symbolic link at the
+    // path, and removing "the worktree" would delete what it points to.
+    let at = std::fs::symlink_metadata(path);
+    if at.as_ref().is_ok_and(|m| !m.is_dir()) {
+        tracing::warn!(path = %path.display(), "something other than a directory is at a worktree's path; keeping it");
+        e.state = WorktreeState::Missing;
+        return e;
+    }
+    if at.is_err() {
         // The directory was removed by hand: what is left is the branch. A
         // discarded task's may go, and so may a landed one's whose commits are
         // all on the target; anything else is kept, as `missing`.

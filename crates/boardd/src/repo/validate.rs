@@ -10,8 +10,8 @@ use teamboard_protocol::{
 
 /// Checks `args` against git and the disk, and answers the `Repo` to attach:
 /// git present and recent enough, `path` inside a repository with a working
-/// tree, the target branch existing and checked out nowhere, the worktrees
-/// directory creatable.
+/// tree, the target branch named, existing and checked out nowhere, the
+/// worktrees directory creatable.
 pub fn validate(args: &SetRepoArgs, worktrees: &str, now_ms: i64) -> Result<Repo, ErrorBody> {
     teamboard_board::check_checks(&args.checks).map_err(ErrorBody::from)?;
     if let Some(ms) = args.check_timeout_ms
@@ -29,13 +29,8 @@ pub fn validate(args: &SetRepoArgs, worktrees: &str, now_ms: i64) -> Result<Repo
     }
     let git = Git::open(path).map_err(git_error)?;
     let root = git.root().display().to_string();
-    let branch = match &args.branch {
-        Some(b) => b.clone(),
-        None => git.current_branch().map_err(git_error)?.ok_or_else(|| {
-            invalid(format!(
-                "{root} has no branch checked out (a detached HEAD), so there is no default target; name it (teamctl repo set {root} --branch main)"
-            ))
-        })?,
+    let Some(branch) = args.branch.clone() else {
+        return Err(no_branch(&git, &root));
     };
     if git.branch_head(&branch).map_err(git_error)?.is_none() {
         return Err(ErrorBody::new(
@@ -70,8 +65,8 @@ pub fn validate(args: &SetRepoArgs, worktrees: &str, now_ms: i64) -> Result<Repo
 }
 
 /// The refusal for a target branch that is checked out: it teaches the fix,
-/// down to the command to run next, since the default target (the branch
-/// checked out at the path) always meets it first.
+/// down to the command to run next, since the branch a person names first is
+/// often the one checked out in their own tree.
 pub fn checked_out(branch: &str, at: &Path) -> ErrorBody {
     ErrorBody::new(
         ErrorCode::Git,
@@ -80,6 +75,21 @@ pub fn checked_out(branch: &str, at: &Path) -> ErrorBody {
             at = at.display()
         ),
     )
+}
+
+/// The refusal of a `set_repo` that names no target branch. There is no
+/// default: the one a person means, the branch checked out at the path, is
+/// the one branch that cannot be the target (see [`checked_out`]). So the
+/// refusal names it, and says how to free it and what to pass.
+fn no_branch(git: &Git, root: &str) -> ErrorBody {
+    match git.current_branch().ok().flatten() {
+        Some(b) => invalid(format!(
+            "name the target branch (`branch`, or --branch): boardd takes none by default, since the branch checked out at {root}, '{b}', cannot be the target (boardd moves it without a checkout). To land on '{b}', detach it there and name it: git -C {root} switch --detach && teamctl repo set {root} --branch {b}. Or name a branch that is checked out nowhere"
+        )),
+        None => invalid(format!(
+            "name the target branch (`branch`, or --branch): boardd takes none by default. For example: teamctl repo set {root} --branch main"
+        )),
+    }
 }
 
 fn invalid(message: impl Into<String>) -> ErrorBody {

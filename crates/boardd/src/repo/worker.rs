@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 use teamboard_board::LandRefusal;
-use teamboard_protocol::ErrorCode;
+use teamboard_protocol::{ErrorCode, now_ms};
 use tokio::sync::mpsc;
 
 /// How long the worker waits for the git a killed boardd left running in a
@@ -159,11 +159,4 @@ fn run(job: Job, done: &mpsc::UnboundedSender<Done>, running: &Arc<Running>) {
     };
     // The actor is gone only while boardd stops; the answer has no one to go to.
     let _ = done.send(answer);
-}
-
-pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }

@@ -187,3 +187,47 @@ fn worktree_paths_that_are_not_ours_are_refused_before_any_git_runs_there() {
         .expect_err("missing");
     assert!(err.to_string().contains("does not exist"), "{err}");
 }
+
+#[test]
+fn a_symlink_at_a_worktree_path_is_never_followed() {
+    let fx = Fixture::new();
+    let outside = fx.scratch("outside");
+    std::fs::create_dir(&outside).expect("mkdir");
+    let path = fx.wt_path("task-1");
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    std::os::unix::fs::symlink(&outside, &path).expect("symlink");
+    let err = fx
+        .repo
+        .add_worktree(&path, "teamboard/task-1", "main")
+        .expect_err("a symlink at the path");
+    assert!(err.to_string().contains("symbolic link"), "{err}");
+    assert_eq!(std::fs::read_dir(&outside).expect("ls").count(), 0);
+    assert_eq!(fx.repo.worktrees().expect("list"), vec![fx.root.clone()]);
+
+    // A worktree moved away, with a link left at its path: removing it would
+    // delete what the link points to.
+    std::fs::remove_file(&path).expect("unlink");
+    let (path, _) = fx.task("task-2");
+    let moved = fx.scratch("moved");
+    std::fs::rename(&path, &moved).expect("move");
+    std::os::unix::fs::symlink(&moved, &path).expect("symlink");
+    let err = fx
+        .repo
+        .remove_worktree(&path, true)
+        .expect_err("a symlink at the path");
+    assert!(err.to_string().contains("symbolic link"), "{err}");
+    assert_eq!(read(&moved, "README"), "hello\n");
+
+    // A file is no worktree either.
+    let file = fx.wt_path("task-3");
+    std::fs::write(&file, "not a directory").expect("write");
+    let err = fx
+        .repo
+        .add_worktree(&file, "teamboard/task-3", "main")
+        .expect_err("a file at the path");
+    assert!(err.to_string().contains("not a directory"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&file).expect("read"),
+        "not a directory"
+    );
+}

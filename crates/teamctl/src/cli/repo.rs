@@ -129,8 +129,8 @@ pub struct RepoSetArgs {
     pub path: PathBuf,
 
     /// The target branch, where finished work lands; it must be checked out nowhere
-    /// (detach it first). Without it boardd takes the branch checked out at PATH,
-    /// and refuses it for being checked out
+    /// (detach it first). Without it boardd refuses, naming the branch checked out
+    /// at PATH and how to detach it
     #[arg(short, long, value_name = "BRANCH")]
     pub branch: Option<String>,
 
