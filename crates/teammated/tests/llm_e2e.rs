@@ -696,48 +696,92 @@ async fn a_retry_and_its_wait_show_in_the_transcript_while_it_waits() {
     board.stop().await;
 }
 
-/// A base URL that does not lead to the API stops the teammate at start, before
-/// it registers, with a message that shows the URL and what to try.
+/// A server that lists no models (`GET /models` answers 404 or 405) is used all
+/// the same: the check at start is advice, which the transcript keeps with what
+/// to try should the model calls fail too. A 5xx there is retried as a model
+/// call would be, then the teammate goes on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_wrong_base_url_or_key_stops_the_teammate_at_start_with_the_url() {
-    let board = Board::start(TEAMMATED).await;
-    let mock = MockLlm::start(Vec::new());
+async fn a_server_without_a_model_list_is_used_all_the_same() {
+    let mut board = Board::start(TEAMMATED).await;
+    let mock = MockLlm::start(vec![MockReply::openai_text("Listed nothing, did it.")]);
     mock.set_models(MockReply::raw(404, "404 page not found"));
     let url = mock.url();
-    let mut alice = board.spawn(
+    let alice = board.spawn(
         "alice",
         "dev",
         &["--provider", "openai", "--base-url", &url],
     );
-    assert_eq!(alice.exit_code().await, Some(1), "{}", alice.log_text());
-    let log = alice.log_text();
+    board.wait_idle("alice").await;
+    let transcript = board.transcript("alice");
     assert!(
-        log.contains(&format!("GET {url}/models answered HTTP 404")),
-        "{log}"
+        transcript.contains(&format!("GET {url}/models answered HTTP 404"))
+            && transcript.contains(&format!("try {url}/v1")),
+        "{transcript}\n{}",
+        alice.log_text()
     );
-    assert!(log.contains(&format!("try {url}/v1")), "{log}");
+    let t = board.add("any", "Anything.", &[]).await;
+    board.wait_done(&[t.id]).await;
+    assert_eq!(board.task(t.id).await.status, TaskStatus::Completed);
+    drop(alice);
 
-    // Anthropic's base URL is the root: teammated adds /v1 itself.
-    let mut bob = board.spawn_with_env(
+    // Anthropic's format, a server that allows no GET there.
+    mock.set_models(MockReply::raw(405, "method not allowed"));
+    let bob = board.spawn_with_env(
         "bob",
+        "dev",
+        &["--provider", "anthropic", "--base-url", &url],
+        &[("ANTHROPIC_API_KEY", "sk-ant-test-0123456789")],
+    );
+    board.wait_idle("bob").await;
+    let transcript = board.transcript("bob");
+    assert!(
+        transcript.contains(&format!("GET {url}/v1/models answered HTTP 405")),
+        "{transcript}\n{}",
+        bob.log_text()
+    );
+    drop(bob);
+
+    // A server error is retried with the model calls' policy, then let be.
+    mock.set_models(MockReply::status(500));
+    let listed = mock.model_list_requests().len();
+    let carol = board.spawn(
+        "carol",
         "dev",
         &[
             "--provider",
-            "anthropic",
+            "openai",
             "--base-url",
-            &format!("{url}/v1"),
+            &url,
+            "--llm-attempts",
+            "3",
+            "--retry-base-ms",
+            "1",
         ],
-        &[("ANTHROPIC_API_KEY", "sk-ant-wrong-0123456789")],
     );
-    assert_eq!(bob.exit_code().await, Some(1), "{}", bob.log_text());
-    let log = bob.log_text();
+    board.wait_idle("carol").await;
+    assert_eq!(
+        mock.model_list_requests().len() - listed,
+        3,
+        "{}",
+        carol.log_text()
+    );
+    let transcript = board.transcript("carol");
     assert!(
-        log.contains(&format!("GET {url}/v1/v1/models answered HTTP 404")),
-        "{log}"
+        transcript.contains("HTTP 500") && transcript.contains("gave up after 3 attempts"),
+        "{transcript}"
     );
-    assert!(log.contains(&format!("leave out /v1 (try {url})")), "{log}");
+    assert_eq!(mock.calls(), 1, "only alice's task asked the model");
+    drop(carol);
+    board.stop().await;
+}
 
-    // Reachable, but the key is refused.
+/// A key the server refuses stops the teammate at start, before it registers,
+/// with a message that names the URL and the variable, never the key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_key_stops_the_teammate_at_start_with_the_url() {
+    let board = Board::start(TEAMMATED).await;
+    let mock = MockLlm::start(Vec::new());
+    let url = mock.url();
     mock.set_models(MockReply::json(
         401,
         json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}),
@@ -759,10 +803,10 @@ async fn a_wrong_base_url_or_key_stops_the_teammate_at_start_with_the_url() {
     assert!(log.contains("ANTHROPIC_API_KEY"), "{log}");
     assert!(!log.contains("sk-ant-wrong"), "{log}");
     assert_eq!(mock.calls(), 0, "no model call was made");
-    assert_eq!(mock.model_list_requests().len(), 3);
+    assert_eq!(mock.model_list_requests().len(), 1, "a 401 is not retried");
     assert!(
         board.lead.team().await.expect("team").is_empty(),
-        "none of them registered"
+        "it did not register"
     );
     board.stop().await;
 }
