@@ -646,6 +646,113 @@ async fn the_output_limit_goes_in_the_field_the_server_knows() {
     board.stop().await;
 }
 
+/// OpenAI's refusal of an output-limit field its model does not take, word for
+/// word, naming the field `body` carried.
+fn refused_field(body: &serde_json::Value) -> Option<MockReply> {
+    let (sent, other) = if body.get("max_tokens").is_some() {
+        ("max_tokens", "max_completion_tokens")
+    } else {
+        ("max_completion_tokens", "max_tokens")
+    };
+    Some(MockReply::json(
+        400,
+        json!({"error": {
+            "message": format!("Unsupported parameter: '{sent}' is not supported with this model. Use '{other}' instead."),
+            "type": "invalid_request_error", "param": sent, "code": "unsupported_parameter"}}),
+    ))
+}
+
+/// A model that refuses `max_tokens` (OpenAI's reasoning models) is asked again
+/// with the field it names, and the teammate keeps to that field: no attempt
+/// of the task is spent on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_that_refuses_the_output_limit_field_is_asked_with_the_one_it_names() {
+    let mut board = Board::start(TEAMMATED).await;
+    let mock = MockLlm::start(Vec::new());
+    mock.set_responder(|r| match r.body.get("max_completion_tokens") {
+        Some(_) => Some(MockReply::openai_text("Done.")),
+        None => refused_field(&r.body),
+    });
+    let url = mock.url();
+    let alice = board.spawn(
+        "alice",
+        "dev",
+        &[
+            "--provider",
+            "openai",
+            "--base-url",
+            &url,
+            "--max-tokens",
+            "321",
+        ],
+    );
+    board.wait_idle("alice").await;
+    for subject in ["one", "two"] {
+        let t = board.add(subject, "Say done.", &[]).await;
+        board.wait_done(&[t.id]).await;
+        let task = board.task(t.id).await;
+        assert_eq!(task.status, TaskStatus::Completed, "{}", alice.log_text());
+        assert_eq!(task.attempts, 1, "claimed once: {task:#?}");
+    }
+    let fields: Vec<&str> = mock
+        .requests()
+        .iter()
+        .map(|r| match r.body.get("max_tokens") {
+            Some(_) => "max_tokens",
+            None => "max_completion_tokens",
+        })
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            "max_tokens",
+            "max_completion_tokens",
+            "max_completion_tokens"
+        ],
+        "asked again once, then the learned field only"
+    );
+    assert_eq!(mock.requests()[1].body["max_completion_tokens"], 321);
+    let log = alice.log_text();
+    assert!(
+        log.contains("--max-tokens-field max_completion_tokens"),
+        "{log}"
+    );
+    drop(alice);
+    board.stop().await;
+}
+
+/// A server that refuses both output-limit fields is a setup error: the teammate
+/// says so once and stops, as for a refused key, and the task keeps its attempts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_refuses_both_output_limit_fields_stops_the_teammate_once() {
+    let mut board = Board::start(TEAMMATED).await;
+    let mock = MockLlm::start(Vec::new());
+    mock.set_responder(|r| refused_field(&r.body));
+    let url = mock.url();
+    let mut alice = board.spawn(
+        "alice",
+        "dev",
+        &["--provider", "openai", "--base-url", &url],
+    );
+    board.wait_idle("alice").await;
+    let t = board.add("any", "Anything.", &[]).await;
+    assert_eq!(alice.exit_code().await, Some(1), "{}", alice.log_text());
+    let task = board.task(t.id).await;
+    assert_eq!(task.status, TaskStatus::Pending, "{task:#?}");
+    assert_eq!(task.attempts, 0, "not the task's fault: {task:#?}");
+    assert_eq!(mock.calls(), 2, "each field once");
+    let errors = board
+        .lead
+        .inbox()
+        .await
+        .expect("inbox")
+        .into_iter()
+        .filter(|m| m.kind == MessageKind::Error)
+        .count();
+    assert_eq!(errors, 1, "the lead hears of it once");
+    board.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retry_and_its_wait_show_in_the_transcript_while_it_waits() {
     let mut board = Board::start(TEAMMATED).await;
