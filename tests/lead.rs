@@ -194,9 +194,11 @@ async fn a_lead_driven_through_stdin_builds_the_graph_spawns_the_team_and_sums_u
     assert!(usage["planning"]["calls"].as_u64().unwrap() >= 4, "{usage}");
     assert_eq!(usage["summary"]["calls"], 1, "{usage}");
     assert_eq!(usage["coordination"]["calls"], 0, "{usage}");
+    // The same count, for the person: the conversation's last line, on stdout.
+    out.wait_for("lead tokens: planning").await;
     let mut stderr = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
-    assert!(stderr.contains("lead tokens: planning"), "{stderr}");
+    assert!(!stderr.contains("lead tokens"), "{stderr}");
 }
 
 /// `teamctl lead --goal` without `--yes` asks for "start" on stdin, and its exit

@@ -77,7 +77,7 @@ pub struct LeadArgs {
     /// Model rounds per turn before the turn stops and asks the person.
     #[arg(long, default_value_t = 40)]
     pub max_rounds: u32,
-    /// Estimated context tokens before older turns are summarised.
+    /// Estimated context tokens before older turns are summarised; at least 1000.
     #[arg(long, default_value_t = 100_000)]
     pub context_budget: u64,
 }
@@ -110,6 +110,9 @@ impl LeadArgs {
         let model = self.provider.model.clone().filter(|_| same && !agent);
         let base_url = self.provider.base_url.clone().filter(|_| same);
         let state_dir_given = self.state_dir.is_some();
+        let budget = self.context_budget;
+        let context_budget = teammated::config::check_context_budget(budget)
+            .map_err(|why| anyhow::anyhow!("--context-budget {budget}: {why}"))?;
         Ok(LeadConfig {
             team: self.team,
             socket: self.socket.unwrap_or_else(paths::default_socket_path),
@@ -130,7 +133,7 @@ impl LeadArgs {
             give_up_after: (self.give_up_after > 0)
                 .then(|| std::time::Duration::from_secs(self.give_up_after)),
             max_rounds: self.max_rounds.max(1),
-            context_budget: self.context_budget.max(1000),
+            context_budget,
         })
     }
 }
@@ -177,6 +180,24 @@ mod tests {
         .chain(extra);
         let args = LeadArgs::try_parse_from(argv).expect("parses");
         args.into_config().expect("a config").spawn.model
+    }
+
+    #[test]
+    fn a_context_budget_too_small_is_refused_not_raised() {
+        let parse = |budget: &str| {
+            let argv = ["teammated lead", "--teamctl", "/bin/true", "--workdir", "/"];
+            let args = LeadArgs::try_parse_from(argv.iter().chain(&["--context-budget", budget]));
+            args.expect("parses")
+                .into_config()
+                .map(|c| c.context_budget)
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(parse("1000"), Ok(1000));
+        let refused = parse("300").expect_err("too small");
+        assert_eq!(
+            refused,
+            "--context-budget 300: 300 is too small: the budget must be at least 1000 tokens"
+        );
     }
 
     #[test]

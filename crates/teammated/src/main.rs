@@ -12,7 +12,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 use teamboard_protocol::{DEFAULT_TEAM, paths};
 use teammated::config::{
-    AGENT_ARGS_ENV, Config, RuntimeConfig, keys_file, lookup_secret, parse_agent_args,
+    AGENT_ARGS_ENV, Config, RuntimeConfig, check_context_budget, keys_file, lookup_secret,
+    parse_agent_args,
 };
 use teammated::provider_args::{ProviderArgs, SECRET_VARS};
 use teammated::runtime::{AgentPolicy, RuntimeKind};
@@ -69,9 +70,12 @@ struct Args {
     /// is only a safety net; it causes no model calls.
     #[arg(long, env = "TEAMMATE_POLL_INTERVAL", default_value_t = 30.0)]
     poll_interval: f64,
-    /// Estimated context tokens before older turns are summarised.
+    /// Estimated context tokens before older turns are summarised; at least 1000.
     #[arg(long, env = "TEAMMATE_CONTEXT_BUDGET", default_value_t = 100_000)]
     context_budget: u64,
+    /// Whether the budget came from $TEAMMATE_CONTEXT_BUDGET, for the refusal.
+    #[arg(skip)]
+    budget_from_env: bool,
     /// Keep the conversation from one task to the next. By default each task
     /// starts afresh: the model sees who it is, the task, and the note the
     /// previous owner left when it gave the task back; earlier conversations stay
@@ -140,7 +144,9 @@ impl Args {
         T: Into<std::ffi::OsString> + Clone,
     {
         let matches = Args::command().try_get_matches_from(argv)?;
-        let args = Args::from_arg_matches(&matches)?;
+        let mut args = Args::from_arg_matches(&matches)?;
+        args.budget_from_env =
+            matches.value_source("context_budget") == Some(ValueSource::EnvVariable);
         let model_given = matches.value_source("model") == Some(ValueSource::CommandLine);
         Ok((args, model_given))
     }
@@ -163,6 +169,12 @@ impl Args {
         if !(self.poll_interval > 0.0 && self.poll_interval.is_finite()) {
             anyhow::bail!("--poll-interval must be a positive number of seconds");
         }
+        let budget = self.context_budget;
+        let context_budget =
+            check_context_budget(budget).map_err(|why| match self.budget_from_env {
+                true => anyhow::anyhow!("TEAMMATE_CONTEXT_BUDGET={budget}: {why}"),
+                false => anyhow::anyhow!("--context-budget {budget}: {why}"),
+            })?;
         Ok(Config {
             name: self.name,
             role: self.role,
@@ -177,7 +189,7 @@ impl Args {
             // on durations far from overflow.
             poll_interval: Duration::from_secs_f64(self.poll_interval.min(86_400.0)),
             max_rounds: self.max_rounds.max(1),
-            context_budget: self.context_budget.max(1000),
+            context_budget,
             carry_context: self.carry_context,
             shell_timeout: Duration::from_secs(self.shell_timeout.clamp(1, 600)),
             reconnect_timeout: Duration::from_secs(self.reconnect_timeout),

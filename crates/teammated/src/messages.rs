@@ -74,12 +74,18 @@ impl Teammate {
                 }
             }
         }
-        self.ack(ids).await?;
-        let exit = read.leave_for.map(|by| Exit::ShutdownRequested { by });
-        if let Some(exit) = &exit {
-            self.shutdown = Some(exit.clone());
+        let acked = self.ack(ids).await;
+        let Some(by) = read.leave_for else {
+            return acked.map(|()| None);
+        };
+        // Leaving: the session no longer waits for a lost boardd, and an
+        // unacknowledged request is read as settled by the next of this name.
+        if let Err(e) = acked {
+            tracing::warn!(error = %e, "cannot acknowledge the shutdown request; leaving all the same");
         }
-        Ok(exit)
+        let exit = Exit::ShutdownRequested { by };
+        self.shutdown = Some(exit.clone());
+        Ok(Some(exit))
     }
 
     pub(crate) async fn ack(&self, ids: Vec<u64>) -> Result<(), Error> {
@@ -187,11 +193,7 @@ async fn on_shutdown_request(
     let reason = req.reason.clone().unwrap_or_default();
     if t.held.is_none() {
         let id = req.id;
-        if let Err(e) = t
-            .session
-            .call(|c| async move { c.respond_shutdown(id, true, None).await })
-            .await
-        {
+        if let Err(e) = t.session.approve_shutdown(id).await {
             // Still leave: the request is clear, and a teammate that stays
             // would only be stopped at the deadline.
             tracing::warn!(error = %e, request = id, "cannot answer the shutdown request");

@@ -34,7 +34,8 @@ pub struct ProviderArgs {
     /// openai only: the request field that carries --max-tokens. OpenAI's own API
     /// wants max_completion_tokens (its reasoning models refuse max_tokens); ollama,
     /// llama.cpp, vLLM and LM Studio know max_tokens, and ignore a field they do not
-    /// know, which would leave the output unlimited
+    /// know, which would leave the output unlimited. A model that refuses the
+    /// field is asked again with the other one
     /// [default: max_completion_tokens on api.openai.com, max_tokens elsewhere]
     #[arg(
         long,

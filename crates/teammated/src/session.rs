@@ -9,13 +9,22 @@
 //! Repeating is safe for reads, waits and heartbeats. A state-changing call whose
 //! answer was lost with the connection may have happened already; callers that care
 //! (completing a task) check the board after a refusal rather than trust the repeat.
+//!
+//! A teammate that approved its shutdown ([`Session::approve_shutdown`]) is leaving:
+//! from then on a lost connection is not repaired, and calls fail at once. What is
+//! left to say (the acknowledgement, the `shutdown` status) is not worth waiting
+//! for: a boardd that stops right after the approval would otherwise hold the
+//! teammate for the whole reconnect timeout, and boardd releases whatever a closed
+//! session held anyway.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use teamboard_protocol::request::RegisterArgs;
-use teamboard_protocol::{Client, ClientError, ErrorCode, Event, Member, TaskId};
+use teamboard_protocol::{
+    Client, ClientError, ErrorCode, Event, Member, RequestId, TaskId, TeamRequest,
+};
 use tokio::sync::{RwLock, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -55,6 +64,8 @@ struct Inner {
     /// A claim boardd handed back when we registered again after a restart, not yet
     /// looked at by the lifecycle.
     adopted: Mutex<Option<TaskId>>,
+    /// Cancelled when the teammate is told to stop, or once it approved its
+    /// shutdown: a lost connection is not repaired after that.
     cancel: CancellationToken,
 }
 
@@ -114,7 +125,8 @@ impl Session {
             reconnected: watch::Sender::new(0),
             reconnect: tokio::sync::Mutex::new(()),
             adopted: Mutex::new(None),
-            cancel,
+            // A child: approving a shutdown stops the reconnects, not the teammate.
+            cancel: cancel.child_token(),
         };
         Ok((
             Session {
@@ -176,6 +188,19 @@ impl Session {
                 }
             }
         }
+    }
+
+    /// Approves shutdown request `id`. Once boardd has the approval, the teammate
+    /// is leaving, and a lost connection is no longer repaired (see the module's
+    /// notes). An approval that boardd refused leaves the session as it was.
+    pub async fn approve_shutdown(&self, id: RequestId) -> Result<TeamRequest, ClientError> {
+        let answer = self
+            .call(|c| async move { c.respond_shutdown(id, true, None).await })
+            .await;
+        if answer.is_ok() {
+            self.inner.cancel.cancel();
+        }
+        answer
     }
 
     /// Runs `f` against the current connection. If the connection is gone, reconnects

@@ -187,10 +187,10 @@ pub(crate) async fn open(
     // An agent that cannot start stops the teammate here, as a bad model
     // setting does, so `teamctl spawn` fails with the reason.
     let agent = crate::work::agent::setup(&cfg)?;
-    // Before registering: a base URL or key the server says is wrong stops the
-    // teammate here, so `teamctl spawn` (which waits for it to connect) fails with
-    // the reason instead of a task failing later. An agent runtime does not use
-    // the native model.
+    // Before registering: a key the server refuses stops the teammate here (the
+    // rest of the check is advice, see `llm::probe`), so `teamctl spawn` (which
+    // waits for it to connect) fails with the reason instead of a task failing
+    // later. An agent runtime does not use the native model.
     let probe = if agent.is_some() {
         Probe::Skipped
     } else {

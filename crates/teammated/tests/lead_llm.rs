@@ -294,3 +294,45 @@ async fn the_lead_sums_up_a_done_board_once_however_late_it_hears_of_it() {
         .unwrap();
     assert_eq!(outcome, Outcome::Quit);
 }
+
+/// The lead checks the model API as a teammate does: a server that lists no
+/// models (404 or 405 at `GET /models`) or keeps failing there (5xx, retried
+/// first) serves it all the same; only a refused key stops it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lead_uses_a_server_without_a_model_list_but_not_a_refused_key() {
+    let daemon = InProc::start().await;
+    let mock = MockLlm::start(Vec::new());
+    let lead_until_quit = |models: MockReply| {
+        mock.set_models(models);
+        let mut cfg = LeadConfig {
+            goal: None,
+            yes: false,
+            ..config(&daemon, ProviderKind::Openai, mock.url())
+        };
+        cfg.provider.retry = RetryPolicy {
+            max_attempts: 3,
+            base: Duration::from_millis(1),
+            cap: Duration::from_millis(10),
+        };
+        let input = tokio::io::BufReader::new(&b"/quit\n"[..]);
+        tokio::time::timeout(
+            PATIENCE,
+            teammated::lead::run(cfg, input, false, CancellationToken::new()),
+        )
+    };
+    for status in [404, 405] {
+        let outcome = lead_until_quit(MockReply::raw(status, "no such endpoint")).await;
+        assert_eq!(outcome.expect("in time").expect("runs"), Outcome::Quit);
+    }
+    assert_eq!(mock.model_list_requests().len(), 2);
+    let outcome = lead_until_quit(MockReply::status(503)).await;
+    assert_eq!(outcome.expect("in time").expect("runs"), Outcome::Quit);
+    assert_eq!(mock.model_list_requests().len(), 5, "a 503 is retried");
+    let refused = lead_until_quit(MockReply::status(401)).await;
+    let err = refused
+        .expect("in time")
+        .expect_err("a refused key stops it");
+    assert!(format!("{err:?}").contains("HTTP 401"), "{err:?}");
+    assert_eq!(mock.model_list_requests().len(), 6);
+    assert_eq!(mock.calls(), 0, "no model call: the person only quit");
+}

@@ -417,3 +417,38 @@ async fn a_teammate_with_nothing_to_do_sends_one_idle_notification_however_often
     assert_eq!(notices, 1, "{inbox:#?}");
     board.stop().await;
 }
+
+/// A context budget under the least a teammate works with is refused in the
+/// same words whether it comes from the flag or the environment, and the
+/// refusal names where it came from.
+#[test]
+fn a_context_budget_too_small_is_refused_from_the_flag_and_the_environment_alike() {
+    let refusal = |args: &[&str], env: &[(&str, &str)]| {
+        let out = std::process::Command::new(TEAMMATED)
+            .args([
+                "--name",
+                "alice",
+                "--role",
+                "dev",
+                "--socket",
+                "/nonexistent/s",
+            ])
+            .args(["--reconnect-timeout", "0"])
+            .args(args)
+            .env_remove("TEAMMATE_CONTEXT_BUDGET")
+            .envs(env.iter().copied())
+            .output()
+            .expect("teammated runs");
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        String::from_utf8_lossy(&out.stderr).trim().to_string()
+    };
+    let why = "300 is too small: the budget must be at least 1000 tokens";
+    assert_eq!(
+        refusal(&["--context-budget", "300"], &[]),
+        format!("teammated: --context-budget 300: {why}")
+    );
+    assert_eq!(
+        refusal(&[], &[("TEAMMATE_CONTEXT_BUDGET", "300")]),
+        format!("teammated: TEAMMATE_CONTEXT_BUDGET=300: {why}")
+    );
+}

@@ -646,6 +646,113 @@ async fn the_output_limit_goes_in_the_field_the_server_knows() {
     board.stop().await;
 }
 
+/// OpenAI's refusal of an output-limit field its model does not take, word for
+/// word, naming the field `body` carried.
+fn refused_field(body: &serde_json::Value) -> Option<MockReply> {
+    let (sent, other) = if body.get("max_tokens").is_some() {
+        ("max_tokens", "max_completion_tokens")
+    } else {
+        ("max_completion_tokens", "max_tokens")
+    };
+    Some(MockReply::json(
+        400,
+        json!({"error": {
+            "message": format!("Unsupported parameter: '{sent}' is not supported with this model. Use '{other}' instead."),
+            "type": "invalid_request_error", "param": sent, "code": "unsupported_parameter"}}),
+    ))
+}
+
+/// A model that refuses `max_tokens` (OpenAI's reasoning models) is asked again
+/// with the field it names, and the teammate keeps to that field: no attempt
+/// of the task is spent on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_that_refuses_the_output_limit_field_is_asked_with_the_one_it_names() {
+    let mut board = Board::start(TEAMMATED).await;
+    let mock = MockLlm::start(Vec::new());
+    mock.set_responder(|r| match r.body.get("max_completion_tokens") {
+        Some(_) => Some(MockReply::openai_text("Done.")),
+        None => refused_field(&r.body),
+    });
+    let url = mock.url();
+    let alice = board.spawn(
+        "alice",
+        "dev",
+        &[
+            "--provider",
+            "openai",
+            "--base-url",
+            &url,
+            "--max-tokens",
+            "321",
+        ],
+    );
+    board.wait_idle("alice").await;
+    for subject in ["one", "two"] {
+        let t = board.add(subject, "Say done.", &[]).await;
+        board.wait_done(&[t.id]).await;
+        let task = board.task(t.id).await;
+        assert_eq!(task.status, TaskStatus::Completed, "{}", alice.log_text());
+        assert_eq!(task.attempts, 1, "claimed once: {task:#?}");
+    }
+    let fields: Vec<&str> = mock
+        .requests()
+        .iter()
+        .map(|r| match r.body.get("max_tokens") {
+            Some(_) => "max_tokens",
+            None => "max_completion_tokens",
+        })
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            "max_tokens",
+            "max_completion_tokens",
+            "max_completion_tokens"
+        ],
+        "asked again once, then the learned field only"
+    );
+    assert_eq!(mock.requests()[1].body["max_completion_tokens"], 321);
+    let log = alice.log_text();
+    assert!(
+        log.contains("--max-tokens-field max_completion_tokens"),
+        "{log}"
+    );
+    drop(alice);
+    board.stop().await;
+}
+
+/// A server that refuses both output-limit fields is a setup error: the teammate
+/// says so once and stops, as for a refused key, and the task keeps its attempts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_refuses_both_output_limit_fields_stops_the_teammate_once() {
+    let mut board = Board::start(TEAMMATED).await;
+    let mock = MockLlm::start(Vec::new());
+    mock.set_responder(|r| refused_field(&r.body));
+    let url = mock.url();
+    let mut alice = board.spawn(
+        "alice",
+        "dev",
+        &["--provider", "openai", "--base-url", &url],
+    );
+    board.wait_idle("alice").await;
+    let t = board.add("any", "Anything.", &[]).await;
+    assert_eq!(alice.exit_code().await, Some(1), "{}", alice.log_text());
+    let task = board.task(t.id).await;
+    assert_eq!(task.status, TaskStatus::Pending, "{task:#?}");
+    assert_eq!(task.attempts, 0, "not the task's fault: {task:#?}");
+    assert_eq!(mock.calls(), 2, "each field once");
+    let errors = board
+        .lead
+        .inbox()
+        .await
+        .expect("inbox")
+        .into_iter()
+        .filter(|m| m.kind == MessageKind::Error)
+        .count();
+    assert_eq!(errors, 1, "the lead hears of it once");
+    board.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retry_and_its_wait_show_in_the_transcript_while_it_waits() {
     let mut board = Board::start(TEAMMATED).await;
@@ -696,48 +803,92 @@ async fn a_retry_and_its_wait_show_in_the_transcript_while_it_waits() {
     board.stop().await;
 }
 
-/// A base URL that does not lead to the API stops the teammate at start, before
-/// it registers, with a message that shows the URL and what to try.
+/// A server that lists no models (`GET /models` answers 404 or 405) is used all
+/// the same: the check at start is advice, which the transcript keeps with what
+/// to try should the model calls fail too. A 5xx there is retried as a model
+/// call would be, then the teammate goes on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_wrong_base_url_or_key_stops_the_teammate_at_start_with_the_url() {
-    let board = Board::start(TEAMMATED).await;
-    let mock = MockLlm::start(Vec::new());
+async fn a_server_without_a_model_list_is_used_all_the_same() {
+    let mut board = Board::start(TEAMMATED).await;
+    let mock = MockLlm::start(vec![MockReply::openai_text("Listed nothing, did it.")]);
     mock.set_models(MockReply::raw(404, "404 page not found"));
     let url = mock.url();
-    let mut alice = board.spawn(
+    let alice = board.spawn(
         "alice",
         "dev",
         &["--provider", "openai", "--base-url", &url],
     );
-    assert_eq!(alice.exit_code().await, Some(1), "{}", alice.log_text());
-    let log = alice.log_text();
+    board.wait_idle("alice").await;
+    let transcript = board.transcript("alice");
     assert!(
-        log.contains(&format!("GET {url}/models answered HTTP 404")),
-        "{log}"
+        transcript.contains(&format!("GET {url}/models answered HTTP 404"))
+            && transcript.contains(&format!("try {url}/v1")),
+        "{transcript}\n{}",
+        alice.log_text()
     );
-    assert!(log.contains(&format!("try {url}/v1")), "{log}");
+    let t = board.add("any", "Anything.", &[]).await;
+    board.wait_done(&[t.id]).await;
+    assert_eq!(board.task(t.id).await.status, TaskStatus::Completed);
+    drop(alice);
 
-    // Anthropic's base URL is the root: teammated adds /v1 itself.
-    let mut bob = board.spawn_with_env(
+    // Anthropic's format, a server that allows no GET there.
+    mock.set_models(MockReply::raw(405, "method not allowed"));
+    let bob = board.spawn_with_env(
         "bob",
+        "dev",
+        &["--provider", "anthropic", "--base-url", &url],
+        &[("ANTHROPIC_API_KEY", "sk-ant-test-0123456789")],
+    );
+    board.wait_idle("bob").await;
+    let transcript = board.transcript("bob");
+    assert!(
+        transcript.contains(&format!("GET {url}/v1/models answered HTTP 405")),
+        "{transcript}\n{}",
+        bob.log_text()
+    );
+    drop(bob);
+
+    // A server error is retried with the model calls' policy, then let be.
+    mock.set_models(MockReply::status(500));
+    let listed = mock.model_list_requests().len();
+    let carol = board.spawn(
+        "carol",
         "dev",
         &[
             "--provider",
-            "anthropic",
+            "openai",
             "--base-url",
-            &format!("{url}/v1"),
+            &url,
+            "--llm-attempts",
+            "3",
+            "--retry-base-ms",
+            "1",
         ],
-        &[("ANTHROPIC_API_KEY", "sk-ant-wrong-0123456789")],
     );
-    assert_eq!(bob.exit_code().await, Some(1), "{}", bob.log_text());
-    let log = bob.log_text();
+    board.wait_idle("carol").await;
+    assert_eq!(
+        mock.model_list_requests().len() - listed,
+        3,
+        "{}",
+        carol.log_text()
+    );
+    let transcript = board.transcript("carol");
     assert!(
-        log.contains(&format!("GET {url}/v1/v1/models answered HTTP 404")),
-        "{log}"
+        transcript.contains("HTTP 500") && transcript.contains("gave up after 3 attempts"),
+        "{transcript}"
     );
-    assert!(log.contains(&format!("leave out /v1 (try {url})")), "{log}");
+    assert_eq!(mock.calls(), 1, "only alice's task asked the model");
+    drop(carol);
+    board.stop().await;
+}
 
-    // Reachable, but the key is refused.
+/// A key the server refuses stops the teammate at start, before it registers,
+/// with a message that names the URL and the variable, never the key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_key_stops_the_teammate_at_start_with_the_url() {
+    let board = Board::start(TEAMMATED).await;
+    let mock = MockLlm::start(Vec::new());
+    let url = mock.url();
     mock.set_models(MockReply::json(
         401,
         json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}),
@@ -759,10 +910,10 @@ async fn a_wrong_base_url_or_key_stops_the_teammate_at_start_with_the_url() {
     assert!(log.contains("ANTHROPIC_API_KEY"), "{log}");
     assert!(!log.contains("sk-ant-wrong"), "{log}");
     assert_eq!(mock.calls(), 0, "no model call was made");
-    assert_eq!(mock.model_list_requests().len(), 3);
+    assert_eq!(mock.model_list_requests().len(), 1, "a 401 is not retried");
     assert!(
         board.lead.team().await.expect("team").is_empty(),
-        "none of them registered"
+        "it did not register"
     );
     board.stop().await;
 }

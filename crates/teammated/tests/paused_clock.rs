@@ -230,3 +230,115 @@ async fn a_teammate_tells_the_lead_it_is_idle_once_per_transition_only() {
     assert_eq!(exit, Exit::Terminated);
     daemon.stop().await;
 }
+
+/// A socket in front of boardd's that passes frames both ways until it has
+/// passed on boardd's answer to a `respond_shutdown`; then it closes every
+/// connection and its socket, as a boardd that stops right after answering.
+async fn gone_after_the_shutdown_answer(front: tokio::net::UnixListener, back: std::path::PathBuf) {
+    let cut = CancellationToken::new();
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = cut.cancelled() => break,
+            accepted = front.accept() => {
+                let (client, _) = accepted.expect("accept");
+                let server = tokio::net::UnixStream::connect(&back).await.expect("boardd");
+                connections.spawn(pass_until_the_answer(client, server, cut.clone()));
+            }
+        }
+    }
+    let path = front.local_addr().expect("address");
+    let _ = std::fs::remove_file(path.as_pathname().expect("a path"));
+    drop(front);
+    connections.shutdown().await;
+}
+
+async fn pass_until_the_answer(
+    client: tokio::net::UnixStream,
+    server: tokio::net::UnixStream,
+    cut: CancellationToken,
+) {
+    use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+    async fn read(r: &mut (impl AsyncRead + Unpin)) -> Option<Vec<u8>> {
+        let len = r.read_u32().await.ok()?;
+        let mut frame = vec![0; len as usize];
+        r.read_exact(&mut frame).await.ok()?;
+        Some(frame)
+    }
+    async fn write(w: &mut (impl AsyncWrite + Unpin), frame: &[u8]) -> Option<()> {
+        w.write_u32(frame.len() as u32).await.ok()?;
+        w.write_all(frame).await.ok()
+    }
+    let json =
+        |frame: &[u8]| serde_json::from_slice::<serde_json::Value>(frame).unwrap_or_default();
+    let (mut from_client, mut to_client) = client.into_split();
+    let (mut from_server, mut to_server) = server.into_split();
+    let asked = std::sync::Mutex::new(None);
+    let up = async {
+        while let Some(frame) = read(&mut from_client).await {
+            let v = json(&frame);
+            if v["op"] == "respond_shutdown" {
+                *asked.lock().unwrap() = v["id"].as_u64();
+            }
+            write(&mut to_server, &frame).await?;
+        }
+        None::<()>
+    };
+    let down = async {
+        while let Some(frame) = read(&mut from_server).await {
+            write(&mut to_client, &frame).await?;
+            let v = json(&frame);
+            if v["type"] == "response"
+                && v["id"].as_u64().is_some()
+                && v["id"].as_u64() == *asked.lock().unwrap()
+            {
+                cut.cancel();
+                return Some(());
+            }
+        }
+        None
+    };
+    tokio::select! {
+        _ = up => {}
+        _ = down => {}
+        _ = cut.cancelled() => {}
+    }
+}
+
+/// A teammate that approved its shutdown leaves at once when boardd stops right
+/// after the approval, with the shutdown's exit: it does not wait for a boardd
+/// that may never come back.
+#[tokio::test(start_paused = true)]
+async fn a_teammate_that_approved_its_shutdown_leaves_when_boardd_stops_right_after() {
+    let daemon = boardd().await;
+    let front = daemon.dir().join("f");
+    let listener = tokio::net::UnixListener::bind(&front).expect("bind");
+    tokio::spawn(gone_after_the_shutdown_answer(
+        listener,
+        daemon.socket.clone(),
+    ));
+    let mut cfg = config(&daemon, scripted());
+    cfg.socket = front;
+    cfg.idle_timeout = None;
+    let teammate = tokio::spawn(run(cfg, CancellationToken::new()));
+    let lead = lead(&daemon.socket).await;
+    wait_event(&lead, 0, "alice to go idle", |e| {
+        e.kind == EventKind::MessageSent && e.detail.contains("alice → lead: idle_notification")
+    })
+    .await;
+    let asked = Instant::now();
+    lead.request_shutdown(teamboard_protocol::request::ShutdownArgs {
+        to: "alice".into(),
+        ..Default::default()
+    })
+    .await
+    .expect("request_shutdown");
+    let exit = teammate.await.expect("no panic");
+    let took = asked.elapsed();
+    assert_eq!(
+        exit.expect("it leaves cleanly"),
+        Exit::ShutdownRequested { by: "lead".into() }
+    );
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    daemon.stop().await;
+}

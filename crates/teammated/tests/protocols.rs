@@ -56,8 +56,8 @@ async fn pending_plan(board: &Board, task: u64) -> TeamRequest {
 }
 
 /// Offline: a scripted teammate submits its blocks as the plan and runs nothing
-/// until the lead approves. A rejection fails the attempt with the feedback, and
-/// the approval of a later claim is that claim's own.
+/// until the lead approves. A rejection gets the plan submitted again, under the
+/// same claim, with the lead's words: it spends none of the task's attempts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scripted_teammate_plans_first_and_waits_for_the_decision() {
     let mut board = Board::start(TEAMMATED).await;
@@ -83,7 +83,7 @@ async fn a_scripted_teammate_plans_first_and_waits_for_the_decision() {
                 && m.request_id == Some(first.id.to_string())),
         "{lead_inbox:#?}"
     );
-    // Rejected: the attempt fails with the lead's words.
+    // Rejected: the plan comes again, on the same claim, answering the feedback.
     board
         .lead
         .review_plan(first.id, false, Some("say why first"))
@@ -91,15 +91,15 @@ async fn a_scripted_teammate_plans_first_and_waits_for_the_decision() {
         .expect("reject");
     let second = pending_plan(&board, id).await;
     assert_ne!(second.id, first.id);
-    assert!(second.epoch > first.epoch, "a new claim: {second:#?}");
-    let task = board.task(id).await;
+    assert_eq!(second.epoch, first.epoch, "the same claim: {second:#?}");
+    let plan = second.plan.as_deref().unwrap_or_default();
     assert!(
-        task.last_error
-            .as_deref()
-            .unwrap_or_default()
-            .contains("say why first"),
-        "{task:#?}"
+        plan.contains("say why first") && plan.contains("touch "),
+        "{second:#?}"
     );
+    let task = board.task(id).await;
+    assert_eq!(task.attempts, 1, "claimed once: {task:#?}");
+    assert_eq!(task.last_error, None, "{task:#?}");
     assert!(!mark.exists());
     // Approved: the blocks run and the task completes.
     board
@@ -110,6 +110,7 @@ async fn a_scripted_teammate_plans_first_and_waits_for_the_decision() {
     let done = board.wait_done(&[id]).await;
     let task = done.iter().find(|t| t.id == id).expect("task");
     assert_eq!(task.status, TaskStatus::Completed, "{}", alice.log_text());
+    assert_eq!(task.attempts, 1, "{task:#?}");
     assert!(mark.exists());
     let detail = board.lead.get_task(id).await.expect("get_task");
     let states: Vec<RequestState> = detail.plans.iter().map(|p| p.state).collect();

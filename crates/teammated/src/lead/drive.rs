@@ -134,7 +134,9 @@ where
         false,
         &format!("lead stopped; {line}"),
     );
-    eprintln!("{line}");
+    // The count closes the conversation with the person, on stdout, as the
+    // outcome's line after it does.
+    say(&line);
     outcome
 }
 

@@ -73,26 +73,66 @@ impl HttpClient {
         body: &serde_json::Value,
         on_retry: Option<OnRetry<'_>>,
     ) -> Result<serde_json::Value, LlmError> {
-        let header_map = build_headers(provider, headers)?;
-        let secrets = secrets_of(headers);
         let payload = serde_json::to_vec(body).map_err(|e| LlmError::Decode {
             provider,
             message: format!("cannot encode the request: {e}"),
         })?;
+        self.send(
+            provider,
+            Method::POST,
+            url,
+            headers,
+            Some(&payload),
+            on_retry,
+        )
+        .await
+    }
+
+    /// GETs `url` and returns the JSON answer, retrying as [`Self::post_json`]
+    /// does, all of it within `timeout`: for a check that must not outlast its
+    /// caller's patience. Errors are those of [`Self::post_json`], and a
+    /// [`LlmError::Transport`] timeout when `timeout` runs out first.
+    pub async fn get_json(
+        &self,
+        provider: &'static str,
+        url: &str,
+        headers: &[(&str, String)],
+        timeout: Duration,
+    ) -> Result<serde_json::Value, LlmError> {
+        let send = self.send(provider, Method::GET, url, headers, None, None);
+        tokio::time::timeout(timeout, send)
+            .await
+            .unwrap_or_else(|_| {
+                Err(LlmError::Transport {
+                    provider,
+                    message: format!(
+                        "no answer within {} s (GET {})",
+                        timeout.as_secs(),
+                        shown_url(url)
+                    ),
+                    timeout: true,
+                })
+            })
+    }
+
+    /// Sends a request until it is answered, it fails in a way a second try
+    /// cannot mend, or the attempts run out.
+    async fn send(
+        &self,
+        provider: &'static str,
+        method: Method,
+        url: &str,
+        headers: &[(&str, String)],
+        payload: Option<&[u8]>,
+        on_retry: Option<OnRetry<'_>>,
+    ) -> Result<serde_json::Value, LlmError> {
+        let header_map = build_headers(provider, headers)?;
+        let secrets = secrets_of(headers);
         let attempts = self.retry.attempts();
         let mut attempt = 1;
         loop {
-            let err = match self
-                .send_once(
-                    provider,
-                    Method::POST,
-                    url,
-                    &header_map,
-                    Some(&payload),
-                    &secrets,
-                )
-                .await
-            {
+            let sent = self.send_once(provider, &method, url, &header_map, payload, &secrets);
+            let err = match sent.await {
                 Ok(answer) => return Ok(answer),
                 Err(err) => err,
             };
@@ -116,12 +156,13 @@ impl HttpClient {
             let wait = self.retry.backoff(attempt, retry_after);
             tracing::warn!(
                 provider,
+                %method,
                 status,
                 attempt,
                 max_attempts = attempts,
                 wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
                 error = %byte_prefix(&err.to_string(), 300),
-                "model call failed; retrying"
+                "model API request failed; retrying"
             );
             if let Some(tell) = on_retry {
                 tell(&Retrying {
@@ -136,37 +177,10 @@ impl HttpClient {
         }
     }
 
-    /// GETs `url` once, within `timeout`, and returns the JSON answer: for checks
-    /// that must not wait through retries. Errors are those of [`Self::post_json`].
-    pub async fn get_json(
-        &self,
-        provider: &'static str,
-        url: &str,
-        headers: &[(&str, String)],
-        timeout: Duration,
-    ) -> Result<serde_json::Value, LlmError> {
-        let header_map = build_headers(provider, headers)?;
-        let secrets = secrets_of(headers);
-        let send = self.send_once(provider, Method::GET, url, &header_map, None, &secrets);
-        tokio::time::timeout(timeout, send)
-            .await
-            .unwrap_or_else(|_| {
-                Err(LlmError::Transport {
-                    provider,
-                    message: format!(
-                        "no answer within {} s (GET {})",
-                        timeout.as_secs(),
-                        shown_url(url)
-                    ),
-                    timeout: true,
-                })
-            })
-    }
-
     async fn send_once(
         &self,
         provider: &'static str,
-        method: Method,
+        method: &Method,
         url: &str,
         headers: &HeaderMap,
         payload: Option<&[u8]>,
@@ -179,7 +193,7 @@ impl HttpClient {
         if let Some(payload) = payload {
             request = request.body(payload.to_vec());
         }
-        let failed = |e: &reqwest::Error| transport(provider, &method, url, e);
+        let failed = |e: &reqwest::Error| transport(provider, method, url, e);
         let response = request.send().await.map_err(|e| failed(&e))?;
         let status = response.status();
         let retry_after = parse_retry_after(response.headers());

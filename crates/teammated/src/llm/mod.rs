@@ -50,8 +50,9 @@ impl Provider {
     }
 
     /// Checks that the base URL leads to the API and that the key is taken, with
-    /// one request that spends no tokens (see [`probe`]). An error is a reason to
-    /// stop; anything that may still get better is a [`Probe::Unsure`].
+    /// one request that spends no tokens (see [`probe`]). An error is a key the
+    /// server refuses, a reason to stop; anything else is at most advice, a
+    /// [`Probe::Unsure`].
     pub async fn probe(&self) -> Result<Probe, LlmError> {
         match self {
             Provider::Anthropic(p) => p.probe().await,

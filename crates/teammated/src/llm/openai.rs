@@ -5,12 +5,12 @@
 //! maps the neutral blocks onto that, and is lenient with what local servers send
 //! back, since they follow OpenAI's format only approximately.
 use super::chat::{Block, ChatMessage, Completion, CompletionRequest, Role, StopReason};
-use super::error::LlmError;
+use super::error::{LlmError, refuses_parameter};
 use super::http::{HttpClient, redact_error, shown_url};
 use super::probe::{ModelList, Probe};
 use crate::config::{MaxTokensField, ProviderConfig, setting};
 use serde_json::{Value, json};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use teamboard_protocol::TokenUsage;
 
 const PROVIDER: &str = "openai";
@@ -26,6 +26,9 @@ pub struct OpenAi {
     /// `None` for local servers, which take no key.
     api_key: Option<String>,
     max_tokens_field: MaxTokensField,
+    /// Set once the server refused `max_tokens_field` and took the other field:
+    /// every request from then on sends the other one (see [`OpenAi::complete`]).
+    learned_other_field: AtomicBool,
 }
 
 /// Written by hand so that the key can never be printed.
@@ -34,7 +37,7 @@ impl std::fmt::Debug for OpenAi {
         f.debug_struct("OpenAi")
             .field("url", &self.url)
             .field("model", &self.model)
-            .field("max_tokens_field", &self.max_tokens_field)
+            .field("max_tokens_field", &self.max_tokens_field())
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .finish()
     }
@@ -74,7 +77,18 @@ impl OpenAi {
             model,
             api_key,
             max_tokens_field,
+            learned_other_field: AtomicBool::new(false),
         })
+    }
+
+    /// The field that carries the output limit now: the one configured, or the
+    /// other once the server refused it.
+    fn max_tokens_field(&self) -> MaxTokensField {
+        if self.learned_other_field.load(Ordering::Relaxed) {
+            other_field(self.max_tokens_field)
+        } else {
+            self.max_tokens_field
+        }
     }
 
     /// The model, where it is asked, and the field that carries the output limit.
@@ -83,7 +97,7 @@ impl OpenAi {
             "model {} at {}, output limit in {}",
             self.model,
             shown_url(&self.base),
-            self.max_tokens_field.as_str()
+            self.max_tokens_field().as_str()
         )
     }
 
@@ -118,18 +132,61 @@ impl OpenAi {
         .map_err(|e| redact_error(e, &[key]))
     }
 
+    /// Asks for the next turn. A server that refuses the output-limit field is
+    /// asked again, once, with the other field, which is kept from then on: the
+    /// default is a guess by the base URL, and a model behind a compatible server
+    /// may want the other field. Refused again, the request is a setup error.
     pub async fn complete(&self, req: CompletionRequest<'_>) -> Result<Completion, LlmError> {
-        let body = request_body(&self.model, self.max_tokens_field, &req);
+        let field = self.max_tokens_field();
+        let answer = match self.send(field, &req).await {
+            Err(LlmError::Http {
+                status: 400 | 422,
+                body,
+                ..
+            }) if refuses_parameter(&body, field.as_str()) => {
+                let other = other_field(field);
+                tracing::warn!(
+                    "the model refuses {} for the output limit; asking again with {}, kept \
+                     for later calls if it is taken (--max-tokens-field {} sends it from the \
+                     start)",
+                    field.as_str(),
+                    other.as_str(),
+                    other.as_str()
+                );
+                let retried = self.send(other, &req).await;
+                if retried.is_ok() {
+                    self.learned_other_field
+                        .store(other != self.max_tokens_field, Ordering::Relaxed);
+                }
+                retried
+            }
+            answer => answer,
+        }?;
+        let key = self.api_key.as_deref().unwrap_or_default();
+        parse_response(&answer).map_err(|e| redact_error(e, &[key]))
+    }
+
+    async fn send(
+        &self,
+        field: MaxTokensField,
+        req: &CompletionRequest<'_>,
+    ) -> Result<Value, LlmError> {
+        let body = request_body(&self.model, field, req);
         let mut headers = vec![("content-type", "application/json".to_string())];
         if let Some(key) = &self.api_key {
             headers.push(("authorization", format!("Bearer {key}")));
         }
-        let answer = self
-            .http
+        self.http
             .post_json(PROVIDER, &self.url, &headers, &body, req.on_retry)
-            .await?;
-        let key = self.api_key.as_deref().unwrap_or_default();
-        parse_response(&answer).map_err(|e| redact_error(e, &[key]))
+            .await
+    }
+}
+
+/// The output-limit field that is not `field`.
+fn other_field(field: MaxTokensField) -> MaxTokensField {
+    match field {
+        MaxTokensField::MaxTokens => MaxTokensField::MaxCompletionTokens,
+        MaxTokensField::MaxCompletionTokens => MaxTokensField::MaxTokens,
     }
 }
 

@@ -18,8 +18,11 @@
 //!
 //! A task that needs a plan (the runtime says so under the task) gets its ```` ```sh ````
 //! blocks submitted as the plan first, with `submit_plan`; the blocks run once the lead
-//! approves, and a rejection fails the task with the lead's feedback. Asked to shut
-//! down while it holds a task, it approves at once with a note of how far it got.
+//! approves. A rejection gets the plan submitted again, quoting the lead's feedback:
+//! a script cannot revise its commands, so the plan says so, and the lead approves
+//! it or cancels the task. Failing the task instead would spend one of its attempts
+//! on each rejection, on a plan that no attempt could change. Asked to shut down
+//! while it holds a task, it approves at once with a note of how far it got.
 //!
 //! With no task in hand (it was woken by a message) it answers that it has nothing to
 //! do, which ends the work phase. Offered the lead's tools, it is the scripted lead
@@ -244,24 +247,35 @@ fn next_step(messages: &[ChatMessage]) -> Vec<Block> {
         )];
     }
     if task.description.contains(PLAN_MARKER) {
+        let plan = if blocks.is_empty() {
+            "Nothing to run: the task has no ```sh blocks.".to_string()
+        } else {
+            format!("I will run:\n```sh\n{}\n```", blocks.join("\n"))
+        };
         let decision = plan_ids.last().and_then(|id| result_of(after, id));
         match decision {
             None => {
-                let plan = if blocks.is_empty() {
-                    "Nothing to run: the task has no ```sh blocks.".to_string()
-                } else {
-                    format!("I will run:\n```sh\n{}\n```", blocks.join("\n"))
-                };
                 return vec![
                     Block::text(format!("Task #{} needs a plan; submitting it.", task.id)),
                     call("submit_plan", serde_json::json!({ "plan": plan })),
                 ];
             }
-            Some((feedback, true)) => {
-                return vec![call(
-                    "fail_task",
-                    serde_json::json!({ "reason": format!("the plan was not approved: {feedback}") }),
-                )];
+            Some((answer, true)) => {
+                let Some(feedback) = rejection_feedback(&answer) else {
+                    return vec![call(
+                        "fail_task",
+                        serde_json::json!({ "reason": format!("the plan was not approved: {answer}") }),
+                    )];
+                };
+                let plan = format!(
+                    "The lead rejected my plan: {feedback}\nI am the offline scripted model \
+                     and run the task's ```sh blocks as they are written, so the plan is the \
+                     same: approve it, or cancel the task to change what runs.\n{plan}"
+                );
+                return vec![
+                    Block::text(format!("Submitting the plan for #{} again.", task.id)),
+                    call("submit_plan", serde_json::json!({ "plan": plan })),
+                ];
             }
             Some((_, false)) => {}
         }
@@ -333,6 +347,18 @@ fn result_of(messages: &[ChatMessage], id: &str) -> Option<(String, bool)> {
             } if tool_use_id == id => Some((content.clone(), *is_error)),
             _ => None,
         })
+}
+
+/// The lead's feedback in `submit_plan`'s answer, when the answer is a rejection
+/// (the runtime's "[Runtime] lead rejected your plan for #4 (request 9): ..."),
+/// not another failure of the call.
+fn rejection_feedback(answer: &str) -> Option<&str> {
+    let (_, rest) = answer.split_once(" rejected your plan for #")?;
+    let (_, feedback) = rest.split_once("): ")?;
+    match feedback.lines().next().unwrap_or_default().trim() {
+        "" => Some("(no reason given)"),
+        feedback => Some(feedback),
+    }
 }
 
 /// Whether the runtime asked for a shutdown answer after the last answer given.
@@ -527,6 +553,36 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(c.stop, StopReason::EndTurn, "{c:?}");
+    }
+
+    #[tokio::test]
+    async fn a_rejected_plan_is_submitted_again_with_the_feedback() {
+        let mut msgs = vec![ChatMessage::user_text(format!(
+            "[Auto-claimed task #6] p\n```sh\necho hi\n```\n\n{PLAN_MARKER} before you change anything."
+        ))];
+        let rejected = "[Runtime] lead rejected your plan for #6 (request 2): say why\n\
+                        Revise it and call submit_plan again.";
+        let (name, first) = step(&mut msgs, rejected, true).await;
+        assert_eq!(name, "submit_plan");
+        let (name, again) = step(&mut msgs, "boardd refused the plan: too big", true).await;
+        assert_eq!(name, "submit_plan", "{again}");
+        let plan = again["plan"].as_str().unwrap();
+        assert!(
+            plan.starts_with("The lead rejected my plan: say why\n")
+                && plan.ends_with(first["plan"].as_str().unwrap()),
+            "{plan}"
+        );
+        // Any other failure of the call still fails the task.
+        let c = Scripted::default()
+            .complete(req(&msgs, &tools()))
+            .await
+            .unwrap();
+        let (_, name, input) = last_use(&c);
+        assert_eq!(name, "fail_task");
+        assert!(
+            input["reason"].as_str().unwrap().contains("too big"),
+            "{input}"
+        );
     }
 
     #[tokio::test]

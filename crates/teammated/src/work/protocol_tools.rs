@@ -260,11 +260,7 @@ impl Teammate {
             }
             self.release_with_note(&note).await;
         }
-        match self
-            .session
-            .call(|c| async move { c.respond_shutdown(id, true, None).await })
-            .await
-        {
+        match self.session.approve_shutdown(id).await {
             Ok(_) => {
                 self.asked_to_leave = None;
                 self.shutdown = Some(Exit::ShutdownRequested { by: asked.from });
@@ -285,11 +281,7 @@ impl Teammate {
         }
         let asked = self.asked_to_leave.take()?;
         let id = asked.id;
-        match self
-            .session
-            .call(|c| async move { c.respond_shutdown(id, true, None).await })
-            .await
-        {
+        match self.session.approve_shutdown(id).await {
             Ok(_) => {}
             // Settled meanwhile: withdrawn by the lead, so stay; or expired, and
             // boardd stops the teammate itself.

@@ -136,11 +136,7 @@ impl Teammate {
         );
         self.release(None).await;
         let id = asked.id;
-        if let Err(e) = self
-            .session
-            .call(|c| async move { c.respond_shutdown(id, true, None).await })
-            .await
-        {
+        if let Err(e) = self.session.approve_shutdown(id).await {
             tracing::warn!(error = %e, request = id, "cannot answer the shutdown request");
         }
         self.log(EntryKind::Lifecycle, None, false, &note);
