@@ -11,11 +11,12 @@
 //! never reads `target/`. Symlinked directories are not followed (they may lead out of
 //! the working directory, or in a loop) and `.git` is skipped.
 //!
-//! The walk is written here, not taken from `walkdir` or `ignore`: it is driven by
-//! the pattern (each directory carries the pattern positions its entries may still
-//! match), which `walkdir` would need a side stack of positions for, and so saves no
-//! code; `ignore` would skip what `.gitignore` names (a teammate asking for
-//! `target/**/*.log` means it) and brings a parallel walker the tool does not use.
+//! The walk is written here, not taken from `walkdir` or `ignore` (whose sequential
+//! walk is `walkdir`'s): `walkdir` opens every directory it yields, and reads it whole
+//! when sorted, before its caller can skip it, so `src/*.rs` would read `target/` and
+//! an unreadable directory the pattern never reaches would be reported. `ignore`
+//! also skips what `.gitignore` names, where a teammate asking for
+//! `target/**/*.log` means it.
 
 use super::call::{LocalEnv, ToolOutput, str_arg};
 use globset::{GlobBuilder, GlobMatcher};
