@@ -7,12 +7,13 @@
 //! (`codex::state`), so it keeps a [`Requests`] and hands its lines to its actor.
 //!
 //! By hand, since the crates with JSON-RPC types do not fit: the ACP schema
-//! crate's `JsonRpcMessage`, `rmcp`'s and `jsonrpsee-types`' all require
-//! `"jsonrpc": "2.0"`, which Codex leaves out of its messages (and the ACP crate
-//! turns on `serde_json`'s `preserve_order` for the whole build, see
-//! `acp::wire`); a connection layer (`agent-client-protocol`'s, jsonrpsee's
-//! client) would own the pipes that [`AgentProcess`] must own for its process
-//! guard, cancel-safe reads and the stderr tail of a crash report.
+//! crate's `JsonRpcMessage` and `rmcp`'s require `"jsonrpc": "2.0"` in every
+//! message, and `jsonrpsee-types` in requests, which Codex leaves out of its own
+//! (the ACP crate also turns on `serde_json`'s `preserve_order` for the whole
+//! build, see `acp::wire`; jsonrpsee's params are raw JSON text, which a parsed
+//! `Value` cannot give). A connection layer (`agent-client-protocol`'s,
+//! jsonrpsee's client) would own the pipes that [`AgentProcess`] must own for
+//! its process guard, cancel-safe reads and the stderr tail of a crash report.
 
 use crate::runtime::AgentError;
 use crate::runtime::process::{AgentProcess, Line};
