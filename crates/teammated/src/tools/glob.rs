@@ -1,16 +1,25 @@
 //! The `glob` tool: find files by name pattern.
 //!
-//! The matcher is small and local (no crate): `*` and `?` within one path component,
-//! `[abc]`, `[a-z]`, `[!a-z]` for one character, and `**` as a whole component for any
-//! number of directories (zero included). `*` also matches names starting with a dot:
-//! a teammate looking for `*.yml` wants `.github/workflows/ci.yml` too.
+//! The pattern is split at `/`; `**` as a whole component matches any number of
+//! directories (zero included), and every other component is a `globset` glob matched
+//! against one path component: `*`, `?`, `[a-z]`, `[!a-z]`, `{a,b}`, `\*`. `*` also
+//! matches names starting with a dot: a teammate looking for `*.yml` wants
+//! `.github/workflows/ci.yml` too. A `[` that is never closed is an ordinary character.
 //!
 //! The walk follows the pattern instead of listing everything and filtering: it only
 //! descends into directories some part of the pattern can still match, so `src/*.rs`
 //! never reads `target/`. Symlinked directories are not followed (they may lead out of
 //! the working directory, or in a loop) and `.git` is skipped.
+//!
+//! The walk is written here, not taken from `walkdir` or `ignore` (whose sequential
+//! walk is `walkdir`'s): `walkdir` opens every directory it yields, and reads it whole
+//! when sorted, before its caller can skip it, so `src/*.rs` would read `target/` and
+//! an unreadable directory the pattern never reaches would be reported. `ignore`
+//! also skips what `.gitignore` names, where a teammate asking for
+//! `target/**/*.log` means it.
 
 use super::call::{LocalEnv, ToolOutput, str_arg};
+use globset::{GlobBuilder, GlobMatcher};
 use serde_json::Value;
 use std::fs;
 use std::path::{Component, Path};
@@ -91,12 +100,23 @@ fn glob(workdir: &Path, pattern: &str) -> ToolOutput {
 }
 
 /// One `/`-separated part of a pattern.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 enum Segment {
     /// `**`: any number of path components.
     AnyDirs,
-    /// A component pattern, as chars.
-    Name(Vec<char>),
+    /// A pattern for one component.
+    Name(GlobMatcher),
+}
+
+/// The matcher of one component pattern. `globset`'s `**` next to other characters
+/// is `*`, as it is here.
+fn component(pattern: &str) -> Result<GlobMatcher, globset::Error> {
+    let glob = GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .backslash_escape(true)
+        .allow_unclosed_class(true)
+        .build()?;
+    Ok(glob.compile_matcher())
 }
 
 fn parse(workdir: &Path, canon_wd: &Path, pattern: &str) -> Result<Vec<Segment>, ToolOutput> {
@@ -129,17 +149,20 @@ fn parse(workdir: &Path, canon_wd: &Path, pattern: &str) -> Result<Vec<Segment>,
     {
         return Err(outside());
     }
-    let segments: Vec<Segment> = rel
+    let segments = rel
         .split('/')
         .filter(|s| !s.is_empty() && *s != ".")
-        .map(|s| {
-            if s == "**" {
-                Segment::AnyDirs
-            } else {
-                Segment::Name(s.chars().collect())
-            }
+        .map(|s| match s {
+            "**" => Ok(Segment::AnyDirs),
+            _ => component(s).map(Segment::Name),
         })
-        .collect();
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| {
+            ToolOutput::error(format!(
+                "pattern '{pattern}' is not a valid glob: {}",
+                e.kind()
+            ))
+        })?;
     if segments.is_empty() {
         return Err(ToolOutput::error(format!(
             "pattern '{pattern}' names the working directory itself; use e.g. '*' to list it"
@@ -153,7 +176,7 @@ fn closure(segments: &[Segment], mut states: Vec<usize>) -> Vec<usize> {
     let mut i = 0;
     while i < states.len() {
         let s = states[i];
-        if s < segments.len() && segments[s] == Segment::AnyDirs && !states.contains(&(s + 1)) {
+        if matches!(segments.get(s), Some(Segment::AnyDirs)) && !states.contains(&(s + 1)) {
             states.push(s + 1);
         }
         i += 1;
@@ -225,105 +248,18 @@ impl Walk<'_> {
 
     /// The positions after matching one component called `name`.
     fn step(&self, states: &[usize], name: &str) -> Vec<usize> {
-        let name: Vec<char> = name.chars().collect();
         let mut next = Vec::new();
         for &s in states {
             match self.segments.get(s) {
                 // `**` swallows this component and may swallow more.
                 Some(Segment::AnyDirs) => next.push(s),
-                Some(Segment::Name(p)) if matches(p, &name) => next.push(s + 1),
+                Some(Segment::Name(p)) if p.is_match(name) => next.push(s + 1),
                 _ => {}
             }
         }
         next.sort_unstable();
         next.dedup();
         closure(self.segments, next)
-    }
-}
-
-/// Whether one component `name` matches the component pattern `pat`.
-fn matches(pat: &[char], name: &[char]) -> bool {
-    // Classic wildcard matching with one backtrack point for the last `*`: linear in
-    // practice, and never exponential whatever the pattern.
-    let (mut p, mut n) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while n < name.len() {
-        let advanced = match pat.get(p) {
-            Some('*') => {
-                star = Some((p, n));
-                p += 1;
-                continue;
-            }
-            Some('?') => {
-                p += 1;
-                true
-            }
-            Some('[') => match class(&pat[p..], name[n]) {
-                Some((hit, len)) if hit => {
-                    p += len;
-                    true
-                }
-                Some(_) => false,
-                // An unclosed `[` is an ordinary character.
-                None if name[n] == '[' => {
-                    p += 1;
-                    true
-                }
-                None => false,
-            },
-            // `\x` matches `x` literally; a trailing `\` falls to the literal arm.
-            Some('\\') if p + 1 < pat.len() => {
-                let hit = pat[p + 1] == name[n];
-                if hit {
-                    p += 2;
-                }
-                hit
-            }
-            Some(&c) if c == name[n] => {
-                p += 1;
-                true
-            }
-            _ => false,
-        };
-        if advanced {
-            n += 1;
-        } else if let Some((sp, sn)) = star {
-            // Let the last `*` take one more character and retry from there.
-            p = sp + 1;
-            n = sn + 1;
-            star = Some((sp, sn + 1));
-        } else {
-            return false;
-        }
-    }
-    pat[p..].iter().all(|&c| c == '*')
-}
-
-/// Matches `c` against the class at the start of `pat` (which begins with `[`).
-/// Returns whether it matched and the class's length, or `None` if it is not closed.
-fn class(pat: &[char], c: char) -> Option<(bool, usize)> {
-    let mut i = 1;
-    let negated = matches!(pat.get(i), Some('!' | '^'));
-    if negated {
-        i += 1;
-    }
-    let mut hit = false;
-    let mut first = true;
-    loop {
-        let lo = *pat.get(i)?;
-        // `]` right after `[` (or `[!`) is a member, not the end.
-        if lo == ']' && !first {
-            return Some((hit != negated, i + 1));
-        }
-        first = false;
-        if pat.get(i + 1) == Some(&'-') && pat.get(i + 2).is_some_and(|&hi| hi != ']') {
-            let hi = pat[i + 2];
-            hit |= lo <= c && c <= hi;
-            i += 3;
-        } else {
-            hit |= lo == c;
-            i += 1;
-        }
     }
 }
 
@@ -334,9 +270,7 @@ mod tests {
     use std::time::Duration;
 
     fn m(pat: &str, name: &str) -> bool {
-        let p: Vec<char> = pat.chars().collect();
-        let n: Vec<char> = name.chars().collect();
-        matches(&p, &n)
+        component(pat).unwrap().is_match(name)
     }
 
     #[test]
@@ -355,6 +289,9 @@ mod tests {
         assert!(m("v[!0-9]", "vx"));
         assert!(m("[]]", "]"));
         assert!(m("a[", "a["));
+        assert!(m("[a[", "[a["));
+        assert!(m("*.{md,txt}", "a.txt"));
+        assert!(!m("*.{md,txt}", "a.rs"));
         assert!(m(r"\*", "*"));
         assert!(!m(r"\*", "x"));
         assert!(m("*", ""));
@@ -436,6 +373,26 @@ mod tests {
             let out = glob_out(dir.path(), p).await;
             assert!(out.is_error, "{p}: {}", out.content);
         }
+    }
+
+    #[tokio::test]
+    async fn an_invalid_pattern_says_why() {
+        let dir = tree();
+        let out = glob_out(dir.path(), "src/[z-a].rs").await;
+        assert!(out.is_error);
+        assert!(
+            out.content
+                .starts_with("pattern 'src/[z-a].rs' is not a valid glob: invalid range"),
+            "{}",
+            out.content
+        );
+        // Alternatives stay within one component.
+        assert_eq!(
+            glob_out(dir.path(), "{src,.github}/*.{rs,yml}")
+                .await
+                .content,
+            ".github/ci.yml\nsrc/lib.rs\nsrc/main.rs"
+        );
     }
 
     #[tokio::test]

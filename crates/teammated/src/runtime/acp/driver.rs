@@ -17,10 +17,10 @@
 //!   plan gate's `exit_plan_mode`) when the lead decides, or `cancelled` when
 //!   the work stops.
 
-use super::rpc::Rpc;
+use super::rpc::{Asked, Rpc, turn_away};
 use super::wire::{self, Permission, Stop, Update};
 use crate::runtime::handle::Command;
-use crate::runtime::jsonrpc::Incoming;
+use crate::runtime::jsonrpc::{Incoming, RpcError};
 use crate::runtime::{AgentEvent, AgentPolicy, FIRST_INPUT, PlanAnswer};
 use serde_json::{Value, json};
 use std::collections::HashSet;
@@ -50,8 +50,8 @@ pub struct Driver {
 #[derive(Default)]
 pub struct Turns {
     prompts: u32,
-    /// The running prompt's request id.
-    running: Option<u64>,
+    /// A prompt runs (its answer has not come).
+    running: bool,
     /// Input waiting for the turn boundary: its tag (none for teammated's own
     /// prompts) and text.
     queue: Vec<(Option<u64>, String)>,
@@ -114,13 +114,17 @@ impl Driver {
         let _ = self.events.send(ev);
     }
 
-    async fn on_message(&mut self, msg: Incoming) {
+    async fn on_message(&mut self, msg: Incoming<Asked>) {
         match msg {
-            Incoming::Response { id, result } => {
-                if id.as_u64().is_some() && id.as_u64() == self.state.running {
-                    self.state.running = None;
-                    self.prompt_ended(result).await;
-                } else if let Err(e) = result {
+            Incoming::Response {
+                asked: Asked::Prompt,
+                result,
+            } => {
+                self.state.running = false;
+                self.prompt_ended(result).await;
+            }
+            Incoming::Response { result, .. } => {
+                if let Err(e) = result {
                     tracing::warn!(error = %e, "the agent refused a request");
                 }
             }
@@ -139,7 +143,6 @@ impl Driver {
                     self.on_update(wire::update(&params));
                 }
             }
-            Incoming::Invalid(_) => {}
         }
     }
 
@@ -174,7 +177,7 @@ impl Driver {
         }
     }
 
-    async fn prompt_ended(&mut self, result: Result<Value, crate::runtime::jsonrpc::RpcError>) {
+    async fn prompt_ended(&mut self, result: Result<Value, RpcError>) {
         self.flush_said();
         let answer = std::mem::take(&mut self.state.said).join("\n\n");
         let result = match result {
@@ -206,7 +209,7 @@ impl Driver {
 
     /// Input for the agent: now when it waits, else at the turn boundary.
     async fn input(&mut self, tag: Option<u64>, text: String) {
-        if self.state.running.is_some() {
+        if self.state.running {
             self.state.queue.push((tag, text));
         } else {
             self.prompt(vec![(tag, text)]).await;
@@ -231,10 +234,14 @@ impl Driver {
             "sessionId": self.session,
             "prompt": [{"type": "text", "text": text}],
         });
-        match self.rpc.request("session/prompt", params).await {
-            Ok(id) => {
+        match self
+            .rpc
+            .request("session/prompt", params, Asked::Prompt)
+            .await
+        {
+            Ok(()) => {
                 self.state.prompts += 1;
-                self.state.running = Some(id);
+                self.state.running = true;
                 self.state.segment.clear();
                 self.state.said.clear();
                 for tag in inputs.into_iter().filter_map(|(tag, _)| tag) {
@@ -332,9 +339,8 @@ impl Driver {
                     let params = json!({"sessionId": self.session, "modeId": "default"});
                     done = self
                         .rpc
-                        .request("session/set_mode", params)
-                        .await
-                        .map(|_| ());
+                        .request("session/set_mode", params, Asked::Other)
+                        .await;
                 }
                 self.input(None, approved_note(&feedback)).await;
                 done
@@ -364,28 +370,31 @@ impl Driver {
     /// Interrupts the running prompt (bounded), then ends the process and all
     /// it started.
     async fn stop(&mut self) {
-        if let Some(running) = self.state.running.take() {
+        if std::mem::take(&mut self.state.running) {
             let cancel = json!({"sessionId": self.session});
             if self.rpc.notify("session/cancel", cancel).await.is_ok() {
                 // The prompt does not end while a permission request waits.
                 if let Some((id, _)) = self.state.held.take() {
                     let _ = self.rpc.respond(&id, wire::cancelled()).await;
                 }
-                let _ = tokio::time::timeout(CANCEL_WAIT, self.until_answered(running)).await;
+                let _ = tokio::time::timeout(CANCEL_WAIT, self.until_prompt_answered()).await;
             }
         }
         let how = self.rpc.proc.stop().await;
         tracing::debug!(how, "the acp agent stopped");
     }
 
-    /// Reads until request `id` is answered, turning away what the agent asks
-    /// meanwhile.
-    async fn until_answered(&mut self, id: u64) {
+    /// Reads until the running prompt is answered, turning away what the
+    /// agent asks meanwhile.
+    async fn until_prompt_answered(&mut self) {
         while let Some(msg) = self.rpc.next().await {
             match msg {
-                Incoming::Response { id: got, .. } if got.as_u64() == Some(id) => return,
+                Incoming::Response {
+                    asked: Asked::Prompt,
+                    ..
+                } => return,
                 Incoming::Request { id, method, .. }
-                    if self.rpc.turn_away(&id, &method).await.is_err() =>
+                    if turn_away(&mut self.rpc, &id, &method).await.is_err() =>
                 {
                     return;
                 }

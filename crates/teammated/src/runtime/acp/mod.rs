@@ -24,11 +24,11 @@ mod rpc;
 mod wire;
 
 use crate::runtime::handle::{Intake, Pid};
-use crate::runtime::jsonrpc;
+use crate::runtime::jsonrpc::Incoming;
 use crate::runtime::process::AgentProcess;
 use crate::runtime::{Agent, AgentError, AgentEvent, AgentSpec, Brief};
 use driver::Driver;
-use rpc::{CallError, Rpc};
+use rpc::{CallError, Rpc, call, turn_away};
 use serde_json::{Value, json};
 use std::time::{Duration, SystemTime};
 
@@ -107,7 +107,7 @@ pub async fn start(spec: &AgentSpec, brief: Brief) -> Result<Agent, AgentError> 
 /// `initialize`, then the task's session: loaded, or new. `started`: when
 /// this start began.
 async fn open(rpc: &mut Rpc, brief: &Brief, started: SystemTime) -> Result<Opened, CallError> {
-    let init = rpc.call("initialize", wire::initialize_params()).await?;
+    let init = call(rpc, "initialize", wire::initialize_params()).await?;
     let version = init["protocolVersion"].as_u64();
     if version != Some(wire::PROTOCOL_VERSION) {
         tracing::warn!(?version, "the agent speaks another ACP version; going on");
@@ -126,7 +126,7 @@ async fn open(rpc: &mut Rpc, brief: &Brief, started: SystemTime) -> Result<Opene
             }
         }
         let params = json!({"sessionId": id, "cwd": cwd, "mcpServers": mcp});
-        match rpc.call("session/load", params).await {
+        match call(rpc, "session/load", params).await {
             Ok(result) => {
                 load_time::opened(id, load_time::minute(started));
                 drain_replay(rpc).await;
@@ -143,7 +143,7 @@ async fn open(rpc: &mut Rpc, brief: &Brief, started: SystemTime) -> Result<Opene
         Some(o) => o,
         None => {
             let params = json!({"cwd": cwd, "mcpServers": mcp});
-            let result = rpc.call("session/new", params).await?;
+            let result = call(rpc, "session/new", params).await?;
             let id = result["sessionId"]
                 .as_str()
                 .filter(|s| !s.is_empty())
@@ -177,7 +177,7 @@ async fn enter_plan_mode(rpc: &mut Rpc, id: &str, opened: &Value) -> Result<bool
         return Ok(false);
     }
     let params = json!({"sessionId": id, "modeId": "plan"});
-    match rpc.call("session/set_mode", params).await {
+    match call(rpc, "session/set_mode", params).await {
         Ok(_) => Ok(true),
         Err(CallError::Rpc(e)) => {
             tracing::warn!(error = %e, "the agent refused plan mode; changes are refused until the plan is approved");
@@ -192,8 +192,8 @@ async fn enter_plan_mode(rpc: &mut Rpc, id: &str, opened: &Value) -> Result<bool
 async fn drain_replay(rpc: &mut Rpc) {
     let drained = async {
         while let Ok(Some(msg)) = tokio::time::timeout(REPLAY_QUIET, rpc.next()).await {
-            if let jsonrpc::Incoming::Request { id, method, .. } = msg
-                && rpc.turn_away(&id, &method).await.is_err()
+            if let Incoming::Request { id, method, .. } = msg
+                && turn_away(rpc, &id, &method).await.is_err()
             {
                 return;
             }

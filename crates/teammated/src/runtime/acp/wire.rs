@@ -5,6 +5,17 @@
 //! Shapes follow the Agent Client Protocol (protocol version 1) as Gemini CLI
 //! 0.61.0 speaks it (`docs/design/runtime-codex-acp.md` §4). Everything is read
 //! leniently: a field an agent leaves out is a default, never an error.
+//!
+//! Read from `Value`s rather than the official schema types
+//! (`agent-client-protocol-schema`, which `agent-client-protocol` re-exports):
+//! - that crate turns on `serde_json`'s `preserve_order` for every crate built
+//!   with it, and so changes the bytes of every JSON object teamboard writes
+//!   (the tool schemas sent to models and shown in `docs/tools.md` among them);
+//! - its `SessionUpdate` has no catch-all: one update kind newer than the crate
+//!   fails the whole notification, where an unknown kind must be skipped;
+//! - it is a large schema crate behind three proc-macro crates (`serde_with`,
+//!   `derive_more`, `strum`) on teammated's build path, for the dozen fields
+//!   read here, each of which a test on a captured line pins.
 
 use crate::runtime::AgentPolicy;
 use serde_json::{Value, json};

@@ -36,10 +36,10 @@
 
 use super::answers;
 use super::params::{self, ThreadSetup, texts};
-use crate::runtime::jsonrpc::{self, Incoming, RpcError};
+use crate::runtime::jsonrpc::{self, Incoming, Requests, RpcError};
 use crate::runtime::{AgentEvent, AgentPolicy, FIRST_INPUT, McpServer, PlanAnswer};
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use teamboard_protocol::TokenUsage;
 
@@ -110,8 +110,7 @@ struct Input {
 
 pub struct Core {
     setup: Setup,
-    next_id: u64,
-    asked: HashMap<u64, Asked>,
+    requests: Requests<Asked>,
     thread: Option<String>,
     opened: bool,
     turn: Turn,
@@ -152,8 +151,7 @@ impl Core {
         };
         Core {
             setup,
-            next_id: 0,
-            asked: HashMap::new(),
+            requests: Requests::default(),
             thread: None,
             opened: false,
             turn: Turn::Idle,
@@ -186,16 +184,11 @@ impl Core {
 
     /// One line from the agent.
     pub fn on_line(&mut self, line: Value) -> Vec<Out> {
-        match jsonrpc::classify(line) {
-            Incoming::Response { id, result } => {
-                match id.as_u64().and_then(|n| self.asked.remove(&n)) {
-                    Some(asked) => self.on_response(asked, result),
-                    None => {
-                        tracing::debug!(%id, "codex answered a request it was not asked");
-                        Vec::new()
-                    }
-                }
-            }
+        let Some(msg) = self.requests.read(line) else {
+            return Vec::new();
+        };
+        match msg {
+            Incoming::Response { asked, result } => self.on_response(asked, result),
             Incoming::Request { id, method, params } => {
                 let allowed = self.gate == Gate::Open && params::may_write(self.setup.policy);
                 let answer = answers::answer(&id, &method, &params, allowed);
@@ -206,10 +199,6 @@ impl Core {
                 vec![Out::Write(answer.message)]
             }
             Incoming::Notification { method, params } => self.on_notification(&method, &params),
-            Incoming::Invalid(text) => {
-                tracing::debug!(%text, "codex wrote a line that is not JSON-RPC");
-                Vec::new()
-            }
         }
     }
 
@@ -267,9 +256,7 @@ impl Core {
     }
 
     fn request(&mut self, method: &str, params: Value, asked: Asked) -> Out {
-        self.next_id += 1;
-        self.asked.insert(self.next_id, asked);
-        Out::Write(jsonrpc::request(self.next_id, method, params))
+        Out::Write(self.requests.ask(method, params, asked))
     }
 
     fn thread_setup(&self) -> ThreadSetup<'_> {
@@ -635,8 +622,8 @@ impl Core {
             return self.start_turn(input);
         }
         let in_flight = self
-            .asked
-            .values()
+            .requests
+            .pending()
             .any(|a| matches!(a, Asked::TurnStart | Asked::Steer { .. }));
         if in_flight {
             // Its answer starts the next turn, or sends it again.
