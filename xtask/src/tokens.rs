@@ -198,7 +198,7 @@ async fn measure(
             bail!(
                 "task #{} ended {}: {}; the teammate's log:\n{}",
                 done.id,
-                done.status.as_str(),
+                done.status,
                 done.last_error.unwrap_or_default(),
                 tail(&log_path)
             );
@@ -231,10 +231,7 @@ async fn wait_done(lead: &Client, id: u64) -> anyhow::Result<teamboard_protocol:
     let started = Instant::now();
     loop {
         let task = lead.get_task(id).await?.task;
-        if matches!(
-            task.status,
-            TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled
-        ) {
+        if task.status.is_ended() {
             return Ok(task);
         }
         if started.elapsed() > TASK_TIMEOUT {

@@ -98,7 +98,7 @@ fn run(job: Job, done: &mpsc::UnboundedSender<Done>, running: &Arc<Running>) {
             worktrees,
         } => {
             let _span = tracing::info_span!("set_repo", path = %args.path).entered();
-            let result = validate::validate(&args, &worktrees, now_ms());
+            let result = validate::validate(&args, &worktrees, teamboard_protocol::now_ms());
             Done::SetRepo { slot, result }
         }
         Job::Open { slot, job } => {
@@ -159,11 +159,4 @@ fn run(job: Job, done: &mpsc::UnboundedSender<Done>, running: &Arc<Running>) {
     };
     // The actor is gone only while boardd stops; the answer has no one to go to.
     let _ = done.send(answer);
-}
-
-pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }

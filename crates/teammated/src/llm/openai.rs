@@ -83,7 +83,7 @@ impl OpenAi {
             "model {} at {}, output limit in {}",
             self.model,
             shown_url(&self.base),
-            self.max_tokens_field.as_str()
+            self.max_tokens_field
         )
     }
 
@@ -156,7 +156,7 @@ fn request_body(model: &str, field: MaxTokensField, req: &CompletionRequest<'_>)
         "model": model,
         "messages": messages,
     });
-    body[field.as_str()] = json!(req.max_tokens);
+    body[<&str>::from(field)] = json!(req.max_tokens);
     // Several servers refuse `tools: []`; no tools means no field.
     if !req.tools.is_empty() {
         body["tools"] = req

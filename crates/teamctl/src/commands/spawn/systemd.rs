@@ -128,7 +128,7 @@ fn env_file_text(
 ) -> anyhow::Result<String> {
     let mut vars: Vec<(&str, String)> = vec![("TEAMMATE_ROLE", args.role.clone())];
     if let Some(p) = args.provider {
-        vars.push(("TEAMMATE_PROVIDER", p.as_str().to_string()));
+        vars.push(("TEAMMATE_PROVIDER", p.to_string()));
     }
     if let Some(m) = &args.model {
         vars.push(("TEAMMATE_MODEL", m.clone()));
@@ -148,7 +148,7 @@ fn env_file_text(
         vars.push(("TEAMMATE_CONTEXT_BUDGET", n.to_string()));
     }
     if let Some(f) = args.max_tokens_field {
-        vars.push(("TEAMMATE_MAX_TOKENS_FIELD", f.as_str().to_string()));
+        vars.push(("TEAMMATE_MAX_TOKENS_FIELD", f.to_string()));
     }
     if args.carry_context {
         vars.push(("TEAMMATE_CARRY_CONTEXT", "true".to_string()));
@@ -157,7 +157,7 @@ fn env_file_text(
         vars.push(("TEAMMATE_REQUIRE_PLAN", "true".to_string()));
     }
     if let Some(r) = launch.runtime {
-        vars.push(("TEAMMATE_RUNTIME", r.as_str().to_string()));
+        vars.push(("TEAMMATE_RUNTIME", r.to_string()));
     }
     if let Some(program) = &launch.program {
         vars.push(("TEAMMATE_AGENT_CMD", utf8(program, "agent program")?));
@@ -171,7 +171,7 @@ fn env_file_text(
         vars.push(("TEAMMATE_AGENT_MODEL", m.clone()));
     }
     if let Some(p) = launch.policy {
-        vars.push(("TEAMMATE_AGENT_POLICY", p.as_str().to_string()));
+        vars.push(("TEAMMATE_AGENT_POLICY", p.to_string()));
     }
     // A boardd or state dir named to this teamctl is the one the teammate must use
     // too; the defaults are the same for both, so they need no line.
