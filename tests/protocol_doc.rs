@@ -2,6 +2,7 @@
 //! every op the daemon serves has its own section there, and every request kind
 //! and state is described.
 
+use strum::VariantArray;
 use teamboard_protocol::{Request, RequestKind, RequestState};
 
 fn doc() -> String {
@@ -31,12 +32,12 @@ fn every_op_has_a_section_and_a_row_in_the_summary() {
 #[test]
 fn request_kinds_and_states_are_described() {
     let doc = doc();
-    for kind in RequestKind::ALL {
-        assert!(doc.contains(&format!("`{}`", kind.as_str())), "{kind:?}");
+    for kind in RequestKind::VARIANTS {
+        assert!(doc.contains(&format!("`{kind}`")), "{kind:?}");
     }
-    for state in RequestState::ALL {
+    for state in RequestState::VARIANTS {
         assert!(
-            doc.contains(&format!("| `{}` |", state.as_str())),
+            doc.contains(&format!("| `{state}` |")),
             "no row for the request state {state:?}"
         );
     }

@@ -82,7 +82,7 @@ impl Board {
                     "task #{id} is blocked by {}",
                     crate::tasks::fmt_ids(&team.open_blockers_of(task))
                 ),
-                s => format!("task #{id} is {}", s.as_str()),
+                s => format!("task #{id} is {s}"),
             };
             return Err(BoardError::new(ErrorCode::Conflict, why));
         }
@@ -190,7 +190,7 @@ impl Board {
             (Some(o), TaskStatus::InProgress) => {
                 format!("it is held by {o} with epoch {}", task.epoch)
             }
-            (_, s) => format!("it is {} now", s.as_str()),
+            (_, s) => format!("it is {s} now"),
         };
         Err(BoardError::new(
             ErrorCode::StaleEpoch,

@@ -29,7 +29,7 @@ impl Board {
             // that a runtime can trust them and nobody can forge an answer.
             return Err(BoardError::invalid(format!(
                 "'{}' messages belong to a tracked request; use {op} instead of send",
-                kind.as_str()
+                kind
             )));
         }
         if to != LEAD && !self.is_member(ctx.team, to) {
@@ -115,7 +115,7 @@ impl Board {
             EventKind::MessageSent,
             About::member(to).with_message(id),
             // "message N", not "#N": in event lines "#N" is a task.
-            format!("{} → {to}: {} (message {id})", ctx.actor, kind.as_str()),
+            format!("{} → {to}: {} (message {id})", ctx.actor, kind),
         );
         msg
     }

@@ -332,7 +332,7 @@ impl Board {
             let note = if was == TaskStatus::InProgress {
                 String::new()
             } else {
-                format!(" (it was {} meanwhile)", was.as_str())
+                format!(" (it was {was} meanwhile)")
             };
             Note::new(
                 EventKind::TaskCompleted,

@@ -400,7 +400,7 @@ impl Board {
     /// Cancels the pending plan of task `id`, whose claim just ended.
     pub(crate) fn claim_ended(&mut self, team: &str, id: TaskId, status: TaskStatus, now: Now) {
         if let Some(plan) = self.pending_plan(team, id) {
-            let why = format!("the claim ended (the task is {})", status.as_str());
+            let why = format!("the claim ended (the task is {status})");
             let _ = self.settle(
                 team,
                 plan,
@@ -558,7 +558,7 @@ impl Board {
             };
             return Err(BoardError::invalid(format!(
                 "request {id} is a {} request; answer it with {op}",
-                req.kind.as_str()
+                req.kind
             )));
         }
         if !req.is_pending() {
@@ -569,7 +569,7 @@ impl Board {
                 .unwrap_or_default();
             return Err(BoardError::state(format!(
                 "request {id} is already {}{by}; only a pending request can be answered",
-                req.state.as_str()
+                req.state
             )));
         }
         Ok(req)
@@ -661,7 +661,7 @@ impl Board {
         if !req.is_pending() {
             return Err(BoardError::state(format!(
                 "request {id} is already {}",
-                req.state.as_str()
+                req.state
             )));
         }
         req.state = state;
@@ -707,7 +707,7 @@ impl Board {
                 message: None,
                 request: Some(id),
             },
-            format!("{what} {} by {by}{tail}", req.state.as_str()),
+            format!("{what} {} by {by}{tail}", req.state),
         );
         Ok(req)
     }

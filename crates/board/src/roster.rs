@@ -160,7 +160,7 @@ impl Board {
             now.wall_ms,
             EventKind::MemberStatus,
             About::member(name),
-            format!("{name} is {}", status.as_str()),
+            format!("{name} is {status}"),
         );
         Some(member)
     }

@@ -102,7 +102,7 @@ impl Board {
         if task.status != TaskStatus::Pending {
             return Err(BoardError::state(format!(
                 "task #{id} is {}; only a pending task can get new dependencies",
-                task.status.as_str()
+                task.status
             )));
         }
         let mut added = Vec::new();
@@ -177,7 +177,7 @@ impl Board {
         if matches!(status, TaskStatus::Completed | TaskStatus::Cancelled) {
             return Err(BoardError::state(format!(
                 "task #{id} is already {}",
-                status.as_str()
+                status
             )));
         }
         self.transition(change(&ctx, id), |task| {
@@ -185,7 +185,7 @@ impl Board {
                 task.owner = None;
             }
             task.status = TaskStatus::Cancelled;
-            let mut detail = format!("cancelled #{id} (was {})", status.as_str());
+            let mut detail = format!("cancelled #{id} (was {status})");
             if let Some(w) = task.worktree.as_mut().filter(|_| discard) {
                 w.discard = true;
                 detail.push_str("; its worktree may be pruned");
@@ -201,7 +201,7 @@ impl Board {
         if !matches!(status, TaskStatus::Failed | TaskStatus::Cancelled) {
             return Err(BoardError::state(format!(
                 "task #{id} is {}; only failed or cancelled tasks can be retried",
-                status.as_str()
+                status
             )));
         }
         self.transition(change(&ctx, id), |task| {
@@ -214,7 +214,7 @@ impl Board {
             }
             Note::new(
                 EventKind::TaskRetried,
-                format!("retried #{id} (was {})", status.as_str()),
+                format!("retried #{id} (was {status})"),
             )
         })
     }

@@ -145,8 +145,7 @@ impl Board {
         if let Some(epoch) = dropped {
             let why = format!(
                 "the claim ended while #{} was landing (it is {} now)",
-                at.id,
-                status.as_str()
+                at.id, status
             );
             self.drop_landing(at.team, at.id, epoch, why);
         }

@@ -49,7 +49,7 @@ impl Board {
             "attached {} (target {}, {} style, {} check(s))",
             repo.path,
             repo.branch,
-            repo.merge.as_str(),
+            repo.merge,
             repo.checks.len()
         );
         self.team_mut(ctx.team).repo = Some(repo.clone());
@@ -191,10 +191,7 @@ impl Board {
                 },
                 format!(
                     "removed the worktree {} and branch {} of #{} ({})",
-                    entry.worktree.path,
-                    entry.worktree.branch,
-                    entry.task,
-                    entry.state.as_str()
+                    entry.worktree.path, entry.worktree.branch, entry.task, entry.state
                 ),
             );
         }

@@ -13,6 +13,7 @@ use crate::member::MemberCall;
 use crate::request::NewTask;
 use crate::{TaskId, TaskStatus};
 use serde_json::{Map, Value, json};
+use strum::VariantNames;
 
 /// The tools, in the order `tools/list` gives them.
 pub const BOARD_TOOLS: [&str; 7] = [
@@ -162,7 +163,7 @@ impl BoardCall {
         };
         let arguments = match self {
             BoardCall::ListTasks { status: None } => json!({}),
-            BoardCall::ListTasks { status: Some(s) } => json!({"status": s.as_str()}),
+            BoardCall::ListTasks { status: Some(s) } => json!({"status": s.to_string()}),
             BoardCall::GetTask { id, claim } => json!({"id": id, "claim": claim}),
             BoardCall::CreateTask(t) => json!({
                 "subject": t.subject,
@@ -279,13 +280,14 @@ impl Args<'_> {
         let Some(s) = self.opt_string("status")? else {
             return Ok(None);
         };
-        TaskStatus::parse(&s.trim().to_ascii_lowercase())
+        s.trim()
+            .to_ascii_lowercase()
+            .parse()
             .map(Some)
-            .ok_or_else(|| {
-                let names: Vec<&str> = TaskStatus::ALL.iter().map(|t| t.as_str()).collect();
+            .map_err(|_| {
                 BadCall(format!(
                     "unknown status '{s}'; use one of: {}",
-                    names.join(", ")
+                    TaskStatus::VARIANTS.join(", ")
                 ))
             })
     }

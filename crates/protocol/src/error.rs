@@ -6,6 +6,9 @@ use std::fmt;
 /// A machine-readable error class. Clients branch on this, people read the message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::Display, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
+#[cfg_attr(test, derive(strum::VariantArray))]
 pub enum ErrorCode {
     /// The frame was not valid JSON of a known shape. The connection is closed.
     BadFrame,
@@ -69,41 +72,6 @@ pub enum ErrorCode {
     Unknown,
 }
 
-impl ErrorCode {
-    /// The snake_case name used on the wire.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorCode::BadFrame => "bad_frame",
-            ErrorCode::FrameTooLarge => "frame_too_large",
-            ErrorCode::UnsupportedVersion => "unsupported_version",
-            ErrorCode::HandshakeRequired => "handshake_required",
-            ErrorCode::UnknownRequest => "unknown_request",
-            ErrorCode::InvalidArgs => "invalid_args",
-            ErrorCode::NotFound => "not_found",
-            ErrorCode::UnknownRecipient => "unknown_recipient",
-            ErrorCode::Cycle => "cycle",
-            ErrorCode::InvalidState => "invalid_state",
-            ErrorCode::Conflict => "conflict",
-            ErrorCode::StaleEpoch => "stale_epoch",
-            ErrorCode::NotRegistered => "not_registered",
-            ErrorCode::AlreadyConnected => "already_connected",
-            ErrorCode::AlreadyHoldsTask => "already_holds_task",
-            ErrorCode::RoleMismatch => "role_mismatch",
-            ErrorCode::PermissionDenied => "permission_denied",
-            ErrorCode::Storage => "storage",
-            ErrorCode::ShuttingDown => "shutting_down",
-            ErrorCode::Busy => "busy",
-            ErrorCode::NotConnected => "not_connected",
-            ErrorCode::PlanRequired => "plan_required",
-            ErrorCode::CheckFailed => "check_failed",
-            ErrorCode::MergeConflict => "merge_conflict",
-            ErrorCode::Git => "git",
-            ErrorCode::Internal => "internal",
-            ErrorCode::Unknown => "unknown",
-        }
-    }
-}
-
 /// An error as sent in a response or a connection-level `error` frame.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 pub struct ErrorBody {
@@ -124,7 +92,7 @@ impl ErrorBody {
 
 impl fmt::Display for ErrorBody {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({})", self.message, self.code.as_str())
+        write!(f, "{} ({})", self.message, self.code)
     }
 }
 

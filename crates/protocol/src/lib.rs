@@ -20,12 +20,15 @@ pub mod client;
 pub mod codec;
 pub mod error;
 pub mod frame;
+pub mod ids;
+pub mod launch;
 pub mod member;
 pub mod names;
 #[cfg(feature = "paths")]
 pub mod paths;
 pub mod refusal;
 pub mod request;
+pub mod task_status;
 pub mod team_request;
 pub mod text;
 pub mod transcript;
@@ -36,8 +39,11 @@ pub mod worktree;
 pub use client::{Client, ClientError};
 pub use error::{ErrorBody, ErrorCode};
 pub use frame::{ClientFrame, Hello, ServerFrame, Welcome};
+pub use ids::{RequestId, TaskId};
+pub use launch::{AgentPolicy, MaxTokensField, ProviderKind, RuntimeKind};
 pub use request::Request;
-pub use team_request::{RequestId, RequestKind, RequestState, TeamRequest};
+pub use task_status::TaskStatus;
+pub use team_request::{RequestKind, RequestState, TeamRequest};
 pub use types::*;
 pub use worktree::*;
 
@@ -65,3 +71,42 @@ pub fn now_ms() -> i64 {
 
 /// The name of the person (or program) at `teamctl`. Always a valid recipient.
 pub const LEAD: &str = "lead";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Serialize;
+    use std::fmt::{Debug, Display};
+    use strum::VariantArray;
+
+    /// strum's name (screens, logs, SQL) is serde's (the wire) for every variant.
+    fn names_agree<T: VariantArray + Serialize + Display + Debug>() {
+        for v in T::VARIANTS {
+            let wire = serde_json::to_value(v).expect("serializes");
+            assert_eq!(wire, serde_json::Value::String(v.to_string()), "{v:?}");
+        }
+    }
+
+    #[test]
+    fn strum_and_serde_name_each_variant_alike() {
+        names_agree::<TaskStatus>();
+        names_agree::<MemberStatus>();
+        names_agree::<MessageKind>();
+        names_agree::<EventKind>();
+        names_agree::<ErrorCode>();
+        names_agree::<RequestKind>();
+        names_agree::<RequestState>();
+        names_agree::<MergeStyle>();
+        names_agree::<CheckOutcome>();
+        names_agree::<WorktreeState>();
+        names_agree::<transcript::EntryKind>();
+    }
+
+    #[test]
+    fn a_task_status_reads_with_a_dash_and_writes_with_an_underscore() {
+        assert_eq!("in-progress".parse(), Ok(TaskStatus::InProgress));
+        assert_eq!("in_progress".parse(), Ok(TaskStatus::InProgress));
+        assert_eq!(TaskStatus::InProgress.to_string(), "in_progress");
+        assert!("done".parse::<TaskStatus>().is_err());
+    }
+}

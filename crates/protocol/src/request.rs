@@ -3,8 +3,10 @@
 //! On the wire a request is `{"type":"request","id":N,"op":"<name>","args":{...}}`.
 //! `args` may be omitted for ops whose arguments are all optional.
 
-use crate::team_request::{RequestId, RequestKind, RequestState};
-use crate::types::{MemberStatus, MessageKind, TaskId, TaskStatus, TokenUsage};
+use crate::ids::{RequestId, TaskId};
+use crate::task_status::TaskStatus;
+use crate::team_request::{RequestKind, RequestState};
+use crate::types::{MemberStatus, MessageKind, TokenUsage};
 use serde::{Deserialize, Serialize};
 
 /// Every operation boardd understands. The variant name in snake_case is the `op`.

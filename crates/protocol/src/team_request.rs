@@ -7,15 +7,14 @@
 //! look; the request itself is the truth, and no client can send those kinds with
 //! `send`.
 
-use crate::types::TaskId;
+use crate::ids::{RequestId, TaskId};
 use serde::{Deserialize, Serialize};
-
-/// A request's id: daemon-wide, starts at 1, never reused.
-pub type RequestId = u64;
 
 /// What a request asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::Display, strum::IntoStaticStr, strum::EnumString, strum::VariantArray)]
+#[strum(serialize_all = "snake_case")]
 pub enum RequestKind {
     /// The lead asks a teammate to leave.
     Shutdown,
@@ -23,24 +22,11 @@ pub enum RequestKind {
     Plan,
 }
 
-impl RequestKind {
-    pub const ALL: [RequestKind; 2] = [RequestKind::Shutdown, RequestKind::Plan];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RequestKind::Shutdown => "shutdown",
-            RequestKind::Plan => "plan",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<RequestKind> {
-        RequestKind::ALL.into_iter().find(|k| k.as_str() == s)
-    }
-}
-
 /// Where a request is in its life. Only `pending` can change, and only once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::Display, strum::IntoStaticStr, strum::VariantArray)]
+#[strum(serialize_all = "snake_case")]
 pub enum RequestState {
     /// Waiting for its answer.
     Pending,
@@ -54,30 +40,6 @@ pub enum RequestState {
     /// Withdrawn before an answer: by the lead, because a newer plan replaced it,
     /// because the claim it was about ended, or because its target left.
     Cancelled,
-}
-
-impl RequestState {
-    pub const ALL: [RequestState; 5] = [
-        RequestState::Pending,
-        RequestState::Approved,
-        RequestState::Rejected,
-        RequestState::Expired,
-        RequestState::Cancelled,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RequestState::Pending => "pending",
-            RequestState::Approved => "approved",
-            RequestState::Rejected => "rejected",
-            RequestState::Expired => "expired",
-            RequestState::Cancelled => "cancelled",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<RequestState> {
-        RequestState::ALL.into_iter().find(|k| k.as_str() == s)
-    }
 }
 
 /// One protocol request, as boardd keeps it.

@@ -12,6 +12,9 @@ use std::path::{Path, PathBuf};
 /// Who or what produced an entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::Display, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
+#[cfg_attr(test, derive(strum::VariantArray))]
 pub enum EntryKind {
     /// Something the runtime put into the context: a claimed task, a message, the
     /// identity block.
@@ -24,18 +27,6 @@ pub enum EntryKind {
     ToolResult,
     /// A lifecycle change of the runtime itself: idle, work, compaction, shutdown.
     Lifecycle,
-}
-
-impl EntryKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EntryKind::User => "user",
-            EntryKind::Assistant => "assistant",
-            EntryKind::ToolUse => "tool_use",
-            EntryKind::ToolResult => "tool_result",
-            EntryKind::Lifecycle => "lifecycle",
-        }
-    }
 }
 
 /// One line of a transcript.

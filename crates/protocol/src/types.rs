@@ -3,52 +3,11 @@
 //! Timestamps are milliseconds since the Unix epoch (UTC). Unknown fields are ignored
 //! when decoding, so newer servers can add fields without breaking older clients.
 
+use crate::ids::TaskId;
+use crate::task_status::TaskStatus;
+use crate::team_request::TeamRequest;
+use crate::worktree::{CheckRun, Landing, Worktree};
 use serde::{Deserialize, Serialize};
-
-/// A task's integer id. Ids are per team, start at 1 and are never reused.
-pub type TaskId = u64;
-
-/// Where a task is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TaskStatus {
-    /// Waiting to be claimed. Ready when it has no owner and every blocker is completed.
-    Pending,
-    /// Claimed by its `owner`, who works on it.
-    InProgress,
-    /// Done, with a `result`. Terminal.
-    Completed,
-    /// Gave up after the last attempt, with `last_error`. The lead may retry it.
-    Failed,
-    /// Withdrawn by the lead. The lead may retry it.
-    Cancelled,
-}
-
-impl TaskStatus {
-    pub const ALL: [TaskStatus; 5] = [
-        TaskStatus::Pending,
-        TaskStatus::InProgress,
-        TaskStatus::Completed,
-        TaskStatus::Failed,
-        TaskStatus::Cancelled,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TaskStatus::Pending => "pending",
-            TaskStatus::InProgress => "in_progress",
-            TaskStatus::Completed => "completed",
-            TaskStatus::Failed => "failed",
-            TaskStatus::Cancelled => "cancelled",
-        }
-    }
-
-    /// Parses the wire name (`in_progress`), also accepting `in-progress`.
-    pub fn parse(s: &str) -> Option<TaskStatus> {
-        let s = s.replace('-', "_");
-        TaskStatus::ALL.into_iter().find(|t| t.as_str() == s)
-    }
-}
 
 /// Tokens spent on LLM calls.
 ///
@@ -156,38 +115,30 @@ pub struct Task {
     pub no_worktree: bool,
     /// Its worktree and branch, once a claim reserved them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub worktree: Option<crate::worktree::Worktree>,
+    pub worktree: Option<Worktree>,
     /// Commands that must pass in the worktree before the task may complete,
     /// after the team's own.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<String>,
     /// The last run of each check, in the order they ran.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub check_runs: Vec<crate::worktree::CheckRun>,
+    pub check_runs: Vec<CheckRun>,
     /// A completion on its way to the target branch: checks running, or queued.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub landing: Option<crate::worktree::Landing>,
+    pub landing: Option<Landing>,
 }
 
 /// A teammate's state as the roster shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::Display, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
+#[cfg_attr(test, derive(strum::VariantArray))]
 pub enum MemberStatus {
     Working,
     Idle,
     Offline,
     Shutdown,
-}
-
-impl MemberStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MemberStatus::Working => "working",
-            MemberStatus::Idle => "idle",
-            MemberStatus::Offline => "offline",
-            MemberStatus::Shutdown => "shutdown",
-        }
-    }
 }
 
 /// A teammate on a team's roster.
@@ -223,6 +174,8 @@ pub struct Member {
 /// What a message is for. The kinds follow the reference design's protocols.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::Display, strum::IntoStaticStr, strum::EnumString, strum::VariantArray)]
+#[strum(serialize_all = "snake_case")]
 pub enum MessageKind {
     Message,
     Broadcast,
@@ -233,34 +186,6 @@ pub enum MessageKind {
     IdleNotification,
     Result,
     Error,
-}
-
-impl MessageKind {
-    pub const ALL: [MessageKind; 9] = [
-        MessageKind::Message,
-        MessageKind::Broadcast,
-        MessageKind::ShutdownRequest,
-        MessageKind::ShutdownResponse,
-        MessageKind::PlanApprovalRequest,
-        MessageKind::PlanApprovalResponse,
-        MessageKind::IdleNotification,
-        MessageKind::Result,
-        MessageKind::Error,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MessageKind::Message => "message",
-            MessageKind::Broadcast => "broadcast",
-            MessageKind::ShutdownRequest => "shutdown_request",
-            MessageKind::ShutdownResponse => "shutdown_response",
-            MessageKind::PlanApprovalRequest => "plan_approval_request",
-            MessageKind::PlanApprovalResponse => "plan_approval_response",
-            MessageKind::IdleNotification => "idle_notification",
-            MessageKind::Result => "result",
-            MessageKind::Error => "error",
-        }
-    }
 }
 
 /// A message in an inbox. It stays there until its recipient acknowledges it.
@@ -302,6 +227,9 @@ pub enum Work {
 /// What changed, in the history and the event stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::Display, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
+#[cfg_attr(test, derive(strum::VariantArray))]
 pub enum EventKind {
     TaskCreated,
     DependencyAdded,
@@ -336,34 +264,6 @@ pub enum EventKind {
     WorktreePruned,
 }
 
-impl EventKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventKind::TaskCreated => "task_created",
-            EventKind::DependencyAdded => "dependency_added",
-            EventKind::TaskClaimed => "task_claimed",
-            EventKind::TaskCompleted => "task_completed",
-            EventKind::TaskReleased => "task_released",
-            EventKind::TaskFailed => "task_failed",
-            EventKind::TaskCancelled => "task_cancelled",
-            EventKind::TaskRetried => "task_retried",
-            EventKind::MemberRegistered => "member_registered",
-            EventKind::MemberStatus => "member_status",
-            EventKind::MessageSent => "message_sent",
-            EventKind::MessageAcked => "message_acked",
-            EventKind::UsageRecorded => "usage_recorded",
-            EventKind::RequestOpened => "request_opened",
-            EventKind::RequestSettled => "request_settled",
-            EventKind::RepoSet => "repo_set",
-            EventKind::WorktreeOpened => "worktree_opened",
-            EventKind::ChecksFailed => "checks_failed",
-            EventKind::MergeQueued => "merge_queued",
-            EventKind::MergeConflict => "merge_conflict",
-            EventKind::WorktreePruned => "worktree_pruned",
-        }
-    }
-}
-
 /// One entry of the history: what changed, who did it, and when.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Event {
@@ -396,7 +296,7 @@ pub struct TaskDetail {
     pub history: Vec<Event>,
     /// The plan requests made for this task, oldest first, whatever their state.
     #[serde(default)]
-    pub plans: Vec<crate::team_request::TeamRequest>,
+    pub plans: Vec<TeamRequest>,
 }
 
 /// Counts of a team's tasks and members, for `status`.

@@ -1,12 +1,16 @@
 //! A team's repository, each task's worktree, its checks and its landing: the wire
 //! side of `docs/design/worktrees.md`.
 
-use crate::types::TaskId;
+use crate::ids::TaskId;
+use crate::task_status::TaskStatus;
 use serde::{Deserialize, Serialize};
 
 /// How a task's branch is brought up to date with the target and landed on it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::Display, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
+#[cfg_attr(test, derive(strum::VariantArray))]
 pub enum MergeStyle {
     /// Rebase the task's commits onto the target, then fast-forward the target:
     /// a straight history.
@@ -15,23 +19,6 @@ pub enum MergeStyle {
     /// Merge the target into the task's branch, then land a merge commit on the
     /// target: the task's commits keep their shape.
     Merge,
-}
-
-impl MergeStyle {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MergeStyle::Rebase => "rebase",
-            MergeStyle::Merge => "merge",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<MergeStyle> {
-        match s {
-            "rebase" => Some(MergeStyle::Rebase),
-            "merge" => Some(MergeStyle::Merge),
-            _ => None,
-        }
-    }
 }
 
 /// The default time one check may run.
@@ -86,6 +73,9 @@ pub struct Worktree {
 /// How a check run ended. Only `passed` lets a completion through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::Display, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
+#[cfg_attr(test, derive(strum::VariantArray))]
 pub enum CheckOutcome {
     Passed,
     Failed,
@@ -93,17 +83,6 @@ pub enum CheckOutcome {
     TimedOut,
     /// Stopped because the claim ended or boardd stopped while it ran.
     Interrupted,
-}
-
-impl CheckOutcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CheckOutcome::Passed => "passed",
-            CheckOutcome::Failed => "failed",
-            CheckOutcome::TimedOut => "timed_out",
-            CheckOutcome::Interrupted => "interrupted",
-        }
-    }
 }
 
 /// The last run of one check on a task.
@@ -190,6 +169,9 @@ pub struct OpenedWorktree {
 /// What `list_worktrees` says of one worktree, and what `prune_worktrees` would do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::Display, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
+#[cfg_attr(test, derive(strum::VariantArray))]
 pub enum WorktreeState {
     /// Reserved by a claim but not created yet.
     Reserved,
@@ -207,17 +189,6 @@ pub enum WorktreeState {
 }
 
 impl WorktreeState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WorktreeState::Reserved => "reserved",
-            WorktreeState::Active => "active",
-            WorktreeState::Merged => "merged",
-            WorktreeState::Discarded => "discarded",
-            WorktreeState::Unmerged => "unmerged",
-            WorktreeState::Missing => "missing",
-        }
-    }
-
     /// `prune_worktrees` removes only these.
     pub fn prunable(self) -> bool {
         matches!(self, WorktreeState::Merged | WorktreeState::Discarded)
@@ -229,7 +200,7 @@ impl WorktreeState {
 pub struct WorktreeEntry {
     pub task: TaskId,
     pub subject: String,
-    pub status: crate::types::TaskStatus,
+    pub status: TaskStatus,
     #[serde(default)]
     pub owner: Option<String>,
     pub worktree: Worktree,

@@ -1,9 +1,13 @@
 //! Command-line definitions. Every subcommand's `--help` should teach how to use it.
 
 use clap::parser::ValueSource;
-use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::path::PathBuf;
-use teamboard_protocol::{MessageKind, RequestId, RequestKind, TaskId, TaskStatus};
+use strum::{VariantArray, VariantNames};
+use teamboard_protocol::{
+    MaxTokensField, MessageKind, ProviderKind, RequestId, RequestKind, RuntimeKind, TaskId,
+    TaskStatus,
+};
 
 mod member;
 mod repo;
@@ -626,47 +630,6 @@ pub struct EventsArgs {
     pub limit: Option<u64>,
 }
 
-/// The LLM providers teammated can talk to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Provider {
-    /// Anthropic's Messages API
-    Anthropic,
-    /// An OpenAI-compatible Chat Completions API (OpenAI, ollama, llama.cpp, vLLM...)
-    Openai,
-    /// An offline stand-in that runs the task's ```sh blocks (for trying things out)
-    Scripted,
-}
-
-impl Provider {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Provider::Anthropic => "anthropic",
-            Provider::Openai => "openai",
-            Provider::Scripted => "scripted",
-        }
-    }
-}
-
-/// The field of an OpenAI-compatible request that carries the output limit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum MaxTokensField {
-    /// What ollama, llama.cpp, vLLM, LM Studio and other compatible servers know
-    #[value(name = "max_tokens", alias = "max-tokens")]
-    MaxTokens,
-    /// What OpenAI's own API wants (its reasoning models refuse max_tokens)
-    #[value(name = "max_completion_tokens", alias = "max-completion-tokens")]
-    MaxCompletionTokens,
-}
-
-impl MaxTokensField {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MaxTokensField::MaxTokens => "max_tokens",
-            MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
-        }
-    }
-}
-
 #[derive(Debug, Args)]
 pub struct SpawnArgs {
     /// The teammate's name: letters, digits, '_' and '-' (`lead` is you)
@@ -678,7 +641,7 @@ pub struct SpawnArgs {
 
     /// The LLM provider [default: teammated's]
     #[arg(long, value_enum, value_name = "PROVIDER")]
-    pub provider: Option<Provider>,
+    pub provider: Option<ProviderKind>,
 
     /// The native loop's model [default: the provider's]; an agent runtime's
     /// model is --agent-model
@@ -753,7 +716,7 @@ pub struct LeadArgs {
 
     /// The lead's LLM provider [default: scripted, an offline stand-in]
     #[arg(long, value_enum, value_name = "PROVIDER")]
-    pub provider: Option<Provider>,
+    pub provider: Option<ProviderKind>,
 
     /// The lead's model [default: the provider's]
     #[arg(long, value_name = "MODEL")]
@@ -773,7 +736,7 @@ pub struct LeadArgs {
 
     /// The teammates' provider [default: the lead's]
     #[arg(long, value_enum, value_name = "PROVIDER")]
-    pub teammate_provider: Option<Provider>,
+    pub teammate_provider: Option<ProviderKind>,
 
     /// The teammates' model; with --teammate-runtime claude or codex, their
     /// agent's (--agent-model) [default: the lead's, for native teammates of the
@@ -793,7 +756,7 @@ pub struct LeadArgs {
     /// What does the teammates' work: `claude` or `codex` run that agent (found
     /// on PATH) for each teammate (see `teamctl spawn --help`) [default: native]
     #[arg(long, value_enum, value_name = "RUNTIME")]
-    pub teammate_runtime: Option<Runtime>,
+    pub teammate_runtime: Option<RuntimeKind>,
 }
 
 #[derive(Debug, Args)]
@@ -899,17 +862,20 @@ pub fn parse_task_id(s: &str) -> Result<TaskId, String> {
 
 /// Accepts the wire names and their dashed forms (`in-progress`).
 pub fn parse_status(s: &str) -> Result<TaskStatus, String> {
-    TaskStatus::parse(&s.trim().to_ascii_lowercase()).ok_or_else(|| {
-        let names: Vec<&str> = TaskStatus::ALL.iter().map(|t| t.as_str()).collect();
-        format!("unknown status '{s}'; use one of: {}", names.join(", "))
+    s.trim().to_ascii_lowercase().parse().map_err(|_| {
+        format!(
+            "unknown status '{s}'; use one of: {}",
+            TaskStatus::VARIANTS.join(", ")
+        )
     })
 }
 
 /// The message kinds `send` offers: every kind but the four that belong to a
 /// tracked request, which boardd refuses from `send`.
 pub fn sendable_kinds() -> impl Iterator<Item = MessageKind> {
-    MessageKind::ALL
-        .into_iter()
+    MessageKind::VARIANTS
+        .iter()
+        .copied()
         .filter(|k| request_command(*k).is_none())
 }
 
@@ -934,17 +900,15 @@ fn request_command(kind: MessageKind) -> Option<&'static str> {
 /// of the tracked requests are refused with the command that makes them.
 pub fn parse_kind(s: &str) -> Result<MessageKind, String> {
     let wanted = s.trim().to_ascii_lowercase().replace('-', "_");
-    let kind = MessageKind::ALL.into_iter().find(|k| k.as_str() == wanted);
-    if let Some(kind) = kind {
+    if let Ok(kind) = wanted.parse::<MessageKind>() {
         if let Some(instead) = request_command(kind) {
             return Err(format!(
-                "'{}' messages belong to a tracked request and cannot be sent; {instead}",
-                kind.as_str()
+                "'{kind}' messages belong to a tracked request and cannot be sent; {instead}"
             ));
         }
         return Ok(kind);
     }
-    let names: Vec<&str> = sendable_kinds().map(|k| k.as_str()).collect();
+    let names: Vec<&str> = sendable_kinds().map(<&str>::from).collect();
     Err(format!(
         "unknown message kind '{s}'; use one of: {}",
         names.join(", ")
@@ -953,8 +917,10 @@ pub fn parse_kind(s: &str) -> Result<MessageKind, String> {
 
 /// Accepts `shutdown` and `plan`.
 pub fn parse_request_kind(s: &str) -> Result<RequestKind, String> {
-    RequestKind::parse(&s.trim().to_ascii_lowercase())
-        .ok_or_else(|| format!("unknown request kind '{s}'; use shutdown or plan"))
+    s.trim()
+        .to_ascii_lowercase()
+        .parse()
+        .map_err(|_| format!("unknown request kind '{s}'; use shutdown or plan"))
 }
 
 /// Accepts `7`, `r7` and `R7`.
@@ -1019,7 +985,7 @@ mod tests {
             assert!(e.contains("tracked request"), "{e}");
             assert!(e.contains(instead), "{e}");
         }
-        let offered: Vec<_> = sendable_kinds().map(|k| k.as_str()).collect();
+        let offered: Vec<&str> = sendable_kinds().map(<&str>::from).collect();
         assert_eq!(
             offered,
             [

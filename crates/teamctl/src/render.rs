@@ -157,7 +157,7 @@ pub fn marker(status: TaskStatus) -> &'static str {
 pub fn status_word(status: TaskStatus) -> &'static str {
     match status {
         TaskStatus::InProgress => "in progress",
-        other => other.as_str(),
+        other => other.into(),
     }
 }
 
@@ -311,7 +311,7 @@ pub fn member_line(
     w: MemberWidths,
     now: i64,
 ) -> String {
-    let mut status = m.status.as_str().to_string();
+    let mut status = m.status.to_string();
     if !m.connected && matches!(m.status, MemberStatus::Working | MemberStatus::Idle) {
         status.push_str(" (disconnected)");
     }
@@ -389,18 +389,14 @@ pub fn request_line(r: &TeamRequest, now: i64) -> String {
     let mut s = format!(
         "{:<4}  {:<8}  {} -> {}",
         request_tag(r.id),
-        r.kind.as_str(),
+        r.kind,
         r.from,
         r.to
     );
     if let Some(task) = r.task {
         s.push_str(&format!("  #{task}"));
     }
-    s.push_str(&format!(
-        "  {}  opened {}",
-        r.state.as_str(),
-        ago(r.created_at, now)
-    ));
+    s.push_str(&format!("  {}  opened {}", r.state, ago(r.created_at, now)));
     if r.is_pending()
         && let Some(deadline) = r.deadline
     {
@@ -410,7 +406,7 @@ pub fn request_line(r: &TeamRequest, now: i64) -> String {
     if let Some(by) = &r.answered_by {
         s.push_str(&format!(
             ", {} by {by} {}",
-            r.state.as_str(),
+            r.state,
             r.answered_at.map_or_else(String::new, |at| ago(at, now))
         ));
     }
@@ -443,11 +439,11 @@ pub fn plan_lines(r: &TeamRequest, subject: Option<&str>, now: i64) -> Vec<Strin
         "{}  {}  {task}  {}  submitted {}",
         request_tag(r.id),
         r.from,
-        r.state.as_str(),
+        r.state,
         ago(r.created_at, now)
     );
     if let Some(by) = &r.answered_by {
-        header.push_str(&format!(", {} by {by}", r.state.as_str()));
+        header.push_str(&format!(", {} by {by}", r.state));
     }
     let mut out = vec![header];
     let plan = r.plan.as_deref().unwrap_or_default();
@@ -516,7 +512,7 @@ pub fn event_line(e: &Event) -> String {
         e.seq,
         clock(e.at),
         e.actor,
-        e.kind.as_str(),
+        e.kind,
         one_line(&e.detail)
     )
 }
@@ -527,7 +523,7 @@ pub fn history_line(e: &Event) -> String {
         "{}  {:<12} {:<17} {}",
         clock(e.at),
         e.actor,
-        e.kind.as_str(),
+        e.kind,
         one_line(&e.detail)
     )
 }
@@ -539,7 +535,7 @@ pub fn message_lines(m: &Message) -> Vec<String> {
         m.id,
         datetime(m.at),
         m.from,
-        m.kind.as_str()
+        m.kind
     );
     if let Some(r) = &m.request_id {
         header.push_str(&format!("  request {r}"));

@@ -9,8 +9,7 @@
 //! The policy is a setting (see [`crate::config::ProviderConfig`]); which failures are
 //! worth a retry is the model client's business (`llm::retry`).
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 /// The longest `retry-after` honoured.
 pub const RETRY_AFTER_MAX: Duration = Duration::from_secs(600);
@@ -45,7 +44,7 @@ impl RetryPolicy {
     /// together from retrying together. The backoff never exceeds `cap`; a server's
     /// `retry-after` is a lower bound that may exceed it, up to [`RETRY_AFTER_MAX`].
     pub fn backoff(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
-        self.backoff_with(attempt, retry_after, next_random())
+        self.backoff_with(attempt, retry_after, fastrand::u64(..))
     }
 
     /// [`RetryPolicy::backoff`] with the random draw given, so tests are deterministic.
@@ -75,27 +74,6 @@ impl RetryPolicy {
     pub fn attempts(&self) -> u32 {
         self.max_attempts.max(1)
     }
-}
-
-/// A xorshift64 draw. Jitter needs spread, not quality, so a whole `rand` dependency
-/// would be waste. The state is seeded from the clock and the pid so that teammates
-/// started in the same instant still draw differently. Concurrent callers may race on
-/// the state; that only makes the numbers more mixed.
-fn next_random() -> u64 {
-    static STATE: AtomicU64 = AtomicU64::new(0);
-    let mut x = STATE.load(Ordering::Relaxed);
-    if x == 0 {
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0x9E37_79B9_7F4A_7C15);
-        x = (nanos ^ (u64::from(std::process::id()) << 32)) | 1;
-    }
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    STATE.store(x, Ordering::Relaxed);
-    x
 }
 
 #[cfg(test)]

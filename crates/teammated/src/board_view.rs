@@ -24,7 +24,7 @@ pub(crate) fn refused(e: ClientError) -> ToolOutput {
 }
 
 pub(crate) fn task_line(t: &Task) -> String {
-    let mut s = format!("#{} [{}] {}", t.id, t.status.as_str(), t.subject);
+    let mut s = format!("#{} [{}] {}", t.id, t.status, t.subject);
     if let Some(owner) = &t.owner {
         s.push_str(&format!(" (owner {owner})"));
     }

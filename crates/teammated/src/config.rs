@@ -4,49 +4,7 @@
 use crate::backoff::RetryPolicy;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-/// Which model family to talk to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ProviderKind {
-    /// Anthropic's Messages API.
-    Anthropic,
-    /// An OpenAI-compatible Chat Completions API (OpenAI, ollama, llama.cpp, vLLM...).
-    Openai,
-    /// An offline, deterministic stand-in that runs the task's ```sh blocks.
-    Scripted,
-}
-
-impl ProviderKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ProviderKind::Anthropic => "anthropic",
-            ProviderKind::Openai => "openai",
-            ProviderKind::Scripted => "scripted",
-        }
-    }
-}
-
-/// The field of a Chat Completions request that carries the output limit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum MaxTokensField {
-    /// `max_tokens`: what ollama, llama.cpp, vLLM, LM Studio and other
-    /// OpenAI-compatible servers know.
-    #[value(name = "max_tokens", alias = "max-tokens")]
-    MaxTokens,
-    /// `max_completion_tokens`: what OpenAI's own API wants; its reasoning models
-    /// refuse `max_tokens`.
-    #[value(name = "max_completion_tokens", alias = "max-completion-tokens")]
-    MaxCompletionTokens,
-}
-
-impl MaxTokensField {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MaxTokensField::MaxTokens => "max_tokens",
-            MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
-        }
-    }
-}
+pub use teamboard_protocol::{MaxTokensField, ProviderKind};
 
 /// How to reach the model. `Debug` shows the key as `<redacted>`.
 #[derive(Clone)]

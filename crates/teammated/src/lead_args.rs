@@ -4,7 +4,7 @@
 
 use anyhow::Context as _;
 use std::path::PathBuf;
-use teamboard_protocol::{DEFAULT_TEAM, paths};
+use teamboard_protocol::{DEFAULT_TEAM, ProviderKind, RuntimeKind, paths};
 use teammated::lead::{LeadConfig, SpawnConfig};
 use teammated::provider_args::ProviderArgs;
 
@@ -56,8 +56,8 @@ pub struct LeadArgs {
     #[arg(long, value_name = "DIR")]
     pub workdir: Option<PathBuf>,
     /// The teammates' provider [default: the lead's]
-    #[arg(long, value_name = "PROVIDER")]
-    pub teammate_provider: Option<String>,
+    #[arg(long, value_enum, value_name = "PROVIDER")]
+    pub teammate_provider: Option<ProviderKind>,
     /// The teammates' model; with --teammate-runtime claude or codex, their
     /// agent's (`teamctl spawn --agent-model`) [default: the lead's --model for
     /// native teammates of the same provider; an agent's own default]
@@ -72,8 +72,8 @@ pub struct LeadArgs {
     pub teammate_idle_timeout: Option<u64>,
     /// The teammates' --runtime: `claude`, `codex` (their agent found on PATH)
     /// or `native` [default: teamctl spawn's, native]
-    #[arg(long, value_name = "RUNTIME")]
-    pub teammate_runtime: Option<String>,
+    #[arg(long, value_enum, value_name = "RUNTIME")]
+    pub teammate_runtime: Option<RuntimeKind>,
     /// Model rounds per turn before the turn stops and asks the person.
     #[arg(long, default_value_t = 40)]
     pub max_rounds: u32,
@@ -94,19 +94,15 @@ impl LeadArgs {
             Some(t) => t,
             None => find_teamctl()?,
         };
-        let provider_name = self.provider.provider.as_str().to_string();
+        let provider = self.provider.provider;
         // The lead's model and URL carry over only to teammates of the same provider.
-        let same = self
-            .teammate_provider
-            .as_deref()
-            .is_none_or(|p| p == provider_name);
+        let same = self.teammate_provider.is_none_or(|p| p == provider);
         // Its model names a model of its own provider, which an agent does not
         // speak: an agent teammate keeps its own default unless
         // --teammate-model names one.
         let agent = self
             .teammate_runtime
-            .as_deref()
-            .is_some_and(|r| r != "native");
+            .is_some_and(|r| r != RuntimeKind::Native);
         let model = self.provider.model.clone().filter(|_| same && !agent);
         let base_url = self.provider.base_url.clone().filter(|_| same);
         let state_dir_given = self.state_dir.is_some();
@@ -120,12 +116,12 @@ impl LeadArgs {
             state_dir_given,
             spawn: SpawnConfig {
                 teamctl,
-                provider: Some(self.teammate_provider.unwrap_or(provider_name)),
+                provider: Some(self.teammate_provider.unwrap_or(provider).to_string()),
                 model: self.teammate_model.or(model),
                 base_url: self.teammate_base_url.or(base_url),
                 workdir,
                 idle_timeout: self.teammate_idle_timeout,
-                runtime: self.teammate_runtime,
+                runtime: self.teammate_runtime.map(|r| r.to_string()),
             },
             provider: self.provider.into_config(),
             goal: self.goal.filter(|g| !g.trim().is_empty()),

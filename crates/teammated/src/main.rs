@@ -163,7 +163,7 @@ impl Args {
             anyhow::bail!(
                 "--model is the native loop's model and does not reach the {} agent; \
                  name the agent's with --agent-model MODEL, or leave it to the agent's settings",
-                self.runtime.as_str()
+                self.runtime
             );
         }
         if !(self.poll_interval > 0.0 && self.poll_interval.is_finite()) {

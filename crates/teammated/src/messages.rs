@@ -120,7 +120,7 @@ pub(crate) async fn read_messages(t: &mut Teammate, messages: Vec<Message>) -> R
             MessageKind::ShutdownResponse | MessageKind::PlanApprovalRequest => {
                 tracing::warn!(
                     id = m.id,
-                    kind = m.kind.as_str(),
+                    kind = %m.kind,
                     from = %m.from,
                     "a message meant for the lead reached a teammate; ignored"
                 );
@@ -136,10 +136,7 @@ pub(crate) async fn read_messages(t: &mut Teammate, messages: Vec<Message>) -> R
 pub(crate) fn message_text(m: &Message) -> String {
     format!(
         "[Message #{} from {} ({})] {}",
-        m.id,
-        m.from,
-        m.kind.as_str(),
-        m.content
+        m.id, m.from, m.kind, m.content
     )
 }
 
@@ -183,9 +180,7 @@ async fn on_shutdown_request(
     if req.kind != RequestKind::Shutdown || req.to != t.cfg.name || !req.is_pending() {
         let text = format!(
             "ignored shutdown request {} from {}: it is {}",
-            req.id,
-            req.from,
-            req.state.as_str()
+            req.id, req.from, req.state
         );
         t.log(EntryKind::Lifecycle, None, false, &text);
         return Ok(None);
@@ -278,9 +273,7 @@ pub(crate) fn plan_decided(t: &mut Teammate, req: TeamRequest, read: &mut Read) 
             held.plan = PlanState::None;
             format!(
                 "[Runtime] Your plan for #{} (request {}) was {} by {by}: {feedback}. Submit a plan again if you still need one.",
-                held.id,
-                req.id,
-                other.as_str()
+                held.id, req.id, other
             )
         }
     };

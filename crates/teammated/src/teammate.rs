@@ -210,7 +210,7 @@ pub(crate) async fn open(
         team: cfg.team.clone(),
         require_plan: cfg.require_plan,
         runtime: (cfg.runtime.kind != crate::runtime::RuntimeKind::Native)
-            .then(|| cfg.runtime.kind.as_str().to_string()),
+            .then(|| cfg.runtime.kind.to_string()),
     };
     let (session, member) = Session::open(
         cfg.socket.clone(),
@@ -237,9 +237,9 @@ pub(crate) async fn open(
             "started: pid {}, role {}, runtime {} ({}), policy {}, workdir {}",
             std::process::id(),
             cfg.role,
-            a.spec.kind.as_str(),
+            a.spec.kind,
             a.spec.program.display(),
-            a.spec.policy.as_str(),
+            a.spec.policy,
             workdir.display()
         ),
         None => format!(
@@ -355,7 +355,7 @@ impl Teammate {
         {
             tracing::info!(
                 task = id,
-                status = detail.task.status.as_str(),
+                status = %detail.task.status,
                 "the claim boardd gave back has ended since; not resuming it"
             );
             return Ok(());
@@ -456,7 +456,7 @@ impl Teammate {
         );
         let archive = dir.join(format!(
             "context-{}-before-task-{task}.json",
-            crate::transcript::now_ms()
+            teamboard_protocol::now_ms()
         ));
         let text = match context::save_archive(&archive, &self.ctx.system(), before) {
             Ok(()) => format!(
@@ -502,7 +502,7 @@ impl Teammate {
             .call(|c| async move { c.send(LEAD, kind, content, None).await })
             .await
         {
-            tracing::warn!(error = %e, kind = kind.as_str(), "cannot message the lead");
+            tracing::warn!(error = %e, kind = %kind, "cannot message the lead");
         }
     }
 

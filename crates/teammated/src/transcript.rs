@@ -8,6 +8,7 @@ use crate::llm::{Block, Retrying};
 use std::future::Future;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use teamboard_protocol::now_ms;
 use teamboard_protocol::transcript::{EntryKind, TranscriptEntry};
 use tokio::sync::mpsc;
 
@@ -146,5 +147,3 @@ impl Transcript {
         out
     }
 }
-
-pub use teamboard_protocol::now_ms;

@@ -206,7 +206,7 @@ async fn an_idle_teammate_answers_a_shutdown_request_and_exits() {
     assert!(!settled.forced);
     let team = board.lead.team().await.expect("team");
     let member = team.iter().find(|m| m.name == "alice").expect("alice");
-    assert_eq!(member.status.as_str(), "shutdown");
+    assert_eq!(member.status.to_string(), "shutdown");
     board.stop().await;
 }
 

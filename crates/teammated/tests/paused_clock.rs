@@ -69,7 +69,7 @@ async fn an_idle_teammate_leaves_after_the_sixty_second_default() {
     );
     let lead = lead(&daemon.socket).await;
     let team = lead.team().await.unwrap();
-    assert_eq!(team[0].status.as_str(), "shutdown");
+    assert_eq!(team[0].status.to_string(), "shutdown");
     // One idle notification for the one transition, however many waits it took.
     let notices = lead.inbox().await.unwrap();
     assert_eq!(notices.len(), 1, "{notices:#?}");

@@ -207,15 +207,9 @@ impl Board {
         let deadline = Instant::now() + PATIENCE;
         loop {
             let tasks = self.lead.list_tasks(None).await.expect("list");
-            let done = ids.iter().all(|id| {
-                tasks.iter().any(|t| {
-                    t.id == *id
-                        && matches!(
-                            t.status,
-                            TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled
-                        )
-                })
-            });
+            let done = ids
+                .iter()
+                .all(|id| tasks.iter().any(|t| t.id == *id && t.status.is_ended()));
             if done {
                 return tasks;
             }

@@ -83,32 +83,23 @@ pub(crate) fn install(
     let log = parent.join(format!("{}-{}.log", pin.label, pin.version));
     let _ = std::fs::remove_file(&log);
     probe(npm, pin, &log)?;
-    let partial = parent.join(format!(
-        ".{}-{}.partial-{}",
-        pin.label,
-        pin.version,
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&partial);
-    std::fs::create_dir_all(&partial)?;
+    // Removed when dropped, unless it was renamed into place.
+    let partial = tempfile::Builder::new()
+        .prefix(&format!(".{}-{}.partial-", pin.label, pin.version))
+        .tempdir_in(parent)?;
     say(&format!(
         "installing {spec} with npm {version} into {} (log: {})",
         pin.dir.display(),
         log.display()
     ));
     let started = Instant::now();
-    let result = run_install(npm, pin, &partial, &log, limit).and_then(|()| {
-        finish(&partial)?;
-        if pin.dir.exists() {
-            std::fs::remove_dir_all(&pin.dir)?;
-        }
-        std::fs::rename(&partial, &pin.dir)?;
-        Ok(())
-    });
-    if result.is_err() {
-        let _ = std::fs::remove_dir_all(&partial);
+    run_install(npm, pin, partial.path(), &log, limit)?;
+    finish(partial.path())?;
+    if pin.dir.exists() {
+        std::fs::remove_dir_all(&pin.dir)?;
     }
-    result?;
+    std::fs::rename(partial.path(), &pin.dir)?;
+    let _ = partial.keep();
     say(&format!("{spec}: npm took {:.1?}", started.elapsed()));
     Ok(())
 }

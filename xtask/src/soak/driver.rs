@@ -202,7 +202,7 @@ async fn kill_teammate(
         .find(|task| task.owner.as_deref() == Some(name.as_str()));
     let mut k = WorkerKill {
         at_s: start.elapsed().as_secs_f64(),
-        at_ms: super::journal::now_ms(),
+        at_ms: teamboard_protocol::now_ms(),
         worker: name.clone(),
         task: held.as_ref().map(|t| t.id),
         manifest: None,
@@ -301,7 +301,7 @@ async fn kill_boardd(
         }
     }
     let at_s = start.elapsed().as_secs_f64();
-    let at_ms = super::journal::now_ms();
+    let at_ms = teamboard_protocol::now_ms();
     lead.reset();
     let restart = boardd.restart(super::START_TIMEOUT).await?;
     Ok(BoarddKill {

@@ -10,21 +10,13 @@ use std::process::Output;
 use std::time::Duration;
 
 /// How a conflict is resolved.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display)]
+#[strum(serialize_all = "lowercase")]
 pub enum How {
     /// Both sides' lines, the target's first.
     Both,
     /// The task's own version of the file (`checkout --theirs` in a rebase).
     Own,
-}
-
-impl How {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            How::Both => "both",
-            How::Own => "own",
-        }
-    }
 }
 
 /// How often a git command that found another git's `index.lock` is retried:

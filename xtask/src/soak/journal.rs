@@ -150,10 +150,3 @@ pub fn read_all(dir: &Path) -> anyhow::Result<Vec<(String, Record)>> {
     }
     Ok(out)
 }
-
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}

@@ -64,7 +64,7 @@ pub fn take(wt: &Path, task: u64, n: usize, worker: &str, epoch: u64) -> anyhow:
         n,
         worker: worker.to_string(),
         epoch,
-        taken_at: super::journal::now_ms(),
+        taken_at: teamboard_protocol::now_ms(),
         worktree: wt.display().to_string(),
         rebasing,
         files,

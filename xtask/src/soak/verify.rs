@@ -55,7 +55,7 @@ pub fn all_completed(details: &[TaskDetail]) -> Check {
     let problems = details
         .iter()
         .filter(|d| d.task.status != TaskStatus::Completed)
-        .map(|d| format!("#{} is {}", d.task.id, d.task.status.as_str()))
+        .map(|d| format!("#{} is {}", d.task.id, d.task.status))
         .collect();
     Check::new(
         "every task completed",
@@ -426,10 +426,7 @@ pub fn pruned(repo: &Path, worktrees_dir: &Path, pruned: &Pruned) -> anyhow::Res
         .map(|e| {
             format!(
                 "#{} kept: {} ({} uncommitted, {} unmerged commits)",
-                e.task,
-                e.state.as_str(),
-                e.uncommitted,
-                e.unmerged_commits
+                e.task, e.state, e.uncommitted, e.unmerged_commits
             )
         })
         .collect();

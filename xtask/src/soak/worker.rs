@@ -16,13 +16,14 @@
 //! took of that worktree before killing an earlier owner (`manifest.rs`).
 
 use super::edits::{Edits, How};
-use super::journal::{Journal, Record, now_ms};
+use super::journal::{Journal, Record};
 use super::manifest;
 use super::plan::{Spec, TARGET, TEAM};
 use super::rng::{self, hash_str};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
+use teamboard_protocol::now_ms;
 use teamboard_protocol::{CheckOutcome, Client, ClientError, ErrorCode, Task, TaskStatus, Work};
 
 #[derive(Debug, Clone, clap::Args)]
@@ -359,7 +360,7 @@ impl Worker {
                 task: id,
                 epoch,
                 sent_at,
-                code: code.map(|c| c.as_str().to_string()),
+                code: code.map(|c| c.to_string()),
                 message: message(&e),
                 merged: None,
             });
@@ -379,7 +380,7 @@ impl Worker {
                         Ok(paths) => self.note(Record::Resolved {
                             at: now_ms(),
                             task: id,
-                            how: how.as_str().to_string(),
+                            how: how.to_string(),
                             paths,
                         }),
                         Err(err) => {

@@ -117,7 +117,7 @@ fn run_checks(
             commit: head.to_string(),
             at,
         };
-        tracing::info!(check = %command, outcome = run.outcome.as_str(), ms = run.duration_ms, "check ran");
+        tracing::info!(check = %command, outcome = %run.outcome, ms = run.duration_ms, "check ran");
         let passed = run.outcome == CheckOutcome::Passed;
         let message = (!passed).then(|| failure_message(&run, timeout));
         runs.push(run);

@@ -29,7 +29,7 @@ fn note(name: &str, messages: &[Message]) -> String {
     for m in messages {
         let kind = match m.kind {
             MessageKind::Message => String::new(),
-            other => format!(" ({})", other.as_str()),
+            other => format!(" ({other})"),
         };
         text.push_str(&format!("\n- from {}{kind}: {}", m.from, m.content));
     }

@@ -1,60 +1,9 @@
 //! Command-line definitions for a teammate's runtime: what carries out its work
 //! (`teamctl spawn --runtime ...`). `docs/runtimes.md` is the contract.
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use std::path::PathBuf;
-
-/// What carries out a teammate's work.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Runtime {
-    /// teammated's own model loop with its tools (the default)
-    Native,
-    /// Claude Code, in its JSON stream mode (`claude` on PATH, or --agent-cmd)
-    Claude,
-    /// Codex, through `codex app-server` (`codex` on PATH, or --agent-cmd)
-    Codex,
-    /// Any Agent Client Protocol agent over stdio; needs --agent-cmd
-    Acp,
-}
-
-impl Runtime {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Runtime::Native => "native",
-            Runtime::Claude => "claude",
-            Runtime::Codex => "codex",
-            Runtime::Acp => "acp",
-        }
-    }
-
-    /// The program run when --agent-cmd names none: `None` for acp (any agent)
-    /// and native (no agent).
-    pub fn default_cmd(self) -> Option<&'static str> {
-        match self {
-            Runtime::Claude => Some("claude"),
-            Runtime::Codex => Some("codex"),
-            Runtime::Native | Runtime::Acp => None,
-        }
-    }
-}
-
-/// How an agent's permission requests are answered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum AgentPolicy {
-    /// Allow what the agent asks for, in the task's worktree (the default)
-    Workspace,
-    /// Allow reads; refuse every command and every change
-    ReadOnly,
-}
-
-impl AgentPolicy {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AgentPolicy::Workspace => "workspace",
-            AgentPolicy::ReadOnly => "read-only",
-        }
-    }
-}
+use teamboard_protocol::{AgentPolicy, RuntimeKind};
 
 /// `teamctl spawn`'s runtime flags, flattened into its arguments.
 #[derive(Debug, Args)]
@@ -64,7 +13,7 @@ pub struct RuntimeArgs {
     /// structured interface, one session per task; teammated keeps the board side
     /// (claims, inbox, plans, results) [default: native]
     #[arg(long, value_enum, value_name = "RUNTIME")]
-    pub runtime: Option<Runtime>,
+    pub runtime: Option<RuntimeKind>,
 
     /// The agent's program, a path or a name on PATH; checked before the teammate
     /// starts [default: `claude` for claude, `codex` for codex; acp needs it]

@@ -11,6 +11,7 @@ use crate::cli::LeadArgs;
 use anyhow::Context as _;
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt as _;
+use teamboard_protocol::RuntimeKind;
 
 pub fn run(ctx: &Ctx, args: LeadArgs) -> anyhow::Result<()> {
     let argv = lead_args(ctx, args)?;
@@ -24,7 +25,7 @@ fn lead_args(ctx: &Ctx, args: LeadArgs) -> anyhow::Result<Vec<OsString>> {
     if ctx.json {
         anyhow::bail!("`teamctl lead` talks to a person; it has no --json output");
     }
-    if args.teammate_runtime == Some(crate::cli::Runtime::Acp) {
+    if args.teammate_runtime == Some(RuntimeKind::Acp) {
         anyhow::bail!(
             "--teammate-runtime acp needs the agent's program, which the lead cannot name; \
              spawn ACP teammates yourself: `teamctl spawn NAME --role ROLE --runtime acp \
@@ -35,7 +36,7 @@ fn lead_args(ctx: &Ctx, args: LeadArgs) -> anyhow::Result<Vec<OsString>> {
     // be dropped without a word (`teamctl spawn` refuses them for an agent).
     let agent = args
         .teammate_runtime
-        .is_some_and(|r| r != crate::cli::Runtime::Native);
+        .is_some_and(|r| r != RuntimeKind::Native);
     if agent {
         let given = super::given([
             (args.teammate_provider.is_some(), "--teammate-provider"),
@@ -71,16 +72,16 @@ fn lead_args(ctx: &Ctx, args: LeadArgs) -> anyhow::Result<Vec<OsString>> {
     };
     opt("--goal", args.goal);
     opt("--give-up-after", args.give_up_after.map(|s| s.to_string()));
-    opt("--provider", args.provider.map(|p| p.as_str().to_string()));
+    opt("--provider", args.provider.map(|p| p.to_string()));
     opt("--model", args.model);
     opt("--base-url", args.base_url);
     opt(
         "--max-tokens-field",
-        args.max_tokens_field.map(|f| f.as_str().to_string()),
+        args.max_tokens_field.map(|f| f.to_string()),
     );
     opt(
         "--teammate-provider",
-        args.teammate_provider.map(|p| p.as_str().to_string()),
+        args.teammate_provider.map(|p| p.to_string()),
     );
     opt("--teammate-model", args.teammate_model);
     opt("--teammate-base-url", args.teammate_base_url);
@@ -90,7 +91,7 @@ fn lead_args(ctx: &Ctx, args: LeadArgs) -> anyhow::Result<Vec<OsString>> {
     );
     opt(
         "--teammate-runtime",
-        args.teammate_runtime.map(|r| r.as_str().to_string()),
+        args.teammate_runtime.map(|r| r.to_string()),
     );
     if let Some(dir) = &args.workdir {
         argv.push("--workdir".into());

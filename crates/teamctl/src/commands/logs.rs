@@ -365,11 +365,7 @@ fn malformed_line(n: u64, text: &str) -> String {
 /// indented. Long tool results are cut down to their start and end unless `raw`.
 fn entry_lines(e: &TranscriptEntry, raw: bool) -> Vec<String> {
     let task = e.task.map_or_else(|| "-".to_string(), |t| format!("#{t}"));
-    let mut header = format!(
-        "{}  {task:>5}  {:<11}",
-        render::clock(e.at),
-        e.kind.as_str()
-    );
+    let mut header = format!("{}  {task:>5}  {:<11}", render::clock(e.at), e.kind);
     if let Some(tool) = &e.tool {
         header.push_str("  ");
         header.push_str(tool);

@@ -53,9 +53,7 @@ pub async fn submit_plan(ctx: &Ctx, args: SubmitPlanArgs) -> anyhow::Result<()> 
     let r: TeamRequest = super::decode(&value, "submit_plan")?;
     render::line(&format!(
         "plan for #{} is request r{} ({}); the lead's decision comes as a message",
-        args.id,
-        r.id,
-        r.state.as_str()
+        args.id, r.id, r.state
     ))?;
     Ok(())
 }

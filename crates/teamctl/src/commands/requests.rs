@@ -21,7 +21,7 @@ pub async fn run(ctx: &Ctx, args: RequestsArgs) -> anyhow::Result<()> {
     }
     let requests: Vec<TeamRequest> = decode(&raw, "list_requests")?;
     if requests.is_empty() {
-        let what = args.kind.map_or("", |k| k.as_str());
+        let what = args.kind.map_or("", <&str>::from);
         let space = if what.is_empty() { "" } else { " " };
         if args.all {
             eprintln!("no {what}{space}requests in team '{}'", ctx.team);

@@ -51,10 +51,7 @@ async fn decide(
     let task = r.task.map(|t| format!(" for #{t}")).unwrap_or_default();
     render::line(&format!(
         "{} {}'s plan{task} (request {}); {} is told now",
-        r.state.as_str(),
-        r.from,
-        r.id,
-        r.from
+        r.state, r.from, r.id, r.from
     ))?;
     Ok(())
 }

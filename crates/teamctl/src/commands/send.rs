@@ -28,6 +28,6 @@ pub async fn run(ctx: &Ctx, args: SendArgs) -> anyhow::Result<()> {
         return render::json(&raw);
     }
     let m: Message = decode(&raw, "send")?;
-    render::line(&format!("sent {} {} to {}", m.kind.as_str(), m.id, m.to))?;
+    render::line(&format!("sent {} {} to {}", m.kind, m.id, m.to))?;
     Ok(())
 }

@@ -127,15 +127,11 @@ fn plan_lines(p: &TeamRequest, now: i64) -> Vec<String> {
         render::request_tag(p.id),
         p.from,
         p.epoch.map_or_else(|| "-".to_string(), |e| e.to_string()),
-        p.state.as_str(),
+        p.state,
         render::ago(p.created_at, now)
     );
     if let (Some(by), Some(at)) = (&p.answered_by, p.answered_at) {
-        head.push_str(&format!(
-            ", {} by {by} at {}",
-            p.state.as_str(),
-            render::clock(at)
-        ));
+        head.push_str(&format!(", {} by {by} at {}", p.state, render::clock(at)));
     }
     let mut out = vec![head];
     let text = p.plan.as_deref().unwrap_or_default();

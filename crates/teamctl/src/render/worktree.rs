@@ -179,7 +179,7 @@ pub fn check_run_lines(runs: &[CheckRun], now: i64) -> Vec<String> {
         let command = fit_chars_with_ellipsis(&one_line(&r.command), 40);
         let mut line = format!(
             "{:<11}  {command:<width$}  {exit}  {}  at {} ({})",
-            r.outcome.as_str(),
+            r.outcome,
             duration(r.duration_ms),
             clock(r.at),
             ago(r.at, now),
@@ -235,7 +235,7 @@ pub fn worktree_table(entries: &[WorktreeEntry]) -> Vec<String> {
             fit_chars_with_ellipsis(&one_line(&e.subject), SUBJECT_WIDTH),
             status_word(e.status).to_string(),
             e.owner.clone().unwrap_or_else(|| "-".into()),
-            e.state.as_str().to_string(),
+            e.state.to_string(),
             e.uncommitted.to_string(),
             match e.unmerged_commits {
                 UNCOUNTED => "?".to_string(),
@@ -297,7 +297,7 @@ pub fn state_reason(e: &WorktreeEntry) -> String {
         },
         WorktreeState::Missing => "the directory is gone; its branch may remain".to_string(),
     };
-    let mut s = format!("{} ({why}", e.state.as_str());
+    let mut s = format!("{} ({why}", e.state);
     if e.uncommitted > 0 && e.state != WorktreeState::Discarded {
         s.push_str(&format!(
             ", {}",

@@ -440,7 +440,7 @@ fn shutdown_force_stops_a_spawned_teammated_and_gives_its_task_back() {
         (!alive(pid)).then_some(())
     });
     let t = d.json(&["task", "show", "1"]);
-    assert_eq!(t["status"], TaskStatus::Pending.as_str(), "{t}");
+    assert_eq!(t["status"], TaskStatus::Pending.to_string(), "{t}");
     assert_eq!(t["owner"], Value::Null, "{t}");
     // Being stopped is not the task's fault: the attempt does not count.
     assert_eq!(t["attempts"], 0, "{t}");

@@ -94,7 +94,7 @@ async fn team(client: &Client) -> Result<String, ClientError> {
                 "{:<12} {:<10} {}{task}{conn}  {} tokens",
                 m.name,
                 m.role,
-                m.status.as_str(),
+                m.status,
                 m.tokens.total()
             )
         })
@@ -113,7 +113,7 @@ async fn inbox(client: &Client) -> Result<String, ClientError> {
             format!(
                 "{} {} from {}: {}",
                 m.id,
-                m.kind.as_str(),
+                m.kind,
                 m.from,
                 m.content.lines().next().unwrap_or_default()
             )
@@ -135,11 +135,7 @@ fn request_line(r: &TeamRequest) -> String {
     let task = r.task.map(|t| format!(" task #{t}")).unwrap_or_default();
     let mut s = format!(
         "#{} {} {} → {}{task} {} ({age}s old)",
-        r.id,
-        r.kind.as_str(),
-        r.from,
-        r.to,
-        r.state.as_str()
+        r.id, r.kind, r.from, r.to, r.state
     );
     if let Some(plan) = &r.plan {
         s.push_str(&format!(

@@ -514,21 +514,12 @@ fn board_report(tasks: &[Task]) -> String {
             .or(t.last_error.as_deref())
             .and_then(|r| r.lines().find(|l| !l.trim().is_empty()))
             .unwrap_or_default();
-        s.push_str(&format!(
-            "\n#{} {}: {}{by}",
-            t.id,
-            t.subject,
-            t.status.as_str()
-        ));
+        s.push_str(&format!("\n#{} {}: {}{by}", t.id, t.subject, t.status));
         if !outcome.is_empty() {
             s.push_str(&format!(" — {outcome}"));
         }
         if let Some(b) = stuck_behind(tasks, t) {
-            s.push_str(&format!(
-                " — cannot start: #{} is {}",
-                b.id,
-                b.status.as_str()
-            ));
+            s.push_str(&format!(" — cannot start: #{} is {}", b.id, b.status));
         }
     }
     s.push('\n');

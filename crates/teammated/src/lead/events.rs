@@ -109,7 +109,7 @@ impl Pending {
                     format!("[Shutdown answer from {from}] {content}")
                 }
                 MessageKind::Broadcast => format!("[Broadcast from {from}] {content}"),
-                other => format!("[{} from {from}] {content}", capitalised(other.as_str())),
+                other => format!("[{} from {from}] {content}", capitalised(other.into())),
             };
             notices.push(
                 part.lines()
@@ -139,7 +139,7 @@ fn plan_text(m: &Message, request: Option<&TeamRequest>, content: &str) -> Strin
         .map(|t| format!(" for task #{t}"))
         .unwrap_or_default();
     let state = match request {
-        Some(r) if !r.is_pending() => format!(" (already {})", r.state.as_str()),
+        Some(r) if !r.is_pending() => format!(" (already {})", r.state),
         _ => String::new(),
     };
     format!(

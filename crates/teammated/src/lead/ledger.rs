@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use teamboard_protocol::TokenUsage;
 
 /// Why a turn runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display)]
+#[strum(serialize_all = "lowercase")]
 pub enum Cause {
     /// The person said something: the goal, an answer, "start".
     Planning,
@@ -18,16 +19,6 @@ pub enum Cause {
     Coordination,
     /// The board is done: the summary.
     Summary,
-}
-
-impl Cause {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Cause::Planning => "planning",
-            Cause::Coordination => "coordination",
-            Cause::Summary => "summary",
-        }
-    }
 }
 
 /// Tokens and calls for one cause.

@@ -72,7 +72,7 @@ impl Lead {
     async fn list_tasks(&self, input: &Value) -> Result<String, ToolOutput> {
         let status = match input.get("status").and_then(Value::as_str) {
             None => None,
-            Some(s) => Some(TaskStatus::parse(s).ok_or_else(|| {
+            Some(s) => Some(s.parse::<TaskStatus>().map_err(|_| {
                 ToolOutput::error(format!(
                     "unknown status '{s}'; use pending, in_progress, completed, failed or cancelled"
                 ))
@@ -104,7 +104,7 @@ impl Lead {
                 "\n\nplan request #{} by {} ({}): {}",
                 p.id,
                 p.from,
-                p.state.as_str(),
+                p.state,
                 p.plan.as_deref().unwrap_or_default()
             ));
             if let Some(f) = &p.feedback {
@@ -113,12 +113,7 @@ impl Lead {
         }
         s.push_str("\n\nhistory:");
         for e in &detail.history {
-            s.push_str(&format!(
-                "\n- {} {}: {}",
-                e.actor,
-                e.kind.as_str(),
-                e.detail
-            ));
+            s.push_str(&format!("\n- {} {}: {}", e.actor, e.kind, e.detail));
         }
         Ok(s)
     }
@@ -160,7 +155,7 @@ impl Lead {
         Ok(team
             .iter()
             .map(|m| {
-                let mut s = format!("{} ({}) {}", m.name, m.role, m.status.as_str());
+                let mut s = format!("{} ({}) {}", m.name, m.role, m.status);
                 if !m.connected {
                     s.push_str(", disconnected");
                 }
@@ -198,9 +193,7 @@ impl Lead {
         let r = self.client.request_shutdown(args).await.map_err(refused)?;
         Ok(format!(
             "shutdown request #{} to {} is {}; the answer comes as an event",
-            r.id,
-            r.to,
-            r.state.as_str()
+            r.id, r.to, r.state
         ))
     }
 
@@ -228,9 +221,7 @@ impl Lead {
             .map_err(refused)?;
         Ok(format!(
             "plan request #{} from {} is {}",
-            r.id,
-            r.from,
-            r.state.as_str()
+            r.id, r.from, r.state
         ))
     }
 }

@@ -110,7 +110,7 @@ impl Lead {
             EntryKind::Lifecycle,
             None,
             false,
-            &format!("turn: started ({})", cause.as_str()),
+            &format!("turn: started ({cause})"),
         );
         let mut rounds = 0u32;
         let text = loop {
@@ -207,7 +207,7 @@ impl Lead {
         )
         .join(format!(
             "context-{}-{}.json",
-            crate::transcript::now_ms(),
+            teamboard_protocol::now_ms(),
             self.compactions
         ));
         let (on_retry, mut retries) = transcript::retry_notices();

@@ -97,7 +97,7 @@ impl OpenAi {
             "model {} at {}, output limit in {}",
             self.model,
             shown_url(&self.base),
-            self.max_tokens_field().as_str()
+            self.max_tokens_field()
         )
     }
 
@@ -143,15 +143,15 @@ impl OpenAi {
                 status: 400 | 422,
                 body,
                 ..
-            }) if refuses_parameter(&body, field.as_str()) => {
+            }) if refuses_parameter(&body, field.into()) => {
                 let other = other_field(field);
                 tracing::warn!(
                     "the model refuses {} for the output limit; asking again with {}, kept \
                      for later calls if it is taken (--max-tokens-field {} sends it from the \
                      start)",
-                    field.as_str(),
-                    other.as_str(),
-                    other.as_str()
+                    field,
+                    other,
+                    other
                 );
                 let retried = self.send(other, &req).await;
                 if retried.is_ok() {
@@ -213,7 +213,7 @@ fn request_body(model: &str, field: MaxTokensField, req: &CompletionRequest<'_>)
         "model": model,
         "messages": messages,
     });
-    body[field.as_str()] = json!(req.max_tokens);
+    body[<&str>::from(field)] = json!(req.max_tokens);
     // Several servers refuse `tools: []`; no tools means no field.
     if !req.tools.is_empty() {
         body["tools"] = req

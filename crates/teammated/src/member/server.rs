@@ -7,8 +7,10 @@
 //! server is dropped; after a `kill -9` an empty directory with a dead socket is
 //! left behind, which nothing reads again.
 
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use teamboard_protocol::member::{MAX_MEMBER_LINE, MemberCall, MemberReply};
+use tempfile::TempDir;
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, oneshot};
@@ -21,7 +23,8 @@ pub struct Incoming {
 
 /// The listening socket. Calls queue in a channel until the work loop takes them.
 pub struct MemberServer {
-    dir: PathBuf,
+    /// Removed, with the socket in it, when the server is dropped.
+    _dir: TempDir,
     path: PathBuf,
     calls: mpsc::Receiver<Incoming>,
     accept: tokio::task::JoinHandle<()>,
@@ -31,19 +34,17 @@ impl MemberServer {
     /// Binds the socket. `name` goes into the directory's name, for people
     /// reading `/tmp`.
     pub fn bind(name: &str) -> std::io::Result<MemberServer> {
-        let dir = private_dir(name)?;
-        let path = dir.join("member.sock");
-        let listener = match UnixListener::bind(&path) {
-            Ok(l) => l,
-            Err(e) => {
-                let _ = std::fs::remove_dir_all(&dir);
-                return Err(e);
-            }
-        };
+        let short: String = name.chars().take(24).collect();
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("teamboard-member-{short}-"))
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir()?;
+        let path = dir.path().join("member.sock");
+        let listener = UnixListener::bind(&path)?;
         let (tx, calls) = mpsc::channel(64);
         let accept = tokio::spawn(accept_loop(listener, tx));
         Ok(MemberServer {
-            dir,
+            _dir: dir,
             path,
             calls,
             accept,
@@ -87,38 +88,7 @@ impl MemberServer {
 impl Drop for MemberServer {
     fn drop(&mut self) {
         self.accept.abort();
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-/// A new directory only this user can enter: `$TMPDIR/teamboard-member-NAME-RANDOM`.
-fn private_dir(name: &str) -> std::io::Result<PathBuf> {
-    use std::os::unix::fs::DirBuilderExt as _;
-    let base = std::env::temp_dir();
-    let short: String = name.chars().take(24).collect();
-    for attempt in 0..16u32 {
-        let dir = base.join(format!(
-            "teamboard-member-{short}-{}-{}",
-            std::process::id(),
-            random_suffix(attempt)
-        ));
-        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-            Ok(()) => return Ok(dir),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(std::io::Error::other(
-        "cannot create a private directory for the member socket",
-    ))
-}
-
-fn random_suffix(attempt: u32) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    format!("{:x}", nanos ^ attempt.wrapping_mul(0x9e37_79b9))
 }
 
 async fn accept_loop(listener: UnixListener, tx: mpsc::Sender<Incoming>) {

@@ -403,3 +403,27 @@ async fn a_failed_task_goes_back_with_the_reason_and_the_twins_agree() {
         );
     }
 }
+
+#[tokio::test]
+async fn the_socket_directory_is_private_and_goes_with_the_server() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let server = MemberServer::bind("a-name-longer-than-twenty-four-chars").expect("binds");
+    let dir = server.path().parent().expect("a directory").to_path_buf();
+    let name = dir
+        .file_name()
+        .expect("named")
+        .to_string_lossy()
+        .into_owned();
+    assert!(
+        name.starts_with("teamboard-member-a-name-longer-than-twent-"),
+        "{name}"
+    );
+    let mode = std::fs::metadata(&dir)
+        .expect("exists")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o700);
+    assert!(server.path().as_os_str().len() < 108);
+    drop(server);
+    assert!(!dir.exists(), "{} is left behind", dir.display());
+}

@@ -28,71 +28,7 @@ pub use handle::Agent;
 use process::Launch;
 use std::path::PathBuf;
 use teamboard_protocol::TokenUsage;
-
-/// Which runtime a teammate works with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum RuntimeKind {
-    /// teammated's own LLM loop with its tools.
-    #[default]
-    Native,
-    /// Claude Code, in its JSON stream mode.
-    Claude,
-    /// Codex, through `codex app-server`.
-    Codex,
-    /// Any agent that speaks the Agent Client Protocol over stdio.
-    Acp,
-}
-
-impl RuntimeKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RuntimeKind::Native => "native",
-            RuntimeKind::Claude => "claude",
-            RuntimeKind::Codex => "codex",
-            RuntimeKind::Acp => "acp",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<RuntimeKind> {
-        match s {
-            "native" => Some(RuntimeKind::Native),
-            "claude" => Some(RuntimeKind::Claude),
-            "codex" => Some(RuntimeKind::Codex),
-            "acp" => Some(RuntimeKind::Acp),
-            _ => None,
-        }
-    }
-
-    /// The program started when `--agent-cmd` names none; `None` when the runtime
-    /// has no default (acp) or runs no program (native).
-    pub fn default_cmd(self) -> Option<&'static str> {
-        match self {
-            RuntimeKind::Claude => Some("claude"),
-            RuntimeKind::Codex => Some("codex"),
-            RuntimeKind::Native | RuntimeKind::Acp => None,
-        }
-    }
-}
-
-/// How teammated answers an agent's permission requests (once the plan gate, if
-/// any, is open).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum AgentPolicy {
-    /// Everything the agent asks for is allowed; it works in the task's worktree.
-    #[default]
-    Workspace,
-    /// Reads are allowed; every command and every change is refused.
-    ReadOnly,
-}
-
-impl AgentPolicy {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AgentPolicy::Workspace => "workspace",
-            AgentPolicy::ReadOnly => "read-only",
-        }
-    }
-}
+pub use teamboard_protocol::{AgentPolicy, RuntimeKind};
 
 /// How to start a teammate's agent: the same for every task.
 #[derive(Debug, Clone)]

@@ -109,7 +109,7 @@ impl Sessions {
         self.read()
             .tasks
             .remove(&task.to_string())
-            .filter(|e| e.runtime == runtime.as_str())
+            .filter(|e| e.runtime == <&str>::from(runtime))
     }
 
     /// Records that the agent started for `task` with `session`, resumed or
@@ -125,9 +125,9 @@ impl Sessions {
         let mut file = self.read();
         let key = task.to_string();
         let mut entry = match file.tasks.remove(&key) {
-            Some(e) if e.runtime == runtime.as_str() => e,
+            Some(e) if e.runtime == <&str>::from(runtime) => e,
             _ => Entry {
-                runtime: runtime.as_str().to_string(),
+                runtime: runtime.to_string(),
                 session: session.to_string(),
                 starts: 0,
                 resumed: 0,

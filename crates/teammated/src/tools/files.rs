@@ -13,8 +13,8 @@ use super::confine;
 use serde_json::Value;
 use std::fs;
 use std::io::{self, Write};
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Larger files are refused: their text would not fit a model's context anyway.
 const MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
@@ -302,40 +302,26 @@ fn load_text(path: &Path, shown: &str) -> Result<(String, bool), ToolOutput> {
 /// rename, keeping the permissions of the file it replaces (an edited script stays
 /// executable).
 fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
     let dir = path
         .parent()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "the path has no parent"))?;
     let permissions = fs::metadata(path).ok().map(|m| m.permissions());
-    let (tmp, mut file) = loop {
-        // Short fixed-size names: appending to the target's name could exceed NAME_MAX.
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let tmp = dir.join(format!(".teammated-tmp-{}-{n}", std::process::id()));
-        match fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-        {
-            Ok(file) => break (tmp, file),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    };
-    let result = (|| {
-        file.write_all(bytes)?;
-        if let Some(p) = permissions {
-            file.set_permissions(p)?;
-        }
-        // Flushed before the rename, so a crash leaves the old or the new file, not an
-        // empty one under the new name.
-        file.sync_all()?;
-        drop(file);
-        fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
+    let mut tmp = tempfile::Builder::new()
+        // A short fixed prefix: one made from the target's name could exceed NAME_MAX.
+        .prefix(".teammated-tmp-")
+        // A new file gets what `File::create` gives (0666 less the umask), not
+        // tempfile's private 0600.
+        .permissions(fs::Permissions::from_mode(0o666))
+        .tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    if let Some(p) = permissions {
+        tmp.as_file().set_permissions(p)?;
     }
-    result
+    // Flushed before the rename, so a crash leaves the old or the new file, not an
+    // empty one under the new name. A failure on the way removes the temporary file.
+    tmp.as_file().sync_all()?;
+    tmp.persist(path)?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -463,6 +449,15 @@ mod tests {
         );
         let names: Vec<_> = fs::read_dir(dir.path().join("a/b")).unwrap().collect();
         assert_eq!(names.len(), 1);
+        // A new file has the mode `File::create` gives, not a temporary file's 0600.
+        fs::write(dir.path().join("a/b/plain"), "").unwrap();
+        let mode = |p: &str| {
+            fs::metadata(dir.path().join(p))
+                .unwrap()
+                .permissions()
+                .mode()
+        };
+        assert_eq!(mode("a/b/c.txt"), mode("a/b/plain"));
         let out = write(&e, &json!({"path": "../evil", "content": "x"})).await;
         assert!(out.is_error);
         assert!(!dir.path().parent().unwrap().join("evil").exists());

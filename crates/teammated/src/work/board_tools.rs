@@ -42,9 +42,9 @@ impl Teammate {
     async fn list_tasks(&self, input: &Value) -> ToolOutput {
         let status = match input.get("status").and_then(Value::as_str) {
             None => None,
-            Some(s) => match TaskStatus::parse(s) {
-                Some(s) => Some(s),
-                None => {
+            Some(s) => match s.parse::<TaskStatus>() {
+                Ok(s) => Some(s),
+                Err(_) => {
                     return ToolOutput::error(format!(
                         "unknown status '{s}'; use pending, in_progress, completed, failed or cancelled"
                     ));
@@ -86,12 +86,7 @@ impl Teammate {
                 }
                 s.push_str("\n\nhistory:");
                 for e in &detail.history {
-                    s.push_str(&format!(
-                        "\n- {} {}: {}",
-                        e.actor,
-                        e.kind.as_str(),
-                        e.detail
-                    ));
+                    s.push_str(&format!("\n- {} {}: {}", e.actor, e.kind, e.detail));
                 }
                 ToolOutput::ok(s)
             }
@@ -201,7 +196,7 @@ impl Teammate {
 /// `bob [working] role dev, holds #3 parse the config, connected`, with `(you)`
 /// after the teammate's own line.
 fn member_line(m: &Member, held: &[Task], me: &str) -> String {
-    let mut s = format!("{} [{}] role {}", m.name, m.status.as_str(), m.role);
+    let mut s = format!("{} [{}] role {}", m.name, m.status, m.role);
     if let Some(id) = m.task {
         match held.iter().find(|t| t.id == id) {
             Some(t) => s.push_str(&format!(", holds #{id} {}", t.subject)),

@@ -327,7 +327,7 @@ impl Teammate {
         );
         let archive = dir.join(format!(
             "context-{}-{}.json",
-            crate::transcript::now_ms(),
+            teamboard_protocol::now_ms(),
             self.compactions
         ));
         let before = self.ctx.estimate();
@@ -581,7 +581,7 @@ impl Outcome {
                 {
                     tracing::info!(
                         task = id,
-                        code = body.code.as_str(),
+                        code = %body.code,
                         "the completion gate refused"
                     );
                     if let Some(h) = t.held.as_mut() {

@@ -425,7 +425,7 @@ impl Agent {
     }
 
     fn log_prompt(&self, sid: &str, text: &str) {
-        let line = json!({"session": sid, "text": text, "at_ms": now_ms()});
+        let line = json!({"session": sid, "text": text, "at_ms": teamboard_protocol::now_ms()});
         if let Ok(mut f) = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -483,8 +483,4 @@ fn nanos() -> u128 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or(0)
-}
-
-fn now_ms() -> u128 {
-    nanos() / 1_000_000
 }

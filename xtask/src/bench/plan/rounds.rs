@@ -117,7 +117,7 @@ impl Bench {
         }
         let done = self.watch.client.get_task(task.id).await?.task;
         if done.status != TaskStatus::Completed {
-            bail!("task #{} ended {}", done.id, done.status.as_str());
+            bail!("task #{} ended {}", done.id, done.status);
         }
         Ok(Sample {
             to_call: next.received_at.saturating_duration_since(start),

@@ -114,7 +114,7 @@ pub async fn measure(
         if kind != EventKind::TaskCompleted {
             bail!(
                 "task #{id} ended {}: {}; the teammate's log ends:\n{}",
-                task.status.as_str(),
+                task.status,
                 task.last_error.unwrap_or_default(),
                 mate.log_tail()
             );

@@ -7,18 +7,19 @@
 //! PATH, which often lacks the directory a person's shell found `claude` in.
 
 use super::checks::absolute;
-use crate::cli::{AgentPolicy, Runtime, RuntimeArgs};
+use crate::cli::RuntimeArgs;
 use crate::commands::{flags_are, given};
 use anyhow::bail;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
+use teamboard_protocol::{AgentPolicy, RuntimeKind};
 
 /// The runtime settings to pass to teammated; empty for a native teammate
 /// spawned without runtime flags.
 #[derive(Debug, Default)]
 pub(super) struct Launch {
     /// `--runtime`, when given.
-    pub runtime: Option<Runtime>,
+    pub runtime: Option<RuntimeKind>,
     /// The agent's program, absolute.
     pub program: Option<PathBuf>,
     pub args: Vec<String>,
@@ -30,8 +31,8 @@ pub(super) struct Launch {
 /// Checks the flags together and finds the agent's program. `native_only`: the
 /// flags given that only the native loop uses (`--model`, `--provider`, ...).
 pub(super) fn check(flags: &RuntimeArgs, native_only: &[&str]) -> anyhow::Result<Launch> {
-    let runtime = flags.runtime.unwrap_or(Runtime::Native);
-    if runtime == Runtime::Native {
+    let runtime = flags.runtime.unwrap_or(RuntimeKind::Native);
+    if runtime == RuntimeKind::Native {
         let given = given([
             (flags.agent_cmd.is_some(), "--agent-cmd"),
             (!flags.agent_args.is_empty(), "--agent-arg"),
@@ -56,7 +57,7 @@ pub(super) fn check(flags: &RuntimeArgs, native_only: &[&str]) -> anyhow::Result
         bail!(
             "--model is the native loop's model and does not reach the {} agent; name the \
              agent's with --agent-model MODEL, or leave it to the agent's own settings",
-            runtime.as_str()
+            runtime
         );
     }
     if !native_only.is_empty() {
@@ -64,12 +65,12 @@ pub(super) fn check(flags: &RuntimeArgs, native_only: &[&str]) -> anyhow::Result
             "{} for the native loop and would not reach the {} agent, which uses its own \
              settings; leave {} out",
             flags_are(native_only),
-            runtime.as_str(),
+            runtime,
             if native_only.len() == 1 { "it" } else { "them" },
         );
     }
     if let Some(model) = &flags.agent_model {
-        if runtime == Runtime::Acp {
+        if runtime == RuntimeKind::Acp {
             bail!(
                 "--agent-model is for claude and codex: ACP has no standard way to choose a \
                  model; give the agent's own flag, e.g. `--agent-arg=-m --agent-arg=gemini-2.5-flash`"
@@ -87,7 +88,7 @@ pub(super) fn check(flags: &RuntimeArgs, native_only: &[&str]) -> anyhow::Result
         (None, None) => bail!(
             "--runtime {} needs the agent's program: --agent-cmd CMD, e.g. \
              `--agent-cmd gemini --agent-arg=--acp`",
-            runtime.as_str()
+            runtime
         ),
     };
     Ok(Launch {
@@ -119,27 +120,27 @@ fn runnable(p: &Path) -> bool {
         .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-fn not_found(runtime: Runtime, program: &Path, named: bool) -> anyhow::Error {
+fn not_found(runtime: RuntimeKind, program: &Path, named: bool) -> anyhow::Error {
     let what = if program.components().count() > 1 {
         format!("{} is not an executable file", program.display())
     } else {
         format!("`{}` is not on PATH", program.display())
     };
     let hint = match runtime {
-        Runtime::Claude => {
+        RuntimeKind::Claude => {
             "; install Claude Code (`npm install -g @anthropic-ai/claude-code`) or name its program with --agent-cmd"
         }
-        Runtime::Codex => {
+        RuntimeKind::Codex => {
             "; install Codex (`npm install -g @openai/codex`) or name its program with --agent-cmd"
         }
-        Runtime::Acp | Runtime::Native => "",
+        RuntimeKind::Acp | RuntimeKind::Native => "",
     };
     if named {
         anyhow::anyhow!("--agent-cmd: {what}")
     } else {
         anyhow::anyhow!(
             "--runtime {} runs {what}{hint}",
-            runtime.as_str(),
+            runtime,
             what = what.replacen(" is not", ", which is not", 1)
         )
     }
@@ -149,7 +150,7 @@ fn not_found(runtime: Runtime, program: &Path, named: bool) -> anyhow::Error {
 mod tests {
     use super::*;
 
-    fn flags(runtime: Option<Runtime>, cmd: Option<&str>, args: &[&str]) -> RuntimeArgs {
+    fn flags(runtime: Option<RuntimeKind>, cmd: Option<&str>, args: &[&str]) -> RuntimeArgs {
         RuntimeArgs {
             runtime,
             agent_cmd: cmd.map(PathBuf::from),
@@ -170,7 +171,7 @@ mod tests {
             e,
             "--agent-cmd and --agent-arg are for an agent runtime; add --runtime claude, codex or acp"
         );
-        let mut f = flags(Some(Runtime::Native), None, &[]);
+        let mut f = flags(Some(RuntimeKind::Native), None, &[]);
         f.agent_policy = Some(AgentPolicy::ReadOnly);
         assert!(err(f).starts_with("--agent-policy is for an agent runtime"));
         let plain = check(&flags(None, None, &[]), &[]).expect("native");
@@ -179,7 +180,7 @@ mod tests {
 
     #[test]
     fn the_agent_has_its_own_model_flag_and_the_native_model_is_refused() {
-        let mut f = flags(Some(Runtime::Claude), Some("sh"), &[]);
+        let mut f = flags(Some(RuntimeKind::Claude), Some("sh"), &[]);
         f.agent_model = Some("sonnet".into());
         let l = check(&f, &[]).expect("claude with a model");
         assert_eq!(l.model.as_deref(), Some("sonnet"));
@@ -191,10 +192,10 @@ mod tests {
         let mut native = flags(None, None, &[]);
         native.agent_model = Some("sonnet".into());
         assert!(err(native).starts_with("--agent-model is for an agent runtime"));
-        let mut acp = flags(Some(Runtime::Acp), Some("sh"), &["--acp"]);
+        let mut acp = flags(Some(RuntimeKind::Acp), Some("sh"), &["--acp"]);
         acp.agent_model = Some("gemini-2.5-flash".into());
         assert!(err(acp).contains("ACP has no standard way to choose a model"));
-        let mut blank = flags(Some(Runtime::Codex), Some("sh"), &[]);
+        let mut blank = flags(Some(RuntimeKind::Codex), Some("sh"), &[]);
         blank.agent_model = Some(" ".into());
         assert!(err(blank).contains("is empty"));
         assert!(
@@ -205,7 +206,7 @@ mod tests {
 
     #[test]
     fn the_native_loops_other_settings_are_refused_for_an_agent() {
-        let f = flags(Some(Runtime::Codex), Some("sh"), &[]);
+        let f = flags(Some(RuntimeKind::Codex), Some("sh"), &[]);
         let e = format!(
             "{:#}",
             check(&f, &["--provider", "--base-url"]).expect_err("refused")
@@ -228,27 +229,33 @@ mod tests {
 
     #[test]
     fn acp_needs_a_program_and_the_program_must_exist() {
-        assert!(err(flags(Some(Runtime::Acp), None, &[])).contains("needs the agent's program"));
+        assert!(
+            err(flags(Some(RuntimeKind::Acp), None, &[])).contains("needs the agent's program")
+        );
         assert_eq!(
-            err(flags(Some(Runtime::Acp), Some("/no/such/agent"), &[])),
+            err(flags(Some(RuntimeKind::Acp), Some("/no/such/agent"), &[])),
             "--agent-cmd: /no/such/agent is not an executable file"
         );
         assert_eq!(
-            err(flags(Some(Runtime::Codex), Some("no-such-agent-xyz"), &[])),
+            err(flags(
+                Some(RuntimeKind::Codex),
+                Some("no-such-agent-xyz"),
+                &[]
+            )),
             "--agent-cmd: `no-such-agent-xyz` is not on PATH"
         );
         // A directory is not a program.
-        assert!(err(flags(Some(Runtime::Acp), Some("/"), &[])).starts_with("--agent-cmd:"));
+        assert!(err(flags(Some(RuntimeKind::Acp), Some("/"), &[])).starts_with("--agent-cmd:"));
     }
 
     #[test]
     fn a_program_on_path_is_passed_on_absolute() {
-        let l =
-            check(&flags(Some(Runtime::Acp), Some("sh"), &["--acp"]), &[]).expect("sh is on PATH");
+        let l = check(&flags(Some(RuntimeKind::Acp), Some("sh"), &["--acp"]), &[])
+            .expect("sh is on PATH");
         let program = l.program.expect("a program");
         assert!(program.is_absolute(), "{}", program.display());
         assert!(program.ends_with("sh"));
         assert_eq!(l.args, ["--acp"]);
-        assert_eq!(l.runtime, Some(Runtime::Acp));
+        assert_eq!(l.runtime, Some(RuntimeKind::Acp));
     }
 }

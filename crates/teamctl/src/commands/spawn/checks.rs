@@ -1,13 +1,13 @@
 //! What both modes check before a teammate starts (its names, its working
 //! directory, that the name is free on boardd), and the helpers they share.
 
-use crate::cli::{Provider, SpawnArgs};
+use crate::cli::SpawnArgs;
 use crate::commands::{Ctx, no_answer};
 use anyhow::{Context as _, bail};
 use std::future::Future;
 use std::path::{Path, PathBuf};
-use teamboard_protocol::Client;
 use teamboard_protocol::names::validate_name;
+use teamboard_protocol::{Client, ProviderKind};
 
 /// Names that boardd would refuse are refused here, before anything starts; they
 /// also end up in file names and a systemd instance name.
@@ -23,7 +23,7 @@ pub(super) fn check_names(ctx: &Ctx, args: &SpawnArgs) -> anyhow::Result<()> {
     {
         bail!("model {model:?} is empty or contains control characters");
     }
-    if args.provider == Some(Provider::Scripted) && args.base_url.is_some() {
+    if args.provider == Some(ProviderKind::Scripted) && args.base_url.is_some() {
         bail!("--base-url is for --provider anthropic or openai; the scripted model needs none");
     }
     Ok(())

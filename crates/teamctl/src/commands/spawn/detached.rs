@@ -273,7 +273,7 @@ fn teammated_args(
     }
     if let Some(p) = args.provider {
         argv.push("--provider".into());
-        argv.push(p.as_str().into());
+        argv.push(p.to_string().into());
     }
     if let Some(m) = &args.model {
         argv.push("--model".into());
@@ -299,7 +299,7 @@ fn teammated_args(
     }
     if let Some(f) = args.max_tokens_field {
         argv.push("--max-tokens-field".into());
-        argv.push(f.as_str().into());
+        argv.push(f.to_string().into());
     }
     if args.carry_context {
         argv.push("--carry-context".into());
@@ -309,7 +309,7 @@ fn teammated_args(
     }
     if let Some(r) = launch.runtime {
         argv.push("--runtime".into());
-        argv.push(r.as_str().into());
+        argv.push(r.to_string().into());
     }
     if let Some(program) = &launch.program {
         argv.push("--agent-cmd".into());
@@ -326,7 +326,7 @@ fn teammated_args(
     }
     if let Some(p) = launch.policy {
         argv.push("--agent-policy".into());
-        argv.push(p.as_str().into());
+        argv.push(p.to_string().into());
     }
     Ok(argv)
 }

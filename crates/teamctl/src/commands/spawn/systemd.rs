@@ -7,9 +7,9 @@ use crate::cli::SpawnArgs;
 use crate::commands::Ctx;
 use crate::render;
 use anyhow::{Context as _, bail};
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::Write as _;
-use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
+use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use teamboard_protocol::ClientError;
@@ -128,7 +128,7 @@ fn env_file_text(
 ) -> anyhow::Result<String> {
     let mut vars: Vec<(&str, String)> = vec![("TEAMMATE_ROLE", args.role.clone())];
     if let Some(p) = args.provider {
-        vars.push(("TEAMMATE_PROVIDER", p.as_str().to_string()));
+        vars.push(("TEAMMATE_PROVIDER", p.to_string()));
     }
     if let Some(m) = &args.model {
         vars.push(("TEAMMATE_MODEL", m.clone()));
@@ -148,7 +148,7 @@ fn env_file_text(
         vars.push(("TEAMMATE_CONTEXT_BUDGET", n.to_string()));
     }
     if let Some(f) = args.max_tokens_field {
-        vars.push(("TEAMMATE_MAX_TOKENS_FIELD", f.as_str().to_string()));
+        vars.push(("TEAMMATE_MAX_TOKENS_FIELD", f.to_string()));
     }
     if args.carry_context {
         vars.push(("TEAMMATE_CARRY_CONTEXT", "true".to_string()));
@@ -157,7 +157,7 @@ fn env_file_text(
         vars.push(("TEAMMATE_REQUIRE_PLAN", "true".to_string()));
     }
     if let Some(r) = launch.runtime {
-        vars.push(("TEAMMATE_RUNTIME", r.as_str().to_string()));
+        vars.push(("TEAMMATE_RUNTIME", r.to_string()));
     }
     if let Some(program) = &launch.program {
         vars.push(("TEAMMATE_AGENT_CMD", utf8(program, "agent program")?));
@@ -171,7 +171,7 @@ fn env_file_text(
         vars.push(("TEAMMATE_AGENT_MODEL", m.clone()));
     }
     if let Some(p) = launch.policy {
-        vars.push(("TEAMMATE_AGENT_POLICY", p.as_str().to_string()));
+        vars.push(("TEAMMATE_AGENT_POLICY", p.to_string()));
     }
     // A boardd or state dir named to this teamctl is the one the teammate must use
     // too; the defaults are the same for both, so they need no line.
@@ -246,29 +246,18 @@ fn write_env_file(path: &Path, text: &str) -> anyhow::Result<()> {
     // is teamboard's own, so tighten it.
     fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
         .with_context(|| format!("cannot make {} private", dir.display()))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        path.file_name()
-            .map_or_else(|| "settings".into(), |n| n.to_string_lossy().into_owned()),
-        std::process::id()
-    ));
-    let written = (|| {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        // `mode` applies only to a new file; a leftover temp file keeps its own.
-        f.set_permissions(fs::Permissions::from_mode(0o600))?;
+    // A new temporary file is 0600 (tempfile's own mode) and goes away if any
+    // step fails.
+    let written = (|| -> std::io::Result<()> {
+        let mut f = tempfile::Builder::new()
+            .prefix(".settings.tmp-")
+            .tempfile_in(dir)?;
         f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)
+        f.as_file().sync_all()?;
+        f.persist(path)?;
+        Ok(())
     })();
-    if let Err(e) = written {
-        let _ = fs::remove_file(&tmp);
-        return Err(e).with_context(|| format!("cannot write {}", path.display()));
-    }
+    written.with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
 }
 

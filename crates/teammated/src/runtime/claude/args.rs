@@ -117,41 +117,7 @@ pub(super) fn launch(
 
 /// A fresh random UUID (version 4), for `--session-id`.
 pub(super) fn new_session_id() -> String {
-    let mut b = random_16();
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..]
-    )
-}
-
-/// 16 random bytes from the kernel. A failure of both sources is next to
-/// impossible; the fallback mixes the time and the pid, which is unique enough
-/// for one teammate's sessions.
-fn random_16() -> [u8; 16] {
-    let mut b = [0u8; 16];
-    // SAFETY: getrandom writes at most `b.len()` bytes into `b`.
-    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
-    if n == b.len() as isize {
-        return b;
-    }
-    if let Ok(mut f) = std::fs::File::open("/dev/urandom")
-        && std::io::Read::read_exact(&mut f, &mut b).is_ok()
-    {
-        return b;
-    }
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let mixed = nanos ^ (u128::from(std::process::id()) << 64);
-    mixed.to_le_bytes()
+    uuid::Uuid::new_v4().to_string()
 }
 
 #[cfg(test)]

@@ -40,7 +40,7 @@ impl Teammate {
                     EntryKind::Lifecycle,
                     None,
                     false,
-                    &format!("agent: {} session {id} {what}{pid}{why}", kind.as_str()),
+                    &format!("agent: {kind} session {id} {what}{pid}{why}"),
                 );
                 None
             }

@@ -178,7 +178,7 @@ impl Teammate {
             false,
             &format!(
                 "work: started ({} agent {}{})",
-                spec.kind.as_str(),
+                spec.kind,
                 spec.program.display(),
                 match &brief.resume {
                     Some(id) => format!(", resuming session {id}"),

@@ -9,7 +9,7 @@ impl Teammate {
         let kind = self
             .agent
             .as_ref()
-            .map(|a| a.spec.kind.as_str())
+            .map(|a| a.spec.kind.into())
             .unwrap_or("agent");
         match end {
             AgentEnd::Done => {

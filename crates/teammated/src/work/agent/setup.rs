@@ -16,14 +16,14 @@ pub(crate) fn setup(cfg: &crate::config::Config) -> Result<Option<AgentSetup>, E
         (None, None) => {
             return Err(Error::Agent(format!(
                 "--runtime {} needs the agent's program: --agent-cmd CMD",
-                rt.kind.as_str()
+                rt.kind
             )));
         }
     };
     let program = crate::runtime::process::resolve(&named).ok_or_else(|| {
         Error::Agent(format!(
             "the {} agent '{}' is not found or not executable; install it, or name it with --agent-cmd",
-            rt.kind.as_str(),
+            rt.kind,
             named.display()
         ))
     })?;

@@ -1,0 +1,115 @@
+//! What a teammate is launched with: the runtime that does its work, how its
+//! agent's permission requests are answered, and the model provider of the native
+//! loop with the request field of its output limit.
+//!
+//! teamctl takes these on its command line and hands them to teammated as flags,
+//! or as a systemd unit's environment (`TEAMMATE_RUNTIME=claude`); `teammated lead`
+//! passes them on to the teammates it spawns. One definition keeps the spellings
+//! of the two programs the same. They live here, not in a crate of their own: the
+//! protocol crate is already the vocabulary both programs share, and a crate for
+//! four enums would only add a name. `clap::ValueEnum` comes with the `cli`
+//! feature, so that boardd and the board crate do not build clap for them.
+//!
+//! Each name is spelled twice, once for clap and once for strum (`Display`, what
+//! teamctl writes into a command line or a unit); `tests::clap_reads_what_strum_writes`
+//! holds them together.
+
+/// Which model family the native loop talks to (`--provider`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[derive(strum::Display, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
+pub enum ProviderKind {
+    /// Anthropic's Messages API
+    Anthropic,
+    /// An OpenAI-compatible Chat Completions API (OpenAI, ollama, llama.cpp, vLLM...)
+    Openai,
+    /// An offline, deterministic stand-in that runs the task's ```sh blocks (for
+    /// trying things out)
+    Scripted,
+}
+
+/// The field of an OpenAI-compatible request that carries the output limit
+/// (`--max-tokens-field`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[derive(strum::Display, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
+pub enum MaxTokensField {
+    /// What ollama, llama.cpp, vLLM, LM Studio and other compatible servers know
+    #[cfg_attr(feature = "cli", value(name = "max_tokens", alias = "max-tokens"))]
+    MaxTokens,
+    /// What OpenAI's own API wants (its reasoning models refuse max_tokens)
+    #[cfg_attr(
+        feature = "cli",
+        value(name = "max_completion_tokens", alias = "max-completion-tokens")
+    )]
+    MaxCompletionTokens,
+}
+
+/// What carries out a teammate's work (`--runtime`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[derive(strum::Display, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
+pub enum RuntimeKind {
+    /// teammated's own model loop with its tools (the default)
+    #[default]
+    Native,
+    /// Claude Code, in its JSON stream mode (`claude` on PATH, or --agent-cmd)
+    Claude,
+    /// Codex, through `codex app-server` (`codex` on PATH, or --agent-cmd)
+    Codex,
+    /// Any Agent Client Protocol agent over stdio; needs --agent-cmd
+    Acp,
+}
+
+impl RuntimeKind {
+    /// The program run when `--agent-cmd` names none: `None` for acp (any agent)
+    /// and native (no agent).
+    pub fn default_cmd(self) -> Option<&'static str> {
+        match self {
+            RuntimeKind::Claude => Some("claude"),
+            RuntimeKind::Codex => Some("codex"),
+            RuntimeKind::Native | RuntimeKind::Acp => None,
+        }
+    }
+}
+
+/// How an agent's permission requests are answered (`--agent-policy`), once the
+/// plan gate, if any, is open.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[derive(strum::Display, strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
+pub enum AgentPolicy {
+    /// Allow what the agent asks for, in the task's worktree (the default)
+    #[default]
+    Workspace,
+    /// Allow reads; refuse every command and every change
+    ReadOnly,
+}
+
+#[cfg(feature = "cli")]
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::ValueEnum;
+
+    fn same_names<T: ValueEnum + std::fmt::Display>() {
+        for v in T::value_variants() {
+            let clap = v.to_possible_value().expect("no variant is skipped");
+            assert_eq!(clap.get_name(), v.to_string());
+        }
+    }
+
+    #[test]
+    fn clap_reads_what_strum_writes() {
+        same_names::<ProviderKind>();
+        same_names::<MaxTokensField>();
+        same_names::<RuntimeKind>();
+        same_names::<AgentPolicy>();
+        assert_eq!(AgentPolicy::ReadOnly.to_string(), "read-only");
+        assert_eq!(MaxTokensField::MaxTokens.to_string(), "max_tokens");
+    }
+}
