@@ -91,6 +91,22 @@ pub enum AgentPolicy {
 }
 
 #[cfg(feature = "cli")]
+/// The least context budget a teammate (or the lead) works with: the system
+/// prompt, the identity and a summary must fit with room to spare.
+pub const MIN_CONTEXT_BUDGET: u64 = 1000;
+
+/// `tokens` as a context budget, or why not. teamctl's `--context-budget`,
+/// teammated's and `TEAMMATE_CONTEXT_BUDGET` all say it in these words: a budget
+/// too small is refused, never raised, wherever it comes from.
+pub fn check_context_budget(tokens: u64) -> Result<u64, String> {
+    if tokens < MIN_CONTEXT_BUDGET {
+        return Err(format!(
+            "{tokens} is too small: the budget must be at least {MIN_CONTEXT_BUDGET} tokens"
+        ));
+    }
+    Ok(tokens)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,6 +4,7 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::path::PathBuf;
 use strum::{VariantArray, VariantNames};
+use teamboard_protocol::launch::check_context_budget;
 use teamboard_protocol::{
     MaxTokensField, MessageKind, ProviderKind, RequestId, RequestKind, RuntimeKind, TaskId,
     TaskStatus,
@@ -542,8 +543,8 @@ pub struct ShutdownArgs {
     #[arg(long)]
     pub no_wait: bool,
 
-    /// How long the teammate has to answer before boardd stops its processes
-    /// [default: boardd's, 120]
+    /// How long the teammate has to answer before boardd stops its processes:
+    /// 1 to 86400 [default: boardd's, 120]
     //
     // Trap: the global `--timeout` has the same id, so clap keeps this one for
     // `shutdown` and copies the global's value (its default, or
@@ -830,22 +831,13 @@ pub fn parse_base_url(s: &str) -> Result<String, String> {
     Ok(url.to_string())
 }
 
-/// The least `--context-budget` teammated works with: the system prompt, the
-/// identity and a summary must fit with room to spare.
-pub const MIN_CONTEXT_BUDGET: u64 = 1000;
-
-/// A number of tokens, at least [`MIN_CONTEXT_BUDGET`].
+/// A number of tokens, at least `MIN_CONTEXT_BUDGET`, refused in teammated's words.
 pub fn parse_context_budget(s: &str) -> Result<u64, String> {
     let tokens: u64 = s
         .trim()
         .parse()
         .map_err(|_| format!("'{s}' is not a number of tokens (e.g. 30000)"))?;
-    if tokens < MIN_CONTEXT_BUDGET {
-        return Err(format!(
-            "{tokens} is too small: the budget must be at least {MIN_CONTEXT_BUDGET} tokens"
-        ));
-    }
-    Ok(tokens)
+    check_context_budget(tokens)
 }
 
 /// Accepts `3` and `#3`.

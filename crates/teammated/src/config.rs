@@ -80,21 +80,7 @@ pub struct Config {
     pub runtime: RuntimeConfig,
 }
 
-/// The least context budget a teammate (or the lead) works with: the system
-/// prompt, the identity and a summary must fit with room to spare.
-pub const MIN_CONTEXT_BUDGET: u64 = 1000;
-
-/// `tokens` as a context budget, or why not, in the words `teamctl spawn
-/// --context-budget` uses: a budget too small is refused, never raised, wherever
-/// it comes from.
-pub fn check_context_budget(tokens: u64) -> Result<u64, String> {
-    if tokens < MIN_CONTEXT_BUDGET {
-        return Err(format!(
-            "{tokens} is too small: the budget must be at least {MIN_CONTEXT_BUDGET} tokens"
-        ));
-    }
-    Ok(tokens)
-}
+pub use teamboard_protocol::launch::{MIN_CONTEXT_BUDGET, check_context_budget};
 
 /// The runtime and how to start its agent.
 #[derive(Clone, Default)]
