@@ -2,6 +2,15 @@
 //! socket. Each bad connection gets an error and at most its own connection is
 //! closed; the daemon keeps serving everyone else.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 use serde_json::json;
 use std::time::Duration;
 use teamboard_protocol::{ErrorCode, MessageKind, PROTOCOL_VERSION};

@@ -2,6 +2,15 @@
 //! stale sockets, SIGTERM, `--version`, systemd readiness, and what a client says
 //! when no daemon runs.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixDatagram, UnixListener};
 use std::time::Duration;

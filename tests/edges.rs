@@ -3,6 +3,15 @@
 //! clients that stop reading, memory per connection, the connection limit, and
 //! the modes of the files boardd writes.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 use serde_json::json;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;

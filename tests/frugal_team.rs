@@ -3,6 +3,15 @@
 //! caching. Each task starts from a fresh context unless `--carry-context`, and the
 //! cached input the provider reports reaches the roster and the task.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 use serde_json::{Value, json};
 use std::path::Path;
 use teamboard_protocol::TaskStatus;
@@ -105,6 +114,7 @@ async fn two_tasks(anthropic: bool, spawn_args: &[&str]) -> (MockLlm, Value, Vec
         .map(|id| teamctl.json(&["task", "show", &id.to_string()]))
         .collect();
     let text = teamctl.ok(&["team"]) + &teamctl.ok(&["task", "show", &ids[1].to_string()]);
+    // SAFETY: kill(2) has no memory-safety preconditions.
     unsafe { libc::kill(pid as i32, libc::SIGTERM) };
     eventually("alice to exit", PATIENCE, || async {
         (!alive(pid)).then_some(())

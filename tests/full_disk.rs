@@ -4,6 +4,15 @@
 //!
 //! Needs root to mount a tiny tmpfs; elsewhere the test says so and passes.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;

@@ -1,6 +1,15 @@
 //! A claim lives as long as its claimant: a closed connection gives the task back at
 //! once, and a connected but silent claimant loses it when its lease runs out.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 use std::time::{Duration, Instant};
 use teamboard_protocol::{ErrorCode, Event, EventKind, MemberStatus, TaskStatus};
 use teamboard_testkit::{InProc, code_of, eventually, lead, park, task, teammate};
@@ -62,7 +71,7 @@ async fn dropped_connection_returns_the_task_at_once() {
         detail
             .history
             .iter()
-            .any(|e| e.kind == teamboard_protocol::EventKind::TaskReleased),
+            .any(|e| e.kind == EventKind::TaskReleased),
         "the history records the release: {:?}",
         detail.history
     );

@@ -2,6 +2,15 @@
 //! every op the daemon serves has its own section there, and every request kind
 //! and state is described.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 use strum::VariantArray;
 use teamboard_protocol::{Request, RequestKind, RequestState};
 

@@ -3,6 +3,15 @@
 //! against an in-process boardd, so the document, the example and the daemon cannot
 //! drift apart unnoticed.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;

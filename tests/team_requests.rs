@@ -6,6 +6,15 @@
 //! Nothing here is stopped by boardd (no `force`, no deadline passes), so the
 //! clients may live in the test process.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 use teamboard_protocol::request::ShutdownArgs;
 use teamboard_protocol::{Client, ErrorCode, EventKind, MessageKind, RequestState};
 use teamboard_testkit::{

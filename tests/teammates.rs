@@ -2,6 +2,15 @@
 //! against a real `boardd` process, they do the work, `teamctl team` and `teamctl
 //! logs` show it, and a teammate keeps its claim across a `kill -9` of boardd.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 use std::path::Path;
 use teamboard_protocol::request::NewTask;
 use teamboard_protocol::{EventKind, MessageKind, TaskStatus};
@@ -34,6 +43,7 @@ async fn spawned_teammates_do_the_work_and_show_in_team_and_logs() {
         ]);
         let pid = spawned["pid"].as_i64().expect("pid") as i32;
         // Detached: its own process group, not ours.
+        // SAFETY: getpgid(2) only reads a pid.
         assert_eq!(unsafe { libc::getpgid(pid) }, pid, "{spawned}");
         pids.push(pid);
     }

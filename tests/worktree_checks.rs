@@ -4,6 +4,15 @@
 //! waiting `complete_task` is answered promptly (`docs/design/worktrees.md`,
 //! issue 15). Real boardd, real git, real processes.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

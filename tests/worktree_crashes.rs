@@ -7,6 +7,15 @@
 //! Git is stopped at a known step by a hook that waits for the test
 //! ([`Pause`]), so that every kill lands exactly where the test says.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use teamboard_protocol::request::SetRepoArgs;

@@ -3,6 +3,15 @@
 //! directory, or when the task was cancelled with `discard`
 //! (`docs/design/worktrees.md`, issue 15). Real boardd, real git.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use teamboard_protocol::{ErrorCode, EventKind, Pruned, TaskStatus, WorktreeState};

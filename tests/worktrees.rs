@@ -1,6 +1,15 @@
 //! Worktrees, completion gates and the merge queue, through a real boardd on a
 //! real socket, with real git repositories (`docs/design/worktrees.md`).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 use std::path::Path;
 use teamboard_protocol::request::{NewTask, SetRepoArgs};
 use teamboard_protocol::{CheckOutcome, Client, ErrorCode, MergeStyle, TaskStatus};

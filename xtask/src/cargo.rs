@@ -76,6 +76,10 @@ fn cargo() -> std::ffi::OsString {
 }
 
 /// The workspace root, known at compile time: xtask always lives in `<root>/xtask`.
+#[allow(
+    clippy::expect_used,
+    reason = "CARGO_MANIFEST_DIR is the absolute path <root>/xtask, so it has a parent"
+)]
 pub fn workspace_dir() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()

@@ -4,6 +4,12 @@
 //! soak-git` and `cargo xtask module-cycles`. This file only parses flags; each command
 //! lives in its own module.
 
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a command-line tool: stdout and stderr are how it reports"
+)]
+
 mod bench;
 mod cargo;
 mod cycles;

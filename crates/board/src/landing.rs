@@ -18,8 +18,10 @@ use teamboard_protocol::{
 };
 
 /// What `complete_task` turned into.
-// One per completion; boxing the job would only add noise.
-#[allow(clippy::large_enum_variant)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one per completion; boxing the job would only add noise"
+)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Completion {
     /// The task has no worktree and completed at once.

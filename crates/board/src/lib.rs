@@ -143,7 +143,7 @@ pub struct Board {
     stops: Vec<Stop>,
     /// Landings dropped because their claim ended: the owner's waiting
     /// `complete_task` is to be answered and its checks interrupted.
-    dropped: Vec<landing::Dropped>,
+    dropped: Vec<Dropped>,
     /// Teams in which a waiter might now be served (a message arrived or a task
     /// became ready). `dispatch` looks only at these.
     wake: std::collections::BTreeSet<String>,

@@ -503,7 +503,10 @@ impl Board {
     /// Settles a shutdown by stopping its target: the request says so, the
     /// member is marked `shutdown` (it takes no new work), and a [`Stop`] is
     /// raised for the daemon.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the request being settled and its target, as the callers hold them"
+    )]
     fn force_stop(
         &mut self,
         team: &str,

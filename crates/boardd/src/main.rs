@@ -56,6 +56,10 @@ fn secs(value: f64, flag: &str) -> anyhow::Result<Duration> {
         .with_context(|| format!("--{flag} must be a positive number of seconds, not {value}"))
 }
 
+#[allow(
+    clippy::print_stderr,
+    reason = "the error that stops boardd, its last word for the person or the journal"
+)]
 fn main() -> std::process::ExitCode {
     // One line, not anyhow's debug dump with a backtrace: these errors are for the
     // person or the journal reading them ("already running", "disk full").

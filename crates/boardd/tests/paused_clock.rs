@@ -3,6 +3,15 @@
 //! `InProc::start_paused`), clients talk to it over its real socket, and virtual
 //! time passes without sleeping.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 use std::time::Duration;
 use teamboard_protocol::{ErrorCode, TaskStatus, Work};
 use teamboard_testkit::{InProc, code_of, lead, task, teammate};

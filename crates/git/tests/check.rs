@@ -1,5 +1,14 @@
 //! run_check against real shells: verdicts, tails, and stopping process groups.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 use teamboard_git::{CheckOutcome, CheckResult, CheckSpec, Interrupt, TAIL_BYTES, run_check};

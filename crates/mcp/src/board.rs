@@ -40,7 +40,7 @@ pub trait Board {
     /// Carries out one call of one of the seven tools. Never fails: a call that
     /// cannot be carried out is answered with a [`MemberReply::Error`] that says
     /// what to do.
-    fn call(&mut self, call: MemberCall) -> impl std::future::Future<Output = Answer>;
+    fn call(&mut self, call: MemberCall) -> impl Future<Output = Answer>;
 }
 
 /// A board lent to [`crate::serve`], for a caller that needs it back even when
@@ -50,7 +50,7 @@ impl<B: Board> Board for &mut B {
         (**self).mode()
     }
 
-    fn call(&mut self, call: MemberCall) -> impl std::future::Future<Output = Answer> {
+    fn call(&mut self, call: MemberCall) -> impl Future<Output = Answer> {
         (**self).call(call)
     }
 }
@@ -83,10 +83,7 @@ pub(crate) fn no_answer(who: &str, limit: Duration) -> MemberReply {
 }
 
 /// Runs `step` within `limit` (`None`: no limit); `None` when it ran out.
-pub(crate) async fn within<T>(
-    limit: Option<Duration>,
-    step: impl std::future::Future<Output = T>,
-) -> Option<T> {
+pub(crate) async fn within<T>(limit: Option<Duration>, step: impl Future<Output = T>) -> Option<T> {
     match limit {
         Some(limit) => tokio::time::timeout(limit, step).await.ok(),
         None => Some(step.await),

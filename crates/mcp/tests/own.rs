@@ -2,8 +2,17 @@
 //! runtime: the claim it takes, the lease it keeps, the task it ends, the
 //! messages it passes on, and what it says when something is in the way.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 use serde_json::{Value, json};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 use teamboard_mcp::{Board, OwnBoard, OwnConfig};
 use teamboard_protocol::member::{MemberCall, MemberReply};
@@ -281,7 +290,7 @@ async fn the_completion_gate_refuses_with_what_to_do_and_the_task_stays_held() {
         .as_str()
         .expect("a worktree")
         .to_string();
-    assert!(std::path::Path::new(&path).is_dir(), "opened: {path}");
+    assert!(Path::new(&path).is_dir(), "opened: {path}");
 
     let (code, message) = ask_refused(&mut board, "complete_task", json!({"result": "done"})).await;
     assert_eq!(code, Some(ErrorCode::CheckFailed));
@@ -295,7 +304,7 @@ async fn the_completion_gate_refuses_with_what_to_do_and_the_task_stays_held() {
     );
     assert_eq!(board.held(), Some(t.id));
 
-    std::fs::write(std::path::Path::new(&path).join("must-exist"), "").expect("written");
+    std::fs::write(Path::new(&path).join("must-exist"), "").expect("written");
     let done = ask(&mut board, "complete_task", json!({"result": "done"})).await;
     assert_eq!(done["status"], "completed");
     assert!(done["worktree"]["merged"].is_string(), "{done}");
@@ -306,13 +315,13 @@ async fn the_completion_gate_refuses_with_what_to_do_and_the_task_stays_held() {
 /// A way to boardd that passes everything on until it is told to stall; from
 /// then on, what the client sends is dropped, as by a boardd that hangs.
 struct Proxy {
-    path: std::path::PathBuf,
+    path: PathBuf,
     stalled: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Proxy {
     /// Listens at `path`, and passes on to `to`.
-    fn start(path: std::path::PathBuf, to: &std::path::Path) -> Proxy {
+    fn start(path: PathBuf, to: &Path) -> Proxy {
         use std::sync::atomic::{AtomicBool, Ordering};
         use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
         let listener = tokio::net::UnixListener::bind(&path).expect("bound");

@@ -380,6 +380,15 @@ pub struct MockLlm {
     task: JoinHandle<()>,
 }
 
+/// A port on 127.0.0.1, bound synchronously so that `start` needs no `.await` and
+/// the port is listening before the first request can be sent.
+fn listen() -> std::io::Result<(TcpListener, SocketAddr)> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    listener.set_nonblocking(true)?;
+    let addr = listener.local_addr()?;
+    Ok((TcpListener::from_std(listener)?, addr))
+}
+
 impl MockLlm {
     /// Starts serving `responses` in order; once they run out every request gets a
     /// 500 saying so. Must be called inside a Tokio runtime.
@@ -399,14 +408,11 @@ impl MockLlm {
 
     /// Like [`MockLlm::start`], answering `fallback` once the replies run out.
     pub fn start_with_fallback(responses: Vec<MockReply>, fallback: MockReply) -> MockLlm {
-        // Bound synchronously so that `start` needs no `.await` and the port is
-        // listening before the first request can be sent.
-        let std_listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind mock LLM");
-        std_listener
-            .set_nonblocking(true)
-            .expect("nonblocking mock LLM socket");
-        let addr = std_listener.local_addr().expect("mock LLM address");
-        let listener = TcpListener::from_std(std_listener).expect("mock LLM listener");
+        #[allow(
+            clippy::expect_used,
+            reason = "a test fixture: a host that cannot listen on 127.0.0.1 cannot run its tests"
+        )]
+        let (listener, addr) = listen().expect("the mock LLM listens on 127.0.0.1");
         let state = Arc::new(Mutex::new(State {
             queue: responses.into(),
             fallback,

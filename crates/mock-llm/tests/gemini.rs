@@ -1,6 +1,15 @@
 //! The Gemini API as Gemini CLI calls it: streamed and whole answers from one
 //! script, `countTokens` apart from the script, usage recorded and simulated.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 use serde_json::{Value, json};
 use teamboard_mock_llm::gemini::{GEMINI_TEXT_USAGE, last_user_text};
 use teamboard_mock_llm::{MockLlm, MockReply};

@@ -1,6 +1,15 @@
 //! The HTTP the mock serves, as clients send it: a chunked body is read whole,
 //! and dropping the mock closes its connections, an answer in flight included.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 use std::time::Duration;
 use teamboard_mock_llm::{MockLlm, MockReply};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -3,6 +3,15 @@
 //! together from the events, the usage, the simulated prompt cache, and a
 //! client that drops the connection in the middle.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 use serde_json::{Value, json};
 use std::time::Duration;
 use teamboard_mock_llm::responses::{self, TEAMBOARD_NAMESPACE};

@@ -2,6 +2,15 @@
 //! the event order, the text and tool input put together from the deltas, the
 //! usage, and JSON still for a request that does not ask for a stream.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 use serde_json::{Value, json};
 use teamboard_mock_llm::{MockLlm, MockReply, TEXT_USAGE, TOOL_USAGE};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};

@@ -1,6 +1,15 @@
 //! When model calls arrive (`received_at`, `wait_for_calls`), and how soon they
 //! are answered.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 use std::future::Future;
 use std::pin::Pin;
 use std::task::Poll;

@@ -70,6 +70,14 @@
 //! the daemon exactly as its binary does. `boardd` is re-exported so that a test can
 //! name [`boardd::Config`] in a `start_with` closure without depending on it.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stderr,
+    reason = "test support: a panic fails the calling test with its message, and notes go to its output"
+)]
+
 mod agent_board;
 pub mod agents;
 mod bins;

@@ -133,9 +133,9 @@ impl Procs {
     /// Signals every teammate still running.
     pub fn signal_teammates(&mut self, signal: libc::c_int) {
         for i in self.running() {
+            let pid = self.teammates[i].pid as libc::pid_t;
             // SAFETY: kill(2) on a pid that has not exited: it is our unreaped child
             // or a live teammate (checked just now), so it cannot have been reused.
-            let pid = self.teammates[i].pid as libc::pid_t;
             unsafe { libc::kill(pid, signal) };
             if signal == libc::SIGKILL {
                 // A teammate leads its own process group: a killed teammate cannot

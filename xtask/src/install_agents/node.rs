@@ -151,11 +151,11 @@ mod tests {
         )
         .expect("node");
         std::fs::set_permissions(&node, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-        super::run::tests::settle(&node);
+        run::tests::settle(&node);
         let final_dir = dir.path().join("gemini-0.61.0");
         wrap_gemini(&partial, &final_dir, &node).expect("wrapped");
         std::fs::rename(&partial, &final_dir).expect("rename");
-        super::run::tests::settle(&final_dir.join("node_modules/.bin/gemini"));
+        run::tests::settle(&final_dir.join("node_modules/.bin/gemini"));
         let out = std::process::Command::new(final_dir.join("node_modules/.bin/gemini"))
             .args(["--acp", "two words"])
             .output()

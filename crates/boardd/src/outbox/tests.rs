@@ -285,7 +285,7 @@ async fn a_cut_off_while_the_socket_is_full_finishes_the_frame_begun_and_drops_t
             libc::SOL_SOCKET,
             libc::SO_SNDBUF,
             (&size as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            size_of::<libc::c_int>() as libc::socklen_t,
         )
     };
     assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());

@@ -2,7 +2,7 @@
 //! connection, as a client would send it, and an SSE body read apart from the
 //! crate's own parser.
 
-#![allow(dead_code)]
+#![allow(dead_code, reason = "each test crate that includes it uses a part")]
 
 use serde_json::Value;
 use teamboard_mock_llm::MockLlm;

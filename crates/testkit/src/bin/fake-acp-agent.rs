@@ -32,6 +32,11 @@
 //! Every prompt ends with `stopReason` `end_turn` (`cancelled` after a cancel)
 //! and a usage in `_meta.quota.token_count`, as Gemini CLI reports it.
 
+#![allow(
+    clippy::print_stderr,
+    reason = "a stand-in for tests: stderr is its log"
+)]
+
 use serde_json::{Value, json};
 use std::io::{BufRead as _, Write as _};
 use std::path::PathBuf;

@@ -6,6 +6,11 @@
 //! as teammated's tool commands are, prints `registered PID` (the sleep's pid) on
 //! stdout once it is on the roster, then runs until it is killed.
 
+#![allow(
+    clippy::print_stderr,
+    reason = "a stand-in for tests: stderr is its log"
+)]
+
 use std::io::Write as _;
 use std::path::Path;
 use std::process::ExitCode;

@@ -8,6 +8,11 @@
 //! `opened EPOCH WORKTREE` on stdout and then holds its session open, reading
 //! nothing, until it is killed.
 
+#![allow(
+    clippy::print_stderr,
+    reason = "a stand-in for tests: stderr is its log"
+)]
+
 use std::io::Write as _;
 use std::path::Path;
 use std::process::ExitCode;

@@ -122,8 +122,9 @@ pub fn filesystem_name(dir: &Path) -> String {
     let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
         return "unknown".into();
     };
-    // SAFETY: statfs only writes into the zeroed struct we pass; `c` is a valid C string.
+    // SAFETY: statfs is plain data, for which all zeroes is a valid value.
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: statfs only writes into the struct we pass; `c` is a valid C string.
     if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
         return "unknown".into();
     }

@@ -92,7 +92,10 @@ fn processes_for(clients: usize) -> usize {
 }
 
 /// Measures one phase on a fresh board in `state_dir`.
-#[allow(clippy::too_many_arguments)]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the settings of one phase, each a plain value"
+)]
 pub async fn measure(
     run: &Scratch,
     boardd: &Path,

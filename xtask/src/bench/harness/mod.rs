@@ -54,7 +54,7 @@ pub fn hand_over(packages: &[&str], run: &str) -> anyhow::Result<()> {
 /// directories go away.
 pub fn block_on(
     threads: usize,
-    measure: impl std::future::Future<Output = anyhow::Result<()>>,
+    measure: impl Future<Output = anyhow::Result<()>>,
 ) -> anyhow::Result<()> {
     let rt = match threads {
         0 | 1 => tokio::runtime::Builder::new_current_thread()
