@@ -324,6 +324,38 @@ async fn client_says_how_to_start_boardd_when_none_runs() {
     assert!(err.to_string().contains("is not a socket"), "{err}");
 }
 
+/// boardd stopping while a client connects resets the connection it had queued
+/// but not accepted. When the reset lands in the connect itself, rather than in
+/// the hello after it, the client still says the connection closed: the words do
+/// not depend on the race, and `teamctl events --follow`, which reconnects when
+/// its stream ends, says boardd went away either way.
+#[tokio::test]
+async fn a_daemon_that_stops_while_a_client_connects_closed_the_connection() {
+    let dir = short_tempdir();
+    let socket = dir.path().join("s");
+    // Queued by a listener that never accepts, which closes before the client's
+    // runtime has seen the connection: the runtime has one thread, so it cannot
+    // look in between.
+    let listener = UnixListener::bind(&socket).unwrap();
+    let mut connecting = std::pin::pin!(Client::connect(&socket, "test", "lead", "t"));
+    tokio::select! {
+        biased;
+        r = &mut connecting => panic!("a listener that never accepts answered: {:?}", r.err()),
+        () = std::future::ready(()) => {}
+    }
+    drop(listener);
+    let err = match connecting.await {
+        Err(e) => e,
+        Ok(_) => panic!("connected to a closed listener"),
+    };
+    assert!(matches!(err, ClientError::Closed(_)), "{err:?}");
+    assert!(
+        err.to_string()
+            .starts_with("the connection to boardd closed"),
+        "{err}"
+    );
+}
+
 /// A peer running as another user is refused with a `reject` that names both uids,
 /// even when the socket's file mode would let it connect. The mode is the first
 /// line of defence; this is the second.

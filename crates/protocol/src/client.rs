@@ -121,6 +121,10 @@ impl Client {
                         ClientError::NotRunning { path }
                     }
                 }
+                // Queued, then reset: boardd stopped before the connect returned
+                // (a child forked just then holds its listener until it execs). The
+                // same reset a moment later hits the hello below as `Closed`.
+                std::io::ErrorKind::ConnectionReset => ClientError::Closed(format!(": {e}")),
                 _ => ClientError::Connect {
                     path: socket.to_path_buf(),
                     source: e,

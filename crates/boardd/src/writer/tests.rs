@@ -3,7 +3,7 @@
 //! and the real writer thread; nothing here sleeps longer than it must, it polls.
 
 use super::{CHECKPOINT_PAGES, CHECKPOINT_PAGES_MAX, CommitMode, Job, ReplyTo, Writer};
-use crate::outbox::{Frames, Outbox};
+use crate::outbox::{Frame, Frames, Outbox};
 use crate::reply::Reply;
 use crate::store::{HistoryQuery, Store};
 use std::path::Path;
@@ -41,8 +41,13 @@ fn job(first_seq: u64) -> Job {
     }
 }
 
-/// Submits the job of events from `first_seq` on and waits until it is answered,
-/// as one client with one request at a time would.
+/// Submits the job of events from `first_seq` on and waits until it is
+/// acknowledged, as one client with one request at a time would.
+///
+/// Trap: an answer is not always an acknowledgement. A commit that fails (a full
+/// disk) answers this job and every later one with a `storage` error at once, and
+/// a test that counted those would end with fewer events in the store than jobs
+/// "answered", which reads like a lost write when it is a refused one.
 fn submit_and_wait(writer: &mut Writer, out: &Outbox, rx: &Frames, first_seq: u64, id: u64) {
     let mut job = job(first_seq);
     let result = Ok(Reply::Tasks(Vec::new()));
@@ -51,9 +56,23 @@ fn submit_and_wait(writer: &mut Writer, out: &Outbox, rx: &Frames, first_seq: u6
     // No runtime here to wait on: poll, briefly enough that the writer never sees
     // a quiet millisecond because of it.
     let deadline = Instant::now() + Duration::from_secs(10);
-    while rx.try_recv().is_none() {
+    let answer = loop {
+        if let Some(frame) = rx.try_recv() {
+            break frame;
+        }
         assert!(Instant::now() < deadline, "no answer within 10 s");
         std::thread::sleep(Duration::from_micros(50));
+    };
+    match answer {
+        Frame::Reply {
+            id: answered,
+            result: Ok(_),
+            ..
+        } if answered == id => {}
+        Frame::Reply { result: Err(e), .. } => {
+            panic!("job {id} was refused, not acknowledged: {}", e.message)
+        }
+        other => panic!("job {id} got {other:?} instead of its acknowledgement"),
     }
 }
 
