@@ -90,7 +90,6 @@ pub enum AgentPolicy {
     ReadOnly,
 }
 
-#[cfg(feature = "cli")]
 /// The least context budget a teammate (or the lead) works with: the system
 /// prompt, the identity and a summary must fit with room to spare.
 pub const MIN_CONTEXT_BUDGET: u64 = 1000;
