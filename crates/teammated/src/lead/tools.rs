@@ -3,53 +3,70 @@
 
 use super::spawn;
 use super::turn::Lead;
-use crate::board_view::{id_arg, ids_arg, new_task_arg, refused, task_line};
-use crate::tools::{ToolOutput, str_arg};
+use crate::board_view::{refused, task_line};
+use crate::tools::ToolOutput;
 use serde_json::Value;
-use teamboard_protocol::request::ShutdownArgs;
-use teamboard_protocol::{LEAD, MessageKind, TaskStatus};
+use teamboard_protocol::board_call::LeadCall;
+use teamboard_protocol::request::{NewTask, ShutdownArgs};
+use teamboard_protocol::{LEAD, MessageKind, RequestId, TaskId, TaskStatus};
 
 impl Lead {
     /// Runs one of the lead's tools.
     pub(super) async fn run_tool(&mut self, name: &str, input: &Value) -> ToolOutput {
-        let out = match name {
-            "create_task" => self.create_task(input).await,
-            "add_dependency" => self.add_dependency(input).await,
-            "list_tasks" => self.list_tasks(input).await,
-            "get_task" => self.get_task(input).await,
-            "cancel_task" => match id_arg(input) {
-                Ok(id) => match self.client.cancel_task(id).await {
-                    Ok(t) => Ok(format!("cancelled {}", task_line(&t))),
-                    Err(e) => Err(refused(e)),
-                },
-                Err(e) => Err(e),
-            },
-            "spawn_teammate" => self.spawn_teammate(input).await,
-            "list_team" => self.list_team().await,
-            "send_message" => self.send_message(input).await,
-            "broadcast" => match str_arg(input, "content") {
-                Ok(c) => match self.client.broadcast(c).await {
-                    Ok(sent) => Ok(format!("broadcast to {} teammate(s)", sent.len())),
-                    Err(e) => Err(refused(e)),
-                },
-                Err(e) => Err(e),
-            },
-            "request_shutdown" => self.request_shutdown(input).await,
-            "review_plan" => self.review_plan(input).await,
-            _ => Err(ToolOutput::error(format!(
+        if !self.specs.iter().any(|s| s.name == name) {
+            return ToolOutput::error(format!(
                 "unknown tool '{name}'; the tools are: {}",
                 self.specs
                     .iter()
                     .map(|s| s.name.as_str())
                     .collect::<Vec<_>>()
                     .join(", ")
-            ))),
+            ));
+        }
+        let call = match LeadCall::read(name, input) {
+            Ok(call) => call,
+            Err(bad) => return ToolOutput::error(bad.0),
+        };
+        let out = match call {
+            LeadCall::CreateTask(task) => self.create_task(task).await,
+            LeadCall::AddDependency { id, on } => self
+                .client
+                .add_dependency(id, on)
+                .await
+                .map(|t| task_line(&t))
+                .map_err(refused),
+            LeadCall::ListTasks { status } => self.list_tasks(status).await,
+            LeadCall::GetTask { id } => self.get_task(id).await,
+            LeadCall::CancelTask { id } => match self.client.cancel_task(id).await {
+                Ok(t) => Ok(format!("cancelled {}", task_line(&t))),
+                Err(e) => Err(refused(e)),
+            },
+            LeadCall::SpawnTeammate { name, role } => self.spawn_teammate(name, role).await,
+            LeadCall::ListTeam => self.list_team().await,
+            LeadCall::SendMessage { to, text } => self.send_message(&to, &text).await,
+            LeadCall::Broadcast { text } => match self.client.broadcast(&text).await {
+                Ok(sent) => Ok(format!("broadcast to {} teammate(s)", sent.len())),
+                Err(e) => Err(refused(e)),
+            },
+            LeadCall::RequestShutdown { to, reason, force } => {
+                self.request_shutdown(ShutdownArgs {
+                    to,
+                    reason,
+                    timeout_ms: None,
+                    force,
+                })
+                .await
+            }
+            LeadCall::ReviewPlan {
+                request,
+                approve,
+                feedback,
+            } => self.review_plan(request, approve, feedback).await,
         };
         out.map_or_else(|e| e, ToolOutput::ok)
     }
 
-    async fn create_task(&self, input: &Value) -> Result<String, ToolOutput> {
-        let task = new_task_arg(input)?;
+    async fn create_task(&self, task: NewTask) -> Result<String, ToolOutput> {
         let t = self.client.add_task(task).await.map_err(refused)?;
         let mut s = format!("created task #{}: {}", t.id, t.subject);
         if !t.blocked_by.is_empty() {
@@ -59,25 +76,7 @@ impl Lead {
         Ok(s)
     }
 
-    async fn add_dependency(&self, input: &Value) -> Result<String, ToolOutput> {
-        let id = id_arg(input)?;
-        let on = ids_arg(input, "on")?;
-        if on.is_empty() {
-            return Err(ToolOutput::error("'on' must name at least one task id"));
-        }
-        let t = self.client.add_dependency(id, on).await.map_err(refused)?;
-        Ok(task_line(&t))
-    }
-
-    async fn list_tasks(&self, input: &Value) -> Result<String, ToolOutput> {
-        let status = match input.get("status").and_then(Value::as_str) {
-            None => None,
-            Some(s) => Some(TaskStatus::parse(s).ok_or_else(|| {
-                ToolOutput::error(format!(
-                    "unknown status '{s}'; use pending, in_progress, completed, failed or cancelled"
-                ))
-            })?),
-        };
+    async fn list_tasks(&self, status: Option<TaskStatus>) -> Result<String, ToolOutput> {
         let tasks = self.client.list_tasks(status).await.map_err(refused)?;
         if tasks.is_empty() {
             return Ok("no tasks".to_string());
@@ -85,8 +84,7 @@ impl Lead {
         Ok(tasks.iter().map(task_line).collect::<Vec<_>>().join("\n"))
     }
 
-    async fn get_task(&self, input: &Value) -> Result<String, ToolOutput> {
-        let id = id_arg(input)?;
+    async fn get_task(&self, id: TaskId) -> Result<String, ToolOutput> {
         let detail = self.client.get_task(id).await.map_err(refused)?;
         let t = &detail.task;
         let mut s = task_line(t);
@@ -123,9 +121,7 @@ impl Lead {
         Ok(s)
     }
 
-    async fn spawn_teammate(&mut self, input: &Value) -> Result<String, ToolOutput> {
-        let name = str_arg(input, "name")?.trim().to_string();
-        let role = str_arg(input, "role")?.trim().to_string();
+    async fn spawn_teammate(&mut self, name: String, role: String) -> Result<String, ToolOutput> {
         // teamctl checks the name too, but a leading '-' would reach it as a flag.
         if name.is_empty()
             || name.starts_with('-')
@@ -174,9 +170,7 @@ impl Lead {
             .join("\n"))
     }
 
-    async fn send_message(&self, input: &Value) -> Result<String, ToolOutput> {
-        let to = str_arg(input, "to")?;
-        let content = str_arg(input, "content")?;
+    async fn send_message(&self, to: &str, content: &str) -> Result<String, ToolOutput> {
         let m = self
             .client
             .send(to, MessageKind::Message, content, None)
@@ -185,16 +179,7 @@ impl Lead {
         Ok(format!("sent message {} to {}", m.id, m.to))
     }
 
-    async fn request_shutdown(&self, input: &Value) -> Result<String, ToolOutput> {
-        let args = ShutdownArgs {
-            to: str_arg(input, "to")?.to_string(),
-            reason: input
-                .get("reason")
-                .and_then(Value::as_str)
-                .map(str::to_string),
-            timeout_ms: None,
-            force: input.get("force").and_then(Value::as_bool).unwrap_or(false),
-        };
+    async fn request_shutdown(&self, args: ShutdownArgs) -> Result<String, ToolOutput> {
         let r = self.client.request_shutdown(args).await.map_err(refused)?;
         Ok(format!(
             "shutdown request #{} to {} is {}; the answer comes as an event",
@@ -204,23 +189,13 @@ impl Lead {
         ))
     }
 
-    async fn review_plan(&self, input: &Value) -> Result<String, ToolOutput> {
-        let request = input
-            .get("request")
-            .and_then(|v| {
-                v.as_u64().or_else(|| {
-                    v.as_str()
-                        .and_then(|s| s.trim_start_matches('#').parse().ok())
-                })
-            })
-            .ok_or_else(|| {
-                ToolOutput::error(format!("missing or invalid 'request' id; got {input}"))
-            })?;
-        let approve = input
-            .get("approve")
-            .and_then(Value::as_bool)
-            .ok_or_else(|| ToolOutput::error("'approve' must be true or false"))?;
-        let feedback = input.get("feedback").and_then(Value::as_str);
+    async fn review_plan(
+        &self,
+        request: RequestId,
+        approve: bool,
+        feedback: Option<String>,
+    ) -> Result<String, ToolOutput> {
+        let feedback = feedback.as_deref();
         let r = self
             .client
             .review_plan(request, approve, feedback)

@@ -50,7 +50,7 @@ impl Lead {
             provider,
             ctx,
             transcript,
-            specs: super::specs::all(),
+            specs: teamboard_protocol::board_call::Front::Lead.specs(),
             ledger: Ledger::default(),
             pending: Pending::default(),
             compactions: 0,

@@ -1,56 +1,55 @@
 //! The task and team tools: the model's view of the board.
 
 use super::Outcome;
-use crate::board_view::{id_arg, new_task_arg, refused, task_line};
+use crate::board_view::{refused, task_line};
 use crate::teammate::{Opening, Teammate};
-use crate::tools::{ToolOutput, str_arg};
+use crate::tools::ToolOutput;
 use serde_json::Value;
-use teamboard_protocol::{Member, MessageKind, Task, TaskStatus};
+use teamboard_protocol::board_call::{BoardCall, TeammateCall};
+use teamboard_protocol::request::NewTask;
+use teamboard_protocol::{Member, MessageKind, Task, TaskId, TaskStatus};
 
 impl Teammate {
     /// Runs a board tool. `None` when `name` is not one.
     pub(super) async fn board_tool(&mut self, name: &str, input: &Value) -> Option<ToolOutput> {
-        let out = match name {
-            "list_tasks" => self.list_tasks(input).await,
-            "get_task" => self.get_task(input).await,
-            "create_task" => self.create_task(input).await,
-            "claim_task" => self.claim_task(input).await,
-            "complete_task" => match str_arg(input, "result") {
-                Ok(r) => Outcome::Complete(r.to_string()).report(self).await,
-                Err(e) => e,
-            },
-            "fail_task" => match str_arg(input, "reason") {
-                Ok(r) => Outcome::Fail(r.to_string()).report(self).await,
-                Err(e) => e,
-            },
-            "submit_plan" => self.submit_plan(input).await,
-            "respond_shutdown" => self.respond_shutdown(input).await,
-            "list_team" => self.list_team().await,
-            "send_message" => self.send_message(input).await,
-            "broadcast" => self.broadcast(input).await,
-            "idle" => {
+        if !self.specs.iter().any(|s| s.name == name) {
+            return None;
+        }
+        let call = match TeammateCall::read(name, input) {
+            Ok(call) => call,
+            Err(bad) => return Some(ToolOutput::error(bad.0)),
+        };
+        let out = match call {
+            TeammateCall::Board(BoardCall::ListTasks { status }) => self.list_tasks(status).await,
+            TeammateCall::Board(BoardCall::GetTask { id, .. }) => self.get_task(id).await,
+            TeammateCall::Board(BoardCall::CreateTask(task)) => self.create_task(task).await,
+            TeammateCall::Board(BoardCall::SendMessage { to, text }) => {
+                self.send_message(&to, &text).await
+            }
+            TeammateCall::Board(BoardCall::CompleteTask { result, .. }) => {
+                Outcome::Complete(result).report(self).await
+            }
+            TeammateCall::Board(BoardCall::FailTask { reason, .. }) => {
+                Outcome::Fail(reason).report(self).await
+            }
+            TeammateCall::Board(BoardCall::SubmitPlan { plan, .. }) => self.submit_plan(plan).await,
+            TeammateCall::ClaimTask { id } => self.claim_task(id).await,
+            TeammateCall::RespondShutdown { approve, note } => {
+                self.respond_shutdown(approve, note).await
+            }
+            TeammateCall::ListTeam => self.list_team().await,
+            TeammateCall::Broadcast { text } => self.broadcast(&text).await,
+            TeammateCall::Idle => {
                 self.idle_requested = true;
                 ToolOutput::ok(
                     "Going idle after this round. You will be woken for new messages or tasks.",
                 )
             }
-            _ => return None,
         };
         Some(out)
     }
 
-    async fn list_tasks(&self, input: &Value) -> ToolOutput {
-        let status = match input.get("status").and_then(Value::as_str) {
-            None => None,
-            Some(s) => match TaskStatus::parse(s) {
-                Some(s) => Some(s),
-                None => {
-                    return ToolOutput::error(format!(
-                        "unknown status '{s}'; use pending, in_progress, completed, failed or cancelled"
-                    ));
-                }
-            },
-        };
+    async fn list_tasks(&self, status: Option<TaskStatus>) -> ToolOutput {
         match self
             .session
             .call(|c| async move { c.list_tasks(status).await })
@@ -62,11 +61,7 @@ impl Teammate {
         }
     }
 
-    async fn get_task(&self, input: &Value) -> ToolOutput {
-        let id = match id_arg(input) {
-            Ok(id) => id,
-            Err(e) => return e,
-        };
+    async fn get_task(&self, id: TaskId) -> ToolOutput {
         match self
             .session
             .call(|c| async move { c.get_task(id).await })
@@ -99,11 +94,7 @@ impl Teammate {
         }
     }
 
-    async fn create_task(&self, input: &Value) -> ToolOutput {
-        let task = match new_task_arg(input) {
-            Ok(t) => t,
-            Err(e) => return e,
-        };
+    async fn create_task(&self, task: NewTask) -> ToolOutput {
         let task = &task;
         match self
             .session
@@ -115,11 +106,7 @@ impl Teammate {
         }
     }
 
-    async fn claim_task(&mut self, input: &Value) -> ToolOutput {
-        let id = match id_arg(input) {
-            Ok(id) => id,
-            Err(e) => return e,
-        };
+    async fn claim_task(&mut self, id: TaskId) -> ToolOutput {
         if let Some(h) = &self.held {
             return ToolOutput::error(format!(
                 "you already hold task #{}; complete_task or fail_task it before claiming another",
@@ -167,11 +154,7 @@ impl Teammate {
         ToolOutput::ok(lines.join("\n"))
     }
 
-    async fn send_message(&self, input: &Value) -> ToolOutput {
-        let (to, content) = match (str_arg(input, "to"), str_arg(input, "content")) {
-            (Ok(t), Ok(c)) => (t, c),
-            (Err(e), _) | (_, Err(e)) => return e,
-        };
+    async fn send_message(&self, to: &str, content: &str) -> ToolOutput {
         match self
             .session
             .call(|c| async move { c.send(to, MessageKind::Message, content, None).await })
@@ -182,11 +165,7 @@ impl Teammate {
         }
     }
 
-    async fn broadcast(&self, input: &Value) -> ToolOutput {
-        let content = match str_arg(input, "content") {
-            Ok(c) => c,
-            Err(e) => return e,
-        };
+    async fn broadcast(&self, content: &str) -> ToolOutput {
         match self
             .session
             .call(|c| async move { c.broadcast(content).await })

@@ -14,8 +14,7 @@
 
 use crate::teammate::PlanState;
 use crate::teammate::{Exit, Teammate};
-use crate::tools::{ToolOutput, str_arg};
-use serde_json::Value;
+use crate::tools::ToolOutput;
 use teamboard_protocol::transcript::EntryKind;
 use teamboard_protocol::{ErrorCode, Work};
 
@@ -55,11 +54,8 @@ impl Teammate {
 
     /// `submit_plan`: submits the plan (or, for the plan already pending, only
     /// waits) and returns the lead's decision.
-    pub(super) async fn submit_plan(&mut self, input: &Value) -> ToolOutput {
-        let plan = match str_arg(input, "plan") {
-            Ok(p) => p.trim().to_string(),
-            Err(e) => return e,
-        };
+    pub(super) async fn submit_plan(&mut self, plan: String) -> ToolOutput {
+        let plan = plan.trim().to_string();
         let Some(held) = &self.held else {
             return ToolOutput::error("you hold no task, so there is nothing to plan");
         };
@@ -217,19 +213,11 @@ impl Teammate {
 
     /// `respond_shutdown`: approves (giving the held task back with the note
     /// first) or rejects the shutdown request the model was asked to answer.
-    pub(super) async fn respond_shutdown(&mut self, input: &Value) -> ToolOutput {
+    pub(super) async fn respond_shutdown(&mut self, approve: bool, note: String) -> ToolOutput {
         let Some(asked) = self.asked_to_leave.clone() else {
             return ToolOutput::error("no shutdown request is waiting for your answer");
         };
-        let Some(approve) = input.get("approve").and_then(Value::as_bool) else {
-            return ToolOutput::error("approve must be true or false");
-        };
-        let note = input
-            .get("note")
-            .and_then(Value::as_str)
-            .map(str::trim)
-            .unwrap_or_default()
-            .to_string();
+        let note = note.trim().to_string();
         let id = asked.id;
         if !approve {
             if note.is_empty() {

@@ -1,11 +1,107 @@
-//! The lead's tools, as its model sees them. `docs/lead.md` shows the same schemas;
-//! a test keeps the two in step.
+//! The lead's tools: the board and the team, as its model sees them.
+//! `docs/lead.md` shows the same schemas (teammated's tests keep them in step).
 
-use crate::tools::specs::{ToolSpec, spec};
-use serde_json::json;
+use super::args::Args;
+use super::{BadCall, Front, STATUSES, ToolSpec, spec};
+use crate::request::NewTask;
+use crate::{RequestId, TaskId, TaskStatus};
+use serde_json::{Value, json};
+
+/// One call of the lead's tools, its arguments read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeadCall {
+    CreateTask(NewTask),
+    AddDependency {
+        id: TaskId,
+        on: Vec<TaskId>,
+    },
+    ListTasks {
+        status: Option<TaskStatus>,
+    },
+    GetTask {
+        id: TaskId,
+    },
+    CancelTask {
+        id: TaskId,
+    },
+    /// `name` and `role` as given, trimmed; the lead checks them against what
+    /// `teamctl spawn` takes.
+    SpawnTeammate {
+        name: String,
+        role: String,
+    },
+    ListTeam,
+    SendMessage {
+        to: String,
+        text: String,
+    },
+    Broadcast {
+        text: String,
+    },
+    RequestShutdown {
+        to: String,
+        reason: Option<String>,
+        force: bool,
+    },
+    ReviewPlan {
+        request: RequestId,
+        approve: bool,
+        feedback: Option<String>,
+    },
+}
+
+impl LeadCall {
+    /// Reads a call of one of the lead's tools.
+    pub fn read(tool: &str, arguments: &Value) -> Result<LeadCall, BadCall> {
+        let a = Args::of(Front::Lead, tool, arguments)?;
+        Ok(match tool {
+            "create_task" => LeadCall::CreateTask(a.new_task()?),
+            "add_dependency" => {
+                let id = a.task("id")?;
+                let on = a.ids("on")?;
+                if on.is_empty() {
+                    return Err(a.missing("on", "the tasks it waits for, at least one"));
+                }
+                LeadCall::AddDependency { id, on }
+            }
+            "list_tasks" => LeadCall::ListTasks {
+                status: a.status()?,
+            },
+            "get_task" => LeadCall::GetTask { id: a.task("id")? },
+            "cancel_task" => LeadCall::CancelTask { id: a.task("id")? },
+            "spawn_teammate" => LeadCall::SpawnTeammate {
+                name: a.text("name", "the teammate's name")?.trim().to_string(),
+                role: a
+                    .text("role", "what it does, e.g. dev or tester")?
+                    .trim()
+                    .to_string(),
+            },
+            "list_team" => LeadCall::ListTeam,
+            "send_message" => {
+                let (to, text) = a.message()?;
+                LeadCall::SendMessage { to, text }
+            }
+            "broadcast" => LeadCall::Broadcast {
+                text: a.text("content", "the message")?,
+            },
+            "request_shutdown" => LeadCall::RequestShutdown {
+                to: a.text("to", "the teammate's name")?,
+                reason: a.opt_string("reason")?,
+                force: a.flag("force")?,
+            },
+            _ => LeadCall::ReviewPlan {
+                request: a
+                    .number("request", "a plan request's id (a number like 3)")?
+                    .ok_or_else(|| a.missing("request", "the plan request's id"))?,
+                approve: a.yes_no("approve", "true to approve, false to reject")?,
+                feedback: a.opt_string("feedback")?,
+            },
+        })
+    }
+}
 
 /// Every tool the lead offers its model: tasks first, then the team.
-pub fn all() -> Vec<ToolSpec> {
+pub(super) fn specs() -> Vec<ToolSpec> {
     vec![
         spec(
             "create_task",
@@ -39,7 +135,7 @@ pub fn all() -> Vec<ToolSpec> {
             "The board, one line per task: id, status, subject, owner, blockers, role. \
              You do not need it to wait for work: events come to you.",
             json!({
-                "status": {"type": "string", "enum": ["pending", "in_progress", "completed", "failed", "cancelled"], "description": "Only tasks of this status."}
+                "status": {"type": "string", "enum": STATUSES, "description": "Only tasks of this status."}
             }),
             &[],
         ),
@@ -113,38 +209,4 @@ pub fn all() -> Vec<ToolSpec> {
             &["request", "approve"],
         ),
     ]
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    #[ignore = "a helper for updating docs/lead.md, not a check"]
-    fn print_tool_schemas() {
-        for s in all() {
-            let pretty = serde_json::to_string_pretty(&s.input_schema).unwrap();
-            println!(
-                "### `{}`\n\n{}\n\n```json\n{pretty}\n```\n",
-                s.name, s.description
-            );
-        }
-    }
-
-    /// `docs/lead.md` must show every schema exactly as the model receives it.
-    #[test]
-    fn docs_show_every_schema() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/lead.md");
-        let doc = std::fs::read_to_string(path).unwrap_or_default();
-        for s in all() {
-            let pretty = serde_json::to_string_pretty(&s.input_schema).unwrap();
-            let block = format!("```json\n{pretty}\n```");
-            assert!(
-                doc.contains(&format!("### `{}`", s.name)) && doc.contains(&block),
-                "docs/lead.md does not show the current schema of {}; it should contain:\n### `{}`\n\n{block}",
-                s.name,
-                s.name
-            );
-        }
-    }
 }
