@@ -26,6 +26,7 @@ mod events;
 pub mod ledger;
 mod spawn;
 mod tools;
+mod settled;
 mod turn;
 mod unstaffed;
 
