@@ -23,6 +23,7 @@ pub mod lead;
 pub mod llm;
 mod member;
 mod messages;
+pub mod model_loop;
 mod prompts;
 pub mod provider_args;
 pub mod runtime;

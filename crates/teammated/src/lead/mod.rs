@@ -24,9 +24,9 @@ mod console;
 mod drive;
 mod events;
 pub mod ledger;
+mod settled;
 mod spawn;
 mod tools;
-mod settled;
 mod turn;
 mod unstaffed;
 

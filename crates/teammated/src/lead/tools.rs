@@ -2,7 +2,7 @@
 //! Every refusal goes back to the model as a tool error with boardd's words.
 
 use super::spawn;
-use super::turn::Lead;
+use super::turn::Desk;
 use crate::board_view::{refused, task_line};
 use crate::tools::ToolOutput;
 use serde_json::Value;
@@ -10,19 +10,9 @@ use teamboard_protocol::board_call::LeadCall;
 use teamboard_protocol::request::{NewTask, ShutdownArgs};
 use teamboard_protocol::{LEAD, MessageKind, RequestId, TaskId, TaskStatus};
 
-impl Lead {
+impl Desk {
     /// Runs one of the lead's tools.
-    pub(super) async fn run_tool(&mut self, name: &str, input: &Value) -> ToolOutput {
-        if !self.specs.iter().any(|s| s.name == name) {
-            return ToolOutput::error(format!(
-                "unknown tool '{name}'; the tools are: {}",
-                self.specs
-                    .iter()
-                    .map(|s| s.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-        }
+    pub(super) async fn tool(&mut self, name: &str, input: &Value) -> ToolOutput {
         let call = match LeadCall::read(name, input) {
             Ok(call) => call,
             Err(bad) => return ToolOutput::error(bad.0),
