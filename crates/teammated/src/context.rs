@@ -124,23 +124,24 @@ pub fn task_opening(how: &str, task: &Task) -> Vec<String> {
 
 /// The conversation and its budget.
 pub struct Context {
-    pub identity: Identity,
+    /// The system prompt: who the model is, never what it is working on.
+    system: String,
     pub messages: Vec<ChatMessage>,
     /// Estimated tokens above which [`Context::compact`] runs.
     pub budget: u64,
 }
 
 impl Context {
-    pub fn new(identity: Identity, budget: u64) -> Context {
+    pub fn new(identity: &Identity, budget: u64) -> Context {
         Context {
-            identity,
+            system: system_prompt(identity),
             messages: Vec::new(),
             budget,
         }
     }
 
-    pub fn system(&self) -> String {
-        system_prompt(&self.identity)
+    pub fn system(&self) -> &str {
+        &self.system
     }
 
     /// Adds text from the runtime (a task, a message). Consecutive user content is
@@ -152,17 +153,11 @@ impl Context {
         }
     }
 
-    /// Makes `task` the one the teammate holds and adds `opening` (see
-    /// [`task_opening`]) to the conversation. `afresh` drops the conversation
-    /// first, so the model starts from the system prompt and the task alone; what
-    /// was dropped is returned, for the caller to archive.
-    pub fn begin_task(
-        &mut self,
-        task: &Task,
-        opening: &[String],
-        afresh: bool,
-    ) -> Vec<ChatMessage> {
-        self.identity.task = Some((task.id, task.subject.clone(), task.description.clone()));
+    /// Adds `opening`, the text of a task just taken (see [`task_opening`]), to
+    /// the conversation. `afresh` drops the conversation first, so the model
+    /// starts from the system prompt and the task alone; what was dropped is
+    /// returned, for the caller to archive.
+    pub fn open_task(&mut self, opening: &[String], afresh: bool) -> Vec<ChatMessage> {
         let before = if afresh {
             std::mem::take(&mut self.messages)
         } else {
@@ -196,7 +191,7 @@ impl Context {
     }
 
     pub fn estimate(&self) -> u64 {
-        llm::estimate_request(&self.system(), &self.messages)
+        llm::estimate_request(&self.system, &self.messages)
     }
 
     pub fn over_budget(&self) -> bool {
@@ -224,8 +219,8 @@ impl Context {
     }
 
     /// Shrinks the conversation: saves it to `archive`, summarises the older part with
-    /// `provider`, and starts the new conversation with the identity and the summary.
-    /// `on_retry` hears of the summary call's retries.
+    /// `provider`, and starts the new conversation with `identity`'s block and the
+    /// summary. `on_retry` hears of the summary call's retries.
     ///
     /// Invariant: the conversation never grows. The summary gets the room that
     /// the identity and the part kept leave under the size before, and is cut to
@@ -237,10 +232,11 @@ impl Context {
         &mut self,
         provider: &Provider,
         archive: &Path,
+        identity: &Identity,
         on_retry: Option<OnRetry<'_>>,
     ) -> Result<Compacted, CompactError> {
-        save_archive(archive, &self.system(), &self.messages)?;
-        let put_back = self.identity.block();
+        save_archive(archive, &self.system, &self.messages)?;
+        let put_back = identity.block();
         let heading = format!(
             "{put_back}\n\n{SUMMARY_HEADING} (saved in full at {}):\n",
             archive.display()
@@ -251,7 +247,7 @@ impl Context {
         // own shortened; and the room that leaves the summary under `before`.
         let kept = |cut: usize| {
             let mut recent = self.messages[cut..].to_vec();
-            if estimate_tokens(&self.system()) + frame + size(&recent) > self.budget {
+            if estimate_tokens(&self.system) + frame + size(&recent) > self.budget {
                 shorten_large_blocks(&mut recent, self.budget);
             }
             let room = before.saturating_sub(frame + size(&recent) + 1);
@@ -497,7 +493,7 @@ mod tests {
 
     #[test]
     fn the_cut_never_separates_a_tool_use_from_its_result() {
-        let mut ctx = Context::new(identity(), 2_000);
+        let mut ctx = Context::new(&identity(), 2_000);
         ctx.push_user_text("[Auto-claimed task #7] refactor auth");
         for n in 0..10 {
             tool_round(&mut ctx, n, 400);
@@ -521,7 +517,7 @@ mod tests {
     async fn compaction_saves_everything_summarises_and_puts_identity_back() {
         let dir = tempfile::tempdir().unwrap();
         let archive = dir.path().join("a/context.json");
-        let mut ctx = Context::new(identity(), 3_000);
+        let mut ctx = Context::new(&identity(), 3_000);
         ctx.push_user_text("[Auto-claimed task #7] refactor auth\nmove auth behind a trait");
         for n in 0..8 {
             tool_round(&mut ctx, n, 2_000);
@@ -533,7 +529,10 @@ mod tests {
         assert!(ctx.over_budget());
         let before = ctx.messages.clone();
         let provider = Provider::Scripted(Scripted::default());
-        let done = ctx.compact(&provider, &archive, None).await.unwrap();
+        let done = ctx
+            .compact(&provider, &archive, &identity(), None)
+            .await
+            .unwrap();
         assert!(done.summarised > 0);
         assert!(done.usage.total() > 0, "the summary's tokens are counted");
         assert!(!ctx.over_budget(), "{} > {}", ctx.estimate(), ctx.budget);
@@ -564,18 +563,18 @@ mod tests {
     #[tokio::test]
     async fn one_giant_turn_is_shortened_rather_than_split() {
         let dir = tempfile::tempdir().unwrap();
-        let mut ctx = Context::new(identity(), 2_000);
+        let mut ctx = Context::new(&identity(), 2_000);
         ctx.push_user_text("[Auto-claimed task #7] refactor auth");
         tool_round(&mut ctx, 0, 100_000);
         let provider = Provider::Scripted(Scripted::default());
         let done = ctx
-            .compact(&provider, &dir.path().join("c.json"), None)
+            .compact(&provider, &dir.path().join("c.json"), &identity(), None)
             .await
             .unwrap();
         assert!(ctx.estimate() < 10_000, "{}", ctx.estimate());
         assert_pairs_intact(&ctx.messages);
         assert!(ctx.messages[0].joined_text().contains("<identity>"));
-        assert!(done.put_back.starts_with(&ctx.identity.block()));
+        assert!(done.put_back.starts_with(&identity().block()));
     }
 
     /// A model that answers every summary request with `summary`.
@@ -594,7 +593,7 @@ mod tests {
     async fn a_summary_longer_than_what_it_replaces_is_cut_to_fit() {
         let dir = tempfile::tempdir().unwrap();
         let (provider, _mock) = summariser(&"the work went on at length. ".repeat(200));
-        let mut ctx = Context::new(identity(), 1_000);
+        let mut ctx = Context::new(&identity(), 1_000);
         ctx.push_user_text("[Auto-claimed task #7] refactor auth");
         for n in 0..12 {
             tool_round(&mut ctx, n, 300);
@@ -602,7 +601,7 @@ mod tests {
         assert!(ctx.over_budget());
         let before = ctx.estimate();
         let done = ctx
-            .compact(&provider, &dir.path().join("c.json"), None)
+            .compact(&provider, &dir.path().join("c.json"), &identity(), None)
             .await
             .unwrap();
         assert!(done.summarised > 0);
@@ -619,14 +618,14 @@ mod tests {
         // smaller than the identity alone.
         let mut id = identity();
         id.task = Some((7, "refactor auth".into(), "x".repeat(3_000)));
-        let mut ctx = Context::new(id, 1_000);
+        let mut ctx = Context::new(&id, 1_000);
         ctx.push_user_text("[Auto-claimed task #7] refactor auth");
         for n in 0..3 {
             tool_round(&mut ctx, n, 400);
         }
         let before = ctx.messages.clone();
         let compacted = ctx
-            .compact(&provider, &dir.path().join("c.json"), None)
+            .compact(&provider, &dir.path().join("c.json"), &id, None)
             .await;
         assert!(compacted.is_err(), "{compacted:?}");
         assert_eq!(ctx.messages, before);
@@ -694,14 +693,14 @@ mod tests {
 
     #[test]
     fn a_new_task_starts_afresh_with_identity_task_and_note_only() {
-        let mut ctx = Context::new(identity(), 100_000);
+        let mut ctx = Context::new(&identity(), 100_000);
         ctx.push_user_text("[Auto-claimed task #7] refactor auth");
         tool_round(&mut ctx, 0, 100);
         ctx.push_assistant(vec![Block::text("done")]);
         let before = ctx.messages.clone();
         let next = task(8, Some("lexer done"));
         let opening = task_opening("Auto-claimed", &next);
-        let dropped = ctx.begin_task(&next, &opening, true);
+        let dropped = ctx.open_task(&opening, true);
         assert_eq!(
             dropped, before,
             "what was dropped is handed back to be saved"
@@ -713,10 +712,6 @@ mod tests {
             vec![Block::text(&opening[0]), Block::text(&opening[1])]
         );
         assert!(!ctx.messages[0].joined_text().contains("refactor auth"));
-        assert_eq!(
-            ctx.identity.task,
-            Some((8, "add the parser".into(), "in src/parse.rs".into()))
-        );
         // The system prompt says who the teammate is and names no task, so it is
         // the same for every task.
         let system = ctx.system();
@@ -726,12 +721,12 @@ mod tests {
 
     #[test]
     fn carrying_the_context_keeps_the_conversation_and_adds_the_task() {
-        let mut ctx = Context::new(identity(), 100_000);
+        let mut ctx = Context::new(&identity(), 100_000);
         ctx.push_user_text("[Auto-claimed task #7] refactor auth");
         ctx.push_assistant(vec![Block::text("done")]);
         let before = ctx.messages.clone();
         let next = task(8, Some("lexer done"));
-        let dropped = ctx.begin_task(&next, &task_opening("Auto-claimed", &next), false);
+        let dropped = ctx.open_task(&task_opening("Auto-claimed", &next), false);
         assert!(dropped.is_empty());
         assert_eq!(&ctx.messages[..2], &before[..]);
         assert_eq!(ctx.messages.len(), 3);

@@ -26,7 +26,7 @@
 //!   and the lead charges tokens to its own ledger by cause, so the front end
 //!   owns both and the loop writes through it.
 
-use crate::context::Context;
+use crate::context::{self, Context, Identity};
 use crate::llm::{Block, CompletionRequest, LlmError, Provider, StopReason, ToolSpec};
 use crate::tools::ToolOutput;
 use crate::transcript::{self, Transcript};
@@ -43,6 +43,10 @@ pub trait ToolHost {
 
     /// Where the loop logs the model's turns and the tools' results.
     fn transcript(&mut self) -> &mut Transcript;
+
+    /// Who the model is, and what it works on: put back at the head of a
+    /// compacted conversation.
+    fn identity(&self) -> Identity;
 
     /// Completes, with what the model is told, when a model call or the run of
     /// `tool` must be cut short. A front end that is stopped by being dropped
@@ -126,10 +130,9 @@ impl ModelLoop {
                 () = self.compact(host) => {}
             }
         }
-        let system = self.ctx.system();
         let (on_retry, mut retries) = transcript::retry_notices();
         let request = CompletionRequest {
-            system: &system,
+            system: self.ctx.system(),
             messages: &self.ctx.messages,
             tools: &self.specs,
             max_tokens: self.max_tokens,
@@ -203,6 +206,49 @@ impl ModelLoop {
         stopped
     }
 
+    /// Opens a task just taken: adds `opening` to the conversation, or, `afresh`,
+    /// starts a conversation of its own. The one it replaces is saved as a
+    /// compaction's is, and `log` says where. A conversation that cannot be
+    /// saved is dropped all the same: the transcript has every turn of it, and
+    /// carrying it on would cost every call of the task.
+    pub fn open_task(
+        &mut self,
+        log: &mut Transcript,
+        task: TaskId,
+        opening: &[String],
+        afresh: bool,
+    ) {
+        let before = self.ctx.open_task(opening, afresh);
+        if !afresh {
+            return;
+        }
+        // Compaction measures its progress in this conversation's length.
+        self.compacted_at = None;
+        if before.is_empty() {
+            return;
+        }
+        let archive = self.archives.join(format!(
+            "context-{}-before-task-{task}.json",
+            transcript::now_ms()
+        ));
+        let text = match context::save_archive(&archive, self.ctx.system(), &before) {
+            Ok(()) => format!(
+                "context: task #{task} starts afresh; the previous conversation ({} messages) is saved in {}",
+                before.len(),
+                archive.display()
+            ),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot save the previous conversation");
+                format!(
+                    "context: task #{task} starts afresh; the previous conversation ({} messages) \
+                     could not be saved ({e}) and is in this transcript only",
+                    before.len()
+                )
+            }
+        };
+        log.write(EntryKind::Lifecycle, None, Some(task), false, &text);
+    }
+
     /// Puts runtime text (a hint, a note) into the context and the transcript.
     pub fn tell(&mut self, host: &mut impl ToolHost, text: &str) {
         self.ctx.push_user_text(text);
@@ -231,7 +277,10 @@ impl ModelLoop {
         let before = self.ctx.estimate();
         let (on_retry, mut retries) = transcript::retry_notices();
         let task = host.task();
-        let compacted = self.ctx.compact(&self.provider, &archive, Some(&on_retry));
+        let identity = host.identity();
+        let compacted = self
+            .ctx
+            .compact(&self.provider, &archive, &identity, Some(&on_retry));
         match host
             .transcript()
             .write_while(task, &mut retries, compacted)

@@ -14,9 +14,9 @@ use super::LeadConfig;
 use super::console::{self, Command};
 use super::ledger::{Cause, usage_path};
 use super::settled::{settled, stuck_behind};
-use super::turn::{Lead, TurnError, say};
+use super::turn::{Lead, TurnError, lead_identity, say};
 use super::unstaffed::{Unstaffed, tick};
-use crate::context::{Context, Identity};
+use crate::context::Context;
 use crate::llm::{self, LlmError, Probe};
 use crate::model_loop::ModelLoop;
 use crate::transcript::Transcript;
@@ -90,14 +90,6 @@ where
     let client = Client::connect(&cfg.socket, "teammated-lead", LEAD, &cfg.team).await?;
     // Before anything happens, so that no event of this session is missed.
     client.subscribe().await?;
-    let identity = Identity {
-        name: LEAD.to_string(),
-        role: LEAD.to_string(),
-        team: cfg.team.clone(),
-        task: None,
-        worktree: None,
-        lead: true,
-    };
     let mut transcript = Transcript::open(transcript_path(&cfg.state_dir, &cfg.team, LEAD));
     transcript.write(
         EntryKind::Lifecycle,
@@ -112,7 +104,7 @@ where
         ),
     );
     let model = ModelLoop::new(
-        Context::new(identity, cfg.context_budget),
+        Context::new(&lead_identity(&cfg.team), cfg.context_budget),
         provider,
         Front::Lead.specs(),
         cfg.provider.max_tokens,

@@ -4,6 +4,7 @@
 use super::LeadConfig;
 use super::events::Pending;
 use super::ledger::{Cause, Ledger, usage_path};
+use crate::context::Identity;
 use crate::llm::{LlmError, StopReason};
 use crate::model_loop::{ModelLoop, NoTurn, ToolHost};
 use crate::tools::ToolOutput;
@@ -162,6 +163,10 @@ impl ToolHost for Desk {
         &mut self.transcript
     }
 
+    fn identity(&self) -> Identity {
+        lead_identity(&self.cfg.team)
+    }
+
     fn interrupted(&self, _tool: Option<&str>) -> impl Future<Output = String> + Send + 'static {
         std::future::pending()
     }
@@ -180,6 +185,18 @@ impl ToolHost for Desk {
             out.content.lines().next().unwrap_or_default()
         ));
         out
+    }
+}
+
+/// Who the lead is, for its prompt and a compacted conversation.
+pub(super) fn lead_identity(team: &str) -> Identity {
+    Identity {
+        name: teamboard_protocol::LEAD.to_string(),
+        role: teamboard_protocol::LEAD.to_string(),
+        team: team.to_string(),
+        task: None,
+        worktree: None,
+        lead: true,
     }
 }
 

@@ -49,7 +49,7 @@ const LEAD_ONLY_TOOL: &str = "spawn_teammate";
 const TASK_MARKERS: [&str; 3] = ["[Auto-claimed task #", "[Claimed task #", "[Current task #"];
 
 /// The start of the runtime's note under a task that needs a plan
-/// (`teammate::PLAN_FIRST`).
+/// (`prompts::PLAN_FIRST`).
 const PLAN_MARKER: &str = "[Runtime] This task needs a plan approved by the lead";
 
 /// What the runtime says when the lead asks a working teammate to shut down.

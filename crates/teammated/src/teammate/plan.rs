@@ -12,8 +12,8 @@
 //! lost: a model has no way to wait but to call tools, and every such call is a
 //! round of tokens spent on nothing.
 
-use crate::teammate::PlanState;
-use crate::teammate::{Exit, Teammate};
+use super::messages::{Read, plan_decided, read_messages};
+use super::{Exit, PlanState, Teammate};
 use crate::tools::ToolOutput;
 use teamboard_protocol::transcript::EntryKind;
 use teamboard_protocol::{ErrorCode, Work};
@@ -27,7 +27,7 @@ pub const GATED: [&str; 3] = ["bash", "write_file", "edit_file"];
 
 impl Teammate {
     /// The refusal for `tool` while the held claim's plan is not approved.
-    pub(super) fn plan_gate(&self, tool: &str) -> Option<ToolOutput> {
+    pub(crate) fn plan_gate(&self, tool: &str) -> Option<ToolOutput> {
         let held = self.held.as_ref()?;
         if !held.needs_plan || !GATED.contains(&tool) {
             return None;
@@ -84,18 +84,7 @@ impl Teammate {
                 }
             }
         };
-        if let Some(h) = self.held.as_mut() {
-            h.plan = PlanState::Pending {
-                id,
-                plan: plan.clone(),
-            };
-        }
-        self.log(
-            EntryKind::Lifecycle,
-            None,
-            false,
-            &format!("plan submitted for #{task} (request {id}); waiting for the lead"),
-        );
+        self.plan_submitted(id, plan, "waiting");
         self.wait_for_decision(id).await
     }
 
@@ -138,23 +127,21 @@ impl Teammate {
                 return ToolOutput::error(texts.join("\n\n"));
             }
             let read = match work {
-                Ok(Work::Messages { messages }) => {
-                    match crate::messages::read_messages(self, messages).await {
-                        Ok(r) => r,
-                        Err(e) => return ToolOutput::error(format!("cannot read messages: {e}")),
-                    }
-                }
+                Ok(Work::Messages { messages }) => match read_messages(self, messages).await {
+                    Ok(r) => r,
+                    Err(e) => return ToolOutput::error(format!("cannot read messages: {e}")),
+                },
                 // The safety net also looks at the request: the lead may have
                 // withdrawn it (`cancel_request`), which sends no message, and
                 // waiting on would park the claim for good.
                 Ok(Work::Timeout) => {
-                    let mut read = crate::messages::Read::default();
+                    let mut read = Read::default();
                     match self
                         .session
                         .call(|c| async move { c.get_request(id).await })
                         .await
                     {
-                        Ok(req) => crate::messages::plan_decided(self, req, &mut read),
+                        Ok(req) => plan_decided(self, req, &mut read),
                         Err(e) => tracing::warn!(request = id, error = %e, "cannot read the plan"),
                     }
                     // Nothing arrived: only a settled plan ends the wait.
@@ -309,5 +296,35 @@ impl Teammate {
             self.asked_to_leave = None;
         }
         ToolOutput::error(format!("boardd refused the answer: {e}"))
+    }
+}
+
+impl Teammate {
+    /// The shutdown request the model was asked to answer, which the runtime
+    /// answers itself instead (an agent has no tool for it).
+    pub(crate) fn take_asked_to_leave(&mut self) -> Option<super::AskedToLeave> {
+        self.asked_to_leave.take()
+    }
+
+    /// Approves `asked` for the work, which has stopped: the held task goes
+    /// back without using up an attempt, and `note` goes into the transcript.
+    pub(crate) async fn approve_shutdown(
+        &mut self,
+        asked: super::AskedToLeave,
+        note: &str,
+    ) -> Exit {
+        self.release(None).await;
+        let id = asked.id;
+        if let Err(e) = self
+            .session
+            .call(|c| async move { c.respond_shutdown(id, true, None).await })
+            .await
+        {
+            tracing::warn!(error = %e, request = id, "cannot answer the shutdown request");
+        }
+        self.log(EntryKind::Lifecycle, None, false, note);
+        let exit = Exit::ShutdownRequested { by: asked.from };
+        self.shutdown = Some(exit.clone());
+        exit
     }
 }

@@ -1,25 +1,18 @@
-//! The task and team tools: the model's view of the board.
+//! The native loop's board tools, carried out: the model's view of the board.
+//! Their arguments are read by `TeammateCall::read` (the protocol crate), as
+//! the lead's and the MCP server's are.
 
-use super::Outcome;
+use super::{Outcome, Teammate};
 use crate::board_view::{refused, task_line};
-use crate::teammate::{Opening, Teammate};
 use crate::tools::ToolOutput;
-use serde_json::Value;
 use teamboard_protocol::board_call::{BoardCall, TeammateCall};
 use teamboard_protocol::request::NewTask;
 use teamboard_protocol::{Member, MessageKind, Task, TaskId, TaskStatus};
 
 impl Teammate {
-    /// Runs a board tool. `None` when `name` is not one.
-    pub(super) async fn board_tool(&mut self, name: &str, input: &Value) -> Option<ToolOutput> {
-        if !self.specs.iter().any(|s| s.name == name) {
-            return None;
-        }
-        let call = match TeammateCall::read(name, input) {
-            Ok(call) => call,
-            Err(bad) => return Some(ToolOutput::error(bad.0)),
-        };
-        let out = match call {
+    /// Carries out a call of one of the native loop's board tools.
+    pub(crate) async fn board_tool(&mut self, call: TeammateCall) -> ToolOutput {
+        match call {
             TeammateCall::Board(BoardCall::ListTasks { status }) => self.list_tasks(status).await,
             TeammateCall::Board(BoardCall::GetTask { id, .. }) => self.get_task(id).await,
             TeammateCall::Board(BoardCall::CreateTask(task)) => self.create_task(task).await,
@@ -39,14 +32,10 @@ impl Teammate {
             }
             TeammateCall::ListTeam => self.list_team().await,
             TeammateCall::Broadcast { text } => self.broadcast(&text).await,
-            TeammateCall::Idle => {
-                self.idle_requested = true;
-                ToolOutput::ok(
-                    "Going idle after this round. You will be woken for new messages or tasks.",
-                )
-            }
-        };
-        Some(out)
+            TeammateCall::Idle => ToolOutput::ok(
+                "Going idle after this round. You will be woken for new messages or tasks.",
+            ),
+        }
     }
 
     async fn list_tasks(&self, status: Option<TaskStatus>) -> ToolOutput {
@@ -120,10 +109,14 @@ impl Teammate {
         {
             Ok(claim) => {
                 let subject = claim.task.subject.clone();
-                match self.hold(claim, "Claimed", Opening::ToolResult).await {
-                    Ok(opening) => {
-                        ToolOutput::ok(format!("you now hold task #{id}: {subject}\n\n{opening}"))
-                    }
+                // The caller puts the opening into the tool's result: as a user
+                // turn of its own it would come between the call and its result,
+                // and both APIs refuse a conversation like that.
+                match self.hold(claim, "Claimed").await {
+                    Ok(opening) => ToolOutput::ok(format!(
+                        "you now hold task #{id}: {subject}\n\n{}",
+                        opening.join("\n\n")
+                    )),
                     Err(why) => ToolOutput::error(format!("you claimed task #{id}, but {why}")),
                 }
             }
