@@ -1,8 +1,8 @@
 //! How the board reads to a model, for the teammate's tools and the lead's: one line
-//! per task, a refusal from boardd.
+//! per task, one task in full, a refusal from boardd.
 
 use crate::tools::ToolOutput;
-use teamboard_protocol::{ClientError, Task};
+use teamboard_protocol::{ClientError, Task, TaskDetail};
 
 pub(crate) fn refused(e: ClientError) -> ToolOutput {
     ToolOutput::error(format!("boardd refused: {e}"))
@@ -19,6 +19,51 @@ pub(crate) fn task_line(t: &Task) -> String {
     }
     if let Some(role) = &t.role {
         s.push_str(&format!(" role {role}"));
+    }
+    s
+}
+
+/// `list_tasks`' answer: a line per task.
+pub(crate) fn task_lines(tasks: &[Task]) -> String {
+    if tasks.is_empty() {
+        return "no tasks".to_string();
+    }
+    tasks.iter().map(task_line).collect::<Vec<_>>().join("\n")
+}
+
+/// `get_task`'s answer: the task in full, its plan requests too with `plans`.
+pub(crate) fn task_text(detail: &TaskDetail, plans: bool) -> String {
+    let t = &detail.task;
+    let mut s = task_line(t);
+    if !t.description.is_empty() {
+        s.push_str(&format!("\n\n{}", t.description));
+    }
+    if let Some(r) = &t.result {
+        s.push_str(&format!("\n\nresult: {r}"));
+    }
+    if let Some(e) = &t.last_error {
+        s.push_str(&format!("\n\nlast error: {e}"));
+    }
+    for p in detail.plans.iter().filter(|_| plans) {
+        s.push_str(&format!(
+            "\n\nplan request #{} by {} ({}): {}",
+            p.id,
+            p.from,
+            p.state.as_str(),
+            p.plan.as_deref().unwrap_or_default()
+        ));
+        if let Some(f) = &p.feedback {
+            s.push_str(&format!("\nfeedback: {f}"));
+        }
+    }
+    s.push_str("\n\nhistory:");
+    for e in &detail.history {
+        s.push_str(&format!(
+            "\n- {} {}: {}",
+            e.actor,
+            e.kind.as_str(),
+            e.detail
+        ));
     }
     s
 }

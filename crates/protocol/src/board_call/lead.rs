@@ -2,47 +2,29 @@
 //! `docs/lead.md` shows the same schemas (teammated's tests keep them in step).
 
 use super::args::Args;
-use super::{BadCall, Front, STATUSES, ToolSpec, spec};
-use crate::request::NewTask;
-use crate::{RequestId, TaskId, TaskStatus};
+use super::{BadCall, BoardCall, Front, STATUSES, ToolSpec};
+use crate::request::ShutdownArgs;
+use crate::{RequestId, TaskId};
 use serde_json::{Value, json};
 
 /// One call of the lead's tools, its arguments read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LeadCall {
-    CreateTask(NewTask),
-    AddDependency {
-        id: TaskId,
-        on: Vec<TaskId>,
-    },
-    ListTasks {
-        status: Option<TaskStatus>,
-    },
-    GetTask {
-        id: TaskId,
-    },
-    CancelTask {
-        id: TaskId,
-    },
-    /// `name` and `role` as given, trimmed; the lead checks them against what
-    /// `teamctl spawn` takes.
+    /// `list_tasks`, `get_task`, `create_task` or `send_message`: the lead is
+    /// offered these four of the seven tools every member has.
+    Board(BoardCall),
+    /// A task, and the tasks it is to wait for (at least one).
+    AddDependency(TaskId, Vec<TaskId>),
+    CancelTask(TaskId),
+    /// A name and a role, trimmed; the lead checks them against what `teamctl
+    /// spawn` takes.
     SpawnTeammate {
         name: String,
         role: String,
     },
     ListTeam,
-    SendMessage {
-        to: String,
-        text: String,
-    },
-    Broadcast {
-        text: String,
-    },
-    RequestShutdown {
-        to: String,
-        reason: Option<String>,
-        force: bool,
-    },
+    Broadcast(String),
+    RequestShutdown(ShutdownArgs),
     ReviewPlan {
         request: RequestId,
         approve: bool,
@@ -55,47 +37,36 @@ impl LeadCall {
     pub fn read(tool: &str, arguments: &Value) -> Result<LeadCall, BadCall> {
         let a = Args::of(Front::Lead, tool, arguments)?;
         Ok(match tool {
-            "create_task" => LeadCall::CreateTask(a.new_task()?),
             "add_dependency" => {
-                let id = a.task("id")?;
-                let on = a.ids("on")?;
+                let (id, on) = (a.task("id")?, a.ids("on")?);
                 if on.is_empty() {
                     return Err(a.missing("on", "the tasks it waits for, at least one"));
                 }
-                LeadCall::AddDependency { id, on }
+                LeadCall::AddDependency(id, on)
             }
-            "list_tasks" => LeadCall::ListTasks {
-                status: a.status()?,
-            },
-            "get_task" => LeadCall::GetTask { id: a.task("id")? },
-            "cancel_task" => LeadCall::CancelTask { id: a.task("id")? },
+            "cancel_task" => LeadCall::CancelTask(a.task("id")?),
             "spawn_teammate" => LeadCall::SpawnTeammate {
                 name: a.text("name", "the teammate's name")?.trim().to_string(),
-                role: a
-                    .text("role", "what it does, e.g. dev or tester")?
+                role: (a.text("role", "what it does, e.g. dev or tester")?)
                     .trim()
                     .to_string(),
             },
             "list_team" => LeadCall::ListTeam,
-            "send_message" => {
-                let (to, text) = a.message()?;
-                LeadCall::SendMessage { to, text }
-            }
-            "broadcast" => LeadCall::Broadcast {
-                text: a.text("content", "the message")?,
-            },
-            "request_shutdown" => LeadCall::RequestShutdown {
+            "broadcast" => LeadCall::Broadcast(a.text("content", "the message")?),
+            "request_shutdown" => LeadCall::RequestShutdown(ShutdownArgs {
                 to: a.text("to", "the teammate's name")?,
                 reason: a.opt_string("reason")?,
+                timeout_ms: None,
                 force: a.flag("force")?,
-            },
-            _ => LeadCall::ReviewPlan {
+            }),
+            "review_plan" => LeadCall::ReviewPlan {
                 request: a
                     .number("request", "a plan request's id (a number like 3)")?
                     .ok_or_else(|| a.missing("request", "the plan request's id"))?,
                 approve: a.yes_no("approve", "true to approve, false to reject")?,
                 feedback: a.opt_string("feedback")?,
             },
+            _ => LeadCall::Board(a.board_call()?),
         })
     }
 }
@@ -103,7 +74,7 @@ impl LeadCall {
 /// Every tool the lead offers its model: tasks first, then the team.
 pub(super) fn specs() -> Vec<ToolSpec> {
     vec![
-        spec(
+        ToolSpec::new(
             "create_task",
             "Put a task on the board. Teammates claim ready tasks on their own: a task \
              is ready when every task in blocked_by is completed. Returns `created task \
@@ -121,7 +92,7 @@ pub(super) fn specs() -> Vec<ToolSpec> {
             }),
             &["subject"],
         ),
-        spec(
+        ToolSpec::new(
             "add_dependency",
             "Make a task wait for others. A dependency that would make a cycle is refused.",
             json!({
@@ -130,7 +101,7 @@ pub(super) fn specs() -> Vec<ToolSpec> {
             }),
             &["id", "on"],
         ),
-        spec(
+        ToolSpec::new(
             "list_tasks",
             "The board, one line per task: id, status, subject, owner, blockers, role. \
              You do not need it to wait for work: events come to you.",
@@ -139,19 +110,19 @@ pub(super) fn specs() -> Vec<ToolSpec> {
             }),
             &[],
         ),
-        spec(
+        ToolSpec::new(
             "get_task",
             "One task in full: description, result or last error, plans and history.",
             json!({"id": {"type": "integer"}}),
             &["id"],
         ),
-        spec(
+        ToolSpec::new(
             "cancel_task",
             "Withdraw a task that is not finished. Its owner stops working on it.",
             json!({"id": {"type": "integer"}}),
             &["id"],
         ),
-        spec(
+        ToolSpec::new(
             "spawn_teammate",
             "Start a teammate: a process that joins the team under NAME and claims ready \
              tasks of its role (and tasks without a role) on its own. Returns once it is \
@@ -162,13 +133,13 @@ pub(super) fn specs() -> Vec<ToolSpec> {
             }),
             &["name", "role"],
         ),
-        spec(
+        ToolSpec::new(
             "list_team",
             "The roster: each teammate's role, status, task, tokens and whether it is connected.",
             json!({}),
             &[],
         ),
-        spec(
+        ToolSpec::new(
             "send_message",
             "Send a message to one teammate. It reaches the teammate's context at once; a \
              parked teammate wakes for it, so do not message idle teammates without need.",
@@ -178,13 +149,13 @@ pub(super) fn specs() -> Vec<ToolSpec> {
             }),
             &["to", "content"],
         ),
-        spec(
+        ToolSpec::new(
             "broadcast",
             "Send a message to every teammate. It wakes them all; use it rarely.",
             json!({"content": {"type": "string"}}),
             &["content"],
         ),
-        spec(
+        ToolSpec::new(
             "request_shutdown",
             "Ask a teammate to leave. An idle one approves and exits; a working one \
              answers at its next step (it may refuse with a reason). The answer comes to \
@@ -196,7 +167,7 @@ pub(super) fn specs() -> Vec<ToolSpec> {
             }),
             &["to"],
         ),
-        spec(
+        ToolSpec::new(
             "review_plan",
             "Decide a plan a teammate submitted (the events show `[Plan request #ID ...]`). \
              Approve it, or reject it with feedback that says what to change; a rejection \

@@ -216,18 +216,20 @@ impl BoardCall {
     }
 }
 
-/// A tool for a model's own loop (the native one's and the lead's): its schema
-/// refuses arguments it does not name, and always says which are required.
-fn spec(name: &str, description: &str, properties: Value, required: &[&str]) -> ToolSpec {
-    ToolSpec {
-        name: name.to_string(),
-        description: description.to_string(),
-        input_schema: json!({
-            "type": "object",
-            "properties": properties,
-            "required": required,
-            "additionalProperties": false,
-        }),
+impl ToolSpec {
+    /// A tool for a model's own loop (the native one's, the lead's): its schema
+    /// refuses arguments it does not name, and always says which are required.
+    pub fn new(name: &str, description: &str, properties: Value, required: &[&str]) -> ToolSpec {
+        ToolSpec {
+            name: name.to_string(),
+            description: description.to_string(),
+            input_schema: json!({
+                "type": "object",
+                "properties": properties,
+                "required": required,
+                "additionalProperties": false,
+            }),
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 //! into; `docs/tools.md` shows the schemas (teammated's tests keep them in step).
 
 use super::args::Args;
-use super::{BadCall, BoardCall, Front, STATUSES, ToolSpec, spec};
+use super::{BadCall, BoardCall, Front, STATUSES, ToolSpec};
 use crate::TaskId;
 use serde_json::{Value, json};
 
@@ -58,7 +58,7 @@ impl TeammateCall {
 /// tools, which teammated adds).
 pub(super) fn specs() -> Vec<ToolSpec> {
     vec![
-        spec(
+        ToolSpec::new(
             "list_tasks",
             "List the tasks on your team's board, with their ids, status, owners and \
              subjects. Filter by status to see, for instance, only what is still \
@@ -72,7 +72,7 @@ pub(super) fn specs() -> Vec<ToolSpec> {
             }),
             &[],
         ),
-        spec(
+        ToolSpec::new(
             "get_task",
             "Show one task in full: its subject, description, status, owner and the \
              tasks blocking it, its result or last error, and its history.",
@@ -84,7 +84,7 @@ pub(super) fn specs() -> Vec<ToolSpec> {
             }),
             &["id"],
         ),
-        spec(
+        ToolSpec::new(
             "create_task",
             "Add a task to the board, for yourself or a teammate to claim later. Split \
              large work into tasks that can be done independently, and use blocked_by \
@@ -119,7 +119,7 @@ pub(super) fn specs() -> Vec<ToolSpec> {
             }),
             &["subject"],
         ),
-        spec(
+        ToolSpec::new(
             "claim_task",
             "Claim a pending, unblocked task so that you work on it; it becomes the task \
              you hold. You hold at most one task at a time: complete or fail it first. \
@@ -133,7 +133,7 @@ pub(super) fn specs() -> Vec<ToolSpec> {
             }),
             &["id"],
         ),
-        spec(
+        ToolSpec::new(
             "complete_task",
             "Mark the task you hold as completed, with a result that tells the lead and \
              the tasks depending on it what was done: files changed, how it was \
@@ -149,7 +149,7 @@ pub(super) fn specs() -> Vec<ToolSpec> {
             }),
             &["result"],
         ),
-        spec(
+        ToolSpec::new(
             "fail_task",
             "Give up the task you hold, with the reason. The task goes back to the board \
              and is retried (by you or a teammate) until its attempts run out, so say \
@@ -162,7 +162,7 @@ pub(super) fn specs() -> Vec<ToolSpec> {
             }),
             &["reason"],
         ),
-        spec(
+        ToolSpec::new(
             "submit_plan",
             "Ask the lead to approve your plan for the task you hold, and wait for the \
              decision. A task that needs a plan keeps bash, write_file and edit_file \
@@ -178,7 +178,7 @@ pub(super) fn specs() -> Vec<ToolSpec> {
             }),
             &["plan"],
         ),
-        spec(
+        ToolSpec::new(
             "respond_shutdown",
             "Answer the lead's shutdown request, when the runtime tells you one is \
              waiting. approve=true: the task you hold is given back with your note \
@@ -198,7 +198,7 @@ pub(super) fn specs() -> Vec<ToolSpec> {
             }),
             &["approve", "note"],
         ),
-        spec(
+        ToolSpec::new(
             "list_team",
             "List your team: each teammate's name, role and status (idle, working, \
              offline, shutdown), the task it holds, and whether it is connected now; \
@@ -207,7 +207,7 @@ pub(super) fn specs() -> Vec<ToolSpec> {
             json!({}),
             &[],
         ),
-        spec(
+        ToolSpec::new(
             "send_message",
             "Send a message to one teammate, by name, or to the lead (\"lead\"). Use it to \
              ask a question, hand over information, or report a problem. Every message \
@@ -225,7 +225,7 @@ pub(super) fn specs() -> Vec<ToolSpec> {
             }),
             &["to", "content"],
         ),
-        spec(
+        ToolSpec::new(
             "broadcast",
             "Send a message to every teammate and the lead. Use it sparingly, for news \
              everyone needs (a shared interface changed, the build is broken); it costs \
@@ -238,7 +238,7 @@ pub(super) fn specs() -> Vec<ToolSpec> {
             }),
             &["content"],
         ),
-        spec(
+        ToolSpec::new(
             "idle",
             "End your work phase. Use it when you have nothing left to do: your task is \
              completed or failed, and no message needs an answer. The runtime then waits, \

@@ -269,7 +269,7 @@ fn the_loops_own_tools_read_into_their_calls() {
     );
     assert_eq!(
         LeadCall::read("add_dependency", &json!({"id": 3, "on": 1})),
-        Ok(LeadCall::AddDependency { id: 3, on: vec![1] })
+        Ok(LeadCall::AddDependency(3, vec![1]))
     );
     assert_eq!(
         LeadCall::read(

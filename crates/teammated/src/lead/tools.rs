@@ -3,57 +3,81 @@
 
 use super::spawn;
 use super::turn::Desk;
-use crate::board_view::{refused, task_line};
+use crate::board_view::{refused, task_line, task_lines, task_text};
 use crate::tools::ToolOutput;
 use serde_json::Value;
-use teamboard_protocol::board_call::LeadCall;
-use teamboard_protocol::request::{NewTask, ShutdownArgs};
-use teamboard_protocol::{LEAD, MessageKind, RequestId, TaskId, TaskStatus};
+use teamboard_protocol::board_call::{BoardCall, LeadCall};
+use teamboard_protocol::request::NewTask;
+use teamboard_protocol::{LEAD, MessageKind};
 
 impl Desk {
     /// Runs one of the lead's tools.
     pub(super) async fn tool(&mut self, name: &str, input: &Value) -> ToolOutput {
-        let call = match LeadCall::read(name, input) {
-            Ok(call) => call,
-            Err(bad) => return ToolOutput::error(bad.0),
-        };
-        let out = match call {
-            LeadCall::CreateTask(task) => self.create_task(task).await,
-            LeadCall::AddDependency { id, on } => self
-                .client
-                .add_dependency(id, on)
-                .await
-                .map(|t| task_line(&t))
-                .map_err(refused),
-            LeadCall::ListTasks { status } => self.list_tasks(status).await,
-            LeadCall::GetTask { id } => self.get_task(id).await,
-            LeadCall::CancelTask { id } => match self.client.cancel_task(id).await {
-                Ok(t) => Ok(format!("cancelled {}", task_line(&t))),
-                Err(e) => Err(refused(e)),
-            },
-            LeadCall::SpawnTeammate { name, role } => self.spawn_teammate(name, role).await,
-            LeadCall::ListTeam => self.list_team().await,
-            LeadCall::SendMessage { to, text } => self.send_message(&to, &text).await,
-            LeadCall::Broadcast { text } => match self.client.broadcast(&text).await {
-                Ok(sent) => Ok(format!("broadcast to {} teammate(s)", sent.len())),
-                Err(e) => Err(refused(e)),
-            },
-            LeadCall::RequestShutdown { to, reason, force } => {
-                self.request_shutdown(ShutdownArgs {
-                    to,
-                    reason,
-                    timeout_ms: None,
-                    force,
-                })
-                .await
+        match LeadCall::read(name, input) {
+            Ok(call) => self.answer(call).await.map_or_else(|e| e, ToolOutput::ok),
+            Err(bad) => ToolOutput::error(bad.0),
+        }
+    }
+
+    async fn answer(&mut self, call: LeadCall) -> Result<String, ToolOutput> {
+        let client = &self.client;
+        Ok(match call {
+            LeadCall::Board(BoardCall::CreateTask(task)) => self.create_task(task).await?,
+            LeadCall::Board(BoardCall::ListTasks { status }) => {
+                task_lines(&client.list_tasks(status).await.map_err(refused)?)
+            }
+            LeadCall::Board(BoardCall::GetTask { id, .. }) => {
+                task_text(&client.get_task(id).await.map_err(refused)?, true)
+            }
+            LeadCall::Board(BoardCall::SendMessage { to, text }) => {
+                let sent = client.send(&to, MessageKind::Message, &text, None).await;
+                let m = sent.map_err(refused)?;
+                format!("sent message {} to {}", m.id, m.to)
+            }
+            // `LeadCall::read` refuses the tools the lead is not offered.
+            LeadCall::Board(other) => {
+                let tool = other.tool();
+                return Err(ToolOutput::error(format!(
+                    "{tool} is not one of the lead's tools"
+                )));
+            }
+            LeadCall::AddDependency(id, on) => {
+                task_line(&client.add_dependency(id, on).await.map_err(refused)?)
+            }
+            LeadCall::CancelTask(id) => {
+                let t = client.cancel_task(id).await.map_err(refused)?;
+                format!("cancelled {}", task_line(&t))
+            }
+            LeadCall::SpawnTeammate { name, role } => self.spawn_teammate(name, role).await?,
+            LeadCall::ListTeam => self.list_team().await?,
+            LeadCall::Broadcast(text) => {
+                let sent = client.broadcast(&text).await.map_err(refused)?;
+                format!("broadcast to {} teammate(s)", sent.len())
+            }
+            LeadCall::RequestShutdown(args) => {
+                let r = client.request_shutdown(args).await.map_err(refused)?;
+                format!(
+                    "shutdown request #{} to {} is {}; the answer comes as an event",
+                    r.id,
+                    r.to,
+                    r.state.as_str()
+                )
             }
             LeadCall::ReviewPlan {
                 request,
                 approve,
                 feedback,
-            } => self.review_plan(request, approve, feedback).await,
-        };
-        out.map_or_else(|e| e, ToolOutput::ok)
+            } => {
+                let r = client.review_plan(request, approve, feedback.as_deref());
+                let r = r.await.map_err(refused)?;
+                format!(
+                    "plan request #{} from {} is {}",
+                    r.id,
+                    r.from,
+                    r.state.as_str()
+                )
+            }
+        })
     }
 
     async fn create_task(&self, task: NewTask) -> Result<String, ToolOutput> {
@@ -62,51 +86,6 @@ impl Desk {
         if !t.blocked_by.is_empty() {
             let ids: Vec<String> = t.blocked_by.iter().map(|b| format!("#{b}")).collect();
             s.push_str(&format!(" (blocked by {})", ids.join(", ")));
-        }
-        Ok(s)
-    }
-
-    async fn list_tasks(&self, status: Option<TaskStatus>) -> Result<String, ToolOutput> {
-        let tasks = self.client.list_tasks(status).await.map_err(refused)?;
-        if tasks.is_empty() {
-            return Ok("no tasks".to_string());
-        }
-        Ok(tasks.iter().map(task_line).collect::<Vec<_>>().join("\n"))
-    }
-
-    async fn get_task(&self, id: TaskId) -> Result<String, ToolOutput> {
-        let detail = self.client.get_task(id).await.map_err(refused)?;
-        let t = &detail.task;
-        let mut s = task_line(t);
-        if !t.description.is_empty() {
-            s.push_str(&format!("\n\n{}", t.description));
-        }
-        if let Some(r) = &t.result {
-            s.push_str(&format!("\n\nresult: {r}"));
-        }
-        if let Some(e) = &t.last_error {
-            s.push_str(&format!("\n\nlast error: {e}"));
-        }
-        for p in &detail.plans {
-            s.push_str(&format!(
-                "\n\nplan request #{} by {} ({}): {}",
-                p.id,
-                p.from,
-                p.state.as_str(),
-                p.plan.as_deref().unwrap_or_default()
-            ));
-            if let Some(f) = &p.feedback {
-                s.push_str(&format!("\nfeedback: {f}"));
-            }
-        }
-        s.push_str("\n\nhistory:");
-        for e in &detail.history {
-            s.push_str(&format!(
-                "\n- {} {}: {}",
-                e.actor,
-                e.kind.as_str(),
-                e.detail
-            ));
         }
         Ok(s)
     }
@@ -158,44 +137,5 @@ impl Desk {
             })
             .collect::<Vec<_>>()
             .join("\n"))
-    }
-
-    async fn send_message(&self, to: &str, content: &str) -> Result<String, ToolOutput> {
-        let m = self
-            .client
-            .send(to, MessageKind::Message, content, None)
-            .await
-            .map_err(refused)?;
-        Ok(format!("sent message {} to {}", m.id, m.to))
-    }
-
-    async fn request_shutdown(&self, args: ShutdownArgs) -> Result<String, ToolOutput> {
-        let r = self.client.request_shutdown(args).await.map_err(refused)?;
-        Ok(format!(
-            "shutdown request #{} to {} is {}; the answer comes as an event",
-            r.id,
-            r.to,
-            r.state.as_str()
-        ))
-    }
-
-    async fn review_plan(
-        &self,
-        request: RequestId,
-        approve: bool,
-        feedback: Option<String>,
-    ) -> Result<String, ToolOutput> {
-        let feedback = feedback.as_deref();
-        let r = self
-            .client
-            .review_plan(request, approve, feedback)
-            .await
-            .map_err(refused)?;
-        Ok(format!(
-            "plan request #{} from {} is {}",
-            r.id,
-            r.from,
-            r.state.as_str()
-        ))
     }
 }

@@ -3,21 +3,51 @@
 //! the lead's and the MCP server's are.
 
 use super::{Outcome, Teammate};
-use crate::board_view::{refused, task_line};
+use crate::board_view::{refused, task_lines, task_text};
 use crate::tools::ToolOutput;
 use teamboard_protocol::board_call::{BoardCall, TeammateCall};
-use teamboard_protocol::request::NewTask;
-use teamboard_protocol::{Member, MessageKind, Task, TaskId, TaskStatus};
+use teamboard_protocol::{ClientError, Member, MessageKind, Task, TaskId, TaskStatus};
 
 impl Teammate {
     /// Carries out a call of one of the native loop's board tools.
     pub(crate) async fn board_tool(&mut self, call: TeammateCall) -> ToolOutput {
+        let session = &self.session;
         match call {
-            TeammateCall::Board(BoardCall::ListTasks { status }) => self.list_tasks(status).await,
-            TeammateCall::Board(BoardCall::GetTask { id, .. }) => self.get_task(id).await,
-            TeammateCall::Board(BoardCall::CreateTask(task)) => self.create_task(task).await,
+            TeammateCall::Board(BoardCall::ListTasks { status }) => words(
+                session
+                    .call(|c| async move { c.list_tasks(status).await })
+                    .await,
+                |tasks| task_lines(&tasks),
+            ),
+            TeammateCall::Board(BoardCall::GetTask { id, .. }) => words(
+                session.call(|c| async move { c.get_task(id).await }).await,
+                |detail| task_text(&detail, false),
+            ),
+            TeammateCall::Board(BoardCall::CreateTask(task)) => {
+                let task = &task;
+                words(
+                    session
+                        .call(|c| async move { c.add_task(task.clone()).await })
+                        .await,
+                    |t| format!("created task #{}: {}", t.id, t.subject),
+                )
+            }
             TeammateCall::Board(BoardCall::SendMessage { to, text }) => {
-                self.send_message(&to, &text).await
+                let (to, text) = (&to, &text);
+                let sent = session
+                    .call(|c| async move { c.send(to, MessageKind::Message, text, None).await });
+                words(sent.await, |m| {
+                    format!("sent message #{} to {}", m.id, m.to)
+                })
+            }
+            TeammateCall::Broadcast { text } => {
+                let text = &text;
+                words(
+                    session
+                        .call(|c| async move { c.broadcast(text).await })
+                        .await,
+                    |sent| format!("broadcast to {} teammate(s)", sent.len()),
+                )
             }
             TeammateCall::Board(BoardCall::CompleteTask { result, .. }) => {
                 Outcome::Complete(result).report(self).await
@@ -31,67 +61,9 @@ impl Teammate {
                 self.respond_shutdown(approve, note).await
             }
             TeammateCall::ListTeam => self.list_team().await,
-            TeammateCall::Broadcast { text } => self.broadcast(&text).await,
             TeammateCall::Idle => ToolOutput::ok(
                 "Going idle after this round. You will be woken for new messages or tasks.",
             ),
-        }
-    }
-
-    async fn list_tasks(&self, status: Option<TaskStatus>) -> ToolOutput {
-        match self
-            .session
-            .call(|c| async move { c.list_tasks(status).await })
-            .await
-        {
-            Ok(tasks) if tasks.is_empty() => ToolOutput::ok("no tasks"),
-            Ok(tasks) => ToolOutput::ok(tasks.iter().map(task_line).collect::<Vec<_>>().join("\n")),
-            Err(e) => refused(e),
-        }
-    }
-
-    async fn get_task(&self, id: TaskId) -> ToolOutput {
-        match self
-            .session
-            .call(|c| async move { c.get_task(id).await })
-            .await
-        {
-            Ok(detail) => {
-                let t = &detail.task;
-                let mut s = task_line(t);
-                if !t.description.is_empty() {
-                    s.push_str(&format!("\n\n{}", t.description));
-                }
-                if let Some(r) = &t.result {
-                    s.push_str(&format!("\n\nresult: {r}"));
-                }
-                if let Some(e) = &t.last_error {
-                    s.push_str(&format!("\n\nlast error: {e}"));
-                }
-                s.push_str("\n\nhistory:");
-                for e in &detail.history {
-                    s.push_str(&format!(
-                        "\n- {} {}: {}",
-                        e.actor,
-                        e.kind.as_str(),
-                        e.detail
-                    ));
-                }
-                ToolOutput::ok(s)
-            }
-            Err(e) => refused(e),
-        }
-    }
-
-    async fn create_task(&self, task: NewTask) -> ToolOutput {
-        let task = &task;
-        match self
-            .session
-            .call(|c| async move { c.add_task(task.clone()).await })
-            .await
-        {
-            Ok(t) => ToolOutput::ok(format!("created task #{}: {}", t.id, t.subject)),
-            Err(e) => refused(e),
         }
     }
 
@@ -102,25 +74,24 @@ impl Teammate {
                 h.id
             ));
         }
-        match self
+        let claim = match self
             .session
             .call(|c| async move { c.claim_task(id).await })
             .await
         {
-            Ok(claim) => {
-                let subject = claim.task.subject.clone();
-                // The caller puts the opening into the tool's result: as a user
-                // turn of its own it would come between the call and its result,
-                // and both APIs refuse a conversation like that.
-                match self.hold(claim, "Claimed").await {
-                    Ok(opening) => ToolOutput::ok(format!(
-                        "you now hold task #{id}: {subject}\n\n{}",
-                        opening.join("\n\n")
-                    )),
-                    Err(why) => ToolOutput::error(format!("you claimed task #{id}, but {why}")),
-                }
-            }
-            Err(e) => refused(e),
+            Ok(claim) => claim,
+            Err(e) => return refused(e),
+        };
+        let subject = claim.task.subject.clone();
+        // The opening goes into the tool's result: as a user turn of its own it
+        // would come between the call and its result, and both APIs refuse a
+        // conversation like that.
+        match self.hold(claim, "Claimed").await {
+            Ok(opening) => ToolOutput::ok(format!(
+                "you now hold task #{id}: {subject}\n\n{}",
+                opening.join("\n\n")
+            )),
+            Err(why) => ToolOutput::error(format!("you claimed task #{id}, but {why}")),
         }
     }
 
@@ -146,28 +117,11 @@ impl Teammate {
             .collect();
         ToolOutput::ok(lines.join("\n"))
     }
+}
 
-    async fn send_message(&self, to: &str, content: &str) -> ToolOutput {
-        match self
-            .session
-            .call(|c| async move { c.send(to, MessageKind::Message, content, None).await })
-            .await
-        {
-            Ok(m) => ToolOutput::ok(format!("sent message #{} to {}", m.id, m.to)),
-            Err(e) => refused(e),
-        }
-    }
-
-    async fn broadcast(&self, content: &str) -> ToolOutput {
-        match self
-            .session
-            .call(|c| async move { c.broadcast(content).await })
-            .await
-        {
-            Ok(sent) => ToolOutput::ok(format!("broadcast to {} teammate(s)", sent.len())),
-            Err(e) => refused(e),
-        }
-    }
+/// boardd's answer in words, or its refusal.
+fn words<T>(answer: Result<T, ClientError>, say: impl FnOnce(T) -> String) -> ToolOutput {
+    answer.map_or_else(refused, |v| ToolOutput::ok(say(v)))
 }
 
 /// `bob [working] role dev, holds #3 parse the config, connected`, with `(you)`

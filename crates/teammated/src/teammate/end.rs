@@ -16,35 +16,24 @@ pub(crate) enum Outcome {
     Fail(String),
 }
 
-/// Why the held task could not be ended: what to tell the model.
-pub(crate) struct NotEnded {
-    pub text: String,
-}
-
-impl NotEnded {
-    pub(crate) fn new(text: impl Into<String>) -> NotEnded {
-        NotEnded { text: text.into() }
-    }
-}
-
 impl Outcome {
     /// Ends the held task and tells the lead. Returns what to tell the model; see
     /// [`Outcome::end`].
     pub(crate) async fn report(self, t: &mut Teammate) -> ToolOutput {
         match self.end(t).await {
             Ok((task, what)) => ToolOutput::ok(format!("task #{} {what}", task.id)),
-            Err(not) => ToolOutput::error(not.text),
+            Err(not) => ToolOutput::error(not),
         }
     }
 
     /// Ends the held task and tells the lead: the task as boardd ended it, and how
-    /// in words. The claim is kept when boardd refuses the request itself, so the
-    /// model can try again; it is dropped only once boardd has ended it or says it
-    /// is gone.
-    pub(crate) async fn end(self, t: &mut Teammate) -> Result<(Task, &'static str), NotEnded> {
+    /// in words; or why it could not be ended, for the model. The claim is kept
+    /// when boardd refuses the request itself, so the model can try again; it is
+    /// dropped only once boardd has ended it or says it is gone.
+    pub(crate) async fn end(self, t: &mut Teammate) -> Result<(Task, &'static str), String> {
         let outcome = self;
         let Some(held) = &t.held else {
-            return Err(NotEnded::new("you hold no task; claim one first"));
+            return Err("you hold no task; claim one first".to_string());
         };
         let (id, epoch, subject) = (held.id, held.epoch, held.subject.clone());
         let (completing, text) = match &outcome {
@@ -90,9 +79,9 @@ impl Outcome {
                     _ => {
                         t.let_go();
                         tracing::warn!(task = id, error = %e, "the claim is gone");
-                        return Err(NotEnded::new(format!(
+                        return Err(format!(
                             "your claim on task #{id} is gone ({e}); stop working on it"
-                        )));
+                        ));
                     }
                 }
             }
@@ -114,13 +103,13 @@ impl Outcome {
                     if let Some(h) = t.held.as_mut() {
                         h.refused = Some(body.message.clone());
                     }
-                    return Err(NotEnded::new(text));
+                    return Err(text);
                 }
                 tracing::warn!(task = id, error = %e, "boardd refused to end the task");
                 if let Some(h) = t.held.as_mut() {
                     h.refused = Some(e.to_string());
                 }
-                return Err(NotEnded::new(format!("boardd refused: {e}")));
+                return Err(format!("boardd refused: {e}"));
             }
         };
         if completing {

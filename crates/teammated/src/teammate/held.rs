@@ -262,6 +262,37 @@ impl Teammate {
         }
     }
 
+    /// Gives back a task still held once the work on it has ended, rather than
+    /// leave it in progress: with boardd's reason when it refused to end the
+    /// task (a failed check, a conflict, a result it would not take), so that
+    /// the evidence is in the history, else `otherwise`. The attempt counts.
+    pub(crate) async fn give_back_unfinished(&mut self, otherwise: &str) {
+        let Some(held) = &self.held else { return };
+        let why = match &held.refused {
+            Some(r) => format!("the teammate could not complete it: {r}"),
+            None => otherwise.to_string(),
+        };
+        self.release(Some(&why)).await;
+    }
+
+    /// After work that failed: the held task goes back, using up an attempt
+    /// when `attempt` is set, else with `why` as a note; and the lead is told
+    /// `told`, with `idle` for what failed when no task was held.
+    pub(crate) async fn work_failed(&mut self, why: &str, attempt: bool, told: &str, idle: &str) {
+        let what = match self.task_id() {
+            Some(id) => format!("released #{id}"),
+            None => idle.to_string(),
+        };
+        if attempt {
+            self.release(Some(why)).await;
+        } else {
+            self.release_with_note(why).await;
+        }
+        let text = format!("{} {what}: {told}", self.cfg.name);
+        self.tell_lead(teamboard_protocol::MessageKind::Error, text)
+            .await;
+    }
+
     /// Stops the background jobs of the held task's commands and waits until they
     /// are gone.
     pub(crate) async fn stop_background(&self) {

@@ -61,11 +61,7 @@ impl Teammate {
             self.log(EntryKind::User, None, false, text);
         }
         self.ack(ids).await?;
-        let exit = read.leave_for.map(|by| Exit::ShutdownRequested { by });
-        if let Some(exit) = &exit {
-            self.shutdown = Some(exit.clone());
-        }
-        Ok(exit)
+        Ok(read.leave_for.map(|by| self.leave(by)))
     }
 
     pub(crate) async fn ack(&self, ids: Vec<u64>) -> Result<(), Error> {
@@ -173,11 +169,7 @@ async fn on_shutdown_request(
     let reason = req.reason.clone().unwrap_or_default();
     if t.held.is_none() {
         let id = req.id;
-        if let Err(e) = t
-            .session
-            .call(|c| async move { c.respond_shutdown(id, true, None).await })
-            .await
-        {
+        if let Err(e) = t.answer_shutdown(id, true, None).await {
             // Still leave: the request is clear, and a teammate that stays
             // would only be stopped at the deadline.
             tracing::warn!(error = %e, request = id, "cannot answer the shutdown request");

@@ -13,10 +13,10 @@
 //! round of tokens spent on nothing.
 
 use super::messages::{Read, plan_decided, read_messages};
-use super::{Exit, PlanState, Teammate};
+use super::{AskedToLeave, Exit, PlanState, Teammate};
 use crate::tools::ToolOutput;
 use teamboard_protocol::transcript::EntryKind;
-use teamboard_protocol::{ErrorCode, Work};
+use teamboard_protocol::{ClientError, ErrorCode, RequestId, Work};
 
 /// The longest single park of `submit_plan`'s wait: how late a claim lost
 /// meanwhile is noticed (see `wait_for_decision`).
@@ -165,7 +165,7 @@ impl Teammate {
                 tracing::warn!(error = %e, "cannot acknowledge messages");
             }
             if let Some(by) = read.leave_for {
-                self.shutdown = Some(Exit::ShutdownRequested { by });
+                self.leave(by);
                 texts.push("[Runtime] Shutting down.".into());
                 return ToolOutput::error(texts.join("\n\n"));
             }
@@ -212,12 +212,7 @@ impl Teammate {
                     "to reject, give the reason to keep working in note; the lead reads it",
                 );
             }
-            let reason = &note;
-            return match self
-                .session
-                .call(|c| async move { c.respond_shutdown(id, false, Some(reason)).await })
-                .await
-            {
+            return match self.answer_shutdown(id, false, Some(&note)).await {
                 Ok(_) => {
                     self.asked_to_leave = None;
                     ToolOutput::ok("rejected; the lead is told why. Go on with your task.")
@@ -235,14 +230,10 @@ impl Teammate {
             }
             self.release_with_note(&note).await;
         }
-        match self
-            .session
-            .call(|c| async move { c.respond_shutdown(id, true, None).await })
-            .await
-        {
-            Ok(_) => {
+        match self.answer_shutdown(id, true, None).await {
+            Ok(()) => {
                 self.asked_to_leave = None;
-                self.shutdown = Some(Exit::ShutdownRequested { by: asked.from });
+                self.leave(asked.from);
                 ToolOutput::ok("approved; the task is given back and you stop after this round")
             }
             Err(e) => self.answer_refused(e),
@@ -260,12 +251,8 @@ impl Teammate {
         }
         let asked = self.asked_to_leave.take()?;
         let id = asked.id;
-        match self
-            .session
-            .call(|c| async move { c.respond_shutdown(id, true, None).await })
-            .await
-        {
-            Ok(_) => {}
+        match self.answer_shutdown(id, true, None).await {
+            Ok(()) => {}
             // Settled meanwhile: withdrawn by the lead, so stay; or expired, and
             // boardd stops the teammate itself.
             Err(e) if e.code() == Some(ErrorCode::InvalidState) => {
@@ -284,47 +271,52 @@ impl Teammate {
             asked.from
         );
         self.log(EntryKind::Lifecycle, None, false, &text);
-        let exit = Exit::ShutdownRequested { by: asked.from };
-        self.shutdown = Some(exit.clone());
-        Some(exit)
+        Some(self.leave(asked.from))
     }
 
     /// boardd refused an answer: the request was settled meanwhile (expired,
     /// withdrawn), so there is nothing left to answer.
-    fn answer_refused(&mut self, e: teamboard_protocol::ClientError) -> ToolOutput {
+    fn answer_refused(&mut self, e: ClientError) -> ToolOutput {
         if e.code() == Some(ErrorCode::InvalidState) {
             self.asked_to_leave = None;
         }
         ToolOutput::error(format!("boardd refused the answer: {e}"))
     }
-}
 
-impl Teammate {
+    /// Answers shutdown request `id`.
+    pub(super) async fn answer_shutdown(
+        &self,
+        id: RequestId,
+        approve: bool,
+        reason: Option<&str>,
+    ) -> Result<(), ClientError> {
+        let answer = self
+            .session
+            .call(|c| async move { c.respond_shutdown(id, approve, reason).await });
+        answer.await.map(|_| ())
+    }
+
+    /// The teammate is to leave at `by`'s request, once this round is over.
+    pub(super) fn leave(&mut self, by: String) -> Exit {
+        let exit = Exit::ShutdownRequested { by };
+        self.shutdown = Some(exit.clone());
+        exit
+    }
+
     /// The shutdown request the model was asked to answer, which the runtime
     /// answers itself instead (an agent has no tool for it).
-    pub(crate) fn take_asked_to_leave(&mut self) -> Option<super::AskedToLeave> {
+    pub(crate) fn take_asked_to_leave(&mut self) -> Option<AskedToLeave> {
         self.asked_to_leave.take()
     }
 
     /// Approves `asked` for the work, which has stopped: the held task goes
     /// back without using up an attempt, and `note` goes into the transcript.
-    pub(crate) async fn approve_shutdown(
-        &mut self,
-        asked: super::AskedToLeave,
-        note: &str,
-    ) -> Exit {
+    pub(crate) async fn approve_shutdown(&mut self, asked: AskedToLeave, note: &str) -> Exit {
         self.release(None).await;
-        let id = asked.id;
-        if let Err(e) = self
-            .session
-            .call(|c| async move { c.respond_shutdown(id, true, None).await })
-            .await
-        {
-            tracing::warn!(error = %e, request = id, "cannot answer the shutdown request");
+        if let Err(e) = self.answer_shutdown(asked.id, true, None).await {
+            tracing::warn!(error = %e, request = asked.id, "cannot answer the shutdown request");
         }
         self.log(EntryKind::Lifecycle, None, false, note);
-        let exit = Exit::ShutdownRequested { by: asked.from };
-        self.shutdown = Some(exit.clone());
-        exit
+        self.leave(asked.from)
     }
 }

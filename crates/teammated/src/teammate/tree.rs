@@ -3,8 +3,9 @@
 //!
 //! Every claim goes through `Teammate::hold` (the wait's auto-claim, the
 //! `claim_task` tool, a claim boardd gives back on reconnecting or at start), and
-//! `hold` opens the worktree here (`crate::worktree` says what it is). A failure settles the task at once, so the
-//! model never works on a task whose place is unknown:
+//! `hold` opens the worktree here (`crate::worktree` says what it is). A failure
+//! settles the task at once, so the model never works on a task whose place is
+//! unknown:
 //!
 //! - boardd says the claim is gone: the usual lost claim, let go without a word
 //!   to boardd;

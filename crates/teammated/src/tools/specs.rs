@@ -6,7 +6,7 @@
 //! arguments (`teamboard_protocol::board_call`). `docs/tools.md` shows the same
 //! schemas; a test below keeps the two from drifting apart.
 
-use serde_json::{Value, json};
+use serde_json::json;
 use teamboard_protocol::board_call::Front;
 pub use teamboard_protocol::board_call::ToolSpec;
 
@@ -21,7 +21,7 @@ pub fn all() -> Vec<ToolSpec> {
 /// The tools [`super::run_local`] runs.
 fn local() -> Vec<ToolSpec> {
     vec![
-        spec(
+        ToolSpec::new(
             "bash",
             "Run a bash command in the working directory and get its output. Use it to \
              build, test, search (grep, find), run git, and anything else a shell does. \
@@ -50,7 +50,7 @@ fn local() -> Vec<ToolSpec> {
             }),
             &["command"],
         ),
-        spec(
+        ToolSpec::new(
             "read_file",
             "Read a text file inside the working directory. Lines come back numbered, as \
              `     1\\tfirst line` (a right-aligned number, a tab, the line); the numbers \
@@ -77,7 +77,7 @@ fn local() -> Vec<ToolSpec> {
             }),
             &["path"],
         ),
-        spec(
+        ToolSpec::new(
             "write_file",
             "Create a file or replace its whole content, inside the working directory. \
              Missing parent directories are created. The write is atomic: other readers \
@@ -96,7 +96,7 @@ fn local() -> Vec<ToolSpec> {
             }),
             &["path", "content"],
         ),
-        spec(
+        ToolSpec::new(
             "edit_file",
             "Replace one passage of a text file: `old_text` must occur in the file \
              exactly once, character for character (indentation, blank lines and line \
@@ -121,7 +121,7 @@ fn local() -> Vec<ToolSpec> {
             }),
             &["path", "old_text", "new_text"],
         ),
-        spec(
+        ToolSpec::new(
             "glob",
             "Find files and directories in the working directory by path pattern. `*` \
              matches within one path component, `?` one character, `[abc]` or `[a-z]` \
@@ -140,19 +140,6 @@ fn local() -> Vec<ToolSpec> {
             &["pattern"],
         ),
     ]
-}
-
-fn spec(name: &str, description: &str, properties: Value, required: &[&str]) -> ToolSpec {
-    ToolSpec {
-        name: name.to_string(),
-        description: description.to_string(),
-        input_schema: json!({
-            "type": "object",
-            "properties": properties,
-            "required": required,
-            "additionalProperties": false,
-        }),
-    }
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use crate::transcript::Transcript;
 use serde_json::Value;
 use teamboard_protocol::board_call::TeammateCall;
 use teamboard_protocol::transcript::EntryKind;
-use teamboard_protocol::{MemberStatus, MessageKind, TaskId, TokenUsage, Work};
+use teamboard_protocol::{MemberStatus, TaskId, TokenUsage, Work};
 use tokio_util::sync::CancellationToken;
 
 /// How a work phase ended.
@@ -277,26 +277,11 @@ impl End {
                 Outcome::Fail(reason).report(t).await;
             }
             End::LlmFailed(error) => {
+                // A bad key or model name is not the task's fault: give it back
+                // without using up one of its attempts, saying why in its history.
                 let fatal = error.is_configuration();
-                let what = match t.task_id() {
-                    Some(id) => format!("released #{id}"),
-                    None => "could not answer".to_string(),
-                };
-                if held {
-                    // A bad key or model name is not the task's fault: give it back
-                    // without using up one of its attempts, saying why in its history.
-                    let why = format!("LLM error: {error}");
-                    if fatal {
-                        t.release_with_note(&why).await;
-                    } else {
-                        t.release(Some(&why)).await;
-                    }
-                }
-                t.tell_lead(
-                    MessageKind::Error,
-                    format!("{} {what}: LLM error: {error}", t.cfg().name),
-                )
-                .await;
+                let why = format!("LLM error: {error}");
+                t.work_failed(&why, !fatal, &why, "could not answer").await;
                 if fatal {
                     return Err(Error::Provider(error));
                 }
@@ -314,16 +299,8 @@ impl End {
             // Nothing held, nothing to settle.
             _ => {}
         }
-        if let Some(held) = t.held() {
-            // boardd refused to end the task (a failed check, a conflict, a result
-            // it would not take): give it back rather than leave it in progress,
-            // with boardd's reason, so that the evidence is in the history.
-            let why = match &held.refused {
-                Some(r) => format!("the teammate could not complete it: {r}"),
-                None => "the teammate could not report its result".to_string(),
-            };
-            t.release(Some(&why)).await;
-        }
+        t.give_back_unfinished("the teammate could not report its result")
+            .await;
         Ok(None)
     }
 }

@@ -108,7 +108,7 @@ impl Fixture {
         let outcome = self.ends.take().expect("an end was asked for");
         match outcome.end(&mut self.alice).await {
             Ok((task, _)) => serde_json::to_value(task).expect("JSON"),
-            Err(not) => panic!("the task did not end: {}", not.text),
+            Err(not) => panic!("the task did not end: {}", not),
         }
     }
 

@@ -57,7 +57,7 @@ use std::pin::Pin;
 use std::time::Duration;
 use teamboard_protocol::member::MEMBER_SOCKET_ENV;
 use teamboard_protocol::transcript::EntryKind;
-use teamboard_protocol::{ClientError, MemberStatus, Message, MessageKind, TaskId, Work};
+use teamboard_protocol::{ClientError, MemberStatus, Message, TaskId, Work};
 
 /// How long one `wait_for_work` parks while an agent works. Short, because the
 /// phase must await it before it ends; a message answers it at once anyway.
@@ -421,7 +421,7 @@ async fn keep_promise(t: &mut Teammate, result: String, end: AgentEnd) -> AgentE
                 true,
                 &format!(
                     "work: the agent's complete_task could not be carried out: {}",
-                    not.text
+                    not
                 ),
             );
             end

@@ -31,7 +31,7 @@ impl AgentRun {
                             true,
                             &format!(
                                 "work: ended (the agent gave the task up, but it could not be failed: {})",
-                                not.text
+                                not
                             ),
                         );
                         if t.held().is_some() {
@@ -82,13 +82,8 @@ impl AgentRun {
         }
         // The agent worked: IDLE takes the next task without resting.
         t.worked();
-        if let Some(held) = t.held() {
-            let why = match &held.refused {
-                Some(r) => format!("the teammate could not complete it: {r}"),
-                None => "the agent ended without a result the board took".to_string(),
-            };
-            t.release(Some(&why)).await;
-        }
+        t.give_back_unfinished("the agent ended without a result the board took")
+            .await;
         Ok(None)
     }
 }
@@ -104,19 +99,6 @@ async fn agent_failed(t: &mut Teammate, why: &str, told: String, idle: &str, att
         true,
         &format!("work: ended ({why})"),
     );
-    let what = match t.task_id() {
-        Some(id) => format!("released #{id}"),
-        None => idle.to_string(),
-    };
-    if attempt {
-        t.release(Some(why)).await;
-    } else {
-        t.release_with_note(why).await;
-    }
-    t.tell_lead(
-        MessageKind::Error,
-        format!("{} {what}: {told}", t.cfg().name),
-    )
-    .await;
+    t.work_failed(why, attempt, &told, idle).await;
     t.failed();
 }

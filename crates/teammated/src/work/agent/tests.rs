@@ -9,7 +9,7 @@
 use super::*;
 use crate::config::{Config, RuntimeConfig};
 use teamboard_protocol::request::NewTask;
-use teamboard_protocol::{Client, TaskStatus};
+use teamboard_protocol::{Client, MessageKind, TaskStatus};
 use teamboard_testkit::{InProc, PATIENCE, lead, workspace_bin};
 use tokio_util::sync::CancellationToken;
 
