@@ -1,8 +1,13 @@
 //! What the agent starts a phase with: the task's session to resume (or the
 //! messages-only conversation's, unless it has worn out), and the first input.
 
-use super::*;
+use super::AgentRun;
+use crate::member::MemberServer;
+use crate::runtime::Brief;
 use crate::runtime::sessions::MESSAGES;
+use crate::teammate::Teammate;
+use teamboard_protocol::member::MEMBER_SOCKET_ENV;
+use teamboard_protocol::transcript::EntryKind;
 
 /// Now, in ms since the epoch, for `agent/sessions.json`.
 pub(super) fn now_ms() -> u64 {

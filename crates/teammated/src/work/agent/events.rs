@@ -1,7 +1,10 @@
 //! What the agent reports, onto the board: its session, transcript, usage,
 //! plan and final answer.
 
-use super::*;
+use super::{AgentEnd, AgentRun, MAX_REFUSALS, Phase};
+use crate::runtime::{AgentEvent, FIRST_INPUT, PlanAnswer};
+use crate::teammate::{Outcome, PlanState, Teammate};
+use teamboard_protocol::transcript::EntryKind;
 
 impl AgentRun {
     pub(super) async fn on_event(

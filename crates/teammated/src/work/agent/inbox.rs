@@ -1,8 +1,13 @@
 //! What arrives for the teammate while its agent works: messages for the
 //! agent, plan decisions and shutdown requests for the runtime.
 
-use super::*;
+use super::{AgentEnd, AgentRun, Phase};
+use crate::error::Error;
+use crate::runtime::PlanAnswer;
+use crate::teammate::{Exit, PlanState, Teammate};
 use crate::teammate::{is_protocol, message_text, read_messages};
+use teamboard_protocol::transcript::EntryKind;
+use teamboard_protocol::{ClientError, Message, Work};
 
 impl AgentRun {
     pub(super) async fn on_woken(

@@ -46,18 +46,14 @@ pub(crate) use setup::setup;
 
 use crate::error::Error;
 use crate::member::MemberServer;
-use crate::runtime::{
-    Agent, AgentError, AgentEvent, AgentSpec, Brief, FIRST_INPUT, McpServer, PlanAnswer,
-    RuntimeKind,
-};
-use crate::teammate::{AskedToLeave, Exit, Intake, Outcome, PlanState, Teammate};
+use crate::runtime::{Agent, AgentError, AgentEvent, AgentSpec, FIRST_INPUT, McpServer};
+use crate::teammate::{AskedToLeave, Exit, Intake, Outcome, Teammate};
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
-use teamboard_protocol::member::MEMBER_SOCKET_ENV;
 use teamboard_protocol::transcript::EntryKind;
-use teamboard_protocol::{ClientError, MemberStatus, Message, TaskId, Work};
+use teamboard_protocol::{ClientError, MemberStatus, TaskId, Work};
 
 /// How long one `wait_for_work` parks while an agent works. Short, because the
 /// phase must await it before it ends; a message answers it at once anyway.

@@ -1,6 +1,9 @@
 //! How a held task is settled after an agent's phase.
 
-use super::*;
+use super::{AgentEnd, AgentRun, MAX_REFUSALS};
+use crate::error::Error;
+use crate::teammate::{Exit, Outcome, Teammate};
+use teamboard_protocol::transcript::EntryKind;
 
 impl AgentRun {
     /// Settles the held task after the phase. `Some(exit)` when the teammate

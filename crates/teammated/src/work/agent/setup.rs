@@ -1,6 +1,10 @@
 //! The agent runtime's setup, once per teammate.
 
-use super::*;
+use super::AgentRun;
+use crate::error::Error;
+use crate::member::MemberServer;
+use crate::runtime::{AgentSpec, McpServer, RuntimeKind};
+use teamboard_protocol::member::MEMBER_SOCKET_ENV;
 
 /// The agent runtime's work, from the configuration: `None` for the native
 /// runtime. Fails when the agent's program cannot be found, or the member

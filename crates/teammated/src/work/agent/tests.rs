@@ -8,6 +8,7 @@
 
 use super::*;
 use crate::config::{Config, RuntimeConfig};
+use crate::runtime::RuntimeKind;
 use teamboard_protocol::request::NewTask;
 use teamboard_protocol::{Client, MessageKind, TaskStatus};
 use teamboard_testkit::{InProc, PATIENCE, lead, workspace_bin};
