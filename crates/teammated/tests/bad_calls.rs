@@ -184,29 +184,32 @@ async fn the_mcp_server() -> Vec<String> {
             .expect("teamctl mcp starts");
         let mut stdin = child.stdin.take().expect("stdin");
         let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let mut ask = |id: usize, method: &str, params: Value| -> Value {
-            let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let mut send = |msg: Value| {
             writeln!(stdin, "{msg}").expect("written");
             stdin.flush().expect("flushed");
+        };
+        let mut answer = |id: usize| -> Value {
             let line = lines.next().expect("an answer").expect("a line");
             let answer: Value = serde_json::from_str(&line).expect("JSON");
             assert_eq!(answer["id"], id, "{answer}");
             answer["result"].clone()
         };
-        ask(
-            0,
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}),
+        send(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "test", "version": "0"},
+            }}),
         );
+        answer(0);
+        send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
         let told: Vec<String> = bad_calls()
             .into_iter()
             .enumerate()
             .map(|(i, (name, arguments))| {
-                let result = ask(
-                    i + 1,
-                    "tools/call",
-                    json!({"name": name, "arguments": arguments}),
-                );
+                let id = i + 1;
+                send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                    "params": {"name": name, "arguments": arguments}}));
+                let result = answer(id);
                 assert_eq!(result["isError"], true, "{name}: {result}");
                 result["content"][0]["text"]
                     .as_str()
@@ -214,7 +217,7 @@ async fn the_mcp_server() -> Vec<String> {
                     .to_string()
             })
             .collect();
-        drop(stdin);
+        drop(send);
         let _ = child.wait();
         told
     })

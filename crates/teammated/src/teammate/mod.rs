@@ -38,7 +38,7 @@ use crate::tools::LocalEnv;
 use crate::transcript::Transcript;
 use std::path::PathBuf;
 use teamboard_protocol::transcript::{EntryKind, transcript_path};
-use teamboard_protocol::{ClientError, LEAD, MemberStatus, MessageKind, TaskId, Work};
+use teamboard_protocol::{ClientError, LEAD, MemberStatus, MessageKind, RequestId, TaskId, Work};
 use tokio_util::sync::CancellationToken;
 
 /// Why a teammate ended on its own terms. Every one of these exits 0.
@@ -69,8 +69,6 @@ pub struct AskedToLeave {
     pub id: RequestId,
     pub from: String,
 }
-
-use teamboard_protocol::RequestId;
 
 /// Where the work takes what the board side hands it: a task just taken, the
 /// messages read for it. The native loop's context takes them at once; an agent
