@@ -17,10 +17,12 @@
 //! prompt names no task, so it stays the same from task to task and the provider
 //! can serve it from its prompt cache.
 
-use crate::llm::{self, Block, ChatMessage, CompletionRequest, LlmError, OnRetry, Provider, Role};
-use crate::prompts::SUMMARY_PROMPT;
+use crate::llm::{
+    self, Block, ChatMessage, CompletionRequest, LlmError, OnRetry, Provider, Role, estimate_tokens,
+};
+use crate::prompts::{SUMMARY_HEADING, SUMMARY_PROMPT};
 use std::path::Path;
-use teamboard_protocol::text::byte_prefix_with_ellipsis;
+use teamboard_protocol::text::{byte_prefix_with_ellipsis, fit_bytes_with_mark};
 use teamboard_protocol::{Task, TokenUsage};
 
 /// The facts that must survive compaction.
@@ -122,23 +124,24 @@ pub fn task_opening(how: &str, task: &Task) -> Vec<String> {
 
 /// The conversation and its budget.
 pub struct Context {
-    pub identity: Identity,
+    /// The system prompt: who the model is, never what it is working on.
+    system: String,
     pub messages: Vec<ChatMessage>,
     /// Estimated tokens above which [`Context::compact`] runs.
     pub budget: u64,
 }
 
 impl Context {
-    pub fn new(identity: Identity, budget: u64) -> Context {
+    pub fn new(identity: &Identity, budget: u64) -> Context {
         Context {
-            identity,
+            system: system_prompt(identity),
             messages: Vec::new(),
             budget,
         }
     }
 
-    pub fn system(&self) -> String {
-        system_prompt(&self.identity)
+    pub fn system(&self) -> &str {
+        &self.system
     }
 
     /// Adds text from the runtime (a task, a message). Consecutive user content is
@@ -150,17 +153,11 @@ impl Context {
         }
     }
 
-    /// Makes `task` the one the teammate holds and adds `opening` (see
-    /// [`task_opening`]) to the conversation. `afresh` drops the conversation
-    /// first, so the model starts from the system prompt and the task alone; what
-    /// was dropped is returned, for the caller to archive.
-    pub fn begin_task(
-        &mut self,
-        task: &Task,
-        opening: &[String],
-        afresh: bool,
-    ) -> Vec<ChatMessage> {
-        self.identity.task = Some((task.id, task.subject.clone(), task.description.clone()));
+    /// Adds `opening`, the text of a task just taken (see [`task_opening`]), to
+    /// the conversation. `afresh` drops the conversation first, so the model
+    /// starts from the system prompt and the task alone; what was dropped is
+    /// returned, for the caller to archive.
+    pub fn open_task(&mut self, opening: &[String], afresh: bool) -> Vec<ChatMessage> {
         let before = if afresh {
             std::mem::take(&mut self.messages)
         } else {
@@ -194,7 +191,7 @@ impl Context {
     }
 
     pub fn estimate(&self) -> u64 {
-        llm::estimate_request(&self.system(), &self.messages)
+        llm::estimate_request(&self.system, &self.messages)
     }
 
     pub fn over_budget(&self) -> bool {
@@ -222,71 +219,104 @@ impl Context {
     }
 
     /// Shrinks the conversation: saves it to `archive`, summarises the older part with
-    /// `provider`, and starts the new conversation with the identity and the summary.
-    /// `on_retry` hears of the summary call's retries.
+    /// `provider`, and starts the new conversation with `identity`'s block and the
+    /// summary. `on_retry` hears of the summary call's retries.
+    ///
+    /// Invariant: the conversation never grows. The summary gets the room that
+    /// the identity and the part kept leave under the size before, and is cut to
+    /// it. With no room left (the identity alone is as big as the older part)
+    /// nothing is summarised, nor asked for: the biggest blocks are shortened
+    /// instead, and if that gains nothing either, the conversation stays as it
+    /// was ([`CompactError::NoGain`]).
     pub async fn compact(
         &mut self,
         provider: &Provider,
         archive: &Path,
+        identity: &Identity,
         on_retry: Option<OnRetry<'_>>,
     ) -> Result<Compacted, CompactError> {
-        save_archive(archive, &self.system(), &self.messages)?;
-        let Some(cut) = self.split_point() else {
-            // One huge turn (a giant tool result): nothing can be summarised without
-            // cutting a tool exchange, so shorten the biggest blocks instead.
-            shorten_large_blocks(&mut self.messages, self.budget);
-            let put_back = self.identity.block();
-            self.put_identity_first(&put_back);
+        save_archive(archive, &self.system, &self.messages)?;
+        let put_back = identity.block();
+        let heading = format!(
+            "{put_back}\n\n{SUMMARY_HEADING} (saved in full at {}):\n",
+            archive.display()
+        );
+        let frame = size(&[ChatMessage::user_text(heading.as_str())]);
+        let before = size(&self.messages);
+        // The part kept verbatim, with any block too big for the budget on its
+        // own shortened; and the room that leaves the summary under `before`.
+        let kept = |cut: usize| {
+            let mut recent = self.messages[cut..].to_vec();
+            if estimate_tokens(&self.system) + frame + size(&recent) > self.budget {
+                shorten_large_blocks(&mut recent, self.budget);
+            }
+            let room = before.saturating_sub(frame + size(&recent) + 1);
+            (cut, recent, room)
+        };
+        let Some((cut, recent, room)) = self
+            .split_point()
+            .map(kept)
+            .filter(|(_, _, room)| *room > 0)
+        else {
+            // One huge turn (a giant tool result), or an older part smaller than
+            // the identity: nothing can be summarised into less, so shorten the
+            // biggest blocks instead.
+            let mut messages = self.messages.clone();
+            shorten_large_blocks(&mut messages, self.budget);
+            put_identity_first(&mut messages, &put_back);
+            if size(&messages) >= before {
+                return Err(CompactError::NoGain);
+            }
+            self.messages = messages;
             return Ok(Compacted {
                 summarised: 0,
                 usage: TokenUsage::default(),
                 put_back,
             });
         };
-        let older = &self.messages[..cut];
-        let (summary, usage) = summarise(provider, older, on_retry).await?;
-        let recent = self.messages.split_off(cut);
-        let summarised = self.messages.len();
-        let head = format!(
-            "{}\n\nSummary of the earlier part of this conversation (saved in full at {}):\n{}",
-            self.identity.block(),
-            archive.display(),
-            summary
-        );
+        let (summary, usage) = summarise(provider, &self.messages[..cut], on_retry).await?;
+        // A token is estimated as four bytes: this many bytes take at most `room`.
+        let summary =
+            fit_bytes_with_mark(&summary, usize::try_from(room * 4).unwrap_or(usize::MAX));
+        let head = heading + &summary;
         // `cut` points at an assistant turn, so the head is the user turn before it.
-        self.messages = vec![ChatMessage::user_text(head.clone())];
-        self.messages.extend(recent);
-        if self.over_budget() {
-            // What is kept holds a block too big for the budget on its own.
-            shorten_large_blocks(&mut self.messages[1..], self.budget);
-        }
+        self.messages = std::iter::once(ChatMessage::user_text(head.clone()))
+            .chain(recent)
+            .collect();
+        let summarised = cut;
         Ok(Compacted {
             summarised,
             usage,
             put_back: head,
         })
     }
+}
 
-    fn put_identity_first(&mut self, block: &str) {
-        let block = Block::text(block);
-        match self.messages.first_mut() {
-            Some(first) if first.role == Role::User => {
-                // Tool results must lead their turn; the identity goes after them.
-                let at = first
-                    .content
-                    .iter()
-                    .take_while(|b| matches!(b, Block::ToolResult { .. }))
-                    .count();
-                first.content.insert(at, block);
-            }
-            _ => self.messages.insert(
-                0,
-                ChatMessage {
-                    role: Role::User,
-                    content: vec![block],
-                },
-            ),
+/// The estimated tokens of `messages` without a system prompt.
+fn size(messages: &[ChatMessage]) -> u64 {
+    llm::estimate_request("", messages)
+}
+
+/// Puts the identity block at the start of the conversation.
+fn put_identity_first(messages: &mut Vec<ChatMessage>, block: &str) {
+    let block = Block::text(block);
+    match messages.first_mut() {
+        Some(first) if first.role == Role::User => {
+            // Tool results must lead their turn; the identity goes after them.
+            let at = first
+                .content
+                .iter()
+                .take_while(|b| matches!(b, Block::ToolResult { .. }))
+                .count();
+            first.content.insert(at, block);
         }
+        _ => messages.insert(
+            0,
+            ChatMessage {
+                role: Role::User,
+                content: vec![block],
+            },
+        ),
     }
 }
 
@@ -312,6 +342,8 @@ pub enum CompactError {
     },
     #[error("the model could not summarise the conversation: {0}")]
     Summary(#[from] LlmError),
+    #[error("nothing to gain: the identity alone takes as much room as what it would replace")]
+    NoGain,
 }
 
 /// Saves a conversation as compaction does: the system prompt and every message,
@@ -461,7 +493,7 @@ mod tests {
 
     #[test]
     fn the_cut_never_separates_a_tool_use_from_its_result() {
-        let mut ctx = Context::new(identity(), 2_000);
+        let mut ctx = Context::new(&identity(), 2_000);
         ctx.push_user_text("[Auto-claimed task #7] refactor auth");
         for n in 0..10 {
             tool_round(&mut ctx, n, 400);
@@ -485,7 +517,7 @@ mod tests {
     async fn compaction_saves_everything_summarises_and_puts_identity_back() {
         let dir = tempfile::tempdir().unwrap();
         let archive = dir.path().join("a/context.json");
-        let mut ctx = Context::new(identity(), 3_000);
+        let mut ctx = Context::new(&identity(), 3_000);
         ctx.push_user_text("[Auto-claimed task #7] refactor auth\nmove auth behind a trait");
         for n in 0..8 {
             tool_round(&mut ctx, n, 2_000);
@@ -497,7 +529,10 @@ mod tests {
         assert!(ctx.over_budget());
         let before = ctx.messages.clone();
         let provider = Provider::Scripted(Scripted::default());
-        let done = ctx.compact(&provider, &archive, None).await.unwrap();
+        let done = ctx
+            .compact(&provider, &archive, &identity(), None)
+            .await
+            .unwrap();
         assert!(done.summarised > 0);
         assert!(done.usage.total() > 0, "the summary's tokens are counted");
         assert!(!ctx.over_budget(), "{} > {}", ctx.estimate(), ctx.budget);
@@ -528,18 +563,77 @@ mod tests {
     #[tokio::test]
     async fn one_giant_turn_is_shortened_rather_than_split() {
         let dir = tempfile::tempdir().unwrap();
-        let mut ctx = Context::new(identity(), 2_000);
+        let mut ctx = Context::new(&identity(), 2_000);
         ctx.push_user_text("[Auto-claimed task #7] refactor auth");
         tool_round(&mut ctx, 0, 100_000);
         let provider = Provider::Scripted(Scripted::default());
         let done = ctx
-            .compact(&provider, &dir.path().join("c.json"), None)
+            .compact(&provider, &dir.path().join("c.json"), &identity(), None)
             .await
             .unwrap();
         assert!(ctx.estimate() < 10_000, "{}", ctx.estimate());
         assert_pairs_intact(&ctx.messages);
         assert!(ctx.messages[0].joined_text().contains("<identity>"));
-        assert!(done.put_back.starts_with(&ctx.identity.block()));
+        assert!(done.put_back.starts_with(&identity().block()));
+    }
+
+    /// A model that answers every summary request with `summary`.
+    fn summariser(summary: &str) -> (Provider, teamboard_testkit::mock_llm::MockLlm) {
+        use teamboard_testkit::mock_llm::{MockLlm, MockReply};
+        let mock = MockLlm::start_with_fallback(vec![], MockReply::anthropic_text(summary));
+        let dir = std::path::Path::new("/nonexistent");
+        let mut cfg = crate::config::Config::for_tests_in(dir).provider;
+        cfg.kind = crate::config::ProviderKind::Anthropic;
+        cfg.base_url = Some(mock.url());
+        cfg.api_key = Some("k".into());
+        (llm::build(&cfg).expect("a provider"), mock)
+    }
+
+    #[tokio::test]
+    async fn a_summary_longer_than_what_it_replaces_is_cut_to_fit() {
+        let dir = tempfile::tempdir().unwrap();
+        let (provider, _mock) = summariser(&"the work went on at length. ".repeat(200));
+        let mut ctx = Context::new(&identity(), 1_000);
+        ctx.push_user_text("[Auto-claimed task #7] refactor auth");
+        for n in 0..12 {
+            tool_round(&mut ctx, n, 300);
+        }
+        assert!(ctx.over_budget());
+        let before = ctx.estimate();
+        let done = ctx
+            .compact(&provider, &dir.path().join("c.json"), &identity(), None)
+            .await
+            .unwrap();
+        assert!(done.summarised > 0);
+        assert!(ctx.estimate() < before, "{before} -> {}", ctx.estimate());
+        assert!(ctx.messages[0].joined_text().contains("the work went on"));
+        assert_pairs_intact(&ctx.messages);
+    }
+
+    #[tokio::test]
+    async fn a_compaction_with_nothing_to_gain_leaves_the_conversation_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let (provider, mock) = summariser("short");
+        // The identity repeats a long description; the part before the cut is
+        // smaller than the identity alone.
+        let mut id = identity();
+        id.task = Some((7, "refactor auth".into(), "x".repeat(3_000)));
+        let mut ctx = Context::new(&id, 1_000);
+        ctx.push_user_text("[Auto-claimed task #7] refactor auth");
+        for n in 0..3 {
+            tool_round(&mut ctx, n, 400);
+        }
+        let before = ctx.messages.clone();
+        let compacted = ctx
+            .compact(&provider, &dir.path().join("c.json"), &id, None)
+            .await;
+        assert!(compacted.is_err(), "{compacted:?}");
+        assert_eq!(ctx.messages, before);
+        assert_eq!(
+            mock.calls(),
+            0,
+            "no summary is asked for that could not be used"
+        );
     }
 
     fn task(id: u64, handoff: Option<&str>) -> Task {
@@ -599,14 +693,14 @@ mod tests {
 
     #[test]
     fn a_new_task_starts_afresh_with_identity_task_and_note_only() {
-        let mut ctx = Context::new(identity(), 100_000);
+        let mut ctx = Context::new(&identity(), 100_000);
         ctx.push_user_text("[Auto-claimed task #7] refactor auth");
         tool_round(&mut ctx, 0, 100);
         ctx.push_assistant(vec![Block::text("done")]);
         let before = ctx.messages.clone();
         let next = task(8, Some("lexer done"));
         let opening = task_opening("Auto-claimed", &next);
-        let dropped = ctx.begin_task(&next, &opening, true);
+        let dropped = ctx.open_task(&opening, true);
         assert_eq!(
             dropped, before,
             "what was dropped is handed back to be saved"
@@ -618,10 +712,6 @@ mod tests {
             vec![Block::text(&opening[0]), Block::text(&opening[1])]
         );
         assert!(!ctx.messages[0].joined_text().contains("refactor auth"));
-        assert_eq!(
-            ctx.identity.task,
-            Some((8, "add the parser".into(), "in src/parse.rs".into()))
-        );
         // The system prompt says who the teammate is and names no task, so it is
         // the same for every task.
         let system = ctx.system();
@@ -631,12 +721,12 @@ mod tests {
 
     #[test]
     fn carrying_the_context_keeps_the_conversation_and_adds_the_task() {
-        let mut ctx = Context::new(identity(), 100_000);
+        let mut ctx = Context::new(&identity(), 100_000);
         ctx.push_user_text("[Auto-claimed task #7] refactor auth");
         ctx.push_assistant(vec![Block::text("done")]);
         let before = ctx.messages.clone();
         let next = task(8, Some("lexer done"));
-        let dropped = ctx.begin_task(&next, &task_opening("Auto-claimed", &next), false);
+        let dropped = ctx.open_task(&task_opening("Auto-claimed", &next), false);
         assert!(dropped.is_empty());
         assert_eq!(&ctx.messages[..2], &before[..]);
         assert_eq!(ctx.messages.len(), 3);

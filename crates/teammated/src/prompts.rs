@@ -6,6 +6,17 @@ pub(crate) const SUMMARY_PROMPT: &str = "Summarise the work log above for yourse
      continue the work without it: what the task is, what has been done, what was found, \
      which files changed, and what is left. Be concise and concrete.";
 
+/// What a teammate is told with a task that needs a plan. The scripted model
+/// looks for it.
+pub(crate) const PLAN_FIRST: &str = "[Runtime] This task needs a plan approved by the lead before \
+     you change anything: bash, write_file and edit_file stay closed until then. Look \
+     around with read_file and glob, then call submit_plan with your plan; it waits for \
+     the lead's decision.";
+
+/// The heading of a compaction's summary, after the identity block that opens the
+/// compacted conversation. The scripted model reads no task from what follows it.
+pub(crate) const SUMMARY_HEADING: &str = "Summary of the earlier part of this conversation";
+
 /// What the lead runtime writes in front of each kind of team event it puts into the
 /// lead's context. The scripted lead reads them back.
 pub(crate) mod lead {

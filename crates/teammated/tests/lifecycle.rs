@@ -452,3 +452,54 @@ fn a_context_budget_too_small_is_refused_from_the_flag_and_the_environment_alike
         format!("teammated: TEAMMATE_CONTEXT_BUDGET=300: {why}")
     );
 }
+
+/// A task of eight blocks on the smallest context budget: the conversation is
+/// compacted half way, and the scripted model goes on with the blocks it has
+/// not run, once each, rather than forget them; and no compaction makes the
+/// context larger than it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scripted_teammate_compacted_half_way_runs_every_block_once() {
+    let mut board = Board::start(TEAMMATED).await;
+    let alice = board.spawn("alice", "dev", &["--context-budget", "1000"]);
+    board.wait_idle("alice").await;
+    let blocks: String = (1..=8)
+        .map(|n| {
+            format!("Step {n}.\n```sh\necho step-{n} >> steps.txt; printf 'step-{n} done %0300d\\n' 0\n```\n")
+        })
+        .collect();
+    let t = board.add("eight steps", &blocks, &[]).await;
+    board.wait_done(&[t.id]).await;
+    let done = board.task(t.id).await;
+    assert_eq!(done.status, TaskStatus::Completed, "{}", alice.log_text());
+    let result = done.result.unwrap_or_default();
+    assert!(result.contains("step-8 done 000"), "{result}");
+    let steps =
+        std::fs::read_to_string(board.workdir("alice").join("steps.txt")).unwrap_or_default();
+    let want: Vec<String> = (1..=8).map(|n| format!("step-{n}")).collect();
+    assert_eq!(
+        steps.lines().collect::<Vec<_>>(),
+        want,
+        "{}",
+        board.transcript("alice")
+    );
+    let transcript = board.transcript("alice");
+    let compactions: Vec<(u64, u64)> = transcript
+        .lines()
+        .filter_map(|l| {
+            let text = l.split("compacted: ").nth(1)?;
+            let sizes = text.split("about ").nth(1)?;
+            let (before, rest) = sizes.split_once(" -> ")?;
+            let after = rest.split_whitespace().next()?;
+            Some((before.parse().ok()?, after.parse().ok()?))
+        })
+        .collect();
+    assert!(!compactions.is_empty(), "no compaction: {transcript}");
+    for (before, after) in compactions {
+        assert!(
+            after < before,
+            "a compaction grew the context: {before} -> {after}"
+        );
+    }
+    drop(alice);
+    board.stop().await;
+}

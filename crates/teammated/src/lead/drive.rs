@@ -13,13 +13,16 @@
 use super::LeadConfig;
 use super::console::{self, Command};
 use super::ledger::{Cause, usage_path};
-use super::turn::{Lead, TurnError, say};
+use super::settled::{settled, stuck_behind};
+use super::turn::{Lead, TurnError, lead_identity, say};
 use super::unstaffed::{Unstaffed, tick};
-use crate::context::{Context, Identity};
+use crate::context::Context;
 use crate::llm::{self, LlmError, Probe};
+use crate::model_loop::ModelLoop;
 use crate::transcript::Transcript;
 use std::sync::Arc;
 use std::time::Duration;
+use teamboard_protocol::board_call::Front;
 use teamboard_protocol::transcript::{EntryKind, transcript_path};
 use teamboard_protocol::{Client, ClientError, Event, EventKind, LEAD, Task, TaskStatus};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
@@ -87,14 +90,6 @@ where
     let client = Client::connect(&cfg.socket, "teammated-lead", LEAD, &cfg.team).await?;
     // Before anything happens, so that no event of this session is missed.
     client.subscribe().await?;
-    let identity = Identity {
-        name: LEAD.to_string(),
-        role: LEAD.to_string(),
-        team: cfg.team.clone(),
-        task: None,
-        worktree: None,
-        lead: true,
-    };
     let mut transcript = Transcript::open(transcript_path(&cfg.state_dir, &cfg.team, LEAD));
     transcript.write(
         EntryKind::Lifecycle,
@@ -108,8 +103,14 @@ where
             cfg.context_budget
         ),
     );
-    let ctx = Context::new(identity, cfg.context_budget);
-    let lead = Lead::new(cfg, Arc::new(client), provider, ctx, transcript);
+    let model = ModelLoop::new(
+        Context::new(&lead_identity(&cfg.team), cfg.context_budget),
+        provider,
+        Front::Lead.specs(),
+        cfg.provider.max_tokens,
+        teamboard_protocol::transcript::teammate_dir(&cfg.state_dir, &cfg.team, LEAD),
+    );
+    let lead = Lead::new(cfg, Arc::new(client), model, transcript);
     let (lines_tx, lines) = mpsc::unbounded_channel();
     let reader = tokio::spawn(read_lines(input, lines_tx));
     let mut driver = Driver {
@@ -119,21 +120,17 @@ where
         cancel,
         summarised: None,
     };
-    let outcome = match driver.lead.cfg.goal.clone() {
+    let outcome = match driver.lead.desk.cfg.goal.clone() {
         Some(goal) => driver.with_goal(&goal).await,
         None => driver.interactive().await,
     };
     reader.abort();
     let lead = &mut driver.lead;
-    lead.ledger
-        .save(&usage_path(&lead.cfg.state_dir, &lead.cfg.team));
-    let line = lead.ledger.line();
-    lead.log(
-        EntryKind::Lifecycle,
-        None,
-        false,
-        &format!("lead stopped; {line}"),
-    );
+    lead.desk
+        .ledger
+        .save(&usage_path(&lead.desk.cfg.state_dir, &lead.desk.cfg.team));
+    let line = lead.desk.ledger.line();
+    lead.log(EntryKind::Lifecycle, &format!("lead stopped; {line}"));
     // The count closes the conversation with the person, on stdout, as the
     // outcome's line after it does.
     say(&line);
@@ -201,7 +198,7 @@ enum Wake {
 
 impl Driver {
     async fn next(&mut self, with_lines: bool) -> Wake {
-        let client = self.lead.client.clone();
+        let client = self.lead.desk.client.clone();
         tokio::select! {
             _ = self.cancel.cancelled() => Wake::Cancelled,
             line = self.lines.recv(), if with_lines => Wake::Line(line),
@@ -234,7 +231,9 @@ impl Driver {
         };
         match turn {
             Ok(_) => Ok(()),
-            Err(TurnError::Llm(e)) if !e.is_configuration() && self.lead.cfg.goal.is_none() => {
+            Err(TurnError::Llm(e))
+                if !e.is_configuration() && self.lead.desk.cfg.goal.is_none() =>
+            {
                 say(&format!(
                     "(the model call failed: {e}; say something to try again)"
                 ));
@@ -247,8 +246,8 @@ impl Driver {
     async fn interactive(&mut self) -> Result<Outcome, LeadError> {
         say(&format!(
             "teamboard lead, team '{}', provider {}. Tell me what you want done.\n{}",
-            self.lead.cfg.team,
-            self.lead.provider.describe(),
+            self.lead.desk.cfg.team,
+            self.lead.model.provider().describe(),
             console::HELP
         ));
         self.show_prompt();
@@ -260,7 +259,9 @@ impl Driver {
                     let line = line.trim();
                     match console::parse(line) {
                         Some(Command::Quit) => return Ok(Outcome::Quit),
-                        Some(command) => say(&console::answer(&self.lead.client, &command).await),
+                        Some(command) => {
+                            say(&console::answer(&self.lead.desk.client, &command).await)
+                        }
                         None if line.is_empty() => {}
                         None => self.person_turn(line).await?,
                     }
@@ -286,7 +287,7 @@ impl Driver {
             say(&format!("person: {goal}"));
         }
         self.person_turn(goal).await?;
-        if !self.lead.cfg.yes {
+        if !self.lead.desk.cfg.yes {
             say("Type \"start\" to put the plan on the board, or say what to change.");
             loop {
                 self.show_prompt();
@@ -314,7 +315,7 @@ impl Driver {
         if self.cancel.is_cancelled() {
             return Ok(Outcome::Interrupted);
         }
-        if self.lead.client.list_tasks(None).await?.is_empty() {
+        if self.lead.desk.client.list_tasks(None).await?.is_empty() {
             return Ok(Outcome::NotStarted(
                 "the lead put no task on the board".to_string(),
             ));
@@ -323,11 +324,12 @@ impl Driver {
         if let Some(done) = self.check_done().await? {
             return Ok(done);
         }
-        let mut unstaffed = self.lead.cfg.give_up_after.map(Unstaffed::new);
+        let mut unstaffed = self.lead.desk.cfg.give_up_after.map(Unstaffed::new);
         // Never polled without a grace; finite all the same, since an Instant
         // plus Duration::MAX panics.
         let every = self
             .lead
+            .desk
             .cfg
             .give_up_after
             .map_or(Duration::from_secs(3600), tick);
@@ -340,8 +342,8 @@ impl Driver {
             };
             let Some(wake) = wake else {
                 if let Some(u) = unstaffed.as_mut() {
-                    let tasks = self.lead.client.list_tasks(None).await?;
-                    let team = self.lead.client.team().await?;
+                    let tasks = self.lead.desk.client.list_tasks(None).await?;
+                    let team = self.lead.desk.client.team().await?;
                     if let Some(why) = u.observe(std::time::Instant::now(), &tasks, &team) {
                         say(&format!("  · giving up: {why}"));
                         return Ok(Outcome::GaveUp(why));
@@ -356,7 +358,7 @@ impl Driver {
                 Wake::Event(Some(e)) => {
                     self.on_event(&e).await?;
                     if self.summarised.is_some() {
-                        let tasks = self.lead.client.list_tasks(None).await?;
+                        let tasks = self.lead.desk.client.list_tasks(None).await?;
                         return Ok(done_outcome(&tasks));
                     }
                 }
@@ -366,18 +368,18 @@ impl Driver {
 
     /// Handles one event. Returns whether anything was printed.
     async fn on_event(&mut self, e: &Event) -> Result<bool, LeadError> {
-        if e.team != self.lead.cfg.team {
+        if e.team != self.lead.desk.cfg.team {
             return Ok(false);
         }
         match e.kind {
             EventKind::MessageSent if e.member.as_deref() == Some(LEAD) => {
                 self.lead.read_inbox().await?;
-                if self.lead.pending.needs_decision() {
+                if self.lead.desk.pending.needs_decision() {
                     self.lead.deliver(true).await?;
                     self.run_turn(Cause::Coordination).await?;
                     return Ok(true);
                 }
-                if self.lead.pending.has_news() {
+                if self.lead.desk.pending.has_news() {
                     self.lead.deliver(true).await?;
                     return Ok(true);
                 }
@@ -399,7 +401,7 @@ impl Driver {
     /// its task must not make a done board undone (a second summary of the same
     /// work, in a team that should be quiet).
     async fn check_done(&mut self) -> Result<Option<Outcome>, LeadError> {
-        let tasks = self.lead.client.list_tasks(None).await?;
+        let tasks = self.lead.desk.client.list_tasks(None).await?;
         if tasks.is_empty() || !settled(&tasks) {
             return Ok(None);
         }
@@ -438,46 +440,6 @@ impl Ended {
             epoch: t.epoch,
         }
     }
-}
-
-pub(super) fn ended(t: &Task) -> bool {
-    matches!(
-        t.status,
-        TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled
-    )
-}
-
-/// Whether every task has ended or can never start. A pending task behind a
-/// blocker that failed or was cancelled (directly or further up) waits for a
-/// `retry_task` that only a person gives: counting it as open would keep
-/// `--goal` waiting for ever.
-fn settled(tasks: &[Task]) -> bool {
-    tasks
-        .iter()
-        .all(|t| ended(t) || stuck_behind(tasks, t).is_some())
-}
-
-/// The failed or cancelled task that keeps pending task `t` from ever
-/// starting, if one does.
-pub(super) fn stuck_behind<'a>(tasks: &'a [Task], t: &Task) -> Option<&'a Task> {
-    let by_id: std::collections::HashMap<u64, &Task> = tasks.iter().map(|t| (t.id, t)).collect();
-    let mut todo: Vec<u64> = t.blocked_by.clone();
-    let mut seen = std::collections::HashSet::new();
-    if t.status != TaskStatus::Pending {
-        return None;
-    }
-    while let Some(id) = todo.pop() {
-        if !seen.insert(id) {
-            continue;
-        }
-        let Some(b) = by_id.get(&id) else { continue };
-        match b.status {
-            TaskStatus::Failed | TaskStatus::Cancelled => return Some(b),
-            TaskStatus::Pending => todo.extend(b.blocked_by.iter().copied()),
-            _ => {}
-        }
-    }
-    None
 }
 
 fn done_outcome(tasks: &[Task]) -> Outcome {

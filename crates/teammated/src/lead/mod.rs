@@ -17,15 +17,15 @@
 //!
 //! Data flows one way: [`drive`] reads the person and the board and decides when a
 //! turn runs; [`turn`] runs the model with [`tools`]; [`events`] turns inbox messages
-//! into context text; the leaves ([`specs`], [`spawn`], [`ledger`], [`console`]) call
+//! into context text; the leaves ([`spawn`], [`ledger`], [`console`]) call
 //! nothing back.
 
 mod console;
 mod drive;
 mod events;
 pub mod ledger;
+mod settled;
 mod spawn;
-pub mod specs;
 mod tools;
 mod turn;
 mod unstaffed;
@@ -76,4 +76,38 @@ pub struct LeadConfig {
     pub max_rounds: u32,
     /// Estimated context tokens before older turns are summarised.
     pub context_budget: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use teamboard_protocol::board_call::Front;
+
+    #[test]
+    #[ignore = "a helper for updating docs/lead.md, not a check"]
+    fn print_tool_schemas() {
+        for s in Front::Lead.specs() {
+            let pretty = serde_json::to_string_pretty(&s.input_schema).unwrap();
+            println!(
+                "### `{}`\n\n{}\n\n```json\n{pretty}\n```\n",
+                s.name, s.description
+            );
+        }
+    }
+
+    /// `docs/lead.md` must show every schema exactly as the model receives it.
+    #[test]
+    fn docs_show_every_schema() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/lead.md");
+        let doc = std::fs::read_to_string(path).unwrap_or_default();
+        for s in Front::Lead.specs() {
+            let pretty = serde_json::to_string_pretty(&s.input_schema).unwrap();
+            let block = format!("```json\n{pretty}\n```");
+            assert!(
+                doc.contains(&format!("### `{}`", s.name)) && doc.contains(&block),
+                "docs/lead.md does not show the current schema of {}; it should contain:\n### `{}`\n\n{block}",
+                s.name,
+                s.name
+            );
+        }
+    }
 }

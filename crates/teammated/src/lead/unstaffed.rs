@@ -16,7 +16,7 @@
 //! teammate that restarts (systemd, a reconnect after boardd restarted) is away
 //! for a moment, and a freshly spawned one needs a moment to join.
 
-use super::drive::{ended, stuck_behind};
+use super::settled::{ended, stuck_behind};
 use std::time::{Duration, Instant};
 use teamboard_protocol::{LEAD, Member, Task};
 

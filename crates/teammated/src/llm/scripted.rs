@@ -26,17 +26,24 @@
 //!
 //! With no task in hand (it was woken by a message) it answers that it has nothing to
 //! do, which ends the work phase. Offered the lead's tools, it is the scripted lead
-//! instead ([`super::scripted_lead`]). Asked for a summary (compaction), it lists
-//! the first line of every earlier entry. Token use is estimated from the text sizes.
+//! instead ([`super::scripted_lead`]). Token use is estimated from the text sizes.
+//!
+//! Asked for a summary (compaction), it says how far the script of the task in
+//! hand has got ([`PROGRESS`]), in one line. After a compaction it reads the task
+//! from the identity block the runtime puts back, and that line tells it which
+//! steps are behind it: it goes on with the next one, as a real model goes on
+//! from its summary. (Trap: the summary is not a source of the task. A summary
+//! that quotes the task's claim line would be taken for the task, with the
+//! summary's text as its description.) The result then carries the output of
+//! the steps run since the last compaction.
 
 use super::chat::{
     Block, ChatMessage, Completion, CompletionRequest, Role, StopReason, estimate_request,
 };
 use super::error::LlmError;
-use crate::prompts::SUMMARY_PROMPT;
+use crate::prompts::{SUMMARY_HEADING, SUMMARY_PROMPT};
 use crate::tools::shell;
 use teamboard_protocol::TokenUsage;
-use teamboard_protocol::text::byte_prefix_with_ellipsis;
 
 /// A tool only the lead has: a request that offers it is the lead's.
 const LEAD_ONLY_TOOL: &str = "spawn_teammate";
@@ -45,11 +52,18 @@ const LEAD_ONLY_TOOL: &str = "spawn_teammate";
 const TASK_MARKERS: [&str; 3] = ["[Auto-claimed task #", "[Claimed task #", "[Current task #"];
 
 /// The start of the runtime's note under a task that needs a plan
-/// (`teammate::PLAN_FIRST`).
+/// (`prompts::PLAN_FIRST`).
 const PLAN_MARKER: &str = "[Runtime] This task needs a plan approved by the lead";
 
 /// What the runtime says when the lead asks a working teammate to shut down.
 const SHUTDOWN_MARKER: &str = "asks you to shut down (request ";
+
+/// What a scripted summary says of the task in hand:
+/// `scripted progress: task #7 had 3 step(s) of its script taken`.
+const PROGRESS: &str = "scripted progress: task #";
+
+/// The claim lines among [`TASK_MARKERS`]: a new task, whose script starts over.
+const CLAIM_MARKERS: [&str; 2] = ["[Auto-claimed task #", "[Claimed task #"];
 
 #[derive(Debug, Default)]
 pub struct Scripted {}
@@ -115,6 +129,9 @@ fn find_task(messages: &[ChatMessage]) -> Option<TaskInContext> {
                 Block::ToolResult { content, .. } => content,
                 Block::ToolUse { .. } => continue,
             };
+            // A compaction's summary speaks of the task; the identity above it
+            // holds the task itself.
+            let text = text.split(SUMMARY_HEADING).next().unwrap_or_default();
             for marker in TASK_MARKERS {
                 if let Some(pos) = text.rfind(marker) {
                     let rest = &text[pos + marker.len()..];
@@ -205,10 +222,20 @@ fn next_step(messages: &[ChatMessage]) -> Vec<Block> {
         )];
     };
     let after = &messages[task.at..];
+    // The steps taken before the last compaction, which its summary counted.
+    let earlier = after
+        .iter()
+        .flat_map(|m| m.content.iter())
+        .rev()
+        .find_map(|b| match b {
+            Block::Text { text } => progress_of(text, task.id),
+            _ => None,
+        })
+        .unwrap_or(0);
     let mut finished = false;
     let mut bash_ids = Vec::new();
     let mut plan_ids = Vec::new();
-    // The bash and complete_task calls so far: the steps taken, in order.
+    // The bash and complete_task calls since: the steps taken, in order.
     let mut taken: Vec<(&str, &str)> = Vec::new();
     for b in after.iter().flat_map(|m| &m.content) {
         if let Block::ToolUse { id, name, .. } = b {
@@ -225,10 +252,16 @@ fn next_step(messages: &[ChatMessage]) -> Vec<Block> {
         }
     }
     let script = steps(&task.description);
+    let step = earlier + taken.len();
+    // The commands among the steps the summary counted.
+    let ran_before = script[..earlier.min(script.len())]
+        .iter()
+        .filter(|s| matches!(s, Step::Run(_)))
+        .count();
     // A completion ends the script, unless boardd refused it and steps are left.
     if let Some(("complete_task", id)) = taken.last() {
         let refused = result_of(after, id).is_some_and(|(_, is_error)| is_error);
-        finished |= !refused || taken.len() >= script.len();
+        finished |= !refused || step >= script.len();
     }
     if finished {
         return vec![Block::text(format!("Task #{} is reported.", task.id))];
@@ -237,7 +270,7 @@ fn next_step(messages: &[ChatMessage]) -> Vec<Block> {
     if asked_to_leave(after) {
         let note = format!(
             "scripted: ran {} of {} commands of #{} before the shutdown",
-            bash_ids.len(),
+            ran_before + bash_ids.len(),
             blocks.len(),
             task.id
         );
@@ -285,7 +318,7 @@ fn next_step(messages: &[ChatMessage]) -> Vec<Block> {
         .filter_map(|id| result_of(after, id))
         .collect();
     if let Some((output, true)) = outputs.last() {
-        let n = outputs.len();
+        let n = ran_before + outputs.len();
         let code = shell::exit_code_of(output)
             .map(|c| format!("exited with code {c}"))
             .unwrap_or_else(|| "failed".to_string());
@@ -296,12 +329,12 @@ fn next_step(messages: &[ChatMessage]) -> Vec<Block> {
             }),
         )];
     }
-    let result = match script.get(taken.len()) {
+    let result = match script.get(step) {
         Some(Step::Run(command)) => {
             return vec![
                 Block::text(format!(
                     "Running command {} of {} for task #{}.",
-                    outputs.len() + 1,
+                    ran_before + outputs.len() + 1,
                     blocks.len(),
                     task.id
                 )),
@@ -309,7 +342,7 @@ fn next_step(messages: &[ChatMessage]) -> Vec<Block> {
             ];
         }
         Some(Step::Complete(result)) if !result.is_empty() => result.clone(),
-        _ => output_result(&outputs, !blocks.is_empty()),
+        _ => output_result(&outputs, ran_before, !blocks.is_empty()),
     };
     vec![call(
         "complete_task",
@@ -317,9 +350,9 @@ fn next_step(messages: &[ChatMessage]) -> Vec<Block> {
     )]
 }
 
-/// The result of a task whose commands gave `outputs` so far: their output, or
-/// what ran.
-fn output_result(outputs: &[(String, bool)], has_commands: bool) -> String {
+/// The result of a task whose commands gave `outputs` since the last compaction
+/// (after `ran_before` others): their output, or what ran.
+fn output_result(outputs: &[(String, bool)], ran_before: usize, has_commands: bool) -> String {
     let result: Vec<&str> = outputs
         .iter()
         .map(|(o, _)| shell::strip_trailer(o).trim_end())
@@ -328,7 +361,7 @@ fn output_result(outputs: &[(String, bool)], has_commands: bool) -> String {
     if !has_commands {
         "The task has no ```sh blocks, so there was nothing to run.".to_string()
     } else if result.is_empty() {
-        format!("Ran {} command(s); no output.", outputs.len())
+        format!("Ran {} command(s); no output.", ran_before + outputs.len())
     } else {
         result.join("\n")
     }
@@ -370,19 +403,51 @@ fn asked_to_leave(messages: &[ChatMessage]) -> bool {
     })
 }
 
+/// The task and the steps it had taken, as the last scripted summary in `text`
+/// says.
+fn progress(text: &str) -> Option<(u64, usize)> {
+    let (_, rest) = text.rsplit_once(PROGRESS)?;
+    let (id, rest) = rest.split_once(" had ")?;
+    Some((id.parse().ok()?, rest.split(' ').next()?.parse().ok()?))
+}
+
+/// The steps task `id` had taken, if `text` holds a scripted summary of it.
+fn progress_of(text: &str, id: u64) -> Option<usize> {
+    progress(text).and_then(|(of, steps)| (of == id).then_some(steps))
+}
+
+/// A summary of the work log in the request: how far the script of the task in
+/// hand has got. The log is `context`'s: one line per entry, a tool call as
+/// `[assistant calls NAME] INPUT`; an earlier compaction's summary is in it too.
 fn summary(messages: &[ChatMessage]) -> String {
-    let mut lines = vec!["Earlier work (scripted summary, first line of each entry):".to_string()];
-    for m in messages {
-        for line in m
-            .joined_text()
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .take(40)
+    let log = messages
+        .last()
+        .map(ChatMessage::joined_text)
+        .unwrap_or_default();
+    let mut task: Option<(u64, usize)> = None;
+    for line in log.lines() {
+        let claimed = CLAIM_MARKERS.iter().find_map(|m| {
+            let rest = &line[line.find(m)? + m.len()..];
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().ok()
+        });
+        if let Some(id) = claimed {
+            task = Some((id, 0));
+        } else if let Some(said) = progress(line) {
+            task = Some(said);
+        } else if (line.starts_with("[assistant calls bash]")
+            || line.starts_with("[assistant calls complete_task]"))
+            && let Some((_, steps)) = task.as_mut()
         {
-            lines.push(format!("- {}", byte_prefix_with_ellipsis(line, 160)));
+            *steps += 1;
         }
     }
-    lines.join("\n")
+    match task {
+        Some((id, steps)) => format!(
+            "Earlier work (scripted summary): {PROGRESS}{id} had {steps} step(s) of its script taken."
+        ),
+        None => "Earlier work (scripted summary): no task in hand.".to_string(),
+    }
 }
 
 #[cfg(test)]

@@ -4,13 +4,10 @@
 //!
 //! [`server`] accepts connections and turns each line into a [`Incoming`] call
 //! on one channel; the agent's work loop (`work::agent`) takes the calls one at a
-//! time, in the order they came, and answers each with [`ops`], which acts with
-//! the teammate's session and claim. Data flows one way: the server never
-//! touches the teammate.
+//! time, in the order they came, and answers each with the teammate's
+//! `member_call` (`crate::teammate`), which acts with its session and claim.
+//! Data flows one way: the server never touches the teammate.
 
-pub mod ops;
 mod server;
-#[cfg(test)]
-mod tests;
 
 pub use server::{Incoming, MemberServer};

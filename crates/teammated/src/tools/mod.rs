@@ -1,10 +1,10 @@
 //! The tools a teammate's model can call.
 //!
 //! Local tools (shell and files) run here, confined to the working directory. Task and
-//! team tools talk to boardd and live with the work loop in `crate::work::board_tools`,
-//! because they need the session and the current claim. Every tool answers with a
-//! [`ToolOutput`]; a failure is an output with `is_error` set that the model can read
-//! and react to, never a crash of the teammate.
+//! team tools talk to boardd and live with the teammate's board side
+//! (`crate::teammate`), because they need the session and the current claim. Every
+//! tool answers with a [`ToolOutput`]; a failure is an output with `is_error` set that
+//! the model can read and react to, never a crash of the teammate.
 //!
 //! Imports run one way: this module dispatches to each tool, and the tools share the
 //! leaf module [`call`] (environment, arguments, output) instead of naming this one.

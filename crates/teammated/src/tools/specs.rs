@@ -1,25 +1,27 @@
 //! The JSON schemas of every tool, as the model sees them.
 //!
 //! The descriptions are the model's only manual for the tools, so they say when to use
-//! a tool, what comes back, and the limits it will run into. `docs/tools.md` shows the
-//! same schemas; a test below keeps the two from drifting apart.
+//! a tool, what comes back, and the limits it will run into. The local tools' are
+//! here; the board tools' are the protocol crate's, next to the one reader of their
+//! arguments (`teamboard_protocol::board_call`). `docs/tools.md` shows the same
+//! schemas; a test below keeps the two from drifting apart.
 
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
-
-/// A tool the model may call: its name, what it does, and a JSON schema of its input.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolSpec {
-    pub name: String,
-    pub description: String,
-    pub input_schema: serde_json::Value,
-}
+use serde_json::json;
+use teamboard_protocol::board_call::Front;
+pub use teamboard_protocol::board_call::ToolSpec;
 
 /// Every tool a teammate offers its model: the local tools first (in the order of
 /// `super::LOCAL_TOOLS`), then the task and team tools.
 pub fn all() -> Vec<ToolSpec> {
+    let mut all = local();
+    all.extend(Front::Teammate.specs());
+    all
+}
+
+/// The tools [`super::run_local`] runs.
+fn local() -> Vec<ToolSpec> {
     vec![
-        spec(
+        ToolSpec::new(
             "bash",
             "Run a bash command in the working directory and get its output. Use it to \
              build, test, search (grep, find), run git, and anything else a shell does. \
@@ -48,7 +50,7 @@ pub fn all() -> Vec<ToolSpec> {
             }),
             &["command"],
         ),
-        spec(
+        ToolSpec::new(
             "read_file",
             "Read a text file inside the working directory. Lines come back numbered, as \
              `     1\\tfirst line` (a right-aligned number, a tab, the line); the numbers \
@@ -75,7 +77,7 @@ pub fn all() -> Vec<ToolSpec> {
             }),
             &["path"],
         ),
-        spec(
+        ToolSpec::new(
             "write_file",
             "Create a file or replace its whole content, inside the working directory. \
              Missing parent directories are created. The write is atomic: other readers \
@@ -94,7 +96,7 @@ pub fn all() -> Vec<ToolSpec> {
             }),
             &["path", "content"],
         ),
-        spec(
+        ToolSpec::new(
             "edit_file",
             "Replace one passage of a text file: `old_text` must occur in the file \
              exactly once, character for character (indentation, blank lines and line \
@@ -119,7 +121,7 @@ pub fn all() -> Vec<ToolSpec> {
             }),
             &["path", "old_text", "new_text"],
         ),
-        spec(
+        ToolSpec::new(
             "glob",
             "Find files and directories in the working directory by path pattern. `*` \
              matches within one path component, `?` one character, `[abc]` or `[a-z]` \
@@ -137,237 +139,7 @@ pub fn all() -> Vec<ToolSpec> {
             }),
             &["pattern"],
         ),
-        spec(
-            "list_tasks",
-            "List the tasks on your team's board, with their ids, status, owners and \
-             subjects. Filter by status to see, for instance, only what is still \
-             pending. Use get_task for one task's full description.",
-            json!({
-                "status": {
-                    "type": "string",
-                    "enum": ["pending", "in_progress", "completed", "failed", "cancelled"],
-                    "description": "Only tasks with this status. Default: all."
-                }
-            }),
-            &[],
-        ),
-        spec(
-            "get_task",
-            "Show one task in full: its subject, description, status, owner and the \
-             tasks blocking it, its result or last error, and its history.",
-            json!({
-                "id": {
-                    "type": "integer",
-                    "description": "The task's id."
-                }
-            }),
-            &["id"],
-        ),
-        spec(
-            "create_task",
-            "Add a task to the board, for yourself or a teammate to claim later. Split \
-             large work into tasks that can be done independently, and use blocked_by \
-             for order: a task is not handed out until every task it is blocked by has \
-             completed. Answers the new task's id.",
-            json!({
-                "subject": {
-                    "type": "string",
-                    "description": "A short imperative title, e.g. 'add tests for the config parser'."
-                },
-                "description": {
-                    "type": "string",
-                    "description": "What to do and how to tell it is done: files, commands, acceptance criteria."
-                },
-                "blocked_by": {
-                    "type": "array",
-                    "items": { "type": "integer" },
-                    "description": "Ids of tasks that must complete before this one can start."
-                },
-                "priority": {
-                    "type": "integer",
-                    "description": "Higher is handed out first. Default 0."
-                },
-                "role": {
-                    "type": "string",
-                    "description": "Only teammates with this role may claim the task. Default: anyone."
-                },
-                "require_plan": {
-                    "type": "boolean",
-                    "description": "Whoever claims it must have a plan approved by the lead before changing anything. Default false."
-                }
-            }),
-            &["subject"],
-        ),
-        spec(
-            "claim_task",
-            "Claim a pending, unblocked task so that you work on it; it becomes the task \
-             you hold. You hold at most one task at a time: complete or fail it first. \
-             You rarely need this, because when you go idle the runtime claims the next \
-             task for you.",
-            json!({
-                "id": {
-                    "type": "integer",
-                    "description": "The id of the task to claim."
-                }
-            }),
-            &["id"],
-        ),
-        spec(
-            "complete_task",
-            "Mark the task you hold as completed, with a result that tells the lead and \
-             the tasks depending on it what was done: files changed, how it was \
-             verified, anything left open. Only call it when the work is really done \
-             and checked. In a git worktree, teamboard first commits your changes, brings \
-             the branch up to date and runs the checks: a failed check or a conflict comes \
-             back as an error, and the task stays yours to fix and complete again.",
-            json!({
-                "result": {
-                    "type": "string",
-                    "description": "What was done and how it was verified."
-                }
-            }),
-            &["result"],
-        ),
-        spec(
-            "fail_task",
-            "Give up the task you hold, with the reason. The task goes back to the board \
-             and is retried (by you or a teammate) until its attempts run out, so say \
-             what went wrong and what the next attempt should try.",
-            json!({
-                "reason": {
-                    "type": "string",
-                    "description": "Why the task could not be done, and what to try next time."
-                }
-            }),
-            &["reason"],
-        ),
-        spec(
-            "submit_plan",
-            "Ask the lead to approve your plan for the task you hold, and wait for the \
-             decision. A task that needs a plan keeps bash, write_file and edit_file \
-             closed until the lead approves; read_file and glob stay open, so look \
-             around first. Answers the decision and the lead's feedback. After a \
-             rejection, revise the plan and submit it again. An approval holds for \
-             this task and this claim only.",
-            json!({
-                "plan": {
-                    "type": "string",
-                    "description": "What you will change and how you will check it: files, steps, commands."
-                }
-            }),
-            &["plan"],
-        ),
-        spec(
-            "respond_shutdown",
-            "Answer the lead's shutdown request, when the runtime tells you one is \
-             waiting. approve=true: the task you hold is given back with your note \
-             (what you got done and what is left, for its next owner) and you stop \
-             after this round. approve=false: you keep working, and the note tells \
-             the lead why. Without an answer before the deadline, your processes are \
-             stopped.",
-            json!({
-                "approve": {
-                    "type": "boolean",
-                    "description": "true to shut down, false to keep working."
-                },
-                "note": {
-                    "type": "string",
-                    "description": "Approving: what you got done and what is left. Rejecting: why you should keep working."
-                }
-            }),
-            &["approve", "note"],
-        ),
-        spec(
-            "list_team",
-            "List your team: each teammate's name, role and status (idle, working, \
-             offline, shutdown), the task it holds, and whether it is connected now; \
-             you are marked. Use it to find whom to ask or tell something. The lead is \
-             not listed: it is always reachable as \"lead\".",
-            json!({}),
-            &[],
-        ),
-        spec(
-            "send_message",
-            "Send a message to one teammate, by name, or to the lead (\"lead\"). Use it to \
-             ask a question, hand over information, or report a problem. Every message \
-             wakes its reader, so do not send one only to acknowledge or thank. Messages \
-             to you arrive between your tool calls, and wake you when you are idle.",
-            json!({
-                "to": {
-                    "type": "string",
-                    "description": "A teammate's name, or \"lead\"."
-                },
-                "content": {
-                    "type": "string",
-                    "description": "The message."
-                }
-            }),
-            &["to", "content"],
-        ),
-        spec(
-            "broadcast",
-            "Send a message to every teammate and the lead. Use it sparingly, for news \
-             everyone needs (a shared interface changed, the build is broken); it costs \
-             each reader tokens.",
-            json!({
-                "content": {
-                    "type": "string",
-                    "description": "The message."
-                }
-            }),
-            &["content"],
-        ),
-        spec(
-            "idle",
-            "End your work phase. Use it when you have nothing left to do: your task is \
-             completed or failed, and no message needs an answer. The runtime then waits, \
-             without spending tokens, until a message arrives for you or a task can be \
-             claimed for you, and wakes you with it.",
-            json!({}),
-            &[],
-        ),
     ]
-}
-
-/// The names of [`all`], in the same order.
-pub fn names() -> Vec<&'static str> {
-    vec![
-        "bash",
-        "read_file",
-        "write_file",
-        "edit_file",
-        "glob",
-        "list_tasks",
-        "get_task",
-        "create_task",
-        "claim_task",
-        "complete_task",
-        "fail_task",
-        "submit_plan",
-        "respond_shutdown",
-        "list_team",
-        "send_message",
-        "broadcast",
-        "idle",
-    ]
-}
-
-pub(crate) fn spec(
-    name: &str,
-    description: &str,
-    properties: Value,
-    required: &[&str],
-) -> ToolSpec {
-    ToolSpec {
-        name: name.to_string(),
-        description: description.to_string(),
-        input_schema: json!({
-            "type": "object",
-            "properties": properties,
-            "required": required,
-            "additionalProperties": false,
-        }),
-    }
 }
 
 #[cfg(test)]
@@ -376,10 +148,9 @@ mod tests {
     use std::collections::HashSet;
 
     #[test]
-    fn names_match_specs_and_are_unique() {
+    fn names_are_unique_and_local_tools_come_first() {
         let specs = all();
         let from_specs: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(from_specs, names());
         assert_eq!(specs.len(), 17);
         let unique: HashSet<&str> = from_specs.iter().copied().collect();
         assert_eq!(unique.len(), specs.len(), "duplicate tool names");

@@ -9,10 +9,11 @@
 //! tool, so no tool can miss it.
 //!
 //! - [`TaskTree`]: where the task works and what it must pass;
-//! - [`text`]: what the model is told of it, and of a refused completion;
-//! - `open`: opening it right after a claim, and what a failure does.
+//! - [`text`]: what the model is told of it, and of a refused completion.
+//!
+//! Opening it right after a claim, and what a failure does, is the teammate's
+//! (`crate::teammate`, `tree`).
 
-mod open;
 pub mod text;
 
 use crate::tools::LocalEnv;

@@ -1,69 +1,69 @@
 //! What the agent starts a phase with: the task's session to resume (or the
 //! messages-only conversation's, unless it has worn out), and the first input.
 
-use super::*;
+use super::AgentRun;
+use crate::member::MemberServer;
+use crate::runtime::Brief;
 use crate::runtime::sessions::MESSAGES;
+use crate::teammate::Teammate;
+use teamboard_protocol::member::MEMBER_SOCKET_ENV;
+use teamboard_protocol::transcript::EntryKind;
 
 /// Now, in ms since the epoch, for `agent/sessions.json`.
 pub(super) fn now_ms() -> u64 {
     u64::try_from(teamboard_protocol::now_ms()).unwrap_or(0)
 }
 
-impl Teammate {
-    /// What the agent starts with. `None` when there is nothing to do.
-    pub(super) fn brief(&mut self, member: &MemberServer) -> Option<Brief> {
-        let setup = self.agent.as_ref()?;
-        let kind = setup.spec.kind;
-        let key = self.task_id().unwrap_or(MESSAGES);
-        let entry = setup.sessions.get(key, kind);
+impl AgentRun {
+    /// What the agent starts with: the held task's opening (or the note that
+    /// there is none), then the messages read for it.
+    pub(super) fn brief(&mut self, t: &mut Teammate, member: &MemberServer) -> Brief {
+        let kind = self.spec.kind;
+        let key = t.task_id().unwrap_or(MESSAGES);
+        let entry = self.sessions.get(key, kind);
         let worn_out = match &entry {
             Some(e) if key == MESSAGES => e.worn_out(now_ms()).map(|why| (e.session.clone(), why)),
             _ => None,
         };
         let resume = entry.filter(|_| worn_out.is_none()).map(|e| e.session);
         let mut parts = Vec::new();
-        if let Some(held) = &self.held {
-            if resume.is_some() {
-                parts.push(crate::prompts::agent::RESUMED.to_string());
+        match t.held() {
+            Some(_) => {
+                if resume.is_some() {
+                    parts.push(crate::prompts::agent::RESUMED.to_string());
+                }
+                parts.push(self.opening.clone());
             }
-            parts.push(held.opening.clone());
+            None => parts.push(crate::prompts::agent::MESSAGES_ONLY.to_string()),
         }
-        let inbox = std::mem::take(&mut self.agent_inbox);
-        if self.held.is_none() {
-            parts.push(crate::prompts::agent::MESSAGES_ONLY.to_string());
-        }
-        parts.extend(inbox);
-        let cwd = self.local.workdir.clone();
-        let mut mcp = setup.mcp.clone();
+        parts.append(&mut self.inbox);
+        let mut mcp = self.mcp.clone();
         mcp.env.push((
             MEMBER_SOCKET_ENV.to_string(),
             member.path().display().to_string(),
         ));
-        let plan_first = self
-            .held
-            .as_ref()
-            .is_some_and(|h| h.needs_plan && !matches!(h.plan, PlanState::Approved { .. }));
         if let Some((old, why)) = worn_out {
-            self.log(
+            t.log(
                 EntryKind::Lifecycle,
                 None,
                 false,
                 &format!("agent: a new conversation about messages, not {old} ({why})"),
             );
         }
-        Some(Brief {
+        let cfg = t.cfg();
+        Brief {
             task: key,
-            cwd,
+            cwd: t.env().workdir,
             resume,
             identity: crate::prompts::agent::identity(
-                &self.cfg.name,
-                &self.cfg.role,
-                &self.cfg.team,
-                self.ctx.identity.worktree.as_deref(),
+                &cfg.name,
+                &cfg.role,
+                &cfg.team,
+                t.worktree_line().as_deref(),
             ),
             prompt: parts.join("\n\n"),
-            plan_first,
+            plan_first: t.held().is_some_and(|h| h.plan_pending()),
             mcp: Some(mcp),
-        })
+        }
     }
 }

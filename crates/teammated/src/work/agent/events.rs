@@ -1,11 +1,15 @@
 //! What the agent reports, onto the board: its session, transcript, usage,
 //! plan and final answer.
 
-use super::*;
+use super::{AgentEnd, AgentRun, MAX_REFUSALS, Phase};
+use crate::runtime::{AgentEvent, FIRST_INPUT, PlanAnswer};
+use crate::teammate::{Outcome, PlanState, Teammate};
+use teamboard_protocol::transcript::EntryKind;
 
-impl Teammate {
-    pub(super) async fn on_agent_event(
+impl AgentRun {
+    pub(super) async fn on_event(
         &mut self,
+        t: &mut Teammate,
         ev: AgentEvent,
         phase: &mut Phase,
     ) -> Option<AgentEnd> {
@@ -15,16 +19,11 @@ impl Teammate {
                 resumed,
                 why_new,
             } => {
-                let kind = self
-                    .agent
-                    .as_ref()
-                    .map(|a| a.spec.kind)
-                    .unwrap_or(RuntimeKind::Native);
-                let counted = self.agent.as_ref().map(|a| {
-                    a.sessions
-                        .started(phase.key, kind, &id, resumed, super::brief::now_ms())
-                });
-                if let Some(Err(e)) = counted {
+                let kind = self.spec.kind;
+                let counted =
+                    self.sessions
+                        .started(phase.key, kind, &id, resumed, super::brief::now_ms());
+                if let Err(e) = counted {
                     tracing::warn!(error = %e, "cannot record the agent's session");
                 }
                 let what = if resumed { "resumed" } else { "started" };
@@ -36,7 +35,7 @@ impl Teammate {
                     .pid()
                     .map(|p| format!(", pid {p}"))
                     .unwrap_or_default();
-                self.log(
+                t.log(
                     EntryKind::Lifecycle,
                     None,
                     false,
@@ -45,30 +44,30 @@ impl Teammate {
                 None
             }
             AgentEvent::Said(text) => {
-                self.log(EntryKind::Assistant, None, false, &text);
+                t.log(EntryKind::Assistant, None, false, &text);
                 None
             }
             AgentEvent::ToolCall { name, input } => {
-                self.log(EntryKind::ToolUse, Some(&name), false, &input);
+                t.log(EntryKind::ToolUse, Some(&name), false, &input);
                 None
             }
             AgentEvent::Delivered(tag) => {
                 if let Some(ids) = phase.pending.remove(&tag)
-                    && let Err(e) = self.ack(ids).await
+                    && let Err(e) = t.ack(ids).await
                 {
                     tracing::warn!(error = %e, "cannot acknowledge messages the agent took");
                 }
                 None
             }
             AgentEvent::Usage(usage) => {
-                self.record_usage(usage).await;
+                t.record_usage(usage).await;
                 None
             }
             AgentEvent::PlanProposed(plan) => {
-                self.agent_plan(plan, phase).await;
+                proposed(t, plan, phase).await;
                 None
             }
-            AgentEvent::Idle { answer } => self.agent_answered(answer, phase).await,
+            AgentEvent::Idle { answer } => answered(t, answer, phase).await,
             AgentEvent::Failed(why) => Some(AgentEnd::Failed(why)),
             AgentEvent::Exited { status, stderr } => Some(AgentEnd::Failed(with_tail(
                 format!("the agent exited ({status}) before it finished"),
@@ -76,133 +75,117 @@ impl Teammate {
             ))),
         }
     }
+}
 
-    /// The agent's turn ended with nothing it has not answered: the task
-    /// completes, with the result the agent gave `complete_task` or else its
-    /// final answer. A refusal of the completion gate goes back to the agent as
-    /// its next input.
-    pub(super) async fn agent_answered(
-        &mut self,
-        answer: String,
-        phase: &mut Phase,
-    ) -> Option<AgentEnd> {
-        // A turn that ended took the first input, whether or not the driver
-        // saw it taken: its messages must not stay unacknowledged, or every
-        // wake-up would bring them back for another conversation.
-        if let Some(ids) = phase.pending.remove(&FIRST_INPUT)
-            && let Err(e) = self.ack(ids).await
-        {
-            tracing::warn!(error = %e, "cannot acknowledge messages the agent took");
-        }
-        // Trap: the end of a turn and a send cross. The driver reported this
-        // turn's end before it took input the loop sent since (a message, a
-        // refusal of the gate); that input starts another turn, whose answer is
-        // the one that counts. Every driver reports a send taken (`Delivered`)
-        // or fails, so the wait ends.
-        if let Some(tag) = phase.pending.keys().find(|&&t| t != FIRST_INPUT) {
-            tracing::info!(
-                tag,
-                "a turn ended before the agent took the newest input; waiting for its answer to it"
-            );
-            return None;
-        }
-        let Some(held) = &self.held else {
-            // A conversation about messages alone, or a task the agent ended
-            // itself through the board.
-            return Some(AgentEnd::Done);
-        };
-        if let PlanState::Pending { id, .. } = &held.plan {
-            // The agent submitted its plan with the board's `submit_plan` and
-            // ended its turn to wait: its answer is not a result (boardd would
-            // refuse it, and the refusals would give the task up). The lead's
-            // decision starts its next turn (see `on_messages`).
-            let text = format!(
-                "the agent waits for the lead's decision on its plan (request {id}); its answer is not the task's result"
-            );
-            self.log(EntryKind::Lifecycle, None, false, &text);
-            return None;
-        }
-        // What the agent gave `complete_task` in this turn (or an earlier one
-        // since the last refusal) comes before the turn's last words.
-        let result = match phase.result.take() {
-            Some(result) => result,
-            None if answer.trim().is_empty() => "(the agent gave no result text)".to_string(),
-            None => answer,
-        };
-        let out = Outcome::Complete(result).report(self).await;
-        if self.held.is_none() {
-            return Some(AgentEnd::Done);
-        }
-        phase.refusals += 1;
-        self.log(
-            EntryKind::ToolResult,
-            Some("complete_task"),
-            true,
-            &out.content,
-        );
-        if phase.refusals >= MAX_REFUSALS {
-            return Some(AgentEnd::Refused);
-        }
-        match phase.agent.send(&out.content).await {
-            Ok(tag) => {
-                phase.pending.insert(tag, Vec::new());
-                None
-            }
-            Err(e) => Some(AgentEnd::Failed(format!(
-                "cannot give the agent the gate's refusal: {e}"
-            ))),
-        }
+/// The agent's turn ended with nothing it has not answered: the task
+/// completes, with the result the agent gave `complete_task` or else its
+/// final answer. A refusal of the completion gate goes back to the agent as
+/// its next input.
+pub(super) async fn answered(
+    t: &mut Teammate,
+    answer: String,
+    phase: &mut Phase,
+) -> Option<AgentEnd> {
+    // A turn that ended took the first input, whether or not the driver
+    // saw it taken: its messages must not stay unacknowledged, or every
+    // wake-up would bring them back for another conversation.
+    if let Some(ids) = phase.pending.remove(&FIRST_INPUT)
+        && let Err(e) = t.ack(ids).await
+    {
+        tracing::warn!(error = %e, "cannot acknowledge messages the agent took");
     }
+    // Trap: the end of a turn and a send cross. The driver reported this
+    // turn's end before it took input the loop sent since (a message, a
+    // refusal of the gate); that input starts another turn, whose answer is
+    // the one that counts. Every driver reports a send taken (`Delivered`)
+    // or fails, so the wait ends.
+    if let Some(tag) = phase.pending.keys().find(|&&t| t != FIRST_INPUT) {
+        tracing::info!(
+            tag,
+            "a turn ended before the agent took the newest input; waiting for its answer to it"
+        );
+        return None;
+    }
+    let Some(held) = t.held() else {
+        // A conversation about messages alone, or a task the agent ended
+        // itself through the board.
+        return Some(AgentEnd::Done);
+    };
+    if let PlanState::Pending { id, .. } = &held.plan {
+        // The agent submitted its plan with the board's `submit_plan` and
+        // ended its turn to wait: its answer is not a result (boardd would
+        // refuse it, and the refusals would give the task up). The lead's
+        // decision starts its next turn (see `on_messages`).
+        let text = format!(
+            "the agent waits for the lead's decision on its plan (request {id}); its answer is not the task's result"
+        );
+        t.log(EntryKind::Lifecycle, None, false, &text);
+        return None;
+    }
+    // What the agent gave `complete_task` in this turn (or an earlier one
+    // since the last refusal) comes before the turn's last words.
+    let result = match phase.result.take() {
+        Some(result) => result,
+        None if answer.trim().is_empty() => "(the agent gave no result text)".to_string(),
+        None => answer,
+    };
+    let out = Outcome::Complete(result).report(t).await;
+    if t.held().is_none() {
+        return Some(AgentEnd::Done);
+    }
+    phase.refusals += 1;
+    t.log(
+        EntryKind::ToolResult,
+        Some("complete_task"),
+        true,
+        &out.content,
+    );
+    if phase.refusals >= MAX_REFUSALS {
+        return Some(AgentEnd::Refused);
+    }
+    match phase.agent.send(&out.content).await {
+        Ok(tag) => {
+            phase.pending.insert(tag, Vec::new());
+            None
+        }
+        Err(e) => Some(AgentEnd::Failed(format!(
+            "cannot give the agent the gate's refusal: {e}"
+        ))),
+    }
+}
 
-    /// The agent asks for its plan to be approved: it becomes the claim's plan
-    /// request; the answer comes with the lead's decision (see `on_messages`).
-    pub(super) async fn agent_plan(&mut self, plan: String, phase: &mut Phase) {
-        let Some(held) = &self.held else {
+/// The agent asks for its plan to be approved: it becomes the claim's plan
+/// request; the answer comes with the lead's decision (see `on_messages`).
+async fn proposed(t: &mut Teammate, plan: String, phase: &mut Phase) {
+    let Some(held) = t.held() else {
+        let _ = phase
+            .agent
+            .answer_plan(PlanAnswer::Rejected {
+                feedback: "there is no task to plan for".into(),
+            })
+            .await;
+        return;
+    };
+    let (id, epoch) = (held.id, held.epoch);
+    let text = plan.trim();
+    let text = if text.is_empty() {
+        "(the agent proposed an empty plan)"
+    } else {
+        text
+    };
+    match t
+        .session()
+        .call(|c| async move { c.submit_plan(id, epoch, text).await })
+        .await
+    {
+        Ok(req) => t.plan_submitted(req.id, text.to_string(), "the agent waits"),
+        Err(e) => {
             let _ = phase
                 .agent
                 .answer_plan(PlanAnswer::Rejected {
-                    feedback: "there is no task to plan for".into(),
+                    feedback: format!("the plan could not be submitted: {e}"),
                 })
                 .await;
-            return;
-        };
-        let (id, epoch) = (held.id, held.epoch);
-        let text = plan.trim();
-        let text = if text.is_empty() {
-            "(the agent proposed an empty plan)"
-        } else {
-            text
-        };
-        match self
-            .session
-            .call(|c| async move { c.submit_plan(id, epoch, text).await })
-            .await
-        {
-            Ok(req) => {
-                if let Some(h) = self.held.as_mut() {
-                    h.plan = PlanState::Pending {
-                        id: req.id,
-                        plan: text.to_string(),
-                    };
-                }
-                self.log(
-                    EntryKind::Lifecycle,
-                    None,
-                    false,
-                    &format!(
-                        "plan submitted for #{id} (request {}); the agent waits for the lead",
-                        req.id
-                    ),
-                );
-            }
-            Err(e) => {
-                let _ = phase
-                    .agent
-                    .answer_plan(PlanAnswer::Rejected {
-                        feedback: format!("the plan could not be submitted: {e}"),
-                    })
-                    .await;
-            }
         }
     }
 }

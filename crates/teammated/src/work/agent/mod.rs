@@ -7,9 +7,12 @@
 //! and what the agent reports back onto the board, until the task ends. The
 //! mapping, runtime by runtime, is in `docs/runtimes.md`.
 //!
-//! The loop waits on five things at once, and each wait is a plain future over a
-//! local (the agent, the member socket, the parked `wait_for_work`), never over
-//! `self`, so that what one brings is handled with the whole teammate at hand:
+//! [`AgentRun`] owns what only this runtime uses: the agent's setup and
+//! sessions, the member socket, and what the board side handed it for its next
+//! phase. The loop waits on five things at once, and each wait is a plain
+//! future over a local (the agent, the member socket, the parked
+//! `wait_for_work`), never over the teammate, so that what one brings is handled
+//! with the whole teammate at hand:
 //!
 //! - the agent's events ([`AgentEvent`]);
 //! - the board tools the agent calls through the member socket;
@@ -43,19 +46,14 @@ pub(crate) use setup::setup;
 
 use crate::error::Error;
 use crate::member::MemberServer;
-use crate::runtime::{
-    Agent, AgentError, AgentEvent, AgentSpec, Brief, FIRST_INPUT, McpServer, PlanAnswer,
-    RuntimeKind,
-};
-use crate::teammate::{Exit, PlanState, Teammate};
-use crate::work::Outcome;
+use crate::runtime::{Agent, AgentError, AgentEvent, AgentSpec, FIRST_INPUT, McpServer};
+use crate::teammate::{AskedToLeave, Exit, Intake, Outcome, Teammate};
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
-use teamboard_protocol::member::MEMBER_SOCKET_ENV;
 use teamboard_protocol::transcript::EntryKind;
-use teamboard_protocol::{ClientError, MemberStatus, Message, MessageKind, TaskId, Work};
+use teamboard_protocol::{ClientError, MemberStatus, TaskId, Work};
 
 /// How long one `wait_for_work` parks while an agent works. Short, because the
 /// phase must await it before it ends; a message answers it at once anyway.
@@ -70,15 +68,28 @@ const MAX_REFUSALS: u32 = 3;
 const STALE_CALL: &str = "refused: the call came while no agent of this teammate was working \
      on a task (its phase had ended); it was not carried out";
 
-/// What a teammate with an agent runtime keeps for its whole life.
-pub(crate) struct AgentSetup {
-    pub spec: AgentSpec,
-    pub sessions: crate::runtime::sessions::Sessions,
-    /// Taken out for the length of a phase, so that the loop can wait on it
-    /// without holding the teammate.
-    pub member: Option<MemberServer>,
+/// The work of a teammate with an agent runtime.
+pub(crate) struct AgentRun {
+    /// How the agent is started.
+    spec: AgentSpec,
+    /// The agent's sessions, by task: a task's next phase resumes its session.
+    sessions: crate::runtime::sessions::Sessions,
+    /// The socket the agent's board tools reach the teammate through. Taken
+    /// out for the length of a phase, so that the loop can wait on it while it
+    /// works with the rest.
+    member: Option<MemberServer>,
     /// How the agent starts the board's MCP server.
-    pub mcp: McpServer,
+    mcp: McpServer,
+    /// The text that opened the held task: the first turn of its phase.
+    opening: String,
+    /// Messages read while idle, for the next phase.
+    inbox: Vec<String>,
+    /// The ids of those messages: acknowledged only once the agent took them,
+    /// so that an agent that cannot start loses none.
+    unacked: Vec<u64>,
+    /// What a wait parked during a phase brought after the phase ended: IDLE
+    /// takes it before it waits again.
+    stashed: Option<Work>,
 }
 
 type Parked = Pin<Box<dyn Future<Output = Result<Work, ClientError>> + Send>>;
@@ -106,7 +117,7 @@ enum AgentEnd {
     /// stopped, the task goes back and the request is approved. Trap: not
     /// before, since the task may be claimed elsewhere the moment it is back.
     Leave {
-        asked: crate::teammate::AskedToLeave,
+        asked: AskedToLeave,
         /// The agent's session, kept for the task.
         session: Option<String>,
     },
@@ -140,39 +151,48 @@ struct Phase {
     result: Option<String>,
 }
 
-impl Teammate {
+impl AgentRun {
+    /// The agent, for the transcript's first line: `acp (/usr/bin/agent), policy
+    /// auto`.
+    pub(crate) fn describe(&self) -> String {
+        format!(
+            "{} ({}), policy {}",
+            self.spec.kind,
+            self.spec.program.display(),
+            self.spec.policy
+        )
+    }
+
     /// Runs one WORK phase with the agent. `Some(exit)` when the teammate should
     /// stop afterwards.
-    pub(crate) async fn work_with_agent(&mut self) -> Result<Option<Exit>, Error> {
-        let Some(mut member) = self.agent.as_mut().and_then(|a| a.member.take()) else {
+    pub(crate) async fn work(&mut self, t: &mut Teammate) -> Result<Option<Exit>, Error> {
+        let Some(mut member) = self.member.take() else {
             return Err(Error::Agent(
                 "the agent runtime is not set up (no member socket)".into(),
             ));
         };
-        let end = self.agent_phase(&mut member).await;
-        if let Some(setup) = self.agent.as_mut() {
-            setup.member = Some(member);
-        }
+        let end = self.phase(t, &mut member).await;
+        self.member = Some(member);
         let end = end?;
-        self.settle_agent(end).await
+        self.settle(t, end).await
     }
 
-    async fn agent_phase(&mut self, member: &mut MemberServer) -> Result<AgentEnd, Error> {
-        if self.held.is_none() && self.agent_inbox.is_empty() {
+    async fn phase(
+        &mut self,
+        t: &mut Teammate,
+        member: &mut MemberServer,
+    ) -> Result<AgentEnd, Error> {
+        if t.held().is_none() && self.inbox.is_empty() {
             return Ok(AgentEnd::Done);
         }
-        self.set_status(MemberStatus::Working).await?;
-        let Some(brief) = self.brief(member) else {
-            return Ok(AgentEnd::Done);
-        };
+        t.set_status(MemberStatus::Working).await?;
+        let brief = self.brief(t, member);
         let key = brief.task;
         // The messages in the brief: acknowledged once the agent took them,
         // left in the inbox if it cannot start.
-        let first_ids = std::mem::take(&mut self.agent_unacked);
-        let Some(spec) = self.agent.as_ref().map(|a| a.spec.clone()) else {
-            return Ok(AgentEnd::Done);
-        };
-        self.log(
+        let first_ids = std::mem::take(&mut self.unacked);
+        let spec = self.spec.clone();
+        t.log(
             EntryKind::Lifecycle,
             None,
             false,
@@ -187,8 +207,8 @@ impl Teammate {
             ),
         );
         member.refuse_queued(STALE_CALL);
-        let cancel = self.cancel.clone();
-        let lost = self.lost_token();
+        let cancel = t.cancel().clone();
+        let lost = t.lost_token();
         // A start may take long (Codex and ACP agents are given a minute or
         // two to open their session), and a stop or a lost claim must not wait
         // for it. Dropping a start half way ends what it spawned: the process
@@ -227,7 +247,7 @@ impl Teammate {
         let parks = key != 0;
         let end = loop {
             if parks && parked.is_none() && phase.pending.is_empty() {
-                parked = Some(self.park());
+                parked = Some(park(t));
             }
             // Trap: the deadline outlives the loop's turns. A sleep made anew on
             // every turn would never end while the agent reports events faster
@@ -250,9 +270,9 @@ impl Teammate {
             let flow = match step {
                 Step::Stop => Some(AgentEnd::Stop(Exit::Terminated)),
                 Step::Lost => Some(AgentEnd::Lost),
-                Step::Event(ev) => self.on_agent_event(ev, &mut phase).await,
+                Step::Event(ev) => self.on_event(t, ev, &mut phase).await,
                 Step::Call(incoming) => {
-                    let answered = self.member_call(incoming.call).await;
+                    let answered = t.member_call(incoming.call).await;
                     let _ = incoming.reply.send(answered.reply);
                     match answered.ends {
                         None => None,
@@ -266,15 +286,12 @@ impl Teammate {
                 }
                 Step::Woken(w) => {
                     parked = None;
-                    self.on_woken(w, &mut phase).await?
+                    self.on_woken(t, w, &mut phase).await?
                 }
                 Step::Poll => {
                     next_poll = None;
-                    let inbox = self
-                        .session
-                        .call(|c| async move { c.inbox().await })
-                        .await?;
-                    self.on_messages(inbox, &mut phase).await?
+                    let messages = t.session().call(|c| async move { c.inbox().await }).await?;
+                    inbox::on_messages(t, messages, &mut phase).await?
                 }
             };
             if let Some(end) = flow {
@@ -294,7 +311,7 @@ impl Teammate {
         phase.agent.stop().await;
         // What the stopped agent had on its way belongs to this phase only.
         member.refuse_queued(STALE_CALL);
-        self.log(
+        t.log(
             EntryKind::Lifecycle,
             None,
             false,
@@ -309,70 +326,8 @@ impl Teammate {
             self.stash(wait.await);
         }
         Ok(match phase.result.take() {
-            Some(result) => self.keep_promise(result, end).await,
+            Some(result) => keep_promise(t, result, end).await,
             None => end,
-        })
-    }
-
-    /// The agent's `complete_task` was answered "completes the task when your
-    /// turn ends", and the phase ended otherwise: the agent failed (a turn
-    /// limit, a model error, a crash after the call) or the teammate is
-    /// stopping. The agent has stopped, so the task can no longer change under
-    /// the result: it completes through the gate as promised. Trap: giving it
-    /// back instead throws finished work's result away and uses up an attempt.
-    /// A refusal of the gate leaves `end` to settle the task as before.
-    async fn keep_promise(&mut self, result: String, end: AgentEnd) -> AgentEnd {
-        if !matches!(
-            end,
-            AgentEnd::Failed(_) | AgentEnd::Stop(_) | AgentEnd::Leave { .. }
-        ) || self.held.is_none()
-        {
-            return end;
-        }
-        match Outcome::Complete(result).end(self).await {
-            Ok((task, what)) => {
-                let after = match &end {
-                    AgentEnd::Failed(why) => format!("the agent then failed: {why}"),
-                    _ => "the teammate is stopping".to_string(),
-                };
-                self.log(
-                    EntryKind::Lifecycle,
-                    None,
-                    false,
-                    &format!(
-                        "work: #{} {what} with the result the agent gave complete_task ({after})",
-                        task.id
-                    ),
-                );
-                match end {
-                    AgentEnd::Failed(_) => AgentEnd::Done,
-                    other => other,
-                }
-            }
-            Err(not) => {
-                self.log(
-                    EntryKind::Lifecycle,
-                    None,
-                    true,
-                    &format!(
-                        "work: the agent's complete_task could not be carried out: {}",
-                        not.text
-                    ),
-                );
-                end
-            }
-        }
-    }
-
-    /// A `wait_for_work` parked for [`AGENT_PARK`], as a future that owns what it
-    /// needs.
-    fn park(&self) -> Parked {
-        let session = self.session.clone();
-        let ms = AGENT_PARK.min(self.cfg.poll_interval).as_millis() as u64;
-        Box::pin(async move {
-            session
-                .call(|c| async move { c.wait_for_work(Some(ms.max(1))).await })
-                .await
         })
     }
 
@@ -383,6 +338,89 @@ impl Teammate {
             Ok(Work::Messages { messages }) if messages.is_empty() => {}
             Ok(work) => self.stashed = Some(work),
             Err(e) => tracing::warn!(error = %e, "a wait parked during work failed"),
+        }
+    }
+}
+
+/// The agent takes a task and messages in its next phase.
+impl Intake for AgentRun {
+    fn begin_task(&mut self, _t: &mut Teammate, opening: &[String], _fresh: bool) {
+        self.opening = opening.join("\n\n");
+    }
+
+    fn hear(&mut self, texts: &[String], ordinary: &[u64]) -> bool {
+        self.inbox.extend(texts.iter().cloned());
+        for id in ordinary {
+            if !self.unacked.contains(id) {
+                self.unacked.push(*id);
+            }
+        }
+        true
+    }
+
+    fn stashed(&mut self) -> Option<Work> {
+        self.stashed.take()
+    }
+}
+
+/// A `wait_for_work` parked for [`AGENT_PARK`], as a future that owns what it
+/// needs.
+fn park(t: &Teammate) -> Parked {
+    let session = t.session().clone();
+    let ms = AGENT_PARK.min(t.cfg().poll_interval).as_millis() as u64;
+    Box::pin(async move {
+        session
+            .call(|c| async move { c.wait_for_work(Some(ms.max(1))).await })
+            .await
+    })
+}
+
+/// The agent's `complete_task` was answered "completes the task when your
+/// turn ends", and the phase ended otherwise: the agent failed (a turn
+/// limit, a model error, a crash after the call) or the teammate is
+/// stopping. The agent has stopped, so the task can no longer change under
+/// the result: it completes through the gate as promised. Trap: giving it
+/// back instead throws finished work's result away and uses up an attempt.
+/// A refusal of the gate leaves `end` to settle the task as before.
+async fn keep_promise(t: &mut Teammate, result: String, end: AgentEnd) -> AgentEnd {
+    if !matches!(
+        end,
+        AgentEnd::Failed(_) | AgentEnd::Stop(_) | AgentEnd::Leave { .. }
+    ) || t.held().is_none()
+    {
+        return end;
+    }
+    match Outcome::Complete(result).end(t).await {
+        Ok((task, what)) => {
+            let after = match &end {
+                AgentEnd::Failed(why) => format!("the agent then failed: {why}"),
+                _ => "the teammate is stopping".to_string(),
+            };
+            t.log(
+                EntryKind::Lifecycle,
+                None,
+                false,
+                &format!(
+                    "work: #{} {what} with the result the agent gave complete_task ({after})",
+                    task.id
+                ),
+            );
+            match end {
+                AgentEnd::Failed(_) => AgentEnd::Done,
+                other => other,
+            }
+        }
+        Err(not) => {
+            t.log(
+                EntryKind::Lifecycle,
+                None,
+                true,
+                &format!(
+                    "work: the agent's complete_task could not be carried out: {}",
+                    not
+                ),
+            );
+            end
         }
     }
 }

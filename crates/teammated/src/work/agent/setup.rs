@@ -1,11 +1,15 @@
 //! The agent runtime's setup, once per teammate.
 
-use super::*;
+use super::AgentRun;
+use crate::error::Error;
+use crate::member::MemberServer;
+use crate::runtime::{AgentSpec, McpServer, RuntimeKind};
+use teamboard_protocol::member::MEMBER_SOCKET_ENV;
 
-/// The agent runtime's setup, from the configuration: `None` for the native
+/// The agent runtime's work, from the configuration: `None` for the native
 /// runtime. Fails when the agent's program cannot be found, or the member
 /// socket cannot be bound: nothing could run then.
-pub(crate) fn setup(cfg: &crate::config::Config) -> Result<Option<AgentSetup>, Error> {
+pub(crate) fn setup(cfg: &crate::config::Config) -> Result<Option<AgentRun>, Error> {
     let rt = &cfg.runtime;
     if rt.kind == RuntimeKind::Native {
         return Ok(None);
@@ -61,7 +65,7 @@ pub(crate) fn setup(cfg: &crate::config::Config) -> Result<Option<AgentSetup>, E
             ),
         ],
     };
-    Ok(Some(AgentSetup {
+    Ok(Some(AgentRun {
         spec: AgentSpec {
             kind: rt.kind,
             program,
@@ -75,6 +79,10 @@ pub(crate) fn setup(cfg: &crate::config::Config) -> Result<Option<AgentSetup>, E
         sessions: crate::runtime::sessions::Sessions::new(&dir),
         member: Some(member),
         mcp,
+        opening: String::new(),
+        inbox: Vec::new(),
+        unacked: Vec::new(),
+        stashed: None,
     }))
 }
 

@@ -8,8 +8,9 @@
 
 use super::*;
 use crate::config::{Config, RuntimeConfig};
+use crate::runtime::RuntimeKind;
 use teamboard_protocol::request::NewTask;
-use teamboard_protocol::{Client, TaskStatus};
+use teamboard_protocol::{Client, MessageKind, TaskStatus};
 use teamboard_testkit::{InProc, PATIENCE, lead, workspace_bin};
 use tokio_util::sync::CancellationToken;
 
@@ -19,6 +20,7 @@ struct Fixture {
     daemon: InProc,
     lead: Client,
     alice: Teammate,
+    run: AgentRun,
     member: MemberServer,
 }
 
@@ -36,19 +38,19 @@ impl Fixture {
             agent_env: vec![("FAKE_ACP_HOME".into(), home.display().to_string())],
             ..RuntimeConfig::default()
         };
-        let (mut alice, _) = crate::teammate::open(cfg, CancellationToken::new())
+        let (alice, worker, _) = crate::run::open(cfg, CancellationToken::new())
             .await
             .expect("alice starts")
             .expect("not cancelled");
-        let member = alice
-            .agent
-            .as_mut()
-            .and_then(|a| a.member.take())
-            .expect("the member socket");
+        let crate::work::Worker::Agent(mut run) = worker else {
+            panic!("an agent runtime");
+        };
+        let member = run.member.take().expect("the member socket");
         Fixture {
             daemon,
             lead,
             alice,
+            run,
             member,
         }
     }
@@ -64,12 +66,12 @@ impl Fixture {
         let id = self.lead.add_task(task).await.expect("added").id;
         let claim = self
             .alice
-            .session
+            .session()
             .call(|c| async move { c.claim_task(id).await })
             .await
             .expect("claimed");
         self.alice
-            .hold(claim, "Claimed", crate::teammate::Opening::NewPhase)
+            .take_up(claim, "Claimed", true, &mut self.run)
             .await
             .expect("held");
         id
@@ -77,9 +79,9 @@ impl Fixture {
 
     /// The agent started for what alice holds, as `agent_phase` starts it.
     async fn phase(&mut self) -> Phase {
-        let brief = self.alice.brief(&self.member).expect("a brief");
+        let brief = self.run.brief(&mut self.alice, &self.member);
         let key = brief.task;
-        let spec = self.alice.agent.as_ref().expect("an agent").spec.clone();
+        let spec = self.run.spec.clone();
         let agent = Agent::start(&spec, brief).await.expect("the agent starts");
         Phase {
             agent,
@@ -105,7 +107,7 @@ impl Fixture {
             if stop(&ev) {
                 return ev;
             }
-            if let Some(end) = self.alice.on_agent_event(ev.clone(), phase).await {
+            if let Some(end) = self.run.on_event(&mut self.alice, ev.clone(), phase).await {
                 panic!("the loop ended at {ev:?}: {}", describe(&end));
             }
         }
@@ -117,7 +119,7 @@ impl Fixture {
             let ev = tokio::time::timeout(PATIENCE, phase.agent.next_event())
                 .await
                 .expect("an event from the agent");
-            if let Some(end) = self.alice.on_agent_event(ev, phase).await {
+            if let Some(end) = self.run.on_event(&mut self.alice, ev, phase).await {
                 return end;
             }
         }
@@ -162,17 +164,15 @@ async fn a_turn_that_ended_before_the_agent_took_a_message_does_not_end_the_task
         .expect("sent");
     let inbox = f
         .alice
-        .session
+        .session()
         .call(|c| async move { c.inbox().await })
         .await
         .expect("the inbox");
-    let flow = f
-        .alice
-        .on_messages(inbox, &mut phase)
+    let flow = super::inbox::on_messages(&mut f.alice, inbox, &mut phase)
         .await
         .expect("sent on");
     assert!(flow.is_none());
-    let flow = f.alice.on_agent_event(ended, &mut phase).await;
+    let flow = f.run.on_event(&mut f.alice, ended, &mut phase).await;
     assert!(
         flow.is_none(),
         "the answer of the turn before the note ended the task: {}",
@@ -199,12 +199,12 @@ async fn the_messages_conversation_is_started_afresh_once_it_has_worn_out() {
     use super::brief::now_ms;
     use crate::runtime::sessions::{MESSAGES, MESSAGES_MAX_AGE, MESSAGES_MAX_STARTS};
     let mut f = Fixture::start().await;
-    let sessions = f.alice.agent.as_ref().expect("an agent").sessions.clone();
+    let sessions = f.run.sessions.clone();
     let resume = |f: &mut Fixture| {
-        f.alice
-            .agent_inbox
+        f.run
+            .inbox
             .push("[Message #1 from lead (message)] hi".into());
-        f.alice.brief(&f.member).expect("a brief").resume
+        f.run.brief(&mut f.alice, &f.member).resume
     };
     let started = |id: &str, resumed: bool, at: u64| {
         sessions
@@ -219,7 +219,7 @@ async fn the_messages_conversation_is_started_afresh_once_it_has_worn_out() {
     }
     assert_eq!(resume(&mut f), None, "a worn-out conversation was resumed");
     let transcript = std::fs::read_to_string(teamboard_protocol::transcript::transcript_path(
-        &f.alice.cfg.state_dir,
+        &f.alice.cfg().state_dir,
         "default",
         "alice",
     ))

@@ -5,8 +5,8 @@
 //! atomically. The wait is renewed every `--poll-interval` only as a safety net; the
 //! wake-up itself is pushed.
 
+use super::{Exit, Intake, Teammate};
 use crate::error::Error;
-use crate::teammate::{Exit, Opening, Teammate};
 use std::time::Duration;
 use teamboard_protocol::transcript::EntryKind;
 use teamboard_protocol::{MemberStatus, MessageKind, TaskId, Work};
@@ -31,9 +31,9 @@ impl Teammate {
     /// only looks (a zero timeout), so that work already waiting is taken without
     /// a word, as after a spawn onto a board with a ready task. The lead hears of
     /// it (one `idle_notification`) only on a transition; see `become_idle`.
-    pub(crate) async fn idle(&mut self) -> Result<Option<Exit>, Error> {
+    pub(crate) async fn idle(&mut self, intake: &mut impl Intake) -> Result<Option<Exit>, Error> {
         let mut since = None;
-        if self.llm_failures > 0 {
+        if self.failures > 0 {
             // Resting after model failures is idle from the start.
             self.become_idle().await?;
             since = Some(Instant::now());
@@ -60,13 +60,15 @@ impl Teammate {
                 }
             };
             // What a wait parked during an agent's phase brought after it ended.
-            if let Some(work) = self.stashed.take() {
+            if let Some(work) = intake.stashed() {
                 match work {
-                    Work::Messages { messages } => return self.take_messages(messages).await,
+                    Work::Messages { messages } => {
+                        return self.take_messages(messages, intake).await;
+                    }
                     Work::Task { claim } => {
                         tracing::info!(task = claim.task.id, subject = %claim.task.subject, "claimed a task");
                         if self
-                            .hold(claim, "Auto-claimed", Opening::NewPhase)
+                            .take_up(claim, "Auto-claimed", true, intake)
                             .await
                             .is_ok()
                         {
@@ -109,14 +111,14 @@ impl Teammate {
                 },
                 Woken::Work(Work::Messages { messages }) if messages.is_empty() => {}
                 Woken::Work(Work::Messages { messages }) => {
-                    return self.take_messages(messages).await;
+                    return self.take_messages(messages, intake).await;
                 }
                 Woken::Work(Work::Task { claim }) => {
                     tracing::info!(task = claim.task.id, subject = %claim.task.subject, "claimed a task");
                     // A task whose worktree did not open is settled already;
                     // wait on.
                     if self
-                        .hold(claim, "Auto-claimed", Opening::NewPhase)
+                        .take_up(claim, "Auto-claimed", true, intake)
                         .await
                         .is_ok()
                     {
@@ -124,7 +126,7 @@ impl Teammate {
                     }
                 }
                 Woken::Adopted(id) => {
-                    self.resume(id, Opening::NewPhase).await?;
+                    self.resume(id, true, intake).await?;
                     if self.held.is_some() {
                         return Ok(None);
                     }
@@ -156,16 +158,17 @@ impl Teammate {
         Ok(())
     }
 
-    /// After work phases that ended in a model error, waits before taking more work
-    /// (1 s, 2 s, 4 s... up to a minute), so a model that is down does not run every
-    /// ready task through its attempts in seconds. `Some` when told to stop meanwhile.
+    /// After work phases that failed (a model error, an agent that failed),
+    /// waits before taking more work (1 s, 2 s, 4 s... up to a minute), so a model
+    /// that is down does not run every ready task through its attempts in
+    /// seconds. `Some` when told to stop meanwhile.
     async fn cool_down(&mut self) -> Option<Exit> {
-        if self.llm_failures == 0 {
+        if self.failures == 0 {
             return None;
         }
-        let pause = Duration::from_secs(1u64 << (self.llm_failures - 1).min(6)).min(COOLDOWN_MAX);
+        let pause = Duration::from_secs(1u64 << (self.failures - 1).min(6)).min(COOLDOWN_MAX);
         tracing::warn!(
-            failures = self.llm_failures,
+            failures = self.failures,
             "the model failed; waiting {pause:?} before taking more work"
         );
         tokio::select! {

@@ -6,10 +6,9 @@
 //! for is carried out as the work loop does it once the agent's turn is over
 //! ([`Fixture::turn_ended`]).
 
-use super::MemberServer;
 use crate::config::Config;
-use crate::teammate::{Opening, PlanState, Teammate};
-use crate::work::Outcome;
+use crate::member::MemberServer;
+use crate::teammate::{Outcome, PlanState, Teammate};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
@@ -33,11 +32,10 @@ impl Fixture {
     async fn start() -> Fixture {
         let daemon = InProc::start().await;
         let lead = lead(&daemon.socket).await;
-        let (alice, _) =
-            crate::teammate::open(Config::for_tests(&daemon), CancellationToken::new())
-                .await
-                .expect("alice starts")
-                .expect("not cancelled");
+        let (alice, _, _) = crate::run::open(Config::for_tests(&daemon), CancellationToken::new())
+            .await
+            .expect("alice starts")
+            .expect("not cancelled");
         Fixture {
             lead,
             alice,
@@ -57,10 +55,7 @@ impl Fixture {
             .call(|c| async move { c.claim_task(id).await })
             .await
             .expect("claimed");
-        self.alice
-            .hold(claim, "Claimed", Opening::NewPhase)
-            .await
-            .expect("held");
+        self.alice.hold(claim, "Claimed").await.expect("held");
         id
     }
 
@@ -113,7 +108,7 @@ impl Fixture {
         let outcome = self.ends.take().expect("an end was asked for");
         match outcome.end(&mut self.alice).await {
             Ok((task, _)) => serde_json::to_value(task).expect("JSON"),
-            Err(not) => panic!("the task did not end: {}", not.text),
+            Err(not) => panic!("the task did not end: {}", not),
         }
     }
 

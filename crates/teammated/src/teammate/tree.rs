@@ -3,8 +3,9 @@
 //!
 //! Every claim goes through `Teammate::hold` (the wait's auto-claim, the
 //! `claim_task` tool, a claim boardd gives back on reconnecting or at start), and
-//! `hold` opens the worktree here. A failure settles the task at once, so the
-//! model never works on a task whose place is unknown:
+//! `hold` opens the worktree here (`crate::worktree` says what it is). A failure
+//! settles the task at once, so the model never works on a task whose place is
+//! unknown:
 //!
 //! - boardd says the claim is gone: the usual lost claim, let go without a word
 //!   to boardd;
@@ -13,8 +14,8 @@
 //!   fails its tasks in the end instead of handing them round for ever, and the
 //!   lead is told.
 
-use super::TaskTree;
-use crate::teammate::Teammate;
+use super::Teammate;
+use crate::worktree::TaskTree;
 use teamboard_protocol::transcript::EntryKind;
 use teamboard_protocol::{ClientError, ErrorCode, MessageKind, Task};
 
@@ -33,7 +34,7 @@ impl Teammate {
     /// has one. `Ok(None)`: it works in the teammate's own directory. `Err`: the
     /// task is settled already (let go, or given back); the text says what
     /// happened, for the model or the transcript.
-    pub(crate) async fn open_tree(
+    pub(super) async fn open_tree(
         &mut self,
         task: &Task,
         epoch: u64,

@@ -8,7 +8,7 @@
 //! calls them still runs, and a task that ended could land, or go to its next
 //! owner, while the agent writes on in its worktree. They answer what the
 //! teammate will do ([`EndTaken`]) and hand the end to the work loop
-//! ([`Answered::ends`]), which carries it out through `Outcome::end`, exactly as
+//! ([`Answered::ends`]), which carries it out through [`Outcome::end`], exactly as
 //! the native loop's tools do (the same completion gate, the same refusal text,
 //! the same result for the lead): a completion once the agent's turn has ended,
 //! a failure once the agent has been stopped.
@@ -18,8 +18,7 @@
 //! the inbox, and it is blocked while a call is carried out. The decision comes
 //! to the agent from the work loop (`Agent::answer_plan`).
 
-use crate::teammate::{PlanState, Teammate};
-use crate::work::Outcome;
+use super::{Outcome, PlanState, Teammate};
 use teamboard_protocol::board_call::BoardCall;
 use teamboard_protocol::member::{EndTaken, MemberCall, MemberReply, TaskEnd};
 use teamboard_protocol::request::{ListTasksArgs, RequestRef, SendArgs, SubmitPlanArgs, TaskRef};
@@ -251,20 +250,7 @@ impl Teammate {
             Err(e) => return refused(e),
         };
         match serde_json::from_value::<TeamRequest>(value.clone()) {
-            Ok(req) => {
-                if let Some(h) = self.held.as_mut() {
-                    h.plan = PlanState::Pending { id: req.id, plan };
-                }
-                self.log(
-                    EntryKind::Lifecycle,
-                    None,
-                    false,
-                    &format!(
-                        "plan submitted for #{task} (request {}); the agent waits for the lead",
-                        req.id
-                    ),
-                );
-            }
+            Ok(req) => self.plan_submitted(req.id, plan, "the agent waits"),
             Err(e) => tracing::warn!(error = %e, "boardd's answer to submit_plan is not a request"),
         }
         MemberReply::Ok { value }
@@ -278,3 +264,6 @@ fn refused(e: ClientError) -> MemberReply {
         message: format!("boardd refused: {e}"),
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -13,8 +13,8 @@
 //! - anything else of those kinds (a stale request, a kind meant for the lead) is
 //!   acknowledged and logged, and the model never sees it.
 
+use super::{AskedToLeave, Exit, Intake, PlanState, Teammate};
 use crate::error::Error;
-use crate::teammate::{AskedToLeave, Exit, PlanState, Teammate};
 use teamboard_protocol::transcript::EntryKind;
 use teamboard_protocol::{LEAD, Message, MessageKind, RequestId, RequestKind, TeamRequest};
 
@@ -35,44 +35,30 @@ pub struct Read {
 }
 
 impl Teammate {
-    /// Puts messages into the context and acknowledges them. Acknowledging only after
-    /// the messages are in the context is what makes delivery at-least-once: if we die
-    /// before the ack, boardd keeps them. With an agent runtime the ordinary ones
-    /// wait for the agent's next phase, and are acknowledged once the agent took them.
+    /// Hands messages to the work and acknowledges them. Acknowledging only once
+    /// the messages are in the model's context is what makes delivery
+    /// at-least-once: if we die before the ack, boardd keeps them. An agent
+    /// runtime acknowledges the ordinary ones itself, once its agent took them.
     ///
     /// A shutdown approved here ends the teammate; the messages that came with it
     /// stay in the inbox unread, for whoever runs under this name next.
     pub(crate) async fn take_messages(
         &mut self,
         messages: Vec<Message>,
+        intake: &mut impl Intake,
     ) -> Result<Option<Exit>, Error> {
-        // An agent's next phase starts with the ordinary messages, and
-        // acknowledges them once the agent took them (`work::agent`).
-        let for_agent: Vec<u64> = match self.agent {
-            Some(_) => messages
-                .iter()
-                .filter(|m| !is_protocol(m.kind))
-                .map(|m| m.id)
-                .collect(),
-            None => Vec::new(),
-        };
+        let ordinary: Vec<u64> = messages
+            .iter()
+            .filter(|m| !is_protocol(m.kind))
+            .map(|m| m.id)
+            .collect();
         let read = read_messages(self, messages).await?;
-        for text in &read.texts {
-            if self.agent.is_some() {
-                self.agent_inbox.push(text.clone());
-            } else {
-                self.ctx.push_user_text(text.clone());
-            }
-            self.log(EntryKind::User, None, false, text);
-        }
         let mut ids = read.ids;
-        if read.leave_for.is_none() && !for_agent.is_empty() {
-            ids.retain(|id| !for_agent.contains(id));
-            for id in for_agent {
-                if !self.agent_unacked.contains(&id) {
-                    self.agent_unacked.push(id);
-                }
-            }
+        if read.leave_for.is_none() && intake.hear(&read.texts, &ordinary) {
+            ids.retain(|id| !ordinary.contains(id));
+        }
+        for text in &read.texts {
+            self.log(EntryKind::User, None, false, text);
         }
         let acked = self.ack(ids).await;
         let Some(by) = read.leave_for else {
@@ -83,9 +69,7 @@ impl Teammate {
         if let Err(e) = acked {
             tracing::warn!(error = %e, "cannot acknowledge the shutdown request; leaving all the same");
         }
-        let exit = Exit::ShutdownRequested { by };
-        self.shutdown = Some(exit.clone());
-        Ok(Some(exit))
+        Ok(Some(self.leave(by)))
     }
 
     pub(crate) async fn ack(&self, ids: Vec<u64>) -> Result<(), Error> {
@@ -188,7 +172,7 @@ async fn on_shutdown_request(
     let reason = req.reason.clone().unwrap_or_default();
     if t.held.is_none() {
         let id = req.id;
-        if let Err(e) = t.session.approve_shutdown(id).await {
+        if let Err(e) = t.answer_shutdown(id, true, None).await {
             // Still leave: the request is clear, and a teammate that stays
             // would only be stopped at the deadline.
             tracing::warn!(error = %e, request = id, "cannot answer the shutdown request");

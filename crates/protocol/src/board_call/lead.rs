@@ -1,13 +1,80 @@
-//! The lead's tools, as its model sees them. `docs/lead.md` shows the same schemas;
-//! a test keeps the two in step.
+//! The lead's tools: the board and the team, as its model sees them.
+//! `docs/lead.md` shows the same schemas (teammated's tests keep them in step).
 
-use crate::tools::specs::{ToolSpec, spec};
-use serde_json::json;
+use super::args::Args;
+use super::{BadCall, BoardCall, Front, STATUSES, ToolSpec};
+use crate::request::ShutdownArgs;
+use crate::{RequestId, TaskId};
+use serde_json::{Value, json};
+
+/// One call of the lead's tools, its arguments read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeadCall {
+    /// `list_tasks`, `get_task`, `create_task` or `send_message`: the lead is
+    /// offered these four of the seven tools every member has.
+    Board(BoardCall),
+    /// A task, and the tasks it is to wait for (at least one).
+    AddDependency(TaskId, Vec<TaskId>),
+    CancelTask(TaskId),
+    /// A name and a role, trimmed; the lead checks them against what `teamctl
+    /// spawn` takes.
+    SpawnTeammate {
+        name: String,
+        role: String,
+    },
+    ListTeam,
+    Broadcast(String),
+    RequestShutdown(ShutdownArgs),
+    ReviewPlan {
+        request: RequestId,
+        approve: bool,
+        feedback: Option<String>,
+    },
+}
+
+impl LeadCall {
+    /// Reads a call of one of the lead's tools.
+    pub fn read(tool: &str, arguments: &Value) -> Result<LeadCall, BadCall> {
+        let a = Args::of(Front::Lead, tool, arguments)?;
+        Ok(match tool {
+            "add_dependency" => {
+                let (id, on) = (a.task("id")?, a.ids("on")?);
+                if on.is_empty() {
+                    return Err(a.missing("on", "the tasks it waits for, at least one"));
+                }
+                LeadCall::AddDependency(id, on)
+            }
+            "cancel_task" => LeadCall::CancelTask(a.task("id")?),
+            "spawn_teammate" => LeadCall::SpawnTeammate {
+                name: a.text("name", "the teammate's name")?.trim().to_string(),
+                role: (a.text("role", "what it does, e.g. dev or tester")?)
+                    .trim()
+                    .to_string(),
+            },
+            "list_team" => LeadCall::ListTeam,
+            "broadcast" => LeadCall::Broadcast(a.text("content", "the message")?),
+            "request_shutdown" => LeadCall::RequestShutdown(ShutdownArgs {
+                to: a.text("to", "the teammate's name")?,
+                reason: a.opt_string("reason")?,
+                timeout_ms: None,
+                force: a.flag("force")?,
+            }),
+            "review_plan" => LeadCall::ReviewPlan {
+                request: a
+                    .number("request", "a plan request's id (a number like 3)")?
+                    .ok_or_else(|| a.missing("request", "the plan request's id"))?,
+                approve: a.yes_no("approve", "true to approve, false to reject")?,
+                feedback: a.opt_string("feedback")?,
+            },
+            _ => LeadCall::Board(a.board_call()?),
+        })
+    }
+}
 
 /// Every tool the lead offers its model: tasks first, then the team.
-pub fn all() -> Vec<ToolSpec> {
+pub(super) fn specs() -> Vec<ToolSpec> {
     vec![
-        spec(
+        ToolSpec::new(
             "create_task",
             "Put a task on the board. Teammates claim ready tasks on their own: a task \
              is ready when every task in blocked_by is completed. Returns `created task \
@@ -25,7 +92,7 @@ pub fn all() -> Vec<ToolSpec> {
             }),
             &["subject"],
         ),
-        spec(
+        ToolSpec::new(
             "add_dependency",
             "Make a task wait for others. A dependency that would make a cycle is refused.",
             json!({
@@ -34,28 +101,28 @@ pub fn all() -> Vec<ToolSpec> {
             }),
             &["id", "on"],
         ),
-        spec(
+        ToolSpec::new(
             "list_tasks",
             "The board, one line per task: id, status, subject, owner, blockers, role. \
              You do not need it to wait for work: events come to you.",
             json!({
-                "status": {"type": "string", "enum": ["pending", "in_progress", "completed", "failed", "cancelled"], "description": "Only tasks of this status."}
+                "status": {"type": "string", "enum": STATUSES, "description": "Only tasks of this status."}
             }),
             &[],
         ),
-        spec(
+        ToolSpec::new(
             "get_task",
             "One task in full: description, result or last error, plans and history.",
             json!({"id": {"type": "integer"}}),
             &["id"],
         ),
-        spec(
+        ToolSpec::new(
             "cancel_task",
             "Withdraw a task that is not finished. Its owner stops working on it.",
             json!({"id": {"type": "integer"}}),
             &["id"],
         ),
-        spec(
+        ToolSpec::new(
             "spawn_teammate",
             "Start a teammate: a process that joins the team under NAME and claims ready \
              tasks of its role (and tasks without a role) on its own. Returns once it is \
@@ -66,13 +133,13 @@ pub fn all() -> Vec<ToolSpec> {
             }),
             &["name", "role"],
         ),
-        spec(
+        ToolSpec::new(
             "list_team",
             "The roster: each teammate's role, status, task, tokens and whether it is connected.",
             json!({}),
             &[],
         ),
-        spec(
+        ToolSpec::new(
             "send_message",
             "Send a message to one teammate. It reaches the teammate's context at once; a \
              parked teammate wakes for it, so do not message idle teammates without need.",
@@ -82,13 +149,13 @@ pub fn all() -> Vec<ToolSpec> {
             }),
             &["to", "content"],
         ),
-        spec(
+        ToolSpec::new(
             "broadcast",
             "Send a message to every teammate. It wakes them all; use it rarely.",
             json!({"content": {"type": "string"}}),
             &["content"],
         ),
-        spec(
+        ToolSpec::new(
             "request_shutdown",
             "Ask a teammate to leave. An idle one approves and exits; a working one \
              answers at its next step (it may refuse with a reason). The answer comes to \
@@ -100,7 +167,7 @@ pub fn all() -> Vec<ToolSpec> {
             }),
             &["to"],
         ),
-        spec(
+        ToolSpec::new(
             "review_plan",
             "Decide a plan a teammate submitted (the events show `[Plan request #ID ...]`). \
              Approve it, or reject it with feedback that says what to change; a rejection \
@@ -113,38 +180,4 @@ pub fn all() -> Vec<ToolSpec> {
             &["request", "approve"],
         ),
     ]
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    #[ignore = "a helper for updating docs/lead.md, not a check"]
-    fn print_tool_schemas() {
-        for s in all() {
-            let pretty = serde_json::to_string_pretty(&s.input_schema).unwrap();
-            println!(
-                "### `{}`\n\n{}\n\n```json\n{pretty}\n```\n",
-                s.name, s.description
-            );
-        }
-    }
-
-    /// `docs/lead.md` must show every schema exactly as the model receives it.
-    #[test]
-    fn docs_show_every_schema() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/lead.md");
-        let doc = std::fs::read_to_string(path).unwrap_or_default();
-        for s in all() {
-            let pretty = serde_json::to_string_pretty(&s.input_schema).unwrap();
-            let block = format!("```json\n{pretty}\n```");
-            assert!(
-                doc.contains(&format!("### `{}`", s.name)) && doc.contains(&block),
-                "docs/lead.md does not show the current schema of {}; it should contain:\n### `{}`\n\n{block}",
-                s.name,
-                s.name
-            );
-        }
-    }
 }

@@ -12,12 +12,11 @@
 //! lost: a model has no way to wait but to call tools, and every such call is a
 //! round of tokens spent on nothing.
 
-use crate::teammate::PlanState;
-use crate::teammate::{Exit, Teammate};
-use crate::tools::{ToolOutput, str_arg};
-use serde_json::Value;
+use super::messages::{Read, plan_decided, read_messages};
+use super::{AskedToLeave, Exit, PlanState, Teammate};
+use crate::tools::ToolOutput;
 use teamboard_protocol::transcript::EntryKind;
-use teamboard_protocol::{ErrorCode, Work};
+use teamboard_protocol::{ClientError, ErrorCode, RequestId, Work};
 
 /// The longest single park of `submit_plan`'s wait: how late a claim lost
 /// meanwhile is noticed (see `wait_for_decision`).
@@ -28,7 +27,7 @@ pub const GATED: [&str; 3] = ["bash", "write_file", "edit_file"];
 
 impl Teammate {
     /// The refusal for `tool` while the held claim's plan is not approved.
-    pub(super) fn plan_gate(&self, tool: &str) -> Option<ToolOutput> {
+    pub(crate) fn plan_gate(&self, tool: &str) -> Option<ToolOutput> {
         let held = self.held.as_ref()?;
         if !held.needs_plan || !GATED.contains(&tool) {
             return None;
@@ -55,11 +54,8 @@ impl Teammate {
 
     /// `submit_plan`: submits the plan (or, for the plan already pending, only
     /// waits) and returns the lead's decision.
-    pub(super) async fn submit_plan(&mut self, input: &Value) -> ToolOutput {
-        let plan = match str_arg(input, "plan") {
-            Ok(p) => p.trim().to_string(),
-            Err(e) => return e,
-        };
+    pub(super) async fn submit_plan(&mut self, plan: String) -> ToolOutput {
+        let plan = plan.trim().to_string();
         let Some(held) = &self.held else {
             return ToolOutput::error("you hold no task, so there is nothing to plan");
         };
@@ -88,18 +84,7 @@ impl Teammate {
                 }
             }
         };
-        if let Some(h) = self.held.as_mut() {
-            h.plan = PlanState::Pending {
-                id,
-                plan: plan.clone(),
-            };
-        }
-        self.log(
-            EntryKind::Lifecycle,
-            None,
-            false,
-            &format!("plan submitted for #{task} (request {id}); waiting for the lead"),
-        );
+        self.plan_submitted(id, plan, "waiting");
         self.wait_for_decision(id).await
     }
 
@@ -142,23 +127,21 @@ impl Teammate {
                 return ToolOutput::error(texts.join("\n\n"));
             }
             let read = match work {
-                Ok(Work::Messages { messages }) => {
-                    match crate::messages::read_messages(self, messages).await {
-                        Ok(r) => r,
-                        Err(e) => return ToolOutput::error(format!("cannot read messages: {e}")),
-                    }
-                }
+                Ok(Work::Messages { messages }) => match read_messages(self, messages).await {
+                    Ok(r) => r,
+                    Err(e) => return ToolOutput::error(format!("cannot read messages: {e}")),
+                },
                 // The safety net also looks at the request: the lead may have
                 // withdrawn it (`cancel_request`), which sends no message, and
                 // waiting on would park the claim for good.
                 Ok(Work::Timeout) => {
-                    let mut read = crate::messages::Read::default();
+                    let mut read = Read::default();
                     match self
                         .session
                         .call(|c| async move { c.get_request(id).await })
                         .await
                     {
-                        Ok(req) => crate::messages::plan_decided(self, req, &mut read),
+                        Ok(req) => plan_decided(self, req, &mut read),
                         Err(e) => tracing::warn!(request = id, error = %e, "cannot read the plan"),
                     }
                     // Nothing arrived: only a settled plan ends the wait.
@@ -182,7 +165,7 @@ impl Teammate {
                 tracing::warn!(error = %e, "cannot acknowledge messages");
             }
             if let Some(by) = read.leave_for {
-                self.shutdown = Some(Exit::ShutdownRequested { by });
+                self.leave(by);
                 texts.push("[Runtime] Shutting down.".into());
                 return ToolOutput::error(texts.join("\n\n"));
             }
@@ -217,19 +200,11 @@ impl Teammate {
 
     /// `respond_shutdown`: approves (giving the held task back with the note
     /// first) or rejects the shutdown request the model was asked to answer.
-    pub(super) async fn respond_shutdown(&mut self, input: &Value) -> ToolOutput {
+    pub(super) async fn respond_shutdown(&mut self, approve: bool, note: String) -> ToolOutput {
         let Some(asked) = self.asked_to_leave.clone() else {
             return ToolOutput::error("no shutdown request is waiting for your answer");
         };
-        let Some(approve) = input.get("approve").and_then(Value::as_bool) else {
-            return ToolOutput::error("approve must be true or false");
-        };
-        let note = input
-            .get("note")
-            .and_then(Value::as_str)
-            .map(str::trim)
-            .unwrap_or_default()
-            .to_string();
+        let note = note.trim().to_string();
         let id = asked.id;
         if !approve {
             if note.is_empty() {
@@ -237,12 +212,7 @@ impl Teammate {
                     "to reject, give the reason to keep working in note; the lead reads it",
                 );
             }
-            let reason = &note;
-            return match self
-                .session
-                .call(|c| async move { c.respond_shutdown(id, false, Some(reason)).await })
-                .await
-            {
+            return match self.answer_shutdown(id, false, Some(&note)).await {
                 Ok(_) => {
                     self.asked_to_leave = None;
                     ToolOutput::ok("rejected; the lead is told why. Go on with your task.")
@@ -260,10 +230,10 @@ impl Teammate {
             }
             self.release_with_note(&note).await;
         }
-        match self.session.approve_shutdown(id).await {
-            Ok(_) => {
+        match self.answer_shutdown(id, true, None).await {
+            Ok(()) => {
                 self.asked_to_leave = None;
-                self.shutdown = Some(Exit::ShutdownRequested { by: asked.from });
+                self.leave(asked.from);
                 ToolOutput::ok("approved; the task is given back and you stop after this round")
             }
             Err(e) => self.answer_refused(e),
@@ -281,8 +251,8 @@ impl Teammate {
         }
         let asked = self.asked_to_leave.take()?;
         let id = asked.id;
-        match self.session.approve_shutdown(id).await {
-            Ok(_) => {}
+        match self.answer_shutdown(id, true, None).await {
+            Ok(()) => {}
             // Settled meanwhile: withdrawn by the lead, so stay; or expired, and
             // boardd stops the teammate itself.
             Err(e) if e.code() == Some(ErrorCode::InvalidState) => {
@@ -301,17 +271,58 @@ impl Teammate {
             asked.from
         );
         self.log(EntryKind::Lifecycle, None, false, &text);
-        let exit = Exit::ShutdownRequested { by: asked.from };
-        self.shutdown = Some(exit.clone());
-        Some(exit)
+        Some(self.leave(asked.from))
     }
 
     /// boardd refused an answer: the request was settled meanwhile (expired,
     /// withdrawn), so there is nothing left to answer.
-    fn answer_refused(&mut self, e: teamboard_protocol::ClientError) -> ToolOutput {
+    fn answer_refused(&mut self, e: ClientError) -> ToolOutput {
         if e.code() == Some(ErrorCode::InvalidState) {
             self.asked_to_leave = None;
         }
         ToolOutput::error(format!("boardd refused the answer: {e}"))
+    }
+
+    /// Answers shutdown request `id`.
+    pub(super) async fn answer_shutdown(
+        &self,
+        id: RequestId,
+        approve: bool,
+        reason: Option<&str>,
+    ) -> Result<(), ClientError> {
+        // An approval also ends the session's waiting for boardd: the
+        // teammate is leaving, and a boardd that stops right after must not
+        // hold it up for the reconnect time.
+        if approve {
+            return self.session.approve_shutdown(id).await.map(|_| ());
+        }
+        let answer = self
+            .session
+            .call(|c| async move { c.respond_shutdown(id, approve, reason).await });
+        answer.await.map(|_| ())
+    }
+
+    /// The teammate is to leave at `by`'s request, once this round is over.
+    pub(super) fn leave(&mut self, by: String) -> Exit {
+        let exit = Exit::ShutdownRequested { by };
+        self.shutdown = Some(exit.clone());
+        exit
+    }
+
+    /// The shutdown request the model was asked to answer, which the runtime
+    /// answers itself instead (an agent has no tool for it).
+    pub(crate) fn take_asked_to_leave(&mut self) -> Option<AskedToLeave> {
+        self.asked_to_leave.take()
+    }
+
+    /// Approves `asked` for the work, which has stopped: the held task goes
+    /// back without using up an attempt, and `note` goes into the transcript.
+    pub(crate) async fn approve_shutdown(&mut self, asked: AskedToLeave, note: &str) -> Exit {
+        self.release(None).await;
+        if let Err(e) = self.answer_shutdown(asked.id, true, None).await {
+            tracing::warn!(error = %e, request = asked.id, "cannot answer the shutdown request");
+        }
+        self.log(EntryKind::Lifecycle, None, false, note);
+        self.leave(asked.from)
     }
 }

@@ -1,0 +1,309 @@
+//! One model loop for every front end: a teammate's native work and the lead.
+//!
+//! [`ModelLoop`] owns what talks to the model: the context and its compaction,
+//! the provider, the tool specs. A round is two steps, the same for everyone:
+//! [`ModelLoop::ask`] (compact when over budget, call the model, log the turn,
+//! put it into the context) and [`ModelLoop::run_tools`] (run each tool the
+//! turn called, log its result, put the results into the context). The front
+//! end is a [`ToolHost`]: it runs the tools, keeps the transcript and the token
+//! accounts, says who the model is, and says when a round must stop. The loop
+//! never knows which front end runs it.
+//!
+//! Each front end writes its own `loop` around the two steps, a screenful,
+//! because that is where they differ: a teammate stops on a final answer, the
+//! `idle` tool, a lost claim or a shutdown, and continues an answer cut off at
+//! the output limit; the lead stops on any text, to print it for the person.
+//!
+//! Alternatives that lost:
+//! - the whole loop in here, with hooks for each front end (before a round,
+//!   after an answer, on a cut-off): the ends are what each front end is about,
+//!   and hooks for them would scatter two short loops over many callbacks;
+//! - `&mut dyn ToolHost`: async methods on a trait object need a boxed future
+//!   per call (`async-trait`, or `Pin<Box<dyn Future>>` by hand), and the front
+//!   end is always known where the loop is called, so a generic costs nothing;
+//! - the transcript and the token accounts inside the loop: a teammate's board
+//!   side writes the same transcript (its lifecycle, what its board tools did),
+//!   and the lead charges tokens to its own ledger by cause, so the front end
+//!   owns both and the loop writes through it.
+
+use crate::context::{self, Context, Identity};
+use crate::llm::{Block, CompletionRequest, LlmError, Provider, StopReason, ToolSpec};
+use crate::tools::ToolOutput;
+use crate::transcript::{self, Transcript};
+use serde_json::Value;
+use std::future::Future;
+use std::path::PathBuf;
+use teamboard_protocol::transcript::EntryKind;
+use teamboard_protocol::{TaskId, TokenUsage};
+
+/// What the loop needs of its front end.
+pub trait ToolHost {
+    /// The task in hand, for the transcript's entries.
+    fn task(&self) -> Option<TaskId>;
+
+    /// Where the loop logs the model's turns and the tools' results.
+    fn transcript(&mut self) -> &mut Transcript;
+
+    /// Who the model is, and what it works on: put back at the head of a
+    /// compacted conversation.
+    fn identity(&self) -> Identity;
+
+    /// Completes, with what the model is told, when a model call or the run of
+    /// `tool` must be cut short. A front end that is stopped by being dropped
+    /// never completes it.
+    fn interrupted(&self, tool: Option<&str>) -> impl Future<Output = String> + Send + 'static;
+
+    /// Accounts for the tokens of a model call: a turn, or a summary.
+    fn spent(&mut self, usage: TokenUsage) -> impl Future<Output = ()> + Send;
+
+    /// Runs one of the tools the model was offered.
+    fn run_tool(&mut self, name: &str, input: &Value) -> impl Future<Output = ToolOutput> + Send;
+}
+
+/// One tool call of a turn: its id, the tool, its input.
+pub type ToolUse = (String, String, Value);
+
+/// A model turn, logged and in the context.
+#[derive(Debug)]
+pub struct Turn {
+    /// Its text blocks, joined.
+    pub text: String,
+    /// The tools it called, in order; none for an answer.
+    pub uses: Vec<ToolUse>,
+    pub stop: StopReason,
+}
+
+/// Why [`ModelLoop::ask`] has no turn.
+#[derive(Debug)]
+pub enum NoTurn {
+    /// The front end cut the round short; what the model would be told.
+    Interrupted(String),
+    /// The model could not be reached, even after retries.
+    Failed(LlmError),
+}
+
+/// The model's side of a conversation.
+pub struct ModelLoop {
+    pub ctx: Context,
+    provider: Provider,
+    specs: Vec<ToolSpec>,
+    max_tokens: u32,
+    /// Where a compaction saves the whole conversation first: the member's
+    /// transcript directory.
+    archives: PathBuf,
+    /// Compactions so far, to name their archives.
+    compactions: u32,
+    /// The context's length after a compaction that left it over budget.
+    compacted_at: Option<usize>,
+}
+
+impl ModelLoop {
+    pub fn new(
+        ctx: Context,
+        provider: Provider,
+        specs: Vec<ToolSpec>,
+        max_tokens: u32,
+        archives: PathBuf,
+    ) -> ModelLoop {
+        ModelLoop {
+            ctx,
+            provider,
+            specs,
+            max_tokens,
+            archives,
+            compactions: 0,
+            compacted_at: None,
+        }
+    }
+
+    pub fn provider(&self) -> &Provider {
+        &self.provider
+    }
+
+    /// Asks the model for its next turn: compacts the context first when it is
+    /// over budget, then logs the turn and puts it into the context.
+    pub async fn ask(&mut self, host: &mut impl ToolHost) -> Result<Turn, NoTurn> {
+        if self.ctx.over_budget() {
+            let stop = host.interrupted(None);
+            tokio::select! {
+                why = stop => return Err(NoTurn::Interrupted(why)),
+                () = self.compact(host) => {}
+            }
+        }
+        let (on_retry, mut retries) = transcript::retry_notices();
+        let request = CompletionRequest {
+            system: self.ctx.system(),
+            messages: &self.ctx.messages,
+            tools: &self.specs,
+            max_tokens: self.max_tokens,
+            on_retry: Some(&on_retry),
+        };
+        let task = host.task();
+        let stop = host.interrupted(None);
+        let call = self.provider.complete(request);
+        // Interrupted, the call is dropped: no model call is made, or finished,
+        // for a round the front end gave up.
+        let completion = tokio::select! {
+            why = stop => return Err(NoTurn::Interrupted(why)),
+            r = host.transcript().write_while(task, &mut retries, call) => r,
+        };
+        let completion = completion.map_err(NoTurn::Failed)?;
+        host.spent(completion.usage).await;
+        let (text, uses) = host.transcript().record_turn(task, &completion.content);
+        let stop = completion.stop.clone();
+        self.ctx.push_assistant(completion.content);
+        Ok(Turn { text, uses, stop })
+    }
+
+    /// Runs a turn's tool calls in order, logs each result and puts the results
+    /// into the context as the turn that answers it. `Some(why)` when the front
+    /// end cut the round short: the tool under way then answers `why`, and the
+    /// calls after it are not made.
+    pub async fn run_tools(
+        &mut self,
+        host: &mut impl ToolHost,
+        uses: Vec<ToolUse>,
+    ) -> Option<String> {
+        let mut results = Vec::with_capacity(uses.len());
+        let mut stopped = None;
+        for (id, name, input) in uses {
+            let out = if self.specs.iter().any(|s| s.name == name) {
+                let stop = host.interrupted(Some(&name));
+                // Dropping a running `bash` call kills everything it started.
+                tokio::select! {
+                    why = stop => {
+                        stopped = Some(why.clone());
+                        ToolOutput::error(why)
+                    }
+                    out = host.run_tool(&name, &input) => out,
+                }
+            } else {
+                let names: Vec<&str> = self.specs.iter().map(|s| s.name.as_str()).collect();
+                ToolOutput::error(format!(
+                    "unknown tool '{name}'; the tools are: {}",
+                    names.join(", ")
+                ))
+            };
+            // The task after the tool: one that ended the task logs without it.
+            let task = host.task();
+            host.transcript().write(
+                EntryKind::ToolResult,
+                Some(&name),
+                task,
+                out.is_error,
+                &out.content,
+            );
+            results.push(Block::ToolResult {
+                tool_use_id: id,
+                content: out.content,
+                is_error: out.is_error,
+            });
+            if stopped.is_some() {
+                break;
+            }
+        }
+        self.ctx.push_tool_results(results);
+        stopped
+    }
+
+    /// Opens a task just taken: adds `opening` to the conversation, or, `afresh`,
+    /// starts a conversation of its own. The one it replaces is saved as a
+    /// compaction's is, and `log` says where. A conversation that cannot be
+    /// saved is dropped all the same: the transcript has every turn of it, and
+    /// carrying it on would cost every call of the task.
+    pub fn open_task(
+        &mut self,
+        log: &mut Transcript,
+        task: TaskId,
+        opening: &[String],
+        afresh: bool,
+    ) {
+        let before = self.ctx.open_task(opening, afresh);
+        if !afresh {
+            return;
+        }
+        // Compaction measures its progress in this conversation's length.
+        self.compacted_at = None;
+        if before.is_empty() {
+            return;
+        }
+        let archive = self.archives.join(format!(
+            "context-{}-before-task-{task}.json",
+            teamboard_protocol::now_ms()
+        ));
+        let text = match context::save_archive(&archive, self.ctx.system(), &before) {
+            Ok(()) => format!(
+                "context: task #{task} starts afresh; the previous conversation ({} messages) is saved in {}",
+                before.len(),
+                archive.display()
+            ),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot save the previous conversation");
+                format!(
+                    "context: task #{task} starts afresh; the previous conversation ({} messages) \
+                     could not be saved ({e}) and is in this transcript only",
+                    before.len()
+                )
+            }
+        };
+        log.write(EntryKind::Lifecycle, None, Some(task), false, &text);
+    }
+
+    /// Puts runtime text (a hint, a note) into the context and the transcript.
+    pub fn tell(&mut self, host: &mut impl ToolHost, text: &str) {
+        self.ctx.push_user_text(text);
+        let task = host.task();
+        host.transcript()
+            .write(EntryKind::User, None, task, false, text);
+    }
+
+    /// The one compaction rule: over budget, the older part is summarised
+    /// (`Context::compact`), and a compaction that could not get under the
+    /// budget (the identity and the summary alone are too big) is not repeated
+    /// every round, only once the context has grown by a few messages.
+    async fn compact(&mut self, host: &mut impl ToolHost) {
+        if self
+            .compacted_at
+            .is_some_and(|len| self.ctx.messages.len() < len + 4)
+        {
+            return;
+        }
+        self.compactions += 1;
+        let archive = self.archives.join(format!(
+            "context-{}-{}.json",
+            teamboard_protocol::now_ms(),
+            self.compactions
+        ));
+        let before = self.ctx.estimate();
+        let (on_retry, mut retries) = transcript::retry_notices();
+        let task = host.task();
+        let identity = host.identity();
+        let compacted = self
+            .ctx
+            .compact(&self.provider, &archive, &identity, Some(&on_retry));
+        match host
+            .transcript()
+            .write_while(task, &mut retries, compacted)
+            .await
+        {
+            Ok(done) => {
+                host.spent(done.usage).await;
+                self.compacted_at = self.ctx.over_budget().then_some(self.ctx.messages.len());
+                let text = format!(
+                    "compacted: {} messages summarised, about {before} -> {} tokens; full context saved to {}",
+                    done.summarised,
+                    self.ctx.estimate(),
+                    archive.display()
+                );
+                tracing::info!("{text}");
+                let log = host.transcript();
+                log.write(EntryKind::Lifecycle, None, task, false, &text);
+                log.write(EntryKind::User, None, task, false, &done.put_back);
+            }
+            Err(e) => {
+                self.compacted_at = Some(self.ctx.messages.len());
+                tracing::warn!(error = %e, "compaction failed; going on uncompacted");
+            }
+        }
+    }
+}
