@@ -211,8 +211,10 @@ pub struct Claim {
 }
 
 /// The answer to `wait_for_work`.
-// One is built per wake-up, so boxing the claim would buy nothing but noise.
-#[allow(clippy::large_enum_variant)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one is built per wake-up, so boxing the claim would buy nothing but noise"
+)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Work {
