@@ -32,7 +32,6 @@ fn config(daemon: &InProc, kind: ProviderKind, url: String) -> LeadConfig {
             api_key: Some("sk-test".into()),
             max_tokens: 1024,
             max_tokens_field: None,
-            prompt_cache: true,
             request_timeout: Duration::from_secs(10),
             retry: RetryPolicy::default(),
         },
