@@ -21,9 +21,6 @@ pub struct ProviderConfig {
     /// Where an OpenAI-compatible request puts `max_tokens`; `None` picks by the
     /// base URL (see `llm::openai`). Other providers ignore it.
     pub max_tokens_field: Option<MaxTokensField>,
-    /// Whether an Anthropic request marks its prefixes for prompt caching. Off only
-    /// to measure what caching saves, or for a proxy that refuses `cache_control`.
-    pub prompt_cache: bool,
     /// How long one HTTP request may take before it counts as a timeout.
     pub request_timeout: Duration,
     pub retry: RetryPolicy,
@@ -38,7 +35,6 @@ impl std::fmt::Debug for ProviderConfig {
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("max_tokens", &self.max_tokens)
             .field("max_tokens_field", &self.max_tokens_field)
-            .field("prompt_cache", &self.prompt_cache)
             .field("request_timeout", &self.request_timeout)
             .field("retry", &self.retry)
             .finish()
@@ -217,7 +213,6 @@ impl Config {
                 api_key: None,
                 max_tokens: 1000,
                 max_tokens_field: None,
-                prompt_cache: true,
                 request_timeout: Duration::from_secs(300),
                 retry: RetryPolicy::default(),
             },
@@ -267,7 +262,6 @@ mod tests {
             api_key: Some("sk-very-secret".into()),
             max_tokens: 1,
             max_tokens_field: None,
-            prompt_cache: true,
             request_timeout: Duration::from_secs(1),
             retry: RetryPolicy::default(),
         };

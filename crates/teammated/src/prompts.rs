@@ -32,6 +32,21 @@ pub(crate) mod lead {
     /// The digest of idle notifications.
     pub(crate) const IDLE: &str = "[Idle]";
 
+    /// Whether the person's words start the plan: `start` alone, in any case, a final
+    /// `.` or `!` allowed. The runtime opens the lead's tools on it and the scripted
+    /// lead carries out its plan on it: one rule, or the two would disagree.
+    pub(crate) fn says_start(words: &str) -> bool {
+        words
+            .trim()
+            .trim_end_matches(['.', '!'])
+            .eq_ignore_ascii_case("start")
+    }
+
+    /// The answer to a tool that changes the board or the team before the start.
+    pub(crate) const NOT_STARTED: &str = "not yet: the person has not said \"start\". \
+     Propose the plan in plain words, end your turn and wait for them to say start; until \
+     then only list_tasks, get_task and list_team work.";
+
     /// The lead's system prompt; `{team}` is replaced.
     pub(crate) const SYSTEM: &str = "You are the lead of team '{team}' on a shared task \
      board. A person tells you what they want. First propose a team plan in plain words: \
@@ -84,4 +99,19 @@ pub(crate) mod agent {
     pub(crate) const PLAN_FIRST: &str = "[Runtime] This task needs a plan approved by the \
          lead before you change anything. Look around first, then propose your plan; \
          it goes to the lead, and you carry it out once it is approved.";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lead::says_start;
+
+    #[test]
+    fn start_is_the_word_alone() {
+        for yes in ["start", " Start. ", "START!", "start!!"] {
+            assert!(says_start(yes), "{yes:?}");
+        }
+        for no in ["", "start now", "do not start", "restart", "start?"] {
+            assert!(!says_start(no), "{no:?}");
+        }
+    }
 }

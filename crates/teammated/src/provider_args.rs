@@ -44,11 +44,6 @@ pub struct ProviderArgs {
         value_name = "FIELD"
     )]
     pub max_tokens_field: Option<MaxTokensField>,
-    /// anthropic only: send no `cache_control` breakpoints, so nothing is cached.
-    /// For measuring what prompt caching saves (`cargo xtask tokens`), or for a
-    /// proxy that refuses the field.
-    #[arg(long, env = "TEAMMATE_NO_PROMPT_CACHE", hide = true)]
-    pub no_prompt_cache: bool,
     /// Timeout of one HTTP request to the model, in seconds.
     #[arg(long, env = "TEAMMATE_REQUEST_TIMEOUT", default_value_t = 300)]
     pub request_timeout: u64,
@@ -81,7 +76,6 @@ impl ProviderArgs {
             api_key,
             max_tokens: self.max_tokens,
             max_tokens_field: self.max_tokens_field,
-            prompt_cache: !self.no_prompt_cache,
             request_timeout: Duration::from_secs(self.request_timeout.max(1)),
             retry: RetryPolicy {
                 max_attempts: self.llm_attempts.max(1),

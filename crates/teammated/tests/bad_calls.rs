@@ -90,7 +90,6 @@ fn provider(url: String) -> ProviderConfig {
         api_key: Some("sk-test".into()),
         max_tokens: 1024,
         max_tokens_field: None,
-        prompt_cache: true,
         request_timeout: Duration::from_secs(10),
         retry: RetryPolicy::default(),
     }

@@ -26,7 +26,6 @@ fn config(daemon: &InProc) -> LeadConfig {
             api_key: None,
             max_tokens: 1024,
             max_tokens_field: None,
-            prompt_cache: true,
             request_timeout: Duration::from_secs(10),
             retry: RetryPolicy::default(),
         },

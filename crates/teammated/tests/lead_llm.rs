@@ -2,17 +2,21 @@
 //! providers: multi-turn tool use (create_task, spawn_teammate) in both API
 //! formats, then the summary once the team has done the work. The lead runs
 //! in-process on a real boardd; its teammate is a real (scripted) teammated that
-//! `spawn_teammate` starts through the real teamctl.
+//! `spawn_teammate` starts through the real teamctl. That the lead changes nothing
+//! before the person says "start" is checked through the real `teamctl lead`
+//! binary, with a goal and in a conversation on its stdin.
 
 use serde_json::{Value, json};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use teamboard_protocol::{MessageKind, TaskStatus};
-use teamboard_testkit::mock_llm::{MockLlm, MockReply};
-use teamboard_testkit::{InProc, PATIENCE, eventually, lead, teammate, workspace_bin};
+use teamboard_testkit::mock_llm::{MockLlm, MockReply, TOOL_USAGE, anthropic_message};
+use teamboard_testkit::{InProc, PATIENCE, Teamctl, eventually, lead, teammate, workspace_bin};
 use teammated::backoff::RetryPolicy;
 use teammated::config::{ProviderConfig, ProviderKind};
 use teammated::lead::{LeadConfig, Outcome, SpawnConfig};
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
 const TASK: &str = "Say hi.\n```sh\necho hi\n```";
@@ -32,7 +36,6 @@ fn config(daemon: &InProc, kind: ProviderKind, url: String) -> LeadConfig {
             api_key: Some("sk-test".into()),
             max_tokens: 1024,
             max_tokens_field: None,
-            prompt_cache: true,
             request_timeout: Duration::from_secs(10),
             retry: RetryPolicy::default(),
         },
@@ -223,7 +226,8 @@ async fn the_lead_sums_up_a_done_board_once_however_late_it_hears_of_it() {
         false,
         CancellationToken::new(),
     ));
-    person.write_all(b"Create a and b.\n").await.unwrap();
+    // The lead changes the board only after the person's start.
+    person.write_all(b"start\n").await.unwrap();
     let boss = lead(&daemon.socket).await;
     let ada = teammate(&daemon.socket, "ada", "dev").await;
     for subject in ["a", "b"] {
@@ -335,4 +339,232 @@ async fn the_lead_uses_a_server_without_a_model_list_but_not_a_refused_key() {
     assert!(format!("{err:?}").contains("HTTP 401"), "{err:?}");
     assert_eq!(mock.model_list_requests().len(), 6);
     assert_eq!(mock.calls(), 0, "no model call: the person only quit");
+}
+
+/// `teamctl lead ARGS` on `daemon`'s board: the real binaries, the lead's model
+/// the mock at `url` (anthropic), its teammates scripted, stdin and stdout piped.
+fn teamctl_lead(daemon: &InProc, url: &str, args: &[&str]) -> tokio::process::Child {
+    let work = daemon.dir().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let mut cmd = Teamctl::new(workspace_bin("teamctl"), &daemon.socket)
+        .with_state_dir(&daemon.state_dir)
+        .command();
+    cmd.args(["lead", "--provider", "anthropic", "--model", "mock-model"])
+        .args(["--base-url", url, "--teammate-provider", "scripted"])
+        .args(["--teammate-idle-timeout", "0", "--workdir"])
+        .arg(&work)
+        .args(args)
+        .env("TEAMMATED_BIN", workspace_bin("teammated"))
+        .env("ANTHROPIC_API_KEY", "sk-test")
+        .env_remove("ANTHROPIC_BASE_URL")
+        .env_remove("TEAMMATE_PROVIDER")
+        .env_remove("TEAMMATE_MODEL")
+        .env_remove("TEAMMATE_BASE_URL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    let mut cmd = tokio::process::Command::from(cmd);
+    cmd.kill_on_drop(true);
+    cmd.spawn().expect("teamctl lead starts")
+}
+
+/// What the lead printed so far, read as it comes. Dropped, it stops the
+/// teammates the lead said it spawned (they run with no idle timeout), however
+/// the test ends.
+#[derive(Default)]
+struct Printed(Arc<Mutex<String>>);
+
+impl Printed {
+    fn collect(child: &mut tokio::process::Child) -> Printed {
+        let printed = Printed::default();
+        let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let text = printed.0.clone();
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                let mut t = text.lock().unwrap();
+                t.push_str(&line);
+                t.push('\n');
+            }
+        });
+        printed
+    }
+
+    fn text(&self) -> String {
+        self.0.lock().unwrap().clone()
+    }
+
+    async fn wait_for(&self, what: &str) {
+        eventually(
+            format!("the lead to print {what:?}; it printed:\n{}", self.text()),
+            PATIENCE,
+            || async { self.text().contains(what).then_some(()) },
+        )
+        .await;
+    }
+}
+
+impl Drop for Printed {
+    fn drop(&mut self) {
+        for line in self.text().lines().filter(|l| l.contains("spawned ")) {
+            let pid = line
+                .split_once(", pid ")
+                .and_then(|(_, r)| r.split(')').next())
+                .and_then(|p| p.parse::<i32>().ok());
+            if let Some(pid) = pid {
+                // SAFETY: kill(2) on a teammate this test's lead started; no memory involved.
+                unsafe { libc::kill(pid, libc::SIGTERM) };
+            }
+        }
+    }
+}
+
+/// The tool results of the last message of a model call, by tool use id:
+/// (content, is_error).
+fn tool_results(body: &Value) -> Vec<(String, String, bool)> {
+    let last = body["messages"].as_array().unwrap().last().unwrap();
+    last["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["type"] == "tool_result")
+        .map(|b| {
+            (
+                b["tool_use_id"].as_str().unwrap().to_string(),
+                b["content"].as_str().unwrap_or_default().to_string(),
+                b["is_error"].as_bool().unwrap_or(false),
+            )
+        })
+        .collect()
+}
+
+/// The refusal a tool that changes the board or the team gets before "start".
+const NOT_YET: &str = "not yet: the person has not said \"start\"";
+
+/// `--goal ... --yes`: the goal's turn plans, and the tools the model calls in
+/// it to create a task and spawn a teammate are refused with a reason; the
+/// start then carries the plan out. Only the start's calls reach the board.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_goal_and_yes_the_lead_changes_nothing_before_start() {
+    let daemon = InProc::start().await;
+    let mock = MockLlm::start(vec![
+        // The goal's turn: it acts at once, against its prompt.
+        MockReply::anthropic_tool_use(
+            "toolu_1",
+            "create_task",
+            json!({"subject": "hi", "description": TASK}),
+        ),
+        MockReply::anthropic_tool_use(
+            "toolu_2",
+            "spawn_teammate",
+            json!({"name": "ada", "role": "dev"}),
+        ),
+        MockReply::anthropic_text("Plan: one task 'hi', one teammate ada. Say start."),
+        // The start's turn.
+        MockReply::anthropic_tool_use(
+            "toolu_3",
+            "create_task",
+            json!({"subject": "hi", "description": TASK}),
+        ),
+        MockReply::anthropic_tool_use(
+            "toolu_4",
+            "spawn_teammate",
+            json!({"name": "ada", "role": "dev"}),
+        ),
+        MockReply::anthropic_text("Started."),
+        MockReply::anthropic_text("Summary: ada said hi."),
+    ]);
+    let goal = ["--goal", "Say hi, with one teammate.", "--yes"];
+    let mut child = teamctl_lead(&daemon, &mock.url(), &goal);
+    let printed = Printed::collect(&mut child);
+    let status = tokio::time::timeout(PATIENCE, child.wait())
+        .await
+        .expect("the lead finishes in time")
+        .unwrap();
+    let requests = mock.requests();
+    let results: Vec<_> = requests.iter().map(|r| tool_results(&r.body)).collect();
+    let bodies = || format!("{}\n{results:#?}", printed.text());
+    assert!(status.success(), "{status:?}\n{}", bodies());
+    // The model heard why, as the result of each call.
+    for (i, id) in [(1, "toolu_1"), (2, "toolu_2")] {
+        assert_eq!(results[i].len(), 1, "{}", bodies());
+        let (use_id, content, is_error) = &results[i][0];
+        assert!(
+            use_id == id && *is_error && content.contains(NOT_YET),
+            "{}",
+            bodies()
+        );
+    }
+    assert_eq!(results[4][0].1, "created task #1: hi", "{}", bodies());
+    assert!(results[5][0].1.starts_with("spawned ada"), "{}", bodies());
+    // One task, the start's, done by the one teammate.
+    let boss = lead(&daemon.socket).await;
+    let tasks = boss.list_tasks(None).await.unwrap();
+    assert_eq!(tasks.len(), 1, "{tasks:?}");
+    assert_eq!(tasks[0].status, TaskStatus::Completed);
+    assert_eq!(tasks[0].owner.as_deref(), Some("ada"));
+    let team = boss.team().await.unwrap();
+    assert_eq!(team.len(), 1, "{team:?}");
+    assert_eq!(requests.len(), 7, "{}", bodies());
+}
+
+/// In a conversation on stdin, the same: until the person says "start", a
+/// round that creates a task and spawns a teammate has both refused, while the
+/// tools that only read answer; the board and the team stay empty. After
+/// "start", create_task puts the task on the board.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_a_conversation_the_lead_changes_nothing_before_start() {
+    let daemon = InProc::start().await;
+    let call = |id: &str, name: &str, input: Value| json!({"type": "tool_use", "id": id, "name": name, "input": input});
+    let mock = MockLlm::start(vec![
+        MockReply::json(
+            200,
+            anthropic_message(
+                json!([
+                    {"type": "text", "text": "Acting at once."},
+                    call("toolu_1", "create_task", json!({"subject": "hi"})),
+                    call("toolu_2", "spawn_teammate", json!({"name": "ada", "role": "dev"})),
+                    call("toolu_3", "list_tasks", json!({})),
+                    call("toolu_4", "list_team", json!({})),
+                ]),
+                "tool_use",
+                TOOL_USAGE,
+            ),
+        ),
+        MockReply::anthropic_text("Plan: one task 'hi'. Say start."),
+        MockReply::anthropic_tool_use("toolu_5", "create_task", json!({"subject": "hi"})),
+        MockReply::anthropic_text("Created."),
+    ]);
+    let mut child = teamctl_lead(&daemon, &mock.url(), &[]);
+    let printed = Printed::collect(&mut child);
+    let mut person = child.stdin.take().unwrap();
+    person
+        .write_all(b"Say hi, with one teammate.\n")
+        .await
+        .unwrap();
+    printed.wait_for("Say start.").await;
+    let boss = lead(&daemon.socket).await;
+    assert!(boss.list_tasks(None).await.unwrap().is_empty());
+    assert!(boss.team().await.unwrap().is_empty());
+    let results = tool_results(&mock.requests()[1].body);
+    let shown = format!("{results:#?}");
+    assert_eq!(results.len(), 4, "{shown}");
+    for (_, content, is_error) in &results[..2] {
+        assert!(*is_error && content.contains(NOT_YET), "{shown}");
+    }
+    assert_eq!(results[2].1, "no tasks", "{shown}");
+    assert_eq!(results[3].1, "no teammates yet", "{shown}");
+    assert!(!results[2].2 && !results[3].2, "{shown}");
+
+    person.write_all(b"start\n").await.unwrap();
+    printed.wait_for("Created.").await;
+    let results = tool_results(&mock.requests()[3].body);
+    assert_eq!(results[0].1, "created task #1: hi", "{results:#?}");
+    assert_eq!(boss.list_tasks(None).await.unwrap().len(), 1);
+    person.write_all(b"/quit\n").await.unwrap();
+    let status = tokio::time::timeout(PATIENCE, child.wait())
+        .await
+        .expect("the lead leaves")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    assert_eq!(mock.calls(), 4);
 }

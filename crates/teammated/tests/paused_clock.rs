@@ -48,7 +48,6 @@ fn scripted() -> ProviderConfig {
         api_key: None,
         max_tokens: 1000,
         max_tokens_field: None,
-        prompt_cache: true,
         request_timeout: Duration::from_secs(300),
         retry: RetryPolicy::default(),
     }

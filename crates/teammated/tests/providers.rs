@@ -33,7 +33,6 @@ fn config(kind: ProviderKind, base_url: Option<String>, key: Option<&str>) -> Pr
         api_key: key.map(str::to_string),
         max_tokens: 1024,
         max_tokens_field: None,
-        prompt_cache: true,
         request_timeout: Duration::from_secs(10),
         retry: fast_retry(),
     }

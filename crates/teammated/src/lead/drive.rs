@@ -2,6 +2,8 @@
 //!
 //! One loop waits for the person's next line and for boardd's next event. The
 //! person's words start a planning turn; slash commands are answered locally.
+//! Their "start" (or `--yes`, after the goal's turn) opens the lead's tools that
+//! change the board or the team, for the rest of the session.
 //! Events are read as they come: news (results, shutdown answers, messages) goes
 //! into the context at once, idle notifications wait to go in as one digest with
 //! the next delivery, and a plan request or an error starts a coordination turn.
@@ -19,6 +21,7 @@ use super::unstaffed::{Unstaffed, tick};
 use crate::context::Context;
 use crate::llm::{self, LlmError, Probe};
 use crate::model_loop::ModelLoop;
+use crate::prompts::lead::says_start;
 use crate::transcript::Transcript;
 use std::sync::Arc;
 use std::time::Duration;
@@ -263,7 +266,10 @@ impl Driver {
                             say(&console::answer(&self.lead.desk.client, &command).await)
                         }
                         None if line.is_empty() => {}
-                        None => self.person_turn(line).await?,
+                        None => {
+                            self.lead.desk.started |= says_start(line);
+                            self.person_turn(line).await?
+                        }
                     }
                     self.show_prompt();
                 }
@@ -301,7 +307,7 @@ impl Driver {
                     ));
                 };
                 let line = line.trim();
-                if line.eq_ignore_ascii_case("start") {
+                if says_start(line) {
                     break;
                 }
                 if !line.is_empty() {
@@ -311,6 +317,7 @@ impl Driver {
         } else {
             say("person: start");
         }
+        self.lead.desk.started = true;
         self.person_turn("start").await?;
         if self.cancel.is_cancelled() {
             return Ok(Outcome::Interrupted);

@@ -80,33 +80,56 @@ pub struct LeadConfig {
 
 #[cfg(test)]
 mod tests {
-    use teamboard_protocol::board_call::Front;
+    use teamboard_protocol::board_call::{Front, ToolSpec};
+
+    /// A tool's section of `docs/lead.md`: its heading, description and schema.
+    fn section(s: &ToolSpec) -> String {
+        let pretty = serde_json::to_string_pretty(&s.input_schema).unwrap();
+        format!(
+            "### `{}`\n\n{}\n\n```json\n{pretty}\n```\n",
+            s.name, s.description
+        )
+    }
 
     #[test]
     #[ignore = "a helper for updating docs/lead.md, not a check"]
     fn print_tool_schemas() {
         for s in Front::Lead.specs() {
-            let pretty = serde_json::to_string_pretty(&s.input_schema).unwrap();
-            println!(
-                "### `{}`\n\n{}\n\n```json\n{pretty}\n```\n",
-                s.name, s.description
-            );
+            println!("{}", section(&s));
         }
     }
 
-    /// `docs/lead.md` must show every schema exactly as the model receives it.
+    /// The "Tools" section of `docs/lead.md` is exactly what the lead's model
+    /// receives (the specs `drive` gives its model loop): one section per tool, in
+    /// the order the model gets them, each with its description and schema, and
+    /// no other.
     #[test]
-    fn docs_show_every_schema() {
+    fn the_docs_show_exactly_the_tools_the_model_receives() {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/lead.md");
-        let doc = std::fs::read_to_string(path).unwrap_or_default();
-        for s in Front::Lead.specs() {
-            let pretty = serde_json::to_string_pretty(&s.input_schema).unwrap();
-            let block = format!("```json\n{pretty}\n```");
-            assert!(
-                doc.contains(&format!("### `{}`", s.name)) && doc.contains(&block),
-                "docs/lead.md does not show the current schema of {}; it should contain:\n### `{}`\n\n{block}",
-                s.name,
-                s.name
+        let doc = std::fs::read_to_string(path).unwrap();
+        let tools = doc.split_once("\n## Tools\n").expect("a Tools section").1;
+        let tools = tools.split("\n## ").next().unwrap_or_default();
+        let shown: Vec<String> = tools
+            .split("\n### ")
+            .skip(1)
+            .map(|s| format!("### {}", s.trim_end()))
+            .collect();
+        let specs = Front::Lead.specs();
+        let heading = |s: &str| s.lines().next().unwrap_or_default().to_string();
+        assert_eq!(
+            shown.iter().map(|s| heading(s)).collect::<Vec<_>>(),
+            specs
+                .iter()
+                .map(|s| heading(&section(s)))
+                .collect::<Vec<_>>(),
+            "docs/lead.md's tool headings are not the lead's tools, in order"
+        );
+        for (shown, spec) in shown.iter().zip(&specs) {
+            assert_eq!(
+                shown,
+                section(spec).trim_end(),
+                "docs/lead.md does not show {} as the model receives it",
+                spec.name
             );
         }
     }

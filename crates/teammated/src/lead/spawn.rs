@@ -108,7 +108,6 @@ mod tests {
                 api_key: None,
                 max_tokens: 1024,
                 max_tokens_field: None,
-                prompt_cache: true,
                 request_timeout: Duration::from_secs(10),
                 retry: RetryPolicy::default(),
             },

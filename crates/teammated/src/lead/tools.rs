@@ -1,9 +1,13 @@
 //! The lead's tools: the board and the team, through its session with boardd.
 //! Every refusal goes back to the model as a tool error with boardd's words.
+//! Until the person says "start", only the reading tools answer, whatever the
+//! model does. Refused rather than left out of the list, so that the model hears
+//! why and the tool list (and with it the prompt cache) stays the same all session.
 
 use super::spawn;
 use super::turn::Desk;
 use crate::board_view::{refused, task_line, task_lines, task_text};
+use crate::prompts::lead;
 use crate::tools::ToolOutput;
 use serde_json::Value;
 use teamboard_protocol::board_call::{BoardCall, LeadCall};
@@ -20,6 +24,14 @@ impl Desk {
     }
 
     async fn answer(&mut self, call: LeadCall) -> Result<String, ToolOutput> {
+        let reads = matches!(
+            call,
+            LeadCall::Board(BoardCall::ListTasks { .. } | BoardCall::GetTask { .. })
+                | LeadCall::ListTeam
+        );
+        if !reads && !self.started {
+            return Err(ToolOutput::error(lead::NOT_STARTED));
+        }
         let client = &self.client;
         Ok(match call {
             LeadCall::Board(BoardCall::CreateTask(task)) => self.create_task(task).await?,

@@ -32,6 +32,9 @@ pub struct Desk {
     pub(super) pending: Pending,
     /// What the turn under way is for: its tokens are charged to it.
     cause: Cause,
+    /// Whether the person has said "start": until then the tools that change the
+    /// board or the team are refused (see `tools`). Set by `drive`, never unset.
+    pub(super) started: bool,
 }
 
 /// Why a turn could not run to its end.
@@ -59,6 +62,7 @@ impl Lead {
                 ledger: Ledger::default(),
                 pending: Pending::default(),
                 cause: Cause::Planning,
+                started: false,
             },
         }
     }

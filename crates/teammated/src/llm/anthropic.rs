@@ -32,8 +32,6 @@ pub struct Anthropic {
     url: String,
     model: String,
     api_key: String,
-    /// Whether requests carry `cache_control` breakpoints.
-    cache_markers: bool,
 }
 
 /// Written by hand so that the key can never be printed.
@@ -69,7 +67,6 @@ impl Anthropic {
             url: format!("{base}/v1/messages"),
             model,
             api_key,
-            cache_markers: cfg.prompt_cache,
         })
     }
 
@@ -106,7 +103,7 @@ impl Anthropic {
     }
 
     pub async fn complete(&self, req: CompletionRequest<'_>) -> Result<Completion, LlmError> {
-        let body = request_body(&self.model, &req, self.cache_markers);
+        let body = request_body(&self.model, &req);
         let headers = [
             ("x-api-key", self.api_key.clone()),
             ("anthropic-version", API_VERSION.to_string()),
@@ -126,13 +123,13 @@ fn cache_control() -> Value {
     json!({"type": "ephemeral"})
 }
 
-/// The Messages API request for `req`, with `cache_control` breakpoints when
-/// `cache` is set (see the module's notes).
-fn request_body(model: &str, req: &CompletionRequest<'_>, cache: bool) -> Value {
+/// The Messages API request for `req`, with `cache_control` breakpoints (see the
+/// module's notes).
+fn request_body(model: &str, req: &CompletionRequest<'_>) -> Value {
     // A request without tools is a one-off (the summary that compaction asks for):
     // its prefix is never sent again, and writing it to the cache would cost a
     // quarter more than reading it fresh, for nothing.
-    let cache = cache && !req.tools.is_empty();
+    let cache = !req.tools.is_empty();
     let mut messages: Vec<Value> = req.messages.iter().map(message_json).collect();
     if cache
         && let Some(last) = messages
@@ -329,10 +326,10 @@ mod tests {
             max_tokens: 100,
             on_retry: None,
         };
-        let body = request_body("m", &req, false);
+        let body = request_body("m", &req);
         assert_eq!(body["model"], "m");
         assert_eq!(body["max_tokens"], 100);
-        assert_eq!(body["system"], "be brief");
+        assert_eq!(body["system"][0]["text"], "be brief");
         assert_eq!(body["tools"][0]["input_schema"]["type"], "object");
         assert_eq!(
             body["messages"][0]["content"][0],
@@ -343,7 +340,7 @@ mod tests {
         assert_eq!(body["messages"][1]["content"][1]["input"]["command"], "ls");
         assert_eq!(
             body["messages"][2]["content"][0],
-            json!({"type": "tool_result", "tool_use_id": "toolu_1", "content": "a\nb", "is_error": true})
+            json!({"type": "tool_result", "tool_use_id": "toolu_1", "content": "a\nb", "is_error": true, "cache_control": {"type": "ephemeral"}})
         );
 
         let bare = CompletionRequest {
@@ -353,11 +350,11 @@ mod tests {
             max_tokens: 5,
             on_retry: None,
         };
-        let body = request_body("m", &bare, true);
+        let body = request_body("m", &bare);
         assert!(body.get("tools").is_none());
         assert!(body.get("system").is_none());
         assert_eq!(body["messages"][0]["content"][0]["text"], "(empty)");
-        // No tools: a one-off request, so no breakpoints even with caching on.
+        // No tools: a one-off request, so no breakpoints.
         assert!(!body.to_string().contains("cache_control"), "{body}");
     }
 
@@ -398,7 +395,7 @@ mod tests {
             max_tokens: 100,
             on_retry: None,
         };
-        let body = request_body("m", &req, true);
+        let body = request_body("m", &req);
         let ephemeral = json!({"type": "ephemeral"});
         assert_eq!(
             body["system"],
@@ -412,12 +409,6 @@ mod tests {
         assert_eq!(last[1]["text"], "[Message #4 from lead (message)] hurry");
         // Exactly three breakpoints: the API refuses more than four.
         assert_eq!(body.to_string().matches("cache_control").count(), 3);
-
-        // Off, the request is as it was before caching: a plain system string and
-        // no markers anywhere.
-        let plain = request_body("m", &req, false);
-        assert_eq!(plain["system"], "be brief");
-        assert!(!plain.to_string().contains("cache_control"), "{plain}");
     }
 
     #[test]

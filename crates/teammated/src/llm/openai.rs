@@ -623,7 +623,6 @@ mod tests {
             api_key: Some("sk-test".into()),
             max_tokens: 1,
             max_tokens_field: field,
-            prompt_cache: true,
             request_timeout: std::time::Duration::from_secs(1),
             retry: Default::default(),
         };

@@ -27,9 +27,6 @@ use std::collections::{BTreeMap, BTreeSet};
 /// What the scripted lead refuses in a plan.
 pub const FORBIDDEN_IN_PLANS: &str = "rm -rf";
 
-/// The person's answer that starts the plan.
-const START: &str = "start";
-
 /// The scripted lead's next turn.
 pub fn next_step(messages: &[ChatMessage]) -> Vec<Block> {
     let mut calls = Calls::new(messages);
@@ -174,13 +171,9 @@ fn review_plans(messages: &[ChatMessage], calls: &mut Calls) -> Option<Vec<Block
 
 /// Where the person said `start`, and the plan it starts.
 fn started_plan(messages: &[ChatMessage]) -> Option<(usize, Result<PlanSpec, String>)> {
-    let at = messages.iter().rposition(|m| {
-        person_texts(m).any(|t| {
-            t.trim()
-                .trim_end_matches(['.', '!'])
-                .eq_ignore_ascii_case(START)
-        })
-    })?;
+    let at = messages
+        .iter()
+        .rposition(|m| person_texts(m).any(marks::says_start))?;
     let plan = messages[..at]
         .iter()
         .rev()

@@ -116,11 +116,10 @@ pub struct Mate<'a> {
 
 /// The caller's settings that would change what a teammate does: none of them
 /// reaches a measured teammate.
-const FOREIGN: [&str; 10] = [
+const FOREIGN: [&str; 9] = [
     "TEAMBOARD_SOCKET",
     "TEAMBOARD_STATE_DIR",
     "TEAMMATE_CARRY_CONTEXT",
-    "TEAMMATE_NO_PROMPT_CACHE",
     "TEAMMATE_MODEL",
     "TEAMMATE_BASE_URL",
     "ANTHROPIC_API_KEY",
