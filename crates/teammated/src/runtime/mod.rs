@@ -134,6 +134,10 @@ pub enum AgentEvent {
     /// A turn ended, and nothing sent to the agent is pending: `answer` is its
     /// final answer.
     Idle { answer: String },
+    /// A turn ended with input waiting for the next turn (a message that came
+    /// while it ran): its final answer, which stays the task's result if the
+    /// turns after it only answer messages. No `Idle` for it.
+    TurnEnded { answer: String },
     /// The agent reported an error that ends its work: an API error, its turn
     /// limit, a refusal. The process may still run; the caller stops it.
     Failed(String),

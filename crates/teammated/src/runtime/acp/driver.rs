@@ -11,8 +11,8 @@
 //!   cancels the first), so input that comes while one runs waits in `queue` and
 //!   goes out, all of it as one prompt, when the running one ends; `Delivered`
 //!   is sent only then.
-//! - `Idle` only when a prompt ended with nothing queued: its answer is the text
-//!   the agent said in that prompt.
+//! - `Idle` only when a prompt ended with nothing queued, else `TurnEnded`:
+//!   its answer is the text the agent said in that prompt.
 //! - Every request of the agent is answered, at once by the policy, or (the
 //!   plan gate's `exit_plan_mode`) when the lead decides, or `cancelled` when
 //!   the work stops.
@@ -199,6 +199,7 @@ impl Driver {
                 if self.state.queue.is_empty() {
                     self.emit(AgentEvent::Idle { answer });
                 } else {
+                    self.emit(AgentEvent::TurnEnded { answer });
                     let queued = std::mem::take(&mut self.state.queue);
                     self.prompt(queued).await;
                 }

@@ -314,6 +314,9 @@ sleep 30"#,
             events,
             vec![
                 AgentEvent::Said("busy".into()),
+                AgentEvent::TurnEnded {
+                    answer: "busy".into()
+                },
                 AgentEvent::Delivered(tag),
                 AgentEvent::Said("took the message".into()),
                 AgentEvent::Usage(teamboard_protocol::TokenUsage {

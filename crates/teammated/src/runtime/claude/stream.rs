@@ -11,8 +11,8 @@
 //!   (`isReplay`, thanks to `--replay-user-messages`) when the CLI takes it into
 //!   the conversation, in the order written; a line not yet echoed when a
 //!   `result` comes is still to be answered. So a `result` is the final answer
-//!   only when every line written has been echoed (`queued_turn_count` stays 0
-//!   even with a line queued: it cannot tell).
+//!   (`Idle`) only when every line written has been echoed (`queued_turn_count`
+//!   stays 0 even with a line queued: it cannot tell); else it is `TurnEnded`.
 //! - **The outcome** is read from `is_error` (and an `error_*` subtype), never
 //!   from `subtype` alone: an API error is `subtype:"success"`, `is_error:true`.
 //! - **Usage** is each `result.usage` (the turn's API calls summed); the
@@ -276,10 +276,13 @@ impl Stream {
         if failed {
             self.busy = false;
             actions.push(Action::Fail(failure(v)));
-        } else if self.unechoed.is_empty() {
-            self.busy = false;
+        } else {
             let answer = v["result"].as_str().unwrap_or_default().to_string();
-            actions.push(Action::Emit(AgentEvent::Idle { answer }));
+            self.busy = !self.unechoed.is_empty();
+            actions.push(Action::Emit(match self.busy {
+                false => AgentEvent::Idle { answer },
+                true => AgentEvent::TurnEnded { answer },
+            }));
         }
         actions
     }
