@@ -4,6 +4,7 @@
 use super::{AgentEnd, AgentRun, MAX_REFUSALS, Phase};
 use crate::runtime::{AgentEvent, FIRST_INPUT, PlanAnswer};
 use crate::teammate::{Outcome, PlanState, Teammate};
+use teamboard_protocol::refusal::AGAIN;
 use teamboard_protocol::transcript::EntryKind;
 
 impl AgentRun {
@@ -150,16 +151,24 @@ pub(super) async fn answered(
         return Some(AgentEnd::Done);
     }
     phase.refusals += 1;
-    t.log(
-        EntryKind::ToolResult,
-        Some("complete_task"),
-        true,
-        &out.content,
-    );
     if phase.refusals >= MAX_REFUSALS {
+        // Not for the agent: `settle` gives the task back with boardd's words.
         return Some(AgentEnd::Refused);
     }
-    match phase.agent.send(&out.content).await {
+    // The turn that gave the result is over, so the refusal is the agent's
+    // next input and starts a turn of its own. Trap: the words for a worker
+    // still in its turn (`refusal::AGAIN`) ask for a call in the turn that
+    // ended; the agent is told to end the new one instead.
+    let name = &t.cfg().name;
+    let text = match out.content.strip_suffix(AGAIN) {
+        Some(head) => format!(
+            "{head}end your turn: {name} completes the task again when it ends, with \
+             the result you give complete_task or else your final answer."
+        ),
+        None => out.content,
+    };
+    t.log(EntryKind::User, None, false, &text);
+    match phase.agent.send(&text).await {
         Ok(tag) => {
             phase.pending.insert(tag, Vec::new());
             None
