@@ -6,9 +6,8 @@
 use crate::ErrorCode;
 use crate::worktree::MergeStyle;
 
-/// The last words of a refusal of the completion gate: what a worker still in
-/// its turn does. An agent whose turn is over is told otherwise
-/// (teammated's `work::agent`).
+/// A refusal's last words, for a worker still in its turn (an agent, whose
+/// turn is over, is told otherwise: teammated's `work::agent`).
 pub const AGAIN: &str = "call complete_task again.";
 
 /// The refusal of `complete_task` by the completion gate: boardd's `message` as

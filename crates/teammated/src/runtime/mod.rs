@@ -146,6 +146,23 @@ pub enum AgentEvent {
     Exited { status: String, stderr: String },
 }
 
+/// `why` an agent failed, with its last stderr lines when it said anything.
+pub fn with_tail(why: String, stderr: &str) -> String {
+    match stderr.trim() {
+        "" => why,
+        tail => format!("{why}; its last stderr lines:\n{tail}"),
+    }
+}
+
+/// The lead's approval as the agent's next input, where the runtime has no
+/// answer of its own to give it (Claude Code and ACP agents).
+pub fn approved_note(feedback: &str) -> String {
+    match feedback.trim() {
+        "" => "[Runtime] The lead approved your plan. Carry it out now.".to_string(),
+        note => format!("[Runtime] The lead approved your plan, with this note: {note}"),
+    }
+}
+
 /// The lead's decision on a plan the agent proposed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PlanAnswer {

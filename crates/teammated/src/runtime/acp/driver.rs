@@ -21,7 +21,7 @@ use super::rpc::{Asked, Rpc, turn_away};
 use super::wire::{self, Permission, Stop, Update};
 use crate::runtime::handle::Command;
 use crate::runtime::jsonrpc::{Incoming, RpcError};
-use crate::runtime::{AgentEvent, AgentPolicy, FIRST_INPUT, PlanAnswer};
+use crate::runtime::{AgentEvent, AgentPolicy, FIRST_INPUT, PlanAnswer, approved_note};
 use serde_json::{Value, json};
 use std::collections::HashSet;
 use std::time::Duration;
@@ -402,15 +402,6 @@ impl Driver {
                 _ => {}
             }
         }
-    }
-}
-
-fn approved_note(feedback: &str) -> String {
-    let feedback = feedback.trim();
-    if feedback.is_empty() {
-        "[Runtime] The lead approved your plan. Carry it out now.".to_string()
-    } else {
-        format!("[Runtime] The lead approved your plan, with this note: {feedback}")
     }
 }
 

@@ -25,7 +25,7 @@
 //!   control request of any other kind gets an error answer: the CLI waits on
 //!   every request, and one left unanswered would hang the turn.
 
-use crate::runtime::{AgentEvent, AgentPolicy, PlanAnswer};
+use crate::runtime::{AgentEvent, AgentPolicy, PlanAnswer, approved_note};
 use serde_json::{Value, json};
 use std::collections::VecDeque;
 use teamboard_protocol::TokenUsage;
@@ -183,13 +183,7 @@ impl Stream {
                     ),
                 );
                 if !was_held {
-                    let feedback = feedback.trim();
-                    let text = if feedback.is_empty() {
-                        "[Runtime] The lead approved your plan. Carry it out now.".to_string()
-                    } else {
-                        format!("[Runtime] The lead approved your plan, with this note: {feedback}")
-                    };
-                    lines.push(self.user_line(None, &text));
+                    lines.push(self.user_line(None, &approved_note(&feedback)));
                 }
                 lines
             }

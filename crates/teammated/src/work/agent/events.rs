@@ -2,7 +2,7 @@
 //! plan and final answer.
 
 use super::{AgentEnd, AgentRun, MAX_REFUSALS, Phase};
-use crate::runtime::{AgentEvent, FIRST_INPUT, PlanAnswer};
+use crate::runtime::{AgentEvent, FIRST_INPUT, PlanAnswer, with_tail};
 use crate::teammate::{Outcome, PlanState, Teammate};
 use teamboard_protocol::refusal::AGAIN;
 use teamboard_protocol::transcript::EntryKind;
@@ -155,10 +155,8 @@ pub(super) async fn answered(
         // Not for the agent: `settle` gives the task back with boardd's words.
         return Some(AgentEnd::Refused);
     }
-    // The turn that gave the result is over, so the refusal is the agent's
-    // next input and starts a turn of its own. Trap: the words for a worker
-    // still in its turn (`refusal::AGAIN`) ask for a call in the turn that
-    // ended; the agent is told to end the new one instead.
+    // The refusal starts the agent's next turn. Trap: `AGAIN` asks for a call
+    // in the turn that ended; the agent is told to end the new one instead.
     let name = &t.cfg().name;
     let text = match out.content.strip_suffix(AGAIN) {
         Some(head) => format!(
@@ -212,15 +210,5 @@ async fn proposed(t: &mut Teammate, plan: String, phase: &mut Phase) {
                 })
                 .await;
         }
-    }
-}
-
-/// An error with the agent's last stderr lines, when it said anything.
-fn with_tail(why: String, stderr: &str) -> String {
-    let stderr = stderr.trim();
-    if stderr.is_empty() {
-        why
-    } else {
-        format!("{why}; its last stderr lines:\n{stderr}")
     }
 }

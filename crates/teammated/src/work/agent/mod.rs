@@ -149,14 +149,11 @@ struct Phase {
     /// The result the agent gave `complete_task`: the task completes with it,
     /// rather than with the turn's answer, once the turn has ended.
     result: Option<String>,
-    /// The answer of the last turn that worked on the task: the task's
-    /// result, unless the agent gave one to `complete_task`. Trap: a turn that
-    /// only answered messages does not replace it; a message that came while
-    /// the agent worked is answered in a turn of its own, after the work's.
+    /// The answer of the last turn that worked on the task. Trap: a message
+    /// that came meanwhile is answered in a turn of its own, which is no result.
     answer: Option<String>,
-    /// What the running turn took, of the inputs sent with a tag: `Some(true)`
-    /// messages only. The first input, a refusal of the gate, and the
-    /// runtime's own input (a plan decision, sent without a tag) are work.
+    /// The running turn took messages and nothing else (`Some(true)`); the
+    /// first input, a refusal and the runtime's own input (untagged) are work.
     only_messages: Option<bool>,
 }
 
