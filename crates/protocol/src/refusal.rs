@@ -6,6 +6,10 @@
 use crate::ErrorCode;
 use crate::worktree::MergeStyle;
 
+/// A refusal's last words, for a worker still in its turn (an agent, whose
+/// turn is over, is told otherwise: teammated's `work::agent`).
+pub const AGAIN: &str = "call complete_task again.";
+
 /// The refusal of `complete_task` by the completion gate: boardd's `message` as
 /// it is (it names the check, its exit code and the end of its output, or the
 /// conflicting paths), then what to do. `tree` is the worktree's target branch
@@ -17,9 +21,9 @@ pub fn refused_completion(
     tree: Option<(&str, MergeStyle)>,
 ) -> Option<String> {
     let what = match code {
-        ErrorCode::CheckFailed => "The task is still yours: fix the problem in your worktree and \
-             call complete_task again."
-            .to_string(),
+        ErrorCode::CheckFailed => {
+            format!("The task is still yours: fix the problem in your worktree and {AGAIN}")
+        }
         ErrorCode::MergeConflict => {
             let (target, merge) = tree.unwrap_or(("<the target branch>", MergeStyle::Rebase));
             let steps = match merge {
@@ -35,7 +39,7 @@ pub fn refused_completion(
             };
             format!(
                 "The task is still yours. The target branch {target} changed the same lines: \
-                 {steps}, then call complete_task again."
+                 {steps}, then {AGAIN}"
             )
         }
         _ => return None,

@@ -210,7 +210,7 @@ async fn a_message_to_a_busy_agent_waits_for_the_turn_boundary_and_is_acked_once
     g.respond(|req| {
         let said = last_user_text(&req.body);
         if said.contains("PING-MSG") {
-            MockReply::gemini_text("Got the message. RESULT-AFTER-MESSAGE")
+            MockReply::gemini_text("Got the message. REPLY-TO-MESSAGE")
         } else if said.contains("BUSY-TASK") {
             MockReply::gemini_text("first turn done").with_delay(SLOW)
         } else {
@@ -248,8 +248,12 @@ async fn a_message_to_a_busy_agent_waits_for_the_turn_boundary_and_is_acked_once
         acked_at - busy_since,
         alice.log_text()
     );
+    // The work's answer is the result; the message was answered in a turn of
+    // its own, after it.
     let done = board.wait_completed(t.id, &alice).await;
-    assert_result_says(&done, "RESULT-AFTER-MESSAGE");
+    assert_eq!(done.result.as_deref(), Some("first turn done"), "{done:#?}");
+    let transcript = board.transcript("alice");
+    assert!(transcript.contains("REPLY-TO-MESSAGE"), "{transcript}");
     let arrived = g.calls_with("PING-MSG");
     assert!(!arrived.is_empty(), "the message never reached the model");
     let arrival = arrived[0].received_at;

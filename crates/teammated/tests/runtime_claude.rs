@@ -146,6 +146,61 @@ async fn a_message_sent_while_a_tool_runs_reaches_the_session_and_is_acked_only_
     t.board.stop().await;
 }
 
+/// A message that comes while the model writes its final answer is answered in
+/// a turn of its own, after the work's: the work's answer is the task's
+/// result, not the reply to the message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_answered_after_the_work_does_not_become_its_result() {
+    let Some(mut t) = ClaudeBoard::start().await else {
+        return;
+    };
+    t.mock.set_responder(|req| {
+        let text = text_of(last_user(&req.body));
+        Some(if text.contains("QUESTION-5521") {
+            say("REPLY: yes, lemons")
+        } else if text.contains("E2E-SLOW-ANSWER") {
+            say("FINAL: the work is done").with_delay(Duration::from_secs(4))
+        } else {
+            say("(mock) nothing scripted for this")
+        })
+    });
+    let (alice, task) = t
+        .start_on("alice", "slow answer", "E2E-SLOW-ANSWER: answer slowly")
+        .await;
+    let mock = &t.mock;
+    teamboard_testkit::eventually("the slow call", PATIENCE, || async {
+        let asked = mock
+            .requests()
+            .iter()
+            .any(|r| text_of(last_user(&r.body)).contains("E2E-SLOW-ANSWER"));
+        asked.then_some(())
+    })
+    .await;
+    let msg = t
+        .board
+        .lead
+        .send(
+            "alice",
+            MessageKind::Message,
+            "QUESTION-5521: lemons?",
+            None,
+        )
+        .await
+        .expect("send");
+    let done = t.board.wait_completed(task.id, &alice).await;
+    let transcript = t.board.transcript("alice");
+    assert_eq!(
+        done.result.as_deref(),
+        Some("FINAL: the work is done"),
+        "{transcript}"
+    );
+    // The message was answered, in a turn after the work's.
+    t.board.wait_acked(msg.id).await;
+    assert!(transcript.contains("REPLY: yes, lemons"), "{transcript}");
+    drop(alice);
+    t.board.stop().await;
+}
+
 /// Where plan mode tells the model to write its plan, from a request's text.
 fn plan_file(body: &serde_json::Value) -> Option<String> {
     let text = body.to_string();

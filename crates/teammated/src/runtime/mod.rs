@@ -134,12 +134,33 @@ pub enum AgentEvent {
     /// A turn ended, and nothing sent to the agent is pending: `answer` is its
     /// final answer.
     Idle { answer: String },
+    /// A turn ended with input waiting for the next turn (a message that came
+    /// while it ran): its final answer, which stays the task's result if the
+    /// turns after it only answer messages. No `Idle` for it.
+    TurnEnded { answer: String },
     /// The agent reported an error that ends its work: an API error, its turn
     /// limit, a refusal. The process may still run; the caller stops it.
     Failed(String),
     /// The process ended. `status`: how (an exit code or a signal);
     /// `stderr`: its last lines.
     Exited { status: String, stderr: String },
+}
+
+/// `why` an agent failed, with its last stderr lines when it said anything.
+pub fn with_tail(why: String, stderr: &str) -> String {
+    match stderr.trim() {
+        "" => why,
+        tail => format!("{why}; its last stderr lines:\n{tail}"),
+    }
+}
+
+/// The lead's approval as the agent's next input, where the runtime has no
+/// answer of its own to give it (Claude Code and ACP agents).
+pub fn approved_note(feedback: &str) -> String {
+    match feedback.trim() {
+        "" => "[Runtime] The lead approved your plan. Carry it out now.".to_string(),
+        note => format!("[Runtime] The lead approved your plan, with this note: {note}"),
+    }
 }
 
 /// The lead's decision on a plan the agent proposed.

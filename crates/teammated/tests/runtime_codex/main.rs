@@ -7,6 +7,7 @@ mod harness;
 
 use harness::{CodexHome, exec, nonce, percentile};
 use std::time::{Duration, Instant};
+use teamboard_protocol::request::NewTask;
 use teamboard_protocol::{EventKind, MessageKind, Task, TaskStatus};
 use teamboard_testkit::mock_llm::MockReply;
 use teamboard_testkit::mock_llm::responses::{function_call_output, user_texts};
@@ -496,5 +497,71 @@ async fn the_agent_runs_its_own_model_or_the_agent_model_never_the_native_loops(
         models[1].iter().all(|m| m == "agent-picked-model"),
         "{models:?}"
     );
+    board.stop().await;
+}
+
+/// The completion gate refuses the agent's final answer: its turn is over, so
+/// the refusal starts the next turn, and tells the agent to end that one once
+/// the problem is fixed, never to call a tool in the turn that ended. The
+/// transcript shows it as the agent's input, not as the answer to a call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_result_starts_the_next_turn_which_says_to_end_it() {
+    let Some((codex, mut board)) = CodexHome::start().await else {
+        return;
+    };
+    let repo = board.attach_repo().await;
+    codex.mock.set_responder(|req| {
+        if function_call_output(&req.body).is_some() {
+            return Some(MockReply::responses_text("FIXED: made the file"));
+        }
+        let said = user_texts(&req.body);
+        if said.last().is_some_and(|t| t.contains("was refused")) {
+            return Some(exec("call_fix", "touch fixed"));
+        }
+        Some(MockReply::responses_text("FIRST: done, I think"))
+    });
+    let alice = codex.spawn(&board, "alice", &[]);
+    let t = board
+        .lead
+        .add_task(NewTask {
+            subject: "checked".into(),
+            description: "Make the check pass.".into(),
+            checks: vec!["test -f fixed".into()],
+            ..NewTask::default()
+        })
+        .await
+        .expect("add");
+    let task = board.wait_completed(t.id, &alice).await;
+    assert_eq!(task.result.as_deref(), Some("FIXED: made the file"));
+    assert_eq!(task.attempts, 1, "the refusal kept the claim: {task:#?}");
+    assert_eq!(repo.show("main", "fixed").as_deref(), Some(""));
+    // The refusal was the next turn's input, and says what that turn can do.
+    let requests = codex.mock.requests();
+    let refusal = requests
+        .iter()
+        .filter_map(|r| user_texts(&r.body).pop())
+        .find(|t| t.contains("was refused"))
+        .expect("the refusal reached the model");
+    assert!(refusal.contains("test -f fixed"), "{refusal}");
+    assert!(
+        refusal.ends_with(
+            "end your turn: alice completes the task again when it ends, with the result \
+             you give complete_task or else your final answer."
+        ),
+        "{refusal}"
+    );
+    let transcript = board.transcript("alice");
+    let entry = transcript
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| {
+            e["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("was refused"))
+        })
+        .unwrap_or_else(|| panic!("no refusal in the transcript:\n{transcript}"));
+    assert_eq!(entry["kind"], "user", "{entry}");
+    assert_eq!(entry["text"], refusal.as_str());
+    drop(alice);
     board.stop().await;
 }

@@ -11,8 +11,8 @@
 //!   cancels the first), so input that comes while one runs waits in `queue` and
 //!   goes out, all of it as one prompt, when the running one ends; `Delivered`
 //!   is sent only then.
-//! - `Idle` only when a prompt ended with nothing queued: its answer is the text
-//!   the agent said in that prompt.
+//! - `Idle` only when a prompt ended with nothing queued, else `TurnEnded`:
+//!   its answer is the text the agent said in that prompt.
 //! - Every request of the agent is answered, at once by the policy, or (the
 //!   plan gate's `exit_plan_mode`) when the lead decides, or `cancelled` when
 //!   the work stops.
@@ -21,7 +21,7 @@ use super::rpc::{Asked, Rpc, turn_away};
 use super::wire::{self, Permission, Stop, Update};
 use crate::runtime::handle::Command;
 use crate::runtime::jsonrpc::{Incoming, RpcError};
-use crate::runtime::{AgentEvent, AgentPolicy, FIRST_INPUT, PlanAnswer};
+use crate::runtime::{AgentEvent, AgentPolicy, FIRST_INPUT, PlanAnswer, approved_note};
 use serde_json::{Value, json};
 use std::collections::HashSet;
 use std::time::Duration;
@@ -199,6 +199,7 @@ impl Driver {
                 if self.state.queue.is_empty() {
                     self.emit(AgentEvent::Idle { answer });
                 } else {
+                    self.emit(AgentEvent::TurnEnded { answer });
                     let queued = std::mem::take(&mut self.state.queue);
                     self.prompt(queued).await;
                 }
@@ -401,15 +402,6 @@ impl Driver {
                 _ => {}
             }
         }
-    }
-}
-
-fn approved_note(feedback: &str) -> String {
-    let feedback = feedback.trim();
-    if feedback.is_empty() {
-        "[Runtime] The lead approved your plan. Carry it out now.".to_string()
-    } else {
-        format!("[Runtime] The lead approved your plan, with this note: {feedback}")
     }
 }
 

@@ -26,7 +26,7 @@ mod wire;
 use crate::runtime::handle::{Intake, Pid};
 use crate::runtime::jsonrpc::Incoming;
 use crate::runtime::process::AgentProcess;
-use crate::runtime::{Agent, AgentError, AgentEvent, AgentSpec, Brief};
+use crate::runtime::{Agent, AgentError, AgentEvent, AgentSpec, Brief, with_tail};
 use driver::Driver;
 use rpc::{CallError, Rpc, call, turn_away};
 use serde_json::{Value, json};
@@ -207,11 +207,7 @@ async fn drain_replay(rpc: &mut Rpc) {
 async fn failed_start(mut rpc: Rpc, why: String) -> AgentError {
     let how = rpc.proc.stop().await;
     let tail = rpc.proc.stderr_tail_at_end().await;
-    let mut text = format!("{why} ({how})");
-    if !tail.is_empty() {
-        text.push_str(&format!("; its last stderr lines:\n{tail}"));
-    }
-    AgentError::Start(text)
+    AgentError::Start(with_tail(format!("{why} ({how})"), &tail))
 }
 
 #[cfg(test)]
@@ -314,6 +310,9 @@ sleep 30"#,
             events,
             vec![
                 AgentEvent::Said("busy".into()),
+                AgentEvent::TurnEnded {
+                    answer: "busy".into()
+                },
                 AgentEvent::Delivered(tag),
                 AgentEvent::Said("took the message".into()),
                 AgentEvent::Usage(teamboard_protocol::TokenUsage {

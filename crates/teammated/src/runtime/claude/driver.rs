@@ -16,7 +16,9 @@ use super::args::{self, SessionArg};
 use super::stream::{Action, Stream};
 use crate::runtime::handle::{Command, Pid};
 use crate::runtime::process::{AgentProcess, Line};
-use crate::runtime::{AgentError, AgentEvent, AgentSpec, Brief, FIRST_INPUT, PlanAnswer};
+use crate::runtime::{
+    AgentError, AgentEvent, AgentSpec, Brief, FIRST_INPUT, PlanAnswer, with_tail,
+};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -124,12 +126,7 @@ impl Driver {
                 }
             }
             Action::Fail(why) => {
-                let stderr = self.proc.stderr_tail();
-                let why = if stderr.is_empty() {
-                    why
-                } else {
-                    format!("{why}; its last stderr lines:\n{stderr}")
-                };
+                let why = with_tail(why, &self.proc.stderr_tail());
                 let _ = self.events.send(AgentEvent::Failed(why));
             }
             Action::ResumeFailed(why) => self.new_session(why).await,

@@ -11,8 +11,8 @@
 //!   (`isReplay`, thanks to `--replay-user-messages`) when the CLI takes it into
 //!   the conversation, in the order written; a line not yet echoed when a
 //!   `result` comes is still to be answered. So a `result` is the final answer
-//!   only when every line written has been echoed (`queued_turn_count` stays 0
-//!   even with a line queued: it cannot tell).
+//!   (`Idle`) only when every line written has been echoed (`queued_turn_count`
+//!   stays 0 even with a line queued: it cannot tell); else it is `TurnEnded`.
 //! - **The outcome** is read from `is_error` (and an `error_*` subtype), never
 //!   from `subtype` alone: an API error is `subtype:"success"`, `is_error:true`.
 //! - **Usage** is each `result.usage` (the turn's API calls summed); the
@@ -25,7 +25,7 @@
 //!   control request of any other kind gets an error answer: the CLI waits on
 //!   every request, and one left unanswered would hang the turn.
 
-use crate::runtime::{AgentEvent, AgentPolicy, PlanAnswer};
+use crate::runtime::{AgentEvent, AgentPolicy, PlanAnswer, approved_note};
 use serde_json::{Value, json};
 use std::collections::VecDeque;
 use teamboard_protocol::TokenUsage;
@@ -183,13 +183,7 @@ impl Stream {
                     ),
                 );
                 if !was_held {
-                    let feedback = feedback.trim();
-                    let text = if feedback.is_empty() {
-                        "[Runtime] The lead approved your plan. Carry it out now.".to_string()
-                    } else {
-                        format!("[Runtime] The lead approved your plan, with this note: {feedback}")
-                    };
-                    lines.push(self.user_line(None, &text));
+                    lines.push(self.user_line(None, &approved_note(&feedback)));
                 }
                 lines
             }
@@ -276,10 +270,13 @@ impl Stream {
         if failed {
             self.busy = false;
             actions.push(Action::Fail(failure(v)));
-        } else if self.unechoed.is_empty() {
-            self.busy = false;
+        } else {
             let answer = v["result"].as_str().unwrap_or_default().to_string();
-            actions.push(Action::Emit(AgentEvent::Idle { answer }));
+            self.busy = !self.unechoed.is_empty();
+            actions.push(Action::Emit(match self.busy {
+                false => AgentEvent::Idle { answer },
+                true => AgentEvent::TurnEnded { answer },
+            }));
         }
         actions
     }

@@ -23,7 +23,7 @@ mod tests;
 
 use crate::runtime::handle::{Intake, Pid, Unopened};
 use crate::runtime::process::AgentProcess;
-use crate::runtime::{Agent, AgentError, AgentSpec, Brief};
+use crate::runtime::{Agent, AgentError, AgentSpec, Brief, with_tail};
 use std::time::Duration;
 use tracing::Instrument as _;
 
@@ -65,13 +65,10 @@ pub async fn start(spec: &AgentSpec, brief: Brief) -> Result<Agent, AgentError> 
     let why = match tokio::time::timeout(START_TIMEOUT, codex.opened()).await {
         Ok(Ok(())) => return Ok(codex),
         Ok(Err(Unopened::Failed(why))) => why,
-        Ok(Err(Unopened::Exited { status, stderr })) => {
-            let mut why = format!("codex exited ({status}) before its thread opened");
-            if !stderr.trim().is_empty() {
-                why = format!("{why}; its last stderr lines:\n{}", stderr.trim());
-            }
-            why
-        }
+        Ok(Err(Unopened::Exited { status, stderr })) => with_tail(
+            format!("codex exited ({status}) before its thread opened"),
+            &stderr,
+        ),
         Ok(Err(Unopened::Ended)) => "the codex session ended before its thread opened".into(),
         Err(_) => format!(
             "codex app-server opened no thread within {} s",

@@ -12,7 +12,8 @@
 //!   appears (Codex echoes our `clientUserMessageId` as the item's `clientId`),
 //!   so a message is acknowledged only once it is in the conversation.
 //! - **final answer**: a `completed` turn with nothing sent still on its way is
-//!   [`AgentEvent::Idle`] with the turn's last `agentMessage`.
+//!   [`AgentEvent::Idle`] with the turn's last `agentMessage`; with a send on its
+//!   way (a steer that missed the turn), [`AgentEvent::TurnEnded`].
 //! - **errors**: a `failed` turn, an `error` that Codex will not retry, or an
 //!   error answer to a turn it must accept is [`AgentEvent::Failed`], once.
 //! - **usage**: each `thread/tokenUsage/updated` of a turn of this process
@@ -625,9 +626,12 @@ impl Core {
             .requests
             .pending()
             .any(|a| matches!(a, Asked::TurnStart | Asked::Steer { .. }));
+        let ended = Out::Emit(AgentEvent::TurnEnded {
+            answer: answer.clone(),
+        });
         if in_flight {
             // Its answer starts the next turn, or sends it again.
-            return Vec::new();
+            return vec![ended];
         }
         if let Some(tag) = self.undelivered.keys().next().copied() {
             // Accepted into a turn that ended without taking it: once more, in
@@ -647,7 +651,9 @@ impl Core {
                 .copied()
                 .filter(|t| *t != tag)
                 .collect();
-            return self.dispatch(tag);
+            let mut out = vec![ended];
+            out.extend(self.dispatch(tag));
+            return out;
         }
         match self.gate {
             Gate::Open => vec![Out::Emit(AgentEvent::Idle { answer })],

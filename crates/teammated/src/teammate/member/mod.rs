@@ -124,8 +124,8 @@ impl Teammate {
                 format!(
                     "{} completes task #{task} with this result when your turn ends: end it \
                      now. If the completion gate refuses (a check fails, the branch \
-                     conflicts), the refusal is your next input: fix that and call \
-                     complete_task again.",
+                     conflicts), the refusal starts your next turn: fix that and end \
+                     it.",
                     self.cfg.name
                 ),
             ),

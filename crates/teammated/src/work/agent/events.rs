@@ -2,8 +2,9 @@
 //! plan and final answer.
 
 use super::{AgentEnd, AgentRun, MAX_REFUSALS, Phase};
-use crate::runtime::{AgentEvent, FIRST_INPUT, PlanAnswer};
+use crate::runtime::{AgentEvent, FIRST_INPUT, PlanAnswer, with_tail};
 use crate::teammate::{Outcome, PlanState, Teammate};
+use teamboard_protocol::refusal::AGAIN;
 use teamboard_protocol::transcript::EntryKind;
 
 impl AgentRun {
@@ -52,7 +53,10 @@ impl AgentRun {
                 None
             }
             AgentEvent::Delivered(tag) => {
-                if let Some(ids) = phase.pending.remove(&tag)
+                let ids = phase.pending.remove(&tag);
+                let message = tag != FIRST_INPUT && ids.as_ref().is_some_and(|i| !i.is_empty());
+                phase.only_messages = Some(message && phase.only_messages != Some(false));
+                if let Some(ids) = ids
                     && let Err(e) = t.ack(ids).await
                 {
                     tracing::warn!(error = %e, "cannot acknowledge messages the agent took");
@@ -68,6 +72,10 @@ impl AgentRun {
                 None
             }
             AgentEvent::Idle { answer } => answered(t, answer, phase).await,
+            AgentEvent::TurnEnded { answer } => {
+                turn_ended(phase, answer);
+                None
+            }
             AgentEvent::Failed(why) => Some(AgentEnd::Failed(why)),
             AgentEvent::Exited { status, stderr } => Some(AgentEnd::Failed(with_tail(
                 format!("the agent exited ({status}) before it finished"),
@@ -77,15 +85,24 @@ impl AgentRun {
     }
 }
 
+/// A turn ended with `answer`: the work's answer, unless the turn only
+/// answered messages.
+fn turn_ended(phase: &mut Phase, answer: String) {
+    if phase.only_messages.take() != Some(true) {
+        phase.answer = Some(answer);
+    }
+}
+
 /// The agent's turn ended with nothing it has not answered: the task
-/// completes, with the result the agent gave `complete_task` or else its
-/// final answer. A refusal of the completion gate goes back to the agent as
+/// completes, with the result the agent gave `complete_task` or else the
+/// work's answer. A refusal of the completion gate goes back to the agent as
 /// its next input.
 pub(super) async fn answered(
     t: &mut Teammate,
     answer: String,
     phase: &mut Phase,
 ) -> Option<AgentEnd> {
+    turn_ended(phase, answer);
     // A turn that ended took the first input, whether or not the driver
     // saw it taken: its messages must not stay unacknowledged, or every
     // wake-up would bring them back for another conversation.
@@ -124,26 +141,32 @@ pub(super) async fn answered(
     }
     // What the agent gave `complete_task` in this turn (or an earlier one
     // since the last refusal) comes before the turn's last words.
-    let result = match phase.result.take() {
-        Some(result) => result,
-        None if answer.trim().is_empty() => "(the agent gave no result text)".to_string(),
-        None => answer,
+    let result = match (phase.result.take(), &phase.answer) {
+        (Some(result), _) => result,
+        (None, Some(answer)) if !answer.trim().is_empty() => answer.clone(),
+        _ => "(the agent gave no result text)".to_string(),
     };
     let out = Outcome::Complete(result).report(t).await;
     if t.held().is_none() {
         return Some(AgentEnd::Done);
     }
     phase.refusals += 1;
-    t.log(
-        EntryKind::ToolResult,
-        Some("complete_task"),
-        true,
-        &out.content,
-    );
     if phase.refusals >= MAX_REFUSALS {
+        // Not for the agent: `settle` gives the task back with boardd's words.
         return Some(AgentEnd::Refused);
     }
-    match phase.agent.send(&out.content).await {
+    // The refusal starts the agent's next turn. Trap: `AGAIN` asks for a call
+    // in the turn that ended; the agent is told to end the new one instead.
+    let name = &t.cfg().name;
+    let text = match out.content.strip_suffix(AGAIN) {
+        Some(head) => format!(
+            "{head}end your turn: {name} completes the task again when it ends, with \
+             the result you give complete_task or else your final answer."
+        ),
+        None => out.content,
+    };
+    t.log(EntryKind::User, None, false, &text);
+    match phase.agent.send(&text).await {
         Ok(tag) => {
             phase.pending.insert(tag, Vec::new());
             None
@@ -187,15 +210,5 @@ async fn proposed(t: &mut Teammate, plan: String, phase: &mut Phase) {
                 })
                 .await;
         }
-    }
-}
-
-/// An error with the agent's last stderr lines, when it said anything.
-fn with_tail(why: String, stderr: &str) -> String {
-    let stderr = stderr.trim();
-    if stderr.is_empty() {
-        why
-    } else {
-        format!("{why}; its last stderr lines:\n{stderr}")
     }
 }

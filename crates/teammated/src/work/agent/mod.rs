@@ -149,6 +149,12 @@ struct Phase {
     /// The result the agent gave `complete_task`: the task completes with it,
     /// rather than with the turn's answer, once the turn has ended.
     result: Option<String>,
+    /// The answer of the last turn that worked on the task. Trap: a message
+    /// that came meanwhile is answered in a turn of its own, which is no result.
+    answer: Option<String>,
+    /// The running turn took messages and nothing else (`Some(true)`); the
+    /// first input, a refusal and the runtime's own input (untagged) are work.
+    only_messages: Option<bool>,
 }
 
 impl AgentRun {
@@ -230,6 +236,8 @@ impl AgentRun {
             refusals: 0,
             key,
             result: None,
+            answer: None,
+            only_messages: None,
         };
         if !first_ids.is_empty() {
             phase.pending.insert(FIRST_INPUT, first_ids);

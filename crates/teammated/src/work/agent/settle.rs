@@ -64,11 +64,14 @@ impl AgentRun {
                 t.let_go();
             }
             AgentEnd::Refused => {
+                let last = t.held().and_then(|h| h.refused.clone()).unwrap_or_default();
                 t.log(
                     EntryKind::Lifecycle,
                     None,
-                    false,
-                    &format!("work: ended (the completion gate refused {MAX_REFUSALS} times)"),
+                    true,
+                    &format!(
+                        "work: ended (the completion gate refused {MAX_REFUSALS} times, the last: {last})"
+                    ),
                 );
             }
             AgentEnd::StartFailed(e) => {

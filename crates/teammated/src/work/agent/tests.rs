@@ -15,8 +15,7 @@ use teamboard_testkit::{InProc, PATIENCE, lead, workspace_bin};
 use tokio_util::sync::CancellationToken;
 
 struct Fixture {
-    // Owns boardd's directory and socket for as long as the test runs.
-    #[allow(dead_code)]
+    /// boardd, its directory and socket, for as long as the test runs.
     daemon: InProc,
     lead: Client,
     alice: Teammate,
@@ -90,6 +89,8 @@ impl Fixture {
             refusals: 0,
             key,
             result: None,
+            answer: None,
+            only_messages: None,
         }
     }
 
@@ -125,6 +126,17 @@ impl Fixture {
         }
     }
 
+    /// The prompts the fake agent took, in order.
+    fn prompts(&self) -> Vec<String> {
+        let file = self.daemon.dir().join("fake-acp").join("prompts.jsonl");
+        std::fs::read_to_string(file)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|v| v["text"].as_str().map(str::to_string))
+            .collect()
+    }
+
     async fn task(&self, id: TaskId) -> teamboard_protocol::Task {
         self.lead.get_task(id).await.expect("the task").task
     }
@@ -145,8 +157,8 @@ fn describe(end: &AgentEnd) -> String {
 
 /// The race: the driver reports the end of the agent's turn, and before the
 /// loop reads that, a message comes and the loop sends it on. The agent takes
-/// the message in a turn of its own; the answer of the turn before it is not
-/// the task's result.
+/// the message in a turn of its own, and the task ends after it; the answer of
+/// the turn before it, the work's, is the task's result, not the reply.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_that_ended_before_the_agent_took_a_message_does_not_end_the_task() {
     let mut f = Fixture::start().await;
@@ -183,11 +195,10 @@ async fn a_turn_that_ended_before_the_agent_took_a_message_does_not_end_the_task
     assert!(matches!(end, AgentEnd::Done), "{}", describe(&end));
     let done = f.task(id).await;
     assert_eq!(done.status, TaskStatus::Completed, "{done:#?}");
-    let result = done.result.unwrap_or_default();
-    assert!(
-        result.contains("A LATE NOTE") && result.contains(&format!("#{}", sent.id)),
-        "the result is not the answer to the note: {result}"
-    );
+    assert_eq!(done.result.as_deref(), Some("the answer before the note"));
+    // The note was answered, in a turn after the work's.
+    let took = |p: &String| p.contains("A LATE NOTE") && p.contains(&format!("#{}", sent.id));
+    assert!(f.prompts().iter().any(took), "{:#?}", f.prompts());
     phase.agent.stop().await;
 }
 

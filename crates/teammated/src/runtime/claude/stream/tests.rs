@@ -129,7 +129,7 @@ fn a_turn_with_a_tool_call_ends_in_the_final_answer_with_its_usage() {
 }
 
 #[test]
-fn a_message_queued_behind_a_streaming_reply_makes_the_next_result_the_answer() {
+fn a_message_queued_behind_a_streaming_reply_makes_the_first_result_a_turn_end() {
     // As printed when the second line was written while the model streamed its
     // first reply without tools: the second line is echoed only when its own
     // turn starts, after the first result.
@@ -144,8 +144,16 @@ fn a_message_queued_behind_a_streaming_reply_makes_the_next_result_the_answer() 
     assert!(
         emitted(s.on_line(&assistant(json!([{"type":"text","text":"slow answer"}])))).len() == 1
     );
-    // Not the answer: "second msg" is still to come.
-    assert_eq!(emitted(s.on_line(&success("slow answer"))), [usage()]);
+    // Not the final answer: "second msg" is still to come.
+    assert_eq!(
+        emitted(s.on_line(&success("slow answer"))),
+        [
+            usage(),
+            AgentEvent::TurnEnded {
+                answer: "slow answer".into()
+            }
+        ]
+    );
     assert!(s.busy());
     assert!(s.on_line(&init()).is_empty());
     assert_eq!(
