@@ -106,7 +106,7 @@ pub fn check_context_budget(tokens: u64) -> Result<u64, String> {
     Ok(tokens)
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "cli"))]
 mod tests {
     use super::*;
     use clap::ValueEnum;
