@@ -106,8 +106,10 @@ pub fn check_context_budget(tokens: u64) -> Result<u64, String> {
     Ok(tokens)
 }
 
-#[cfg(all(test, feature = "cli"))]
+#[cfg(test)]
 mod tests {
+    // The test reads clap's names, which only the cli feature derives.
+    #![cfg(feature = "cli")]
     use super::*;
     use clap::ValueEnum;
 
