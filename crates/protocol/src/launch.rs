@@ -109,19 +109,17 @@ pub fn check_context_budget(tokens: u64) -> Result<u64, String> {
 #[cfg(test)]
 mod tests {
     // The test reads clap's names, which only the cli feature derives.
-    #![cfg(feature = "cli")]
-    use super::*;
-    use clap::ValueEnum;
-
-    fn same_names<T: ValueEnum + std::fmt::Display>() {
-        for v in T::value_variants() {
-            let clap = v.to_possible_value().expect("no variant is skipped");
-            assert_eq!(clap.get_name(), v.to_string());
-        }
-    }
-
+    #[cfg(feature = "cli")]
     #[test]
     fn clap_reads_what_strum_writes() {
+        use super::*;
+        use clap::ValueEnum;
+        fn same_names<T: ValueEnum + std::fmt::Display>() {
+            for v in T::value_variants() {
+                let clap = v.to_possible_value().expect("no variant is skipped");
+                assert_eq!(clap.get_name(), v.to_string());
+            }
+        }
         same_names::<ProviderKind>();
         same_names::<MaxTokensField>();
         same_names::<RuntimeKind>();

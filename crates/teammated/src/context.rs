@@ -581,7 +581,7 @@ mod tests {
     fn summariser(summary: &str) -> (Provider, teamboard_testkit::mock_llm::MockLlm) {
         use teamboard_testkit::mock_llm::{MockLlm, MockReply};
         let mock = MockLlm::start_with_fallback(vec![], MockReply::anthropic_text(summary));
-        let dir = std::path::Path::new("/nonexistent");
+        let dir = Path::new("/nonexistent");
         let mut cfg = crate::config::Config::for_tests_in(dir).provider;
         cfg.kind = crate::config::ProviderKind::Anthropic;
         cfg.base_url = Some(mock.url());

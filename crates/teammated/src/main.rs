@@ -275,6 +275,10 @@ fn runtime_config(
     })
 }
 
+#[allow(
+    clippy::print_stderr,
+    reason = "the error that stops teammated, its last word for the person who started it"
+)]
 fn main() {
     // Before anything else, and before any thread exists: this binary is also the
     // guard of its own tool commands (see `tools::guard`).
@@ -299,8 +303,10 @@ fn real_main() -> anyhow::Result<()> {
     let config = args.into_config(model_given)?;
     // The keys now live in the config. Take them out of the environment so that
     // nothing the model runs with `bash` inherits them (`env` would show them to the
-    // model, the transcript and the provider). Safe: no other thread exists yet.
+    // model, the transcript and the provider).
     for var in SECRET_VARS {
+        // SAFETY: no other thread exists yet (the async runtime starts below), so
+        // nothing reads the environment while it changes.
         unsafe { std::env::remove_var(var) };
     }
     tracing::debug!(provider = ?config.provider, "configuration");
@@ -324,6 +330,10 @@ fn lead_mode() -> bool {
 
 /// `teammated lead ...`: the lead in this terminal, until the person leaves or,
 /// with `--goal`, the board is done. Exits 0 only when all went well.
+#[allow(
+    clippy::print_stdout,
+    reason = "the lead's outcome is its last line to the person, on stdout"
+)]
 fn lead_main() -> anyhow::Result<()> {
     let args = lead_args::LeadArgs::parse_from(
         std::iter::once(std::ffi::OsString::from("teammated lead"))

@@ -2,6 +2,15 @@
 //! pushed by boardd, rather than at the teammate's next heartbeat: the running
 //! command stops, no further model call is made, and the teammate goes idle.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 use std::time::{Duration, Instant};
 use teamboard_protocol::TaskStatus;
 use teamboard_testkit::{Board, PATIENCE, alive, eventually};

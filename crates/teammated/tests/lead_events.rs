@@ -4,6 +4,15 @@
 //! once in the context, and acknowledging sends the teammate nothing. The lead runs
 //! in-process and is driven through its input as a person would type.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 use std::time::Duration;
 use teamboard_protocol::{MessageKind, RequestState};
 use teamboard_testkit::{InProc, PATIENCE, eventually, lead, teammate};

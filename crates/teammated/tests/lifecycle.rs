@@ -2,6 +2,15 @@
 //! sharing tasks, respecting dependencies, losing a teammate to `kill -9`, the idle
 //! timeout and the shutdown handshake.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 use teamboard_protocol::request::ShutdownArgs;
 use teamboard_protocol::{EventKind, MessageKind, RequestState, TaskStatus, TeamRequest};
 use teamboard_testkit::Board;

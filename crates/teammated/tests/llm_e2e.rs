@@ -2,6 +2,15 @@
 //! APIs: multi-turn tool use through the whole runtime, retries, token accounting,
 //! zero model calls while idle, and an LLM that keeps failing.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 use serde_json::json;
 use std::time::{Duration, Instant};
 use teamboard_protocol::{MessageKind, TaskStatus};
@@ -776,18 +785,14 @@ async fn a_retry_and_its_wait_show_in_the_transcript_while_it_waits() {
     board.wait_idle("alice").await;
     let t = board.add("wait", "Rate limited.", &[]).await;
     let state = board.state_dir().to_path_buf();
-    let line = teamboard_testkit::eventually(
-        "the retry notice in alice's transcript",
-        teamboard_testkit::PATIENCE,
-        || {
-            let text = teamboard_testkit::transcript(&state, "alice");
-            async move {
-                text.lines()
-                    .find(|l| l.contains("retrying in"))
-                    .map(str::to_string)
-            }
-        },
-    )
+    let line = eventually("the retry notice in alice's transcript", PATIENCE, || {
+        let text = teamboard_testkit::transcript(&state, "alice");
+        async move {
+            text.lines()
+                .find(|l| l.contains("retrying in"))
+                .map(str::to_string)
+        }
+    })
     .await;
     // Written before the wait, not after it: the retry has not been sent yet.
     assert_eq!(mock.calls(), 1, "{line}");
@@ -1028,15 +1033,14 @@ async fn a_task_given_back_after_a_refused_model_leaves_no_background_job() {
     );
     board.wait_idle("alice").await;
     let t = board.add("start a server", "Start it.", &[]).await;
-    let server =
-        teamboard_testkit::eventually("the server's pid", teamboard_testkit::PATIENCE, || async {
-            std::fs::read_to_string(&pid_file)
-                .ok()?
-                .trim()
-                .parse::<u32>()
-                .ok()
-        })
-        .await;
+    let server = eventually("the server's pid", PATIENCE, || async {
+        std::fs::read_to_string(&pid_file)
+            .ok()?
+            .trim()
+            .parse::<u32>()
+            .ok()
+    })
+    .await;
     board
         .wait_for("the task given back", |e| {
             e.kind == teamboard_protocol::EventKind::TaskReleased && e.task == Some(t.id)

@@ -9,6 +9,15 @@
 //! command wrote its answer. The JSON of each tool and twin is checked in
 //! teammated's `member` tests and teamctl's `mcp` tests.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 use teamboard_protocol::{MessageKind, TaskStatus};
 use teamboard_testkit::{Board, PATIENCE, Teammate, eventually, workspace_bin};
 

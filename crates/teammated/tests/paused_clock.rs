@@ -3,6 +3,15 @@
 //! test's runtime, so a minute of virtual time passes in milliseconds and nothing
 //! depends on a sleep.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 use std::time::Duration;
 use teamboard_protocol::request::EventsArgs;
 use teamboard_protocol::{Client, Event, EventKind, MessageKind};

@@ -3,6 +3,15 @@
 //! teammate rejects. The model is the offline scripted one, or a local mock of the
 //! Anthropic API where the test needs a model that decides.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 use serde_json::json;
 use std::time::{Duration, Instant};
 use teamboard_protocol::request::{ListRequestsArgs, NewTask, ShutdownArgs};

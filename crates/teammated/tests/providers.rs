@@ -1,6 +1,15 @@
 //! The real providers against a scripted HTTP server: wire format both ways, retries,
 //! and the handling of API keys.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 use teamboard_protocol::TokenUsage;

@@ -6,6 +6,15 @@
 //! run one at a time ([`one_at_a_time`]) and script the model by what it is
 //! asked ([`MockLlm::set_responder`]), never by the order of its calls.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

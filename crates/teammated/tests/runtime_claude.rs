@@ -3,6 +3,15 @@
 //! the mock Messages API, through boardd, offline. Each test is skipped, saying
 //! so, where the CLI is not installed.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 mod claude_e2e;
 
 use claude_e2e::*;

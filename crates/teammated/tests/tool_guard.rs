@@ -3,6 +3,15 @@
 //! guard, and stopping a command reaches every process it started, even one that
 //! left the command's process group with `setsid`.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

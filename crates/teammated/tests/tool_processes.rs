@@ -2,6 +2,15 @@
 //! processes run `sh` blocks (scripted model) that leave children and grandchildren
 //! behind, and the teammate is then killed, stopped or loses its claim.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use teamboard_protocol::{EventKind, TaskStatus};

@@ -5,6 +5,15 @@
 //! The scripted model's ```` ```complete_task ```` block completes mid-script;
 //! when boardd refuses, the blocks after it are the fix (see `llm::scripted`).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 use teamboard_protocol::request::NewTask;
 use teamboard_protocol::{CheckOutcome, EventKind, MessageKind, Task, TaskStatus};
 use teamboard_testkit::{Board, GitRepo};

@@ -198,7 +198,7 @@ mod tests {
             .unwrap();
         assert_eq!((e.starts, e.resumed), (2, 1));
         assert_eq!((e.session_starts, e.opened_ms), (2, 1_000));
-        assert_eq!(e.age(6_000), Some(std::time::Duration::from_secs(5)));
+        assert_eq!(e.age(6_000), Some(Duration::from_secs(5)));
         assert_eq!(s.get(7, RuntimeKind::Claude).unwrap().session, "abc");
         // Another runtime's session is not this one's.
         assert_eq!(s.get(7, RuntimeKind::Codex), None);

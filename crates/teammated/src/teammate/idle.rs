@@ -16,8 +16,10 @@ use tokio::time::Instant;
 const COOLDOWN_MAX: Duration = Duration::from_secs(60);
 
 /// What one wait brought.
-// One is built per wake-up, so boxing the work would buy nothing but noise.
-#[allow(clippy::large_enum_variant)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one is built per wake-up, so boxing the work would buy nothing but noise"
+)]
 enum Woken {
     Work(Work),
     /// boardd gave back a claim on reconnecting (see `Session::take_adopted`).

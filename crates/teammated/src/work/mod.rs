@@ -19,8 +19,10 @@ use agent::AgentRun;
 use teamboard_protocol::Work;
 
 /// A teammate's work.
-// One for the teammate's whole life: boxing a variant would buy nothing.
-#[allow(clippy::large_enum_variant)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one for the teammate's whole life: boxing a variant would buy nothing"
+)]
 pub(crate) enum Worker {
     Native(ModelLoop),
     Agent(AgentRun),

@@ -7,6 +7,15 @@
 //! The real CLIs are tested in `runtime_claude.rs`, `runtime_codex.rs` and
 //! `runtime_acp.rs`.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use teamboard_protocol::request::{ListRequestsArgs, NewTask, ShutdownArgs};
@@ -29,7 +38,7 @@ const TEAMMATED: &str = env!("CARGO_BIN_EXE_teammated");
 async fn until<F, Fut>(what: &str, mut check: F)
 where
     F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
+    Fut: Future<Output = bool>,
 {
     eventually(what, PATIENCE, || {
         let holds = check();

@@ -6,7 +6,10 @@
 //! queue: how many calls the CLI makes, and in which order, is its own
 //! business. A request is read with `mock_llm::messages` (re-exported here).
 
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "each test crate that includes this module uses part of it"
+)]
 
 use serde_json::{Value, json};
 use std::path::PathBuf;

@@ -3,6 +3,15 @@
 //! processes around an in-process boardd, offline against the mock's
 //! Responses API. Each test skips, saying so, where the CLI is not installed.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 mod harness;
 
 use harness::{CodexHome, exec, nonce, percentile};

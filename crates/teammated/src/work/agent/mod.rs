@@ -124,8 +124,10 @@ enum AgentEnd {
 }
 
 /// What one wait of the loop brought.
-// One is built per wake-up and matched at once; boxing would buy nothing.
-#[allow(clippy::large_enum_variant)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one is built per wake-up and matched at once; boxing would buy nothing"
+)]
 enum Step {
     Event(AgentEvent),
     Call(crate::member::Incoming),
@@ -270,7 +272,13 @@ impl AgentRun {
                 _ = lost.cancelled() => Step::Lost,
                 ev = phase.agent.next_event() => Step::Event(ev),
                 call = member.next() => Step::Call(call),
-                w = async { parked.as_mut().expect("guarded by the branch condition").await },
+                // The guard keeps the branch off when nothing is parked.
+                w = async {
+                    match parked.as_mut() {
+                        Some(wait) => wait.await,
+                        None => std::future::pending().await,
+                    }
+                },
                     if parked.is_some() => Step::Woken(w),
                 _ = async { tokio::time::sleep_until(next_poll.unwrap_or_else(tokio::time::Instant::now)).await },
                     if next_poll.is_some() => Step::Poll,

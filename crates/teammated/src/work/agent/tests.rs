@@ -180,7 +180,7 @@ async fn a_turn_that_ended_before_the_agent_took_a_message_does_not_end_the_task
         .call(|c| async move { c.inbox().await })
         .await
         .expect("the inbox");
-    let flow = super::inbox::on_messages(&mut f.alice, inbox, &mut phase)
+    let flow = inbox::on_messages(&mut f.alice, inbox, &mut phase)
         .await
         .expect("sent on");
     assert!(flow.is_none());
