@@ -44,6 +44,16 @@ pub fn json_line<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Writes a note for people, or an error, on stderr, so that stdout stays what
+/// scripts read. The one place teamctl writes to stderr.
+#[allow(
+    clippy::print_stderr,
+    reason = "a command line's notes and errors are for the person at the terminal"
+)]
+pub fn note(text: impl std::fmt::Display) {
+    eprintln!("{text}");
+}
+
 // ---------------------------------------------------------------- time
 
 /// Milliseconds since the Unix epoch, now.
@@ -111,6 +121,11 @@ pub fn ago(at: i64, now: i64) -> String {
 }
 
 // ---------------------------------------------------------------- numbers
+
+/// `1 commit`, `3 commits`: `n` and `one` with an `s` unless `n` is 1.
+pub fn plural(n: u64, one: &str) -> String {
+    format!("{n} {one}{}", if n == 1 { "" } else { "s" })
+}
 
 /// `950`, `12.3k`, `4.5M`.
 pub fn count(n: u64) -> String {

@@ -49,7 +49,7 @@ pub async fn run(ctx: &Ctx, args: EventsArgs) -> anyhow::Result<()> {
     }
     let Some(interrupt) = interrupt.as_mut() else {
         if history.is_empty() && !ctx.json {
-            eprintln!("no events");
+            render::note("no events");
         }
         return Ok(());
     };

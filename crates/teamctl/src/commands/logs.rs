@@ -119,7 +119,10 @@ async fn follow(out: &mut Printer, lines: Option<usize>) -> anyhow::Result<()> {
                     // `tail -F` does.
                     backlog = None;
                     if !announced && !out.json {
-                        eprintln!("teamctl: waiting for {} to appear", path.display());
+                        render::note(format_args!(
+                            "teamctl: waiting for {} to appear",
+                            path.display()
+                        ));
                         announced = true;
                     }
                 }
@@ -326,10 +329,10 @@ impl Printer {
             ) {
                 render::line(&text)?;
             } else {
-                eprintln!(
+                render::note(format_args!(
                     "teamctl: warning: line {n} of {} is not a transcript entry; skipped",
                     self.path.display()
-                );
+                ));
             }
             return Ok(());
         }

@@ -1,41 +1,29 @@
 //! One module per subcommand. Each takes the shared [`Ctx`] and its own arguments.
 
-pub mod broadcast;
 pub mod events;
 pub mod find_bin;
-pub mod inbox;
 pub mod lead;
 pub mod logs;
 pub mod mcp;
 pub mod member_ops;
-pub mod plans;
+pub mod messages;
+pub mod overview;
 pub mod repo;
 pub mod requests;
-pub mod review;
-pub mod send;
 pub mod shutdown;
 pub mod spawn;
-pub mod status;
-pub mod task_add;
-pub mod task_cancel;
-pub mod task_depend;
+pub mod task;
 pub mod task_diff;
-pub mod task_retry;
-pub mod task_show;
-pub mod tasks;
-pub mod team;
 pub mod watch;
-pub mod worktrees;
 
 use crate::cli::{Cli, Command, Global, TaskCommand};
 use crate::render;
 use anyhow::Context as _;
 use serde::de::DeserializeOwned;
 use std::path::PathBuf;
+use std::time::Duration;
 use teamboard_protocol::request::{EventsArgs, ListTasksArgs};
-use teamboard_protocol::{
-    Client, ClientError, ErrorCode, Event, Request, Task, TaskId, TaskStatus,
-};
+use teamboard_protocol::{Client, ClientError, ErrorCode, Event, Request, Task, TaskId};
 
 /// The client's name in the hello: the person at teamctl is the team's lead.
 pub const CLIENT_KIND: &str = "teamctl";
@@ -57,24 +45,15 @@ pub struct Ctx {
 
 impl Ctx {
     pub fn new(global: &Global) -> Ctx {
-        let socket = global
-            .socket
-            .clone()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or_else(teamboard_protocol::paths::default_socket_path);
+        let given = |p: &Option<PathBuf>| p.clone().filter(|p| !p.as_os_str().is_empty());
+        let socket = given(&global.socket);
         Ctx {
-            socket,
-            socket_given: global
-                .socket
-                .as_ref()
-                .is_some_and(|p| !p.as_os_str().is_empty()),
+            socket_given: socket.is_some(),
+            socket: socket.unwrap_or_else(teamboard_protocol::paths::default_socket_path),
             team: global.team.clone(),
             json: global.json,
             timeout: global.timeout,
-            state_dir_given: global
-                .state_dir
-                .clone()
-                .filter(|p| !p.as_os_str().is_empty()),
+            state_dir_given: given(&global.state_dir),
         }
     }
 
@@ -87,8 +66,8 @@ impl Ctx {
     }
 
     /// `--timeout` as a duration; `None` waits forever.
-    pub fn timeout(&self) -> Option<std::time::Duration> {
-        (self.timeout > 0).then(|| std::time::Duration::from_secs(self.timeout))
+    pub fn timeout(&self) -> Option<Duration> {
+        (self.timeout > 0).then(|| Duration::from_secs(self.timeout))
     }
 
     /// Opens a session as `lead` in the team.
@@ -100,6 +79,22 @@ impl Ctx {
             &self.team,
         )
         .await?)
+    }
+
+    /// Sends `request` on `client`. With `--json` prints boardd's answer as it
+    /// came and gives `None`; otherwise gives the answer decoded.
+    pub async fn call<T: DeserializeOwned>(
+        &self,
+        client: &Client,
+        request: Request,
+    ) -> anyhow::Result<Option<T>> {
+        let op = request.op();
+        let raw = client.call_value(request).await?;
+        if self.json {
+            render::json(&raw)?;
+            return Ok(None);
+        }
+        decode(&raw, op).map(Some)
     }
 }
 
@@ -123,20 +118,29 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             | Command::Logs(_)
             | Command::Shutdown(_)
             | Command::Lead(_)
-            | Command::Task(TaskCommand::Diff(_))
             | Command::Mcp(_)
             | Command::Task(
-                TaskCommand::Complete(_) | TaskCommand::Fail(_) | TaskCommand::SubmitPlan(_)
+                TaskCommand::Diff(_)
+                    | TaskCommand::Complete(_)
+                    | TaskCommand::Fail(_)
+                    | TaskCommand::SubmitPlan(_)
             )
     );
-    let timeout = cli.global.timeout;
-    let command = dispatch(cli);
-    if streams || own_timing || timeout == 0 {
-        return command.await;
-    }
-    match tokio::time::timeout(std::time::Duration::from_secs(timeout), command).await {
-        Ok(result) => result,
-        Err(_) => Err(no_answer(timeout)),
+    let ctx = Ctx::new(&cli.global);
+    let limit = ctx.timeout().filter(|_| !streams && !own_timing);
+    within(limit, dispatch(&ctx, cli.command)).await
+}
+
+/// Runs `step` under `limit`; one that takes longer fails with [`no_answer`].
+pub async fn within<T>(
+    limit: Option<Duration>,
+    step: impl Future<Output = anyhow::Result<T>>,
+) -> anyhow::Result<T> {
+    match limit {
+        Some(limit) => tokio::time::timeout(limit, step)
+            .await
+            .unwrap_or_else(|_| Err(no_answer(limit.as_secs()))),
+        None => step.await,
     }
 }
 
@@ -162,37 +166,36 @@ pub fn no_answer(timeout: u64) -> anyhow::Error {
     )
 }
 
-async fn dispatch(cli: Cli) -> anyhow::Result<()> {
-    let ctx = Ctx::new(&cli.global);
-    match cli.command {
-        Command::Status => status::run(&ctx).await,
-        Command::Task(TaskCommand::Add(args)) => task_add::run(&ctx, args).await,
-        Command::Task(TaskCommand::Show(args)) => task_show::run(&ctx, args).await,
-        Command::Task(TaskCommand::Depend(args)) => task_depend::run(&ctx, args).await,
-        Command::Task(TaskCommand::Cancel(args)) => task_cancel::run(&ctx, args).await,
-        Command::Task(TaskCommand::Retry(args)) => task_retry::run(&ctx, args).await,
-        Command::Task(TaskCommand::Diff(args)) => task_diff::run(&ctx, args).await,
-        Command::Tasks(args) => tasks::run(&ctx, args).await,
-        Command::Team => team::run(&ctx).await,
-        Command::Spawn(args) => spawn::run(&ctx, args).await,
-        Command::Lead(args) => lead::run(&ctx, args),
-        Command::Logs(args) => logs::run(&ctx, args).await,
-        Command::Send(args) => send::run(&ctx, args).await,
-        Command::Broadcast(args) => broadcast::run(&ctx, args).await,
-        Command::Inbox(args) => inbox::run(&ctx, args).await,
-        Command::Events(args) => events::run(&ctx, args).await,
-        Command::Watch(args) => watch::run(&ctx, args).await,
-        Command::Shutdown(args) => shutdown::run(&ctx, args).await,
-        Command::Requests(args) => requests::run(&ctx, args).await,
-        Command::Plans(args) => plans::run(&ctx, args).await,
-        Command::Approve(args) => review::approve(&ctx, args).await,
-        Command::Reject(args) => review::reject(&ctx, args).await,
-        Command::Repo(args) => repo::run(&ctx, args).await,
-        Command::Worktrees(args) => worktrees::run(&ctx, args).await,
-        Command::Mcp(args) => mcp::run(&ctx, args).await,
-        Command::Task(TaskCommand::Complete(args)) => member_ops::complete(&ctx, args).await,
-        Command::Task(TaskCommand::Fail(args)) => member_ops::fail(&ctx, args).await,
-        Command::Task(TaskCommand::SubmitPlan(args)) => member_ops::submit_plan(&ctx, args).await,
+async fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Status => overview::status(ctx).await,
+        Command::Task(TaskCommand::Add(args)) => task::add(ctx, args).await,
+        Command::Task(TaskCommand::Show(args)) => task::show(ctx, args).await,
+        Command::Task(TaskCommand::Depend(args)) => task::depend(ctx, args).await,
+        Command::Task(TaskCommand::Cancel(args)) => task::cancel(ctx, args).await,
+        Command::Task(TaskCommand::Retry(args)) => task::retry(ctx, args).await,
+        Command::Task(TaskCommand::Diff(args)) => task_diff::run(ctx, args).await,
+        Command::Task(TaskCommand::Complete(args)) => member_ops::complete(ctx, args).await,
+        Command::Task(TaskCommand::Fail(args)) => member_ops::fail(ctx, args).await,
+        Command::Task(TaskCommand::SubmitPlan(args)) => member_ops::submit_plan(ctx, args).await,
+        Command::Tasks(args) => task::list(ctx, args).await,
+        Command::Team => overview::team(ctx).await,
+        Command::Spawn(args) => spawn::run(ctx, args).await,
+        Command::Lead(args) => lead::run(ctx, args),
+        Command::Logs(args) => logs::run(ctx, args).await,
+        Command::Send(args) => messages::send(ctx, args).await,
+        Command::Broadcast(args) => messages::broadcast(ctx, args).await,
+        Command::Inbox(args) => messages::inbox(ctx, args).await,
+        Command::Events(args) => events::run(ctx, args).await,
+        Command::Watch(args) => watch::run(ctx, args).await,
+        Command::Shutdown(args) => shutdown::run(ctx, args).await,
+        Command::Requests(args) => requests::list(ctx, args).await,
+        Command::Plans(args) => requests::plans(ctx, args).await,
+        Command::Approve(args) => requests::decide(ctx, args.request, true, args.feedback).await,
+        Command::Reject(args) => requests::reject(ctx, args).await,
+        Command::Repo(args) => repo::repo(ctx, args).await,
+        Command::Worktrees(args) => repo::worktrees(ctx, args).await,
+        Command::Mcp(args) => mcp::run(ctx, args).await,
     }
 }
 
@@ -201,34 +204,12 @@ pub fn decode<T: DeserializeOwned>(value: &serde_json::Value, what: &str) -> any
     T::deserialize(value).with_context(|| format!("unexpected answer from boardd for {what}"))
 }
 
-/// The board's tasks, raw (as boardd sent them) and decoded.
-pub async fn fetch_tasks(
-    client: &Client,
-    status: Option<TaskStatus>,
-) -> anyhow::Result<(serde_json::Value, Vec<Task>)> {
+/// The whole board, decoded.
+pub async fn fetch_tasks(client: &Client) -> anyhow::Result<Vec<Task>> {
     let raw = client
-        .call_value(Request::ListTasks(ListTasksArgs { status }))
+        .call_value(Request::ListTasks(ListTasksArgs { status: None }))
         .await?;
-    let tasks = decode(&raw, "list_tasks")?;
-    Ok((raw, tasks))
-}
-
-/// Prints a task the lead just changed: its line (with open blockers worked out from
-/// the whole board) or, with `--json`, the task object as boardd returned it.
-pub async fn print_changed_task(
-    ctx: &Ctx,
-    client: &Client,
-    raw: serde_json::Value,
-    what: &str,
-) -> anyhow::Result<()> {
-    if ctx.json {
-        return render::json(&raw);
-    }
-    let task: Task = decode(&raw, what)?;
-    let (_, all) = fetch_tasks(client, None).await?;
-    let board = render::Board::new(&all);
-    render::line(&render::task_line(&task, &board, 0))?;
-    Ok(())
+    decode(&raw, "list_tasks")
 }
 
 /// The error for a live view whose daemon went away.

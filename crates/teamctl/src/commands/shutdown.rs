@@ -6,7 +6,7 @@
 //! deadline, so the wait is bounded by the deadline, plus a margin for a daemon
 //! that is slow to do it.
 
-use super::{Ctx, decode, no_answer};
+use super::{Ctx, decode, within};
 use crate::cli::ShutdownArgs;
 use crate::render;
 use std::time::Duration;
@@ -160,18 +160,5 @@ async fn settle(client: &Client, opened: &TeamRequest) -> anyhow::Result<TeamReq
              (see `teamctl requests` and `journalctl --user -u boardd`)",
             opened.id
         ),
-    }
-}
-
-/// Runs one exchange with boardd under `limit`.
-async fn within<T>(
-    limit: Option<Duration>,
-    step: impl Future<Output = anyhow::Result<T>>,
-) -> anyhow::Result<T> {
-    match limit {
-        Some(limit) => tokio::time::timeout(limit, step)
-            .await
-            .unwrap_or_else(|_| Err(no_answer(limit.as_secs()))),
-        None => step.await,
     }
 }

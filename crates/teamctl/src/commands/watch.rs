@@ -13,7 +13,7 @@ use std::io::{IsTerminal, Write};
 use std::time::Duration;
 use teamboard_protocol::request::{EventsArgs, ListRequestsArgs, NoArgs};
 use teamboard_protocol::{
-    Client, Event, Member, Request, RequestKind, RequestState, Task, TaskStatus,
+    Client, ClientError, Event, Member, Request, RequestKind, RequestState, Task, TaskStatus,
 };
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::time::Instant;
@@ -93,10 +93,7 @@ pub async fn run(ctx: &Ctx, args: WatchArgs) -> anyhow::Result<()> {
 }
 
 fn is_closed(e: &anyhow::Error) -> bool {
-    matches!(
-        e.downcast_ref::<teamboard_protocol::ClientError>(),
-        Some(teamboard_protocol::ClientError::Closed(_))
-    )
+    matches!(e.downcast_ref(), Some(ClientError::Closed(_)))
 }
 
 /// The newest `keep` events.
@@ -138,7 +135,7 @@ async fn render_frame(
     client: &Client,
     recent: &VecDeque<Event>,
 ) -> anyhow::Result<Vec<String>> {
-    let (_, tasks) = fetch_tasks(client, None).await?;
+    let tasks = fetch_tasks(client).await?;
     let raw_team = client.call_value(Request::Team(NoArgs {})).await?;
     let members: Vec<Member> = decode(&raw_team, "team")?;
     let open = client
@@ -164,9 +161,9 @@ async fn render_frame(
     let shutdowns = open.len() - plans;
     if plans + shutdowns > 0 {
         out.push(format!(
-            "requests: {plans} plan{} waiting for your decision (teamctl plans), {shutdowns} shutdown{} pending",
-            if plans == 1 { "" } else { "s" },
-            if shutdowns == 1 { "" } else { "s" },
+            "requests: {} waiting for your decision (teamctl plans), {} pending",
+            render::plural(plans as u64, "plan"),
+            render::plural(shutdowns as u64, "shutdown"),
         ));
     }
     out.extend([String::new(), "TASKS".to_string()]);

@@ -1,10 +1,10 @@
 //! Text for a team's repository, task worktrees, checks and landings.
 
-use super::{ago, clock, datetime, duration, one_line, status_word};
+use super::{ago, clock, datetime, duration, one_line, plural, status_word};
 use teamboard_protocol::text::fit_chars_with_ellipsis;
 use teamboard_protocol::{
-    CheckOutcome, CheckRun, Landing, LandingStage, Pruned, Repo, Task, TaskStatus, Worktree,
-    WorktreeEntry, WorktreeState,
+    CheckOutcome, CheckRun, Landing, LandingStage, MergeStyle, Pruned, Repo, Task, TaskStatus,
+    Worktree, WorktreeEntry, WorktreeState,
 };
 
 /// How many lines of a failed check's output `task show` prints.
@@ -36,11 +36,6 @@ pub fn size(bytes: u64) -> String {
         unit += 1;
     }
     format!("{value:.1} {}", UNITS[unit])
-}
-
-/// `1 commit`, `3 commits`, and the like.
-fn plural(n: u64, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 // ---------------------------------------------------------------- the repository
@@ -81,10 +76,10 @@ pub fn repo_lines(r: &Repo, now: i64) -> Vec<String> {
     out
 }
 
-fn merge_words(style: teamboard_protocol::MergeStyle) -> &'static str {
+fn merge_words(style: MergeStyle) -> &'static str {
     match style {
-        teamboard_protocol::MergeStyle::Rebase => "rebase (a fast-forward after a rebase)",
-        teamboard_protocol::MergeStyle::Merge => "merge (a merge commit per task)",
+        MergeStyle::Rebase => "rebase (a fast-forward after a rebase)",
+        MergeStyle::Merge => "merge (a merge commit per task)",
     }
 }
 
@@ -206,7 +201,7 @@ fn tail_lines(tail: &str) -> Vec<String> {
     if skip > 0 {
         out.push(format!(
             "    ... {} (--json has the last 4 KiB)",
-            plural(skip as u64, "earlier line", "earlier lines")
+            plural(skip as u64, "earlier line")
         ));
     }
     out.extend(lines[skip..].iter().map(|l| format!("    {l}")));
@@ -291,7 +286,7 @@ pub fn state_reason(e: &WorktreeEntry) -> String {
             }
             _ if e.unmerged_commits > 0 => format!(
                 "{} not on the target branch",
-                plural(u64::from(e.unmerged_commits), "commit", "commits")
+                plural(u64::from(e.unmerged_commits), "commit")
             ),
             _ => "work not on the target branch".to_string(),
         },
@@ -301,11 +296,7 @@ pub fn state_reason(e: &WorktreeEntry) -> String {
     if e.uncommitted > 0 && e.state != WorktreeState::Discarded {
         s.push_str(&format!(
             ", {}",
-            plural(
-                u64::from(e.uncommitted),
-                "uncommitted path",
-                "uncommitted paths"
-            )
+            plural(u64::from(e.uncommitted), "uncommitted path")
         ));
     }
     s.push(')');
@@ -333,7 +324,7 @@ pub fn prune_lines(p: &Pruned, dry_run: bool) -> Vec<String> {
             .iter()
             .map(|e| format!("kept #{}: {}", e.task, state_reason(e))),
     );
-    let removed = plural(p.removed.len() as u64, "worktree", "worktrees");
+    let removed = plural(p.removed.len() as u64, "worktree");
     out.push(match (p.removed.is_empty(), dry_run) {
         (true, _) if p.kept.is_empty() => "no worktrees to prune".to_string(),
         (true, _) => format!("nothing to prune, {} kept", p.kept.len()),
@@ -349,7 +340,6 @@ pub fn prune_lines(p: &Pruned, dry_run: bool) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use teamboard_protocol::MergeStyle;
 
     #[test]
     fn sizes_are_human() {

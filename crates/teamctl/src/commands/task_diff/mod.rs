@@ -14,7 +14,7 @@
 
 mod git;
 
-use super::{Ctx, no_answer};
+use super::{Ctx, within};
 use crate::cli::TaskDiffArgs;
 use crate::render;
 use std::path::{Path, PathBuf};
@@ -30,13 +30,7 @@ pub async fn run(ctx: &Ctx, args: TaskDiffArgs) -> anyhow::Result<()> {
     }
     // Only boardd's part runs under --timeout: git may page, and a pager waits for
     // the person (`commands::run` leaves this command's timing to it).
-    let fetched = fetch(ctx, args.id);
-    let (task, repo) = match ctx.timeout() {
-        Some(limit) => tokio::time::timeout(limit, fetched)
-            .await
-            .map_err(|_| no_answer(ctx.timeout))??,
-        None => fetched.await?,
-    };
+    let (task, repo) = within(ctx.timeout(), fetch(ctx, args.id)).await?;
     let diff = plan(&task, repo.as_ref(), |dir| dir.is_dir(), git::branch_exists)?;
     let format = if args.stat {
         git::Format::Stat
