@@ -4,10 +4,10 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::path::PathBuf;
 use strum::{VariantArray, VariantNames};
-use teamboard_protocol::launch::check_context_budget;
+use teamboard_protocol::launch::{check_context_budget, parse_base_url};
+use teamboard_protocol::lead_args::{LeadGoalArgs, LeadSpawnArgs};
 use teamboard_protocol::{
-    MaxTokensField, MessageKind, ProviderKind, RequestId, RequestKind, RuntimeKind, TaskId,
-    TaskStatus,
+    MaxTokensField, MessageKind, ProviderKind, RequestId, RequestKind, TaskId, TaskStatus,
 };
 
 mod member;
@@ -700,20 +700,8 @@ pub struct SpawnArgs {
 
 #[derive(Debug, Args)]
 pub struct LeadArgs {
-    /// Run without a conversation: plan this goal, start, wait until every task has
-    /// ended, print the summary; exit 0 only if every task completed
-    #[arg(long, value_name = "TEXT")]
-    pub goal: Option<String>,
-
-    /// With --goal: start without asking for "start" on stdin
-    #[arg(long, requires = "goal")]
-    pub yes: bool,
-
-    /// With --goal: give up (exit 1) once the open tasks have had no teammate on
-    /// the team for this many seconds, e.g. because the lead's spawns failed; 0
-    /// waits for ever [default: 120]
-    #[arg(long, value_name = "SECS", requires = "goal")]
-    pub give_up_after: Option<u64>,
+    #[command(flatten)]
+    pub goal: LeadGoalArgs,
 
     /// The lead's LLM provider [default: scripted, an offline stand-in]
     #[arg(long, value_enum, value_name = "PROVIDER")]
@@ -731,33 +719,8 @@ pub struct LeadArgs {
     #[arg(long, value_enum, value_name = "FIELD")]
     pub max_tokens_field: Option<MaxTokensField>,
 
-    /// The directory the teammates it spawns work in [default: the current directory]
-    #[arg(long, value_name = "DIR")]
-    pub workdir: Option<PathBuf>,
-
-    /// The teammates' provider [default: the lead's]
-    #[arg(long, value_enum, value_name = "PROVIDER")]
-    pub teammate_provider: Option<ProviderKind>,
-
-    /// The teammates' model; with --teammate-runtime claude or codex, their
-    /// agent's (--agent-model) [default: the lead's, for native teammates of the
-    /// same provider; an agent's own default]
-    #[arg(long, value_name = "MODEL")]
-    pub teammate_model: Option<String>,
-
-    /// The teammates' API base URL [default: the lead's, for the same provider]
-    #[arg(long, value_name = "URL", value_parser = parse_base_url)]
-    pub teammate_base_url: Option<String>,
-
-    /// Stop each teammate after this many seconds with nothing to do; 0 never
-    /// [default: teammated's]
-    #[arg(long, value_name = "SECS")]
-    pub teammate_idle_timeout: Option<u64>,
-
-    /// What does the teammates' work: `claude` or `codex` run that agent (found
-    /// on PATH) for each teammate (see `teamctl spawn --help`) [default: native]
-    #[arg(long, value_enum, value_name = "RUNTIME")]
-    pub teammate_runtime: Option<RuntimeKind>,
+    #[command(flatten)]
+    pub spawn: LeadSpawnArgs,
 }
 
 #[derive(Debug, Args)]
@@ -799,36 +762,6 @@ pub fn parse_team(s: &str) -> Result<String, String> {
     teamboard_protocol::names::validate_name(s)
         .map(|()| s.to_string())
         .map_err(|e| format!("{e} (team names follow the same rule as teammates')"))
-}
-
-/// An http(s) URL with a host and nothing a settings file or a command line would
-/// mangle. Whether it leads to the API is for the teammate to find out at start:
-/// that needs the provider's answer.
-pub fn parse_base_url(s: &str) -> Result<String, String> {
-    let url = s.trim();
-    let Some(rest) = url
-        .strip_prefix("http://")
-        .or_else(|| url.strip_prefix("https://"))
-    else {
-        return Err(format!(
-            "'{url}' is not an http(s) URL; give it with http:// or https:// \
-             (e.g. http://localhost:11434/v1)"
-        ));
-    };
-    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(format!("'{url}' has spaces or control characters"));
-    }
-    if rest
-        .split(['/', '?', '#'])
-        .next()
-        .unwrap_or_default()
-        .is_empty()
-    {
-        return Err(format!(
-            "'{url}' has no host (e.g. http://localhost:11434/v1)"
-        ));
-    }
-    Ok(url.to_string())
 }
 
 /// A number of tokens, at least `MIN_CONTEXT_BUDGET`, refused in teammated's words.
