@@ -236,7 +236,7 @@ fn stop(child: &mut Child) {
         if matches!(child.try_wait(), Ok(Some(_))) {
             return;
         }
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(20));
     }
     // Still running, so not reaped: the group id is still our child's.
     // SAFETY: kill(2) on the process group our child leads; no memory involved.
@@ -247,7 +247,7 @@ fn stop(child: &mut Child) {
 }
 
 /// How long a child that did not come up has to stop after SIGTERM.
-const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+const STOP_GRACE: Duration = Duration::from_secs(2);
 
 /// teammated's command line: the flags of `settings`.
 fn teammated_args(settings: &[Setting]) -> Vec<OsString> {
