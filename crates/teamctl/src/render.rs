@@ -18,13 +18,11 @@ pub use worktree::*;
 
 /// Writes one line to stdout. Errors (a closed pipe) are returned, not panicked on.
 pub fn line(text: &str) -> std::io::Result<()> {
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{text}")?;
-    out.flush()
+    lines(&[text])
 }
 
 /// Writes several lines to stdout at once.
-pub fn lines(text: &[String]) -> std::io::Result<()> {
+pub fn lines(text: &[impl std::fmt::Display]) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
     for l in text {
         writeln!(out, "{l}")?;
@@ -333,13 +331,7 @@ pub fn member_line(
     let pid = m
         .pid
         .map_or_else(|| "pid -".to_string(), |p| format!("pid {p}"));
-    let task = match (m.task, task_subject) {
-        (Some(id), Some(subject)) => {
-            format!("#{id} {}", fit_chars_with_ellipsis(&one_line(subject), 40))
-        }
-        (Some(id), None) => format!("#{id}"),
-        (None, _) => "no task".to_string(),
-    };
+    let task = task_ref(m.task, task_subject, 40);
     let runtime = if w.runtime > 0 {
         format!("{:<w$}  ", runtime_of(m), w = w.runtime)
     } else {
@@ -365,6 +357,17 @@ pub fn member_line(
         ));
     }
     line
+}
+
+/// `#3 Write tests` (the subject cut to `width` characters), `#3`, or `no task`.
+fn task_ref(task: Option<TaskId>, subject: Option<&str>, width: usize) -> String {
+    match (task, subject) {
+        (Some(id), Some(subject)) => {
+            format!("#{id} {}", fit_chars_with_ellipsis(&one_line(subject), width))
+        }
+        (Some(id), None) => format!("#{id}"),
+        (None, _) => "no task".to_string(),
+    }
 }
 
 /// Lines for every member, aligned, with their tasks' subjects looked up in `tasks`
@@ -443,13 +446,7 @@ pub fn request_line(r: &TeamRequest, now: i64) -> String {
 /// A plan with its text: a header line, the plan indented, and for a decided plan
 /// the decision's feedback.
 pub fn plan_lines(r: &TeamRequest, subject: Option<&str>, now: i64) -> Vec<String> {
-    let task = match (r.task, subject) {
-        (Some(id), Some(subject)) => {
-            format!("#{id} {}", fit_chars_with_ellipsis(&one_line(subject), 50))
-        }
-        (Some(id), None) => format!("#{id}"),
-        (None, _) => "no task".to_string(),
-    };
+    let task = task_ref(r.task, subject, 50);
     let mut header = format!(
         "{}  {}  {task}  {}  submitted {}",
         request_tag(r.id),
@@ -522,14 +519,7 @@ pub fn shutdown_outcome(r: &TeamRequest) -> (String, bool) {
 
 /// One line for an event in the log: `   42  12:00:01  lead         task_created     ...`.
 pub fn event_line(e: &Event) -> String {
-    format!(
-        "{:>5}  {}  {:<12} {:<17} {}",
-        e.seq,
-        clock(e.at),
-        e.actor,
-        e.kind,
-        one_line(&e.detail)
-    )
+    format!("{:>5}  {}", e.seq, history_line(e))
 }
 
 /// One line for an event in a task's history (no sequence number).

@@ -8,9 +8,9 @@
 
 use super::checks::absolute;
 use crate::cli::RuntimeArgs;
+use crate::commands::find_bin::resolve;
 use crate::commands::{flags_are, given};
 use anyhow::bail;
-use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use teamboard_protocol::{AgentPolicy, RuntimeKind};
 
@@ -98,26 +98,6 @@ pub(super) fn check(flags: &RuntimeArgs, native_only: &[&str]) -> anyhow::Result
         model: flags.agent_model.clone(),
         policy: flags.agent_policy,
     })
-}
-
-/// The program as a path: as given when it has a `/`, else the first executable
-/// of that name on PATH (the rule teammated follows too).
-fn resolve(program: &Path) -> Option<PathBuf> {
-    if program.as_os_str().is_empty() {
-        return None;
-    }
-    if program.components().count() > 1 {
-        return runnable(program).then(|| program.to_path_buf());
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(program))
-        .find(|p| runnable(p))
-}
-
-fn runnable(p: &Path) -> bool {
-    p.metadata()
-        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 fn not_found(runtime: RuntimeKind, program: &Path, named: bool) -> anyhow::Error {
