@@ -275,34 +275,6 @@ pub fn task_summary(tasks: &[Task]) -> String {
 
 // ---------------------------------------------------------------- members
 
-/// Column widths for member lines.
-#[derive(Debug, Clone, Copy)]
-pub struct MemberWidths {
-    name: usize,
-    role: usize,
-    /// 0: nobody runs an agent, and the lines have no runtime column.
-    runtime: usize,
-}
-
-impl MemberWidths {
-    pub fn of(members: &[Member]) -> MemberWidths {
-        let agents = members.iter().any(|m| m.runtime.is_some());
-        MemberWidths {
-            name: members.iter().map(|m| m.name.len()).max().unwrap_or(4),
-            role: members.iter().map(|m| m.role.len()).max().unwrap_or(4),
-            runtime: if agents {
-                members
-                    .iter()
-                    .map(|m| runtime_of(m).len())
-                    .max()
-                    .unwrap_or(0)
-            } else {
-                0
-            },
-        }
-    }
-}
-
 /// The member's runtime by name; the roster leaves the native loop's out.
 fn runtime_of(m: &Member) -> &str {
     m.runtime
@@ -310,87 +282,76 @@ fn runtime_of(m: &Member) -> &str {
         .unwrap_or(teamboard_protocol::names::NATIVE_RUNTIME)
 }
 
-/// One line for a member:
-/// `alice  coder  working  pid 4242  #3 Write tests  1.2k tokens (1.0k in, 0 cached, 200 out)  seen 5s ago`,
-/// then `plans need approval` for a member spawned with `--require-plan`, and
-/// its pending shutdown request, if any. When anyone in the list runs an agent,
-/// each line has the runtime after the role (`alice  coder  native  idle ...`,
-/// `bob  coder  claude  working ...`): up front, where `watch` does not clip it
-/// at the terminal's edge as it would the end of a long line.
-pub fn member_line(
-    m: &Member,
-    task_subject: Option<&str>,
-    shutdown: Option<&TeamRequest>,
-    w: MemberWidths,
-    now: i64,
-) -> String {
-    let mut status = m.status.to_string();
-    if !m.connected && matches!(m.status, MemberStatus::Working | MemberStatus::Idle) {
-        status.push_str(" (disconnected)");
-    }
-    let pid = m
-        .pid
-        .map_or_else(|| "pid -".to_string(), |p| format!("pid {p}"));
-    let task = task_ref(m.task, task_subject, 40);
-    let runtime = if w.runtime > 0 {
-        format!("{:<w$}  ", runtime_of(m), w = w.runtime)
-    } else {
-        String::new()
-    };
-    let mut line = format!(
-        "{:<nw$}  {:<rw$}  {runtime}{status:<8}  {pid:<9}  {task}  {}  seen {}",
-        m.name,
-        m.role,
-        tokens(&m.tokens),
-        ago(m.last_seen, now),
-        nw = w.name,
-        rw = w.role,
-    );
-    if m.require_plan {
-        line.push_str("  plans need approval");
-    }
-    if let Some(r) = shutdown {
-        line.push_str(&format!(
-            "  shutdown requested {} (request {})",
-            ago(r.created_at, now),
-            r.id
-        ));
-    }
-    line
-}
-
 /// `#3 Write tests` (the subject cut to `width` characters), `#3`, or `no task`.
 fn task_ref(task: Option<TaskId>, subject: Option<&str>, width: usize) -> String {
     match (task, subject) {
         (Some(id), Some(subject)) => {
-            format!("#{id} {}", fit_chars_with_ellipsis(&one_line(subject), width))
+            format!(
+                "#{id} {}",
+                fit_chars_with_ellipsis(&one_line(subject), width)
+            )
         }
         (Some(id), None) => format!("#{id}"),
         (None, _) => "no task".to_string(),
     }
 }
 
-/// Lines for every member, aligned, with their tasks' subjects looked up in `tasks`
-/// and their pending shutdowns in `requests`.
+/// A line for every member, aligned, with its task's subject looked up in `tasks`
+/// and its pending shutdown in `requests`:
+/// `alice  coder  working  pid 4242  #3 Write tests  1.2k tokens (1.0k in, 0 cached, 200 out)  seen 5s ago`,
+/// then `plans need approval` for a member spawned with `--require-plan`, and
+/// its pending shutdown request, if any. When anyone in the list runs an agent,
+/// each line has the runtime after the role (`alice  coder  native  idle ...`,
+/// `bob  coder  claude  working ...`): up front, where `watch` does not clip it
+/// at the terminal's edge as it would the end of a long line.
 pub fn member_lines(
     members: &[Member],
     tasks: &[Task],
     requests: &[TeamRequest],
     now: i64,
 ) -> Vec<String> {
-    let w = MemberWidths::of(members);
+    let width = |of: fn(&Member) -> &str| members.iter().map(|m| of(m).len()).max();
+    let (nw, rw) = (width(|m| &m.name), width(|m| &m.role));
+    // None: nobody runs an agent, and the lines have no runtime column.
+    let tw = width(runtime_of).filter(|_| members.iter().any(|m| m.runtime.is_some()));
     let subjects: HashMap<TaskId, &str> =
         tasks.iter().map(|t| (t.id, t.subject.as_str())).collect();
-    members
-        .iter()
-        .map(|m| {
-            let subject = m.task.and_then(|id| subjects.get(&id).copied());
-            let shutdown = requests
-                .iter()
-                .find(|r| r.kind == RequestKind::Shutdown && r.is_pending() && r.to == m.name);
-            member_line(m, subject, shutdown, w, now)
-        })
-        .collect()
+    let line = |m: &Member| {
+        let mut status = m.status.to_string();
+        if !m.connected && matches!(m.status, MemberStatus::Working | MemberStatus::Idle) {
+            status.push_str(" (disconnected)");
+        }
+        let pid = m
+            .pid
+            .map_or_else(|| "pid -".to_string(), |p| format!("pid {p}"));
+        let subject = m.task.and_then(|id| subjects.get(&id).copied());
+        let task = task_ref(m.task, subject, 40);
+        let runtime = tw.map_or_else(String::new, |w| format!("{:<w$}  ", runtime_of(m)));
+        let mut line = format!(
+            "{:<nw$}  {:<rw$}  {runtime}{status:<8}  {pid:<9}  {task}  {}  seen {}",
+            m.name,
+            m.role,
+            tokens(&m.tokens),
+            ago(m.last_seen, now),
+            nw = nw.unwrap_or(4),
+            rw = rw.unwrap_or(4),
+        );
+        if m.require_plan {
+            line.push_str("  plans need approval");
+        }
+        let shutdown = requests
+            .iter()
+            .find(|r| r.kind == RequestKind::Shutdown && r.is_pending() && r.to == m.name);
+        if let Some(r) = shutdown {
+            line.push_str(&format!(
+                "  shutdown requested {} (request {})",
+                ago(r.created_at, now),
+                r.id
+            ));
+        }
+        line
+    };
+    members.iter().map(line).collect()
 }
 
 // ---------------------------------------------------------------- requests

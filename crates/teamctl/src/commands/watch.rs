@@ -99,19 +99,12 @@ fn is_closed(e: &anyhow::Error) -> bool {
 /// The newest `keep` events.
 async fn fetch_recent(client: &Client, keep: usize) -> anyhow::Result<VecDeque<Event>> {
     let mut recent = VecDeque::new();
-    if keep == 0 {
-        return Ok(recent);
-    }
-    let limit = u64::try_from(keep).unwrap_or(u64::MAX);
-    let history = client
-        .events(EventsArgs {
-            since: None,
-            task: None,
-            limit: Some(limit),
-        })
-        .await?;
-    for e in history {
-        remember(&mut recent, e, keep);
+    if keep > 0 {
+        let limit = Some(u64::try_from(keep).unwrap_or(u64::MAX));
+        let (since, task) = (None, None);
+        for e in client.events(EventsArgs { since, task, limit }).await? {
+            remember(&mut recent, e, keep);
+        }
     }
     Ok(recent)
 }
@@ -226,22 +219,14 @@ fn fit_tasks(tasks: &[Task], other_lines: usize) -> Vec<Task> {
         return tasks.to_vec();
     }
     let mut excess = tasks.len() - budget;
-    let mut keep = vec![true; tasks.len()];
-    for (i, t) in tasks.iter().enumerate() {
-        if excess == 0 {
-            break;
-        }
-        if matches!(t.status, TaskStatus::Completed | TaskStatus::Cancelled) {
-            keep[i] = false;
+    let mut shown: Vec<Task> = Vec::new();
+    for t in tasks {
+        if excess > 0 && matches!(t.status, TaskStatus::Completed | TaskStatus::Cancelled) {
             excess -= 1;
+        } else {
+            shown.push(t.clone());
         }
     }
-    let mut shown: Vec<Task> = tasks
-        .iter()
-        .zip(keep)
-        .filter(|(_, k)| *k)
-        .map(|(t, _)| t.clone())
-        .collect();
     shown.truncate(budget);
     shown
 }

@@ -246,29 +246,16 @@ pub fn worktree_table(entries: &[WorktreeEntry]) -> Vec<String> {
             *w = (*w).max(cell.chars().count());
         }
     }
-    rows.iter()
-        .map(|row| {
-            let mut line = String::new();
-            for (i, (cell, w)) in row.iter().zip(widths).enumerate() {
-                if i + 1 == row.len() {
-                    line.push_str(cell);
-                } else {
-                    // Counts and sizes line up on the right.
-                    let right = (5..=7).contains(&i);
-                    let pad = w - cell.chars().count();
-                    if right {
-                        line.push_str(&" ".repeat(pad));
-                        line.push_str(cell);
-                    } else {
-                        line.push_str(cell);
-                        line.push_str(&" ".repeat(pad));
-                    }
-                    line.push_str("  ");
-                }
-            }
-            line
-        })
-        .collect()
+    let line = |row: &[String; 9]| {
+        let cells = row.iter().zip(widths).enumerate().map(|(i, (cell, w))| match i {
+            // The path is last: no padding. Counts and sizes line up on the right.
+            8 => cell.clone(),
+            5..=7 => format!("{cell:>w$}"),
+            _ => format!("{cell:<w$}"),
+        });
+        cells.collect::<Vec<_>>().join("  ")
+    };
+    rows.iter().map(line).collect()
 }
 
 /// Why a worktree has the state it has: `active (task in progress)`,

@@ -4,6 +4,7 @@
 use crate::cli::SpawnArgs;
 use crate::commands::Ctx;
 use anyhow::{Context as _, bail};
+use std::os::unix::fs::DirBuilderExt as _;
 use std::path::{Path, PathBuf};
 use teamboard_protocol::names::validate_name;
 use teamboard_protocol::{Client, ProviderKind};
@@ -42,6 +43,16 @@ pub(super) fn workdir(given: Option<&Path>) -> anyhow::Result<PathBuf> {
 }
 
 pub(super) use crate::commands::find_bin::absolute;
+
+/// Creates `dir` and its parents, private (0700): a teammate's files may hold
+/// anything its tools printed.
+pub(super) fn private_dir(dir: &Path) -> anyhow::Result<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("cannot create {}", dir.display()))
+}
 
 pub(super) async fn refuse_if_connected(
     ctx: &Ctx,

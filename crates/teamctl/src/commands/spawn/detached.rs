@@ -7,7 +7,7 @@
 //! the spawn fails with what the child wrote, and says whether the child had
 //! connected before it exited (the roster keeps the pid it registered with).
 
-use super::checks::{absolute, refuse_if_connected};
+use super::checks::{absolute, private_dir, refuse_if_connected};
 use super::{Setting, To, Value};
 use crate::cli::SpawnArgs;
 use crate::commands::find_bin::find_teammated;
@@ -15,9 +15,9 @@ use crate::commands::{Ctx, within};
 use crate::render;
 use anyhow::{Context as _, bail};
 use std::ffi::OsString;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{File, OpenOptions};
 use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
-use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::os::unix::process::CommandExt as _;
 use std::path::Path;
 use std::process::{Child, ExitStatus, Stdio};
@@ -269,11 +269,7 @@ fn teammated_args(settings: &[Setting]) -> Vec<OsString> {
 /// run's output starts, so a failure shows only what this run wrote.
 fn open_log(path: &Path, bin: &Path, argv: &[OsString]) -> anyhow::Result<(File, u64)> {
     if let Some(dir) = path.parent() {
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .with_context(|| format!("cannot create {}", dir.display()))?;
+        private_dir(dir)?;
     }
     let mut log = OpenOptions::new()
         .create(true)

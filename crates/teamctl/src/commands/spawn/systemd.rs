@@ -1,7 +1,7 @@
 //! `--systemd`: the teammate becomes the user unit `teammated@NAME`. teamctl writes
 //! the settings file the unit reads and asks systemd to start it.
 
-use super::checks::refuse_if_connected;
+use super::checks::{private_dir, refuse_if_connected};
 use super::{Setting, To, Value};
 use crate::cli::SpawnArgs;
 use crate::commands::{Ctx, within};
@@ -9,7 +9,7 @@ use crate::render;
 use anyhow::{Context as _, bail};
 use std::fs;
 use std::io::Write as _;
-use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use teamboard_protocol::ClientError;
@@ -171,11 +171,7 @@ fn write_env_file(path: &Path, text: &str) -> anyhow::Result<()> {
     let dir = path
         .parent()
         .context("the settings file has no directory")?;
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .with_context(|| format!("cannot create {}", dir.display()))?;
+    private_dir(dir)?;
     // The directory may predate teamctl (created by hand with a looser umask); it
     // is teamboard's own, so tighten it.
     fs::set_permissions(dir, fs::Permissions::from_mode(0o700))

@@ -147,22 +147,15 @@ pub fn untracked(dir: &Path) -> anyhow::Result<Vec<String>> {
     Ok(parse_untracked(&out))
 }
 
-/// The `??` entries of `git status --porcelain -z`. A rename or copy entry is
-/// followed by a second field, its source path, which is skipped: it could start
-/// with `?? ` itself.
+/// The `??` entries of `git status --porcelain -z` (whose reader skips the
+/// source path that follows a rename or copy: it could start with `?? ` itself).
 fn parse_untracked(out: &[u8]) -> Vec<String> {
-    let mut paths = Vec::new();
-    let mut fields = out.split(|b| *b == 0).filter(|f| !f.is_empty());
-    while let Some(entry) = fields.next() {
-        if let Some(path) = entry.strip_prefix(b"?? ") {
-            paths.push(String::from_utf8_lossy(path).into_owned());
-        } else if entry.first().is_some_and(|x| matches!(x, b'R' | b'C'))
-            || entry.get(1).is_some_and(|y| matches!(y, b'R' | b'C'))
-        {
-            fields.next();
-        }
-    }
-    paths
+    let entries = teamboard_git::parse_status(&String::from_utf8_lossy(out));
+    entries
+        .into_iter()
+        .filter(|e| e.code == "??")
+        .map(|e| e.path)
+        .collect()
 }
 
 #[cfg(test)]
