@@ -81,6 +81,17 @@ struct Session {
     next: Vec<String>,
 }
 
+impl Session {
+    fn new(cwd: PathBuf, history: Vec<(String, String)>) -> Session {
+        Session {
+            cwd,
+            plan_mode: false,
+            history,
+            next: Vec::new(),
+        }
+    }
+}
+
 struct Agent {
     home: PathBuf,
     rx: Receiver<Value>,
@@ -119,15 +130,8 @@ impl Agent {
             ("session/new", Some(id)) => {
                 let sid = format!("fake-{:x}", nanos());
                 let cwd = PathBuf::from(params["cwd"].as_str().unwrap_or("."));
-                self.sessions.insert(
-                    sid.clone(),
-                    Session {
-                        cwd,
-                        plan_mode: false,
-                        history: Vec::new(),
-                        next: Vec::new(),
-                    },
-                );
+                self.sessions
+                    .insert(sid.clone(), Session::new(cwd, Vec::new()));
                 self.save(&sid);
                 let modes = if std::env::var_os("FAKE_ACP_NO_PLAN_MODE").is_some() {
                     json!([{"id": "default"}])
@@ -145,16 +149,8 @@ impl Agent {
                 match self.load(&sid, &params) {
                     Some(history) => {
                         for (prompt, answer) in history {
-                            update(
-                                &sid,
-                                json!({"sessionUpdate": "user_message_chunk",
-                                "content": {"type": "text", "text": prompt}}),
-                            );
-                            update(
-                                &sid,
-                                json!({"sessionUpdate": "agent_message_chunk",
-                                "content": {"type": "text", "text": answer}}),
-                            );
+                            chunk(&sid, "user_message_chunk", &prompt);
+                            chunk(&sid, "agent_message_chunk", &answer);
                         }
                         respond(&id, json!({}));
                     }
@@ -212,11 +208,7 @@ impl Agent {
             "input_tokens": text.len() / 4 + 1, "output_tokens": 10}}});
         match end {
             TurnEnd::Answer(answer) => {
-                update(
-                    &sid,
-                    json!({"sessionUpdate": "agent_message_chunk",
-                    "content": {"type": "text", "text": answer}}),
-                );
+                chunk(&sid, "agent_message_chunk", &answer);
                 if let Some(s) = self.sessions.get_mut(&sid) {
                     s.history.push((text, answer));
                 }
@@ -349,8 +341,8 @@ impl Agent {
         command
             .arg("-c")
             .arg(cmd)
-            .stdin(std::process::Stdio::null());
-        command.stdout(std::process::Stdio::null());
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null());
         if let Some(cwd) = cwd {
             command.current_dir(cwd);
         }
@@ -417,15 +409,8 @@ impl Agent {
             .as_str()
             .map(PathBuf::from)
             .or_else(|| v["cwd"].as_str().map(PathBuf::from))?;
-        self.sessions.insert(
-            sid.to_string(),
-            Session {
-                cwd,
-                plan_mode: false,
-                history: history.clone(),
-                next: Vec::new(),
-            },
-        );
+        self.sessions
+            .insert(sid.to_string(), Session::new(cwd, history.clone()));
         Some(history)
     }
 
@@ -481,6 +466,14 @@ fn respond_error(id: &Value, code: i64, message: &str) {
 fn update(sid: &str, update: Value) {
     send(&json!({"jsonrpc": "2.0", "method": "session/update",
         "params": {"sessionId": sid, "update": update}}));
+}
+
+/// A message chunk of `kind` (`user_message_chunk`, `agent_message_chunk`).
+fn chunk(sid: &str, kind: &str, text: &str) {
+    update(
+        sid,
+        json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}}),
+    );
 }
 
 fn nanos() -> u128 {
