@@ -90,13 +90,12 @@ impl MockReply {
 
     /// `status` with a small JSON error body in the style of both APIs.
     pub fn status(status: u16) -> MockReply {
-        MockReply::json(
-            status,
-            json!({
-                "type": "error",
-                "error": {"type": "mock_error", "message": format!("mock status {status}")},
-            }),
-        )
+        MockReply::error(status, "mock_error", &format!("mock status {status}"))
+    }
+
+    fn error(status: u16, kind: &str, message: &str) -> MockReply {
+        let error = json!({"type": "error", "error": {"type": kind, "message": message}});
+        MockReply::json(status, error)
     }
 
     /// `status` with `body` as is (not necessarily JSON).
@@ -376,16 +375,8 @@ impl MockLlm {
     /// Starts serving `responses` in order; once they run out every request gets a
     /// 500 saying so. Must be called inside a Tokio runtime.
     pub fn start(responses: Vec<MockReply>) -> MockLlm {
-        let fallback = MockReply::json(
-            500,
-            json!({
-                "type": "error",
-                "error": {
-                    "type": "mock_exhausted",
-                    "message": "mock LLM: no scripted reply left for this request",
-                },
-            }),
-        );
+        let message = "mock LLM: no scripted reply left for this request";
+        let fallback = MockReply::error(500, "mock_exhausted", message);
         MockLlm::start_with_fallback(responses, fallback)
     }
 
