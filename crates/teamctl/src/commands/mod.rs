@@ -132,15 +132,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
 }
 
 /// Runs `step` under `limit`; one that takes longer fails with [`no_answer`].
-pub async fn within<T>(
+pub async fn within<T, E: Into<anyhow::Error>>(
     limit: Option<Duration>,
-    step: impl Future<Output = anyhow::Result<T>>,
+    step: impl Future<Output = Result<T, E>>,
 ) -> anyhow::Result<T> {
     match limit {
-        Some(limit) => tokio::time::timeout(limit, step)
-            .await
-            .unwrap_or_else(|_| Err(no_answer(limit.as_secs()))),
-        None => step.await,
+        Some(limit) => match tokio::time::timeout(limit, step).await {
+            Ok(done) => done.map_err(Into::into),
+            Err(_) => Err(no_answer(limit.as_secs())),
+        },
+        None => step.await.map_err(Into::into),
     }
 }
 
@@ -212,14 +213,6 @@ pub async fn fetch_tasks(client: &Client) -> anyhow::Result<Vec<Task>> {
     decode(&raw, "list_tasks")
 }
 
-/// The error for a live view whose daemon went away.
-fn daemon_gone() -> anyhow::Error {
-    anyhow::anyhow!(
-        "boardd went away (the connection closed). Start it again with \
-         `systemctl --user start boardd`, or run `boardd` in another terminal"
-    )
-}
-
 /// How often a live view reconnects in a row, without an event in between, before
 /// it gives up.
 const MAX_RECONNECTS: u32 = 3;
@@ -238,34 +231,35 @@ impl Reconnects {
 
     /// The subscribed connection ended: a fresh, subscribed client, or an error that
     /// says boardd went away or keeps closing the stream.
+    ///
+    /// boardd closes the connection of a subscriber that falls too far behind
+    /// (`busy`); the cure is to reconnect, subscribe and catch up with `events`
+    /// since the last `seq` seen. If nothing listens on the socket, the daemon has
+    /// stopped.
     pub async fn again(&mut self, ctx: &Ctx) -> anyhow::Result<Client> {
         self.in_a_row += 1;
         if self.in_a_row > MAX_RECONNECTS {
             anyhow::bail!("boardd keeps closing the event stream; giving up");
         }
-        resubscribe(ctx).await?.ok_or_else(daemon_gone)
-    }
-}
-
-/// After a subscribed connection ended: reconnects and subscribes again, or `None`
-/// when boardd is not there any more.
-///
-/// boardd closes the connection of a subscriber that falls too far behind (`busy`);
-/// the cure is to reconnect, subscribe and catch up with `events` since the last
-/// `seq` seen. If nothing listens on the socket, the daemon has stopped.
-async fn resubscribe(ctx: &Ctx) -> anyhow::Result<Option<Client>> {
-    let client = match ctx.connect().await {
-        Ok(c) => c,
-        Err(e) => match e.downcast_ref::<ClientError>() {
-            Some(ClientError::NotRunning { .. } | ClientError::Closed(_)) => return Ok(None),
-            _ => return Err(e),
-        },
-    };
-    match client.subscribe().await {
-        Ok(()) => Ok(Some(client)),
-        Err(ClientError::Closed(_)) => Ok(None),
-        Err(ClientError::Server(body)) if body.code == ErrorCode::ShuttingDown => Ok(None),
-        Err(e) => Err(e.into()),
+        let gone = || {
+            anyhow::anyhow!(
+                "boardd went away (the connection closed). Start it again with \
+                 `systemctl --user start boardd`, or run `boardd` in another terminal"
+            )
+        };
+        let client = match ctx.connect().await {
+            Ok(c) => c,
+            Err(e) => match e.downcast_ref::<ClientError>() {
+                Some(ClientError::NotRunning { .. } | ClientError::Closed(_)) => return Err(gone()),
+                _ => return Err(e),
+            },
+        };
+        match client.subscribe().await {
+            Ok(()) => Ok(client),
+            Err(ClientError::Closed(_)) => Err(gone()),
+            Err(ClientError::Server(body)) if body.code == ErrorCode::ShuttingDown => Err(gone()),
+            Err(e) => Err(e.into()),
+        }
     }
 }
 
@@ -277,26 +271,21 @@ pub async fn events_after(
     task: Option<TaskId>,
 ) -> anyhow::Result<Vec<Event>> {
     const PAGE: u64 = 1000;
-    let mut all = Vec::new();
-    let mut since = since;
+    let (mut all, mut since) = (Vec::new(), since);
     loop {
+        let (task, limit) = (task, Some(PAGE));
         let page = client
             .events(EventsArgs {
                 since: Some(since),
                 task,
-                limit: Some(PAGE),
+                limit,
             })
             .await?;
-        let full = page.len() as u64 >= PAGE;
-        match page.last() {
-            Some(last) if last.seq > since => since = last.seq,
-            _ => {
-                all.extend(page);
-                return Ok(all);
-            }
-        }
+        // A full page may have more behind it; one that does not move on has not.
+        let more = page.len() as u64 >= PAGE && page.last().is_some_and(|e| e.seq > since);
+        since = page.last().map_or(since, |e| e.seq.max(since));
         all.extend(page);
-        if !full {
+        if !more {
             return Ok(all);
         }
     }

@@ -247,12 +247,16 @@ pub fn worktree_table(entries: &[WorktreeEntry]) -> Vec<String> {
         }
     }
     let line = |row: &[String; 9]| {
-        let cells = row.iter().zip(widths).enumerate().map(|(i, (cell, w))| match i {
-            // The path is last: no padding. Counts and sizes line up on the right.
-            8 => cell.clone(),
-            5..=7 => format!("{cell:>w$}"),
-            _ => format!("{cell:<w$}"),
-        });
+        let cells = row
+            .iter()
+            .zip(widths)
+            .enumerate()
+            .map(|(i, (cell, w))| match i {
+                // The path is last: no padding. Counts and sizes line up on the right.
+                8 => cell.clone(),
+                5..=7 => format!("{cell:>w$}"),
+                _ => format!("{cell:<w$}"),
+            });
         cells.collect::<Vec<_>>().join("  ")
     };
     rows.iter().map(line).collect()

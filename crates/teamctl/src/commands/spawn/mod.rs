@@ -14,7 +14,6 @@ mod systemd;
 
 use super::Ctx;
 use crate::cli::SpawnArgs;
-use agent::Launch;
 use checks::{absolute, check_names, workdir};
 use std::path::{Path, PathBuf};
 
@@ -33,9 +32,9 @@ fn native_only(args: &SpawnArgs) -> Vec<&'static str> {
 
 pub async fn run(ctx: &Ctx, args: SpawnArgs) -> anyhow::Result<()> {
     check_names(ctx, &args)?;
-    let launch = agent::check(&args.runtime, &native_only(&args))?;
+    let program = agent::check(&args.runtime, &native_only(&args))?;
     let workdir = workdir(args.workdir.as_deref())?;
-    let settings = settings(ctx, &args, &launch, &workdir)?;
+    let settings = settings(ctx, &args, program, &workdir)?;
     if args.systemd {
         systemd::run(ctx, &args, &settings).await
     } else {
@@ -96,7 +95,7 @@ impl Setting {
 fn settings(
     ctx: &Ctx,
     args: &SpawnArgs,
-    launch: &Launch,
+    program: Option<PathBuf>,
     workdir: &Path,
 ) -> anyhow::Result<Vec<Setting>> {
     use To::{Both, Flag, Var};
@@ -135,13 +134,14 @@ fn settings(
     set(Both, "max-tokens-field", text(args.max_tokens_field));
     set(Both, "carry-context", args.carry_context.then_some(Switch));
     set(Both, "require-plan", args.require_plan.then_some(Switch));
-    set(Both, "runtime", text(launch.runtime));
-    let program = launch.program.clone().map(|p| Path(p, "agent program"));
+    let runtime = &args.runtime;
+    set(Both, "runtime", text(runtime.runtime));
+    let program = program.map(|p| Path(p, "agent program"));
     set(Both, "agent-cmd", program);
-    let agent_args = (!launch.args.is_empty()).then(|| List(launch.args.clone()));
+    let agent_args = (!runtime.agent_args.is_empty()).then(|| List(runtime.agent_args.clone()));
     set(Both, "agent-arg", agent_args);
-    set(Both, "agent-model", text(launch.model.as_ref()));
-    set(Both, "agent-policy", text(launch.policy));
+    set(Both, "agent-model", text(runtime.agent_model.as_ref()));
+    set(Both, "agent-policy", text(runtime.agent_policy));
     let given = ctx.socket_given.then_some(Path(socket, "socket path"));
     set(Var, "socket", given);
     set(Var, "state-dir", state);
