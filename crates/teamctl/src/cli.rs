@@ -775,12 +775,22 @@ pub fn parse_context_budget(s: &str) -> Result<u64, String> {
 
 /// Accepts `3` and `#3`.
 pub fn parse_task_id(s: &str) -> Result<TaskId, String> {
-    let digits = s.trim().strip_prefix('#').unwrap_or(s.trim());
-    match digits.parse::<TaskId>() {
-        Ok(0) => Err("task ids start at 1".into()),
+    parse_id(s, &['#'], "task", "3 or #3")
+}
+
+/// Accepts `7`, `r7` and `R7`.
+pub fn parse_request_id(s: &str) -> Result<RequestId, String> {
+    parse_id(s, &['r', 'R'], "request", "7 or r7; see `teamctl requests`")
+}
+
+/// An id from 1, after one of the characters of `prefix` if it has one.
+fn parse_id(s: &str, prefix: &[char], noun: &str, like: &str) -> Result<u64, String> {
+    let t = s.trim();
+    match t.strip_prefix(prefix).unwrap_or(t).parse() {
+        Ok(0) => Err(format!("{noun} ids start at 1")),
         Ok(id) => Ok(id),
         Err(_) => Err(format!(
-            "'{s}' is not a task id (expected a number like 3 or #3)"
+            "'{s}' is not a {noun} id (expected a number like {like})"
         )),
     }
 }
@@ -846,22 +856,6 @@ pub fn parse_request_kind(s: &str) -> Result<RequestKind, String> {
         .to_ascii_lowercase()
         .parse()
         .map_err(|_| format!("unknown request kind '{s}'; use shutdown or plan"))
-}
-
-/// Accepts `7`, `r7` and `R7`.
-pub fn parse_request_id(s: &str) -> Result<RequestId, String> {
-    let t = s.trim();
-    let digits = t
-        .strip_prefix('r')
-        .or_else(|| t.strip_prefix('R'))
-        .unwrap_or(t);
-    match digits.parse::<RequestId>() {
-        Ok(0) => Err("request ids start at 1".into()),
-        Ok(id) => Ok(id),
-        Err(_) => Err(format!(
-            "'{s}' is not a request id (expected a number like 7 or r7; see `teamctl requests`)"
-        )),
-    }
 }
 
 #[cfg(test)]

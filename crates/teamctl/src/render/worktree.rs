@@ -50,13 +50,10 @@ pub fn repo_lines(r: &Repo, now: i64) -> Vec<String> {
         ),
         format!("merge:       {}", merge_words(r.merge)),
     ];
-    match r.checks.as_slice() {
-        [] => out.push("checks:      none (tasks may still have their own)".into()),
-        [first, rest @ ..] => {
-            out.push(format!("checks:      {}", one_line(first)));
-            out.extend(rest.iter().map(|c| format!("             {}", one_line(c))));
-        }
+    if r.checks.is_empty() {
+        out.push("checks:      none (tasks may still have their own)".into());
     }
+    out.extend(listed("checks:      ", &r.checks));
     out.push(format!(
         "check limit: {} per check",
         duration(r.check_timeout_ms)
@@ -74,6 +71,15 @@ pub fn repo_lines(r: &Repo, now: i64) -> Vec<String> {
         ago(r.set_at, now)
     ));
     out
+}
+
+/// `label` and the first item, then each other item on a line of its own under it.
+fn listed<'a>(label: &'a str, items: &'a [String]) -> impl Iterator<Item = String> + 'a {
+    let indent = " ".repeat(label.len());
+    let heads = std::iter::once(label.to_string()).chain(std::iter::repeat(indent));
+    heads
+        .zip(items)
+        .map(|(head, item)| format!("{head}{}", one_line(item)))
 }
 
 fn merge_words(style: MergeStyle) -> &'static str {
@@ -95,10 +101,7 @@ pub fn task_worktree_lines(t: &Task, now: i64) -> Vec<String> {
     if let Some(w) = &t.worktree {
         out.extend(worktree_lines(w));
     }
-    if let [first, rest @ ..] = t.checks.as_slice() {
-        out.push(format!("checks:     {}", one_line(first)));
-        out.extend(rest.iter().map(|c| format!("            {}", one_line(c))));
-    }
+    out.extend(listed("checks:     ", &t.checks));
     if let Some(l) = &t.landing {
         out.push(format!("landing:    {}", landing_words(l, now)));
     }

@@ -228,13 +228,13 @@ impl Agent {
                 eprintln!("fake-acp-agent: crashing as asked");
                 std::process::exit(3);
             } else if let Some(cmd) = line.strip_prefix("RUN: ") {
-                match self.ask(sid, "execute", cmd, &["proceed_once", "cancel"]) {
-                    Asked::Chose(o) if o == "proceed_once" => {}
-                    Asked::Chose(_) => {
+                match self.ask(sid, "execute", cmd) {
+                    Some(true) => {}
+                    Some(false) => {
                         answer = Some(format!("not allowed to run: {cmd}"));
                         continue;
                     }
-                    Asked::Cancelled => return TurnEnd::Cancelled,
+                    None => return TurnEnd::Cancelled,
                 }
                 let cwd = self.sessions.get(sid).map(|s| s.cwd.clone());
                 match self.run(cmd, cwd) {
@@ -263,14 +263,14 @@ impl Agent {
                 let file = self.home.join(format!("{sid}-plan.md"));
                 let _ = std::fs::write(&file, plan);
                 let title = format!("Requesting plan approval for: {}", file.display());
-                match self.ask(sid, "other", &title, &["proceed_once", "cancel"]) {
-                    Asked::Chose(o) if o == "proceed_once" => {
+                match self.ask(sid, "other", &title) {
+                    Some(true) => {
                         if let Some(s) = self.sessions.get_mut(sid) {
                             s.plan_mode = false;
                         }
                     }
-                    Asked::Chose(_) => return TurnEnd::Answer("plan rejected".into()),
-                    Asked::Cancelled => return TurnEnd::Cancelled,
+                    Some(false) => return TurnEnd::Answer("plan rejected".into()),
+                    None => return TurnEnd::Cancelled,
                 }
             } else if let Some(plan) = line.strip_prefix("SUBMIT_PLAN: ") {
                 let reply = submit_plan(plan);
@@ -292,21 +292,15 @@ impl Agent {
         TurnEnd::Answer(answer.unwrap_or_else(|| format!("done: {ran} commands ran")))
     }
 
-    /// Asks the client for permission and waits for the answer, or a cancel.
-    fn ask(&mut self, sid: &str, kind: &str, title: &str, options: &[&str]) -> Asked {
+    /// Asks the client for permission (`proceed_once` or `cancel`) and waits for
+    /// the answer: whether it allowed it, or `None` when it cancelled the turn.
+    fn ask(&mut self, sid: &str, kind: &str, title: &str) -> Option<bool> {
         self.next_id += 1;
         let id = self.next_id;
-        let options: Vec<Value> = options
-            .iter()
-            .map(|o| {
-                let kind = if *o == "cancel" {
-                    "reject_once"
-                } else {
-                    "allow_once"
-                };
-                json!({"optionId": o, "name": o, "kind": kind})
-            })
-            .collect();
+        let options = json!([
+            {"optionId": "proceed_once", "name": "proceed_once", "kind": "allow_once"},
+            {"optionId": "cancel", "name": "cancel", "kind": "reject_once"},
+        ]);
         send(
             &json!({"jsonrpc": "2.0", "id": id, "method": "session/request_permission",
             "params": {"sessionId": sid, "options": options, "toolCall": {
@@ -319,12 +313,8 @@ impl Agent {
             };
             if msg["id"] == id && msg.get("method").is_none() {
                 let outcome = &msg["result"]["outcome"];
-                return match outcome["outcome"].as_str() {
-                    Some("selected") => {
-                        Asked::Chose(outcome["optionId"].as_str().unwrap_or_default().into())
-                    }
-                    _ => Asked::Cancelled,
-                };
+                return (outcome["outcome"] == "selected")
+                    .then(|| outcome["optionId"] == "proceed_once");
             }
             if msg["method"] == "session/cancel" {
                 // The client still has to answer the request (ACP), which ends
@@ -424,11 +414,6 @@ impl Agent {
             let _ = writeln!(f, "{line}");
         }
     }
-}
-
-enum Asked {
-    Chose(String),
-    Cancelled,
 }
 
 /// The board's `submit_plan`, through the member socket: the teammate's
