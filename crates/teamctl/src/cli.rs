@@ -1,7 +1,7 @@
 //! Command-line definitions. Every subcommand's `--help` should teach how to use it.
 
 use clap::parser::ValueSource;
-use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::path::PathBuf;
 use strum::{VariantArray, VariantNames};
 use teamboard_protocol::launch::{check_context_budget, parse_base_url};
@@ -86,11 +86,8 @@ impl Cli {
         I: IntoIterator<Item = T>,
         T: Into<std::ffi::OsString> + Clone,
     {
-        Cli::from_matches(&Cli::command().try_get_matches_from(args)?)
-    }
-
-    fn from_matches(matches: &ArgMatches) -> Result<Cli, clap::Error> {
-        let mut cli = Cli::from_arg_matches(matches)?;
+        let matches = Cli::command().try_get_matches_from(args)?;
+        let mut cli = Cli::from_arg_matches(&matches)?;
         if let Command::Shutdown(args) = &mut cli.command {
             // Given before or after `shutdown`, clap reports it on the subcommand.
             args.deadline_given = matches

@@ -14,14 +14,6 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 
-/// What `git diff` prints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    Patch,
-    Stat,
-    NameOnly,
-}
-
 /// `git -C dir`, untouched by a `GIT_DIR` or `GIT_WORK_TREE` that teamctl's own
 /// environment may carry (run from a git hook, say): they would point every
 /// command at another repository whatever `-C` says.
@@ -107,22 +99,13 @@ pub fn merge_base(dir: &Path, target: &str) -> anyhow::Result<String> {
 
 /// Runs `git diff ARGS` in `dir` with its output on teamctl's stdout. In a terminal
 /// git pages and colours as configured; piped, it does not page.
-pub fn show_diff(dir: &Path, revs: &[String], format: Format) -> anyhow::Result<()> {
+pub fn show_diff(dir: &Path, revs: &[String], format: Option<&str>) -> anyhow::Result<()> {
     let tty = std::io::stdout().is_terminal();
     let mut cmd = git(dir);
     if !tty {
         cmd.arg("--no-pager").env("LC_ALL", "C");
     }
-    cmd.arg("diff");
-    match format {
-        Format::Patch => {}
-        Format::Stat => {
-            cmd.arg("--stat");
-        }
-        Format::NameOnly => {
-            cmd.arg("--name-only");
-        }
-    }
+    cmd.arg("diff").args(format);
     // `--` ends the revisions: nothing after it is read as a path.
     cmd.args(revs).arg("--");
     let status = cmd.status().map_err(|e| spawn_error(e, "diff"))?;
