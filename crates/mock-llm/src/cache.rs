@@ -25,7 +25,7 @@
 //!   `promptTokenCount` counts the whole prompt, `cachedContentTokenCount` the
 //!   cached part.
 //! - **OpenAI Responses** (`/responses`): the same automatic cache over the
-//!   tools, the instructions and the input items ([`crate::responses::prompt`]).
+//!   tools, the instructions and the input items.
 
 use serde_json::Value;
 use std::collections::HashSet;
@@ -135,10 +135,14 @@ impl PromptCache {
     pub fn usage(&mut self, api: Api, body: &Value) -> PromptUsage {
         match api {
             Api::Anthropic => self.anthropic(body),
-            Api::OpenAi => self.openai(body),
-            Api::Gemini => self.gemini(body),
+            Api::OpenAi => automatic(&mut self.openai, &prompt(body, &["tools"], "messages")),
+            Api::Gemini => {
+                let keys = ["systemInstruction", "tools"];
+                automatic(&mut self.gemini, &prompt(body, &keys, "contents"))
+            }
             Api::Responses => {
-                automatic(&mut self.openai, crate::responses::prompt(body).as_bytes())
+                let keys = ["tools", "instructions"];
+                automatic(&mut self.openai, &prompt(body, &keys, "input"))
             }
         }
     }
@@ -181,35 +185,21 @@ impl PromptCache {
             cache_write,
         }
     }
+}
 
-    fn openai(&mut self, body: &Value) -> PromptUsage {
-        let mut prompt = String::new();
-        if let Some(tools) = body.get("tools") {
-            prompt.push_str(&tools.to_string());
-        }
-        for message in body["messages"].as_array().into_iter().flatten() {
-            prompt.push_str(&message.to_string());
-        }
-        automatic(&mut self.openai, prompt.as_bytes())
-    }
-
-    fn gemini(&mut self, body: &Value) -> PromptUsage {
-        let mut prompt = String::new();
-        for key in ["systemInstruction", "tools"] {
-            if let Some(v) = body.get(key) {
-                prompt.push_str(&v.to_string());
-            }
-        }
-        for content in body["contents"].as_array().into_iter().flatten() {
-            prompt.push_str(&content.to_string());
-        }
-        automatic(&mut self.gemini, prompt.as_bytes())
-    }
+/// The prompt of a request whose cache is automatic, as one string in the order
+/// the API caches it: the values of `keys` that are there, then each item of the
+/// list `items`, each as compact JSON.
+fn prompt(body: &Value, keys: &[&str], items: &str) -> String {
+    let heads = keys.iter().filter_map(|k| body.get(*k));
+    let tail = body[items].as_array().into_iter().flatten();
+    heads.chain(tail).map(Value::to_string).collect()
 }
 
 /// Automatic caching (OpenAI's, Gemini's implicit one): the longest prefix of
-/// `bytes` seen before, in whole blocks; every prefix is remembered in `seen`.
-fn automatic(seen: &mut HashSet<u64>, bytes: &[u8]) -> PromptUsage {
+/// `prompt` seen before, in whole blocks; every prefix is remembered in `seen`.
+fn automatic(seen: &mut HashSet<u64>, prompt: &str) -> PromptUsage {
+    let bytes = prompt.as_bytes();
     let first = (MIN_CACHED_TOKENS * BYTES_PER_TOKEN) as usize;
     let step = (OPENAI_CACHE_STEP * BYTES_PER_TOKEN) as usize;
     let mut hash = 0u64;

@@ -22,6 +22,7 @@
 //!   when the prompt cache is simulated.
 
 use crate::MockReply;
+use crate::stream::pieces;
 use serde_json::{Value, json};
 
 /// Usage numbers the Gemini text replies report: (prompt, candidates).
@@ -127,13 +128,7 @@ pub fn to_stream(mut reply: MockReply) -> MockReply {
         .iter()
         .map(|c| format!("data: {c}\n\n"))
         .collect();
-    reply
-        .headers
-        .retain(|(k, _)| !k.eq_ignore_ascii_case("content-type"));
-    reply
-        .headers
-        .push(("content-type".into(), "text/event-stream".into()));
-    reply
+    reply.with_event_stream()
 }
 
 /// The chunks the real API streams for `answer`: the first candidate's parts,
@@ -176,16 +171,6 @@ pub fn chunks(answer: &Value) -> Vec<Value> {
             c
         })
         .collect()
-}
-
-/// `text` cut into up to three pieces at character boundaries.
-fn pieces(text: &str) -> Vec<String> {
-    let chars: Vec<char> = text.chars().collect();
-    if chars.is_empty() {
-        return vec![String::new()];
-    }
-    let size = chars.len().div_ceil(3).max(1);
-    chars.chunks(size).map(|c| c.iter().collect()).collect()
 }
 
 /// The `data:` chunks of a streamed body; `None` when one is not JSON.
@@ -253,15 +238,7 @@ pub fn last_user_text(body: &Value) -> String {
         .rev()
         .filter(|c| c["role"] == "user")
         .find(has_text)
-        .map(|c| {
-            c["parts"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|p| p["text"].as_str())
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
+        .map(|c| crate::messages::content_text(&c["parts"], |_| true))
         .unwrap_or_default()
 }
 

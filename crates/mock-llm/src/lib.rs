@@ -90,13 +90,12 @@ impl MockReply {
 
     /// `status` with a small JSON error body in the style of both APIs.
     pub fn status(status: u16) -> MockReply {
-        MockReply::json(
-            status,
-            json!({
-                "type": "error",
-                "error": {"type": "mock_error", "message": format!("mock status {status}")},
-            }),
-        )
+        MockReply::error(status, "mock_error", &format!("mock status {status}"))
+    }
+
+    fn error(status: u16, kind: &str, message: &str) -> MockReply {
+        let error = json!({"type": "error", "error": {"type": kind, "message": message}});
+        MockReply::json(status, error)
     }
 
     /// `status` with `body` as is (not necessarily JSON).
@@ -121,14 +120,18 @@ impl MockReply {
 
     /// A Messages API answer with one text block, `stop_reason: end_turn`.
     pub fn anthropic_text(text: &str) -> MockReply {
-        MockReply::json(
-            200,
-            anthropic_message(
-                json!([{"type": "text", "text": text}]),
-                "end_turn",
-                TEXT_USAGE,
-            ),
-        )
+        MockReply::anthropic_said(text, "end_turn")
+    }
+
+    /// A Messages API answer cut off at the output limit: one text block,
+    /// `stop_reason: max_tokens`.
+    pub fn anthropic_cut(text: &str) -> MockReply {
+        MockReply::anthropic_said(text, "max_tokens")
+    }
+
+    fn anthropic_said(text: &str, stop_reason: &str) -> MockReply {
+        let content = json!([{"type": "text", "text": text}]);
+        MockReply::json(200, anthropic_message(content, stop_reason, TEXT_USAGE))
     }
 
     /// A Messages API answer asking for one tool, `stop_reason: tool_use`.
@@ -172,11 +175,14 @@ impl MockReply {
             return self;
         }
         self.body = stream::to_sse(&stream::anthropic_events(&message));
+        self.with_event_stream()
+    }
+
+    /// This reply with its `content-type` replaced by `text/event-stream`.
+    fn with_event_stream(mut self) -> MockReply {
         self.headers
             .retain(|(k, _)| !k.eq_ignore_ascii_case("content-type"));
-        self.headers
-            .push(("content-type".into(), "text/event-stream".into()));
-        self
+        self.with_header("content-type", "text/event-stream")
     }
 
     /// Whether the reply's `content-type` starts with `mime`.
@@ -186,41 +192,19 @@ impl MockReply {
             .any(|(k, v)| k.eq_ignore_ascii_case("content-type") && v.starts_with(mime))
     }
 
-    /// A Messages API answer cut off at the output limit: one text block,
-    /// `stop_reason: max_tokens`.
-    pub fn anthropic_cut(text: &str) -> MockReply {
-        MockReply::json(
-            200,
-            anthropic_message(
-                json!([{"type": "text", "text": text}]),
-                "max_tokens",
-                TEXT_USAGE,
-            ),
-        )
-    }
-
     /// A Chat Completions answer cut off at the output limit, `finish_reason: length`.
     pub fn openai_cut(text: &str) -> MockReply {
-        MockReply::json(
-            200,
-            openai_completion(
-                json!({"role": "assistant", "content": text, "refusal": null}),
-                "length",
-                TEXT_USAGE,
-            ),
-        )
+        MockReply::openai_said(text, "length")
     }
 
     /// A Chat Completions answer with text, `finish_reason: stop`.
     pub fn openai_text(text: &str) -> MockReply {
-        MockReply::json(
-            200,
-            openai_completion(
-                json!({"role": "assistant", "content": text, "refusal": null}),
-                "stop",
-                TEXT_USAGE,
-            ),
-        )
+        MockReply::openai_said(text, "stop")
+    }
+
+    fn openai_said(text: &str, finish_reason: &str) -> MockReply {
+        let message = json!({"role": "assistant", "content": text, "refusal": null});
+        MockReply::json(200, openai_completion(message, finish_reason, TEXT_USAGE))
     }
 
     /// A Chat Completions answer with one tool call, `finish_reason: tool_calls`.
@@ -244,9 +228,7 @@ impl MockReply {
             ),
         )
     }
-}
 
-impl MockReply {
     /// A Models API list (`GET /v1/models`) in Anthropic's format.
     pub fn anthropic_models(ids: &[&str]) -> MockReply {
         let data: Vec<Value> = ids
@@ -393,16 +375,8 @@ impl MockLlm {
     /// Starts serving `responses` in order; once they run out every request gets a
     /// 500 saying so. Must be called inside a Tokio runtime.
     pub fn start(responses: Vec<MockReply>) -> MockLlm {
-        let fallback = MockReply::json(
-            500,
-            json!({
-                "type": "error",
-                "error": {
-                    "type": "mock_exhausted",
-                    "message": "mock LLM: no scripted reply left for this request",
-                },
-            }),
-        );
+        let message = "mock LLM: no scripted reply left for this request";
+        let fallback = MockReply::error(500, "mock_exhausted", message);
         MockLlm::start_with_fallback(responses, fallback)
     }
 

@@ -17,12 +17,18 @@ pub fn last_user(body: &Value) -> &Value {
 
 /// The text of a message: its string content, or its text blocks joined.
 pub fn text_of(message: &Value) -> String {
-    match &message["content"] {
+    content_text(&message["content"], |b| b["type"] == "text")
+}
+
+/// A `content` as text: a string as it is, or the `text` of each part of a list
+/// that `keep` lets through, joined by newlines; empty otherwise.
+pub(crate) fn content_text(content: &Value, keep: impl Fn(&Value) -> bool) -> String {
+    match content {
         Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
+        Value::Array(parts) => parts
             .iter()
-            .filter(|b| b["type"] == "text")
-            .filter_map(|b| b["text"].as_str())
+            .filter(|p| keep(p))
+            .filter_map(|p| p["text"].as_str())
             .collect::<Vec<_>>()
             .join("\n"),
         _ => String::new(),
@@ -39,12 +45,7 @@ pub fn tool_results(message: &Value) -> Vec<(String, String, bool)> {
         .filter(|b| b["type"] == "tool_result")
         .map(|b| {
             let text = match &b["content"] {
-                Value::String(s) => s.clone(),
-                Value::Array(parts) => parts
-                    .iter()
-                    .filter_map(|p| p["text"].as_str())
-                    .collect::<Vec<_>>()
-                    .join("\n"),
+                c @ (Value::String(_) | Value::Array(_)) => content_text(c, |_| true),
                 other => other.to_string(),
             };
             (

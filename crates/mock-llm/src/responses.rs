@@ -193,9 +193,10 @@ fn item_events(index: usize, item: &Value, out: &mut Vec<Event>) {
 /// `text` in up to three pieces cut at character boundaries; nothing for an
 /// empty text.
 fn pieces(text: &str) -> Vec<String> {
-    let chars: Vec<char> = text.chars().collect();
-    let size = chars.len().div_ceil(3).max(1);
-    chars.chunks(size).map(|c| c.iter().collect()).collect()
+    crate::stream::pieces(text)
+        .into_iter()
+        .filter(|p| !p.is_empty())
+        .collect()
 }
 
 /// The usage in `response.completed`; `Null` when there is none.
@@ -205,22 +206,6 @@ pub fn usage(events: &[Event]) -> Value {
         .find(|(name, _)| name == "response.completed")
         .map(|(_, data)| data["response"]["usage"].clone())
         .unwrap_or(Value::Null)
-}
-
-/// The prompt of a Responses request as one string, in the order the API
-/// caches it: the tools, the instructions, then the input items.
-pub fn prompt(body: &Value) -> String {
-    let mut prompt = String::new();
-    if let Some(tools) = body.get("tools") {
-        prompt.push_str(&tools.to_string());
-    }
-    if let Some(instructions) = body.get("instructions") {
-        prompt.push_str(&instructions.to_string());
-    }
-    for item in body["input"].as_array().into_iter().flatten() {
-        prompt.push_str(&item.to_string());
-    }
-    prompt
 }
 
 /// The last input item of a Responses request.
@@ -268,15 +253,7 @@ pub fn function_call_output(body: &Value) -> Option<(String, String)> {
 }
 
 fn text_of(item: &Value) -> String {
-    match &item["content"] {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
+    crate::messages::content_text(&item["content"], |_| true)
 }
 
 #[cfg(test)]

@@ -115,8 +115,8 @@ fn block_events(index: usize, block: &Value, events: &mut Vec<Event>) {
 }
 
 /// `text` cut into up to three pieces at character boundaries; an empty text
-/// is one empty piece, as the API sends it.
-fn pieces(text: &str) -> Vec<String> {
+/// is one empty piece, as the Messages API and Gemini send it.
+pub(crate) fn pieces(text: &str) -> Vec<String> {
     let chars: Vec<char> = text.chars().collect();
     if chars.is_empty() {
         return vec![String::new()];

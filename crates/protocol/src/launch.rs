@@ -106,6 +106,36 @@ pub fn check_context_budget(tokens: u64) -> Result<u64, String> {
     Ok(tokens)
 }
 
+/// An http(s) URL with a host and nothing a settings file or a command line would
+/// mangle. Whether it leads to the API is for the teammate to find out at start:
+/// that needs the provider's answer.
+pub fn parse_base_url(s: &str) -> Result<String, String> {
+    let url = s.trim();
+    let Some(rest) = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))
+    else {
+        return Err(format!(
+            "'{url}' is not an http(s) URL; give it with http:// or https:// \
+             (e.g. http://localhost:11434/v1)"
+        ));
+    };
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!("'{url}' has spaces or control characters"));
+    }
+    if rest
+        .split(['/', '?', '#'])
+        .next()
+        .unwrap_or_default()
+        .is_empty()
+    {
+        return Err(format!(
+            "'{url}' has no host (e.g. http://localhost:11434/v1)"
+        ));
+    }
+    Ok(url.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     // The test reads clap's names, which only the cli feature derives.

@@ -22,6 +22,8 @@ pub mod error;
 pub mod frame;
 pub mod ids;
 pub mod launch;
+#[cfg(feature = "cli")]
+pub mod lead_args;
 pub mod member;
 pub mod names;
 #[cfg(feature = "paths")]

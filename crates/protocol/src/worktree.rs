@@ -11,13 +11,26 @@ use serde::{Deserialize, Serialize};
 #[derive(strum::Display, strum::IntoStaticStr)]
 #[strum(serialize_all = "snake_case")]
 #[cfg_attr(test, derive(strum::VariantArray))]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum MergeStyle {
     /// Rebase the task's commits onto the target, then fast-forward the target:
     /// a straight history.
     #[default]
+    #[cfg_attr(
+        feature = "cli",
+        value(
+            help = "Rebase the task's commits onto the target, then fast-forward it: a straight history"
+        )
+    )]
     Rebase,
     /// Merge the target into the task's branch, then land a merge commit on the
     /// target: the task's commits keep their shape.
+    #[cfg_attr(
+        feature = "cli",
+        value(
+            help = "Land a merge commit of the target and the task's branch: its commits keep their shape"
+        )
+    )]
     Merge,
 }
 

@@ -1,13 +1,13 @@
 //! Command-line definitions. Every subcommand's `--help` should teach how to use it.
 
 use clap::parser::ValueSource;
-use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::path::PathBuf;
 use strum::{VariantArray, VariantNames};
-use teamboard_protocol::launch::check_context_budget;
+use teamboard_protocol::launch::{check_context_budget, parse_base_url};
+use teamboard_protocol::lead_args::{LeadGoalArgs, LeadSpawnArgs};
 use teamboard_protocol::{
-    MaxTokensField, MessageKind, ProviderKind, RequestId, RequestKind, RuntimeKind, TaskId,
-    TaskStatus,
+    MaxTokensField, MessageKind, ProviderKind, RequestId, RequestKind, TaskId, TaskStatus,
 };
 
 mod member;
@@ -86,11 +86,8 @@ impl Cli {
         I: IntoIterator<Item = T>,
         T: Into<std::ffi::OsString> + Clone,
     {
-        Cli::from_matches(&Cli::command().try_get_matches_from(args)?)
-    }
-
-    fn from_matches(matches: &ArgMatches) -> Result<Cli, clap::Error> {
-        let mut cli = Cli::from_arg_matches(matches)?;
+        let matches = Cli::command().try_get_matches_from(args)?;
+        let mut cli = Cli::from_arg_matches(&matches)?;
         if let Command::Shutdown(args) = &mut cli.command {
             // Given before or after `shutdown`, clap reports it on the subcommand.
             args.deadline_given = matches
@@ -700,20 +697,8 @@ pub struct SpawnArgs {
 
 #[derive(Debug, Args)]
 pub struct LeadArgs {
-    /// Run without a conversation: plan this goal, start, wait until every task has
-    /// ended, print the summary; exit 0 only if every task completed
-    #[arg(long, value_name = "TEXT")]
-    pub goal: Option<String>,
-
-    /// With --goal: start without asking for "start" on stdin
-    #[arg(long, requires = "goal")]
-    pub yes: bool,
-
-    /// With --goal: give up (exit 1) once the open tasks have had no teammate on
-    /// the team for this many seconds, e.g. because the lead's spawns failed; 0
-    /// waits for ever [default: 120]
-    #[arg(long, value_name = "SECS", requires = "goal")]
-    pub give_up_after: Option<u64>,
+    #[command(flatten)]
+    pub goal: LeadGoalArgs,
 
     /// The lead's LLM provider [default: scripted, an offline stand-in]
     #[arg(long, value_enum, value_name = "PROVIDER")]
@@ -731,33 +716,8 @@ pub struct LeadArgs {
     #[arg(long, value_enum, value_name = "FIELD")]
     pub max_tokens_field: Option<MaxTokensField>,
 
-    /// The directory the teammates it spawns work in [default: the current directory]
-    #[arg(long, value_name = "DIR")]
-    pub workdir: Option<PathBuf>,
-
-    /// The teammates' provider [default: the lead's]
-    #[arg(long, value_enum, value_name = "PROVIDER")]
-    pub teammate_provider: Option<ProviderKind>,
-
-    /// The teammates' model; with --teammate-runtime claude or codex, their
-    /// agent's (--agent-model) [default: the lead's, for native teammates of the
-    /// same provider; an agent's own default]
-    #[arg(long, value_name = "MODEL")]
-    pub teammate_model: Option<String>,
-
-    /// The teammates' API base URL [default: the lead's, for the same provider]
-    #[arg(long, value_name = "URL", value_parser = parse_base_url)]
-    pub teammate_base_url: Option<String>,
-
-    /// Stop each teammate after this many seconds with nothing to do; 0 never
-    /// [default: teammated's]
-    #[arg(long, value_name = "SECS")]
-    pub teammate_idle_timeout: Option<u64>,
-
-    /// What does the teammates' work: `claude` or `codex` run that agent (found
-    /// on PATH) for each teammate (see `teamctl spawn --help`) [default: native]
-    #[arg(long, value_enum, value_name = "RUNTIME")]
-    pub teammate_runtime: Option<RuntimeKind>,
+    #[command(flatten)]
+    pub spawn: LeadSpawnArgs,
 }
 
 #[derive(Debug, Args)]
@@ -801,36 +761,6 @@ pub fn parse_team(s: &str) -> Result<String, String> {
         .map_err(|e| format!("{e} (team names follow the same rule as teammates')"))
 }
 
-/// An http(s) URL with a host and nothing a settings file or a command line would
-/// mangle. Whether it leads to the API is for the teammate to find out at start:
-/// that needs the provider's answer.
-pub fn parse_base_url(s: &str) -> Result<String, String> {
-    let url = s.trim();
-    let Some(rest) = url
-        .strip_prefix("http://")
-        .or_else(|| url.strip_prefix("https://"))
-    else {
-        return Err(format!(
-            "'{url}' is not an http(s) URL; give it with http:// or https:// \
-             (e.g. http://localhost:11434/v1)"
-        ));
-    };
-    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(format!("'{url}' has spaces or control characters"));
-    }
-    if rest
-        .split(['/', '?', '#'])
-        .next()
-        .unwrap_or_default()
-        .is_empty()
-    {
-        return Err(format!(
-            "'{url}' has no host (e.g. http://localhost:11434/v1)"
-        ));
-    }
-    Ok(url.to_string())
-}
-
 /// A number of tokens, at least `MIN_CONTEXT_BUDGET`, refused in teammated's words.
 pub fn parse_context_budget(s: &str) -> Result<u64, String> {
     let tokens: u64 = s
@@ -842,12 +772,22 @@ pub fn parse_context_budget(s: &str) -> Result<u64, String> {
 
 /// Accepts `3` and `#3`.
 pub fn parse_task_id(s: &str) -> Result<TaskId, String> {
-    let digits = s.trim().strip_prefix('#').unwrap_or(s.trim());
-    match digits.parse::<TaskId>() {
-        Ok(0) => Err("task ids start at 1".into()),
+    parse_id(s, &['#'], "task", "3 or #3")
+}
+
+/// Accepts `7`, `r7` and `R7`.
+pub fn parse_request_id(s: &str) -> Result<RequestId, String> {
+    parse_id(s, &['r', 'R'], "request", "7 or r7; see `teamctl requests`")
+}
+
+/// An id from 1, after one of the characters of `prefix` if it has one.
+fn parse_id(s: &str, prefix: &[char], noun: &str, like: &str) -> Result<u64, String> {
+    let t = s.trim();
+    match t.strip_prefix(prefix).unwrap_or(t).parse() {
+        Ok(0) => Err(format!("{noun} ids start at 1")),
         Ok(id) => Ok(id),
         Err(_) => Err(format!(
-            "'{s}' is not a task id (expected a number like 3 or #3)"
+            "'{s}' is not a {noun} id (expected a number like {like})"
         )),
     }
 }
@@ -913,22 +853,6 @@ pub fn parse_request_kind(s: &str) -> Result<RequestKind, String> {
         .to_ascii_lowercase()
         .parse()
         .map_err(|_| format!("unknown request kind '{s}'; use shutdown or plan"))
-}
-
-/// Accepts `7`, `r7` and `R7`.
-pub fn parse_request_id(s: &str) -> Result<RequestId, String> {
-    let t = s.trim();
-    let digits = t
-        .strip_prefix('r')
-        .or_else(|| t.strip_prefix('R'))
-        .unwrap_or(t);
-    match digits.parse::<RequestId>() {
-        Ok(0) => Err("request ids start at 1".into()),
-        Ok(id) => Ok(id),
-        Err(_) => Err(format!(
-            "'{s}' is not a request id (expected a number like 7 or r7; see `teamctl requests`)"
-        )),
-    }
 }
 
 #[cfg(test)]

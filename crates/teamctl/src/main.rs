@@ -43,6 +43,6 @@ fn fail(e: &anyhow::Error) -> ExitCode {
         Some(ClientError::Server(body)) => body.message.clone(),
         _ => format!("{e:#}"),
     };
-    eprintln!("teamctl: {message}");
+    render::note(format_args!("teamctl: {message}"));
     ExitCode::FAILURE
 }

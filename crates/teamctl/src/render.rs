@@ -18,13 +18,11 @@ pub use worktree::*;
 
 /// Writes one line to stdout. Errors (a closed pipe) are returned, not panicked on.
 pub fn line(text: &str) -> std::io::Result<()> {
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{text}")?;
-    out.flush()
+    lines(&[text])
 }
 
 /// Writes several lines to stdout at once.
-pub fn lines(text: &[String]) -> std::io::Result<()> {
+pub fn lines(text: &[impl std::fmt::Display]) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
     for l in text {
         writeln!(out, "{l}")?;
@@ -42,6 +40,16 @@ pub fn json(value: &serde_json::Value) -> anyhow::Result<()> {
 pub fn json_line<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
     line(&serde_json::to_string(value)?)?;
     Ok(())
+}
+
+/// Writes a note for people, or an error, on stderr, so that stdout stays what
+/// scripts read. The one place teamctl writes to stderr.
+#[allow(
+    clippy::print_stderr,
+    reason = "a command line's notes and errors are for the person at the terminal"
+)]
+pub fn note(text: impl std::fmt::Display) {
+    eprintln!("{text}");
 }
 
 // ---------------------------------------------------------------- time
@@ -111,6 +119,11 @@ pub fn ago(at: i64, now: i64) -> String {
 }
 
 // ---------------------------------------------------------------- numbers
+
+/// `1 commit`, `3 commits`: `n` and `one` with an `s` unless `n` is 1.
+pub fn plural(n: u64, one: &str) -> String {
+    format!("{n} {one}{}", if n == 1 { "" } else { "s" })
+}
 
 /// `950`, `12.3k`, `4.5M`.
 pub fn count(n: u64) -> String {
@@ -262,34 +275,6 @@ pub fn task_summary(tasks: &[Task]) -> String {
 
 // ---------------------------------------------------------------- members
 
-/// Column widths for member lines.
-#[derive(Debug, Clone, Copy)]
-pub struct MemberWidths {
-    name: usize,
-    role: usize,
-    /// 0: nobody runs an agent, and the lines have no runtime column.
-    runtime: usize,
-}
-
-impl MemberWidths {
-    pub fn of(members: &[Member]) -> MemberWidths {
-        let agents = members.iter().any(|m| m.runtime.is_some());
-        MemberWidths {
-            name: members.iter().map(|m| m.name.len()).max().unwrap_or(4),
-            role: members.iter().map(|m| m.role.len()).max().unwrap_or(4),
-            runtime: if agents {
-                members
-                    .iter()
-                    .map(|m| runtime_of(m).len())
-                    .max()
-                    .unwrap_or(0)
-            } else {
-                0
-            },
-        }
-    }
-}
-
 /// The member's runtime by name; the roster leaves the native loop's out.
 fn runtime_of(m: &Member) -> &str {
     m.runtime
@@ -297,82 +282,76 @@ fn runtime_of(m: &Member) -> &str {
         .unwrap_or(teamboard_protocol::names::NATIVE_RUNTIME)
 }
 
-/// One line for a member:
+/// `#3 Write tests` (the subject cut to `width` characters), `#3`, or `no task`.
+fn task_ref(task: Option<TaskId>, subject: Option<&str>, width: usize) -> String {
+    match (task, subject) {
+        (Some(id), Some(subject)) => {
+            format!(
+                "#{id} {}",
+                fit_chars_with_ellipsis(&one_line(subject), width)
+            )
+        }
+        (Some(id), None) => format!("#{id}"),
+        (None, _) => "no task".to_string(),
+    }
+}
+
+/// A line for every member, aligned, with its task's subject looked up in `tasks`
+/// and its pending shutdown in `requests`:
 /// `alice  coder  working  pid 4242  #3 Write tests  1.2k tokens (1.0k in, 0 cached, 200 out)  seen 5s ago`,
 /// then `plans need approval` for a member spawned with `--require-plan`, and
 /// its pending shutdown request, if any. When anyone in the list runs an agent,
 /// each line has the runtime after the role (`alice  coder  native  idle ...`,
 /// `bob  coder  claude  working ...`): up front, where `watch` does not clip it
 /// at the terminal's edge as it would the end of a long line.
-pub fn member_line(
-    m: &Member,
-    task_subject: Option<&str>,
-    shutdown: Option<&TeamRequest>,
-    w: MemberWidths,
-    now: i64,
-) -> String {
-    let mut status = m.status.to_string();
-    if !m.connected && matches!(m.status, MemberStatus::Working | MemberStatus::Idle) {
-        status.push_str(" (disconnected)");
-    }
-    let pid = m
-        .pid
-        .map_or_else(|| "pid -".to_string(), |p| format!("pid {p}"));
-    let task = match (m.task, task_subject) {
-        (Some(id), Some(subject)) => {
-            format!("#{id} {}", fit_chars_with_ellipsis(&one_line(subject), 40))
-        }
-        (Some(id), None) => format!("#{id}"),
-        (None, _) => "no task".to_string(),
-    };
-    let runtime = if w.runtime > 0 {
-        format!("{:<w$}  ", runtime_of(m), w = w.runtime)
-    } else {
-        String::new()
-    };
-    let mut line = format!(
-        "{:<nw$}  {:<rw$}  {runtime}{status:<8}  {pid:<9}  {task}  {}  seen {}",
-        m.name,
-        m.role,
-        tokens(&m.tokens),
-        ago(m.last_seen, now),
-        nw = w.name,
-        rw = w.role,
-    );
-    if m.require_plan {
-        line.push_str("  plans need approval");
-    }
-    if let Some(r) = shutdown {
-        line.push_str(&format!(
-            "  shutdown requested {} (request {})",
-            ago(r.created_at, now),
-            r.id
-        ));
-    }
-    line
-}
-
-/// Lines for every member, aligned, with their tasks' subjects looked up in `tasks`
-/// and their pending shutdowns in `requests`.
 pub fn member_lines(
     members: &[Member],
     tasks: &[Task],
     requests: &[TeamRequest],
     now: i64,
 ) -> Vec<String> {
-    let w = MemberWidths::of(members);
+    let width = |of: fn(&Member) -> &str| members.iter().map(|m| of(m).len()).max();
+    let (nw, rw) = (width(|m| &m.name), width(|m| &m.role));
+    // None: nobody runs an agent, and the lines have no runtime column.
+    let tw = width(runtime_of).filter(|_| members.iter().any(|m| m.runtime.is_some()));
     let subjects: HashMap<TaskId, &str> =
         tasks.iter().map(|t| (t.id, t.subject.as_str())).collect();
-    members
-        .iter()
-        .map(|m| {
-            let subject = m.task.and_then(|id| subjects.get(&id).copied());
-            let shutdown = requests
-                .iter()
-                .find(|r| r.kind == RequestKind::Shutdown && r.is_pending() && r.to == m.name);
-            member_line(m, subject, shutdown, w, now)
-        })
-        .collect()
+    let line = |m: &Member| {
+        let mut status = m.status.to_string();
+        if !m.connected && matches!(m.status, MemberStatus::Working | MemberStatus::Idle) {
+            status.push_str(" (disconnected)");
+        }
+        let pid = m
+            .pid
+            .map_or_else(|| "pid -".to_string(), |p| format!("pid {p}"));
+        let subject = m.task.and_then(|id| subjects.get(&id).copied());
+        let task = task_ref(m.task, subject, 40);
+        let runtime = tw.map_or_else(String::new, |w| format!("{:<w$}  ", runtime_of(m)));
+        let mut line = format!(
+            "{:<nw$}  {:<rw$}  {runtime}{status:<8}  {pid:<9}  {task}  {}  seen {}",
+            m.name,
+            m.role,
+            tokens(&m.tokens),
+            ago(m.last_seen, now),
+            nw = nw.unwrap_or(4),
+            rw = rw.unwrap_or(4),
+        );
+        if m.require_plan {
+            line.push_str("  plans need approval");
+        }
+        let shutdown = requests
+            .iter()
+            .find(|r| r.kind == RequestKind::Shutdown && r.is_pending() && r.to == m.name);
+        if let Some(r) = shutdown {
+            line.push_str(&format!(
+                "  shutdown requested {} (request {})",
+                ago(r.created_at, now),
+                r.id
+            ));
+        }
+        line
+    };
+    members.iter().map(line).collect()
 }
 
 // ---------------------------------------------------------------- requests
@@ -428,13 +407,7 @@ pub fn request_line(r: &TeamRequest, now: i64) -> String {
 /// A plan with its text: a header line, the plan indented, and for a decided plan
 /// the decision's feedback.
 pub fn plan_lines(r: &TeamRequest, subject: Option<&str>, now: i64) -> Vec<String> {
-    let task = match (r.task, subject) {
-        (Some(id), Some(subject)) => {
-            format!("#{id} {}", fit_chars_with_ellipsis(&one_line(subject), 50))
-        }
-        (Some(id), None) => format!("#{id}"),
-        (None, _) => "no task".to_string(),
-    };
+    let task = task_ref(r.task, subject, 50);
     let mut header = format!(
         "{}  {}  {task}  {}  submitted {}",
         request_tag(r.id),
@@ -507,14 +480,7 @@ pub fn shutdown_outcome(r: &TeamRequest) -> (String, bool) {
 
 /// One line for an event in the log: `   42  12:00:01  lead         task_created     ...`.
 pub fn event_line(e: &Event) -> String {
-    format!(
-        "{:>5}  {}  {:<12} {:<17} {}",
-        e.seq,
-        clock(e.at),
-        e.actor,
-        e.kind,
-        one_line(&e.detail)
-    )
+    format!("{:>5}  {}", e.seq, history_line(e))
 }
 
 /// One line for an event in a task's history (no sequence number).

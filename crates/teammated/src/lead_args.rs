@@ -4,7 +4,8 @@
 
 use anyhow::Context as _;
 use std::path::PathBuf;
-use teamboard_protocol::{DEFAULT_TEAM, ProviderKind, RuntimeKind, paths};
+use teamboard_protocol::lead_args::{LeadGoalArgs, LeadSpawnArgs};
+use teamboard_protocol::{DEFAULT_TEAM, RuntimeKind, paths};
 use teammated::lead::{LeadConfig, SpawnConfig};
 use teammated::provider_args::ProviderArgs;
 
@@ -36,44 +37,14 @@ pub struct LeadArgs {
     pub state_dir: Option<PathBuf>,
     #[command(flatten)]
     pub provider: ProviderArgs,
-    /// Non-interactive: the goal. The lead plans, starts (see --yes), waits until
-    /// every task has ended, prints the summary and exits 0 only if all completed.
-    #[arg(long, value_name = "TEXT")]
-    pub goal: Option<String>,
-    /// With --goal: start without asking for "start" on stdin.
-    #[arg(long, requires = "goal")]
-    pub yes: bool,
-    /// With --goal: give up (exit 1) once the open tasks have had no teammate
-    /// on the team for this many seconds, e.g. because its spawns failed; 0
-    /// waits for ever.
-    #[arg(long, value_name = "SECS", default_value_t = 120, requires = "goal")]
-    pub give_up_after: u64,
+    #[command(flatten)]
+    pub goal: LeadGoalArgs,
     /// The teamctl binary `spawn_teammate` runs [default: teamctl next to this
     /// binary, else on $PATH]
     #[arg(long, env = "TEAMCTL_BIN", value_name = "PATH")]
     pub teamctl: Option<PathBuf>,
-    /// The teammates' working directory [default: the current directory]
-    #[arg(long, value_name = "DIR")]
-    pub workdir: Option<PathBuf>,
-    /// The teammates' provider [default: the lead's]
-    #[arg(long, value_enum, value_name = "PROVIDER")]
-    pub teammate_provider: Option<ProviderKind>,
-    /// The teammates' model; with --teammate-runtime claude or codex, their
-    /// agent's (`teamctl spawn --agent-model`) [default: the lead's --model for
-    /// native teammates of the same provider; an agent's own default]
-    #[arg(long, value_name = "MODEL")]
-    pub teammate_model: Option<String>,
-    /// The teammates' API base URL [default: the lead's --base-url, for the same
-    /// provider]
-    #[arg(long, value_name = "URL")]
-    pub teammate_base_url: Option<String>,
-    /// The teammates' --idle-timeout in seconds [default: teammated's]
-    #[arg(long, value_name = "SECS")]
-    pub teammate_idle_timeout: Option<u64>,
-    /// The teammates' --runtime: `claude`, `codex` (their agent found on PATH)
-    /// or `native` [default: teamctl spawn's, native]
-    #[arg(long, value_enum, value_name = "RUNTIME")]
-    pub teammate_runtime: Option<RuntimeKind>,
+    #[command(flatten)]
+    pub spawn: LeadSpawnArgs,
     /// Model rounds per turn before the turn stops and asks the person.
     #[arg(long, default_value_t = 40)]
     pub max_rounds: u32,
@@ -84,7 +55,8 @@ pub struct LeadArgs {
 
 impl LeadArgs {
     pub fn into_config(self) -> anyhow::Result<LeadConfig> {
-        let workdir = match self.workdir {
+        let (goal, spawn) = (self.goal, self.spawn);
+        let workdir = match spawn.workdir {
             Some(w) => w,
             None => std::env::current_dir().context("cannot read the current directory")?,
         };
@@ -96,11 +68,11 @@ impl LeadArgs {
         };
         let provider = self.provider.provider;
         // The lead's model and URL carry over only to teammates of the same provider.
-        let same = self.teammate_provider.is_none_or(|p| p == provider);
+        let same = spawn.teammate_provider.is_none_or(|p| p == provider);
         // Its model names a model of its own provider, which an agent does not
         // speak: an agent teammate keeps its own default unless
         // --teammate-model names one.
-        let agent = self
+        let agent = spawn
             .teammate_runtime
             .is_some_and(|r| r != RuntimeKind::Native);
         let model = self.provider.model.clone().filter(|_| same && !agent);
@@ -116,18 +88,20 @@ impl LeadArgs {
             state_dir_given,
             spawn: SpawnConfig {
                 teamctl,
-                provider: Some(self.teammate_provider.unwrap_or(provider).to_string()),
-                model: self.teammate_model.or(model),
-                base_url: self.teammate_base_url.or(base_url),
+                provider: Some(spawn.teammate_provider.unwrap_or(provider).to_string()),
+                model: spawn.teammate_model.or(model),
+                base_url: spawn.teammate_base_url.or(base_url),
                 workdir,
-                idle_timeout: self.teammate_idle_timeout,
-                runtime: self.teammate_runtime.map(|r| r.to_string()),
+                idle_timeout: spawn.teammate_idle_timeout,
+                runtime: spawn.teammate_runtime.map(|r| r.to_string()),
             },
             provider: self.provider.into_config(),
-            goal: self.goal.filter(|g| !g.trim().is_empty()),
-            yes: self.yes,
-            give_up_after: (self.give_up_after > 0)
-                .then(|| std::time::Duration::from_secs(self.give_up_after)),
+            goal: goal.goal.filter(|g| !g.trim().is_empty()),
+            yes: goal.yes,
+            give_up_after: match goal.give_up_after.unwrap_or(LeadGoalArgs::GIVE_UP_AFTER) {
+                0 => None,
+                secs => Some(std::time::Duration::from_secs(secs)),
+            },
             max_rounds: self.max_rounds.max(1),
             context_budget,
         })

@@ -14,7 +14,7 @@ use crate::teammated::{Teammate, Teammated, transcript};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use teamboard_protocol::request::{NewTask, SetRepoArgs};
+use teamboard_protocol::request::NewTask;
 use teamboard_protocol::{Client, Event, EventKind, Task, TaskId, TaskStatus};
 
 /// How long [`Board::wait_done`] waits for an event before it looks again.
@@ -98,41 +98,31 @@ impl Board {
     pub async fn attach_repo(&self) -> GitRepo {
         let repo = GitRepo::new(self.dir());
         self.lead
-            .set_repo(SetRepoArgs {
-                path: repo.path.display().to_string(),
-                branch: Some("main".into()),
-                merge: None,
-                checks: Vec::new(),
-                check_timeout_ms: None,
-            })
+            .set_repo(repo.repo_args())
             .await
             .expect("set_repo");
         repo
     }
 
     pub async fn add(&self, subject: &str, description: &str, blocked_by: &[TaskId]) -> Task {
-        self.lead
-            .add_task(NewTask {
-                subject: subject.into(),
-                description: description.into(),
-                blocked_by: blocked_by.to_vec(),
-                ..NewTask::default()
-            })
-            .await
-            .expect("add_task")
+        self.add_task(NewTask {
+            blocked_by: blocked_by.to_vec(),
+            ..described(subject, description)
+        })
+        .await
     }
 
     /// Adds a task whose plan the lead must approve before its work starts.
     pub async fn add_needing_a_plan(&self, subject: &str, description: &str) -> Task {
-        self.lead
-            .add_task(NewTask {
-                subject: subject.into(),
-                description: description.into(),
-                require_plan: true,
-                ..NewTask::default()
-            })
-            .await
-            .expect("add_task")
+        self.add_task(NewTask {
+            require_plan: true,
+            ..described(subject, description)
+        })
+        .await
+    }
+
+    async fn add_task(&self, task: NewTask) -> Task {
+        self.lead.add_task(task).await.expect("add_task")
     }
 
     /// Adds a task and waits until `name` claims it (fails if anyone else does).
@@ -263,5 +253,13 @@ impl Board {
     /// Stops the daemon gracefully and waits until it has.
     pub async fn stop(self) {
         self.daemon.stop().await;
+    }
+}
+
+/// A task with a subject and a description.
+fn described(subject: &str, description: &str) -> NewTask {
+    NewTask {
+        description: description.into(),
+        ..crate::task(subject)
     }
 }

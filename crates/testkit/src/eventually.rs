@@ -26,6 +26,16 @@ where
     }
 }
 
+/// A description worked out only when it is shown: what a failed wait says,
+/// with the state (a log, the processes left) at the time of the failure.
+pub(crate) struct Later<F>(pub F);
+
+impl<F: Fn() -> String> Display for Later<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&(self.0)())
+    }
+}
+
 /// [`eventually`] for blocking tests: polls `check` on this thread.
 pub fn eventually_blocking<T>(
     what: impl Display,

@@ -13,14 +13,15 @@ pub struct GitRepo {
 /// Runs git in `dir` with a fixed identity and no user or system config;
 /// panics with git's output if it fails. Answers stdout, trimmed.
 pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = git_command(dir)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("git {args:?}: {e}"));
+    stdout_of(git_command(dir).args(args))
+}
+
+/// What `cmd` printed, trimmed; panics with its output if it fails.
+fn stdout_of(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
     assert!(
         out.status.success(),
-        "git {args:?} in {}: {}{}",
-        dir.display(),
+        "{cmd:?}: {}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
@@ -59,36 +60,16 @@ impl GitRepo {
     /// Commits `content` to `file` on `branch` without touching any checkout
     /// (as another person pushing to the target would).
     pub fn commit_on(&self, branch: &str, file: &str, content: &str) -> String {
-        let blob = {
-            let mut c = git_command(&self.path);
-            c.args(["hash-object", "-w", "--stdin"])
-                .stdin(std::process::Stdio::piped())
-                .stdout(std::process::Stdio::piped());
-            let mut child = c.spawn().expect("hash-object");
-            use std::io::Write;
-            child
-                .stdin
-                .take()
-                .expect("stdin")
-                .write_all(content.as_bytes())
-                .expect("write blob");
-            let out = child.wait_with_output().expect("hash-object");
-            String::from_utf8_lossy(&out.stdout).trim().to_string()
-        };
-        let index = self.path.join(".git").join("testkit-index");
+        let scratch = self.path.join(".git");
+        let (blob, index) = (scratch.join("testkit-blob"), scratch.join("testkit-index"));
+        std::fs::write(&blob, content).expect("write blob");
         let run = |args: &[&str]| {
-            let out = git_command(&self.path)
-                .env("GIT_INDEX_FILE", &index)
-                .args(args)
-                .output()
-                .expect("git");
-            assert!(
-                out.status.success(),
-                "{args:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            String::from_utf8_lossy(&out.stdout).trim().to_string()
+            let mut cmd = git_command(&self.path);
+            stdout_of(cmd.env("GIT_INDEX_FILE", &index).args(args))
         };
+        // As it is: no filter of the repository's may change it.
+        let path = blob.display().to_string();
+        let blob = run(&["hash-object", "-w", "--no-filters", &path]);
         run(&["read-tree", branch]);
         run(&[
             "update-index",
@@ -113,6 +94,7 @@ impl GitRepo {
             &parent,
         ]);
         let _ = std::fs::remove_file(&index);
+        let _ = std::fs::remove_file(&path);
         commit
     }
 

@@ -1,10 +1,8 @@
 //! [`MuteTeammate`]: a real process on the roster that never answers.
 
-use crate::bins::workspace_bin;
-use std::io::{BufRead as _, BufReader};
-use std::os::unix::process::CommandExt as _;
+use crate::process::{kill_group, start_kit_bin};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 
 /// The `mute-teammate` binary of this kit as a child process: connected and
 /// registered under its name, answering nothing. It leads a process group of its
@@ -20,25 +18,14 @@ impl MuteTeammate {
     /// Starts it against `socket` as `name` in the default team and returns once it
     /// has registered.
     pub fn spawn(socket: &Path, name: &str) -> MuteTeammate {
-        let mut child = Command::new(workspace_bin("mute-teammate"))
-            .arg(socket)
-            .arg(name)
-            .process_group(0)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start mute-teammate");
-        let stdout = child.stdout.take().expect("piped stdout");
-        let mut line = String::new();
-        let read = BufReader::new(stdout).read_line(&mut line);
-        let tool = line
-            .trim()
-            .strip_prefix("registered ")
-            .and_then(|pid| pid.parse().ok());
-        let Some(tool) = tool.filter(|_| matches!(read, Ok(n) if n > 0)) else {
+        let (mut child, line) = start_kit_bin("mute-teammate", [socket, Path::new(name)]);
+        let tool = line.as_ref().ok().and_then(|line| {
+            let pid = line.trim().strip_prefix("registered ")?;
+            pid.parse().ok()
+        });
+        let Some(tool) = tool else {
             panic!(
-                "mute-teammate {name} did not register ({read:?}, {line:?}); exit: {:?}",
+                "mute-teammate {name} did not register ({line:?}); exit: {:?}",
                 child.try_wait()
             );
         };
@@ -64,10 +51,7 @@ impl MuteTeammate {
 impl Drop for MuteTeammate {
     fn drop(&mut self) {
         if self.child.try_wait().ok().flatten().is_none() {
-            // SAFETY: kill(2) has no memory-safety preconditions; the group is our
-            // own unreaped child's, so its id cannot have been reused.
-            unsafe { libc::kill(-(self.child.id() as libc::pid_t), libc::SIGKILL) };
-            let _ = self.child.wait();
+            let _ = kill_group(&mut self.child);
         }
     }
 }

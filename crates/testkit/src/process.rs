@@ -1,8 +1,13 @@
 //! Processes the tests started, directly or through teamctl, and those their
 //! teammates' agents started, found by a marker or by their environment.
 
-use crate::eventually::eventually;
+use crate::bins::workspace_bin;
+use crate::eventually::{Later, eventually};
+use std::ffi::OsStr;
 use std::fmt::Display;
+use std::io::{BufRead as _, BufReader};
+use std::os::unix::process::CommandExt as _;
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 pub use teamboard_process::alive;
@@ -25,8 +30,7 @@ pub fn group_members(pgid: u32) -> Vec<u32> {
     found
 }
 
-/// `kill -9` of a process the test did not start (a git that boardd ran, say),
-/// if it still exists.
+/// `kill -9` of a process (a git that boardd ran, say), if it still exists.
 pub fn kill9(pid: u32) {
     // SAFETY: kill(2) has no memory-safety preconditions.
     unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
@@ -82,27 +86,37 @@ pub async fn wait_gone(
     left: impl Fn() -> Vec<(u32, String)>,
 ) -> Duration {
     let since = Instant::now();
-    let waited = StillRunning { what, left: &left };
-    eventually(&waited, within, || async {
-        left().is_empty().then_some(())
-    })
-    .await;
+    let waited = Later(|| format!("{what} to end; still running: {:?}", left()));
+    eventually(waited, within, || async { left().is_empty().then_some(()) }).await;
     since.elapsed()
 }
 
-/// What [`wait_gone`] waits for; what is left is looked up only if it fails.
-struct StillRunning<'a, W, L> {
-    what: W,
-    left: &'a L,
+/// Starts this kit's binary `name` with `args` in a process group of its own, and
+/// reads the first line it prints: how it says it is ready.
+pub(crate) fn start_kit_bin(
+    name: &str,
+    args: impl IntoIterator<Item = impl AsRef<OsStr>>,
+) -> (Child, std::io::Result<String>) {
+    let mut child = Command::new(workspace_bin(name))
+        .args(args)
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {name}: {e}"));
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut line = String::new();
+    let read = BufReader::new(stdout).read_line(&mut line);
+    (child, read.map(|_| line))
 }
 
-impl<W: Display, L: Fn() -> Vec<(u32, String)>> Display for StillRunning<'_, W, L> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} to end; still running: {:?}",
-            self.what,
-            (self.left)()
-        )
+/// `kill -9` of the process group `child` leads, and the child reaped.
+pub(crate) fn kill_group(child: &mut Child) -> std::io::Result<ExitStatus> {
+    // SAFETY: kill(2) has no memory-safety preconditions; the group is our own
+    // unreaped child's, so its id cannot have been reused.
+    if unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) } != 0 {
+        return Err(std::io::Error::last_os_error());
     }
+    child.wait()
 }

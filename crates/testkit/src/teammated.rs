@@ -1,6 +1,6 @@
 //! Real `teammated` processes.
 
-use crate::eventually::{PATIENCE, eventually};
+use crate::eventually::{Later, PATIENCE, eventually};
 use crate::process::with_marker;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -97,48 +97,34 @@ impl Teammate {
         self.child.id().expect("running")
     }
 
-    /// `kill -9`.
+    /// `kill -9`. Our own unreaped child: its pid cannot have been recycled.
     pub fn kill9(&self) {
-        // SAFETY: kill(2) has no memory-safety preconditions; the pid is our own
-        // unreaped child, so it cannot have been recycled.
-        unsafe {
-            libc::kill(self.pid() as i32, libc::SIGKILL);
-        }
+        crate::kill9(self.pid());
     }
 
     /// Waits until `path` exists (a marker its work creates), or panics with its
     /// log after [`PATIENCE`].
     pub async fn wait_for_file(&self, path: &Path) {
-        let what = Awaited {
-            by: self,
-            what: format!("{} to create {}", self.name, path.display()),
-        };
-        eventually(what, PATIENCE, || async { path.exists().then_some(()) }).await;
+        let what = format!("{} to create {}", self.name, path.display());
+        eventually(self.with_log(what), PATIENCE, || async {
+            path.exists().then_some(())
+        })
+        .await;
     }
 
     /// Waits until a process whose command line carries `marker` runs (a
     /// command its agent started), or panics with its log after [`PATIENCE`].
     pub async fn wait_for_process(&self, marker: &str) {
-        let what = Awaited {
-            by: self,
-            what: format!("{}'s agent to run a process marked {marker}", self.name),
-        };
-        eventually(what, PATIENCE, || async {
+        let what = format!("{}'s agent to run a process marked {marker}", self.name);
+        eventually(self.with_log(what), PATIENCE, || async {
             (!with_marker(marker).is_empty()).then_some(())
         })
         .await;
     }
-}
 
-/// What a [`Teammate`] is awaited to do; its log is read only if it fails.
-struct Awaited<'a> {
-    by: &'a Teammate,
-    what: String,
-}
-
-impl std::fmt::Display for Awaited<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}; its log:\n{}", self.what, self.by.log_text())
+    /// `what` it is awaited to do, and its log, read only if the wait fails.
+    fn with_log(&self, what: String) -> impl std::fmt::Display {
+        Later(move || format!("{what}; its log:\n{}", self.log_text()))
     }
 }
 

@@ -3,7 +3,7 @@
 //! `docs/design/worktrees.md` is the contract they follow.
 
 use super::parse_task_id;
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use teamboard_protocol::{MergeStyle, TaskId};
 
@@ -136,7 +136,7 @@ pub struct RepoSetArgs {
 
     /// How a task's work lands on the target [default: rebase]
     #[arg(long, value_enum, value_name = "STYLE")]
-    pub merge: Option<MergeArg>,
+    pub merge: Option<MergeStyle>,
 
     /// A shell command every task must pass before it completes (repeat for more)
     #[arg(long = "check", value_name = "CMD", value_parser = parse_check)]
@@ -146,26 +146,6 @@ pub struct RepoSetArgs {
     /// [default: 600]
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub check_timeout: Option<u64>,
-}
-
-/// The merge styles, as `--merge` takes them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum MergeArg {
-    /// Rebase the task's commits onto the target, then fast-forward it: a straight
-    /// history
-    Rebase,
-    /// Land a merge commit of the target and the task's branch: its commits keep
-    /// their shape
-    Merge,
-}
-
-impl MergeArg {
-    pub fn style(self) -> MergeStyle {
-        match self {
-            MergeArg::Rebase => MergeStyle::Rebase,
-            MergeArg::Merge => MergeStyle::Merge,
-        }
-    }
 }
 
 #[derive(Debug, Args)]

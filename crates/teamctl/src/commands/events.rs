@@ -15,11 +15,10 @@ use tokio::signal::unix::{SignalKind, signal};
 
 pub async fn run(ctx: &Ctx, args: EventsArgs) -> anyhow::Result<()> {
     // Install the Ctrl-C handler before anything is printed.
-    let mut interrupt = if args.follow {
-        Some(signal(SignalKind::interrupt())?)
-    } else {
-        None
-    };
+    let mut interrupt = args
+        .follow
+        .then(|| signal(SignalKind::interrupt()))
+        .transpose()?;
     let mut client = ctx.connect().await?;
     if let Some(task) = args.task {
         // A mistyped id would otherwise print "no events", or with --follow wait
@@ -29,18 +28,11 @@ pub async fn run(ctx: &Ctx, args: EventsArgs) -> anyhow::Result<()> {
     if args.follow {
         client.subscribe().await?;
     }
-    let history = match (args.since, args.limit) {
+    let (since, task, limit) = (args.since, args.task, args.limit);
+    let history = match (since, limit) {
         // From a point on, all of it: page forward.
-        (Some(since), None) => events_after(&client, since, args.task).await?,
-        _ => {
-            client
-                .events(WireEventsArgs {
-                    since: args.since,
-                    task: args.task,
-                    limit: args.limit,
-                })
-                .await?
-        }
+        (Some(since), None) => events_after(&client, since, task).await?,
+        _ => client.events(WireEventsArgs { since, task, limit }).await?,
     };
     let mut last = args.since.unwrap_or(0);
     for e in &history {
@@ -49,7 +41,7 @@ pub async fn run(ctx: &Ctx, args: EventsArgs) -> anyhow::Result<()> {
     }
     let Some(interrupt) = interrupt.as_mut() else {
         if history.is_empty() && !ctx.json {
-            eprintln!("no events");
+            render::note("no events");
         }
         return Ok(());
     };

@@ -1,4 +1,5 @@
-//! Where the teammated binary is, for `spawn` and `lead`.
+//! Where programs are: the teammated binary, for `spawn` and `lead`, and an
+//! agent's program.
 
 use anyhow::{Context as _, bail};
 use std::fs;
@@ -14,7 +15,7 @@ const TEAMMATED_BIN_ENV: &str = "TEAMMATED_BIN";
 pub fn find_teammated() -> anyhow::Result<PathBuf> {
     if let Some(bin) = std::env::var_os(TEAMMATED_BIN_ENV).filter(|v| !v.is_empty()) {
         let bin = absolute(Path::new(&bin), TEAMMATED_BIN_ENV)?;
-        if !is_executable(&bin) {
+        if !runnable(&bin) {
             bail!(
                 "${TEAMMATED_BIN_ENV} is {}, which is not an executable file",
                 bin.display()
@@ -25,16 +26,11 @@ pub fn find_teammated() -> anyhow::Result<PathBuf> {
     let beside = std::env::current_exe()
         .ok()
         .and_then(|exe| exe.parent().map(|dir| dir.join("teammated")));
-    if let Some(bin) = beside.as_ref().filter(|b| is_executable(b)) {
+    if let Some(bin) = beside.as_ref().filter(|b| runnable(b)) {
         return Ok(bin.clone());
     }
-    if let Some(path) = std::env::var_os("PATH") {
-        for dir in std::env::split_paths(&path) {
-            let bin = dir.join("teammated");
-            if is_executable(&bin) {
-                return absolute(&bin, "teammated path");
-            }
-        }
+    if let Some(bin) = resolve(Path::new("teammated")) {
+        return absolute(&bin, "teammated path");
     }
     let beside = beside.as_ref().and_then(|b| b.parent()).map_or_else(
         || "teamctl's directory".to_string(),
@@ -47,7 +43,23 @@ pub fn find_teammated() -> anyhow::Result<PathBuf> {
     )
 }
 
-fn is_executable(path: &Path) -> bool {
+/// The program as a path: as given when it has a `/`, else the first executable
+/// of that name on PATH (the rule teammated follows too).
+pub fn resolve(program: &Path) -> Option<PathBuf> {
+    if program.as_os_str().is_empty() {
+        return None;
+    }
+    if program.components().count() > 1 {
+        return runnable(program).then(|| program.to_path_buf());
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|p| runnable(p))
+}
+
+/// An executable file.
+fn runnable(path: &Path) -> bool {
     fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 

@@ -25,7 +25,8 @@ fn lead_args(ctx: &Ctx, args: LeadArgs) -> anyhow::Result<Vec<OsString>> {
     if ctx.json {
         anyhow::bail!("`teamctl lead` talks to a person; it has no --json output");
     }
-    if args.teammate_runtime == Some(RuntimeKind::Acp) {
+    let (goal, spawn) = (args.goal, args.spawn);
+    if spawn.teammate_runtime == Some(RuntimeKind::Acp) {
         anyhow::bail!(
             "--teammate-runtime acp needs the agent's program, which the lead cannot name; \
              spawn ACP teammates yourself: `teamctl spawn NAME --role ROLE --runtime acp \
@@ -34,13 +35,13 @@ fn lead_args(ctx: &Ctx, args: LeadArgs) -> anyhow::Result<Vec<OsString>> {
     }
     // An agent teammate runs its own model: the native loop's settings would
     // be dropped without a word (`teamctl spawn` refuses them for an agent).
-    let agent = args
+    let agent = spawn
         .teammate_runtime
         .is_some_and(|r| r != RuntimeKind::Native);
     if agent {
         let given = super::given([
-            (args.teammate_provider.is_some(), "--teammate-provider"),
-            (args.teammate_base_url.is_some(), "--teammate-base-url"),
+            (spawn.teammate_provider.is_some(), "--teammate-provider"),
+            (spawn.teammate_base_url.is_some(), "--teammate-base-url"),
         ]);
         if !given.is_empty() {
             anyhow::bail!(
@@ -64,40 +65,31 @@ fn lead_args(ctx: &Ctx, args: LeadArgs) -> anyhow::Result<Vec<OsString>> {
         argv.push("--state-dir".into());
         argv.push(absolute(dir, "state dir")?.into());
     }
-    let mut opt = |flag: &str, value: Option<String>| {
+    fn opt(argv: &mut Vec<OsString>, flag: &str, value: Option<impl std::fmt::Display>) {
         if let Some(v) = value {
-            argv.push(flag.into());
-            argv.push(v.into());
+            argv.extend([flag.into(), v.to_string().into()]);
         }
-    };
-    opt("--goal", args.goal);
-    opt("--give-up-after", args.give_up_after.map(|s| s.to_string()));
-    opt("--provider", args.provider.map(|p| p.to_string()));
-    opt("--model", args.model);
-    opt("--base-url", args.base_url);
+    }
+    opt(&mut argv, "--goal", goal.goal);
+    opt(&mut argv, "--give-up-after", goal.give_up_after);
+    opt(&mut argv, "--provider", args.provider);
+    opt(&mut argv, "--model", args.model);
+    opt(&mut argv, "--base-url", args.base_url);
+    opt(&mut argv, "--max-tokens-field", args.max_tokens_field);
+    opt(&mut argv, "--teammate-provider", spawn.teammate_provider);
+    opt(&mut argv, "--teammate-model", spawn.teammate_model);
+    opt(&mut argv, "--teammate-base-url", spawn.teammate_base_url);
     opt(
-        "--max-tokens-field",
-        args.max_tokens_field.map(|f| f.to_string()),
-    );
-    opt(
-        "--teammate-provider",
-        args.teammate_provider.map(|p| p.to_string()),
-    );
-    opt("--teammate-model", args.teammate_model);
-    opt("--teammate-base-url", args.teammate_base_url);
-    opt(
+        &mut argv,
         "--teammate-idle-timeout",
-        args.teammate_idle_timeout.map(|s| s.to_string()),
+        spawn.teammate_idle_timeout,
     );
-    opt(
-        "--teammate-runtime",
-        args.teammate_runtime.map(|r| r.to_string()),
-    );
-    if let Some(dir) = &args.workdir {
+    opt(&mut argv, "--teammate-runtime", spawn.teammate_runtime);
+    if let Some(dir) = &spawn.workdir {
         argv.push("--workdir".into());
         argv.push(absolute(dir, "workdir")?.into());
     }
-    if args.yes {
+    if goal.yes {
         argv.push("--yes".into());
     }
     Ok(argv)

@@ -107,7 +107,7 @@ async fn follow(out: &mut Printer, lines: Option<usize>) -> anyhow::Result<()> {
     let path = out.path.clone();
     let mut tail: Option<Tail> = None;
     // --lines applies to what is there when we start, as with `tail -n N -f`.
-    let mut backlog = Some(Backlog::new(lines));
+    let mut backlog = Backlog::new(lines);
     let mut announced = false;
     loop {
         if tail.is_none() {
@@ -117,9 +117,12 @@ async fn follow(out: &mut Printer, lines: Option<usize>) -> anyhow::Result<()> {
                     // Nothing existed when we started, so there is no backlog to
                     // cut: a file that appears later is shown from its start, as
                     // `tail -F` does.
-                    backlog = None;
+                    backlog.last = None;
                     if !announced && !out.json {
-                        eprintln!("teamctl: waiting for {} to appear", path.display());
+                        render::note(format_args!(
+                            "teamctl: waiting for {} to appear",
+                            path.display()
+                        ));
                         announced = true;
                     }
                 }
@@ -129,14 +132,9 @@ async fn follow(out: &mut Printer, lines: Option<usize>) -> anyhow::Result<()> {
             }
         }
         if let Some(t) = tail.as_mut() {
-            match backlog.as_mut() {
-                Some(b) => t.read_new(|n, line| b.push(out, n, line)),
-                None => t.read_new(|n, line| out.print(n, line)),
-            }
-            .with_context(|| format!("cannot read {}", path.display()))?;
-            if let Some(b) = backlog.take() {
-                b.finish(out)?;
-            }
+            t.read_new(|n, line| backlog.push(out, n, line))
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            backlog.finish(out)?;
             match t.check(&path) {
                 Change::None => {}
                 Change::Truncated => t.rewind()?,
@@ -249,7 +247,8 @@ fn trim_line_end(line: &[u8]) -> &[u8] {
     line.strip_suffix(b"\r").unwrap_or(line)
 }
 
-/// Prints lines as they come, or keeps only the last N to print at the end.
+/// Prints lines as they come, or keeps only the last N to print when it is
+/// finished, and from then on prints them as they come.
 struct Backlog {
     last: Option<usize>,
     kept: VecDeque<(u64, Vec<u8>)>,
@@ -281,8 +280,9 @@ impl Backlog {
         Ok(())
     }
 
-    fn finish(self, out: &mut Printer) -> anyhow::Result<()> {
-        for (n, line) in self.kept {
+    fn finish(&mut self, out: &mut Printer) -> anyhow::Result<()> {
+        self.last = None;
+        for (n, line) in self.kept.drain(..) {
             out.print(n, &line)?;
         }
         Ok(())
@@ -326,10 +326,10 @@ impl Printer {
             ) {
                 render::line(&text)?;
             } else {
-                eprintln!(
+                render::note(format_args!(
                     "teamctl: warning: line {n} of {} is not a transcript entry; skipped",
                     self.path.display()
-                );
+                ));
             }
             return Ok(());
         }

@@ -31,7 +31,7 @@ pub async fn run(ctx: &Ctx, args: McpArgs) -> anyhow::Result<()> {
     // Joined at once, so that the member shows on the board while the session
     // runs; a boardd that is not there yet is tried again at each call.
     if let Err(why) = board.join().await {
-        eprintln!("teamctl mcp: {why}; the tools will try again");
+        crate::render::note(format_args!("teamctl mcp: {why}; the tools will try again"));
     }
     // The client closes stdin when it goes, or stops the server with a signal:
     // either way a task still held goes back to the board with a note, rather

@@ -1,41 +1,29 @@
 //! One module per subcommand. Each takes the shared [`Ctx`] and its own arguments.
 
-pub mod broadcast;
 pub mod events;
 pub mod find_bin;
-pub mod inbox;
 pub mod lead;
 pub mod logs;
 pub mod mcp;
 pub mod member_ops;
-pub mod plans;
+pub mod messages;
+pub mod overview;
 pub mod repo;
 pub mod requests;
-pub mod review;
-pub mod send;
 pub mod shutdown;
 pub mod spawn;
-pub mod status;
-pub mod task_add;
-pub mod task_cancel;
-pub mod task_depend;
+pub mod task;
 pub mod task_diff;
-pub mod task_retry;
-pub mod task_show;
-pub mod tasks;
-pub mod team;
 pub mod watch;
-pub mod worktrees;
 
 use crate::cli::{Cli, Command, Global, TaskCommand};
 use crate::render;
 use anyhow::Context as _;
 use serde::de::DeserializeOwned;
 use std::path::PathBuf;
+use std::time::Duration;
 use teamboard_protocol::request::{EventsArgs, ListTasksArgs};
-use teamboard_protocol::{
-    Client, ClientError, ErrorCode, Event, Request, Task, TaskId, TaskStatus,
-};
+use teamboard_protocol::{Client, ClientError, ErrorCode, Event, Request, Task, TaskId};
 
 /// The client's name in the hello: the person at teamctl is the team's lead.
 pub const CLIENT_KIND: &str = "teamctl";
@@ -57,24 +45,15 @@ pub struct Ctx {
 
 impl Ctx {
     pub fn new(global: &Global) -> Ctx {
-        let socket = global
-            .socket
-            .clone()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or_else(teamboard_protocol::paths::default_socket_path);
+        let given = |p: &Option<PathBuf>| p.clone().filter(|p| !p.as_os_str().is_empty());
+        let socket = given(&global.socket);
         Ctx {
-            socket,
-            socket_given: global
-                .socket
-                .as_ref()
-                .is_some_and(|p| !p.as_os_str().is_empty()),
+            socket_given: socket.is_some(),
+            socket: socket.unwrap_or_else(teamboard_protocol::paths::default_socket_path),
             team: global.team.clone(),
             json: global.json,
             timeout: global.timeout,
-            state_dir_given: global
-                .state_dir
-                .clone()
-                .filter(|p| !p.as_os_str().is_empty()),
+            state_dir_given: given(&global.state_dir),
         }
     }
 
@@ -87,8 +66,8 @@ impl Ctx {
     }
 
     /// `--timeout` as a duration; `None` waits forever.
-    pub fn timeout(&self) -> Option<std::time::Duration> {
-        (self.timeout > 0).then(|| std::time::Duration::from_secs(self.timeout))
+    pub fn timeout(&self) -> Option<Duration> {
+        (self.timeout > 0).then(|| Duration::from_secs(self.timeout))
     }
 
     /// Opens a session as `lead` in the team.
@@ -100,6 +79,22 @@ impl Ctx {
             &self.team,
         )
         .await?)
+    }
+
+    /// Sends `request` on `client`. With `--json` prints boardd's answer as it
+    /// came and gives `None`; otherwise gives the answer decoded.
+    pub async fn call<T: DeserializeOwned>(
+        &self,
+        client: &Client,
+        request: Request,
+    ) -> anyhow::Result<Option<T>> {
+        let op = request.op();
+        let raw = client.call_value(request).await?;
+        if self.json {
+            render::json(&raw)?;
+            return Ok(None);
+        }
+        decode(&raw, op).map(Some)
     }
 }
 
@@ -123,20 +118,30 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             | Command::Logs(_)
             | Command::Shutdown(_)
             | Command::Lead(_)
-            | Command::Task(TaskCommand::Diff(_))
             | Command::Mcp(_)
             | Command::Task(
-                TaskCommand::Complete(_) | TaskCommand::Fail(_) | TaskCommand::SubmitPlan(_)
+                TaskCommand::Diff(_)
+                    | TaskCommand::Complete(_)
+                    | TaskCommand::Fail(_)
+                    | TaskCommand::SubmitPlan(_)
             )
     );
-    let timeout = cli.global.timeout;
-    let command = dispatch(cli);
-    if streams || own_timing || timeout == 0 {
-        return command.await;
-    }
-    match tokio::time::timeout(std::time::Duration::from_secs(timeout), command).await {
-        Ok(result) => result,
-        Err(_) => Err(no_answer(timeout)),
+    let ctx = Ctx::new(&cli.global);
+    let limit = ctx.timeout().filter(|_| !streams && !own_timing);
+    within(limit, dispatch(&ctx, cli.command)).await
+}
+
+/// Runs `step` under `limit`; one that takes longer fails with [`no_answer`].
+pub async fn within<T, E: Into<anyhow::Error>>(
+    limit: Option<Duration>,
+    step: impl Future<Output = Result<T, E>>,
+) -> anyhow::Result<T> {
+    match limit {
+        Some(limit) => match tokio::time::timeout(limit, step).await {
+            Ok(done) => done.map_err(Into::into),
+            Err(_) => Err(no_answer(limit.as_secs())),
+        },
+        None => step.await.map_err(Into::into),
     }
 }
 
@@ -162,37 +167,36 @@ pub fn no_answer(timeout: u64) -> anyhow::Error {
     )
 }
 
-async fn dispatch(cli: Cli) -> anyhow::Result<()> {
-    let ctx = Ctx::new(&cli.global);
-    match cli.command {
-        Command::Status => status::run(&ctx).await,
-        Command::Task(TaskCommand::Add(args)) => task_add::run(&ctx, args).await,
-        Command::Task(TaskCommand::Show(args)) => task_show::run(&ctx, args).await,
-        Command::Task(TaskCommand::Depend(args)) => task_depend::run(&ctx, args).await,
-        Command::Task(TaskCommand::Cancel(args)) => task_cancel::run(&ctx, args).await,
-        Command::Task(TaskCommand::Retry(args)) => task_retry::run(&ctx, args).await,
-        Command::Task(TaskCommand::Diff(args)) => task_diff::run(&ctx, args).await,
-        Command::Tasks(args) => tasks::run(&ctx, args).await,
-        Command::Team => team::run(&ctx).await,
-        Command::Spawn(args) => spawn::run(&ctx, args).await,
-        Command::Lead(args) => lead::run(&ctx, args),
-        Command::Logs(args) => logs::run(&ctx, args).await,
-        Command::Send(args) => send::run(&ctx, args).await,
-        Command::Broadcast(args) => broadcast::run(&ctx, args).await,
-        Command::Inbox(args) => inbox::run(&ctx, args).await,
-        Command::Events(args) => events::run(&ctx, args).await,
-        Command::Watch(args) => watch::run(&ctx, args).await,
-        Command::Shutdown(args) => shutdown::run(&ctx, args).await,
-        Command::Requests(args) => requests::run(&ctx, args).await,
-        Command::Plans(args) => plans::run(&ctx, args).await,
-        Command::Approve(args) => review::approve(&ctx, args).await,
-        Command::Reject(args) => review::reject(&ctx, args).await,
-        Command::Repo(args) => repo::run(&ctx, args).await,
-        Command::Worktrees(args) => worktrees::run(&ctx, args).await,
-        Command::Mcp(args) => mcp::run(&ctx, args).await,
-        Command::Task(TaskCommand::Complete(args)) => member_ops::complete(&ctx, args).await,
-        Command::Task(TaskCommand::Fail(args)) => member_ops::fail(&ctx, args).await,
-        Command::Task(TaskCommand::SubmitPlan(args)) => member_ops::submit_plan(&ctx, args).await,
+async fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Status => overview::status(ctx).await,
+        Command::Task(TaskCommand::Add(args)) => task::add(ctx, args).await,
+        Command::Task(TaskCommand::Show(args)) => task::show(ctx, args).await,
+        Command::Task(TaskCommand::Depend(args)) => task::depend(ctx, args).await,
+        Command::Task(TaskCommand::Cancel(args)) => task::cancel(ctx, args).await,
+        Command::Task(TaskCommand::Retry(args)) => task::retry(ctx, args).await,
+        Command::Task(TaskCommand::Diff(args)) => task_diff::run(ctx, args).await,
+        Command::Task(TaskCommand::Complete(args)) => member_ops::complete(ctx, args).await,
+        Command::Task(TaskCommand::Fail(args)) => member_ops::fail(ctx, args).await,
+        Command::Task(TaskCommand::SubmitPlan(args)) => member_ops::submit_plan(ctx, args).await,
+        Command::Tasks(args) => task::list(ctx, args).await,
+        Command::Team => overview::team(ctx).await,
+        Command::Spawn(args) => spawn::run(ctx, args).await,
+        Command::Lead(args) => lead::run(ctx, args),
+        Command::Logs(args) => logs::run(ctx, args).await,
+        Command::Send(args) => messages::send(ctx, args).await,
+        Command::Broadcast(args) => messages::broadcast(ctx, args).await,
+        Command::Inbox(args) => messages::inbox(ctx, args).await,
+        Command::Events(args) => events::run(ctx, args).await,
+        Command::Watch(args) => watch::run(ctx, args).await,
+        Command::Shutdown(args) => shutdown::run(ctx, args).await,
+        Command::Requests(args) => requests::list(ctx, args).await,
+        Command::Plans(args) => requests::plans(ctx, args).await,
+        Command::Approve(args) => requests::decide(ctx, args.request, true, args.feedback).await,
+        Command::Reject(args) => requests::reject(ctx, args).await,
+        Command::Repo(args) => repo::repo(ctx, args).await,
+        Command::Worktrees(args) => repo::worktrees(ctx, args).await,
+        Command::Mcp(args) => mcp::run(ctx, args).await,
     }
 }
 
@@ -201,42 +205,12 @@ pub fn decode<T: DeserializeOwned>(value: &serde_json::Value, what: &str) -> any
     T::deserialize(value).with_context(|| format!("unexpected answer from boardd for {what}"))
 }
 
-/// The board's tasks, raw (as boardd sent them) and decoded.
-pub async fn fetch_tasks(
-    client: &Client,
-    status: Option<TaskStatus>,
-) -> anyhow::Result<(serde_json::Value, Vec<Task>)> {
+/// The whole board, decoded.
+pub async fn fetch_tasks(client: &Client) -> anyhow::Result<Vec<Task>> {
     let raw = client
-        .call_value(Request::ListTasks(ListTasksArgs { status }))
+        .call_value(Request::ListTasks(ListTasksArgs { status: None }))
         .await?;
-    let tasks = decode(&raw, "list_tasks")?;
-    Ok((raw, tasks))
-}
-
-/// Prints a task the lead just changed: its line (with open blockers worked out from
-/// the whole board) or, with `--json`, the task object as boardd returned it.
-pub async fn print_changed_task(
-    ctx: &Ctx,
-    client: &Client,
-    raw: serde_json::Value,
-    what: &str,
-) -> anyhow::Result<()> {
-    if ctx.json {
-        return render::json(&raw);
-    }
-    let task: Task = decode(&raw, what)?;
-    let (_, all) = fetch_tasks(client, None).await?;
-    let board = render::Board::new(&all);
-    render::line(&render::task_line(&task, &board, 0))?;
-    Ok(())
-}
-
-/// The error for a live view whose daemon went away.
-fn daemon_gone() -> anyhow::Error {
-    anyhow::anyhow!(
-        "boardd went away (the connection closed). Start it again with \
-         `systemctl --user start boardd`, or run `boardd` in another terminal"
-    )
+    decode(&raw, "list_tasks")
 }
 
 /// How often a live view reconnects in a row, without an event in between, before
@@ -257,34 +231,35 @@ impl Reconnects {
 
     /// The subscribed connection ended: a fresh, subscribed client, or an error that
     /// says boardd went away or keeps closing the stream.
+    ///
+    /// boardd closes the connection of a subscriber that falls too far behind
+    /// (`busy`); the cure is to reconnect, subscribe and catch up with `events`
+    /// since the last `seq` seen. If nothing listens on the socket, the daemon has
+    /// stopped.
     pub async fn again(&mut self, ctx: &Ctx) -> anyhow::Result<Client> {
         self.in_a_row += 1;
         if self.in_a_row > MAX_RECONNECTS {
             anyhow::bail!("boardd keeps closing the event stream; giving up");
         }
-        resubscribe(ctx).await?.ok_or_else(daemon_gone)
-    }
-}
-
-/// After a subscribed connection ended: reconnects and subscribes again, or `None`
-/// when boardd is not there any more.
-///
-/// boardd closes the connection of a subscriber that falls too far behind (`busy`);
-/// the cure is to reconnect, subscribe and catch up with `events` since the last
-/// `seq` seen. If nothing listens on the socket, the daemon has stopped.
-async fn resubscribe(ctx: &Ctx) -> anyhow::Result<Option<Client>> {
-    let client = match ctx.connect().await {
-        Ok(c) => c,
-        Err(e) => match e.downcast_ref::<ClientError>() {
-            Some(ClientError::NotRunning { .. } | ClientError::Closed(_)) => return Ok(None),
-            _ => return Err(e),
-        },
-    };
-    match client.subscribe().await {
-        Ok(()) => Ok(Some(client)),
-        Err(ClientError::Closed(_)) => Ok(None),
-        Err(ClientError::Server(body)) if body.code == ErrorCode::ShuttingDown => Ok(None),
-        Err(e) => Err(e.into()),
+        let gone = || {
+            anyhow::anyhow!(
+                "boardd went away (the connection closed). Start it again with \
+                 `systemctl --user start boardd`, or run `boardd` in another terminal"
+            )
+        };
+        let client = match ctx.connect().await {
+            Ok(c) => c,
+            Err(e) => match e.downcast_ref::<ClientError>() {
+                Some(ClientError::NotRunning { .. } | ClientError::Closed(_)) => return Err(gone()),
+                _ => return Err(e),
+            },
+        };
+        match client.subscribe().await {
+            Ok(()) => Ok(client),
+            Err(ClientError::Closed(_)) => Err(gone()),
+            Err(ClientError::Server(body)) if body.code == ErrorCode::ShuttingDown => Err(gone()),
+            Err(e) => Err(e.into()),
+        }
     }
 }
 
@@ -296,26 +271,21 @@ pub async fn events_after(
     task: Option<TaskId>,
 ) -> anyhow::Result<Vec<Event>> {
     const PAGE: u64 = 1000;
-    let mut all = Vec::new();
-    let mut since = since;
+    let (mut all, mut since) = (Vec::new(), since);
     loop {
+        let (task, limit) = (task, Some(PAGE));
         let page = client
             .events(EventsArgs {
                 since: Some(since),
                 task,
-                limit: Some(PAGE),
+                limit,
             })
             .await?;
-        let full = page.len() as u64 >= PAGE;
-        match page.last() {
-            Some(last) if last.seq > since => since = last.seq,
-            _ => {
-                all.extend(page);
-                return Ok(all);
-            }
-        }
+        // A full page may have more behind it; one that does not move on has not.
+        let more = page.len() as u64 >= PAGE && page.last().is_some_and(|e| e.seq > since);
+        since = page.last().map_or(since, |e| e.seq.max(since));
         all.extend(page);
-        if !full {
+        if !more {
             return Ok(all);
         }
     }

@@ -1,35 +1,37 @@
-//! `teamctl requests`: the team's shutdown and plan requests.
+//! The team's tracked requests: `teamctl requests` (shutdowns and plans),
+//! `teamctl plans` (the plans waiting for the lead's decision, with their text),
+//! and the lead's decision on one, `teamctl approve` and `teamctl reject`.
 
-use super::{Ctx, decode};
-use crate::cli::RequestsArgs;
+use super::{Ctx, fetch_tasks};
+use crate::cli::{PlansArgs, RejectArgs, RequestsArgs};
 use crate::render;
-use teamboard_protocol::request::ListRequestsArgs;
-use teamboard_protocol::{Request, RequestState, TeamRequest};
+use std::collections::HashMap;
+use teamboard_protocol::request::{ListRequestsArgs, ReviewPlanArgs};
+use teamboard_protocol::{Request, RequestId, RequestKind, RequestState, TeamRequest};
 
-pub async fn run(ctx: &Ctx, args: RequestsArgs) -> anyhow::Result<()> {
+/// `teamctl requests`.
+pub async fn list(ctx: &Ctx, args: RequestsArgs) -> anyhow::Result<()> {
     let client = ctx.connect().await?;
-    let raw = client
-        .call_value(Request::ListRequests(ListRequestsArgs {
-            state: (!args.all).then_some(RequestState::Pending),
-            kind: args.kind,
-            task: None,
-        }))
-        .await?;
-    if ctx.json {
-        // boardd's answer is already the array of request objects.
-        return render::json(&raw);
-    }
-    let requests: Vec<TeamRequest> = decode(&raw, "list_requests")?;
+    // With --json, boardd's answer is already the array of request objects.
+    let Some(requests) = ctx
+        .call::<Vec<TeamRequest>>(&client, listing(args.all, args.kind))
+        .await?
+    else {
+        return Ok(());
+    };
     if requests.is_empty() {
         let what = args.kind.map_or("", <&str>::from);
         let space = if what.is_empty() { "" } else { " " };
         if args.all {
-            eprintln!("no {what}{space}requests in team '{}'", ctx.team);
+            render::note(format_args!(
+                "no {what}{space}requests in team '{}'",
+                ctx.team
+            ));
         } else {
-            eprintln!(
+            render::note(format_args!(
                 "no open {what}{space}requests in team '{}' (--all shows the settled ones)",
                 ctx.team
-            );
+            ));
         }
         return Ok(());
     }
@@ -39,5 +41,95 @@ pub async fn run(ctx: &Ctx, args: RequestsArgs) -> anyhow::Result<()> {
         .map(|r| render::request_line(r, now))
         .collect();
     render::lines(&lines)?;
+    Ok(())
+}
+
+/// The team's requests of `kind`, only the pending ones unless `all`.
+fn listing(all: bool, kind: Option<RequestKind>) -> Request {
+    Request::ListRequests(ListRequestsArgs {
+        state: (!all).then_some(RequestState::Pending),
+        kind,
+        task: None,
+    })
+}
+
+/// `teamctl plans`.
+pub async fn plans(ctx: &Ctx, args: PlansArgs) -> anyhow::Result<()> {
+    let client = ctx.connect().await?;
+    let request = listing(args.all, Some(RequestKind::Plan));
+    let Some(plans) = ctx.call::<Vec<TeamRequest>>(&client, request).await? else {
+        return Ok(());
+    };
+    if plans.is_empty() {
+        if args.all {
+            render::note(format_args!("no plans in team '{}' yet", ctx.team));
+        } else {
+            render::note("no plans waiting for your decision (--all shows the decided ones)");
+        }
+        return Ok(());
+    }
+    let tasks = fetch_tasks(&client).await?;
+    let subjects: HashMap<_, _> = tasks.iter().map(|t| (t.id, t.subject.as_str())).collect();
+    let now = render::now_ms();
+    let mut out = Vec::new();
+    for (i, plan) in plans.iter().enumerate() {
+        if i > 0 {
+            out.push(String::new());
+        }
+        let subject = plan.task.and_then(|id| subjects.get(&id).copied());
+        out.extend(render::plan_lines(plan, subject, now));
+    }
+    if plans.iter().any(TeamRequest::is_pending) {
+        out.push(String::new());
+        out.push(
+            "decide with `teamctl approve REQ [--feedback TEXT]` or `teamctl reject REQ --feedback TEXT`"
+                .into(),
+        );
+    }
+    render::lines(&out)?;
+    Ok(())
+}
+
+/// `teamctl reject`: the feedback is what the teammate writes its next plan from.
+pub async fn reject(ctx: &Ctx, args: RejectArgs) -> anyhow::Result<()> {
+    if args.feedback.trim().is_empty() {
+        anyhow::bail!(
+            "the feedback is empty, so nothing was decided; say what the teammate should change"
+        );
+    }
+    decide(ctx, args.request, false, Some(args.feedback)).await
+}
+
+/// `teamctl approve`, and what `reject` sends.
+pub async fn decide(
+    ctx: &Ctx,
+    id: RequestId,
+    approve: bool,
+    feedback: Option<String>,
+) -> anyhow::Result<()> {
+    let client = ctx.connect().await?;
+    // boardd would answer a shutdown request with the op a teammate uses; the
+    // lead is better told what it is.
+    let request = client.get_request(id).await?;
+    if request.kind == RequestKind::Shutdown {
+        anyhow::bail!(
+            "request {id} is a shutdown request to {}, not a plan; only {} answers it \
+             (see `teamctl plans` for the plans)",
+            request.to,
+            request.to
+        );
+    }
+    let review = Request::ReviewPlan(ReviewPlanArgs {
+        request: id,
+        approve,
+        feedback: feedback.filter(|f| !f.trim().is_empty()),
+    });
+    if let Some(r) = ctx.call::<TeamRequest>(&client, review).await? {
+        let task = r.task.map(|t| format!(" for #{t}")).unwrap_or_default();
+        render::line(&format!(
+            "{} {}'s plan{task} (request {}); {} is told now",
+            r.state, r.from, r.id, r.from
+        ))?;
+    }
     Ok(())
 }

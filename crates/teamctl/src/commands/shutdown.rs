@@ -6,7 +6,7 @@
 //! deadline, so the wait is bounded by the deadline, plus a margin for a daemon
 //! that is slow to do it.
 
-use super::{Ctx, decode, no_answer};
+use super::{Ctx, decode, within};
 use crate::cli::ShutdownArgs;
 use crate::render;
 use std::time::Duration;
@@ -28,16 +28,13 @@ const STOP_WAIT: Duration = Duration::from_secs(10);
 const POLL: Duration = Duration::from_millis(100);
 
 pub async fn run(ctx: &Ctx, args: ShutdownArgs) -> anyhow::Result<()> {
-    let deadline = if args.deadline_given {
-        match args.timeout {
-            Some(0) | None => anyhow::bail!(
-                "--timeout 0 leaves {} no time to answer; give it at least 1 s, or use --force to stop it now",
-                args.name
-            ),
-            Some(secs) => Some(secs.saturating_mul(1000)),
-        }
-    } else {
-        None
+    let deadline = match (args.deadline_given, args.timeout) {
+        (false, _) => None,
+        (true, Some(0) | None) => anyhow::bail!(
+            "--timeout 0 leaves {} no time to answer; give it at least 1 s, or use --force to stop it now",
+            args.name
+        ),
+        (true, Some(secs)) => Some(secs.saturating_mul(1000)),
     };
     let exchange = if args.deadline_given {
         Some(EXCHANGE)
@@ -47,25 +44,21 @@ pub async fn run(ctx: &Ctx, args: ShutdownArgs) -> anyhow::Result<()> {
     let wait = !args.no_wait && !args.force;
     let client = within(exchange, ctx.connect()).await?;
     if wait {
-        within(exchange, async { Ok(client.subscribe().await?) }).await?;
+        within(exchange, client.subscribe()).await?;
     }
     // The task it holds now, to say afterwards whether a stop gave it back.
-    let held = within(exchange, async { Ok(client.team().await?) })
+    let held = within(exchange, client.team())
         .await?
         .into_iter()
         .find(|m| m.name == args.name)
         .and_then(|m| m.task);
-    let raw = within(exchange, async {
-        Ok(client
-            .call_value(Request::RequestShutdown(WireShutdownArgs {
-                to: args.name.clone(),
-                reason: args.reason.clone().filter(|r| !r.trim().is_empty()),
-                timeout_ms: deadline,
-                force: args.force,
-            }))
-            .await?)
-    })
-    .await?;
+    let request = Request::RequestShutdown(WireShutdownArgs {
+        to: args.name.clone(),
+        reason: args.reason.clone().filter(|r| !r.trim().is_empty()),
+        timeout_ms: deadline,
+        force: args.force,
+    });
+    let raw = within(exchange, client.call_value(request)).await?;
     let opened: TeamRequest = decode(&raw, "request_shutdown")?;
     if args.no_wait {
         if ctx.json {
@@ -90,7 +83,7 @@ pub async fn run(ctx: &Ctx, args: ShutdownArgs) -> anyhow::Result<()> {
     if settled.forced {
         within(exchange, stopped(&client, &settled.to)).await?;
         if let Some(id) = held {
-            let task = within(exchange, async { Ok(client.get_task(id).await?) }).await?;
+            let task = within(exchange, client.get_task(id)).await?;
             lines.push(format!(
                 "{} is gone; its task #{id} is {} now",
                 settled.to,
@@ -160,18 +153,5 @@ async fn settle(client: &Client, opened: &TeamRequest) -> anyhow::Result<TeamReq
              (see `teamctl requests` and `journalctl --user -u boardd`)",
             opened.id
         ),
-    }
-}
-
-/// Runs one exchange with boardd under `limit`.
-async fn within<T>(
-    limit: Option<Duration>,
-    step: impl Future<Output = anyhow::Result<T>>,
-) -> anyhow::Result<T> {
-    match limit {
-        Some(limit) => tokio::time::timeout(limit, step)
-            .await
-            .unwrap_or_else(|_| Err(no_answer(limit.as_secs()))),
-        None => step.await,
     }
 }

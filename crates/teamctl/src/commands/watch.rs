@@ -13,7 +13,7 @@ use std::io::{IsTerminal, Write};
 use std::time::Duration;
 use teamboard_protocol::request::{EventsArgs, ListRequestsArgs, NoArgs};
 use teamboard_protocol::{
-    Client, Event, Member, Request, RequestKind, RequestState, Task, TaskStatus,
+    Client, ClientError, Event, Member, Request, RequestKind, RequestState, Task, TaskStatus,
 };
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::time::Instant;
@@ -93,28 +93,18 @@ pub async fn run(ctx: &Ctx, args: WatchArgs) -> anyhow::Result<()> {
 }
 
 fn is_closed(e: &anyhow::Error) -> bool {
-    matches!(
-        e.downcast_ref::<teamboard_protocol::ClientError>(),
-        Some(teamboard_protocol::ClientError::Closed(_))
-    )
+    matches!(e.downcast_ref(), Some(ClientError::Closed(_)))
 }
 
 /// The newest `keep` events.
 async fn fetch_recent(client: &Client, keep: usize) -> anyhow::Result<VecDeque<Event>> {
     let mut recent = VecDeque::new();
-    if keep == 0 {
-        return Ok(recent);
-    }
-    let limit = u64::try_from(keep).unwrap_or(u64::MAX);
-    let history = client
-        .events(EventsArgs {
-            since: None,
-            task: None,
-            limit: Some(limit),
-        })
-        .await?;
-    for e in history {
-        remember(&mut recent, e, keep);
+    if keep > 0 {
+        let limit = Some(u64::try_from(keep).unwrap_or(u64::MAX));
+        let (since, task) = (None, None);
+        for e in client.events(EventsArgs { since, task, limit }).await? {
+            remember(&mut recent, e, keep);
+        }
     }
     Ok(recent)
 }
@@ -138,7 +128,7 @@ async fn render_frame(
     client: &Client,
     recent: &VecDeque<Event>,
 ) -> anyhow::Result<Vec<String>> {
-    let (_, tasks) = fetch_tasks(client, None).await?;
+    let tasks = fetch_tasks(client).await?;
     let raw_team = client.call_value(Request::Team(NoArgs {})).await?;
     let members: Vec<Member> = decode(&raw_team, "team")?;
     let open = client
@@ -164,9 +154,9 @@ async fn render_frame(
     let shutdowns = open.len() - plans;
     if plans + shutdowns > 0 {
         out.push(format!(
-            "requests: {plans} plan{} waiting for your decision (teamctl plans), {shutdowns} shutdown{} pending",
-            if plans == 1 { "" } else { "s" },
-            if shutdowns == 1 { "" } else { "s" },
+            "requests: {} waiting for your decision (teamctl plans), {} pending",
+            render::plural(plans as u64, "plan"),
+            render::plural(shutdowns as u64, "shutdown"),
         ));
     }
     out.extend([String::new(), "TASKS".to_string()]);
@@ -229,22 +219,14 @@ fn fit_tasks(tasks: &[Task], other_lines: usize) -> Vec<Task> {
         return tasks.to_vec();
     }
     let mut excess = tasks.len() - budget;
-    let mut keep = vec![true; tasks.len()];
-    for (i, t) in tasks.iter().enumerate() {
-        if excess == 0 {
-            break;
-        }
-        if matches!(t.status, TaskStatus::Completed | TaskStatus::Cancelled) {
-            keep[i] = false;
+    let mut shown: Vec<Task> = Vec::new();
+    for t in tasks {
+        if excess > 0 && matches!(t.status, TaskStatus::Completed | TaskStatus::Cancelled) {
             excess -= 1;
+        } else {
+            shown.push(t.clone());
         }
     }
-    let mut shown: Vec<Task> = tasks
-        .iter()
-        .zip(keep)
-        .filter(|(_, k)| *k)
-        .map(|(t, _)| t.clone())
-        .collect();
     shown.truncate(budget);
     shown
 }

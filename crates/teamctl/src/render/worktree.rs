@@ -1,10 +1,10 @@
 //! Text for a team's repository, task worktrees, checks and landings.
 
-use super::{ago, clock, datetime, duration, one_line, status_word};
+use super::{ago, clock, datetime, duration, one_line, plural, status_word};
 use teamboard_protocol::text::fit_chars_with_ellipsis;
 use teamboard_protocol::{
-    CheckOutcome, CheckRun, Landing, LandingStage, Pruned, Repo, Task, TaskStatus, Worktree,
-    WorktreeEntry, WorktreeState,
+    CheckOutcome, CheckRun, Landing, LandingStage, MergeStyle, Pruned, Repo, Task, TaskStatus,
+    Worktree, WorktreeEntry, WorktreeState,
 };
 
 /// How many lines of a failed check's output `task show` prints.
@@ -38,11 +38,6 @@ pub fn size(bytes: u64) -> String {
     format!("{value:.1} {}", UNITS[unit])
 }
 
-/// `1 commit`, `3 commits`, and the like.
-fn plural(n: u64, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
 // ---------------------------------------------------------------- the repository
 
 /// The team's repository, one `label: value` line per setting.
@@ -55,13 +50,10 @@ pub fn repo_lines(r: &Repo, now: i64) -> Vec<String> {
         ),
         format!("merge:       {}", merge_words(r.merge)),
     ];
-    match r.checks.as_slice() {
-        [] => out.push("checks:      none (tasks may still have their own)".into()),
-        [first, rest @ ..] => {
-            out.push(format!("checks:      {}", one_line(first)));
-            out.extend(rest.iter().map(|c| format!("             {}", one_line(c))));
-        }
+    if r.checks.is_empty() {
+        out.push("checks:      none (tasks may still have their own)".into());
     }
+    out.extend(listed("checks:      ", &r.checks));
     out.push(format!(
         "check limit: {} per check",
         duration(r.check_timeout_ms)
@@ -81,10 +73,19 @@ pub fn repo_lines(r: &Repo, now: i64) -> Vec<String> {
     out
 }
 
-fn merge_words(style: teamboard_protocol::MergeStyle) -> &'static str {
+/// `label` and the first item, then each other item on a line of its own under it.
+fn listed<'a>(label: &'a str, items: &'a [String]) -> impl Iterator<Item = String> + 'a {
+    let indent = " ".repeat(label.len());
+    let heads = std::iter::once(label.to_string()).chain(std::iter::repeat(indent));
+    heads
+        .zip(items)
+        .map(|(head, item)| format!("{head}{}", one_line(item)))
+}
+
+fn merge_words(style: MergeStyle) -> &'static str {
     match style {
-        teamboard_protocol::MergeStyle::Rebase => "rebase (a fast-forward after a rebase)",
-        teamboard_protocol::MergeStyle::Merge => "merge (a merge commit per task)",
+        MergeStyle::Rebase => "rebase (a fast-forward after a rebase)",
+        MergeStyle::Merge => "merge (a merge commit per task)",
     }
 }
 
@@ -100,10 +101,7 @@ pub fn task_worktree_lines(t: &Task, now: i64) -> Vec<String> {
     if let Some(w) = &t.worktree {
         out.extend(worktree_lines(w));
     }
-    if let [first, rest @ ..] = t.checks.as_slice() {
-        out.push(format!("checks:     {}", one_line(first)));
-        out.extend(rest.iter().map(|c| format!("            {}", one_line(c))));
-    }
+    out.extend(listed("checks:     ", &t.checks));
     if let Some(l) = &t.landing {
         out.push(format!("landing:    {}", landing_words(l, now)));
     }
@@ -206,7 +204,7 @@ fn tail_lines(tail: &str) -> Vec<String> {
     if skip > 0 {
         out.push(format!(
             "    ... {} (--json has the last 4 KiB)",
-            plural(skip as u64, "earlier line", "earlier lines")
+            plural(skip as u64, "earlier line")
         ));
     }
     out.extend(lines[skip..].iter().map(|l| format!("    {l}")));
@@ -251,29 +249,20 @@ pub fn worktree_table(entries: &[WorktreeEntry]) -> Vec<String> {
             *w = (*w).max(cell.chars().count());
         }
     }
-    rows.iter()
-        .map(|row| {
-            let mut line = String::new();
-            for (i, (cell, w)) in row.iter().zip(widths).enumerate() {
-                if i + 1 == row.len() {
-                    line.push_str(cell);
-                } else {
-                    // Counts and sizes line up on the right.
-                    let right = (5..=7).contains(&i);
-                    let pad = w - cell.chars().count();
-                    if right {
-                        line.push_str(&" ".repeat(pad));
-                        line.push_str(cell);
-                    } else {
-                        line.push_str(cell);
-                        line.push_str(&" ".repeat(pad));
-                    }
-                    line.push_str("  ");
-                }
-            }
-            line
-        })
-        .collect()
+    let line = |row: &[String; 9]| {
+        let cells = row
+            .iter()
+            .zip(widths)
+            .enumerate()
+            .map(|(i, (cell, w))| match i {
+                // The path is last: no padding. Counts and sizes line up on the right.
+                8 => cell.clone(),
+                5..=7 => format!("{cell:>w$}"),
+                _ => format!("{cell:<w$}"),
+            });
+        cells.collect::<Vec<_>>().join("  ")
+    };
+    rows.iter().map(line).collect()
 }
 
 /// Why a worktree has the state it has: `active (task in progress)`,
@@ -291,7 +280,7 @@ pub fn state_reason(e: &WorktreeEntry) -> String {
             }
             _ if e.unmerged_commits > 0 => format!(
                 "{} not on the target branch",
-                plural(u64::from(e.unmerged_commits), "commit", "commits")
+                plural(u64::from(e.unmerged_commits), "commit")
             ),
             _ => "work not on the target branch".to_string(),
         },
@@ -301,11 +290,7 @@ pub fn state_reason(e: &WorktreeEntry) -> String {
     if e.uncommitted > 0 && e.state != WorktreeState::Discarded {
         s.push_str(&format!(
             ", {}",
-            plural(
-                u64::from(e.uncommitted),
-                "uncommitted path",
-                "uncommitted paths"
-            )
+            plural(u64::from(e.uncommitted), "uncommitted path")
         ));
     }
     s.push(')');
@@ -333,7 +318,7 @@ pub fn prune_lines(p: &Pruned, dry_run: bool) -> Vec<String> {
             .iter()
             .map(|e| format!("kept #{}: {}", e.task, state_reason(e))),
     );
-    let removed = plural(p.removed.len() as u64, "worktree", "worktrees");
+    let removed = plural(p.removed.len() as u64, "worktree");
     out.push(match (p.removed.is_empty(), dry_run) {
         (true, _) if p.kept.is_empty() => "no worktrees to prune".to_string(),
         (true, _) => format!("nothing to prune, {} kept", p.kept.len()),
@@ -349,7 +334,6 @@ pub fn prune_lines(p: &Pruned, dry_run: bool) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use teamboard_protocol::MergeStyle;
 
     #[test]
     fn sizes_are_human() {

@@ -9,6 +9,15 @@
 //! One test binary with a module per command (or group of commands): each extra
 //! binary costs a link on CI.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
 mod events;
 mod global;
 mod lead;
@@ -83,7 +92,7 @@ impl Cli {
         self.block_on(teammate_with_pid(&self.socket, name, role, Some(pid)))
     }
 
-    fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+    fn block_on<F: Future>(&self, f: F) -> F::Output {
         self.daemon.block_on(f)
     }
 

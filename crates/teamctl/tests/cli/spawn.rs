@@ -666,10 +666,7 @@ fn a_shutdown_request_to_an_offline_teammate_is_refused_and_the_next_spawn_stays
     let dir = short_tempdir();
     let state = dir.path().join("state");
     let out = base_command(&d.socket)
-        .env(
-            "TEAMMATED_BIN",
-            teamboard_testkit::workspace_bin("teammated"),
-        )
+        .env("TEAMMATED_BIN", workspace_bin("teammated"))
         .arg("--state-dir")
         .arg(&state)
         .args(["spawn", "erin", "--role", "coder", "--json"])

@@ -81,6 +81,17 @@ struct Session {
     next: Vec<String>,
 }
 
+impl Session {
+    fn new(cwd: PathBuf, history: Vec<(String, String)>) -> Session {
+        Session {
+            cwd,
+            plan_mode: false,
+            history,
+            next: Vec::new(),
+        }
+    }
+}
+
 struct Agent {
     home: PathBuf,
     rx: Receiver<Value>,
@@ -119,15 +130,8 @@ impl Agent {
             ("session/new", Some(id)) => {
                 let sid = format!("fake-{:x}", nanos());
                 let cwd = PathBuf::from(params["cwd"].as_str().unwrap_or("."));
-                self.sessions.insert(
-                    sid.clone(),
-                    Session {
-                        cwd,
-                        plan_mode: false,
-                        history: Vec::new(),
-                        next: Vec::new(),
-                    },
-                );
+                self.sessions
+                    .insert(sid.clone(), Session::new(cwd, Vec::new()));
                 self.save(&sid);
                 let modes = if std::env::var_os("FAKE_ACP_NO_PLAN_MODE").is_some() {
                     json!([{"id": "default"}])
@@ -145,16 +149,8 @@ impl Agent {
                 match self.load(&sid, &params) {
                     Some(history) => {
                         for (prompt, answer) in history {
-                            update(
-                                &sid,
-                                json!({"sessionUpdate": "user_message_chunk",
-                                "content": {"type": "text", "text": prompt}}),
-                            );
-                            update(
-                                &sid,
-                                json!({"sessionUpdate": "agent_message_chunk",
-                                "content": {"type": "text", "text": answer}}),
-                            );
+                            chunk(&sid, "user_message_chunk", &prompt);
+                            chunk(&sid, "agent_message_chunk", &answer);
                         }
                         respond(&id, json!({}));
                     }
@@ -212,11 +208,7 @@ impl Agent {
             "input_tokens": text.len() / 4 + 1, "output_tokens": 10}}});
         match end {
             TurnEnd::Answer(answer) => {
-                update(
-                    &sid,
-                    json!({"sessionUpdate": "agent_message_chunk",
-                    "content": {"type": "text", "text": answer}}),
-                );
+                chunk(&sid, "agent_message_chunk", &answer);
                 if let Some(s) = self.sessions.get_mut(&sid) {
                     s.history.push((text, answer));
                 }
@@ -236,13 +228,13 @@ impl Agent {
                 eprintln!("fake-acp-agent: crashing as asked");
                 std::process::exit(3);
             } else if let Some(cmd) = line.strip_prefix("RUN: ") {
-                match self.ask(sid, "execute", cmd, &["proceed_once", "cancel"]) {
-                    Asked::Chose(o) if o == "proceed_once" => {}
-                    Asked::Chose(_) => {
+                match self.ask(sid, "execute", cmd) {
+                    Some(true) => {}
+                    Some(false) => {
                         answer = Some(format!("not allowed to run: {cmd}"));
                         continue;
                     }
-                    Asked::Cancelled => return TurnEnd::Cancelled,
+                    None => return TurnEnd::Cancelled,
                 }
                 let cwd = self.sessions.get(sid).map(|s| s.cwd.clone());
                 match self.run(cmd, cwd) {
@@ -271,14 +263,14 @@ impl Agent {
                 let file = self.home.join(format!("{sid}-plan.md"));
                 let _ = std::fs::write(&file, plan);
                 let title = format!("Requesting plan approval for: {}", file.display());
-                match self.ask(sid, "other", &title, &["proceed_once", "cancel"]) {
-                    Asked::Chose(o) if o == "proceed_once" => {
+                match self.ask(sid, "other", &title) {
+                    Some(true) => {
                         if let Some(s) = self.sessions.get_mut(sid) {
                             s.plan_mode = false;
                         }
                     }
-                    Asked::Chose(_) => return TurnEnd::Answer("plan rejected".into()),
-                    Asked::Cancelled => return TurnEnd::Cancelled,
+                    Some(false) => return TurnEnd::Answer("plan rejected".into()),
+                    None => return TurnEnd::Cancelled,
                 }
             } else if let Some(plan) = line.strip_prefix("SUBMIT_PLAN: ") {
                 let reply = submit_plan(plan);
@@ -300,21 +292,15 @@ impl Agent {
         TurnEnd::Answer(answer.unwrap_or_else(|| format!("done: {ran} commands ran")))
     }
 
-    /// Asks the client for permission and waits for the answer, or a cancel.
-    fn ask(&mut self, sid: &str, kind: &str, title: &str, options: &[&str]) -> Asked {
+    /// Asks the client for permission (`proceed_once` or `cancel`) and waits for
+    /// the answer: whether it allowed it, or `None` when it cancelled the turn.
+    fn ask(&mut self, sid: &str, kind: &str, title: &str) -> Option<bool> {
         self.next_id += 1;
         let id = self.next_id;
-        let options: Vec<Value> = options
-            .iter()
-            .map(|o| {
-                let kind = if *o == "cancel" {
-                    "reject_once"
-                } else {
-                    "allow_once"
-                };
-                json!({"optionId": o, "name": o, "kind": kind})
-            })
-            .collect();
+        let options = json!([
+            {"optionId": "proceed_once", "name": "proceed_once", "kind": "allow_once"},
+            {"optionId": "cancel", "name": "cancel", "kind": "reject_once"},
+        ]);
         send(
             &json!({"jsonrpc": "2.0", "id": id, "method": "session/request_permission",
             "params": {"sessionId": sid, "options": options, "toolCall": {
@@ -327,12 +313,8 @@ impl Agent {
             };
             if msg["id"] == id && msg.get("method").is_none() {
                 let outcome = &msg["result"]["outcome"];
-                return match outcome["outcome"].as_str() {
-                    Some("selected") => {
-                        Asked::Chose(outcome["optionId"].as_str().unwrap_or_default().into())
-                    }
-                    _ => Asked::Cancelled,
-                };
+                return (outcome["outcome"] == "selected")
+                    .then(|| outcome["optionId"] == "proceed_once");
             }
             if msg["method"] == "session/cancel" {
                 // The client still has to answer the request (ACP), which ends
@@ -349,8 +331,8 @@ impl Agent {
         command
             .arg("-c")
             .arg(cmd)
-            .stdin(std::process::Stdio::null());
-        command.stdout(std::process::Stdio::null());
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null());
         if let Some(cwd) = cwd {
             command.current_dir(cwd);
         }
@@ -417,15 +399,8 @@ impl Agent {
             .as_str()
             .map(PathBuf::from)
             .or_else(|| v["cwd"].as_str().map(PathBuf::from))?;
-        self.sessions.insert(
-            sid.to_string(),
-            Session {
-                cwd,
-                plan_mode: false,
-                history: history.clone(),
-                next: Vec::new(),
-            },
-        );
+        self.sessions
+            .insert(sid.to_string(), Session::new(cwd, history.clone()));
         Some(history)
     }
 
@@ -439,11 +414,6 @@ impl Agent {
             let _ = writeln!(f, "{line}");
         }
     }
-}
-
-enum Asked {
-    Chose(String),
-    Cancelled,
 }
 
 /// The board's `submit_plan`, through the member socket: the teammate's
@@ -481,6 +451,14 @@ fn respond_error(id: &Value, code: i64, message: &str) {
 fn update(sid: &str, update: Value) {
     send(&json!({"jsonrpc": "2.0", "method": "session/update",
         "params": {"sessionId": sid, "update": update}}));
+}
+
+/// A message chunk of `kind` (`user_message_chunk`, `agent_message_chunk`).
+fn chunk(sid: &str, kind: &str, text: &str) {
+    update(
+        sid,
+        json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}}),
+    );
 }
 
 fn nanos() -> u128 {

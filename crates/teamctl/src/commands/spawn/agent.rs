@@ -1,5 +1,6 @@
-//! The runtime flags, checked before anything starts, and what each mode hands
-//! to teammated.
+//! The runtime flags, checked before anything starts, and the agent's program.
+//! Each mode hands the flags on to teammated as they were given, the program
+//! found here.
 //!
 //! The agent's program is looked up here, as teammated would, and passed on as
 //! an absolute path: a detached teammated starts in its workdir (where a relative
@@ -8,29 +9,16 @@
 
 use super::checks::absolute;
 use crate::cli::RuntimeArgs;
+use crate::commands::find_bin::resolve;
 use crate::commands::{flags_are, given};
 use anyhow::bail;
-use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
-use teamboard_protocol::{AgentPolicy, RuntimeKind};
+use teamboard_protocol::RuntimeKind;
 
-/// The runtime settings to pass to teammated; empty for a native teammate
-/// spawned without runtime flags.
-#[derive(Debug, Default)]
-pub(super) struct Launch {
-    /// `--runtime`, when given.
-    pub runtime: Option<RuntimeKind>,
-    /// The agent's program, absolute.
-    pub program: Option<PathBuf>,
-    pub args: Vec<String>,
-    /// `--agent-model`, when given.
-    pub model: Option<String>,
-    pub policy: Option<AgentPolicy>,
-}
-
-/// Checks the flags together and finds the agent's program. `native_only`: the
+/// Checks the flags together and finds the agent's program, absolute; `None` for
+/// a native teammate, whose runtime flags are then all unset. `native_only`: the
 /// flags given that only the native loop uses (`--model`, `--provider`, ...).
-pub(super) fn check(flags: &RuntimeArgs, native_only: &[&str]) -> anyhow::Result<Launch> {
+pub(super) fn check(flags: &RuntimeArgs, native_only: &[&str]) -> anyhow::Result<Option<PathBuf>> {
     let runtime = flags.runtime.unwrap_or(RuntimeKind::Native);
     if runtime == RuntimeKind::Native {
         let given = given([
@@ -45,10 +33,7 @@ pub(super) fn check(flags: &RuntimeArgs, native_only: &[&str]) -> anyhow::Result
                 flags_are(&given)
             );
         }
-        return Ok(Launch {
-            runtime: flags.runtime,
-            ..Launch::default()
-        });
+        return Ok(None);
     }
     // The native loop's settings would not reach the agent: said, rather than
     // dropped without a word. `--model` has a twin for agents, so it gets its own
@@ -91,33 +76,7 @@ pub(super) fn check(flags: &RuntimeArgs, native_only: &[&str]) -> anyhow::Result
             runtime
         ),
     };
-    Ok(Launch {
-        runtime: Some(runtime),
-        program: Some(absolute(&program, "--agent-cmd")?),
-        args: flags.agent_args.clone(),
-        model: flags.agent_model.clone(),
-        policy: flags.agent_policy,
-    })
-}
-
-/// The program as a path: as given when it has a `/`, else the first executable
-/// of that name on PATH (the rule teammated follows too).
-fn resolve(program: &Path) -> Option<PathBuf> {
-    if program.as_os_str().is_empty() {
-        return None;
-    }
-    if program.components().count() > 1 {
-        return runnable(program).then(|| program.to_path_buf());
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(program))
-        .find(|p| runnable(p))
-}
-
-fn runnable(p: &Path) -> bool {
-    p.metadata()
-        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    Ok(Some(absolute(&program, "--agent-cmd")?))
 }
 
 fn not_found(runtime: RuntimeKind, program: &Path, named: bool) -> anyhow::Error {
@@ -149,6 +108,7 @@ fn not_found(runtime: RuntimeKind, program: &Path, named: bool) -> anyhow::Error
 #[cfg(test)]
 mod tests {
     use super::*;
+    use teamboard_protocol::AgentPolicy;
 
     fn flags(runtime: Option<RuntimeKind>, cmd: Option<&str>, args: &[&str]) -> RuntimeArgs {
         RuntimeArgs {
@@ -175,15 +135,14 @@ mod tests {
         f.agent_policy = Some(AgentPolicy::ReadOnly);
         assert!(err(f).starts_with("--agent-policy is for an agent runtime"));
         let plain = check(&flags(None, None, &[]), &[]).expect("native");
-        assert!(plain.runtime.is_none() && plain.program.is_none());
+        assert!(plain.is_none());
     }
 
     #[test]
     fn the_agent_has_its_own_model_flag_and_the_native_model_is_refused() {
         let mut f = flags(Some(RuntimeKind::Claude), Some("sh"), &[]);
         f.agent_model = Some("sonnet".into());
-        let l = check(&f, &[]).expect("claude with a model");
-        assert_eq!(l.model.as_deref(), Some("sonnet"));
+        assert!(check(&f, &[]).is_ok(), "claude with a model");
         let e = format!("{:#}", check(&f, &["--model"]).expect_err("--model too"));
         assert!(
             e.starts_with("--model is the native loop's model and does not reach the claude agent"),
@@ -250,12 +209,10 @@ mod tests {
 
     #[test]
     fn a_program_on_path_is_passed_on_absolute() {
-        let l = check(&flags(Some(RuntimeKind::Acp), Some("sh"), &["--acp"]), &[])
-            .expect("sh is on PATH");
-        let program = l.program.expect("a program");
+        let program = check(&flags(Some(RuntimeKind::Acp), Some("sh"), &["--acp"]), &[])
+            .expect("sh is on PATH")
+            .expect("a program");
         assert!(program.is_absolute(), "{}", program.display());
         assert!(program.ends_with("sh"));
-        assert_eq!(l.args, ["--acp"]);
-        assert_eq!(l.runtime, Some(RuntimeKind::Acp));
     }
 }

@@ -2,9 +2,9 @@
 //! directory, that the name is free on boardd), and the helpers they share.
 
 use crate::cli::SpawnArgs;
-use crate::commands::{Ctx, no_answer};
+use crate::commands::Ctx;
 use anyhow::{Context as _, bail};
-use std::future::Future;
+use std::os::unix::fs::DirBuilderExt as _;
 use std::path::{Path, PathBuf};
 use teamboard_protocol::names::validate_name;
 use teamboard_protocol::{Client, ProviderKind};
@@ -44,17 +44,14 @@ pub(super) fn workdir(given: Option<&Path>) -> anyhow::Result<PathBuf> {
 
 pub(super) use crate::commands::find_bin::absolute;
 
-/// Runs one exchange with boardd under `--timeout`.
-pub(super) async fn within<T>(
-    ctx: &Ctx,
-    step: impl Future<Output = anyhow::Result<T>>,
-) -> anyhow::Result<T> {
-    match ctx.timeout() {
-        Some(limit) => tokio::time::timeout(limit, step)
-            .await
-            .unwrap_or_else(|_| Err(no_answer(ctx.timeout))),
-        None => step.await,
-    }
+/// Creates `dir` and its parents, private (0700): a teammate's files may hold
+/// anything its tools printed.
+pub(super) fn private_dir(dir: &Path) -> anyhow::Result<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("cannot create {}", dir.display()))
 }
 
 pub(super) async fn refuse_if_connected(

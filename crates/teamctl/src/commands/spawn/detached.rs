@@ -7,17 +7,17 @@
 //! the spawn fails with what the child wrote, and says whether the child had
 //! connected before it exited (the roster keeps the pid it registered with).
 
-use super::agent::Launch;
-use super::checks::{absolute, refuse_if_connected, within};
+use super::checks::{absolute, private_dir, refuse_if_connected};
+use super::{Setting, To, Value};
 use crate::cli::SpawnArgs;
-use crate::commands::Ctx;
 use crate::commands::find_bin::find_teammated;
+use crate::commands::{Ctx, within};
 use crate::render;
 use anyhow::{Context as _, bail};
 use std::ffi::OsString;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{File, OpenOptions};
 use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
-use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::os::unix::process::CommandExt as _;
 use std::path::Path;
 use std::process::{Child, ExitStatus, Stdio};
@@ -34,23 +34,24 @@ const TAIL_LINES: usize = 20;
 pub(super) async fn run(
     ctx: &Ctx,
     args: &SpawnArgs,
-    launch: &Launch,
+    settings: &[Setting],
     workdir: &Path,
 ) -> anyhow::Result<()> {
     // Up front: boardd must be there (the client's error says how to start it), and
     // the name must be free; a second process under a connected name would only be
     // turned away after it started.
-    let client = within(ctx, async { ctx.connect().await }).await?;
-    within(ctx, refuse_if_connected(ctx, &client, &args.name)).await?;
+    let limit = ctx.timeout();
+    let client = within(limit, ctx.connect()).await?;
+    within(limit, refuse_if_connected(ctx, &client, &args.name)).await?;
     // What the roster said before: a registration of our child must change it.
-    let before = within(ctx, roster_entry(&client, &args.name)).await?;
+    let before = within(limit, roster_entry(&client, &args.name)).await?;
     let bin = find_teammated()?;
     // Before the child exists: a Ctrl-C from then on must stop it, not just teamctl.
     let mut interrupt = signal(SignalKind::interrupt())?;
 
     let state_dir = absolute(&ctx.state_dir(), "state dir")?;
     let log_path = process_log_path(&state_dir, &ctx.team, &args.name);
-    let argv = teammated_args(ctx, args, launch, workdir)?;
+    let argv = teammated_args(settings);
     let (log, from) = open_log(&log_path, &bin, &argv)?;
     let stdout = log
         .try_clone()
@@ -93,7 +94,7 @@ pub(super) async fn run(
     match outcome {
         Waited::Connected => {}
         Waited::Exited(status) => {
-            let after = within(ctx, roster_entry(&client, &args.name)).await?;
+            let after = within(limit, roster_entry(&client, &args.name)).await?;
             if registered(before.as_ref(), after.as_ref(), pid) {
                 bail!(
                     "'{}' connected to boardd, then exited ({status}) before teamctl saw it \
@@ -235,7 +236,7 @@ fn stop(child: &mut Child) {
         if matches!(child.try_wait(), Ok(Some(_))) {
             return;
         }
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(20));
     }
     // Still running, so not reaped: the group id is still our child's.
     // SAFETY: kill(2) on the process group our child leads; no memory involved.
@@ -246,89 +247,21 @@ fn stop(child: &mut Child) {
 }
 
 /// How long a child that did not come up has to stop after SIGTERM.
-const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+const STOP_GRACE: Duration = Duration::from_secs(2);
 
-/// teammated's command line. Paths are absolute because the child starts in the
-/// workdir; the state dir is passed only when teamctl was given one, so that
-/// otherwise teammated works out the same default itself.
-fn teammated_args(
-    ctx: &Ctx,
-    args: &SpawnArgs,
-    launch: &Launch,
-    workdir: &Path,
-) -> anyhow::Result<Vec<OsString>> {
-    let mut argv: Vec<OsString> = vec![
-        "--name".into(),
-        args.name.clone().into(),
-        "--role".into(),
-        args.role.clone().into(),
-        "--team".into(),
-        ctx.team.clone().into(),
-        "--socket".into(),
-        absolute(&ctx.socket, "socket path")?.into(),
-    ];
-    if let Some(dir) = &ctx.state_dir_given {
-        argv.push("--state-dir".into());
-        argv.push(absolute(dir, "state dir")?.into());
+/// teammated's command line: the flags of `settings`.
+fn teammated_args(settings: &[Setting]) -> Vec<OsString> {
+    let mut argv: Vec<OsString> = Vec::new();
+    for s in settings.iter().filter(|s| s.to != To::Var) {
+        let flag = format!("--{}", s.flag);
+        match &s.value {
+            Value::Text(text) => argv.extend([flag.into(), text.into()]),
+            Value::Path(path, _) => argv.extend([flag.into(), path.into()]),
+            Value::Switch => argv.push(flag.into()),
+            Value::List(items) => argv.extend(items.iter().map(|a| format!("{flag}={a}").into())),
+        }
     }
-    if let Some(p) = args.provider {
-        argv.push("--provider".into());
-        argv.push(p.to_string().into());
-    }
-    if let Some(m) = &args.model {
-        argv.push("--model".into());
-        argv.push(m.into());
-    }
-    if let Some(url) = &args.base_url {
-        argv.push("--base-url".into());
-        argv.push(url.into());
-    }
-    if let Some(n) = args.context_budget {
-        argv.push("--context-budget".into());
-        argv.push(n.to_string().into());
-    }
-    argv.push("--workdir".into());
-    argv.push(workdir.into());
-    if let Some(s) = args.idle_timeout {
-        argv.push("--idle-timeout".into());
-        argv.push(s.to_string().into());
-    }
-    if let Some(n) = args.max_rounds {
-        argv.push("--max-rounds".into());
-        argv.push(n.to_string().into());
-    }
-    if let Some(f) = args.max_tokens_field {
-        argv.push("--max-tokens-field".into());
-        argv.push(f.to_string().into());
-    }
-    if args.carry_context {
-        argv.push("--carry-context".into());
-    }
-    if args.require_plan {
-        argv.push("--require-plan".into());
-    }
-    if let Some(r) = launch.runtime {
-        argv.push("--runtime".into());
-        argv.push(r.to_string().into());
-    }
-    if let Some(program) = &launch.program {
-        argv.push("--agent-cmd".into());
-        argv.push(program.into());
-    }
-    // `--agent-arg=VALUE` in one word: a value that starts with `-` cannot be
-    // taken for a flag of teammated's own.
-    for a in &launch.args {
-        argv.push(format!("--agent-arg={a}").into());
-    }
-    if let Some(m) = &launch.model {
-        argv.push("--agent-model".into());
-        argv.push(m.into());
-    }
-    if let Some(p) = launch.policy {
-        argv.push("--agent-policy".into());
-        argv.push(p.to_string().into());
-    }
-    Ok(argv)
+    argv
 }
 
 /// Opens the process log for appending (private: tool output may hold anything)
@@ -336,11 +269,7 @@ fn teammated_args(
 /// run's output starts, so a failure shows only what this run wrote.
 fn open_log(path: &Path, bin: &Path, argv: &[OsString]) -> anyhow::Result<(File, u64)> {
     if let Some(dir) = path.parent() {
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .with_context(|| format!("cannot create {}", dir.display()))?;
+        private_dir(dir)?;
     }
     let mut log = OpenOptions::new()
         .create(true)

@@ -1,15 +1,15 @@
 //! `--systemd`: the teammate becomes the user unit `teammated@NAME`. teamctl writes
 //! the settings file the unit reads and asks systemd to start it.
 
-use super::agent::Launch;
-use super::checks::{absolute, refuse_if_connected, within};
+use super::checks::{private_dir, refuse_if_connected};
+use super::{Setting, To, Value};
 use crate::cli::SpawnArgs;
-use crate::commands::Ctx;
+use crate::commands::{Ctx, within};
 use crate::render;
 use anyhow::{Context as _, bail};
 use std::fs;
 use std::io::Write as _;
-use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use teamboard_protocol::ClientError;
@@ -17,16 +17,11 @@ use teamboard_protocol::ClientError;
 /// Overrides the `systemctl` program (tests substitute a script).
 const SYSTEMCTL_ENV: &str = "TEAMCTL_SYSTEMCTL";
 
-pub(super) async fn run(
-    ctx: &Ctx,
-    args: &SpawnArgs,
-    launch: &Launch,
-    workdir: &Path,
-) -> anyhow::Result<()> {
+pub(super) async fn run(ctx: &Ctx, args: &SpawnArgs, settings: &[Setting]) -> anyhow::Result<()> {
     // The unit Requires= boardd.service, so systemd starts boardd if it is down;
     // only a running boardd can say whether the name is taken.
-    match within(ctx, async { ctx.connect().await }).await {
-        Ok(client) => within(ctx, refuse_if_connected(ctx, &client, &args.name)).await?,
+    match within(ctx.timeout(), ctx.connect()).await {
+        Ok(client) => within(ctx.timeout(), refuse_if_connected(ctx, &client, &args.name)).await?,
         Err(e) if matches!(e.downcast_ref(), Some(ClientError::NotRunning { .. })) => {}
         Err(e) => return Err(e),
     }
@@ -52,7 +47,7 @@ pub(super) async fn run(
         );
     }
     let env_file = env_file_path(&args.name)?;
-    write_env_file(&env_file, &env_file_text(ctx, args, launch, workdir)?)?;
+    write_env_file(&env_file, &env_file_text(&args.name, settings)?)?;
 
     let started = tokio::process::Command::new(&program)
         .args(["--user", "start", &unit])
@@ -120,78 +115,17 @@ fn env_file_path(name: &str) -> anyhow::Result<PathBuf> {
 }
 
 /// The settings as `KEY=value` lines, in the variables teammated reads.
-fn env_file_text(
-    ctx: &Ctx,
-    args: &SpawnArgs,
-    launch: &Launch,
-    workdir: &Path,
-) -> anyhow::Result<String> {
-    let mut vars: Vec<(&str, String)> = vec![("TEAMMATE_ROLE", args.role.clone())];
-    if let Some(p) = args.provider {
-        vars.push(("TEAMMATE_PROVIDER", p.to_string()));
-    }
-    if let Some(m) = &args.model {
-        vars.push(("TEAMMATE_MODEL", m.clone()));
-    }
-    vars.push(("TEAMMATE_WORKDIR", utf8(workdir, "workdir")?));
-    vars.push(("TEAMBOARD_TEAM", ctx.team.clone()));
-    if let Some(s) = args.idle_timeout {
-        vars.push(("TEAMMATE_IDLE_TIMEOUT", s.to_string()));
-    }
-    if let Some(n) = args.max_rounds {
-        vars.push(("TEAMMATE_MAX_ROUNDS", n.to_string()));
-    }
-    if let Some(url) = &args.base_url {
-        vars.push(("TEAMMATE_BASE_URL", url.clone()));
-    }
-    if let Some(n) = args.context_budget {
-        vars.push(("TEAMMATE_CONTEXT_BUDGET", n.to_string()));
-    }
-    if let Some(f) = args.max_tokens_field {
-        vars.push(("TEAMMATE_MAX_TOKENS_FIELD", f.to_string()));
-    }
-    if args.carry_context {
-        vars.push(("TEAMMATE_CARRY_CONTEXT", "true".to_string()));
-    }
-    if args.require_plan {
-        vars.push(("TEAMMATE_REQUIRE_PLAN", "true".to_string()));
-    }
-    if let Some(r) = launch.runtime {
-        vars.push(("TEAMMATE_RUNTIME", r.to_string()));
-    }
-    if let Some(program) = &launch.program {
-        vars.push(("TEAMMATE_AGENT_CMD", utf8(program, "agent program")?));
-    }
-    // One variable for every argument: a JSON array of strings, which
-    // `env_value` quotes like any other value and teammated decodes.
-    if !launch.args.is_empty() {
-        vars.push(("TEAMMATE_AGENT_ARGS", serde_json::to_string(&launch.args)?));
-    }
-    if let Some(m) = &launch.model {
-        vars.push(("TEAMMATE_AGENT_MODEL", m.clone()));
-    }
-    if let Some(p) = launch.policy {
-        vars.push(("TEAMMATE_AGENT_POLICY", p.to_string()));
-    }
-    // A boardd or state dir named to this teamctl is the one the teammate must use
-    // too; the defaults are the same for both, so they need no line.
-    if ctx.socket_given {
-        let socket = absolute(&ctx.socket, "socket path")?;
-        vars.push(("TEAMBOARD_SOCKET", utf8(&socket, "socket path")?));
-    }
-    if let Some(dir) = &ctx.state_dir_given {
-        let dir = absolute(dir, "state dir")?;
-        vars.push((
-            teamboard_protocol::paths::STATE_DIR_ENV,
-            utf8(&dir, "state dir")?,
-        ));
-    }
-    let mut text = format!(
-        "# teammated@{} settings, written by `teamctl spawn --systemd`.\n",
-        args.name
-    );
-    for (key, value) in vars {
-        text.push_str(&format!("{key}={}\n", env_value(key, &value)?));
+fn env_file_text(name: &str, settings: &[Setting]) -> anyhow::Result<String> {
+    let mut text = format!("# teammated@{name} settings, written by `teamctl spawn --systemd`.\n");
+    for s in settings.iter().filter(|s| s.to != To::Flag) {
+        let key = s.var();
+        let value = match &s.value {
+            Value::Text(text) => text.clone(),
+            Value::Path(path, what) => utf8(path, what)?,
+            Value::Switch => "true".to_string(),
+            Value::List(items) => serde_json::to_string(items)?,
+        };
+        text.push_str(&format!("{key}={}\n", env_value(&key, &value)?));
     }
     Ok(text)
 }
@@ -237,11 +171,7 @@ fn write_env_file(path: &Path, text: &str) -> anyhow::Result<()> {
     let dir = path
         .parent()
         .context("the settings file has no directory")?;
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .with_context(|| format!("cannot create {}", dir.display()))?;
+    private_dir(dir)?;
     // The directory may predate teamctl (created by hand with a looser umask); it
     // is teamboard's own, so tighten it.
     fs::set_permissions(dir, fs::Permissions::from_mode(0o700))

@@ -14,14 +14,6 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 
-/// What `git diff` prints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    Patch,
-    Stat,
-    NameOnly,
-}
-
 /// `git -C dir`, untouched by a `GIT_DIR` or `GIT_WORK_TREE` that teamctl's own
 /// environment may carry (run from a git hook, say): they would point every
 /// command at another repository whatever `-C` says.
@@ -107,22 +99,13 @@ pub fn merge_base(dir: &Path, target: &str) -> anyhow::Result<String> {
 
 /// Runs `git diff ARGS` in `dir` with its output on teamctl's stdout. In a terminal
 /// git pages and colours as configured; piped, it does not page.
-pub fn show_diff(dir: &Path, revs: &[String], format: Format) -> anyhow::Result<()> {
+pub fn show_diff(dir: &Path, revs: &[String], format: Option<&str>) -> anyhow::Result<()> {
     let tty = std::io::stdout().is_terminal();
     let mut cmd = git(dir);
     if !tty {
         cmd.arg("--no-pager").env("LC_ALL", "C");
     }
-    cmd.arg("diff");
-    match format {
-        Format::Patch => {}
-        Format::Stat => {
-            cmd.arg("--stat");
-        }
-        Format::NameOnly => {
-            cmd.arg("--name-only");
-        }
-    }
+    cmd.arg("diff").args(format);
     // `--` ends the revisions: nothing after it is read as a path.
     cmd.args(revs).arg("--");
     let status = cmd.status().map_err(|e| spawn_error(e, "diff"))?;
@@ -147,22 +130,15 @@ pub fn untracked(dir: &Path) -> anyhow::Result<Vec<String>> {
     Ok(parse_untracked(&out))
 }
 
-/// The `??` entries of `git status --porcelain -z`. A rename or copy entry is
-/// followed by a second field, its source path, which is skipped: it could start
-/// with `?? ` itself.
+/// The `??` entries of `git status --porcelain -z` (whose reader skips the
+/// source path that follows a rename or copy: it could start with `?? ` itself).
 fn parse_untracked(out: &[u8]) -> Vec<String> {
-    let mut paths = Vec::new();
-    let mut fields = out.split(|b| *b == 0).filter(|f| !f.is_empty());
-    while let Some(entry) = fields.next() {
-        if let Some(path) = entry.strip_prefix(b"?? ") {
-            paths.push(String::from_utf8_lossy(path).into_owned());
-        } else if entry.first().is_some_and(|x| matches!(x, b'R' | b'C'))
-            || entry.get(1).is_some_and(|y| matches!(y, b'R' | b'C'))
-        {
-            fields.next();
-        }
-    }
-    paths
+    let entries = teamboard_git::parse_status(&String::from_utf8_lossy(out));
+    entries
+        .into_iter()
+        .filter(|e| e.code == "??")
+        .map(|e| e.path)
+        .collect()
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@
 
 mod git;
 
-use super::{Ctx, no_answer};
+use super::{Ctx, within};
 use crate::cli::TaskDiffArgs;
 use crate::render;
 use std::path::{Path, PathBuf};
@@ -30,21 +30,12 @@ pub async fn run(ctx: &Ctx, args: TaskDiffArgs) -> anyhow::Result<()> {
     }
     // Only boardd's part runs under --timeout: git may page, and a pager waits for
     // the person (`commands::run` leaves this command's timing to it).
-    let fetched = fetch(ctx, args.id);
-    let (task, repo) = match ctx.timeout() {
-        Some(limit) => tokio::time::timeout(limit, fetched)
-            .await
-            .map_err(|_| no_answer(ctx.timeout))??,
-        None => fetched.await?,
-    };
+    let (task, repo) = within(ctx.timeout(), fetch(ctx, args.id)).await?;
     let diff = plan(&task, repo.as_ref(), |dir| dir.is_dir(), git::branch_exists)?;
-    let format = if args.stat {
-        git::Format::Stat
-    } else if args.name_only {
-        git::Format::NameOnly
-    } else {
-        git::Format::Patch
-    };
+    // What `git diff` prints: the patch, or with a flag the counts or the names.
+    let format = [(args.stat, "--stat"), (args.name_only, "--name-only")]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag));
     // Ctrl-C reaches git and its pager too: teamctl must outlive them, or the shell
     // would take the terminal back while the pager still draws on it. A handler
     // (unlike an ignored signal) is reset in the children, so git still stops.
