@@ -35,20 +35,20 @@ pub fn run(args: &InstallArgs) -> anyhow::Result<()> {
         .map(PathBuf::from)
         .unwrap_or_else(|| home.join(".cargo"));
     let prefix = args.prefix.clone().unwrap_or(default_prefix);
-    let prefix = absolute(&prefix)?;
+    let prefix = std::path::absolute(&prefix)
+        .with_context(|| format!("cannot resolve {}", prefix.display()))?;
     let bin_dir = prefix.join("bin");
 
     let meta = Metadata::load()?;
     let packages = ["boardd", "teamctl", "teammated"];
-    cargo::build_release(&packages, true)?;
+    let release = cargo::build(&packages, true, true)?;
 
     fs::create_dir_all(&bin_dir).with_context(|| format!("cannot create {}", bin_dir.display()))?;
     for name in &packages {
-        let package = meta
-            .package(name)
-            .with_context(|| format!("package {name} is not in the workspace"))?;
+        let package = meta.packages.iter().find(|p| p.name == *name);
+        let package = package.with_context(|| format!("package {name} is not in the workspace"))?;
         for bin in package.bins() {
-            let src = meta.release_dir().join(bin);
+            let src = release.join(bin);
             let dest = bin_dir.join(bin);
             install_file(&src, &dest, 0o755)?;
             println!("installed {}", dest.display());
@@ -119,10 +119,6 @@ fn home_dir() -> anyhow::Result<PathBuf> {
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
         .context("HOME is not set; pass --prefix and --no-systemd, or set HOME")
-}
-
-fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
-    std::path::absolute(path).with_context(|| format!("cannot resolve {}", path.display()))
 }
 
 /// `$XDG_CONFIG_HOME`, or `~/.config`: where the user manager looks for units.

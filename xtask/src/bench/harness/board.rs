@@ -55,6 +55,11 @@ impl Scratch {
         self.dir.path()
     }
 
+    /// A socket path of the run, short enough for the 108-byte limit.
+    pub fn socket(&self, name: &str) -> PathBuf {
+        self.sockets.path().join(name)
+    }
+
     /// Keeps the directory (for a failed run's logs) and says where it is.
     pub fn keep(self) -> PathBuf {
         self.dir.keep()
@@ -67,10 +72,7 @@ impl Scratch {
         dir: Option<&Path>,
         bins: &super::Bins,
     ) -> anyhow::Result<(Scratch, Boardd)> {
-        let default = crate::cargo::Metadata::load()?
-            .target_directory
-            .join("bench");
-        let scratch = Scratch::new(prefix, dir, default)?;
+        let scratch = Scratch::new(prefix, dir, super::bench_dir()?)?;
         let state = scratch.path().join("state");
         let boardd = scratch.boardd(&bins.get("boardd"), &state, &[]).await?;
         Ok((scratch, boardd))
@@ -82,7 +84,7 @@ impl Scratch {
     /// It dies with the bench.
     pub async fn boardd(&self, bin: &Path, state: &Path, extra: &[&str]) -> anyhow::Result<Boardd> {
         let n = self.boardds.replace(self.boardds.get() + 1);
-        let socket = self.sockets.path().join(format!("boardd-{n}.sock"));
+        let socket = self.socket(&format!("boardd-{n}.sock"));
         let mut launch = Launch::new(bin, &socket, state, &state.join("boardd.log"));
         launch
             .command()
