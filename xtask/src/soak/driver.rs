@@ -19,9 +19,6 @@ pub struct Setting {
     pub kill_every: f64,
     pub boardd_kills: usize,
     pub timeout: Duration,
-    /// The xtask binary (for restarting teammates) and where their logs go.
-    pub exe: PathBuf,
-    pub log_dir: PathBuf,
     pub manifests: PathBuf,
     /// The repository, whose target ref one kind of boardd kill watches.
     pub repo: PathBuf,
@@ -139,7 +136,7 @@ pub async fn drive(
             boardd.restart(super::START_TIMEOUT).await?;
         }
         for t in teammates.iter_mut() {
-            t.revive_if_dead(&s.exe, &s.log_dir).await?;
+            t.revive_if_dead()?;
         }
         if s.kill_every > 0.0 && Instant::now() >= next_kill {
             let i = rng.usize(..teammates.len());
@@ -194,7 +191,7 @@ async fn kill_teammate(
     manifests: &mut usize,
 ) -> anyhow::Result<WorkerKill> {
     t.freeze().await;
-    let name = t.args.name.clone();
+    let name = t.name.clone();
     let held = lead
         .call(|c| Box::pin(c.list_tasks(Some(TaskStatus::InProgress))))
         .await?
@@ -218,7 +215,7 @@ async fn kill_teammate(
         Ok(None) => k.skipped = Some(NOTHING_UNCOMMITTED.into()),
         Err(why) => k.skipped = Some(why),
     }
-    t.kill_and_restart(&s.exe, &s.log_dir).await?;
+    t.kill_and_restart().await?;
     Ok(k)
 }
 
@@ -334,7 +331,7 @@ fn stuck(tasks: &[Task], teammates: &[Teammate], boardd: &Boardd) -> String {
     }
     text.push_str("teammates:\n");
     for t in teammates {
-        text.push_str(&format!("  {} pid {:?}\n", t.args.name, t.pid()));
+        text.push_str(&format!("  {} pid {:?}\n", t.name, t.pid()));
     }
     text.push_str(&format!(
         "the end of boardd's log ({}):\n{}\n",

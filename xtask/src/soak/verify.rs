@@ -3,7 +3,7 @@
 
 use super::driver::WorkerKill;
 use super::git;
-use super::journal::Record;
+use super::journal::{Record, Records};
 use super::manifest;
 use super::plan::{Spec, TARGET};
 use serde::Serialize;
@@ -247,16 +247,14 @@ pub fn own_files(repo: &Path, details: &[TaskDetail]) -> anyhow::Result<Check> {
 }
 
 /// Worktrees opened for dependents held their blockers' files.
-pub fn dependencies(journals: &[(String, Record)], details: &[TaskDetail]) -> Check {
-    let problems: Vec<String> = journals
-        .iter()
-        .filter_map(|(who, r)| match r {
-            Record::DependencyMissing { task, file, .. } => Some(format!(
-                "{who} opened #{task}'s worktree without its blocker's {file}"
-            )),
-            _ => None,
-        })
-        .collect();
+pub fn dependencies(journals: &Records, details: &[TaskDetail]) -> Check {
+    let missing = |(who, _, r): &(String, i64, Record)| match r {
+        Record::DependencyMissing { task, file } => Some(format!(
+            "{who} opened #{task}'s worktree without its blocker's {file}"
+        )),
+        _ => None,
+    };
+    let problems = journals.iter().filter_map(missing).collect();
     let dependents = details
         .iter()
         .filter(|d| !d.task.blocked_by.is_empty())
@@ -275,7 +273,7 @@ pub fn manifests(
     repo: &Path,
     dir: &Path,
     kills: &[WorkerKill],
-    journals: &[(String, Record)],
+    journals: &Records,
     details: &[TaskDetail],
 ) -> anyhow::Result<(Check, ManifestCounts)> {
     let mut problems = Vec::new();
@@ -291,7 +289,7 @@ pub fn manifests(
         counts.files += m.files.len();
         let opened: Vec<&Vec<String>> = journals
             .iter()
-            .filter_map(|(_, r)| match r {
+            .filter_map(|(_, _, r)| match r {
                 Record::ManifestChecked {
                     manifest, problems, ..
                 } if manifest == file => Some(problems),
@@ -356,12 +354,12 @@ pub fn conflict_paths(message: &str) -> Vec<String> {
 /// history, names at least one path, and each path exists in the repository.
 pub fn conflicts(
     repo: &Path,
-    journals: &[(String, Record)],
+    journals: &Records,
     details: &[TaskDetail],
 ) -> anyhow::Result<(Check, usize, usize)> {
     let mut problems = Vec::new();
     let mut messages: Vec<(String, String)> = Vec::new();
-    for (who, r) in journals {
+    for (who, _, r) in journals {
         if let Record::Answered {
             task,
             code: Some(code),
@@ -375,13 +373,11 @@ pub fn conflicts(
     }
     let answered = messages.len();
     for d in details {
-        for e in d
+        let conflicts = d
             .history
             .iter()
-            .filter(|e| e.kind == EventKind::MergeConflict)
-        {
-            messages.push((format!("#{}'s history", d.task.id), e.detail.clone()));
-        }
+            .filter(|e| e.kind == EventKind::MergeConflict);
+        messages.extend(conflicts.map(|e| (format!("#{}'s history", d.task.id), e.detail.clone())));
     }
     let in_history = messages.len() - answered;
     let mut exists: BTreeMap<String, bool> = BTreeMap::new();
@@ -391,17 +387,11 @@ pub fn conflicts(
             problems.push(format!("{whose} names no path: {message:?}"));
         }
         for p in paths {
-            let there = match exists.get(&p) {
-                Some(b) => *b,
-                None => {
-                    let b = git::output(repo, &["cat-file", "-e", &format!("{TARGET}:{p}")])?
-                        .status
-                        .success();
-                    exists.insert(p.clone(), b);
-                    b
-                }
-            };
-            if !there {
+            if !exists.contains_key(&p) {
+                let out = git::output(repo, &["cat-file", "-e", &format!("{TARGET}:{p}")])?;
+                exists.insert(p.clone(), out.status.success());
+            }
+            if !exists[&p] {
                 problems.push(format!("{whose} names {p:?}, which is not in {TARGET}"));
             }
         }

@@ -37,10 +37,11 @@ pub struct WorkerArgs {
     pub dir: PathBuf,
     #[arg(long)]
     pub seed: u64,
-    #[arg(long, default_value_t = 2000)]
+    /// A quarter of the soak's lease.
+    #[arg(long, default_value_t = 2500)]
     pub heartbeat_ms: u64,
     /// The longest pause after an edit step (a model thinking).
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 2000)]
     pub pause_ms: u64,
     /// The chance of giving a task back after a conflict instead of resolving it.
     #[arg(long, default_value_t = 0.1)]
@@ -94,12 +95,11 @@ fn message(e: &ClientError) -> String {
 
 impl Worker {
     fn note(&mut self, r: Record) {
-        self.journal.write(&r);
+        self.journal.write(r);
     }
 
     async fn run(&mut self) -> anyhow::Result<()> {
         self.note(Record::Started {
-            at: now_ms(),
             pid: std::process::id(),
         });
         loop {
@@ -114,7 +114,6 @@ impl Worker {
             };
             if let Err(e) = self.serve(&client, adopted).await {
                 self.note(Record::Reconnect {
-                    at: now_ms(),
                     why: format!("{e:#}"),
                 });
                 tokio::time::sleep(Duration::from_millis(100)).await;
@@ -127,7 +126,6 @@ impl Worker {
             Client::connect(&self.args.socket, "xtask-soak", &self.args.name, TEAM).await?;
         let member = client.register("soak", Some(std::process::id())).await?;
         self.note(Record::Registered {
-            at: now_ms(),
             adopted: member.task,
         });
         Ok((Arc::new(client), member.task))
@@ -141,7 +139,6 @@ impl Worker {
             match c.wait_for_work(Some(10_000)).await? {
                 Work::Task { claim } => {
                     self.note(Record::Claimed {
-                        at: now_ms(),
                         task: claim.task.id,
                         epoch: claim.epoch,
                     });
@@ -168,17 +165,13 @@ impl Worker {
             task = c.get_task(id).await?.task;
         }
         if task.status == TaskStatus::Completed && task.owner.as_deref() == Some(&self.args.name) {
-            self.note(Record::LandedAway {
-                at: now_ms(),
-                task: id,
-            });
+            self.note(Record::LandedAway { task: id });
             return Ok(());
         }
         if !self.holds(&task) {
             return Ok(());
         }
         self.note(Record::Claimed {
-            at: now_ms(),
             task: id,
             epoch: task.epoch,
         });
@@ -206,7 +199,6 @@ impl Worker {
             }
             Err(e) => {
                 self.note(Record::GitTrouble {
-                    at: now_ms(),
                     task: id,
                     what: format!("open_worktree: {}", message(&e)),
                 });
@@ -217,7 +209,6 @@ impl Worker {
             }
         };
         self.note(Record::Opened {
-            at: now_ms(),
             task: id,
             epoch,
             fresh: opened.fresh,
@@ -230,7 +221,6 @@ impl Worker {
         for file in &spec.needs {
             if !wt.join(file).is_file() {
                 self.note(Record::DependencyMissing {
-                    at: now_ms(),
                     task: id,
                     file: file.clone(),
                 });
@@ -261,7 +251,6 @@ impl Worker {
                 Err(e) => vec![format!("{e:#}")],
             };
             self.note(Record::ManifestChecked {
-                at: now_ms(),
                 task: id,
                 manifest: path
                     .file_name()
@@ -294,14 +283,12 @@ impl Worker {
             };
             match finished {
                 Ok(paths) => self.note(Record::Resolved {
-                    at: now_ms(),
                     task: id,
                     how: format!("found a {what}; both"),
                     paths,
                 }),
                 Err(e) => {
                     self.note(Record::GitTrouble {
-                        at: now_ms(),
                         task: id,
                         what: format!("finishing the {what} it found: {e:#}"),
                     });
@@ -337,11 +324,9 @@ impl Worker {
         for _ in 0..MAX_COMPLETIONS {
             let sent_at = now_ms();
             let answer = c.complete_task(id, epoch, &result).await;
-            let at = now_ms();
             let e = match answer {
                 Ok(done) => {
                     self.note(Record::Answered {
-                        at,
                         task: id,
                         epoch,
                         sent_at,
@@ -356,7 +341,6 @@ impl Worker {
             };
             let code = e.code();
             self.note(Record::Answered {
-                at,
                 task: id,
                 epoch,
                 sent_at,
@@ -378,14 +362,12 @@ impl Worker {
                     };
                     match ed.rebase_onto(TARGET, how) {
                         Ok(paths) => self.note(Record::Resolved {
-                            at: now_ms(),
                             task: id,
                             how: how.to_string(),
                             paths,
                         }),
                         Err(err) => {
                             self.note(Record::GitTrouble {
-                                at: now_ms(),
                                 task: id,
                                 what: format!("resolving: {err:#}"),
                             });
@@ -398,7 +380,6 @@ impl Worker {
                     // A landing refused for files changed after the checks, a
                     // lock, a rebase left in progress: look, tidy, try again.
                     self.note(Record::GitTrouble {
-                        at: now_ms(),
                         task: id,
                         what: message(&e),
                     });
@@ -433,7 +414,6 @@ impl Worker {
         match c.release_task_with_note(id, epoch, why).await {
             Ok(_) => {
                 self.note(Record::Released {
-                    at: now_ms(),
                     task: id,
                     epoch,
                     why: why.to_string(),
@@ -447,7 +427,6 @@ impl Worker {
 
     fn lost(&mut self, id: u64, epoch: u64, e: &ClientError) -> anyhow::Result<()> {
         self.note(Record::Lost {
-            at: now_ms(),
             task: id,
             epoch,
             why: e.to_string(),
@@ -466,28 +445,4 @@ fn heartbeat(c: Arc<Client>, id: u64, epoch: u64, every_ms: u64) -> tokio::task:
             }
         }
     })
-}
-
-/// The worker's arguments as the driver passes them.
-pub fn command_line(args: &WorkerArgs) -> Vec<String> {
-    vec![
-        "--name".into(),
-        args.name.clone(),
-        "--socket".into(),
-        args.socket.display().to_string(),
-        "--dir".into(),
-        args.dir.display().to_string(),
-        "--seed".into(),
-        args.seed.to_string(),
-        "--heartbeat-ms".into(),
-        args.heartbeat_ms.to_string(),
-        "--pause-ms".into(),
-        args.pause_ms.to_string(),
-        "--give-up-rate".into(),
-        args.give_up_rate.to_string(),
-        "--own-rate".into(),
-        args.own_rate.to_string(),
-        "--commit-rate".into(),
-        args.commit_rate.to_string(),
-    ]
 }
