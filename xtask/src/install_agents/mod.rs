@@ -62,21 +62,12 @@ pub struct InstallAgentsArgs {
     keep_old: bool,
 }
 
+/// `--cli`'s words, in the order of `Cli::ALL`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum CliName {
     Claude,
     Codex,
     Gemini,
-}
-
-impl CliName {
-    fn cli(self) -> Cli {
-        match self {
-            CliName::Claude => Cli::Claude,
-            CliName::Codex => Cli::Codex,
-            CliName::Gemini => Cli::Gemini,
-        }
-    }
 }
 
 /// One npm package to have installed, and how to tell that it is.
@@ -111,9 +102,10 @@ impl Pin {
 }
 
 /// Progress goes to stderr, one line a step.
-pub(crate) fn say(line: &str) {
-    eprintln!("install-agents: {line}");
+macro_rules! say {
+    ($($arg:tt)*) => { eprintln!("install-agents: {}", format_args!($($arg)*)) };
 }
+pub(crate) use say;
 
 pub fn run(args: &InstallAgentsArgs) -> anyhow::Result<()> {
     let dir = args.dir.clone().unwrap_or_else(agents_dir);
@@ -127,24 +119,24 @@ pub fn run(args: &InstallAgentsArgs) -> anyhow::Result<()> {
     let clis: Vec<Cli> = if args.only.is_empty() {
         Cli::ALL.to_vec()
     } else {
-        args.only.iter().map(|c| c.cli()).collect()
+        args.only.iter().map(|c| Cli::ALL[*c as usize]).collect()
     };
     let limit = Duration::from_secs(args.timeout.max(1));
     let started = Instant::now();
     match install_all(&Npm::default(), &dir, &clis, limit) {
         Ok(()) => {
-            say(&format!(
+            say!(
                 "done in {:.0?}: {} in {}",
                 started.elapsed(),
                 clis.iter().map(|c| c.name()).collect::<Vec<_>>().join(", "),
                 dir.display()
-            ));
+            );
             Ok(())
         }
         Err(e) => match e.downcast_ref::<NpmError>() {
             Some(NpmError::Unreachable { .. }) => {
                 // One line, last: `.ci/run` quotes it.
-                say(&format!("{e}"));
+                say!("{e}");
                 std::process::exit(EXIT_UNREACHABLE);
             }
             _ => Err(e),
@@ -159,23 +151,26 @@ fn say_pruned(pruned: &[prune::Pruned]) {
         match &p.failed {
             None => {
                 freed += p.bytes;
-                say(&format!(
+                say!(
                     "removed {} ({}): {} {}, pinned at {} now",
                     p.name,
                     prune::human(p.bytes),
                     p.label,
                     p.version,
                     p.pinned
-                ));
+                );
             }
-            Some(why) => say(&format!(
+            Some(why) => say!(
                 "cannot remove {} ({} {}, pinned at {} now): {why}",
-                p.name, p.label, p.version, p.pinned
-            )),
+                p.name,
+                p.label,
+                p.version,
+                p.pinned
+            ),
         }
     }
     if freed > 0 {
-        say(&format!("{} of old pins freed", prune::human(freed)));
+        say!("{} of old pins freed", prune::human(freed));
     }
 }
 
@@ -191,20 +186,20 @@ fn install_all(npm: &Npm, dir: &Path, clis: &[Cli], limit: Duration) -> anyhow::
         };
         match run::version_of(&pin) {
             Ok(()) => {
-                say(&format!(
+                say!(
                     "{} {} is installed ({})",
                     pin.label,
                     pin.version,
                     pin.program.display()
-                ));
+                );
                 continue;
             }
-            Err(why) if pin.dir.exists() => say(&format!(
+            Err(why) if pin.dir.exists() => say!(
                 "{} {} in {} does not work ({why}); installing it again",
                 pin.label,
                 pin.version,
                 pin.dir.display()
-            )),
+            ),
             Err(_) => {}
         }
         npm::install(npm, &pin, limit, |partial| match &node {
@@ -218,12 +213,12 @@ fn install_all(npm: &Npm, dir: &Path, clis: &[Cli], limit: Duration) -> anyhow::
                 pin.dir.display()
             )
         })?;
-        say(&format!(
+        say!(
             "{} {} installed ({})",
             pin.label,
             pin.version,
             pin.program.display()
-        ));
+        );
     }
     Ok(())
 }
@@ -280,6 +275,14 @@ esac
             .lines()
             .map(str::to_string)
             .collect()
+    }
+
+    #[test]
+    fn each_cli_name_stands_for_the_cli_of_that_name() {
+        for c in CliName::value_variants() {
+            let name = c.to_possible_value().expect("a name");
+            assert_eq!(Cli::ALL[*c as usize].name(), name.get_name());
+        }
     }
 
     #[test]

@@ -10,41 +10,23 @@ use std::time::{Duration, Instant};
 /// How long the registry has to answer the look-up that precedes an install.
 const PROBE_LIMIT: Duration = Duration::from_secs(60);
 
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub(crate) enum NpmError {
-    /// No npm to run.
+    #[error(
+        "npm is not installed (`npm --version`: {0}); install Node.js and npm \
+         (Debian: `apt-get install nodejs npm`)"
+    )]
     Missing(String),
     /// The registry did not answer; nothing says the package is at fault.
+    #[error("cannot reach the npm registry {registry} for {spec}: {why}")]
     Unreachable {
         registry: String,
         spec: String,
         why: String,
     },
+    #[error("{0}")]
     Failed(String),
 }
-
-impl std::fmt::Display for NpmError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            NpmError::Missing(why) => write!(
-                f,
-                "npm is not installed (`npm --version`: {why}); install Node.js and npm \
-                 (Debian: `apt-get install nodejs npm`)"
-            ),
-            NpmError::Unreachable {
-                registry,
-                spec,
-                why,
-            } => write!(
-                f,
-                "cannot reach the npm registry {registry} for {spec}: {why}"
-            ),
-            NpmError::Failed(why) => f.write_str(why),
-        }
-    }
-}
-
-impl std::error::Error for NpmError {}
 
 /// npm's codes for a registry that cannot be reached, as in `npm error code X`.
 const NETWORK_CODES: &[&str] = &[
@@ -87,11 +69,11 @@ pub(crate) fn install(
     let partial = tempfile::Builder::new()
         .prefix(&format!(".{}-{}.partial-", pin.label, pin.version))
         .tempdir_in(parent)?;
-    say(&format!(
+    say!(
         "installing {spec} with npm {version} into {} (log: {})",
         pin.dir.display(),
         log.display()
-    ));
+    );
     let started = Instant::now();
     run_install(npm, pin, partial.path(), &log, limit)?;
     finish(partial.path())?;
@@ -100,7 +82,7 @@ pub(crate) fn install(
     }
     std::fs::rename(partial.path(), &pin.dir)?;
     let _ = partial.keep();
-    say(&format!("{spec}: npm took {:.1?}", started.elapsed()));
+    say!("{spec}: npm took {:.1?}", started.elapsed());
     Ok(())
 }
 
