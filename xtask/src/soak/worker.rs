@@ -63,17 +63,12 @@ pub fn run(args: &WorkerArgs) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let journal = Journal::open(
-        &args
-            .dir
-            .join("journal")
-            .join(format!("{}.jsonl", args.name)),
-    )?;
-    let mut w = Worker {
-        args: args.clone(),
-        journal,
-    };
-    rt.block_on(w.run())
+    let path = args
+        .dir
+        .join("journal")
+        .join(format!("{}.jsonl", args.name));
+    let (args, journal) = (args.clone(), Journal::open(&path)?);
+    rt.block_on(Worker { args, journal }.run())
 }
 
 struct Worker {
@@ -96,6 +91,11 @@ fn message(e: &ClientError) -> String {
 impl Worker {
     fn note(&mut self, r: Record) {
         self.journal.write(r);
+    }
+
+    /// Git that failed in a way it had to work around.
+    fn trouble(&mut self, task: u64, what: String) {
+        self.note(Record::GitTrouble { task, what });
     }
 
     async fn run(&mut self) -> anyhow::Result<()> {
@@ -187,9 +187,9 @@ impl Worker {
     async fn work(&mut self, c: &Arc<Client>, task: &Task, epoch: u64) -> anyhow::Result<()> {
         let id = task.id;
         let Some(spec) = Spec::from_description(&task.description) else {
-            self.give_back(c, id, epoch, "the description has no soak-spec line")
-                .await?;
-            return Ok(());
+            return self
+                .give_back(c, id, epoch, "the description has no soak-spec line")
+                .await;
         };
         let opened = match c.open_worktree(id, epoch).await {
             Ok(o) => o,
@@ -198,10 +198,7 @@ impl Worker {
                 return self.lost(id, epoch, &e);
             }
             Err(e) => {
-                self.note(Record::GitTrouble {
-                    task: id,
-                    what: format!("open_worktree: {}", message(&e)),
-                });
+                self.trouble(id, format!("open_worktree: {}", message(&e)));
                 tokio::time::sleep(Duration::from_millis(300)).await;
                 self.give_back(c, id, epoch, "could not open the worktree")
                     .await?;
@@ -227,16 +224,8 @@ impl Worker {
             }
         }
         let beat = heartbeat(c.clone(), id, epoch, self.args.heartbeat_ms);
-        let r = self
-            .work_in(
-                c,
-                task,
-                epoch,
-                &spec,
-                &wt,
-                opened.found.in_progress.as_deref(),
-            )
-            .await;
+        let in_progress = opened.found.in_progress.as_deref();
+        let r = self.work_in(c, task, epoch, &spec, &wt, in_progress).await;
         beat.abort();
         r
     }
@@ -250,12 +239,11 @@ impl Worker {
                 Ok(m) => manifest::problems(&m, |p| std::fs::read_to_string(wt.join(p)).ok()),
                 Err(e) => vec![format!("{e:#}")],
             };
+            let manifest = path.file_name().map(|n| n.to_string_lossy().into_owned());
+            let manifest = manifest.unwrap_or_default();
             self.note(Record::ManifestChecked {
                 task: id,
-                manifest: path
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
+                manifest,
                 problems,
             });
             let _ = std::fs::write(manifest::checked_marker(&path), &self.args.name);
@@ -288,10 +276,7 @@ impl Worker {
                     paths,
                 }),
                 Err(e) => {
-                    self.note(Record::GitTrouble {
-                        task: id,
-                        what: format!("finishing the {what} it found: {e:#}"),
-                    });
+                    self.trouble(id, format!("finishing the {what} it found: {e:#}"));
                     ed.abort_rebase()?;
                 }
             }
@@ -367,10 +352,7 @@ impl Worker {
                             paths,
                         }),
                         Err(err) => {
-                            self.note(Record::GitTrouble {
-                                task: id,
-                                what: format!("resolving: {err:#}"),
-                            });
+                            self.trouble(id, format!("resolving: {err:#}"));
                             ed.abort_rebase()?;
                         }
                     }
@@ -379,10 +361,7 @@ impl Worker {
                 Some(ErrorCode::Git) => {
                     // A landing refused for files changed after the checks, a
                     // lock, a rebase left in progress: look, tidy, try again.
-                    self.note(Record::GitTrouble {
-                        task: id,
-                        what: message(&e),
-                    });
+                    self.trouble(id, message(&e));
                     if super::git::rebasing(wt)? {
                         ed.finish_rebase(How::Both)
                             .or_else(|_| ed.abort_rebase().map(|()| Vec::new()))?;
