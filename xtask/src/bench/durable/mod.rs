@@ -44,22 +44,18 @@ pub struct BenchArgs {
 }
 
 /// How boardd commits, as the bench compares them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, strum::Display)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
     /// Group commit: the default.
+    #[strum(to_string = "group commit")]
     Group,
     /// `--no-group-commit`: one transaction per request.
+    #[strum(to_string = "per request")]
     PerRequest,
 }
 
 impl Mode {
-    pub fn label(self) -> &'static str {
-        match self {
-            Mode::Group => "group commit",
-            Mode::PerRequest => "per request",
-        }
-    }
 
     /// boardd's flags for it.
     pub fn flags(self) -> &'static [&'static str] {
@@ -153,7 +149,7 @@ async fn run_async(args: &BenchArgs) -> anyhow::Result<()> {
             let label = if mode == Mode::Group { "(b)" } else { "(d)" };
             println!(
                 "{label} {}, {clients} clients, {seconds} s ...",
-                mode.label()
+                mode
             );
             let expected = expected_rate(&load, mode, clients, fsync.ops_per_s);
             let tasks = (expected * seconds * 1.3) as u64 + 4 * clients as u64;

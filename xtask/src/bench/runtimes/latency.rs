@@ -18,7 +18,7 @@
 //! turn, restarting a model call in flight; an ACP agent gets it only as the
 //! next prompt, after the turn's end.
 
-use super::board::{Board, MateSpec, poll};
+use super::board::{Board, poll};
 use super::runtime::Runtime;
 use super::script::{self, Busy, Step};
 use super::{Agent, STEP};
@@ -88,16 +88,8 @@ pub async fn measure(
     script::busy(&mock, rt, busy.clone());
     let name = format!("{}-msgs", rt.name());
     let url = mock.url();
-    let mut extra = agent.map_or_else(Vec::new, |a| a.extra.clone());
     // Every command is a round; the default bound (50) would end the task.
-    extra.extend(["--max-rounds".to_string(), "1000".to_string()]);
-    let mut mate = board.spawn(&MateSpec {
-        rt,
-        name: &name,
-        mock_url: &url,
-        agent: agent.map(Agent::spec),
-        extra: &extra,
-    })?;
+    let mut mate = board.spawn(rt, &name, &url, agent, &["--max-rounds", "1000"])?;
     let step_len = think + run;
     let measured = async {
         board.lead.idle(&name, STEP).await?;

@@ -35,7 +35,7 @@ use anyhow::{Context, bail};
 use board::Board;
 use report::{Measured, Setup};
 use runtime::Runtime;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 use teamboard_agent_clis::Cli;
 
@@ -156,12 +156,6 @@ pub struct Agent {
     home: PathBuf,
     /// `--agent-arg=...` flags from the command line.
     extra: Vec<String>,
-}
-
-impl Agent {
-    fn spec(&self) -> (Cli, &Path, &Path) {
-        (self.cli, &self.program, &self.home)
-    }
 }
 
 /// `bench-runtimes-run`: the measurement, from the release build.

@@ -10,7 +10,7 @@
 //! real API's cache would serve counted as cached). The agent's start is read
 //! from the transcript: `work: started` → `agent: ... session ... started`.
 
-use super::board::{Board, MateSpec, SessionLine};
+use super::board::{Board, SessionLine};
 use super::runtime::Runtime;
 use super::script;
 use super::{Agent, STEP};
@@ -68,13 +68,7 @@ pub async fn measure(
     script::small_task(&mock, rt, current.clone());
     let name = format!("{}-tasks", rt.name());
     let url = mock.url();
-    let mut mate = board.spawn(&MateSpec {
-        rt,
-        name: &name,
-        mock_url: &url,
-        agent: agent.map(Agent::spec),
-        extra: agent.map_or(&[], |a| &a.extra),
-    })?;
+    let mut mate = board.spawn(rt, &name, &url, agent, &[])?;
     let fail = |e: anyhow::Error, mate: &super::board::Mate| {
         anyhow::anyhow!("{e:#}; the teammate's log ends:\n{}", mate.log_tail())
     };

@@ -273,7 +273,7 @@ fn print_wakes(all: &[Measured], setup: &Setup) {
         let why: Vec<String> = k
             .each
             .iter()
-            .filter_map(|x| Some(format!("{}: {}", x.how.name(), x.why_new.as_deref()?)))
+            .filter_map(|x| Some(format!("{}: {}", x.how, x.why_new.as_deref()?)))
             .collect();
         println!(
             "  {:<w$} {:>5}/{:<2} {:>4.0}% {:>9} {:>9}  {}",

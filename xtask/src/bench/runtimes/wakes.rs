@@ -15,7 +15,7 @@
 //! transcript (`agent: RT session ID started|resumed`, one per start, and the
 //! id of each resumed start is the first one's).
 
-use super::board::{Board, MateSpec, SessionLine, children_of, poll};
+use super::board::{Board, SessionLine, poll};
 use super::runtime::Runtime;
 use super::script;
 use super::{Agent, STEP};
@@ -31,8 +31,9 @@ use teamboard_protocol::EventKind;
 /// session.
 const WAKE_TIMEOUT: Duration = Duration::from_secs(120);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, strum::Display)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum How {
     Restart,
     Crash,
@@ -42,13 +43,6 @@ impl How {
     /// Wake `w` (from 1): restarts and crashes in turn, a restart first.
     fn of(w: usize) -> How {
         if w % 2 == 1 { How::Restart } else { How::Crash }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            How::Restart => "restart",
-            How::Crash => "crash",
-        }
     }
 }
 
@@ -98,14 +92,7 @@ pub async fn measure(
     script::wakes(&mock, rt, state.clone());
     let name = format!("{}-wakes", rt.name());
     let url = mock.url();
-    let spec = MateSpec {
-        rt,
-        name: &name,
-        mock_url: &url,
-        agent: Some(agent.spec()),
-        extra: &agent.extra,
-    };
-    let mut mate = board.spawn(&spec)?;
+    let mut mate = board.spawn(rt, &name, &url, Some(agent), &[])?;
     let run = async {
         board.lead.idle(&name, STEP).await?;
         let id = board
@@ -124,7 +111,7 @@ pub async fn measure(
                 How::Restart => {
                     mate.kill9().await?;
                     released(board, id).await?;
-                    mate = board.spawn(&spec)?;
+                    mate = board.spawn(rt, &name, &url, Some(agent), &[])?;
                 }
                 How::Crash => {
                     kill_agent(&mate.transcript(), id)?;
@@ -227,7 +214,12 @@ fn kill_agent(
         .find_map(SessionLine::parse)
         .and_then(|l| l.pid)
         .context("the transcript names no agent process")?;
-    let mut targets = children_of(pid);
+    let all = teamboard_process::processes();
+    let mut targets: Vec<u32> = all
+        .iter()
+        .filter(|s| s.ppid == pid)
+        .map(|s| s.pid)
+        .collect();
     if targets.is_empty() {
         targets.push(pid);
     }
