@@ -29,7 +29,10 @@ pub struct InstallArgs {
 }
 
 pub fn run(args: &InstallArgs) -> anyhow::Result<()> {
-    let home = home_dir()?;
+    let home = std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    let home = home.context("HOME is not set; pass --prefix and --no-systemd, or set HOME")?;
     let default_prefix = std::env::var_os("CARGO_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
@@ -89,17 +92,14 @@ pub fn run(args: &InstallArgs) -> anyhow::Result<()> {
             bin_dir.display()
         );
     }
-    let teamctl = if on_path {
-        "teamctl".to_string()
-    } else {
-        bin_dir.join("teamctl").display().to_string()
+    let teamctl = match on_path {
+        true => "teamctl".to_string(),
+        false => bin_dir.join("teamctl").display().to_string(),
     };
     println!("Next steps:");
     if args.no_systemd {
-        println!(
-            "  {}    # run the daemon in a terminal",
-            bin_dir.join("boardd").display()
-        );
+        let boardd = bin_dir.join("boardd");
+        println!("  {}    # run the daemon in a terminal", boardd.display());
     } else {
         if !reloaded {
             println!("  systemctl --user daemon-reload");
@@ -112,13 +112,6 @@ pub fn run(args: &InstallArgs) -> anyhow::Result<()> {
         "  {teamctl} spawn alice --role dev     # a teammate (add --systemd to run it as teammated@alice)"
     );
     Ok(())
-}
-
-fn home_dir() -> anyhow::Result<PathBuf> {
-    std::env::var_os("HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .context("HOME is not set; pass --prefix and --no-systemd, or set HOME")
 }
 
 /// `$XDG_CONFIG_HOME`, or `~/.config`: where the user manager looks for units.
@@ -200,22 +193,20 @@ fn write_file(dest: &Path, bytes: &[u8], mode: u32) -> anyhow::Result<()> {
 fn daemon_reload() -> bool {
     // `show-environment` is a cheap question that only a running user manager answers:
     // there is none in containers, over plain `su`, or without lingering.
-    let reachable = Command::new("systemctl")
+    let systemctl = |what| Command::new("systemctl").args(["--user", what]).status();
+    let quiet = Command::new("systemctl")
         .args(["--user", "show-environment"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
+        .status();
+    let reachable = quiet.is_ok_and(|s| s.success());
     if !reachable {
         println!(
             "no systemd user manager is reachable from here; skipped `systemctl --user daemon-reload`"
         );
         return false;
     }
-    match Command::new("systemctl")
-        .args(["--user", "daemon-reload"])
-        .status()
-    {
+    match systemctl("daemon-reload") {
         Ok(s) if s.success() => {
             println!("reloaded the systemd user manager");
             true

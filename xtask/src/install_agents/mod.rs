@@ -101,6 +101,13 @@ impl Pin {
     }
 }
 
+/// `claude 2.1.332`, as progress lines name a pin.
+impl std::fmt::Display for Pin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.label, self.version)
+    }
+}
+
 /// Progress goes to stderr, one line a step.
 macro_rules! say {
     ($($arg:tt)*) => { eprintln!("install-agents: {}", format_args!($($arg)*)) };
@@ -125,12 +132,9 @@ pub fn run(args: &InstallAgentsArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     match install_all(&Npm::default(), &dir, &clis, limit) {
         Ok(()) => {
-            say!(
-                "done in {:.0?}: {} in {}",
-                started.elapsed(),
-                clis.iter().map(|c| c.name()).collect::<Vec<_>>().join(", "),
-                dir.display()
-            );
+            let names: Vec<&str> = clis.iter().map(|c| c.name()).collect();
+            let (took, dir) = (started.elapsed(), dir.display());
+            say!("done in {took:.0?}: {} in {dir}", names.join(", "));
             Ok(())
         }
         Err(e) => match e.downcast_ref::<NpmError>() {
@@ -148,25 +152,16 @@ pub fn run(args: &InstallAgentsArgs) -> anyhow::Result<()> {
 fn say_pruned(pruned: &[prune::Pruned]) {
     let mut freed = 0;
     for p in pruned {
+        let (name, label, version, pinned) = (&p.name, p.label, &p.version, p.pinned);
         match &p.failed {
             None => {
                 freed += p.bytes;
-                say!(
-                    "removed {} ({}): {} {}, pinned at {} now",
-                    p.name,
-                    prune::human(p.bytes),
-                    p.label,
-                    p.version,
-                    p.pinned
-                );
+                let size = prune::human(p.bytes);
+                say!("removed {name} ({size}): {label} {version}, pinned at {pinned} now");
             }
-            Some(why) => say!(
-                "cannot remove {} ({} {}, pinned at {} now): {why}",
-                p.name,
-                p.label,
-                p.version,
-                p.pinned
-            ),
+            Some(why) => {
+                say!("cannot remove {name} ({label} {version}, pinned at {pinned} now): {why}")
+            }
         }
     }
     if freed > 0 {
@@ -186,39 +181,23 @@ fn install_all(npm: &Npm, dir: &Path, clis: &[Cli], limit: Duration) -> anyhow::
         };
         match run::version_of(&pin) {
             Ok(()) => {
-                say!(
-                    "{} {} is installed ({})",
-                    pin.label,
-                    pin.version,
-                    pin.program.display()
-                );
+                say!("{pin} is installed ({})", pin.program.display());
                 continue;
             }
-            Err(why) if pin.dir.exists() => say!(
-                "{} {} in {} does not work ({why}); installing it again",
-                pin.label,
-                pin.version,
-                pin.dir.display()
-            ),
+            Err(why) if pin.dir.exists() => {
+                let dir = pin.dir.display();
+                say!("{pin} in {dir} does not work ({why}); installing it again")
+            }
             Err(_) => {}
         }
         npm::install(npm, &pin, limit, |partial| match &node {
             Some(node::Node::Installed(program)) => node::wrap_gemini(partial, &pin.dir, program),
             _ => Ok(()),
         })?;
-        run::version_of(&pin).map_err(|why| {
-            anyhow::anyhow!(
-                "{} was installed into {}, but {why}",
-                pin.spec(),
-                pin.dir.display()
-            )
-        })?;
-        say!(
-            "{} {} installed ({})",
-            pin.label,
-            pin.version,
-            pin.program.display()
-        );
+        let (spec, dir) = (pin.spec(), pin.dir.display());
+        let installed = run::version_of(&pin);
+        installed.map_err(|why| anyhow::anyhow!("{spec} was installed into {dir}, but {why}"))?;
+        say!("{pin} installed ({})", pin.program.display());
     }
     Ok(())
 }

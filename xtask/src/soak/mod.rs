@@ -1,20 +1,10 @@
-//! `cargo xtask soak-git`: teammates, tasks and a real git repository, with
-//! forced conflicts and random `kill -9`s, against a real boardd; then checks
-//! that nothing was lost or landed where it should not be.
-//!
-//! `soak-git` (a debug build, through the `cargo xtask` alias) builds boardd
-//! and xtask in release mode and hands over to `target/release/xtask
-//! soak-git-run`, the driver. The driver makes a repository with the git
-//! command line (`main` checked out nowhere), starts boardd, attaches the
-//! repository, adds the task graph (`plan.rs`) and starts the teammates: each
-//! a process of its own (`xtask soak-git-worker`, `worker.rs`) that works
-//! like a model-driven teammate without the model. Then, until every task is
-//! completed (`driver.rs`), it kills a random teammate with SIGKILL every few
-//! seconds, after freezing it and taking a manifest of its worktree's
-//! uncommitted files (`manifest.rs`), and starts it again under the same
-//! name; and a few times it kills boardd itself and starts it again on the
-//! same state. At the end it checks the repository and the board
-//! (`verify.rs`) and reports (`report.rs`).
+//! `cargo xtask soak-git` ([`LONG_ABOUT`]): the driver, run from the release
+//! build, makes a repository (`main` checked out nowhere), starts boardd and
+//! adds the task graph ([`plan`]). Each teammate is a process of its own
+//! ([`worker`]) that works like a model-driven teammate without the model.
+//! The [`driver`] freezes and kills teammates (after a [`manifest`] of their
+//! worktree) and boardd until every task is completed; then [`verify`] checks
+//! the repository and the board and [`report`] sums up.
 
 mod driver;
 mod edits;

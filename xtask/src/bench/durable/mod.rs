@@ -56,7 +56,6 @@ pub enum Mode {
 }
 
 impl Mode {
-
     /// boardd's flags for it.
     pub fn flags(self) -> &'static [&'static str] {
         match self {
@@ -147,10 +146,7 @@ async fn run_async(args: &BenchArgs) -> anyhow::Result<()> {
     for &mode in modes {
         for clients in CLIENTS {
             let label = if mode == Mode::Group { "(b)" } else { "(d)" };
-            println!(
-                "{label} {}, {clients} clients, {seconds} s ...",
-                mode
-            );
+            println!("{label} {}, {clients} clients, {seconds} s ...", mode);
             let expected = expected_rate(&load, mode, clients, fsync.ops_per_s);
             let tasks = (expected * seconds * 1.3) as u64 + 4 * clients as u64;
             let r = load_phase(&run, &bins, mode, clients, seconds, tasks).await?;

@@ -89,7 +89,7 @@ pub(super) fn print(r: &Results) {
         ),
         ("submission -> approval (+ the hold)", &r.submit_to_approve),
     ] {
-        println!("{}", s.line(label, 49, &[Col::P50, Col::P90, Col::Max]));
+        println!("{}", s.line(label, 49, &[Col::P50, Col::P90, Col::MAX]));
     }
     println!(
         "approve / send, p50: {:.2}x; model calls while a plan was pending: none \

@@ -1,24 +1,10 @@
-//! `cargo xtask bench-runtimes`: what running a teammate's work through Claude
-//! Code, Codex or an ACP agent costs against teammated's own loop, on the same
-//! mock, through real boardd and teammated processes, offline.
-//!
-//! `bench-runtimes` builds boardd, teammated, teamctl (the board's MCP server
-//! every agent is configured with) and xtask in release mode, and hands over to
-//! `target/release/xtask bench-runtimes-run`. For each runtime whose CLI is
-//! installed (`teamboard_agent_clis`: `$TEAMBOARD_AGENTS_DIR` or the override
-//! variables; a missing one is reported as skipped, not failed), each on a
-//! fresh mock and a fresh teammate of its own, against one boardd:
-//!
-//! 1. **per-task overhead** ([`overhead`]): N small tasks in a row;
-//! 2. **message latency** ([`latency`]): M messages to the agent while it is
-//!    busy with a shell command;
-//! 3. **resumed share** ([`wakes`]): K wakes of one task, agent runtimes only.
-//!
-//! The native loop always runs, as the baseline (`--provider anthropic`, and
-//! `--provider openai` for codex, whose API is OpenAI's). Every step has a
-//! timeout. The tables go to stdout, the figures to
-//! `target/bench/runtimes.json`, progress to stderr; what the figures mean
-//! and the results are in `docs/benchmarks.md`.
+//! `cargo xtask bench-runtimes`: what a teammate's work costs through Claude
+//! Code, Codex or an ACP agent against teammated's own loop ([`LONG_ABOUT`]
+//! says what is measured). Each runtime whose CLI is installed runs on a fresh
+//! mock and a fresh teammate of its own, against one boardd: the per-task
+//! overhead ([`overhead`]), the message latency ([`latency`]) and the resumed
+//! share ([`wakes`]); the native loop is the baseline (`--provider openai` for
+//! codex, whose API is OpenAI's). Every step has a timeout.
 
 mod board;
 mod latency;
