@@ -139,9 +139,10 @@ impl Mate {
         Ok(())
     }
 
-    /// The last lines of its log, for an error.
-    pub fn log_tail(&self) -> String {
-        teamboard_process::tail(&self.log, 15)
+    /// `e`, with the end of its log.
+    pub fn failed(&self, e: anyhow::Error) -> anyhow::Error {
+        let tail = teamboard_process::tail(&self.log, 15);
+        anyhow::anyhow!("{e:#}; the teammate's log ends:\n{tail}")
     }
 
     /// Its transcript's entries so far (lines that do not parse are skipped).

@@ -166,9 +166,7 @@ pub async fn measure(
             samples,
         })
     };
-    let latency = measured
-        .await
-        .map_err(|e| anyhow::anyhow!("{e:#}; the teammate's log ends:\n{}", mate.log_tail()))?;
+    let latency = measured.await.map_err(|e| mate.failed(e))?;
     mate.kill9().await?;
     Ok(latency)
 }

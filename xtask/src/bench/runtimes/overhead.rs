@@ -69,27 +69,18 @@ pub async fn measure(
     let name = format!("{}-tasks", rt.name());
     let url = mock.url();
     let mut mate = board.spawn(rt, &name, &url, agent, &[])?;
-    let fail = |e: anyhow::Error, mate: &super::board::Mate| {
-        anyhow::anyhow!("{e:#}; the teammate's log ends:\n{}", mate.log_tail())
-    };
-    if let Err(e) = board.lead.idle(&name, STEP).await {
-        return Err(fail(e, &mate));
-    }
+    board
+        .lead
+        .idle(&name, STEP)
+        .await
+        .map_err(|e| mate.failed(e))?;
     let mut walls = Vec::with_capacity(tasks);
     let mut ids = Vec::with_capacity(tasks);
     for n in 1..=tasks {
         current.store(n, Ordering::SeqCst);
-        let id = board
-            .add(
-                &name,
-                &format!("task {n}"),
-                &format!(
-                    "Write {} holding the line 'task {n}', then say {}.",
-                    script::task_file(n),
-                    script::done(n)
-                ),
-            )
-            .await?;
+        let (file, done) = (script::task_file(n), script::done(n));
+        let brief = format!("Write {file} holding the line 'task {n}', then say {done}.");
+        let id = board.add(&name, &format!("task {n}"), &brief).await?;
         let run = async {
             let (_, claimed) = board
                 .lead
@@ -100,18 +91,11 @@ pub async fn measure(
             let (kind, ended) = board.lead.ended(id, TASK_TIMEOUT).await?;
             anyhow::Ok((kind, ended - claimed))
         };
-        let (kind, wall) = match run.await {
-            Ok(r) => r,
-            Err(e) => return Err(fail(e, &mate)),
-        };
+        let (kind, wall) = run.await.map_err(|e| mate.failed(e))?;
         let task = board.lead.client.get_task(id).await?.task;
         if kind != EventKind::TaskCompleted {
-            bail!(
-                "task #{id} ended {}: {}; the teammate's log ends:\n{}",
-                task.status,
-                task.last_error.unwrap_or_default(),
-                mate.log_tail()
-            );
+            let error = task.last_error.unwrap_or_default();
+            return Err(mate.failed(anyhow::anyhow!("task #{id} ended {}: {error}", task.status)));
         }
         let result = task.result.unwrap_or_default();
         let written = std::fs::read_to_string(mate.workdir.join(script::task_file(n)));
@@ -124,9 +108,11 @@ pub async fn measure(
         }
         walls.push(wall);
         ids.push(id);
-        if let Err(e) = board.lead.idle(&name, STEP).await {
-            return Err(fail(e, &mate));
-        }
+        board
+            .lead
+            .idle(&name, STEP)
+            .await
+            .map_err(|e| mate.failed(e))?;
     }
     let startup = agent
         .map(|_| startups(&mate.transcript(), &ids))

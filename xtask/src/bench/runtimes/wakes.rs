@@ -128,9 +128,7 @@ pub async fn measure(
         }
         anyhow::Ok(id)
     };
-    let id = run
-        .await
-        .map_err(|e| anyhow::anyhow!("{e:#}; the teammate's log ends:\n{}", mate.log_tail()))?;
+    let id = run.await.map_err(|e| mate.failed(e))?;
     let lines: Vec<(SessionLine, Option<String>)> = mate
         .transcript()
         .iter()
