@@ -93,15 +93,11 @@ pub async fn measure(
     let step_len = think + run;
     let measured = async {
         board.lead.idle(&name, STEP).await?;
-        let id = board
-            .add(
-                &name,
-                "stay busy",
-                // Trap: not the stop word itself, which the script looks for
-                // anywhere in a request.
-                "Run the commands you are given until a message tells you to stop.",
-            )
-            .await?;
+        // Trap: not the stop word itself, which the script looks for anywhere
+        // in a request.
+        let brief = "Run the commands you are given until a message tells you to stop.";
+        let id = board.add(&name, "stay busy", brief).await?;
+        let client = board.lead.client.clone();
         let (mut in_model, mut in_command, mut all, mut after_end) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let mut samples = Vec::with_capacity(messages);
@@ -113,9 +109,7 @@ pub async fn measure(
             let (n, step) = next_step(&busy, used, since, place).await?;
             used = n + 1;
             if i == messages {
-                board
-                    .lead
-                    .client
+                client
                     .send(&name, MessageKind::Message, script::STOP, None)
                     .await?;
                 break;
@@ -125,9 +119,7 @@ pub async fn measure(
             let seen = mock.calls();
             let text = format!("{} a message from the lead", marker(i));
             let sent = Instant::now();
-            board
-                .lead
-                .client
+            client
                 .send(&name, MessageKind::Message, &text, None)
                 .await?;
             let (n, arrived) = arrival(&mock, seen, &marker(i)).await?;

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use teamboard_mock_llm::MockLlm;
-use teamboard_protocol::EventKind;
+use teamboard_protocol::{Event, EventKind};
 
 /// How long one stretch may take: Gemini CLI's start, a failed load and a new
 /// session.
@@ -95,13 +95,8 @@ pub async fn measure(
     let mut mate = board.spawn(rt, &name, &url, Some(agent), &[])?;
     let run = async {
         board.lead.idle(&name, STEP).await?;
-        let id = board
-            .add(
-                &name,
-                "wake me",
-                "Run the command you are given, then wait.",
-            )
-            .await?;
+        let brief = "Run the command you are given, then wait.";
+        let id = board.add(&name, "wake me", brief).await?;
         held(&state, 0).await?;
         for w in 1..=wakes {
             tokio::time::sleep(after).await;
@@ -129,40 +124,31 @@ pub async fn measure(
         anyhow::Ok(id)
     };
     let id = run.await.map_err(|e| mate.failed(e))?;
-    let lines: Vec<(SessionLine, Option<String>)> = mate
-        .transcript()
-        .iter()
-        .filter(|e| e.task == Some(id))
-        .filter_map(|e| {
-            let why = e
-                .text
-                .split_once("could not be resumed: ")
-                .map(|(_, w)| w.trim_end_matches(')').to_string());
-            Some((SessionLine::parse(e)?, why))
-        })
+    let why_new = |text: &str| {
+        let why = text.split_once("could not be resumed: ");
+        why.map(|(_, w)| w.trim_end_matches(')').to_string())
+    };
+    let transcript = mate.transcript();
+    let mine = transcript.iter().filter(|e| e.task == Some(id));
+    let lines: Vec<(SessionLine, Option<String>)> = mine
+        .filter_map(|e| Some((SessionLine::parse(e)?, why_new(&e.text))))
         .collect();
-    let (session, starts, resumed) = mate
-        .recorded_session(id)
-        .context("agent/sessions.json has no entry for the task")?;
+    let recorded = mate.recorded_session(id);
+    let (session, starts, resumed) =
+        recorded.context("agent/sessions.json has no entry for the task")?;
     mate.kill9().await?;
-    if lines.len() != wakes + 1 || starts != (wakes + 1) as u64 {
-        bail!(
-            "{} agent starts in the transcript and {starts} in sessions.json, not {}",
-            lines.len(),
-            wakes + 1
-        );
+    let (n, wanted) = (lines.len(), wakes + 1);
+    if n != wanted || starts != wanted as u64 {
+        bail!("{n} agent starts in the transcript and {starts} in sessions.json, not {wanted}");
     }
     let first = &lines[0].0.id;
-    let each: Vec<Wake> = lines[1..]
-        .iter()
-        .enumerate()
-        .map(|(i, (line, why))| Wake {
-            how: How::of(i + 1),
-            resumed: line.resumed,
-            session: line.id.clone(),
-            why_new: why.clone(),
-        })
-        .collect();
+    let wake = |(i, (line, why)): (usize, &(SessionLine, Option<String>))| Wake {
+        how: How::of(i + 1),
+        resumed: line.resumed,
+        session: line.id.clone(),
+        why_new: why.clone(),
+    };
+    let each: Vec<Wake> = lines[1..].iter().enumerate().map(wake).collect();
     if let Some(w) = each.iter().find(|w| w.resumed && w.session != *first) {
         bail!(
             "a resumed start named session {}, not the task's {first}",
@@ -190,11 +176,10 @@ async fn held(state: &script::Wakes, w: usize) -> anyhow::Result<()> {
 }
 
 async fn released(board: &mut Board, id: u64) -> anyhow::Result<()> {
+    let given_back = |e: &Event| e.kind == EventKind::TaskReleased && e.task == Some(id);
     board
         .lead
-        .next(&format!("task #{id} given back"), STEP, |e| {
-            e.kind == EventKind::TaskReleased && e.task == Some(id)
-        })
+        .next(&format!("task #{id} given back"), STEP, given_back)
         .await?;
     Ok(())
 }
