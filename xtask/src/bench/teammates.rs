@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use teamboard_process::{Boardd, cpu_time};
 use teamboard_protocol::request::NewTask;
-use teamboard_protocol::{Client, EventKind, Work};
+use teamboard_protocol::{Client, Event, EventKind, Work};
 use tokio::process::Child;
 
 /// The longest any one step (a claim, a teammate going idle) may take.
@@ -207,15 +207,12 @@ async fn one_task(lead: &mut Lead, n: usize) -> anyhow::Result<(Duration, Durati
         })
         .await?
         .id;
+    let of = |kind| move |e: &Event| e.kind == kind && e.task == Some(id);
     let (_, claimed) = lead
-        .next("the claim", STEP, |e| {
-            e.kind == EventKind::TaskClaimed && e.task == Some(id)
-        })
+        .next("the claim", STEP, of(EventKind::TaskClaimed))
         .await?;
     let (_, completed) = lead
-        .next("the completion", STEP, |e| {
-            e.kind == EventKind::TaskCompleted && e.task == Some(id)
-        })
+        .next("the completion", STEP, of(EventKind::TaskCompleted))
         .await?;
     Ok((claimed - start, completed - start))
 }
@@ -253,9 +250,8 @@ async fn pickup_baseline(bench: &Bench<'_>, tasks: usize) -> anyhow::Result<Pick
         let job = tokio::spawn(async move {
             match parked.wait_for_work(Some(30_000)).await? {
                 Work::Task { claim } => {
-                    parked
-                        .complete_task(claim.task.id, claim.epoch, "done")
-                        .await?;
+                    let (id, epoch) = (claim.task.id, claim.epoch);
+                    parked.complete_task(id, epoch, "done").await?;
                     Ok(())
                 }
                 other => Err(anyhow::anyhow!("expected a task, got {other:?}")),
@@ -276,18 +272,19 @@ async fn idle_cost(
 ) -> anyhow::Result<Idle> {
     let team = format!("idle-{label}");
     let mut lead = Lead::open(&bench.boardd.socket, &team).await?;
+    let names: Vec<String> = (0..args.idle).map(|i| format!("idle{i}")).collect();
     let mut children = Vec::with_capacity(args.idle);
-    for i in 0..args.idle {
-        children.push(bench.spawn(&format!("idle{i}"), &team, poll_interval)?);
+    for name in &names {
+        children.push(bench.spawn(name, &team, poll_interval)?);
     }
     // They go idle in any order; wait for all of them.
-    let mut waiting: std::collections::BTreeSet<String> =
-        (0..args.idle).map(|i| format!("idle{i}")).collect();
+    let mut waiting: std::collections::BTreeSet<String> = names.into_iter().collect();
+    let idle = |e: &Event| {
+        e.kind == EventKind::MessageSent && e.detail.contains("→ lead: idle_notification")
+    };
     while !waiting.is_empty() {
         let (e, _) = lead
-            .next("the idle teammates to go idle", STEP, |e| {
-                e.kind == EventKind::MessageSent && e.detail.contains("→ lead: idle_notification")
-            })
+            .next("the idle teammates to go idle", STEP, idle)
             .await?;
         waiting.remove(&e.actor);
     }

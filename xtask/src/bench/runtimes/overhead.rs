@@ -20,9 +20,9 @@ use serde::Serialize;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
-use teamboard_mock_llm::MockLlm;
 use teamboard_mock_llm::cache::PromptUsage;
-use teamboard_protocol::EventKind;
+use teamboard_mock_llm::{MockLlm, RecordedRequest};
+use teamboard_protocol::{Event, EventKind};
 
 /// The longest one small task may take (Gemini CLI alone takes seconds to start).
 const TASK_TIMEOUT: Duration = Duration::from_secs(120);
@@ -82,11 +82,10 @@ pub async fn measure(
         let brief = format!("Write {file} holding the line 'task {n}', then say {done}.");
         let id = board.add(&name, &format!("task {n}"), &brief).await?;
         let run = async {
+            let claim = |e: &Event| e.kind == EventKind::TaskClaimed && e.task == Some(id);
             let (_, claimed) = board
                 .lead
-                .next(&format!("the claim of task #{id}"), STEP, |e| {
-                    e.kind == EventKind::TaskClaimed && e.task == Some(id)
-                })
+                .next(&format!("the claim of task #{id}"), STEP, claim)
                 .await?;
             let (kind, ended) = board.lead.ended(id, TASK_TIMEOUT).await?;
             anyhow::Ok((kind, ended - claimed))
@@ -118,12 +117,9 @@ pub async fn measure(
         .map(|_| startups(&mate.transcript(), &ids))
         .transpose()?;
     mate.kill9().await?;
-    let requests = mock.requests();
-    let api = rt.api();
-    let usage: Vec<PromptUsage> = requests
-        .iter()
-        .map(|r| PromptUsage::of_answer(api, &r.answered_usage))
-        .collect();
+    let (requests, api) = (mock.requests(), rt.api());
+    let usage = |r: &RecordedRequest| PromptUsage::of_answer(api, &r.answered_usage);
+    let usage: Vec<PromptUsage> = requests.iter().map(usage).collect();
     Ok(Overhead {
         tasks,
         wall: Summary::of(walls),
