@@ -3,6 +3,7 @@
 
 use super::run::{Ended, bounded, last_lines};
 use super::{Pin, say};
+use anyhow::Context as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -58,10 +59,8 @@ pub(crate) fn install(
 ) -> anyhow::Result<()> {
     let version = npm_version(npm)?;
     let spec = pin.spec();
-    let parent = pin
-        .dir
-        .parent()
-        .ok_or_else(|| anyhow::anyhow!("{} has no parent", pin.dir.display()))?;
+    let parent = pin.dir.parent();
+    let parent = parent.with_context(|| format!("{} has no parent", pin.dir.display()))?;
     let log = parent.join(format!("{}-{}.log", pin.label, pin.version));
     let _ = std::fs::remove_file(&log);
     probe(npm, pin, &log)?;
@@ -69,11 +68,8 @@ pub(crate) fn install(
     let partial = tempfile::Builder::new()
         .prefix(&format!(".{}-{}.partial-", pin.label, pin.version))
         .tempdir_in(parent)?;
-    say!(
-        "installing {spec} with npm {version} into {} (log: {})",
-        pin.dir.display(),
-        log.display()
-    );
+    let (dir, shown) = (pin.dir.display(), log.display());
+    say!("installing {spec} with npm {version} into {dir} (log: {shown})");
     let started = Instant::now();
     run_install(npm, pin, partial.path(), &log, limit)?;
     finish(partial.path())?;
@@ -122,11 +118,12 @@ fn probe(npm: &Npm, pin: &Pin, log: &Path) -> Result<(), NpmError> {
     let spec = pin.spec();
     let mut cmd = npm.command();
     cmd.args(["view", &spec, "version"])
-        .args(["--fetch-timeout=20000", "--fetch-retries=1"])
         .args([
+            "--fetch-timeout=20000",
+            "--fetch-retries=1",
             "--fetch-retry-mintimeout=2000",
-            "--fetch-retry-maxtimeout=5000",
-        ]);
+        ])
+        .arg("--fetch-retry-maxtimeout=5000");
     let ended = bounded(&mut cmd, log, PROBE_LIMIT)
         .map_err(|e| NpmError::Failed(format!("cannot run npm view {spec}: {e}")))?;
     let text = std::fs::read_to_string(log).unwrap_or_default();
