@@ -43,20 +43,6 @@ impl Metadata {
         }
         serde_json::from_slice(&out.stdout).context("cannot read `cargo metadata` output")
     }
-
-    pub fn package(&self, name: &str) -> Option<&Package> {
-        self.packages.iter().find(|p| p.name == name)
-    }
-
-    /// Where release binaries land.
-    pub fn release_dir(&self) -> PathBuf {
-        self.target_directory.join("release")
-    }
-
-    /// Where binaries of `profile` land.
-    pub fn profile_dir(&self, profile: Profile) -> PathBuf {
-        self.target_directory.join(profile.dir_name())
-    }
 }
 
 impl Package {
@@ -86,52 +72,25 @@ pub fn workspace_dir() -> &'static Path {
         .expect("xtask lives inside the workspace")
 }
 
-/// A cargo build profile.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Profile {
-    Debug,
-    Release,
-}
-
-impl Profile {
-    /// The directory under the target directory that holds its binaries.
-    pub fn dir_name(self) -> &'static str {
-        match self {
-            Profile::Debug => "debug",
-            Profile::Release => "release",
-        }
-    }
-}
-
-/// Runs `cargo build --release` for `packages`, with cargo's own output on the
-/// terminal so that a long first build shows progress.
-pub fn build_release(packages: &[&str], locked: bool) -> anyhow::Result<()> {
-    build(packages, Profile::Release, locked)
-}
-
-/// Runs `cargo build` for `packages` in `profile`, with cargo's own output on the
-/// terminal so that a long first build shows progress.
-pub fn build(packages: &[&str], profile: Profile, locked: bool) -> anyhow::Result<()> {
-    let mut cmd = Command::new(cargo());
-    cmd.arg("build").current_dir(workspace_dir());
-    let mut shown = String::from("$ cargo build");
-    if profile == Profile::Release {
-        cmd.arg("--release");
-        shown.push_str(" --release");
-    }
-    if locked {
-        cmd.arg("--locked");
-        shown.push_str(" --locked");
-    }
-    for p in packages {
-        cmd.args(["-p", p]);
-        shown.push_str(" -p ");
-        shown.push_str(p);
-    }
-    println!("{shown}");
-    let status = cmd.status().context("cannot run `cargo build`")?;
+/// Runs `cargo build` for `packages` (`--release` when `release`), with cargo's
+/// own output on the terminal so that a long first build shows progress.
+/// Answers the directory that holds the binaries.
+pub fn build(packages: &[&str], release: bool, locked: bool) -> anyhow::Result<PathBuf> {
+    let meta = Metadata::load()?;
+    let mut args = vec!["build"];
+    args.extend(release.then_some("--release"));
+    args.extend(locked.then_some("--locked"));
+    packages.iter().for_each(|p| args.extend(["-p", p]));
+    println!("$ cargo {}", args.join(" "));
+    let status = Command::new(cargo())
+        .args(&args)
+        .current_dir(workspace_dir())
+        .status();
+    let status = status.context("cannot run `cargo build`")?;
     if !status.success() {
         bail!("`cargo build` failed ({status})");
     }
-    Ok(())
+    Ok(meta
+        .target_directory
+        .join(if release { "release" } else { "debug" }))
 }

@@ -74,22 +74,16 @@ fn files(args: &CyclesArgs) -> anyhow::Result<Vec<String>> {
         if args.package.as_deref().is_some_and(|p| p != package.name) {
             continue;
         }
-        for target in package
-            .targets
-            .iter()
-            .filter(|t| t.kind.iter().any(|k| k == "lib" || k == "bin"))
-        {
-            let krate = files::Crate::read(&target.src_path)?;
-            let label = match target.kind.iter().any(|k| k == "lib") {
-                true => package.name.clone(),
-                false => format!("{} (bin {})", package.name, target.name),
+        for target in &package.targets {
+            let is = |kind: &str| target.kind.iter().any(|k| k == kind);
+            let label = match (is("lib"), is("bin")) {
+                (true, _) => package.name.clone(),
+                (false, true) => format!("{} (bin {})", package.name, target.name),
+                (false, false) => continue,
             };
-            if report(
-                &label,
-                "file",
-                &Graph::of_files(krate.files(), krate.imports()),
-                args.edges,
-            ) {
+            let krate = files::Crate::read(&target.src_path)?;
+            let graph = Graph::of_files(krate.files(), krate.imports());
+            if report(&label, "file", &graph, args.edges) {
                 cyclic.push(format!("{label} (files)"));
             }
         }
@@ -99,11 +93,8 @@ fn files(args: &CyclesArgs) -> anyhow::Result<Vec<String>> {
 
 /// Prints a graph's size, its edges if asked, and its cycles; whether it has one.
 fn report(label: &str, what: &str, graph: &Graph, edges: bool) -> bool {
-    println!(
-        "{label}: {} {what}s, {} {what}-to-{what} uses",
-        graph.nodes(),
-        graph.edges().count()
-    );
+    let (nodes, uses) = (graph.nodes(), graph.edges().count());
+    println!("{label}: {nodes} {what}s, {uses} {what}-to-{what} uses");
     if edges {
         for (from, to) in graph.edges() {
             println!("  {from} -> {to}");
@@ -156,10 +147,8 @@ fn dependencies(package: &str, target: Target) -> anyhow::Result<String> {
         .output()
         .with_context(|| format!("running cargo modules for {package}"))?;
     if !out.status.success() {
-        bail!(
-            "cargo modules failed for {package}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        bail!("cargo modules failed for {package}: {stderr}");
     }
     String::from_utf8(out.stdout).context("cargo modules wrote something that is not UTF-8")
 }

@@ -1,21 +1,8 @@
-//! `cargo xtask demo`: the whole system in one command, offline.
-//!
-//! It builds boardd, teamctl and teammated, starts a boardd of its own in a fresh
-//! temporary directory, and plays the reference scenario through the lead. The
-//! backend is a git repository, attached to the team with `teamctl repo set`, so
-//! every task works in a worktree of its own and lands on `main` through boardd's
-//! merge queue. The person asks `teamctl lead` (the offline scripted lead) for the
-//! backend refactor, the lead proposes a team plan, "start" puts four tasks with
-//! dependencies on the board and spawns three scripted teammates, who claim them in
-//! parallel; the tests need a plan, which the lead reviews, and land only when the
-//! test script they wrote passes as their completion check; the lead sums up when
-//! all are done. The demo shows the board live from boardd's pushed events and the
-//! lead's words beside them, prints who did what and the tokens spent (the lead's
-//! by cause) and the history of `main`, prunes the landed worktrees, then asks each
-//! teammate to shut down and removes everything.
-//!
-//! Everything the demo starts is stopped on every way out: success, an error, the
-//! timeout, Ctrl-C, SIGTERM or SIGHUP (see [`procs`]).
+//! `cargo xtask demo`: the whole system in one command, offline; what it
+//! plays and shows is [`LONG_ABOUT`]. The person's side (a git repository, the
+//! lead, the checks at the end) is [`repo`], the example [`script`], the live
+//! view [`view`]. Everything the demo starts is stopped on every way out:
+//! success, an error, the timeout, Ctrl-C, SIGTERM or SIGHUP (see [`procs`]).
 
 mod procs;
 mod repo;
@@ -24,7 +11,7 @@ mod script;
 mod stop;
 mod view;
 
-use crate::cargo::{self, Metadata, Profile};
+use crate::cargo;
 use anyhow::{Context, anyhow, bail};
 use clap::Args;
 use procs::{Bins, Procs};
@@ -33,7 +20,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
-use teamboard_protocol::{Client, DEFAULT_TEAM, Event, EventKind, LEAD, Member};
+use teamboard_protocol::{Client, DEFAULT_TEAM, EventKind, LEAD, Member};
 use tempfile::TempDir;
 use view::Board;
 
@@ -107,30 +94,12 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<()> {
          boardd's merge queue, the tests only once their checks pass.\n{}\n",
         team.describe()
     );
-    let bins = build(args.release)?;
-    // Single-threaded: boardd must be spawned from the main thread, because its
-    // parent-death signal fires when the spawning *thread* exits.
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    rt.block_on(run_async(args, timeout, team, bins))
-}
-
-/// Builds the three binaries and returns where they are.
-fn build(release: bool) -> anyhow::Result<Bins> {
-    let meta = Metadata::load()?;
-    let profile = if release {
-        Profile::Release
-    } else {
-        Profile::Debug
-    };
     println!(
         "Building boardd, teamctl and teammated ({} profile; the first build takes a couple \
          of minutes, later ones seconds):",
-        profile.dir_name()
+        if args.release { "release" } else { "debug" }
     );
-    cargo::build(&["boardd", "teamctl", "teammated"], profile, false)?;
-    let dir = meta.profile_dir(profile);
+    let dir = cargo::build(&["boardd", "teamctl", "teammated"], args.release, false)?;
     let bins = Bins {
         boardd: dir.join("boardd"),
         teamctl: dir.join("teamctl"),
@@ -141,7 +110,12 @@ fn build(release: bool) -> anyhow::Result<Bins> {
             bail!("{} is missing after the build", bin.display());
         }
     }
-    Ok(bins)
+    // Single-threaded: boardd must be spawned from the main thread, because its
+    // parent-death signal fires when the spawning *thread* exits.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(run_async(args, timeout, team, bins))
 }
 
 async fn run_async(
@@ -155,13 +129,13 @@ async fn run_async(
     let mut signals = procs::Signals::new()?;
     procs::become_subreaper()?;
     let mut demo = Demo::new(bins, team)?;
-    let limit = Duration::from_secs(timeout);
     let played = tokio::select! {
-        r = tokio::time::timeout(limit, demo.play(args.keep)) => r.unwrap_or_else(|_| Err(anyhow!(
-            "the team did not finish within {} s (--timeout); rerun with --keep and see \
-             `teamctl logs NAME` for what the teammates did",
-            timeout
-        ))),
+        r = tokio::time::timeout(Duration::from_secs(timeout), demo.play(args.keep)) => {
+            r.unwrap_or_else(|_| Err(anyhow!(
+                "the team did not finish within {timeout} s (--timeout); rerun with --keep and see \
+                 `teamctl logs NAME` for what the teammates did"
+            )))
+        }
         name = signals.recv() => Err(anyhow!("interrupted by {name}")),
     };
     // A teammate is asked politely only when all went well; otherwise SIGTERM,
@@ -195,28 +169,28 @@ struct Demo {
 
 impl Demo {
     fn new(bins: Bins, team: runtime::Team) -> anyhow::Result<Demo> {
-        let root = tempfile::Builder::new()
-            .prefix("teamboard-demo-")
-            .tempdir()
+        let temp = |prefix, dir: &Path| tempfile::Builder::new().prefix(prefix).tempdir_in(dir);
+        let root = temp("teamboard-demo-", &std::env::temp_dir())
             .context("cannot create a temporary directory")?;
-        let socket_dir = tempfile::Builder::new()
-            .prefix("tb-demo-")
-            .tempdir_in("/tmp")
+        let socket_dir = temp("tb-demo-", Path::new("/tmp"))
             .context("cannot create a socket directory in /tmp")?;
         // teamctl gets these on its command line; demanding UTF-8 once here keeps
         // the rest simple, and a temporary directory that is not UTF-8 is rare.
         let utf8 = |p: PathBuf| {
-            p.to_str()
-                .map(str::to_string)
-                .with_context(|| format!("{} is not valid UTF-8", p.display()))
+            let shown = p.display().to_string();
+            p.into_os_string()
+                .into_string()
+                .ok()
+                .with_context(|| format!("{shown} is not valid UTF-8"))
         };
         let state = utf8(root.path().join("state"))?;
         let work = utf8(root.path().join("work"))?;
         let socket = utf8(socket_dir.path().join("boardd.sock"))?;
         let backend = Path::new(&work).join("backend");
-        std::fs::create_dir_all(&state).with_context(|| format!("cannot create {state}"))?;
-        std::fs::create_dir_all(&backend)
-            .with_context(|| format!("cannot create {}", backend.display()))?;
+        for dir in [Path::new(&state), &backend] {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+        }
         std::fs::write(backend.join("app.py"), script::APP_PY)
             .with_context(|| format!("cannot write {}/app.py", backend.display()))?;
         Ok(Demo {
@@ -233,13 +207,9 @@ impl Demo {
 
     async fn play(&mut self, keep: bool) -> anyhow::Result<()> {
         println!("\nStarting boardd in a fresh state directory:");
+        let (state, socket) = (Path::new(&self.state), Path::new(&self.socket));
         self.procs
-            .start_boardd(
-                &self.bins.boardd,
-                Path::new(&self.state),
-                Path::new(&self.socket),
-                &foreign_env(),
-            )
+            .start_boardd(&self.bins.boardd, state, socket, &foreign_env())
             .await?;
         println!("  socket    {}", self.socket);
         println!("  state     {}", self.state);
@@ -247,7 +217,7 @@ impl Demo {
             "  workdir   {}  (a tiny backend: backend/app.py)",
             self.work
         );
-        let client = Client::connect(Path::new(&self.socket), "xtask-demo", LEAD, DEFAULT_TEAM)
+        let client = Client::connect(socket, "xtask-demo", LEAD, DEFAULT_TEAM)
             .await
             .context("cannot connect to the demo's boardd")?;
         // Subscribed before anything happens, so the live view misses nothing.
@@ -260,15 +230,16 @@ impl Demo {
             "(with the team plan as a ````plan block, which the offline scripted lead reads; \
              a model would write it)"
         );
+        let extra: String = self
+            .team
+            .lead_args()
+            .iter()
+            .map(|a| format!(" {a}"))
+            .collect();
         println!(
             "$ teamctl lead --goal \"$GOAL\" --yes --provider scripted --workdir {} \
-             --teammate-idle-timeout 0{}",
-            self.work,
-            self.team
-                .lead_args()
-                .iter()
-                .map(|a| format!(" {a}"))
-                .collect::<String>()
+             --teammate-idle-timeout 0{extra}",
+            self.work
         );
         let lead = self.start_lead(&goal)?;
         let board = self.follow(&client, lead).await?;
@@ -292,24 +263,34 @@ impl Demo {
         Ok(())
     }
 
-    /// Starts `teamctl lead --goal ... --yes` with its output piped to the demo.
-    fn start_lead(&self, goal: &str) -> anyhow::Result<tokio::process::Child> {
+    /// teamctl against the demo's boardd, without the user's teamboard settings.
+    fn teamctl_command(&self) -> tokio::process::Command {
         let mut cmd = tokio::process::Command::new(&self.bins.teamctl);
         cmd.args(["--socket", &self.socket, "--state-dir", &self.state])
-            .args(["lead", "--goal", goal, "--yes", "--provider", "scripted"])
+            .stdin(Stdio::null())
+            // An interrupted demo must not leave a teamctl running; a teammate that
+            // a killed `spawn` had started is found by `adopt_strays`.
+            .kill_on_drop(true);
+        for key in foreign_env() {
+            cmd.env_remove(key);
+        }
+        // Set after the removals, which would otherwise take it out again when the
+        // user's shell exports a TEAMMATED_BIN of its own.
+        cmd.env("TEAMMATED_BIN", &self.bins.teammated);
+        cmd
+    }
+
+    /// Starts `teamctl lead --goal ... --yes` with its output piped to the demo.
+    fn start_lead(&self, goal: &str) -> anyhow::Result<tokio::process::Child> {
+        let mut cmd = self.teamctl_command();
+        cmd.args(["lead", "--goal", goal, "--yes", "--provider", "scripted"])
             .args(["--workdir", &self.work])
             // The demo ends the teammates itself with a shutdown request, so none
             // may leave on its own while it waits for blocked work.
             .args(["--teammate-idle-timeout", "0"])
             .args(self.team.lead_args())
-            .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        for key in foreign_env() {
-            cmd.env_remove(key);
-        }
-        cmd.env("TEAMMATED_BIN", &self.bins.teammated);
+            .stderr(Stdio::piped());
         if let Some(path) = self.team.lead_path() {
             cmd.env("PATH", path);
         }
@@ -330,7 +311,7 @@ impl Demo {
             "\nLive: the lead's words (lead │) and boardd's event stream (what `teamctl \
              events --follow` shows):"
         );
-        let mut board = Board::new(&[], script::BRANCH);
+        let mut board = Board::new(script::BRANCH);
         let mut out = tokio::io::BufReader::new(lead.stdout.take().context("lead stdout")?).lines();
         let mut err_pipe = lead.stderr.take().context("lead stderr")?;
         let stderr = tokio::spawn(async move {
@@ -343,9 +324,9 @@ impl Demo {
         let mut working: HashSet<String> = HashSet::new();
         let mut lead_done = false;
         let mut settle = None;
+        let day = Duration::from_secs(86_400);
         loop {
-            let until =
-                settle.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86_400));
+            let until = settle.unwrap_or_else(|| tokio::time::Instant::now() + day);
             tokio::select! {
                 line = out.next_line(), if !lead_done => match line {
                     Ok(Some(line)) => println!("   lead │ {line}"),
@@ -364,27 +345,25 @@ impl Demo {
                 },
                 next = client.next_event() => {
                     let Some(e) = next else {
-                        bail!(
-                            "boardd closed the connection; its log:\n{}",
-                            self.procs.boardd_log()
-                        );
+                        bail!("boardd closed the connection; its log:\n{}", self.procs.boardd_log());
                     };
                     if e.team != DEFAULT_TEAM {
                         continue;
                     }
-                    track_working(&mut working, &e);
-                    if e.kind == EventKind::TaskCreated
-                        && let Some(id) = e.task
-                    {
+                    // Keeps the set of working teammates up to date.
+                    if e.kind == EventKind::MemberStatus && let Some(member) = &e.member {
+                        match e.detail.ends_with(" is working") {
+                            true => working.insert(member.clone()),
+                            false => working.remove(member),
+                        };
+                    }
+                    if e.kind == EventKind::TaskCreated && let Some(id) = e.task {
                         board.add(&client.get_task(id).await?.task);
                     }
                     if let Some(id) = board.wants_task(&e) {
                         board.set_task(&client.get_task(id).await?.task);
                     }
-                    if let Some(line) = board.apply(&e) {
-                        println!("{line}");
-                    }
-                    if let Some(line) = board.line_after(&e) {
+                    for line in [board.apply(&e), board.line_after(&e)].into_iter().flatten() {
                         println!("{line}");
                     }
                     if let Some(why) = board.stuck() {
@@ -409,38 +388,20 @@ impl Demo {
             return format!("(cannot read the lead's token ledger {})", path.display());
         };
         let part = |k: &str| {
+            let (t, calls) = (&v[k]["tokens"], &v[k]["calls"]);
             format!(
-                "{k} {} in + {} out ({} calls)",
-                v[k]["tokens"]["input"], v[k]["tokens"]["output"], v[k]["calls"]
+                "{k} {} in + {} out ({calls} calls)",
+                t["input"], t["output"]
             )
         };
-        format!(
-            "  lead   {}, {}, {}",
-            part("planning"),
-            part("coordination"),
-            part("summary")
-        )
+        let parts = [part("planning"), part("coordination"), part("summary")];
+        format!("  lead   {}", parts.join(", "))
     }
 
     /// Runs one teamctl command against the demo's boardd and returns its output.
     async fn teamctl(&self, args: &[&str]) -> anyhow::Result<Vec<u8>> {
-        let mut cmd = tokio::process::Command::new(&self.bins.teamctl);
-        cmd.args(["--socket", &self.socket, "--state-dir", &self.state])
-            .args(args)
-            .stdin(Stdio::null())
-            // An interrupted demo must not leave a teamctl running; a teammate that
-            // a killed `spawn` had started is found by `adopt_strays`.
-            .kill_on_drop(true);
-        for key in foreign_env() {
-            cmd.env_remove(key);
-        }
-        // Set after the removals, which would otherwise take it out again when the
-        // user's shell exports a TEAMMATED_BIN of its own.
-        cmd.env("TEAMMATED_BIN", &self.bins.teammated);
-        let out = cmd
-            .output()
-            .await
-            .with_context(|| format!("cannot run {}", self.bins.teamctl.display()))?;
+        let out = self.teamctl_command().args(args).output().await;
+        let out = out.with_context(|| format!("cannot run {}", self.bins.teamctl.display()))?;
         if !out.status.success() {
             bail!(
                 "`teamctl {}` failed ({}): {}",
@@ -453,28 +414,17 @@ impl Demo {
     }
 }
 
-/// Keeps the set of working teammates up to date.
-fn track_working(working: &mut HashSet<String>, e: &Event) {
-    if e.kind != EventKind::MemberStatus {
-        return;
-    }
-    let Some(member) = &e.member else { return };
-    if e.detail.ends_with(" is working") {
-        working.insert(member.clone());
-    } else {
-        working.remove(member);
-    }
-}
-
 /// The user's teamboard settings, which the demo's processes must not inherit: a
 /// TEAMBOARD_TEAM or TEAMMATE_MAX_ROUNDS from the shell would change the demo.
 fn foreign_env() -> Vec<OsString> {
+    let ours = |k: &str| {
+        ["TEAMBOARD_", "TEAMMATE_", "TEAMMATED_"]
+            .iter()
+            .any(|p| k.starts_with(p))
+    };
     std::env::vars_os()
         .map(|(k, _)| k)
-        .filter(|k| {
-            let k = k.to_string_lossy();
-            k.starts_with("TEAMBOARD_") || k.starts_with("TEAMMATE_") || k.starts_with("TEAMMATED_")
-        })
+        .filter(|k| ours(&k.to_string_lossy()))
         .collect()
 }
 

@@ -29,26 +29,29 @@ pub struct InstallArgs {
 }
 
 pub fn run(args: &InstallArgs) -> anyhow::Result<()> {
-    let home = home_dir()?;
+    let home = std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    let home = home.context("HOME is not set; pass --prefix and --no-systemd, or set HOME")?;
     let default_prefix = std::env::var_os("CARGO_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
         .unwrap_or_else(|| home.join(".cargo"));
     let prefix = args.prefix.clone().unwrap_or(default_prefix);
-    let prefix = absolute(&prefix)?;
+    let prefix = std::path::absolute(&prefix)
+        .with_context(|| format!("cannot resolve {}", prefix.display()))?;
     let bin_dir = prefix.join("bin");
 
     let meta = Metadata::load()?;
     let packages = ["boardd", "teamctl", "teammated"];
-    cargo::build_release(&packages, true)?;
+    let release = cargo::build(&packages, true, true)?;
 
     fs::create_dir_all(&bin_dir).with_context(|| format!("cannot create {}", bin_dir.display()))?;
     for name in &packages {
-        let package = meta
-            .package(name)
-            .with_context(|| format!("package {name} is not in the workspace"))?;
+        let package = meta.packages.iter().find(|p| p.name == *name);
+        let package = package.with_context(|| format!("package {name} is not in the workspace"))?;
         for bin in package.bins() {
-            let src = meta.release_dir().join(bin);
+            let src = release.join(bin);
             let dest = bin_dir.join(bin);
             install_file(&src, &dest, 0o755)?;
             println!("installed {}", dest.display());
@@ -89,17 +92,14 @@ pub fn run(args: &InstallArgs) -> anyhow::Result<()> {
             bin_dir.display()
         );
     }
-    let teamctl = if on_path {
-        "teamctl".to_string()
-    } else {
-        bin_dir.join("teamctl").display().to_string()
+    let teamctl = match on_path {
+        true => "teamctl".to_string(),
+        false => bin_dir.join("teamctl").display().to_string(),
     };
     println!("Next steps:");
     if args.no_systemd {
-        println!(
-            "  {}    # run the daemon in a terminal",
-            bin_dir.join("boardd").display()
-        );
+        let boardd = bin_dir.join("boardd");
+        println!("  {}    # run the daemon in a terminal", boardd.display());
     } else {
         if !reloaded {
             println!("  systemctl --user daemon-reload");
@@ -112,17 +112,6 @@ pub fn run(args: &InstallArgs) -> anyhow::Result<()> {
         "  {teamctl} spawn alice --role dev     # a teammate (add --systemd to run it as teammated@alice)"
     );
     Ok(())
-}
-
-fn home_dir() -> anyhow::Result<PathBuf> {
-    std::env::var_os("HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .context("HOME is not set; pass --prefix and --no-systemd, or set HOME")
-}
-
-fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
-    std::path::absolute(path).with_context(|| format!("cannot resolve {}", path.display()))
 }
 
 /// `$XDG_CONFIG_HOME`, or `~/.config`: where the user manager looks for units.
@@ -204,22 +193,20 @@ fn write_file(dest: &Path, bytes: &[u8], mode: u32) -> anyhow::Result<()> {
 fn daemon_reload() -> bool {
     // `show-environment` is a cheap question that only a running user manager answers:
     // there is none in containers, over plain `su`, or without lingering.
-    let reachable = Command::new("systemctl")
+    let systemctl = |what| Command::new("systemctl").args(["--user", what]).status();
+    let quiet = Command::new("systemctl")
         .args(["--user", "show-environment"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
+        .status();
+    let reachable = quiet.is_ok_and(|s| s.success());
     if !reachable {
         println!(
             "no systemd user manager is reachable from here; skipped `systemctl --user daemon-reload`"
         );
         return false;
     }
-    match Command::new("systemctl")
-        .args(["--user", "daemon-reload"])
-        .status()
-    {
+    match systemctl("daemon-reload") {
         Ok(s) if s.success() => {
             println!("reloaded the systemd user manager");
             true

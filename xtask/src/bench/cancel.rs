@@ -105,12 +105,11 @@ async fn run_async(args: &CancelBenchArgs) -> anyhow::Result<()> {
     );
     let (mut idle, mut gone, mut answered) = (Vec::new(), Vec::new(), Vec::new());
     for n in 0..args.cancels {
-        let sample = one_cancel(&mut lead, &work, n)
-            .await
-            .with_context(|| format!("cancel {n}"))?;
-        answered.push(sample.answered);
-        idle.push(sample.idle);
-        gone.push(sample.gone);
+        let cancel = one_cancel(&mut lead, &work, n).await;
+        let (a, i, g) = cancel.with_context(|| format!("cancel {n}"))?;
+        answered.push(a);
+        idle.push(i);
+        gone.push(g);
         // The next task must find the teammate parked, not on its way there.
         tokio::time::sleep(PARK_DELAY).await;
     }
@@ -121,11 +120,10 @@ async fn run_async(args: &CancelBenchArgs) -> anyhow::Result<()> {
     let _ = child.wait().await;
     stop(boardd).await?;
 
-    let to_idle = Summary::of(idle);
-    let to_gone = Summary::of(gone);
+    let (to_idle, to_gone) = (Summary::of(idle), Summary::of(gone));
     let cancel_answered = Summary::of(answered);
     let target = ms(TARGET);
-    let cols = [Col::P50, Col::P99, Col::Max];
+    let cols = [Col::P50, Col::P99, Col::MAX];
     let rows = [
         ("cancel -> teammate idle", &to_idle),
         ("cancel -> last process gone", &to_gone),
@@ -134,11 +132,10 @@ async fn run_async(args: &CancelBenchArgs) -> anyhow::Result<()> {
     for (label, s) in rows {
         println!("{}  ({} samples)", s.line(label, 30, &cols), s.samples);
     }
+    let (here, default) = (heartbeat.as_secs_f64(), (DEFAULT_LEASE / 3).as_secs_f64());
     println!(
         "  before the push, a teammate learned of a cancel at its next heartbeat: every \
-         {:.0} s here (a third of this boardd's lease), {:.0} s with boardd's default lease",
-        heartbeat.as_secs_f64(),
-        (DEFAULT_LEASE / 3).as_secs_f64()
+         {here:.0} s here (a third of this boardd's lease), {default:.0} s with boardd's default lease"
     );
     let targets: Vec<Target> = [
         ("cancel -> idle, p99", &to_idle),
@@ -171,21 +168,21 @@ async fn run_async(args: &CancelBenchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-struct Sample {
-    answered: Duration,
-    idle: Duration,
-    gone: Duration,
-}
-
-/// Adds task `n`, waits until its block runs, cancels it and times the three ends.
-async fn one_cancel(lead: &mut Lead, work: &Path, n: usize) -> anyhow::Result<Sample> {
+/// Adds task `n`, waits until its block runs, cancels it and times the three
+/// ends: the answer, the teammate idle, its processes gone.
+async fn one_cancel(
+    lead: &mut Lead,
+    work: &Path,
+    n: usize,
+) -> anyhow::Result<(Duration, Duration, Duration)> {
     let pid_file = work.join(format!("block-{n}.pid"));
     let p = pid_file.display();
     // The shell and a child of its own; both must go.
     let description =
         format!("```sh\nsleep 600 & echo $$ $! > {p}.tmp && mv {p}.tmp {p}; wait\n```\n");
+    let subject = format!("cancel me {n}");
     let task = NewTask {
-        subject: format!("cancel me {n}"),
+        subject,
         description,
         ..NewTask::default()
     };
@@ -214,24 +211,19 @@ async fn one_cancel(lead: &mut Lead, work: &Path, n: usize) -> anyhow::Result<Sa
         tokio::time::timeout(SAMPLE_TIMEOUT, async { tokio::join!(answer, idle, gone) })
             .await
             .context("the teammate did not stop")?;
-    Ok(Sample {
-        answered: answered?,
-        idle: idle?,
-        gone,
-    })
+    Ok((answered?, idle?, gone))
 }
 
 /// The pids the block wrote, once it has.
 async fn read_pids(file: &Path) -> Vec<u32> {
     loop {
-        if let Ok(text) = std::fs::read_to_string(file) {
-            let pids: Vec<u32> = text
-                .split_whitespace()
-                .filter_map(|p| p.parse().ok())
-                .collect();
-            if pids.len() == 2 {
-                return pids;
-            }
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        let pids: Vec<u32> = text
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+        if pids.len() == 2 {
+            return pids;
         }
         tokio::time::sleep(POLL).await;
     }

@@ -65,7 +65,6 @@ use super::harness::summary::ms;
 use super::harness::board::{Lead, Mate, Scratch, stop};
 use super::harness::{self, Bins, Host};
 use anyhow::{Context, bail};
-use report::Series;
 use rounds::Bench;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -153,7 +152,7 @@ async fn run_async(args: &PlanBenchArgs) -> anyhow::Result<()> {
         args.iterations, args.hold_ms
     );
     let host = Host::now();
-    let mut s = Series::default();
+    let mut rounds = Vec::with_capacity(args.iterations);
     for round in 0..WARMUP + args.iterations {
         let base = bench
             .baseline(round)
@@ -178,14 +177,14 @@ async fn run_async(args: &PlanBenchArgs) -> anyhow::Result<()> {
             ms(plan.to_call)
         );
         if counted {
-            s.push(base, plan);
+            rounds.push((base, plan));
         }
     }
     child.start_kill().ok();
     let _ = child.wait().await;
     stop(boardd).await?;
 
-    let results = s.results(args, host, harness::load_average());
+    let results = report::results(&rounds, args, host, harness::load_average());
     report::print(&results);
     harness::report::write_results("plan.json", &results)
 }

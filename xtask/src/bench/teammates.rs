@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use teamboard_process::{Boardd, cpu_time};
 use teamboard_protocol::request::NewTask;
-use teamboard_protocol::{Client, EventKind, Work};
+use teamboard_protocol::{Client, Event, EventKind, Work};
 use tokio::process::Child;
 
 /// The longest any one step (a claim, a teammate going idle) may take.
@@ -77,6 +77,14 @@ struct Pickup {
     claimed: Summary,
     /// add_task sent → `task_completed` seen.
     completed: Summary,
+}
+
+impl Pickup {
+    fn of(samples: Vec<(Duration, Duration)>) -> Pickup {
+        let (claimed, completed) = samples.into_iter().unzip();
+        let (claimed, completed) = (Summary::of(claimed), Summary::of(completed));
+        Pickup { claimed, completed }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -140,23 +148,21 @@ async fn run_async(args: &TeammateBenchArgs) -> anyhow::Result<()> {
     let teammate = pickup_teammate(&bench, args.tasks).await?;
     print_pickup("teammated (scripted)", &teammate);
 
-    println!(
-        "idle cost, {} teammates for {} s each:",
-        args.idle, args.idle_seconds
-    );
+    let (idle, seconds) = (args.idle, args.idle_seconds);
+    println!("idle cost, {idle} teammates for {seconds} s each:");
     let idle_push = idle_cost(&bench, args, "push", 30.0).await?;
     print_idle("push (default 30 s safety net)", &idle_push);
     let idle_poll_1s = idle_cost(&bench, args, "poll", 1.0).await?;
     print_idle("baseline: renewing every 1 s", &idle_poll_1s);
 
     let x = |a: f64, b: f64| ratio(a, b).unwrap_or(f64::NAN);
-    println!();
+    let (t, b) = (&teammate, &baseline_client);
     println!(
-        "teammate / bare client: claimed p50 {:.2}x p99 {:.2}x; completed p50 {:.2}x p99 {:.2}x",
-        x(teammate.claimed.p50_ms, baseline_client.claimed.p50_ms),
-        x(teammate.claimed.p99_ms, baseline_client.claimed.p99_ms),
-        x(teammate.completed.p50_ms, baseline_client.completed.p50_ms),
-        x(teammate.completed.p99_ms, baseline_client.completed.p99_ms),
+        "\nteammate / bare client: claimed p50 {:.2}x p99 {:.2}x; completed p50 {:.2}x p99 {:.2}x",
+        x(t.claimed.p50_ms, b.claimed.p50_ms),
+        x(t.claimed.p99_ms, b.claimed.p99_ms),
+        x(t.completed.p50_ms, b.completed.p50_ms),
+        x(t.completed.p99_ms, b.completed.p99_ms),
     );
     // A short window can leave the push teammates with no measurable CPU at all.
     let more = if idle_push.teammates_cpu_ms > 0.0 {
@@ -188,27 +194,25 @@ async fn run_async(args: &TeammateBenchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn task(n: usize) -> NewTask {
-    NewTask {
-        subject: format!("pick-up {n}"),
-        ..NewTask::default()
-    }
-}
-
 /// Adds task `n` and times it from just before `add_task` is sent to its
 /// `task_claimed` and then its `task_completed` event.
 async fn one_task(lead: &mut Lead, n: usize) -> anyhow::Result<(Duration, Duration)> {
     let start = Instant::now();
-    let id = lead.client.add_task(task(n)).await?.id;
-    let (_, claimed) = lead
-        .next("the claim", STEP, |e| {
-            e.kind == EventKind::TaskClaimed && e.task == Some(id)
+    let subject = format!("pick-up {n}");
+    let id = lead
+        .client
+        .add_task(NewTask {
+            subject,
+            ..NewTask::default()
         })
+        .await?
+        .id;
+    let of = |kind| move |e: &Event| e.kind == kind && e.task == Some(id);
+    let (_, claimed) = lead
+        .next("the claim", STEP, of(EventKind::TaskClaimed))
         .await?;
     let (_, completed) = lead
-        .next("the completion", STEP, |e| {
-            e.kind == EventKind::TaskCompleted && e.task == Some(id)
-        })
+        .next("the completion", STEP, of(EventKind::TaskCompleted))
         .await?;
     Ok((claimed - start, completed - start))
 }
@@ -221,22 +225,16 @@ async fn pickup_teammate(bench: &Bench<'_>, tasks: usize) -> anyhow::Result<Pick
     // The notice goes out just before the teammate parks; give it the same time to
     // park that the baseline's waiter gets, so both are measured parked.
     tokio::time::sleep(PARK_DELAY).await;
-    let mut claimed = Vec::with_capacity(tasks);
-    let mut completed = Vec::with_capacity(tasks);
+    let mut samples = Vec::with_capacity(tasks);
     for n in 0..tasks {
-        let (c, d) = one_task(&mut lead, n).await?;
-        claimed.push(c);
-        completed.push(d);
+        samples.push(one_task(&mut lead, n).await?);
         // Only an idle teammate is parked; wait until it is back before the next.
         lead.idle("picker", STEP).await?;
         tokio::time::sleep(PARK_DELAY).await;
     }
     child.start_kill().ok();
     let _ = child.wait().await;
-    Ok(Pickup {
-        claimed: Summary::of(claimed),
-        completed: Summary::of(completed),
-    })
+    Ok(Pickup::of(samples))
 }
 
 async fn pickup_baseline(bench: &Bench<'_>, tasks: usize) -> anyhow::Result<Pickup> {
@@ -245,32 +243,25 @@ async fn pickup_baseline(bench: &Bench<'_>, tasks: usize) -> anyhow::Result<Pick
     let mut lead = Lead::open(socket, team).await?;
     let waiter = std::sync::Arc::new(Client::connect(socket, "xtask-bench", "bare", team).await?);
     waiter.register("bench", Some(std::process::id())).await?;
-    let mut claimed = Vec::with_capacity(tasks);
-    let mut completed = Vec::with_capacity(tasks);
+    let mut samples = Vec::with_capacity(tasks);
     for n in 0..tasks {
         let parked = waiter.clone();
         // Like the teammate, the bare client completes as soon as it holds the task.
         let job = tokio::spawn(async move {
             match parked.wait_for_work(Some(30_000)).await? {
                 Work::Task { claim } => {
-                    parked
-                        .complete_task(claim.task.id, claim.epoch, "done")
-                        .await?;
+                    let (id, epoch) = (claim.task.id, claim.epoch);
+                    parked.complete_task(id, epoch, "done").await?;
                     Ok(())
                 }
                 other => Err(anyhow::anyhow!("expected a task, got {other:?}")),
             }
         });
         tokio::time::sleep(PARK_DELAY).await;
-        let (c, d) = one_task(&mut lead, n).await?;
-        claimed.push(c);
-        completed.push(d);
+        samples.push(one_task(&mut lead, n).await?);
         job.await.context("the waiter task panicked")??;
     }
-    Ok(Pickup {
-        claimed: Summary::of(claimed),
-        completed: Summary::of(completed),
-    })
+    Ok(Pickup::of(samples))
 }
 
 async fn idle_cost(
@@ -281,26 +272,26 @@ async fn idle_cost(
 ) -> anyhow::Result<Idle> {
     let team = format!("idle-{label}");
     let mut lead = Lead::open(&bench.boardd.socket, &team).await?;
+    let names: Vec<String> = (0..args.idle).map(|i| format!("idle{i}")).collect();
     let mut children = Vec::with_capacity(args.idle);
-    for i in 0..args.idle {
-        children.push(bench.spawn(&format!("idle{i}"), &team, poll_interval)?);
+    for name in &names {
+        children.push(bench.spawn(name, &team, poll_interval)?);
     }
     // They go idle in any order; wait for all of them.
-    let mut waiting: std::collections::BTreeSet<String> =
-        (0..args.idle).map(|i| format!("idle{i}")).collect();
+    let mut waiting: std::collections::BTreeSet<String> = names.into_iter().collect();
+    let idle = |e: &Event| {
+        e.kind == EventKind::MessageSent && e.detail.contains("→ lead: idle_notification")
+    };
     while !waiting.is_empty() {
         let (e, _) = lead
-            .next("the idle teammates to go idle", STEP, |e| {
-                e.kind == EventKind::MessageSent && e.detail.contains("→ lead: idle_notification")
-            })
+            .next("the idle teammates to go idle", STEP, idle)
             .await?;
         waiting.remove(&e.actor);
     }
     let pids: Vec<u32> = children.iter().filter_map(Child::id).collect();
     let cpu = |pids: &[u32]| -> Duration { pids.iter().filter_map(|p| cpu_time(*p)).sum() };
-    let tokens = |team: &[teamboard_protocol::Member]| -> u64 {
-        team.iter().map(|m| m.tokens.total()).sum()
-    };
+    let tokens =
+        |team: &[teamboard_protocol::Member]| team.iter().map(|m| m.tokens.total()).sum::<u64>();
     let tokens_before = tokens(&lead.client.team().await?);
     let boardd: Vec<u32> = bench.boardd.pid().into_iter().collect();
     let (t0, d0) = (cpu(&pids), cpu(&boardd));
@@ -313,9 +304,7 @@ async fn idle_cost(
             bail!("idle teammate idle{i} exited during the measurement ({status})");
         }
     }
-    for c in &mut children {
-        c.start_kill().ok();
-    }
+    children.iter_mut().for_each(|c| _ = c.start_kill());
     for c in &mut children {
         let _ = c.wait().await;
     }

@@ -1,6 +1,6 @@
 //! The file-level import graph: which source file of a crate imports which,
-//! read from the text of each file's `use` declarations and of its paths that
-//! start with `crate::`, `super::` or `self::`.
+//! read from each file's `use` declarations and its paths that start with
+//! `crate::`, `super::` or `self::`.
 //!
 //! Why a graph of files beside the graph of modules: cargo-modules files a
 //! method under its type's path wherever its `impl` block sits, and folds a
@@ -16,11 +16,15 @@
 //! them, is the ordinary shape of a Rust module), and `#[cfg(test)]` modules
 //! and imports. Known limits, each harmless for finding circles: a `use` inside
 //! a function counts as the module's, and the other `#[cfg(test)]` items count.
-//! Why not a parser crate (`syn`): the little this needs of Rust's grammar is a
-//! `use` tree and a path, and `syn` would add a build of its own to every
-//! `cargo xtask`.
+//!
+//! The text is read into tokens by `proc-macro2`, the lexer every derive macro
+//! of the workspace already uses, so that comments, strings and raw strings
+//! cannot fool it. Why not the parser on top of it (`syn` with its `full`
+//! grammar): the little this needs of Rust's grammar is a `use` tree and a
+//! path, and `syn` would add a build of its own to every `cargo xtask`.
 
 use anyhow::{Context, bail};
+use proc_macro2::{Delimiter, Spacing, TokenStream, TokenTree};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -44,6 +48,60 @@ struct Module {
     refs: Vec<Vec<String>>,
 }
 
+/// A token as the scan sees it: `::` is one punctuation, a group keeps its
+/// opening delimiter.
+#[derive(Debug)]
+enum Tok {
+    Word(String),
+    Punct(String),
+    Group(char, Vec<Tok>),
+    Literal,
+}
+
+impl Tok {
+    fn is(&self, text: &str) -> bool {
+        matches!(self, Tok::Word(t) | Tok::Punct(t) if t == text)
+    }
+
+    fn word(&self) -> Option<&String> {
+        match self {
+            Tok::Word(w) => Some(w),
+            _ => None,
+        }
+    }
+}
+
+fn toks(stream: TokenStream) -> Vec<Tok> {
+    let mut out = Vec::new();
+    let mut joint_colon = false;
+    for tree in stream {
+        let colon = matches!(&tree, TokenTree::Punct(p) if p.as_char() == ':');
+        if colon && joint_colon {
+            out.pop();
+            out.push(Tok::Punct("::".into()));
+            joint_colon = false;
+            continue;
+        }
+        joint_colon =
+            matches!(&tree, TokenTree::Punct(p) if colon && p.spacing() == Spacing::Joint);
+        out.push(match tree {
+            TokenTree::Ident(i) => Tok::Word(i.to_string()),
+            TokenTree::Punct(p) => Tok::Punct(p.as_char().to_string()),
+            TokenTree::Literal(_) => Tok::Literal,
+            TokenTree::Group(g) => {
+                let open = match g.delimiter() {
+                    Delimiter::Parenthesis => '(',
+                    Delimiter::Brace => '{',
+                    Delimiter::Bracket => '[',
+                    Delimiter::None => ' ',
+                };
+                Tok::Group(open, toks(g.stream()))
+            }
+        });
+    }
+    out
+}
+
 impl Crate {
     /// Reads the crate whose root file is `root` (`src/lib.rs`, `src/main.rs`).
     pub fn read(root: &Path) -> anyhow::Result<Crate> {
@@ -56,86 +114,82 @@ impl Crate {
         while let Some((path, file)) = pending.pop() {
             let text = std::fs::read_to_string(&file)
                 .with_context(|| format!("cannot read {}", file.display()))?;
+            let tokens: TokenStream = text
+                .parse()
+                .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
             let shown = file
                 .strip_prefix(dir)
                 .unwrap_or(&file)
                 .display()
                 .to_string();
-            for child in c.scan(&path, &shown, &strip(&text)) {
-                pending.push((
-                    [path.clone(), vec![child.clone()]].concat(),
-                    child_file(&file, &child)?,
-                ));
+            c.module(&path).file = shown.clone();
+            for child in c.scan(&path, &shown, &toks(tokens)) {
+                let child_path = [path.clone(), vec![child.clone()]].concat();
+                pending.push((child_path, child_file(&file, &child)?));
             }
         }
         Ok(c)
     }
 
-    /// Records the modules of one file; answers its `mod x;` declarations.
-    fn scan(&mut self, path: &[String], file: &str, text: &str) -> Vec<String> {
-        let tokens = tokenize(text);
-        let mut out = Vec::new();
-        // The inline modules open at this point, with the depth their `}` closes.
-        let mut stack: Vec<(Vec<String>, usize)> = vec![(path.to_vec(), 0)];
-        self.module(path, file);
-        let (mut depth, mut test, mut i) = (0usize, false, 0);
-        while i < tokens.len() {
-            let here = stack.last().map_or(path.to_vec(), |s| s.0.clone());
-            match tokens[i].as_str() {
-                "#" if tokens.get(i + 1).is_some_and(|t| t == "[") => {
-                    let end = close(&tokens, i + 1, "[", "]");
-                    test |= tokens[i + 2..end].join("") == "cfg(test)";
-                    i = end + 1;
-                    continue;
+    fn module(&mut self, path: &[String]) -> &mut Module {
+        self.modules.entry(path.join("::")).or_default()
+    }
+
+    /// Records what the tokens of module `here` (in `file`) import; answers
+    /// their `mod x;` declarations.
+    fn scan(&mut self, here: &[String], file: &str, toks: &[Tok]) -> Vec<String> {
+        let mut decls = Vec::new();
+        let (mut test, mut i) = (false, 0);
+        while i < toks.len() {
+            let next = |k: usize| toks.get(i + k);
+            match &toks[i] {
+                // `#[...]` and `#![...]`.
+                Tok::Punct(p) if p == "#" => {
+                    let at = if next(1).is_some_and(|t| t.is("!")) {
+                        i + 2
+                    } else {
+                        i + 1
+                    };
+                    if let Some(Tok::Group('[', attr)) = toks.get(at) {
+                        test |= matches!(attr.as_slice(), [cfg, Tok::Group('(', arg)]
+                            if cfg.is("cfg") && matches!(arg.as_slice(), [t] if t.is("test")));
+                        i = at + 1;
+                        continue;
+                    }
                 }
-                "mod" if tokens.get(i + 1).is_some_and(|t| is_ident(t)) => {
-                    let name = tokens[i + 1].clone();
-                    match tokens.get(i + 2).map(String::as_str) {
-                        Some(";") if !test => {
-                            self.modules
-                                .entry(join(&here))
-                                .or_default()
-                                .children
-                                .insert(name.clone());
-                            if here.len() == path.len() {
-                                out.push(name);
-                            }
-                            i += 3;
+                Tok::Word(w) if w == "mod" && next(1).and_then(Tok::word).is_some() => {
+                    let name = next(1).and_then(Tok::word).cloned().unwrap_or_default();
+                    match next(2) {
+                        Some(t) if t.is(";") && !test => {
+                            self.module(here).children.insert(name.clone());
+                            decls.push(name);
                         }
-                        Some("{") if test => i = close(&tokens, i + 2, "{", "}") + 1,
-                        Some("{") => {
-                            let inner = [here.clone(), vec![name.clone()]].concat();
-                            self.modules
-                                .entry(join(&here))
-                                .or_default()
-                                .children
-                                .insert(name);
-                            self.module(&inner, file);
-                            depth += 1;
-                            stack.push((inner, depth));
-                            i += 3;
+                        Some(Tok::Group('{', inner)) if !test => {
+                            self.module(here).children.insert(name.clone());
+                            let inner_path = [here.to_vec(), vec![name]].concat();
+                            self.module(&inner_path).file = file.to_string();
+                            self.scan(&inner_path, file, inner);
                         }
-                        _ => i += 2,
+                        _ => {}
                     }
                     test = false;
+                    i += 3;
                     continue;
                 }
-                "use" => {
-                    let end = tokens[i..]
+                Tok::Word(w) if w == "use" => {
+                    let end = toks[i..]
                         .iter()
-                        .position(|t| t == ";")
-                        .map_or(tokens.len(), |p| i + p);
+                        .position(|t| t.is(";"))
+                        .map_or(toks.len(), |p| i + p);
                     if !test {
                         let mut items = Vec::new();
-                        use_tree(&tokens[i + 1..end], &mut Vec::new(), &mut items);
-                        let m = self.modules.entry(join(&here)).or_default();
+                        use_tree(&toks[i + 1..end], &mut Vec::new(), &mut items);
+                        let m = self.module(here);
                         for (p, name) in items {
-                            let p = absolute(&here, &p);
+                            let p = absolute(here, &p);
                             m.refs.push(p.clone());
                             match name {
-                                Some(name) => {
-                                    m.imports.insert(name, p);
-                                }
+                                Some(name) => _ = m.imports.insert(name, p),
                                 None => m.globs.push(p),
                             }
                         }
@@ -144,42 +198,39 @@ impl Crate {
                     i = end + 1;
                     continue;
                 }
-                "{" => depth += 1,
-                "}" => {
-                    if stack.last().is_some_and(|s| s.1 == depth) && stack.len() > 1 {
-                        stack.pop();
-                    }
-                    depth = depth.saturating_sub(1);
-                }
-                "crate" | "super" | "self"
-                    if tokens.get(i + 1).is_some_and(|n| n == "::")
-                        && !(i > 0 && tokens[i - 1] == "::") =>
+                Tok::Word(w)
+                    if matches!(w.as_str(), "crate" | "super" | "self")
+                        && next(1).is_some_and(|t| t.is("::"))
+                        && !(i > 0 && toks[i - 1].is("::")) =>
                 {
-                    let mut p = vec![tokens[i].clone()];
+                    let mut p = vec![w.clone()];
                     let mut j = i + 1;
-                    while tokens.get(j).is_some_and(|t| t == "::")
-                        && tokens.get(j + 1).is_some_and(|t| is_ident(t))
+                    while toks.get(j).is_some_and(|t| t.is("::"))
+                        && let Some(seg) = toks.get(j + 1).and_then(Tok::word)
                     {
-                        p.push(tokens[j + 1].clone());
+                        p.push(seg.clone());
                         j += 2;
                     }
-                    let abs = absolute(&here, &p);
-                    self.modules.entry(join(&here)).or_default().refs.push(abs);
+                    let abs = absolute(here, &p);
+                    self.module(here).refs.push(abs);
                     i = j;
                     continue;
                 }
-                ";" | "fn" | "struct" | "enum" | "impl" | "trait" | "const" | "static" | "type" => {
+                Tok::Group(_, inner) => decls.extend(self.scan(here, file, inner)),
+                Tok::Word(w)
+                    if matches!(
+                        w.as_str(),
+                        "fn" | "struct" | "enum" | "impl" | "trait" | "const" | "static" | "type"
+                    ) =>
+                {
                     test = false
                 }
+                Tok::Punct(p) if p == ";" => test = false,
                 _ => {}
             }
             i += 1;
         }
-        out
-    }
-
-    fn module(&mut self, path: &[String], file: &str) {
-        self.modules.entry(join(path)).or_default().file = file.to_string();
+        decls
     }
 
     /// The module whose file defines what `path` names: through child modules,
@@ -245,10 +296,6 @@ impl Crate {
     }
 }
 
-fn join(path: &[String]) -> String {
-    path.join("::")
-}
-
 /// `self::`, `super::` and a leading `crate::` made into a path from the crate.
 fn absolute(here: &[String], p: &[String]) -> Vec<String> {
     let mut base = here.to_vec();
@@ -290,201 +337,41 @@ fn child_file(parent: &Path, child: &str) -> anyhow::Result<PathBuf> {
 /// The paths a `use` tree names, each with the name it brings in (`None` for
 /// a glob).
 fn use_tree(
-    tokens: &[String],
+    tokens: &[Tok],
     prefix: &mut Vec<String>,
     out: &mut Vec<(Vec<String>, Option<String>)>,
 ) {
     let depth = prefix.len();
-    let mut i = 0;
-    while i < tokens.len() {
-        match tokens[i].as_str() {
-            "::" | "pub" | "(" | ")" | "in" => {}
-            "*" => out.push((prefix.clone(), None)),
-            "{" => {
-                let end = close(tokens, i, "{", "}");
-                let mut start = i + 1;
-                for k in i + 1..=end {
-                    if k == end || (tokens[k] == "," && depth_at(tokens, i + 1, k) == 0) {
-                        use_tree(&tokens[start..k], prefix, out);
-                        start = k + 1;
-                    }
+    for (i, t) in tokens.iter().enumerate() {
+        match t {
+            Tok::Punct(p) if p == "*" => out.push((prefix.clone(), None)),
+            Tok::Group('{', inner) => {
+                for part in inner.split(|t| t.is(",")) {
+                    use_tree(part, prefix, out);
                 }
-                i = end;
             }
-            "as" => {
-                if let (Some(last), Some(alias)) = (out.last_mut(), tokens.get(i + 1)) {
+            Tok::Word(w) if w == "as" => {
+                if let (Some(last), Some(alias)) =
+                    (out.last_mut(), tokens.get(i + 1).and_then(Tok::word))
+                {
                     last.1 = Some(alias.clone());
                 }
-                i += 1;
+                break;
             }
-            "self" if i + 1 == tokens.len() && !prefix.is_empty() => {
+            Tok::Word(w) if w == "self" && i + 1 == tokens.len() && !prefix.is_empty() => {
                 out.push((prefix.clone(), prefix.last().cloned()));
             }
-            t if is_ident(t) => {
-                if tokens.get(i + 1).is_some_and(|n| n == "::") {
-                    prefix.push(t.to_string());
+            Tok::Word(w) if w != "pub" && w != "in" => {
+                if tokens.get(i + 1).is_some_and(|n| n.is("::")) {
+                    prefix.push(w.clone());
                 } else {
-                    let mut p = prefix.clone();
-                    p.push(t.to_string());
-                    out.push((p, Some(t.to_string())));
+                    out.push(([prefix.clone(), vec![w.clone()]].concat(), Some(w.clone())));
                 }
             }
             _ => {}
         }
-        i += 1;
     }
     prefix.truncate(depth);
-}
-
-/// The brace depth at `k`, counted from `from`.
-fn depth_at(tokens: &[String], from: usize, k: usize) -> i32 {
-    tokens[from..k]
-        .iter()
-        .map(|t| match t.as_str() {
-            "{" => 1,
-            "}" => -1,
-            _ => 0,
-        })
-        .sum()
-}
-
-/// The index of the token that closes the `open` at `at`.
-fn close(tokens: &[String], at: usize, open: &str, shut: &str) -> usize {
-    let mut depth = 0;
-    for (k, t) in tokens.iter().enumerate().skip(at) {
-        if t == open {
-            depth += 1;
-        } else if t == shut {
-            depth -= 1;
-            if depth == 0 {
-                return k;
-            }
-        }
-    }
-    tokens.len().saturating_sub(1)
-}
-
-fn is_ident(t: &str) -> bool {
-    t.chars()
-        .next()
-        .is_some_and(|c| c.is_alphabetic() || c == '_')
-}
-
-/// Identifiers, `::` and single punctuation, from text without comments and
-/// literals.
-fn tokenize(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let chars: Vec<char> = text.chars().collect();
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        if c.is_alphabetic() || c == '_' {
-            let start = i;
-            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
-                i += 1;
-            }
-            out.push(chars[start..i].iter().collect());
-            continue;
-        }
-        if c == ':' && chars.get(i + 1) == Some(&':') {
-            out.push("::".into());
-            i += 2;
-            continue;
-        }
-        if c.is_ascii_punctuation() {
-            out.push(c.to_string());
-        }
-        i += 1;
-    }
-    out
-}
-
-/// The text with comments, strings and character literals blanked, so that
-/// neither a path in a doc comment nor a brace in a string counts.
-fn strip(text: &str) -> String {
-    let c: Vec<char> = text.chars().collect();
-    let mut out = String::with_capacity(text.len());
-    let mut i = 0;
-    while i < c.len() {
-        let rest = |k: usize| c.get(i + k).copied();
-        if c[i] == '/' && rest(1) == Some('/') {
-            while i < c.len() && c[i] != '\n' {
-                i += 1;
-            }
-            continue;
-        }
-        if c[i] == '/' && rest(1) == Some('*') {
-            let mut depth = 0;
-            while i < c.len() {
-                if c[i] == '/' && c.get(i + 1) == Some(&'*') {
-                    depth += 1;
-                    i += 2;
-                } else if c[i] == '*' && c.get(i + 1) == Some(&'/') {
-                    depth -= 1;
-                    i += 2;
-                    if depth == 0 {
-                        break;
-                    }
-                } else {
-                    i += 1;
-                }
-            }
-            out.push(' ');
-            continue;
-        }
-        // r"..", r#".."#, br#".."#: no escapes, closed by the same hashes.
-        let raw_at = if c[i] == 'r' {
-            Some(i + 1)
-        } else if c[i] == 'b' && rest(1) == Some('r') {
-            Some(i + 2)
-        } else {
-            None
-        };
-        if let Some(mut k) = raw_at
-            && (i == 0 || !(c[i - 1].is_alphanumeric() || c[i - 1] == '_'))
-        {
-            let mut hashes = 0;
-            while c.get(k) == Some(&'#') {
-                hashes += 1;
-                k += 1;
-            }
-            if c.get(k) == Some(&'"') {
-                k += 1;
-                while k < c.len() {
-                    if c[k] == '"' && (1..=hashes).all(|h| c.get(k + h) == Some(&'#')) {
-                        k += 1 + hashes;
-                        break;
-                    }
-                    k += 1;
-                }
-                out.push_str(" \"\" ");
-                i = k;
-                continue;
-            }
-        }
-        if c[i] == '"' {
-            i += 1;
-            while i < c.len() && c[i] != '"' {
-                i += if c[i] == '\\' { 2 } else { 1 };
-            }
-            out.push_str(" \"\" ");
-            i += 1;
-            continue;
-        }
-        // A character literal, not a lifetime: 'x' or '\n'.
-        if c[i] == '\'' && (rest(2) == Some('\'') || rest(1) == Some('\\')) {
-            i += 1;
-            while i < c.len() && c[i] != '\'' {
-                i += if c[i] == '\\' { 2 } else { 1 };
-            }
-            out.push_str(" ' ");
-            i += 1;
-            continue;
-        }
-        out.push(c[i]);
-        i += 1;
-    }
-    out
 }
 
 #[cfg(test)]
@@ -561,7 +448,7 @@ mod tests {
 
     #[test]
     fn use_trees_are_expanded() {
-        let tokens = tokenize("crate::a::{self, b::{C, D as E}, f::*}");
+        let tokens = toks("crate::a::{self, b::{C, D as E}, f::*}".parse().unwrap());
         let mut out = Vec::new();
         use_tree(&tokens, &mut Vec::new(), &mut out);
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();

@@ -82,14 +82,8 @@ impl Procs {
     /// the demo is their subreaper, they are below it).
     pub fn adopt(&mut self, members: &[teamboard_protocol::Member]) {
         for m in members {
-            let Some(pid) = m.pid else { continue };
-            match self.teammates.iter_mut().find(|t| t.pid == pid) {
-                Some(t) => t.name = m.name.clone(),
-                None => self.teammates.push(Teammate {
-                    name: m.name.clone(),
-                    pid,
-                    exit: None,
-                }),
+            if let Some(pid) = m.pid {
+                self.track(pid).name = m.name.clone();
             }
         }
     }
@@ -98,28 +92,38 @@ impl Procs {
     /// was interrupted after the process started.
     pub fn adopt_strays(&mut self) {
         for pid in descendant_teammates() {
-            if !self.teammates.iter().any(|t| t.pid == pid) {
+            self.track(pid);
+        }
+    }
+
+    /// The teammate of `pid`, recorded (as `pid N`) if it was not yet.
+    fn track(&mut self, pid: u32) -> &mut Teammate {
+        let at = match self.teammates.iter().position(|t| t.pid == pid) {
+            Some(at) => at,
+            None => {
+                let name = format!("pid {pid}");
                 self.teammates.push(Teammate {
-                    name: format!("pid {pid}"),
+                    name,
                     pid,
                     exit: None,
                 });
+                self.teammates.len() - 1
             }
-        }
+        };
+        &mut self.teammates[at]
     }
 
     /// The teammates that have not exited yet, after checking each.
     pub fn running(&mut self) -> Vec<usize> {
-        let mut left = Vec::new();
-        for (i, t) in self.teammates.iter_mut().enumerate() {
-            if t.exit.is_none() {
-                t.exit = check_exit(t.pid);
-            }
-            if t.exit.is_none() {
-                left.push(i);
-            }
+        for t in self.teammates.iter_mut().filter(|t| t.exit.is_none()) {
+            t.exit = check_exit(t.pid);
         }
-        left
+        let left = self
+            .teammates
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.exit.is_none());
+        left.map(|(i, _)| i).collect()
     }
 
     /// Waits until every teammate has exited or `limit` has passed.
@@ -160,10 +164,10 @@ impl Procs {
     /// Stops boardd with SIGTERM (it persists and releases its lock), killing it if
     /// that takes too long.
     pub async fn stop_boardd(&mut self) -> anyhow::Result<()> {
-        match self.boardd.take() {
-            Some(mut b) => Ok(b.stop(TERM_TIMEOUT).await?),
-            None => Ok(()),
+        if let Some(mut b) = self.boardd.take() {
+            b.stop(TERM_TIMEOUT).await?;
         }
+        Ok(())
     }
 
     /// The end of boardd's log, for an error.
@@ -228,27 +232,23 @@ fn check_exit(pid: u32) -> Option<Exited> {
 /// only once it is gone, so looking at children alone would race with that).
 fn descendant_teammates() -> Vec<u32> {
     let me = std::process::id();
-    // pid -> (parent, command)
-    let procs: std::collections::HashMap<u32, (u32, String)> = processes()
-        .into_iter()
-        .map(|s| (s.pid, (s.ppid, s.comm)))
-        .collect();
+    let all = processes();
+    let parent: std::collections::HashMap<u32, u32> = all.iter().map(|s| (s.pid, s.ppid)).collect();
     let below_me = |mut pid: u32| {
         // A short walk up: the demo's processes are at most a few levels down.
         for _ in 0..8 {
-            match procs.get(&pid) {
-                Some((ppid, _)) if *ppid == me => return true,
-                Some((ppid, _)) if *ppid > 1 => pid = *ppid,
+            match parent.get(&pid) {
+                Some(&ppid) if ppid == me => return true,
+                Some(&ppid) if ppid > 1 => pid = ppid,
                 _ => return false,
             }
         }
         false
     };
-    procs
+    let teammates = all
         .iter()
-        .filter(|(pid, (_, comm))| comm == "teammated" && below_me(**pid))
-        .map(|(pid, _)| *pid)
-        .collect()
+        .filter(|s| s.comm == "teammated" && below_me(s.pid));
+    teammates.map(|s| s.pid).collect()
 }
 
 /// Where the three binaries are.
@@ -270,11 +270,12 @@ pub struct Signals {
 impl Signals {
     pub fn new() -> anyhow::Result<Signals> {
         let install = |kind| signal(kind).context("cannot install a signal handler");
-        Ok(Signals {
-            int: install(SignalKind::interrupt())?,
-            term: install(SignalKind::terminate())?,
-            hup: install(SignalKind::hangup())?,
-        })
+        let (int, term) = (
+            install(SignalKind::interrupt())?,
+            install(SignalKind::terminate())?,
+        );
+        let hup = install(SignalKind::hangup())?;
+        Ok(Signals { int, term, hup })
     }
 
     pub async fn recv(&mut self) -> &'static str {

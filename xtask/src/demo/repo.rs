@@ -12,7 +12,7 @@ use anyhow::{Context, bail};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Stdio;
-use teamboard_protocol::{CheckOutcome, Task, TaskId};
+use teamboard_protocol::{CheckOutcome, CheckRun, Task, TaskId};
 
 /// The identity of the repository's first commit, and the committer of the
 /// commits boardd makes in it (the teammates are their authors).
@@ -73,64 +73,51 @@ impl Demo {
         let work = Path::new(&self.work);
         let branch = script::BRANCH;
         let by_id: BTreeMap<TaskId, &Task> = tasks.iter().map(|t| (t.id, t)).collect();
-        let name = |id: TaskId| {
-            by_id
-                .get(&id)
-                .map_or_else(|| format!("#{id}"), |t| format!("#{id} {}", t.subject))
+        let name = |id: TaskId| match by_id.get(&id) {
+            Some(t) => format!("#{id} {}", t.subject),
+            None => format!("#{id}"),
         };
         let mut lines = Vec::new();
         for t in tasks {
+            let me = name(t.id);
             let w = t
                 .worktree
                 .as_ref()
-                .with_context(|| format!("{} never had a worktree", name(t.id)))?;
-            let merged = w
-                .merged
-                .as_deref()
-                .with_context(|| format!("{} completed but did not land", name(t.id)))?;
+                .with_context(|| format!("{me} never had a worktree"))?;
+            let merged = w.merged.as_deref();
+            let merged = merged.with_context(|| format!("{me} completed but did not land"))?;
             if !is_ancestor(work, merged, branch).await? {
-                bail!(
-                    "{} landed as {merged}, which {branch} does not hold",
-                    name(t.id)
-                );
+                bail!("{me} landed as {merged}, which {branch} does not hold");
             }
             if !t.blocked_by.is_empty() {
                 let base = w
                     .base
                     .as_deref()
-                    .with_context(|| format!("{} has no base commit", name(t.id)))?;
+                    .with_context(|| format!("{me} has no base commit"))?;
                 for b in &t.blocked_by {
                     let landed = by_id
                         .get(b)
-                        .and_then(|b| b.worktree.as_ref()?.merged.as_deref())
-                        .with_context(|| format!("{} did not land", name(*b)))?;
+                        .and_then(|b| b.worktree.as_ref()?.merged.as_deref());
+                    let landed = landed.with_context(|| format!("{} did not land", name(*b)))?;
                     if !is_ancestor(work, landed, base).await? {
-                        bail!(
-                            "{} started from {}, which lacks the work of {}",
-                            name(t.id),
-                            short(base),
-                            name(*b)
-                        );
+                        let (base, b) = (short(base), name(*b));
+                        bail!("{me} started from {base}, which lacks the work of {b}");
                     }
                 }
                 let blockers: Vec<String> = t.blocked_by.iter().map(|b| name(*b)).collect();
+                let (base, blockers) = (short(base), blockers.join(" and "));
                 lines.push(format!(
-                    "  {} started from {branch} at {}, which holds {}",
-                    name(t.id),
-                    short(base),
-                    blockers.join(" and ")
+                    "  {me} started from {branch} at {base}, which holds {blockers}"
                 ));
             }
             for check in &t.checks {
-                let run = t
-                    .check_runs
-                    .iter()
-                    .find(|r| &r.command == check && r.outcome == CheckOutcome::Passed)
-                    .with_context(|| format!("{} landed without passing `{check}`", name(t.id)))?;
+                let passed =
+                    |r: &&CheckRun| &r.command == check && r.outcome == CheckOutcome::Passed;
+                let run = t.check_runs.iter().find(passed);
+                let run = run.with_context(|| format!("{me} landed without passing `{check}`"))?;
+                let at = short(&run.commit);
                 lines.push(format!(
-                    "  {} passed `{check}` in its worktree at {} before it landed",
-                    name(t.id),
-                    short(&run.commit)
+                    "  {me} passed `{check}` in its worktree at {at} before it landed"
                 ));
             }
         }

@@ -10,7 +10,7 @@
 use anyhow::bail;
 use clap::ValueEnum;
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use teamboard_agent_clis::Cli;
 
 /// What does the demo's teammates' work.
@@ -105,18 +105,16 @@ impl Team {
 
 /// `claude` on PATH, else the pinned install under the agents directory.
 fn find_claude() -> Option<PathBuf> {
-    let on_path = std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|d| d.join("claude"))
-            .find(|p| is_executable(p))
-    });
-    on_path.or_else(|| Some(Cli::Claude.program()).filter(|p| is_executable(p)))
-}
-
-fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt as _;
-    p.metadata()
-        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    let runs = |p: &PathBuf| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let on_path = std::env::split_paths(&path)
+        .map(|d| d.join("claude"))
+        .find(runs);
+    on_path.or_else(|| Some(Cli::Claude.program()).filter(runs))
 }
 
 /// ANTHROPIC_API_KEY in the environment or in teamboard's keys file, where
@@ -126,14 +124,15 @@ fn has_api_key() -> bool {
     if std::env::var(VAR).is_ok_and(|v| !v.trim().is_empty()) {
         return true;
     }
-    std::fs::read_to_string(keys_file()).is_ok_and(|text| {
-        text.lines().any(|l| {
-            let l = l.trim();
-            let l = l.strip_prefix("export ").unwrap_or(l);
-            l.split_once('=').is_some_and(|(k, v)| {
-                k.trim() == VAR && !v.trim().trim_matches(['"', '\'']).is_empty()
-            })
-        })
+    let set =
+        |(k, v): (&str, &str)| k.trim() == VAR && !v.trim().trim_matches(['"', '\'']).is_empty();
+    let text = std::fs::read_to_string(keys_file()).unwrap_or_default();
+    text.lines().any(|l| {
+        let l = l.trim();
+        l.strip_prefix("export ")
+            .unwrap_or(l)
+            .split_once('=')
+            .is_some_and(set)
     })
 }
 
@@ -156,7 +155,7 @@ mod tests {
         assert_eq!(team.lead_args(), ["--teammate-runtime", "claude"]);
         let path = team.lead_path().expect("a PATH");
         let first = std::env::split_paths(&path).next().expect("one entry");
-        assert_eq!(first, Path::new("/opt/agents/bin"));
+        assert_eq!(first, std::path::Path::new("/opt/agents/bin"));
         assert!(Team::Scripted.lead_args().is_empty());
         assert!(Team::Scripted.lead_path().is_none());
         assert_eq!(default_timeout(DemoRuntime::Native), 120);

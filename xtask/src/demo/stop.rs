@@ -24,25 +24,19 @@ impl Demo {
             for i in self.procs.running() {
                 let name = self.procs.teammates[i].name.clone();
                 // All at once: the answers are collected from the lead's inbox below.
-                let sent = self
-                    .teamctl(&[
-                        "shutdown",
-                        &name,
-                        "--reason",
-                        "The demo is over, thank you.",
-                        "--no-wait",
-                    ])
-                    .await;
-                if let Err(e) = sent {
+                let reason = "The demo is over, thank you.";
+                let shutdown = ["shutdown", &name, "--reason", reason, "--no-wait"];
+                if let Err(e) = self.teamctl(&shutdown).await {
                     println!("  {name}: {e:#}");
                 }
             }
             self.procs.wait_teammates(SHUTDOWN_WAIT).await;
             let answers = self.shutdown_answers().await;
             for t in &self.procs.teammates {
-                let answer = answers
-                    .get(&t.name)
-                    .map_or_else(|| "no answer".to_string(), |a| format!("answered {a:?}"));
+                let answer = match answers.get(&t.name) {
+                    Some(a) => format!("answered {a:?}"),
+                    None => "no answer".to_string(),
+                };
                 let exit = match t.exit {
                     Some(Exited::Status(s)) => format!("exited ({s})"),
                     Some(Exited::Unknown) => "exited".to_string(),
@@ -69,11 +63,10 @@ impl Demo {
             return BTreeMap::new();
         };
         let inbox: Vec<Message> = serde_json::from_slice(&out).unwrap_or_default();
-        inbox
+        let answers = inbox
             .into_iter()
-            .filter(|m| m.kind == MessageKind::ShutdownResponse)
-            .map(|m| (m.from, m.content))
-            .collect()
+            .filter(|m| m.kind == MessageKind::ShutdownResponse);
+        answers.map(|m| (m.from, m.content)).collect()
     }
 
     /// Keeps or removes the demo's directory, and says which.
@@ -83,15 +76,13 @@ impl Demo {
         };
         if !keep {
             let path = root.path().display().to_string();
+            let then = if failed {
+                "look at the logs"
+            } else {
+                "look around afterwards"
+            };
             match root.close() {
-                Ok(()) => println!(
-                    "Removed {path}.{}",
-                    if failed {
-                        " Run with --keep to look at the logs."
-                    } else {
-                        " Run with --keep to look around afterwards."
-                    }
-                ),
+                Ok(()) => println!("Removed {path}. Run with --keep to {then}."),
                 Err(e) => eprintln!("cannot remove {path}: {e}"),
             }
             return;

@@ -37,28 +37,13 @@ struct Entry {
 }
 
 impl Board {
-    /// A board of `tasks` (usually none yet) whose work lands on `target`.
-    pub fn new(tasks: &[Task], target: &str) -> Board {
-        let t0 = tasks.iter().map(|t| t.created_at).min().unwrap_or_default();
+    /// An empty board whose work lands on `target`.
+    pub fn new(target: &str) -> Board {
         Board {
-            tasks: tasks
-                .iter()
-                .map(|t| {
-                    let entry = Entry {
-                        subject: t.subject.clone(),
-                        status: t.status,
-                        owner: t.owner.clone(),
-                        blocked_by: t.blocked_by.clone(),
-                        outcome: None,
-                        worktree: t.worktree.clone(),
-                        check_runs: t.check_runs.clone(),
-                    };
-                    (t.id, entry)
-                })
-                .collect(),
+            tasks: BTreeMap::new(),
             target: target.to_string(),
-            t0,
-            last_completed: t0,
+            t0: 0,
+            last_completed: 0,
             shown: String::new(),
         }
     }
@@ -67,37 +52,34 @@ impl Board {
     /// sets the demo's time zero.
     pub fn add(&mut self, t: &Task) {
         if self.tasks.is_empty() {
-            self.t0 = t.created_at;
-            self.last_completed = t.created_at;
+            (self.t0, self.last_completed) = (t.created_at, t.created_at);
         }
-        self.tasks.insert(
-            t.id,
-            Entry {
-                subject: t.subject.clone(),
-                status: t.status,
-                owner: t.owner.clone(),
-                blocked_by: t.blocked_by.clone(),
-                outcome: None,
-                worktree: t.worktree.clone(),
-                check_runs: t.check_runs.clone(),
-            },
-        );
+        let entry = Entry {
+            subject: t.subject.clone(),
+            status: t.status,
+            owner: t.owner.clone(),
+            blocked_by: t.blocked_by.clone(),
+            outcome: None,
+            worktree: t.worktree.clone(),
+            check_runs: t.check_runs.clone(),
+        };
+        self.tasks.insert(t.id, entry);
     }
 
     /// Whether `e` is about one of the demo's tasks and the task is worth fetching
     /// before [`Board::apply`]: for its outcome (result or error), its worktree's
     /// base or merged commit, or its check runs.
     pub fn wants_task(&self, e: &Event) -> Option<TaskId> {
+        use EventKind::*;
         let id = e.task.filter(|id| self.tasks.contains_key(id))?;
-        matches!(
-            e.kind,
-            EventKind::TaskCompleted
-                | EventKind::TaskFailed
-                | EventKind::TaskReleased
-                | EventKind::WorktreeOpened
-                | EventKind::MergeQueued
-        )
-        .then_some(id)
+        let wanted = [
+            TaskCompleted,
+            TaskFailed,
+            TaskReleased,
+            WorktreeOpened,
+            MergeQueued,
+        ];
+        wanted.contains(&e.kind).then_some(id)
     }
 
     /// Takes what the view shows from the task as boardd has it now.
@@ -112,97 +94,83 @@ impl Board {
     /// Applies an event and returns the line to print for it, if it is one the
     /// demo shows.
     pub fn apply(&mut self, e: &Event) -> Option<String> {
+        use EventKind::*;
         // The teammates' registration comes before time zero and is shown by the
         // spawn step already.
         if e.at < self.t0 {
             return None;
         }
+        let actor = &e.actor;
         let text = match e.kind {
             // "cy asks lead to approve a plan for #3", "lead approved ...".
-            EventKind::RequestOpened | EventKind::RequestSettled => e.detail.clone(),
-            EventKind::MemberStatus => {
-                // "working" always follows a claim, which is shown already.
-                if e.detail.ends_with(" is working") {
-                    return None;
-                }
-                e.detail.clone()
-            }
-            EventKind::WorktreeOpened
-            | EventKind::MergeQueued
-            | EventKind::ChecksFailed
-            | EventKind::MergeConflict => {
+            RequestOpened | RequestSettled => e.detail.clone(),
+            // "working" always follows a claim, which is shown already.
+            MemberStatus if e.detail.ends_with(" is working") => return None,
+            MemberStatus => e.detail.clone(),
+            WorktreeOpened | MergeQueued | ChecksFailed | MergeConflict => {
                 let id = e.task?;
                 let entry = self.tasks.get(&id)?;
-                let name = format!("#{id} {}", entry.subject);
-                repo_line(e, &name, entry, &self.target)
+                repo_line(e, &format!("#{id} {}", entry.subject), entry, &self.target)
             }
-            EventKind::TaskCreated
-            | EventKind::TaskClaimed
-            | EventKind::TaskCompleted
-            | EventKind::TaskReleased
-            | EventKind::TaskFailed
-            | EventKind::TaskCancelled
-            | EventKind::TaskRetried => {
+            TaskCreated | TaskClaimed | TaskCompleted | TaskReleased | TaskFailed
+            | TaskCancelled | TaskRetried => {
                 let id = e.task?;
                 let entry = self.tasks.get_mut(&id)?;
                 let name = format!("#{id} {}", entry.subject);
-                match e.kind {
-                    EventKind::TaskCreated => {
+                let outcome = first_line(entry.outcome.as_deref());
+                let (status, text) = match e.kind {
+                    TaskCreated if entry.blocked_by.is_empty() => {
+                        (entry.status, format!("{actor} created {name}"))
+                    }
+                    TaskCreated => {
                         let blockers: Vec<String> =
                             entry.blocked_by.iter().map(|b| format!("#{b}")).collect();
-                        if blockers.is_empty() {
-                            format!("{} created {name}", e.actor)
-                        } else {
-                            format!(
-                                "{} created {name}, blocked by {}",
-                                e.actor,
-                                blockers.join(" ")
-                            )
-                        }
-                    }
-                    EventKind::TaskClaimed => {
-                        entry.status = TaskStatus::InProgress;
-                        entry.owner = Some(e.actor.clone());
-                        format!("{} claimed {name}", e.actor)
-                    }
-                    EventKind::TaskCompleted => {
-                        entry.status = TaskStatus::Completed;
-                        self.last_completed = self.last_completed.max(e.at);
-                        let first = first_line(entry.outcome.as_deref());
-                        let landed = match entry.worktree.as_ref().and_then(|w| w.merged.as_ref()) {
-                            Some(merged) => {
-                                format!("; landed on {} as {}", self.target, short(merged))
-                            }
-                            None => String::new(),
-                        };
-                        format!("{} completed {name}: {first}{landed}", e.actor)
-                    }
-                    EventKind::TaskFailed => {
-                        entry.status = TaskStatus::Failed;
-                        let first = first_line(entry.outcome.as_deref());
-                        format!("{name} failed for good: {first}")
-                    }
-                    EventKind::TaskCancelled => {
-                        entry.status = TaskStatus::Cancelled;
-                        format!("{} cancelled {name}", e.actor)
-                    }
-                    EventKind::TaskReleased => {
-                        entry.status = TaskStatus::Pending;
-                        entry.owner = None;
-                        // The outcome is the attempt's error; the task itself is
-                        // pending again, for whoever claims it next.
-                        let why = first_line(entry.outcome.take().as_deref()).to_string();
-                        format!("{name} is back on the board: {why}")
-                    }
-                    _ => {
-                        entry.status = TaskStatus::Pending;
-                        entry.owner = None;
-                        format!(
-                            "{name} is back on the board: {}",
-                            first_line(Some(&e.detail))
+                        let blockers = blockers.join(" ");
+                        (
+                            entry.status,
+                            format!("{actor} created {name}, blocked by {blockers}"),
                         )
                     }
+                    TaskClaimed => {
+                        entry.owner = Some(actor.clone());
+                        (TaskStatus::InProgress, format!("{actor} claimed {name}"))
+                    }
+                    TaskCompleted => {
+                        self.last_completed = self.last_completed.max(e.at);
+                        let merged = entry.worktree.as_ref().and_then(|w| w.merged.as_ref());
+                        let landed = merged.map_or_else(String::new, |m| {
+                            format!("; landed on {} as {}", self.target, short(m))
+                        });
+                        let text = format!("{actor} completed {name}: {outcome}{landed}");
+                        (TaskStatus::Completed, text)
+                    }
+                    TaskFailed => (
+                        TaskStatus::Failed,
+                        format!("{name} failed for good: {outcome}"),
+                    ),
+                    TaskCancelled => (TaskStatus::Cancelled, format!("{actor} cancelled {name}")),
+                    // The outcome is the attempt's error; the task itself is
+                    // pending again, for whoever claims it next.
+                    TaskReleased => {
+                        entry.outcome = None;
+                        (
+                            TaskStatus::Pending,
+                            format!("{name} is back on the board: {outcome}"),
+                        )
+                    }
+                    _ => {
+                        let why = first_line(Some(&e.detail));
+                        (
+                            TaskStatus::Pending,
+                            format!("{name} is back on the board: {why}"),
+                        )
+                    }
+                };
+                if matches!(e.kind, TaskReleased | TaskRetried) {
+                    entry.owner = None;
                 }
+                entry.status = status;
+                text
             }
             _ => return None,
         };
@@ -214,38 +182,33 @@ impl Board {
     /// line differs from the last one shown. Creation is not such a change: the
     /// board starts out with every task pending.
     pub fn line_after(&mut self, e: &Event) -> Option<String> {
-        let changes_state = matches!(
-            e.kind,
-            EventKind::TaskClaimed
-                | EventKind::TaskCompleted
-                | EventKind::TaskReleased
-                | EventKind::TaskFailed
-                | EventKind::TaskCancelled
-                | EventKind::TaskRetried
-        );
-        if !changes_state || !e.task.is_some_and(|id| self.tasks.contains_key(&id)) {
+        use EventKind::*;
+        let changes = [
+            TaskClaimed,
+            TaskCompleted,
+            TaskReleased,
+            TaskFailed,
+            TaskCancelled,
+            TaskRetried,
+        ];
+        if !changes.contains(&e.kind) || !e.task.is_some_and(|id| self.tasks.contains_key(&id)) {
             return None;
         }
-        let cells: Vec<String> = self
-            .tasks
-            .iter()
-            .map(|(id, t)| {
-                let mark = match t.status {
-                    TaskStatus::Pending => "[ ]",
-                    TaskStatus::InProgress => "[>]",
-                    TaskStatus::Completed => "[x]",
-                    TaskStatus::Failed => "[!]",
-                    TaskStatus::Cancelled => "[-]",
-                };
-                let owner = match (&t.owner, t.status) {
-                    (Some(o), TaskStatus::InProgress | TaskStatus::Completed) => {
-                        format!(" @{o}")
-                    }
-                    _ => String::new(),
-                };
-                format!("{mark} #{id} {}{owner}", t.subject)
-            })
-            .collect();
+        let cell = |(id, t): (&TaskId, &Entry)| {
+            let mark = match t.status {
+                TaskStatus::Pending => "[ ]",
+                TaskStatus::InProgress => "[>]",
+                TaskStatus::Completed => "[x]",
+                TaskStatus::Failed => "[!]",
+                TaskStatus::Cancelled => "[-]",
+            };
+            let owner = match (&t.owner, t.status) {
+                (Some(o), TaskStatus::InProgress | TaskStatus::Completed) => format!(" @{o}"),
+                _ => String::new(),
+            };
+            format!("{mark} #{id} {}{owner}", t.subject)
+        };
+        let cells: Vec<String> = self.tasks.iter().map(cell).collect();
         let line = format!("          {}", cells.join("  "));
         if line == self.shown {
             return None;
@@ -255,11 +218,8 @@ impl Board {
     }
 
     pub fn all_completed(&self) -> bool {
-        !self.tasks.is_empty()
-            && self
-                .tasks
-                .values()
-                .all(|t| t.status == TaskStatus::Completed)
+        let mut tasks = self.tasks.values();
+        !self.tasks.is_empty() && tasks.all(|t| t.status == TaskStatus::Completed)
     }
 
     /// A task that has failed for good or was cancelled: the demo cannot finish.
@@ -282,28 +242,27 @@ impl Board {
 
     /// Who did what, and what each teammate did and spent.
     pub fn report(&self, members: &[Member]) -> Vec<String> {
+        let secs = self.wall_ms() as f64 / 1000.0;
         let mut out = vec![
             format!(
-                "All {} tasks completed in {:.2} s (first task created to last task completed).",
-                self.tasks.len(),
-                self.wall_ms() as f64 / 1000.0
+                "All {} tasks completed in {secs:.2} s (first task created to last task completed).",
+                self.tasks.len()
             ),
             String::new(),
             "Who did what:".to_string(),
         ];
-        let subject_width = self.tasks.values().map(|t| t.subject.len()).max();
-        let owner_width = self
+        let sw = self
             .tasks
             .values()
-            .filter_map(|t| t.owner.as_ref().map(String::len))
-            .max();
-        let (sw, ow) = (subject_width.unwrap_or(0), owner_width.unwrap_or(0));
+            .map(|t| t.subject.len())
+            .max()
+            .unwrap_or(0);
+        let owners = self.tasks.values().filter_map(|t| t.owner.as_ref());
+        let ow = owners.map(String::len).max().unwrap_or(0);
         for (id, t) in &self.tasks {
             let owner = t.owner.as_deref().unwrap_or("-");
-            let lines: Vec<&str> = t
-                .outcome
-                .as_deref()
-                .unwrap_or("")
+            let text = t.outcome.as_deref().unwrap_or("");
+            let lines: Vec<&str> = text
                 .lines()
                 .map(str::trim)
                 .filter(|l| !l.is_empty())
@@ -329,18 +288,14 @@ impl Board {
         members.sort_by(|a, b| a.name.cmp(&b.name));
         let nw = members.iter().map(|m| m.name.len()).max().unwrap_or(0);
         for m in members {
-            let done = self
-                .tasks
-                .values()
-                .filter(|t| t.status == TaskStatus::Completed && t.owner.as_ref() == Some(&m.name))
-                .count();
+            let mine =
+                |t: &&Entry| t.status == TaskStatus::Completed && t.owner.as_ref() == Some(&m.name);
+            let done = self.tasks.values().filter(mine).count();
+            let s = if done == 1 { " " } else { "s" };
+            let (input, output) = (m.tokens.input, m.tokens.output);
             out.push(format!(
-                "  {:<nw$}  {}  {done} task{}  {} input + {} output tokens",
-                m.name,
-                m.role,
-                if done == 1 { " " } else { "s" },
-                m.tokens.input,
-                m.tokens.output,
+                "  {:<nw$}  {}  {done} task{s}  {input} input + {output} output tokens",
+                m.name, m.role
             ));
         }
         out
@@ -435,6 +390,12 @@ mod tests {
     use super::*;
     use teamboard_protocol::TokenUsage;
 
+    fn board(tasks: &[Task]) -> Board {
+        let mut b = Board::new("main");
+        tasks.iter().for_each(|t| b.add(t));
+        b
+    }
+
     fn task(id: TaskId, subject: &str, blocked_by: Vec<TaskId>) -> Task {
         serde_json::from_value(serde_json::json!({
             "id": id, "subject": subject, "status": "pending", "blocked_by": blocked_by,
@@ -468,10 +429,7 @@ mod tests {
 
     #[test]
     fn events_drive_the_board_to_completion() {
-        let mut b = Board::new(
-            &[task(1, "config", vec![]), task(2, "tests", vec![1])],
-            "main",
-        );
+        let mut b = board(&[task(1, "config", vec![]), task(2, "tests", vec![1])]);
         let created = event(1_002, EventKind::TaskCreated, "lead", Some(2), "");
         assert_eq!(
             b.apply(&created).as_deref(),
@@ -539,7 +497,7 @@ mod tests {
 
     #[test]
     fn a_release_and_a_failure_are_explained_in_one_line() {
-        let mut b = Board::new(&[task(1, "tests", vec![])], "main");
+        let mut b = board(&[task(1, "tests", vec![])]);
         b.apply(&event(1_001, EventKind::TaskClaimed, "cy", Some(1), ""));
         let released = event(
             1_101,
@@ -569,7 +527,7 @@ mod tests {
 
     #[test]
     fn worktree_events_say_where_a_task_works_what_its_checks_did_and_where_it_landed() {
-        let mut b = Board::new(&[task(3, "tests", vec![])], "main");
+        let mut b = board(&[task(3, "tests", vec![])]);
         b.apply(&event(1_010, EventKind::TaskClaimed, "cy", Some(3), ""));
         let mut t = task(3, "tests", vec![]);
         t.worktree = Some(Worktree {
@@ -657,7 +615,7 @@ mod tests {
 
     #[test]
     fn events_before_the_first_task_are_not_shown() {
-        let mut b = Board::new(&[task(1, "config", vec![])], "main");
+        let mut b = board(&[task(1, "config", vec![])]);
         let early = event(900, EventKind::MemberStatus, "ada", None, "ada is idle");
         assert_eq!(b.apply(&early), None);
     }

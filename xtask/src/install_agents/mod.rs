@@ -62,21 +62,12 @@ pub struct InstallAgentsArgs {
     keep_old: bool,
 }
 
+/// `--cli`'s words, in the order of `Cli::ALL`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum CliName {
     Claude,
     Codex,
     Gemini,
-}
-
-impl CliName {
-    fn cli(self) -> Cli {
-        match self {
-            CliName::Claude => Cli::Claude,
-            CliName::Codex => Cli::Codex,
-            CliName::Gemini => Cli::Gemini,
-        }
-    }
 }
 
 /// One npm package to have installed, and how to tell that it is.
@@ -110,10 +101,18 @@ impl Pin {
     }
 }
 
-/// Progress goes to stderr, one line a step.
-pub(crate) fn say(line: &str) {
-    eprintln!("install-agents: {line}");
+/// `claude 2.1.332`, as progress lines name a pin.
+impl std::fmt::Display for Pin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.label, self.version)
+    }
 }
+
+/// Progress goes to stderr, one line a step.
+macro_rules! say {
+    ($($arg:tt)*) => { eprintln!("install-agents: {}", format_args!($($arg)*)) };
+}
+pub(crate) use say;
 
 pub fn run(args: &InstallAgentsArgs) -> anyhow::Result<()> {
     let dir = args.dir.clone().unwrap_or_else(agents_dir);
@@ -127,24 +126,21 @@ pub fn run(args: &InstallAgentsArgs) -> anyhow::Result<()> {
     let clis: Vec<Cli> = if args.only.is_empty() {
         Cli::ALL.to_vec()
     } else {
-        args.only.iter().map(|c| c.cli()).collect()
+        args.only.iter().map(|c| Cli::ALL[*c as usize]).collect()
     };
     let limit = Duration::from_secs(args.timeout.max(1));
     let started = Instant::now();
     match install_all(&Npm::default(), &dir, &clis, limit) {
         Ok(()) => {
-            say(&format!(
-                "done in {:.0?}: {} in {}",
-                started.elapsed(),
-                clis.iter().map(|c| c.name()).collect::<Vec<_>>().join(", "),
-                dir.display()
-            ));
+            let names: Vec<&str> = clis.iter().map(|c| c.name()).collect();
+            let (took, dir) = (started.elapsed(), dir.display());
+            say!("done in {took:.0?}: {} in {dir}", names.join(", "));
             Ok(())
         }
         Err(e) => match e.downcast_ref::<NpmError>() {
             Some(NpmError::Unreachable { .. }) => {
                 // One line, last: `.ci/run` quotes it.
-                say(&format!("{e}"));
+                say!("{e}");
                 std::process::exit(EXIT_UNREACHABLE);
             }
             _ => Err(e),
@@ -156,26 +152,20 @@ pub fn run(args: &InstallAgentsArgs) -> anyhow::Result<()> {
 fn say_pruned(pruned: &[prune::Pruned]) {
     let mut freed = 0;
     for p in pruned {
+        let (name, label, version, pinned) = (&p.name, p.label, &p.version, p.pinned);
         match &p.failed {
             None => {
                 freed += p.bytes;
-                say(&format!(
-                    "removed {} ({}): {} {}, pinned at {} now",
-                    p.name,
-                    prune::human(p.bytes),
-                    p.label,
-                    p.version,
-                    p.pinned
-                ));
+                let size = prune::human(p.bytes);
+                say!("removed {name} ({size}): {label} {version}, pinned at {pinned} now");
             }
-            Some(why) => say(&format!(
-                "cannot remove {} ({} {}, pinned at {} now): {why}",
-                p.name, p.label, p.version, p.pinned
-            )),
+            Some(why) => {
+                say!("cannot remove {name} ({label} {version}, pinned at {pinned} now): {why}")
+            }
         }
     }
     if freed > 0 {
-        say(&format!("{} of old pins freed", prune::human(freed)));
+        say!("{} of old pins freed", prune::human(freed));
     }
 }
 
@@ -191,39 +181,23 @@ fn install_all(npm: &Npm, dir: &Path, clis: &[Cli], limit: Duration) -> anyhow::
         };
         match run::version_of(&pin) {
             Ok(()) => {
-                say(&format!(
-                    "{} {} is installed ({})",
-                    pin.label,
-                    pin.version,
-                    pin.program.display()
-                ));
+                say!("{pin} is installed ({})", pin.program.display());
                 continue;
             }
-            Err(why) if pin.dir.exists() => say(&format!(
-                "{} {} in {} does not work ({why}); installing it again",
-                pin.label,
-                pin.version,
-                pin.dir.display()
-            )),
+            Err(why) if pin.dir.exists() => {
+                let dir = pin.dir.display();
+                say!("{pin} in {dir} does not work ({why}); installing it again")
+            }
             Err(_) => {}
         }
         npm::install(npm, &pin, limit, |partial| match &node {
             Some(node::Node::Installed(program)) => node::wrap_gemini(partial, &pin.dir, program),
             _ => Ok(()),
         })?;
-        run::version_of(&pin).map_err(|why| {
-            anyhow::anyhow!(
-                "{} was installed into {}, but {why}",
-                pin.spec(),
-                pin.dir.display()
-            )
-        })?;
-        say(&format!(
-            "{} {} installed ({})",
-            pin.label,
-            pin.version,
-            pin.program.display()
-        ));
+        let (spec, dir) = (pin.spec(), pin.dir.display());
+        let installed = run::version_of(&pin);
+        installed.map_err(|why| anyhow::anyhow!("{spec} was installed into {dir}, but {why}"))?;
+        say!("{pin} installed ({})", pin.program.display());
     }
     Ok(())
 }
@@ -280,6 +254,14 @@ esac
             .lines()
             .map(str::to_string)
             .collect()
+    }
+
+    #[test]
+    fn each_cli_name_stands_for_the_cli_of_that_name() {
+        for c in CliName::value_variants() {
+            let name = c.to_possible_value().expect("a name");
+            assert_eq!(Cli::ALL[*c as usize].name(), name.get_name());
+        }
     }
 
     #[test]

@@ -46,7 +46,7 @@ pub(crate) fn for_major(
     if run::version_of(&pin).is_ok() {
         return Ok(Node::Installed(pin.program));
     }
-    say(&format!(
+    say!(
         "the Gemini CLI needs Node {major} or newer, and the node on PATH is {}; \
          installing {} from the npm registry",
         match (&on_path, found) {
@@ -55,7 +55,7 @@ pub(crate) fn for_major(
             (Err(why), _) => format!("not usable ({why})"),
         },
         pin.spec()
-    ));
+    );
     npm::install(npm, &pin, limit, |_| Ok(()))?;
     run::version_of(&pin)
         .map_err(|why| anyhow::anyhow!("{} was installed, but {why}", pin.spec()))?;
@@ -105,7 +105,7 @@ pub(crate) fn wrap_gemini(partial: &Path, final_dir: &Path, node: &Path) -> anyh
     std::fs::remove_file(&bin)?;
     std::fs::write(&bin, script)?;
     std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755))?;
-    say(&format!("gemini runs with {}", node.display()));
+    say!("gemini runs with {}", node.display());
     Ok(())
 }
 

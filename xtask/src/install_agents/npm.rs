@@ -3,6 +3,7 @@
 
 use super::run::{Ended, bounded, last_lines};
 use super::{Pin, say};
+use anyhow::Context as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -10,41 +11,23 @@ use std::time::{Duration, Instant};
 /// How long the registry has to answer the look-up that precedes an install.
 const PROBE_LIMIT: Duration = Duration::from_secs(60);
 
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub(crate) enum NpmError {
-    /// No npm to run.
+    #[error(
+        "npm is not installed (`npm --version`: {0}); install Node.js and npm \
+         (Debian: `apt-get install nodejs npm`)"
+    )]
     Missing(String),
     /// The registry did not answer; nothing says the package is at fault.
+    #[error("cannot reach the npm registry {registry} for {spec}: {why}")]
     Unreachable {
         registry: String,
         spec: String,
         why: String,
     },
+    #[error("{0}")]
     Failed(String),
 }
-
-impl std::fmt::Display for NpmError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            NpmError::Missing(why) => write!(
-                f,
-                "npm is not installed (`npm --version`: {why}); install Node.js and npm \
-                 (Debian: `apt-get install nodejs npm`)"
-            ),
-            NpmError::Unreachable {
-                registry,
-                spec,
-                why,
-            } => write!(
-                f,
-                "cannot reach the npm registry {registry} for {spec}: {why}"
-            ),
-            NpmError::Failed(why) => f.write_str(why),
-        }
-    }
-}
-
-impl std::error::Error for NpmError {}
 
 /// npm's codes for a registry that cannot be reached, as in `npm error code X`.
 const NETWORK_CODES: &[&str] = &[
@@ -76,10 +59,8 @@ pub(crate) fn install(
 ) -> anyhow::Result<()> {
     let version = npm_version(npm)?;
     let spec = pin.spec();
-    let parent = pin
-        .dir
-        .parent()
-        .ok_or_else(|| anyhow::anyhow!("{} has no parent", pin.dir.display()))?;
+    let parent = pin.dir.parent();
+    let parent = parent.with_context(|| format!("{} has no parent", pin.dir.display()))?;
     let log = parent.join(format!("{}-{}.log", pin.label, pin.version));
     let _ = std::fs::remove_file(&log);
     probe(npm, pin, &log)?;
@@ -87,11 +68,8 @@ pub(crate) fn install(
     let partial = tempfile::Builder::new()
         .prefix(&format!(".{}-{}.partial-", pin.label, pin.version))
         .tempdir_in(parent)?;
-    say(&format!(
-        "installing {spec} with npm {version} into {} (log: {})",
-        pin.dir.display(),
-        log.display()
-    ));
+    let (dir, shown) = (pin.dir.display(), log.display());
+    say!("installing {spec} with npm {version} into {dir} (log: {shown})");
     let started = Instant::now();
     run_install(npm, pin, partial.path(), &log, limit)?;
     finish(partial.path())?;
@@ -100,7 +78,7 @@ pub(crate) fn install(
     }
     std::fs::rename(partial.path(), &pin.dir)?;
     let _ = partial.keep();
-    say(&format!("{spec}: npm took {:.1?}", started.elapsed()));
+    say!("{spec}: npm took {:.1?}", started.elapsed());
     Ok(())
 }
 
@@ -140,11 +118,12 @@ fn probe(npm: &Npm, pin: &Pin, log: &Path) -> Result<(), NpmError> {
     let spec = pin.spec();
     let mut cmd = npm.command();
     cmd.args(["view", &spec, "version"])
-        .args(["--fetch-timeout=20000", "--fetch-retries=1"])
         .args([
+            "--fetch-timeout=20000",
+            "--fetch-retries=1",
             "--fetch-retry-mintimeout=2000",
-            "--fetch-retry-maxtimeout=5000",
-        ]);
+        ])
+        .arg("--fetch-retry-maxtimeout=5000");
     let ended = bounded(&mut cmd, log, PROBE_LIMIT)
         .map_err(|e| NpmError::Failed(format!("cannot run npm view {spec}: {e}")))?;
     let text = std::fs::read_to_string(log).unwrap_or_default();

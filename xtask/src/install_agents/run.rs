@@ -122,7 +122,7 @@ pub(crate) fn remove_partials(dir: &Path) {
         let name = entry.file_name();
         let name = name.to_string_lossy();
         if name.starts_with('.') && name.contains(".partial-") {
-            say(&format!("removing {name}, left by an interrupted run"));
+            say!("removing {name}, left by an interrupted run");
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }

@@ -19,9 +19,6 @@ pub struct Setting {
     pub kill_every: f64,
     pub boardd_kills: usize,
     pub timeout: Duration,
-    /// The xtask binary (for restarting teammates) and where their logs go.
-    pub exe: PathBuf,
-    pub log_dir: PathBuf,
     pub manifests: PathBuf,
     /// The repository, whose target ref one kind of boardd kill watches.
     pub repo: PathBuf,
@@ -134,12 +131,12 @@ pub async fn drive(
             }
         }
         if let Some(status) = boardd.try_wait()? {
-            out.boardd_crashes
-                .push(format!("boardd exited by itself ({status})"));
+            let crash = format!("boardd exited by itself ({status})");
+            out.boardd_crashes.push(crash);
             boardd.restart(super::START_TIMEOUT).await?;
         }
         for t in teammates.iter_mut() {
-            t.revive_if_dead(&s.exe, &s.log_dir).await?;
+            t.revive_if_dead()?;
         }
         if s.kill_every > 0.0 && Instant::now() >= next_kill {
             let i = rng.usize(..teammates.len());
@@ -161,11 +158,13 @@ pub async fn drive(
         if last_print.elapsed() >= Duration::from_secs(5) {
             last_print = Instant::now();
             let landing = count(&tasks, |t| t.landing.is_some());
-            println!(
-                "  {:>5.1} s: {completed}/{total} completed, {landing} landing; killed {} teammates, boardd {} times",
+            let (s, w, b) = (
                 start.elapsed().as_secs_f64(),
                 out.worker_kills.len(),
-                out.boardd_kills.len()
+                out.boardd_kills.len(),
+            );
+            println!(
+                "  {s:>5.1} s: {completed}/{total} completed, {landing} landing; killed {w} teammates, boardd {b} times"
             );
         }
         tokio::time::sleep(TICK).await;
@@ -194,32 +193,32 @@ async fn kill_teammate(
     manifests: &mut usize,
 ) -> anyhow::Result<WorkerKill> {
     t.freeze().await;
-    let name = t.args.name.clone();
+    let name = t.name.clone();
     let held = lead
         .call(|c| Box::pin(c.list_tasks(Some(TaskStatus::InProgress))))
         .await?
         .into_iter()
         .find(|task| task.owner.as_deref() == Some(name.as_str()));
-    let mut k = WorkerKill {
-        at_s: start.elapsed().as_secs_f64(),
-        at_ms: teamboard_protocol::now_ms(),
-        worker: name.clone(),
-        task: held.as_ref().map(|t| t.id),
-        manifest: None,
-        files: 0,
-        skipped: None,
-    };
-    match manifest_of(s, held.as_ref(), &name, *manifests) {
+    let (at_s, at_ms) = (start.elapsed().as_secs_f64(), teamboard_protocol::now_ms());
+    let task = held.as_ref().map(|t| t.id);
+    let (manifest, files, skipped) = match manifest_of(s, held.as_ref(), &name, *manifests) {
         Ok(Some((file, files))) => {
             *manifests += 1;
-            k.manifest = Some(file);
-            k.files = files;
+            (Some(file), files, None)
         }
-        Ok(None) => k.skipped = Some(NOTHING_UNCOMMITTED.into()),
-        Err(why) => k.skipped = Some(why),
-    }
-    t.kill_and_restart(&s.exe, &s.log_dir).await?;
-    Ok(k)
+        Ok(None) => (None, 0, Some(NOTHING_UNCOMMITTED.into())),
+        Err(why) => (None, 0, Some(why)),
+    };
+    t.kill_and_restart().await?;
+    Ok(WorkerKill {
+        at_s,
+        at_ms,
+        worker: name,
+        task,
+        manifest,
+        files,
+        skipped,
+    })
 }
 
 /// The manifest of the held task's worktree, saved; `Err` says why there is
@@ -252,11 +251,8 @@ fn manifest_of(
         return Ok(None);
     }
     let path = manifest::save(&s.manifests, &m, seq).map_err(|e| format!("{e:#}"))?;
-    let file = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    Ok(Some((file, m.files.len())))
+    let file = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    Ok(Some((file.unwrap_or_default(), m.files.len())))
 }
 
 /// Kills boardd with SIGKILL after a random pause, at `moment` (or after a
@@ -300,46 +296,42 @@ async fn kill_boardd(
             std::thread::sleep(Duration::from_micros(500));
         }
     }
-    let at_s = start.elapsed().as_secs_f64();
-    let at_ms = teamboard_protocol::now_ms();
+    let (at_s, at_ms) = (start.elapsed().as_secs_f64(), teamboard_protocol::now_ms());
     lead.reset();
-    let restart = boardd.restart(super::START_TIMEOUT).await?;
+    let restart_ms = boardd.restart(super::START_TIMEOUT).await?.as_secs_f64() * 1e3;
+    let completed_before = completed;
     Ok(BoarddKill {
         moment,
         at_s,
         at_ms,
-        completed_before: completed,
+        completed_before,
         checking,
         queued,
-        restart_ms: restart.as_secs_f64() * 1e3,
+        restart_ms,
     })
 }
 
 /// What was left when the time ran out, for the failure report.
 fn stuck(tasks: &[Task], teammates: &[Teammate], boardd: &Boardd) -> String {
+    use std::fmt::Write as _;
     let mut text = String::from("tasks not completed:\n");
     for t in tasks.iter().filter(|t| t.status != TaskStatus::Completed) {
-        text.push_str(&format!(
-            "  #{} {:?} owner {:?} epoch {} attempts {} ready {} landing {:?} last_error {:?} handoff {:?}\n",
-            t.id,
-            t.status,
-            t.owner,
-            t.epoch,
-            t.attempts,
-            t.ready,
-            t.landing.as_ref().map(|l| l.stage),
-            t.last_error,
-            t.handoff
-        ));
+        let (landing, error) = (t.landing.as_ref().map(|l| l.stage), &t.last_error);
+        let _ = writeln!(
+            text,
+            "  #{} {:?} owner {:?} epoch {} attempts {} ready {} landing {landing:?} last_error {error:?} handoff {:?}",
+            t.id, t.status, t.owner, t.epoch, t.attempts, t.ready, t.handoff
+        );
     }
     text.push_str("teammates:\n");
     for t in teammates {
-        text.push_str(&format!("  {} pid {:?}\n", t.args.name, t.pid()));
+        let _ = writeln!(text, "  {} pid {:?}", t.name, t.pid());
     }
-    text.push_str(&format!(
-        "the end of boardd's log ({}):\n{}\n",
-        boardd.log.display(),
+    let log = boardd.log.display();
+    let _ = writeln!(
+        text,
+        "the end of boardd's log ({log}):\n{}",
         boardd.log_tail(30)
-    ));
+    );
     text
 }

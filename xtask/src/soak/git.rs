@@ -34,10 +34,8 @@ pub const ENV: [(&str, &str); 6] = [
 
 /// Runs git and answers how it ended, whatever that was.
 pub fn output(dir: &Path, args: &[&str]) -> anyhow::Result<Output> {
-    command(dir)
-        .args(args)
-        .output()
-        .with_context(|| format!("cannot run git {}", args.join(" ")))
+    let out = command(dir).args(args).output();
+    out.with_context(|| format!("cannot run git {}", args.join(" ")))
 }
 
 /// Runs git; a failure is an error carrying what git said.
@@ -56,12 +54,12 @@ pub fn line(dir: &Path, args: &[&str]) -> anyhow::Result<String> {
 
 /// "git ARGS failed (STATUS): OUTPUT", for errors.
 pub fn failure(args: &[&str], out: &Output) -> String {
+    let [stdout, stderr] = [&out.stdout, &out.stderr].map(|b| String::from_utf8_lossy(b));
+    let (args, status) = (args.join(" "), out.status);
     format!(
-        "git {} failed ({}): {}{}",
-        args.join(" "),
-        out.status,
-        String::from_utf8_lossy(&out.stdout).trim(),
-        String::from_utf8_lossy(&out.stderr).trim()
+        "git {args} failed ({status}): {}{}",
+        stdout.trim(),
+        stderr.trim()
     )
 }
 
@@ -74,11 +72,12 @@ use teamboard_git::parse_status;
 /// (not just its directory). Takes no lock, so it can look at a worktree
 /// while someone else works in it.
 pub fn status(wt: &Path) -> anyhow::Result<Vec<Changed>> {
+    let args = ["status", "--porcelain=v1", "-z", "--untracked-files=all"];
     let out = command(wt)
         .env("GIT_OPTIONAL_LOCKS", "0")
-        .args(["status", "--porcelain=v1", "-z", "--untracked-files=all"])
-        .output()
-        .context("cannot run git status")?;
+        .args(args)
+        .output();
+    let out = out.context("cannot run git status")?;
     if !out.status.success() {
         bail!("{}", failure(&["status"], &out));
     }
@@ -87,29 +86,22 @@ pub fn status(wt: &Path) -> anyhow::Result<Vec<Changed>> {
 
 /// Whether a rebase is stopped (or running) in `wt`.
 pub fn rebasing(wt: &Path) -> anyhow::Result<bool> {
-    let paths = run(
-        wt,
-        &[
-            "rev-parse",
-            "--git-path",
-            "rebase-merge",
-            "--git-path",
-            "rebase-apply",
-        ],
-    )?;
-    Ok(paths.lines().any(|p| wt.join(p).exists()))
+    let paths = [
+        "rev-parse",
+        "--git-path",
+        "rebase-merge",
+        "--git-path",
+        "rebase-apply",
+    ];
+    Ok(run(wt, &paths)?.lines().any(|p| wt.join(p).exists()))
 }
 
 /// The paths a stopped merge or rebase left unmerged.
 pub fn unmerged(wt: &Path) -> anyhow::Result<Vec<String>> {
-    Ok(status(wt)?
-        .into_iter()
-        .filter(|c| {
-            matches!(
-                c.code.as_str(),
-                "DD" | "AU" | "UD" | "UA" | "DU" | "AA" | "UU"
-            )
-        })
+    let unmerged = ["DD", "AU", "UD", "UA", "DU", "AA", "UU"];
+    let changed = status(wt)?.into_iter();
+    Ok(changed
+        .filter(|c| unmerged.contains(&c.code.as_str()))
         .map(|c| c.path)
         .collect())
 }

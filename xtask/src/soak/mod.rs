@@ -1,20 +1,10 @@
-//! `cargo xtask soak-git`: teammates, tasks and a real git repository, with
-//! forced conflicts and random `kill -9`s, against a real boardd; then checks
-//! that nothing was lost or landed where it should not be.
-//!
-//! `soak-git` (a debug build, through the `cargo xtask` alias) builds boardd
-//! and xtask in release mode and hands over to `target/release/xtask
-//! soak-git-run`, the driver. The driver makes a repository with the git
-//! command line (`main` checked out nowhere), starts boardd, attaches the
-//! repository, adds the task graph (`plan.rs`) and starts the teammates: each
-//! a process of its own (`xtask soak-git-worker`, `worker.rs`) that works
-//! like a model-driven teammate without the model. Then, until every task is
-//! completed (`driver.rs`), it kills a random teammate with SIGKILL every few
-//! seconds, after freezing it and taking a manifest of its worktree's
-//! uncommitted files (`manifest.rs`), and starts it again under the same
-//! name; and a few times it kills boardd itself and starts it again on the
-//! same state. At the end it checks the repository and the board
-//! (`verify.rs`) and reports (`report.rs`).
+//! `cargo xtask soak-git` ([`LONG_ABOUT`]): the driver, run from the release
+//! build, makes a repository (`main` checked out nowhere), starts boardd and
+//! adds the task graph ([`plan`]). Each teammate is a process of its own
+//! ([`worker`]) that works like a model-driven teammate without the model.
+//! The [`driver`] freezes and kills teammates (after a [`manifest`] of their
+//! worktree) and boardd until every task is completed; then [`verify`] checks
+//! the repository and the board and [`report`] sums up.
 
 mod driver;
 mod edits;
@@ -30,14 +20,15 @@ mod setup;
 mod verify;
 pub mod worker;
 
-use crate::bench::harness::{self, Host};
+use crate::bench::harness::board::Scratch;
+use crate::bench::harness::report::write_json;
+use crate::bench::harness::{self, Bins, Host};
 use crate::cargo::Metadata;
 use anyhow::{Context, bail};
 use plan::{Shape, TEAM};
 use std::path::PathBuf;
 use std::time::Duration;
 use teamboard_process::{Launch, die_with_parent};
-use worker::WorkerArgs;
 
 pub const LONG_ABOUT: &str = "\
 Soak boardd's worktrees, completion gates and merge queue: N teammate processes \
@@ -185,91 +176,63 @@ pub fn run(args: &SoakArgs) -> anyhow::Result<()> {
 }
 
 async fn run_async(args: &SoakArgs) -> anyhow::Result<()> {
-    let meta = Metadata::load()?;
-    let exe = std::env::current_exe().context("cannot find the xtask binary")?;
-    let bin_dir = exe.parent().context("the xtask binary has no directory")?;
-    let boardd_bin = bin_dir.join("boardd");
-    if !boardd_bin.exists() {
-        bail!(
-            "{} is missing; run `cargo xtask soak-git`, which builds it",
-            boardd_bin.display()
-        );
-    }
+    let bins = Bins::beside_me(&["boardd"], "soak-git")?;
     let seed = args.seed.unwrap_or_else(|| {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(1, |d| d.as_nanos() as u64 % 1_000_000)
     });
-    let out_dir = meta.target_directory.join("soak-git");
-    let base = args.dir.clone().unwrap_or_else(|| out_dir.clone());
-    std::fs::create_dir_all(&base).with_context(|| format!("cannot create {}", base.display()))?;
-    let run_dir = tempfile::Builder::new()
-        .prefix(&format!("run-{seed}-"))
-        .tempdir_in(&base)
-        .with_context(|| format!("cannot create a directory in {}", base.display()))?;
-    // Socket paths must stay under 108 bytes: a short directory in /tmp.
-    let socket_dir = tempfile::Builder::new()
-        .prefix("tb-soak-")
-        .tempdir_in("/tmp")
-        .context("cannot create a socket directory in /tmp")?;
-    let dir = run_dir.path();
-    let (repo, state) = (dir.join("repo"), dir.join("state"));
-    let (journals, manifests, logs) =
-        (dir.join("journal"), dir.join("manifests"), dir.join("logs"));
-    for d in [&journals, &manifests, &logs] {
-        std::fs::create_dir_all(d)?;
+    let out_dir = Metadata::load()?.target_directory.join("soak-git");
+    let prefix = format!("run-{seed}-");
+    let run = Scratch::new(&prefix, args.dir.as_deref(), out_dir.clone())?;
+    let dir = run.path();
+    let (repo, state, manifests) = (dir.join("repo"), dir.join("state"), dir.join("manifests"));
+    for d in ["journal", "manifests", "logs"] {
+        std::fs::create_dir_all(dir.join(d))?;
     }
     let host = Host::now();
+    let (teammates, tasks) = (args.teammates, args.tasks);
     println!(
-        "soak-git: seed {seed}, {} teammates, {} tasks, in {}",
-        args.teammates,
-        args.tasks,
+        "soak-git: seed {seed}, {teammates} teammates, {tasks} tasks, in {}",
         dir.display()
     );
     let initial = setup::repository(&repo, args.shared_files)?;
     let plan = plan::plan(seed, &args.shape());
-    let socket = socket_dir.path().join("boardd.sock");
+    let socket = run.socket("boardd.sock");
     // On a fixed socket and state directory, so that it can be killed and
     // started again on the same state, as a crash and a restart by systemd
     // would. Its log is appended to across restarts: one log for the run.
-    let mut launch = Launch::new(&boardd_bin, &socket, &state, &state.join("boardd.log"));
-    launch.command().args([
-        format!("--lease-ttl={LEASE_TTL_S}"),
-        format!("--restart-grace={LEASE_TTL_S}"),
-    ]);
+    let (bin, log) = (bins.get("boardd"), state.join("boardd.log"));
+    let mut launch = Launch::new(&bin, &socket, &state, &log);
+    let lease = LEASE_TTL_S.to_string();
+    let flags = ["--lease-ttl", &lease, "--restart-grace", &lease];
+    launch.command().args(flags);
     git::isolate(launch.command());
     die_with_parent(launch.command(), libc::SIGKILL);
     let mut boardd = launch.start(START_TIMEOUT).await?;
     let mut lead = lead::Lead::new(socket.clone(), TEAM);
     let ids = setup::board(&mut lead, &repo, &plan).await?;
-    let mut teammates = Vec::with_capacity(args.teammates);
-    for i in 1..=args.teammates {
-        let w = WorkerArgs {
-            name: format!("w{i}"),
-            socket: socket.clone(),
-            dir: dir.to_path_buf(),
-            seed,
-            heartbeat_ms: LEASE_TTL_S * 1000 / 4,
-            pause_ms: 2000,
-            give_up_rate: 0.1,
-            own_rate: 0.25,
-            commit_rate: 0.3,
-        };
-        teammates.push(procs::Teammate::spawn(&exe, &logs, w)?);
-    }
+    let (exe, journals) = (bins.xtask.clone(), dir.join("journal"));
+    let start = procs::Start {
+        exe,
+        socket,
+        dir: dir.to_path_buf(),
+        seed,
+    };
+    let mut procs: Vec<_> = (1..=teammates)
+        .map(|i| procs::Teammate::spawn(&start, format!("w{i}")))
+        .collect::<anyhow::Result<_>>()?;
     let setting = driver::Setting {
         seed,
         kill_every: args.kill_every,
         boardd_kills: args.boardd_kills,
         timeout: Duration::from_secs_f64(args.timeout),
-        exe: exe.clone(),
-        log_dir: logs.clone(),
         manifests: manifests.clone(),
         repo: repo.clone(),
     };
-    let driven = driver::drive(&setting, &mut boardd, &mut lead, &mut teammates, ids.len()).await?;
+    let driven = driver::drive(&setting, &mut boardd, &mut lead, &mut procs, ids.len()).await?;
     let mut worker_crashes = Vec::new();
-    for t in &mut teammates {
+    for t in &mut procs {
         t.kill().await;
         worker_crashes.append(&mut t.crashes);
     }
@@ -298,12 +261,13 @@ async fn run_async(args: &SoakArgs) -> anyhow::Result<()> {
     checks.push(manifest_check);
     let (conflict_check, answered, in_history) = verify::conflicts(&repo, &records, &details)?;
     checks.push(conflict_check);
-    let pruned = lead
-        .call(|c| Box::pin(c.prune_worktrees(false)))
-        .await
-        .context("prune_worktrees")?;
-    let worktrees_dir = state.join("worktrees").join(TEAM);
-    checks.push(verify::pruned(&repo, &worktrees_dir, &pruned)?);
+    let pruned = lead.call(|c| Box::pin(c.prune_worktrees(false))).await;
+    let worktrees = state.join("worktrees").join(TEAM);
+    checks.push(verify::pruned(
+        &repo,
+        &worktrees,
+        &pruned.context("prune_worktrees")?,
+    )?);
     checks.push(verify::fsck(&repo)?);
     checks.push(verify::crashes(worker_crashes, &driven.boardd_crashes));
     boardd.stop(Duration::from_secs(10)).await?;
@@ -317,12 +281,12 @@ async fn run_async(args: &SoakArgs) -> anyhow::Result<()> {
         })
         .collect();
     let passed = checks.iter().all(|c| c.pass);
-    let keep = !passed || args.keep;
-    let mut report = report::Report {
+    let conflicts = (answered, in_history);
+    let report = report::Report {
         passed,
         seed,
-        teammates: args.teammates,
-        tasks: args.tasks,
+        teammates,
+        tasks,
         shape: args.shape(),
         kill_every_s: args.kill_every,
         seconds: driven.seconds,
@@ -330,30 +294,16 @@ async fn run_async(args: &SoakArgs) -> anyhow::Result<()> {
         load_average_before: host.load_average,
         load_average_after: harness::load_average(),
         figures: report::figures(&records, &details),
-        counts: report::counts(
-            &records,
-            &driven,
-            manifest_counts,
-            (answered, in_history),
-            &boardd_kills,
-        ),
+        counts: report::counts(&records, &driven, manifest_counts, conflicts, &boardd_kills),
         checks,
-        worker_kills: driven.worker_kills.clone(),
+        worker_kills: driven.worker_kills,
         boardd_kills,
-        retried: driven.retried.clone(),
+        retried: driven.retried,
         git_trouble: report::git_trouble(&records),
-        run_dir: None,
+        run_dir: (!passed || args.keep).then(|| run.keep().display().to_string()),
     };
-    if keep {
-        report.run_dir = Some(run_dir.keep().display().to_string());
-    }
     report.print();
-    std::fs::create_dir_all(&out_dir)?;
-    let json = out_dir.join("report.json");
-    std::fs::write(&json, serde_json::to_vec_pretty(&report)?)
-        .with_context(|| format!("cannot write {}", json.display()))?;
-    println!();
-    println!("report written to {}", json.display());
+    write_json(&out_dir.join("report.json"), "report", &report)?;
     if let Some(d) = &report.run_dir {
         println!("the run's directory is kept: {d}");
     }

@@ -113,38 +113,34 @@ pub fn plan(seed: u64, shape: &Shape) -> Vec<Planned> {
             }
             blocked_by.sort_unstable();
         }
+        let steps = rng.u64(1..=3) as u32;
+        let needs = blocked_by.iter().map(|b| own_file(*b)).collect();
+        let shared_ = shared.clone();
         let spec = Spec {
             n,
-            shared: shared.clone(),
-            steps: rng.u64(1..=3) as u32,
+            shared: shared_,
+            steps,
             checked,
             forget_done,
-            needs: blocked_by.iter().map(|b| own_file(*b)).collect(),
+            needs,
         };
-        let checks = if checked {
-            vec![format!(
-                "sleep {}; grep -qx '{}' {}",
-                shape.check_secs,
-                spec.done_line(),
-                spec.own_file()
-            )]
-        } else {
-            Vec::new()
+        let (own, done, secs) = (spec.own_file(), spec.done_line(), shape.check_secs);
+        let checks = match checked {
+            true => vec![format!("sleep {secs}; grep -qx '{done}' {own}")],
+            false => Vec::new(),
         };
-        let what = match &shared {
-            Some(s) => format!("write {} and append to {s}", spec.own_file()),
-            None => format!("write {}", spec.own_file()),
-        };
-        let subject = format!("soak t{n}: {what}");
+        let also = shared
+            .as_deref()
+            .map(|s| format!(" and append to {s}"))
+            .unwrap_or_default();
+        let subject = format!("soak t{n}: write {own}{also}");
+        let also = shared
+            .as_deref()
+            .map(|s| format!(" and to {s}"))
+            .unwrap_or_default();
+        let json = serde_json::to_string(&spec).unwrap_or_default();
         let description = format!(
-            "Append lines starting with 't{n} ' to {}{}; end it with the line '{}'.\n{SPEC_MARK}{}",
-            spec.own_file(),
-            shared
-                .as_deref()
-                .map(|s| format!(" and to {s}"))
-                .unwrap_or_default(),
-            spec.done_line(),
-            serde_json::to_string(&spec).unwrap_or_default()
+            "Append lines starting with 't{n} ' to {own}{also}; end it with the line '{done}'.\n{SPEC_MARK}{json}"
         );
         out.push(Planned {
             subject,

@@ -1,25 +1,36 @@
 //! The soak's teammate processes: started, frozen, killed with SIGKILL and
 //! started again under the same name.
 
-use super::worker::{WorkerArgs, command_line};
 use anyhow::Context;
-use std::path::Path;
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 use tokio::process::{Child, Command};
 
+/// What every teammate is started with: the xtask binary, the run's socket and
+/// directory (its journal, the manifests, `logs/NAME.log`), and the seed.
+#[derive(Clone)]
+pub struct Start {
+    pub exe: PathBuf,
+    pub socket: PathBuf,
+    pub dir: PathBuf,
+    pub seed: u64,
+}
+
 pub struct Teammate {
-    pub args: WorkerArgs,
+    pub name: String,
+    start: Start,
     child: Child,
     /// Exits nobody asked for (a crash of the worker itself).
     pub crashes: Vec<String>,
 }
 
 impl Teammate {
-    pub fn spawn(exe: &Path, log_dir: &Path, args: WorkerArgs) -> anyhow::Result<Teammate> {
-        let child = start(exe, log_dir, &args)?;
+    pub fn spawn(start: &Start, name: String) -> anyhow::Result<Teammate> {
+        let child = start.spawn(&name)?;
         Ok(Teammate {
-            args,
+            name,
+            start: start.clone(),
             child,
             crashes: Vec::new(),
         })
@@ -37,29 +48,32 @@ impl Teammate {
         let Some(pid) = self.pid() else { return };
         // SAFETY: kill(2) on a child we spawned and have not reaped.
         unsafe { libc::kill(pid as libc::pid_t, libc::SIGSTOP) };
+        let live_children = || {
+            let all = teamboard_process::processes();
+            all.iter().filter(|s| s.ppid == pid && s.running()).count()
+        };
         let t = Instant::now();
-        while live_children(pid) > 0 && t.elapsed() < Duration::from_secs(5) {
+        while live_children() > 0 && t.elapsed() < Duration::from_secs(5) {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
 
     /// `kill -9`, then the same teammate again.
-    pub async fn kill_and_restart(&mut self, exe: &Path, log_dir: &Path) -> anyhow::Result<()> {
-        self.child.start_kill().context("cannot kill a teammate")?;
-        self.child.wait().await?;
-        self.child = start(exe, log_dir, &self.args)?;
+    pub async fn kill_and_restart(&mut self) -> anyhow::Result<()> {
+        self.kill().await;
+        self.child = self.start.spawn(&self.name)?;
         Ok(())
     }
 
     /// Restarts it if it exited on its own, noting why.
-    pub async fn revive_if_dead(&mut self, exe: &Path, log_dir: &Path) -> anyhow::Result<()> {
+    pub fn revive_if_dead(&mut self) -> anyhow::Result<()> {
         if let Some(status) = self.child.try_wait()? {
+            let log = teamboard_process::tail(&self.start.log(&self.name), 5);
+            let name = &self.name;
             self.crashes.push(format!(
-                "{} exited by itself ({status}); its stderr: {}",
-                self.args.name,
-                teamboard_process::tail(&log_dir.join(format!("{}.log", self.args.name)), 5)
+                "{name} exited by itself ({status}); its stderr: {log}"
             ));
-            self.child = start(exe, log_dir, &self.args)?;
+            self.child = self.start.spawn(name)?;
         }
         Ok(())
     }
@@ -70,28 +84,35 @@ impl Teammate {
     }
 }
 
-fn start(exe: &Path, log_dir: &Path, args: &WorkerArgs) -> anyhow::Result<Child> {
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(log_dir.join(format!("{}.log", args.name)))?;
-    let mut cmd = Command::new(exe);
-    cmd.arg("soak-git-worker")
-        .args(command_line(args))
+impl Start {
+    fn log(&self, name: &str) -> PathBuf {
+        self.dir.join("logs").join(format!("{name}.log"))
+    }
+
+    fn spawn(&self, name: &str) -> anyhow::Result<Child> {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log(name))?;
+        let mut cmd = Command::new(&self.exe);
+        cmd.args([
+            "soak-git-worker",
+            "--name",
+            name,
+            "--seed",
+            &self.seed.to_string(),
+        ])
+        .arg("--socket")
+        .arg(&self.socket)
+        .arg("--dir")
+        .arg(&self.dir)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log)
         .kill_on_drop(true);
-    super::git::isolate(cmd.as_std_mut());
-    teamboard_process::die_with_parent(cmd.as_std_mut(), libc::SIGKILL);
-    cmd.spawn()
-        .with_context(|| format!("cannot start {}", exe.display()))
-}
-
-/// Child processes of `pid` that are still running (not zombies).
-fn live_children(pid: u32) -> usize {
-    teamboard_process::processes()
-        .iter()
-        .filter(|s| s.ppid == pid && s.running())
-        .count()
+        super::git::isolate(cmd.as_std_mut());
+        teamboard_process::die_with_parent(cmd.as_std_mut(), libc::SIGKILL);
+        cmd.spawn()
+            .with_context(|| format!("cannot start {}", self.exe.display()))
+    }
 }

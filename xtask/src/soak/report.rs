@@ -3,9 +3,10 @@
 use super::driver::{
     BoarddKill, Driven, HELD_NOTHING, NOT_OPENED, NOTHING_UNCOMMITTED, WorkerKill,
 };
-use super::journal::Record;
+use super::journal::{Record, Records};
 use super::plan::{Shape, Spec};
 use super::verify::{Check, ManifestCounts};
+use crate::bench::harness::shown;
 use crate::bench::harness::summary::Summary;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -92,14 +93,13 @@ pub struct Counts {
 }
 
 /// The figures, from the teammates' journals and the task histories.
-pub fn figures(journals: &[(String, Record)], details: &[TaskDetail]) -> Figures {
+pub fn figures(journals: &Records, details: &[TaskDetail]) -> Figures {
     let by_id: HashMap<u64, &TaskDetail> = details.iter().map(|d| (d.task.id, d)).collect();
     let ms = |d: i64| Duration::from_millis(d.max(0) as u64);
-    let (mut total, mut gate_c, mut gate_u, mut queue, mut runs) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for (_, r) in journals {
+    let (mut total, mut gate_c, mut gate_u) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut queue, mut runs) = (Vec::new(), Vec::new());
+    for (_, at, r) in journals {
         let Record::Answered {
-            at,
             task,
             sent_at,
             code: None,
@@ -110,27 +110,20 @@ pub fn figures(journals: &[(String, Record)], details: &[TaskDetail]) -> Figures
         };
         total.push(ms(at - sent_at));
         let Some(d) = by_id.get(task) else { continue };
-        let queued = d
-            .history
-            .iter()
-            .find(|e| e.kind == EventKind::MergeQueued && e.at >= *sent_at);
-        let landed = d
-            .history
-            .iter()
-            .rev()
-            .find(|e| e.kind == EventKind::TaskCompleted);
+        let history = || d.history.iter();
+        let queued = history().find(|e| e.kind == EventKind::MergeQueued && e.at >= *sent_at);
+        let landed = history().rev().find(|e| e.kind == EventKind::TaskCompleted);
         if let (Some(q), Some(l)) = (queued, landed) {
-            let checked = Spec::from_description(&d.task.description).is_some_and(|s| s.checked);
-            if checked {
-                gate_c.push(ms(q.at - sent_at));
-            } else {
-                gate_u.push(ms(q.at - sent_at));
+            match Spec::from_description(&d.task.description).is_some_and(|s| s.checked) {
+                true => gate_c.push(ms(q.at - sent_at)),
+                false => gate_u.push(ms(q.at - sent_at)),
             }
             queue.push(ms(l.at - q.at));
         }
-        let run: u64 = d.task.check_runs.iter().map(|r| r.duration_ms).sum();
         if !d.task.check_runs.is_empty() {
-            runs.push(Duration::from_millis(run));
+            runs.push(Duration::from_millis(
+                d.task.check_runs.iter().map(|r| r.duration_ms).sum(),
+            ));
         }
     }
     Figures {
@@ -144,122 +137,113 @@ pub fn figures(journals: &[(String, Record)], details: &[TaskDetail]) -> Figures
 
 /// The tasks queued before `at_ms` whose landing ended after it.
 pub fn queued_across(details: &[TaskDetail], at_ms: i64) -> Vec<u64> {
-    let ends = |k: EventKind| {
-        matches!(
-            k,
-            EventKind::TaskCompleted | EventKind::MergeConflict | EventKind::ChecksFailed
-        )
+    use EventKind::{ChecksFailed, MergeConflict, MergeQueued, TaskCompleted};
+    let ends = |k: EventKind| matches!(k, TaskCompleted | MergeConflict | ChecksFailed);
+    let across = |d: &TaskDetail| {
+        let queued = d
+            .history
+            .iter()
+            .filter(|e| e.kind == MergeQueued && e.at < at_ms);
+        let Some(q) = queued.map(|e| e.seq).max() else {
+            return false;
+        };
+        let end = d.history.iter().find(|e| e.seq > q && ends(e.kind));
+        end.is_some_and(|e| e.at >= at_ms)
     };
     details
         .iter()
-        .filter(|d| {
-            let last_queued = d
-                .history
-                .iter()
-                .filter(|e| e.kind == EventKind::MergeQueued && e.at < at_ms)
-                .map(|e| e.seq)
-                .max();
-            let Some(q) = last_queued else { return false };
-            let end = d.history.iter().find(|e| e.seq > q && ends(e.kind));
-            end.is_some_and(|e| e.at >= at_ms)
-        })
+        .filter(|d| across(d))
         .map(|d| d.task.id)
         .collect()
 }
 
 pub fn counts(
-    journals: &[(String, Record)],
+    journals: &Records,
     driven: &Driven,
     manifests: ManifestCounts,
     conflicts: (usize, usize),
     boardd_kills: &[BoarddKillSeen],
 ) -> Counts {
+    let across = boardd_kills.iter().filter(|k| !k.queued_across.is_empty());
     let mut c = Counts {
         worker_kills: driven.worker_kills.len(),
         manifests,
         boardd_kills: driven.boardd_kills.len(),
-        boardd_kills_across_a_queued_landing: boardd_kills
-            .iter()
-            .filter(|k| !k.queued_across.is_empty())
-            .count(),
+        boardd_kills_across_a_queued_landing: across.count(),
         merge_conflicts_answered: conflicts.0,
         merge_conflicts_in_history: conflicts.1,
         retried_failed_tasks: driven.retried.len(),
         ..Counts::default()
     };
     for k in &driven.worker_kills {
-        match (&k.manifest, &k.skipped) {
-            (Some(_), _) => c.kills_with_manifest += 1,
+        let count = match (&k.manifest, k.skipped.as_deref()) {
+            (Some(_), _) => &mut c.kills_with_manifest,
             (None, Some(s)) if s.contains("was checking") || s.contains("was queued") => {
-                c.kills_while_landing += 1
+                &mut c.kills_while_landing
             }
-            (None, Some(s)) if s == HELD_NOTHING => c.kills_holding_nothing += 1,
-            (None, Some(s)) if s == NOTHING_UNCOMMITTED => c.kills_nothing_uncommitted += 1,
-            (None, Some(s)) if s == NOT_OPENED => c.kills_before_open += 1,
-            _ => c.kills_other += 1,
-        }
+            (None, Some(HELD_NOTHING)) => &mut c.kills_holding_nothing,
+            (None, Some(NOTHING_UNCOMMITTED)) => &mut c.kills_nothing_uncommitted,
+            (None, Some(NOT_OPENED)) => &mut c.kills_before_open,
+            _ => &mut c.kills_other,
+        };
+        *count += 1;
     }
-    for (_, r) in journals {
-        match r {
-            Record::Claimed { .. } => c.claims += 1,
+    for (_, _, r) in journals {
+        let count = match r {
+            Record::Claimed { .. } => &mut c.claims,
             Record::Answered { code, .. } => {
                 c.completions_asked += 1;
                 match code.as_deref() {
-                    None => c.completions_landed += 1,
-                    Some("merge_conflict") => {}
-                    Some("check_failed") => c.check_failures += 1,
-                    Some("git") => c.git_refusals += 1,
-                    Some(_) => c.other_refusals += 1,
+                    None => &mut c.completions_landed,
+                    Some("merge_conflict") => continue,
+                    Some("check_failed") => &mut c.check_failures,
+                    Some("git") => &mut c.git_refusals,
+                    Some(_) => &mut c.other_refusals,
                 }
             }
             Record::Resolved { how, .. } => match how.as_str() {
-                "both" => c.resolved_both += 1,
-                "own" => c.resolved_own += 1,
-                _ => c.found_in_progress += 1,
+                "both" => &mut c.resolved_both,
+                "own" => &mut c.resolved_own,
+                _ => &mut c.found_in_progress,
             },
-            Record::Released { .. } => c.released += 1,
-            Record::Lost { .. } => c.lost += 1,
-            Record::Reconnect { .. } => c.reconnects += 1,
-            Record::LandedAway { .. } => c.landed_while_away += 1,
-            _ => {}
-        }
+            Record::Released { .. } => &mut c.released,
+            Record::Lost { .. } => &mut c.lost,
+            Record::Reconnect { .. } => &mut c.reconnects,
+            Record::LandedAway { .. } => &mut c.landed_while_away,
+            _ => continue,
+        };
+        *count += 1;
     }
     c
 }
 
 /// The git refusals and worked-around git trouble, as they read.
-pub fn git_trouble(journals: &[(String, Record)]) -> Vec<String> {
-    journals
-        .iter()
-        .filter_map(|(who, r)| match r {
-            Record::Answered {
-                task,
-                code: Some(code),
-                message,
-                ..
-            } if code != "merge_conflict" && code != "check_failed" => {
-                Some(format!("{who} #{task}: {code}: {message}"))
-            }
-            Record::GitTrouble { task, what, .. } => Some(format!("{who} #{task}: {what}")),
-            _ => None,
-        })
-        .collect()
+pub fn git_trouble(journals: &Records) -> Vec<String> {
+    let said = |(who, _, r): &(String, i64, Record)| match r {
+        Record::Answered {
+            task,
+            code: Some(code),
+            message,
+            ..
+        } if code != "merge_conflict" && code != "check_failed" => {
+            Some(format!("{who} #{task}: {code}: {message}"))
+        }
+        Record::GitTrouble { task, what, .. } => Some(format!("{who} #{task}: {what}")),
+        _ => None,
+    };
+    journals.iter().filter_map(said).collect()
 }
 
 impl Report {
     pub fn print(&self) {
-        let c = &self.counts;
-        let f = &self.figures;
-        println!();
+        let (c, f) = (&self.counts, &self.figures);
+        let (before, after) = (
+            shown(self.load_average_before),
+            shown(self.load_average_after),
+        );
         println!(
-            "soak-git: {} teammates, {} tasks, seed {}, {:.1} s on {} CPUs (load {} → {})",
-            self.teammates,
-            self.tasks,
-            self.seed,
-            self.seconds,
-            self.cpus,
-            load(self.load_average_before),
-            load(self.load_average_after)
+            "\nsoak-git: {} teammates, {} tasks, seed {}, {:.1} s on {} CPUs (load {before} → {after})",
+            self.teammates, self.tasks, self.seed, self.seconds, self.cpus
         );
         println!(
             "  kill -9 of a teammate: {} ({} with a manifest of {} files; without: {} while their task landed, {} with nothing uncommitted, {} before opening, {} holding nothing, {} other)",
@@ -272,22 +256,17 @@ impl Report {
             c.kills_holding_nothing,
             c.kills_other
         );
-        let across: Vec<String> = self
-            .boardd_kills
-            .iter()
-            .map(|k| k.queued_across.len().to_string())
-            .collect();
-        let moments: Vec<String> = self
-            .boardd_kills
-            .iter()
-            .map(|k| format!("{:?}", k.kill.moment))
-            .collect();
-        println!(
-            "  kill -9 of boardd: {} ({}; landings queued across each: {})",
-            c.boardd_kills,
-            moments.join(", "),
-            across.join(", ")
-        );
+        let kills = |f: &dyn Fn(&BoarddKillSeen) -> String| {
+            self.boardd_kills
+                .iter()
+                .map(f)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let moments = kills(&|k| format!("{:?}", k.kill.moment));
+        let across = kills(&|k| k.queued_across.len().to_string());
+        let n = c.boardd_kills;
+        println!("  kill -9 of boardd: {n} ({moments}; landings queued across each: {across})");
         println!(
             "  completions: {} asked, {} landed; refused: {} merge_conflict, {} check_failed, {} git, {} other",
             c.completions_asked,
@@ -307,37 +286,28 @@ impl Report {
             c.reconnects,
             c.retried_failed_tasks
         );
-        println!(
-            "  complete_task → landed:        {}",
-            latency(&f.complete_to_merge)
-        );
-        println!(
-            "  gate with a check:             {}",
-            latency(&f.gate_with_checks)
-        );
-        println!(
-            "  gate without:                  {}",
-            latency(&f.gate_without_checks)
-        );
-        println!(
-            "  the checks' own runs:          {}",
-            latency(&f.check_runs)
-        );
-        println!("  queued → landed:               {}", latency(&f.queue));
+        for (label, l) in [
+            ("complete_task → landed:", &f.complete_to_merge),
+            ("gate with a check:", &f.gate_with_checks),
+            ("gate without:", &f.gate_without_checks),
+            ("the checks' own runs:", &f.check_runs),
+            ("queued → landed:", &f.queue),
+        ] {
+            println!(
+                "  {label:<30} p50 {:>7.0} ms  p99 {:>7.0} ms  max {:>7.0} ms  (n={})",
+                l.p50_ms, l.p99_ms, l.max_ms, l.samples
+            );
+        }
+        let (with, without) = (f.gate_with_checks.p50_ms, f.gate_without_checks.p50_ms);
         println!(
             "  the checks add {:.0} ms at p50 to the gate ({:.0} ms of which is their own run)",
-            f.gate_with_checks.p50_ms - f.gate_without_checks.p50_ms,
+            with - without,
             f.check_runs.p50_ms
         );
-        println!();
-        println!("Checks");
+        println!("\nChecks");
         for check in &self.checks {
-            println!(
-                "  {}  {:<72} {}",
-                if check.pass { "PASS" } else { "FAIL" },
-                check.name,
-                check.looked_at
-            );
+            let pass = if check.pass { "PASS" } else { "FAIL" };
+            println!("  {pass}  {:<72} {}", check.name, check.looked_at);
             for p in check.problems.iter().take(10) {
                 println!("        - {p}");
             }
@@ -346,26 +316,10 @@ impl Report {
             }
         }
         if !self.git_trouble.is_empty() {
-            println!();
-            println!("Git refusals and trouble the teammates worked around (first 10):");
+            println!("\nGit refusals and trouble the teammates worked around (first 10):");
             for t in self.git_trouble.iter().take(10) {
-                println!("  {}", first_line(t));
+                println!("  {}", t.lines().next().unwrap_or(""));
             }
         }
     }
-}
-
-fn latency(l: &Summary) -> String {
-    format!(
-        "p50 {:>7.0} ms  p99 {:>7.0} ms  max {:>7.0} ms  (n={})",
-        l.p50_ms, l.p99_ms, l.max_ms, l.samples
-    )
-}
-
-fn load(l: Option<f64>) -> String {
-    l.map_or_else(|| "?".into(), |l| format!("{l:.2}"))
-}
-
-fn first_line(s: &str) -> &str {
-    s.lines().next().unwrap_or("")
 }

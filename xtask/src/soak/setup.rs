@@ -16,16 +16,12 @@ pub fn repository(path: &Path, shared_files: usize) -> anyhow::Result<String> {
     git::run(path, &["init", "-q", "-b", TARGET])?;
     git::run(path, &["config", "user.name", "soak"])?;
     git::run(path, &["config", "user.email", "soak@soak.invalid"])?;
-    std::fs::write(
-        path.join("README.md"),
-        "A repository for `cargo xtask soak-git`.\n",
-    )?;
+    let readme = "A repository for `cargo xtask soak-git`.\n";
+    std::fs::write(path.join("README.md"), readme)?;
     std::fs::write(path.join("tasks/README"), "One file per task.\n")?;
     for k in 1..=shared_files {
-        std::fs::write(
-            path.join(shared_file(k)),
-            format!("shared file {k}: every task that names it appends here\n"),
-        )?;
+        let text = format!("shared file {k}: every task that names it appends here\n");
+        std::fs::write(path.join(shared_file(k)), text)?;
     }
     git::run(path, &["add", "-A"])?;
     git::run(path, &["commit", "-q", "-m", "initial"])?;
@@ -43,9 +39,8 @@ pub async fn board(lead: &mut Lead, repo: &Path, plan: &[Planned]) -> anyhow::Re
         checks: Vec::new(),
         check_timeout_ms: Some(60_000),
     };
-    lead.call(|c| Box::pin(c.set_repo(args.clone())))
-        .await
-        .context("set_repo")?;
+    let set = lead.call(|c| Box::pin(c.set_repo(args.clone()))).await;
+    set.context("set_repo")?;
     let mut ids: Vec<u64> = Vec::with_capacity(plan.len());
     for p in plan {
         let task = NewTask {
@@ -55,11 +50,8 @@ pub async fn board(lead: &mut Lead, repo: &Path, plan: &[Planned]) -> anyhow::Re
             checks: p.checks.clone(),
             ..NewTask::default()
         };
-        let added = lead
-            .call(|c| Box::pin(c.add_task(task.clone())))
-            .await
-            .with_context(|| format!("add_task {}", p.subject))?;
-        ids.push(added.id);
+        let added = lead.call(|c| Box::pin(c.add_task(task.clone()))).await;
+        ids.push(added.with_context(|| format!("add_task {}", p.subject))?.id);
     }
     Ok(ids)
 }

@@ -3,7 +3,7 @@
 
 use super::driver::WorkerKill;
 use super::git;
-use super::journal::Record;
+use super::journal::{Record, Records};
 use super::manifest;
 use super::plan::{Spec, TARGET};
 use serde::Serialize;
@@ -22,9 +22,10 @@ pub struct Check {
 
 impl Check {
     fn new(name: &str, looked_at: String, problems: Vec<String>) -> Check {
+        let (name, pass) = (name.to_string(), problems.is_empty());
         Check {
-            name: name.to_string(),
-            pass: problems.is_empty(),
+            name,
+            pass,
             looked_at,
             problems,
         }
@@ -33,18 +34,16 @@ impl Check {
 
 /// The completed tasks in the order they landed (by their completion event).
 pub fn landing_order(details: &[TaskDetail]) -> Vec<&TaskDetail> {
-    let mut done: Vec<(u64, &TaskDetail)> = details
+    let done = details
         .iter()
-        .filter(|d| d.task.status == TaskStatus::Completed)
+        .filter(|d| d.task.status == TaskStatus::Completed);
+    let mut done: Vec<(u64, &TaskDetail)> = done
         .map(|d| {
-            let seq = d
+            let completed = d
                 .history
                 .iter()
-                .filter(|e| e.kind == EventKind::TaskCompleted)
-                .map(|e| e.seq)
-                .max()
-                .unwrap_or(u64::MAX);
-            (seq, d)
+                .filter(|e| e.kind == EventKind::TaskCompleted);
+            (completed.map(|e| e.seq).max().unwrap_or(u64::MAX), d)
         })
         .collect();
     done.sort_by_key(|(seq, _)| *seq);
@@ -52,16 +51,24 @@ pub fn landing_order(details: &[TaskDetail]) -> Vec<&TaskDetail> {
 }
 
 pub fn all_completed(details: &[TaskDetail]) -> Check {
-    let problems = details
+    let open = details
         .iter()
-        .filter(|d| d.task.status != TaskStatus::Completed)
+        .filter(|d| d.task.status != TaskStatus::Completed);
+    let problems = open
         .map(|d| format!("#{} is {}", d.task.id, d.task.status))
         .collect();
-    Check::new(
-        "every task completed",
-        format!("{} tasks", details.len()),
-        problems,
-    )
+    let looked = format!("{} tasks", details.len());
+    Check::new("every task completed", looked, problems)
+}
+
+/// `git log --format=%H%x09%s RANGE`: each commit's hash and subject.
+fn log(repo: &Path, range: &str) -> anyhow::Result<Vec<(String, String)>> {
+    let text = git::run(repo, &["log", "--format=%H%x09%s", range])?;
+    let split = |l: &str| {
+        l.split_once('\t')
+            .map_or((l.into(), String::new()), |(h, s)| (h.into(), s.into()))
+    };
+    Ok(text.lines().map(split).collect())
 }
 
 /// Every commit on the target since the initial one is a landed task's: the
@@ -71,105 +78,81 @@ pub fn all_completed(details: &[TaskDetail]) -> Check {
 pub fn target_history(repo: &Path, initial: &str, details: &[TaskDetail]) -> anyhow::Result<Check> {
     let mut problems = Vec::new();
     let head = git::line(repo, &["rev-parse", "refs/heads/main"])?;
-    let on_target: HashSet<String> = git::run(repo, &["rev-list", &format!("{initial}..{head}")])?
-        .lines()
-        .map(str::to_string)
-        .collect();
+    let on_target = git::run(repo, &["rev-list", &format!("{initial}..{head}")])?;
+    let on_target: HashSet<&str> = on_target.lines().collect();
     let mut owner: HashMap<String, u64> = HashMap::new();
     let mut prev = initial.to_string();
     for d in landing_order(details) {
-        let t = &d.task;
-        let Some(w) = &t.worktree else {
-            problems.push(format!("#{} completed without a worktree", t.id));
+        let (id, w) = (d.task.id, d.task.worktree.as_ref());
+        let Some(w) = w else {
+            problems.push(format!("#{id} completed without a worktree"));
             continue;
         };
         let (Some(on), Some(merged)) = (&w.landed_on, &w.merged) else {
-            problems.push(format!("#{} completed without landed_on and merged", t.id));
+            problems.push(format!("#{id} completed without landed_on and merged"));
             continue;
         };
         if *on != prev {
+            let (on, prev) = (short(on), short(&prev));
             problems.push(format!(
-                "#{} landed on {} but the landing before it left {TARGET} at {}",
-                t.id,
-                short(on),
-                short(&prev)
+                "#{id} landed on {on} but the landing before it left {TARGET} at {prev}"
             ));
         }
         prev = merged.clone();
-        let log = git::run(
-            repo,
-            &["log", "--format=%H%x09%s", &format!("{on}..{merged}")],
-        )?;
-        for line in log.lines() {
-            let (hash, subject) = line.split_once('\t').unwrap_or((line, ""));
-            if subject != t.subject {
+        for (hash, subject) in log(repo, &format!("{on}..{merged}"))? {
+            let (short, wanted) = (short(&hash), &d.task.subject);
+            if subject != *wanted {
                 problems.push(format!(
-                    "{} in the landing of #{} ({:?}) has the subject {subject:?}",
-                    short(hash),
-                    t.id,
-                    t.subject
+                    "{short} in the landing of #{id} ({wanted:?}) has the subject {subject:?}"
                 ));
             }
-            if !on_target.contains(hash) {
-                problems.push(format!(
-                    "{} of #{}'s landing is not on {TARGET}",
-                    short(hash),
-                    t.id
-                ));
+            if !on_target.contains(hash.as_str()) {
+                problems.push(format!("{short} of #{id}'s landing is not on {TARGET}"));
             }
-            if let Some(other) = owner.insert(hash.to_string(), t.id) {
+            if let Some(other) = owner.insert(hash.clone(), id) {
                 problems.push(format!(
-                    "{} is in the landings of both #{other} and #{}",
-                    short(hash),
-                    t.id
+                    "{short} is in the landings of both #{other} and #{id}"
                 ));
             }
         }
     }
     if prev != head {
+        let (head, prev) = (short(&head), short(&prev));
         problems.push(format!(
-            "{TARGET} is at {} but the last landing left it at {}",
-            short(&head),
-            short(&prev)
+            "{TARGET} is at {head} but the last landing left it at {prev}"
         ));
     }
-    for hash in &on_target {
-        if !owner.contains_key(hash) {
-            problems.push(format!(
-                "{} is on {TARGET} but in no task's landing",
-                short(hash)
-            ));
-        }
+    for hash in on_target.iter().filter(|h| !owner.contains_key(**h)) {
+        problems.push(format!(
+            "{} is on {TARGET} but in no task's landing",
+            short(hash)
+        ));
     }
-    Ok(Check::new(
-        "no commit on a wrong branch: the target holds only landed tasks' commits",
-        format!(
-            "{} commits on {TARGET} since the initial one",
-            on_target.len()
-        ),
-        problems,
-    ))
+    let looked = format!(
+        "{} commits on {TARGET} since the initial one",
+        on_target.len()
+    );
+    let name = "no commit on a wrong branch: the target holds only landed tasks' commits";
+    Ok(Check::new(name, looked, problems))
 }
 
 /// Each task branch (before pruning) holds, past where it landed, only
 /// commits with its own task's subject.
 pub fn task_branches(repo: &Path, details: &[TaskDetail]) -> anyhow::Result<Check> {
-    let mut problems = Vec::new();
-    let mut looked = 0;
+    let (mut problems, mut looked) = (Vec::new(), 0);
     for d in details {
         let Some(w) = &d.task.worktree else { continue };
-        let exists = git::output(
+        let branch = &w.branch;
+        let found = git::output(
             repo,
             &[
                 "rev-parse",
                 "--verify",
                 "-q",
-                &format!("refs/heads/{}", w.branch),
+                &format!("refs/heads/{branch}"),
             ],
-        )?
-        .status
-        .success();
-        if !exists {
+        )?;
+        if !found.status.success() {
             continue;
         }
         looked += 1;
@@ -178,24 +161,19 @@ pub fn task_branches(repo: &Path, details: &[TaskDetail]) -> anyhow::Result<Chec
             .as_deref()
             .or(w.base.as_deref())
             .unwrap_or(TARGET);
-        let log = git::run(
-            repo,
-            &["log", "--format=%H%x09%s", &format!("{from}..{}", w.branch)],
-        )?;
-        for line in log.lines() {
-            let (hash, subject) = line.split_once('\t').unwrap_or((line, ""));
+        for (hash, subject) in log(repo, &format!("{from}..{branch}"))? {
             if subject != d.task.subject {
+                let hash = short(&hash);
                 problems.push(format!(
-                    "{} has {} with the subject {subject:?}, not its task's",
-                    w.branch,
-                    short(hash)
+                    "{branch} has {hash} with the subject {subject:?}, not its task's"
                 ));
             }
         }
     }
+    let looked = format!("{looked} task branches");
     Ok(Check::new(
         "no task branch holds another task's commits",
-        format!("{looked} task branches"),
+        looked,
         problems,
     ))
 }
@@ -205,65 +183,57 @@ pub fn task_branches(repo: &Path, details: &[TaskDetail]) -> anyhow::Result<Chec
 pub fn own_files(repo: &Path, details: &[TaskDetail]) -> anyhow::Result<Check> {
     let mut problems = Vec::new();
     for d in details {
+        let id = d.task.id;
         let Some(spec) = Spec::from_description(&d.task.description) else {
-            problems.push(format!("#{} has no spec", d.task.id));
+            problems.push(format!("#{id} has no spec"));
             continue;
         };
-        let own = spec.own_file();
+        let (own, done) = (spec.own_file(), spec.done_line());
         let now = git::show(repo, TARGET, &own)?;
         let landed = match d.task.worktree.as_ref().and_then(|w| w.merged.as_deref()) {
             Some(m) => git::show(repo, m, &own)?,
             None => None,
         };
         let Some(now) = now else {
-            problems.push(format!("{own} of #{} is not on {TARGET}", d.task.id));
+            problems.push(format!("{own} of #{id} is not on {TARGET}"));
             continue;
         };
         if landed.as_deref() != Some(now.as_str()) {
-            problems.push(format!(
-                "{own} on {TARGET} differs from what #{} landed",
-                d.task.id
-            ));
+            problems.push(format!("{own} on {TARGET} differs from what #{id} landed"));
         }
         let tag = spec.tag();
-        if let Some(l) = now
-            .lines()
-            .find(|l| !l.starts_with(&tag) && *l != spec.done_line())
-        {
+        if let Some(l) = now.lines().find(|l| !l.starts_with(&tag) && *l != done) {
             problems.push(format!("{own} has a line of someone else: {l:?}"));
         }
-        if spec.checked && !now.lines().any(|l| l == spec.done_line()) {
-            problems.push(format!(
-                "{own} lacks {:?} though its check passed",
-                spec.done_line()
-            ));
+        if spec.checked && !now.lines().any(|l| l == done) {
+            problems.push(format!("{own} lacks {done:?} though its check passed"));
         }
     }
+    let looked = format!("{} files", details.len());
     Ok(Check::new(
         "each task's own file on the target is what it landed",
-        format!("{} files", details.len()),
+        looked,
         problems,
     ))
 }
 
 /// Worktrees opened for dependents held their blockers' files.
-pub fn dependencies(journals: &[(String, Record)], details: &[TaskDetail]) -> Check {
-    let problems: Vec<String> = journals
-        .iter()
-        .filter_map(|(who, r)| match r {
-            Record::DependencyMissing { task, file, .. } => Some(format!(
-                "{who} opened #{task}'s worktree without its blocker's {file}"
-            )),
-            _ => None,
-        })
-        .collect();
+pub fn dependencies(journals: &Records, details: &[TaskDetail]) -> Check {
+    let missing = |(who, _, r): &(String, i64, Record)| match r {
+        Record::DependencyMissing { task, file } => Some(format!(
+            "{who} opened #{task}'s worktree without its blocker's {file}"
+        )),
+        _ => None,
+    };
+    let problems = journals.iter().filter_map(missing).collect();
     let dependents = details
         .iter()
         .filter(|d| !d.task.blocked_by.is_empty())
         .count();
+    let looked = format!("{dependents} dependent tasks");
     Check::new(
         "dependents start from their blockers' landed work",
-        format!("{dependents} dependent tasks"),
+        looked,
         problems,
     )
 }
@@ -275,60 +245,51 @@ pub fn manifests(
     repo: &Path,
     dir: &Path,
     kills: &[WorkerKill],
-    journals: &[(String, Record)],
+    journals: &Records,
     details: &[TaskDetail],
 ) -> anyhow::Result<(Check, ManifestCounts)> {
-    let mut problems = Vec::new();
-    let mut counts = ManifestCounts::default();
+    let (mut problems, mut counts) = (Vec::new(), ManifestCounts::default());
     let merged: HashMap<u64, &str> = details
         .iter()
         .filter_map(|d| Some((d.task.id, d.task.worktree.as_ref()?.merged.as_deref()?)))
         .collect();
-    for k in kills {
-        let Some(file) = &k.manifest else { continue };
-        counts.taken += 1;
+    for file in kills.iter().filter_map(|k| k.manifest.as_ref()) {
         let m = manifest::load(&dir.join(file))?;
+        let task = m.task;
+        counts.taken += 1;
         counts.files += m.files.len();
         let opened: Vec<&Vec<String>> = journals
             .iter()
-            .filter_map(|(_, r)| match r {
+            .filter_map(|(_, _, r)| match r {
                 Record::ManifestChecked {
                     manifest, problems, ..
                 } if manifest == file => Some(problems),
                 _ => None,
             })
             .collect();
-        if opened.is_empty() {
-            problems.push(format!(
-                "{file} (#{}) was never checked by an opener",
-                m.task
-            ));
-        } else {
-            counts.checked_at_open += 1;
+        match opened.is_empty() {
+            true => problems.push(format!("{file} (#{task}) was never checked by an opener")),
+            false => counts.checked_at_open += 1,
         }
         for p in opened.into_iter().flatten() {
-            problems.push(format!("{file}, when #{} was opened again: {p}", m.task));
+            problems.push(format!("{file}, when #{task} was opened again: {p}"));
         }
-        match merged.get(&m.task) {
-            Some(commit) => {
-                counts.checked_at_landing += 1;
-                let found = manifest::problems(&m, |p| git::show(repo, commit, p).ok().flatten());
-                for p in found {
-                    problems.push(format!("{file}, in the commit #{} landed: {p}", m.task));
-                }
-            }
-            None => problems.push(format!("{file}: #{} never landed", m.task)),
+        let Some(commit) = merged.get(&task) else {
+            problems.push(format!("{file}: #{task} never landed"));
+            continue;
+        };
+        counts.checked_at_landing += 1;
+        for p in manifest::problems(&m, |p| git::show(repo, commit, p).ok().flatten()) {
+            problems.push(format!("{file}, in the commit #{task} landed: {p}"));
         }
     }
-    let check = Check::new(
-        "no uncommitted file lost to a kill (manifests)",
-        format!(
-            "{} manifests of {} files, {} checked at the next open, {} against the landed commit",
-            counts.taken, counts.files, counts.checked_at_open, counts.checked_at_landing
-        ),
-        problems,
+    let c = counts;
+    let looked = format!(
+        "{} manifests of {} files, {} checked at the next open, {} against the landed commit",
+        c.taken, c.files, c.checked_at_open, c.checked_at_landing
     );
-    Ok((check, counts))
+    let name = "no uncommitted file lost to a kill (manifests)";
+    Ok((Check::new(name, looked, problems), counts))
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize)]
@@ -356,12 +317,12 @@ pub fn conflict_paths(message: &str) -> Vec<String> {
 /// history, names at least one path, and each path exists in the repository.
 pub fn conflicts(
     repo: &Path,
-    journals: &[(String, Record)],
+    journals: &Records,
     details: &[TaskDetail],
 ) -> anyhow::Result<(Check, usize, usize)> {
     let mut problems = Vec::new();
     let mut messages: Vec<(String, String)> = Vec::new();
-    for (who, r) in journals {
+    for (who, _, r) in journals {
         if let Record::Answered {
             task,
             code: Some(code),
@@ -375,13 +336,11 @@ pub fn conflicts(
     }
     let answered = messages.len();
     for d in details {
-        for e in d
+        let conflicts = d
             .history
             .iter()
-            .filter(|e| e.kind == EventKind::MergeConflict)
-        {
-            messages.push((format!("#{}'s history", d.task.id), e.detail.clone()));
-        }
+            .filter(|e| e.kind == EventKind::MergeConflict);
+        messages.extend(conflicts.map(|e| (format!("#{}'s history", d.task.id), e.detail.clone())));
     }
     let in_history = messages.len() - answered;
     let mut exists: BTreeMap<String, bool> = BTreeMap::new();
@@ -391,94 +350,78 @@ pub fn conflicts(
             problems.push(format!("{whose} names no path: {message:?}"));
         }
         for p in paths {
-            let there = match exists.get(&p) {
-                Some(b) => *b,
-                None => {
-                    let b = git::output(repo, &["cat-file", "-e", &format!("{TARGET}:{p}")])?
-                        .status
-                        .success();
-                    exists.insert(p.clone(), b);
-                    b
-                }
-            };
-            if !there {
+            if !exists.contains_key(&p) {
+                let out = git::output(repo, &["cat-file", "-e", &format!("{TARGET}:{p}")])?;
+                exists.insert(p.clone(), out.status.success());
+            }
+            if !exists[&p] {
                 problems.push(format!("{whose} names {p:?}, which is not in {TARGET}"));
             }
         }
     }
-    Ok((
-        Check::new(
-            "every conflict returned names a path that exists",
-            format!("{answered} refusals to teammates, {in_history} in task histories"),
-            problems,
-        ),
-        answered,
-        in_history,
-    ))
+    let looked = format!("{answered} refusals to teammates, {in_history} in task histories");
+    let check = Check::new(
+        "every conflict returned names a path that exists",
+        looked,
+        problems,
+    );
+    Ok((check, answered, in_history))
 }
 
 /// After `prune_worktrees`, with every task completed and landed, nothing is
 /// left: no worktree but the repository's own, no task branch, no directory.
 pub fn pruned(repo: &Path, worktrees_dir: &Path, pruned: &Pruned) -> anyhow::Result<Check> {
-    let mut problems: Vec<String> = pruned
-        .kept
-        .iter()
-        .map(|e| {
-            format!(
-                "#{} kept: {} ({} uncommitted, {} unmerged commits)",
-                e.task, e.state, e.uncommitted, e.unmerged_commits
-            )
-        })
-        .collect();
+    let kept = |e: &teamboard_protocol::WorktreeEntry| {
+        let (task, state, dirty, unmerged) = (e.task, &e.state, e.uncommitted, e.unmerged_commits);
+        format!("#{task} kept: {state} ({dirty} uncommitted, {unmerged} unmerged commits)")
+    };
+    let mut problems: Vec<String> = pruned.kept.iter().map(kept).collect();
     let list = git::run(repo, &["worktree", "list", "--porcelain"])?;
     let repo_real = std::fs::canonicalize(repo)?;
     for path in list.lines().filter_map(|l| l.strip_prefix("worktree ")) {
-        let same = std::fs::canonicalize(path).is_ok_and(|p| p == repo_real);
-        if !same {
+        if !std::fs::canonicalize(path).is_ok_and(|p| p == repo_real) {
             problems.push(format!("git still lists the worktree {path}"));
         }
     }
-    let branches = git::run(
-        repo,
-        &[
-            "for-each-ref",
-            "--format=%(refname:short)",
-            "refs/heads/teamboard/",
-        ],
-    )?;
-    for b in branches.lines() {
+    let branches = [
+        "for-each-ref",
+        "--format=%(refname:short)",
+        "refs/heads/teamboard/",
+    ];
+    for b in git::run(repo, &branches)?.lines() {
         problems.push(format!("the branch {b} is still there"));
     }
-    if let Ok(dir) = std::fs::read_dir(worktrees_dir) {
-        for e in dir.flatten() {
-            problems.push(format!("{} is still on disk", e.path().display()));
-        }
+    for e in std::fs::read_dir(worktrees_dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        problems.push(format!("{} is still on disk", e.path().display()));
     }
+    let looked = format!(
+        "{} removed, {} kept",
+        pruned.removed.len(),
+        pruned.kept.len()
+    );
     Ok(Check::new(
         "no orphan worktree or branch after prune",
-        format!(
-            "{} removed, {} kept",
-            pruned.removed.len(),
-            pruned.kept.len()
-        ),
+        looked,
         problems,
     ))
 }
 
 pub fn fsck(repo: &Path) -> anyhow::Result<Check> {
     let out = git::output(repo, &["fsck", "--full", "--strict", "--no-dangling"])?;
-    let mut problems = Vec::new();
-    if !out.status.success() {
-        problems.push(git::failure(&["fsck"], &out));
+    let problems = if out.status.success() {
+        let said = [&out.stdout, &out.stderr].map(|b| String::from_utf8_lossy(b).into_owned());
+        let said = said.concat();
+        said.lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(str::to_string)
+            .collect()
     } else {
-        let said = String::from_utf8_lossy(&out.stdout).to_string()
-            + &String::from_utf8_lossy(&out.stderr);
-        problems.extend(
-            said.lines()
-                .filter(|l| !l.trim().is_empty())
-                .map(str::to_string),
-        );
-    }
+        vec![git::failure(&["fsck"], &out)]
+    };
     Ok(Check::new(
         "git fsck clean",
         "git fsck --full --strict".into(),
@@ -487,13 +430,12 @@ pub fn fsck(repo: &Path) -> anyhow::Result<Check> {
 }
 
 /// Processes that died when nobody killed them.
-pub fn crashes(worker: Vec<String>, boardd: &[String]) -> Check {
-    let mut problems = worker;
-    problems.extend(boardd.iter().cloned());
+pub fn crashes(mut worker: Vec<String>, boardd: &[String]) -> Check {
+    worker.extend(boardd.iter().cloned());
     Check::new(
         "no process died unless killed",
         "the teammates and boardd".into(),
-        problems,
+        worker,
     )
 }
 

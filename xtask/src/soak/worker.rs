@@ -37,10 +37,11 @@ pub struct WorkerArgs {
     pub dir: PathBuf,
     #[arg(long)]
     pub seed: u64,
-    #[arg(long, default_value_t = 2000)]
+    /// A quarter of the soak's lease.
+    #[arg(long, default_value_t = 2500)]
     pub heartbeat_ms: u64,
     /// The longest pause after an edit step (a model thinking).
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 2000)]
     pub pause_ms: u64,
     /// The chance of giving a task back after a conflict instead of resolving it.
     #[arg(long, default_value_t = 0.1)]
@@ -62,17 +63,12 @@ pub fn run(args: &WorkerArgs) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let journal = Journal::open(
-        &args
-            .dir
-            .join("journal")
-            .join(format!("{}.jsonl", args.name)),
-    )?;
-    let mut w = Worker {
-        args: args.clone(),
-        journal,
-    };
-    rt.block_on(w.run())
+    let path = args
+        .dir
+        .join("journal")
+        .join(format!("{}.jsonl", args.name));
+    let (args, journal) = (args.clone(), Journal::open(&path)?);
+    rt.block_on(Worker { args, journal }.run())
 }
 
 struct Worker {
@@ -94,12 +90,16 @@ fn message(e: &ClientError) -> String {
 
 impl Worker {
     fn note(&mut self, r: Record) {
-        self.journal.write(&r);
+        self.journal.write(r);
+    }
+
+    /// Git that failed in a way it had to work around.
+    fn trouble(&mut self, task: u64, what: String) {
+        self.note(Record::GitTrouble { task, what });
     }
 
     async fn run(&mut self) -> anyhow::Result<()> {
         self.note(Record::Started {
-            at: now_ms(),
             pid: std::process::id(),
         });
         loop {
@@ -114,7 +114,6 @@ impl Worker {
             };
             if let Err(e) = self.serve(&client, adopted).await {
                 self.note(Record::Reconnect {
-                    at: now_ms(),
                     why: format!("{e:#}"),
                 });
                 tokio::time::sleep(Duration::from_millis(100)).await;
@@ -127,7 +126,6 @@ impl Worker {
             Client::connect(&self.args.socket, "xtask-soak", &self.args.name, TEAM).await?;
         let member = client.register("soak", Some(std::process::id())).await?;
         self.note(Record::Registered {
-            at: now_ms(),
             adopted: member.task,
         });
         Ok((Arc::new(client), member.task))
@@ -141,7 +139,6 @@ impl Worker {
             match c.wait_for_work(Some(10_000)).await? {
                 Work::Task { claim } => {
                     self.note(Record::Claimed {
-                        at: now_ms(),
                         task: claim.task.id,
                         epoch: claim.epoch,
                     });
@@ -168,17 +165,13 @@ impl Worker {
             task = c.get_task(id).await?.task;
         }
         if task.status == TaskStatus::Completed && task.owner.as_deref() == Some(&self.args.name) {
-            self.note(Record::LandedAway {
-                at: now_ms(),
-                task: id,
-            });
+            self.note(Record::LandedAway { task: id });
             return Ok(());
         }
         if !self.holds(&task) {
             return Ok(());
         }
         self.note(Record::Claimed {
-            at: now_ms(),
             task: id,
             epoch: task.epoch,
         });
@@ -194,9 +187,9 @@ impl Worker {
     async fn work(&mut self, c: &Arc<Client>, task: &Task, epoch: u64) -> anyhow::Result<()> {
         let id = task.id;
         let Some(spec) = Spec::from_description(&task.description) else {
-            self.give_back(c, id, epoch, "the description has no soak-spec line")
-                .await?;
-            return Ok(());
+            return self
+                .give_back(c, id, epoch, "the description has no soak-spec line")
+                .await;
         };
         let opened = match c.open_worktree(id, epoch).await {
             Ok(o) => o,
@@ -205,11 +198,7 @@ impl Worker {
                 return self.lost(id, epoch, &e);
             }
             Err(e) => {
-                self.note(Record::GitTrouble {
-                    at: now_ms(),
-                    task: id,
-                    what: format!("open_worktree: {}", message(&e)),
-                });
+                self.trouble(id, format!("open_worktree: {}", message(&e)));
                 tokio::time::sleep(Duration::from_millis(300)).await;
                 self.give_back(c, id, epoch, "could not open the worktree")
                     .await?;
@@ -217,7 +206,6 @@ impl Worker {
             }
         };
         self.note(Record::Opened {
-            at: now_ms(),
             task: id,
             epoch,
             fresh: opened.fresh,
@@ -230,23 +218,14 @@ impl Worker {
         for file in &spec.needs {
             if !wt.join(file).is_file() {
                 self.note(Record::DependencyMissing {
-                    at: now_ms(),
                     task: id,
                     file: file.clone(),
                 });
             }
         }
         let beat = heartbeat(c.clone(), id, epoch, self.args.heartbeat_ms);
-        let r = self
-            .work_in(
-                c,
-                task,
-                epoch,
-                &spec,
-                &wt,
-                opened.found.in_progress.as_deref(),
-            )
-            .await;
+        let in_progress = opened.found.in_progress.as_deref();
+        let r = self.work_in(c, task, epoch, &spec, &wt, in_progress).await;
         beat.abort();
         r
     }
@@ -260,13 +239,11 @@ impl Worker {
                 Ok(m) => manifest::problems(&m, |p| std::fs::read_to_string(wt.join(p)).ok()),
                 Err(e) => vec![format!("{e:#}")],
             };
+            let manifest = path.file_name().map(|n| n.to_string_lossy().into_owned());
+            let manifest = manifest.unwrap_or_default();
             self.note(Record::ManifestChecked {
-                at: now_ms(),
                 task: id,
-                manifest: path
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
+                manifest,
                 problems,
             });
             let _ = std::fs::write(manifest::checked_marker(&path), &self.args.name);
@@ -294,17 +271,12 @@ impl Worker {
             };
             match finished {
                 Ok(paths) => self.note(Record::Resolved {
-                    at: now_ms(),
                     task: id,
                     how: format!("found a {what}; both"),
                     paths,
                 }),
                 Err(e) => {
-                    self.note(Record::GitTrouble {
-                        at: now_ms(),
-                        task: id,
-                        what: format!("finishing the {what} it found: {e:#}"),
-                    });
+                    self.trouble(id, format!("finishing the {what} it found: {e:#}"));
                     ed.abort_rebase()?;
                 }
             }
@@ -337,11 +309,9 @@ impl Worker {
         for _ in 0..MAX_COMPLETIONS {
             let sent_at = now_ms();
             let answer = c.complete_task(id, epoch, &result).await;
-            let at = now_ms();
             let e = match answer {
                 Ok(done) => {
                     self.note(Record::Answered {
-                        at,
                         task: id,
                         epoch,
                         sent_at,
@@ -356,7 +326,6 @@ impl Worker {
             };
             let code = e.code();
             self.note(Record::Answered {
-                at,
                 task: id,
                 epoch,
                 sent_at,
@@ -378,17 +347,12 @@ impl Worker {
                     };
                     match ed.rebase_onto(TARGET, how) {
                         Ok(paths) => self.note(Record::Resolved {
-                            at: now_ms(),
                             task: id,
                             how: how.to_string(),
                             paths,
                         }),
                         Err(err) => {
-                            self.note(Record::GitTrouble {
-                                at: now_ms(),
-                                task: id,
-                                what: format!("resolving: {err:#}"),
-                            });
+                            self.trouble(id, format!("resolving: {err:#}"));
                             ed.abort_rebase()?;
                         }
                     }
@@ -397,11 +361,7 @@ impl Worker {
                 Some(ErrorCode::Git) => {
                     // A landing refused for files changed after the checks, a
                     // lock, a rebase left in progress: look, tidy, try again.
-                    self.note(Record::GitTrouble {
-                        at: now_ms(),
-                        task: id,
-                        what: message(&e),
-                    });
+                    self.trouble(id, message(&e));
                     if super::git::rebasing(wt)? {
                         ed.finish_rebase(How::Both)
                             .or_else(|_| ed.abort_rebase().map(|()| Vec::new()))?;
@@ -433,7 +393,6 @@ impl Worker {
         match c.release_task_with_note(id, epoch, why).await {
             Ok(_) => {
                 self.note(Record::Released {
-                    at: now_ms(),
                     task: id,
                     epoch,
                     why: why.to_string(),
@@ -447,7 +406,6 @@ impl Worker {
 
     fn lost(&mut self, id: u64, epoch: u64, e: &ClientError) -> anyhow::Result<()> {
         self.note(Record::Lost {
-            at: now_ms(),
             task: id,
             epoch,
             why: e.to_string(),
@@ -466,28 +424,4 @@ fn heartbeat(c: Arc<Client>, id: u64, epoch: u64, every_ms: u64) -> tokio::task:
             }
         }
     })
-}
-
-/// The worker's arguments as the driver passes them.
-pub fn command_line(args: &WorkerArgs) -> Vec<String> {
-    vec![
-        "--name".into(),
-        args.name.clone(),
-        "--socket".into(),
-        args.socket.display().to_string(),
-        "--dir".into(),
-        args.dir.display().to_string(),
-        "--seed".into(),
-        args.seed.to_string(),
-        "--heartbeat-ms".into(),
-        args.heartbeat_ms.to_string(),
-        "--pause-ms".into(),
-        args.pause_ms.to_string(),
-        "--give-up-rate".into(),
-        args.give_up_rate.to_string(),
-        "--own-rate".into(),
-        args.own_rate.to_string(),
-        "--commit-rate".into(),
-        args.commit_rate.to_string(),
-    ]
 }

@@ -14,6 +14,7 @@
 //! makes the task durable before it answers.
 
 use super::fsync;
+use crate::bench::harness::board::Scratch;
 use crate::bench::harness::summary::Summary;
 use anyhow::{Context, bail};
 use serde::Serialize;
@@ -51,20 +52,14 @@ impl Drop for Reaper {
 /// Takes `samples` samples of each kind, alternating, each after `pause`.
 pub fn measure(
     xtask: &Path,
-    dir: &Path,
+    run: &Scratch,
     samples: usize,
     pause: Duration,
 ) -> anyhow::Result<FloorResult> {
     let tmp = tempfile::Builder::new()
         .prefix("floor-")
-        .tempdir_in(dir)
-        .with_context(|| format!("cannot create a temporary directory in {}", dir.display()))?;
-    // A short socket path: the 108-byte limit is easy to hit under target/.
-    let sock_dir = tempfile::Builder::new()
-        .prefix("tb-floor-")
-        .tempdir_in("/tmp")
-        .context("cannot create a socket directory in /tmp")?;
-    let socket = sock_dir.path().join("floor.sock");
+        .tempdir_in(run.path())?;
+    let socket = run.socket("floor.sock");
     let listener =
         UnixListener::bind(&socket).with_context(|| format!("cannot bind {}", socket.display()))?;
     let mut child = Reaper(
@@ -81,8 +76,7 @@ pub fn measure(
     );
     let mut conn = accept(&listener, &mut child.0)?;
     conn.set_read_timeout(Some(TIMEOUT))?;
-    let mut durable = Vec::with_capacity(samples);
-    let mut plain = Vec::with_capacity(samples);
+    let (mut durable, mut plain) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
     for _ in 0..samples {
         for (byte, out) in [(SYNC, &mut durable), (ECHO, &mut plain)] {
             std::thread::sleep(pause);
@@ -131,17 +125,16 @@ pub fn child(socket: &Path, dir: &Path) -> anyhow::Result<()> {
     let (_tmp, file, block) = fsync::probe_file(dir)?;
     let mut conn = UnixStream::connect(socket)
         .with_context(|| format!("cannot connect to {}", socket.display()))?;
-    let mut i = 0u64;
+    let mut synced = 0u64;
     loop {
         let mut byte = [0u8];
         match conn.read_exact(&mut byte) {
-            Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
-            Err(e) => return Err(e.into()),
+            r => r?,
         }
         if byte[0] == SYNC {
-            fsync::write_and_sync(&file, &block, i)?;
-            i += 1;
+            fsync::write_and_sync(&file, &block, synced)?;
+            synced += 1;
         }
         conn.write_all(&byte)?;
     }

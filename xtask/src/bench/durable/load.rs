@@ -7,27 +7,25 @@
 //! every client measures the same window.
 
 use super::Mode;
+use crate::bench::harness::Bins;
 use crate::bench::harness::board::{Scratch, stop};
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use teamboard_process::{cpu_time, die_with_parent};
-use teamboard_protocol::Client;
 use teamboard_protocol::request::NewTask;
+use teamboard_protocol::{Client, ClientError};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout, Command};
 use tokio::task::JoinSet;
 
-/// The team every load client works in.
+/// The team every load client works in, and the role it registers with. Tasks
+/// carry no role, so any claimant may take any of them.
 const TEAM: &str = "bench";
-/// The role every load client registers with. Tasks carry no role, so any claimant
-/// may take any of them.
-const ROLE: &str = "bench";
 /// The most any single request may take before the bench calls boardd stuck.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long client processes may take to connect and register.
@@ -81,25 +79,10 @@ enum Report {
     },
 }
 
-/// Client processes for a number of clients: one client is one process; more are
-/// spread so that no client runtime saturates a core on its own.
-fn processes_for(clients: usize) -> usize {
-    match clients {
-        0 | 1 => 1,
-        2..=16 => 2,
-        _ => 4,
-    }
-}
-
 /// Measures one phase on a fresh board in `state_dir`.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "the settings of one phase, each a plain value"
-)]
 pub async fn measure(
     run: &Scratch,
-    boardd: &Path,
-    xtask: &Path,
+    bins: &Bins,
     state_dir: &Path,
     mode: Mode,
     clients: usize,
@@ -110,18 +93,30 @@ pub async fn measure(
     // would take long to add the tasks. The measured daemon then starts on that
     // database, as boardd does after any restart. Both modes restart, so both begin
     // from the same state: a checkpointed database, an empty WAL, a restored board.
-    let filler = run.boardd(boardd, state_dir, Mode::Group.flags()).await?;
+    let boardd = bins.get("boardd");
+    let filler = run.boardd(&boardd, state_dir, Mode::Group.flags()).await?;
     prefill(&filler.socket, tasks).await?;
     stop(filler).await?;
-    let daemon = run.boardd(boardd, state_dir, mode.flags()).await?;
+    let daemon = run.boardd(&boardd, state_dir, mode.flags()).await?;
     let boardd_cpu = || daemon.pid().and_then(cpu_time);
 
-    let processes = processes_for(clients);
+    // One client is one process; more are spread so that no client runtime
+    // saturates a core on its own, as evenly as possible: 256 over 4 is 64 each.
+    let processes = match clients {
+        0 | 1 => 1,
+        2..=16 => 2,
+        _ => 4,
+    };
     let mut children = Vec::with_capacity(processes);
     for p in 0..processes {
-        // Clients split as evenly as possible: 256 over 4 is 64 each.
         let n = clients / processes + usize::from(p < clients % processes);
-        children.push(ClientProcess::spawn(xtask, &daemon.socket, p, n, seconds)?);
+        children.push(ClientProcess::spawn(
+            &bins.xtask,
+            &daemon.socket,
+            p,
+            n,
+            seconds,
+        )?);
     }
     let ready_by = Instant::now() + READY_TIMEOUT;
     for c in &mut children {
@@ -134,38 +129,36 @@ pub async fn measure(
     let cpu_before = boardd_cpu();
     let commits_before = commit_stats(&daemon.socket).await;
     for c in &mut children {
-        c.go().await?;
+        let stdin = c.child.stdin.as_mut().context("client stdin")?;
+        stdin.write_all(b"go\n").await?;
+        stdin.flush().await?;
     }
     // Every client stops by itself after `seconds`; the slack covers one slow
     // request per client and process exit.
     let done_by = Instant::now() + Duration::from_secs_f64(seconds) + CALL_TIMEOUT;
     let (mut cycles, mut window_s, mut starved, mut clients_cpu_s) = (0, 0f64, 0, 0f64);
     for c in &mut children {
-        match c.next_report(done_by).await? {
-            Report::Done {
-                cycles: n,
-                elapsed_s,
-                starved: s,
-                cpu_s,
-                errors,
-            } => {
-                if let Some(first) = errors.first() {
-                    bail!(
-                        "client process {} saw {} errors; the first: {first}",
-                        c.index,
-                        errors.len()
-                    );
-                }
-                cycles += n;
-                window_s = window_s.max(elapsed_s);
-                starved += s;
-                clients_cpu_s += cpu_s;
-            }
-            other => bail!(
-                "client process {} sent {other:?} instead of its count",
+        let Report::Done {
+            cycles: n,
+            elapsed_s,
+            starved: s,
+            cpu_s,
+            errors,
+        } = c.next_report(done_by).await?
+        else {
+            bail!("client process {} sent Ready instead of its count", c.index);
+        };
+        if let Some(first) = errors.first() {
+            let n = errors.len();
+            bail!(
+                "client process {} saw {n} errors; the first: {first}",
                 c.index
-            ),
+            );
         }
+        cycles += n;
+        window_s = window_s.max(elapsed_s);
+        starved += s;
+        clients_cpu_s += cpu_s;
     }
     let answers_per_fsync = match (commits_before, commit_stats(&daemon.socket).await) {
         (Some(a), Some(b)) if b.transactions > a.transactions => Some(
@@ -173,12 +166,15 @@ pub async fn measure(
         ),
         _ => None,
     };
-    let boardd_cpu_s = match (cpu_before, boardd_cpu()) {
-        (Some(a), Some(b)) => Some(b.saturating_sub(a).as_secs_f64()),
-        _ => None,
-    };
-    for c in children {
-        c.finish().await?;
+    let boardd_cpu_s =
+        (cpu_before.zip(boardd_cpu())).map(|(a, b)| b.saturating_sub(a).as_secs_f64());
+    for mut c in children {
+        let status = tokio::time::timeout(Duration::from_secs(10), c.child.wait())
+            .await
+            .with_context(|| format!("client process {} did not exit", c.index))??;
+        if !status.success() {
+            bail!("client process {} exited with {status}", c.index);
+        }
     }
     drop(daemon);
     Ok(LoadResult {
@@ -206,8 +202,7 @@ async fn commit_stats(socket: &Path) -> Option<teamboard_protocol::CommitStats> 
     let client = Client::connect(socket, "xtask-bench", "lead", TEAM)
         .await
         .ok()?;
-    let status = client.status().await.ok()?;
-    Some(status.commits)
+    Some(client.status().await.ok()?.commits)
 }
 
 /// Adds `tasks` role-less tasks, many requests in flight at once.
@@ -221,11 +216,13 @@ async fn prefill(socket: &Path, tasks: u64) -> anyhow::Result<()> {
             let (client, next) = (client.clone(), next.clone());
             workers.spawn(async move {
                 while next.fetch_add(1, Ordering::Relaxed) < tasks {
-                    let task = NewTask {
-                        subject: "bench task".into(),
-                        ..NewTask::default()
-                    };
-                    client.add_task(task).await?;
+                    let subject = "bench task".into();
+                    client
+                        .add_task(NewTask {
+                            subject,
+                            ..NewTask::default()
+                        })
+                        .await?;
                 }
                 anyhow::Ok(())
             });
@@ -241,10 +238,8 @@ async fn prefill(socket: &Path, tasks: u64) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("adding {tasks} tasks took longer than {PREFILL_TIMEOUT:?}"))??;
     let took = started.elapsed().as_secs_f64();
-    println!(
-        "    prefilled {tasks} tasks in {took:.2} s ({:.0} adds/s)",
-        tasks as f64 / took
-    );
+    let rate = tasks as f64 / took;
+    println!("    prefilled {tasks} tasks in {took:.2} s ({rate:.0} adds/s)");
     Ok(())
 }
 
@@ -262,13 +257,17 @@ impl ClientProcess {
         index: usize,
         clients: usize,
         seconds: f64,
-    ) -> anyhow::Result<ClientProcess> {
+    ) -> anyhow::Result<Self> {
         let mut cmd = Command::new(xtask);
         cmd.arg("bench-client")
             .arg("--socket")
             .arg(socket)
-            .args(["--proc", &index.to_string()])
-            .args(["--clients", &clients.to_string()])
+            .args([
+                "--proc",
+                &index.to_string(),
+                "--clients",
+                &clients.to_string(),
+            ])
             .args(["--seconds", &seconds.to_string()])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -277,39 +276,21 @@ impl ClientProcess {
         let mut child = cmd
             .spawn()
             .with_context(|| format!("cannot start {}", xtask.display()))?;
-        let stdout = child.stdout.take().context("client stdout")?;
+        let stdout = BufReader::new(child.stdout.take().context("client stdout")?).lines();
         Ok(ClientProcess {
             index,
             child,
-            stdout: BufReader::new(stdout).lines(),
+            stdout,
         })
     }
 
     async fn next_report(&mut self, by: Instant) -> anyhow::Result<Report> {
+        let i = self.index;
         let line = tokio::time::timeout_at(by.into(), self.stdout.next_line())
             .await
-            .with_context(|| format!("client process {} did not report in time", self.index))??;
-        let line = line
-            .with_context(|| format!("client process {} exited without reporting", self.index))?;
-        serde_json::from_str(&line)
-            .with_context(|| format!("client process {} reported {line:?}", self.index))
-    }
-
-    async fn go(&mut self) -> anyhow::Result<()> {
-        let stdin = self.child.stdin.as_mut().context("client stdin")?;
-        stdin.write_all(b"go\n").await?;
-        stdin.flush().await?;
-        Ok(())
-    }
-
-    async fn finish(mut self) -> anyhow::Result<()> {
-        let status = tokio::time::timeout(Duration::from_secs(10), self.child.wait())
-            .await
-            .with_context(|| format!("client process {} did not exit", self.index))??;
-        if !status.success() {
-            bail!("client process {} exited with {status}", self.index);
-        }
-        Ok(())
+            .with_context(|| format!("client process {i} did not report in time"))??
+            .with_context(|| format!("client process {i} exited without reporting"))?;
+        serde_json::from_str(&line).with_context(|| format!("client process {i} reported {line:?}"))
     }
 }
 
@@ -326,7 +307,16 @@ pub fn client_process(
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let conns = rt.block_on(connect_all(socket.to_path_buf(), proc, clients))?;
+    let mut conns = Vec::with_capacity(clients);
+    for i in 0..clients {
+        let name = format!("c{proc}-{i}");
+        let client = rt
+            .block_on(Client::connect(socket, "xtask-bench", &name, TEAM))
+            .with_context(|| format!("{name} cannot connect"))?;
+        rt.block_on(client.register(TEAM, Some(std::process::id())))
+            .with_context(|| format!("{name} cannot register"))?;
+        conns.push(client);
+    }
     emit(&Report::Ready)?;
     let mut line = String::new();
     // Blocking here is fine: nothing runs on the runtime until "go". EOF means the
@@ -337,120 +327,73 @@ pub fn client_process(
     }
     let own_cpu = || cpu_time(std::process::id()).unwrap_or_default();
     let cpu_before = own_cpu();
-    let t = rt.block_on(run_cycles(conns, Duration::from_secs_f64(seconds)));
+    let start = Instant::now();
+    let deadline = start + Duration::from_secs_f64(seconds);
+    let (mut cycles, mut end, mut starved, mut errors) = (0, start, 0, Vec::new());
+    rt.block_on(async {
+        let mut set = JoinSet::new();
+        for client in conns {
+            set.spawn(cycle_loop(client, deadline));
+        }
+        while let Some(joined) = set.join_next().await {
+            match joined {
+                Ok((n, stopped, result)) => {
+                    cycles += n;
+                    end = end.max(stopped);
+                    match result {
+                        Ok(dry) => starved += usize::from(dry),
+                        Err(e) => errors.push(e),
+                    }
+                }
+                Err(e) => errors.push(format!("client task failed: {e}")),
+            }
+        }
+    });
     emit(&Report::Done {
-        cycles: t.cycles,
-        elapsed_s: t.elapsed.as_secs_f64(),
-        starved: t.starved,
+        cycles,
+        elapsed_s: (end - start).as_secs_f64(),
+        starved,
         cpu_s: (own_cpu() - cpu_before).as_secs_f64(),
-        errors: t.errors,
+        errors,
     })
 }
 
-async fn connect_all(socket: PathBuf, proc: usize, clients: usize) -> anyhow::Result<Vec<Client>> {
-    let mut conns = Vec::with_capacity(clients);
-    for i in 0..clients {
-        let name = format!("c{proc}-{i}");
-        let client = Client::connect(&socket, "xtask-bench", &name, TEAM)
-            .await
-            .with_context(|| format!("{name} cannot connect"))?;
-        client
-            .register(ROLE, Some(std::process::id()))
-            .await
-            .with_context(|| format!("{name} cannot register"))?;
-        conns.push(client);
-    }
-    Ok(conns)
-}
-
-/// What the clients of one process did together.
-struct Totals {
-    cycles: u64,
-    /// From the start until the last client stopped.
-    elapsed: Duration,
-    starved: usize,
-    errors: Vec<String>,
-}
-
-async fn run_cycles(conns: Vec<Client>, duration: Duration) -> Totals {
-    let start = Instant::now();
-    let deadline = start + duration;
-    let mut set = JoinSet::new();
-    for client in conns {
-        set.spawn(cycle_loop(client, deadline));
-    }
-    let mut t = Totals {
-        cycles: 0,
-        elapsed: Duration::ZERO,
-        starved: 0,
-        errors: Vec::new(),
-    };
-    while let Some(joined) = set.join_next().await {
-        match joined {
-            Ok(r) => {
-                t.cycles += r.cycles;
-                t.elapsed = t.elapsed.max(r.end - start);
-                t.starved += usize::from(r.starved);
-                t.errors.extend(r.error);
-            }
-            Err(e) => t.errors.push(format!("client task failed: {e}")),
+/// Claims and completes tasks until the deadline or until the board runs dry:
+/// the cycles, when it stopped, and whether the board ran dry or what failed.
+async fn cycle_loop(client: Client, deadline: Instant) -> (u64, Instant, Result<bool, String>) {
+    let mut cycles = 0;
+    let result = async {
+        while Instant::now() < deadline {
+            let Some(claim) = timed("claim_next", client.claim_next()).await? else {
+                return Ok(true);
+            };
+            timed(
+                "complete_task",
+                client.complete_task(claim.task.id, claim.epoch, ""),
+            )
+            .await?;
+            cycles += 1;
         }
+        Ok(false)
     }
-    t
+    .await;
+    (cycles, Instant::now(), result)
 }
 
-struct LoopResult {
-    cycles: u64,
-    end: Instant,
-    starved: bool,
-    error: Option<String>,
-}
-
-/// Claims and completes tasks until the deadline or until the board runs dry.
-async fn cycle_loop(client: Client, deadline: Instant) -> LoopResult {
-    let mut r = LoopResult {
-        cycles: 0,
-        end: Instant::now(),
-        starved: false,
-        error: None,
-    };
-    while Instant::now() < deadline {
-        let claim = match tokio::time::timeout(CALL_TIMEOUT, client.claim_next()).await {
-            Ok(Ok(Some(claim))) => claim,
-            Ok(Ok(None)) => {
-                r.starved = true;
-                break;
-            }
-            Ok(Err(e)) => {
-                r.error = Some(format!("claim_next: {e}"));
-                break;
-            }
-            Err(_) => {
-                r.error = Some("claim_next timed out".into());
-                break;
-            }
-        };
-        let done = client.complete_task(claim.task.id, claim.epoch, "");
-        match tokio::time::timeout(CALL_TIMEOUT, done).await {
-            Ok(Ok(_)) => r.cycles += 1,
-            Ok(Err(e)) => {
-                r.error = Some(format!("complete_task: {e}"));
-                break;
-            }
-            Err(_) => {
-                r.error = Some("complete_task timed out".into());
-                break;
-            }
-        }
+/// A request with [`CALL_TIMEOUT`], its failure as one line.
+async fn timed<T>(
+    what: &str,
+    call: impl Future<Output = Result<T, ClientError>>,
+) -> Result<T, String> {
+    match tokio::time::timeout(CALL_TIMEOUT, call).await {
+        Ok(r) => r.map_err(|e| format!("{what}: {e}")),
+        Err(_) => Err(format!("{what} timed out")),
     }
-    r.end = Instant::now();
-    r
 }
 
 fn emit(report: &Report) -> anyhow::Result<()> {
+    use std::io::Write;
     let mut out = std::io::stdout().lock();
-    serde_json::to_writer(&mut out, report)?;
-    out.write_all(b"\n")?;
-    out.flush()?;
-    Ok(())
+    writeln!(out, "{}", serde_json::to_string(report)?)?;
+    Ok(out.flush()?)
 }

@@ -19,10 +19,9 @@ mod wake;
 
 use super::harness::board::Scratch;
 use super::harness::{self, Bins, Host};
-use crate::cargo::Metadata;
 use anyhow::bail;
 use clap::Args;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Debug, Clone, Args)]
@@ -45,23 +44,18 @@ pub struct BenchArgs {
 }
 
 /// How boardd commits, as the bench compares them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, strum::Display)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
     /// Group commit: the default.
+    #[strum(to_string = "group commit")]
     Group,
     /// `--no-group-commit`: one transaction per request.
+    #[strum(to_string = "per request")]
     PerRequest,
 }
 
 impl Mode {
-    pub fn label(self) -> &'static str {
-        match self {
-            Mode::Group => "group commit",
-            Mode::PerRequest => "per request",
-        }
-    }
-
     /// boardd's flags for it.
     pub fn flags(self) -> &'static [&'static str] {
         match self {
@@ -103,15 +97,11 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
 
 async fn run_async(args: &BenchArgs) -> anyhow::Result<()> {
     let bins = Bins::beside_me(&["boardd"], "bench")?;
-    let boardd = bins.get("boardd");
-    let seconds = if args.quick { 1.0 } else { args.seconds };
-    let wake_samples = if args.quick {
-        WAKE_SAMPLES_QUICK
-    } else {
-        WAKE_SAMPLES
+    let (seconds, wake_samples) = match args.quick {
+        true => (1.0, WAKE_SAMPLES_QUICK),
+        false => (args.seconds, WAKE_SAMPLES),
     };
-    let default = Metadata::load()?.target_directory.join("bench");
-    let run = Scratch::new("run-", args.dir.as_deref(), default)?;
+    let run = Scratch::new("run-", args.dir.as_deref(), harness::bench_dir()?)?;
     let host = Host::now();
     let fs = fsync::filesystem_name(run.path());
     println!("bench: state in {} ({fs})", run.path().display());
@@ -123,58 +113,50 @@ async fn run_async(args: &BenchArgs) -> anyhow::Result<()> {
 
     println!("(a) fdatasync rate, {seconds} s ...");
     let mut fsync = fsync::measure(run.path(), Duration::from_secs_f64(seconds))?;
+    let pause = harness::PARK_DELAY;
     fsync.after_pause = Some(fsync::measure_after_pauses(
         run.path(),
         wake_samples,
-        harness::PARK_DELAY,
+        pause,
     )?);
+    let (f, l) = (fsync.ops_per_s, &fsync.latency);
     println!(
-        "    F = {:.0} ops/s, p50 {:.3} ms, p99 {:.3} ms",
-        fsync.ops_per_s, fsync.latency.p50_ms, fsync.latency.p99_ms
+        "    F = {f:.0} ops/s, p50 {:.3} ms, p99 {:.3} ms",
+        l.p50_ms, l.p99_ms
     );
 
     println!("    floor: a durable answer from a bare child process, {wake_samples} samples ...");
-    let floor = floor::measure(&bins.xtask, run.path(), wake_samples, harness::PARK_DELAY)?;
-    println!(
-        "    p50 {:.3} ms, p99 {:.3} ms",
-        floor.durable_rtt.p50_ms, floor.durable_rtt.p99_ms
-    );
+    let floor = floor::measure(&bins.xtask, &run, wake_samples, pause)?;
+    let d = &floor.durable_rtt;
+    println!("    p50 {:.3} ms, p99 {:.3} ms", d.p50_ms, d.p99_ms);
 
     println!("(c) wake-up latency, {wake_samples} samples ...");
     let budget = Duration::from_secs_f64((seconds * 10.0).max(30.0));
-    let wake = wake::measure(&run, &boardd, wake_samples, budget).await?;
+    let wake = wake::measure(&run, &bins, wake_samples, budget).await?;
     println!(
         "    p50 {:.3} ms, p99 {:.3} ms",
         wake.wake.p50_ms, wake.wake.p99_ms
     );
 
     let mut load: Vec<load::LoadResult> = Vec::new();
-    let modes: &[Mode] = if args.wake_only {
-        &[]
-    } else {
-        &[Mode::Group, Mode::PerRequest]
+    let modes: &[Mode] = match args.wake_only {
+        true => &[],
+        false => &[Mode::Group, Mode::PerRequest],
     };
     for &mode in modes {
         for clients in CLIENTS {
             let label = if mode == Mode::Group { "(b)" } else { "(d)" };
-            println!(
-                "{label} {}, {clients} clients, {seconds} s ...",
-                mode.label()
-            );
+            println!("{label} {}, {clients} clients, {seconds} s ...", mode);
             let expected = expected_rate(&load, mode, clients, fsync.ops_per_s);
             let tasks = (expected * seconds * 1.3) as u64 + 4 * clients as u64;
-            let r = load_phase(&run, &boardd, &bins.xtask, mode, clients, seconds, tasks).await?;
-            println!(
-                "    {:.0} cycles/s ({} cycles in {:.2} s){}",
-                r.cycles_per_s,
-                r.cycles,
-                r.window_s,
-                if r.starved_clients > 0 {
-                    ", board ran dry"
-                } else {
-                    ""
-                }
-            );
+            let r = load_phase(&run, &bins, mode, clients, seconds, tasks).await?;
+            let dry = if r.starved_clients > 0 {
+                ", board ran dry"
+            } else {
+                ""
+            };
+            let (rate, n, s) = (r.cycles_per_s, r.cycles, r.window_s);
+            println!("    {rate:.0} cycles/s ({n} cycles in {s:.2} s){dry}");
             load.push(r);
         }
     }
@@ -225,8 +207,7 @@ fn expected_rate(done: &[load::LoadResult], mode: Mode, clients: usize, fsync_ra
 /// within the first half of the window.
 async fn load_phase(
     run: &Scratch,
-    boardd: &Path,
-    xtask: &Path,
+    bins: &Bins,
     mode: Mode,
     clients: usize,
     seconds: f64,
@@ -235,15 +216,14 @@ async fn load_phase(
     let mut attempt = 0;
     loop {
         let state = run.path().join(format!("{mode:?}-{clients}-{attempt}"));
-        let r = load::measure(run, boardd, xtask, &state, mode, clients, seconds, tasks).await?;
+        let r = load::measure(run, bins, &state, mode, clients, seconds, tasks).await?;
         // Free the disk space of a finished phase straight away.
         let _ = std::fs::remove_dir_all(&state);
         if r.starved_clients == 0 || r.window_s >= seconds * 0.5 || attempt == 2 {
             return Ok(r);
         }
         attempt += 1;
-        let more = (r.cycles_per_s * seconds * 1.5) as u64;
-        tasks = more.max(tasks * 2);
+        tasks = ((r.cycles_per_s * seconds * 1.5) as u64).max(tasks * 2);
         println!(
             "    the board ran dry after {:.2} s; again with {tasks} tasks",
             r.window_s

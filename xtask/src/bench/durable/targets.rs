@@ -49,85 +49,79 @@ pub struct Results {
 }
 
 impl Results {
-    fn rate(&self, mode: Mode, clients: usize) -> Option<f64> {
+    fn phase(&self, mode: Mode, clients: usize) -> Option<&LoadResult> {
         self.load
             .iter()
             .find(|l| l.mode == mode && l.clients == clients)
-            .map(|l| l.cycles_per_s)
     }
 
     /// Evaluates the targets into `self.targets`.
     pub fn check(&mut self) {
         let mut t = Vec::new();
-        let g16 = self
-            .load
-            .iter()
-            .find(|l| l.mode == Mode::Group && l.clients == 16);
-        if let Some(g16) = g16 {
+        let mut target = |name: String, wanted: String, measured: String, pass: bool| {
             t.push(Target {
-                name: "16 clients share their fsyncs".into(),
-                wanted: format!(">= {ANSWERS_PER_FSYNC_16} answers per fsync"),
-                measured: g16.answers_per_fsync.map_or_else(
+                name,
+                wanted,
+                measured,
+                pass,
+            });
+        };
+        if let Some(g16) = self.phase(Mode::Group, 16) {
+            let a = g16.answers_per_fsync;
+            target(
+                "16 clients share their fsyncs".into(),
+                format!(">= {ANSWERS_PER_FSYNC_16} answers per fsync"),
+                a.map_or_else(
                     || "unknown (status unread)".into(),
                     |a| format!("{a:.1} answers per fsync ({:.0}/s)", g16.cycles_per_s),
                 ),
-                pass: g16
-                    .answers_per_fsync
-                    .is_some_and(|a| a >= ANSWERS_PER_FSYNC_16),
-            });
+                a.is_some_and(|a| a >= ANSWERS_PER_FSYNC_16),
+            );
         }
-        let g256 = self.rate(Mode::Group, 256);
-        if let Some(g256) = g256 {
+        if let Some(g256) = self.phase(Mode::Group, 256).map(|l| l.cycles_per_s) {
             let f = self.fsync.ops_per_s;
             let x = g256 / f.max(f64::EPSILON);
-            t.push(Target {
-                name: "256 clients throughput".into(),
-                wanted: format!(
+            target(
+                "256 clients throughput".into(),
+                format!(
                     ">= {ABS_256:.0}/s or >= {REL_F_256}x F ({:.0}/s)",
                     REL_F_256 * f
                 ),
-                measured: format!("{g256:.0}/s = {x:.1}x F"),
-                pass: g256 >= ABS_256 || x >= REL_F_256,
-            });
+                format!("{g256:.0}/s = {x:.1}x F"),
+                g256 >= ABS_256 || x >= REL_F_256,
+            );
         }
-        let floor = self.floor.durable_rtt.p99_ms;
-        let limit = floor + WAKE_SLACK_MS;
-        t.push(Target {
-            name: "wake-up p99".into(),
-            wanted: format!("<= the floor's p99 + {WAKE_SLACK_MS} ms = {limit:.2} ms"),
-            measured: format!("{:.2} ms (the floor: {floor:.2} ms)", self.wake.wake.p99_ms),
-            pass: self.wake.wake.samples > 0
-                && self.floor.durable_rtt.samples > 0
-                && self.wake.wake.p99_ms <= limit,
-        });
+        let (floor, wake) = (&self.floor.durable_rtt, &self.wake.wake);
+        let limit = floor.p99_ms + WAKE_SLACK_MS;
+        target(
+            "wake-up p99".into(),
+            format!("<= the floor's p99 + {WAKE_SLACK_MS} ms = {limit:.2} ms"),
+            format!("{:.2} ms (the floor: {:.2} ms)", wake.p99_ms, floor.p99_ms),
+            wake.samples > 0 && floor.samples > 0 && wake.p99_ms <= limit,
+        );
         for clients in [16, 256] {
             if let (Some(g), Some(p)) = (
-                self.rate(Mode::Group, clients),
-                self.rate(Mode::PerRequest, clients),
+                self.phase(Mode::Group, clients),
+                self.phase(Mode::PerRequest, clients),
             ) {
+                let (g, p) = (g.cycles_per_s, p.cycles_per_s);
                 let x = g / p.max(f64::EPSILON);
-                t.push(Target {
-                    name: format!("group vs per-request, {clients} clients"),
-                    wanted: format!(">= {GROUP_SPEEDUP}x"),
-                    measured: format!("{x:.1}x ({g:.0}/s vs {p:.0}/s)"),
-                    pass: x >= GROUP_SPEEDUP,
-                });
+                target(
+                    format!("group vs per-request, {clients} clients"),
+                    format!(">= {GROUP_SPEEDUP}x"),
+                    format!("{x:.1}x ({g:.0}/s vs {p:.0}/s)"),
+                    x >= GROUP_SPEEDUP,
+                );
             }
         }
         self.targets = t;
     }
 
     pub fn print(&self) {
-        let f = &self.fsync;
-        println!();
+        let (f, l) = (&self.fsync, &self.fsync.latency);
         println!(
-            "fdatasync of 4 KiB on {} ({} CPUs):  F = {:.0} ops/s   p50 {:.3} ms   p99 {:.3} ms   max {:.3} ms",
-            f.filesystem,
-            self.cpus,
-            f.ops_per_s,
-            f.latency.p50_ms,
-            f.latency.p99_ms,
-            f.latency.max_ms
+            "\nfdatasync of 4 KiB on {} ({} CPUs):  F = {:.0} ops/s   p50 {:.3} ms   p99 {:.3} ms   max {:.3} ms",
+            f.filesystem, self.cpus, f.ops_per_s, l.p50_ms, l.p99_ms, l.max_ms
         );
         // `--wake-only` has no load phases.
         if !self.load.is_empty() {
@@ -138,64 +132,70 @@ impl Results {
     }
 
     fn print_load(&self) {
-        let f = &self.fsync;
-        println!();
         println!(
-            "Durable claim+complete cycles per second ({:.1} s per phase)",
+            "\nDurable claim+complete cycles per second ({:.1} s per phase)",
             self.seconds_per_phase
         );
-        println!(
-            "{:>7} {:>5} | {:>12} {:>6} {:>9} | {:>12} {:>9} | {:>7}",
-            "clients", "procs", "group/s", "x F", "boardd", "per-req/s", "boardd", "speedup"
-        );
+        let row = |cells: [&str; 8]| {
+            let [a, b, c, d, e, f, g, h] = cells;
+            println!("{a:>7} {b:>5} | {c:>12} {d:>6} {e:>9} | {f:>12} {g:>9} | {h:>7}");
+        };
+        row([
+            "clients",
+            "procs",
+            "group/s",
+            "x F",
+            "boardd",
+            "per-req/s",
+            "boardd",
+            "speedup",
+        ]);
         let mut clients: Vec<usize> = self.load.iter().map(|l| l.clients).collect();
         clients.sort_unstable();
         clients.dedup();
+        let cell = |l: Option<&LoadResult>| match l {
+            Some(l) => format!(
+                "{:.0}{}",
+                l.cycles_per_s,
+                if l.starved_clients > 0 { "*" } else { "" }
+            ),
+            None => "-".into(),
+        };
+        let cores = |l: Option<&LoadResult>| match l.and_then(|l| l.boardd_cores) {
+            Some(x) => format!("{:.0}% cpu", x * 100.0),
+            None => "-".into(),
+        };
         for c in clients {
-            let find = |m| self.load.iter().find(|l| l.mode == m && l.clients == c);
-            let (g, p) = (find(Mode::Group), find(Mode::PerRequest));
-            let cell = |l: Option<&LoadResult>| match l {
-                Some(l) => format!(
-                    "{:.0}{}",
-                    l.cycles_per_s,
-                    if l.starved_clients > 0 { "*" } else { "" }
-                ),
-                None => "-".into(),
-            };
-            let cores = |l: Option<&LoadResult>| match l.and_then(|l| l.boardd_cores) {
-                Some(x) => format!("{:.0}% cpu", x * 100.0),
-                None => "-".into(),
-            };
+            let (g, p) = (self.phase(Mode::Group, c), self.phase(Mode::PerRequest, c));
             let speedup = match (g, p) {
                 (Some(g), Some(p)) if p.cycles_per_s > 0.0 => {
                     format!("{:.1}x", g.cycles_per_s / p.cycles_per_s)
                 }
                 _ => "-".into(),
             };
-            println!(
-                "{:>7} {:>5} | {:>12} {:>6} {:>9} | {:>12} {:>9} | {:>7}",
-                c,
-                g.or(p).map_or(0, |l| l.processes),
-                cell(g),
-                g.map_or("-".into(), |g| format!(
-                    "{:.1}",
-                    g.cycles_per_s / f.ops_per_s
-                )),
-                cores(g),
-                cell(p),
-                cores(p),
-                speedup
-            );
+            let x_f = g.map_or("-".into(), |g| {
+                format!("{:.1}", g.cycles_per_s / self.fsync.ops_per_s)
+            });
+            let procs = g.or(p).map_or(0, |l| l.processes).to_string();
+            row([
+                &c.to_string(),
+                &procs,
+                &cell(g),
+                &x_f,
+                &cores(g),
+                &cell(p),
+                &cores(p),
+                &speedup,
+            ]);
         }
         // Where the time goes: how many answers one fsync released, and how busy
         // the client processes were, phase by phase.
-        let group: Vec<&LoadResult> = self.load.iter().filter(|l| l.mode == Mode::Group).collect();
         let per_phase = |f: &dyn Fn(&LoadResult) -> Option<String>| {
-            group
-                .iter()
+            let group = self.load.iter().filter(|l| l.mode == Mode::Group);
+            let cells: Vec<String> = group
                 .filter_map(|l| f(l).map(|v| format!("{v} ({})", l.clients)))
-                .collect::<Vec<_>>()
-                .join(", ")
+                .collect();
+            cells.join(", ")
         };
         println!(
             "  group commit, answers per fsync (clients): {}",
@@ -214,35 +214,31 @@ impl Results {
     }
 
     fn print_wake(&self) {
-        let w = &self.wake;
-        println!();
+        let w = &self.wake.wake;
         println!(
-            "Wake-up, add_task -> parked waiter holds the claim ({} samples): p50 {:.3} ms   p99 {:.3} ms   max {:.3} ms",
-            w.wake.samples, w.wake.p50_ms, w.wake.p99_ms, w.wake.max_ms
+            "\nWake-up, add_task -> parked waiter holds the claim ({} samples): p50 {:.3} ms   p99 {:.3} ms   max {:.3} ms",
+            w.samples, w.p50_ms, w.p99_ms, w.max_ms
         );
-        latency_line("add_task acknowledged:", &w.add_ack, "");
-        latency_line("idle round trip without a commit:", &w.idle_rtt, "");
-        latency_line("busy round trip without a commit:", &w.busy_rtt, "");
+        let line =
+            |label: &str, l: &Summary| println!("{}", l.line(label, 46, &[Col::P50, Col::P99]));
+        line("add_task acknowledged:", &self.wake.add_ack);
+        line("idle round trip without a commit:", &self.wake.idle_rtt);
+        line("busy round trip without a commit:", &self.wake.busy_rtt);
         if let Some(idle) = &self.fsync.after_pause {
-            latency_line(
+            let l = idle.line(
                 "fdatasync alone after the same pause:",
-                idle,
-                "   (a reference, not the target's F)",
+                46,
+                &[Col::P50, Col::P99],
             );
+            println!("{l}   (a reference, not the target's F)");
         }
         println!(
             "  the floor: a bare child process answers instead of boardd, after the same pause"
         );
-        latency_line("  one byte there and back:", &self.floor.rtt, "");
-        latency_line(
+        line("  one byte there and back:", &self.floor.rtt);
+        line(
             "  the same with a 4 KiB fdatasync (the floor):",
             &self.floor.durable_rtt,
-            "",
         );
     }
-}
-
-/// One line of the wake-up section, its figures in a column.
-fn latency_line(label: &str, l: &Summary, note: &str) {
-    println!("{}{note}", l.line(label, 46, &[Col::P50, Col::P99]));
 }

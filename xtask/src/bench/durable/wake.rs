@@ -6,12 +6,11 @@
 //! then completes the task and parks again. Samples are taken one after another,
 //! so each measures an idle daemon waking one waiter.
 
-use crate::bench::harness::PARK_DELAY;
 use crate::bench::harness::board::{Scratch, stop};
 use crate::bench::harness::summary::Summary;
+use crate::bench::harness::{Bins, PARK_DELAY};
 use anyhow::{Context, bail};
 use serde::Serialize;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use teamboard_protocol::request::NewTask;
@@ -40,43 +39,40 @@ pub struct WakeResult {
 /// Takes `samples` samples, stopping early (with fewer) after `budget`.
 pub async fn measure(
     run: &Scratch,
-    boardd: &Path,
+    bins: &Bins,
     samples: usize,
     budget: Duration,
 ) -> anyhow::Result<WakeResult> {
-    let daemon = run.boardd(boardd, &run.path().join("wake"), &[]).await?;
+    let daemon = run
+        .boardd(&bins.get("boardd"), &run.path().join("wake"), &[])
+        .await?;
     let waiter = Arc::new(Client::connect(&daemon.socket, "xtask-bench", "waiter", TEAM).await?);
     waiter.register("bench", Some(std::process::id())).await?;
     let lead = Client::connect(&daemon.socket, "xtask-bench", "lead", TEAM).await?;
 
     let started = Instant::now();
-    let mut wake = Vec::with_capacity(samples);
-    let mut add_ack = Vec::with_capacity(samples);
-    let mut idle_rtt = Vec::with_capacity(samples);
+    let (mut wake, mut add_ack, mut idle_rtt) = (Vec::new(), Vec::new(), Vec::new());
     while wake.len() < samples && started.elapsed() < budget {
         let parked = waiter.clone();
-        let wait = tokio::spawn(async move {
-            let work = parked.wait_for_work(None).await;
-            (work, Instant::now())
-        });
+        let wait = tokio::spawn(async move { (parked.wait_for_work(None).await, Instant::now()) });
         tokio::time::sleep(PARK_DELAY).await;
         if wait.is_finished() {
             bail!("wait_for_work returned before any task was added");
         }
         let t0 = Instant::now();
         let add = async {
-            let task = lead
-                .add_task(NewTask {
-                    subject: "wake".into(),
+            let subject = "wake".into();
+            (
+                lead.add_task(NewTask {
+                    subject,
                     ..NewTask::default()
                 })
-                .await;
-            (task, Instant::now())
+                .await,
+                Instant::now(),
+            )
         };
         let ((task, acked), waited) =
-            tokio::time::timeout(SAMPLE_TIMEOUT, async { tokio::join!(add, wait) })
-                .await
-                .context("a wake-up sample took longer than 10 s")?;
+            within("a wake-up sample", async { tokio::join!(add, wait) }).await?;
         let task = task.context("add_task")?;
         let (work, woke) = waited.context("waiter task")?;
         let claim = match work.context("wait_for_work")? {
@@ -92,29 +88,23 @@ pub async fn measure(
         }
         wake.push(woke - t0);
         add_ack.push(acked - t0);
-        tokio::time::timeout(
-            SAMPLE_TIMEOUT,
+        within(
+            "complete_task",
             waiter.complete_task(claim.task.id, claim.epoch, ""),
         )
-        .await
-        .context("complete_task took longer than 10 s")??;
+        .await??;
         tokio::time::sleep(PARK_DELAY).await;
         let t0 = Instant::now();
-        tokio::time::timeout(SAMPLE_TIMEOUT, lead.status())
-            .await
-            .context("status took longer than 10 s")??;
+        within("status", lead.status()).await??;
         idle_rtt.push(t0.elapsed());
     }
     let mut busy_rtt = Vec::with_capacity(samples);
     while busy_rtt.len() < samples && started.elapsed() < budget {
         let t0 = Instant::now();
-        tokio::time::timeout(SAMPLE_TIMEOUT, lead.status())
-            .await
-            .context("status took longer than 10 s")??;
+        within("status", lead.status()).await??;
         busy_rtt.push(t0.elapsed());
     }
-    drop(lead);
-    drop(waiter);
+    drop((lead, waiter));
     stop(daemon).await?;
     Ok(WakeResult {
         wake: Summary::of(wake),
@@ -122,4 +112,11 @@ pub async fn measure(
         idle_rtt: Summary::of(idle_rtt),
         busy_rtt: Summary::of(busy_rtt),
     })
+}
+
+/// `step` within [`SAMPLE_TIMEOUT`], or an error that says `what` took longer.
+async fn within<T>(what: &str, step: impl Future<Output = T>) -> anyhow::Result<T> {
+    tokio::time::timeout(SAMPLE_TIMEOUT, step)
+        .await
+        .with_context(|| format!("{what} took longer than 10 s"))
 }

@@ -36,14 +36,11 @@ impl Scratch {
         let base = dir.map_or(default, Path::to_path_buf);
         std::fs::create_dir_all(&base)
             .with_context(|| format!("cannot create {}", base.display()))?;
-        let dir = tempfile::Builder::new()
-            .prefix(prefix)
-            .tempdir_in(&base)
+        let temp = |prefix, dir: &Path| tempfile::Builder::new().prefix(prefix).tempdir_in(dir);
+        let dir = temp(prefix, &base)
             .with_context(|| format!("cannot create a directory in {}", base.display()))?;
-        let sockets = tempfile::Builder::new()
-            .prefix("tb-")
-            .tempdir_in("/tmp")
-            .context("cannot create a socket directory in /tmp")?;
+        let sockets =
+            temp("tb-", Path::new("/tmp")).context("cannot create a socket directory in /tmp")?;
         Ok(Scratch {
             dir,
             sockets,
@@ -53,6 +50,11 @@ impl Scratch {
 
     pub fn path(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// A socket path of the run, short enough for the 108-byte limit.
+    pub fn socket(&self, name: &str) -> PathBuf {
+        self.sockets.path().join(name)
     }
 
     /// Keeps the directory (for a failed run's logs) and says where it is.
@@ -67,10 +69,7 @@ impl Scratch {
         dir: Option<&Path>,
         bins: &super::Bins,
     ) -> anyhow::Result<(Scratch, Boardd)> {
-        let default = crate::cargo::Metadata::load()?
-            .target_directory
-            .join("bench");
-        let scratch = Scratch::new(prefix, dir, default)?;
+        let scratch = Scratch::new(prefix, dir, super::bench_dir()?)?;
         let state = scratch.path().join("state");
         let boardd = scratch.boardd(&bins.get("boardd"), &state, &[]).await?;
         Ok((scratch, boardd))
@@ -82,7 +81,7 @@ impl Scratch {
     /// It dies with the bench.
     pub async fn boardd(&self, bin: &Path, state: &Path, extra: &[&str]) -> anyhow::Result<Boardd> {
         let n = self.boardds.replace(self.boardds.get() + 1);
-        let socket = self.sockets.path().join(format!("boardd-{n}.sock"));
+        let socket = self.socket(&format!("boardd-{n}.sock"));
         let mut launch = Launch::new(bin, &socket, state, &state.join("boardd.log"));
         launch
             .command()
@@ -178,8 +177,8 @@ impl<'a> Mate<'a> {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(self.log)
-            .with_context(|| format!("cannot open {}", self.log.display()))?;
+            .open(self.log);
+        let log = log.with_context(|| format!("cannot open {}", self.log.display()))?;
         let mut cmd = std::process::Command::new(teammated);
         cmd.args([
             "--name", self.name, "--role", self.role, "--team", self.team,
@@ -255,12 +254,11 @@ impl Lead {
     /// Waits until `name` tells the lead it is idle.
     pub async fn idle(&mut self, name: &str, within: Duration) -> anyhow::Result<Instant> {
         let needle = format!("{name} → lead: idle_notification");
-        let (_, at) = self
-            .next(&format!("the idle notice of {name}"), within, |e| {
-                e.kind == EventKind::MessageSent && e.detail.contains(&needle)
-            })
-            .await?;
-        Ok(at)
+        let idle = |e: &Event| e.kind == EventKind::MessageSent && e.detail.contains(&needle);
+        Ok(self
+            .next(&format!("the idle notice of {name}"), within, idle)
+            .await?
+            .1)
     }
 
     /// Waits until `name`'s status says `word` (`working`, `idle`).
@@ -270,14 +268,15 @@ impl Lead {
         word: &str,
         within: Duration,
     ) -> anyhow::Result<Instant> {
-        let (_, at) = self
-            .next(&format!("{name} to be {word}"), within, |e| {
-                e.kind == EventKind::MemberStatus
-                    && e.member.as_deref() == Some(name)
-                    && e.detail.ends_with(&format!(" {word}"))
-            })
-            .await?;
-        Ok(at)
+        let status = |e: &Event| {
+            e.kind == EventKind::MemberStatus
+                && e.member.as_deref() == Some(name)
+                && e.detail.ends_with(&format!(" {word}"))
+        };
+        Ok(self
+            .next(&format!("{name} to be {word}"), within, status)
+            .await?
+            .1)
     }
 
     /// Waits for task `id` to end, and says how.
@@ -286,14 +285,12 @@ impl Lead {
         id: TaskId,
         within: Duration,
     ) -> anyhow::Result<(EventKind, Instant)> {
+        use EventKind::{TaskCancelled, TaskCompleted, TaskFailed};
+        let ended = |e: &Event| {
+            e.task == Some(id) && matches!(e.kind, TaskCompleted | TaskFailed | TaskCancelled)
+        };
         let (e, at) = self
-            .next(&format!("the end of task #{id}"), within, |e| {
-                e.task == Some(id)
-                    && matches!(
-                        e.kind,
-                        EventKind::TaskCompleted | EventKind::TaskFailed | EventKind::TaskCancelled
-                    )
-            })
+            .next(&format!("the end of task #{id}"), within, ended)
             .await?;
         Ok((e.kind, at))
     }

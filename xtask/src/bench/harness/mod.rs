@@ -26,12 +26,15 @@ use std::time::Duration;
 /// (non-parked) `wait_for_work`, which is not what the benches measure.
 pub const PARK_DELAY: Duration = Duration::from_millis(3);
 
+/// `target/bench`, where the benches' scratch directories and results go.
+pub fn bench_dir() -> anyhow::Result<PathBuf> {
+    Ok(Metadata::load()?.target_directory.join("bench"))
+}
+
 /// `cargo xtask BENCH`: builds `packages` in release mode and runs
 /// `target/release/xtask RUN` with this process's own flags.
 pub fn hand_over(packages: &[&str], run: &str) -> anyhow::Result<()> {
-    let meta = Metadata::load()?;
-    cargo::build_release(packages, false)?;
-    let xtask = meta.release_dir().join("xtask");
+    let xtask = cargo::build(packages, true, false)?.join("xtask");
     // argv: the xtask binary, the command, then its flags.
     let status = std::process::Command::new(&xtask)
         .arg(run)

@@ -1,9 +1,9 @@
 //! The end of a bench's report: its targets, each with the figure, the target
 //! and PASS or MISS, and its figures written to `target/bench/NAME.json`.
 
-use crate::cargo::Metadata;
 use anyhow::Context;
 use serde::Serialize;
+use std::path::Path;
 
 /// A target a bench checks, as the docs state it.
 #[derive(Debug, Clone, Serialize)]
@@ -16,8 +16,7 @@ pub struct Target {
 
 /// Prints the targets: `PASS  name  wanted …  got …`.
 pub fn print_targets(targets: &[Target]) {
-    println!();
-    println!("Targets");
+    println!("\nTargets");
     for t in targets {
         println!(
             "  {}  {:<34} wanted {:<40} got {}",
@@ -31,12 +30,15 @@ pub fn print_targets(targets: &[Target]) {
 
 /// Writes `results` to `target/bench/NAME` and says where.
 pub fn write_results(name: &str, results: &impl Serialize) -> anyhow::Result<()> {
-    let dir = Metadata::load()?.target_directory.join("bench");
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let out = dir.join(name);
-    std::fs::write(&out, serde_json::to_vec_pretty(results)?)
-        .with_context(|| format!("cannot write {}", out.display()))?;
-    println!();
-    println!("results written to {}", out.display());
+    write_json(&super::bench_dir()?.join(name), "results", results)
+}
+
+/// Writes `value` to `path` (creating its directory) and says where.
+pub fn write_json(path: &Path, what: &str, value: &impl Serialize) -> anyhow::Result<()> {
+    let dir = path.parent().context("a results file has no directory")?;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    std::fs::write(path, serde_json::to_vec_pretty(value)?)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    println!("\n{what} written to {}", path.display());
     Ok(())
 }

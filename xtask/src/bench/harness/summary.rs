@@ -17,13 +17,15 @@ pub struct Summary {
     pub mean_ms: f64,
 }
 
-/// A column of a summary's line: which figure it shows.
-#[derive(Debug, Clone, Copy)]
-pub enum Col {
-    P50,
-    P90,
-    P99,
-    Max,
+/// A column of a summary's line: its name and its figure.
+#[derive(Clone, Copy)]
+pub struct Col(&'static str, fn(&Summary) -> f64);
+
+impl Col {
+    pub const P50: Col = Col("p50", |s| s.p50_ms);
+    pub const P90: Col = Col("p90", |s| s.p90_ms);
+    pub const P99: Col = Col("p99", |s| s.p99_ms);
+    pub const MAX: Col = Col("max", |s| s.max_ms);
 }
 
 impl Summary {
@@ -44,29 +46,10 @@ impl Summary {
         }
     }
 
-    pub fn get(&self, col: Col) -> f64 {
-        match col {
-            Col::P50 => self.p50_ms,
-            Col::P90 => self.p90_ms,
-            Col::P99 => self.p99_ms,
-            Col::Max => self.max_ms,
-        }
-    }
-
     /// `p50 1.234 ms  p99 5.678 ms`, the figures in `cols`.
     pub fn cells(&self, cols: &[Col]) -> String {
-        cols.iter()
-            .map(|c| {
-                let name = match c {
-                    Col::P50 => "p50",
-                    Col::P90 => "p90",
-                    Col::P99 => "p99",
-                    Col::Max => "max",
-                };
-                format!("{name} {:>8.3} ms", self.get(*c))
-            })
-            .collect::<Vec<_>>()
-            .join("  ")
+        let cell = |Col(name, figure): &Col| format!("{name} {:>8.3} ms", figure(self));
+        cols.iter().map(cell).collect::<Vec<_>>().join("  ")
     }
 
     /// One indented line of a bench's table: the label, then [`Summary::cells`].
@@ -110,7 +93,7 @@ mod tests {
         assert_eq!(ratio(3.0, 2.0), Some(1.5));
         assert_eq!(ratio(3.0, 0.0), None);
         assert_eq!(
-            s.cells(&[Col::P50, Col::Max]),
+            s.cells(&[Col::P50, Col::MAX]),
             "p50   15.000 ms  max   30.000 ms"
         );
     }

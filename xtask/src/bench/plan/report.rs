@@ -43,84 +43,62 @@ pub(super) struct Results {
     submit_to_approve: Summary,
 }
 
-#[derive(Default)]
-pub(super) struct Series {
-    send: Vec<Duration>,
-    send_process: Vec<Duration>,
-    approve: Vec<Duration>,
-    approve_tool_done: Vec<Duration>,
-    approve_process: Vec<Duration>,
-    submit_to_pending: Vec<Duration>,
-    submit_to_call: Vec<Duration>,
-    submit_to_approve: Vec<Duration>,
-}
-
-impl Series {
-    pub(super) fn push(&mut self, base: Sample, plan: Sample) {
-        self.send.push(base.to_call);
-        self.send_process.push(base.process);
-        self.approve.push(plan.to_call);
-        self.approve_tool_done.push(plan.to_tool_done);
-        self.approve_process.push(plan.process);
-        self.submit_to_pending.push(plan.submit_to_pending);
-        self.submit_to_call
-            .push(plan.submit_to_pending + plan.to_call);
-        self.submit_to_approve.push(plan.submit_to_approve);
-    }
-
-    pub(super) fn results(
-        self,
-        args: &PlanBenchArgs,
-        host: Host,
-        load_after: Option<f64>,
-    ) -> Results {
-        let approve_to_call = Summary::of(self.approve);
-        let send_to_call = Summary::of(self.send);
-        Results {
-            iterations: args.iterations,
-            hold_ms: args.hold_ms,
-            host,
-            load_after,
-            ratio_p50: approve_to_call.p50_ms / send_to_call.p50_ms,
-            approve_to_call,
-            approve_to_tool_done: Summary::of(self.approve_tool_done),
-            send_to_call,
-            approve_process: Summary::of(self.approve_process),
-            send_process: Summary::of(self.send_process),
-            submit_to_pending: Summary::of(self.submit_to_pending),
-            submit_to_call_less_decision: Summary::of(self.submit_to_call),
-            submit_to_approve: Summary::of(self.submit_to_approve),
-        }
+/// The figures of the counted rounds, each a (baseline, plan) pair.
+pub(super) fn results(
+    rounds: &[(Sample, Sample)],
+    args: &PlanBenchArgs,
+    host: Host,
+    load_after: Option<f64>,
+) -> Results {
+    let of = |f: fn(&Sample, &Sample) -> Duration| {
+        Summary::of(rounds.iter().map(|(base, plan)| f(base, plan)).collect())
+    };
+    let approve_to_call = of(|_, p| p.to_call);
+    let send_to_call = of(|b, _| b.to_call);
+    Results {
+        iterations: args.iterations,
+        hold_ms: args.hold_ms,
+        host,
+        load_after,
+        ratio_p50: approve_to_call.p50_ms / send_to_call.p50_ms,
+        approve_to_call,
+        approve_to_tool_done: of(|_, p| p.to_tool_done),
+        send_to_call,
+        approve_process: of(|_, p| p.process),
+        send_process: of(|b, _| b.process),
+        submit_to_pending: of(|_, p| p.submit_to_pending),
+        submit_to_call_less_decision: of(|_, p| p.submit_to_pending + p.to_call),
+        submit_to_approve: of(|_, p| p.submit_to_approve),
     }
 }
 
 pub(super) fn print(r: &Results) {
-    let row = |label: &str, s: &Summary| {
-        println!("{}", s.line(label, 49, &[Col::P50, Col::P90, Col::Max]));
-    };
-    row("teamctl approve -> next model request", &r.approve_to_call);
-    row(
-        "  (teamctl approve -> bash call done)",
-        &r.approve_to_tool_done,
-    );
-    row("baseline: teamctl send -> model request", &r.send_to_call);
-    row("  (teamctl approve, spawn to exit)", &r.approve_process);
-    row("  (teamctl send, spawn to exit)", &r.send_process);
-    row("submission -> plan seen pending", &r.submit_to_pending);
-    row(
-        "submission -> next model request, less decision",
-        &r.submit_to_call_less_decision,
-    );
-    row("submission -> approval (+ the hold)", &r.submit_to_approve);
+    for (label, s) in [
+        ("teamctl approve -> next model request", &r.approve_to_call),
+        (
+            "  (teamctl approve -> bash call done)",
+            &r.approve_to_tool_done,
+        ),
+        ("baseline: teamctl send -> model request", &r.send_to_call),
+        ("  (teamctl approve, spawn to exit)", &r.approve_process),
+        ("  (teamctl send, spawn to exit)", &r.send_process),
+        ("submission -> plan seen pending", &r.submit_to_pending),
+        (
+            "submission -> next model request, less decision",
+            &r.submit_to_call_less_decision,
+        ),
+        ("submission -> approval (+ the hold)", &r.submit_to_approve),
+    ] {
+        println!("{}", s.line(label, 49, &[Col::P50, Col::P90, Col::MAX]));
+    }
     println!(
         "approve / send, p50: {:.2}x; model calls while a plan was pending: none \
          (checked in every round, as for the idle teammate)",
         r.ratio_p50
     );
+    let (before, after) = (shown(r.host.load_average), shown(r.load_after));
     println!(
-        "load average {} before, {} after, on {} CPUs",
-        shown(r.host.load_average),
-        shown(r.load_after),
+        "load average {before} before, {after} after, on {} CPUs",
         r.host.cpus
     );
 }

@@ -12,6 +12,7 @@ use teamboard_protocol::request::{ListRequestsArgs, NewTask};
 use teamboard_protocol::{RequestKind, RequestState, TaskStatus, TeamRequest};
 
 /// What one sample measured.
+#[derive(Default)]
 pub(super) struct Sample {
     /// teamctl spawned → the model request read by the mock.
     pub(super) to_call: Duration,
@@ -43,17 +44,15 @@ impl Bench {
         self.expect_calls(calls, "while idle")?;
         self.mock.push(MockReply::anthropic_text("Noted."));
         let text = format!("ping {round}");
-        let (process, request, start) = self
-            .teamctl_until_call(&["send", NAME, &text], calls + 1)
-            .await?;
+        let send = ["send", NAME, &text];
+        let (process, request, start) = self.teamctl_until_call(&send, calls + 1).await?;
         self.back_to_idle().await?;
         self.expect_calls(calls + 1, "for one message")?;
+        let to_call = request.received_at.saturating_duration_since(start);
         Ok(Sample {
-            to_call: request.received_at.saturating_duration_since(start),
-            to_tool_done: Duration::ZERO,
+            to_call,
             process,
-            submit_to_pending: Duration::ZERO,
-            submit_to_approve: Duration::ZERO,
+            ..Sample::default()
         })
     }
 
@@ -89,11 +88,8 @@ impl Bench {
         tokio::time::sleep(self.hold).await;
         self.expect_calls(calls + 1, "while its plan was pending")?;
 
-        self.mock.push(MockReply::anthropic_tool_use(
-            &bash_call,
-            "bash",
-            json!({"command": "true"}),
-        ));
+        let bash = MockReply::anthropic_tool_use(&bash_call, "bash", json!({"command": "true"}));
+        self.mock.push(bash);
         self.mock
             .push(MockReply::anthropic_text("Done: `true` ran."));
         let id = request.id.to_string();

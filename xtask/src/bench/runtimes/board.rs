@@ -1,14 +1,14 @@
 //! The board of a `bench-runtimes` run: a real boardd, the lead's subscribed
 //! session, and real teammated processes started with each runtime.
 
+use super::Agent;
 use super::runtime::Runtime;
 use crate::bench::harness::Bins;
 use crate::bench::harness::board::{Lead, Mate as Spec, Scratch, stop};
 use anyhow::{Context, bail};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
-use teamboard_agent_clis::Cli;
 use teamboard_process::Boardd;
 use teamboard_protocol::TaskId;
 use teamboard_protocol::request::NewTask;
@@ -74,50 +74,51 @@ impl Board {
     }
 
     /// Starts teammate `name` (its role is its name) with runtime `rt`: the
-    /// native loop against `mock_url`, or the agent at `program` set up
-    /// offline in `home`. `extra` goes last. Its log is at info level: the
-    /// bench reads its transcript, and a failure shows the log's end.
-    pub fn spawn(&self, mate: &MateSpec<'_>) -> anyhow::Result<Mate> {
-        let workdir = self.root.join("work").join(mate.name);
-        let log = self.root.join(format!("{}.log", mate.name));
-        let mut spec = Spec::new(mate.name, mate.name, TEAM, &workdir, &log);
+    /// native loop against `mock_url`, or `agent` set up offline in its home.
+    /// The agent's extra arguments, then `more`, go last. Its log is at info
+    /// level: the bench reads its transcript, and a failure shows the log's end.
+    pub fn spawn(
+        &self,
+        rt: Runtime,
+        name: &str,
+        mock_url: &str,
+        agent: Option<&Agent>,
+        more: &[&str],
+    ) -> anyhow::Result<Mate> {
+        let workdir = self.root.join("work").join(name);
+        let log = self.root.join(format!("{name}.log"));
+        let mut spec = Spec::new(name, name, TEAM, &workdir, &log);
         spec.level = "info";
-        spec = match (mate.rt.provider(), mate.agent) {
-            (Some(provider), _) => spec.on_mock(provider, mate.mock_url),
-            (None, Some((cli, program, home))) => {
-                let agent = cli.offline(program, home, mate.mock_url).with_context(|| {
+        spec = match (rt.provider(), agent) {
+            (Some(provider), _) => spec.on_mock(provider, mock_url),
+            (None, Some(a)) => {
+                let (cli, home) = (a.cli, &a.home);
+                let offline = cli.offline(&a.program, home, mock_url);
+                let offline = offline.with_context(|| {
                     format!("cannot set up {} in {}", cli.name(), home.display())
                 })?;
-                spec.env
-                    .extend(agent.env.into_iter().map(|(k, v)| (k.into(), v.into())));
-                spec.flags(agent.args)
+                let env = offline.env.into_iter().map(|(k, v)| (k.into(), v.into()));
+                spec.env.extend(env);
+                spec.flags(offline.args).flags(&a.extra)
             }
-            (None, None) => bail!("{} needs its agent's program", mate.rt.name()),
+            (None, None) => bail!("{} needs its agent's program", rt.name()),
         };
         spec.env
             .push(("TEAMBOARD_TEAMCTL".into(), self.teamctl.clone().into()));
-        let child = spec
-            .flags(mate.extra)
-            .spawn(&self.teammated, &self.boardd)?;
+        let child = spec.flags(more).spawn(&self.teammated, &self.boardd)?;
         let state = &self.boardd.state_dir;
+        let (dir, transcript) = (
+            teammate_dir(state, TEAM, name),
+            transcript_path(state, TEAM, name),
+        );
         Ok(Mate {
             child,
             workdir,
             log,
-            dir: teammate_dir(state, TEAM, mate.name),
-            transcript: transcript_path(state, TEAM, mate.name),
+            dir,
+            transcript,
         })
     }
-}
-
-/// What [`Board::spawn`] starts.
-pub struct MateSpec<'a> {
-    pub rt: Runtime,
-    pub name: &'a str,
-    pub mock_url: &'a str,
-    /// The agent's CLI, its program and its home, for an agent runtime.
-    pub agent: Option<(Cli, &'a Path, &'a Path)>,
-    pub extra: &'a [String],
 }
 
 /// A running teammate, killed when dropped.
@@ -138,9 +139,10 @@ impl Mate {
         Ok(())
     }
 
-    /// The last lines of its log, for an error.
-    pub fn log_tail(&self) -> String {
-        teamboard_process::tail(&self.log, 15)
+    /// `e`, with the end of its log.
+    pub fn failed(&self, e: anyhow::Error) -> anyhow::Error {
+        let tail = teamboard_process::tail(&self.log, 15);
+        anyhow::anyhow!("{e:#}; the teammate's log ends:\n{tail}")
     }
 
     /// Its transcript's entries so far (lines that do not parse are skipped).
@@ -210,15 +212,6 @@ pub async fn poll<T>(
     teamboard_process::poll(within, || std::future::ready(ready()))
         .await
         .with_context(|| format!("no {what} within {within:?}"))
-}
-
-/// The processes whose parent is `pid`.
-pub fn children_of(pid: u32) -> Vec<u32> {
-    teamboard_process::processes()
-        .into_iter()
-        .filter(|s| s.ppid == pid)
-        .map(|s| s.pid)
-        .collect()
 }
 
 #[cfg(test)]

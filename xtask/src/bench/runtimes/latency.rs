@@ -18,7 +18,7 @@
 //! turn, restarting a model call in flight; an ACP agent gets it only as the
 //! next prompt, after the turn's end.
 
-use super::board::{Board, MateSpec, poll};
+use super::board::{Board, poll};
 use super::runtime::Runtime;
 use super::script::{self, Busy, Step};
 use super::{Agent, STEP};
@@ -88,28 +88,16 @@ pub async fn measure(
     script::busy(&mock, rt, busy.clone());
     let name = format!("{}-msgs", rt.name());
     let url = mock.url();
-    let mut extra = agent.map_or_else(Vec::new, |a| a.extra.clone());
     // Every command is a round; the default bound (50) would end the task.
-    extra.extend(["--max-rounds".to_string(), "1000".to_string()]);
-    let mut mate = board.spawn(&MateSpec {
-        rt,
-        name: &name,
-        mock_url: &url,
-        agent: agent.map(Agent::spec),
-        extra: &extra,
-    })?;
+    let mut mate = board.spawn(rt, &name, &url, agent, &["--max-rounds", "1000"])?;
     let step_len = think + run;
     let measured = async {
         board.lead.idle(&name, STEP).await?;
-        let id = board
-            .add(
-                &name,
-                "stay busy",
-                // Trap: not the stop word itself, which the script looks for
-                // anywhere in a request.
-                "Run the commands you are given until a message tells you to stop.",
-            )
-            .await?;
+        // Trap: not the stop word itself, which the script looks for anywhere
+        // in a request.
+        let brief = "Run the commands you are given until a message tells you to stop.";
+        let id = board.add(&name, "stay busy", brief).await?;
+        let client = board.lead.client.clone();
         let (mut in_model, mut in_command, mut all, mut after_end) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let mut samples = Vec::with_capacity(messages);
@@ -121,9 +109,7 @@ pub async fn measure(
             let (n, step) = next_step(&busy, used, since, place).await?;
             used = n + 1;
             if i == messages {
-                board
-                    .lead
-                    .client
+                client
                     .send(&name, MessageKind::Message, script::STOP, None)
                     .await?;
                 break;
@@ -133,9 +119,7 @@ pub async fn measure(
             let seen = mock.calls();
             let text = format!("{} a message from the lead", marker(i));
             let sent = Instant::now();
-            board
-                .lead
-                .client
+            client
                 .send(&name, MessageKind::Message, &text, None)
                 .await?;
             let (n, arrived) = arrival(&mock, seen, &marker(i)).await?;
@@ -174,9 +158,7 @@ pub async fn measure(
             samples,
         })
     };
-    let latency = measured
-        .await
-        .map_err(|e| anyhow::anyhow!("{e:#}; the teammate's log ends:\n{}", mate.log_tail()))?;
+    let latency = measured.await.map_err(|e| mate.failed(e))?;
     mate.kill9().await?;
     Ok(latency)
 }

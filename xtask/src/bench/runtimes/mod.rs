@@ -1,24 +1,10 @@
-//! `cargo xtask bench-runtimes`: what running a teammate's work through Claude
-//! Code, Codex or an ACP agent costs against teammated's own loop, on the same
-//! mock, through real boardd and teammated processes, offline.
-//!
-//! `bench-runtimes` builds boardd, teammated, teamctl (the board's MCP server
-//! every agent is configured with) and xtask in release mode, and hands over to
-//! `target/release/xtask bench-runtimes-run`. For each runtime whose CLI is
-//! installed (`teamboard_agent_clis`: `$TEAMBOARD_AGENTS_DIR` or the override
-//! variables; a missing one is reported as skipped, not failed), each on a
-//! fresh mock and a fresh teammate of its own, against one boardd:
-//!
-//! 1. **per-task overhead** ([`overhead`]): N small tasks in a row;
-//! 2. **message latency** ([`latency`]): M messages to the agent while it is
-//!    busy with a shell command;
-//! 3. **resumed share** ([`wakes`]): K wakes of one task, agent runtimes only.
-//!
-//! The native loop always runs, as the baseline (`--provider anthropic`, and
-//! `--provider openai` for codex, whose API is OpenAI's). Every step has a
-//! timeout. The tables go to stdout, the figures to
-//! `target/bench/runtimes.json`, progress to stderr; what the figures mean
-//! and the results are in `docs/benchmarks.md`.
+//! `cargo xtask bench-runtimes`: what a teammate's work costs through Claude
+//! Code, Codex or an ACP agent against teammated's own loop ([`LONG_ABOUT`]
+//! says what is measured). Each runtime whose CLI is installed runs on a fresh
+//! mock and a fresh teammate of its own, against one boardd: the per-task
+//! overhead ([`overhead`]), the message latency ([`latency`]) and the resumed
+//! share ([`wakes`]); the native loop is the baseline (`--provider openai` for
+//! codex, whose API is OpenAI's). Every step has a timeout.
 
 mod board;
 mod latency;
@@ -35,7 +21,7 @@ use anyhow::{Context, bail};
 use board::Board;
 use report::{Measured, Setup};
 use runtime::Runtime;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 use teamboard_agent_clis::Cli;
 
@@ -119,7 +105,7 @@ impl RuntimeBenchArgs {
         Ok(runtimes)
     }
 
-    /// `--agent-arg`s by runtime, as teammated's `--agent-arg=ARG` flags.
+    /// `--agent-arg`s by runtime.
     fn extra_args(&self) -> anyhow::Result<Vec<(Runtime, String)>> {
         self.agent_args
             .iter()
@@ -128,7 +114,7 @@ impl RuntimeBenchArgs {
                     format!("--agent-arg {a:?}: write RUNTIME:ARG, e.g. claude:--tools")
                 })?;
                 match Runtime::parse(name) {
-                    Some(rt) if rt.is_agent() => Ok((rt, format!("--agent-arg={arg}"))),
+                    Some(rt) if rt.is_agent() => Ok((rt, arg.to_string())),
                     _ => bail!(
                         "--agent-arg {a:?}: {name} is not an agent runtime (claude, codex, acp)"
                     ),
@@ -156,12 +142,6 @@ pub struct Agent {
     home: PathBuf,
     /// `--agent-arg=...` flags from the command line.
     extra: Vec<String>,
-}
-
-impl Agent {
-    fn spec(&self) -> (Cli, &Path, &Path) {
-        (self.cli, &self.program, &self.home)
-    }
 }
 
 /// `bench-runtimes-run`: the measurement, from the release build.
@@ -196,68 +176,45 @@ async fn run_async(args: &RuntimeBenchArgs, runtimes: &[Runtime]) -> anyhow::Res
     let mut all = Vec::new();
     for &rt in runtimes {
         let mut m = Measured::new(rt);
-        let agent = match rt.cli() {
+        let agent = match rt.cli().map(|cli| (cli, cli.find())) {
             None => None,
-            Some(cli) => match cli.find() {
-                Ok(program) => {
-                    let extra: Vec<String> = extra
-                        .iter()
-                        .filter(|(r, _)| *r == rt)
-                        .map(|(_, a)| a.clone())
-                        .collect();
-                    m.agent = Some((
-                        cli.package().1.to_string(),
-                        extra
-                            .iter()
-                            .map(|a| a.trim_start_matches("--agent-arg=").to_string())
-                            .collect(),
-                    ));
-                    Some(Agent {
-                        cli,
-                        program,
-                        home: scratch.path().join("homes").join(cli.name()),
-                        extra,
-                    })
-                }
-                Err(why) => {
-                    eprintln!("{}: skipped: {why}", rt.name());
-                    m.skipped = Some(why);
-                    all.push(m);
-                    continue;
-                }
-            },
+            Some((_, Err(why))) => {
+                eprintln!("{}: skipped: {why}", rt.name());
+                m.skipped = Some(why);
+                all.push(m);
+                continue;
+            }
+            Some((cli, Ok(program))) => {
+                let mine: Vec<String> = extra
+                    .iter()
+                    .filter(|e| e.0 == rt)
+                    .map(|e| e.1.clone())
+                    .collect();
+                let extra = mine.iter().map(|a| format!("--agent-arg={a}")).collect();
+                m.agent = Some((cli.package().1.to_string(), mine));
+                let home = scratch.path().join("homes").join(cli.name());
+                Some(Agent {
+                    cli,
+                    program,
+                    home,
+                    extra,
+                })
+            }
         };
         let agent = agent.as_ref();
         eprintln!("{}: {} tasks ...", rt.name(), args.tasks);
-        m.overhead = Some(
-            overhead::measure(&mut board, rt, agent, args.tasks)
-                .await
-                .map_err(|e| format!("{e:#}")),
-        );
-        report_progress(rt, "tasks", &m.overhead);
+        let tasks = overhead::measure(&mut board, rt, agent, args.tasks).await;
+        m.overhead = outcome(rt, "tasks", tasks);
         if args.messages > 0 && rt != Runtime::NativeOpenai {
             eprintln!("{}: {} messages while busy ...", rt.name(), args.messages);
-            m.latency = Some(
-                latency::measure(&mut board, rt, agent, args.messages, THINK, RUN)
-                    .await
-                    .map_err(|e| format!("{e:#}")),
-            );
-            report_progress(rt, "messages", &m.latency);
+            let latency = latency::measure(&mut board, rt, agent, args.messages, THINK, RUN).await;
+            m.latency = outcome(rt, "messages", latency);
         }
         if let (Some(agent), true) = (agent, args.wakes > 0) {
             eprintln!("{}: {} wakes of one task ...", rt.name(), args.wakes);
-            m.wakes = Some(
-                wakes::measure(
-                    &mut board,
-                    rt,
-                    agent,
-                    args.wakes,
-                    Duration::from_secs(args.wake_after),
-                )
-                .await
-                .map_err(|e| format!("{e:#}")),
-            );
-            report_progress(rt, "wakes", &m.wakes);
+            let after = Duration::from_secs(args.wake_after);
+            let wakes = wakes::measure(&mut board, rt, agent, args.wakes, after).await;
+            m.wakes = outcome(rt, "wakes", wakes);
         }
         all.push(m);
     }
@@ -277,10 +234,13 @@ async fn run_async(args: &RuntimeBenchArgs, runtimes: &[Runtime]) -> anyhow::Res
     Ok(())
 }
 
-fn report_progress<T>(rt: Runtime, what: &str, o: &report::Outcome<T>) {
-    if let Some(Err(e)) = o {
+/// A measurement's result as the report keeps it, its failure said at once.
+fn outcome<T>(rt: Runtime, what: &str, r: anyhow::Result<T>) -> report::Outcome<T> {
+    let r = r.map_err(|e| format!("{e:#}"));
+    if let Err(e) = &r {
         eprintln!("{}: {what} FAILED: {e}", rt.name());
     }
+    Some(r)
 }
 
 #[cfg(test)]
@@ -318,8 +278,8 @@ mod tests {
         assert_eq!(
             args.extra_args().expect("valid"),
             [
-                (Runtime::Claude, "--agent-arg=--tools".to_string()),
-                (Runtime::Claude, "--agent-arg=Bash,Read".to_string())
+                (Runtime::Claude, "--tools".to_string()),
+                (Runtime::Claude, "Bash,Read".to_string())
             ]
         );
         for bad in [

@@ -10,7 +10,7 @@
 //! real API's cache would serve counted as cached). The agent's start is read
 //! from the transcript: `work: started` → `agent: ... session ... started`.
 
-use super::board::{Board, MateSpec, SessionLine};
+use super::board::{Board, SessionLine};
 use super::runtime::Runtime;
 use super::script;
 use super::{Agent, STEP};
@@ -20,9 +20,9 @@ use serde::Serialize;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
-use teamboard_mock_llm::MockLlm;
 use teamboard_mock_llm::cache::PromptUsage;
-use teamboard_protocol::EventKind;
+use teamboard_mock_llm::{MockLlm, RecordedRequest};
+use teamboard_protocol::{Event, EventKind};
 
 /// The longest one small task may take (Gemini CLI alone takes seconds to start).
 const TASK_TIMEOUT: Duration = Duration::from_secs(120);
@@ -68,56 +68,33 @@ pub async fn measure(
     script::small_task(&mock, rt, current.clone());
     let name = format!("{}-tasks", rt.name());
     let url = mock.url();
-    let mut mate = board.spawn(&MateSpec {
-        rt,
-        name: &name,
-        mock_url: &url,
-        agent: agent.map(Agent::spec),
-        extra: agent.map_or(&[], |a| &a.extra),
-    })?;
-    let fail = |e: anyhow::Error, mate: &super::board::Mate| {
-        anyhow::anyhow!("{e:#}; the teammate's log ends:\n{}", mate.log_tail())
-    };
-    if let Err(e) = board.lead.idle(&name, STEP).await {
-        return Err(fail(e, &mate));
-    }
+    let mut mate = board.spawn(rt, &name, &url, agent, &[])?;
+    board
+        .lead
+        .idle(&name, STEP)
+        .await
+        .map_err(|e| mate.failed(e))?;
     let mut walls = Vec::with_capacity(tasks);
     let mut ids = Vec::with_capacity(tasks);
     for n in 1..=tasks {
         current.store(n, Ordering::SeqCst);
-        let id = board
-            .add(
-                &name,
-                &format!("task {n}"),
-                &format!(
-                    "Write {} holding the line 'task {n}', then say {}.",
-                    script::task_file(n),
-                    script::done(n)
-                ),
-            )
-            .await?;
+        let (file, done) = (script::task_file(n), script::done(n));
+        let brief = format!("Write {file} holding the line 'task {n}', then say {done}.");
+        let id = board.add(&name, &format!("task {n}"), &brief).await?;
         let run = async {
+            let claim = |e: &Event| e.kind == EventKind::TaskClaimed && e.task == Some(id);
             let (_, claimed) = board
                 .lead
-                .next(&format!("the claim of task #{id}"), STEP, |e| {
-                    e.kind == EventKind::TaskClaimed && e.task == Some(id)
-                })
+                .next(&format!("the claim of task #{id}"), STEP, claim)
                 .await?;
             let (kind, ended) = board.lead.ended(id, TASK_TIMEOUT).await?;
             anyhow::Ok((kind, ended - claimed))
         };
-        let (kind, wall) = match run.await {
-            Ok(r) => r,
-            Err(e) => return Err(fail(e, &mate)),
-        };
+        let (kind, wall) = run.await.map_err(|e| mate.failed(e))?;
         let task = board.lead.client.get_task(id).await?.task;
         if kind != EventKind::TaskCompleted {
-            bail!(
-                "task #{id} ended {}: {}; the teammate's log ends:\n{}",
-                task.status,
-                task.last_error.unwrap_or_default(),
-                mate.log_tail()
-            );
+            let error = task.last_error.unwrap_or_default();
+            return Err(mate.failed(anyhow::anyhow!("task #{id} ended {}: {error}", task.status)));
         }
         let result = task.result.unwrap_or_default();
         let written = std::fs::read_to_string(mate.workdir.join(script::task_file(n)));
@@ -130,20 +107,19 @@ pub async fn measure(
         }
         walls.push(wall);
         ids.push(id);
-        if let Err(e) = board.lead.idle(&name, STEP).await {
-            return Err(fail(e, &mate));
-        }
+        board
+            .lead
+            .idle(&name, STEP)
+            .await
+            .map_err(|e| mate.failed(e))?;
     }
     let startup = agent
         .map(|_| startups(&mate.transcript(), &ids))
         .transpose()?;
     mate.kill9().await?;
-    let requests = mock.requests();
-    let api = rt.api();
-    let usage: Vec<PromptUsage> = requests
-        .iter()
-        .map(|r| PromptUsage::of_answer(api, &r.answered_usage))
-        .collect();
+    let (requests, api) = (mock.requests(), rt.api());
+    let usage = |r: &RecordedRequest| PromptUsage::of_answer(api, &r.answered_usage);
+    let usage: Vec<PromptUsage> = requests.iter().map(usage).collect();
     Ok(Overhead {
         tasks,
         wall: Summary::of(walls),

@@ -37,12 +37,9 @@ impl Measured {
     }
 
     pub fn failed(&self) -> bool {
-        [
-            self.overhead.as_ref().is_some_and(Result::is_err),
-            self.latency.as_ref().is_some_and(Result::is_err),
-            self.wakes.as_ref().is_some_and(Result::is_err),
-        ]
-        .contains(&true)
+        [err(&self.overhead), err(&self.latency), err(&self.wakes)]
+            .iter()
+            .any(Option::is_some)
     }
 }
 
@@ -63,6 +60,10 @@ fn find(all: &[Measured], rt: Runtime) -> Option<&Measured> {
 
 fn ok<T>(o: &Outcome<T>) -> Option<&T> {
     o.as_ref().and_then(|r| r.as_ref().ok())
+}
+
+fn err<T>(o: &Outcome<T>) -> Option<&String> {
+    o.as_ref().and_then(|r| r.as_ref().err())
 }
 
 fn times(r: Option<f64>) -> String {
@@ -104,10 +105,9 @@ fn no_figures<T>(m: &Measured, o: &Outcome<T>, full: bool) -> String {
         };
         return format!("skipped: {said}");
     }
-    match o {
-        Some(Err(e)) => format!("FAILED: {}", first_line(e)),
-        _ => "not measured".to_string(),
-    }
+    err(o).map_or("not measured".to_string(), |e| {
+        format!("FAILED: {}", first_line(e))
+    })
 }
 
 fn first_line(s: &str) -> &str {
@@ -273,7 +273,7 @@ fn print_wakes(all: &[Measured], setup: &Setup) {
         let why: Vec<String> = k
             .each
             .iter()
-            .filter_map(|x| Some(format!("{}: {}", x.how.name(), x.why_new.as_deref()?)))
+            .filter_map(|x| Some(format!("{}: {}", x.how, x.why_new.as_deref()?)))
             .collect();
         println!(
             "  {:<w$} {:>5}/{:<2} {:>4.0}% {:>9} {:>9}  {}",
@@ -294,10 +294,7 @@ fn print_wakes(all: &[Measured], setup: &Setup) {
 
 /// The figures as JSON, for `target/bench/runtimes.json`.
 pub fn json(all: &[Measured], setup: &Setup, unix_s: u64) -> Value {
-    let outcome = |o: Value, e: Option<&String>| match e {
-        Some(e) => json!({"error": e}),
-        None => o,
-    };
+    let outcome = |o: Value, e: Option<&String>| e.map_or(o, |e| json!({"error": e}));
     let runtimes: Vec<Value> = all
         .iter()
         .map(|m| {
@@ -333,9 +330,9 @@ pub fn json(all: &[Measured], setup: &Setup, unix_s: u64) -> Value {
                 "runtime": m.rt.name(),
                 "agent": m.agent.as_ref().map(|(v, extra)| json!({"version": v, "extra_args": extra})),
                 "skipped": m.skipped,
-                "overhead": outcome(json!(overhead), m.overhead.as_ref().and_then(|r| r.as_ref().err())),
-                "latency": outcome(json!(latency), m.latency.as_ref().and_then(|r| r.as_ref().err())),
-                "wakes": outcome(json!(wakes), m.wakes.as_ref().and_then(|r| r.as_ref().err())),
+                "overhead": outcome(json!(overhead), err(&m.overhead)),
+                "latency": outcome(json!(latency), err(&m.latency)),
+                "wakes": outcome(json!(wakes), err(&m.wakes)),
             })
         })
         .collect();

@@ -5,7 +5,8 @@ use teamboard_mock_llm::cache::Api;
 
 /// A runtime as measured: the native loop once per API format its baseline
 /// needs, and each agent runtime with its CLI.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum Runtime {
     /// teammated's own loop, `--provider anthropic`: the baseline of claude and acp.
     Native,
@@ -28,13 +29,7 @@ impl Runtime {
     ];
 
     pub fn name(self) -> &'static str {
-        match self {
-            Runtime::Native => "native",
-            Runtime::NativeOpenai => "native-openai",
-            Runtime::Claude => "claude",
-            Runtime::Codex => "codex",
-            Runtime::Acp => "acp",
-        }
+        self.into()
     }
 
     pub fn parse(name: &str) -> Option<Runtime> {

@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use teamboard_mock_llm::cache::Api;
 use teamboard_mock_llm::responses::function_call_output;
 use teamboard_mock_llm::{MockLlm, MockReply, RecordedRequest, gemini, messages};
 
@@ -50,10 +51,10 @@ fn shell(rt: Runtime, id: &str, command: &str) -> MockReply {
 /// A final text answer.
 fn say(rt: Runtime, text: &str) -> MockReply {
     match rt.api() {
-        teamboard_mock_llm::cache::Api::Anthropic => MockReply::anthropic_text(text),
-        teamboard_mock_llm::cache::Api::OpenAi => MockReply::openai_text(text),
-        teamboard_mock_llm::cache::Api::Responses => MockReply::responses_text(text),
-        teamboard_mock_llm::cache::Api::Gemini => MockReply::gemini_text(text),
+        Api::Anthropic => MockReply::anthropic_text(text),
+        Api::OpenAi => MockReply::openai_text(text),
+        Api::Responses => MockReply::responses_text(text),
+        Api::Gemini => MockReply::gemini_text(text),
     }
 }
 
@@ -143,24 +144,22 @@ pub const TURN: usize = 3;
 
 impl Busy {
     pub fn new(think: Duration, run: Duration) -> Busy {
+        let (steps, turn_ends) = (Mutex::default(), Mutex::default());
         Busy {
             think,
             run,
-            steps: Mutex::default(),
-            turn_ends: Mutex::default(),
+            steps,
+            turn_ends,
             commands: AtomicUsize::new(0),
         }
     }
 
     pub fn steps(&self) -> Vec<Step> {
-        self.steps.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        lock(&self.steps).clone()
     }
 
     pub fn turn_ends(&self) -> Vec<Instant> {
-        self.turn_ends
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        lock(&self.turn_ends).clone()
     }
 }
 

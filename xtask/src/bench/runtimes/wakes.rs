@@ -15,7 +15,7 @@
 //! transcript (`agent: RT session ID started|resumed`, one per start, and the
 //! id of each resumed start is the first one's).
 
-use super::board::{Board, MateSpec, SessionLine, children_of, poll};
+use super::board::{Board, SessionLine, poll};
 use super::runtime::Runtime;
 use super::script;
 use super::{Agent, STEP};
@@ -25,14 +25,15 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use teamboard_mock_llm::MockLlm;
-use teamboard_protocol::EventKind;
+use teamboard_protocol::{Event, EventKind};
 
 /// How long one stretch may take: Gemini CLI's start, a failed load and a new
 /// session.
 const WAKE_TIMEOUT: Duration = Duration::from_secs(120);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, strum::Display)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum How {
     Restart,
     Crash,
@@ -42,13 +43,6 @@ impl How {
     /// Wake `w` (from 1): restarts and crashes in turn, a restart first.
     fn of(w: usize) -> How {
         if w % 2 == 1 { How::Restart } else { How::Crash }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            How::Restart => "restart",
-            How::Crash => "crash",
-        }
     }
 }
 
@@ -98,23 +92,11 @@ pub async fn measure(
     script::wakes(&mock, rt, state.clone());
     let name = format!("{}-wakes", rt.name());
     let url = mock.url();
-    let spec = MateSpec {
-        rt,
-        name: &name,
-        mock_url: &url,
-        agent: Some(agent.spec()),
-        extra: &agent.extra,
-    };
-    let mut mate = board.spawn(&spec)?;
+    let mut mate = board.spawn(rt, &name, &url, Some(agent), &[])?;
     let run = async {
         board.lead.idle(&name, STEP).await?;
-        let id = board
-            .add(
-                &name,
-                "wake me",
-                "Run the command you are given, then wait.",
-            )
-            .await?;
+        let brief = "Run the command you are given, then wait.";
+        let id = board.add(&name, "wake me", brief).await?;
         held(&state, 0).await?;
         for w in 1..=wakes {
             tokio::time::sleep(after).await;
@@ -124,7 +106,7 @@ pub async fn measure(
                 How::Restart => {
                     mate.kill9().await?;
                     released(board, id).await?;
-                    mate = board.spawn(&spec)?;
+                    mate = board.spawn(rt, &name, &url, Some(agent), &[])?;
                 }
                 How::Crash => {
                     kill_agent(&mate.transcript(), id)?;
@@ -141,43 +123,32 @@ pub async fn measure(
         }
         anyhow::Ok(id)
     };
-    let id = run
-        .await
-        .map_err(|e| anyhow::anyhow!("{e:#}; the teammate's log ends:\n{}", mate.log_tail()))?;
-    let lines: Vec<(SessionLine, Option<String>)> = mate
-        .transcript()
-        .iter()
-        .filter(|e| e.task == Some(id))
-        .filter_map(|e| {
-            let why = e
-                .text
-                .split_once("could not be resumed: ")
-                .map(|(_, w)| w.trim_end_matches(')').to_string());
-            Some((SessionLine::parse(e)?, why))
-        })
+    let id = run.await.map_err(|e| mate.failed(e))?;
+    let why_new = |text: &str| {
+        let why = text.split_once("could not be resumed: ");
+        why.map(|(_, w)| w.trim_end_matches(')').to_string())
+    };
+    let transcript = mate.transcript();
+    let mine = transcript.iter().filter(|e| e.task == Some(id));
+    let lines: Vec<(SessionLine, Option<String>)> = mine
+        .filter_map(|e| Some((SessionLine::parse(e)?, why_new(&e.text))))
         .collect();
-    let (session, starts, resumed) = mate
-        .recorded_session(id)
-        .context("agent/sessions.json has no entry for the task")?;
+    let recorded = mate.recorded_session(id);
+    let (session, starts, resumed) =
+        recorded.context("agent/sessions.json has no entry for the task")?;
     mate.kill9().await?;
-    if lines.len() != wakes + 1 || starts != (wakes + 1) as u64 {
-        bail!(
-            "{} agent starts in the transcript and {starts} in sessions.json, not {}",
-            lines.len(),
-            wakes + 1
-        );
+    let (n, wanted) = (lines.len(), wakes + 1);
+    if n != wanted || starts != wanted as u64 {
+        bail!("{n} agent starts in the transcript and {starts} in sessions.json, not {wanted}");
     }
     let first = &lines[0].0.id;
-    let each: Vec<Wake> = lines[1..]
-        .iter()
-        .enumerate()
-        .map(|(i, (line, why))| Wake {
-            how: How::of(i + 1),
-            resumed: line.resumed,
-            session: line.id.clone(),
-            why_new: why.clone(),
-        })
-        .collect();
+    let wake = |(i, (line, why)): (usize, &(SessionLine, Option<String>))| Wake {
+        how: How::of(i + 1),
+        resumed: line.resumed,
+        session: line.id.clone(),
+        why_new: why.clone(),
+    };
+    let each: Vec<Wake> = lines[1..].iter().enumerate().map(wake).collect();
     if let Some(w) = each.iter().find(|w| w.resumed && w.session != *first) {
         bail!(
             "a resumed start named session {}, not the task's {first}",
@@ -205,11 +176,10 @@ async fn held(state: &script::Wakes, w: usize) -> anyhow::Result<()> {
 }
 
 async fn released(board: &mut Board, id: u64) -> anyhow::Result<()> {
+    let given_back = |e: &Event| e.kind == EventKind::TaskReleased && e.task == Some(id);
     board
         .lead
-        .next(&format!("task #{id} given back"), STEP, |e| {
-            e.kind == EventKind::TaskReleased && e.task == Some(id)
-        })
+        .next(&format!("task #{id} given back"), STEP, given_back)
         .await?;
     Ok(())
 }
@@ -227,7 +197,12 @@ fn kill_agent(
         .find_map(SessionLine::parse)
         .and_then(|l| l.pid)
         .context("the transcript names no agent process")?;
-    let mut targets = children_of(pid);
+    let all = teamboard_process::processes();
+    let mut targets: Vec<u32> = all
+        .iter()
+        .filter(|s| s.ppid == pid)
+        .map(|s| s.pid)
+        .collect();
     if targets.is_empty() {
         targets.push(pid);
     }
