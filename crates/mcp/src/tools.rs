@@ -15,7 +15,7 @@ use teamboard_protocol::board_call::{BOARD_TOOLS, Front};
 use teamboard_protocol::member::MemberReply;
 
 /// The most tokens the `tools/list` entries (name, description, input schema)
-/// may take together (issue 16).
+/// may take together: what an agent pays for the board in every request.
 pub const TOKEN_BUDGET: usize = 1500;
 
 /// The `tools/list` entries for `mode`, in [`BOARD_TOOLS`] order.

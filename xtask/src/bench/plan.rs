@@ -34,7 +34,7 @@
 //! with `submit_plan`) to the plan pending at boardd, the teammate's share
 //! before the lead can see the plan at all. Added to the approval figure sample
 //! by sample, it gives the time from a plan's submission to the teammate's next
-//! model request, less the lead's own decision: the figure issue 14 asks for.
+//! model request, less the lead's own decision: what the person waits for.
 //! And from the submission to the spawn of `teamctl approve`: that interval is
 //! the bench's own doing (detecting the pending plan, then the hold), reported
 //! for what happens inside it. The bench counts the teammate's model calls
