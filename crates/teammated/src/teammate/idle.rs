@@ -8,7 +8,6 @@
 use super::{Exit, Intake, Teammate};
 use crate::error::Error;
 use std::time::Duration;
-use teamboard_protocol::transcript::EntryKind;
 use teamboard_protocol::{MemberStatus, MessageKind, TaskId, Work};
 use tokio::time::Instant;
 
@@ -151,12 +150,7 @@ impl Teammate {
             )
             .await;
         }
-        self.log(
-            EntryKind::Lifecycle,
-            None,
-            false,
-            "idle: waiting for messages or a ready task",
-        );
+        self.lifecycle("idle: waiting for messages or a ready task");
         Ok(())
     }
 

@@ -361,7 +361,9 @@ fn children() -> Option<Vec<libc::pid_t>> {
         );
     }
     std::fs::read_dir("/proc").ok()?;
-    let mine = teamboard_process::processes().into_iter().filter(|s| s.ppid == me);
+    let mine = teamboard_process::processes()
+        .into_iter()
+        .filter(|s| s.ppid == me);
     Some(mine.filter_map(|s| s.pid.try_into().ok()).collect())
 }
 
