@@ -232,18 +232,14 @@ impl AgentProcess {
     /// it ended.
     pub async fn stop(&mut self) -> String {
         self.close_input();
-        if let Ok(Ok(status)) = tokio::time::timeout(STOP_GRACE, self.child.wait()).await {
-            let how = describe(status, self.guarded);
-            self.exited = Some(how.clone());
-            return how;
+        for signal in [libc::SIGTERM, libc::SIGKILL] {
+            if let Ok(Ok(status)) = tokio::time::timeout(STOP_GRACE, self.child.wait()).await {
+                let how = describe(status, self.guarded);
+                self.exited = Some(how.clone());
+                return how;
+            }
+            self.signal(signal);
         }
-        self.signal(libc::SIGTERM);
-        if let Ok(Ok(status)) = tokio::time::timeout(STOP_GRACE, self.child.wait()).await {
-            let how = describe(status, self.guarded);
-            self.exited = Some(how.clone());
-            return how;
-        }
-        self.signal(libc::SIGKILL);
         self.wait_exit().await
     }
 
