@@ -402,13 +402,10 @@ async fn summarise(
             on_retry,
         })
         .await?;
-    let text: Vec<String> = completion
+    let text: Vec<&str> = completion
         .content
         .iter()
-        .filter_map(|b| match b {
-            Block::Text { text } => Some(text.clone()),
-            _ => None,
-        })
+        .filter_map(Block::as_text)
         .collect();
     Ok((text.join("\n"), completion.usage))
 }

@@ -1,6 +1,6 @@
 //! The slash commands: answered from boardd by the runtime, without a model call.
 
-use crate::board_view::task_line;
+use crate::board_view::task_lines;
 use teamboard_protocol::request::ListRequestsArgs;
 use teamboard_protocol::{Client, ClientError, RequestKind, RequestState, TeamRequest, now_ms};
 
@@ -46,88 +46,63 @@ pub(super) async fn answer(client: &Client, command: &Command) -> String {
         Command::Tasks => tasks(client).await,
         Command::Team => team(client).await,
         Command::Inbox => inbox(client).await,
-        Command::Plans => {
-            requests(
-                client,
-                ListRequestsArgs {
-                    kind: Some(RequestKind::Plan),
-                    ..ListRequestsArgs::default()
-                },
-            )
-            .await
-        }
-        Command::Requests => {
-            requests(
-                client,
-                ListRequestsArgs {
-                    state: Some(RequestState::Pending),
-                    ..ListRequestsArgs::default()
-                },
-            )
-            .await
-        }
+        Command::Plans => requests(client, Some(RequestKind::Plan), None).await,
+        Command::Requests => requests(client, None, Some(RequestState::Pending)).await,
         Command::Help | Command::Quit => Ok(HELP.to_string()),
         Command::Unknown(w) => Ok(format!("unknown command /{w}\n{HELP}")),
     };
     text.unwrap_or_else(|e| format!("boardd refused: {e}"))
 }
 
-async fn tasks(client: &Client) -> Result<String, ClientError> {
-    let tasks = client.list_tasks(None).await?;
-    if tasks.is_empty() {
-        return Ok("no tasks".into());
+/// One line per item, or `empty` when there is none.
+fn listing<T>(items: &[T], empty: &str, line: impl Fn(&T) -> String) -> String {
+    if items.is_empty() {
+        return empty.to_string();
     }
-    Ok(tasks.iter().map(task_line).collect::<Vec<_>>().join("\n"))
+    items.iter().map(line).collect::<Vec<_>>().join("\n")
+}
+
+async fn tasks(client: &Client) -> Result<String, ClientError> {
+    Ok(task_lines(&client.list_tasks(None).await?))
 }
 
 async fn team(client: &Client) -> Result<String, ClientError> {
-    let team = client.team().await?;
-    if team.is_empty() {
-        return Ok("no teammates".into());
-    }
-    Ok(team
-        .iter()
-        .map(|m| {
-            let task = m.task.map(|t| format!(" #{t}")).unwrap_or_default();
-            let conn = if m.connected { "" } else { " (disconnected)" };
-            format!(
-                "{:<12} {:<10} {}{task}{conn}  {} tokens",
-                m.name,
-                m.role,
-                m.status,
-                m.tokens.total()
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("\n"))
+    Ok(listing(&client.team().await?, "no teammates", |m| {
+        let task = m.task.map(|t| format!(" #{t}")).unwrap_or_default();
+        let conn = if m.connected { "" } else { " (disconnected)" };
+        format!(
+            "{:<12} {:<10} {}{task}{conn}  {} tokens",
+            m.name,
+            m.role,
+            m.status,
+            m.tokens.total()
+        )
+    }))
 }
 
 async fn inbox(client: &Client) -> Result<String, ClientError> {
-    let messages = client.inbox().await?;
-    if messages.is_empty() {
-        return Ok("the inbox is empty (everything is in the lead's context)".into());
-    }
-    Ok(messages
-        .iter()
-        .map(|m| {
-            format!(
-                "{} {} from {}: {}",
-                m.id,
-                m.kind,
-                m.from,
-                m.content.lines().next().unwrap_or_default()
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("\n"))
+    let empty = "the inbox is empty (everything is in the lead's context)";
+    Ok(listing(&client.inbox().await?, empty, |m| {
+        let first = m.content.lines().next().unwrap_or_default();
+        format!("{} {} from {}: {first}", m.id, m.kind, m.from)
+    }))
 }
 
-async fn requests(client: &Client, args: ListRequestsArgs) -> Result<String, ClientError> {
-    let list = client.list_requests(args).await?;
-    if list.is_empty() {
-        return Ok("none".into());
-    }
-    Ok(list.iter().map(request_line).collect::<Vec<_>>().join("\n"))
+async fn requests(
+    client: &Client,
+    kind: Option<RequestKind>,
+    state: Option<RequestState>,
+) -> Result<String, ClientError> {
+    let args = ListRequestsArgs {
+        kind,
+        state,
+        ..ListRequestsArgs::default()
+    };
+    Ok(listing(
+        &client.list_requests(args).await?,
+        "none",
+        request_line,
+    ))
 }
 
 fn request_line(r: &TeamRequest) -> String {

@@ -42,6 +42,14 @@ impl Block {
     pub fn text(text: impl Into<String>) -> Block {
         Block::Text { text: text.into() }
     }
+
+    /// The text of a text block.
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            Block::Text { text } => Some(text),
+            _ => None,
+        }
+    }
 }
 
 /// One turn of the conversation.
@@ -66,18 +74,14 @@ impl ChatMessage {
         }
     }
 
+    /// The message's text blocks.
+    pub fn texts(&self) -> Vec<&str> {
+        self.content.iter().filter_map(Block::as_text).collect()
+    }
+
     /// The message's text blocks joined by newlines.
     pub fn joined_text(&self) -> String {
-        let mut out = String::new();
-        for block in &self.content {
-            if let Block::Text { text } = block {
-                if !out.is_empty() {
-                    out.push('\n');
-                }
-                out.push_str(text);
-            }
-        }
-        out
+        self.texts().join("\n")
     }
 
     /// Whether the message answers tool uses (and so must stay right after them).

@@ -27,14 +27,7 @@ pub struct HttpClient {
 impl HttpClient {
     /// A client with `cfg.request_timeout` per request and `cfg.retry` between them.
     pub fn new(provider: &'static str, cfg: &ProviderConfig) -> Result<HttpClient, LlmError> {
-        HttpClient::with_policy(provider, cfg.request_timeout, cfg.retry)
-    }
-
-    pub fn with_policy(
-        provider: &'static str,
-        timeout: Duration,
-        retry: RetryPolicy,
-    ) -> Result<HttpClient, LlmError> {
+        let timeout = cfg.request_timeout;
         // reqwest is built without a TLS crypto backend (the default, aws-lc, takes
         // minutes to compile), and building a client without a process-wide provider
         // panics. Installing fails harmlessly when one is already installed.
@@ -50,11 +43,10 @@ impl HttpClient {
                 message: format!("cannot build the HTTP client: {}", error_chain(&e)),
                 timeout: false,
             })?;
-        Ok(HttpClient { client, retry })
-    }
-
-    pub fn retry_policy(&self) -> RetryPolicy {
-        self.retry
+        Ok(HttpClient {
+            client,
+            retry: cfg.retry,
+        })
     }
 
     /// POSTs `body` to `url` and returns the JSON answer, retrying transient failures.

@@ -132,43 +132,15 @@ fn secs_to_duration(secs: f64) -> Option<Duration> {
     Duration::try_from_secs_f64(secs.min(86_400.0)).ok()
 }
 
-/// Parses an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) into Unix seconds.
+/// Parses an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) into Unix seconds. The
+/// obsolete RFC 850 and asctime forms that `httpdate` also reads are refused: only
+/// the fixdate has a comma after a three-letter weekday.
 fn parse_http_date(s: &str) -> Option<u64> {
-    let parts: Vec<&str> = s.split_whitespace().collect();
-    let [_weekday, day, month, year, time, "GMT"] = parts.as_slice() else {
-        return None;
-    };
-    let day: u64 = day.parse().ok()?;
-    let month = 1 + [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ]
-    .iter()
-    .position(|m| m.eq_ignore_ascii_case(month))? as u64;
-    let year: u64 = year.parse().ok()?;
-    let mut hms = time.split(':').map(|p| p.parse::<u64>().ok());
-    let (h, m, sec) = (hms.next()??, hms.next()??, hms.next()??);
-    if hms.next().is_some()
-        || !(1..=31).contains(&day)
-        || year < 1970
-        || h > 23
-        || m > 59
-        || sec > 60
-    {
+    if s.get(3..4) != Some(",") {
         return None;
     }
-    Some(days_from_civil(year, month, day) * 86_400 + h * 3600 + m * 60 + sec)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm),
-/// for years from 1970 on.
-fn days_from_civil(year: u64, month: u64, day: u64) -> u64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y / 400;
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    let at = httpdate::parse_http_date(s).ok()?;
+    Some(at.duration_since(UNIX_EPOCH).ok()?.as_secs())
 }
 
 #[cfg(test)]
@@ -253,36 +225,13 @@ mod tests {
             .unwrap()
             .as_secs();
         let later = now + 120;
-        let days = later / 86_400;
-        let date = format_fixdate(days, later % 86_400);
+        // httpdate checks the weekday, so the test date needs the right one.
+        let date = httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(later));
         let got = parse_retry_after(&headers(&[("retry-after", &date)])).unwrap();
         assert!(
             got <= Duration::from_secs(120) && got >= Duration::from_secs(115),
             "{got:?}"
         );
-    }
-
-    /// The inverse of `days_from_civil`, only to build test dates.
-    fn format_fixdate(days: u64, secs: u64) -> String {
-        let z = days + 719_468;
-        let era = z / 146_097;
-        let doe = z - era * 146_097;
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-        let mp = (5 * doy + 2) / 153;
-        let d = doy - (153 * mp + 2) / 5 + 1;
-        let m = if mp < 10 { mp + 3 } else { mp - 9 };
-        let y = yoe + era * 400 + u64::from(m <= 2);
-        let months = [
-            "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-        ];
-        format!(
-            "Mon, {d:02} {} {y} {:02}:{:02}:{:02} GMT",
-            months[(m - 1) as usize],
-            secs / 3600,
-            secs / 60 % 60,
-            secs % 60
-        )
     }
 
     fn http(status: u16) -> LlmError {

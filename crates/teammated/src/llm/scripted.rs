@@ -227,10 +227,7 @@ fn next_step(messages: &[ChatMessage]) -> Vec<Block> {
         .iter()
         .flat_map(|m| m.content.iter())
         .rev()
-        .find_map(|b| match b {
-            Block::Text { text } => progress_of(text, task.id),
-            _ => None,
-        })
+        .find_map(|b| progress_of(b.as_text()?, task.id))
         .unwrap_or(0);
     let mut finished = false;
     let mut bash_ids = Vec::new();

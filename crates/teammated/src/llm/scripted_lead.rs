@@ -39,7 +39,7 @@ pub fn next_step(messages: &[ChatMessage]) -> Vec<Block> {
     if let Some(last) = messages.last()
         && last.role == Role::User
         && last.has_tool_results()
-        && trigger_texts(last).is_empty()
+        && last.texts().is_empty()
     {
         return vec![Block::text(after_tools(messages))];
     }
@@ -72,25 +72,10 @@ impl Calls {
     }
 }
 
-/// A user message's text blocks (runtime markers and the person's words).
-fn trigger_texts(m: &ChatMessage) -> Vec<&str> {
-    m.content
-        .iter()
-        .filter_map(|b| match b {
-            Block::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect()
-}
-
 /// The person's words in a message: its text blocks that are no runtime marker.
 fn person_texts(m: &ChatMessage) -> impl Iterator<Item = &str> {
-    m.content.iter().filter_map(move |b| match b {
-        Block::Text { text } if m.role == Role::User && !text.trim_start().starts_with('[') => {
-            Some(text.as_str())
-        }
-        _ => None,
-    })
+    let texts = m.content.iter().filter_map(Block::as_text);
+    texts.filter(move |text| m.role == Role::User && !text.trim_start().starts_with('['))
 }
 
 /// Every tool use of the conversation with its result: (name, input, result, error).
@@ -128,7 +113,7 @@ fn review_plans(messages: &[ChatMessage], calls: &mut Calls) -> Option<Vec<Block
     let mut blocks = Vec::new();
     let mut seen = BTreeSet::new();
     for m in messages.iter().filter(|m| m.role == Role::User) {
-        for text in trigger_texts(m) {
+        for text in m.texts() {
             for (at, _) in text.match_indices(marks::PLAN_REQUEST) {
                 let rest = &text[at + marks::PLAN_REQUEST.len()..];
                 let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
@@ -316,7 +301,7 @@ fn answer(messages: &[ChatMessage]) -> String {
     let Some(last) = messages.last().filter(|m| m.role == Role::User) else {
         return "I have nothing to answer.".to_string();
     };
-    let texts = trigger_texts(last);
+    let texts = last.texts();
     if let Some(done) = texts
         .iter()
         .find_map(|t| t.find(marks::BOARD_DONE).map(|at| &t[at..]))

@@ -160,17 +160,11 @@ impl Agent {
     pub(super) async fn opened(&mut self) -> Result<(), Unopened> {
         loop {
             match self.events.recv().await {
-                Some(AgentEvent::Session {
-                    id,
-                    resumed,
-                    why_new,
-                }) => {
-                    self.session = Some(id.clone());
-                    self.backlog.push_front(AgentEvent::Session {
-                        id,
-                        resumed,
-                        why_new,
-                    });
+                Some(session @ AgentEvent::Session { .. }) => {
+                    if let AgentEvent::Session { id, .. } = &session {
+                        self.session = Some(id.clone());
+                    }
+                    self.backlog.push_front(session);
                     return Ok(());
                 }
                 Some(AgentEvent::Failed(why)) => return Err(Unopened::Failed(why)),

@@ -108,7 +108,8 @@ impl AgentProcess {
             }
             None => {
                 let mut cmd = Command::new(&program);
-                die_with_parent(&mut cmd);
+                // Without a guard: the agent dies with the thread that started it, at least.
+                teamboard_process::die_with_parent(cmd.as_std_mut(), libc::SIGKILL);
                 cmd
             }
         };
@@ -231,18 +232,14 @@ impl AgentProcess {
     /// it ended.
     pub async fn stop(&mut self) -> String {
         self.close_input();
-        if let Ok(Ok(status)) = tokio::time::timeout(STOP_GRACE, self.child.wait()).await {
-            let how = describe(status, self.guarded);
-            self.exited = Some(how.clone());
-            return how;
+        for signal in [libc::SIGTERM, libc::SIGKILL] {
+            if let Ok(Ok(status)) = tokio::time::timeout(STOP_GRACE, self.child.wait()).await {
+                let how = describe(status, self.guarded);
+                self.exited = Some(how.clone());
+                return how;
+            }
+            self.signal(signal);
         }
-        self.signal(libc::SIGTERM);
-        if let Ok(Ok(status)) = tokio::time::timeout(STOP_GRACE, self.child.wait()).await {
-            let how = describe(status, self.guarded);
-            self.exited = Some(how.clone());
-            return how;
-        }
-        self.signal(libc::SIGKILL);
         self.wait_exit().await
     }
 
@@ -303,19 +300,6 @@ pub fn resolve(program: &Path) -> Option<PathBuf> {
     std::env::split_paths(&path)
         .map(|dir| dir.join(program))
         .find(|p| runnable(p))
-}
-
-/// Without a guard: the agent dies with the thread that started it, at least.
-fn die_with_parent(cmd: &mut Command) {
-    // SAFETY: prctl is async-signal-safe and touches no memory.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
 }
 
 async fn read_lines(out: impl AsyncRead + Unpin, tx: mpsc::Sender<Line>) {

@@ -209,7 +209,7 @@ impl Teammate {
             "plan submitted for #{} (request {id}); {who_waits} for the lead",
             held.id
         );
-        self.log(EntryKind::Lifecycle, None, false, &text);
+        self.lifecycle(&text);
     }
 
     /// Forgets the held task: its heartbeat stops, and the tools work in the

@@ -8,8 +8,7 @@
 use super::{Exit, Intake, Teammate};
 use crate::error::Error;
 use std::time::Duration;
-use teamboard_protocol::transcript::EntryKind;
-use teamboard_protocol::{MemberStatus, MessageKind, TaskId, Work};
+use teamboard_protocol::{Claim, MemberStatus, MessageKind, TaskId, Work};
 use tokio::time::Instant;
 
 /// The longest pause before taking more work after model failures.
@@ -68,12 +67,7 @@ impl Teammate {
                         return self.take_messages(messages, intake).await;
                     }
                     Work::Task { claim } => {
-                        tracing::info!(task = claim.task.id, subject = %claim.task.subject, "claimed a task");
-                        if self
-                            .take_up(claim, "Auto-claimed", true, intake)
-                            .await
-                            .is_ok()
-                        {
+                        if self.take_claimed(claim, intake).await {
                             return Ok(None);
                         }
                     }
@@ -116,14 +110,7 @@ impl Teammate {
                     return self.take_messages(messages, intake).await;
                 }
                 Woken::Work(Work::Task { claim }) => {
-                    tracing::info!(task = claim.task.id, subject = %claim.task.subject, "claimed a task");
-                    // A task whose worktree did not open is settled already;
-                    // wait on.
-                    if self
-                        .take_up(claim, "Auto-claimed", true, intake)
-                        .await
-                        .is_ok()
-                    {
+                    if self.take_claimed(claim, intake).await {
                         return Ok(None);
                     }
                 }
@@ -135,6 +122,14 @@ impl Teammate {
                 }
             }
         }
+    }
+
+    /// Takes up a task boardd claimed for us. `false` when its worktree did not
+    /// open: the task is settled already, and the wait goes on.
+    async fn take_claimed(&mut self, claim: Claim, intake: &mut impl Intake) -> bool {
+        tracing::info!(task = claim.task.id, subject = %claim.task.subject, "claimed a task");
+        let taken = self.take_up(claim, "Auto-claimed", true, intake).await;
+        taken.is_ok()
     }
 
     /// Back to waiting: the status, a line in the transcript and, only on a
@@ -151,12 +146,7 @@ impl Teammate {
             )
             .await;
         }
-        self.log(
-            EntryKind::Lifecycle,
-            None,
-            false,
-            "idle: waiting for messages or a ready task",
-        );
+        self.lifecycle("idle: waiting for messages or a ready task");
         Ok(())
     }
 

@@ -166,7 +166,7 @@ async fn on_shutdown_request(
             "ignored shutdown request {} from {}: it is {}",
             req.id, req.from, req.state
         );
-        t.log(EntryKind::Lifecycle, None, false, &text);
+        t.lifecycle(&text);
         return Ok(None);
     }
     let reason = req.reason.clone().unwrap_or_default();
@@ -181,7 +181,7 @@ async fn on_shutdown_request(
             "shutdown requested by {} (request {id}); approved: no task held",
             req.from
         );
-        t.log(EntryKind::Lifecycle, None, false, &text);
+        t.lifecycle(&text);
         return Ok(Some(req.from));
     }
     let secs = req

@@ -245,6 +245,16 @@ impl Teammate {
         self.transcript.write(kind, tool, task, is_error, text);
     }
 
+    /// A lifecycle line of the transcript: what the runtime did, no tool's.
+    pub(crate) fn lifecycle(&mut self, text: &str) {
+        self.log(EntryKind::Lifecycle, None, false, text);
+    }
+
+    /// [`Teammate::lifecycle`], marked as an error.
+    pub(crate) fn lifecycle_error(&mut self, text: &str) {
+        self.log(EntryKind::Lifecycle, None, true, text);
+    }
+
     /// A work phase went wrong; IDLE rests longer before the next.
     pub(crate) fn failed(&mut self) {
         self.failures += 1;
@@ -303,7 +313,7 @@ impl Teammate {
             Exit::Terminated => "terminated by a signal; shutting down".to_string(),
         };
         tracing::info!("{text}");
-        self.log(EntryKind::Lifecycle, None, false, &text);
+        self.lifecycle(&text);
         if let Err(e) = self.set_status(MemberStatus::Shutdown).await {
             tracing::warn!(error = %e, "cannot set the status to shutdown");
         }

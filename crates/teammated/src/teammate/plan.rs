@@ -15,7 +15,6 @@
 use super::messages::{Read, plan_decided, read_messages};
 use super::{AskedToLeave, Exit, PlanState, Teammate};
 use crate::tools::ToolOutput;
-use teamboard_protocol::transcript::EntryKind;
 use teamboard_protocol::{ClientError, ErrorCode, RequestId, Work};
 
 /// The longest single park of `submit_plan`'s wait: how late a claim lost
@@ -257,7 +256,7 @@ impl Teammate {
             // boardd stops the teammate itself.
             Err(e) if e.code() == Some(ErrorCode::InvalidState) => {
                 let text = format!("shutdown request {id} was settled before the answer ({e})");
-                self.log(EntryKind::Lifecycle, None, false, &text);
+                self.lifecycle(&text);
                 return None;
             }
             // Still leave, as when asked while holding nothing: the request is
@@ -270,7 +269,7 @@ impl Teammate {
             "shutdown requested by {} (request {id}); approved: the task is no longer held",
             asked.from
         );
-        self.log(EntryKind::Lifecycle, None, false, &text);
+        self.lifecycle(&text);
         Some(self.leave(asked.from))
     }
 
@@ -322,7 +321,7 @@ impl Teammate {
         if let Err(e) = self.answer_shutdown(asked.id, true, None).await {
             tracing::warn!(error = %e, request = asked.id, "cannot answer the shutdown request");
         }
-        self.log(EntryKind::Lifecycle, None, false, note);
+        self.lifecycle(note);
         self.leave(asked.from)
     }
 }

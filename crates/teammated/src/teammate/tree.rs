@@ -16,7 +16,6 @@
 
 use super::Teammate;
 use crate::worktree::TaskTree;
-use teamboard_protocol::transcript::EntryKind;
 use teamboard_protocol::{ClientError, ErrorCode, MessageKind, Task};
 
 /// Whether boardd's answer to `open_worktree` says the claim is no longer ours.
@@ -52,7 +51,7 @@ impl Teammate {
             Err(e) if claim_gone(&e) => {
                 let text = format!("the claim on #{id} was lost before its worktree opened ({e})");
                 tracing::warn!(task = id, error = %e, "{text}");
-                self.log(EntryKind::Lifecycle, None, false, &text);
+                self.lifecycle(&text);
                 self.let_go();
                 return Err(text);
             }
@@ -94,7 +93,7 @@ impl Teammate {
             if fresh { "created" } else { "reused" }
         );
         tracing::info!(task = id, "{text}");
-        self.log(EntryKind::Lifecycle, None, false, &text);
+        self.lifecycle(&text);
         Ok(Some(tree))
     }
 
@@ -103,7 +102,7 @@ impl Teammate {
     async fn cannot_open(&mut self, id: u64, why: String) -> String {
         let text = format!("cannot open the worktree of #{id}: {why}");
         tracing::warn!(task = id, "{text}");
-        self.log(EntryKind::Lifecycle, None, true, &text);
+        self.lifecycle_error(&text);
         self.release(Some(&text)).await;
         self.tell_lead(
             MessageKind::Error,

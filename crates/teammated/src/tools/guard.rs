@@ -360,23 +360,11 @@ fn children() -> Option<Vec<libc::pid_t>> {
                 .collect(),
         );
     }
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        // The fields after the command name, which may itself hold spaces.
-        let ppid = stat
-            .rsplit_once(") ")
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok());
-        if ppid == Some(me) {
-            found.push(pid);
-        }
-    }
-    Some(found)
+    std::fs::read_dir("/proc").ok()?;
+    let mine = teamboard_process::processes()
+        .into_iter()
+        .filter(|s| s.ppid == me);
+    Some(mine.filter_map(|s| s.pid.try_into().ok()).collect())
 }
 
 /// Writes one line to teammated on stdout, then closes it: teammated reads the

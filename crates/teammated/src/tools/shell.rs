@@ -179,7 +179,8 @@ impl Running {
             }
             None => {
                 let mut cmd = Command::new("bash");
-                die_with_parent(&mut cmd);
+                // The only protection without a guard, and it reaches the shell alone.
+                teamboard_process::die_with_parent(cmd.as_std_mut(), libc::SIGKILL);
                 cmd
             }
         };
@@ -243,21 +244,6 @@ impl Running {
             stop: Stop::Direct { pgid },
             ended: Box::pin(async move { child.wait().await }),
         })
-    }
-}
-
-/// Asks the kernel for SIGKILL to the shell when the thread that started it
-/// ends: the only protection without a guard, and it reaches the shell alone.
-fn die_with_parent(cmd: &mut Command) {
-    // SAFETY: the closure runs between fork and exec and only calls prctl, which
-    // is async-signal-safe and touches no memory of ours.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
     }
 }
 

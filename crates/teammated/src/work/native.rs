@@ -16,7 +16,6 @@ use crate::tools::{self, ToolOutput};
 use crate::transcript::Transcript;
 use serde_json::Value;
 use teamboard_protocol::board_call::TeammateCall;
-use teamboard_protocol::transcript::EntryKind;
 use teamboard_protocol::{MemberStatus, TaskId, TokenUsage, Work};
 use tokio_util::sync::CancellationToken;
 
@@ -65,7 +64,7 @@ struct Hands<'a> {
 /// Runs one WORK phase. `Some(exit)` when the teammate should stop afterwards.
 pub(crate) async fn work(model: &mut ModelLoop, t: &mut Teammate) -> Result<Option<Exit>, Error> {
     t.set_status(MemberStatus::Working).await?;
-    t.log(EntryKind::Lifecycle, None, false, "work: started");
+    t.lifecycle("work: started");
     let mut rounds = 0u32;
     // The text of the answer cut off so far, and how many times it was cut.
     let (mut cut, mut cuts) = (String::new(), 0u32);
@@ -239,12 +238,7 @@ impl End {
             End::Lost => format!("claim lost: {}", t.why_lost()),
             End::Stop(exit) => format!("stopping: {exit}"),
         };
-        t.log(
-            EntryKind::Lifecycle,
-            None,
-            false,
-            &format!("work: ended ({how})"),
-        );
+        t.lifecycle(&format!("work: ended ({how})"));
         let held = t.held().is_some();
         match end {
             End::Final(text) | End::Idle(text) if held => {

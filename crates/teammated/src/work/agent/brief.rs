@@ -7,7 +7,6 @@ use crate::runtime::Brief;
 use crate::runtime::sessions::MESSAGES;
 use crate::teammate::Teammate;
 use teamboard_protocol::member::MEMBER_SOCKET_ENV;
-use teamboard_protocol::transcript::EntryKind;
 
 /// Now, in ms since the epoch, for `agent/sessions.json`.
 pub(super) fn now_ms() -> u64 {
@@ -43,12 +42,9 @@ impl AgentRun {
             member.path().display().to_string(),
         ));
         if let Some((old, why)) = worn_out {
-            t.log(
-                EntryKind::Lifecycle,
-                None,
-                false,
-                &format!("agent: a new conversation about messages, not {old} ({why})"),
-            );
+            t.lifecycle(&format!(
+                "agent: a new conversation about messages, not {old} ({why})"
+            ));
         }
         let cfg = t.cfg();
         Brief {

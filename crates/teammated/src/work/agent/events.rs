@@ -36,12 +36,7 @@ impl AgentRun {
                     .pid()
                     .map(|p| format!(", pid {p}"))
                     .unwrap_or_default();
-                t.log(
-                    EntryKind::Lifecycle,
-                    None,
-                    false,
-                    &format!("agent: {kind} session {id} {what}{pid}{why}"),
-                );
+                t.lifecycle(&format!("agent: {kind} session {id} {what}{pid}{why}"));
                 None
             }
             AgentEvent::Said(text) => {
@@ -136,7 +131,7 @@ pub(super) async fn answered(
         let text = format!(
             "the agent waits for the lead's decision on its plan (request {id}); its answer is not the task's result"
         );
-        t.log(EntryKind::Lifecycle, None, false, &text);
+        t.lifecycle(&text);
         return None;
     }
     // What the agent gave `complete_task` in this turn (or an earlier one

@@ -52,7 +52,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
-use teamboard_protocol::transcript::EntryKind;
 use teamboard_protocol::{ClientError, MemberStatus, TaskId, Work};
 
 /// How long one `wait_for_work` parks while an agent works. Short, because the
@@ -200,20 +199,15 @@ impl AgentRun {
         // left in the inbox if it cannot start.
         let first_ids = std::mem::take(&mut self.unacked);
         let spec = self.spec.clone();
-        t.log(
-            EntryKind::Lifecycle,
-            None,
-            false,
-            &format!(
-                "work: started ({} agent {}{})",
-                spec.kind,
-                spec.program.display(),
-                match &brief.resume {
-                    Some(id) => format!(", resuming session {id}"),
-                    None => String::new(),
-                }
-            ),
-        );
+        t.lifecycle(&format!(
+            "work: started ({} agent {}{})",
+            spec.kind,
+            spec.program.display(),
+            match &brief.resume {
+                Some(id) => format!(", resuming session {id}"),
+                None => String::new(),
+            }
+        ));
         member.refuse_queued(STALE_CALL);
         let cancel = t.cancel().clone();
         let lost = t.lost_token();
@@ -327,17 +321,12 @@ impl AgentRun {
         phase.agent.stop().await;
         // What the stopped agent had on its way belongs to this phase only.
         member.refuse_queued(STALE_CALL);
-        t.log(
-            EntryKind::Lifecycle,
-            None,
-            false,
-            &format!(
-                "agent: stopped ({how}){}",
-                session
-                    .map(|s| format!("; session {s} kept for this task"))
-                    .unwrap_or_default()
-            ),
-        );
+        t.lifecycle(&format!(
+            "agent: stopped ({how}){}",
+            session
+                .map(|s| format!("; session {s} kept for this task"))
+                .unwrap_or_default()
+        ));
         if let Some(wait) = parked {
             self.stash(wait.await);
         }
@@ -412,30 +401,19 @@ async fn keep_promise(t: &mut Teammate, result: String, end: AgentEnd) -> AgentE
                 AgentEnd::Failed(why) => format!("the agent then failed: {why}"),
                 _ => "the teammate is stopping".to_string(),
             };
-            t.log(
-                EntryKind::Lifecycle,
-                None,
-                false,
-                &format!(
-                    "work: #{} {what} with the result the agent gave complete_task ({after})",
-                    task.id
-                ),
-            );
+            t.lifecycle(&format!(
+                "work: #{} {what} with the result the agent gave complete_task ({after})",
+                task.id
+            ));
             match end {
                 AgentEnd::Failed(_) => AgentEnd::Done,
                 other => other,
             }
         }
         Err(not) => {
-            t.log(
-                EntryKind::Lifecycle,
-                None,
-                true,
-                &format!(
-                    "work: the agent's complete_task could not be carried out: {}",
-                    not
-                ),
-            );
+            t.lifecycle_error(&format!(
+                "work: the agent's complete_task could not be carried out: {not}"
+            ));
             end
         }
     }

@@ -3,7 +3,6 @@
 use super::{AgentEnd, AgentRun, MAX_REFUSALS};
 use crate::error::Error;
 use crate::teammate::{Exit, Outcome, Teammate};
-use teamboard_protocol::transcript::EntryKind;
 
 impl AgentRun {
     /// Settles the held task after the phase. `Some(exit)` when the teammate
@@ -16,27 +15,19 @@ impl AgentRun {
         let kind: &str = self.spec.kind.into();
         match end {
             AgentEnd::Done => {
-                t.log(EntryKind::Lifecycle, None, false, "work: ended");
+                t.lifecycle("work: ended");
             }
             AgentEnd::GaveUp(reason) => {
                 // The agent has stopped: the task may go to its next owner.
                 match Outcome::Fail(reason.clone()).end(t).await {
-                    Ok((task, what)) => t.log(
-                        EntryKind::Lifecycle,
-                        None,
-                        false,
-                        &format!("work: ended (the agent gave #{} up: {what})", task.id),
-                    ),
+                    Ok((task, what)) => t.lifecycle(&format!(
+                        "work: ended (the agent gave #{} up: {what})",
+                        task.id
+                    )),
                     Err(not) => {
-                        t.log(
-                            EntryKind::Lifecycle,
-                            None,
-                            true,
-                            &format!(
-                                "work: ended (the agent gave the task up, but it could not be failed: {})",
-                                not
-                            ),
-                        );
+                        t.lifecycle_error(&format!(
+                            "work: ended (the agent gave the task up, but it could not be failed: {not})"
+                        ));
                         if t.held().is_some() {
                             t.release(Some(&reason)).await;
                         }
@@ -55,24 +46,14 @@ impl AgentRun {
             }
             AgentEnd::Lost => {
                 let why = t.why_lost();
-                t.log(
-                    EntryKind::Lifecycle,
-                    None,
-                    false,
-                    &format!("work: ended (claim lost: {why})"),
-                );
+                t.lifecycle(&format!("work: ended (claim lost: {why})"));
                 t.let_go();
             }
             AgentEnd::Refused => {
                 let last = t.held().and_then(|h| h.refused.clone()).unwrap_or_default();
-                t.log(
-                    EntryKind::Lifecycle,
-                    None,
-                    true,
-                    &format!(
-                        "work: ended (the completion gate refused {MAX_REFUSALS} times, the last: {last})"
-                    ),
-                );
+                t.lifecycle_error(&format!(
+                    "work: ended (the completion gate refused {MAX_REFUSALS} times, the last: {last})"
+                ));
             }
             AgentEnd::StartFailed(e) => {
                 let why = format!("the {kind} agent could not start: {e}");
@@ -99,12 +80,7 @@ impl AgentRun {
 /// (`told`, or `idle` for what failed when no task was held), and the
 /// next phase waits for the failures' rest.
 async fn agent_failed(t: &mut Teammate, why: &str, told: String, idle: &str, attempt: bool) {
-    t.log(
-        EntryKind::Lifecycle,
-        None,
-        true,
-        &format!("work: ended ({why})"),
-    );
+    t.lifecycle_error(&format!("work: ended ({why})"));
     t.work_failed(why, attempt, &told, idle).await;
     t.failed();
 }
