@@ -82,6 +82,25 @@ pub struct LandRefusal {
     pub message: String,
 }
 
+impl GateRefusal {
+    /// A refusal before any check ran.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        let message = message.into();
+        GateRefusal {
+            code,
+            message,
+            runs: Vec::new(),
+        }
+    }
+}
+
+impl LandRefusal {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        let message = message.into();
+        LandRefusal { code, message }
+    }
+}
+
 /// A landing that ended with its claim.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dropped {
