@@ -7,15 +7,14 @@
 
 mod repo;
 pub mod repo_done;
-mod status;
-mod wait;
 
 use crate::info::DaemonInfo;
 use crate::reply::Reply;
 use crate::store::HistoryQuery;
 use crate::writer::Query;
+use std::time::Duration;
 use teamboard_board::{Board, Ctx};
-use teamboard_protocol::{Acked, ErrorBody, Request};
+use teamboard_protocol::{Acked, ErrorBody, PROTOCOL_VERSION, Request, ServerStatus};
 
 /// The default and largest number of events `events` returns.
 const EVENTS_LIMIT: u64 = 1000;
@@ -55,7 +54,7 @@ pub fn handle(
     let team = ctx.team;
     board.touch(team, ctx.actor, ctx.now);
     let result = match request {
-        Request::Status(_) => Ok(Reply::Status(Box::new(status::status(board, info)))),
+        Request::Status(_) => Ok(Reply::Status(Box::new(status(board, info)))),
         Request::Register(a) => board.register_with(ctx, &a).map(Reply::from),
         Request::SetStatus(a) => board.set_status(ctx, a.status).map(Reply::from),
         Request::AddTask(new) => board.add_task(ctx, new).map(Reply::from),
@@ -96,7 +95,18 @@ pub fn handle(
         Request::Ack(a) => Ok(Reply::Acked(Acked {
             acked: board.ack(ctx, &a.ids),
         })),
-        Request::WaitForWork(a) => return wait::wait(board, ctx, id, a),
+        Request::WaitForWork(a) => {
+            // Answered now if there is work, else parked in the board until there
+            // is. A deadline past what the monotonic clock can represent means
+            // "wait until work arrives".
+            let deadline =
+                (a.timeout_ms).and_then(|ms| ctx.now.mono.checked_add(Duration::from_millis(ms)));
+            match board.park(ctx, id, deadline) {
+                Ok(Some(work)) => Ok(Reply::Work(Box::new(work))),
+                Ok(None) => return Outcome::Parked,
+                Err(e) => Err(e),
+            }
+        }
         Request::Events(a) => {
             return Outcome::Query(Query::Events(HistoryQuery {
                 team: team.to_string(),
@@ -129,4 +139,23 @@ pub fn handle(
         Request::PruneWorktrees(a) => return repo::prune(board, ctx, id, a.dry_run),
     };
     Outcome::Reply(result.map_err(ErrorBody::from))
+}
+
+/// `status`: the daemon's version, uptime and per-team counts.
+fn status(board: &Board, info: &DaemonInfo) -> ServerStatus {
+    ServerStatus {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        protocol: PROTOCOL_VERSION,
+        pid: std::process::id(),
+        uptime_ms: info.started.elapsed().as_millis() as u64,
+        socket: info.socket.display().to_string(),
+        state_dir: info.state_dir.display().to_string(),
+        sessions: info.live.load(std::sync::atomic::Ordering::Relaxed),
+        teams: board
+            .team_names()
+            .iter()
+            .map(|t| board.summary(t))
+            .collect(),
+        commits: info.commits.stats(),
+    }
 }
