@@ -26,12 +26,7 @@ pub fn land(job: &LandJob) -> Result<Landed, LandRefusal> {
         tracing::warn!("aborted an update a previous boardd left in progress");
     }
     let state = git.worktree_state(wt).map_err(refuse_git)?;
-    let doing = match (state.rebasing, state.merging) {
-        (true, _) => Some("rebase"),
-        (_, true) => Some("merge"),
-        _ => None,
-    };
-    if let Some(what) = doing {
+    if let Some(what) = state.in_progress() {
         return Err(refuse_git(format!(
             "a {what} that boardd did not start is in progress in the worktree; finish it (or abort it) and complete again"
         )));
