@@ -93,6 +93,15 @@ pub(crate) struct About<'a> {
 }
 
 impl<'a> About<'a> {
+    pub fn task(task: impl Into<Option<TaskId>>, member: Option<&'a str>) -> Self {
+        let task = task.into();
+        About {
+            task,
+            member,
+            ..Default::default()
+        }
+    }
+
     pub fn member(name: &'a str) -> Self {
         About {
             member: Some(name),

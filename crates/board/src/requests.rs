@@ -570,6 +570,7 @@ impl Board {
         }
         team.requests.insert(id, req.clone());
         self.mark_request(ctx.team, id);
+        let plan = o.kind == RequestKind::Plan;
         let detail = match o.kind {
             RequestKind::Shutdown => {
                 format!("{} asked {} to shut down (request {id})", ctx.actor, req.to)
@@ -586,14 +587,8 @@ impl Board {
             ctx.now.wall_ms,
             EventKind::RequestOpened,
             About {
-                task: req.task,
-                member: Some(if o.kind == RequestKind::Plan {
-                    ctx.actor
-                } else {
-                    o.to
-                }),
-                message: None,
                 request: Some(id),
+                ..About::task(req.task, Some(if plan { ctx.actor } else { o.to }))
             },
             detail,
         );
@@ -634,6 +629,7 @@ impl Board {
             team.pending_shutdowns.remove(&req.to);
         }
         self.mark_request(team_name, id);
+        let plan = req.kind == RequestKind::Plan;
         let what = match req.kind {
             RequestKind::Shutdown => format!("shutdown request {id} to {}", req.to),
             RequestKind::Plan => format!(
@@ -658,14 +654,8 @@ impl Board {
             now.wall_ms,
             EventKind::RequestSettled,
             About {
-                task: req.task,
-                member: Some(if req.kind == RequestKind::Plan {
-                    req.from.as_str()
-                } else {
-                    req.to.as_str()
-                }),
-                message: None,
                 request: Some(id),
+                ..About::task(req.task, Some(if plan { &req.from } else { &req.to }))
             },
             format!("{what} {} by {by}{tail}", req.state),
         );

@@ -263,12 +263,7 @@ impl Board {
             ctx.actor,
             ctx.now.wall_ms,
             EventKind::UsageRecorded,
-            About {
-                task,
-                member: Some(ctx.actor),
-                message: None,
-                request: None,
-            },
+            About::task(task, Some(ctx.actor)),
             if tokens.cached() > 0 {
                 format!(
                     "{} used {} input ({} fresh, {} cache read, {} cache write) + {} output tokens",

@@ -185,10 +185,7 @@ impl Board {
                 ctx.actor,
                 ctx.now.wall_ms,
                 EventKind::WorktreePruned,
-                About {
-                    task: Some(entry.task),
-                    ..About::default()
-                },
+                About::task(entry.task, None),
                 format!(
                     "removed the worktree {} and branch {} of #{} ({})",
                     entry.worktree.path, entry.worktree.branch, entry.task, entry.state
