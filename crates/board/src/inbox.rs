@@ -108,10 +108,8 @@ impl Board {
             .insert(id, msg.clone());
         self.dirty.messages_added.insert((ctx.team.to_string(), id));
         self.wake.insert(ctx.team.to_string());
-        self.emit(
-            ctx.team,
-            ctx.actor,
-            ctx.now.wall_ms,
+        self.emit_as(
+            &ctx,
             EventKind::MessageSent,
             About::member(to).with_message(id),
             // "message N", not "#N": in event lines "#N" is a task.

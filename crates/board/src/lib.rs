@@ -296,6 +296,11 @@ impl Board {
         });
     }
 
+    /// [`Board::emit`] of the session's own change.
+    fn emit_as(&mut self, ctx: &Ctx, kind: EventKind, about: About, detail: String) {
+        self.emit(ctx.team, ctx.actor, ctx.now.wall_ms, kind, about, detail);
+    }
+
     /// The earliest moment at which [`Board::expire`] has something to do.
     pub fn next_deadline(&self) -> Option<Instant> {
         // A queued task's lease is not enforced (see `landing`), so its deadline

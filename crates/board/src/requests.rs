@@ -581,10 +581,8 @@ impl Board {
                 req.task.unwrap_or_default()
             ),
         };
-        self.emit(
-            ctx.team,
-            ctx.actor,
-            ctx.now.wall_ms,
+        self.emit_as(
+            ctx,
             EventKind::RequestOpened,
             About {
                 request: Some(id),

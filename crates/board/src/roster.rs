@@ -111,10 +111,8 @@ impl Board {
         if let Some(r) = &member.runtime {
             detail.push_str(&format!(" (runtime {r})"));
         }
-        self.emit(
-            ctx.team,
-            ctx.actor,
-            ctx.now.wall_ms,
+        self.emit_as(
+            &ctx,
             EventKind::MemberRegistered,
             About::member(ctx.actor),
             detail,
@@ -258,10 +256,8 @@ impl Board {
             self.mark_task(ctx.team, id);
         }
         self.mark_member(ctx.team, ctx.actor);
-        self.emit(
-            ctx.team,
-            ctx.actor,
-            ctx.now.wall_ms,
+        self.emit_as(
+            &ctx,
             EventKind::UsageRecorded,
             About::task(task, Some(ctx.actor)),
             if tokens.cached() > 0 {
