@@ -3,6 +3,12 @@
 use std::collections::BTreeSet;
 use teamboard_protocol::{Event, Member, Message, Repo, RequestId, Task, TaskId, TeamRequest};
 
+/// Whether each named collection of a value is empty: [`Dirty`] and [`Changes`]
+/// hold the same kinds of row.
+macro_rules! all_empty {
+    ($s:ident: $($field:ident),*) => { $($s.$field.is_empty())&&* };
+}
+
 /// Keys of rows changed since the last take. A row changed ten times in one batch is
 /// written once, with its final value.
 #[derive(Debug, Default)]
@@ -19,13 +25,7 @@ pub(crate) struct Dirty {
 
 impl Dirty {
     pub fn is_empty(&self) -> bool {
-        self.tasks.is_empty()
-            && self.members.is_empty()
-            && self.messages_added.is_empty()
-            && self.messages_acked.is_empty()
-            && self.requests.is_empty()
-            && self.repos.is_empty()
-            && self.events.is_empty()
+        all_empty!(self: tasks, members, messages_added, messages_acked, requests, repos, events)
     }
 }
 
@@ -52,12 +52,6 @@ pub struct Changes {
 
 impl Changes {
     pub fn is_empty(&self) -> bool {
-        self.tasks.is_empty()
-            && self.members.is_empty()
-            && self.messages_added.is_empty()
-            && self.messages_acked.is_empty()
-            && self.requests.is_empty()
-            && self.repos.is_empty()
-            && self.events.is_empty()
+        all_empty!(self: tasks, members, messages_added, messages_acked, requests, repos, events)
     }
 }

@@ -30,8 +30,9 @@ pub(crate) enum Abandon {
 }
 
 impl Board {
-    /// The registered member behind this session, with its role.
-    fn claimant(&self, ctx: &Ctx) -> Result<(String, Option<TaskId>)> {
+    /// The role of the registered member behind this session, which must hold
+    /// no task.
+    fn claimant(&self, ctx: &Ctx) -> Result<String> {
         let team = self.team(ctx.team);
         let member = team.and_then(|t| t.members.get(ctx.actor));
         match member {
@@ -43,7 +44,16 @@ impl Board {
                     ctx.actor
                 )))
             }
-            Some(m) if m.session == Some(ctx.session) => Ok((m.member.role.clone(), m.member.task)),
+            Some(m) if m.session == Some(ctx.session) => match m.member.task {
+                Some(held) => Err(BoardError::new(
+                    ErrorCode::AlreadyHoldsTask,
+                    format!(
+                        "{} already holds #{held}; complete, fail or release it first",
+                        ctx.actor
+                    ),
+                )),
+                None => Ok(m.member.role.clone()),
+            },
             _ => Err(BoardError::new(
                 ErrorCode::NotRegistered,
                 format!(
@@ -56,10 +66,7 @@ impl Board {
 
     /// Claims one specific task, which must be ready and match the claimant's role.
     pub fn claim_task(&mut self, ctx: Ctx, id: TaskId) -> Result<Claim> {
-        let (role, held) = self.claimant(&ctx)?;
-        if let Some(held) = held {
-            return Err(holds(ctx.actor, held));
-        }
+        let role = self.claimant(&ctx)?;
         let (team, task) = self.team_task(ctx.team, id)?;
         if let Some(r) = &task.role
             && *r != role
@@ -92,10 +99,7 @@ impl Board {
     /// Claims the highest-priority ready task (lowest id on ties) that the
     /// claimant's role allows, or answers `None` when there is none.
     pub fn claim_next(&mut self, ctx: Ctx) -> Result<Option<Claim>> {
-        let (role, held) = self.claimant(&ctx)?;
-        if let Some(held) = held {
-            return Err(holds(ctx.actor, held));
-        }
+        let role = self.claimant(&ctx)?;
         let Some(id) = self.team(ctx.team).and_then(|t| t.best_ready(&role)) else {
             return Ok(None);
         };
@@ -370,13 +374,6 @@ impl Board {
         self.expire_requests(now);
         self.expire_waiters(now)
     }
-}
-
-fn holds(name: &str, held: TaskId) -> BoardError {
-    BoardError::new(
-        ErrorCode::AlreadyHoldsTask,
-        format!("{name} already holds #{held}; complete, fail or release it first"),
-    )
 }
 
 /// A change boardd makes on its own: an expiry, a closed connection.

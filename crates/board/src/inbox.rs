@@ -108,10 +108,8 @@ impl Board {
             .insert(id, msg.clone());
         self.dirty.messages_added.insert((ctx.team.to_string(), id));
         self.wake.insert(ctx.team.to_string());
-        self.emit(
-            ctx.team,
-            ctx.actor,
-            ctx.now.wall_ms,
+        self.emit_as(
+            &ctx,
             EventKind::MessageSent,
             About::member(to).with_message(id),
             // "message N", not "#N": in event lines "#N" is a task.
@@ -132,45 +130,40 @@ impl Board {
     /// a session that has ended, and must not stop the next one. Recorded as
     /// acknowledged by boardd.
     pub(crate) fn drop_stale_shutdowns(&mut self, team: &str, name: &str, now: Now) {
-        let Some(inbox) = self
-            .teams
-            .get_mut(team)
-            .and_then(|t| t.inboxes.get_mut(name))
-        else {
-            return;
-        };
-        let stale: Vec<u64> = inbox
-            .values()
+        let stale: Vec<u64> = (self.inbox(team, name).into_iter())
             .filter(|m| m.kind == MessageKind::ShutdownRequest)
             .map(|m| m.id)
             .collect();
-        for id in &stale {
-            inbox.remove(id);
-        }
-        if inbox.is_empty()
-            && let Some(t) = self.teams.get_mut(team)
-        {
-            t.inboxes.remove(name);
-        }
-        for id in stale {
-            self.dirty.messages_acked.insert(id);
-            self.emit(
-                team,
-                "boardd",
-                now.wall_ms,
-                EventKind::MessageAcked,
-                About::member(name).with_message(id),
-                format!("dropped shutdown request (message {id}): {name}'s session ended"),
-            );
-        }
+        self.take_messages(team, name, &stale, "boardd", now, |id| {
+            format!("dropped shutdown request (message {id}): {name}'s session ended")
+        });
     }
 
     /// Acknowledges messages addressed to the session's name. Ids that are not in
     /// its inbox (already acknowledged, or someone else's) are skipped, so a retried
     /// ack is harmless.
     pub fn ack(&mut self, ctx: Ctx, ids: &[u64]) -> u64 {
-        let team = self.team_mut(ctx.team);
-        let Some(inbox) = team.inboxes.get_mut(ctx.actor) else {
+        self.take_messages(ctx.team, ctx.actor, ids, ctx.actor, ctx.now, |id| {
+            format!("{} acknowledged message {id}", ctx.actor)
+        })
+    }
+
+    /// Takes `ids` out of `name`'s inbox in their order, skipping those not in it
+    /// (an emptied inbox goes too), and records each as acknowledged by `by`.
+    /// Answers how many were taken.
+    fn take_messages(
+        &mut self,
+        team: &str,
+        name: &str,
+        ids: &[u64],
+        by: &str,
+        now: Now,
+        detail: impl Fn(u64) -> String,
+    ) -> u64 {
+        let Some(t) = self.teams.get_mut(team) else {
+            return 0;
+        };
+        let Some(inbox) = t.inboxes.get_mut(name) else {
             return 0;
         };
         let removed: Vec<u64> = ids
@@ -179,17 +172,18 @@ impl Board {
             .copied()
             .collect();
         if inbox.is_empty() {
-            team.inboxes.remove(ctx.actor);
+            t.inboxes.remove(name);
         }
-        for id in &removed {
-            self.dirty.messages_acked.insert(*id);
+        for &id in &removed {
+            self.dirty.messages_acked.insert(id);
+            let about = About::member(name).with_message(id);
             self.emit(
-                ctx.team,
-                ctx.actor,
-                ctx.now.wall_ms,
+                team,
+                by,
+                now.wall_ms,
                 EventKind::MessageAcked,
-                About::member(ctx.actor).with_message(*id),
-                format!("{} acknowledged message {id}", ctx.actor),
+                about,
+                detail(id),
             );
         }
         removed.len() as u64

@@ -82,6 +82,25 @@ pub struct LandRefusal {
     pub message: String,
 }
 
+impl GateRefusal {
+    /// A refusal before any check ran.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        let message = message.into();
+        GateRefusal {
+            code,
+            message,
+            runs: Vec::new(),
+        }
+    }
+}
+
+impl LandRefusal {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        let message = message.into();
+        LandRefusal { code, message }
+    }
+}
+
 /// A landing that ended with its claim.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dropped {
@@ -246,11 +265,7 @@ impl Board {
             "boardd",
             now.wall_ms,
             EventKind::MergeQueued,
-            About {
-                task: Some(id),
-                member: Some(&owner),
-                ..About::default()
-            },
+            About::task(id, Some(&owner)),
             format!(
                 "#{id} passed {passed} check(s) at {}; queued to land",
                 short(&head)
@@ -411,11 +426,7 @@ impl Board {
         } else {
             EventKind::ChecksFailed
         };
-        let about = About {
-            task: Some(id),
-            member: Some(owner),
-            ..About::default()
-        };
+        let about = About::task(id, Some(owner));
         self.emit(team, "boardd", now.wall_ms, kind, about, detail);
     }
 
@@ -485,11 +496,7 @@ impl Board {
                 "boardd",
                 now.wall_ms,
                 EventKind::ChecksFailed,
-                About {
-                    task: Some(id),
-                    member: owner.as_deref(),
-                    ..About::default()
-                },
+                About::task(id, owner.as_deref()),
                 format!("boardd restarted while the checks of #{id} ran; complete it again"),
             );
         }

@@ -93,6 +93,15 @@ pub(crate) struct About<'a> {
 }
 
 impl<'a> About<'a> {
+    pub fn task(task: impl Into<Option<TaskId>>, member: Option<&'a str>) -> Self {
+        let task = task.into();
+        About {
+            task,
+            member,
+            ..Default::default()
+        }
+    }
+
     pub fn member(name: &'a str) -> Self {
         About {
             member: Some(name),
@@ -285,6 +294,11 @@ impl Board {
             request: about.request,
             detail,
         });
+    }
+
+    /// [`Board::emit`] of the session's own change.
+    fn emit_as(&mut self, ctx: &Ctx, kind: EventKind, about: About, detail: String) {
+        self.emit(ctx.team, ctx.actor, ctx.now.wall_ms, kind, about, detail);
     }
 
     /// The earliest moment at which [`Board::expire`] has something to do.

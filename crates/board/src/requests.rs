@@ -162,15 +162,12 @@ impl Board {
                 ),
             ));
         }
-        let reason = reason.filter(|r| !r.trim().is_empty());
-        if let Some(r) = &reason {
-            self.check_len("the reason", r)?;
-        }
-        if !approve && reason.is_none() {
-            return Err(BoardError::invalid(
-                "rejecting a shutdown needs a reason, for the lead to read",
-            ));
-        }
+        let (state, reason) = self.decision(
+            approve,
+            reason,
+            "the reason",
+            "rejecting a shutdown needs a reason, for the lead to read",
+        )?;
         if approve
             && let Some(held) = self
                 .team(ctx.team)
@@ -182,11 +179,6 @@ impl Board {
                 ctx.actor
             )));
         }
-        let state = if approve {
-            RequestState::Approved
-        } else {
-            RequestState::Rejected
-        };
         let req = self.settle(ctx.team, id, state, ctx.actor, reason.clone(), ctx.now)?;
         let content = match (&reason, approve) {
             (Some(r), true) => format!("approved: {r}"),
@@ -222,14 +214,7 @@ impl Board {
         self.check_len("the plan", &plan)?;
         if let Some(old) = self.pending_plan(ctx.team, task) {
             let why = "replaced by a newer plan".to_string();
-            self.settle(
-                ctx.team,
-                old,
-                RequestState::Cancelled,
-                ctx.actor,
-                Some(why),
-                ctx.now,
-            )?;
+            self.cancel(ctx.team, old, ctx.actor, why, ctx.now)?;
         }
         let subject = self.task(ctx.team, task)?.subject.clone();
         let req = self.open(
@@ -267,20 +252,12 @@ impl Board {
     ) -> Result<TeamRequest> {
         only_lead(&ctx, "decide a plan")?;
         let req = self.answerable(&ctx, id, RequestKind::Plan)?;
-        let feedback = feedback.filter(|f| !f.trim().is_empty());
-        if let Some(f) = &feedback {
-            self.check_len("the feedback", f)?;
-        }
-        if !approve && feedback.is_none() {
-            return Err(BoardError::invalid(
-                "rejecting a plan needs feedback that says what to change",
-            ));
-        }
-        let state = if approve {
-            RequestState::Approved
-        } else {
-            RequestState::Rejected
-        };
+        let (state, feedback) = self.decision(
+            approve,
+            feedback,
+            "the feedback",
+            "rejecting a plan needs feedback that says what to change",
+        )?;
         let settled = self.settle(ctx.team, id, state, ctx.actor, feedback.clone(), ctx.now)?;
         let task = req.task.map(|t| format!(" for #{t}")).unwrap_or_default();
         let head = if approve { "approved" } else { "rejected" };
@@ -305,14 +282,8 @@ impl Board {
         only_lead(&ctx, "cancel a request")?;
         let kind = self.request(ctx.team, id)?.kind;
         self.answerable(&ctx, id, kind)?;
-        self.settle(
-            ctx.team,
-            id,
-            RequestState::Cancelled,
-            ctx.actor,
-            Some(format!("withdrawn by {}", ctx.actor)),
-            ctx.now,
-        )
+        let why = format!("withdrawn by {}", ctx.actor);
+        self.cancel(ctx.team, id, ctx.actor, why, ctx.now)
     }
 
     /// One request of the team.
@@ -401,14 +372,7 @@ impl Board {
     pub(crate) fn claim_ended(&mut self, team: &str, id: TaskId, status: TaskStatus, now: Now) {
         if let Some(plan) = self.pending_plan(team, id) {
             let why = format!("the claim ended (the task is {status})");
-            let _ = self.settle(
-                team,
-                plan,
-                RequestState::Cancelled,
-                "boardd",
-                Some(why),
-                now,
-            );
+            let _ = self.cancel(team, plan, "boardd", why, now);
         }
     }
 
@@ -419,14 +383,7 @@ impl Board {
             .and_then(|t| t.pending_shutdowns.get(name))
             .copied();
         if let Some(id) = pending {
-            let _ = self.settle(
-                team,
-                id,
-                RequestState::Cancelled,
-                "boardd",
-                Some(why.to_string()),
-                now,
-            );
+            let _ = self.cancel(team, id, "boardd", why.to_string(), now);
         }
     }
 
@@ -613,6 +570,7 @@ impl Board {
         }
         team.requests.insert(id, req.clone());
         self.mark_request(ctx.team, id);
+        let plan = o.kind == RequestKind::Plan;
         let detail = match o.kind {
             RequestKind::Shutdown => {
                 format!("{} asked {} to shut down (request {id})", ctx.actor, req.to)
@@ -623,20 +581,12 @@ impl Board {
                 req.task.unwrap_or_default()
             ),
         };
-        self.emit(
-            ctx.team,
-            ctx.actor,
-            ctx.now.wall_ms,
+        self.emit_as(
+            ctx,
             EventKind::RequestOpened,
             About {
-                task: req.task,
-                member: Some(if o.kind == RequestKind::Plan {
-                    ctx.actor
-                } else {
-                    o.to
-                }),
-                message: None,
                 request: Some(id),
+                ..About::task(req.task, Some(if plan { ctx.actor } else { o.to }))
             },
             detail,
         );
@@ -677,6 +627,7 @@ impl Board {
             team.pending_shutdowns.remove(&req.to);
         }
         self.mark_request(team_name, id);
+        let plan = req.kind == RequestKind::Plan;
         let what = match req.kind {
             RequestKind::Shutdown => format!("shutdown request {id} to {}", req.to),
             RequestKind::Plan => format!(
@@ -701,18 +652,47 @@ impl Board {
             now.wall_ms,
             EventKind::RequestSettled,
             About {
-                task: req.task,
-                member: Some(if req.kind == RequestKind::Plan {
-                    req.from.as_str()
-                } else {
-                    req.to.as_str()
-                }),
-                message: None,
                 request: Some(id),
+                ..About::task(req.task, Some(if plan { &req.from } else { &req.to }))
             },
             format!("{what} {} by {by}{tail}", req.state),
         );
         Ok(req)
+    }
+
+    fn cancel(
+        &mut self,
+        team: &str,
+        id: RequestId,
+        by: &str,
+        why: String,
+        now: Now,
+    ) -> Result<TeamRequest> {
+        self.settle(team, id, RequestState::Cancelled, by, Some(why), now)
+    }
+
+    /// An answer's note (a blank one is none) within the length limit, and the
+    /// state it settles the request in; a rejection must say why.
+    fn decision(
+        &self,
+        approve: bool,
+        note: Option<String>,
+        what: &str,
+        missing: &str,
+    ) -> Result<(RequestState, Option<String>)> {
+        let note = note.filter(|n| !n.trim().is_empty());
+        if let Some(n) = &note {
+            self.check_len(what, n)?;
+        }
+        if !approve && note.is_none() {
+            return Err(BoardError::invalid(missing));
+        }
+        let state = if approve {
+            RequestState::Approved
+        } else {
+            RequestState::Rejected
+        };
+        Ok((state, note))
     }
 
     fn pending_plan(&self, team: &str, task: TaskId) -> Option<RequestId> {

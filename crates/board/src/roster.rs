@@ -69,39 +69,31 @@ impl Board {
                 adopted = Some(*id);
             }
         }
-        let state = team
-            .members
-            .entry(ctx.actor.to_string())
-            .or_insert_with(|| MemberState {
-                member: Member {
-                    name: ctx.actor.to_string(),
-                    role: role.to_string(),
-                    status: MemberStatus::Idle,
-                    last_seen: ctx.now.wall_ms,
-                    pid,
-                    task: None,
-                    tokens: TokenUsage::default(),
-                    connected: true,
-                    joined_at: ctx.now.wall_ms,
-                    require_plan,
-                    runtime: runtime.clone(),
-                },
-                session: None,
-            });
-        state.session = Some(ctx.session);
-        state.member.role = role.to_string();
-        state.member.pid = pid;
-        state.member.require_plan = require_plan;
-        state.member.runtime = runtime;
-        state.member.connected = true;
-        state.member.last_seen = ctx.now.wall_ms;
-        state.member.task = adopted.or(state.member.task);
-        state.member.status = if state.member.task.is_some() {
-            MemberStatus::Working
-        } else {
-            MemberStatus::Idle
+        // A registration replaces all but what the member has done so far.
+        let old = team.members.get(ctx.actor).map(|s| &s.member);
+        let task = adopted.or(old.and_then(|m| m.task));
+        let member = Member {
+            name: ctx.actor.to_string(),
+            role: role.to_string(),
+            status: if task.is_some() {
+                MemberStatus::Working
+            } else {
+                MemberStatus::Idle
+            },
+            last_seen: ctx.now.wall_ms,
+            pid,
+            task,
+            tokens: old.map(|m| m.tokens).unwrap_or_default(),
+            connected: true,
+            joined_at: old.map_or(ctx.now.wall_ms, |m| m.joined_at),
+            require_plan,
+            runtime,
         };
-        let member = state.member.clone();
+        let state = MemberState {
+            member: member.clone(),
+            session: Some(ctx.session),
+        };
+        team.members.insert(ctx.actor.to_string(), state);
         self.mark_member(ctx.team, ctx.actor);
         let mut detail = match (is_new, adopted) {
             (true, _) => format!("{} joined as {role}", ctx.actor),
@@ -111,10 +103,8 @@ impl Board {
         if let Some(r) = &member.runtime {
             detail.push_str(&format!(" (runtime {r})"));
         }
-        self.emit(
-            ctx.team,
-            ctx.actor,
-            ctx.now.wall_ms,
+        self.emit_as(
+            &ctx,
             EventKind::MemberRegistered,
             About::member(ctx.actor),
             detail,
@@ -258,17 +248,10 @@ impl Board {
             self.mark_task(ctx.team, id);
         }
         self.mark_member(ctx.team, ctx.actor);
-        self.emit(
-            ctx.team,
-            ctx.actor,
-            ctx.now.wall_ms,
+        self.emit_as(
+            &ctx,
             EventKind::UsageRecorded,
-            About {
-                task,
-                member: Some(ctx.actor),
-                message: None,
-                request: None,
-            },
+            About::task(task, Some(ctx.actor)),
             if tokens.cached() > 0 {
                 format!(
                     "{} used {} input ({} fresh, {} cache read, {} cache write) + {} output tokens",

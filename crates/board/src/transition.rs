@@ -116,12 +116,7 @@ impl Board {
             self.wake.insert(at.team.to_string());
         }
         self.mark_task(at.team, at.id);
-        let about = About {
-            task: Some(at.id),
-            member: note.member.as_deref(),
-            message: None,
-            request: None,
-        };
+        let about = About::task(at.id, note.member.as_deref());
         self.emit(
             at.team,
             at.actor,

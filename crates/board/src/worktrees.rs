@@ -54,14 +54,7 @@ impl Board {
         );
         self.team_mut(ctx.team).repo = Some(repo.clone());
         self.dirty.repos.insert(ctx.team.to_string());
-        self.emit(
-            ctx.team,
-            ctx.actor,
-            ctx.now.wall_ms,
-            EventKind::RepoSet,
-            About::default(),
-            detail,
-        );
+        self.emit_as(&ctx, EventKind::RepoSet, About::default(), detail);
         Ok(repo)
     }
 
@@ -180,15 +173,10 @@ impl Board {
                 task.updated_at = ctx.now.wall_ms;
                 self.dirty.tasks.insert((ctx.team.to_string(), entry.task));
             }
-            self.emit(
-                ctx.team,
-                ctx.actor,
-                ctx.now.wall_ms,
+            self.emit_as(
+                &ctx,
                 EventKind::WorktreePruned,
-                About {
-                    task: Some(entry.task),
-                    ..About::default()
-                },
+                About::task(entry.task, None),
                 format!(
                     "removed the worktree {} and branch {} of #{} ({})",
                     entry.worktree.path, entry.worktree.branch, entry.task, entry.state

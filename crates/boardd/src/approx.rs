@@ -35,11 +35,11 @@ impl ApproxLen for Task {
             + opt(&self.handoff)
             + 21 * self.blocked_by.len()
             + self.worktree.as_ref().map_or(0, |w| w.approx_len())
-            + self.checks.iter().map(|c| 4 + c.len()).sum::<usize>()
+            + strs(&self.checks)
             + self
                 .check_runs
                 .iter()
-                .map(|r| r.approx_len())
+                .map(ApproxLen::approx_len)
                 .sum::<usize>()
             + self.landing.as_ref().map_or(0, |l| 160 + l.result.len())
     }
@@ -68,7 +68,7 @@ impl ApproxLen for Repo {
             + self.branch.len()
             + self.worktrees.len()
             + self.git_version.len()
-            + self.checks.iter().map(|c| 4 + c.len()).sum::<usize>()
+            + strs(&self.checks)
     }
 }
 
@@ -79,12 +79,7 @@ impl ApproxLen for OpenedWorktree {
             + self.worktree.approx_len()
             + self.repo.len()
             + self.target.len()
-            + self
-                .found
-                .changed
-                .iter()
-                .map(|c| 4 + c.len())
-                .sum::<usize>()
+            + strs(&self.found.changed)
     }
 }
 
@@ -207,6 +202,11 @@ impl ApproxLen for Result<Reply, ErrorBody> {
 
 fn opt(s: &Option<String>) -> usize {
     s.as_ref().map_or(4, String::len)
+}
+
+/// A list of strings, each with its quotes and comma.
+fn strs(items: &[String]) -> usize {
+    items.iter().map(|c| 4 + c.len()).sum()
 }
 
 fn list<T: ApproxLen>(items: &[T]) -> usize {

@@ -3,7 +3,7 @@
 use crate::writer::Counters;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 
 /// Facts about the running daemon, for `status`.
 #[derive(Debug, Clone)]
@@ -15,10 +15,4 @@ pub struct DaemonInfo {
     pub live: Arc<AtomicU64>,
     /// Transactions and the replies that waited for them, counted by the writer.
     pub commits: Arc<Counters>,
-}
-
-impl DaemonInfo {
-    pub fn live_sessions(&self) -> u64 {
-        self.live.load(Ordering::Relaxed)
-    }
 }

@@ -84,14 +84,8 @@ fn real_main() -> anyhow::Result<()> {
         // would keep the escape codes as text.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    let state_dir = args
-        .state_dir
-        .clone()
-        .unwrap_or_else(paths::default_state_dir);
-    let socket = args
-        .socket
-        .clone()
-        .unwrap_or_else(paths::default_socket_path);
+    let state_dir = args.state_dir.unwrap_or_else(paths::default_state_dir);
+    let socket = args.socket.unwrap_or_else(paths::default_socket_path);
     let config = Config {
         board: BoardConfig {
             max_attempts: args.max_attempts,

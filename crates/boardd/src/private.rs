@@ -105,18 +105,16 @@ fn is_home(path: &Path) -> bool {
 /// files that others (SQLite) create and open: SQLite gives a new database file
 /// the umask's mode, and its WAL the database file's.
 pub fn file(path: &Path) -> Result<(), PrivateError> {
-    let created = OpenOptions::new()
+    OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
         .mode(0o600)
-        .open(path);
-    if let Err(source) = created {
-        return Err(PrivateError::Create {
+        .open(path)
+        .map_err(|source| PrivateError::Create {
             path: path.to_path_buf(),
             source,
-        });
-    }
+        })?;
     existing_file(path)
 }
 

@@ -39,6 +39,18 @@ pub enum Reply {
 #[derive(Debug, Clone, Serialize)]
 pub struct Empty {}
 
+/// A boxed variant from what it holds, so that a handler can `.map(Reply::from)`.
+macro_rules! from_boxed {
+    ($($variant:ident($ty:ty)),*) => {$(
+        impl From<$ty> for Reply {
+            fn from(v: $ty) -> Reply { Reply::$variant(Box::new(v)) }
+        }
+    )*};
+}
+
+from_boxed! { Task(Task), Claim(Claim), Member(Member), Message(Message), Request(TeamRequest),
+Repo(Repo), Opened(OpenedWorktree), Pruned(Pruned) }
+
 impl Reply {
     /// A list long enough that encoding it takes a while (a whole board, a long
     /// inbox or history).

@@ -44,9 +44,7 @@ pub(crate) fn git(dir: &Path) -> Git {
         // "cannot change to", not as a spawn failure indistinguishable from a
         // missing git binary.
         dir: Some(dir.as_os_str().to_owned()),
-        args: Vec::new(),
-        optional_locks: true,
-        input: None,
+        ..git_anywhere()
     }
 }
 

@@ -108,6 +108,14 @@ pub struct WorktreeState {
     pub rebasing: bool,
 }
 
+impl WorktreeState {
+    /// The operation under way, `rebase` or `merge`, if one is.
+    pub fn in_progress(&self) -> Option<&'static str> {
+        let (merging, rebasing) = (self.merging, self.rebasing);
+        state::Progress { merging, rebasing }.what()
+    }
+}
+
 /// What [`Repo::update`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Update {

@@ -16,9 +16,14 @@ impl Repo {
     /// The commit `branch` points at; `None` if there is no such branch.
     pub fn branch_head(&self, branch: &str) -> Result<Option<Oid>, GitError> {
         names::check(branch)?;
+        self.commit_of(&format!("refs/heads/{branch}"))
+    }
+
+    /// The commit `rev` names, if it names one.
+    fn commit_of(&self, rev: &str) -> Result<Option<Oid>, GitError> {
         let out = git(self.root())
             .args(["rev-parse", "--verify", "--quiet"])
-            .arg(format!("refs/heads/{branch}^{{commit}}"))
+            .arg(format!("{rev}^{{commit}}"))
             .output()?;
         Ok(out.success().then(|| out.stdout.trim().to_string()))
     }
@@ -40,16 +45,12 @@ impl Repo {
     pub fn count_commits(&self, base: &str, head: &str) -> Result<u32, GitError> {
         names::check(base)?;
         names::check(head)?;
-        let cmd = git(self.root())
-            .args(["rev-list", "--count"])
-            .arg(format!("{base}..{head}"));
-        let text = cmd.line()?;
+        let range = format!("{base}..{head}");
+        let text = git(self.root())
+            .args(["rev-list", "--count", &range])
+            .line()?;
         text.parse().map_err(|_| GitError::Command {
-            args: vec![
-                "rev-list".into(),
-                "--count".into(),
-                format!("{base}..{head}"),
-            ],
+            args: vec!["rev-list".into(), "--count".into(), range],
             code: Some(0),
             stderr: format!("expected a number, got {text:?}"),
         })
@@ -86,17 +87,9 @@ impl Repo {
     /// The full id of the commit `rev` names, or [`GitError::UnknownRev`].
     pub(crate) fn resolve(&self, rev: &str) -> Result<Oid, GitError> {
         names::check(rev)?;
-        let out = git(self.root())
-            .args(["rev-parse", "--verify", "--quiet"])
-            .arg(format!("{rev}^{{commit}}"))
-            .output()?;
-        if out.success() {
-            Ok(out.stdout.trim().to_string())
-        } else {
-            Err(GitError::UnknownRev {
-                rev: rev.to_string(),
-            })
-        }
+        self.commit_of(rev)?.ok_or_else(|| GitError::UnknownRev {
+            rev: rev.to_string(),
+        })
     }
 
     /// The commit `branch` points at, or [`GitError::NoBranch`].

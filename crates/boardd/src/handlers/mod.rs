@@ -7,15 +7,14 @@
 
 mod repo;
 pub mod repo_done;
-mod status;
-mod wait;
 
 use crate::info::DaemonInfo;
 use crate::reply::Reply;
 use crate::store::HistoryQuery;
 use crate::writer::Query;
+use std::time::Duration;
 use teamboard_board::{Board, Ctx};
-use teamboard_protocol::{Acked, ErrorBody, Request};
+use teamboard_protocol::{Acked, ErrorBody, PROTOCOL_VERSION, Request, ServerStatus};
 
 /// The default and largest number of events `events` returns.
 const EVENTS_LIMIT: u64 = 1000;
@@ -55,14 +54,10 @@ pub fn handle(
     let team = ctx.team;
     board.touch(team, ctx.actor, ctx.now);
     let result = match request {
-        Request::Status(_) => Ok(Reply::Status(Box::new(status::status(board, info)))),
-        Request::Register(a) => board
-            .register_with(ctx, &a)
-            .map(|x| Reply::Member(Box::new(x))),
-        Request::SetStatus(a) => board
-            .set_status(ctx, a.status)
-            .map(|x| Reply::Member(Box::new(x))),
-        Request::AddTask(new) => board.add_task(ctx, new).map(|x| Reply::Task(Box::new(x))),
+        Request::Status(_) => Ok(Reply::Status(Box::new(status(board, info)))),
+        Request::Register(a) => board.register_with(ctx, &a).map(Reply::from),
+        Request::SetStatus(a) => board.set_status(ctx, a.status).map(Reply::from),
+        Request::AddTask(new) => board.add_task(ctx, new).map(Reply::from),
         Request::ListTasks(a) => Ok(Reply::Tasks(board.tasks(team, a.status))),
         Request::GetTask(r) => {
             return match board.task(team, r.id) {
@@ -74,41 +69,44 @@ pub fn handle(
                 Err(e) => Outcome::Reply(Err(e.into())),
             };
         }
-        Request::AddDependency(a) => board
-            .add_dependency(ctx, a.id, &a.on)
-            .map(|x| Reply::Task(Box::new(x))),
+        Request::AddDependency(a) => board.add_dependency(ctx, a.id, &a.on).map(Reply::from),
         Request::CancelTask(r) => board
             .cancel_task_with(ctx, r.id, r.discard)
-            .map(|x| Reply::Task(Box::new(x))),
-        Request::RetryTask(r) => board
-            .retry_task(ctx, r.id)
-            .map(|x| Reply::Task(Box::new(x))),
-        Request::ClaimTask(r) => board
-            .claim_task(ctx, r.id)
-            .map(|x| Reply::Claim(Box::new(x))),
+            .map(Reply::from),
+        Request::RetryTask(r) => board.retry_task(ctx, r.id).map(Reply::from),
+        Request::ClaimTask(r) => board.claim_task(ctx, r.id).map(Reply::from),
         Request::ClaimNext(_) => board
             .claim_next(ctx)
             .map(|c| Reply::MaybeClaim(c.map(Box::new))),
         Request::CompleteTask(a) => return repo::complete(board, ctx, id, a),
         Request::FailTask(a) => board
             .fail_task(ctx, a.id, a.epoch, a.error)
-            .map(|x| Reply::Task(Box::new(x))),
+            .map(Reply::from),
         Request::ReleaseTask(a) => board
             .release_task(ctx, a.id, a.epoch, a.error, a.note)
-            .map(|x| Reply::Task(Box::new(x))),
-        Request::Heartbeat(a) => board
-            .heartbeat(ctx, a.id, a.epoch)
-            .map(|x| Reply::Task(Box::new(x))),
+            .map(Reply::from),
+        Request::Heartbeat(a) => board.heartbeat(ctx, a.id, a.epoch).map(Reply::from),
         Request::Team(_) => Ok(Reply::Members(board.members(team))),
         Request::Send(a) => board
             .send(ctx, &a.to, a.kind, a.content, a.request_id)
-            .map(|x| Reply::Message(Box::new(x))),
+            .map(Reply::from),
         Request::Broadcast(a) => board.broadcast(ctx, a.content).map(Reply::Messages),
         Request::Inbox(_) => Ok(Reply::Messages(board.inbox(team, ctx.actor))),
         Request::Ack(a) => Ok(Reply::Acked(Acked {
             acked: board.ack(ctx, &a.ids),
         })),
-        Request::WaitForWork(a) => return wait::wait(board, ctx, id, a),
+        Request::WaitForWork(a) => {
+            // Answered now if there is work, else parked in the board until there
+            // is. A deadline past what the monotonic clock can represent means
+            // "wait until work arrives".
+            let deadline =
+                (a.timeout_ms).and_then(|ms| ctx.now.mono.checked_add(Duration::from_millis(ms)));
+            match board.park(ctx, id, deadline) {
+                Ok(Some(work)) => Ok(Reply::Work(Box::new(work))),
+                Ok(None) => return Outcome::Parked,
+                Err(e) => Err(e),
+            }
+        }
         Request::Events(a) => {
             return Outcome::Query(Query::Events(HistoryQuery {
                 team: team.to_string(),
@@ -118,19 +116,19 @@ pub fn handle(
             }));
         }
         Request::Subscribe(_) => return Outcome::Subscribe,
-        Request::RecordUsage(a) => board
-            .record_usage(ctx, a.task, a.tokens)
-            .map(|x| Reply::Member(Box::new(x))),
-        Request::RequestShutdown(a) => board.request_shutdown(ctx, a).map(boxed),
+        Request::RecordUsage(a) => board.record_usage(ctx, a.task, a.tokens).map(Reply::from),
+        Request::RequestShutdown(a) => board.request_shutdown(ctx, a).map(Reply::from),
         Request::RespondShutdown(a) => board
             .respond_shutdown(ctx, a.request, a.approve, a.reason)
-            .map(boxed),
-        Request::SubmitPlan(a) => board.submit_plan(ctx, a.id, a.epoch, a.plan).map(boxed),
+            .map(Reply::from),
+        Request::SubmitPlan(a) => board
+            .submit_plan(ctx, a.id, a.epoch, a.plan)
+            .map(Reply::from),
         Request::ReviewPlan(a) => board
             .review_plan(ctx, a.request, a.approve, a.feedback)
-            .map(boxed),
-        Request::CancelRequest(r) => board.cancel_request(ctx, r.request).map(boxed),
-        Request::GetRequest(r) => board.request(team, r.request).map(boxed),
+            .map(Reply::from),
+        Request::CancelRequest(r) => board.cancel_request(ctx, r.request).map(Reply::from),
+        Request::GetRequest(r) => board.request(team, r.request).map(Reply::from),
         Request::ListRequests(a) => Ok(Reply::Requests(
             board.requests(team, a.state, a.kind, a.task),
         )),
@@ -143,6 +141,21 @@ pub fn handle(
     Outcome::Reply(result.map_err(ErrorBody::from))
 }
 
-fn boxed(r: teamboard_protocol::TeamRequest) -> Reply {
-    Reply::Request(Box::new(r))
+/// `status`: the daemon's version, uptime and per-team counts.
+fn status(board: &Board, info: &DaemonInfo) -> ServerStatus {
+    ServerStatus {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        protocol: PROTOCOL_VERSION,
+        pid: std::process::id(),
+        uptime_ms: info.started.elapsed().as_millis() as u64,
+        socket: info.socket.display().to_string(),
+        state_dir: info.state_dir.display().to_string(),
+        sessions: info.live.load(std::sync::atomic::Ordering::Relaxed),
+        teams: board
+            .team_names()
+            .iter()
+            .map(|t| board.summary(t))
+            .collect(),
+        commits: info.commits.stats(),
+    }
 }

@@ -59,8 +59,12 @@ fn ctx<'a>(slot: &'a Slot, now: Now) -> Ctx<'a> {
     }
 }
 
-fn answer<T>(slot: Slot, r: Result<T, BoardError>, f: impl FnOnce(T) -> Reply) -> Vec<Effect> {
-    vec![Effect::Reply(slot, r.map(f).map_err(ErrorBody::from))]
+fn answer<T, E: Into<ErrorBody>>(
+    slot: Slot,
+    r: Result<T, E>,
+    f: impl FnOnce(T) -> Reply,
+) -> Vec<Effect> {
+    vec![Effect::Reply(slot, r.map(f).map_err(Into::into))]
 }
 
 /// Applies `done` to the board. `alive` says whether a session is still open.
@@ -72,40 +76,28 @@ pub fn apply(
     now: Now,
 ) -> Vec<Effect> {
     match done {
-        Done::SetRepo { slot, result } => match result {
-            Ok(repo) => {
-                let r = board.set_repo(ctx(&slot, now), repo);
-                answer(slot, r, |r| Reply::Repo(Box::new(r)))
-            }
-            Err(e) => vec![Effect::Reply(slot, Err(e))],
-        },
-        Done::Opened { slot, job, result } => match result {
-            Ok(o) => {
-                let r = board.worktree_opened(
-                    ctx(&slot, now),
-                    job.task,
-                    job.epoch,
-                    &o.base,
-                    o.fresh,
-                    &o.found,
-                );
-                let opened = r.and_then(|task| {
-                    let worktree = task.worktree.ok_or_else(|| {
-                        BoardError::state(format!("#{} lost its worktree", job.task))
-                    })?;
-                    Ok(OpenedWorktree {
-                        task: job.task,
-                        worktree,
-                        repo: job.repo.path.clone(),
-                        target: job.repo.branch.clone(),
-                        fresh: o.fresh,
-                        found: o.found,
-                    })
-                });
-                answer(slot, opened, |o| Reply::Opened(Box::new(o)))
-            }
-            Err(e) => vec![Effect::Reply(slot, Err(e))],
-        },
+        Done::SetRepo { slot, result } => {
+            let r = result.and_then(|repo| Ok(board.set_repo(ctx(&slot, now), repo)?));
+            answer(slot, r, Reply::from)
+        }
+        Done::Opened { slot, job, result } => {
+            let opened = result.and_then(|o| {
+                let (task, epoch, at) = (job.task, job.epoch, ctx(&slot, now));
+                let task = board.worktree_opened(at, task, epoch, &o.base, o.fresh, &o.found)?;
+                let worktree = task
+                    .worktree
+                    .ok_or_else(|| BoardError::state(format!("#{} lost its worktree", job.task)))?;
+                Ok(OpenedWorktree {
+                    task: job.task,
+                    worktree,
+                    repo: job.repo.path.clone(),
+                    target: job.repo.branch.clone(),
+                    fresh: o.fresh,
+                    found: o.found,
+                })
+            });
+            answer(slot, opened, Reply::from)
+        }
         Done::Gated { job, result } => {
             let key = (job.team.clone(), job.task, job.epoch);
             // A report about a landing that ended meanwhile changes nothing: its
@@ -140,7 +132,7 @@ pub fn apply(
             let reply = match result {
                 Ok(l) => board
                     .landed(&job.team, job.task, l.old, l.new, now)
-                    .map(|t| Reply::Task(Box::new(t)))
+                    .map(Reply::from)
                     .map_err(ErrorBody::from),
                 Err(refusal) => {
                     let waits = slot.as_ref().is_some_and(|s| alive(s.session));
@@ -169,19 +161,15 @@ pub fn apply(
             slot,
             dry_run,
             result,
-        } => match result {
-            Ok(pruned) => {
-                let recorded = if dry_run {
-                    Ok(())
-                } else {
-                    board.worktrees_pruned(ctx(&slot, now), &pruned.removed)
-                };
-                answer(slot, recorded.map(|()| pruned), |p| {
-                    Reply::Pruned(Box::new(p))
-                })
-            }
-            Err(e) => vec![Effect::Reply(slot, Err(e))],
-        },
+        } => {
+            let recorded = result.and_then(|pruned| {
+                if !dry_run {
+                    board.worktrees_pruned(ctx(&slot, now), &pruned.removed)?;
+                }
+                Ok(pruned)
+            });
+            answer(slot, recorded, Reply::from)
+        }
     }
 }
 

@@ -24,11 +24,7 @@ pub fn prepare(job: &GateJob) -> Result<String, GateRefusal> {
     }
     let state = git.worktree_state(wt).map_err(refuse_git)?;
     if let Some(message) = off_branch(&state.branch, &job.worktree) {
-        return Err(GateRefusal {
-            code: ErrorCode::Git,
-            message,
-            runs: Vec::new(),
-        });
+        return Err(GateRefusal::new(ErrorCode::Git, message));
     }
     let author = format!("{0} <{0}@teamboard.invalid>", job.author);
     git.commit_all(wt, &job.message, Some(&author))
@@ -38,11 +34,10 @@ pub fn prepare(job: &GateJob) -> Result<String, GateRefusal> {
         .update(wt, &job.repo.branch, style)
         .map_err(refuse_git)?
     {
-        Update::Conflict { paths } => Err(GateRefusal {
-            code: ErrorCode::MergeConflict,
-            message: conflict_message(&job.repo.branch, job.repo.merge, &paths),
-            runs: Vec::new(),
-        }),
+        Update::Conflict { paths } => {
+            let message = conflict_message(&job.repo.branch, job.repo.merge, &paths);
+            Err(GateRefusal::new(ErrorCode::MergeConflict, message))
+        }
         Update::UpToDate | Update::Updated(_) => {
             let state = git.worktree_state(wt).map_err(refuse_git)?;
             Ok(state.head)
@@ -67,11 +62,8 @@ pub fn spawn_checks(
         }));
         // A panic is a bug; the owner still hears, and the checks never pass.
         let result = ran.unwrap_or_else(|_| {
-            Err(GateRefusal {
-                code: ErrorCode::Internal,
-                message: "boardd could not finish running the checks".to_string(),
-                runs: Vec::new(),
-            })
+            let why = "boardd could not finish running the checks";
+            Err(GateRefusal::new(ErrorCode::Internal, why))
         });
         running.finish(&job.team, job.task, job.epoch);
         let _ = done.send(Done::Gated { job, result });
@@ -79,11 +71,8 @@ pub fn spawn_checks(
     if let Err(e) = started {
         tracing::error!(error = %e, "cannot start a thread for the checks");
         checks.finish(&copy.team, copy.task, copy.epoch);
-        let result = Err(GateRefusal {
-            code: ErrorCode::Internal,
-            message: format!("boardd could not start the checks: {e}"),
-            runs: Vec::new(),
-        });
+        let why = format!("boardd could not start the checks: {e}");
+        let result = Err(GateRefusal::new(ErrorCode::Internal, why));
         let _ = answer.send(Done::Gated { job: copy, result });
     }
 }
@@ -202,11 +191,7 @@ pub fn off_branch(branch: &Option<String>, wt: &Worktree) -> Option<String> {
 }
 
 pub fn refuse_git(e: GitError) -> GateRefusal {
-    GateRefusal {
-        code: ErrorCode::Git,
-        message: e.to_string(),
-        runs: Vec::new(),
-    }
+    GateRefusal::new(ErrorCode::Git, e.to_string())
 }
 
 pub fn style(style: MergeStyle) -> teamboard_git::Style {

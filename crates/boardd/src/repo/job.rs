@@ -115,18 +115,11 @@ impl Job {
             },
             Job::Gate { job } => Done::Gated {
                 job,
-                result: Err(GateRefusal {
-                    code: ErrorCode::Internal,
-                    message,
-                    runs: Vec::new(),
-                }),
+                result: Err(GateRefusal::new(ErrorCode::Internal, message)),
             },
             Job::Land { job } => Done::Landed {
                 job,
-                result: Err(LandRefusal {
-                    code: ErrorCode::Internal,
-                    message,
-                }),
+                result: Err(LandRefusal::new(ErrorCode::Internal, message)),
             },
             Job::List { slot, .. } => Done::Listed {
                 slot,

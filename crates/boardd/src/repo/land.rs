@@ -5,7 +5,7 @@ use super::job::Landed;
 use super::validate::checked_out;
 use std::path::Path;
 use teamboard_board::{LandJob, LandRefusal, short};
-use teamboard_git::{GitError, Land, Repo as Git, Update};
+use teamboard_git::{Land, Repo as Git, Update};
 use teamboard_protocol::ErrorCode;
 
 /// How often the target may move under one landing before it gives up. Only
@@ -26,24 +26,13 @@ pub fn land(job: &LandJob) -> Result<Landed, LandRefusal> {
         tracing::warn!("aborted an update a previous boardd left in progress");
     }
     let state = git.worktree_state(wt).map_err(refuse_git)?;
-    let doing = match (state.rebasing, state.merging) {
-        (true, _) => Some("rebase"),
-        (_, true) => Some("merge"),
-        _ => None,
-    };
-    if let Some(what) = doing {
-        return Err(LandRefusal {
-            code: ErrorCode::Git,
-            message: format!(
-                "a {what} that boardd did not start is in progress in the worktree; finish it (or abort it) and complete again"
-            ),
-        });
+    if let Some(what) = state.in_progress() {
+        return Err(refuse_git(format!(
+            "a {what} that boardd did not start is in progress in the worktree; finish it (or abort it) and complete again"
+        )));
     }
     if let Some(message) = off_branch(&state.branch, &job.worktree) {
-        return Err(LandRefusal {
-            code: ErrorCode::Git,
-            message,
-        });
+        return Err(refuse_git(message));
     }
     if let Some(landed) = moved_since_checks(&git, job)? {
         return Ok(landed);
@@ -52,28 +41,19 @@ pub fn land(job: &LandJob) -> Result<Landed, LandRefusal> {
     // leave some behind (caches, reports); a change to a tracked file after the
     // checks is what must not go unchecked.
     if state.changed.len() > state.untracked {
-        return Err(LandRefusal {
-            code: ErrorCode::Git,
-            message: format!(
-                "files changed in the worktree after its checks passed ({}); complete again so they are checked too",
-                state.changed.join(", ")
-            ),
-        });
+        return Err(refuse_git(format!(
+            "files changed in the worktree after its checks passed ({}); complete again so they are checked too",
+            state.changed.join(", ")
+        )));
     }
     for _ in 0..ATTEMPTS {
         let old = git
             .branch_head(target)
             .map_err(refuse_git)?
-            .ok_or_else(|| LandRefusal {
-                code: ErrorCode::Git,
-                message: format!("the target branch '{target}' is gone"),
-            })?;
+            .ok_or_else(|| refuse_git(format!("the target branch '{target}' is gone")))?;
         if let Some(at) = git.checked_out_in(target).map_err(refuse_git)? {
             let e = checked_out(target, &at);
-            return Err(LandRefusal {
-                code: e.code,
-                message: e.message,
-            });
+            return Err(LandRefusal::new(e.code, e.message));
         }
         match git
             .land(
@@ -108,23 +88,18 @@ pub fn land(job: &LandJob) -> Result<Landed, LandRefusal> {
                     .map_err(refuse_git)?
                 {
                     Update::Conflict { paths } => {
-                        return Err(LandRefusal {
-                            code: ErrorCode::MergeConflict,
-                            message: conflict_message(target, job.repo.merge, &paths),
-                        });
+                        let message = conflict_message(target, job.repo.merge, &paths);
+                        return Err(LandRefusal::new(ErrorCode::MergeConflict, message));
                     }
                     Update::UpToDate | Update::Updated(_) => continue,
                 }
             }
         }
     }
-    Err(LandRefusal {
-        code: ErrorCode::Git,
-        message: format!(
-            "'{target}' kept moving while #{} landed; complete again",
-            job.task
-        ),
-    })
+    Err(refuse_git(format!(
+        "'{target}' kept moving while #{} landed; complete again",
+        job.task
+    )))
 }
 
 /// The branch must still be at the head that passed the checks: a commit
@@ -138,10 +113,7 @@ fn moved_since_checks(git: &Git, job: &LandJob) -> Result<Option<Landed>, LandRe
     let head = git
         .branch_head(branch)
         .map_err(refuse_git)?
-        .ok_or_else(|| LandRefusal {
-            code: ErrorCode::Git,
-            message: format!("the task's branch '{branch}' is gone"),
-        })?;
+        .ok_or_else(|| refuse_git(format!("the task's branch '{branch}' is gone")))?;
     if head == job.head {
         return Ok(None);
     }
@@ -153,19 +125,14 @@ fn moved_since_checks(git: &Git, job: &LandJob) -> Result<Option<Landed>, LandRe
     {
         return Ok(Some(Landed { old, new }));
     }
-    Err(LandRefusal {
-        code: ErrorCode::Git,
-        message: format!(
-            "the branch {branch} moved from {} (which passed the checks) to {} since; complete again so that what lands is checked",
-            short(&job.head),
-            short(&head)
-        ),
-    })
+    Err(refuse_git(format!(
+        "the branch {branch} moved from {} (which passed the checks) to {} since; complete again so that what lands is checked",
+        short(&job.head),
+        short(&head)
+    )))
 }
 
-fn refuse_git(e: GitError) -> LandRefusal {
-    LandRefusal {
-        code: ErrorCode::Git,
-        message: e.to_string(),
-    }
+/// A `git` refusal: what git said, or what boardd found in the repository.
+fn refuse_git(why: impl std::fmt::Display) -> LandRefusal {
+    LandRefusal::new(ErrorCode::Git, why.to_string())
 }

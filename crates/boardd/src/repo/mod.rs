@@ -40,7 +40,7 @@ pub use validate::worktrees_dir;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use teamboard_git::{GitError, Interrupt};
+use teamboard_git::Interrupt;
 use teamboard_protocol::{ErrorBody, ErrorCode, TaskId};
 use tokio::sync::mpsc;
 
@@ -198,9 +198,10 @@ impl Repos {
     }
 }
 
-/// A git failure as the client sees it: always `git`, an I/O failure in
-/// git's work included. Trap: `storage` tells a client that boardd could not
-/// persist a change and is stopping, which a failed worktree is not.
-pub(crate) fn git_error(e: GitError) -> ErrorBody {
+/// A git failure as the client sees it, or what boardd found wrong in the
+/// repository: always `git`, an I/O failure in git's work included. Trap:
+/// `storage` tells a client that boardd could not persist a change and is
+/// stopping, which a failed worktree is not.
+pub(crate) fn git_error(e: impl std::fmt::Display) -> ErrorBody {
     ErrorBody::new(ErrorCode::Git, e.to_string())
 }

@@ -5,7 +5,7 @@ use super::job::Opened;
 use std::path::Path;
 use teamboard_board::OpenJob;
 use teamboard_git::{Created, Repo as Git};
-use teamboard_protocol::{ErrorBody, ErrorCode, Found};
+use teamboard_protocol::{ErrorBody, Found};
 
 /// The most uncommitted paths an opening lists.
 const MAX_LISTED: usize = 100;
@@ -15,11 +15,12 @@ const MAX_LISTED: usize = 100;
 pub fn open(job: &OpenJob) -> Result<Opened, ErrorBody> {
     let git = Git::open(Path::new(&job.repo.path)).map_err(git_error)?;
     let target = &job.repo.branch;
-    let head = git.branch_head(target).map_err(git_error)?.ok_or_else(|| {
-        ErrorBody::new(
-            ErrorCode::Git,
-            format!("the target branch '{target}' of {} is gone", job.repo.path),
-        )
+    let head = git.branch_head(target).map_err(git_error)?;
+    let head = head.ok_or_else(|| {
+        git_error(format!(
+            "the target branch '{target}' of {} is gone",
+            job.repo.path
+        ))
     })?;
     let path = Path::new(&job.worktree.path);
     let created = git
@@ -41,15 +42,9 @@ pub fn open(job: &OpenJob) -> Result<Opened, ErrorBody> {
     let base = job.worktree.base.clone().unwrap_or(head);
     let commits = git.count_commits(&base, &state.head).unwrap_or(0);
     let more_changed = state.changed.len() > MAX_LISTED;
+    let in_progress = state.in_progress().map(str::to_string);
     let mut changed = state.changed;
     changed.truncate(MAX_LISTED);
-    let in_progress = if state.rebasing {
-        Some("rebase".to_string())
-    } else if state.merging {
-        Some("merge".to_string())
-    } else {
-        None
-    };
     Ok(Opened {
         base,
         fresh: false,

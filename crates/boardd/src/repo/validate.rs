@@ -33,12 +33,9 @@ pub fn validate(args: &SetRepoArgs, worktrees: &str, now_ms: i64) -> Result<Repo
         return Err(no_branch(&git, &root));
     };
     if git.branch_head(&branch).map_err(git_error)?.is_none() {
-        return Err(ErrorBody::new(
-            ErrorCode::Git,
-            format!(
-                "{root} has no branch '{branch}'; create it (git -C {root} branch {branch}) or name another"
-            ),
-        ));
+        return Err(git_error(format!(
+            "{root} has no branch '{branch}'; create it (git -C {root} branch {branch}) or name another"
+        )));
     }
     if let Some(at) = git.checked_out_in(&branch).map_err(git_error)? {
         return Err(checked_out(&branch, &at));
@@ -47,10 +44,9 @@ pub fn validate(args: &SetRepoArgs, worktrees: &str, now_ms: i64) -> Result<Repo
     // made now so that a permission problem shows at once, not at the first
     // claim.
     std::fs::create_dir_all(worktrees).map_err(|e| {
-        ErrorBody::new(
-            ErrorCode::Git,
-            format!("cannot create the worktrees directory {worktrees}: {e}"),
-        )
+        git_error(format!(
+            "cannot create the worktrees directory {worktrees}: {e}"
+        ))
     })?;
     Ok(Repo {
         path: root,
@@ -68,13 +64,10 @@ pub fn validate(args: &SetRepoArgs, worktrees: &str, now_ms: i64) -> Result<Repo
 /// down to the command to run next, since the branch a person names first is
 /// often the one checked out in their own tree.
 pub fn checked_out(branch: &str, at: &Path) -> ErrorBody {
-    ErrorBody::new(
-        ErrorCode::Git,
-        format!(
-            "branch '{branch}' is checked out in {at}; boardd moves the target branch without a checkout, which would leave those files behind. Detach it there and name it: git -C {at} switch --detach && teamctl repo set {at} --branch {branch}. Or choose a branch that is checked out nowhere",
-            at = at.display()
-        ),
-    )
+    git_error(format!(
+        "branch '{branch}' is checked out in {at}; boardd moves the target branch without a checkout, which would leave those files behind. Detach it there and name it: git -C {at} switch --detach && teamctl repo set {at} --branch {branch}. Or choose a branch that is checked out nowhere",
+        at = at.display()
+    ))
 }
 
 /// The refusal of a `set_repo` that names no target branch. There is no

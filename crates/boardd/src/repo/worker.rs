@@ -126,13 +126,11 @@ fn run(job: Job, done: &mpsc::UnboundedSender<Done>, running: &Arc<Running>) {
             // its job may already wait here; landing it then would complete
             // a cancelled task.
             let result = if running.ended(&job.team, job.task, job.epoch) {
-                Err(LandRefusal {
-                    code: ErrorCode::StaleEpoch,
-                    message: format!(
-                        "the claim on #{} ended while it waited in the merge queue; nothing landed",
-                        job.task
-                    ),
-                })
+                let why = format!(
+                    "the claim on #{} ended while it waited in the merge queue; nothing landed",
+                    job.task
+                );
+                Err(LandRefusal::new(ErrorCode::StaleEpoch, why))
             } else {
                 land::land(&job)
             };

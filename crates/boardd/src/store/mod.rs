@@ -94,14 +94,14 @@ impl Store {
         // SQLite's own file locks are pure cost: in exclusive mode it takes them
         // once instead of several fcntl calls per transaction, and keeps the WAL
         // index in memory rather than in a shared-memory file.
-        conn.pragma_update(None, "locking_mode", "EXCLUSIVE")
-            .map_err(err)?;
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(err)?;
-        conn.pragma_update(None, "synchronous", "FULL")
-            .map_err(err)?;
-        conn.pragma_update(None, "foreign_keys", "OFF")
-            .map_err(err)?;
+        for (pragma, value) in [
+            ("locking_mode", "EXCLUSIVE"),
+            ("journal_mode", "WAL"),
+            ("synchronous", "FULL"),
+            ("foreign_keys", "OFF"),
+        ] {
+            conn.pragma_update(None, pragma, value).map_err(err)?;
+        }
         let version: i64 = conn
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .map_err(err)?;
@@ -189,6 +189,14 @@ impl Store {
         }
     }
 
+    fn corrupt(&self, what: &'static str) -> impl Fn(serde_json::Error) -> StoreError {
+        move |source| StoreError::Corrupt {
+            path: self.path.clone(),
+            what,
+            source,
+        }
+    }
+
     /// Loads every row, for [`teamboard_board::Board::restore`].
     pub fn load(&mut self) -> Result<Snapshot, StoreError> {
         let mut snap = Snapshot {
@@ -230,12 +238,10 @@ impl Store {
         let mut out = Vec::new();
         for row in rows {
             let (team, body) = row.map_err(|e| self.sqlite(e))?;
-            let value = serde_json::from_str(&body).map_err(|source| StoreError::Corrupt {
-                path: self.path.clone(),
-                what,
-                source,
-            })?;
-            out.push((team, value));
+            out.push((
+                team,
+                serde_json::from_str(&body).map_err(self.corrupt(what))?,
+            ));
         }
         Ok(out)
     }
@@ -254,35 +260,22 @@ impl Store {
         let tx = self.conn.transaction().map_err(err)?;
         let mut next_message_id = None;
         {
-            let mut put_task = tx
-                .prepare_cached("INSERT OR REPLACE INTO tasks (team, id, body) VALUES (?1, ?2, ?3)")
-                .map_err(err)?;
-            let mut put_member = tx
-                .prepare_cached(
-                    "INSERT OR REPLACE INTO members (team, name, body) VALUES (?1, ?2, ?3)",
-                )
-                .map_err(err)?;
-            let mut put_message = tx
-                .prepare_cached(
-                    "INSERT OR REPLACE INTO messages (id, team, body) VALUES (?1, ?2, ?3)",
-                )
-                .map_err(err)?;
-            let mut del_message = tx
-                .prepare_cached("DELETE FROM messages WHERE id = ?1")
-                .map_err(err)?;
-            let mut put_request = tx
-                .prepare_cached(
-                    "INSERT OR REPLACE INTO requests (id, team, body) VALUES (?1, ?2, ?3)",
-                )
-                .map_err(err)?;
-            let mut put_repo = tx
-                .prepare_cached("INSERT OR REPLACE INTO repos (team, body) VALUES (?1, ?2)")
-                .map_err(err)?;
-            let mut put_event = tx
-                .prepare_cached(
-                    "INSERT OR REPLACE INTO events (seq, team, task, body) VALUES (?1, ?2, ?3, ?4)",
-                )
-                .map_err(err)?;
+            let tx = &tx;
+            let prepare = move |sql| tx.prepare_cached(sql).map_err(err);
+            let mut put_task =
+                prepare("INSERT OR REPLACE INTO tasks (team, id, body) VALUES (?1, ?2, ?3)")?;
+            let mut put_member =
+                prepare("INSERT OR REPLACE INTO members (team, name, body) VALUES (?1, ?2, ?3)")?;
+            let mut put_message =
+                prepare("INSERT OR REPLACE INTO messages (id, team, body) VALUES (?1, ?2, ?3)")?;
+            let mut del_message = prepare("DELETE FROM messages WHERE id = ?1")?;
+            let mut put_request =
+                prepare("INSERT OR REPLACE INTO requests (id, team, body) VALUES (?1, ?2, ?3)")?;
+            let mut put_repo =
+                prepare("INSERT OR REPLACE INTO repos (team, body) VALUES (?1, ?2)")?;
+            let mut put_event = prepare(
+                "INSERT OR REPLACE INTO events (seq, team, task, body) VALUES (?1, ?2, ?3, ?4)",
+            )?;
             for batch in batches {
                 for (team, task) in &batch.tasks {
                     put_task
@@ -325,11 +318,10 @@ impl Store {
                 next_message_id = Some(batch.next_message_id);
             }
             if let Some(next) = next_message_id.filter(|n| *n != self.stored_next_message_id) {
-                tx.prepare_cached(
+                prepare(
                     "INSERT INTO meta (key, value) VALUES ('next_message_id', ?1)
                      ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                )
-                .map_err(err)?
+                )?
                 .execute(params![next as i64])
                 .map_err(err)?;
             }
@@ -364,17 +356,9 @@ impl Store {
         if !forward {
             bodies.reverse();
         }
-        let mut events = Vec::with_capacity(bodies.len());
-        for body in bodies {
-            events.push(
-                serde_json::from_str(&body).map_err(|source| StoreError::Corrupt {
-                    path: self.path.clone(),
-                    what: "event",
-                    source,
-                })?,
-            );
-        }
-        Ok(events)
+        (bodies.iter())
+            .map(|body| serde_json::from_str(body).map_err(self.corrupt("event")))
+            .collect()
     }
 
     fn query_bodies(&self, sql: &str, p: impl rusqlite::Params) -> Result<Vec<String>, StoreError> {
