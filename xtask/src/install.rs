@@ -1,5 +1,8 @@
-//! `cargo xtask install`: release binaries into PREFIX/bin and the systemd user units
-//! into the user's unit directory.
+//! `cargo xtask install`: release binaries into PREFIX/bin, their man pages and
+//! teamctl's shell completions under PREFIX/share, and the systemd user units into
+//! the user's unit directory.
+
+mod manuals;
 
 use crate::cargo::{self, Metadata};
 use anyhow::{Context, bail};
@@ -20,7 +23,8 @@ const UNIT_BIN_DIR: &str = "%h/.cargo/bin/";
 
 #[derive(Debug, Args)]
 pub struct InstallArgs {
-    /// Install binaries into DIR/bin [default: $CARGO_HOME, else ~/.cargo]
+    /// Install binaries into DIR/bin, man pages into DIR/share/man/man1 and shell
+    /// completions under DIR/share [default: $CARGO_HOME, else ~/.cargo]
     #[arg(long, value_name = "DIR")]
     prefix: Option<PathBuf>,
     /// Do not install the systemd user units or reload the user manager.
@@ -57,6 +61,7 @@ pub fn run(args: &InstallArgs) -> anyhow::Result<()> {
             println!("installed {}", dest.display());
         }
     }
+    manuals::install(&bin_dir, &prefix)?;
 
     let mut reloaded = false;
     if !args.no_systemd {
@@ -91,6 +96,9 @@ pub fn run(args: &InstallArgs) -> anyhow::Result<()> {
             "note: {} is not on your PATH; add it, or call the binaries by full path.",
             bin_dir.display()
         );
+    }
+    for hint in manuals::hints(&prefix) {
+        println!("note: {hint}.");
     }
     let teamctl = match on_path {
         true => "teamctl".to_string(),

@@ -2,7 +2,7 @@
 
 use anyhow::Context;
 use boardd::{BoardConfig, CommitMode, Config};
-use clap::Parser;
+use clap::{CommandFactory as _, Parser};
 use std::path::PathBuf;
 use std::time::Duration;
 use teamboard_protocol::paths;
@@ -73,6 +73,11 @@ fn main() -> std::process::ExitCode {
 }
 
 fn real_main() -> anyhow::Result<()> {
+    let man =
+        teamboard_protocol::man::generate_if_asked(std::env::args_os(), || vec![Args::command()]);
+    if let Some(done) = man {
+        return done.context("cannot write the man pages");
+    }
     let args = Args::parse();
     tracing_subscriber::fmt()
         .with_env_filter(

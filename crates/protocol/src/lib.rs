@@ -3,8 +3,9 @@
 //!
 //! Only the wire types are always built. The rest sits behind cargo features, so
 //! that a crate pulls only what it uses: `codec` (the frame codec), `client` (the
-//! async client, with `codec` and `paths`) and `paths` (default socket, state and
-//! configuration directories).
+//! async client, with `codec` and `paths`), `paths` (default socket, state and
+//! configuration directories), `cli` (clap on the launch settings) and `man`
+//! (`--generate-man`, the programs' man pages).
 //!
 //! A connection is a stream of length-delimited frames (4-byte big-endian length,
 //! then that many bytes of UTF-8 JSON). The client speaks first with a [`Hello`]; the
@@ -24,6 +25,8 @@ pub mod ids;
 pub mod launch;
 #[cfg(feature = "cli")]
 pub mod lead_args;
+#[cfg(feature = "man")]
+pub mod man;
 pub mod member;
 pub mod names;
 #[cfg(feature = "paths")]

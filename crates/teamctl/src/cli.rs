@@ -369,6 +369,27 @@ pub enum Command {
 
     #[command(about = MCP_ABOUT, long_about = MCP_LONG, after_help = MCP_EXAMPLES)]
     Mcp(McpArgs),
+
+    /// Print the shell completion script for bash, zsh, fish, elvish or powershell
+    #[command(
+        long_about = "Print the completion script for SHELL on stdout: subcommands, \
+            flags and their values complete with Tab. `cargo xtask install` installs the \
+            bash, zsh and fish scripts under its prefix (see docs/teamctl.md); to load \
+            one yourself, use the lines below.",
+        after_help = "Examples:\n  \
+            source <(teamctl completions bash)                      this bash session\n  \
+            teamctl completions bash > ~/.local/share/bash-completion/completions/teamctl\n  \
+            teamctl completions zsh > ~/.zfunc/_teamctl       with fpath+=(~/.zfunc) in ~/.zshrc\n  \
+            teamctl completions fish > ~/.config/fish/completions/teamctl.fish"
+    )]
+    Completions(CompletionsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 #[derive(Debug, Subcommand)]

@@ -8,6 +8,15 @@ use std::process::ExitCode;
 use teamboard_protocol::ClientError;
 
 fn main() -> ExitCode {
+    let man = teamboard_protocol::man::generate_if_asked(std::env::args_os(), || {
+        vec![<cli::Cli as clap::CommandFactory>::command()]
+    });
+    if let Some(done) = man {
+        return match done {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail(&anyhow::Error::new(e).context("cannot write the man pages")),
+        };
+    }
     let cli = cli::Cli::parse_args();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -295,6 +295,15 @@ fn main() {
 }
 
 fn real_main() -> anyhow::Result<()> {
+    let man = teamboard_protocol::man::generate_if_asked(std::env::args_os(), || {
+        // `teammated lead` is a command line of its own rather than a clap
+        // subcommand (see `lead_mode`), so its page is asked for by name.
+        let lead = lead_args::LeadArgs::command().display_name("teammated-lead");
+        vec![Args::command(), lead]
+    });
+    if let Some(done) = man {
+        return done.context("cannot write the man pages");
+    }
     if lead_mode() {
         return lead_main();
     }

@@ -1,5 +1,6 @@
 //! One module per subcommand. Each takes the shared [`Ctx`] and its own arguments.
 
+pub mod completions;
 pub mod events;
 pub mod find_bin;
 pub mod lead;
@@ -197,6 +198,7 @@ async fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<()> {
         Command::Repo(args) => repo::repo(ctx, args).await,
         Command::Worktrees(args) => repo::worktrees(ctx, args).await,
         Command::Mcp(args) => mcp::run(ctx, args).await,
+        Command::Completions(args) => completions::run(&args),
     }
 }
 
