@@ -27,7 +27,7 @@ what goes wrong.
 
 A task is ready when it is pending, has no owner and all its blockers are completed. \
 Commands that report accept --json for scripts; those with no JSON form (watch, lead, \
-mcp, task diff) say so. Times are shown in UTC.";
+mcp, task diff, completions) say so. Times are shown in UTC.";
 
 const EXAMPLES: &str = "\
 Examples:

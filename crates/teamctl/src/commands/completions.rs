@@ -2,11 +2,15 @@
 //! `clap_complete` from the same definition as the parser, so that it knows every
 //! subcommand and flag there is.
 
+use super::Ctx;
 use crate::cli::{Cli, CompletionsArgs};
 use clap::CommandFactory as _;
 use std::io::Write as _;
 
-pub fn run(args: &CompletionsArgs) -> anyhow::Result<()> {
+pub fn run(ctx: &Ctx, args: &CompletionsArgs) -> anyhow::Result<()> {
+    if ctx.json {
+        anyhow::bail!("`teamctl completions` prints a shell script; it has no --json output");
+    }
     // Trap: clap_complete panics when its writer fails, and stdout fails when the
     // reader has left (`| head`). Rendered into memory first, the write's error is
     // returned instead, which `main` takes for the reader leaving.

@@ -198,7 +198,7 @@ async fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<()> {
         Command::Repo(args) => repo::repo(ctx, args).await,
         Command::Worktrees(args) => repo::worktrees(ctx, args).await,
         Command::Mcp(args) => mcp::run(ctx, args).await,
-        Command::Completions(args) => completions::run(&args),
+        Command::Completions(args) => completions::run(ctx, &args),
     }
 }
 

@@ -64,6 +64,16 @@ fn an_unknown_shell_is_refused_with_the_choices() {
     let err = stderr(&out);
     assert!(err.contains("invalid value 'nosuch'"), "{err}");
     assert!(err.contains("bash, elvish, fish, powershell, zsh"), "{err}");
+
+    // Like the other commands without a JSON form, it says so rather than ignore it.
+    let out = offline(&["completions", "bash", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).is_empty());
+    assert!(
+        stderr(&out).contains("no --json output"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
