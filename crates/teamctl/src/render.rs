@@ -685,7 +685,7 @@ mod tests {
         assert_eq!(
             shutdown_outcome(&r),
             (
-                "bob rejected the shutdown (request 4): busy with #3".into(),
+                "bob rejected the shutdown (request r4): busy with #3".into(),
                 false
             )
         );
@@ -722,7 +722,7 @@ mod tests {
         let lines = member_lines(std::slice::from_ref(&m), &[], &[other, pending], 12_000);
         assert!(
             lines[0].ends_with(
-                "seen 12s ago  plans need approval  shutdown requested 12s ago (request 4)"
+                "seen 12s ago  plans need approval  shutdown requested 12s ago (request r4)"
             ),
             "{}",
             lines[0]
