@@ -14,6 +14,7 @@ macro_rules! all_empty {
 #[derive(Debug, Default)]
 pub(crate) struct Dirty {
     pub tasks: BTreeSet<(String, TaskId)>,
+    pub tasks_deleted: BTreeSet<(String, TaskId)>,
     pub members: BTreeSet<(String, String)>,
     pub messages_added: BTreeSet<(String, u64)>,
     pub messages_acked: BTreeSet<u64>,
@@ -25,7 +26,7 @@ pub(crate) struct Dirty {
 
 impl Dirty {
     pub fn is_empty(&self) -> bool {
-        all_empty!(self: tasks, members, messages_added, messages_acked, requests, repos, events)
+        all_empty!(self: tasks, tasks_deleted, members, messages_added, messages_acked, requests, repos, events)
     }
 }
 
@@ -34,6 +35,8 @@ impl Dirty {
 pub struct Changes {
     /// (team, task) for tasks created or changed.
     pub tasks: Vec<(String, Task)>,
+    /// (team, task) for tasks deleted, to remove.
+    pub tasks_deleted: Vec<(String, TaskId)>,
     /// (team, member) for members added or changed.
     pub members: Vec<(String, Member)>,
     /// (team, message) for messages sent and still unacknowledged.
@@ -52,6 +55,6 @@ pub struct Changes {
 
 impl Changes {
     pub fn is_empty(&self) -> bool {
-        all_empty!(self: tasks, members, messages_added, messages_acked, requests, repos, events)
+        all_empty!(self: tasks, tasks_deleted, members, messages_added, messages_acked, requests, repos, events)
     }
 }

@@ -9,6 +9,7 @@
 
 mod changes;
 mod claims;
+mod edits;
 mod error;
 mod inbox;
 mod landing;
@@ -221,6 +222,7 @@ impl Board {
             }
         }
         out.messages_acked = dirty.messages_acked.into_iter().collect();
+        out.tasks_deleted = dirty.tasks_deleted.into_iter().collect();
         out
     }
 

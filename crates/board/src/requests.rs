@@ -144,7 +144,7 @@ impl Board {
             return Err(BoardError::new(
                 ErrorCode::PermissionDenied,
                 format!(
-                    "shutdown request {id} is addressed to {}; only {} may answer it",
+                    "shutdown request r{id} is addressed to {}; only {} may answer it",
                     req.to, req.to
                 ),
             ));
@@ -156,7 +156,7 @@ impl Board {
             return Err(BoardError::new(
                 ErrorCode::PermissionDenied,
                 format!(
-                    "shutdown request {id} must be answered by {}'s registered session, \
+                    "shutdown request r{id} must be answered by {}'s registered session, \
                      and this connection is not it",
                     req.to
                 ),
@@ -294,7 +294,7 @@ impl Board {
             .ok_or_else(|| {
                 BoardError::new(
                     ErrorCode::NotFound,
-                    format!("no request {id} in team '{team}'"),
+                    format!("no request r{id} in team '{team}'"),
                 )
             })
     }
@@ -352,11 +352,11 @@ impl Board {
         let why = match decision {
             Some(r) if r.state == RequestState::Approved => return Ok(()),
             Some(r) if r.state == RequestState::Pending => format!(
-                "the plan for #{id} (request {}) is still pending; wait for the lead's decision",
+                "the plan for #{id} (request r{}) is still pending; wait for the lead's decision",
                 r.id
             ),
             Some(r) if r.state == RequestState::Rejected => format!(
-                "the plan for #{id} (request {}) was rejected ({}); submit a new plan",
+                "the plan for #{id} (request r{}) was rejected ({}); submit a new plan",
                 r.id,
                 r.feedback.as_deref().unwrap_or("no feedback")
             ),
@@ -438,7 +438,7 @@ impl Board {
                 session: 0,
                 now,
             };
-            let content = format!("shutdown request {id} to {to} expired: {stopped}");
+            let content = format!("shutdown request r{id} to {to} expired: {stopped}");
             self.deliver(
                 ctx,
                 LEAD,
@@ -491,7 +491,7 @@ impl Board {
             .and_then(|t| t.members.get(name))
             .and_then(|m| m.member.task);
         if let Some(task) = held {
-            let note = format!("{name} was stopped by shutdown request {id}");
+            let note = format!("{name} was stopped by shutdown request r{id}");
             let _ = self.abandon(
                 crate::claims::by_boardd(team, task, now),
                 Abandon::Stopped,
@@ -517,7 +517,7 @@ impl Board {
                 RequestKind::Plan => "review_plan",
             };
             return Err(BoardError::invalid(format!(
-                "request {id} is a {} request; answer it with {op}",
+                "request r{id} is a {} request; answer it with {op}",
                 req.kind
             )));
         }
@@ -528,7 +528,7 @@ impl Board {
                 .map(|b| format!(" by {b}"))
                 .unwrap_or_default();
             return Err(BoardError::state(format!(
-                "request {id} is already {}{by}; only a pending request can be answered",
+                "request r{id} is already {}{by}; only a pending request can be answered",
                 req.state
             )));
         }
@@ -573,10 +573,13 @@ impl Board {
         let plan = o.kind == RequestKind::Plan;
         let detail = match o.kind {
             RequestKind::Shutdown => {
-                format!("{} asked {} to shut down (request {id})", ctx.actor, req.to)
+                format!(
+                    "{} asked {} to shut down (request r{id})",
+                    ctx.actor, req.to
+                )
             }
             RequestKind::Plan => format!(
-                "{} submitted a plan for #{} (request {id})",
+                "{} submitted a plan for #{} (request r{id})",
                 ctx.actor,
                 req.task.unwrap_or_default()
             ),
@@ -606,14 +609,14 @@ impl Board {
         let team = self
             .teams
             .get_mut(team_name)
-            .ok_or_else(|| BoardError::new(ErrorCode::NotFound, format!("no request {id}")))?;
+            .ok_or_else(|| BoardError::new(ErrorCode::NotFound, format!("no request r{id}")))?;
         let req = team
             .requests
             .get_mut(&id)
-            .ok_or_else(|| BoardError::new(ErrorCode::NotFound, format!("no request {id}")))?;
+            .ok_or_else(|| BoardError::new(ErrorCode::NotFound, format!("no request r{id}")))?;
         if !req.is_pending() {
             return Err(BoardError::state(format!(
-                "request {id} is already {}",
+                "request r{id} is already {}",
                 req.state
             )));
         }
@@ -629,9 +632,9 @@ impl Board {
         self.mark_request(team_name, id);
         let plan = req.kind == RequestKind::Plan;
         let what = match req.kind {
-            RequestKind::Shutdown => format!("shutdown request {id} to {}", req.to),
+            RequestKind::Shutdown => format!("shutdown request r{id} to {}", req.to),
             RequestKind::Plan => format!(
-                "{}'s plan for #{} (request {id})",
+                "{}'s plan for #{} (request r{id})",
                 req.from,
                 req.task.unwrap_or_default()
             ),

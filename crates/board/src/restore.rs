@@ -21,6 +21,9 @@ pub struct Snapshot {
     pub requests: Vec<(String, TeamRequest)>,
     /// Each team's repository.
     pub repos: Vec<(String, Repo)>,
+    /// The highest task id each team's history names. A deleted task has no row
+    /// but keeps its events, so its id is not given again.
+    pub last_task_ids: Vec<(String, TaskId)>,
 }
 
 impl Board {
@@ -35,6 +38,10 @@ impl Board {
             let t = board.team_mut(&team);
             t.next_task_id = t.next_task_id.max(task.id + 1);
             t.tasks.insert(task.id, task);
+        }
+        for (team, last) in snap.last_task_ids {
+            let t = board.team_mut(&team);
+            t.next_task_id = t.next_task_id.max(last + 1);
         }
         for (team, member) in snap.members {
             let t = board.team_mut(&team);

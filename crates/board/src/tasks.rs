@@ -15,24 +15,10 @@ impl Board {
     /// Creates a task. Its blockers must exist; a new task cannot close a cycle
     /// because nothing depends on it yet.
     pub fn add_task(&mut self, ctx: Ctx, new: NewTask) -> Result<Task> {
-        let subject = new.subject.trim().to_string();
-        if subject.is_empty() {
-            return Err(BoardError::invalid("a task needs a subject"));
-        }
-        if subject.len() > MAX_SUBJECT_LEN || subject.contains('\n') {
-            return Err(BoardError::invalid(format!(
-                "a subject is one line of at most {MAX_SUBJECT_LEN} bytes; put details in the description"
-            )));
-        }
-        if new.description.len() > self.config.max_message_len {
-            return Err(BoardError::invalid(format!(
-                "the description is {} bytes; the limit is {}",
-                new.description.len(),
-                self.config.max_message_len
-            )));
-        }
+        let subject = check_subject(&new.subject)?;
+        self.check_description(&new.description)?;
         if let Some(role) = &new.role {
-            validate_name(role).map_err(|e| BoardError::invalid(format!("role: {e}")))?;
+            check_role(role)?;
         }
         check_checks(&new.checks)?;
         let mut blocked_by = new.blocked_by.clone();
@@ -267,6 +253,38 @@ impl Board {
         s.connected = t.members.values().filter(|m| m.session.is_some()).count() as u64;
         s.unread_messages = t.inboxes.values().map(|i| i.len() as u64).sum();
         s
+    }
+}
+
+/// A subject as stored: trimmed, one line, not empty, within the limit.
+pub(crate) fn check_subject(subject: &str) -> Result<String> {
+    let subject = subject.trim();
+    if subject.is_empty() {
+        return Err(BoardError::invalid("a task needs a subject"));
+    }
+    if subject.len() > MAX_SUBJECT_LEN || subject.contains('\n') {
+        return Err(BoardError::invalid(format!(
+            "a subject is one line of at most {MAX_SUBJECT_LEN} bytes; put details in the description"
+        )));
+    }
+    Ok(subject.to_string())
+}
+
+pub(crate) fn check_role(role: &str) -> Result<()> {
+    validate_name(role).map_err(|e| BoardError::invalid(format!("role: {e}")))
+}
+
+impl Board {
+    /// A description fits in a message: it is what the claimant reads.
+    pub(crate) fn check_description(&self, description: &str) -> Result<()> {
+        if description.len() > self.config.max_message_len {
+            return Err(BoardError::invalid(format!(
+                "the description is {} bytes; the limit is {}",
+                description.len(),
+                self.config.max_message_len
+            )));
+        }
+        Ok(())
     }
 }
 

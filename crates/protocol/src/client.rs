@@ -316,6 +316,15 @@ impl Client {
             .await
     }
 
+    pub async fn edit_task(&self, args: EditTaskArgs) -> Result<Task, ClientError> {
+        self.call(Request::EditTask(args)).await
+    }
+
+    /// Removes a pending task that nothing waits for; answers it as it was.
+    pub async fn delete_task(&self, id: TaskId) -> Result<Task, ClientError> {
+        self.call(Request::DeleteTask(TaskRef { id })).await
+    }
+
     pub async fn cancel_task(&self, id: TaskId) -> Result<Task, ClientError> {
         self.call(Request::CancelTask(CancelArgs { id, discard: false }))
             .await

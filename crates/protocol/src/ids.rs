@@ -7,3 +7,10 @@ pub type TaskId = u64;
 
 /// A request's id: daemon-wide, starts at 1, never reused.
 pub type RequestId = u64;
+
+/// How a request's id is written wherever a person or a model reads it: `r7`.
+/// Tasks are `#7`, and both often share a line (`r4  plan  alice -> lead  #3`), so
+/// the letter keeps them apart.
+pub fn request_tag(id: RequestId) -> String {
+    format!("r{id}")
+}

@@ -44,7 +44,7 @@ pub mod worktree;
 pub use client::{Client, ClientError};
 pub use error::{ErrorBody, ErrorCode};
 pub use frame::{ClientFrame, Hello, ServerFrame, Welcome};
-pub use ids::{RequestId, TaskId};
+pub use ids::{RequestId, TaskId, request_tag};
 pub use launch::{AgentPolicy, MaxTokensField, ProviderKind, RuntimeKind};
 pub use request::Request;
 pub use task_status::TaskStatus;

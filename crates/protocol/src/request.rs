@@ -30,6 +30,12 @@ pub enum Request {
     AddDependency(AddDependencyArgs),
     /// Withdraw a task (lead). Answer: `Task`.
     CancelTask(CancelArgs),
+    /// Change a pending task's subject, description, priority or role (lead).
+    /// Answer: `Task`.
+    EditTask(EditTaskArgs),
+    /// Remove a pending task that nothing waits for and no one worked on (lead).
+    /// Answer: `Task`, as it was.
+    DeleteTask(TaskRef),
     /// Put a failed or cancelled task back to pending with a fresh attempt count.
     /// Answer: `Task`.
     RetryTask(TaskRef),
@@ -118,6 +124,8 @@ impl Request {
         "list_tasks",
         "get_task",
         "add_dependency",
+        "edit_task",
+        "delete_task",
         "cancel_task",
         "retry_task",
         "claim_task",
@@ -178,6 +186,8 @@ impl Request {
             Request::GetTask(_) => "get_task",
             Request::AddDependency(_) => "add_dependency",
             Request::CancelTask(_) => "cancel_task",
+            Request::EditTask(_) => "edit_task",
+            Request::DeleteTask(_) => "delete_task",
             Request::RetryTask(_) => "retry_task",
             Request::ClaimTask(_) => "claim_task",
             Request::ClaimNext(_) => "claim_next",
@@ -265,6 +275,21 @@ pub struct ListTasksArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskRef {
     pub id: TaskId,
+}
+
+/// `edit_task`: the fields to change; those left out keep their value.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EditTaskArgs {
+    pub id: TaskId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i64>,
+    /// The role a claimant needs; an empty string lets anyone claim it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

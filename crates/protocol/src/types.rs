@@ -242,6 +242,10 @@ pub enum EventKind {
     TaskFailed,
     TaskCancelled,
     TaskRetried,
+    /// `edit_task` changed a pending task.
+    TaskEdited,
+    /// `delete_task` removed a pending task; its history stays.
+    TaskDeleted,
     MemberRegistered,
     MemberStatus,
     MessageSent,

@@ -420,6 +420,21 @@ pub enum TaskCommand {
     )]
     Depend(TaskDependArgs),
 
+    /// Change a pending task no one holds: its subject, description, priority or role
+    #[command(
+        after_help = "Examples:\n  teamctl task edit 3 --subject 'Write the lexer'\n  \
+        teamctl task edit 3 --priority 5 --role reviewer\n  \
+        teamctl task edit 3 --role ''          anyone may claim it\n\n\
+        A claimed task, or one that ended, is refused: cancel it, or retry it first."
+    )]
+    Edit(TaskEditArgs),
+
+    /// Remove a pending task that no one has worked on and nothing waits for
+    #[command(after_help = "Examples:\n  teamctl task delete 3\n\n\
+        A task others wait for is refused, naming them; a task that was worked on \
+        is refused too (cancel it, which keeps its history). The id is not reused.")]
+    Delete(TaskIdArg),
+
     /// Withdraw a task; its owner, if any, loses the claim
     #[command(long_about = CANCEL_LONG, after_help = CANCEL_EXAMPLES)]
     Cancel(TaskCancelArgs),
@@ -443,6 +458,28 @@ pub enum TaskCommand {
     /// Ask the lead to approve a plan for the held task (a teammate's agent only)
     #[command(long_about = SUBMIT_PLAN_LONG, after_help = SUBMIT_PLAN_EXAMPLES)]
     SubmitPlan(SubmitPlanArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TaskEditArgs {
+    #[arg(value_name = "ID", value_parser = parse_task_id)]
+    pub id: TaskId,
+
+    /// A new title
+    #[arg(short, long, value_name = "TEXT")]
+    pub subject: Option<String>,
+
+    /// A new description, in place of the old one
+    #[arg(short, long, value_name = "TEXT")]
+    pub description: Option<String>,
+
+    /// A new priority: higher runs first
+    #[arg(short, long, value_name = "N", allow_negative_numbers = true)]
+    pub priority: Option<i64>,
+
+    /// The role a claimant needs; '' lets anyone claim it
+    #[arg(short, long, value_name = "ROLE")]
+    pub role: Option<String>,
 }
 
 #[derive(Debug, Args)]

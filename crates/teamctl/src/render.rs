@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use std::io::Write;
 use teamboard_protocol::text::fit_chars_with_ellipsis;
 use teamboard_protocol::{
-    Event, Member, MemberStatus, Message, RequestId, RequestKind, RequestState, Task, TaskId,
-    TaskStatus, TeamRequest, TokenUsage,
+    Event, Member, MemberStatus, Message, RequestKind, RequestState, Task, TaskId, TaskStatus,
+    TeamRequest, TokenUsage,
 };
 
 mod worktree;
@@ -346,7 +346,7 @@ pub fn member_lines(
             line.push_str(&format!(
                 "  shutdown requested {} (request {})",
                 ago(r.created_at, now),
-                r.id
+                request_tag(r.id)
             ));
         }
         line
@@ -357,9 +357,7 @@ pub fn member_lines(
 // ---------------------------------------------------------------- requests
 
 /// How a request is named in listings: `r7`. Commands take `7`, `r7` or `R7`.
-pub fn request_tag(id: RequestId) -> String {
-    format!("r{id}")
-}
+pub use teamboard_protocol::request_tag;
 
 /// One line for a request:
 /// `r4  shutdown  lead -> bob  pending  opened 12s ago  answer due in 1m 48s  reason: ...`
@@ -433,7 +431,7 @@ pub fn plan_lines(r: &TeamRequest, subject: Option<&str>, now: i64) -> Vec<Strin
 /// What became of a shutdown request, for the person who asked, and whether the
 /// teammate is gone or going (approved, stopped, or its session ended).
 pub fn shutdown_outcome(r: &TeamRequest) -> (String, bool) {
-    let tag = format!("request {}", r.id);
+    let tag = format!("request r{}", r.id);
     let feedback = r.feedback.as_deref().map(one_line);
     let with = |s: String| match &feedback {
         Some(f) => format!("{s}: {f}"),
@@ -527,6 +525,7 @@ pub fn one_line(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use teamboard_protocol::RequestId;
 
     fn task(id: TaskId, status: TaskStatus, blocked_by: Vec<TaskId>) -> Task {
         Task {
@@ -686,7 +685,7 @@ mod tests {
         assert_eq!(
             shutdown_outcome(&r),
             (
-                "bob rejected the shutdown (request 4): busy with #3".into(),
+                "bob rejected the shutdown (request r4): busy with #3".into(),
                 false
             )
         );
@@ -723,7 +722,7 @@ mod tests {
         let lines = member_lines(std::slice::from_ref(&m), &[], &[other, pending], 12_000);
         assert!(
             lines[0].ends_with(
-                "seen 12s ago  plans need approval  shutdown requested 12s ago (request 4)"
+                "seen 12s ago  plans need approval  shutdown requested 12s ago (request r4)"
             ),
             "{}",
             lines[0]

@@ -46,7 +46,7 @@ pub(crate) fn task_text(detail: &TaskDetail, plans: bool) -> String {
     }
     for p in detail.plans.iter().filter(|_| plans) {
         s.push_str(&format!(
-            "\n\nplan request #{} by {} ({}): {}",
+            "\n\nplan request r{} by {} ({}): {}",
             p.id,
             p.from,
             p.state,

@@ -20,8 +20,8 @@ pub(crate) const SUMMARY_HEADING: &str = "Summary of the earlier part of this co
 /// What the lead runtime writes in front of each kind of team event it puts into the
 /// lead's context. The scripted lead reads them back.
 pub(crate) mod lead {
-    /// A plan a teammate asks the lead to approve: `[Plan request #R from NAME ...]`.
-    pub(crate) const PLAN_REQUEST: &str = "[Plan request #";
+    /// A plan a teammate asks the lead to approve: `[Plan request rN from NAME ...]`.
+    pub(crate) const PLAN_REQUEST: &str = "[Plan request r";
     /// The board is done: every task completed, failed or cancelled, or behind a
     /// blocker that did not complete.
     pub(crate) const BOARD_DONE: &str = "[Board done]";

@@ -367,7 +367,7 @@ async fn logs_show_requests_and_shutdowns_in_plain_words() {
     );
     assert!(
         logs.contains(&format!(
-            "lead asks you to shut down (request {}): stop.",
+            "lead asks you to shut down (request r{}): stop.",
             req.id
         )),
         "{logs}"

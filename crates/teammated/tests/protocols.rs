@@ -231,7 +231,7 @@ async fn a_working_teammate_may_reject_a_shutdown_with_a_reason() {
     );
     let second = mock.requests()[1].body.to_string();
     assert!(
-        second.contains(&format!("asks you to shut down (request {})", req.id)),
+        second.contains(&format!("asks you to shut down (request r{})", req.id)),
         "the model was asked at its next round: {second}"
     );
     assert!(

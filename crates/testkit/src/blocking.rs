@@ -52,6 +52,13 @@ impl InProc {
         self.rt.as_ref().expect("daemon is running").block_on(f)
     }
 
+    /// Restarts the daemon on the same socket and state: see [`crate::InProc::restart`].
+    pub fn restart(&mut self) {
+        if let (Some(rt), Some(daemon)) = (self.rt.as_ref(), self.daemon.as_mut()) {
+            rt.block_on(daemon.restart());
+        }
+    }
+
     /// Stops the daemon the way a process exit would: a graceful shutdown, then the
     /// runtime goes away and with it every client made through
     /// [`InProc::block_on`]. Does nothing the second time.

@@ -5,6 +5,7 @@ mod cancel_retry;
 mod changes;
 mod claims;
 mod dag;
+mod edits;
 mod ids;
 mod inbox;
 mod invariants;
@@ -317,6 +318,9 @@ impl Store {
         for (team, task) in c.tasks {
             self.tasks.insert((team, task.id), task);
         }
+        for key in c.tasks_deleted {
+            self.tasks.remove(&key);
+        }
         for (team, m) in c.members {
             self.members.insert((team, m.name.clone()), m);
         }
@@ -356,6 +360,18 @@ impl Store {
                 .repos
                 .iter()
                 .map(|(t, r)| (t.clone(), r.clone()))
+                .collect(),
+            // As the store's query: the highest task id each team's events name.
+            last_task_ids: self
+                .events
+                .iter()
+                .filter_map(|e| Some((e.team.clone(), e.task?)))
+                .fold(BTreeMap::new(), |mut m, (team, id)| {
+                    let last: &mut TaskId = m.entry(team).or_default();
+                    *last = (*last).max(id);
+                    m
+                })
+                .into_iter()
                 .collect(),
         }
     }

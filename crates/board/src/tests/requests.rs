@@ -630,7 +630,7 @@ fn a_forced_shutdown_gives_the_task_back_without_using_an_attempt() {
         notices[0]
             .event
             .detail
-            .contains(&format!("request {}", req.id)),
+            .contains(&format!("request r{}", req.id)),
         "{:?}",
         notices[0].event
     );

@@ -70,6 +70,8 @@ pub fn handle(
             };
         }
         Request::AddDependency(a) => board.add_dependency(ctx, a.id, &a.on).map(Reply::from),
+        Request::EditTask(a) => board.edit_task(ctx, a).map(Reply::from),
+        Request::DeleteTask(r) => board.delete_task(ctx, r.id).map(Reply::from),
         Request::CancelTask(r) => board
             .cancel_task_with(ctx, r.id, r.discard)
             .map(Reply::from),

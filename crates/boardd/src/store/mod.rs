@@ -220,6 +220,16 @@ impl Store {
             .conn
             .query_row("SELECT MAX(seq) FROM events", [], |r| r.get(0))
             .map_err(|e| self.sqlite(e))?;
+        snap.last_task_ids = self
+            .conn
+            .prepare("SELECT team, MAX(task) FROM events WHERE task IS NOT NULL GROUP BY team")
+            .and_then(|mut q| {
+                q.query_map([], |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as u64))
+                })?
+                .collect::<Result<Vec<_>, _>>()
+            })
+            .map_err(|e| self.sqlite(e))?;
         snap.next_message_id = next_msg.unwrap_or(1).max(1) as u64;
         self.stored_next_message_id = next_msg.unwrap_or(0).max(0) as u64;
         snap.next_event_seq = max_seq.unwrap_or(0) as u64 + 1;
@@ -269,6 +279,7 @@ impl Store {
             let mut put_message =
                 prepare("INSERT OR REPLACE INTO messages (id, team, body) VALUES (?1, ?2, ?3)")?;
             let mut del_message = prepare("DELETE FROM messages WHERE id = ?1")?;
+            let mut del_task = prepare("DELETE FROM tasks WHERE team = ?1 AND id = ?2")?;
             let mut put_request =
                 prepare("INSERT OR REPLACE INTO requests (id, team, body) VALUES (?1, ?2, ?3)")?;
             let mut put_repo =
@@ -281,6 +292,9 @@ impl Store {
                     put_task
                         .execute(params![team, task.id as i64, to_json(task, "task")?])
                         .map_err(err)?;
+                }
+                for (team, id) in &batch.tasks_deleted {
+                    del_task.execute(params![team, *id as i64]).map_err(err)?;
                 }
                 for (team, member) in &batch.members {
                     put_member

@@ -177,6 +177,21 @@ impl<'a> Args<'a> {
         }
     }
 
+    /// A request's id: a number, or text as people and models write it (`r3`; the
+    /// `#3` of older leads too).
+    pub fn request_id(&self, key: &str, want: &str) -> Result<Option<u64>, BadCall> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::String(s)) => match s.trim().strip_prefix(['r', 'R']) {
+                Some(rest) => id_of(&Value::String(rest.into()))
+                    .map(Some)
+                    .ok_or_else(|| self.bad(key, want, &Value::String(s.clone()))),
+                None => self.number(key, want),
+            },
+            Some(_) => self.number(key, want),
+        }
+    }
+
     /// A list of task ids; one id alone is a list of one. Absent is empty.
     pub fn ids(&self, key: &str) -> Result<Vec<TaskId>, BadCall> {
         match self.get(key) {

@@ -61,7 +61,7 @@ impl LeadCall {
             }),
             "review_plan" => LeadCall::ReviewPlan {
                 request: a
-                    .number("request", "a plan request's id (a number like 3)")?
+                    .request_id("request", "a plan request's id, like r3")?
                     .ok_or_else(|| a.missing("request", "the plan request's id"))?,
                 approve: a.yes_no("approve", "true to approve, false to reject")?,
                 feedback: a.opt_string("feedback")?,
@@ -169,11 +169,11 @@ pub(super) fn specs() -> Vec<ToolSpec> {
         ),
         ToolSpec::new(
             "review_plan",
-            "Decide a plan a teammate submitted (the events show `[Plan request #ID ...]`). \
+            "Decide a plan a teammate submitted (the events show `[Plan request rID ...]`). \
              Approve it, or reject it with feedback that says what to change; a rejection \
              needs feedback.",
             json!({
-                "request": {"type": "integer", "description": "The plan request's id."},
+                "request": {"type": "integer", "description": "The plan request's id: 3 for r3."},
                 "approve": {"type": "boolean"},
                 "feedback": {"type": "string"}
             }),

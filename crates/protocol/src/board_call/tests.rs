@@ -282,6 +282,14 @@ fn the_loops_own_tools_read_into_their_calls() {
             feedback: Some("no".into())
         })
     );
+    assert_eq!(
+        LeadCall::read("review_plan", &json!({"request": "r7", "approve": true})),
+        Ok(LeadCall::ReviewPlan {
+            request: 7,
+            approve: true,
+            feedback: None
+        })
+    );
     let refused = |r: Result<LeadCall, BadCall>| r.expect_err("refused").0;
     assert!(
         refused(LeadCall::read(

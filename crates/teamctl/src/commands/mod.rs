@@ -174,6 +174,8 @@ async fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<()> {
         Command::Task(TaskCommand::Add(args)) => task::add(ctx, args).await,
         Command::Task(TaskCommand::Show(args)) => task::show(ctx, args).await,
         Command::Task(TaskCommand::Depend(args)) => task::depend(ctx, args).await,
+        Command::Task(TaskCommand::Edit(args)) => task::edit(ctx, args).await,
+        Command::Task(TaskCommand::Delete(args)) => task::delete(ctx, args).await,
         Command::Task(TaskCommand::Cancel(args)) => task::cancel(ctx, args).await,
         Command::Task(TaskCommand::Retry(args)) => task::retry(ctx, args).await,
         Command::Task(TaskCommand::Diff(args)) => task_diff::run(ctx, args).await,

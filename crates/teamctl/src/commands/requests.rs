@@ -113,7 +113,7 @@ pub async fn decide(
     let request = client.get_request(id).await?;
     if request.kind == RequestKind::Shutdown {
         anyhow::bail!(
-            "request {id} is a shutdown request to {}, not a plan; only {} answers it \
+            "request r{id} is a shutdown request to {}, not a plan; only {} answers it \
              (see `teamctl plans` for the plans)",
             request.to,
             request.to
@@ -127,7 +127,7 @@ pub async fn decide(
     if let Some(r) = ctx.call::<TeamRequest>(&client, review).await? {
         let task = r.task.map(|t| format!(" for #{t}")).unwrap_or_default();
         render::line(&format!(
-            "{} {}'s plan{task} (request {}); {} is told now",
+            "{} {}'s plan{task} (request r{}); {} is told now",
             r.state, r.from, r.id, r.from
         ))?;
     }

@@ -139,7 +139,7 @@ async fn settle(client: &Client, opened: &TeamRequest) -> anyhow::Result<TeamReq
                 Some(_) => {}
                 None => anyhow::bail!(
                     "the connection to boardd closed while waiting for {}'s answer; \
-                     see `teamctl requests --all` for what became of request {}",
+                     see `teamctl requests --all` for what became of request r{}",
                     opened.to,
                     opened.id
                 ),
@@ -149,7 +149,7 @@ async fn settle(client: &Client, opened: &TeamRequest) -> anyhow::Result<TeamReq
     match tokio::time::timeout(limit, wait).await {
         Ok(result) => result,
         Err(_) => anyhow::bail!(
-            "request {} is still pending after its deadline; boardd should have settled it \
+            "request r{} is still pending after its deadline; boardd should have settled it \
              (see `teamctl requests` and `journalctl --user -u boardd`)",
             opened.id
         ),

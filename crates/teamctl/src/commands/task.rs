@@ -1,10 +1,12 @@
 //! The board's tasks: `teamctl tasks` (one line per task) and `teamctl task
-//! add | show | depend | cancel | retry`.
+//! add | show | edit | delete | depend | cancel | retry`.
 
 use super::{Ctx, fetch_tasks};
-use crate::cli::{TaskAddArgs, TaskCancelArgs, TaskDependArgs, TaskIdArg, TasksArgs};
+use crate::cli::{TaskAddArgs, TaskCancelArgs, TaskDependArgs, TaskEditArgs, TaskIdArg, TasksArgs};
 use crate::render;
-use teamboard_protocol::request::{AddDependencyArgs, CancelArgs, ListTasksArgs, NewTask, TaskRef};
+use teamboard_protocol::request::{
+    AddDependencyArgs, CancelArgs, EditTaskArgs, ListTasksArgs, NewTask, TaskRef,
+};
 use teamboard_protocol::{Request, Task, TaskDetail, TeamRequest};
 
 /// `teamctl tasks`.
@@ -73,6 +75,40 @@ pub async fn depend(ctx: &Ctx, args: TaskDependArgs) -> anyhow::Result<()> {
     }
     let (id, on) = (args.id, args.on);
     change(ctx, Request::AddDependency(AddDependencyArgs { id, on })).await
+}
+
+/// `teamctl task edit ID [--subject] [--description] [--priority] [--role]`.
+pub async fn edit(ctx: &Ctx, args: TaskEditArgs) -> anyhow::Result<()> {
+    let TaskEditArgs {
+        id,
+        subject,
+        description,
+        priority,
+        role,
+    } = args;
+    if subject.is_none() && description.is_none() && priority.is_none() && role.is_none() {
+        anyhow::bail!(
+            "name something to change: teamctl task edit {id} --subject TEXT | --description TEXT | --priority N | --role ROLE"
+        );
+    }
+    let edit = EditTaskArgs {
+        id,
+        subject,
+        description,
+        priority,
+        role,
+    };
+    change(ctx, Request::EditTask(edit)).await
+}
+
+/// `teamctl task delete ID`: prints the task as it was, marked deleted.
+pub async fn delete(ctx: &Ctx, args: TaskIdArg) -> anyhow::Result<()> {
+    let client = ctx.connect().await?;
+    let request = Request::DeleteTask(TaskRef { id: args.id });
+    if let Some(task) = ctx.call::<Task>(&client, request).await? {
+        render::line(&format!("deleted #{} {}", task.id, task.subject))?;
+    }
+    Ok(())
 }
 
 /// `teamctl task cancel ID [--discard]`.

@@ -97,6 +97,11 @@ impl Cli {
         self.daemon.block_on(f)
     }
 
+    /// Restarts the daemon on the same state; see [`blocking::InProc::restart`].
+    fn restart(&mut self) {
+        self.daemon.restart();
+    }
+
     /// Stops the daemon the way a process exit would; see [`blocking::InProc::stop`].
     fn stop(&mut self) {
         self.daemon.stop();

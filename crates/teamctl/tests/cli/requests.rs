@@ -59,8 +59,8 @@ fn shutdown_waits_for_the_answer_and_prints_it() {
     assert!(listed.contains("answer due in"), "{listed}");
     let team = d.ok(&["team"]);
     assert!(
-        team.contains(&format!("shutdown requested just now (request {id})"))
-            || team.contains(&format!("s ago (request {id})")),
+        team.contains(&format!("shutdown requested just now (request r{id})"))
+            || team.contains(&format!("s ago (request r{id})")),
         "{team}"
     );
     d.block_on(alice.respond_shutdown(id, true, None))
@@ -69,7 +69,7 @@ fn shutdown_waits_for_the_answer_and_prints_it() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(
         stdout(&out),
-        format!("alice approved the shutdown and is leaving (request {id})\n")
+        format!("alice approved the shutdown and is leaving (request r{id})\n")
     );
     assert!(
         d.ok(&["team"])
@@ -87,7 +87,7 @@ fn shutdown_waits_for_the_answer_and_prints_it() {
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     assert_eq!(
         stderr(&out),
-        format!("teamctl: bob rejected the shutdown (request {id}): halfway through #4\n")
+        format!("teamctl: bob rejected the shutdown (request r{id}): halfway through #4\n")
     );
 
     // --json prints the settled request.
@@ -263,7 +263,7 @@ fn plans_are_shown_with_their_text_and_decided_by_approve_and_reject() {
     assert_eq!(
         said,
         format!(
-            "rejected alice's plan for #1 (request {}); alice is told now\n",
+            "rejected alice's plan for #1 (request r{}); alice is told now\n",
             first.id
         )
     );
@@ -324,7 +324,7 @@ fn plans_are_shown_with_their_text_and_decided_by_approve_and_reject() {
         stderr(&out)
     );
     let out = d.run(&["approve", "99"]);
-    assert!(stderr(&out).contains("no request 99"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no request r99"), "{}", stderr(&out));
 }
 
 #[test]
@@ -390,7 +390,7 @@ fn an_idle_spawned_teammated_approves_the_shutdown_and_exits() {
     let out = d.run(&["shutdown", "fay", "--reason", "done for today"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
-        stdout(&out).starts_with("fay approved the shutdown and is leaving (request 1)"),
+        stdout(&out).starts_with("fay approved the shutdown and is leaving (request r1)"),
         "{}",
         stdout(&out)
     );
@@ -429,7 +429,7 @@ fn shutdown_force_stops_a_spawned_teammated_and_gives_its_task_back() {
     assert!(out.status.success(), "{}", stderr(&out));
     let said = stdout(&out);
     assert!(
-        said.starts_with("boardd stopped erin's processes (request 1, forced)\n"),
+        said.starts_with("boardd stopped erin's processes (request r1, forced)\n"),
         "{said}"
     );
     assert!(
@@ -469,7 +469,7 @@ fn an_unanswered_shutdown_expires_and_boardd_stops_the_process() {
     let said = stdout(&out);
     assert!(
         said.starts_with(
-            "mute did not answer in time: expired, and boardd stopped its processes (request 1)"
+            "mute did not answer in time: expired, and boardd stopped its processes (request r1)"
         ),
         "{said}"
     );

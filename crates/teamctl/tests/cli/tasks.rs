@@ -194,3 +194,78 @@ fn task_show_has_history() {
     let out = d.run(&["task", "show", "42"]);
     assert_eq!(out.status.code(), Some(1));
 }
+
+#[test]
+fn task_edit_and_delete_change_a_pending_task_refuse_in_words_and_survive_a_restart() {
+    let mut d = Cli::start();
+    d.ok(&["task", "add", "parser"]);
+    d.ok(&["task", "add", "lexer", "--blocked-by", "1"]);
+    d.ok(&["task", "add", "docs"]);
+    d.ok(&["task", "add", "held"]);
+
+    let edited = d.ok(&[
+        "task",
+        "edit",
+        "#1",
+        "--subject",
+        "the parser",
+        "-p",
+        "7",
+        "--role",
+        "dev",
+    ]);
+    assert!(
+        edited.contains("#1") && edited.contains("the parser"),
+        "{edited}"
+    );
+    let out = d.run(&["task", "edit", "1"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("name something to change"),
+        "{}",
+        stderr(&out)
+    );
+    let out = d.run(&["task", "edit", "1", "--role", "two words"]);
+    assert!(stderr(&out).contains("role:"), "{}", stderr(&out));
+
+    // A task others wait for is refused, naming them.
+    let out = d.run(&["task", "delete", "1"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("#2 waits for #1; delete or cancel it first"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(d.ok(&["task", "delete", "3"]), "deleted #3 docs\n");
+    let out = d.run(&["task", "show", "3"]);
+    assert!(!out.status.success(), "{}", stdout(&out));
+
+    // A claimed task is refused in words.
+    let ann = d.teammate("ann", "dev");
+    let _claim: Claim = d.block_on(ann.claim_task(4)).expect("claim #4");
+    for args in [
+        &["task", "edit", "4", "-p", "1"][..],
+        &["task", "delete", "4"],
+    ] {
+        let out = d.run(args);
+        assert!(!out.status.success());
+        assert!(
+            stderr(&out).contains("task #4 is held by ann; only a task no one holds"),
+            "{}",
+            stderr(&out)
+        );
+    }
+
+    // The newest task deleted: a restart must still not give its id again.
+    d.ok(&["task", "add", "last"]);
+    d.ok(&["task", "delete", "5"]);
+    d.restart();
+    let shown = d.json(&["task", "show", "1"]);
+    assert_eq!(shown["subject"], "the parser");
+    assert_eq!(shown["priority"], 7);
+    assert_eq!(shown["role"], "dev");
+    let out = d.run(&["task", "show", "3"]);
+    assert!(!out.status.success(), "{}", stdout(&out));
+    // The deleted id is not reused.
+    assert_eq!(d.ok(&["task", "add", "after"]), "6\n");
+}

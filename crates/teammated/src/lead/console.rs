@@ -2,7 +2,9 @@
 
 use crate::board_view::task_lines;
 use teamboard_protocol::request::ListRequestsArgs;
-use teamboard_protocol::{Client, ClientError, RequestKind, RequestState, TeamRequest, now_ms};
+use teamboard_protocol::{
+    Client, ClientError, RequestKind, RequestState, TeamRequest, now_ms, request_tag,
+};
 
 /// What a line typed by the person is.
 #[derive(Debug, PartialEq, Eq)]
@@ -109,8 +111,12 @@ fn request_line(r: &TeamRequest) -> String {
     let age = (now_ms() - r.created_at).max(0) / 1000;
     let task = r.task.map(|t| format!(" task #{t}")).unwrap_or_default();
     let mut s = format!(
-        "#{} {} {} → {}{task} {} ({age}s old)",
-        r.id, r.kind, r.from, r.to, r.state
+        "{} {} {} → {}{task} {} ({age}s old)",
+        request_tag(r.id),
+        r.kind,
+        r.from,
+        r.to,
+        r.state
     );
     if let Some(plan) = &r.plan {
         s.push_str(&format!(

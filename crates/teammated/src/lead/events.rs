@@ -217,7 +217,7 @@ mod tests {
         let d = p.take().unwrap();
         assert!(
             d.text
-                .starts_with("[Plan request #7 from cy] Decide it with review_plan.\necho plan"),
+                .starts_with("[Plan request r7 from cy] Decide it with review_plan.\necho plan"),
             "{}",
             d.text
         );

@@ -69,7 +69,7 @@ impl Desk {
             LeadCall::RequestShutdown(args) => {
                 let r = client.request_shutdown(args).await.map_err(refused)?;
                 format!(
-                    "shutdown request #{} to {} is {}; the answer comes as an event",
+                    "shutdown request r{} to {} is {}; the answer comes as an event",
                     r.id, r.to, r.state
                 )
             }
@@ -80,7 +80,7 @@ impl Desk {
             } => {
                 let r = client.review_plan(request, approve, feedback.as_deref());
                 let r = r.await.map_err(refused)?;
-                format!("plan request #{} from {} is {}", r.id, r.from, r.state)
+                format!("plan request r{} from {} is {}", r.id, r.from, r.state)
             }
         })
     }

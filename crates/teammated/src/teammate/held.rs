@@ -206,7 +206,7 @@ impl Teammate {
         };
         held.plan = PlanState::Pending { id, plan };
         let text = format!(
-            "plan submitted for #{} (request {id}); {who_waits} for the lead",
+            "plan submitted for #{} (request r{id}); {who_waits} for the lead",
             held.id
         );
         self.lifecycle(&text);

@@ -163,7 +163,7 @@ async fn on_shutdown_request(
     };
     if req.kind != RequestKind::Shutdown || req.to != t.cfg.name || !req.is_pending() {
         let text = format!(
-            "ignored shutdown request {} from {}: it is {}",
+            "ignored shutdown request r{} from {}: it is {}",
             req.id, req.from, req.state
         );
         t.lifecycle(&text);
@@ -178,7 +178,7 @@ async fn on_shutdown_request(
             tracing::warn!(error = %e, request = id, "cannot answer the shutdown request");
         }
         let text = format!(
-            "shutdown requested by {} (request {id}); approved: no task held",
+            "shutdown requested by {} (request r{id}); approved: no task held",
             req.from
         );
         t.lifecycle(&text);
@@ -194,7 +194,7 @@ async fn on_shutdown_request(
         format!(": {reason}")
     };
     read.texts.push(format!(
-        "[Runtime] {} asks you to shut down (request {}){why}. Answer it now with \
+        "[Runtime] {} asks you to shut down (request r{}){why}. Answer it now with \
          respond_shutdown, within about {secs} s or your processes are stopped: \
          approve=true with a note saying what you got done and what is left (the \
          task is given back with that note, for its next owner), or approve=false \
@@ -239,7 +239,7 @@ pub(crate) fn plan_decided(t: &mut Teammate, req: TeamRequest, read: &mut Read) 
                 format!(" Feedback: {feedback}")
             };
             format!(
-                "[Runtime] {by} approved your plan for #{} (request {}). bash, write_file and edit_file are open; carry it out.{tail}",
+                "[Runtime] {by} approved your plan for #{} (request r{}). bash, write_file and edit_file are open; carry it out.{tail}",
                 held.id, req.id
             )
         }
@@ -249,14 +249,14 @@ pub(crate) fn plan_decided(t: &mut Teammate, req: TeamRequest, read: &mut Read) 
                 feedback: feedback.clone(),
             };
             format!(
-                "[Runtime] {by} rejected your plan for #{} (request {}): {feedback}\nRevise it and call submit_plan again.",
+                "[Runtime] {by} rejected your plan for #{} (request r{}): {feedback}\nRevise it and call submit_plan again.",
                 held.id, req.id
             )
         }
         other => {
             held.plan = PlanState::None;
             format!(
-                "[Runtime] Your plan for #{} (request {}) was {} by {by}: {feedback}. Submit a plan again if you still need one.",
+                "[Runtime] Your plan for #{} (request r{}) was {} by {by}: {feedback}. Submit a plan again if you still need one.",
                 held.id, req.id, other
             )
         }

@@ -40,11 +40,11 @@ impl Teammate {
                 held.id
             ),
             PlanState::Pending { id, .. } => format!(
-                "{tool} is closed: your plan (request {id}) is waiting for the lead's \
+                "{tool} is closed: your plan (request r{id}) is waiting for the lead's \
                  decision. Call submit_plan with the same plan to wait for it."
             ),
             PlanState::Rejected { id, feedback } => format!(
-                "{tool} is closed: your plan (request {id}) was rejected ({feedback}). \
+                "{tool} is closed: your plan (request r{id}) was rejected ({feedback}). \
                  Revise it and call submit_plan again."
             ),
         };
@@ -63,7 +63,7 @@ impl Teammate {
             PlanState::Pending { id, plan: pending } if *pending == plan => *id,
             PlanState::Approved { id } => {
                 return ToolOutput::ok(format!(
-                    "your plan for #{task} (request {id}) is already approved; carry it out"
+                    "your plan for #{task} (request r{id}) is already approved; carry it out"
                 ));
             }
             _ => {
@@ -255,7 +255,7 @@ impl Teammate {
             // Settled meanwhile: withdrawn by the lead, so stay; or expired, and
             // boardd stops the teammate itself.
             Err(e) if e.code() == Some(ErrorCode::InvalidState) => {
-                let text = format!("shutdown request {id} was settled before the answer ({e})");
+                let text = format!("shutdown request r{id} was settled before the answer ({e})");
                 self.lifecycle(&text);
                 return None;
             }
@@ -266,7 +266,7 @@ impl Teammate {
             }
         }
         let text = format!(
-            "shutdown requested by {} (request {id}); approved: the task is no longer held",
+            "shutdown requested by {} (request r{id}); approved: the task is no longer held",
             asked.from
         );
         self.lifecycle(&text);

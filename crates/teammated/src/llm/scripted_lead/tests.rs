@@ -139,7 +139,7 @@ fn a_plan_is_proposed_then_started_in_dependency_rounds() {
 #[test]
 fn plans_are_approved_unless_they_delete_recursively() {
     let msgs = vec![user(
-        "[Plan request #3 from ada for task #8] Decide it with review_plan.\necho fine\n[Plan request #4 from cy for task #9] Decide it with review_plan.\nrm -rf build\n[Idle] brook",
+        "[Plan request r3 from ada for task #8] Decide it with review_plan.\necho fine\n[Plan request r4 from cy for task #9] Decide it with review_plan.\nrm -rf build\n[Idle] brook",
     )];
     let step = next_step(&msgs);
     let calls = uses(&step);
@@ -156,8 +156,8 @@ fn plans_are_approved_unless_they_delete_recursively() {
         content: step,
     });
     msgs.push(results(&[
-        (&calls[0].0, "plan request #3 from ada is approved", false),
-        (&calls[1].0, "plan request #4 from cy is rejected", false),
+        (&calls[0].0, "plan request r3 from ada is approved", false),
+        (&calls[1].0, "plan request r4 from cy is rejected", false),
     ]));
     let after = next_step(&msgs);
     assert!(uses(&after).is_empty());

@@ -157,10 +157,10 @@ impl Teammate {
             PlanState::Approved { .. } => return None,
             PlanState::None => "no plan has been submitted; submit_plan first".to_string(),
             PlanState::Pending { id, .. } => {
-                format!("the plan (request {id}) is still pending; wait for the lead's decision")
+                format!("the plan (request r{id}) is still pending; wait for the lead's decision")
             }
             PlanState::Rejected { id, feedback } => {
-                format!("the plan (request {id}) was rejected ({feedback}); submit a new plan")
+                format!("the plan (request r{id}) was rejected ({feedback}); submit a new plan")
             }
         };
         Some(MemberReply::error(format!(

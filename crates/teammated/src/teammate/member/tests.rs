@@ -257,7 +257,7 @@ async fn an_agents_tools_act_with_the_teammates_claim_and_answer_like_their_twin
         .await;
     assert!(
         early.contains(&format!(
-            "task #{id} needs an approved plan before it completes: the plan (request {req}) is still pending"
+            "task #{id} needs an approved plan before it completes: the plan (request r{req}) is still pending"
         )),
         "{early}"
     );

@@ -129,7 +129,7 @@ pub(super) async fn answered(
         // refuse it, and the refusals would give the task up). The lead's
         // decision starts its next turn (see `on_messages`).
         let text = format!(
-            "the agent waits for the lead's decision on its plan (request {id}); its answer is not the task's result"
+            "the agent waits for the lead's decision on its plan (request r{id}); its answer is not the task's result"
         );
         t.lifecycle(&text);
         return None;
