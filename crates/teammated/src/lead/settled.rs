@@ -1,15 +1,8 @@
-//! Where the board stands for the lead: which tasks have ended, and which can
+//! Where the board stands for the lead: whether it has settled, and which tasks can
 //! never start. A leaf, for the goal's loop (`drive`) and its give-up watch
 //! (`unstaffed`) alike.
 
 use teamboard_protocol::{Task, TaskStatus};
-
-pub(super) fn ended(t: &Task) -> bool {
-    matches!(
-        t.status,
-        TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled
-    )
-}
 
 /// Whether every task has ended or can never start. A pending task behind a
 /// blocker that failed or was cancelled (directly or further up) waits for a
@@ -18,7 +11,7 @@ pub(super) fn ended(t: &Task) -> bool {
 pub(super) fn settled(tasks: &[Task]) -> bool {
     tasks
         .iter()
-        .all(|t| ended(t) || stuck_behind(tasks, t).is_some())
+        .all(|t| t.status.is_ended() || stuck_behind(tasks, t).is_some())
 }
 
 /// The failed or cancelled task that keeps pending task `t` from ever

@@ -16,7 +16,7 @@
 //! teammate that restarts (systemd, a reconnect after boardd restarted) is away
 //! for a moment, and a freshly spawned one needs a moment to join.
 
-use super::settled::{ended, stuck_behind};
+use super::settled::stuck_behind;
 use std::time::{Duration, Instant};
 use teamboard_protocol::{LEAD, Member, Task};
 
@@ -47,7 +47,7 @@ impl Unstaffed {
     ) -> Option<String> {
         let open: Vec<&Task> = tasks
             .iter()
-            .filter(|t| !ended(t) && stuck_behind(tasks, t).is_none())
+            .filter(|t| !t.status.is_ended() && stuck_behind(tasks, t).is_none())
             .collect();
         let staffed = team.iter().any(|m| m.name != LEAD && m.connected);
         if open.is_empty() || staffed {
