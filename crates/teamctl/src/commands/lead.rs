@@ -51,6 +51,9 @@ fn lead_args(ctx: &Ctx, args: LeadArgs) -> anyhow::Result<Vec<OsString>> {
             );
         }
     }
+    if let Some(runtime) = spawn.teammate_runtime {
+        super::spawn::agent::check_lead_teammates(runtime)?;
+    }
     let teamctl = std::env::current_exe().context("cannot find teamctl's own path")?;
     let mut argv: Vec<OsString> = vec![
         "lead".into(),

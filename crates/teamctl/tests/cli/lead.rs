@@ -50,10 +50,13 @@ fn the_teammates_runtime_is_passed_to_the_lead() {
         "teammated",
         &format!("printf '%s\\n' \"$@\" > '{}'\n", record.display()),
     );
+    // The lead's check starts the agent once (`--version`).
+    crate::spawn::script(dir.path(), "claude", "echo '2.1.0 (Claude Code)'\n");
     let out = cli
         .teamctl
         .command()
         .env("TEAMMATED_BIN", &fake)
+        .env("PATH", dir.path())
         .args(["lead", "--teammate-runtime", "claude"])
         .output()
         .expect("teamctl runs");
@@ -90,5 +93,75 @@ fn the_native_loops_settings_are_refused_for_agent_teammates() {
         ),
         "{}",
         stderr_of(&out)
+    );
+}
+
+/// A lead whose teammates' agent is missing, or does not start, is refused
+/// before the lead runs, so before it creates a task or spawns anyone; the
+/// words name the program and how to install it.
+#[test]
+fn the_teammates_agent_is_checked_before_the_lead_starts() {
+    let cli = Cli::start();
+    let dir = teamboard_testkit::short_tempdir();
+    let record = dir.path().join("args");
+    let fake = crate::spawn::script(
+        dir.path(),
+        "teammated",
+        &format!("printf '%s\\n' \"$@\" > '{}'\n", record.display()),
+    );
+    let lead = |runtime: &str| {
+        cli.teamctl
+            .command()
+            .env("TEAMMATED_BIN", &fake)
+            .env("PATH", dir.path())
+            .args([
+                "lead",
+                "--goal",
+                "x",
+                "--yes",
+                "--teammate-runtime",
+                runtime,
+            ])
+            .output()
+            .expect("teamctl runs")
+    };
+    let out = lead("claude");
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr_of(&out);
+    assert!(
+        err.contains(
+            "--teammate-runtime claude runs `claude`, which is not on PATH; install Claude Code"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("`cargo xtask install-agents`"), "{err}");
+    assert!(err.contains("docs/runtimes.md"), "{err}");
+    assert!(
+        !record.exists(),
+        "the lead ran although its teammates cannot"
+    );
+
+    crate::spawn::script(
+        dir.path(),
+        "codex",
+        "echo 'codex: error while loading shared libraries: libssl.so.3' >&2\nexit 127\n",
+    );
+    let out = lead("codex");
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr_of(&out);
+    assert!(err.contains("--teammate-runtime codex runs "), "{err}");
+    assert!(
+        err.contains("which does not start (`--version` exit status: 127: codex: error while loading shared libraries: libssl.so.3)"),
+        "{err}"
+    );
+    assert!(err.contains("`cargo xtask install-agents`"), "{err}");
+    assert!(
+        !record.exists(),
+        "the lead ran although its teammates cannot"
+    );
+    assert_eq!(
+        cli.json(&["tasks"]),
+        serde_json::json!([]),
+        "a task was created"
     );
 }

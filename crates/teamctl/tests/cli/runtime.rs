@@ -181,7 +181,9 @@ fn spawn_refuses_bad_runtime_flags_before_starting_anything() {
         refused(
             &args,
             "--runtime claude runs `claude`, which is not on PATH; install Claude Code \
-             (`npm install -g @anthropic-ai/claude-code`) or name its program with --agent-cmd",
+             (`npm install -g @anthropic-ai/claude-code`, or the pinned version with \
+             `cargo xtask install-agents`; see docs/runtimes.md) or name its program with \
+             --agent-cmd",
         );
     }
     assert!(!marker.exists(), "teammated ran although spawn refused");

@@ -13,6 +13,8 @@ use crate::commands::find_bin::resolve;
 use crate::commands::{flags_are, given};
 use anyhow::bail;
 use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
 use teamboard_protocol::RuntimeKind;
 
 /// Checks the flags together and finds the agent's program, absolute; `None` for
@@ -66,10 +68,12 @@ pub(super) fn check(flags: &RuntimeArgs, native_only: &[&str]) -> anyhow::Result
         }
     }
     let program = match (&flags.agent_cmd, runtime.default_cmd()) {
-        (Some(cmd), _) => resolve(cmd).ok_or_else(|| not_found(runtime, cmd, true))?,
-        (None, Some(cmd)) => {
-            resolve(Path::new(cmd)).ok_or_else(|| not_found(runtime, Path::new(cmd), false))?
-        }
+        (Some(cmd), _) => resolve(cmd).ok_or_else(|| {
+            let what = not_runnable(cmd);
+            anyhow::anyhow!("--agent-cmd: {what}")
+        })?,
+        (None, Some(cmd)) => resolve(Path::new(cmd))
+            .ok_or_else(|| not_found("--runtime", runtime, Path::new(cmd)))?,
         (None, None) => bail!(
             "--runtime {} needs the agent's program: --agent-cmd CMD, e.g. \
              `--agent-cmd gemini --agent-arg=--acp`",
@@ -79,29 +83,112 @@ pub(super) fn check(flags: &RuntimeArgs, native_only: &[&str]) -> anyhow::Result
     Ok(Some(absolute(&program, "--agent-cmd")?))
 }
 
-fn not_found(runtime: RuntimeKind, program: &Path, named: bool) -> anyhow::Error {
-    let what = if program.components().count() > 1 {
+/// How long the agent's `--version` may take before the lead gives up on it. A
+/// Node program's first start after install takes a few seconds; one that hangs
+/// for longer would hang every teammate too.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The agent `teamctl lead --teammate-runtime RUNTIME` will have its teammates
+/// run, found as `teamctl spawn --runtime` finds it and started once
+/// (`--version`), so that a missing or broken agent stops the lead before it
+/// plans anything rather than after it created tasks no teammate can take.
+///
+/// Starting it costs a process; the lead is started rarely and its teammates
+/// would start the same program anyway. `teamctl spawn` only looks the program
+/// up: a teammate that cannot start it says so in its own log at once.
+pub(crate) fn check_lead_teammates(runtime: RuntimeKind) -> anyhow::Result<()> {
+    let Some(cmd) = runtime.default_cmd() else {
+        return Ok(());
+    };
+    let flag = "--teammate-runtime";
+    let program =
+        resolve(Path::new(cmd)).ok_or_else(|| not_found(flag, runtime, Path::new(cmd)))?;
+    starts(&program).map_err(|why| {
+        anyhow::anyhow!(
+            "{flag} {runtime} runs {}, which does not start ({why}); {}",
+            program.display(),
+            install_hint(runtime),
+        )
+    })
+}
+
+/// Runs `program --version` and says why it failed, if it did.
+fn starts(program: &Path) -> Result<(), String> {
+    let mut child = std::process::Command::new(program)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let began = Instant::now();
+    // Polled: std has no wait with a timeout, and this runs once, before the
+    // lead starts, in a command that has no async runtime of its own.
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if began.elapsed() < START_TIMEOUT => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "`--version` did not finish within {} s",
+                    START_TIMEOUT.as_secs()
+                ));
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+    };
+    if status.success() {
+        return Ok(());
+    }
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut pipe, &mut stderr);
+    }
+    let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
+    Err(match last {
+        Some(line) => format!("`--version` {status}: {}", line.trim()),
+        None => format!("`--version` {status}"),
+    })
+}
+
+/// Why `program` cannot be run, in words.
+fn not_runnable(program: &Path) -> String {
+    if program.components().count() > 1 {
         format!("{} is not an executable file", program.display())
     } else {
         format!("`{}` is not on PATH", program.display())
-    };
-    let hint = match runtime {
+    }
+}
+
+/// The agent's default program is missing. `flag` names the runtime flag given:
+/// `--runtime` of `teamctl spawn`, which can name the program instead, or
+/// `--teammate-runtime` of `teamctl lead`, which cannot.
+fn not_found(flag: &str, runtime: RuntimeKind, program: &Path) -> anyhow::Error {
+    let what = not_runnable(program).replacen(" is not", ", which is not", 1);
+    let hint = install_hint(runtime);
+    if flag == "--runtime" {
+        anyhow::anyhow!("{flag} {runtime} runs {what}; {hint} or name its program with --agent-cmd")
+    } else {
+        anyhow::anyhow!("{flag} {runtime} runs {what}; {hint}")
+    }
+}
+
+/// How to install the agent of `runtime`.
+fn install_hint(runtime: RuntimeKind) -> &'static str {
+    match runtime {
         RuntimeKind::Claude => {
-            "; install Claude Code (`npm install -g @anthropic-ai/claude-code`) or name its program with --agent-cmd"
+            "install Claude Code (`npm install -g @anthropic-ai/claude-code`, or the pinned \
+             version with `cargo xtask install-agents`; see docs/runtimes.md)"
         }
         RuntimeKind::Codex => {
-            "; install Codex (`npm install -g @openai/codex`) or name its program with --agent-cmd"
+            "install Codex (`npm install -g @openai/codex`, or the pinned version with \
+             `cargo xtask install-agents`; see docs/runtimes.md)"
         }
-        RuntimeKind::Acp | RuntimeKind::Native => "",
-    };
-    if named {
-        anyhow::anyhow!("--agent-cmd: {what}")
-    } else {
-        anyhow::anyhow!(
-            "--runtime {} runs {what}{hint}",
-            runtime,
-            what = what.replacen(" is not", ", which is not", 1)
-        )
+        RuntimeKind::Acp | RuntimeKind::Native => "see docs/runtimes.md",
     }
 }
 

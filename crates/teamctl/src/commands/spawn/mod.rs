@@ -7,7 +7,7 @@
 //! share only the leaf helpers of [`checks`] and [`agent`] and never call back
 //! into this module.
 
-mod agent;
+pub(crate) mod agent;
 mod checks;
 mod detached;
 mod systemd;
