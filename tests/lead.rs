@@ -250,6 +250,10 @@ async fn a_goal_waits_for_start_and_the_exit_status_tells_the_outcome() {
 /// A goal whose teammates cannot start does not wait for ever: here `teamctl
 /// spawn` refuses the claude runtime, since `claude` is not on PATH. The lead
 /// gives up after `--give-up-after`, exits 1 and says why; the task stays.
+///
+/// `teamctl lead` itself starts `claude --version` before the lead runs (see
+/// the next test): the stand-in here answers it and removes itself, so that the
+/// agent is gone by the time the lead spawns.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_goal_whose_teammates_cannot_start_gives_up_and_says_why() {
     let dir = short_tempdir();
@@ -261,6 +265,13 @@ async fn a_goal_whose_teammates_cannot_start_gives_up_and_says_why() {
     );
     std::fs::create_dir_all(&work).unwrap();
     std::fs::create_dir_all(&empty).unwrap();
+    let claude = empty.join("claude");
+    std::fs::write(
+        &claude,
+        "#!/bin/sh\n/bin/rm -- \"$0\"\necho '2.1.0 (Claude Code)'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&claude, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let _daemon = Daemon::start(&socket, &state, &[]).await;
     let goal = "Try it.\n\n````plan\nteammate ada\ntask only\n    Say done.\n````";
     let args = [
@@ -305,4 +316,61 @@ async fn a_goal_whose_teammates_cannot_start_gives_up_and_says_why() {
     let tasks = boss.list_tasks(None).await.unwrap();
     assert_eq!(tasks.len(), 1);
     assert_eq!(tasks[0].status, TaskStatus::Pending);
+}
+
+/// One lead per team at a time: a second `teamctl lead` on the team is refused
+/// with words that name the first (its pid, since when); once the first is
+/// killed, the next one starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_lead_on_a_team_is_refused_until_the_first_is_gone() {
+    let dir = short_tempdir();
+    let (socket, state, work) = (
+        dir.path().join("s"),
+        dir.path().join("state"),
+        dir.path().join("work"),
+    );
+    std::fs::create_dir_all(&work).unwrap();
+    let _daemon = Daemon::start(&socket, &state, &[]).await;
+    let mut first = start_lead(&socket, &state, &work);
+    let out = Output::collect(&mut first);
+    let mut stdin = first.stdin.take().expect("piped stdin");
+    // It answers, so it took its seat (before reading anything).
+    say(&mut stdin, "/tasks\n");
+    out.wait_for("no tasks").await;
+
+    let (s, st, w) = (socket.clone(), state.clone(), work.clone());
+    let second = tokio::task::spawn_blocking(move || {
+        lead_command(&s, &st, &w, &["--goal", "x", "--yes"])
+            .stdin(Stdio::null())
+            .output()
+            .expect("teamctl lead runs")
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(1), "{stderr}");
+    // teamctl execs the lead, so the first lead's pid is its child's.
+    let named = format!(
+        "team 'default' already has a lead (pid {}, since ",
+        first.id()
+    );
+    assert!(stderr.contains(&named), "{stderr}");
+    assert!(stderr.contains("one lead per team at a time"), "{stderr}");
+    let boss = lead(&socket).await;
+    assert!(boss.list_tasks(None).await.unwrap().is_empty());
+
+    // A lead that died does not block the next one.
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let mut third = start_lead(&socket, &state, &work);
+    let out = Output::collect(&mut third);
+    let mut stdin = third.stdin.take().expect("piped stdin");
+    say(&mut stdin, "/tasks\n");
+    out.wait_for("no tasks").await;
+    say(&mut stdin, "/quit\n");
+    let status = tokio::task::spawn_blocking(move || third.wait())
+        .await
+        .unwrap()
+        .expect("the lead exits");
+    assert!(status.success(), "{status:?}");
 }

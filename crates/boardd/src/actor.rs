@@ -13,6 +13,7 @@
 use crate::handlers::repo_done::{self, Effect, Held};
 use crate::handlers::{self, Outcome};
 use crate::info::DaemonInfo;
+use crate::leads::LeadSeats;
 use crate::outbox::Outbox;
 use crate::reply::Reply;
 use crate::repo::{Done, Job, Repos};
@@ -76,6 +77,8 @@ pub struct Actor {
     repo_done: Option<mpsc::UnboundedReceiver<Done>>,
     /// Owners' `complete_task`s waiting for their tasks to land.
     held: Held,
+    /// Each team's connected LLM lead.
+    leads: LeadSeats,
 }
 
 impl Actor {
@@ -92,6 +95,7 @@ impl Actor {
             repos,
             repo_done: Some(repo_done),
             held: Held::default(),
+            leads: LeadSeats::default(),
         }
     }
 
@@ -223,6 +227,9 @@ impl Actor {
                 request,
             } => self.request(session, id, request),
             Cmd::Close { session } => {
+                if let Some(s) = self.sessions.get(&session) {
+                    self.leads.closed(&s.team, session);
+                }
                 if let Some(s) = self.sessions.remove(&session)
                     && let Some(subs) = self.subscribers.get_mut(&s.team)
                 {
@@ -276,6 +283,14 @@ impl Actor {
                 if let Some(job) = gate {
                     self.repos.submit(*job);
                 }
+            }
+            Outcome::TakeLead => {
+                let pid = self.sessions.get(&session).and_then(|s| s.pid);
+                let result = self
+                    .leads
+                    .take(&team, session, pid, Self::now().wall_ms)
+                    .map(|()| Reply::Done(crate::reply::Empty {}));
+                self.job.replies.push(ReplyTo::new(out, id, result));
             }
             Outcome::Subscribe => {
                 // A set: subscribing twice on one connection must not double

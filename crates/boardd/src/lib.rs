@@ -18,6 +18,7 @@ mod actor;
 mod approx;
 mod handlers;
 mod info;
+mod leads;
 mod notify;
 mod outbox;
 mod private;

@@ -489,6 +489,13 @@ impl Client {
         Ok(())
     }
 
+    /// Takes the team's lead seat for this session (`take_lead`); refused while
+    /// another lead of the team is connected.
+    pub async fn take_lead(&self) -> Result<(), ClientError> {
+        let _: serde_json::Value = self.call(Request::TakeLead(NoArgs {})).await?;
+        Ok(())
+    }
+
     pub async fn record_usage(
         &self,
         task: Option<TaskId>,

@@ -70,6 +70,11 @@ pub enum Request {
     /// Start receiving every new event of the session's team as `event` frames.
     /// Answer: `{}` once subscribed; events follow.
     Subscribe(SubscribeArgs),
+    /// Take the team's lead seat for this session: one LLM lead (`teamctl lead`)
+    /// per team at a time. Refused (`already_connected`) while another open
+    /// session holds it; the seat is free again when that session closes.
+    /// Answer: `{}`.
+    TakeLead(NoArgs),
     /// Add LLM token use to a member and, optionally, a task. Answer: `Member`.
     RecordUsage(UsageArgs),
     /// Ask a connected teammate to shut down (lead only). Answer: `TeamRequest`.
@@ -142,6 +147,7 @@ impl Request {
         "wait_for_work",
         "events",
         "subscribe",
+        "take_lead",
         "record_usage",
         "request_shutdown",
         "respond_shutdown",
@@ -203,6 +209,7 @@ impl Request {
             Request::WaitForWork(_) => "wait_for_work",
             Request::Events(_) => "events",
             Request::Subscribe(_) => "subscribe",
+            Request::TakeLead(_) => "take_lead",
             Request::RecordUsage(_) => "record_usage",
             Request::RequestShutdown(_) => "request_shutdown",
             Request::RespondShutdown(_) => "respond_shutdown",

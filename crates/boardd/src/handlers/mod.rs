@@ -31,6 +31,8 @@ pub enum Outcome {
     Parked,
     /// Subscribe the session to its team's events, then reply `{}`.
     Subscribe,
+    /// Give the session its team's lead seat, if no other open session has it.
+    TakeLead,
     /// Run a job on a repository's worker; its report answers the request.
     Repo(Box<crate::repo::Job>),
     /// A completion that lands: hold the request until the landing ends (see
@@ -118,6 +120,16 @@ pub fn handle(
             }));
         }
         Request::Subscribe(_) => return Outcome::Subscribe,
+        Request::TakeLead(_) if ctx.actor == teamboard_protocol::LEAD => return Outcome::TakeLead,
+        Request::TakeLead(_) => {
+            return Outcome::Reply(Err(ErrorBody::new(
+                teamboard_protocol::ErrorCode::PermissionDenied,
+                format!(
+                    "only the lead takes the lead seat; '{}' is a teammate",
+                    ctx.actor
+                ),
+            )));
+        }
         Request::RecordUsage(a) => board.record_usage(ctx, a.task, a.tokens).map(Reply::from),
         Request::RequestShutdown(a) => board.request_shutdown(ctx, a).map(Reply::from),
         Request::RespondShutdown(a) => board

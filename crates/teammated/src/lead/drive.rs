@@ -91,6 +91,9 @@ where
         tracing::warn!("{why}");
     }
     let client = Client::connect(&cfg.socket, "teammated-lead", LEAD, &cfg.team).await?;
+    // Before anything is planned: a second lead on the team would plan over the
+    // first one's tasks.
+    client.take_lead().await?;
     // Before anything happens, so that no event of this session is missed.
     client.subscribe().await?;
     let mut transcript = Transcript::open(transcript_path(&cfg.state_dir, &cfg.team, LEAD));
