@@ -146,6 +146,9 @@ async fn a_lead_driven_through_stdin_builds_the_graph_spawns_the_team_and_sums_u
     let out = Output::collect(&mut child);
     let _stop = StopTeammates(out.clone());
     let mut stdin = child.stdin.take().expect("piped stdin");
+    // It names the scripted model for what it is.
+    out.wait_for("provider scripted (an offline stand-in, not a model; its tokens are estimates)")
+        .await;
 
     // A slash command is answered without the model.
     say(&mut stdin, "/tasks\n");
@@ -203,8 +206,11 @@ async fn a_lead_driven_through_stdin_builds_the_graph_spawns_the_team_and_sums_u
     assert!(usage["planning"]["calls"].as_u64().unwrap() >= 4, "{usage}");
     assert_eq!(usage["summary"]["calls"], 1, "{usage}");
     assert_eq!(usage["coordination"]["calls"], 0, "{usage}");
+    // The scripted lead's counts are its own estimates, and say so.
+    assert_eq!(usage["estimated"], true, "{usage}");
     // The same count, for the person: the conversation's last line, on stdout.
-    out.wait_for("lead tokens: planning").await;
+    out.wait_for("lead tokens (estimated by the scripted model): planning")
+        .await;
     let mut stderr = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
     assert!(!stderr.contains("lead tokens"), "{stderr}");

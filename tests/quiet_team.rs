@@ -67,7 +67,10 @@ async fn acknowledgements_reads_and_own_writes_do_not_wake_a_parked_teammate() {
         output: 1,
         ..Default::default()
     };
-    alice.record_usage(None, tokens).await.expect("usage");
+    alice
+        .record_usage(None, tokens, false)
+        .await
+        .expect("usage");
     let sent = alice.broadcast("the API changed").await.expect("broadcast");
     assert_eq!(sent.len(), 1, "only bob: {sent:?}");
     assert_eq!(

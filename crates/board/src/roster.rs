@@ -37,6 +37,7 @@ impl Board {
         validate_name(ctx.actor).map_err(BoardError::invalid)?;
         validate_name(role).map_err(|e| BoardError::invalid(format!("role: {e}")))?;
         let runtime = runtime_of(args.runtime.as_deref())?;
+        let model = model_of(args.model.as_deref())?;
         if ctx.actor == LEAD {
             return Err(BoardError::invalid(
                 "'lead' is reserved for the person at teamctl; pick another teammate name",
@@ -88,6 +89,8 @@ impl Board {
             joined_at: old.map_or(ctx.now.wall_ms, |m| m.joined_at),
             require_plan,
             runtime,
+            model,
+            tokens_estimated: old.is_some_and(|m| m.tokens_estimated),
         };
         let state = MemberState {
             member: member.clone(),
@@ -227,6 +230,7 @@ impl Board {
         ctx: Ctx,
         task: Option<TaskId>,
         tokens: TokenUsage,
+        estimated: bool,
     ) -> Result<Member> {
         self.member_of_session(&ctx)?;
         if let Some(id) = task {
@@ -242,6 +246,7 @@ impl Board {
             return Err(BoardError::new(ErrorCode::NotRegistered, "not registered"));
         };
         state.member.tokens.add(tokens);
+        state.member.tokens_estimated |= estimated;
         state.member.last_seen = ctx.now.wall_ms;
         let member = state.member.clone();
         if let Some(id) = task {
@@ -304,6 +309,27 @@ impl Board {
 
 /// The runtime as the roster keeps it: checked, and `None` for the native one,
 /// whether it was named or not, so that the roster has one spelling for it.
+/// The longest model name a member may register with.
+const MAX_MODEL_LEN: usize = 200;
+
+/// The native loop's model, checked: any text a provider may name a model by
+/// (`anthropic/claude-sonnet-4-5`, `openai/llama3.1:8b`), but one line and short.
+fn model_of(model: Option<&str>) -> Result<Option<String>> {
+    match model {
+        None => Ok(None),
+        Some(m)
+            if m.trim().is_empty()
+                || m.len() > MAX_MODEL_LEN
+                || m.chars().any(char::is_control) =>
+        {
+            Err(BoardError::invalid(format!(
+                "model: one line of 1 to {MAX_MODEL_LEN} bytes, not {m:?}"
+            )))
+        }
+        Some(m) => Ok(Some(m.to_string())),
+    }
+}
+
 fn runtime_of(runtime: Option<&str>) -> Result<Option<String>> {
     match runtime {
         None | Some(NATIVE_RUNTIME) => Ok(None),

@@ -101,7 +101,7 @@ impl ApproxLen for Member {
     fn approx_len(&self) -> usize {
         // Field names, status, numbers and the four token counts.
         const FIXED: usize = 240;
-        FIXED + self.name.len() + self.role.len() + opt(&self.runtime)
+        FIXED + self.name.len() + self.role.len() + opt(&self.runtime) + opt(&self.model)
     }
 }
 

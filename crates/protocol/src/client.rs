@@ -496,13 +496,20 @@ impl Client {
         Ok(())
     }
 
+    /// Adds token use to the session's member and, if given, its task;
+    /// `estimated`: the counts are the scripted model's estimates.
     pub async fn record_usage(
         &self,
         task: Option<TaskId>,
         tokens: TokenUsage,
+        estimated: bool,
     ) -> Result<Member, ClientError> {
-        self.call(Request::RecordUsage(UsageArgs { task, tokens }))
-            .await
+        let args = UsageArgs {
+            task,
+            tokens,
+            estimated,
+        };
+        self.call(Request::RecordUsage(args)).await
     }
 }
 

@@ -36,6 +36,10 @@ pub const MAX_RUNTIME_LEN: usize = 32;
 /// The roster leaves it out (`Member.runtime` is `None`).
 pub const NATIVE_RUNTIME: &str = "native";
 
+/// The model a native teammate on the scripted provider registers (the offline
+/// stand-in, whose token counts are estimates).
+pub const SCRIPTED_MODEL: &str = "scripted";
+
 /// Checks a runtime name (`claude`, `codex`, `acp`, ...) against
 /// `^[a-z][a-z0-9_-]{0,31}$`.
 ///

@@ -243,6 +243,10 @@ pub struct RegisterArgs {
     /// `docs/runtimes.md`). `None`, or `native`, is teammated's own loop.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime: Option<String>,
+    /// The native loop's model: `scripted`, or `PROVIDER/MODEL`
+    /// (`anthropic/claude-sonnet-4-5`). Shown on the roster; see `Member::model`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -431,6 +435,10 @@ pub struct UsageArgs {
     #[serde(default)]
     pub task: Option<TaskId>,
     pub tokens: TokenUsage,
+    /// The counts are estimates (the scripted model's), not a provider's: the
+    /// member's `tokens_estimated` is set.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub estimated: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

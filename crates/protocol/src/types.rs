@@ -169,6 +169,15 @@ pub struct Member {
     /// teammated's own loop, `native`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime: Option<String>,
+    /// The native loop's model as it registered: `scripted` (the offline
+    /// stand-in), or provider and model (`anthropic/claude-sonnet-4-5`).
+    /// `None` for an agent, whose model is its own, or an older teammated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Some of `tokens` are estimates, not a provider's count: the scripted model
+    /// counts its text, it is billed nothing.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tokens_estimated: bool,
 }
 
 /// What a message is for. The kinds follow the reference design's protocols.

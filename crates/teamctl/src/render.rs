@@ -275,11 +275,30 @@ pub fn task_summary(tasks: &[Task]) -> String {
 
 // ---------------------------------------------------------------- members
 
-/// The member's runtime by name; the roster leaves the native loop's out.
-fn runtime_of(m: &Member) -> &str {
-    m.runtime
-        .as_deref()
-        .unwrap_or(teamboard_protocol::names::NATIVE_RUNTIME)
+/// What does the member's work, in a word: the agent (`claude`), or the native
+/// loop's model as it registered (`scripted`, `anthropic/claude-sonnet-4-5`);
+/// `None` for a native teammate that did not say (an older teammated).
+pub fn engine(m: &Member) -> Option<String> {
+    m.runtime.clone().or_else(|| m.model.clone())
+}
+
+/// [`engine`], `native` when the member did not say.
+fn engine_of(m: &Member) -> String {
+    engine(m).unwrap_or_else(|| teamboard_protocol::names::NATIVE_RUNTIME.to_string())
+}
+
+/// A member's token use: [`tokens`], marked `~` and `estimated` when the scripted
+/// model counted them, so that they never read as a provider's bill.
+pub fn member_tokens(m: &Member) -> String {
+    let words = tokens(&m.tokens);
+    if m.tokens_estimated {
+        format!(
+            "~{}",
+            words.replacen(" tokens (", " tokens (estimated: ", 1)
+        )
+    } else {
+        words
+    }
 }
 
 /// `#3 Write tests` (the subject cut to `width` characters), `#3`, or `no task`.
@@ -300,10 +319,11 @@ fn task_ref(task: Option<TaskId>, subject: Option<&str>, width: usize) -> String
 /// and its pending shutdown in `requests`:
 /// `alice  coder  working  pid 4242  #3 Write tests  1.2k tokens (1.0k in, 0 cached, 200 out)  seen 5s ago`,
 /// then `plans need approval` for a member spawned with `--require-plan`, and
-/// its pending shutdown request, if any. When anyone in the list runs an agent,
-/// each line has the runtime after the role (`alice  coder  native  idle ...`,
-/// `bob  coder  claude  working ...`): up front, where `watch` does not clip it
-/// at the terminal's edge as it would the end of a long line.
+/// its pending shutdown request, if any. When any member in the list said what
+/// runs it, each line has that after the role ([`engine`]: `alice  coder
+/// scripted  idle ...`, `bob  coder  claude  working ...`): up front, where
+/// `watch` does not clip it at the terminal's edge as it would the end of a long
+/// line. Tokens the scripted model estimated read `~1.2k tokens (estimated: ...)`.
 pub fn member_lines(
     members: &[Member],
     tasks: &[Task],
@@ -312,8 +332,12 @@ pub fn member_lines(
 ) -> Vec<String> {
     let width = |of: fn(&Member) -> &str| members.iter().map(|m| of(m).len()).max();
     let (nw, rw) = (width(|m| &m.name), width(|m| &m.role));
-    // None: nobody runs an agent, and the lines have no runtime column.
-    let tw = width(runtime_of).filter(|_| members.iter().any(|m| m.runtime.is_some()));
+    // None: no member said what runs it, and the lines have no such column.
+    let tw = members
+        .iter()
+        .map(|m| engine_of(m).len())
+        .max()
+        .filter(|_| members.iter().any(|m| engine(m).is_some()));
     let subjects: HashMap<TaskId, &str> =
         tasks.iter().map(|t| (t.id, t.subject.as_str())).collect();
     let line = |m: &Member| {
@@ -326,12 +350,12 @@ pub fn member_lines(
             .map_or_else(|| "pid -".to_string(), |p| format!("pid {p}"));
         let subject = m.task.and_then(|id| subjects.get(&id).copied());
         let task = task_ref(m.task, subject, 40);
-        let runtime = tw.map_or_else(String::new, |w| format!("{:<w$}  ", runtime_of(m)));
+        let runtime = tw.map_or_else(String::new, |w| format!("{:<w$}  ", engine_of(m)));
         let mut line = format!(
             "{:<nw$}  {:<rw$}  {runtime}{status:<8}  {pid:<9}  {task}  {}  seen {}",
             m.name,
             m.role,
-            tokens(&m.tokens),
+            member_tokens(m),
             ago(m.last_seen, now),
             nw = nw.unwrap_or(4),
             rw = rw.unwrap_or(4),
@@ -715,6 +739,8 @@ mod tests {
             joined_at: 0,
             require_plan: true,
             runtime: None,
+            model: None,
+            tokens_estimated: false,
         };
         let pending = request(4, RequestKind::Shutdown, RequestState::Pending);
         let mut other = request(3, RequestKind::Shutdown, RequestState::Pending);
@@ -748,22 +774,61 @@ mod tests {
             joined_at: 0,
             require_plan: false,
             runtime: None,
+            model: None,
+            tokens_estimated: false,
         };
         let agent = Member {
             name: "bob".into(),
             runtime: Some("claude".into()),
             ..native.clone()
         };
-        let lines = member_lines(&[native, agent], &[], &[], 12_000);
+        let scripted = Member {
+            name: "cleo".into(),
+            model: Some("scripted".into()),
+            tokens: TokenUsage {
+                input: 1000,
+                output: 200,
+                ..TokenUsage::default()
+            },
+            tokens_estimated: true,
+            ..native.clone()
+        };
+        let real = Member {
+            name: "dan".into(),
+            model: Some("anthropic/claude-sonnet-4-5".into()),
+            tokens: scripted.tokens,
+            ..native.clone()
+        };
+        let lines = member_lines(&[native, agent, scripted, real], &[], &[], 12_000);
         assert!(
-            lines[0].starts_with("alice  coder  native  working   pid 7"),
+            lines[0].starts_with("alice  coder  native                       working   pid 7"),
             "{}",
             lines[0]
         );
         assert!(
-            lines[1].starts_with("bob    coder  claude  working   pid 7"),
+            lines[1].starts_with("bob    coder  claude                       working   pid 7"),
             "{}",
             lines[1]
+        );
+        assert!(
+            lines[2].starts_with("cleo   coder  scripted                     working   pid 7"),
+            "{}",
+            lines[2]
+        );
+        assert!(
+            lines[2].contains("  ~1.2k tokens (estimated: 1.0k in, 0 cached, 200 out)  "),
+            "{}",
+            lines[2]
+        );
+        assert!(
+            lines[3].starts_with("dan    coder  anthropic/claude-sonnet-4-5  working   pid 7"),
+            "{}",
+            lines[3]
+        );
+        assert!(
+            lines[3].contains("  1.2k tokens (1.0k in, 0 cached, 200 out)  "),
+            "{}",
+            lines[3]
         );
     }
 

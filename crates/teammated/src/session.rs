@@ -38,6 +38,8 @@ pub struct Identity {
     pub require_plan: bool,
     /// The runtime that does the work, for the roster; `None` for the native one.
     pub runtime: Option<String>,
+    /// The native loop's model, for the roster (`scripted`, `anthropic/MODEL`).
+    pub model: Option<String>,
 }
 
 /// One teammate's connection to boardd. Cheap to share: the state lives behind an
@@ -299,6 +301,7 @@ async fn connect_loop(
                     pid: Some(std::process::id()),
                     require_plan: who.require_plan,
                     runtime: who.runtime.clone(),
+                    model: who.model.clone(),
                 })
                 .await?;
             Ok::<_, ClientError>((client, member))

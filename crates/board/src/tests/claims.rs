@@ -403,7 +403,7 @@ fn set_status_and_usage_need_registration() {
     );
     let ctx = h.ctx(nobody);
     assert_eq!(
-        code(h.board.record_usage(ctx, None, Default::default())),
+        code(h.board.record_usage(ctx, None, Default::default(), false)),
         ErrorCode::NotRegistered
     );
     let usage = teamboard_protocol::TokenUsage {
@@ -412,10 +412,10 @@ fn set_status_and_usage_need_registration() {
         ..Default::default()
     };
     let ctx = h.ctx(ann);
-    let m = h.board.record_usage(ctx, Some(a), usage).unwrap();
+    let m = h.board.record_usage(ctx, Some(a), usage, false).unwrap();
     assert_eq!(m.tokens.total(), 15);
     let ctx = h.ctx(ann);
-    h.board.record_usage(ctx, Some(a), usage).unwrap();
+    h.board.record_usage(ctx, Some(a), usage, false).unwrap();
     assert_eq!(h.task(a).tokens.total(), 30);
     assert_eq!(h.member(ann).tokens.input, 20);
     // Cached input is summed apart from fresh input, on the member and the task.
@@ -426,9 +426,9 @@ fn set_status_and_usage_need_registration() {
         cache_write: 40,
     };
     let ctx = h.ctx(ann);
-    h.board.record_usage(ctx, Some(a), cached).unwrap();
+    h.board.record_usage(ctx, Some(a), cached, false).unwrap();
     let ctx = h.ctx(ann);
-    h.board.record_usage(ctx, Some(a), cached).unwrap();
+    h.board.record_usage(ctx, Some(a), cached, false).unwrap();
     for tokens in [h.task(a).tokens, h.member(ann).tokens] {
         assert_eq!(
             (
@@ -442,7 +442,7 @@ fn set_status_and_usage_need_registration() {
     }
     let ctx = h.ctx(ann);
     assert_eq!(
-        code(h.board.record_usage(ctx, Some(99), usage)),
+        code(h.board.record_usage(ctx, Some(99), usage, false)),
         ErrorCode::NotFound
     );
     assert_eq!(h.member(ann).tokens.total(), 30 + 2 * 343);

@@ -117,6 +117,7 @@ fn after_disconnect_the_name_can_register_again() {
                 output: 4,
                 ..Default::default()
             },
+            true,
         )
         .unwrap();
     h.advance(secs(1));
@@ -130,6 +131,7 @@ fn after_disconnect_the_name_can_register_again() {
     assert_eq!(m.role, "reviewer");
     assert_eq!(m.joined_at, WALL0, "joined_at is the first registration");
     assert_eq!(m.tokens.total(), 7, "usage survives a reconnect");
+    assert!(m.tokens_estimated, "and so does its being an estimate");
     assert_eq!(h.board.members(TEAM).len(), 1);
     // The new session claims; the old one is not registered.
     let ctx = h.ctx(ann);

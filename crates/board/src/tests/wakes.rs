@@ -71,7 +71,7 @@ fn a_teammates_own_bookkeeping_does_not_wake_it() {
         output: 5,
         ..Default::default()
     };
-    h.board.record_usage(ctx, None, tokens).unwrap();
+    h.board.record_usage(ctx, None, tokens, false).unwrap();
     assert!(h.board.inbox(TEAM, "ann").is_empty());
     still_parked(&mut h, "ann", 1);
 }

@@ -130,7 +130,9 @@ pub fn handle(
                 ),
             )));
         }
-        Request::RecordUsage(a) => board.record_usage(ctx, a.task, a.tokens).map(Reply::from),
+        Request::RecordUsage(a) => board
+            .record_usage(ctx, a.task, a.tokens, a.estimated)
+            .map(Reply::from),
         Request::RequestShutdown(a) => board.request_shutdown(ctx, a).map(Reply::from),
         Request::RespondShutdown(a) => board
             .respond_shutdown(ctx, a.request, a.approve, a.reason)

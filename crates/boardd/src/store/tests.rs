@@ -174,6 +174,8 @@ fn a_member_row_from_before_runtimes_loads_as_native_and_a_runtime_round_trips()
         joined_at: 2,
         require_plan: false,
         runtime: Some("claude".into()),
+        model: None,
+        tokens_estimated: true,
     };
     let batch = Changes {
         members: vec![("default".into(), new.clone())],

@@ -698,3 +698,59 @@ fn a_shutdown_request_to_an_offline_teammate_is_refused_and_the_next_spawn_stays
         "{inbox:#?}"
     );
 }
+
+/// A teammate on the scripted model (teammated's default) is named as such:
+/// `spawn` says so when it starts it, `team` shows `scripted` up front, and its
+/// tokens read as estimates there and in `--json`.
+#[test]
+fn a_scripted_teammate_is_named_at_spawn_and_its_tokens_read_as_estimates() {
+    let d = Cli::start();
+    d.ok(&[
+        "task",
+        "add",
+        "Say hi",
+        "--description",
+        "```sh\necho hi\n```",
+    ]);
+    let dir = short_tempdir();
+    let state = dir.path().join("state");
+    let out = base_command(&d.socket)
+        .env("TEAMMATED_BIN", workspace_bin("teammated"))
+        .env_remove("TEAMMATE_PROVIDER")
+        .env_remove("TEAMMATE_MODEL")
+        .arg("--state-dir")
+        .arg(&state)
+        .args(["spawn", "gil", "--role", "coder"])
+        .arg("--workdir")
+        .arg(dir.path())
+        .output()
+        .expect("teamctl runs");
+    let team = d.json(&["team"]);
+    let _cleanup = team[0]["pid"]
+        .as_u64()
+        .and_then(|p| u32::try_from(p).ok())
+        .map(KillOnDrop);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = stdout(&out);
+    assert!(
+        said.starts_with("spawned gil (pid ")
+            && said.contains(", on the scripted model: offline, canned answers, estimated tokens;"),
+        "{said}"
+    );
+    eventually_blocking("gil to complete the task", Duration::from_secs(30), || {
+        let tasks = d.json(&["tasks"]);
+        (tasks[0]["status"] == "completed").then_some(())
+    });
+    let team = d.json(&["team"]);
+    assert_eq!(team[0]["model"], "scripted", "{team}");
+    assert_eq!(team[0]["tokens_estimated"], true, "{team}");
+    assert!(team[0].get("runtime").is_none(), "{team}");
+    let shown = d.ok(&["team"]);
+    let line = shown
+        .lines()
+        .find(|l| l.starts_with("gil"))
+        .unwrap_or_else(|| panic!("no line for gil in:\n{shown}"));
+    assert!(line.starts_with("gil  coder  scripted  "), "{line}");
+    assert!(line.contains("  ~"), "{line}");
+    assert!(line.contains(" tokens (estimated: "), "{line}");
+}

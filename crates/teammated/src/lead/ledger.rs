@@ -34,6 +34,9 @@ pub struct Ledger {
     pub planning: Spent,
     pub coordination: Spent,
     pub summary: Spent,
+    /// The counts are the scripted model's estimates, not a provider's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub estimated: bool,
 }
 
 impl Ledger {
@@ -71,7 +74,12 @@ impl Ledger {
             )
         };
         format!(
-            "lead tokens: {}; {}; {}",
+            "lead tokens{}: {}; {}; {}",
+            if self.estimated {
+                " (estimated by the scripted model)"
+            } else {
+                ""
+            },
             part("planning", &self.planning),
             part("coordination", &self.coordination),
             part("summary", &self.summary)

@@ -53,13 +53,17 @@ impl Lead {
         model: ModelLoop,
         transcript: Transcript,
     ) -> Lead {
+        let estimated = matches!(model.provider(), crate::llm::Provider::Scripted(_));
         Lead {
             model,
             desk: Desk {
                 cfg,
                 client,
                 transcript,
-                ledger: Ledger::default(),
+                ledger: Ledger {
+                    estimated,
+                    ..Ledger::default()
+                },
                 pending: Pending::default(),
                 cause: Cause::Planning,
                 started: false,

@@ -68,7 +68,9 @@ impl Provider {
         match self {
             Provider::Anthropic(p) => format!("anthropic ({})", p.describe()),
             Provider::OpenAi(p) => format!("openai ({})", p.describe()),
-            Provider::Scripted(_) => "scripted".to_string(),
+            Provider::Scripted(_) => {
+                "scripted (an offline stand-in, not a model; its tokens are estimates)".to_string()
+            }
         }
     }
 
@@ -79,6 +81,20 @@ impl Provider {
             Provider::OpenAi(_) => "openai",
             Provider::Scripted(_) => "scripted",
         }
+    }
+}
+
+/// The model the configuration names, for the roster: `scripted`, or the
+/// provider and its model (`anthropic/claude-sonnet-4-5`), the provider's
+/// default when none is named.
+pub fn model_label(cfg: &ProviderConfig) -> String {
+    let model = crate::config::setting(cfg.model.as_deref());
+    match cfg.kind {
+        ProviderKind::Scripted => teamboard_protocol::names::SCRIPTED_MODEL.to_string(),
+        ProviderKind::Anthropic => {
+            format!("anthropic/{}", model.unwrap_or(anthropic::DEFAULT_MODEL))
+        }
+        ProviderKind::Openai => format!("openai/{}", model.unwrap_or(openai::DEFAULT_MODEL)),
     }
 }
 

@@ -134,13 +134,14 @@ impl Teammate {
         started: &str,
         unsure: Option<&str>,
     ) -> Result<(Teammate, Option<TaskId>), Error> {
+        let native = cfg.runtime.kind == crate::runtime::RuntimeKind::Native;
         let who = session::Identity {
             name: cfg.name.clone(),
             role: cfg.role.clone(),
             team: cfg.team.clone(),
             require_plan: cfg.require_plan,
-            runtime: (cfg.runtime.kind != crate::runtime::RuntimeKind::Native)
-                .then(|| cfg.runtime.kind.to_string()),
+            runtime: (!native).then(|| cfg.runtime.kind.to_string()),
+            model: native.then(|| crate::llm::model_label(&cfg.provider)),
         };
         let (session, member) = Session::open(
             cfg.socket.clone(),
@@ -286,14 +287,20 @@ impl Teammate {
         }
     }
 
-    pub(crate) async fn record_usage(&self, usage: teamboard_protocol::TokenUsage) {
+    /// Adds `usage` to the member and its task on the board; `estimated`: the
+    /// scripted model's counts, not a provider's.
+    pub(crate) async fn record_usage(
+        &self,
+        usage: teamboard_protocol::TokenUsage,
+        estimated: bool,
+    ) {
         if usage.total() == 0 {
             return;
         }
         let task = self.task_id();
         if let Err(e) = self
             .session
-            .call(|c| async move { c.record_usage(task, usage).await })
+            .call(|c| async move { c.record_usage(task, usage, estimated).await })
             .await
         {
             tracing::warn!(error = %e, "cannot record token use");

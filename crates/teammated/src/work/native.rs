@@ -180,7 +180,8 @@ impl ToolHost for Hands<'_> {
     }
 
     async fn spent(&mut self, usage: TokenUsage) {
-        self.t.record_usage(usage).await;
+        let estimated = self.t.cfg().provider.kind == crate::config::ProviderKind::Scripted;
+        self.t.record_usage(usage, estimated).await;
     }
 
     async fn run_tool(&mut self, name: &str, input: &Value) -> ToolOutput {

@@ -22,6 +22,7 @@ use std::os::unix::process::CommandExt as _;
 use std::path::Path;
 use std::process::{Child, ExitStatus, Stdio};
 use std::time::Duration;
+use teamboard_protocol::names::{NATIVE_RUNTIME, SCRIPTED_MODEL};
 use teamboard_protocol::transcript::process_log_path;
 use teamboard_protocol::{Client, Member};
 use tokio::signal::unix::{SignalKind, signal};
@@ -137,6 +138,11 @@ pub(super) async fn run(
     // Dropping `child` neither kills nor waits for it: the teammate keeps running
     // after teamctl exits, and init adopts it.
     drop(child);
+    // What runs it, as it registered: the provider it picked (from its flags,
+    // its environment, or its default) is the teammate's to say, not teamctl's.
+    let member = within(limit, roster_entry(&client, &args.name)).await?;
+    let member = member.filter(|m| m.pid == Some(pid));
+    let runs = member.as_ref().and_then(render::engine);
 
     if ctx.json {
         return render::json(&serde_json::json!({
@@ -145,10 +151,21 @@ pub(super) async fn run(
             // Displayed, not serialized: a path that is not UTF-8 must not panic.
             "log": log_path.display().to_string(),
             "team": ctx.team,
+            "runtime": member.as_ref().map(|m| m.runtime.as_deref().unwrap_or(NATIVE_RUNTIME)),
+            "model": member.as_ref().and_then(|m| m.model.as_deref()),
         }));
     }
+    let runs = match runs.as_deref() {
+        Some(SCRIPTED_MODEL) => {
+            ", on the scripted model: offline, canned answers, estimated tokens; \
+                          --provider anthropic or openai for a real one"
+                .to_string()
+        }
+        Some(engine) => format!(", on {engine}"),
+        None => String::new(),
+    };
     render::line(&format!(
-        "spawned {} (pid {pid}), log: {}",
+        "spawned {} (pid {pid}{runs}), log: {}",
         args.name,
         log_path.display()
     ))?;

@@ -59,7 +59,7 @@ impl AgentRun {
                 None
             }
             AgentEvent::Usage(usage) => {
-                t.record_usage(usage).await;
+                t.record_usage(usage, false).await;
                 None
             }
             AgentEvent::PlanProposed(plan) => {
