@@ -380,3 +380,88 @@ async fn a_second_lead_on_a_team_is_refused_until_the_first_is_gone() {
         .expect("the lead exits");
     assert!(status.success(), "{status:?}");
 }
+
+/// `--review-plans person`: the scripted lead leaves a teammate's plan to the
+/// person. The plan waits, pending, while the lead has heard of it; `teamctl
+/// approve rN` decides it, the teammate proceeds, and the lead never called
+/// `review_plan`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lead_that_leaves_plans_to_the_person_does_not_review_them() {
+    let dir = short_tempdir();
+    let (socket, state, work) = (
+        dir.path().join("s"),
+        dir.path().join("state"),
+        dir.path().join("work"),
+    );
+    std::fs::create_dir_all(&work).unwrap();
+    let _daemon = Daemon::start(&socket, &state, &[]).await;
+    let goal = "Say hi.\n\n````plan\nteammate ada\ntask hi plan\n    ```sh\n    echo hi > hi.txt\n    ```\n````";
+    let args = [
+        "--goal",
+        goal,
+        "--yes",
+        "--review-plans",
+        "person",
+        "--teammate-idle-timeout",
+        "0",
+    ];
+    let mut child = lead_command(&socket, &state, &work, &args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("teamctl lead starts");
+    let out = Output::collect(&mut child);
+    let _stop = StopTeammates(out.clone());
+    // The lead hears of the plan, as the person's to decide.
+    let notice = out.wait_for("[Plan for the person r").await;
+    assert!(
+        notice.contains("The person decides it (`teamctl approve r"),
+        "{notice}"
+    );
+    let boss = lead(&socket).await;
+    let plans = boss
+        .list_requests(teamboard_protocol::request::ListRequestsArgs {
+            kind: Some(teamboard_protocol::RequestKind::Plan),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(plans.len(), 1, "{plans:?}");
+    assert!(plans[0].is_pending(), "the lead decided it: {plans:?}");
+    let id = format!("r{}", plans[0].id);
+
+    let approve = tokio::task::spawn_blocking({
+        let socket = socket.clone();
+        move || {
+            Command::new(workspace_bin("teamctl"))
+                .arg("--socket")
+                .arg(&socket)
+                .args(["approve", &id])
+                .output()
+                .expect("teamctl approve runs")
+        }
+    })
+    .await
+    .unwrap();
+    assert!(
+        approve.status.success(),
+        "{}",
+        String::from_utf8_lossy(&approve.stderr)
+    );
+    let status = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .unwrap()
+        .expect("the lead exits");
+    assert!(status.success(), "{}", out.text());
+    assert_eq!(
+        std::fs::read_to_string(work.join("hi.txt")).unwrap(),
+        "hi\n"
+    );
+    let transcript =
+        std::fs::read_to_string(state.join("teammates/default/lead/transcript.jsonl")).unwrap();
+    assert!(
+        !transcript.contains("review_plan"),
+        "the lead reviewed a plan:\n{transcript}"
+    );
+}

@@ -36,7 +36,19 @@ impl LeadGoalArgs {
     pub const GIVE_UP_AFTER: u64 = 120;
 }
 
-/// How the lead spawns its teammates.
+/// Who decides the plans teammates submit (`--review-plans`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, strum::Display)]
+#[strum(serialize_all = "lowercase")]
+pub enum PlanReviewer {
+    /// The lead's model reviews each plan as it arrives.
+    #[default]
+    Lead,
+    /// The lead leaves plans to the person (`teamctl plans`, `teamctl approve`,
+    /// `teamctl reject`); its model only hears of them.
+    Person,
+}
+
+/// How the lead spawns and oversees its teammates.
 #[derive(Debug, Clone, clap::Args)]
 pub struct LeadSpawnArgs {
     /// The directory the teammates it spawns work in [default: the current directory]
@@ -66,4 +78,10 @@ pub struct LeadSpawnArgs {
     /// on PATH) for each teammate (see `teamctl spawn --help`) [default: native]
     #[arg(long, value_enum, value_name = "RUNTIME")]
     pub teammate_runtime: Option<RuntimeKind>,
+
+    /// Who decides the plans teammates submit: `lead` (its model, as each
+    /// arrives) or `person` (you, with `teamctl approve` or `reject`; the lead
+    /// only hears of them) [default: lead]
+    #[arg(long, value_enum, value_name = "WHO")]
+    pub review_plans: Option<PlanReviewer>,
 }

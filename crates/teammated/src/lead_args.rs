@@ -104,6 +104,7 @@ impl LeadArgs {
             },
             max_rounds: self.max_rounds.max(1),
             context_budget,
+            review_plans: spawn.review_plans.unwrap_or_default(),
         })
     }
 }

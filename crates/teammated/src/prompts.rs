@@ -22,6 +22,9 @@ pub(crate) const SUMMARY_HEADING: &str = "Summary of the earlier part of this co
 pub(crate) mod lead {
     /// A plan a teammate asks the lead to approve: `[Plan request rN from NAME ...]`.
     pub(crate) const PLAN_REQUEST: &str = "[Plan request r";
+    /// A plan the person decides (`--review-plans person`), for the lead to know
+    /// of only: `[Plan for the person r7 from NAME ...]`.
+    pub(crate) const PLAN_FOR_PERSON: &str = "[Plan for the person r";
     /// The board is done: every task completed, failed or cancelled, or behind a
     /// blocker that did not complete.
     pub(crate) const BOARD_DONE: &str = "[Board done]";

@@ -162,6 +162,7 @@ async fn the_lead() -> Vec<String> {
         give_up_after: None,
         max_rounds: 10,
         context_budget: 100_000,
+        review_plans: Default::default(),
     };
     let ran = tokio::time::timeout(
         PATIENCE,

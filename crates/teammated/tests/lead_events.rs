@@ -53,6 +53,7 @@ fn config(daemon: &InProc) -> LeadConfig {
         give_up_after: None,
         max_rounds: 10,
         context_budget: 100_000,
+        review_plans: Default::default(),
     }
 }
 

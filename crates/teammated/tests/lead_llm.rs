@@ -63,6 +63,7 @@ fn config(daemon: &InProc, kind: ProviderKind, url: String) -> LeadConfig {
         give_up_after: None,
         max_rounds: 10,
         context_budget: 100_000,
+        review_plans: Default::default(),
     }
 }
 

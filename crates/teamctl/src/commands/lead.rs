@@ -88,6 +88,7 @@ fn lead_args(ctx: &Ctx, args: LeadArgs) -> anyhow::Result<Vec<OsString>> {
         spawn.teammate_idle_timeout,
     );
     opt(&mut argv, "--teammate-runtime", spawn.teammate_runtime);
+    opt(&mut argv, "--review-plans", spawn.review_plans);
     if let Some(dir) = &spawn.workdir {
         argv.push("--workdir".into());
         argv.push(absolute(dir, "workdir")?.into());

@@ -26,6 +26,9 @@ pub(super) struct Pending {
     queued: Vec<Message>,
     /// The plan request of each queued plan message, when boardd could say.
     plans: Vec<(u64, TeamRequest)>,
+    /// Plans are the person's to decide (`--review-plans person`): they reach the
+    /// context as news, under a mark of their own, and need no decision.
+    person_reviews: bool,
 }
 
 /// The text for the context, and the message ids to acknowledge after it is in.
@@ -37,6 +40,14 @@ pub(super) struct Delivery {
 }
 
 impl Pending {
+    /// `person_reviews`: plans are the person's to decide.
+    pub fn new(person_reviews: bool) -> Pending {
+        Pending {
+            person_reviews,
+            ..Pending::default()
+        }
+    }
+
     /// Queues the inbox's messages not seen before; returns how many were new.
     pub fn offer(&mut self, inbox: Vec<Message>) -> usize {
         let before = self.queued.len();
@@ -62,13 +73,13 @@ impl Pending {
         self.plans.push((message, request));
     }
 
-    /// Whether something queued needs the lead to decide: a plan, an error.
+    /// Whether something queued needs the lead to decide: a plan (unless the
+    /// person reviews them), an error.
     pub fn needs_decision(&self) -> bool {
-        self.queued.iter().any(|m| {
-            matches!(
-                m.kind,
-                MessageKind::PlanApprovalRequest | MessageKind::Error
-            )
+        self.queued.iter().any(|m| match m.kind {
+            MessageKind::PlanApprovalRequest => !self.person_reviews,
+            MessageKind::Error => true,
+            _ => false,
         })
     }
 
@@ -103,7 +114,7 @@ impl Pending {
                 MessageKind::Error => format!("{}{from}] {content}", marks::ERROR),
                 MessageKind::PlanApprovalRequest => {
                     let request = plans.iter().find(|(id, _)| *id == m.id).map(|(_, r)| r);
-                    plan_text(m, request, &content)
+                    plan_text(m, request, &content, self.person_reviews)
                 }
                 MessageKind::ShutdownResponse => {
                     format!("[Shutdown answer from {from}] {content}")
@@ -132,7 +143,9 @@ impl Pending {
     }
 }
 
-fn plan_text(m: &Message, request: Option<&TeamRequest>, content: &str) -> String {
+/// A plan request for the context. `person`: the person decides it, so the text
+/// says so under its own mark, which the scripted lead does not review.
+fn plan_text(m: &Message, request: Option<&TeamRequest>, content: &str, person: bool) -> String {
     let id = m.request_id.as_deref().unwrap_or("?");
     let task = request
         .and_then(|r| r.task)
@@ -142,6 +155,14 @@ fn plan_text(m: &Message, request: Option<&TeamRequest>, content: &str) -> Strin
         Some(r) if !r.is_pending() => format!(" (already {})", r.state),
         _ => String::new(),
     };
+    if person {
+        return format!(
+            "{}{id} from {}{task}]{state} The person decides it (`teamctl approve r{id}` or \
+             `teamctl reject r{id}`); do not review it.\n{content}",
+            marks::PLAN_FOR_PERSON,
+            m.from
+        );
+    }
     format!(
         "{}{id} from {}{task}]{state} Decide it with review_plan.\n{content}",
         marks::PLAN_REQUEST,
@@ -223,5 +244,30 @@ mod tests {
         );
         p.offer(vec![msg(6, "cy", MessageKind::Error, "LLM error")]);
         assert!(p.needs_decision());
+    }
+
+    #[test]
+    fn plans_the_person_reviews_are_news_not_decisions() {
+        let mut p = Pending::new(true);
+        p.offer(vec![msg(
+            5,
+            "cy",
+            MessageKind::PlanApprovalRequest,
+            "echo plan",
+        )]);
+        assert!(!p.needs_decision());
+        assert!(p.has_news());
+        let d = p.take().unwrap();
+        assert!(
+            d.text.starts_with(
+                "[Plan for the person r7 from cy] The person decides it (`teamctl approve r7` \
+                 or `teamctl reject r7`); do not review it.\necho plan"
+            ),
+            "{}",
+            d.text
+        );
+        assert!(!d.text.contains(marks::PLAN_REQUEST), "{}", d.text);
+        p.offer(vec![msg(6, "cy", MessageKind::Error, "LLM error")]);
+        assert!(p.needs_decision(), "an error still does");
     }
 }

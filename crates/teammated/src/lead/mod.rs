@@ -34,6 +34,7 @@ pub use drive::{LeadError, Outcome, run};
 
 use crate::config::ProviderConfig;
 use std::path::PathBuf;
+pub use teamboard_protocol::lead_args::PlanReviewer;
 
 /// How `spawn_teammate` starts teammates: through `teamctl spawn`, with these flags.
 #[derive(Debug, Clone)]
@@ -76,6 +77,9 @@ pub struct LeadConfig {
     pub max_rounds: u32,
     /// Estimated context tokens before older turns are summarised.
     pub context_budget: u64,
+    /// Who decides the teammates' plans: the lead's model, or the person, in
+    /// which case the lead only hears of them (see `events`, `tools`).
+    pub review_plans: PlanReviewer,
 }
 
 #[cfg(test)]

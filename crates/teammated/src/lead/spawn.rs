@@ -125,6 +125,7 @@ mod tests {
             give_up_after: None,
             max_rounds: 10,
             context_budget: 100_000,
+            review_plans: Default::default(),
         }
     }
 

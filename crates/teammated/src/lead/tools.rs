@@ -73,6 +73,15 @@ impl Desk {
                     r.id, r.to, r.state
                 )
             }
+            LeadCall::ReviewPlan { request, .. }
+                if self.cfg.review_plans == super::PlanReviewer::Person =>
+            {
+                return Err(ToolOutput::error(format!(
+                    "plans are the person's to decide in this session (--review-plans \
+                     person): leave r{request} to them (`teamctl approve r{request}` or \
+                     `teamctl reject r{request}`)"
+                )));
+            }
             LeadCall::ReviewPlan {
                 request,
                 approve,

@@ -54,6 +54,7 @@ impl Lead {
         transcript: Transcript,
     ) -> Lead {
         let estimated = matches!(model.provider(), crate::llm::Provider::Scripted(_));
+        let pending = Pending::new(cfg.review_plans == super::PlanReviewer::Person);
         Lead {
             model,
             desk: Desk {
@@ -64,7 +65,7 @@ impl Lead {
                     estimated,
                     ..Ledger::default()
                 },
-                pending: Pending::default(),
+                pending,
                 cause: Cause::Planning,
                 started: false,
             },

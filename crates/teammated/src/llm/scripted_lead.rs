@@ -261,8 +261,8 @@ fn carry_out(messages: &[ChatMessage], calls: &mut Calls) -> Option<Vec<Block>> 
         if blocks.is_empty() {
             return Some(vec![Block::text(format!(
                 "Started: {} task(s) on the board and {} teammate(s) spawned. They claim \
-                 the ready tasks on their own; I review plans as they come and sum up when \
-                 the board is done.",
+                 the ready tasks on their own; plans are reviewed as they come, and I sum up \
+                 when the board is done.",
                 plan.tasks.len(),
                 plan.teammates.len()
             ))]);
