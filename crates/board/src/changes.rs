@@ -21,12 +21,14 @@ pub(crate) struct Dirty {
     pub requests: BTreeSet<(String, RequestId)>,
     /// Teams whose repository was set.
     pub repos: BTreeSet<String>,
+    /// Teams created explicitly.
+    pub teams: BTreeSet<String>,
     pub events: Vec<Event>,
 }
 
 impl Dirty {
     pub fn is_empty(&self) -> bool {
-        all_empty!(self: tasks, tasks_deleted, members, messages_added, messages_acked, requests, repos, events)
+        all_empty!(self: tasks, tasks_deleted, members, messages_added, messages_acked, requests, repos, teams, events)
     }
 }
 
@@ -47,6 +49,8 @@ pub struct Changes {
     pub requests: Vec<(String, TeamRequest)>,
     /// (team, repository) for repositories attached or changed.
     pub repos: Vec<(String, Repo)>,
+    /// Teams created explicitly (`Hello::new_team`).
+    pub teams: Vec<String>,
     pub events: Vec<Event>,
     /// The message id counter after the batch. Acknowledged messages are deleted, so
     /// the highest stored id is not enough to never reuse one.
@@ -55,6 +59,6 @@ pub struct Changes {
 
 impl Changes {
     pub fn is_empty(&self) -> bool {
-        all_empty!(self: tasks, tasks_deleted, members, messages_added, messages_acked, requests, repos, events)
+        all_empty!(self: tasks, tasks_deleted, members, messages_added, messages_acked, requests, repos, teams, events)
     }
 }

@@ -18,6 +18,7 @@ mod restore;
 mod roster;
 mod tasks;
 mod team;
+mod teams;
 mod transition;
 mod waiters;
 mod worktrees;
@@ -221,6 +222,7 @@ impl Board {
                 out.messages_added.push((team, msg.clone()));
             }
         }
+        out.teams = dirty.teams.into_iter().collect();
         out.messages_acked = dirty.messages_acked.into_iter().collect();
         out.tasks_deleted = dirty.tasks_deleted.into_iter().collect();
         out

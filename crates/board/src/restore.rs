@@ -21,6 +21,8 @@ pub struct Snapshot {
     pub requests: Vec<(String, TeamRequest)>,
     /// Each team's repository.
     pub repos: Vec<(String, Repo)>,
+    /// The teams created explicitly, by name.
+    pub teams: Vec<String>,
     /// The highest task id each team's history names. A deleted task has no row
     /// but keeps its events, so its id is not given again.
     pub last_task_ids: Vec<(String, TaskId)>,
@@ -34,6 +36,9 @@ impl Board {
         let mut board = Board::new(config);
         board.next_message_id = snap.next_message_id.max(1);
         board.next_event_seq = snap.next_event_seq.max(1);
+        for team in snap.teams {
+            board.team_mut(&team).created = true;
+        }
         for (team, task) in snap.tasks {
             let t = board.team_mut(&team);
             t.next_task_id = t.next_task_id.max(task.id + 1);

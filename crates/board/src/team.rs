@@ -70,6 +70,8 @@ pub(crate) struct Team {
     /// Tasks whose completion passed its checks and waits in the merge queue.
     /// Their leases are not enforced: the work is boardd's to land.
     pub queued: BTreeSet<TaskId>,
+    /// Created explicitly (see `teams`): it exists even with nothing in it.
+    pub created: bool,
 }
 
 impl Default for Team {
@@ -91,6 +93,7 @@ impl Default for Team {
             pending_shutdowns: HashMap::new(),
             repo: None,
             queued: BTreeSet::new(),
+            created: false,
         }
     }
 }

@@ -26,10 +26,17 @@ use teamboard_protocol::{ErrorBody, ErrorCode, Event, Request, Work};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-/// A command for the actor. A connection sends `Open` once, then its requests,
-/// then `Close`.
+/// A command for the actor. A connection sends `Admit` and `Open` once, then
+/// its requests, then `Close`.
 #[derive(Debug)]
 pub enum Cmd {
+    /// A hello names `team`: may the session work in it? `new_team` is the
+    /// hello's (see `Board::admit`); the answer is the refusal, in words.
+    Admit {
+        team: Arc<str>,
+        new_team: Option<bool>,
+        reply: tokio::sync::oneshot::Sender<Result<(), String>>,
+    },
     /// A session said hello: who it is and where its frames go.
     Open {
         session: SessionId,
@@ -204,6 +211,17 @@ impl Actor {
 
     fn handle(&mut self, cmd: Cmd) {
         match cmd {
+            // Answered before the batch is durable: a team created here is
+            // written with the batch, before any reply to a request of the
+            // session, so nothing acknowledged can depend on a team a crash
+            // forgot.
+            Cmd::Admit {
+                team,
+                new_team,
+                reply,
+            } => {
+                let _ = reply.send(self.board.admit(&team, new_team));
+            }
             Cmd::Open {
                 session,
                 pid,

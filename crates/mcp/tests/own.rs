@@ -25,6 +25,7 @@ fn own(socket: &Path, timeout: Option<Duration>) -> OwnBoard {
     OwnBoard::new(OwnConfig {
         socket: socket.to_path_buf(),
         team: "default".into(),
+        new_team: false,
         name: "me".into(),
         role: "member".into(),
         timeout,

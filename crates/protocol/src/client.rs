@@ -101,12 +101,37 @@ impl Drop for Client {
 }
 
 impl Client {
-    /// Connects and says hello as `name` in `team`.
+    /// Connects and says hello as `name` in `team`, which boardd creates if no
+    /// team has that name (the hello without `new_team`, for scripts and tests).
+    /// A program a person names the team to uses [`Client::join`].
     pub async fn connect(
         socket: &Path,
         client: &str,
         name: &str,
         team: &str,
+    ) -> Result<Client, ClientError> {
+        Self::hello(socket, client, name, team, None).await
+    }
+
+    /// [`Client::connect`], refused when no team has that name unless `create`
+    /// says to create it (the hello's `new_team`): a mistyped team is named back
+    /// with the teams there are instead of becoming a new one.
+    pub async fn join(
+        socket: &Path,
+        client: &str,
+        name: &str,
+        team: &str,
+        create: bool,
+    ) -> Result<Client, ClientError> {
+        Self::hello(socket, client, name, team, Some(create)).await
+    }
+
+    async fn hello(
+        socket: &Path,
+        client: &str,
+        name: &str,
+        team: &str,
+        new_team: Option<bool>,
     ) -> Result<Client, ClientError> {
         let stream = UnixStream::connect(socket)
             .await
@@ -138,6 +163,7 @@ impl Client {
             client: client.to_string(),
             name: name.to_string(),
             team: team.to_string(),
+            new_team,
         });
         // boardd may refuse a connection before it reads the hello (another user,
         // no room for more connections) and close it: the hello then finds the

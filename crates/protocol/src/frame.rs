@@ -17,6 +17,12 @@ pub struct Hello {
     /// The team this session works in. Defaults to `default`.
     #[serde(default = "default_team")]
     pub team: String,
+    /// What to do if no team has that name (`default` always exists): `false`,
+    /// refuse the hello, naming the teams there are; `true`, create the team.
+    /// Absent (a client older than the field): the team is created, as it always
+    /// was. teamctl, teammated and `teamctl mcp` always send it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_team: Option<bool>,
 }
 
 fn default_team() -> String {

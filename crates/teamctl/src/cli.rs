@@ -107,7 +107,8 @@ pub struct Global {
     #[arg(long, global = true, env = "TEAMBOARD_SOCKET", value_name = "PATH")]
     pub socket: Option<PathBuf>,
 
-    /// The team to work in
+    /// The team to work in; one that does not exist is refused, naming the
+    /// teams there are (`default` always exists)
     #[arg(
         long,
         global = true,
@@ -117,6 +118,12 @@ pub struct Global {
         value_parser = parse_team
     )]
     pub team: String,
+
+    /// Work in team TEAM, creating it if no team has that name (in place of
+    /// --team; e.g. `teamctl --new-team web task add ...`, `teamctl lead
+    /// --new-team web`)
+    #[arg(long, global = true, value_name = "TEAM", value_parser = parse_team)]
+    pub new_team: Option<String>,
 
     /// Print machine-readable JSON instead of text
     #[arg(long, global = true)]

@@ -26,9 +26,12 @@ polling. Its transcript is <state dir>/teammates/<team>/lead/transcript.jsonl
 (`teamctl logs lead`) and its token count by cause is usage.json next to it."
 )]
 pub struct LeadArgs {
-    /// The team to lead.
+    /// The team to lead; one that does not exist is refused unless --new-team.
     #[arg(long, env = "TEAMBOARD_TEAM", default_value = DEFAULT_TEAM)]
     pub team: String,
+    /// Create the team if no team has that name (`teamctl lead --new-team TEAM`).
+    #[arg(long)]
+    pub new_team: bool,
     /// boardd's socket [default: $XDG_RUNTIME_DIR/teamboard/boardd.sock]
     #[arg(long, env = "TEAMBOARD_SOCKET")]
     pub socket: Option<PathBuf>,
@@ -105,6 +108,7 @@ impl LeadArgs {
             max_rounds: self.max_rounds.max(1),
             context_budget,
             review_plans: spawn.review_plans.unwrap_or_default(),
+            new_team: self.new_team,
         })
     }
 }

@@ -294,7 +294,10 @@ async fn connect_loop(
     let mut logged = false;
     loop {
         let attempt = async {
-            let client = Client::connect(socket, "teammated", &who.name, &who.team).await?;
+            // The team must exist: a mistyped --team is refused with the teams
+            // there are, rather than becoming a team of one. `teamctl spawn
+            // --new-team` creates it before the teammate starts.
+            let client = Client::join(socket, "teammated", &who.name, &who.team, false).await?;
             let member = client
                 .register_with(RegisterArgs {
                     role: who.role.clone(),

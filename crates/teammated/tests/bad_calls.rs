@@ -163,6 +163,7 @@ async fn the_lead() -> Vec<String> {
         max_rounds: 10,
         context_budget: 100_000,
         review_plans: Default::default(),
+        new_team: false,
     };
     let ran = tokio::time::timeout(
         PATIENCE,

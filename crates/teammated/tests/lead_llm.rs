@@ -64,6 +64,7 @@ fn config(daemon: &InProc, kind: ProviderKind, url: String) -> LeadConfig {
         max_rounds: 10,
         context_budget: 100_000,
         review_plans: Default::default(),
+        new_team: false,
     }
 }
 

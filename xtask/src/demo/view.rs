@@ -479,6 +479,8 @@ mod tests {
             joined_at: 0,
             require_plan: false,
             runtime: None,
+            model: None,
+            tokens_estimated: false,
         }];
         let report = b.report(&members).join("\n");
         assert!(

@@ -310,6 +310,7 @@ pub(super) struct Store {
     pub next_message_id: u64,
     pub requests: BTreeMap<u64, (String, teamboard_protocol::TeamRequest)>,
     pub repos: BTreeMap<String, teamboard_protocol::Repo>,
+    pub teams: std::collections::BTreeSet<String>,
     pub events: Vec<Event>,
 }
 
@@ -337,6 +338,7 @@ impl Store {
         for (team, r) in c.repos {
             self.repos.insert(team, r);
         }
+        self.teams.extend(c.teams);
         self.events.extend(c.events);
     }
 
@@ -361,6 +363,7 @@ impl Store {
                 .iter()
                 .map(|(t, r)| (t.clone(), r.clone()))
                 .collect(),
+            teams: self.teams.iter().cloned().collect(),
             // As the store's query: the highest task id each team's events name.
             last_task_ids: self
                 .events

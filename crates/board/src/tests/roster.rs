@@ -284,3 +284,31 @@ fn a_bad_runtime_name_is_refused_and_changes_nothing() {
     assert!(h.board.members(TEAM).is_empty());
     assert!(!h.board.has_changes());
 }
+
+#[test]
+fn a_team_no_one_made_is_refused_and_a_made_one_survives_a_restart() {
+    let mut h = H::new();
+    let mut store = Store::default();
+    assert_eq!(h.board.known_teams(), vec!["default".to_string()]);
+    h.board
+        .admit("default", Some(false))
+        .expect("default always exists");
+    assert_eq!(
+        h.board.admit("defualt", Some(false)),
+        Err("no team 'defualt'; known teams: default. Use --new-team defualt to create it".into())
+    );
+    assert!(
+        h.board.take_changes().is_empty(),
+        "a refusal changes nothing"
+    );
+    h.board.admit("web", Some(true)).expect("created");
+    h.board.admit("web", Some(false)).expect("exists now");
+    // A client older than `new_team` makes the team, as before.
+    h.board.admit("old", None).expect("made");
+    let changes = h.board.take_changes();
+    assert_eq!(changes.teams, vec!["old".to_string(), "web".to_string()]);
+    store.apply(changes);
+    let restored = Board::restore(*h.board.config(), store.snapshot(), h.now());
+    assert_eq!(restored.known_teams(), vec!["default", "old", "web"]);
+    assert!(restored.has_team("web") && !restored.has_team("wbe"));
+}

@@ -65,7 +65,14 @@ impl Connection {
         let (read, write) = stream.into_split();
         let mut reader = FramedRead::new(read, codec());
         let mut writer = FramedWrite::new(write, response_codec());
-        let Some(hello) = handshake(&mut reader, &mut writer, self.session, self.lease_ttl).await
+        let Some(hello) = handshake(
+            &mut reader,
+            &mut writer,
+            &self.actor,
+            self.session,
+            self.lease_ttl,
+        )
+        .await
         else {
             return;
         };
@@ -228,6 +235,7 @@ fn too_large() -> ErrorBody {
 async fn handshake(
     reader: &mut Reader,
     writer: &mut Writer,
+    actor: &mpsc::Sender<Cmd>,
     session: SessionId,
     lease_ttl: Duration,
 ) -> Option<Hello> {
@@ -268,7 +276,11 @@ async fn handshake(
             return None;
         }
     };
-    if let Some(reason) = refusal(&hello) {
+    let refused = match refusal(&hello) {
+        Some(reason) => Some(reason),
+        None => admit(actor, &hello).await,
+    };
+    if let Some(reason) = refused {
         tracing::info!(%reason, "rejecting client");
         let _ = send(writer, &ServerFrame::Reject { reason }).await;
         return None;
@@ -297,6 +309,26 @@ fn refusal(hello: &Hello) -> Option<String> {
         Some(format!("bad team in hello: {e}"))
     } else {
         None
+    }
+}
+
+/// Asks the actor whether the hello's team may be worked in (creating it when
+/// the hello says to); the refusal, if it is one.
+async fn admit(actor: &mpsc::Sender<Cmd>, hello: &Hello) -> Option<String> {
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    let cmd = Cmd::Admit {
+        team: Arc::from(hello.team.as_str()),
+        new_team: hello.new_team,
+        reply,
+    };
+    let stopping = || Some("boardd is shutting down".to_string());
+    if actor.send(cmd).await.is_err() {
+        return stopping();
+    }
+    match answer.await {
+        Ok(Ok(())) => None,
+        Ok(Err(reason)) => Some(reason),
+        Err(_) => stopping(),
     }
 }
 

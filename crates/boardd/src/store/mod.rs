@@ -139,6 +139,7 @@ impl Store {
              CREATE TABLE IF NOT EXISTS requests (
                  id INTEGER PRIMARY KEY, team TEXT NOT NULL, body TEXT NOT NULL);
              CREATE TABLE IF NOT EXISTS repos (team TEXT PRIMARY KEY, body TEXT NOT NULL);
+             CREATE TABLE IF NOT EXISTS teams (name TEXT PRIMARY KEY) WITHOUT ROWID;
              CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
              PRAGMA user_version = {SCHEMA_VERSION};
              COMMIT;"
@@ -230,6 +231,14 @@ impl Store {
                 .collect::<Result<Vec<_>, _>>()
             })
             .map_err(|e| self.sqlite(e))?;
+        snap.teams = self
+            .conn
+            .prepare("SELECT name FROM teams ORDER BY name")
+            .and_then(|mut q| {
+                q.query_map([], |r| r.get::<_, String>(0))?
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .map_err(|e| self.sqlite(e))?;
         snap.next_message_id = next_msg.unwrap_or(1).max(1) as u64;
         self.stored_next_message_id = next_msg.unwrap_or(0).max(0) as u64;
         snap.next_event_seq = max_seq.unwrap_or(0) as u64 + 1;
@@ -284,6 +293,7 @@ impl Store {
                 prepare("INSERT OR REPLACE INTO requests (id, team, body) VALUES (?1, ?2, ?3)")?;
             let mut put_repo =
                 prepare("INSERT OR REPLACE INTO repos (team, body) VALUES (?1, ?2)")?;
+            let mut put_team = prepare("INSERT OR IGNORE INTO teams (name) VALUES (?1)")?;
             let mut put_event = prepare(
                 "INSERT OR REPLACE INTO events (seq, team, task, body) VALUES (?1, ?2, ?3, ?4)",
             )?;
@@ -318,6 +328,9 @@ impl Store {
                     put_repo
                         .execute(params![team, to_json(repo, "repo")?])
                         .map_err(err)?;
+                }
+                for name in &batch.teams {
+                    put_team.execute(params![name]).map_err(err)?;
                 }
                 for ev in &batch.events {
                     put_event

@@ -31,6 +31,9 @@ use teamboard_protocol::{
 pub struct OwnConfig {
     pub socket: PathBuf,
     pub team: String,
+    /// Create `team` if no team has that name (`teamctl mcp --new-team`); else
+    /// one that does not exist is refused.
+    pub new_team: bool,
     pub name: String,
     pub role: String,
     /// `--timeout`: how long joining the board, a [`bounded`] call, the

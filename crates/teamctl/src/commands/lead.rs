@@ -64,6 +64,9 @@ fn lead_args(ctx: &Ctx, args: LeadArgs) -> anyhow::Result<Vec<OsString>> {
         "--teamctl".into(),
         teamctl.into(),
     ];
+    if ctx.new_team {
+        argv.push("--new-team".into());
+    }
     if let Some(dir) = &ctx.state_dir_given {
         argv.push("--state-dir".into());
         argv.push(absolute(dir, "state dir")?.into());

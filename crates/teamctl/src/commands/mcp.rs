@@ -24,6 +24,7 @@ pub async fn run(ctx: &Ctx, args: McpArgs) -> anyhow::Result<()> {
     let mut board = OwnBoard::new(OwnConfig {
         socket: ctx.socket.clone(),
         team: ctx.team.clone(),
+        new_team: ctx.new_team,
         name: args.name,
         role: args.role,
         timeout: ctx.timeout(),

@@ -37,6 +37,8 @@ pub struct Ctx {
     /// the default: a teammate started for this teamctl must then be told it too.
     pub socket_given: bool,
     pub team: String,
+    /// `--new-team`: `team` is created if no team has that name.
+    pub new_team: bool,
     pub json: bool,
     /// `--timeout` in seconds; 0 waits forever.
     pub timeout: u64,
@@ -51,7 +53,11 @@ impl Ctx {
         Ctx {
             socket_given: socket.is_some(),
             socket: socket.unwrap_or_else(teamboard_protocol::paths::default_socket_path),
-            team: global.team.clone(),
+            team: global
+                .new_team
+                .clone()
+                .unwrap_or_else(|| global.team.clone()),
+            new_team: global.new_team.is_some(),
             json: global.json,
             timeout: global.timeout,
             state_dir_given: given(&global.state_dir),
@@ -71,13 +77,15 @@ impl Ctx {
         (self.timeout > 0).then(|| Duration::from_secs(self.timeout))
     }
 
-    /// Opens a session as `lead` in the team.
+    /// Opens a session as `lead` in the team, which must exist unless
+    /// `--new-team` named it.
     pub async fn connect(&self) -> anyhow::Result<Client> {
-        Ok(Client::connect(
+        Ok(Client::join(
             &self.socket,
             CLIENT_KIND,
             teamboard_protocol::LEAD,
             &self.team,
+            self.new_team,
         )
         .await?)
     }

@@ -49,7 +49,27 @@ fn a_daemon_that_never_answers_times_out_with_a_clear_line() {
 fn team_option_and_env_select_the_team() {
     let d = Cli::start();
     d.ok(&["task", "add", "in default"]);
-    assert_eq!(d.ok(&["--team", "other", "task", "add", "in other"]), "1\n");
+    // A team no one made is refused, not made: the words name the teams there
+    // are and how to make one.
+    let out = d.run(&["--team", "other", "task", "add", "in other"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        "teamctl: boardd refused the connection: no team 'other'; known teams: default. \
+         Use --new-team other to create it\n"
+    );
+    assert_eq!(d.json(&["tasks"]).as_array().map(Vec::len), Some(1));
+    assert_eq!(
+        d.ok(&["--new-team", "other", "task", "add", "in other"]),
+        "1\n"
+    );
+    // Once made, it is known, and named to the next typo.
+    let out = d.run(&["--team", "othre", "tasks"]);
+    assert!(
+        stderr(&out).contains("no team 'othre'; known teams: default, other. Use --new-team othre"),
+        "{}",
+        stderr(&out)
+    );
     let other = d.ok(&["tasks", "--team", "other"]);
     assert!(
         other.contains("in other") && !other.contains("in default"),

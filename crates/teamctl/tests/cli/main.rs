@@ -32,6 +32,7 @@ mod runtime;
 mod spawn;
 mod tasks;
 mod team;
+mod teams;
 mod watch;
 
 use serde_json::Value;

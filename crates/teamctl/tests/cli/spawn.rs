@@ -442,7 +442,7 @@ fn spawn_systemd_writes_private_settings_and_starts_the_unit() {
         .env("XDG_CONFIG_HOME", &config)
         .env("TEAMCTL_SYSTEMCTL", &systemctl)
         .env_remove("TEAMBOARD_STATE_DIR")
-        .args(["--team", "t1", "spawn", "dave", "--role", "backend"])
+        .args(["--new-team", "t1", "spawn", "dave", "--role", "backend"])
         .args(["--provider", "openai", "--model", "gpt-4.1"])
         .args(["--idle-timeout", "600", "--max-rounds", "40", "--systemd"])
         .args([

@@ -90,7 +90,7 @@ where
     if let Probe::Unsure(why) = &probe {
         tracing::warn!("{why}");
     }
-    let client = Client::connect(&cfg.socket, "teammated-lead", LEAD, &cfg.team).await?;
+    let client = Client::join(&cfg.socket, "teammated-lead", LEAD, &cfg.team, cfg.new_team).await?;
     // Before anything is planned: a second lead on the team would plan over the
     // first one's tasks.
     client.take_lead().await?;

@@ -80,6 +80,8 @@ pub struct LeadConfig {
     /// Who decides the teammates' plans: the lead's model, or the person, in
     /// which case the lead only hears of them (see `events`, `tools`).
     pub review_plans: PlanReviewer,
+    /// Create `team` if no team has that name (`teamctl lead --new-team`).
+    pub new_team: bool,
 }
 
 #[cfg(test)]

@@ -126,6 +126,7 @@ mod tests {
             max_rounds: 10,
             context_budget: 100_000,
             review_plans: Default::default(),
+            new_team: false,
         }
     }
 
