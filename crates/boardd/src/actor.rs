@@ -14,6 +14,7 @@ use crate::handlers::repo_done::{self, Effect, Held};
 use crate::handlers::{self, Outcome};
 use crate::info::DaemonInfo;
 use crate::outbox::Outbox;
+use crate::procs::{Exited, Procs};
 use crate::reply::Reply;
 use crate::repo::{Done, Job, Repos};
 use crate::writer::{CommitMode, EventTo, Job as WriterJob, QueryTo, ReplyTo, Writer};
@@ -76,11 +77,16 @@ pub struct Actor {
     repo_done: Option<mpsc::UnboundedReceiver<Done>>,
     /// Owners' `complete_task`s waiting for their tasks to land.
     held: Held,
+    /// Members' processes, watched for their exit.
+    procs: Procs,
+    /// Their reports; taken by `run`.
+    exited: Option<mpsc::UnboundedReceiver<Exited>>,
 }
 
 impl Actor {
     pub fn new(board: Board, writer: Writer, mode: CommitMode, info: DaemonInfo) -> Actor {
         let (repos, repo_done) = Repos::new();
+        let (procs, exited) = Procs::new();
         Actor {
             board,
             writer,
@@ -92,6 +98,8 @@ impl Actor {
             repos,
             repo_done: Some(repo_done),
             held: Held::default(),
+            procs,
+            exited: Some(exited),
         }
     }
 
@@ -113,6 +121,10 @@ impl Actor {
         let mut buf = Vec::with_capacity(MAX_BATCH);
         let mut repo_done = self
             .repo_done
+            .take()
+            .unwrap_or_else(|| mpsc::unbounded_channel().1);
+        let mut exited = self
+            .exited
             .take()
             .unwrap_or_else(|| mpsc::unbounded_channel().1);
         // Tasks that were waiting in a merge queue when boardd stopped land
@@ -144,6 +156,9 @@ impl Actor {
                 }
                 _ = sleep_until(deadline) => self.expire_due(next),
                 Some(done) = repo_done.recv() => self.repo_done(done),
+                Some(gone) = exited.recv() => {
+                    self.board.process_exited(&gone.team, &gone.name, gone.session, gone.exit);
+                }
             }
             self.flush(rx.is_empty());
         }
@@ -244,7 +259,8 @@ impl Actor {
             tracing::error!(session, id, "request from a session that is not open");
             return;
         };
-        let (team, name, out) = (s.team.clone(), s.name.clone(), s.out.clone());
+        let (team, name, out, pid) = (s.team.clone(), s.name.clone(), s.out.clone(), s.pid);
+        let registers = matches!(request, Request::Register(_));
         // Checked before anything is done: a reply once made is always sent, so
         // this is where the memory a client that does not read can take stops.
         if let Some(over) = out.over_budget() {
@@ -260,7 +276,15 @@ impl Actor {
             now: Self::now(),
         };
         match handlers::handle(&mut self.board, &self.info, ctx, id, request) {
-            Outcome::Reply(result) => self.job.replies.push(ReplyTo::new(out, id, result)),
+            Outcome::Reply(result) => {
+                if registers
+                    && result.is_ok()
+                    && let Some(pid) = pid
+                {
+                    self.procs.watch(team, name, session, pid);
+                }
+                self.job.replies.push(ReplyTo::new(out, id, result));
+            }
             Outcome::Query(query) => self.job.queries.push(QueryTo::new(out, id, query)),
             Outcome::Parked => {}
             Outcome::Repo(job) => self.repos.submit(*job),
@@ -321,6 +345,8 @@ impl Actor {
                 self.effect(effect);
             }
         }
+        // Last, so that it sees every fact of the batch.
+        self.board.settle_liveness(Self::now());
         let changes = self.board.take_changes();
         let notices = self.board.take_notices();
         let stops = self.board.take_stops();

@@ -21,6 +21,7 @@ mod info;
 mod notify;
 mod outbox;
 mod private;
+mod procs;
 mod reply;
 mod repo;
 pub mod server;

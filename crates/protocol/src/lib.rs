@@ -23,6 +23,7 @@ pub mod error;
 pub mod frame;
 pub mod ids;
 pub mod launch;
+pub mod liveness;
 #[cfg(feature = "cli")]
 pub mod lead_args;
 #[cfg(feature = "man")]
@@ -45,6 +46,7 @@ pub use client::{Client, ClientError};
 pub use error::{ErrorBody, ErrorCode};
 pub use frame::{ClientFrame, Hello, ServerFrame, Welcome};
 pub use ids::{RequestId, TaskId, request_tag};
+pub use liveness::{LiveState, Liveness};
 pub use launch::{AgentPolicy, MaxTokensField, ProviderKind, RuntimeKind};
 pub use request::Request;
 pub use task_status::TaskStatus;
@@ -96,6 +98,7 @@ mod tests {
     fn strum_and_serde_name_each_variant_alike() {
         names_agree::<TaskStatus>();
         names_agree::<MemberStatus>();
+        names_agree::<LiveState>();
         names_agree::<MessageKind>();
         names_agree::<EventKind>();
         names_agree::<ErrorCode>();

@@ -169,6 +169,10 @@ pub struct Member {
     /// teammated's own loop, `native`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime: Option<String>,
+    /// What boardd knows of its process, as opposed to `status`, the member's
+    /// own word. Absent from a boardd that predates it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub liveness: Option<crate::Liveness>,
 }
 
 /// What a message is for. The kinds follow the reference design's protocols.

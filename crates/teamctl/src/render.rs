@@ -715,6 +715,7 @@ mod tests {
             joined_at: 0,
             require_plan: true,
             runtime: None,
+            liveness: None,
         };
         let pending = request(4, RequestKind::Shutdown, RequestState::Pending);
         let mut other = request(3, RequestKind::Shutdown, RequestState::Pending);
@@ -748,6 +749,7 @@ mod tests {
             joined_at: 0,
             require_plan: false,
             runtime: None,
+            liveness: None,
         };
         let agent = Member {
             name: "bob".into(),

@@ -479,6 +479,7 @@ mod tests {
             joined_at: 0,
             require_plan: false,
             runtime: None,
+            liveness: None,
         }];
         let report = b.report(&members).join("\n");
         assert!(

@@ -174,6 +174,7 @@ fn a_member_row_from_before_runtimes_loads_as_native_and_a_runtime_round_trips()
         joined_at: 2,
         require_plan: false,
         runtime: Some("claude".into()),
+        liveness: None,
     };
     let batch = Changes {
         members: vec![("default".into(), new.clone())],

@@ -163,6 +163,7 @@ mod tests {
             joined_at: 0,
             require_plan: false,
             runtime: None,
+            liveness: None,
         }
     }
 
