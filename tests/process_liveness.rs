@@ -82,7 +82,14 @@ async fn liveness(boss: &Client, name: &str) -> Liveness {
 fn spawn(kit: &Teammated, name: &str, dir: &Path) -> Teammate {
     let work = dir.join(name);
     std::fs::create_dir_all(&work).unwrap();
-    kit.spawn(name, name, &work, &dir.join(format!("{name}.log")), &[], &[])
+    kit.spawn(
+        name,
+        name,
+        &work,
+        &dir.join(format!("{name}.log")),
+        &[],
+        &[],
+    )
 }
 
 /// A task for `role` that holds its claim for a minute.

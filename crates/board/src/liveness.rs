@@ -170,10 +170,10 @@ impl Board {
         let Some(m) = team.members.get_mut(name) else {
             return;
         };
-        let last_heartbeat = m
-            .live
-            .heard_ms
-            .or(m.member.liveness.as_ref().and_then(|l| l.last_heartbeat));
+        let last_heartbeat =
+            m.live
+                .heard_ms
+                .or(m.member.liveness.as_ref().and_then(|l| l.last_heartbeat));
         m.member.liveness = Some(Liveness {
             state,
             since: now.wall_ms,
@@ -226,7 +226,10 @@ impl Board {
     /// Notes that the member asked for work or was handed a task: it has
     /// started.
     pub(crate) fn mark_started(&mut self, team: &str, name: &str) {
-        if let Some(m) = self.teams.get_mut(team).and_then(|t| t.members.get_mut(name))
+        if let Some(m) = self
+            .teams
+            .get_mut(team)
+            .and_then(|t| t.members.get_mut(name))
             && !std::mem::replace(&mut m.live.started, true)
         {
             self.recheck_liveness(team);
@@ -236,8 +239,18 @@ impl Board {
     /// The process that registered `name` on `session` is gone; `exit` says how,
     /// when its daemon could read it. A later registration (a new process) is
     /// not affected.
-    pub fn process_exited(&mut self, team: &str, name: &str, session: SessionId, exit: Option<String>) {
-        let Some(m) = self.teams.get_mut(team).and_then(|t| t.members.get_mut(name)) else {
+    pub fn process_exited(
+        &mut self,
+        team: &str,
+        name: &str,
+        session: SessionId,
+        exit: Option<String>,
+    ) {
+        let Some(m) = self
+            .teams
+            .get_mut(team)
+            .and_then(|t| t.members.get_mut(name))
+        else {
             return;
         };
         if m.live.registered_by != Some(session) {
@@ -273,7 +286,10 @@ impl Board {
         let mut due = Vec::new();
         for (name, t) in self.teams.iter_mut() {
             for m in t.members.values_mut() {
-                if m.live.stall_at(m.session.is_some()).is_some_and(|d| d <= now.mono) {
+                if m.live
+                    .stall_at(m.session.is_some())
+                    .is_some_and(|d| d <= now.mono)
+                {
                     m.live.overdue = true;
                     due.push(name.clone());
                 }

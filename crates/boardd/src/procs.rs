@@ -113,7 +113,11 @@ impl Procs {
             let exit = Stat::of(pid)
                 .filter(|s| s.start == start)
                 .and_then(|s| s.exit());
-            tracing::debug!(pid, exit = exit.as_deref().unwrap_or("unknown"), "process exited");
+            tracing::debug!(
+                pid,
+                exit = exit.as_deref().unwrap_or("unknown"),
+                "process exited"
+            );
             let _ = tx.send(Exited { exit, ..gone });
         });
     }

@@ -23,9 +23,9 @@ pub mod error;
 pub mod frame;
 pub mod ids;
 pub mod launch;
-pub mod liveness;
 #[cfg(feature = "cli")]
 pub mod lead_args;
+pub mod liveness;
 #[cfg(feature = "man")]
 pub mod man;
 pub mod member;
@@ -46,8 +46,8 @@ pub use client::{Client, ClientError};
 pub use error::{ErrorBody, ErrorCode};
 pub use frame::{ClientFrame, Hello, ServerFrame, Welcome};
 pub use ids::{RequestId, TaskId, request_tag};
-pub use liveness::{LiveState, Liveness};
 pub use launch::{AgentPolicy, MaxTokensField, ProviderKind, RuntimeKind};
+pub use liveness::{LiveState, Liveness};
 pub use request::Request;
 pub use task_status::TaskStatus;
 pub use team_request::{RequestKind, RequestState, TeamRequest};

@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use std::io::Write;
 use teamboard_protocol::text::fit_chars_with_ellipsis;
 use teamboard_protocol::{
-    Event, Liveness, Member, MemberStatus, Message, RequestKind, RequestState, Task, TaskId, TaskStatus,
-    TeamRequest, TokenUsage,
+    Event, Liveness, Member, MemberStatus, Message, RequestKind, RequestState, Task, TaskId,
+    TaskStatus, TeamRequest, TokenUsage,
 };
 
 mod worktree;
@@ -125,7 +125,11 @@ fn short_span(ms: i64) -> String {
 /// A member's liveness with its age: `working for 3m`, `stalled for 12s`,
 /// `dead for 2m (killed by SIGKILL)`.
 pub fn live_state(l: &Liveness, now: i64) -> String {
-    let mut s = format!("{} for {}", l.state, short_span(now.saturating_sub(l.since)));
+    let mut s = format!(
+        "{} for {}",
+        l.state,
+        short_span(now.saturating_sub(l.since))
+    );
     if let Some(exit) = &l.exit {
         s.push_str(&format!(" ({exit})"));
     }
@@ -337,9 +341,7 @@ pub fn member_lines(
     // member's own status and when it was last seen.
     let state = |m: &Member| match &m.liveness {
         Some(l) => live_state(l, now),
-        None if !m.connected
-            && matches!(m.status, MemberStatus::Working | MemberStatus::Idle) =>
-        {
+        None if !m.connected && matches!(m.status, MemberStatus::Working | MemberStatus::Idle) => {
             format!("{} (disconnected)", m.status)
         }
         None => m.status.to_string(),
@@ -815,7 +817,11 @@ mod tests {
             "{}",
             lines[0]
         );
-        assert!(lines[0].ends_with("last heartbeat just now"), "{}", lines[0]);
+        assert!(
+            lines[0].ends_with("last heartbeat just now"),
+            "{}",
+            lines[0]
+        );
         assert!(
             lines[1].starts_with("bob    coder  dead for 1s (killed by SIGKILL)  pid 7"),
             "{}",

@@ -44,7 +44,11 @@ fn each_state_follows_the_facts_with_the_moment_it_began() {
     let ann = join_beating(&mut h, "ann", Some(1000));
     assert_eq!(live(&h, ann).state, LiveState::Starting);
     assert_eq!(live(&h, ann).since, WALL0);
-    assert_eq!(settle(&mut h), Vec::<String>::new(), "member_registered says it");
+    assert_eq!(
+        settle(&mut h),
+        Vec::<String>::new(),
+        "member_registered says it"
+    );
 
     h.advance(secs(1));
     let ctx = h.ctx(ann);
@@ -94,9 +98,16 @@ fn a_silent_member_is_stalled_at_twice_its_beat_and_back_when_heard() {
     assert_eq!(settle(&mut h), Vec::<String>::new());
     h.advance(Duration::from_millis(1));
     expire(&mut h);
-    assert_eq!(settle(&mut h), vec!["ann is now stalled (last heard 2s ago)"]);
+    assert_eq!(
+        settle(&mut h),
+        vec!["ann is now stalled (last heard 2s ago)"]
+    );
     assert_eq!(live(&h, ann).state, LiveState::Stalled);
-    assert_eq!(h.board.next_deadline(), None, "no timer for a member already stalled");
+    assert_eq!(
+        h.board.next_deadline(),
+        None,
+        "no timer for a member already stalled"
+    );
 
     h.advance(secs(5));
     let ctx = h.ctx(ann);
@@ -146,7 +157,10 @@ fn a_lease_that_runs_out_on_a_connected_holder_stalls_it_until_heard() {
     h.advance(ttl);
     expire(&mut h);
     assert_eq!(h.task(id).owner, None, "the claim went back");
-    assert_eq!(settle(&mut h), vec!["ann is now stalled (last heard 30s ago)"]);
+    assert_eq!(
+        settle(&mut h),
+        vec!["ann is now stalled (last heard 30s ago)"]
+    );
     let ctx = h.ctx(ann);
     h.board.touch(&ctx);
     assert_eq!(settle(&mut h), vec!["ann is now idle"]);
@@ -174,7 +188,12 @@ fn a_restart_keeps_the_dead_dead_and_makes_the_rest_offline() {
     let mut h = H::new();
     let ann = join_beating(&mut h, "ann", Some(1000));
     let bob = join_beating(&mut h, "bob", Some(1000));
-    h.board.process_exited(TEAM, "ann", ann.session, Some("exited with status 1".into()));
+    h.board.process_exited(
+        TEAM,
+        "ann",
+        ann.session,
+        Some("exited with status 1".into()),
+    );
     settle(&mut h);
     let snap = Snapshot {
         members: h

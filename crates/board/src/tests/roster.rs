@@ -188,8 +188,14 @@ fn touch_updates_last_seen_without_writing() {
     h.advance(secs(9));
     let ctx = h.ctx(ann);
     h.board.touch(&ctx);
-    h.board.touch(&Ctx { actor: "nobody", ..ctx });
-    h.board.touch(&Ctx { team: "nowhere", ..ctx });
+    h.board.touch(&Ctx {
+        actor: "nobody",
+        ..ctx
+    });
+    h.board.touch(&Ctx {
+        team: "nowhere",
+        ..ctx
+    });
     assert_eq!(h.member(ann).last_seen, WALL0 + 9000);
     assert!(!h.board.has_changes());
 }

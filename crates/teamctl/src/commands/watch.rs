@@ -46,7 +46,10 @@ pub async fn run(ctx: &Ctx, args: WatchArgs) -> anyhow::Result<()> {
     if args.once {
         let recent = fetch_recent(&client, args.events).await?;
         let state = fetch(&client).await?;
-        return draw(&layout(ctx, &client, &state, &recent, render::now_ms()), tty);
+        return draw(
+            &layout(ctx, &client, &state, &recent, render::now_ms()),
+            tty,
+        );
     }
 
     // Ctrl-C, `kill`/`timeout` (SIGTERM) and a closed terminal (SIGHUP) all end the
@@ -61,7 +64,10 @@ pub async fn run(ctx: &Ctx, args: WatchArgs) -> anyhow::Result<()> {
     let mut recent = fetch_recent(&client, args.events).await?;
     let mut state = fetch(&client).await?;
     let _screen = Screen::enter(tty)?;
-    draw(&layout(ctx, &client, &state, &recent, render::now_ms()), tty)?;
+    draw(
+        &layout(ctx, &client, &state, &recent, render::now_ms()),
+        tty,
+    )?;
 
     let mut reconnects = Reconnects::default();
     let mut tick = tokio::time::interval(TICK);
@@ -107,7 +113,10 @@ pub async fn run(ctx: &Ctx, args: WatchArgs) -> anyhow::Result<()> {
             Err(e) if is_closed(&e) => continue,
             Err(e) => return Err(e),
         }
-        draw(&layout(ctx, &client, &state, &recent, render::now_ms()), tty)?;
+        draw(
+            &layout(ctx, &client, &state, &recent, render::now_ms()),
+            tty,
+        )?;
     }
 }
 

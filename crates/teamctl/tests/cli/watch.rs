@@ -189,8 +189,16 @@ fn watch_ticks_its_clock_and_ages_without_events() {
         };
         if line.starts_with("teamboard  team") {
             clocks.insert(line);
-        } else if let Some(age) = line.trim_start().strip_prefix("alice  coder  starting for ") {
-            ages.insert(age.split_whitespace().next().unwrap_or_default().to_string());
+        } else if let Some(age) = line
+            .trim_start()
+            .strip_prefix("alice  coder  starting for ")
+        {
+            ages.insert(
+                age.split_whitespace()
+                    .next()
+                    .unwrap_or_default()
+                    .to_string(),
+            );
         }
     }
     let _ = child.kill();
