@@ -350,8 +350,12 @@ impl Demo {
                     if e.team != DEFAULT_TEAM {
                         continue;
                     }
-                    // Keeps the set of working teammates up to date.
-                    if e.kind == EventKind::MemberStatus && let Some(member) = &e.member {
+                    // Keeps the set of working teammates up to date, from what
+                    // each says of itself (boardd's liveness events are its own).
+                    if e.kind == EventKind::MemberStatus
+                        && let Some(member) = &e.member
+                        && e.actor == *member
+                    {
                         match e.detail.ends_with(" is working") {
                             true => working.insert(member.clone()),
                             false => working.remove(member),

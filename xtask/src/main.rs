@@ -1,6 +1,7 @@
 //! Project chores that need more than a plain `cargo` command: `cargo xtask demo`,
 //! `cargo xtask install`, `cargo xtask install-agents`, `cargo xtask bench` (with
-//! `bench-teammates`, `bench-cancel`, `bench-plan` and `bench-runtimes`), `cargo xtask
+//! `bench-teammates`, `bench-cancel`, `bench-plan`, `bench-runtimes` and
+//! `bench-liveness`), `cargo xtask
 //! soak-git` and `cargo xtask module-cycles`. This file only parses flags; each command
 //! lives in its own module.
 
@@ -72,6 +73,11 @@ enum Command {
     /// Measure what Claude Code, Codex and an ACP agent cost as a teammate's
     /// runtime against the native one on the same mock: per task, the time a
     /// message takes to reach a busy agent, and the wakes that resumed a session.
+    /// How soon a killed, stopped and continued teammate reads dead, stalled
+    /// and working.
+    BenchLiveness(bench::liveness::LivenessBenchArgs),
+    #[command(hide = true)]
+    BenchLivenessRun(bench::liveness::LivenessBenchArgs),
     #[command(long_about = bench::runtimes::LONG_ABOUT)]
     BenchRuntimes(bench::runtimes::RuntimeBenchArgs),
     /// The runtime measurement itself, run from a release build.
@@ -131,6 +137,8 @@ fn main() -> anyhow::Result<()> {
         Command::BenchCancelRun(args) => bench::cancel::run(&args),
         Command::BenchPlan(args) => bench::plan::build_and_run(&args),
         Command::BenchPlanRun(args) => bench::plan::run(&args),
+        Command::BenchLiveness(args) => bench::liveness::build_and_run(&args),
+        Command::BenchLivenessRun(args) => bench::liveness::run(&args),
         Command::BenchRuntimes(args) => bench::runtimes::build_and_run(&args),
         Command::BenchRuntimesRun(args) => bench::runtimes::run(&args),
         Command::SoakGit(args) => soak::build_and_run(&args),

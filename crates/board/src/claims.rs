@@ -156,6 +156,7 @@ impl Board {
         let mut status_changed = false;
         if let Some(m) = team.members.get_mut(name) {
             m.member.task = Some(id);
+            m.live.started = true;
             status_changed = m.member.status != MemberStatus::Working;
             m.member.status = MemberStatus::Working;
             m.member.last_seen = now.wall_ms;
@@ -362,15 +363,20 @@ impl Board {
                     } else {
                         Abandon::NotReclaimed
                     };
-                    lapsed.push((name.clone(), *id, why));
+                    lapsed.push((name.clone(), *id, why, lease.session));
                 }
             }
         }
         // Hash order would make the events of a simultaneous expiry vary by run.
         lapsed.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
-        for (team, id, why) in lapsed {
+        for (team, id, why, session) in lapsed {
             let _ = self.abandon(by_boardd(&team, id, now), why, None);
+            // A connected holder that let its lease run out is stalled.
+            if let Some(session) = session {
+                self.lease_lapsed(&team, session);
+            }
         }
+        self.expire_stalls(now);
         self.expire_requests(now);
         self.expire_waiters(now)
     }

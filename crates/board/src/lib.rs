@@ -13,6 +13,7 @@ mod edits;
 mod error;
 mod inbox;
 mod landing;
+mod liveness;
 mod requests;
 mod restore;
 mod roster;
@@ -158,6 +159,8 @@ pub struct Board {
     /// Teams in which a waiter might now be served (a message arrived or a task
     /// became ready). `dispatch` looks only at these.
     wake: std::collections::BTreeSet<String>,
+    /// Teams whose members' liveness may have changed; see `liveness`.
+    live_check: std::collections::BTreeSet<String>,
 }
 
 impl Board {
@@ -174,6 +177,7 @@ impl Board {
             stops: Vec::new(),
             dropped: Vec::new(),
             wake: Default::default(),
+            live_check: Default::default(),
         }
     }
 
@@ -286,6 +290,8 @@ impl Board {
     ) {
         let seq = self.next_event_seq;
         self.next_event_seq += 1;
+        // Whatever made an event may have changed a member's state.
+        self.recheck_liveness(team);
         self.dirty.events.push(Event {
             seq,
             team: team.to_string(),
@@ -322,6 +328,7 @@ impl Board {
         leases
             .chain(waits)
             .chain(self.next_request_deadline())
+            .chain(self.next_stall())
             .min()
     }
 }

@@ -56,11 +56,14 @@ impl Board {
             if member.status != MemberStatus::Shutdown {
                 member.status = MemberStatus::Offline;
             }
+            let (live, liveness) = crate::liveness::restored(&member, now);
+            member.liveness = Some(liveness);
             t.members.insert(
                 member.name.clone(),
                 MemberState {
                     member,
                     session: None,
+                    live,
                 },
             );
         }

@@ -3,6 +3,7 @@
 use crate::About;
 use crate::claims::{Abandon, by_boardd};
 use crate::error::{BoardError, Result};
+use crate::liveness::Live;
 use crate::team::MemberState;
 use crate::transition::Change;
 use crate::{Board, Ctx, Now, SessionId};
@@ -73,6 +74,14 @@ impl Board {
         // A registration replaces all but what the member has done so far.
         let old = team.members.get(ctx.actor).map(|s| &s.member);
         let task = adopted.or(old.and_then(|m| m.task));
+        let mut detail = match (is_new, adopted) {
+            (true, _) => format!("{} joined as {role}", ctx.actor),
+            (false, Some(id)) => format!("{} reconnected and kept #{id}", ctx.actor),
+            (false, None) => format!("{} reconnected as {role}", ctx.actor),
+        };
+        if let Some(r) = &runtime {
+            detail.push_str(&format!(" (runtime {r})"));
+        }
         let member = Member {
             name: ctx.actor.to_string(),
             role: role.to_string(),
@@ -91,28 +100,24 @@ impl Board {
             runtime,
             model,
             tokens_estimated: old.is_some_and(|m| m.tokens_estimated),
+            liveness: old.and_then(|m| m.liveness.clone()),
         };
         let state = MemberState {
-            member: member.clone(),
+            member,
             session: Some(ctx.session),
+            live: Live::registered(ctx.session, args.beat_ms, ctx.now),
         };
         team.members.insert(ctx.actor.to_string(), state);
         self.mark_member(ctx.team, ctx.actor);
-        let mut detail = match (is_new, adopted) {
-            (true, _) => format!("{} joined as {role}", ctx.actor),
-            (false, Some(id)) => format!("{} reconnected and kept #{id}", ctx.actor),
-            (false, None) => format!("{} reconnected as {role}", ctx.actor),
-        };
-        if let Some(r) = &member.runtime {
-            detail.push_str(&format!(" (runtime {r})"));
-        }
         self.emit_as(
             &ctx,
             EventKind::MemberRegistered,
             About::member(ctx.actor),
             detail,
         );
-        Ok(member)
+        // Derived now, not at the end of the batch, so that the reply shows it.
+        self.settle_member(ctx.team, ctx.actor, ctx.now, true);
+        self.member_of_session(&ctx)
     }
 
     /// Sets the registered member's status (`shutdown` before a clean exit).
@@ -210,17 +215,18 @@ impl Board {
             let _ = self.abandon(at, Abandon::Disconnected, None);
         }
         for (team, name) in members {
+            self.recheck_liveness(&team);
             self.target_left(&team, &name, "its session ended before it answered", now);
             self.drop_stale_shutdowns(&team, &name, now);
-            let status = self
-                .team(&team)
-                .and_then(|t| t.members.get(&name))
-                .map(|m| m.member.status);
-            if status == Some(MemberStatus::Shutdown) {
-                self.mark_member(&team, &name);
-            } else {
-                self.change_status(&team, "boardd", &name, MemberStatus::Offline, now);
+            // Marked offline without an event of its own: the liveness event
+            // (`alice is now offline`, or `dead`) says it.
+            if let Some(m) = self.team_mut(&team).members.get_mut(&name)
+                && m.member.status != MemberStatus::Shutdown
+            {
+                m.member.status = MemberStatus::Offline;
+                m.member.last_seen = now.wall_ms;
             }
+            self.mark_member(&team, &name);
         }
     }
 
@@ -295,15 +301,6 @@ impl Board {
     pub fn is_member(&self, team: &str, name: &str) -> bool {
         self.team(team)
             .is_some_and(|t| t.members.contains_key(name))
-    }
-
-    /// Notes that a session was heard from, without writing anything.
-    pub fn touch(&mut self, team: &str, name: &str, now: Now) {
-        if let Some(t) = self.teams.get_mut(team)
-            && let Some(m) = t.members.get_mut(name)
-        {
-            m.member.last_seen = now.wall_ms;
-        }
     }
 }
 

@@ -36,6 +36,8 @@ pub(crate) struct Waiter {
 pub(crate) struct MemberState {
     pub member: Member,
     pub session: Option<SessionId>,
+    /// The facts its liveness is derived from (see `liveness`).
+    pub live: crate::liveness::Live,
 }
 
 #[derive(Debug)]

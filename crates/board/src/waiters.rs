@@ -48,6 +48,7 @@ impl Board {
                 ctx.actor
             )));
         }
+        self.mark_started(ctx.team, ctx.actor);
         if let Some(work) = self.work_for(ctx.team, ctx.actor, ctx.session, ctx.now) {
             return Ok(Some(work));
         }

@@ -15,6 +15,7 @@ use crate::handlers::{self, Outcome};
 use crate::info::DaemonInfo;
 use crate::leads::LeadSeats;
 use crate::outbox::Outbox;
+use crate::procs::{Exited, Procs};
 use crate::reply::Reply;
 use crate::repo::{Done, Job, Repos};
 use crate::writer::{CommitMode, EventTo, Job as WriterJob, QueryTo, ReplyTo, Writer};
@@ -86,11 +87,16 @@ pub struct Actor {
     held: Held,
     /// Each team's connected LLM lead.
     leads: LeadSeats,
+    /// Members' processes, watched for their exit.
+    procs: Procs,
+    /// Their reports; taken by `run`.
+    exited: Option<mpsc::UnboundedReceiver<Exited>>,
 }
 
 impl Actor {
     pub fn new(board: Board, writer: Writer, mode: CommitMode, info: DaemonInfo) -> Actor {
         let (repos, repo_done) = Repos::new();
+        let (procs, exited) = Procs::new();
         Actor {
             board,
             writer,
@@ -103,6 +109,8 @@ impl Actor {
             repo_done: Some(repo_done),
             held: Held::default(),
             leads: LeadSeats::default(),
+            procs,
+            exited: Some(exited),
         }
     }
 
@@ -124,6 +132,10 @@ impl Actor {
         let mut buf = Vec::with_capacity(MAX_BATCH);
         let mut repo_done = self
             .repo_done
+            .take()
+            .unwrap_or_else(|| mpsc::unbounded_channel().1);
+        let mut exited = self
+            .exited
             .take()
             .unwrap_or_else(|| mpsc::unbounded_channel().1);
         // Tasks that were waiting in a merge queue when boardd stopped land
@@ -155,6 +167,9 @@ impl Actor {
                 }
                 _ = sleep_until(deadline) => self.expire_due(next),
                 Some(done) = repo_done.recv() => self.repo_done(done),
+                Some(gone) = exited.recv() => {
+                    self.board.process_exited(&gone.team, &gone.name, gone.session, gone.exit);
+                }
             }
             self.flush(rx.is_empty());
         }
@@ -269,7 +284,8 @@ impl Actor {
             tracing::error!(session, id, "request from a session that is not open");
             return;
         };
-        let (team, name, out) = (s.team.clone(), s.name.clone(), s.out.clone());
+        let (team, name, out, pid) = (s.team.clone(), s.name.clone(), s.out.clone(), s.pid);
+        let registers = matches!(request, Request::Register(_));
         // Checked before anything is done: a reply once made is always sent, so
         // this is where the memory a client that does not read can take stops.
         if let Some(over) = out.over_budget() {
@@ -285,7 +301,15 @@ impl Actor {
             now: Self::now(),
         };
         match handlers::handle(&mut self.board, &self.info, ctx, id, request) {
-            Outcome::Reply(result) => self.job.replies.push(ReplyTo::new(out, id, result)),
+            Outcome::Reply(result) => {
+                if registers
+                    && result.is_ok()
+                    && let Some(pid) = pid
+                {
+                    self.procs.watch(team, name, session, pid);
+                }
+                self.job.replies.push(ReplyTo::new(out, id, result));
+            }
             Outcome::Query(query) => self.job.queries.push(QueryTo::new(out, id, query)),
             Outcome::Parked => {}
             Outcome::Repo(job) => self.repos.submit(*job),
@@ -354,6 +378,8 @@ impl Actor {
                 self.effect(effect);
             }
         }
+        // Last, so that it sees every fact of the batch.
+        self.board.settle_liveness(Self::now());
         let changes = self.board.take_changes();
         let notices = self.board.take_notices();
         let stops = self.board.take_stops();

@@ -22,6 +22,7 @@ mod leads;
 mod notify;
 mod outbox;
 mod private;
+mod procs;
 mod reply;
 mod repo;
 pub mod server;

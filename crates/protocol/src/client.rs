@@ -465,6 +465,12 @@ impl Client {
         self.call(Request::Heartbeat(ClaimRef { id, epoch })).await
     }
 
+    /// Says the session is alive; see `RegisterArgs::beat_ms`.
+    pub async fn ping(&self) -> Result<(), ClientError> {
+        let _: serde_json::Value = self.call(Request::Ping(NoArgs {})).await?;
+        Ok(())
+    }
+
     pub async fn team(&self) -> Result<Vec<Member>, ClientError> {
         self.call(Request::Team(NoArgs {})).await
     }

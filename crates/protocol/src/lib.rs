@@ -25,6 +25,7 @@ pub mod ids;
 pub mod launch;
 #[cfg(feature = "cli")]
 pub mod lead_args;
+pub mod liveness;
 #[cfg(feature = "man")]
 pub mod man;
 pub mod member;
@@ -46,6 +47,7 @@ pub use error::{ErrorBody, ErrorCode};
 pub use frame::{ClientFrame, Hello, ServerFrame, Welcome};
 pub use ids::{RequestId, TaskId, request_tag};
 pub use launch::{AgentPolicy, MaxTokensField, ProviderKind, RuntimeKind};
+pub use liveness::{LiveState, Liveness};
 pub use request::Request;
 pub use task_status::TaskStatus;
 pub use team_request::{RequestKind, RequestState, TeamRequest};
@@ -96,6 +98,7 @@ mod tests {
     fn strum_and_serde_name_each_variant_alike() {
         names_agree::<TaskStatus>();
         names_agree::<MemberStatus>();
+        names_agree::<LiveState>();
         names_agree::<MessageKind>();
         names_agree::<EventKind>();
         names_agree::<ErrorCode>();

@@ -52,6 +52,9 @@ pub enum Request {
     ReleaseTask(ReleaseArgs),
     /// Extend the claim's lease. Answer: `Task`.
     Heartbeat(ClaimRef),
+    /// Say the session is alive, with nothing else to say (a registered member
+    /// keeps the `beat_ms` it declared with it). Answer: `{}`.
+    Ping(NoArgs),
     /// The team's roster. Answer: `[Member]`, by name.
     Team(NoArgs),
     /// Send a message to one member (or `lead`). Answer: `Message`.
@@ -139,6 +142,7 @@ impl Request {
         "fail_task",
         "release_task",
         "heartbeat",
+        "ping",
         "team",
         "send",
         "broadcast",
@@ -201,6 +205,7 @@ impl Request {
             Request::FailTask(_) => "fail_task",
             Request::ReleaseTask(_) => "release_task",
             Request::Heartbeat(_) => "heartbeat",
+            Request::Ping(_) => "ping",
             Request::Team(_) => "team",
             Request::Send(_) => "send",
             Request::Broadcast(_) => "broadcast",
@@ -247,6 +252,12 @@ pub struct RegisterArgs {
     /// (`anthropic/claude-sonnet-4-5`). Shown on the roster; see `Member::model`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The member promises to be heard from (any request; `ping` when it has
+    /// nothing else to say) at least this often, in ms. boardd calls it
+    /// `stalled` once twice this passes in silence. Without it (an older
+    /// client), only an expired lease makes it `stalled`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub beat_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -178,6 +178,10 @@ pub struct Member {
     /// counts its text, it is billed nothing.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub tokens_estimated: bool,
+    /// What boardd knows of its process, as opposed to `status`, the member's
+    /// own word. Absent from a boardd that predates it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub liveness: Option<crate::Liveness>,
 }
 
 /// What a message is for. The kinds follow the reference design's protocols.

@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use std::io::Write;
 use teamboard_protocol::text::fit_chars_with_ellipsis;
 use teamboard_protocol::{
-    Event, Member, MemberStatus, Message, RequestKind, RequestState, Task, TaskId, TaskStatus,
-    TeamRequest, TokenUsage,
+    Event, Liveness, Member, MemberStatus, Message, RequestKind, RequestState, Task, TaskId,
+    TaskStatus, TeamRequest, TokenUsage,
 };
 
 mod worktree;
@@ -108,14 +108,32 @@ pub fn ago(at: i64, now: i64) -> String {
     if diff < 1000 {
         return "just now".into();
     }
-    let s = diff / 1000;
-    let short = match s {
-        1..=59 => format!("{s}s"),
+    format!("{} ago", short_span(diff))
+}
+
+/// A span in its largest whole unit: `0s`, `41s`, `3m`, `2h`, `5d`.
+fn short_span(ms: i64) -> String {
+    let s = ms.max(0) / 1000;
+    match s {
+        0..=59 => format!("{s}s"),
         60..=3599 => format!("{}m", s / 60),
         3600..=86_399 => format!("{}h", s / 3600),
         _ => format!("{}d", s / 86_400),
-    };
-    format!("{short} ago")
+    }
+}
+
+/// A member's liveness with its age: `working for 3m`, `stalled for 12s`,
+/// `dead for 2m (killed by SIGKILL)`.
+pub fn live_state(l: &Liveness, now: i64) -> String {
+    let mut s = format!(
+        "{} for {}",
+        l.state,
+        short_span(now.saturating_sub(l.since))
+    );
+    if let Some(exit) = &l.exit {
+        s.push_str(&format!(" ({exit})"));
+    }
+    s
 }
 
 // ---------------------------------------------------------------- numbers
@@ -317,7 +335,9 @@ fn task_ref(task: Option<TaskId>, subject: Option<&str>, width: usize) -> String
 
 /// A line for every member, aligned, with its task's subject looked up in `tasks`
 /// and its pending shutdown in `requests`:
-/// `alice  coder  working  pid 4242  #3 Write tests  1.2k tokens (1.0k in, 0 cached, 200 out)  seen 5s ago`,
+/// `alice  coder  working for 3m  pid 4242  #3 Write tests  1.2k tokens (1.0k in, 0 cached, 200 out)  last heartbeat 5s ago`
+/// (the state is boardd's liveness, docs/teamctl.md; from a boardd without it,
+/// the member's own status and `seen 5s ago`),
 /// then `plans need approval` for a member spawned with `--require-plan`, and
 /// its pending shutdown request, if any. When any member in the list said what
 /// runs it, each line has that after the role ([`engine`]: `alice  coder
@@ -340,11 +360,31 @@ pub fn member_lines(
         .filter(|_| members.iter().any(|m| engine(m).is_some()));
     let subjects: HashMap<TaskId, &str> =
         tasks.iter().map(|t| (t.id, t.subject.as_str())).collect();
-    let line = |m: &Member| {
-        let mut status = m.status.to_string();
-        if !m.connected && matches!(m.status, MemberStatus::Working | MemberStatus::Idle) {
-            status.push_str(" (disconnected)");
+    // With boardd's liveness, the state column is the facts (`working for 3m`)
+    // and the line ends with the last heartbeat; without (an older boardd), the
+    // member's own status and when it was last seen.
+    let state = |m: &Member| match &m.liveness {
+        Some(l) => live_state(l, now),
+        None if !m.connected && matches!(m.status, MemberStatus::Working | MemberStatus::Idle) => {
+            format!("{} (disconnected)", m.status)
         }
+        None => m.status.to_string(),
+    };
+    let sw = members
+        .iter()
+        .filter(|m| m.liveness.is_some())
+        .map(|m| state(m).len())
+        .max()
+        .map_or(8, |w| w.max(8));
+    let line = |m: &Member| {
+        let status = state(m);
+        let heard = match &m.liveness {
+            Some(l) => match l.last_heartbeat {
+                Some(at) => format!("last heartbeat {}", ago(at, now)),
+                None => "never heard".to_string(),
+            },
+            None => format!("seen {}", ago(m.last_seen, now)),
+        };
         let pid = m
             .pid
             .map_or_else(|| "pid -".to_string(), |p| format!("pid {p}"));
@@ -352,14 +392,16 @@ pub fn member_lines(
         let task = task_ref(m.task, subject, 40);
         let runtime = tw.map_or_else(String::new, |w| format!("{:<w$}  ", engine_of(m)));
         let mut line = format!(
-            "{:<nw$}  {:<rw$}  {runtime}{status:<8}  {pid:<9}  {task}  {}  seen {}",
+            "{:<nw$}  {:<rw$}  {runtime}{status:<sw$}  {pid:<9}  {task}  {}  {heard}",
             m.name,
             m.role,
             member_tokens(m),
-            ago(m.last_seen, now),
             nw = nw.unwrap_or(4),
             rw = rw.unwrap_or(4),
         );
+        if m.liveness.is_some() && m.status == MemberStatus::Shutdown {
+            line.push_str("  shutting down");
+        }
         if m.require_plan {
             line.push_str("  plans need approval");
         }
@@ -741,6 +783,7 @@ mod tests {
             runtime: None,
             model: None,
             tokens_estimated: false,
+            liveness: None,
         };
         let pending = request(4, RequestKind::Shutdown, RequestState::Pending);
         let mut other = request(3, RequestKind::Shutdown, RequestState::Pending);
@@ -761,6 +804,61 @@ mod tests {
     }
 
     #[test]
+    fn each_member_shows_its_liveness_with_its_age_and_last_heartbeat() {
+        use teamboard_protocol::LiveState;
+        let base = Member {
+            name: "alice".into(),
+            role: "coder".into(),
+            status: MemberStatus::Working,
+            last_seen: 0,
+            pid: Some(7),
+            task: Some(3),
+            tokens: TokenUsage::default(),
+            connected: true,
+            joined_at: 0,
+            require_plan: false,
+            runtime: None,
+            model: None,
+            tokens_estimated: false,
+            liveness: Some(Liveness {
+                state: LiveState::Working,
+                since: 20_000,
+                last_heartbeat: Some(200_000),
+                exit: None,
+            }),
+        };
+        let dead = Member {
+            name: "bob".into(),
+            task: None,
+            connected: false,
+            liveness: Some(Liveness {
+                state: LiveState::Dead,
+                since: 199_000,
+                last_heartbeat: Some(159_000),
+                exit: Some("killed by SIGKILL".into()),
+            }),
+            ..base.clone()
+        };
+        let lines = member_lines(&[base, dead], &[], &[], 200_500);
+        assert!(
+            lines[0].starts_with(&format!("alice  coder  {:<31}  pid 7", "working for 3m")),
+            "{}",
+            lines[0]
+        );
+        assert!(
+            lines[0].ends_with("last heartbeat just now"),
+            "{}",
+            lines[0]
+        );
+        assert!(
+            lines[1].starts_with("bob    coder  dead for 1s (killed by SIGKILL)  pid 7"),
+            "{}",
+            lines[1]
+        );
+        assert!(lines[1].ends_with("last heartbeat 41s ago"), "{}", lines[1]);
+    }
+
+    #[test]
     fn the_runtime_is_a_column_after_the_role_when_anyone_runs_an_agent() {
         let native = Member {
             name: "alice".into(),
@@ -776,6 +874,7 @@ mod tests {
             runtime: None,
             model: None,
             tokens_estimated: false,
+            liveness: None,
         };
         let agent = Member {
             name: "bob".into(),

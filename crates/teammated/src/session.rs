@@ -118,6 +118,7 @@ impl Session {
         cancel: CancellationToken,
     ) -> Result<(Session, Member), ClientError> {
         let (client, member) = connect_loop(&socket, &who, &cancel, true, give_up).await?;
+        let beat = beat_of(client.welcome().lease_ttl_ms);
         let inner = Inner {
             socket,
             who,
@@ -130,12 +131,9 @@ impl Session {
             // A child: approving a shutdown stops the reconnects, not the teammate.
             cancel: cancel.child_token(),
         };
-        Ok((
-            Session {
-                inner: Arc::new(inner),
-            },
-            member,
-        ))
+        let inner = Arc::new(inner);
+        tokio::spawn(ping(Arc::downgrade(&inner), beat));
+        Ok((Session { inner }, member))
     }
 
     pub fn who(&self) -> &Identity {
@@ -278,6 +276,39 @@ impl Session {
     }
 }
 
+/// How often a teammate lets boardd hear from it: a third of the lease, as the
+/// claim's heartbeat, so that boardd (which calls a member stalled after two
+/// silent beats) hears a live one well before its lease could run out.
+fn beat_of(lease_ttl_ms: u64) -> Duration {
+    Duration::from_millis(lease_ttl_ms.max(300) / 3)
+}
+
+/// Pings boardd once per `beat` for as long as the session lives, whatever the
+/// teammate is doing: an idle teammate parked in `wait_for_work` sends nothing
+/// else, and boardd would have no way to tell it from a stopped process
+/// (protocol §9). Through whichever connection is current; a broken one is
+/// left to the callers that repair it. A boardd that predates `ping` refuses
+/// it, and never expected it either: the pinging stops.
+async fn ping(inner: std::sync::Weak<Inner>, beat: Duration) {
+    let mut every = tokio::time::interval(beat);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    every.tick().await;
+    loop {
+        every.tick().await;
+        let Some(inner) = inner.upgrade() else { return };
+        let client = inner.client.read().await.clone();
+        drop(inner);
+        match client.ping().await {
+            Ok(()) => {}
+            Err(e) if e.code() == Some(ErrorCode::UnknownRequest) => {
+                tracing::debug!("boardd does not know `ping`; not pinging");
+                return;
+            }
+            Err(e) => tracing::debug!(error = %e, "ping failed"),
+        }
+    }
+}
+
 /// Connects and registers, retrying with exponential backoff while boardd is down or
 /// still remembers our previous session, for at most `give_up`: a teammate whose
 /// board is gone for good (its daemon was killed and not restarted) must not linger
@@ -298,6 +329,7 @@ async fn connect_loop(
             // there are, rather than becoming a team of one. `teamctl spawn
             // --new-team` creates it before the teammate starts.
             let client = Client::join(socket, "teammated", &who.name, &who.team, false).await?;
+            let beat = beat_of(client.welcome().lease_ttl_ms);
             let member = client
                 .register_with(RegisterArgs {
                     role: who.role.clone(),
@@ -305,6 +337,7 @@ async fn connect_loop(
                     require_plan: who.require_plan,
                     runtime: who.runtime.clone(),
                     model: who.model.clone(),
+                    beat_ms: u64::try_from(beat.as_millis()).ok(),
                 })
                 .await?;
             Ok::<_, ClientError>((client, member))

@@ -161,12 +161,14 @@ impl Board {
         }
     }
 
-    /// Waits until `name` reports `status` (a `member_status` event).
+    /// Waits until `name` reports `status` (a `member_status` event of its
+    /// own: not boardd's liveness, which says what boardd knows of it).
     pub async fn wait_status(&mut self, name: &str, status: &str) -> Event {
         let what = format!("{name} to become {status}");
         self.wait_for(&what, |e| {
             e.kind == EventKind::MemberStatus
                 && e.member.as_deref() == Some(name)
+                && e.actor == name
                 && e.detail.contains(status)
         })
         .await

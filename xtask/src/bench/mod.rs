@@ -4,6 +4,7 @@
 pub mod cancel;
 pub mod durable;
 pub mod harness;
+pub mod liveness;
 pub mod plan;
 pub mod runtimes;
 pub mod teammates;

@@ -106,6 +106,8 @@ impl Board {
             RequestOpened | RequestSettled => e.detail.clone(),
             // "working" always follows a claim, which is shown already.
             MemberStatus if e.detail.ends_with(" is working") => return None,
+            // boardd's liveness: only what the demo does not narrate itself.
+            MemberStatus if e.actor == "boardd" && !is_trouble(&e.detail) => return None,
             MemberStatus => e.detail.clone(),
             WorktreeOpened | MergeQueued | ChecksFailed | MergeConflict => {
                 let id = e.task?;
@@ -385,6 +387,13 @@ fn first_line(text: Option<&str>) -> String {
     }
 }
 
+/// Whether a liveness event tells of trouble: a member stalled, offline or dead.
+fn is_trouble(detail: &str) -> bool {
+    ["stalled", "offline", "dead"]
+        .iter()
+        .any(|w| detail.contains(&format!(" is now {w}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -481,6 +490,7 @@ mod tests {
             runtime: None,
             model: None,
             tokens_estimated: false,
+            liveness: None,
         }];
         let report = b.report(&members).join("\n");
         assert!(

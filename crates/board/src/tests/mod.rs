@@ -11,6 +11,7 @@ mod inbox;
 mod invariants;
 mod landing;
 mod leases;
+mod liveness;
 mod requests;
 mod restore;
 mod roster;

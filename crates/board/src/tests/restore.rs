@@ -121,6 +121,9 @@ fn a_snapshot_round_trips() {
                 if m.status != MemberStatus::Shutdown {
                     m.status = MemberStatus::Offline;
                 }
+                if let Some(l) = m.liveness.as_mut() {
+                    l.state = teamboard_protocol::LiveState::Offline;
+                }
                 m
             })
             .collect();
@@ -163,6 +166,7 @@ fn a_round_trip_after_clean_disconnects() {
     for s in 1..10 {
         h.board.disconnect(s, now);
     }
+    h.board.settle_liveness(now);
     store.apply(h.board.take_changes());
     let r = restart(&store, *h.board.config());
     for team in ["alpha", "beta"] {

@@ -187,10 +187,17 @@ fn touch_updates_last_seen_without_writing() {
     let mut h = H::new();
     let ann = h.join("ann", "dev");
     h.board.take_changes();
-    let now = h.advance(secs(9));
-    h.board.touch(TEAM, "ann", now);
-    h.board.touch(TEAM, "nobody", now);
-    h.board.touch("nowhere", "ann", now);
+    h.advance(secs(9));
+    let ctx = h.ctx(ann);
+    h.board.touch(&ctx);
+    h.board.touch(&Ctx {
+        actor: "nobody",
+        ..ctx
+    });
+    h.board.touch(&Ctx {
+        team: "nowhere",
+        ..ctx
+    });
     assert_eq!(h.member(ann).last_seen, WALL0 + 9000);
     assert!(!h.board.has_changes());
 }

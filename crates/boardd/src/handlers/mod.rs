@@ -54,7 +54,7 @@ pub fn handle(
     request: Request,
 ) -> Outcome {
     let team = ctx.team;
-    board.touch(team, ctx.actor, ctx.now);
+    board.touch(&ctx);
     let result = match request {
         Request::Status(_) => Ok(Reply::Status(Box::new(status(board, info)))),
         Request::Register(a) => board.register_with(ctx, &a).map(Reply::from),
@@ -90,6 +90,8 @@ pub fn handle(
             .release_task(ctx, a.id, a.epoch, a.error, a.note)
             .map(Reply::from),
         Request::Heartbeat(a) => board.heartbeat(ctx, a.id, a.epoch).map(Reply::from),
+        // Heard by the `touch` above; nothing else to do.
+        Request::Ping(_) => Ok(Reply::Done(crate::reply::Empty {})),
         Request::Team(_) => Ok(Reply::Members(board.members(team))),
         Request::Send(a) => board
             .send(ctx, &a.to, a.kind, a.content, a.request_id)

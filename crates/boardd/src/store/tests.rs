@@ -176,6 +176,7 @@ fn a_member_row_from_before_runtimes_loads_as_native_and_a_runtime_round_trips()
         runtime: Some("claude".into()),
         model: None,
         tokens_estimated: true,
+        liveness: None,
     };
     let batch = Changes {
         members: vec![("default".into(), new.clone())],

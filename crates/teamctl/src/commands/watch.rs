@@ -1,9 +1,16 @@
 //! `teamctl watch`: a live full-screen view of the board, the team and the latest
 //! events.
 //!
-//! The view is redrawn when boardd pushes an event, never on a timer. A burst of
-//! events (a completion that makes five tasks ready, say) is coalesced: after the
-//! first event the view waits [`DEBOUNCE`] for more, then refetches and redraws once.
+//! What the view shows is fetched again when boardd pushes an event, never on a
+//! timer: boardd's events drive the content. A burst of events (a completion
+//! that makes five tasks ready, say) is coalesced: after the first event the view
+//! waits [`DEBOUNCE`] for more, then refetches and redraws once.
+//!
+//! The clock and the ages (`working for 3m`, `last heartbeat 41s ago`) tick on
+//! their own: every [`TICK`] the last fetched state is laid out again against
+//! the current time, without asking boardd anything. A view that only redrew on
+//! events would freeze them between events, and a member that went silent would
+//! look `just now` heard from until something else happened.
 
 use super::{Ctx, Reconnects, decode, fetch_tasks};
 use crate::cli::WatchArgs;
@@ -14,12 +21,16 @@ use std::time::Duration;
 use teamboard_protocol::request::{EventsArgs, ListRequestsArgs, NoArgs};
 use teamboard_protocol::{
     Client, ClientError, Event, Member, Request, RequestKind, RequestState, Task, TaskStatus,
+    TeamRequest,
 };
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::time::Instant;
 
 /// How long to gather further events after the first one before redrawing.
 const DEBOUNCE: Duration = Duration::from_millis(50);
+
+/// How often the clock and the ages are redrawn between events.
+const TICK: Duration = Duration::from_secs(1);
 
 pub async fn run(ctx: &Ctx, args: WatchArgs) -> anyhow::Result<()> {
     if ctx.json {
@@ -34,8 +45,11 @@ pub async fn run(ctx: &Ctx, args: WatchArgs) -> anyhow::Result<()> {
 
     if args.once {
         let recent = fetch_recent(&client, args.events).await?;
-        let frame = render_frame(ctx, &client, &recent).await?;
-        return draw(&frame, tty);
+        let state = fetch(&client).await?;
+        return draw(
+            &layout(ctx, &client, &state, &recent, render::now_ms()),
+            tty,
+        );
     }
 
     // Ctrl-C, `kill`/`timeout` (SIGTERM) and a closed terminal (SIGHUP) all end the
@@ -48,15 +62,25 @@ pub async fn run(ctx: &Ctx, args: WatchArgs) -> anyhow::Result<()> {
     // Subscribe before the first fetch so that nothing falls between the two.
     client.subscribe().await?;
     let mut recent = fetch_recent(&client, args.events).await?;
+    let mut state = fetch(&client).await?;
     let _screen = Screen::enter(tty)?;
-    draw(&render_frame(ctx, &client, &recent).await?, tty)?;
+    draw(
+        &layout(ctx, &client, &state, &recent, render::now_ms()),
+        tty,
+    )?;
 
     let mut reconnects = Reconnects::default();
+    let mut tick = tokio::time::interval(TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
         let first = tokio::select! {
             _ = interrupt.recv() => return Ok(()),
             _ = terminate.recv() => return Ok(()),
             _ = hangup.recv() => return Ok(()),
+            _ = tick.tick() => {
+                draw(&layout(ctx, &client, &state, &recent, render::now_ms()), tty)?;
+                continue;
+            }
             event = client.next_event() => event,
         };
         match first {
@@ -83,12 +107,16 @@ pub async fn run(ctx: &Ctx, args: WatchArgs) -> anyhow::Result<()> {
                 recent = fetch_recent(&client, args.events).await?;
             }
         }
-        match render_frame(ctx, &client, &recent).await {
-            Ok(frame) => draw(&frame, tty)?,
+        match fetch(&client).await {
+            Ok(fetched) => state = fetched,
             // The connection closed mid-fetch: the next wait finds out why.
             Err(e) if is_closed(&e) => continue,
             Err(e) => return Err(e),
         }
+        draw(
+            &layout(ctx, &client, &state, &recent, render::now_ms()),
+            tty,
+        )?;
     }
 }
 
@@ -122,12 +150,16 @@ fn remember(recent: &mut VecDeque<Event>, e: Event, keep: usize) {
     }
 }
 
-/// Fetches the board and the team, and lays out one frame.
-async fn render_frame(
-    ctx: &Ctx,
-    client: &Client,
-    recent: &VecDeque<Event>,
-) -> anyhow::Result<Vec<String>> {
+/// What one frame shows, as boardd last said it.
+struct Fetched {
+    tasks: Vec<Task>,
+    members: Vec<Member>,
+    /// Pending requests.
+    open: Vec<TeamRequest>,
+}
+
+/// Fetches the board, the team and the pending requests.
+async fn fetch(client: &Client) -> anyhow::Result<Fetched> {
     let tasks = fetch_tasks(client).await?;
     let raw_team = client.call_value(Request::Team(NoArgs {})).await?;
     let members: Vec<Member> = decode(&raw_team, "team")?;
@@ -138,8 +170,27 @@ async fn render_frame(
             task: None,
         })
         .await?;
-    let now = render::now_ms();
-    let board = render::Board::new(&tasks);
+    Ok(Fetched {
+        tasks,
+        members,
+        open,
+    })
+}
+
+/// Lays out one frame of `state` as of `now`.
+fn layout(
+    ctx: &Ctx,
+    client: &Client,
+    state: &Fetched,
+    recent: &VecDeque<Event>,
+    now: i64,
+) -> Vec<String> {
+    let Fetched {
+        tasks,
+        members,
+        open,
+    } = state;
+    let board = render::Board::new(tasks);
 
     let mut out = vec![
         format!(
@@ -148,7 +199,7 @@ async fn render_frame(
             client.welcome().server,
             render::clock(now)
         ),
-        format!("tasks: {}", render::task_summary(&tasks)),
+        format!("tasks: {}", render::task_summary(tasks)),
     ];
     let plans = open.iter().filter(|r| r.kind == RequestKind::Plan).count();
     let shutdowns = open.len() - plans;
@@ -161,7 +212,7 @@ async fn render_frame(
     }
     out.extend([String::new(), "TASKS".to_string()]);
     let shown = fit_tasks(
-        &tasks,
+        tasks,
         members.len() + recent.len() + usize::from(!open.is_empty()),
     );
     if tasks.is_empty() {
@@ -185,7 +236,7 @@ async fn render_frame(
         out.push("  (nobody yet: start a teammate with `teamctl spawn NAME --role ROLE`)".into());
     } else {
         out.extend(
-            render::member_lines(&members, &tasks, &open, now)
+            render::member_lines(members, tasks, open, now)
                 .into_iter()
                 .map(|l| format!("  {l}")),
         );
@@ -201,7 +252,7 @@ async fn render_frame(
     }
     out.push(String::new());
     out.push("Ctrl-C to quit".to_string());
-    Ok(out)
+    out
 }
 
 /// When the terminal's height is known (`$LINES`), keeps the task list short enough

@@ -66,17 +66,19 @@ fn watch_shows_each_members_runtime_up_front() {
         visible.starts_with("bob    backend  claude  working"),
         "{visible}\n{out}"
     );
+    // Registered, and has not asked for work yet.
     assert!(
-        member("alice").starts_with("alice  backend  native  idle"),
+        member("alice").starts_with("alice  backend  native  starting for"),
         "{out}"
     );
-    // The same columns as `teamctl team`.
+    // The same columns as `teamctl team` (up to the state's age, which may have
+    // ticked between the two).
     let team = d.ok(&["team"]);
     let in_team = team
         .lines()
         .find(|l| l.starts_with("bob"))
         .expect("bob in team");
-    let head = |l: &str| l.split_whitespace().take(6).collect::<Vec<_>>().join(" ");
+    let head = |l: &str| l.split_whitespace().take(5).collect::<Vec<_>>().join(" ");
     assert_eq!(head(&member("bob")), head(in_team));
 }
 
@@ -154,4 +156,51 @@ fn watch_redraws_on_events_and_exits_when_the_daemon_goes_away() {
     }
     assert!(err.contains("boardd went away"), "{err}");
     let _ = reader.join();
+}
+
+/// Between events the clock and the ages tick: a member that nothing happens to
+/// is seen growing older, frame after frame, with no event to redraw it.
+#[test]
+fn watch_ticks_its_clock_and_ages_without_events() {
+    let d = Cli::start();
+    let _alice = d.teammate("alice", "coder");
+    let mut child = base_command(&d.socket)
+        .args(["watch"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn watch");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut clocks = std::collections::BTreeSet::new();
+    let mut ages = std::collections::BTreeSet::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while ages.len() < 3 || clocks.len() < 3 {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let Ok(line) = rx.recv_timeout(left) else {
+            panic!("watch froze: clocks {clocks:?}, ages {ages:?}");
+        };
+        if line.starts_with("teamboard  team") {
+            clocks.insert(line);
+        } else if let Some(age) = line
+            .trim_start()
+            .strip_prefix("alice  coder  starting for ")
+        {
+            ages.insert(
+                age.split_whitespace()
+                    .next()
+                    .unwrap_or_default()
+                    .to_string(),
+            );
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }

@@ -165,6 +165,7 @@ mod tests {
             runtime: None,
             model: None,
             tokens_estimated: false,
+            liveness: None,
         }
     }
 

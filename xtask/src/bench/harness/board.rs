@@ -261,7 +261,8 @@ impl Lead {
             .1)
     }
 
-    /// Waits until `name`'s status says `word` (`working`, `idle`).
+    /// Waits until `name`'s own status says `word` (`working`, `idle`): its
+    /// word, not boardd's liveness, which turns idle as soon as a claim ends.
     pub async fn status(
         &mut self,
         name: &str,
@@ -271,6 +272,7 @@ impl Lead {
         let status = |e: &Event| {
             e.kind == EventKind::MemberStatus
                 && e.member.as_deref() == Some(name)
+                && e.actor == name
                 && e.detail.ends_with(&format!(" {word}"))
         };
         Ok(self

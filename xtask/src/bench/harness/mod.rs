@@ -34,7 +34,13 @@ pub fn bench_dir() -> anyhow::Result<PathBuf> {
 /// `cargo xtask BENCH`: builds `packages` in release mode and runs
 /// `target/release/xtask RUN` with this process's own flags.
 pub fn hand_over(packages: &[&str], run: &str) -> anyhow::Result<()> {
-    let xtask = cargo::build(packages, true, false)?.join("xtask");
+    hand_over_as(packages, run, true)
+}
+
+/// [`hand_over`], in release mode or not: a bench whose figures are timers and
+/// the kernel's, not CPU work, need not wait for a release build.
+pub fn hand_over_as(packages: &[&str], run: &str, release: bool) -> anyhow::Result<()> {
+    let xtask = cargo::build(packages, release, false)?.join("xtask");
     // argv: the xtask binary, the command, then its flags.
     let status = std::process::Command::new(&xtask)
         .arg(run)
