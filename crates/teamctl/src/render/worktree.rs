@@ -145,6 +145,20 @@ fn landing_words(l: &Landing, now: i64) -> String {
         (LandingStage::Checking, _) => {
             format!("checking for {} (commit, update, checks)", since(l.since))
         }
+        (LandingStage::Review, _) => {
+            let mut s = format!(
+                "review: waiting for {}",
+                since(l.review_at.unwrap_or(l.since))
+            );
+            if let Some(head) = &l.head {
+                s.push_str(&format!(", {} passed its checks", short_oid(head)));
+            }
+            if let Some(d) = &l.diff {
+                s.push_str(&format!(" ({})", super::diff_size(d)));
+            }
+            s.push_str("; `teamctl merge` lands it, `teamctl send-back` returns it");
+            s
+        }
         (LandingStage::Queued, queued_at) => {
             let mut s = format!(
                 "queued for {} in the merge queue",
@@ -464,6 +478,7 @@ mod tests {
             worktrees: "/state/worktrees/default".into(),
             git_version: "git version 2.43.0".into(),
             set_at: 0,
+            review: false,
         };
         assert_eq!(
             repo_lines(&r, 180_000),
