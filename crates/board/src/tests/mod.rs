@@ -13,6 +13,7 @@ mod landing;
 mod leases;
 mod requests;
 mod restore;
+mod review;
 mod roster;
 mod transition;
 mod waiters;
