@@ -58,6 +58,13 @@ pub fn repo_lines(r: &Repo, now: i64) -> Vec<String> {
         "check limit: {} per check",
         duration(r.check_timeout_ms)
     ));
+    if r.review {
+        out.push(
+            "review:      every task's work waits for your review once its checks pass \
+             (`teamctl review`)"
+                .into(),
+        );
+    }
     out.push(format!("worktrees:   {}", r.worktrees));
     if !r.git_version.is_empty() {
         // boardd stores `git --version` whole: "git version 2.43.0".
