@@ -377,3 +377,52 @@ fn a_restart_keeps_what_waits_for_review_waiting_and_lands_nothing() {
     let job = board.merge_task(ctx, a).unwrap();
     assert_eq!(job.head, "head1");
 }
+
+#[test]
+fn the_owner_may_shut_down_while_its_work_waits_and_the_review_stays() {
+    use teamboard_protocol::request::ShutdownArgs;
+    let mut h = with_repo(true);
+    let a = h.add("a");
+    let b = h.add("b");
+    let ann = h.join("ann", "dev");
+    let bob = h.join("bob", "dev");
+    let (ca, _) = complete(&mut h, ann, a, "done");
+    passed(&mut h, a, ca.epoch, "head1");
+    let (cb, _) = complete(&mut h, bob, b, "done");
+    passed(&mut h, b, cb.epoch, "head2");
+    // Asked: ann approves without giving back what is not hers to give.
+    let ctx = h.lead();
+    let req = h
+        .board
+        .request_shutdown(
+            ctx,
+            ShutdownArgs {
+                to: "ann".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let ctx = h.ctx(ann);
+    h.board
+        .respond_shutdown(ctx, req.id, true, None)
+        .expect("approving needs no release of a task in review");
+    // Forced: bob is stopped, and his review stays.
+    let ctx = h.lead();
+    h.board
+        .request_shutdown(
+            ctx,
+            ShutdownArgs {
+                to: "bob".into(),
+                force: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    for id in [a, b] {
+        let t = h.task(id);
+        assert_eq!(t.status, TaskStatus::InProgress, "#{id}");
+        assert_eq!(t.landing.unwrap().stage, LandingStage::Review, "#{id}");
+    }
+    let ctx = h.lead();
+    h.board.merge_task(ctx, b).unwrap();
+}
