@@ -109,26 +109,19 @@ impl Board {
     fn waiting_review(&self, ctx: &Ctx, id: TaskId, what: &str) -> Result<&Task> {
         require_lead(ctx, what)?;
         let task = self.task(ctx.team, id)?;
-        match (&task.landing, task.status) {
-            (Some(l), TaskStatus::InProgress) if l.stage == LandingStage::Review => Ok(task),
-            (Some(l), _) => Err(BoardError::state(format!(
-                "#{id} is not waiting for review: its completion is {} (landing: {})",
-                match l.stage {
-                    LandingStage::Checking => "still running its checks",
-                    LandingStage::Queued => "already in the merge queue",
-                    LandingStage::Review => "ending",
-                },
-                l.stage.as_str()
-            ))),
-            (None, status) => Err(BoardError::state(format!(
-                "#{id} is not waiting for review: it is {status}{}",
-                if status == TaskStatus::InProgress {
-                    " and its owner has not completed it"
-                } else {
-                    ""
-                }
-            ))),
-        }
+        let stage = task.landing.as_ref().map(|l| l.stage);
+        let why: String = match stage {
+            Some(LandingStage::Review) => return Ok(task),
+            Some(LandingStage::Checking) => "its completion is still running its checks".into(),
+            Some(LandingStage::Queued) => "its completion is already in the merge queue".into(),
+            None if task.status == TaskStatus::InProgress => {
+                "it is in progress and its owner has not completed it".into()
+            }
+            None => format!("it is {}", task.status),
+        };
+        Err(BoardError::state(format!(
+            "#{id} is not waiting for review: {why}"
+        )))
     }
 
     /// A person approves the change: the task joins the merge queue and lands

@@ -117,9 +117,9 @@ mod tests {
         assert_eq!(
             review_table(&tasks, 70_000),
             vec![
-                "TASK  OWNER  SIZE                 WAITED  HEAD     SUBJECT",
-                "#3    alice  2 files, +40 -12     1m00s   abcdef0  task 3",
-                "#4    alice  1 file, +3 -0        20s     abcdef0  task 4",
+                "TASK  OWNER  SIZE              WAITED  HEAD     SUBJECT",
+                "#3    alice  2 files, +40 -12  1m 0s   abcdef0  task 3",
+                "#4    alice  1 file, +3 -0     20s     abcdef0  task 4",
             ]
         );
     }
