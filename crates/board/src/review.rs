@@ -194,7 +194,12 @@ impl Board {
         let task = self.waiting_review(&ctx, id, "send back")?;
         let (epoch, owner) = (task.epoch, task.owner.clone().unwrap_or_default());
         let t = self.team_mut(ctx.team);
-        let connected = t.members.get(&owner).and_then(|m| m.session);
+        // An owner on its way out (an approved shutdown) takes no task back.
+        let connected = t
+            .members
+            .get(&owner)
+            .filter(|m| m.member.status != teamboard_protocol::MemberStatus::Shutdown)
+            .and_then(|m| m.session);
         let task = t.task_mut(id, ctx.team)?;
         task.landing = None;
         task.handoff = Some(format!("Sent back by review ({}): {feedback}", ctx.actor));

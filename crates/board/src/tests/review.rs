@@ -425,4 +425,10 @@ fn the_owner_may_shut_down_while_its_work_waits_and_the_review_stays() {
     }
     let ctx = h.lead();
     h.board.merge_task(ctx, b).unwrap();
+    // ann is still connected, but leaving (teammated says so before it
+    // exits): sent back, her task goes to the next owner rather than to her.
+    let actx = h.ctx(ann);
+    h.board.set_status(actx, MemberStatus::Shutdown).unwrap();
+    let t = h.board.send_back(ctx, a, "one more test").unwrap();
+    assert_eq!((t.status, t.owner), (TaskStatus::Pending, None));
 }

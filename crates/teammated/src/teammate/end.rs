@@ -21,6 +21,10 @@ impl Outcome {
     /// [`Outcome::end`].
     pub(crate) async fn report(self, t: &mut Teammate) -> ToolOutput {
         match self.end(t).await {
+            Ok((task, what)) if task.landing.is_some() => ToolOutput::ok(format!(
+                "task #{} {what}; nothing more to do on it now. If it is sent back, it comes back to you with the feedback",
+                task.id
+            )),
             Ok((task, what)) => ToolOutput::ok(format!("task #{} {what}", task.id)),
             Err(not) => ToolOutput::error(not),
         }
@@ -125,9 +129,7 @@ impl Outcome {
             .as_ref()
             .is_some_and(|l| l.stage == LandingStage::Review);
         let what = match (completing, task.status) {
-            (true, _) if review => {
-                "passed its checks and waits for a person's review; if it is sent back, it comes back to you with the feedback"
-            }
+            (true, _) if review => "passed its checks and waits for a person's review",
             (true, _) => "completed",
             (false, TaskStatus::Failed) => "failed for good",
             (false, _) => "failed (it will be retried)",
