@@ -99,3 +99,49 @@ fn review_lists_merge_and_send_back_refuse_in_words_and_an_owner_gone_leaves_the
     assert_eq!(json["attempts"], 0);
     assert_eq!(d.json(&["review"]), serde_json::json!([]));
 }
+
+/// Trap: the person's `merge` is the request waiting for the landing, not the
+/// owner's; a refusal must not hand the claim back to an owner that went idle
+/// and does not know it holds it (its lease would lapse as a counted attempt).
+#[test]
+fn a_merge_that_conflicts_tells_the_person_and_leaves_the_task_to_its_next_owner() {
+    let dir = short_tempdir();
+    let repo = GitRepo::new(dir.path());
+    let d = Cli::start();
+    d.ok(&[
+        "repo",
+        "set",
+        &repo.path.display().to_string(),
+        "--branch",
+        "main",
+        "--review",
+    ]);
+    d.ok(&["task", "add", "write the notes"]);
+    let alice = d.teammate("alice", "coder");
+    let epoch = d.block_on(async {
+        let claim = alice.claim_task(1).await.expect("claim");
+        let opened = alice.open_worktree(1, claim.epoch).await.expect("open");
+        let wt = std::path::PathBuf::from(opened.worktree.path);
+        std::fs::write(wt.join("notes.txt"), "alice's notes\n").expect("write");
+        alice
+            .complete_task(1, claim.epoch, "notes")
+            .await
+            .expect("waits for review");
+        claim.epoch
+    });
+    // While it waits, someone else lands other notes on main.
+    repo.commit_on("main", "notes.txt", "other notes\n");
+    let out = d.run(&["merge", "1"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(stderr(&out).contains("notes.txt"), "{out:?}");
+    let json = d.json(&["task", "show", "1"]);
+    assert_eq!(json["status"], "pending", "{json}");
+    assert_eq!(json["attempts"], 0, "{json}");
+    assert!(
+        json["handoff"].as_str().unwrap_or("").contains("notes.txt"),
+        "{json}"
+    );
+    // The owner, still connected, holds nothing any more.
+    let stale = d.block_on(alice.heartbeat(1, epoch));
+    assert!(stale.is_err(), "{stale:?}");
+}
