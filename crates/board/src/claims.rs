@@ -27,6 +27,9 @@ pub(crate) enum Abandon {
     /// The merge queue could not land the work and its owner was gone: the
     /// attempt does not count, and the reason becomes the handoff note.
     LandRefused,
+    /// A person sent the work back from review and its owner was gone: the
+    /// attempt does not count, and the feedback becomes the handoff note.
+    SentBack,
 }
 
 impl Board {
@@ -297,6 +300,7 @@ impl Board {
                 Abandon::NotReclaimed => "not reclaimed after restart",
                 Abandon::Stopped => "owner stopped",
                 Abandon::LandRefused => "could not land",
+                Abandon::SentBack => "sent back by review",
             };
             let error = error.or_else(|| match why {
                 Abandon::LeaseExpired => {
@@ -311,7 +315,10 @@ impl Board {
             if why == Abandon::Stopped {
                 task.attempts = task.attempts.saturating_sub(1);
             }
-            if matches!(why, Abandon::Released | Abandon::LandRefused) {
+            if matches!(
+                why,
+                Abandon::Released | Abandon::LandRefused | Abandon::SentBack
+            ) {
                 task.attempts = task.attempts.saturating_sub(1);
                 // What the owner got done, for whoever takes the task next.
                 if let Some(note) = &error {
@@ -320,7 +327,7 @@ impl Board {
             }
             let counts = !matches!(
                 why,
-                Abandon::Released | Abandon::Stopped | Abandon::LandRefused
+                Abandon::Released | Abandon::Stopped | Abandon::LandRefused | Abandon::SentBack
             );
             if let Some(e) = error.as_ref().filter(|_| counts) {
                 task.last_error = Some(e.clone());
@@ -357,7 +364,7 @@ impl Board {
         let mut lapsed = Vec::new();
         for (name, team) in &self.teams {
             for (id, lease) in &team.leases {
-                if lease.deadline <= now.mono && !team.queued.contains(id) {
+                if lease.deadline <= now.mono && !team.lease_waived(*id) {
                     let why = if lease.session.is_some() {
                         Abandon::LeaseExpired
                     } else {

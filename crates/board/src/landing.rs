@@ -31,6 +31,9 @@ pub enum Completion {
     /// The holder asked again (after a reconnect, say) while its task was
     /// already landing: answer this request when that landing ends.
     Landing,
+    /// The holder asked again while its completion waits for review: answer
+    /// now, with the task (see `review.rs`).
+    Review(Task),
 }
 
 /// Commit the worktree, bring its branch up to date, run the checks.
@@ -134,8 +137,11 @@ impl Board {
                 .map(Completion::Done);
         };
         self.check_plan(ctx.team, id, epoch)?;
-        if task.landing.is_some() {
+        if let Some(l) = &task.landing {
             // The fence passed, so this is the holder of the same claim.
+            if l.stage == LandingStage::Review {
+                return Ok(Completion::Review(task.clone()));
+            }
             return Ok(Completion::Landing);
         }
         if result.len() > self.config.max_message_len {
@@ -170,6 +176,8 @@ impl Board {
             head: None,
             since: ctx.now.wall_ms,
             queued_at: None,
+            review_at: None,
+            diff: None,
         });
         task.updated_at = ctx.now.wall_ms;
         self.mark_task(ctx.team, id);
@@ -186,12 +194,15 @@ impl Board {
             Some(LandingStage::Queued) => Err(BoardError::state(format!(
                 "#{id} is already completing: it passed its checks and waits in the merge queue"
             ))),
+            Some(LandingStage::Review) => Err(BoardError::state(format!(
+                "#{id} is already completing: it passed its checks and waits for review"
+            ))),
         }
     }
 
     /// The landing of `id` with `epoch` at `stage`, or why the worker's report
     /// is stale (the claim ended meanwhile, and the landing with it).
-    fn landing_at(
+    pub(crate) fn landing_at(
         &self,
         team: &str,
         id: TaskId,
@@ -471,7 +482,7 @@ impl Board {
 
     /// After a restart: checks that were running died with the old daemon, so
     /// those landings end (the owner completes again); queued ones rejoin the
-    /// queue.
+    /// queue, and those waiting for review go on waiting.
     pub(crate) fn restore_landings(&mut self, now: Now) {
         let mut interrupted = Vec::new();
         for (name, t) in self.teams.iter_mut() {
@@ -482,6 +493,9 @@ impl Board {
                     LandingStage::Queued if live => {
                         t.queued.insert(task.id);
                     }
+                    // Nothing runs for a review: it waits for its person
+                    // whatever became of boardd.
+                    LandingStage::Review if live => {}
                     _ => {
                         task.landing = None;
                         interrupted.push((name.clone(), task.id, task.owner.clone()));

@@ -16,6 +16,7 @@ mod landing;
 mod liveness;
 mod requests;
 mod restore;
+mod review;
 mod roster;
 mod tasks;
 mod team;
@@ -35,6 +36,7 @@ pub use landing::{
 };
 pub use requests::{DEFAULT_SHUTDOWN_TIMEOUT, Stop};
 pub use restore::Snapshot;
+pub use review::MAX_FEEDBACK_LEN;
 pub use tasks::{MAX_CHECK_LEN, MAX_CHECKS, check_checks};
 pub use team::SessionId;
 pub use worktrees::OpenJob;
@@ -313,12 +315,12 @@ impl Board {
 
     /// The earliest moment at which [`Board::expire`] has something to do.
     pub fn next_deadline(&self) -> Option<Instant> {
-        // A queued task's lease is not enforced (see `landing`), so its deadline
-        // must not wake the actor either.
+        // A queued task's lease is not enforced (see `landing`), nor one in
+        // review (`review`), so its deadline must not wake the actor either.
         let leases = self.teams.values().flat_map(|t| {
             t.leases
                 .iter()
-                .filter(|(id, _)| !t.queued.contains(id))
+                .filter(|(id, _)| !t.lease_waived(**id))
                 .map(|(_, l)| l.deadline)
         });
         let waits = self

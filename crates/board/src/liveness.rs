@@ -99,7 +99,11 @@ pub(crate) fn derive(team: &Team, m: &MemberState) -> LiveState {
         return LiveState::Stalled;
     }
     match m.member.task {
-        Some(task) if plan_pending(team, task) => LiveState::AwaitingApproval,
+        // The person decides what happens next: a plan, or work that waits for
+        // review (its owner holds the claim and takes nothing else meanwhile).
+        Some(task) if plan_pending(team, task) || team.in_review(task) => {
+            LiveState::AwaitingApproval
+        }
         Some(_) => LiveState::Working,
         None if !live.started => LiveState::Starting,
         None => LiveState::Idle,

@@ -168,11 +168,14 @@ impl Board {
             "the reason",
             "rejecting a shutdown needs a reason, for the lead to read",
         )?;
+        // A task that waits for review is not the teammate's to give back: it
+        // waits for a person, with or without its owner.
         if approve
             && let Some(held) = self
                 .team(ctx.team)
-                .and_then(|t| t.members.get(ctx.actor))
-                .and_then(|m| m.member.task)
+                .and_then(|t| Some((t, t.members.get(ctx.actor)?.member.task?)))
+                .filter(|(t, held)| !t.in_review(*held))
+                .map(|(_, held)| held)
         {
             return Err(BoardError::state(format!(
                 "{} still holds #{held}; release it with a note saying what you got done (release_task with note), then approve",
@@ -486,10 +489,13 @@ impl Board {
         // The task goes back now, uncounted, rather than when the process is
         // gone: the request and the board say the same thing at once, and a
         // teammate killed before it could give the task back costs no attempt.
+        // Not a task that waits for review: stopping its owner takes nothing
+        // from it (`review.rs`).
         let held = self
             .team(team)
-            .and_then(|t| t.members.get(name))
-            .and_then(|m| m.member.task);
+            .and_then(|t| Some((t, t.members.get(name)?.member.task?)))
+            .filter(|(t, held)| !t.in_review(*held))
+            .map(|(_, held)| held);
         if let Some(task) = held {
             let note = format!("{name} was stopped by shutdown request r{id}");
             let _ = self.abandon(

@@ -21,6 +21,11 @@ impl Board {
             check_role(role)?;
         }
         check_checks(&new.checks)?;
+        if new.review && new.no_worktree {
+            return Err(BoardError::invalid(
+                "a task with no_worktree completes at once, with nothing to review; drop one of them",
+            ));
+        }
         let mut blocked_by = new.blocked_by.clone();
         blocked_by.sort_unstable();
         blocked_by.dedup();
@@ -57,6 +62,7 @@ impl Board {
             checks: new.checks,
             check_runs: Vec::new(),
             landing: None,
+            review: new.review,
         };
         let open = team.open_blockers_of(&task).len();
         for b in &task.blocked_by {

@@ -5,7 +5,9 @@ use crate::error::{BoardError, Result};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Instant;
-use teamboard_protocol::{Member, Message, Repo, RequestId, Task, TaskId, TaskStatus, TeamRequest};
+use teamboard_protocol::{
+    LandingStage, Member, Message, Repo, RequestId, Task, TaskId, TaskStatus, TeamRequest,
+};
 
 /// A session id, assigned by the daemon per connection.
 pub type SessionId = u64;
@@ -74,6 +76,10 @@ pub(crate) struct Team {
     pub queued: BTreeSet<TaskId>,
     /// Created explicitly (see `teams`): it exists even with nothing in it.
     pub created: bool,
+    /// Tasks sent back from review to an owner that is connected, by the
+    /// claim's epoch, until the owner's next wait takes them up (see
+    /// `review.rs`). Their leases wait too.
+    pub returned: BTreeMap<TaskId, u64>,
 }
 
 impl Default for Team {
@@ -96,11 +102,27 @@ impl Default for Team {
             repo: None,
             queued: BTreeSet::new(),
             created: false,
+            returned: BTreeMap::new(),
         }
     }
 }
 
 impl Team {
+    /// Whether `id`'s completion waits for a person's review.
+    pub fn in_review(&self, id: TaskId) -> bool {
+        self.tasks
+            .get(&id)
+            .and_then(|t| t.landing.as_ref())
+            .is_some_and(|l| l.stage == LandingStage::Review)
+    }
+
+    /// Whether the lease of `id`'s claim is not enforced: boardd lands it
+    /// (queued), a person reviews it, or its owner has yet to take it back
+    /// from review (`returned`).
+    pub fn lease_waived(&self, id: TaskId) -> bool {
+        self.queued.contains(&id) || self.in_review(id) || self.returned.contains_key(&id)
+    }
+
     /// Task `id`, or `not_found` naming the team (`team` is its name).
     pub fn task(&self, id: TaskId, team: &str) -> Result<&Task> {
         self.tasks

@@ -88,6 +88,7 @@ impl Board {
             // The claim ends with the state it belonged to. The owner is free to
             // take other work, which is news for a wait it may have parked.
             holder = team.leases.remove(&at.id).and_then(|l| l.session);
+            team.returned.remove(&at.id);
             if let Some(owner) = &owner
                 && let Some(m) = team.members.get_mut(owner)
                 && m.member.task == Some(at.id)

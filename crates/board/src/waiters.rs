@@ -53,12 +53,13 @@ impl Board {
             return Ok(Some(work));
         }
         // A waiter that still holds a task is waiting for messages about it, not
-        // idle.
-        let member = self
-            .team(ctx.team)
-            .and_then(|t| t.members.get(ctx.actor))
-            .map(|m| (m.member.status, m.member.task));
-        if let Some((MemberStatus::Working, None)) = member {
+        // idle; unless that task waits for a person's review.
+        let member = self.team(ctx.team).and_then(|t| {
+            let m = t.members.get(ctx.actor)?;
+            let busy = m.member.task.is_some_and(|id| !t.in_review(id));
+            Some((m.member.status, busy))
+        });
+        if let Some((MemberStatus::Working, false)) = member {
             self.change_status(ctx.team, ctx.actor, ctx.actor, MemberStatus::Idle, ctx.now);
         }
         let arrival = self.next_arrival;
@@ -82,6 +83,14 @@ impl Board {
             let messages = self.inbox(team, name);
             return Some(Work::Messages { messages });
         }
+        let member = t.members.get(name)?;
+        if member.member.status != MemberStatus::Shutdown
+            && let Some(claim) = self.take_returned(team, name, now)
+        {
+            // Its own task, sent back from review: the claim it kept.
+            return Some(Work::Task { claim });
+        }
+        let t = self.team(team)?;
         let member = t.members.get(name)?;
         if member.member.task.is_some() || member.member.status == MemberStatus::Shutdown {
             // One in-progress task at a time, and none for a teammate on its way

@@ -49,6 +49,7 @@ mod busy;
 mod check;
 mod cmd;
 mod commit;
+mod diffstat;
 mod error;
 mod group;
 mod land;
@@ -65,6 +66,7 @@ mod worktree;
 
 pub use busy::wait_for_git_in;
 pub use check::{CheckOutcome, CheckResult, CheckSpec, Interrupt, run_check};
+pub use diffstat::{DiffStat, parse_numstat};
 pub use error::GitError;
 pub use repo::Repo;
 pub use size::dir_size;

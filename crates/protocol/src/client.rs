@@ -329,7 +329,31 @@ impl Client {
     }
 
     pub async fn list_tasks(&self, status: Option<TaskStatus>) -> Result<Vec<Task>, ClientError> {
-        self.call(Request::ListTasks(ListTasksArgs { status }))
+        self.call(Request::ListTasks(ListTasksArgs {
+            status,
+            landing: None,
+        }))
+        .await
+    }
+
+    /// The tasks whose completion waits for a person's review.
+    pub async fn list_reviews(&self) -> Result<Vec<Task>, ClientError> {
+        self.call(Request::ListTasks(ListTasksArgs {
+            status: None,
+            landing: Some(LandingStage::Review),
+        }))
+        .await
+    }
+
+    /// Lands a task that waits for review; answers once it landed.
+    pub async fn merge_task(&self, id: TaskId) -> Result<Task, ClientError> {
+        self.call(Request::MergeTask(TaskRef { id })).await
+    }
+
+    /// Returns a task that waits for review to its owner with `feedback`.
+    pub async fn send_back(&self, id: TaskId, feedback: &str) -> Result<Task, ClientError> {
+        let feedback = feedback.to_string();
+        self.call(Request::SendBack(SendBackArgs { id, feedback }))
             .await
     }
 

@@ -110,6 +110,12 @@ pub enum Request {
     /// Remove the worktrees whose work is merged or was discarded (lead only).
     /// Answer: `Pruned`.
     PruneWorktrees(PruneArgs),
+    /// Land a task that waits for review through the merge queue (lead only).
+    /// Answer: `Task`, once it landed.
+    MergeTask(TaskRef),
+    /// Return a task that waits for review to its owner with feedback (lead
+    /// only). Answer: `Task`.
+    SendBack(SendBackArgs),
 }
 
 /// Why a `request` frame's op and args do not make a [`Request`].
@@ -165,6 +171,8 @@ impl Request {
         "open_worktree",
         "list_worktrees",
         "prune_worktrees",
+        "merge_task",
+        "send_back",
     ];
 
     /// Whether `op` names a request this version knows, whatever its arguments.
@@ -228,6 +236,8 @@ impl Request {
             Request::OpenWorktree(_) => "open_worktree",
             Request::ListWorktrees(_) => "list_worktrees",
             Request::PruneWorktrees(_) => "prune_worktrees",
+            Request::MergeTask(_) => "merge_task",
+            Request::SendBack(_) => "send_back",
         }
     }
 }
@@ -286,12 +296,20 @@ pub struct NewTask {
     /// that only reads, such as a summary).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_worktree: bool,
+    /// Once its checks pass, its completion waits for a person's review
+    /// (`merge_task` or `send_back`) instead of landing at once.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub review: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ListTasksArgs {
     #[serde(default)]
     pub status: Option<TaskStatus>,
+    /// Only tasks whose completion is at this stage (`review`: what waits for
+    /// a person).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub landing: Option<crate::worktree::LandingStage>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -342,6 +360,16 @@ pub struct SetRepoArgs {
     /// Default 10 minutes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check_timeout_ms: Option<u64>,
+    /// Every completion whose checks pass waits for a person's review.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub review: bool,
+}
+
+/// `send_back`: the task, and what its owner should change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SendBackArgs {
+    pub id: TaskId,
+    pub feedback: String,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

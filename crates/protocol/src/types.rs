@@ -123,9 +123,14 @@ pub struct Task {
     /// The last run of each check, in the order they ran.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub check_runs: Vec<CheckRun>,
-    /// A completion on its way to the target branch: checks running, or queued.
+    /// A completion on its way to the target branch: checks running, waiting
+    /// for review, or queued.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub landing: Option<Landing>,
+    /// Its completion waits for a person's review once its checks pass, even
+    /// if the team's repository does not ask for one.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub review: bool,
 }
 
 /// A teammate's state as the roster shows it.
@@ -275,8 +280,14 @@ pub enum EventKind {
     /// A completion's checks failed (or it could not be committed or updated):
     /// the task stays with its owner.
     ChecksFailed,
-    /// A completion passed its checks and joined the merge queue.
+    /// A completion passed its checks and joined the merge queue (or a person
+    /// merged one that waited for review).
     MergeQueued,
+    /// A completion passed its checks and waits for a person's review.
+    ReviewRequested,
+    /// A person sent a completion that waited for review back to its owner,
+    /// with feedback.
+    SentBack,
     /// Landing a task met a conflict with the target branch.
     MergeConflict,
     /// `prune_worktrees` removed a task's worktree and branch.

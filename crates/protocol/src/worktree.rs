@@ -53,6 +53,10 @@ pub struct Repo {
     pub check_timeout_ms: u64,
     /// Where boardd puts the team's worktrees (one directory per task).
     pub worktrees: String,
+    /// Every task's completion waits for a person's review once its checks
+    /// pass (`landing: review`), instead of joining the merge queue at once.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub review: bool,
     /// `git --version` when the repository was attached.
     #[serde(default)]
     pub git_version: String,
@@ -123,8 +127,33 @@ pub struct CheckRun {
 pub enum LandingStage {
     /// Committing, bringing the branch up to date, running the checks.
     Checking,
-    /// The checks passed; waiting in the team's merge queue.
+    /// The checks passed; waiting for a person to merge it (`merge_task`) or
+    /// send it back (`send_back`). Nothing lands meanwhile.
+    Review,
+    /// The checks passed (and, with a review, a person merged it); waiting in
+    /// the team's merge queue.
     Queued,
+}
+
+impl LandingStage {
+    /// The stage as the protocol spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LandingStage::Checking => "checking",
+            LandingStage::Review => "review",
+            LandingStage::Queued => "queued",
+        }
+    }
+}
+
+/// How big a change is, as `git diff --numstat` counts it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiffStat {
+    /// Files changed.
+    pub files: u32,
+    /// Lines added and removed (a binary file counts none).
+    pub added: u64,
+    pub removed: u64,
 }
 
 /// A completion on its way to the target branch.
@@ -141,6 +170,13 @@ pub struct Landing {
     /// When the checks passed and the task joined the merge queue.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queued_at: Option<i64>,
+    /// When the checks passed and the task began to wait for review.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review_at: Option<i64>,
+    /// The size of the change that passed: `head` against the target it was
+    /// brought up to date with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<DiffStat>,
 }
 
 /// What a new owner finds in a worktree it opens.

@@ -371,6 +371,19 @@ pub enum Command {
     #[command(about = REPO_ABOUT, long_about = REPO_LONG, after_help = REPO_EXAMPLES)]
     Repo(RepoArgs),
 
+    #[command(about = REVIEW_ABOUT, long_about = REVIEW_LONG, after_help = REVIEW_EXAMPLES)]
+    Review,
+
+    #[command(about = MERGE_ABOUT, long_about = MERGE_LONG, after_help = MERGE_EXAMPLES)]
+    Merge(TaskIdArg),
+
+    #[command(
+        about = SEND_BACK_ABOUT,
+        long_about = SEND_BACK_LONG,
+        after_help = SEND_BACK_EXAMPLES
+    )]
+    SendBack(SendBackArgs),
+
     #[command(about = WORKTREES_ABOUT, long_about = WORKTREES_LONG, after_help = WORKTREES_EXAMPLES)]
     Worktrees(WorktreesArgs),
 
@@ -408,7 +421,8 @@ pub enum TaskCommand {
         teamctl task add 'Review' --blocked-by 1 --blocked-by 2 --role reviewer\n  \
         teamctl task add 'Migrate the schema' --require-plan       approve a plan first\n  \
         teamctl task add 'Parser' --check 'cargo test -p parser'   must pass to complete\n  \
-        teamctl task add 'Sum up the release' --no-worktree        reads only: no worktree"
+        teamctl task add 'Sum up the release' --no-worktree        reads only: no worktree\n  \
+        teamctl task add 'Change the API' --review                 you read it before it lands"
     )]
     Add(TaskAddArgs),
 
@@ -536,6 +550,11 @@ pub struct TaskAddArgs {
     /// task that only reads; it completes at once, without checks or merging
     #[arg(long, conflicts_with = "checks")]
     pub no_worktree: bool,
+
+    /// Once its checks pass, wait for your review (`teamctl review`, `teamctl
+    /// merge`, `teamctl send-back`) instead of landing at once
+    #[arg(long, conflicts_with = "no_worktree")]
+    pub review: bool,
 }
 
 #[derive(Debug, Args)]
@@ -657,6 +676,17 @@ pub struct RejectArgs {
     pub request: RequestId,
 
     /// What to change: the teammate reads it to write its next plan
+    #[arg(short, long, value_name = "TEXT", required = true)]
+    pub feedback: String,
+}
+
+#[derive(Debug, Args)]
+pub struct SendBackArgs {
+    /// The task's id (`3` or `#3`; see `teamctl review`)
+    #[arg(value_name = "ID", value_parser = parse_task_id)]
+    pub id: TaskId,
+
+    /// What to change: the owner reads it before it works on the task again
     #[arg(short, long, value_name = "TEXT", required = true)]
     pub feedback: String,
 }

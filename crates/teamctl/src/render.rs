@@ -11,7 +11,9 @@ use teamboard_protocol::{
     TaskStatus, TeamRequest, TokenUsage,
 };
 
+mod review;
 mod worktree;
+pub use review::*;
 pub use worktree::*;
 
 // ---------------------------------------------------------------- output
@@ -258,6 +260,11 @@ pub fn task_line(task: &Task, board: &Board, id_width: usize) -> String {
         if !open.is_empty() {
             s.push_str(&format!("  blocked by {}", id_list(&open)));
         }
+    }
+    if task.status == TaskStatus::InProgress
+        && let Some(l) = &task.landing
+    {
+        s.push_str(&format!("  landing: {}", l.stage.as_str()));
     }
     if task.status == TaskStatus::Failed
         && let Some(err) = &task.last_error
@@ -618,6 +625,7 @@ mod tests {
             check_runs: vec![],
             landing: None,
             require_plan: false,
+            review: false,
         }
     }
 

@@ -658,6 +658,7 @@ mod tests {
             checks: vec![],
             check_runs: vec![],
             landing: None,
+            review: false,
         }
     }
 

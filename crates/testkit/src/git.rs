@@ -107,6 +107,7 @@ impl GitRepo {
             merge: None,
             checks: Vec::new(),
             check_timeout_ms: None,
+            review: false,
         }
     }
 

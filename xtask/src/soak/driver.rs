@@ -233,10 +233,7 @@ fn manifest_of(
     if let Some(l) = &task.landing {
         // The gate (commit, update) or the queue may be working in the
         // worktree right now; the work was handed to boardd.
-        let stage = match l.stage {
-            LandingStage::Checking => "checking",
-            LandingStage::Queued => "queued",
-        };
+        let stage = l.stage.as_str();
         return Err(format!("its task was {stage}: the work was boardd's"));
     }
     let w = task

@@ -38,6 +38,7 @@ pub async fn board(lead: &mut Lead, repo: &Path, plan: &[Planned]) -> anyhow::Re
         merge: None,
         checks: Vec::new(),
         check_timeout_ms: Some(60_000),
+        review: false,
     };
     let set = lead.call(|c| Box::pin(c.set_repo(args.clone()))).await;
     set.context("set_repo")?;

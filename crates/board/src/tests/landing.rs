@@ -19,6 +19,7 @@ fn repo() -> Repo {
         worktrees: "/state/worktrees/alpha".into(),
         git_version: "2.47.3".into(),
         set_at: WALL0,
+        review: false,
     }
 }
 

@@ -14,6 +14,7 @@ mod leases;
 mod liveness;
 mod requests;
 mod restore;
+mod review;
 mod roster;
 mod transition;
 mod waiters;

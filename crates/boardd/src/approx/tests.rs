@@ -31,6 +31,7 @@ fn task(description: &str) -> Task {
         check_runs: vec![],
         landing: None,
         require_plan: false,
+        review: false,
     }
 }
 

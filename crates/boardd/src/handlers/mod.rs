@@ -36,7 +36,8 @@ pub enum Outcome {
     /// Run a job on a repository's worker; its report answers the request.
     Repo(Box<crate::repo::Job>),
     /// A completion that lands: hold the request until the landing ends (see
-    /// `repo_done::Held`), starting its gate if there is one to start.
+    /// `repo_done::Held`), starting its job if there is one to start (the
+    /// gate of a completion, the landing of a merged review).
     Land {
         slot: crate::repo::Slot,
         task: teamboard_protocol::TaskId,
@@ -60,7 +61,13 @@ pub fn handle(
         Request::Register(a) => board.register_with(ctx, &a).map(Reply::from),
         Request::SetStatus(a) => board.set_status(ctx, a.status).map(Reply::from),
         Request::AddTask(new) => board.add_task(ctx, new).map(Reply::from),
-        Request::ListTasks(a) => Ok(Reply::Tasks(board.tasks(team, a.status))),
+        Request::ListTasks(a) => {
+            let mut tasks = board.tasks(team, a.status);
+            if let Some(stage) = a.landing {
+                tasks.retain(|t| t.landing.as_ref().is_some_and(|l| l.stage == stage));
+            }
+            Ok(Reply::Tasks(tasks))
+        }
         Request::GetTask(r) => {
             return match board.task(team, r.id) {
                 Ok(task) => Outcome::Query(Query::Task {
@@ -155,6 +162,8 @@ pub fn handle(
         Request::OpenWorktree(a) => return repo::open_worktree(board, ctx, id, a.id, a.epoch),
         Request::ListWorktrees(_) => return repo::list(board, ctx, id),
         Request::PruneWorktrees(a) => return repo::prune(board, ctx, id, a.dry_run),
+        Request::MergeTask(r) => return repo::merge(board, ctx, id, r.id),
+        Request::SendBack(a) => board.send_back(ctx, a.id, &a.feedback).map(Reply::from),
     };
     Outcome::Reply(result.map_err(ErrorBody::from))
 }

@@ -8,7 +8,7 @@ use crate::reply::Reply;
 use crate::repo::{Job, Slot, worktrees_dir};
 use teamboard_board::{Board, Completion, Ctx};
 use teamboard_protocol::request::{CompleteArgs, SetRepoArgs};
-use teamboard_protocol::{ErrorBody, ErrorCode};
+use teamboard_protocol::{ErrorBody, ErrorCode, TaskId};
 
 fn slot(ctx: &Ctx, id: u64) -> Slot {
     Slot {
@@ -59,11 +59,26 @@ pub(super) fn complete(board: &mut Board, ctx: Ctx, id: u64, a: CompleteArgs) ->
             epoch: a.epoch,
             gate: Some(Box::new(Job::Gate { job })),
         },
+        Ok(Completion::Review(task)) => Outcome::Reply(Ok(Reply::Task(Box::new(task)))),
         Ok(Completion::Landing) => Outcome::Land {
             slot: slot(&ctx, id),
             task: a.id,
             epoch: a.epoch,
             gate: None,
+        },
+        Err(e) => refuse(e),
+    }
+}
+
+/// A person merges a task that waits for review: it joins the merge queue,
+/// and the request is answered when it landed or could not.
+pub(super) fn merge(board: &mut Board, ctx: Ctx, id: u64, task: TaskId) -> Outcome {
+    match board.merge_task(ctx, task) {
+        Ok(job) => Outcome::Land {
+            slot: slot(&ctx, id),
+            task,
+            epoch: job.epoch,
+            gate: Some(Box::new(Job::Land { job })),
         },
         Err(e) => refuse(e),
     }

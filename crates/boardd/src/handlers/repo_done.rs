@@ -103,6 +103,18 @@ pub fn apply(
             // A report about a landing that ended meanwhile changes nothing: its
             // owner was answered when it ended (`Held::dropped`).
             let reply = match result {
+                Ok(passed) if board.needs_review(&job.team, job.task) => board
+                    .await_review(
+                        &job.team,
+                        job.task,
+                        job.epoch,
+                        passed.head,
+                        passed.diff,
+                        passed.runs,
+                        now,
+                    )
+                    .map(|task| Reply::Task(Box::new(task)))
+                    .map_err(|e| stale(job.task, e)),
                 Ok(passed) => match board.gate_passed(
                     &job.team,
                     job.task,
@@ -135,7 +147,14 @@ pub fn apply(
                     .map(Reply::from)
                     .map_err(ErrorBody::from),
                 Err(refusal) => {
-                    let waits = slot.as_ref().is_some_and(|s| alive(s.session));
+                    // Only the owner's own request keeps the task with it: a
+                    // person's `merge_task` of a reviewed task is answered, and
+                    // the idle owner is not handed back a claim it forgot.
+                    let owner = board.task(&job.team, job.task).ok();
+                    let owner = owner.and_then(|t| t.owner.as_deref());
+                    let waits = slot
+                        .as_ref()
+                        .is_some_and(|s| alive(s.session) && owner == Some(s.actor.as_str()));
                     if let Err(e) =
                         board.land_refused(&job.team, job.task, job.epoch, &refusal, waits, now)
                     {

@@ -8,12 +8,13 @@ use std::sync::Arc;
 use std::time::Duration;
 use teamboard_board::{GateJob, GateRefusal};
 use teamboard_git::{CheckOutcome as Outcome, CheckSpec, GitError, Repo as Git, Update};
-use teamboard_protocol::{CheckOutcome, CheckRun, ErrorCode, MergeStyle, Worktree};
+use teamboard_protocol::{CheckOutcome, CheckRun, DiffStat, ErrorCode, MergeStyle, Worktree};
 use tokio::sync::mpsc;
 
 /// On the repository's worker: commits everything in the worktree and brings
-/// the branch up to date. Answers the head the checks are to run on.
-pub fn prepare(job: &GateJob) -> Result<String, GateRefusal> {
+/// the branch up to date. Answers the head the checks are to run on, and the
+/// size of its change against the target (what a review reads).
+pub fn prepare(job: &GateJob) -> Result<(String, DiffStat), GateRefusal> {
     let git = Git::open(Path::new(&job.repo.path)).map_err(refuse_git)?;
     let wt = Path::new(&job.worktree.path);
     // A rebase or merge of ours that a killed boardd left half done (its
@@ -40,7 +41,15 @@ pub fn prepare(job: &GateJob) -> Result<String, GateRefusal> {
         }
         Update::UpToDate | Update::Updated(_) => {
             let state = git.worktree_state(wt).map_err(refuse_git)?;
-            Ok(state.head)
+            let diff = git
+                .diff_stat(&job.repo.branch, &state.head)
+                .map_err(refuse_git)?;
+            let diff = DiffStat {
+                files: diff.files,
+                added: diff.added,
+                removed: diff.removed,
+            };
+            Ok((state.head, diff))
         }
     }
 }
@@ -48,7 +57,7 @@ pub fn prepare(job: &GateJob) -> Result<String, GateRefusal> {
 /// Runs the checks on a thread of their own, which answers the gate.
 pub fn spawn_checks(
     job: GateJob,
-    head: String,
+    (head, diff): (String, DiffStat),
     done: mpsc::UnboundedSender<Done>,
     running: Arc<Running>,
 ) {
@@ -58,7 +67,7 @@ pub fn spawn_checks(
     let started = super::thread::start(name, move || {
         let _span = tracing::info_span!("checks", team = %job.team, task = job.task).entered();
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            run_checks(&job, &head, &interrupt)
+            run_checks(&job, &head, diff, &interrupt)
         }));
         // A panic is a bug; the owner still hears, and the checks never pass.
         let result = ran.unwrap_or_else(|_| {
@@ -80,6 +89,7 @@ pub fn spawn_checks(
 fn run_checks(
     job: &GateJob,
     head: &str,
+    diff: DiffStat,
     interrupt: &teamboard_git::Interrupt,
 ) -> Result<Passed, GateRefusal> {
     let mut runs = Vec::new();
@@ -120,6 +130,7 @@ fn run_checks(
     }
     Ok(Passed {
         head: head.to_string(),
+        diff,
         runs,
     })
 }

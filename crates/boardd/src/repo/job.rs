@@ -82,10 +82,11 @@ pub struct Opened {
     pub found: Found,
 }
 
-/// The head that passed, and the runs.
+/// The head that passed, the size of its change, and the runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Passed {
     pub head: String,
+    pub diff: teamboard_protocol::DiffStat,
     pub runs: Vec<CheckRun>,
 }
 

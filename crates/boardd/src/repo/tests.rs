@@ -26,6 +26,7 @@ fn repo() -> Repo {
         worktrees: "/nowhere/wt".into(),
         git_version: "2.45".into(),
         set_at: 0,
+        review: false,
     }
 }
 
@@ -63,6 +64,7 @@ fn a_repository_check_that_cannot_start_answers_set_repo() {
             merge: None,
             checks: Vec::new(),
             check_timeout_ms: None,
+            review: false,
         },
         worktrees: "/nowhere/wt".into(),
     });
@@ -97,7 +99,12 @@ fn checks_that_cannot_start_refuse_the_gate_and_leave_nothing_running() {
         message: "task 3".into(),
         author: "alice".into(),
     };
-    gate::spawn_checks(job, "1".repeat(40), done, running.clone());
+    gate::spawn_checks(
+        job,
+        ("1".repeat(40), Default::default()),
+        done,
+        running.clone(),
+    );
     match rx.try_recv() {
         Ok(Done::Gated {
             job,

@@ -57,6 +57,7 @@ pub fn validate(args: &SetRepoArgs, worktrees: &str, now_ms: i64) -> Result<Repo
         worktrees: worktrees.to_string(),
         git_version: version.text,
         set_at: now_ms,
+        review: args.review,
     })
 }
 

@@ -110,8 +110,8 @@ fn run(job: Job, done: &mpsc::UnboundedSender<Done>, running: &Arc<Running>) {
             let _span = tracing::info_span!("gate", task = job.task).entered();
             match gate::prepare(&job) {
                 // The checks run on a thread of their own and answer from there.
-                Ok(head) => {
-                    return gate::spawn_checks(job, head, done.clone(), running.clone());
+                Ok(passed) => {
+                    return gate::spawn_checks(job, passed, done.clone(), running.clone());
                 }
                 Err(refusal) => Done::Gated {
                     job,

@@ -131,7 +131,14 @@ impl OwnBoard {
     async fn carry_out(&self, client: &Client, call: BoardCall) -> MemberReply {
         match call {
             BoardCall::ListTasks { status } => {
-                ask(client, Request::ListTasks(ListTasksArgs { status })).await
+                ask(
+                    client,
+                    Request::ListTasks(ListTasksArgs {
+                        status,
+                        landing: None,
+                    }),
+                )
+                .await
             }
             BoardCall::GetTask { id, claim } => {
                 if claim && let Err(refused) = self.claim(client, id).await {

@@ -269,6 +269,9 @@ impl<'a> Args<'a> {
             require_plan: self.flag("require_plan")?,
             checks,
             no_worktree: self.flag("no_worktree")?,
+            // A review is the person's to ask for (`teamctl task add --review`),
+            // not a model's.
+            review: false,
         };
         if task.no_worktree && !task.checks.is_empty() {
             return Err(BadCall(

@@ -41,6 +41,7 @@ fn every_call_reads_back_from_its_wire_form() {
             require_plan: true,
             checks: vec!["make test".into()],
             no_worktree: false,
+            review: false,
         }),
         BoardCall::SendMessage {
             to: "lead".into(),

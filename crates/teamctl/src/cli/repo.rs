@@ -39,14 +39,20 @@ on another branch there), then name it with --branch.
 
 Checks (--check, repeatable) are shell commands every task of the team must pass in \
 its worktree before it may complete, before the task's own checks (`teamctl task add \
---check`). Each runs with `sh -c` and may take --check-timeout seconds.";
+--check`). Each runs with `sh -c` and may take --check-timeout seconds.
+
+With --review, work whose checks pass waits for you instead of landing: `teamctl \
+review` lists it, `teamctl task diff ID` shows it, `teamctl merge ID` lands it and \
+`teamctl send-back ID --feedback TEXT` returns it to its owner. `teamctl task add \
+--review` asks the same of one task.";
 
 pub const REPO_SET_EXAMPLES: &str = "\
 Examples:
   git switch --detach && teamctl repo set . --branch main
   teamctl repo set ~/src/app --branch main
   teamctl repo set . --merge merge --check 'cargo test' --check 'cargo clippy -- -D warnings'
-  teamctl repo set . --check 'make test' --check-timeout 1800";
+  teamctl repo set . --check 'make test' --check-timeout 1800
+  teamctl repo set . --branch main --check 'cargo test' --review   you read each change first";
 
 pub const WORKTREES_ABOUT: &str = "\
 List the task worktrees, with their state and size; `prune` removes finished ones";
@@ -84,7 +90,10 @@ pub const DIFF_LONG: &str = "\
 Show what a task changed, with git run here (boardd is asked only where the task's \
 worktree and the team's repository are).
 
-A task that landed: the change it brought to the target branch. An open task: its \
+A task that landed: the change it brought to the target branch. A task whose checks \
+passed (waiting for review, or in the merge queue): the commit that passed, against \
+the target it was brought up to date with; exactly what `teamctl merge` lands. An \
+open task: its \
 worktree against the point where it forked from the target, uncommitted changes \
 included, then the files git does not track yet. If the worktree directory is gone \
 but the branch remains: the branch against the target. In a terminal git pages and \
@@ -108,6 +117,57 @@ pub const CANCEL_EXAMPLES: &str = "\
 Examples:
   teamctl task cancel 5
   teamctl task cancel 5 --discard && teamctl worktrees prune";
+
+pub const REVIEW_ABOUT: &str = "\
+List the work that passed its checks and waits for your review, with its size";
+
+pub const REVIEW_LONG: &str = "\
+List the tasks whose work passed its checks and waits for your review (with `teamctl \
+repo set --review`, or `teamctl task add --review`): the task, its owner, how many \
+files and lines it changes, how long it has waited, and the commit that passed.
+
+Nothing of it lands while it waits, and it keeps waiting across restarts of boardd \
+and of its owner. Read it with `teamctl task diff ID`, then land it with `teamctl \
+merge ID` or return it with `teamctl send-back ID --feedback TEXT`.";
+
+pub const REVIEW_EXAMPLES: &str = "\
+Examples:
+  teamctl review
+  teamctl task diff 3 && teamctl merge 3
+  teamctl send-back 4 --feedback 'keep the old flag working'
+  teamctl review --json | jq '.[] | {id, diff: .landing.diff}'";
+
+pub const MERGE_ABOUT: &str = "\
+Land work that waits for your review, through the merge queue";
+
+pub const MERGE_LONG: &str = "\
+Land a task that waits for your review: it joins the team's merge queue and lands \
+like any completion whose checks passed, exactly the commit that passed them \
+(`teamctl task diff ID`). teamctl waits until it has landed and prints the commit, \
+or says why it could not land (a conflict with work that landed meanwhile, a commit \
+made after the checks): then the task goes back to pending with the reason as its \
+note, for its next owner. Its owner need not be connected.";
+
+pub const MERGE_EXAMPLES: &str = "\
+Examples:
+  teamctl merge 3
+  teamctl merge 3 --json | jq .worktree.merged";
+
+pub const SEND_BACK_ABOUT: &str = "\
+Return work that waits for your review to its owner, with feedback";
+
+pub const SEND_BACK_LONG: &str = "\
+Return a task that waits for your review to its owner. The feedback is required: it \
+becomes the task's handoff note and goes into its history. The owner keeps the claim \
+and the worktree, takes the task up again at once (it waits idle meanwhile), and its \
+next completion runs the checks, and your review, again. If the owner is gone (its \
+process stopped or died), the task goes back to pending, without counting an \
+attempt, and its next owner starts from the work and the feedback.";
+
+pub const SEND_BACK_EXAMPLES: &str = "\
+Examples:
+  teamctl send-back 4 --feedback 'keep the old flag working'
+  teamctl send-back 4 -f \"$(cat review-notes.md)\"";
 
 #[derive(Debug, Args)]
 pub struct RepoArgs {
@@ -146,6 +206,11 @@ pub struct RepoSetArgs {
     /// [default: 600]
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub check_timeout: Option<u64>,
+
+    /// Every task's work waits for your review once its checks pass (`teamctl
+    /// review`), instead of landing at once
+    #[arg(long)]
+    pub review: bool,
 }
 
 #[derive(Debug, Args)]

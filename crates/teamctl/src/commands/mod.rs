@@ -11,6 +11,7 @@ pub mod messages;
 pub mod overview;
 pub mod repo;
 pub mod requests;
+pub mod review;
 pub mod shutdown;
 pub mod spawn;
 pub mod task;
@@ -207,6 +208,9 @@ async fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<()> {
         Command::Reject(args) => requests::reject(ctx, args).await,
         Command::Repo(args) => repo::repo(ctx, args).await,
         Command::Worktrees(args) => repo::worktrees(ctx, args).await,
+        Command::Review => review::list(ctx).await,
+        Command::Merge(args) => review::merge(ctx, args.id).await,
+        Command::SendBack(args) => review::send_back(ctx, args).await,
         Command::Mcp(args) => mcp::run(ctx, args).await,
         Command::Completions(args) => completions::run(ctx, &args),
     }
@@ -220,7 +224,7 @@ pub fn decode<T: DeserializeOwned>(value: &serde_json::Value, what: &str) -> any
 /// The whole board, decoded.
 pub async fn fetch_tasks(client: &Client) -> anyhow::Result<Vec<Task>> {
     let raw = client
-        .call_value(Request::ListTasks(ListTasksArgs { status: None }))
+        .call_value(Request::ListTasks(ListTasksArgs::default()))
         .await?;
     decode(&raw, "list_tasks")
 }

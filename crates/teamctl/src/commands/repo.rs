@@ -51,6 +51,7 @@ async fn set(ctx: &Ctx, args: RepoSetArgs) -> anyhow::Result<()> {
         merge: args.merge,
         checks: args.checks,
         check_timeout_ms: args.check_timeout.map(|s| s.saturating_mul(1000)),
+        review: args.review,
     });
     let Some(repo) = ctx.call::<Repo>(&client, request).await? else {
         return Ok(());

@@ -16,6 +16,7 @@ pub async fn list(ctx: &Ctx, args: TasksArgs) -> anyhow::Result<()> {
         // Exactly what boardd returned, filtered by boardd.
         let request = Request::ListTasks(ListTasksArgs {
             status: args.status,
+            landing: None,
         });
         return ctx.call::<Vec<Task>>(&client, request).await.map(drop);
     }
@@ -60,6 +61,7 @@ pub async fn add(ctx: &Ctx, args: TaskAddArgs) -> anyhow::Result<()> {
         require_plan: args.require_plan,
         checks: args.checks,
         no_worktree: args.no_worktree,
+        review: args.review,
     });
     if let Some(task) = ctx.call::<Task>(&client, request).await? {
         // Just the id, so that scripts can write `id=$(teamctl task add ...)`.

@@ -58,6 +58,13 @@ pub fn repo_lines(r: &Repo, now: i64) -> Vec<String> {
         "check limit: {} per check",
         duration(r.check_timeout_ms)
     ));
+    if r.review {
+        out.push(
+            "review:      every task's work waits for your review once its checks pass \
+             (`teamctl review`)"
+                .into(),
+        );
+    }
     out.push(format!("worktrees:   {}", r.worktrees));
     if !r.git_version.is_empty() {
         // boardd stores `git --version` whole: "git version 2.43.0".
@@ -144,6 +151,20 @@ fn landing_words(l: &Landing, now: i64) -> String {
     match (l.stage, l.queued_at) {
         (LandingStage::Checking, _) => {
             format!("checking for {} (commit, update, checks)", since(l.since))
+        }
+        (LandingStage::Review, _) => {
+            let mut s = format!(
+                "review: waiting for {}",
+                since(l.review_at.unwrap_or(l.since))
+            );
+            if let Some(head) = &l.head {
+                s.push_str(&format!(", {} passed its checks", short_oid(head)));
+            }
+            if let Some(d) = &l.diff {
+                s.push_str(&format!(" ({})", super::diff_size(d)));
+            }
+            s.push_str("; `teamctl merge` lands it, `teamctl send-back` returns it");
+            s
         }
         (LandingStage::Queued, queued_at) => {
             let mut s = format!(
@@ -464,6 +485,7 @@ mod tests {
             worktrees: "/state/worktrees/default".into(),
             git_version: "git version 2.43.0".into(),
             set_at: 0,
+            review: false,
         };
         assert_eq!(
             repo_lines(&r, 180_000),

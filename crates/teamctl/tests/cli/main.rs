@@ -28,6 +28,7 @@ mod mcp_claude;
 mod messages;
 mod repo;
 mod requests;
+mod review;
 mod runtime;
 mod spawn;
 mod tasks;

@@ -8,7 +8,7 @@ use super::Teammate;
 use crate::board_text;
 use crate::session::is_claim_gone;
 use crate::tools::ToolOutput;
-use teamboard_protocol::{ClientError, MessageKind, Task, TaskStatus};
+use teamboard_protocol::{ClientError, LandingStage, MessageKind, Task, TaskStatus};
 
 /// How a held task ends.
 pub(crate) enum Outcome {
@@ -21,6 +21,10 @@ impl Outcome {
     /// [`Outcome::end`].
     pub(crate) async fn report(self, t: &mut Teammate) -> ToolOutput {
         match self.end(t).await {
+            Ok((task, what)) if task.landing.is_some() => ToolOutput::ok(format!(
+                "task #{} {what}; nothing more to do on it now. If it is sent back, it comes back to you with the feedback",
+                task.id
+            )),
             Ok((task, what)) => ToolOutput::ok(format!("task #{} {what}", task.id)),
             Err(not) => ToolOutput::error(not),
         }
@@ -117,7 +121,15 @@ impl Outcome {
         } else {
             t.let_go();
         }
+        // A completion that waits for a person's review: the claim stays ours
+        // on the board, but there is nothing to do on it until it is merged or
+        // comes back with feedback (through `wait_for_work`, like a claim).
+        let review = task
+            .landing
+            .as_ref()
+            .is_some_and(|l| l.stage == LandingStage::Review);
         let what = match (completing, task.status) {
+            (true, _) if review => "passed its checks and waits for a person's review",
             (true, _) => "completed",
             (false, TaskStatus::Failed) => "failed for good",
             (false, _) => "failed (it will be retried)",

@@ -100,6 +100,17 @@ impl Teammate {
             .session
             .call(|c| async move { c.get_task(id).await })
             .await?;
+        let in_review = detail
+            .task
+            .landing
+            .as_ref()
+            .is_some_and(|l| l.stage == teamboard_protocol::LandingStage::Review);
+        if in_review {
+            // Completed already, and waiting for a person: it comes back
+            // through `wait_for_work` if it is sent back.
+            tracing::info!(task = id, "the claim boardd gave back waits for review");
+            return Ok(());
+        }
         if detail.task.status != TaskStatus::InProgress
             || detail.task.owner.as_deref() != Some(self.cfg.name.as_str())
         {

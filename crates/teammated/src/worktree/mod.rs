@@ -84,6 +84,7 @@ mod tests {
             worktrees: "/w".into(),
             git_version: "2.43".into(),
             set_at: 0,
+            review: false,
         }
     }
 

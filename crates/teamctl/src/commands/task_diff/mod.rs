@@ -4,6 +4,9 @@
 //! the team's repository with `get_repo`, then picks what to diff
 //! (`docs/design/worktrees.md`, the last section):
 //! - a task that landed: `landed_on..merged` in the repository;
+//! - a task whose checks passed (waiting for review, or queued): the head that
+//!   passed against the target, `<target>...<head>` in the repository, which is
+//!   what `merge_task` lands, whatever is in the worktree since;
 //! - an open task whose worktree is there: the worktree against its fork point from
 //!   the target, uncommitted changes included, then the untracked files (the
 //!   completion's `git add -A` will commit them too);
@@ -42,6 +45,9 @@ pub async fn run(ctx: &Ctx, args: TaskDiffArgs) -> anyhow::Result<()> {
     let _outlive = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
     match diff {
         Diff::Landed { repo, from, to } => git::show_diff(&repo, &[from, to], format),
+        Diff::Passed { repo, target, head } => {
+            git::show_diff(&repo, &[format!("refs/heads/{target}...{head}")], format)
+        }
         Diff::Worktree { dir, target } => {
             let base = git::merge_base(&dir, &format!("refs/heads/{target}"))?;
             git::show_diff(&dir, &[base], format)?;
@@ -84,6 +90,13 @@ enum Diff {
         repo: PathBuf,
         from: String,
         to: String,
+    },
+    /// `git -C repo diff target...head`: the head that passed the checks, as
+    /// a review reads it.
+    Passed {
+        repo: PathBuf,
+        target: String,
+        head: String,
     },
     /// In the worktree: `git diff $(git merge-base refs/heads/target HEAD)`.
     Worktree { dir: PathBuf, target: String },
@@ -147,6 +160,15 @@ fn plan(
             }
         );
     }
+    if let Some(head) = task.landing.as_ref().and_then(|l| l.head.clone())
+        && dir_exists(&repo_dir)
+    {
+        return Ok(Diff::Passed {
+            repo: repo_dir,
+            target: repo.branch.clone(),
+            head,
+        });
+    }
     let dir = PathBuf::from(&w.path);
     if dir_exists(&dir) {
         return Ok(Diff::Worktree {
@@ -189,6 +211,7 @@ mod tests {
             worktrees: "/w".into(),
             git_version: String::new(),
             set_at: 0,
+            review: false,
         }
     }
 
@@ -269,6 +292,29 @@ mod tests {
         )
         .expect_err("both gone");
         assert!(e.to_string().contains("are both gone"), "{e}");
+    }
+
+    #[test]
+    fn a_task_whose_checks_passed_diffs_the_head_that_passed() {
+        let mut t = task(Some(worktree()));
+        t.landing = Some(teamboard_protocol::Landing {
+            stage: teamboard_protocol::LandingStage::Review,
+            result: String::new(),
+            head: Some("h".repeat(40)),
+            since: 0,
+            queued_at: None,
+            review_at: Some(0),
+            diff: None,
+        });
+        let (dir, branch) = everything_exists();
+        assert_eq!(
+            plan(&t, Some(&repo()), dir, branch).expect("plan"),
+            Diff::Passed {
+                repo: "/src/app".into(),
+                target: "main".into(),
+                head: "h".repeat(40)
+            }
+        );
     }
 
     #[test]

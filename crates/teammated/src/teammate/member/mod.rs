@@ -71,7 +71,11 @@ impl Teammate {
     async fn board_call(&mut self, call: BoardCall) -> Answered {
         let reply = match call {
             BoardCall::ListTasks { status } => {
-                self.ask(Request::ListTasks(ListTasksArgs { status })).await
+                self.ask(Request::ListTasks(ListTasksArgs {
+                    status,
+                    landing: None,
+                }))
+                .await
             }
             BoardCall::GetTask { id, claim } => {
                 if claim && self.task_id() != Some(id) {
