@@ -307,20 +307,23 @@ impl Board {
                 }
                 _ => None,
             });
-            if why == Abandon::Stopped {
+            let in_conflict = crate::landing::conflict_outlives(task, why);
+            let counts = !in_conflict
+                && !matches!(
+                    why,
+                    Abandon::Released | Abandon::Stopped | Abandon::LandRefused
+                );
+            if !counts {
                 task.attempts = task.attempts.saturating_sub(1);
             }
-            if matches!(why, Abandon::Released | Abandon::LandRefused) {
-                task.attempts = task.attempts.saturating_sub(1);
-                // What the owner got done, for whoever takes the task next.
-                if let Some(note) = &error {
-                    task.handoff = Some(note.clone());
-                }
+            // What the owner got done, for whoever takes the task next (a
+            // conflict's note, set above, says more).
+            if matches!(why, Abandon::Released | Abandon::LandRefused)
+                && !in_conflict
+                && let Some(note) = &error
+            {
+                task.handoff = Some(note.clone());
             }
-            let counts = !matches!(
-                why,
-                Abandon::Released | Abandon::Stopped | Abandon::LandRefused
-            );
             if let Some(e) = error.as_ref().filter(|_| counts) {
                 task.last_error = Some(e.clone());
             }

@@ -143,6 +143,12 @@ impl Actor {
                     }
                 }
                 _ = sleep_until(deadline) => self.expire_due(next),
+                _ = sleep_until(self.repos.recheck_due()) => {
+                    self.repos.rechecked();
+                    for job in self.board.blocked_jobs() {
+                        self.repos.recheck(job);
+                    }
+                }
                 Some(done) = repo_done.recv() => self.repo_done(done),
             }
             self.flush(rx.is_empty());
@@ -167,6 +173,7 @@ impl Actor {
     fn repo_done(&mut self, done: Done) {
         let sessions = &self.sessions;
         let alive = |s: SessionId| sessions.contains_key(&s);
+        self.repos.reported(&done);
         let effects = repo_done::apply(&mut self.board, &mut self.held, done, &alive, Self::now());
         for effect in effects {
             self.effect(effect);
@@ -183,6 +190,7 @@ impl Actor {
                 self.reply(waiting, result);
             }
             Effect::Submit(job) => self.repos.submit(*job),
+            Effect::Recheck => self.repos.arm_recheck(),
         }
     }
 
@@ -264,6 +272,10 @@ impl Actor {
             Outcome::Query(query) => self.job.queries.push(QueryTo::new(out, id, query)),
             Outcome::Parked => {}
             Outcome::Repo(job) => self.repos.submit(*job),
+            Outcome::ReplyAndRun(result, job) => {
+                self.job.replies.push(ReplyTo::new(out, id, result));
+                self.repos.submit(*job);
+            }
             Outcome::Land {
                 slot,
                 task,

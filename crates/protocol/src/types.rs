@@ -264,8 +264,12 @@ pub enum EventKind {
     ChecksFailed,
     /// A completion passed its checks and joined the merge queue.
     MergeQueued,
-    /// Landing a task met a conflict with the target branch.
+    /// Landing a task met a conflict with the target branch: the task's landing
+    /// is `conflict` (or it went back to pending, if its owner was gone).
     MergeConflict,
+    /// A queued landing waits for the person's checkout of the target to be
+    /// clean (`landing: blocked`).
+    LandingBlocked,
     /// `prune_worktrees` removed a task's worktree and branch.
     WorktreePruned,
 }

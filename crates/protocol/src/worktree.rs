@@ -125,6 +125,14 @@ pub enum LandingStage {
     Checking,
     /// The checks passed; waiting in the team's merge queue.
     Queued,
+    /// The target is checked out in the person's own working tree, which has
+    /// changes the landing would touch: it waits, using no attempt, until the
+    /// tree is clean (`paths` names what blocks it, `checkout` where).
+    Blocked,
+    /// The branch conflicts with the target (`paths`, at target commit `onto`):
+    /// it waits, using no attempt, for the owner (or a person, in the worktree)
+    /// to resolve it and complete again.
+    Conflict,
 }
 
 /// A completion on its way to the target branch.
@@ -141,6 +149,15 @@ pub struct Landing {
     /// When the checks passed and the task joined the merge queue.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queued_at: Option<i64>,
+    /// `blocked`: the files in the way; `conflict`: the conflicting paths.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
+    /// `blocked`: the working tree where the target is checked out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkout: Option<String>,
+    /// `conflict`: the target commit the branch conflicts with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub onto: Option<String>,
 }
 
 /// What a new owner finds in a worktree it opens.

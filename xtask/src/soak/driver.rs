@@ -236,6 +236,8 @@ fn manifest_of(
         let stage = match l.stage {
             LandingStage::Checking => "checking",
             LandingStage::Queued => "queued",
+            LandingStage::Blocked => "blocked",
+            LandingStage::Conflict => "conflict",
         };
         return Err(format!("its task was {stage}: the work was boardd's"));
     }

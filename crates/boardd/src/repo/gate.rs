@@ -6,9 +6,9 @@ use super::job::{Done, Passed};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-use teamboard_board::{GateJob, GateRefusal};
+use teamboard_board::{Conflict, GateJob, GateRefusal};
 use teamboard_git::{CheckOutcome as Outcome, CheckSpec, GitError, Repo as Git, Update};
-use teamboard_protocol::{CheckOutcome, CheckRun, ErrorCode, MergeStyle, Worktree};
+use teamboard_protocol::{CheckOutcome, CheckRun, ErrorCode, MergeStyle, TaskId, Worktree};
 use tokio::sync::mpsc;
 
 /// On the repository's worker: commits everything in the worktree and brings
@@ -34,9 +34,16 @@ pub fn prepare(job: &GateJob) -> Result<String, GateRefusal> {
         .update(wt, &job.repo.branch, style)
         .map_err(refuse_git)?
     {
-        Update::Conflict { paths } => {
-            let message = conflict_message(&job.repo.branch, job.repo.merge, &paths);
-            Err(GateRefusal::new(ErrorCode::MergeConflict, message))
+        Update::Conflict { paths, onto } => {
+            let message = conflict_message(
+                job.task,
+                &job.repo.branch,
+                &onto,
+                &job.worktree,
+                job.repo.merge,
+                &paths,
+            );
+            Err(GateRefusal::conflict(message, Conflict { paths, onto }))
         }
         Update::UpToDate | Update::Updated(_) => {
             let state = git.worktree_state(wt).map_err(refuse_git)?;
@@ -112,9 +119,8 @@ fn run_checks(
         runs.push(run);
         if let Some(message) = message {
             return Err(GateRefusal {
-                code: ErrorCode::CheckFailed,
-                message,
                 runs,
+                ..GateRefusal::new(ErrorCode::CheckFailed, message)
             });
         }
     }
@@ -154,9 +160,16 @@ fn limit(d: Duration) -> String {
     }
 }
 
-/// The refusal for a branch that conflicts with the target: the paths, and
-/// how to resolve it.
-pub fn conflict_message(target: &str, style: MergeStyle, paths: &[String]) -> String {
+/// The refusal for a branch that conflicts with the target: the paths, the
+/// target commit, and how to resolve it where the work is.
+pub fn conflict_message(
+    task: TaskId,
+    target: &str,
+    onto: &str,
+    wt: &Worktree,
+    style: MergeStyle,
+    paths: &[String],
+) -> String {
     let how = match style {
         MergeStyle::Rebase => format!(
             "run `git rebase {target}` in the worktree, resolve the conflicts, `git add` them and `git rebase --continue`"
@@ -166,8 +179,11 @@ pub fn conflict_message(target: &str, style: MergeStyle, paths: &[String]) -> St
         }
     };
     format!(
-        "the branch conflicts with {target} in {}; {how}, then complete again",
-        paths.join(", ")
+        "the branch {} conflicts with {target} at {} in {}; nothing landed and no attempt is used. To resolve it in the worktree {}: {how}, then complete again (a person: `teamctl task retry {task}`)",
+        wt.branch,
+        teamboard_board::short(onto),
+        paths.join(", "),
+        wt.path
     )
 }
 

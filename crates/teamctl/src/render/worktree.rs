@@ -156,6 +156,19 @@ fn landing_words(l: &Landing, now: i64) -> String {
             s.push_str(&format!("; completion asked {} ago", since(l.since)));
             s
         }
+        (LandingStage::Blocked, _) => format!(
+            "blocked: {} has changes in the way ({}); it lands once they are committed or undone, or on `teamctl task retry`; completion asked {} ago",
+            l.checkout
+                .as_deref()
+                .unwrap_or("the checkout of the target"),
+            l.paths.join(", "),
+            since(l.since)
+        ),
+        (LandingStage::Conflict, _) => format!(
+            "conflict with the target at {} in {}: resolve it in the worktree, commit, then complete again or `teamctl task retry`",
+            l.onto.as_deref().map(short_oid).unwrap_or("?"),
+            l.paths.join(", ")
+        ),
     }
 }
 
