@@ -179,11 +179,11 @@ pub fn conflict_message(
         }
     };
     format!(
-        "the branch {} conflicts with {target} at {} in {}; nothing landed and no attempt is used. To resolve it in the worktree {}: {how}, then complete again (a person: `teamctl task retry {task}`)",
-        wt.branch,
-        teamboard_board::short(onto),
+        "the branch conflicts with {target} in {} ({target} at {}); nothing landed and no attempt is used. Resolve it in the worktree {} (branch {}): {how}, then complete again (a person: `teamctl task retry {task}`)",
         paths.join(", "),
-        wt.path
+        teamboard_board::short(onto),
+        wt.path,
+        wt.branch
     )
 }
 
