@@ -439,8 +439,9 @@ pub enum TaskCommand {
     #[command(long_about = CANCEL_LONG, after_help = CANCEL_EXAMPLES)]
     Cancel(TaskCancelArgs),
 
-    /// Put a failed or cancelled task back to pending, with a fresh attempt count
-    #[command(after_help = "Examples:\n  teamctl task retry 5")]
+    /// Put a failed or cancelled task back to pending, with a fresh attempt count;
+    /// or try a blocked or conflicting landing again
+    #[command(long_about = RETRY_LONG, after_help = "Examples:\n  teamctl task retry 5")]
     Retry(TaskIdArg),
 
     /// Show what a task changed in its worktree, with git
@@ -1036,3 +1037,12 @@ mod tests {
         assert_eq!(cli.global.team, "t1");
     }
 }
+
+const RETRY_LONG: &str = "\
+Put a failed or cancelled task back to pending, with a fresh attempt count.
+
+A task whose landing waits is tried again: `landing: blocked` (your checkout of the \
+target has changes in the way) is looked at now and lands if the checkout is clean; \
+`landing: conflict`, once you resolved it in the task's worktree (`git rebase \
+<target>`, fix, `git add`, `git rebase --continue`), is checked and landed for the \
+teammate that holds it, or made ready for the next teammate if none does.";
