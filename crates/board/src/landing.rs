@@ -82,11 +82,12 @@ pub struct GateRefusal {
 pub struct LandRefusal {
     pub code: ErrorCode,
     pub message: String,
-    /// A conflict with the target: the landing waits in `conflict`.
-    pub conflict: Option<Conflict>,
+    /// A conflict with the target: the landing waits in `conflict`. Boxed,
+    /// like `blocked`: most refusals have neither.
+    pub conflict: Option<Box<Conflict>>,
     /// Not a refusal: the person's checkout of the target is in the way, and
     /// the landing waits in `blocked` (`message` says why).
-    pub blocked: Option<Blocked>,
+    pub blocked: Option<Box<Blocked>>,
 }
 
 /// The branch conflicts with the target.
@@ -139,7 +140,7 @@ impl LandRefusal {
     /// A conflict with the target, which the landing waits on.
     pub fn conflict(message: impl Into<String>, conflict: Conflict) -> Self {
         LandRefusal {
-            conflict: Some(conflict),
+            conflict: Some(Box::new(conflict)),
             ..LandRefusal::new(ErrorCode::MergeConflict, message)
         }
     }
@@ -147,7 +148,7 @@ impl LandRefusal {
     /// The person's checkout is in the way: the landing waits.
     pub fn blocked(message: impl Into<String>, blocked: Blocked) -> Self {
         LandRefusal {
-            blocked: Some(blocked),
+            blocked: Some(Box::new(blocked)),
             ..LandRefusal::new(ErrorCode::Git, message)
         }
     }

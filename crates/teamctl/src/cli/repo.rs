@@ -97,6 +97,15 @@ Examples:
   teamctl task diff 3 --name-only
   teamctl task diff 3 | less -R";
 
+pub const RETRY_LONG: &str = "\
+Put a failed or cancelled task back to pending, with a fresh attempt count.
+
+A task whose landing waits is tried again: `landing: blocked` (your checkout of the \
+target has changes in the way) is looked at now and lands if the checkout is clean; \
+`landing: conflict`, once you resolved it in the task's worktree (`git rebase \
+<target>`, fix, `git add`, `git rebase --continue`), is checked and landed for the \
+teammate that holds it, or made ready for the next teammate if none does.";
+
 pub const CANCEL_LONG: &str = "\
 Withdraw a task; its owner, if any, loses the claim.
 
