@@ -4,8 +4,11 @@
 //! `begin_complete` turns the owner's `complete_task` into a gate job and marks
 //! the task `landing: checking`. The repo worker reports back: `gate_passed`
 //! queues the task (`landing: queued`), `gate_refused` hands it back to the owner
-//! with the evidence. The queue reports `landed` (the task completes) or
-//! `land_refused`. A claim that ends while its task lands drops the landing
+//! with the evidence. The queue reports `landed` (the task completes),
+//! `land_blocked` (the person's checkout is in the way: `landing: blocked`, to be
+//! looked at again) or `land_refused`. A conflict, at the gate or in the queue,
+//! keeps the landing at `landing: conflict` and uses no attempt
+//! ([`conflict_outlives`] says what becomes of it when the claim ends). A claim that ends while its task lands drops the landing
 //! ([`Dropped`]), so that the actor can answer the owner's waiting request and
 //! interrupt its checks. `docs/design/worktrees.md` tells the whole story.
 

@@ -85,6 +85,13 @@ impl Board {
             };
             task.landing.take_if(|l| !waits(l)).map(|_| task.epoch)
         } else {
+            // A pending task's landing is a conflict waiting for a person: a
+            // claim takes it on, anything else ends it.
+            if was == TaskStatus::Pending
+                && !matches!(status, TaskStatus::Pending | TaskStatus::InProgress)
+            {
+                task.landing = None;
+            }
             None
         };
         let mut wake = false;

@@ -191,6 +191,17 @@ fn a_conflict_its_owner_gives_up_waits_for_a_person_across_a_restart() {
     assert!(job.is_none());
     assert!(t.landing.is_none() && t.ready, "{t:?}");
     assert!(t.handoff.unwrap().contains("same.txt"));
+
+    // A waiting conflict that is cancelled ends with the task.
+    let mut h = with_repo();
+    let a = h.add("a");
+    let ann = h.join("ann", "dev");
+    let epoch = in_conflict(&mut h, ann, a);
+    h.release(ann, a, epoch, Some("cannot resolve it"));
+    assert!(h.task(a).landing.is_some());
+    assert!(h.cancel(a).landing.is_none());
+    let (t, _) = h.board.retry_task_with(h.lead(), a).unwrap();
+    assert!(t.ready && t.landing.is_none(), "{t:?}");
 }
 
 #[test]

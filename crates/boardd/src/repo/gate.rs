@@ -188,8 +188,8 @@ pub fn conflict_message(
 }
 
 /// Why a worktree whose checkout is `branch` is no place to commit or land
-/// the task from, if it is not. Trap: the target is checked out nowhere, so
-/// git lets an owner switch its worktree to it; a commit there would move
+/// the task from, if it is not. Trap: where the target is checked out
+/// nowhere, git lets an owner switch its worktree to it; a commit there would move
 /// the target with nothing checked, and one on a detached HEAD would leave
 /// the work on no branch while the task's empty branch "landed".
 pub fn off_branch(branch: &Option<String>, wt: &Worktree) -> Option<String> {
