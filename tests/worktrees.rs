@@ -80,23 +80,21 @@ async fn a_task_works_in_its_own_worktree_and_lands_before_its_dependents_are_re
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_target_that_is_checked_out_or_a_plain_directory_is_refused_with_the_fix() {
+async fn a_target_that_is_checked_out_is_taken_and_a_missing_one_is_refused_with_the_fix() {
     let dir = short_tempdir();
     let repo = GitRepo::new(dir.path());
     teamboard_testkit::git::git(&repo.path, &["switch", "-q", "main"]);
     let daemon = InProc::start().await;
     let lead = lead(&daemon.socket).await;
-    let e = lead
-        .set_repo(repo.repo_args())
-        .await
-        .expect_err("checked out");
-    assert_eq!(e.code(), Some(ErrorCode::Git), "{e}");
-    assert!(e.to_string().contains("switch --detach"), "{e}");
+    // The person's own checkout of the target: landing updates it.
+    let set = lead.set_repo(repo.repo_args()).await.expect("checked out");
+    assert_eq!(set.branch, "main");
 
-    // Without a branch: no default that is always refused, but the refusal
-    // names what to pass.
+    // Without a branch: no default, but the refusal names what to pass, with
+    // every other option given.
     let no_branch = SetRepoArgs {
         branch: None,
+        checks: vec!["make test".into()],
         ..repo.repo_args()
     };
     let e = lead
@@ -104,7 +102,7 @@ async fn a_target_that_is_checked_out_or_a_plain_directory_is_refused_with_the_f
         .await
         .expect_err("no branch");
     assert_eq!(e.code(), Some(ErrorCode::InvalidArgs), "{e}");
-    for says in ["'main'", "switch --detach", "--branch main"] {
+    for says in ["'main'", "--branch main --check 'make test'"] {
         assert!(e.to_string().contains(says), "{says}: {e}");
     }
     teamboard_testkit::git::git(&repo.path, &["switch", "-q", "--detach"]);
@@ -123,7 +121,7 @@ async fn a_target_that_is_checked_out_or_a_plain_directory_is_refused_with_the_f
         .expect_err("not a repo");
     assert_eq!(e.code(), Some(ErrorCode::Git), "{e}");
     assert!(e.to_string().contains("not inside a git repository"), "{e}");
-    assert_eq!(lead.get_repo().await.expect("get"), None);
+    assert_eq!(lead.get_repo().await.expect("get"), Some(set));
 
     let alice = teammate(&daemon.socket, "alice", "coder").await;
     assert_eq!(
@@ -156,7 +154,11 @@ async fn two_teammates_editing_one_file_one_lands_and_the_other_gets_the_path() 
     let detail = bob.get_task(b).await.expect("get");
     assert_eq!(detail.task.status, TaskStatus::InProgress);
     assert_eq!(detail.task.owner.as_deref(), Some("bob"));
-    assert!(detail.task.landing.is_none());
+    assert_eq!(detail.task.attempts, 1);
+    let landing = detail.task.landing.clone().expect("it waits in conflict");
+    assert_eq!(landing.stage, teamboard_protocol::LandingStage::Conflict);
+    assert_eq!(landing.paths, vec!["README.md".to_string()]);
+    assert_eq!(landing.onto, Some(repo.head("main")));
     assert_eq!(
         std::fs::read_to_string(wb.join("README.md")).expect("kept"),
         "bob was here\n"

@@ -312,23 +312,25 @@ impl Board {
                 }
                 _ => None,
             });
-            if why == Abandon::Stopped {
+            let in_conflict = crate::landing::conflict_outlives(task, why);
+            let counts = !in_conflict
+                && !matches!(
+                    why,
+                    Abandon::Released | Abandon::Stopped | Abandon::LandRefused | Abandon::SentBack
+                );
+            if !counts {
                 task.attempts = task.attempts.saturating_sub(1);
             }
+            // What the owner got done, for whoever takes the task next (a
+            // conflict's note, set above, says more).
             if matches!(
                 why,
                 Abandon::Released | Abandon::LandRefused | Abandon::SentBack
-            ) {
-                task.attempts = task.attempts.saturating_sub(1);
-                // What the owner got done, for whoever takes the task next.
-                if let Some(note) = &error {
-                    task.handoff = Some(note.clone());
-                }
+            ) && !in_conflict
+                && let Some(note) = &error
+            {
+                task.handoff = Some(note.clone());
             }
-            let counts = !matches!(
-                why,
-                Abandon::Released | Abandon::Stopped | Abandon::LandRefused | Abandon::SentBack
-            );
             if let Some(e) = error.as_ref().filter(|_| counts) {
                 task.last_error = Some(e.clone());
             }

@@ -4,8 +4,11 @@
 //! `begin_complete` turns the owner's `complete_task` into a gate job and marks
 //! the task `landing: checking`. The repo worker reports back: `gate_passed`
 //! queues the task (`landing: queued`), `gate_refused` hands it back to the owner
-//! with the evidence. The queue reports `landed` (the task completes) or
-//! `land_refused`. A claim that ends while its task lands drops the landing
+//! with the evidence. The queue reports `landed` (the task completes),
+//! `land_blocked` (the person's checkout is in the way: `landing: blocked`, to be
+//! looked at again) or `land_refused`. A conflict, at the gate or in the queue,
+//! keeps the landing at `landing: conflict` and uses no attempt
+//! ([`conflict_outlives`] says what becomes of it when the claim ends). A claim that ends while its task lands drops the landing
 //! ([`Dropped`]), so that the actor can answer the owner's waiting request and
 //! interrupt its checks. `docs/design/worktrees.md` tells the whole story.
 
@@ -76,6 +79,8 @@ pub struct GateRefusal {
     pub message: String,
     /// The checks that ran, the failing one last.
     pub runs: Vec<CheckRun>,
+    /// A conflict with the target: the landing waits in `conflict`.
+    pub conflict: Option<Conflict>,
 }
 
 /// Why the queue could not land a task.
@@ -83,6 +88,27 @@ pub struct GateRefusal {
 pub struct LandRefusal {
     pub code: ErrorCode,
     pub message: String,
+    /// A conflict with the target: the landing waits in `conflict`. Boxed,
+    /// like `blocked`: most refusals have neither.
+    pub conflict: Option<Box<Conflict>>,
+    /// Not a refusal: the person's checkout of the target is in the way, and
+    /// the landing waits in `blocked` (`message` says why).
+    pub blocked: Option<Box<Blocked>>,
+}
+
+/// The branch conflicts with the target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conflict {
+    pub paths: Vec<String>,
+    /// The target commit it conflicts with.
+    pub onto: String,
+}
+
+/// The target is checked out in a working tree whose changes are in the way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blocked {
+    pub checkout: String,
+    pub paths: Vec<String>,
 }
 
 impl GateRefusal {
@@ -93,6 +119,15 @@ impl GateRefusal {
             code,
             message,
             runs: Vec::new(),
+            conflict: None,
+        }
+    }
+
+    /// A conflict with the target, which the landing waits on.
+    pub fn conflict(message: impl Into<String>, conflict: Conflict) -> Self {
+        GateRefusal {
+            conflict: Some(conflict),
+            ..GateRefusal::new(ErrorCode::MergeConflict, message)
         }
     }
 }
@@ -100,7 +135,28 @@ impl GateRefusal {
 impl LandRefusal {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         let message = message.into();
-        LandRefusal { code, message }
+        LandRefusal {
+            code,
+            message,
+            conflict: None,
+            blocked: None,
+        }
+    }
+
+    /// A conflict with the target, which the landing waits on.
+    pub fn conflict(message: impl Into<String>, conflict: Conflict) -> Self {
+        LandRefusal {
+            conflict: Some(Box::new(conflict)),
+            ..LandRefusal::new(ErrorCode::MergeConflict, message)
+        }
+    }
+
+    /// The person's checkout is in the way: the landing waits.
+    pub fn blocked(message: impl Into<String>, blocked: Blocked) -> Self {
+        LandRefusal {
+            blocked: Some(Box::new(blocked)),
+            ..LandRefusal::new(ErrorCode::Git, message)
+        }
     }
 }
 
@@ -130,20 +186,35 @@ impl Board {
     ) -> Result<Completion> {
         self.check_fence(&ctx, id, epoch)?;
         let task = self.task(ctx.team, id)?;
-        let (Some(worktree), Some(repo)) = (task.worktree.clone(), self.repo(ctx.team).cloned())
-        else {
+        if task.worktree.is_none() || self.repo(ctx.team).is_none() {
             return self
                 .complete_task(ctx, id, epoch, result)
                 .map(Completion::Done);
-        };
+        }
         self.check_plan(ctx.team, id, epoch)?;
-        if let Some(l) = &task.landing {
+        // A conflict waits for this: the owner resolved it and completes again.
+        if let Some(l) = task
+            .landing
+            .as_ref()
+            .filter(|l| l.stage != LandingStage::Conflict)
+        {
             // The fence passed, so this is the holder of the same claim.
             if l.stage == LandingStage::Review {
                 return Ok(Completion::Review(task.clone()));
             }
             return Ok(Completion::Landing);
         }
+        self.gate_for(ctx, id, epoch, result).map(Completion::Gate)
+    }
+
+    /// Starts the gate of `id`'s landing for its holder `ctx.actor`, whose
+    /// fence and plan were checked.
+    fn gate_for(&mut self, ctx: Ctx, id: TaskId, epoch: u64, result: String) -> Result<GateJob> {
+        let task = self.task(ctx.team, id)?;
+        let (Some(worktree), Some(repo)) = (task.worktree.clone(), self.repo(ctx.team).cloned())
+        else {
+            return Err(BoardError::state(format!("#{id} has no worktree to land")));
+        };
         if result.len() > self.config.max_message_len {
             return Err(BoardError::invalid(format!(
                 "the result is {} bytes; the limit is {}",
@@ -178,10 +249,13 @@ impl Board {
             queued_at: None,
             review_at: None,
             diff: None,
+            paths: Vec::new(),
+            checkout: None,
+            onto: None,
         });
         task.updated_at = ctx.now.wall_ms;
         self.mark_task(ctx.team, id);
-        Ok(Completion::Gate(job))
+        Ok(job)
     }
 
     /// Refuses a second completion while one is on its way.
@@ -197,6 +271,11 @@ impl Board {
             Some(LandingStage::Review) => Err(BoardError::state(format!(
                 "#{id} is already completing: it passed its checks and waits for review"
             ))),
+            Some(LandingStage::Blocked) => Err(BoardError::state(format!(
+                "#{id} is already completing: it passed its checks and waits for the checkout of the target to be clean"
+            ))),
+            // Completing again is how a conflict ends; `begin_complete` takes it.
+            Some(LandingStage::Conflict) => Ok(()),
         }
     }
 
@@ -300,7 +379,10 @@ impl Board {
         if !refusal.runs.is_empty() {
             task.check_runs = refusal.runs.clone();
         }
-        task.landing = None;
+        match &refusal.conflict {
+            Some(c) => set_conflict(task, c),
+            None => task.landing = None,
+        }
         task.updated_at = now.wall_ms;
         let owner = task.owner.clone().unwrap_or_default();
         self.mark_task(team, id);
@@ -396,15 +478,20 @@ impl Board {
             return Ok(());
         }
         t.queued.remove(&id);
+        let holder = t.leases.get(&id).and_then(|l| l.session);
         let task = t.task_mut(id, team)?;
-        task.landing = None;
+        let waits = owner_waits && holder.is_some();
+        match &refusal.conflict {
+            // The owner resolves it and completes again; no attempt is used.
+            Some(c) if waits => set_conflict(task, c),
+            _ => task.landing = None,
+        }
         task.updated_at = now.wall_ms;
         let owner = task.owner.clone().unwrap_or_default();
-        let holder = t.leases.get(&id).and_then(|l| l.session);
         let detail = teamboard_protocol::text::fit_bytes_with_mark(&refusal.message, DETAIL_MAX);
         self.mark_task(team, id);
         self.emit_refusal(team, id, &owner, refusal.code, detail.clone(), now);
-        if owner_waits && holder.is_some() {
+        if waits {
             if let Some(lease) = self.team_mut(team).leases.get_mut(&id) {
                 lease.deadline = now.mono + ttl;
             }
@@ -451,33 +538,122 @@ impl Board {
     pub fn queued_jobs(&self) -> Vec<LandJob> {
         let mut jobs: Vec<(i64, LandJob)> = Vec::new();
         for (team, t) in &self.teams {
-            let Some(repo) = &t.repo else { continue };
             for id in &t.queued {
-                let Some(task) = t.tasks.get(id) else {
+                let Some(job) = self.land_job(team, *id) else {
                     continue;
                 };
-                let (Some(landing), Some(worktree)) = (&task.landing, &task.worktree) else {
-                    continue;
-                };
-                let Some(head) = landing.head.clone() else {
-                    continue;
-                };
-                jobs.push((
-                    landing.queued_at.unwrap_or(landing.since),
-                    LandJob {
-                        team: team.clone(),
-                        task: *id,
-                        epoch: task.epoch,
-                        repo: repo.clone(),
-                        worktree: worktree.clone(),
-                        head,
-                        message: commit_message(&task.subject, &landing.result),
-                    },
-                ));
+                let since = t.tasks.get(id).and_then(|task| task.landing.as_ref());
+                let at = since.map(|l| l.queued_at.unwrap_or(l.since)).unwrap_or(0);
+                jobs.push((at, job));
             }
         }
         jobs.sort_by(|a, b| (a.0, &a.1.team, a.1.task).cmp(&(b.0, &b.1.team, b.1.task)));
         jobs.into_iter().map(|(_, j)| j).collect()
+    }
+
+    /// The landings waiting in `blocked`, to try again (boardd rechecks them).
+    pub fn blocked_jobs(&self) -> Vec<LandJob> {
+        self.queued_jobs()
+            .into_iter()
+            .filter(|j| self.stage(&j.team, j.task) == Some(LandingStage::Blocked))
+            .collect()
+    }
+
+    /// The stage of `id`'s landing, if it is landing.
+    pub fn stage(&self, team: &str, id: TaskId) -> Option<LandingStage> {
+        let task = self.team(team)?.tasks.get(&id)?;
+        task.landing.as_ref().map(|l| l.stage)
+    }
+
+    /// The job that lands `id`, whose checks passed (`queued` or `blocked`).
+    fn land_job(&self, team: &str, id: TaskId) -> Option<LandJob> {
+        let t = self.team(team)?;
+        let repo = t.repo.as_ref()?;
+        let task = t.tasks.get(&id)?;
+        let (landing, worktree) = (task.landing.as_ref()?, task.worktree.as_ref()?);
+        Some(LandJob {
+            team: team.to_string(),
+            task: id,
+            epoch: task.epoch,
+            repo: repo.clone(),
+            worktree: worktree.clone(),
+            head: landing.head.clone()?,
+            message: commit_message(&task.subject, &landing.result),
+        })
+    }
+
+    /// The queue found the person's checkout of the target in the way: the
+    /// landing waits in `blocked`, using no attempt, and the owner's request
+    /// stays unanswered. Answers whether boardd is to look again (the landing
+    /// is still this claim's).
+    pub fn land_blocked(
+        &mut self,
+        team: &str,
+        id: TaskId,
+        epoch: u64,
+        blocked: &Blocked,
+        now: Now,
+    ) -> Result<bool> {
+        let t = self.team_mut(team);
+        let task = t.task_mut(id, team)?;
+        let live = task.epoch == epoch && task.status == TaskStatus::InProgress;
+        let Some(l) = task.landing.as_mut().filter(|_| live) else {
+            return Ok(false);
+        };
+        if !matches!(l.stage, LandingStage::Queued | LandingStage::Blocked) {
+            return Ok(false);
+        }
+        let news = l.stage != LandingStage::Blocked
+            || l.paths != blocked.paths
+            || l.checkout.as_deref() != Some(blocked.checkout.as_str());
+        if !news {
+            return Ok(true);
+        }
+        l.stage = LandingStage::Blocked;
+        l.paths = blocked.paths.clone();
+        l.checkout = Some(blocked.checkout.clone());
+        task.updated_at = now.wall_ms;
+        let owner = task.owner.clone();
+        self.mark_task(team, id);
+        self.emit(
+            team,
+            "boardd",
+            now.wall_ms,
+            EventKind::LandingBlocked,
+            About::task(id, owner.as_deref()),
+            format!(
+                "#{id} waits to land: {} has changes in the way ({}); it lands once they are committed or undone, or on `teamctl task retry {id}`",
+                blocked.checkout,
+                blocked.paths.join(", ")
+            ),
+        );
+        Ok(true)
+    }
+
+    /// A person asks to try a waiting landing again (`retry_task`): a blocked
+    /// one is looked at again now (the answer, for the caller to run); a
+    /// conflict whose owner still holds the task is checked and landed again,
+    /// as the owner's completion would be. `None`: nothing to run.
+    pub(crate) fn retry_landing(&mut self, ctx: &Ctx, id: TaskId) -> Result<Option<Retried>> {
+        let task = self.task(ctx.team, id)?;
+        match task.landing.as_ref().map(|l| l.stage) {
+            Some(LandingStage::Blocked) => Ok(self.land_job(ctx.team, id).map(Retried::Land)),
+            Some(LandingStage::Conflict) if task.status == TaskStatus::InProgress => {
+                let (epoch, owner) = (task.epoch, task.owner.clone().unwrap_or_default());
+                let result = task
+                    .landing
+                    .as_ref()
+                    .map(|l| l.result.clone())
+                    .unwrap_or_default();
+                let owner_ctx = Ctx {
+                    actor: &owner,
+                    ..*ctx
+                };
+                let job = self.gate_for(owner_ctx, id, epoch, result)?;
+                Ok(Some(Retried::Gate(job)))
+            }
+            _ => Ok(None),
+        }
     }
 
     /// After a restart: checks that were running died with the old daemon, so
@@ -490,12 +666,14 @@ impl Board {
                 let Some(l) = &task.landing else { continue };
                 let live = task.status == TaskStatus::InProgress;
                 match l.stage {
-                    LandingStage::Queued if live => {
+                    LandingStage::Queued | LandingStage::Blocked if live => {
                         t.queued.insert(task.id);
                     }
                     // Nothing runs for a review: it waits for its person
                     // whatever became of boardd.
                     LandingStage::Review if live => {}
+                    // It waits for a resolution, with its owner or without one.
+                    LandingStage::Conflict => {}
                     _ => {
                         task.landing = None;
                         interrupted.push((name.clone(), task.id, task.owner.clone()));
@@ -529,6 +707,66 @@ impl Board {
             why,
         });
     }
+}
+
+/// What a person's retry of a waiting landing runs.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one per retry; boxing would only add noise"
+)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Retried {
+    Land(LandJob),
+    Gate(GateJob),
+}
+
+/// The landing waits in `conflict`, keeping the owner's result.
+fn set_conflict(task: &mut Task, c: &Conflict) {
+    if let Some(l) = task.landing.as_mut() {
+        l.stage = LandingStage::Conflict;
+        l.paths = c.paths.clone();
+        l.onto = Some(c.onto.clone());
+        l.head = None;
+        l.queued_at = None;
+        l.checkout = None;
+    }
+}
+
+/// The claim on a task whose landing waits in `conflict` ends (`why`): the
+/// conflict is no attempt's failure, so the attempt does not count, and the
+/// next owner is told of it in the handoff note. An owner that gave the task
+/// up could not resolve it, and another claim would meet the same conflict:
+/// the task waits, pending but not ready, for a person (`teamctl task retry`).
+/// An owner that is gone (its lease, its connection, a stop) leaves it ready
+/// for the next owner. Answers whether the task was in conflict.
+pub(crate) fn conflict_outlives(task: &mut Task, why: Abandon) -> bool {
+    let Some(l) = task
+        .landing
+        .as_ref()
+        .filter(|l| l.stage == LandingStage::Conflict)
+    else {
+        return false;
+    };
+    task.handoff = Some(conflict_note(task.id, l, task.worktree.as_ref()));
+    if !matches!(
+        why,
+        Abandon::Failed | Abandon::ReleasedWithError | Abandon::Released
+    ) {
+        task.landing = None;
+    }
+    true
+}
+
+/// The handoff note of a task whose landing met a conflict.
+fn conflict_note(id: TaskId, l: &Landing, wt: Option<&Worktree>) -> String {
+    let onto = l.onto.as_deref().map(short).unwrap_or("?");
+    let (path, branch) = wt
+        .map(|w| (w.path.as_str(), w.branch.as_str()))
+        .unwrap_or(("?", "?"));
+    format!(
+        "#{id} conflicts with the target at {onto} in {}. Resolve it in the worktree {path} (branch {branch}): rebase or merge onto the target, fix the files, commit, then complete again",
+        l.paths.join(", ")
+    )
 }
 
 /// A task's commit message: its subject, then the owner's result.

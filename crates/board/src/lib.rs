@@ -32,7 +32,8 @@ pub use changes::Changes;
 use changes::Dirty;
 pub use error::{BoardError, Result};
 pub use landing::{
-    Completion, Dropped, GateJob, GateRefusal, LandJob, LandRefusal, commit_message, short,
+    Blocked, Completion, Conflict, Dropped, GateJob, GateRefusal, LandJob, LandRefusal, Retried,
+    commit_message, short,
 };
 pub use requests::{DEFAULT_SHUTDOWN_TIMEOUT, Stop};
 pub use restore::Snapshot;

@@ -114,6 +114,12 @@ impl Board {
             Some(LandingStage::Review) => return Ok(task),
             Some(LandingStage::Checking) => "its completion is still running its checks".into(),
             Some(LandingStage::Queued) => "its completion is already in the merge queue".into(),
+            Some(LandingStage::Blocked) => {
+                "it was merged and waits for the checkout of the target to be clean".into()
+            }
+            Some(LandingStage::Conflict) => {
+                "its branch conflicts with the target and waits for a resolution".into()
+            }
             None if task.status == TaskStatus::InProgress => {
                 "it is in progress and its owner has not completed it".into()
             }

@@ -2,10 +2,11 @@
 
 use crate::error::{BoardError, Result};
 use crate::transition::{Change, Note};
-use crate::{Board, Ctx};
+use crate::{Board, Ctx, Retried};
 use teamboard_protocol::request::NewTask;
 use teamboard_protocol::{
-    ErrorCode, EventKind, LEAD, Task, TaskId, TaskStatus, TeamSummary, names::validate_name,
+    ErrorCode, EventKind, LEAD, LandingStage, Task, TaskId, TaskStatus, TeamSummary,
+    names::validate_name,
 };
 
 /// The longest subject accepted, in bytes. Subjects are one line on a terminal.
@@ -188,15 +189,40 @@ impl Board {
 
     /// Puts a failed or cancelled task back to pending with its attempts reset.
     pub fn retry_task(&mut self, ctx: Ctx, id: TaskId) -> Result<Task> {
+        self.retry_task_with(ctx, id).map(|(task, _)| task)
+    }
+
+    /// [`Board::retry_task`], which also tries a waiting landing again: a
+    /// `blocked` one is looked at again, a `conflict` one that a person
+    /// resolved is checked and landed (its owner still holds it) or made
+    /// ready for the next owner (none does). The caller runs the job.
+    pub fn retry_task_with(&mut self, ctx: Ctx, id: TaskId) -> Result<(Task, Option<Retried>)> {
         require_lead(&ctx, "retry")?;
-        let status = self.task(ctx.team, id)?.status;
+        let task = self.task(ctx.team, id)?;
+        let status = task.status;
+        let stage = task.landing.as_ref().map(|l| l.stage);
+        if status == TaskStatus::Pending && stage == Some(LandingStage::Conflict) {
+            let task = self.transition(change(&ctx, id), |task| {
+                task.landing = None;
+                Note::new(
+                    EventKind::TaskRetried,
+                    format!("retried #{id} (its landing conflict was left to a person); ready for the next owner"),
+                )
+            })?;
+            return Ok((task, None));
+        }
+        if status == TaskStatus::InProgress
+            && let Some(job) = self.retry_landing(&ctx, id)?
+        {
+            return Ok((self.task(ctx.team, id)?.clone(), Some(job)));
+        }
         if !matches!(status, TaskStatus::Failed | TaskStatus::Cancelled) {
             return Err(BoardError::state(format!(
                 "task #{id} is {}; only failed or cancelled tasks can be retried",
                 status
             )));
         }
-        self.transition(change(&ctx, id), |task| {
+        let task = self.transition(change(&ctx, id), |task| {
             task.status = TaskStatus::Pending;
             task.owner = None;
             task.attempts = 0;
@@ -208,7 +234,8 @@ impl Board {
                 EventKind::TaskRetried,
                 format!("retried #{id} (was {status})"),
             )
-        })
+        })?;
+        Ok((task, None))
     }
 
     /// One task.

@@ -140,6 +140,9 @@ impl Team {
     pub fn is_ready(&self, task: &Task) -> bool {
         task.status == TaskStatus::Pending
             && task.owner.is_none()
+            // A pending task keeps a landing only while its conflict waits
+            // for a person (`landing::conflict_outlives`).
+            && task.landing.is_none()
             && self.open_blockers.get(&task.id).copied().unwrap_or(0) == 0
     }
 

@@ -14,7 +14,7 @@
 
 use crate::error::{BoardError, Result};
 use crate::{About, Board, Notice, Now, SessionId};
-use teamboard_protocol::{EventKind, Task, TaskId, TaskStatus};
+use teamboard_protocol::{EventKind, Landing, LandingStage, Task, TaskId, TaskStatus};
 
 /// Where a change happens and who makes it.
 #[derive(Debug, Clone, Copy)]
@@ -77,9 +77,21 @@ impl Board {
         let status = task.status;
         // A landing belongs to its claim: if the claim ends any other way than by
         // landing (which takes it first), the landing goes with it.
+        // A conflict that goes back to pending waits there for a person
+        // (`landing::conflict_outlives`); no request or check is bound to it.
         let dropped = if was == TaskStatus::InProgress && status != TaskStatus::InProgress {
-            task.landing.take().map(|_| task.epoch)
+            let waits = |l: &mut Landing| {
+                l.stage == LandingStage::Conflict && status == TaskStatus::Pending
+            };
+            task.landing.take_if(|l| !waits(l)).map(|_| task.epoch)
         } else {
+            // A pending task's landing is a conflict waiting for a person: a
+            // claim takes it on, anything else ends it.
+            if was == TaskStatus::Pending
+                && !matches!(status, TaskStatus::Pending | TaskStatus::InProgress)
+            {
+                task.landing = None;
+            }
             None
         };
         let mut wake = false;

@@ -166,6 +166,12 @@ impl Actor {
                     }
                 }
                 _ = sleep_until(deadline) => self.expire_due(next),
+                _ = sleep_until(self.repos.recheck_due()) => {
+                    self.repos.rechecked();
+                    for job in self.board.blocked_jobs() {
+                        self.repos.recheck(job);
+                    }
+                }
                 Some(done) = repo_done.recv() => self.repo_done(done),
                 Some(gone) = exited.recv() => {
                     self.board.process_exited(&gone.team, &gone.name, gone.session, gone.exit);
@@ -193,6 +199,7 @@ impl Actor {
     fn repo_done(&mut self, done: Done) {
         let sessions = &self.sessions;
         let alive = |s: SessionId| sessions.contains_key(&s);
+        self.repos.reported(&done);
         let effects = repo_done::apply(&mut self.board, &mut self.held, done, &alive, Self::now());
         for effect in effects {
             self.effect(effect);
@@ -209,6 +216,7 @@ impl Actor {
                 self.reply(waiting, result);
             }
             Effect::Submit(job) => self.repos.submit(*job),
+            Effect::Recheck => self.repos.arm_recheck(),
         }
     }
 
@@ -313,6 +321,10 @@ impl Actor {
             Outcome::Query(query) => self.job.queries.push(QueryTo::new(out, id, query)),
             Outcome::Parked => {}
             Outcome::Repo(job) => self.repos.submit(*job),
+            Outcome::ReplyAndRun(result, job) => {
+                self.job.replies.push(ReplyTo::new(out, id, result));
+                self.repos.submit(*job);
+            }
             Outcome::Land {
                 slot,
                 task,

@@ -19,9 +19,11 @@ impl Repo {
     /// nothing lands as [`Land::Landed`]`(expected_old)` without touching the ref.
     ///
     /// The ref moves with `git update-ref NEW OLD`, so it is all or nothing.
-    /// Nothing is checked out: if `target` is checked out in some worktree, that
-    /// checkout is left behind at the old commit (its `git status` then shows
-    /// the landed work reversed), so callers keep `target` checked out nowhere.
+    /// `checkout` is the worktree where `target` is checked out, if it is: its
+    /// files follow the branch first (`checkout.rs`), and the caller has made
+    /// sure it is clean ([`Repo::checkout_blockers`]). A checkout this is not
+    /// told of is left behind at the old commit (its `git status` then shows
+    /// the landed work reversed).
     pub fn land(
         &self,
         target: &str,
@@ -29,6 +31,7 @@ impl Repo {
         task_branch: &str,
         style: Style,
         message: &str,
+        checkout: Option<&std::path::Path>,
     ) -> Result<Land, GitError> {
         let old = self.resolve(expected_old)?;
         let now = self.branch_oid(target)?;
@@ -57,6 +60,9 @@ impl Repo {
                 (merge, "merge")
             }
         };
+        if let Some(dir) = checkout {
+            self.move_checkout(dir, &old, &new)?;
+        }
         // A lock held by another git (say, one a killed boardd left running
         // behind a slow hook) is waited for a little, instead of failing a
         // landing that the other git may be about to finish.

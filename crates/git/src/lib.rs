@@ -47,6 +47,7 @@
 
 mod busy;
 mod check;
+mod checkout;
 mod cmd;
 mod commit;
 mod diffstat;
@@ -125,8 +126,9 @@ pub enum Update {
     UpToDate,
     /// The branch now contains the target; its new head.
     Updated(Oid),
-    /// Both sides changed these paths; nothing was changed.
-    Conflict { paths: Vec<String> },
+    /// Both sides changed these paths; nothing was changed. `onto` is the
+    /// target commit the branch conflicts with.
+    Conflict { paths: Vec<String>, onto: Oid },
 }
 
 /// What [`Repo::land`] did.

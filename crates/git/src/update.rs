@@ -80,7 +80,7 @@ impl Repo {
             // Not a conflict: a hook refused, or git itself failed.
             return Err(cmd.failed(&out));
         }
-        Ok(Update::Conflict { paths })
+        Ok(Update::Conflict { paths, onto })
     }
 }
 

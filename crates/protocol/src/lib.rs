@@ -106,6 +106,7 @@ mod tests {
         names_agree::<RequestState>();
         names_agree::<MergeStyle>();
         names_agree::<CheckOutcome>();
+        names_agree::<LandingStage>();
         names_agree::<WorktreeState>();
         names_agree::<transcript::EntryKind>();
     }

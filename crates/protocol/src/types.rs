@@ -288,8 +288,12 @@ pub enum EventKind {
     /// A person sent a completion that waited for review back to its owner,
     /// with feedback.
     SentBack,
-    /// Landing a task met a conflict with the target branch.
+    /// Landing a task met a conflict with the target branch: the task's landing
+    /// is `conflict` (or it went back to pending, if its owner was gone).
     MergeConflict,
+    /// A queued landing waits for the person's checkout of the target to be
+    /// clean (`landing: blocked`).
+    LandingBlocked,
     /// `prune_worktrees` removed a task's worktree and branch.
     WorktreePruned,
 }

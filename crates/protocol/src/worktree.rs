@@ -124,6 +124,9 @@ pub struct CheckRun {
 /// the task's `completed`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::Display, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
+#[cfg_attr(test, derive(strum::VariantArray))]
 pub enum LandingStage {
     /// Committing, bringing the branch up to date, running the checks.
     Checking,
@@ -133,17 +136,14 @@ pub enum LandingStage {
     /// The checks passed (and, with a review, a person merged it); waiting in
     /// the team's merge queue.
     Queued,
-}
-
-impl LandingStage {
-    /// The stage as the protocol spells it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LandingStage::Checking => "checking",
-            LandingStage::Review => "review",
-            LandingStage::Queued => "queued",
-        }
-    }
+    /// The target is checked out in the person's own working tree, which has
+    /// changes the landing would touch: it waits, using no attempt, until the
+    /// tree is clean (`paths` names what blocks it, `checkout` where).
+    Blocked,
+    /// The branch conflicts with the target (`paths`, at target commit `onto`):
+    /// it waits, using no attempt, for the owner (or a person, in the worktree)
+    /// to resolve it and complete again.
+    Conflict,
 }
 
 /// How big a change is, as `git diff --numstat` counts it.
@@ -177,6 +177,15 @@ pub struct Landing {
     /// brought up to date with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diff: Option<DiffStat>,
+    /// `blocked`: the files in the way; `conflict`: the conflicting paths.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
+    /// `blocked`: the working tree where the target is checked out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkout: Option<String>,
+    /// `conflict`: the target commit the branch conflicts with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub onto: Option<String>,
 }
 
 /// What a new owner finds in a worktree it opens.

@@ -460,8 +460,9 @@ pub enum TaskCommand {
     #[command(long_about = CANCEL_LONG, after_help = CANCEL_EXAMPLES)]
     Cancel(TaskCancelArgs),
 
-    /// Put a failed or cancelled task back to pending, with a fresh attempt count
-    #[command(after_help = "Examples:\n  teamctl task retry 5")]
+    /// Put a failed or cancelled task back to pending, with a fresh attempt count;
+    /// or try a blocked or conflicting landing again
+    #[command(long_about = RETRY_LONG, after_help = "Examples:\n  teamctl task retry 5")]
     Retry(TaskIdArg),
 
     /// Show what a task changed in its worktree, with git

@@ -264,7 +264,7 @@ pub fn task_line(task: &Task, board: &Board, id_width: usize) -> String {
     if task.status == TaskStatus::InProgress
         && let Some(l) = &task.landing
     {
-        s.push_str(&format!("  landing: {}", l.stage.as_str()));
+        s.push_str(&format!("  landing: {}", l.stage));
     }
     if task.status == TaskStatus::Failed
         && let Some(err) = &task.last_error

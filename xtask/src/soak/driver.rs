@@ -233,7 +233,7 @@ fn manifest_of(
     if let Some(l) = &task.landing {
         // The gate (commit, update) or the queue may be working in the
         // worktree right now; the work was handed to boardd.
-        let stage = l.stage.as_str();
+        let stage = <&str>::from(l.stage);
         return Err(format!("its task was {stage}: the work was boardd's"));
     }
     let w = task

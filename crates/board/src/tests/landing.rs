@@ -9,7 +9,7 @@ use teamboard_protocol::{
     WorktreeState,
 };
 
-fn repo() -> Repo {
+pub(super) fn repo() -> Repo {
     Repo {
         path: "/src/app".into(),
         branch: "main".into(),
@@ -23,7 +23,7 @@ fn repo() -> Repo {
     }
 }
 
-fn with_repo() -> H {
+pub(super) fn with_repo() -> H {
     let mut h = H::new();
     let ctx = h.lead();
     h.board.set_repo(ctx, repo()).unwrap();
@@ -31,7 +31,7 @@ fn with_repo() -> H {
 }
 
 /// Claims `id` and records that the worker created its worktree.
-fn claim_open(h: &mut H, m: Mate, id: TaskId) -> Claim {
+pub(super) fn claim_open(h: &mut H, m: Mate, id: TaskId) -> Claim {
     let c = h.claim(m, id);
     let ctx = h.ctx(m);
     h.board
@@ -40,7 +40,7 @@ fn claim_open(h: &mut H, m: Mate, id: TaskId) -> Claim {
     c
 }
 
-fn gate(h: &mut H, m: Mate, c: &Claim, result: &str) -> GateJob {
+pub(super) fn gate(h: &mut H, m: Mate, c: &Claim, result: &str) -> GateJob {
     let ctx = h.ctx(m);
     match h
         .board
@@ -245,9 +245,11 @@ fn a_refused_gate_leaves_the_task_with_its_owner_and_the_evidence_in_it() {
     gate(&mut h, ann, &c, "done");
     h.events();
     let refusal = GateRefusal {
-        code: ErrorCode::CheckFailed,
-        message: "check `make lint` failed with exit code 2".into(),
         runs: vec![run(CheckOutcome::Failed)],
+        ..GateRefusal::new(
+            ErrorCode::CheckFailed,
+            "check `make lint` failed with exit code 2",
+        )
     };
     let now = h.now();
     h.board
@@ -281,11 +283,7 @@ fn a_claim_that_ends_while_checking_drops_the_landing_and_stale_reports_are_refu
         .board
         .gate_passed(TEAM, a, c.epoch, "head1".into(), vec![], now);
     assert_eq!(code(passed), ErrorCode::StaleEpoch);
-    let refusal = GateRefusal {
-        code: ErrorCode::CheckFailed,
-        message: "x".into(),
-        runs: vec![],
-    };
+    let refusal = GateRefusal::new(ErrorCode::CheckFailed, "x");
     assert_eq!(
         code(h.board.gate_refused(TEAM, a, c.epoch, &refusal, now)),
         ErrorCode::StaleEpoch
@@ -325,10 +323,10 @@ fn a_queued_task_is_boardds_to_land_whatever_its_owner_does() {
 
 #[test]
 fn a_landing_that_conflicts_goes_back_to_a_waiting_owner_or_else_to_pending() {
-    let conflict = LandRefusal {
-        code: ErrorCode::MergeConflict,
-        message: "the branch conflicts with main in README.md".into(),
-    };
+    let conflict = LandRefusal::new(
+        ErrorCode::MergeConflict,
+        "the branch conflicts with main in README.md",
+    );
     // The owner waits: it keeps the task, with a fresh lease.
     let mut h = with_repo();
     let a = h.add("a");
@@ -433,10 +431,10 @@ fn a_refused_landing_of_an_earlier_claim_leaves_the_new_one_alone() {
     h.board.take_dropped();
     h.events();
 
-    let stale = LandRefusal {
-        code: ErrorCode::StaleEpoch,
-        message: "the claim ended while it waited in the merge queue".into(),
-    };
+    let stale = LandRefusal::new(
+        ErrorCode::StaleEpoch,
+        "the claim ended while it waited in the merge queue",
+    );
     let now = h.now();
     h.board
         .land_refused(TEAM, a, c.epoch, &stale, false, now)

@@ -10,6 +10,7 @@ mod ids;
 mod inbox;
 mod invariants;
 mod landing;
+mod landing_waits;
 mod leases;
 mod liveness;
 mod requests;

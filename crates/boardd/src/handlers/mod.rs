@@ -35,6 +35,9 @@ pub enum Outcome {
     TakeLead,
     /// Run a job on a repository's worker; its report answers the request.
     Repo(Box<crate::repo::Job>),
+    /// Reply once the batch is durable, and run a job whose report answers
+    /// nobody (a retried landing).
+    ReplyAndRun(Result<Reply, ErrorBody>, Box<crate::repo::Job>),
     /// A completion that lands: hold the request until the landing ends (see
     /// `repo_done::Held`), starting its job if there is one to start (the
     /// gate of a completion, the landing of a merged review).
@@ -84,7 +87,7 @@ pub fn handle(
         Request::CancelTask(r) => board
             .cancel_task_with(ctx, r.id, r.discard)
             .map(Reply::from),
-        Request::RetryTask(r) => board.retry_task(ctx, r.id).map(Reply::from),
+        Request::RetryTask(r) => return repo::retry(board, ctx, r.id),
         Request::ClaimTask(r) => board.claim_task(ctx, r.id).map(Reply::from),
         Request::ClaimNext(_) => board
             .claim_next(ctx)

@@ -6,7 +6,7 @@ use super::Outcome;
 use crate::info::DaemonInfo;
 use crate::reply::Reply;
 use crate::repo::{Job, Slot, worktrees_dir};
-use teamboard_board::{Board, Completion, Ctx};
+use teamboard_board::{Board, Completion, Ctx, Retried};
 use teamboard_protocol::request::{CompleteArgs, SetRepoArgs};
 use teamboard_protocol::{ErrorBody, ErrorCode, TaskId};
 
@@ -80,6 +80,25 @@ pub(super) fn merge(board: &mut Board, ctx: Ctx, id: u64, task: TaskId) -> Outco
             epoch: job.epoch,
             gate: Some(Box::new(Job::Land { job })),
         },
+        Err(e) => refuse(e),
+    }
+}
+
+/// `retry_task`: a failed or cancelled task goes back to pending; a waiting
+/// landing is tried again (answered at once, with the task as it is now).
+pub(super) fn retry(board: &mut Board, ctx: Ctx, task: u64) -> Outcome {
+    match board.retry_task_with(ctx, task) {
+        Ok((task, job)) => {
+            let reply = Ok(Reply::Task(Box::new(task)));
+            let job = job.map(|j| match j {
+                Retried::Land(job) => Job::Land { job },
+                Retried::Gate(job) => Job::Gate { job },
+            });
+            match job {
+                Some(job) => Outcome::ReplyAndRun(reply, Box::new(job)),
+                None => Outcome::Reply(reply),
+            }
+        }
         Err(e) => refuse(e),
     }
 }

@@ -9,7 +9,7 @@
 use crate::reply::Reply;
 use crate::repo::{Done, Job, Slot};
 use std::collections::HashMap;
-use teamboard_board::{Board, BoardError, Ctx, Dropped, Now, SessionId};
+use teamboard_board::{Board, BoardError, Ctx, Dropped, LandRefusal, Now, SessionId};
 use teamboard_protocol::{ErrorBody, ErrorCode, OpenedWorktree, TaskId};
 
 /// What the actor is to do after a report.
@@ -19,6 +19,8 @@ pub enum Effect {
     Reply(Slot, Result<Reply, ErrorBody>),
     /// Run another job (a queued task's landing).
     Submit(Box<Job>),
+    /// A landing waits in `blocked`: look at it again soon.
+    Recheck,
 }
 
 /// The owners' `complete_task`s waiting for their tasks to land, by team, task
@@ -140,7 +142,22 @@ pub fn apply(
                 .collect()
         }
         Done::Landed { job, result } => {
-            let slot = held.0.remove(&(job.team.clone(), job.task, job.epoch));
+            let key = (job.team.clone(), job.task, job.epoch);
+            if let Err(LandRefusal {
+                blocked: Some(b), ..
+            }) = &result
+            {
+                // Not an answer: the owner's request waits on, with the task.
+                return match board.land_blocked(&job.team, job.task, job.epoch, b, now) {
+                    Ok(true) => vec![Effect::Recheck],
+                    Ok(false) => Vec::new(),
+                    Err(e) => {
+                        tracing::warn!(task = job.task, error = %e, "cannot record a blocked landing");
+                        Vec::new()
+                    }
+                };
+            }
+            let slot = held.0.remove(&key);
             let reply = match result {
                 Ok(l) => board
                     .landed(&job.team, job.task, l.old, l.new, now)

@@ -6,9 +6,11 @@ use super::job::{Done, Passed};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-use teamboard_board::{GateJob, GateRefusal};
+use teamboard_board::{Conflict, GateJob, GateRefusal};
 use teamboard_git::{CheckOutcome as Outcome, CheckSpec, GitError, Repo as Git, Update};
-use teamboard_protocol::{CheckOutcome, CheckRun, DiffStat, ErrorCode, MergeStyle, Worktree};
+use teamboard_protocol::{
+    CheckOutcome, CheckRun, DiffStat, ErrorCode, MergeStyle, TaskId, Worktree,
+};
 use tokio::sync::mpsc;
 
 /// On the repository's worker: commits everything in the worktree and brings
@@ -35,9 +37,16 @@ pub fn prepare(job: &GateJob) -> Result<(String, DiffStat), GateRefusal> {
         .update(wt, &job.repo.branch, style)
         .map_err(refuse_git)?
     {
-        Update::Conflict { paths } => {
-            let message = conflict_message(&job.repo.branch, job.repo.merge, &paths);
-            Err(GateRefusal::new(ErrorCode::MergeConflict, message))
+        Update::Conflict { paths, onto } => {
+            let message = conflict_message(
+                job.task,
+                &job.repo.branch,
+                &onto,
+                &job.worktree,
+                job.repo.merge,
+                &paths,
+            );
+            Err(GateRefusal::conflict(message, Conflict { paths, onto }))
         }
         Update::UpToDate | Update::Updated(_) => {
             let state = git.worktree_state(wt).map_err(refuse_git)?;
@@ -122,9 +131,8 @@ fn run_checks(
         runs.push(run);
         if let Some(message) = message {
             return Err(GateRefusal {
-                code: ErrorCode::CheckFailed,
-                message,
                 runs,
+                ..GateRefusal::new(ErrorCode::CheckFailed, message)
             });
         }
     }
@@ -165,9 +173,16 @@ fn limit(d: Duration) -> String {
     }
 }
 
-/// The refusal for a branch that conflicts with the target: the paths, and
-/// how to resolve it.
-pub fn conflict_message(target: &str, style: MergeStyle, paths: &[String]) -> String {
+/// The refusal for a branch that conflicts with the target: the paths, the
+/// target commit, and how to resolve it where the work is.
+pub fn conflict_message(
+    task: TaskId,
+    target: &str,
+    onto: &str,
+    wt: &Worktree,
+    style: MergeStyle,
+    paths: &[String],
+) -> String {
     let how = match style {
         MergeStyle::Rebase => format!(
             "run `git rebase {target}` in the worktree, resolve the conflicts, `git add` them and `git rebase --continue`"
@@ -177,14 +192,17 @@ pub fn conflict_message(target: &str, style: MergeStyle, paths: &[String]) -> St
         }
     };
     format!(
-        "the branch conflicts with {target} in {}; {how}, then complete again",
-        paths.join(", ")
+        "the branch conflicts with {target} in {} ({target} at {}); nothing landed and no attempt is used. Resolve it in the worktree {} (branch {}): {how}, then complete again (a person: `teamctl task retry {task}`)",
+        paths.join(", "),
+        teamboard_board::short(onto),
+        wt.path,
+        wt.branch
     )
 }
 
 /// Why a worktree whose checkout is `branch` is no place to commit or land
-/// the task from, if it is not. Trap: the target is checked out nowhere, so
-/// git lets an owner switch its worktree to it; a commit there would move
+/// the task from, if it is not. Trap: where the target is checked out
+/// nowhere, git lets an owner switch its worktree to it; a commit there would move
 /// the target with nothing checked, and one on a detached HEAD would leave
 /// the work on no branch while the task's empty branch "landed".
 pub fn off_branch(branch: &Option<String>, wt: &Worktree) -> Option<String> {

@@ -2,9 +2,8 @@
 
 use super::gate::{conflict_message, off_branch, style};
 use super::job::Landed;
-use super::validate::checked_out;
-use std::path::Path;
-use teamboard_board::{LandJob, LandRefusal, short};
+use std::path::{Path, PathBuf};
+use teamboard_board::{Blocked, Conflict, LandJob, LandRefusal, short};
 use teamboard_git::{Land, Repo as Git, Update};
 use teamboard_protocol::ErrorCode;
 
@@ -51,9 +50,18 @@ pub fn land(job: &LandJob) -> Result<Landed, LandRefusal> {
             .branch_head(target)
             .map_err(refuse_git)?
             .ok_or_else(|| refuse_git(format!("the target branch '{target}' is gone")))?;
-        if let Some(at) = git.checked_out_in(target).map_err(refuse_git)? {
-            let e = checked_out(target, &at);
-            return Err(LandRefusal::new(e.code, e.message));
+        let checkout = person_checkout(&git, job)?;
+        if let Some(dir) = &checkout {
+            let task = git
+                .branch_head(&job.worktree.branch)
+                .map_err(refuse_git)?
+                .unwrap_or_else(|| job.head.clone());
+            let paths = git
+                .checkout_blockers(dir, &old, &task)
+                .map_err(refuse_git)?;
+            if !paths.is_empty() {
+                return Err(blocked(job, dir, paths));
+            }
         }
         match git
             .land(
@@ -62,6 +70,7 @@ pub fn land(job: &LandJob) -> Result<Landed, LandRefusal> {
                 &job.worktree.branch,
                 style(job.repo.merge),
                 &job.message,
+                checkout.as_deref(),
             )
             .map_err(refuse_git)?
         {
@@ -87,9 +96,16 @@ pub fn land(job: &LandJob) -> Result<Landed, LandRefusal> {
                     .update(wt, target, style(job.repo.merge))
                     .map_err(refuse_git)?
                 {
-                    Update::Conflict { paths } => {
-                        let message = conflict_message(target, job.repo.merge, &paths);
-                        return Err(LandRefusal::new(ErrorCode::MergeConflict, message));
+                    Update::Conflict { paths, onto } => {
+                        let message = conflict_message(
+                            job.task,
+                            target,
+                            &onto,
+                            &job.worktree,
+                            job.repo.merge,
+                            &paths,
+                        );
+                        return Err(LandRefusal::conflict(message, Conflict { paths, onto }));
                     }
                     Update::UpToDate | Update::Updated(_) => continue,
                 }
@@ -100,6 +116,38 @@ pub fn land(job: &LandJob) -> Result<Landed, LandRefusal> {
         "'{target}' kept moving while #{} landed; complete again",
         job.task
     )))
+}
+
+/// The working tree where the person keeps the target checked out, if one
+/// does: the landing updates it as `receive.denyCurrentBranch=updateInstead`
+/// would (`teamboard_git`'s `checkout.rs`). A task's worktree with the target
+/// checked out is refused instead: its owner switched it there, and its files
+/// are the task's, not the person's.
+fn person_checkout(git: &Git, job: &LandJob) -> Result<Option<PathBuf>, LandRefusal> {
+    let Some(at) = git.checked_out_in(&job.repo.branch).map_err(refuse_git)? else {
+        return Ok(None);
+    };
+    if at.starts_with(&job.repo.worktrees) {
+        return Err(refuse_git(format!(
+            "the target branch '{}' is checked out in the task worktree {}; switch that worktree back to its own branch and complete again",
+            job.repo.branch,
+            at.display()
+        )));
+    }
+    Ok(Some(at))
+}
+
+/// The landing waits: the person's checkout has changes in the way.
+fn blocked(job: &LandJob, dir: &Path, paths: Vec<String>) -> LandRefusal {
+    let checkout = dir.display().to_string();
+    let message = format!(
+        "{} has {} checked out with changes the landing of #{} would touch ({}); it lands once they are committed or undone",
+        checkout,
+        job.repo.branch,
+        job.task,
+        paths.join(", ")
+    );
+    LandRefusal::blocked(message, Blocked { checkout, paths })
 }
 
 /// The branch must still be at the head that passed the checks: a commit

@@ -38,7 +38,7 @@ mod tests;
 pub use job::{Done, Job, Slot};
 pub use validate::worktrees_dir;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use teamboard_git::Interrupt;
 use teamboard_protocol::{ErrorBody, ErrorCode, TaskId};
@@ -126,11 +126,24 @@ impl Running {
     }
 }
 
+/// How often boardd looks again at a landing that waits in `blocked` for the
+/// person's checkout to be clean. A look is a `git status` of that checkout,
+/// cheap enough every few seconds, and a person who has just committed waits
+/// no longer than this. A file watch would answer sooner, but a checkout's
+/// changes come from every editor and build in it, and the watch would still
+/// need this look to tell whether what changed is in the way.
+pub const RECHECK: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The workers, by repository path.
 pub struct Repos {
     workers: HashMap<String, std::sync::mpsc::Sender<Job>>,
     done: mpsc::UnboundedSender<Done>,
     running: Arc<Running>,
+    /// The landings submitted and not reported yet, so that a recheck never
+    /// runs one twice at once.
+    landing: HashSet<(String, TaskId)>,
+    /// When to look at the blocked landings again, once one is blocked.
+    recheck_at: Option<tokio::time::Instant>,
 }
 
 impl Repos {
@@ -141,12 +154,17 @@ impl Repos {
             workers: HashMap::new(),
             done,
             running: Arc::new(Running::default()),
+            landing: HashSet::new(),
+            recheck_at: None,
         };
         (repos, rx)
     }
 
     /// Runs `job` on its repository's worker (starting it if need be).
     pub fn submit(&mut self, job: Job) {
+        if let Job::Land { job } = &job {
+            self.landing.insert((job.team.clone(), job.task));
+        }
         let Some(path) = job.repo_path().map(str::to_string) else {
             let done = self.done.clone();
             let copy = job.clone();
@@ -183,6 +201,36 @@ impl Repos {
                     .send(job.failed(&format!("no thread could start: {e}")));
             }
         }
+    }
+
+    /// A report came back: a landing it ends is no longer under way.
+    pub fn reported(&mut self, done: &Done) {
+        if let Done::Landed { job, .. } = done {
+            self.landing.remove(&(job.team.clone(), job.task));
+        }
+    }
+
+    /// Runs `job`, a landing boardd looks at again, unless it is under way.
+    pub fn recheck(&mut self, job: teamboard_board::LandJob) {
+        if !self.landing.contains(&(job.team.clone(), job.task)) {
+            self.submit(Job::Land { job });
+        }
+    }
+
+    /// A landing is blocked: look at the blocked ones again in [`RECHECK`].
+    pub fn arm_recheck(&mut self) {
+        if self.recheck_at.is_none() {
+            self.recheck_at = Some(tokio::time::Instant::now() + RECHECK);
+        }
+    }
+
+    /// When to look again, if a landing is blocked; cleared by the look.
+    pub fn recheck_due(&self) -> Option<tokio::time::Instant> {
+        self.recheck_at
+    }
+
+    pub fn rechecked(&mut self) {
+        self.recheck_at = None;
     }
 
     /// Stops the checks of a landing whose claim ended.

@@ -10,7 +10,7 @@ use teamboard_protocol::{
 
 /// Checks `args` against git and the disk, and answers the `Repo` to attach:
 /// git present and recent enough, `path` inside a repository with a working
-/// tree, the target branch named, existing and checked out nowhere, the
+/// tree, the target branch named and existing (checked out or not), the
 /// worktrees directory creatable.
 pub fn validate(args: &SetRepoArgs, worktrees: &str, now_ms: i64) -> Result<Repo, ErrorBody> {
     teamboard_board::check_checks(&args.checks).map_err(ErrorBody::from)?;
@@ -30,16 +30,17 @@ pub fn validate(args: &SetRepoArgs, worktrees: &str, now_ms: i64) -> Result<Repo
     let git = Git::open(path).map_err(git_error)?;
     let root = git.root().display().to_string();
     let Some(branch) = args.branch.clone() else {
-        return Err(no_branch(&git, &root));
+        return Err(no_branch(&git, &root, args));
     };
     if git.branch_head(&branch).map_err(git_error)?.is_none() {
+        let again = suggest(args, &root, &branch);
         return Err(git_error(format!(
-            "{root} has no branch '{branch}'; create it (git -C {root} branch {branch}) or name another"
+            "{root} has no branch '{branch}'; create it and set the repository again (git -C {root} branch {branch} && {again}) or name another"
         )));
     }
-    if let Some(at) = git.checked_out_in(&branch).map_err(git_error)? {
-        return Err(checked_out(&branch, &at));
-    }
+    // A branch checked out in the person's working tree is welcome: landing
+    // updates that tree as git's `receive.denyCurrentBranch=updateInstead`
+    // does, or waits while it has changes in the way (`land.rs`).
     // Worktrees of other teams' tasks live elsewhere; this team's directory is
     // made now so that a permission problem shows at once, not at the first
     // claim.
@@ -61,29 +62,58 @@ pub fn validate(args: &SetRepoArgs, worktrees: &str, now_ms: i64) -> Result<Repo
     })
 }
 
-/// The refusal for a target branch that is checked out: it teaches the fix,
-/// down to the command to run next, since the branch a person names first is
-/// often the one checked out in their own tree.
-pub fn checked_out(branch: &str, at: &Path) -> ErrorBody {
-    git_error(format!(
-        "branch '{branch}' is checked out in {at}; boardd moves the target branch without a checkout, which would leave those files behind. Detach it there and name it: git -C {at} switch --detach && teamctl repo set {at} --branch {branch}. Or choose a branch that is checked out nowhere",
-        at = at.display()
+/// The refusal of a `set_repo` that names no target branch. There is no
+/// default, so that a repository is never attached to a branch the person did
+/// not name; the refusal names the branch checked out at the path and gives
+/// the command to run, with every option the person gave.
+fn no_branch(git: &Git, root: &str, args: &SetRepoArgs) -> ErrorBody {
+    let current = git.current_branch().ok().flatten();
+    let example = current.as_deref().unwrap_or("main");
+    let again = suggest(args, root, example);
+    let checked = match &current {
+        Some(b) => format!(" ('{b}' is checked out at {root})"),
+        None => String::new(),
+    };
+    invalid(format!(
+        "name the target branch (`branch`, or --branch): boardd takes none by default{checked}. For example: {again}"
     ))
 }
 
-/// The refusal of a `set_repo` that names no target branch. There is no
-/// default: the one a person means, the branch checked out at the path, is
-/// the one branch that cannot be the target (see [`checked_out`]). So the
-/// refusal names it, and says how to free it and what to pass.
-fn no_branch(git: &Git, root: &str) -> ErrorBody {
-    match git.current_branch().ok().flatten() {
-        Some(b) => invalid(format!(
-            "name the target branch (`branch`, or --branch): boardd takes none by default, since the branch checked out at {root}, '{b}', cannot be the target (boardd moves it without a checkout). To land on '{b}', detach it there and name it: git -C {root} switch --detach && teamctl repo set {root} --branch {b}. Or name a branch that is checked out nowhere"
-        )),
-        None => invalid(format!(
-            "name the target branch (`branch`, or --branch): boardd takes none by default. For example: teamctl repo set {root} --branch main"
-        )),
+/// `teamctl repo set ROOT --branch BRANCH` with every other option of `args`,
+/// quoted for a POSIX shell: a suggestion that drops an option the person
+/// gave would attach something else than they asked for.
+pub(crate) fn suggest(args: &SetRepoArgs, root: &str, branch: &str) -> String {
+    let mut words = vec![
+        "teamctl".to_string(),
+        "repo".into(),
+        "set".into(),
+        quote(root),
+        "--branch".into(),
+        quote(branch),
+    ];
+    if let Some(m) = args.merge {
+        words.extend(["--merge".to_string(), m.to_string()]);
     }
+    for c in &args.checks {
+        words.extend(["--check".to_string(), quote(c)]);
+    }
+    if let Some(ms) = args.check_timeout_ms {
+        // teamctl takes seconds; a limit set through the protocol in
+        // milliseconds rounds up, never to a shorter limit.
+        words.extend(["--check-timeout".to_string(), ms.div_ceil(1000).to_string()]);
+    }
+    words.join(" ")
+}
+
+/// `word` as a POSIX shell reads it back: bare when it is plainly safe, else
+/// in single quotes. Hand-written: four lines, where a crate would bring a
+/// dependency for one call.
+fn quote(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        return word.to_string();
+    }
+    format!("'{}'", word.replace('\'', r"'\''"))
 }
 
 fn invalid(message: impl Into<String>) -> ErrorBody {

@@ -208,7 +208,7 @@ fn child_without_identity() {
     let old = fx.branch("main");
     match fx
         .repo
-        .land("main", &old, &branch, Style::Merge, "Land task 1")
+        .land("main", &old, &branch, Style::Merge, "Land task 1", None)
         .expect("land")
     {
         teamboard_git::Land::Landed(merge) => assert_eq!(

@@ -26,7 +26,7 @@ fn rebase_style_lands_as_a_fast_forward() {
     let task = fx.branch(&branch);
     let landed = fx
         .repo
-        .land("main", &old, &branch, Style::Rebase, "unused")
+        .land("main", &old, &branch, Style::Rebase, "unused", None)
         .expect("land");
     assert_eq!(landed, Land::Landed(task.clone()));
     assert_eq!(fx.branch("main"), task);
@@ -46,7 +46,14 @@ fn merge_style_lands_a_merge_commit_without_touching_any_checkout() {
 
     let landed = fx
         .repo
-        .land("main", &old, &branch, Style::Merge, "Land task 1: add a")
+        .land(
+            "main",
+            &old,
+            &branch,
+            Style::Merge,
+            "Land task 1: add a",
+            None,
+        )
         .expect("land");
     let Land::Landed(merge) = landed else {
         panic!("expected a landing, got {landed:?}");
@@ -85,7 +92,7 @@ fn a_target_that_moved_is_reported_and_nothing_changes() {
     for style in [Style::Rebase, Style::Merge] {
         let landed = fx
             .repo
-            .land("main", &old, &branch, style, "m")
+            .land("main", &old, &branch, style, "m", None)
             .expect("land");
         assert_eq!(landed, Land::Moved { now: now.clone() });
     }
@@ -103,7 +110,7 @@ fn a_task_that_does_not_contain_the_target_is_behind() {
     for style in [Style::Rebase, Style::Merge] {
         assert_eq!(
             fx.repo
-                .land("main", &main, &branch, style, "m")
+                .land("main", &main, &branch, style, "m", None)
                 .expect("land"),
             Land::Behind
         );
@@ -122,7 +129,7 @@ fn a_task_that_adds_nothing_lands_without_moving_the_target() {
     for style in [Style::Rebase, Style::Merge] {
         assert_eq!(
             fx.repo
-                .land("main", &old, &branch, style, "m")
+                .land("main", &old, &branch, style, "m", None)
                 .expect("land"),
             Land::Landed(old.clone())
         );
@@ -147,7 +154,7 @@ fn a_refused_ref_update_is_an_error_and_leaves_the_target() {
     );
     let err = fx
         .repo
-        .land("main", &old, &branch, Style::Rebase, "m")
+        .land("main", &old, &branch, Style::Rebase, "m", None)
         .expect_err("the hook refuses the transaction");
     assert!(err.to_string().contains("update-ref"), "{err}");
     assert_eq!(fx.branch("main"), old);
@@ -174,7 +181,7 @@ fn an_earlier_landing_of_the_task_is_found_in_the_targets_reflog() {
     let old = fx.branch("main");
     let task = fx.branch(&branch);
     fx.repo
-        .land("main", &old, &branch, Style::Rebase, "unused")
+        .land("main", &old, &branch, Style::Rebase, "unused", None)
         .expect("land");
     fx.commit_on_main("c.txt", "later\n");
 
@@ -211,7 +218,7 @@ fn a_merge_commit_takes_a_message_longer_than_an_argument_may_be() {
     let message = format!("Task 1\n\n{}", "the result goes on. ".repeat(10_000));
     let landed = fx
         .repo
-        .land("main", &old, &branch, Style::Merge, &message)
+        .land("main", &old, &branch, Style::Merge, &message, None)
         .expect("land");
     let Land::Landed(merge) = landed else {
         panic!("expected a landing, got {landed:?}");

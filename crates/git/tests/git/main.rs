@@ -12,6 +12,7 @@
 
 mod support;
 
+mod checkout;
 mod commit;
 mod land;
 mod repo;

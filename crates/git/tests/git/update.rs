@@ -105,7 +105,7 @@ fn conflict(style: Style) {
     git(&fx.root, &["commit", "-q", "-m", "remove"]);
 
     let got = fx.repo.update(&path, "main", style).expect("update");
-    let Update::Conflict { paths } = got else {
+    let Update::Conflict { paths, .. } = got else {
         panic!("expected a conflict, got {got:?}");
     };
     assert!(paths.contains(&"same.txt".to_string()), "{paths:?}");

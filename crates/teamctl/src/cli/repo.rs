@@ -23,7 +23,7 @@ a repository works in one shared directory, as before.";
 pub const REPO_EXAMPLES: &str = "\
 Examples:
   teamctl repo
-  git switch --detach && teamctl repo set . --branch main   this repository, landing on main
+  teamctl repo set . --branch main   this repository, landing on main
   teamctl repo set ~/src/app --branch main --check 'cargo test'
   teamctl repo --json | jq .branch";
 
@@ -32,10 +32,10 @@ Attach a git repository to the team. PATH is any directory inside it (made absol
 here); boardd resolves the top level and checks git (at least 2.25), the branch and \
 the directory it puts worktrees in. Setting it again replaces the settings.
 
-The target branch (--branch) must not be checked out anywhere: boardd lands work \
-by moving the branch, and a checkout of it would keep the old files while its HEAD \
-moved on. Detach it first, e.g. with `git switch --detach` in that checkout (or work \
-on another branch there), then name it with --branch.
+The target branch (--branch) may be the one you have checked out: a landing updates \
+your files with it, as a push with git's `receive.denyCurrentBranch=updateInstead` \
+would. While you have changes a landing would touch, it waits (`landing: blocked` in \
+`teamctl task show`) and lands once they are committed or undone.
 
 Checks (--check, repeatable) are shell commands every task of the team must pass in \
 its worktree before it may complete, before the task's own checks (`teamctl task add \
@@ -48,7 +48,7 @@ review` lists it, `teamctl task diff ID` shows it, `teamctl merge ID` lands it a
 
 pub const REPO_SET_EXAMPLES: &str = "\
 Examples:
-  git switch --detach && teamctl repo set . --branch main
+  teamctl repo set . --branch main
   teamctl repo set ~/src/app --branch main
   teamctl repo set . --merge merge --check 'cargo test' --check 'cargo clippy -- -D warnings'
   teamctl repo set . --check 'make test' --check-timeout 1800
@@ -105,6 +105,15 @@ Examples:
   teamctl task diff 3 --stat
   teamctl task diff 3 --name-only
   teamctl task diff 3 | less -R";
+
+pub const RETRY_LONG: &str = "\
+Put a failed or cancelled task back to pending, with a fresh attempt count.
+
+A task whose landing waits is tried again: `landing: blocked` (your checkout of the \
+target has changes in the way) is looked at now and lands if the checkout is clean; \
+`landing: conflict`, once you resolved it in the task's worktree (`git rebase \
+<target>`, fix, `git add`, `git rebase --continue`), is checked and landed for the \
+teammate that holds it, or made ready for the next teammate if none does.";
 
 pub const CANCEL_LONG: &str = "\
 Withdraw a task; its owner, if any, loses the claim.
@@ -188,9 +197,9 @@ pub struct RepoSetArgs {
     #[arg(value_name = "PATH")]
     pub path: PathBuf,
 
-    /// The target branch, where finished work lands; it must be checked out nowhere
-    /// (detach it first). Without it boardd refuses, naming the branch checked out
-    /// at PATH and how to detach it
+    /// The target branch, where finished work lands; it may be checked out in your
+    /// working tree. Without it boardd refuses, naming the branch checked out at
+    /// PATH
     #[arg(short, long, value_name = "BRANCH")]
     pub branch: Option<String>,
 

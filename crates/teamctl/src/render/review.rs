@@ -97,6 +97,9 @@ mod tests {
             queued_at: None,
             review_at: Some(review_at),
             diff: Some(diff),
+            paths: Vec::new(),
+            checkout: None,
+            onto: None,
         });
         t
     }

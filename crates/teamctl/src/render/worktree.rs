@@ -177,6 +177,19 @@ fn landing_words(l: &Landing, now: i64) -> String {
             s.push_str(&format!("; completion asked {} ago", since(l.since)));
             s
         }
+        (LandingStage::Blocked, _) => format!(
+            "blocked: {} has changes in the way ({}); it lands once they are committed or undone, or on `teamctl task retry`; completion asked {} ago",
+            l.checkout
+                .as_deref()
+                .unwrap_or("the checkout of the target"),
+            l.paths.join(", "),
+            since(l.since)
+        ),
+        (LandingStage::Conflict, _) => format!(
+            "conflict with the target at {} in {}: resolve it in the worktree, commit, then complete again or `teamctl task retry`",
+            l.onto.as_deref().map(short_oid).unwrap_or("?"),
+            l.paths.join(", ")
+        ),
     }
 }
 
@@ -579,6 +592,37 @@ mod tests {
                 "discard:    yes: cancelled with --discard, `teamctl worktrees prune` removes it",
                 "checks:     make test",
                 "landing:    queued for 5s in the merge queue, ddddddd passed its checks; completion asked 20s ago",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_blocked_landing_names_the_files_and_a_conflict_the_target_commit() {
+        let task = |landing: serde_json::Value| -> Task {
+            serde_json::from_value(serde_json::json!({
+                "id": 1, "subject": "s", "status": "in_progress", "created_at": 0, "updated_at": 0,
+                "landing": landing
+            }))
+            .expect("task")
+        };
+        let blocked = task(serde_json::json!({
+            "stage": "blocked", "result": "done", "head": "dddddddddd", "since": 0,
+            "paths": ["README.md", "src/a.rs"], "checkout": "/home/me/app"
+        }));
+        assert_eq!(
+            task_worktree_lines(&blocked, 20_000),
+            vec![
+                "landing:    blocked: /home/me/app has changes in the way (README.md, src/a.rs); it lands once they are committed or undone, or on `teamctl task retry`; completion asked 20s ago"
+            ]
+        );
+        let conflict = task(serde_json::json!({
+            "stage": "conflict", "result": "done", "since": 0,
+            "paths": ["same.txt"], "onto": "eeeeeeeeee"
+        }));
+        assert_eq!(
+            task_worktree_lines(&conflict, 20_000),
+            vec![
+                "landing:    conflict with the target at eeeeeee in same.txt: resolve it in the worktree, commit, then complete again or `teamctl task retry`"
             ]
         );
     }

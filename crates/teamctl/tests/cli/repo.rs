@@ -147,7 +147,7 @@ fn repo_set_takes_a_relative_path_and_repo_shows_the_settings() {
 }
 
 #[test]
-fn repo_set_prints_boardds_refusal_and_fails() {
+fn repo_set_takes_a_checked_out_branch_and_its_refusals_repeat_every_option() {
     let dir = short_tempdir();
     let repo = GitRepo::new(dir.path());
     let plain = dir.path().join("plain");
@@ -161,15 +161,61 @@ fn repo_set_prints_boardds_refusal_and_fails() {
     assert!(err.contains("not inside a git repository"), "{err}");
     assert!(stdout(&out).is_empty(), "{out:?}");
 
-    // A target checked out in the person's tree: boardd says how to detach it.
+    // Without --branch, the refusal's command repeats every option given.
     git(&repo.path, &["switch", "-q", "main"]);
-    let out = d.run(&["repo", "set", &repo.path.display().to_string()]);
+    let root = repo.path.display().to_string();
+    let out = d.run(&[
+        "repo",
+        "set",
+        &root,
+        "--merge",
+        "merge",
+        "--check",
+        "make test",
+        "--check",
+        "true",
+        "--check-timeout",
+        "90",
+    ]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
-    assert!(stderr(&out).contains("switch --detach"), "{out:?}");
+    let want = format!(
+        "teamctl repo set {root} --branch main --merge merge --check 'make test' --check true --check-timeout 90"
+    );
+    assert!(stderr(&out).contains(&want), "{want}\n{out:?}");
+    // So does the one for a branch that does not exist.
+    let out = d.run(&[
+        "repo",
+        "set",
+        &root,
+        "--branch",
+        "trunk",
+        "--check",
+        "make test",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let want = format!("teamctl repo set {root} --branch trunk --check 'make test'");
+    assert!(stderr(&out).contains(&want), "{want}\n{out:?}");
     assert_eq!(
         d.json(&["repo"]),
         serde_json::Value::Null,
         "nothing was set"
+    );
+
+    // A target checked out in the person's tree is taken, with every option.
+    let repo_set = d.json(&[
+        "repo",
+        "set",
+        &root,
+        "--branch",
+        "main",
+        "--check",
+        "make test",
+    ]);
+    assert_eq!(repo_set["branch"], "main", "{repo_set}");
+    assert_eq!(
+        repo_set["checks"],
+        serde_json::json!(["make test"]),
+        "{repo_set}"
     );
 
     // Mistakes teamctl catches itself are usage errors.

@@ -12,7 +12,9 @@
 //! A ```` ```complete_task ```` block among them completes the task at that point,
 //! with the block's text as the result (their output if it is empty). If boardd
 //! refuses that completion (a check failed, a conflict), the script goes on with
-//! the blocks after it: a test of the completion gate writes the fix there. Its
+//! the blocks after it: a test of the completion gate writes the fix there. With
+//! no block left, it ends its turn saying that the completion was refused, in
+//! boardd's words. Its
 //! commands run wherever the `bash` tool does: in the task's worktree, if it has
 //! one.
 //!
@@ -256,12 +258,22 @@ fn next_step(messages: &[ChatMessage]) -> Vec<Block> {
         .filter(|s| matches!(s, Step::Run(_)))
         .count();
     // A completion ends the script, unless boardd refused it and steps are left.
+    // A refusal with no step left to fix it is said as it is: boardd's words,
+    // never as if the task were done.
+    let mut refusal = None;
     if let Some(("complete_task", id)) = taken.last() {
-        let refused = result_of(after, id).is_some_and(|(_, is_error)| is_error);
-        finished |= !refused || step >= script.len();
+        refusal = result_of(after, id).filter(|(_, is_error)| *is_error);
+        finished |= refusal.is_none() || step >= script.len();
     }
     if finished {
-        return vec![Block::text(format!("Task #{} is reported.", task.id))];
+        let said = match refusal {
+            Some((text, _)) => format!(
+                "Task #{} is not done: boardd refused to complete it, and my script has no step left to fix it.\n{text}",
+                task.id
+            ),
+            None => format!("Task #{} is reported.", task.id),
+        };
+        return vec![Block::text(said)];
     }
     let blocks = shell_blocks(&task.description);
     if asked_to_leave(after) {
@@ -615,6 +627,29 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(c.stop, StopReason::EndTurn, "{c:?}");
+    }
+
+    #[tokio::test]
+    async fn a_refusal_with_no_step_left_is_said_as_a_refusal() {
+        let mut msgs = vec![ChatMessage::user_text(
+            "[Auto-claimed task #5] gate\n```sh\necho one\n```\n\n[Worktree] You work on task #5",
+        )];
+        step(&mut msgs, "one\n[exit code: 0]", false).await;
+        let refused = "complete_task was refused: the branch conflicts with main in same.txt";
+        let (name, _) = step(&mut msgs, refused, true).await;
+        assert_eq!(name, "complete_task");
+        let c = Scripted::default()
+            .complete(req(&msgs, &tools()))
+            .await
+            .unwrap();
+        assert_eq!(c.stop, StopReason::EndTurn, "{c:?}");
+        let text = c.content[0].as_text().unwrap_or_default().to_string();
+        assert!(!text.contains("is reported"), "{text}");
+        assert!(
+            text.starts_with("Task #5 is not done: boardd refused to complete it")
+                && text.ends_with(refused),
+            "{text}"
+        );
     }
 
     #[tokio::test]

@@ -305,6 +305,9 @@ mod tests {
             queued_at: None,
             review_at: Some(0),
             diff: None,
+            paths: Vec::new(),
+            checkout: None,
+            onto: None,
         });
         let (dir, branch) = everything_exists();
         assert_eq!(
