@@ -16,6 +16,7 @@ pub mod spawn;
 pub mod task;
 pub mod task_diff;
 pub mod watch;
+pub mod web;
 
 use crate::cli::{Cli, Command, Global, TaskCommand};
 use crate::render;
@@ -120,6 +121,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             | Command::Shutdown(_)
             | Command::Lead(_)
             | Command::Mcp(_)
+            | Command::Web(_)
             | Command::Task(
                 TaskCommand::Diff(_)
                     | TaskCommand::Complete(_)
@@ -201,6 +203,7 @@ async fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<()> {
         Command::Worktrees(args) => repo::worktrees(ctx, args).await,
         Command::Mcp(args) => mcp::run(ctx, args).await,
         Command::Completions(args) => completions::run(ctx, &args),
+        Command::Web(args) => web::run(ctx, args).await,
     }
 }
 
