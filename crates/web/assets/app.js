@@ -128,6 +128,21 @@ function tick() {
   document.getElementById('clock').textContent = new Date().toISOString().slice(11, 19) + ' UTC';
 }
 
+// Replaces what `container` shows, keeping what the person was typing in it:
+// an event must not wipe a half-written message.
+function rerender(container, ...children) {
+  const typed = [...container.querySelectorAll('[data-dirty]')]
+    .map(el => [el.name, el.type === 'checkbox' ? el.checked : el.value]);
+  container.replaceChildren(...children.flat().filter(c => c != null && c !== '' && c !== false)
+    .map(c => c instanceof Node ? c : document.createTextNode(String(c))));
+  for (const [name, value] of typed) {
+    const el = container.querySelector(`[name="${name}"]`);
+    if (!el) continue;
+    if (el.type === 'checkbox') el.checked = value; else el.value = value;
+    el.dataset.dirty = '1';
+  }
+}
+
 function notice(text, error) {
   const el = document.getElementById('notice');
   el.textContent = text;
@@ -155,6 +170,7 @@ function actionForm(action, subject) {
   });
   const form = h('form', { class: `action action-${action.key}`, dataset: { action: action.key } },
     fields, h('button', { type: 'submit', name: action.key }, action.label), refusal);
+  form.addEventListener('input', ev => { ev.target.dataset.dirty = '1'; });
   form.addEventListener('submit', async ev => {
     ev.preventDefault();
     const values = {};
@@ -165,6 +181,7 @@ function actionForm(action, subject) {
     refusal.textContent = '';
     try {
       await api('/api/op', { op: action.op, args: action.args(subject, values) });
+      form.querySelectorAll('[data-dirty]').forEach(el => delete el.dataset.dirty);
       if (!(action.inputs || []).some(i => i.value)) form.reset();
       notice(`${action.label}: done`);
     } catch (e) {
@@ -268,7 +285,7 @@ function renderRequests() {
         r.deadline ? h('span', { class: 'muted' }, ' · waiting for its answer') : ''),
       actionForms('shutdown', r));
   });
-  document.getElementById('requests').replaceChildren(
+  rerender(document.getElementById('requests'),
     ...(items.length ? items : [h('li', { class: 'muted' }, 'Nothing waits for you.')]));
 }
 
@@ -292,19 +309,19 @@ function renderDetail() {
   const close = h('button', { class: 'close', onclick: () => { state.selected = null; renderDetail(); } }, 'Close');
   if (sel.kind === 'member') {
     const m = state.members.get(sel.id) || { name: sel.id };
-    panel.replaceChildren(close, h('h2', {}, `Teammate ${m.name}`),
+    rerender(panel, close, h('h2', {}, `Teammate ${m.name}`),
       actionForms('member', m),
       h('h3', {}, 'Transcript (last entries)'), state.transcript || h('p', { class: 'muted' }, 'Loading…'));
     return;
   }
   const t = state.tasks.get(sel.id);
-  if (!t) { panel.replaceChildren(close, h('p', {}, `Task #${sel.id} is not on the board.`)); return; }
+  if (!t) { rerender(panel, close, h('p', {}, `Task #${sel.id} is not on the board.`)); return; }
   const d = state.detail && state.detail.id === t.id ? state.detail : null;
   const checks = (t.check_runs || []).map(c => h('li', { class: `check ${c.outcome}` },
     h('div', {}, `${c.outcome}: `, h('code', {}, c.command),
       c.exit_code != null ? ` (exit ${c.exit_code}, ${c.duration_ms} ms)` : ''),
     c.tail ? h('pre', {}, c.tail) : ''));
-  panel.replaceChildren(close,
+  rerender(panel, close,
     h('h2', {}, `#${t.id} ${t.subject}`),
     h('p', { class: 'muted' }, `${t.status}`, t.owner ? ` · ${t.owner}` : '',
       t.landing ? ` · landing: ${t.landing.stage}` : '', ` · priority ${t.priority}`,
