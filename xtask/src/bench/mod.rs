@@ -7,3 +7,4 @@ pub mod harness;
 pub mod plan;
 pub mod runtimes;
 pub mod teammates;
+pub mod web;
