@@ -68,8 +68,10 @@ pub async fn require(State(board): State<Arc<Board>>, request: Request, next: Ne
         return refuse();
     }
     let path = request.uri().path().to_string();
+    // Over TLS the cookie must never travel in clear text.
+    let secure = if board.tls { "; Secure" } else { "" };
     let set = format!(
-        "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
+        "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/{secure}",
         token.as_str()
     );
     let mut response = StatusCode::SEE_OTHER.into_response();

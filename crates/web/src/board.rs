@@ -15,6 +15,8 @@ pub struct Board {
     pub token: Token,
     pub team: String,
     pub state_dir: PathBuf,
+    /// Served over TLS: the cookie is then marked `Secure`.
+    pub tls: bool,
     socket: PathBuf,
     session: Mutex<Arc<Client>>,
 }
@@ -26,6 +28,7 @@ impl Board {
             token: config.token.clone().unwrap_or_else(Token::random),
             team: config.team.clone(),
             state_dir: config.state_dir.clone(),
+            tls: config.tls.is_some(),
             socket: config.socket.clone(),
             session: Mutex::new(Arc::new(session)),
         })

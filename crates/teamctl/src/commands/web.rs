@@ -7,6 +7,9 @@ use crate::render;
 use teamboard_web::{Config, TlsFiles, Token, Web};
 
 pub async fn run(ctx: &Ctx, args: WebArgs) -> anyhow::Result<()> {
+    if ctx.json {
+        anyhow::bail!("web serves a page and has no JSON form; its first line is the address");
+    }
     let token = match &args.token {
         Some(given) => Some(
             Token::given(given)

@@ -131,3 +131,61 @@ async fn off_loopback_without_tls_it_refuses_and_says_why() {
     assert!(refused.contains("--tls-cert"), "{refused}");
     board.stop().await;
 }
+
+/// Off loopback with a certificate: HTTPS, and the same token and cookie.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_certificate_it_serves_https_off_loopback() {
+    if !crate::browser_present() {
+        return;
+    }
+    let board =
+        teamboard_testkit::Board::start(teamboard_testkit::workspace_bin("teammated")).await;
+    let (cert, key) = (board.dir().join("cert.pem"), board.dir().join("key.pem"));
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+        ])
+        .args(["-nodes", "-days", "1", "-subj", "/CN=localhost"])
+        .args(["-addext", "subjectAltName=IP:127.0.0.1"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+    if !made.is_ok_and(|s| s.success()) {
+        println!("skipped: openssl cannot make a test certificate");
+        return;
+    }
+    board.add("Served over TLS", "", &[]).await;
+    let web = WebProcess::start(
+        &board,
+        &[
+            "--listen",
+            "0.0.0.0:0",
+            "--tls-cert",
+            cert.to_str().expect("utf-8"),
+            "--tls-key",
+            key.to_str().expect("utf-8"),
+        ],
+    );
+    assert!(web.url.starts_with("https://0.0.0.0:"), "{}", web.url);
+    let url = web.url.replace("0.0.0.0", "127.0.0.1");
+    let browser = open_browser(&["--ignore-certificate-errors"]).await;
+    browser.goto(&url).await.expect("goto");
+    let s = Scenario {
+        name: "https_off_loopback",
+        board,
+        web,
+        browser,
+    };
+    s.wait_for("#task-1", "Served over TLS").await;
+    s.wait_js("connected", "window.teamboard.connected").await;
+    s.finish().await;
+}
