@@ -25,20 +25,36 @@ Examples:
   teamctl web                                  a free port on 127.0.0.1
   teamctl web --listen 127.0.0.1:8080
   teamctl web --listen 0.0.0.0:8443 --tls-cert cert.pem --tls-key key.pem
+  teamctl web --systemd --listen 127.0.0.1:8080  run it as the user unit teamctl-web
 ";
 
 #[derive(Debug, Args)]
 pub struct WebArgs {
     /// Where to listen; port 0 picks a free one
-    #[arg(long, default_value = "127.0.0.1:0", value_name = "ADDR:PORT")]
+    #[arg(
+        long,
+        env = "TEAMBOARD_WEB_LISTEN",
+        default_value = "127.0.0.1:0",
+        value_name = "ADDR:PORT"
+    )]
     pub listen: SocketAddr,
 
     /// A PEM certificate chain: serve HTTPS (needed off loopback)
-    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    #[arg(
+        long,
+        env = "TEAMBOARD_WEB_TLS_CERT",
+        value_name = "FILE",
+        requires = "tls_key"
+    )]
     pub tls_cert: Option<PathBuf>,
 
     /// The PEM private key of --tls-cert
-    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    #[arg(
+        long,
+        env = "TEAMBOARD_WEB_TLS_KEY",
+        value_name = "FILE",
+        requires = "tls_cert"
+    )]
     pub tls_key: Option<PathBuf>,
 
     /// The token to require instead of a fresh one, so that the same address
@@ -50,4 +66,9 @@ pub struct WebArgs {
         hide_env_values = true
     )]
     pub token: Option<String>,
+
+    /// Run it as the user unit teamctl-web beside boardd, with these settings
+    /// (a free port is picked now when none is given, so the address stays)
+    #[arg(long)]
+    pub systemd: bool,
 }

@@ -33,6 +33,7 @@ mod spawn;
 mod tasks;
 mod team;
 mod watch;
+mod web;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

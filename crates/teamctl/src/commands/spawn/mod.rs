@@ -10,7 +10,7 @@
 mod agent;
 mod checks;
 mod detached;
-mod systemd;
+pub(crate) mod systemd;
 
 use super::Ctx;
 use crate::cli::SpawnArgs;

@@ -1,5 +1,8 @@
 //! `teamctl web`: the board in a browser. The server is `teamboard_web`; this
-//! checks the arguments, prints the address and serves until interrupted.
+//! checks the arguments, prints the address and serves until interrupted, or
+//! with `--systemd` hands the same settings to the user unit `teamctl-web`.
+
+mod systemd;
 
 use super::Ctx;
 use crate::cli::WebArgs;
@@ -21,6 +24,9 @@ pub async fn run(ctx: &Ctx, args: WebArgs) -> anyhow::Result<()> {
         (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
         _ => None,
     };
+    if args.systemd {
+        return systemd::install(ctx, args.listen, tls, token).await;
+    }
     let web = Web::bind(Config {
         socket: ctx.socket.clone(),
         team: ctx.team.clone(),
