@@ -74,7 +74,7 @@ const state = {
   detail: null,   // the selected task's get_task answer
 };
 // Test and benchmark hook: when the page reflected event N (Date.now()).
-window.teamboard = { seq: 0, shown: {}, connected: false };
+window.teamboard = { seq: 0, shown: {}, connected: false, closed: 0 };
 
 // ---------------------------------------------------------------- helpers
 
@@ -457,6 +457,9 @@ async function loadBoard() {
   return b.seq;
 }
 
+// The newest event received (applied or queued): where a reconnect resumes.
+let received = 0;
+
 function connect(since) {
   const banner = document.getElementById('banner');
   // EventSource reconnects by itself and sends Last-Event-ID, which takes over
@@ -466,17 +469,34 @@ function connect(since) {
   source.onerror = () => {
     banner.hidden = false;
     window.teamboard.connected = false;
-    // A refused reconnect (401 after a restart with a new token) is final.
+    // Trap: an error status (boardd down while the server reconnects, or 401)
+    // ends an EventSource for good. Start a new one after a pause, unless the
+    // server refuses us: then only the printed address helps.
     if (source.readyState === EventSource.CLOSED) {
-      banner.textContent = 'Disconnected from teamctl web, and it refused to reconnect: open the address it printed.';
+      window.teamboard.closed += 1;
+      setTimeout(retry, 2000);
     }
   };
   // Events are applied in order: each waits for the one before.
   let chain = Promise.resolve();
   source.onmessage = msg => {
     const event = JSON.parse(msg.data);
+    if (event.seq <= received) return;
+    received = event.seq;
     chain = chain.then(() => apply(event));
   };
+}
+
+async function retry() {
+  try {
+    const res = await fetch('/api/team');
+    if (res.status === 401) {
+      document.getElementById('banner').textContent =
+        'Disconnected: teamctl web no longer accepts this page (it restarted with a new token). Open the address it printed.';
+      return;
+    }
+  } catch (_) { /* still down: try again below */ }
+  connect(received);
 }
 
 async function start() {
@@ -486,6 +506,7 @@ async function start() {
   try {
     const seq = await loadBoard();
     window.teamboard.seq = seq;
+    received = seq;
     document.body.dataset.seq = seq;
     connect(seq);
   } catch (e) {

@@ -39,6 +39,14 @@ pub fn browser_present() -> bool {
 fn chromedriver() -> u16 {
     static PORT: OnceLock<u16> = OnceLock::new();
     *PORT.get_or_init(|| {
+        // Failures of an earlier run would be taken for this one's.
+        if let Ok(old) = std::fs::read_dir(screenshot_dir()) {
+            for entry in old.flatten() {
+                if entry.file_name().to_string_lossy().ends_with("-FAILED.png") {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+            }
+        }
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let port = free_port();
@@ -46,13 +54,7 @@ fn chromedriver() -> u16 {
             cmd.arg(format!("--port={port}"))
                 .stdout(Stdio::null())
                 .stderr(Stdio::null());
-            // SAFETY: prctl is async-signal-safe and touches only the child.
-            unsafe {
-                std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
-                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                    Ok(())
-                });
-            }
+            teamboard_process::die_with_parent(&mut cmd, libc::SIGKILL);
             let child = cmd.spawn().expect("chromedriver starts");
             tx.send((port, child.id())).expect("send the port");
             // The child dies with this thread, which lives as long as the process.

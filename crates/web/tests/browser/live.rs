@@ -84,3 +84,29 @@ async fn a_reconnect_catches_up_from_the_event_log_and_misses_nothing() {
     assert_eq!(shown, all, "the activity is the whole log, each event once");
     s.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_boardd_restart_drops_the_stream_and_the_page_catches_up() {
+    let Some(mut s) = Scenario::start("boardd_restart_caught_up").await else {
+        return;
+    };
+    let t = s.board.add("Before the restart", "", &[]).await;
+    s.wait_for(&format!("#task-{}", t.id), "Before the restart")
+        .await;
+    s.wait_js("connected", "window.teamboard.connected").await;
+    s.board.daemon.shutdown().await;
+    s.wait_js("banner shown", "!document.getElementById('banner').hidden")
+        .await;
+    // The browser's own reconnect meets a server without boardd (502), which
+    // ends an EventSource for good: the page must start a new one itself.
+    s.wait_js("a reconnect refused", "window.teamboard.closed > 0")
+        .await;
+    s.board.daemon.restart().await;
+    // The test's own lead session died with the old boardd: teamctl adds this one.
+    let id = s.teamctl(&["task", "add", "After the restart"]);
+    s.wait_for(&format!("#task-{id}"), "After the restart")
+        .await;
+    s.wait_js("banner cleared", "document.getElementById('banner').hidden")
+        .await;
+    s.finish().await;
+}

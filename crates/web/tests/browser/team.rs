@@ -137,3 +137,52 @@ async fn a_killed_teammate_turns_dead_on_screen() {
     s.wait_for("#member-alice", "dead").await;
     s.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_teammate_joining_and_working_shows_up_live() {
+    let Some(s) = Scenario::start("teammate_joins_live").await else {
+        return;
+    };
+    s.wait_for("#team", "").await;
+    let carol = teamboard_testkit::teammate(&s.board.daemon.socket, "carol", "qa").await;
+    s.wait_for("#member-carol", "carol (qa)").await;
+    let t = s.board.add("Check it", "", &[]).await;
+    carol.claim_task(t.id).await.expect("claim");
+    s.wait_for("#member-carol", &format!("#{}", t.id)).await;
+    s.wait_for(
+        &format!(r#".column[data-status="in_progress"] #task-{}"#, t.id),
+        "carol",
+    )
+    .await;
+    s.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shutdown_asked_with_teamctl_waits_on_the_page_until_answered() {
+    let Some(s) = Scenario::start("shutdown_from_teamctl_shown").await else {
+        return;
+    };
+    let dave = teamboard_testkit::teammate(&s.board.daemon.socket, "dave", "dev").await;
+    s.teamctl(&[
+        "shutdown",
+        "dave",
+        "--no-wait",
+        "--reason",
+        "end of the day",
+    ]);
+    s.wait_for("#requests .shutdown", "of dave: end of the day")
+        .await;
+    s.screenshot_as("shutdown_from_teamctl_waiting").await;
+    let request = dave
+        .inbox()
+        .await
+        .expect("inbox")
+        .into_iter()
+        .find_map(|m| m.request_id)
+        .expect("a request id");
+    dave.respond_shutdown(request.parse().expect("an id"), false, Some("busy"))
+        .await
+        .expect("answer");
+    s.wait_for("#requests", "Nothing waits for you").await;
+    s.finish().await;
+}
