@@ -121,9 +121,29 @@ pub async fn diff(State(board): State<Arc<Board>>, Path(id): Path<TaskId>) -> An
         .await
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?;
     Ok(Json(match text {
-        Ok(diff) => json!({ "diff": diff }),
+        Ok(diff) => json!({ "diff": cut(diff, id) }),
         Err(why) => json!({ "none": why.to_string() }),
     }))
+}
+
+/// The most of a diff the page shows: a browser chokes on a page of megabytes,
+/// and a person reads such a diff with git anyway.
+const MAX_DIFF: usize = 1024 * 1024;
+
+fn cut(mut diff: String, id: TaskId) -> String {
+    if diff.len() <= MAX_DIFF {
+        return diff;
+    }
+    let mut end = MAX_DIFF;
+    while !diff.is_char_boundary(end) {
+        end -= 1;
+    }
+    diff.truncate(end);
+    diff.push_str(&format!(
+        "\n… cut at {} kB; `teamctl task diff {id}` shows it whole\n",
+        MAX_DIFF / 1024
+    ));
+    diff
 }
 
 #[derive(Deserialize)]
@@ -167,4 +187,22 @@ pub async fn op(State(board): State<Arc<Board>>, Json(op): Json<Op>) -> Answer {
     let request = Request::parse(&op.op, op.args)
         .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_args", e.to_string()))?;
     Ok(Json(call(&board, request).await?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_diffs_are_cut_on_a_character_boundary_and_say_so() {
+        assert_eq!(cut("+a\n".into(), 3), "+a\n");
+        let long = "é".repeat(MAX_DIFF);
+        let shown = cut(long, 3);
+        assert!(shown.len() < MAX_DIFF + 100);
+        assert!(
+            shown.ends_with("`teamctl task diff 3` shows it whole\n"),
+            "{}",
+            &shown[shown.len() - 80..]
+        );
+    }
 }

@@ -101,3 +101,36 @@ async fn a_task_without_a_worktree_says_why_there_is_no_diff() {
     s.wait_for("#detail .diff-none", "has no worktree").await;
     s.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_on_its_way_to_the_target_shows_its_landing_stage() {
+    let Some(mut s) = Scenario::start("landing_stage").await else {
+        return;
+    };
+    let repo = teamboard_testkit::GitRepo::new(s.board.dir());
+    let mut args = repo.repo_args();
+    // A check that takes a while: the card sits in `checking` meanwhile.
+    let gate = s.board.dir().join("gate");
+    args.checks = vec![format!(
+        "while [ ! -e '{}' ]; do sleep 0.05; done",
+        gate.display()
+    )];
+    s.board.lead.set_repo(args).await.expect("set_repo");
+    let _alice = s.board.spawn("alice", "dev", &[]);
+    s.board.wait_idle("alice").await;
+    let t = s
+        .board
+        .add("Land it", "Write.\n```sh\necho x > x.txt\n```\n", &[])
+        .await;
+    let card = format!(r#".column[data-status="in_progress"] #task-{}"#, t.id);
+    s.wait_for(&card, "landing: checking").await;
+    s.screenshot_as("landing_stage").await;
+    std::fs::write(&gate, "").expect("open the gate");
+    s.wait_for(
+        &format!(r#".column[data-status="completed"] #task-{}"#, t.id),
+        "Land it",
+    )
+    .await;
+    s.name = "landing_stage_landed";
+    s.finish().await;
+}
