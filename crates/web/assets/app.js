@@ -262,7 +262,7 @@ function renderTeam() {
     return h('li', { class: 'member', id: `member-${m.name}`, dataset: { name: m.name, state: s.state },
       onclick: () => select('member', m.name) },
     h('b', {}, m.name), ` (${m.role}) `,
-    h('span', { class: `state state-${s.state}` }, s.state.replace('_', ' ')), ' ',
+    h('span', { class: `state state-${s.state}` }, s.state.replaceAll('_', ' ')), ' ',
     age(m.liveness ? 'for ' : 'seen ', s.since, m.liveness ? '' : ' ago'),
     m.task ? h('span', { class: 'muted' }, ` · #${m.task}`) : '',
     live.last_heartbeat ? h('div', { class: 'muted' }, age('last heartbeat ', live.last_heartbeat, ' ago')) : '',
