@@ -256,6 +256,10 @@ function memberState(m) {
 
 function renderTeam() {
   const list = document.getElementById('team');
+  if (!state.members.size) {
+    list.replaceChildren(h('li', { class: 'muted' }, 'No teammates yet: `teamctl spawn NAME --role ROLE` starts one.'));
+    return;
+  }
   list.replaceChildren(...[...state.members.values()].map(m => {
     const s = memberState(m);
     const live = s.live || {};

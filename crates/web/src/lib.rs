@@ -29,7 +29,7 @@ mod api;
 mod assets;
 mod auth;
 mod board;
-pub mod ops;
+mod ops;
 mod stream;
 pub mod task_diff;
 mod tls;

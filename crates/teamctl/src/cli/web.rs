@@ -15,7 +15,8 @@ to shut down, through the same boardd operations as teamctl.
 
 The first line of output is the page's address with a token: \
 http://127.0.0.1:PORT/?token=... Open it once; the browser then keeps a cookie. A \
-request without the token or the cookie is refused (401). A new run makes a new token.
+request without the token or the cookie is refused (401). A new run makes a new \
+token unless --token gives one.
 
 It listens on loopback only. Another address is refused unless --tls-cert and \
 --tls-key are given, and then it serves HTTPS. See docs/web.md.";
