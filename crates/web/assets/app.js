@@ -152,10 +152,19 @@ function notice(text, error) {
 
 // ---------------------------------------------------------------- action forms
 
-// The forms of the actions `on` a kind of thing, for `subject`.
-function actionForms(on, subject) {
-  return ACTIONS.filter(a => a.on === on && (!a.when || a.when(subject)))
+// The forms of the actions `on` a kind of thing, for `subject`. An action no
+// longer offered stays while the person is typing into it (`typing`, by key):
+// sent anyway, boardd says in words why it is refused, where a vanishing form
+// would say nothing.
+function actionForms(on, subject, typing) {
+  return ACTIONS.filter(a => a.on === on && (!a.when || a.when(subject) || (typing && typing.has(a.key))))
     .map(a => actionForm(a, subject));
+}
+
+// The actions in `container` whose fields the person has typed into.
+function typingIn(container) {
+  return new Set([...container.querySelectorAll('form[data-action]')]
+    .filter(f => f.querySelector('[data-dirty]')).map(f => f.dataset.action));
 }
 
 function actionForm(action, subject) {
@@ -333,7 +342,7 @@ function renderDetail() {
     t.description ? h('pre', {}, t.description) : '',
     t.result ? h('div', {}, h('b', {}, 'Result: '), t.result) : '',
     t.last_error ? h('div', { class: 'refusal' }, `Last error: ${t.last_error}`) : '',
-    actionForms('task', t),
+    actionForms('task', t, typingIn(panel)),
     checks.length ? [h('h3', {}, 'Checks'), h('ul', { class: 'checks' }, checks)] : '',
     h('h3', {}, 'Diff'), state.diff && state.diff.id === t.id ? state.diff.el : h('p', { class: 'muted' }, 'Loading…'),
     h('h3', {}, 'History'),
