@@ -15,6 +15,7 @@ use std::process::{Command, Stdio};
 
 const BOARDD_UNIT: &str = include_str!("../../systemd/boardd.service");
 const TEAMMATED_UNIT: &str = include_str!("../../systemd/teammated@.service");
+const WEB_UNIT: &str = include_str!("../../systemd/teamctl-web.service");
 
 /// The binary directory the units' `ExecStart=` names. It is home-relative (`%h`)
 /// so the same unit works for every user; another prefix gets its own absolute
@@ -72,6 +73,7 @@ pub fn run(args: &InstallArgs) -> anyhow::Result<()> {
         for (name, text) in [
             ("boardd.service", BOARDD_UNIT),
             ("teammated@.service", TEAMMATED_UNIT),
+            ("teamctl-web.service", WEB_UNIT),
         ] {
             let dest = unit_dir.join(name);
             write_file(&dest, with_bin_dir(text, &unit_bin).as_bytes(), 0o644)?;
@@ -246,6 +248,8 @@ mod tests {
         assert!(unit.contains("%h/.cargo/bin/ paths"));
         let unit = with_bin_dir(TEAMMATED_UNIT, "/opt/tb/bin/");
         assert!(unit.contains("\nExecStart=/opt/tb/bin/teammated --name %i\n"));
+        let unit = with_bin_dir(WEB_UNIT, "/opt/tb/bin/");
+        assert!(unit.contains("\nExecStart=/opt/tb/bin/teamctl web\n"));
     }
 
     #[test]

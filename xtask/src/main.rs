@@ -1,7 +1,7 @@
 //! Project chores that need more than a plain `cargo` command: `cargo xtask demo`,
 //! `cargo xtask install`, `cargo xtask install-agents`, `cargo xtask bench` (with
-//! `bench-teammates`, `bench-cancel`, `bench-plan`, `bench-runtimes` and
-//! `bench-liveness`), `cargo xtask
+//! `bench-teammates`, `bench-cancel`, `bench-plan`, `bench-runtimes`,
+//! `bench-liveness` and `bench-web`), `cargo xtask
 //! soak-git` and `cargo xtask module-cycles`. This file only parses flags; each command
 //! lives in its own module.
 
@@ -83,6 +83,12 @@ enum Command {
     /// The runtime measurement itself, run from a release build.
     #[command(hide = true)]
     BenchRuntimesRun(bench::runtimes::RuntimeBenchArgs),
+    /// Measure how soon a board event shows on the web page in a real browser,
+    /// with 50 members and 1,000 tasks, against a plain subscribed client.
+    BenchWeb(bench::web::WebBenchArgs),
+    /// The web measurement itself, run from a release build.
+    #[command(hide = true)]
+    BenchWebRun(bench::web::WebBenchArgs),
     /// Soak the worktrees, gates and merge queue: teammates and tasks in a real
     /// git repository with forced conflicts and random kill -9s, then check
     /// that nothing was lost or landed on a wrong branch.
@@ -134,6 +140,8 @@ fn main() -> anyhow::Result<()> {
         Command::BenchTeammates(args) => bench::teammates::build_and_run(&args),
         Command::BenchTeammatesRun(args) => bench::teammates::run(&args),
         Command::BenchCancel(args) => bench::cancel::build_and_run(&args),
+        Command::BenchWeb(args) => bench::web::build_and_run(&args),
+        Command::BenchWebRun(args) => bench::web::run(&args),
         Command::BenchCancelRun(args) => bench::cancel::run(&args),
         Command::BenchPlan(args) => bench::plan::build_and_run(&args),
         Command::BenchPlanRun(args) => bench::plan::run(&args),

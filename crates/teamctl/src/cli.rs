@@ -16,6 +16,8 @@ pub use member::*;
 pub use repo::*;
 mod runtime;
 pub use runtime::*;
+mod web;
+pub use web::*;
 
 const ABOUT: &str = "Drive a teamboard: tasks, teammates, messages and a live view";
 
@@ -403,6 +405,9 @@ pub enum Command {
             teamctl completions fish > ~/.config/fish/completions/teamctl.fish"
     )]
     Completions(CompletionsArgs),
+
+    #[command(about = WEB_ABOUT, long_about = WEB_LONG, after_help = WEB_EXAMPLES)]
+    Web(WebArgs),
 }
 
 #[derive(Debug, Args)]

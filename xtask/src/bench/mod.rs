@@ -8,3 +8,4 @@ pub mod liveness;
 pub mod plan;
 pub mod runtimes;
 pub mod teammates;
+pub mod web;

@@ -17,6 +17,7 @@ pub mod spawn;
 pub mod task;
 pub mod task_diff;
 pub mod watch;
+pub mod web;
 
 use crate::cli::{Cli, Command, Global, TaskCommand};
 use crate::render;
@@ -129,6 +130,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             | Command::Shutdown(_)
             | Command::Lead(_)
             | Command::Mcp(_)
+            | Command::Web(_)
             | Command::Task(
                 TaskCommand::Diff(_)
                     | TaskCommand::Complete(_)
@@ -213,6 +215,7 @@ async fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<()> {
         Command::SendBack(args) => review::send_back(ctx, args).await,
         Command::Mcp(args) => mcp::run(ctx, args).await,
         Command::Completions(args) => completions::run(ctx, &args),
+        Command::Web(args) => web::run(ctx, args).await,
     }
 }
 

@@ -35,6 +35,7 @@ mod tasks;
 mod team;
 mod teams;
 mod watch;
+mod web;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

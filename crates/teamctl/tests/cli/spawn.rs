@@ -18,7 +18,7 @@ pub(crate) fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
     path
 }
 
-fn mode(path: &Path) -> u32 {
+pub(crate) fn mode(path: &Path) -> u32 {
     use std::os::unix::fs::PermissionsExt as _;
     std::fs::metadata(path)
         .expect("metadata")

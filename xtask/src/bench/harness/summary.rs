@@ -24,6 +24,7 @@ pub struct Col(&'static str, fn(&Summary) -> f64);
 impl Col {
     pub const P50: Col = Col("p50", |s| s.p50_ms);
     pub const P90: Col = Col("p90", |s| s.p90_ms);
+    pub const P95: Col = Col("p95", |s| s.p95_ms);
     pub const P99: Col = Col("p99", |s| s.p99_ms);
     pub const MAX: Col = Col("max", |s| s.max_ms);
 }

@@ -10,7 +10,7 @@
 pub(crate) mod agent;
 mod checks;
 mod detached;
-mod systemd;
+pub(crate) mod systemd;
 
 use super::Ctx;
 use crate::cli::SpawnArgs;

@@ -15,7 +15,7 @@ use std::process::Stdio;
 use teamboard_protocol::ClientError;
 
 /// Overrides the `systemctl` program (tests substitute a script).
-const SYSTEMCTL_ENV: &str = "TEAMCTL_SYSTEMCTL";
+pub(crate) const SYSTEMCTL_ENV: &str = "TEAMCTL_SYSTEMCTL";
 
 pub(super) async fn run(ctx: &Ctx, args: &SpawnArgs, settings: &[Setting]) -> anyhow::Result<()> {
     // The unit Requires= boardd.service, so systemd starts boardd if it is down;
@@ -140,7 +140,7 @@ fn utf8(path: &Path, what: &str) -> anyhow::Result<String> {
 /// is plainly safe, otherwise double-quoted with `\`, `"`, `` ` `` and `$` escaped
 /// (systemd unescapes exactly these inside double quotes). A control character
 /// (a newline in a directory name, say) is refused rather than trusted to survive.
-fn env_value(key: &str, value: &str) -> anyhow::Result<String> {
+pub(crate) fn env_value(key: &str, value: &str) -> anyhow::Result<String> {
     if value.chars().any(char::is_control) {
         bail!(
             "{key} would be {value:?}, which has control characters that a settings file cannot hold"
@@ -167,7 +167,7 @@ fn env_value(key: &str, value: &str) -> anyhow::Result<String> {
 /// Writes the settings with mode 0600 in a 0700 directory (they may one day name
 /// credentials), replacing any old file in one step so that systemd never reads a
 /// half-written one.
-fn write_env_file(path: &Path, text: &str) -> anyhow::Result<()> {
+pub(crate) fn write_env_file(path: &Path, text: &str) -> anyhow::Result<()> {
     let dir = path
         .parent()
         .context("the settings file has no directory")?;

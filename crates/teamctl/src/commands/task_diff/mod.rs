@@ -1,27 +1,15 @@
-//! `teamctl task diff ID`: what a task changed, shown by git run here.
-//!
-//! No boardd op does this: teamctl reads the task's worktree with `get_task` and
-//! the team's repository with `get_repo`, then picks what to diff
-//! (`docs/design/worktrees.md`, the last section):
-//! - a task that landed: `landed_on..merged` in the repository;
-//! - a task whose checks passed (waiting for review, or queued): the head that
-//!   passed against the target, `<target>...<head>` in the repository, which is
-//!   what `merge_task` lands, whatever is in the worktree since;
-//! - an open task whose worktree is there: the worktree against its fork point from
-//!   the target, uncommitted changes included, then the untracked files (the
-//!   completion's `git add -A` will commit them too);
-//! - a worktree directory that is gone: `<target>...<branch>` in the repository.
-//!
-//! [`plan`] makes that choice from what it is given, so it is tested without git;
-//! [`git`] runs the commands.
+//! `teamctl task diff ID`: what a task changed, shown by git run here. Which diff
+//! that is, is decided in `teamboard_web::task_diff` (the web page shows the same);
+//! this shows it in the person's terminal, paged as their git is configured.
 
 mod git;
 
 use super::{Ctx, within};
 use crate::cli::TaskDiffArgs;
 use crate::render;
-use std::path::{Path, PathBuf};
 use teamboard_protocol::{Repo, Task, TaskId};
+use teamboard_web::task_diff::git::{merge_base, untracked};
+use teamboard_web::task_diff::{Diff, plan};
 
 pub async fn run(ctx: &Ctx, args: TaskDiffArgs) -> anyhow::Result<()> {
     if ctx.json {
@@ -34,7 +22,12 @@ pub async fn run(ctx: &Ctx, args: TaskDiffArgs) -> anyhow::Result<()> {
     // Only boardd's part runs under --timeout: git may page, and a pager waits for
     // the person (`commands::run` leaves this command's timing to it).
     let (task, repo) = within(ctx.timeout(), fetch(ctx, args.id)).await?;
-    let diff = plan(&task, repo.as_ref(), |dir| dir.is_dir(), git::branch_exists)?;
+    let diff = plan(
+        &task,
+        repo.as_ref(),
+        |dir| dir.is_dir(),
+        teamboard_web::task_diff::git::branch_exists,
+    )?;
     // What `git diff` prints: the patch, or with a flag the counts or the names.
     let format = [(args.stat, "--stat"), (args.name_only, "--name-only")]
         .into_iter()
@@ -49,9 +42,9 @@ pub async fn run(ctx: &Ctx, args: TaskDiffArgs) -> anyhow::Result<()> {
             git::show_diff(&repo, &[format!("refs/heads/{target}...{head}")], format)
         }
         Diff::Worktree { dir, target } => {
-            let base = git::merge_base(&dir, &format!("refs/heads/{target}"))?;
+            let base = merge_base(&dir, &format!("refs/heads/{target}"))?;
             git::show_diff(&dir, &[base], format)?;
-            let untracked = git::untracked(&dir)?;
+            let untracked = untracked(&dir)?;
             if !untracked.is_empty() {
                 let mut out = vec![
                     String::new(),
@@ -80,276 +73,4 @@ async fn fetch(ctx: &Ctx, id: TaskId) -> anyhow::Result<(Task, Option<Repo>)> {
     let task = client.get_task(id).await?.task;
     let repo = client.get_repo().await?;
     Ok((task, repo))
-}
-
-/// Which diff shows a task's change.
-#[derive(Debug, PartialEq, Eq)]
-enum Diff {
-    /// `git -C repo diff from to`: a landed task, `landed_on..merged`.
-    Landed {
-        repo: PathBuf,
-        from: String,
-        to: String,
-    },
-    /// `git -C repo diff target...head`: the head that passed the checks, as
-    /// a review reads it.
-    Passed {
-        repo: PathBuf,
-        target: String,
-        head: String,
-    },
-    /// In the worktree: `git diff $(git merge-base refs/heads/target HEAD)`.
-    Worktree { dir: PathBuf, target: String },
-    /// `git -C repo diff target...branch`: the directory is gone, the branch is not.
-    Branch {
-        repo: PathBuf,
-        target: String,
-        branch: String,
-    },
-}
-
-/// Picks the diff for `task`, asking `dir_exists` and `branch_exists` about the
-/// disk; the error says why there is nothing to diff.
-fn plan(
-    task: &Task,
-    repo: Option<&Repo>,
-    dir_exists: impl Fn(&Path) -> bool,
-    branch_exists: impl Fn(&Path, &str) -> anyhow::Result<bool>,
-) -> anyhow::Result<Diff> {
-    let id = task.id;
-    let Some(w) = &task.worktree else {
-        anyhow::bail!(
-            "task #{id} has no worktree: {}",
-            if task.no_worktree {
-                "it was added with --no-worktree and works in the team's directory"
-            } else if repo.is_none() {
-                "its team has no repository (see `teamctl repo`)"
-            } else {
-                "it gets one when a teammate first claims it"
-            }
-        );
-    };
-    let Some(repo) = repo else {
-        anyhow::bail!(
-            "task #{id} has a worktree, but its team has no repository now, so there is \
-             no target to diff against"
-        );
-    };
-    let repo_dir = PathBuf::from(&repo.path);
-    if let (Some(merged), Some(on)) = (&w.merged, &w.landed_on) {
-        if !dir_exists(&repo_dir) {
-            anyhow::bail!(
-                "the team's repository {} is not there any more; task #{id} landed as {}",
-                repo.path,
-                render::short_oid(merged)
-            );
-        }
-        return Ok(Diff::Landed {
-            repo: repo_dir,
-            from: on.clone(),
-            to: merged.clone(),
-        });
-    }
-    if w.pruned {
-        anyhow::bail!(
-            "task #{id}'s worktree and branch were pruned ({}): nothing is left to diff",
-            if w.discard {
-                "it was cancelled with --discard"
-            } else {
-                "`teamctl worktrees prune`"
-            }
-        );
-    }
-    if let Some(head) = task.landing.as_ref().and_then(|l| l.head.clone())
-        && dir_exists(&repo_dir)
-    {
-        return Ok(Diff::Passed {
-            repo: repo_dir,
-            target: repo.branch.clone(),
-            head,
-        });
-    }
-    let dir = PathBuf::from(&w.path);
-    if dir_exists(&dir) {
-        return Ok(Diff::Worktree {
-            dir,
-            target: repo.branch.clone(),
-        });
-    }
-    if w.base.is_none() {
-        anyhow::bail!(
-            "task #{id}'s worktree is reserved but not created yet (its owner creates it \
-             when it starts): nothing has changed"
-        );
-    }
-    if dir_exists(&repo_dir) && branch_exists(&repo_dir, &w.branch)? {
-        return Ok(Diff::Branch {
-            repo: repo_dir,
-            target: repo.branch.clone(),
-            branch: w.branch.clone(),
-        });
-    }
-    anyhow::bail!(
-        "task #{id}'s worktree {} and its branch {} are both gone: nothing is left to diff",
-        w.path,
-        w.branch
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use teamboard_protocol::{MergeStyle, Worktree};
-
-    fn repo() -> Repo {
-        Repo {
-            path: "/src/app".into(),
-            branch: "main".into(),
-            merge: MergeStyle::Rebase,
-            checks: vec![],
-            check_timeout_ms: 1000,
-            worktrees: "/w".into(),
-            git_version: String::new(),
-            set_at: 0,
-            review: false,
-        }
-    }
-
-    fn task(worktree: Option<Worktree>) -> Task {
-        let mut t: Task = serde_json::from_value(serde_json::json!({
-            "id": 3, "subject": "s", "status": "in_progress", "created_at": 0, "updated_at": 0
-        }))
-        .expect("task");
-        t.worktree = worktree;
-        t
-    }
-
-    fn worktree() -> Worktree {
-        Worktree {
-            path: "/w/task-3".into(),
-            branch: "teamboard/default/task-3".into(),
-            base: Some("b".repeat(40)),
-            merged: None,
-            landed_on: None,
-            discard: false,
-            pruned: false,
-        }
-    }
-
-    fn everything_exists() -> (
-        impl Fn(&Path) -> bool,
-        impl Fn(&Path, &str) -> anyhow::Result<bool>,
-    ) {
-        (|_: &Path| true, |_: &Path, _: &str| Ok(true))
-    }
-
-    #[test]
-    fn a_landed_task_diffs_what_it_brought_to_the_target() {
-        let mut w = worktree();
-        w.merged = Some("m".into());
-        w.landed_on = Some("o".into());
-        let (dir, branch) = everything_exists();
-        assert_eq!(
-            plan(&task(Some(w)), Some(&repo()), dir, branch).expect("plan"),
-            Diff::Landed {
-                repo: "/src/app".into(),
-                from: "o".into(),
-                to: "m".into()
-            }
-        );
-    }
-
-    #[test]
-    fn an_open_task_diffs_its_worktree_and_without_it_its_branch() {
-        let (dir, branch) = everything_exists();
-        assert_eq!(
-            plan(&task(Some(worktree())), Some(&repo()), dir, branch).expect("plan"),
-            Diff::Worktree {
-                dir: "/w/task-3".into(),
-                target: "main".into()
-            }
-        );
-        let only_repo = |p: &Path| p == Path::new("/src/app");
-        assert_eq!(
-            plan(
-                &task(Some(worktree())),
-                Some(&repo()),
-                only_repo,
-                |_: &Path, b: &str| Ok(b == "teamboard/default/task-3")
-            )
-            .expect("plan"),
-            Diff::Branch {
-                repo: "/src/app".into(),
-                target: "main".into(),
-                branch: "teamboard/default/task-3".into()
-            }
-        );
-        let e = plan(
-            &task(Some(worktree())),
-            Some(&repo()),
-            only_repo,
-            |_: &Path, _: &str| Ok(false),
-        )
-        .expect_err("both gone");
-        assert!(e.to_string().contains("are both gone"), "{e}");
-    }
-
-    #[test]
-    fn a_task_whose_checks_passed_diffs_the_head_that_passed() {
-        let mut t = task(Some(worktree()));
-        t.landing = Some(teamboard_protocol::Landing {
-            stage: teamboard_protocol::LandingStage::Review,
-            result: String::new(),
-            head: Some("h".repeat(40)),
-            since: 0,
-            queued_at: None,
-            review_at: Some(0),
-            diff: None,
-            paths: Vec::new(),
-            checkout: None,
-            onto: None,
-        });
-        let (dir, branch) = everything_exists();
-        assert_eq!(
-            plan(&t, Some(&repo()), dir, branch).expect("plan"),
-            Diff::Passed {
-                repo: "/src/app".into(),
-                target: "main".into(),
-                head: "h".repeat(40)
-            }
-        );
-    }
-
-    #[test]
-    fn no_worktree_says_why() {
-        let (dir, branch) = everything_exists();
-        let e = plan(&task(None), None, &dir, &branch).expect_err("no repo");
-        assert_eq!(
-            e.to_string(),
-            "task #3 has no worktree: its team has no repository (see `teamctl repo`)"
-        );
-        let mut opted_out = task(None);
-        opted_out.no_worktree = true;
-        let e = plan(&opted_out, Some(&repo()), &dir, &branch).expect_err("opted out");
-        assert!(e.to_string().contains("--no-worktree"), "{e}");
-        let e = plan(&task(None), Some(&repo()), &dir, &branch).expect_err("unclaimed");
-        assert!(e.to_string().contains("first claims it"), "{e}");
-
-        let mut pruned = worktree();
-        pruned.pruned = true;
-        pruned.discard = true;
-        let e = plan(&task(Some(pruned)), Some(&repo()), &dir, &branch).expect_err("pruned");
-        assert!(e.to_string().contains("were pruned"), "{e}");
-
-        let mut reserved = worktree();
-        reserved.base = None;
-        let e = plan(
-            &task(Some(reserved)),
-            Some(&repo()),
-            |_: &Path| false,
-            &branch,
-        )
-        .expect_err("reserved");
-        assert!(e.to_string().contains("not created yet"), "{e}");
-    }
 }
