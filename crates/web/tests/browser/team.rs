@@ -119,7 +119,6 @@ async fn a_teammates_transcript_tail_is_shown() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs liveness: Member.liveness with the dead state"]
 async fn a_killed_teammate_turns_dead_on_screen() {
     let Some(mut s) = Scenario::start("killed_teammate_dead").await else {
         return;
