@@ -8,7 +8,7 @@
 // Every action is one boardd op (the server allows the ops in
 // crates/web/src/ops.rs). `on` says where its form appears; `when` whether it
 // applies; `inputs` are its fields; `args` builds the op's arguments.
-// A new action (merge, send back) is one entry here.
+// A new action is one entry here.
 const ACTIONS = [
   { key: 'add', on: 'board', op: 'add_task', label: 'Add task',
     inputs: [
@@ -39,11 +39,17 @@ const ACTIONS = [
   { key: 'cancel', on: 'task', op: 'cancel_task', label: 'Cancel task',
     when: t => t.status === 'pending' || t.status === 'in_progress',
     args: t => ({ id: t.id }) },
+  // A landing that waits (`blocked`, `conflict`) is looked at again by a retry.
   { key: 'retry', on: 'task', op: 'retry_task', label: 'Retry',
-    when: t => t.status === 'failed' || t.status === 'cancelled',
+    when: t => t.status === 'failed' || t.status === 'cancelled' || landingWaits(t),
     args: t => ({ id: t.id }) },
-  // Review before merge: { key: 'merge', on: 'task', op: 'merge_task', … when:
-  // t => t.landing && t.landing.stage === 'review' } and its send-back go here.
+  // Answered once the work landed (or why it could not).
+  { key: 'merge', on: 'task', op: 'merge_task', label: 'Merge',
+    when: inReview, args: t => ({ id: t.id }) },
+  { key: 'send-back', on: 'task', op: 'send_back', label: 'Send back',
+    when: inReview,
+    inputs: [{ name: 'feedback', label: 'Feedback for the teammate (required)', area: true }],
+    args: (t, v) => ({ id: t.id, feedback: v.feedback }) },
   { key: 'approve', on: 'plan', op: 'review_plan', label: 'Approve',
     args: r => ({ request: r.id, approve: true }) },
   { key: 'reject', on: 'plan', op: 'review_plan', label: 'Reject',
@@ -58,6 +64,16 @@ const ACTIONS = [
     inputs: [{ name: 'reason', label: 'Why (optional)' }],
     args: (m, v) => ({ to: m.name, reason: v.reason || null }) },
 ];
+
+function stageOf(t) {
+  return t && t.landing ? t.landing.stage : null;
+}
+function inReview(t) {
+  return stageOf(t) === 'review';
+}
+function landingWaits(t) {
+  return stageOf(t) === 'blocked' || stageOf(t) === 'conflict';
+}
 
 function ids(text) {
   return (text || '').split(/[\s,#]+/).filter(Boolean).map(Number);
@@ -211,7 +227,8 @@ function card(t) {
     if (open.length) tags.push(h('span', { class: 'tag blocked' }, `blocked by ${open.map(b => '#' + b).join(', ')}`));
     else if (t.ready) tags.push(h('span', { class: 'tag ready' }, 'ready'));
   }
-  if (t.landing) tags.push(h('span', { class: 'tag landing' }, `landing: ${t.landing.stage}`));
+  if (inReview(t)) tags.push(h('span', { class: 'tag review' }, `waits for review · ${size(t.landing.diff)}`));
+  else if (t.landing) tags.push(h('span', { class: 'tag landing' }, `landing: ${t.landing.stage}`));
   if (t.role) tags.push(h('span', { class: 'tag' }, t.role));
   if (t.require_plan) tags.push(h('span', { class: 'tag' }, 'plan needed'));
   const selected = state.selected && state.selected.kind === 'task' && state.selected.id === t.id;
@@ -241,6 +258,7 @@ function setTask(t) {
   const before = state.tasks.get(t.id);
   state.tasks.set(t.id, t);
   placeCard(t);
+  if (inReview(t) !== inReview(before)) renderRequests();
   // Cards blocked by this one show its status.
   if (before && before.status !== t.status) {
     for (const other of state.tasks.values()) {
@@ -250,7 +268,9 @@ function setTask(t) {
 }
 
 function removeTask(id) {
+  const before = state.tasks.get(id);
   state.tasks.delete(id);
+  if (inReview(before)) renderRequests();
   const el = document.getElementById(`task-${id}`);
   if (el) el.remove();
 }
@@ -262,6 +282,12 @@ function memberState(m) {
   if (m.liveness) return { state: m.liveness.state, since: m.liveness.since, live: m.liveness };
   return { state: m.connected || m.status === 'shutdown' ? m.status : 'offline', since: m.last_seen };
 }
+
+// What a state asks of the person, where it asks something.
+const STATE_HINTS = {
+  awaiting_approval: 'Its next move is yours: see "Waiting for you".',
+  stalled: 'Connected but silent: stopped or hung. It returns to work when it is heard from again.',
+};
 
 function renderTeam() {
   const list = document.getElementById('team');
@@ -279,6 +305,7 @@ function renderTeam() {
     age(m.liveness ? 'for ' : 'seen ', s.since, m.liveness ? '' : ' ago'),
     m.task ? h('span', { class: 'muted' }, ` · #${m.task}`) : '',
     live.last_heartbeat ? h('div', { class: 'muted' }, age('last heartbeat ', live.last_heartbeat, ' ago')) : '',
+    STATE_HINTS[s.state] ? h('div', { class: 'muted hint' }, STATE_HINTS[s.state]) : '',
     live.exit ? h('div', { class: 'muted' }, `exit: ${live.exit}`) : '');
   }));
 }
@@ -287,7 +314,14 @@ function renderTeam() {
 
 function renderRequests() {
   const open = [...state.requests.values()].filter(r => r.state === 'pending');
-  const items = open.map(r => {
+  // Work waiting for review is the person's move too: listed here, decided
+  // in the task's detail, where its diff is.
+  const reviews = [...state.tasks.values()].filter(inReview).map(t =>
+    h('li', { class: 'review-item', id: `review-${t.id}`, onclick: () => select('task', t.id) },
+      h('b', {}, `Review #${t.id}`), ` ${t.subject}`, t.owner ? ` from ${t.owner}` : '',
+      h('div', { class: 'muted' }, size(t.landing.diff),
+        t.landing.review_at ? age(' · waiting for ', t.landing.review_at) : '')));
+  const items = reviews.concat(open.map(r => {
     if (r.kind === 'plan') {
       return h('li', { class: 'request plan', id: `request-${r.id}` },
         h('div', {}, h('b', {}, `Plan r${r.id}`), ` for #${r.task} from ${r.from}`),
@@ -297,7 +331,7 @@ function renderRequests() {
       h('div', {}, h('b', {}, `Shutdown r${r.id}`), ` of ${r.to}`, r.reason ? `: ${r.reason}` : '',
         r.deadline ? h('span', { class: 'muted' }, ' · waiting for its answer') : ''),
       actionForms('shutdown', r));
-  });
+  }));
   rerender(document.getElementById('requests'),
     ...(items.length ? items : [h('li', { class: 'muted' }, 'Nothing waits for you.')]));
 }
@@ -342,12 +376,48 @@ function renderDetail() {
     t.description ? h('pre', {}, t.description) : '',
     t.result ? h('div', {}, h('b', {}, 'Result: '), t.result) : '',
     t.last_error ? h('div', { class: 'refusal' }, `Last error: ${t.last_error}`) : '',
+    landingDetail(t),
     actionForms('task', t, typingIn(panel)),
     checks.length ? [h('h3', {}, 'Checks'), h('ul', { class: 'checks' }, checks)] : '',
     h('h3', {}, 'Diff'), state.diff && state.diff.id === t.id ? state.diff.el : h('p', { class: 'muted' }, 'Loading…'),
     h('h3', {}, 'History'),
     h('ol', { class: 'history' }, d ? d.history.map(e =>
       h('li', {}, new Date(e.at).toISOString().slice(11, 19), ` ${e.actor}: ${e.detail}`)) : 'Loading…'));
+}
+
+// The size of a change as `teamctl review` writes it: `2 files, +10 -3`.
+function size(diff) {
+  if (!diff) return 'size unknown';
+  return `${diff.files} file${diff.files === 1 ? '' : 's'}, +${diff.added} -${diff.removed}`;
+}
+
+// What a landing that waits on the person says, and what the person can do.
+function landingDetail(t) {
+  const l = t.landing;
+  if (!l) return '';
+  const paths = (l.paths || []).length ? h('ul', { class: 'paths' }, l.paths.map(p => h('li', {}, h('code', {}, p)))) : '';
+  const retry = `Retry below, or \`teamctl task retry ${t.id}\``;
+  if (l.stage === 'review') {
+    return h('div', { class: 'landing-wait review' },
+      h('b', {}, 'Waits for your review: '), size(l.diff),
+      l.review_at ? age(', waiting for ', l.review_at) : '',
+      '. Read the diff below, then merge it or send it back with feedback.');
+  }
+  if (l.stage === 'blocked') {
+    return h('div', { class: 'landing-wait blocked' },
+      h('b', {}, 'Landing blocked: '),
+      `changes in the checkout of the target${l.checkout ? ` at ${l.checkout}` : ''} are in the way:`, paths,
+      `Commit or undo them there: it lands within seconds on its own, or at once with ${retry}. No attempt is used while it waits.`);
+  }
+  if (l.stage === 'conflict') {
+    return h('div', { class: 'landing-wait conflict' },
+      h('b', {}, 'Landing conflict: '),
+      `its branch conflicts with the target${l.onto ? ` at ${l.onto.slice(0, 12)}` : ''} in:`, paths,
+      t.owner ? `${t.owner} is told to resolve it in the worktree. ` : '',
+      `To resolve it yourself: in the task's worktree${t.worktree ? ` (${t.worktree.path})` : ''}, \`git rebase\` onto the target, `,
+      `fix the files and continue, then ${retry}. No attempt is used while it waits.`);
+  }
+  return '';
 }
 
 async function loadDiff(id) {

@@ -2,8 +2,12 @@
 //! teamctl sends it, so boardd's refusals reach the page in its own words.
 //!
 //! This table is the whole list of what the page may ask boardd to do; the
-//! page's buttons (`assets/app.js`, `ACTIONS`) name these ops. A new action
-//! (a merge or a send-back, say) is one line here and one entry there.
+//! page's buttons (`assets/app.js`, `ACTIONS`) name these ops. A new action is
+//! one line here and one entry there.
+//!
+//! Trap: `merge_task` answers only once the work has landed (the merge queue
+//! and a rebase may take a while), so this server puts no deadline of its own
+//! on an op: the page waits, and shows the answer or the refusal.
 //!
 //! Trap: reads (`get_task`, `events`, …) are not here on purpose: the page reads
 //! through its own routes, and everything here changes the board.
@@ -15,6 +19,8 @@ pub const PAGE_OPS: &[&str] = &[
     "edit_task",
     "cancel_task",
     "retry_task",
+    "merge_task",
+    "send_back",
     "delete_task",
     "review_plan",
     "cancel_request",

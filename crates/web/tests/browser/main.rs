@@ -14,6 +14,7 @@ mod actions;
 mod board;
 mod harness;
 mod live;
+mod review;
 mod team;
 mod work;
 
