@@ -286,7 +286,7 @@ function memberState(m) {
 // What a state asks of the person, where it asks something.
 const STATE_HINTS = {
   awaiting_approval: 'Its next move is yours: see "Waiting for you".',
-  stalled: 'Connected but silent: stopped or hung. It returns to work when it is heard from again.',
+  stalled: 'Connected but silent, as a stopped or hung process is; this ends when it is heard from again.',
 };
 
 function renderTeam() {

@@ -162,10 +162,18 @@ impl Scenario {
     /// `None` when the browser is not installed (the test then passes as
     /// skipped).
     pub async fn start(name: &'static str) -> Option<Scenario> {
+        Self::start_with(name, |_| {}).await
+    }
+
+    /// As [`Scenario::start`], with boardd's configuration adjusted by `tune`.
+    pub async fn start_with(
+        name: &'static str,
+        tune: impl FnOnce(&mut teamboard_testkit::boardd::Config),
+    ) -> Option<Scenario> {
         if !browser_present() {
             return None;
         }
-        let board = Board::start(workspace_bin("teammated")).await;
+        let board = Board::start_with(workspace_bin("teammated"), tune).await;
         let web = WebProcess::start(&board, &[]);
         let browser = open_browser(&[]).await;
         browser.goto(&web.url).await.expect("open the page");

@@ -138,6 +138,46 @@ async fn a_killed_teammate_turns_dead_on_screen() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_teammate_reads_stalled_on_screen_and_comes_back_when_continued() {
+    // A short lease: the teammate beats every third of it, and a silence of
+    // two beats is a stall.
+    let Some(mut s) = Scenario::start_with("stopped_teammate_stalled", |c| {
+        c.board.lease_ttl = std::time::Duration::from_secs(3);
+    })
+    .await
+    else {
+        return;
+    };
+    let alice = s.board.spawn("alice", "dev", &[]);
+    s.board.wait_idle("alice").await;
+    s.wait_for("#member-alice", "idle").await;
+    signal(alice.pid(), libc::SIGSTOP);
+    s.wait_js(
+        "alice stalled",
+        "document.querySelector('#member-alice').dataset.state === 'stalled'",
+    )
+    .await;
+    let shown = s.wait_for("#member-alice", "Connected but silent").await;
+    assert!(shown.contains("last heartbeat"), "{shown}");
+    s.screenshot_as("stopped_teammate_stalled").await;
+    signal(alice.pid(), libc::SIGCONT);
+    s.wait_js(
+        "alice idle again",
+        "document.querySelector('#member-alice').dataset.state === 'idle'",
+    )
+    .await;
+    s.name = "stopped_teammate_continued";
+    s.finish().await;
+}
+
+fn signal(pid: u32, sig: libc::c_int) {
+    // SAFETY: kill(2) has no memory-safety preconditions; the pid is this
+    // test's own unreaped child's, so it cannot have been reused.
+    let rc = unsafe { libc::kill(pid as libc::pid_t, sig) };
+    assert_eq!(rc, 0, "signal {sig} to {pid}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_teammate_joining_and_working_shows_up_live() {
     let Some(s) = Scenario::start("teammate_joins_live").await else {
         return;
