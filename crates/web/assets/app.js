@@ -413,7 +413,7 @@ function landingDetail(t) {
     return h('div', { class: 'landing-wait conflict' },
       h('b', {}, 'Landing conflict: '),
       `its branch conflicts with the target${l.onto ? ` at ${l.onto.slice(0, 12)}` : ''} in:`, paths,
-      t.owner ? `${t.owner} is told to resolve it in the worktree. ` : '',
+      t.owner ? `${t.owner} is told to resolve it in the worktree. ` : 'Its teammate gave it back: it waits for you. ',
       `To resolve it yourself: in the task's worktree${t.worktree ? ` (${t.worktree.path})` : ''}, \`git rebase\` onto the target, `,
       `fix the files and continue, then ${retry}. No attempt is used while it waits.`);
   }

@@ -1,5 +1,6 @@
 //! Work on its way to the target that waits on the person: a review merged or
-//! sent back from the page, and a landing blocked by the person's own checkout.
+//! sent back from the page, a landing blocked by the person's own checkout,
+//! and one in conflict with the target.
 
 use crate::Scenario;
 use teamboard_testkit::git::git;
@@ -150,5 +151,46 @@ async fn a_landing_blocked_by_the_persons_checkout_names_the_files_and_the_way_o
         "theirs\n"
     );
     s.name = "landing_blocked_landed";
+    s.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_landing_in_conflict_names_the_paths_the_target_commit_and_how_to_resolve_it() {
+    let Some(mut s) = Scenario::start("landing_conflict").await else {
+        return;
+    };
+    let repo = s.board.attach_repo().await;
+    let alice = s.board.spawn("alice", "dev", &[]);
+    s.board.wait_idle("alice").await;
+    // alice writes the file, then waits while someone else changes it on main.
+    let (written, go) = (s.board.dir().join("written"), s.board.dir().join("go"));
+    let t = s
+        .board
+        .add(
+            "Write same",
+            &format!(
+                "```sh\nprintf 'mine\\n' > same.txt; touch {}; while [ ! -e {} ]; do sleep 0.05; done\n```\n",
+                written.display(),
+                go.display()
+            ),
+            &[],
+        )
+        .await;
+    alice.wait_for_file(&written).await;
+    let onto = repo.commit_on("main", "same.txt", "theirs\n");
+    std::fs::write(&go, "").expect("go");
+    let card = format!("#task-{}", t.id);
+    s.wait_for(&card, "landing: conflict").await;
+    s.click(&card).await;
+    let box_ = "#detail .landing-wait.conflict";
+    s.wait_for(box_, "same.txt").await;
+    s.wait_for(box_, &onto[..12]).await;
+    s.wait_for(box_, "it waits for you").await;
+    s.wait_for(box_, "git rebase").await;
+    s.wait_for(box_, &format!("teamctl task retry {}", t.id))
+        .await;
+    s.wait_for("#detail form.action-retry button", "Retry")
+        .await;
+    assert_eq!(repo.show("main", "same.txt").as_deref(), Some("theirs\n"));
     s.finish().await;
 }
