@@ -234,17 +234,19 @@ impl Actor {
 
     fn handle(&mut self, cmd: Cmd) {
         match cmd {
-            // Answered before the batch is durable: a team created here is
-            // written with the batch, before any reply to a request of the
-            // session, so nothing acknowledged can depend on a team a crash
-            // forgot.
+            // Answered with the batch, once it is durable: a team created
+            // here is in it, and a welcome must not outlive a crash that
+            // forgot the team.
             Cmd::Admit {
                 team,
                 new_team,
                 reply,
-            } => {
-                let _ = reply.send(self.board.admit(&team, new_team));
-            }
+            } => match self.board.admit(&team, new_team) {
+                Ok(()) => self.job.admits.push(reply),
+                Err(refused) => {
+                    let _ = reply.send(Err(refused));
+                }
+            },
             Cmd::Open {
                 session,
                 pid,
@@ -395,7 +397,11 @@ impl Actor {
         let changes = self.board.take_changes();
         let notices = self.board.take_notices();
         let stops = self.board.take_stops();
-        if changes.is_empty() && self.job.replies.is_empty() && self.job.queries.is_empty() {
+        if changes.is_empty()
+            && self.job.replies.is_empty()
+            && self.job.queries.is_empty()
+            && self.job.admits.is_empty()
+        {
             return;
         }
         for event in &changes.events {

@@ -55,7 +55,14 @@ pub struct Job {
     pub queries: Vec<QueryTo>,
     /// Teammates' processes to stop, once the request that decided it is durable.
     pub stops: Vec<crate::stop::StopTo>,
+    /// Hellos admitted to their team, answered once it is durable: a hello may
+    /// have created the team, and its welcome must not outlive a crash that
+    /// forgot it.
+    pub admits: Vec<AdmitTo>,
 }
+
+/// Where an admitted hello's answer goes: the connection waiting to welcome it.
+pub type AdmitTo = tokio::sync::oneshot::Sender<Result<(), String>>;
 
 /// A reply, the connection it goes to, and its charge on that connection's
 /// budget.
@@ -321,6 +328,9 @@ fn send_now(job: Job) {
     debug_assert!(job.events.is_empty() && job.queries.is_empty());
     for r in job.replies {
         r.to.reply_direct(r.id, r.result, r.charge);
+    }
+    for a in job.admits {
+        let _ = a.send(Ok(()));
     }
 }
 

@@ -33,6 +33,12 @@ pub fn send(store: &Store, job: Job, failure: Option<&str>, path: Path) {
             Path::Queued => r.to.reply(r.id, result, r.charge),
         }
     }
+    for a in job.admits {
+        let _ = a.send(match failure {
+            None => Ok(()),
+            Some(why) => Err(storage_error(Some(why)).message),
+        });
+    }
     // Events dropped here give their charges back as they go.
     if failure.is_none() {
         for e in job.events {
@@ -58,6 +64,9 @@ pub fn send(store: &Store, job: Job, failure: Option<&str>, path: Path) {
 pub fn refuse(job: Job) {
     for r in job.replies {
         r.to.reply(r.id, Err(storage_error(None)), r.charge);
+    }
+    for a in job.admits {
+        let _ = a.send(Err(storage_error(None).message));
     }
     for q in job.queries {
         q.to.reply(q.id, Err(storage_error(None)), q.charge);

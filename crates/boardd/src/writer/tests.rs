@@ -179,3 +179,20 @@ fn under_endless_load_the_wal_stays_bounded() {
     let store = Store::open(dir.path()).expect("reopen");
     assert_eq!(all_events(&store), (seq - 1) as usize);
 }
+
+#[test]
+fn a_hello_that_made_a_team_is_answered_once_the_team_is_durable() {
+    let (dir, mut writer) = writer();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let mut job = job(1);
+    job.changes.teams = vec!["web".into()];
+    job.admits.push(tx);
+    writer.submit(job, false);
+    let answer = rx.blocking_recv().expect("the admit is answered");
+    assert_eq!(answer, Ok(()));
+    // As a restarted boardd reads it: the team is there. (The store is boardd's
+    // alone while the writer holds it, so it is read after.)
+    writer.finish();
+    let mut store = Store::open(dir.path()).expect("open");
+    assert_eq!(store.load().expect("load").teams, vec!["web".to_string()]);
+}
