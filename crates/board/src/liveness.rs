@@ -101,7 +101,7 @@ pub(crate) fn derive(team: &Team, m: &MemberState) -> LiveState {
     match m.member.task {
         // The person decides what happens next: a plan, or work that waits for
         // review (its owner holds the claim and takes nothing else meanwhile).
-        Some(task) if plan_pending(team, task) || team.in_review(task) => {
+        Some(task) if plan_pending(team, task) || team.owner_done(task) => {
             LiveState::AwaitingApproval
         }
         Some(_) => LiveState::Working,

@@ -174,7 +174,7 @@ impl Board {
             && let Some(held) = self
                 .team(ctx.team)
                 .and_then(|t| Some((t, t.members.get(ctx.actor)?.member.task?)))
-                .filter(|(t, held)| !t.in_review(*held))
+                .filter(|(t, held)| !t.owner_done(*held))
                 .map(|(_, held)| held)
         {
             return Err(BoardError::state(format!(
@@ -494,7 +494,7 @@ impl Board {
         let held = self
             .team(team)
             .and_then(|t| Some((t, t.members.get(name)?.member.task?)))
-            .filter(|(t, held)| !t.in_review(*held))
+            .filter(|(t, held)| !t.owner_done(*held))
             .map(|(_, held)| held);
         if let Some(task) = held {
             let note = format!("{name} was stopped by shutdown request r{id}");

@@ -9,9 +9,7 @@ use crate::transition::Change;
 use crate::{Board, Ctx, Now, SessionId};
 use teamboard_protocol::names::{NATIVE_RUNTIME, validate_name, validate_runtime};
 use teamboard_protocol::request::RegisterArgs;
-use teamboard_protocol::{
-    ErrorCode, EventKind, LEAD, LandingStage, Member, MemberStatus, TaskId, TokenUsage,
-};
+use teamboard_protocol::{ErrorCode, EventKind, LEAD, Member, MemberStatus, TaskId, TokenUsage};
 
 impl Board {
     /// Puts the session's name on the team's roster and binds it to the session,
@@ -190,16 +188,17 @@ impl Board {
         for (team_name, team) in self.teams.iter_mut() {
             for (id, lease) in team.leases.iter_mut() {
                 if lease.session == Some(session) {
-                    // Fields, not `Team::in_review`: the leases are borrowed.
-                    let in_review = team
+                    // Fields, not `Team::lease_waived`: the leases are borrowed.
+                    let owner_done = team
                         .tasks
                         .get(id)
                         .and_then(|t| t.landing.as_ref())
-                        .is_some_and(|l| l.stage == LandingStage::Review);
-                    if team.queued.contains(id) || in_review {
+                        .is_some_and(|l| l.owner_done());
+                    if team.queued.contains(id) || owner_done || team.returned.contains_key(id) {
                         // Queued work has passed its checks and lands without
-                        // its owner, and work in review waits for a person;
-                        // the owner may come back for it.
+                        // its owner, work in review waits for a person, and
+                        // work sent back waits for its owner's next wait; the
+                        // owner may come back for it.
                         lease.session = None;
                     } else {
                         claims.push((team_name.clone(), *id));

@@ -5,9 +5,7 @@ use crate::error::{BoardError, Result};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Instant;
-use teamboard_protocol::{
-    LandingStage, Member, Message, Repo, RequestId, Task, TaskId, TaskStatus, TeamRequest,
-};
+use teamboard_protocol::{Member, Message, Repo, RequestId, Task, TaskId, TaskStatus, TeamRequest};
 
 /// A session id, assigned by the daemon per connection.
 pub type SessionId = u64;
@@ -108,19 +106,21 @@ impl Default for Team {
 }
 
 impl Team {
-    /// Whether `id`'s completion waits for a person's review.
-    pub fn in_review(&self, id: TaskId) -> bool {
+    /// Whether `id`'s owner is done with it: its completion waits for a
+    /// person's review, or was merged from review and lands without the owner
+    /// ([`teamboard_protocol::Landing::owner_done`]).
+    pub fn owner_done(&self, id: TaskId) -> bool {
         self.tasks
             .get(&id)
             .and_then(|t| t.landing.as_ref())
-            .is_some_and(|l| l.stage == LandingStage::Review)
+            .is_some_and(|l| l.owner_done())
     }
 
     /// Whether the lease of `id`'s claim is not enforced: boardd lands it
     /// (queued), a person reviews it, or its owner has yet to take it back
     /// from review (`returned`).
     pub fn lease_waived(&self, id: TaskId) -> bool {
-        self.queued.contains(&id) || self.in_review(id) || self.returned.contains_key(&id)
+        self.queued.contains(&id) || self.owner_done(id) || self.returned.contains_key(&id)
     }
 
     /// Task `id`, or `not_found` naming the team (`team` is its name).

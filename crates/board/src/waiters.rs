@@ -56,7 +56,7 @@ impl Board {
         // idle; unless that task waits for a person's review.
         let member = self.team(ctx.team).and_then(|t| {
             let m = t.members.get(ctx.actor)?;
-            let busy = m.member.task.is_some_and(|id| !t.in_review(id));
+            let busy = m.member.task.is_some_and(|id| !t.owner_done(id));
             Some((m.member.status, busy))
         });
         if let Some((MemberStatus::Working, false)) = member {

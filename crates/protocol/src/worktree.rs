@@ -188,6 +188,21 @@ pub struct Landing {
     pub onto: Option<String>,
 }
 
+impl Landing {
+    /// The owner's part is over: its work waits for a person's review, or a
+    /// person merged it from review and it lands (queued, or blocked on the
+    /// person's checkout) without the owner, who idles holding the claim.
+    /// Trap: a completion that never waited for review is not done while it
+    /// is queued or blocked: its owner waits on its `complete_task`.
+    pub fn owner_done(&self) -> bool {
+        match self.stage {
+            LandingStage::Review => true,
+            LandingStage::Queued | LandingStage::Blocked => self.review_at.is_some(),
+            LandingStage::Checking | LandingStage::Conflict => false,
+        }
+    }
+}
+
 /// What a new owner finds in a worktree it opens.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Found {

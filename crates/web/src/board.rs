@@ -23,7 +23,16 @@ pub struct Board {
 
 impl Board {
     pub async fn connect(config: &Config) -> Result<Board, ClientError> {
-        let session = open(&config.socket, &config.team).await?;
+        // Only the first hello may create the team: it is durable before the
+        // welcome, so every later one finds it.
+        let session = Client::join(
+            &config.socket,
+            CLIENT_KIND,
+            teamboard_protocol::LEAD,
+            &config.team,
+            config.new_team,
+        )
+        .await?;
         Ok(Board {
             token: config.token.clone().unwrap_or_else(Token::random),
             team: config.team.clone(),
@@ -53,5 +62,5 @@ impl Board {
 }
 
 async fn open(socket: &std::path::Path, team: &str) -> Result<Client, ClientError> {
-    Client::connect(socket, CLIENT_KIND, teamboard_protocol::LEAD, team).await
+    Client::join(socket, CLIENT_KIND, teamboard_protocol::LEAD, team, false).await
 }

@@ -55,6 +55,9 @@ pub struct Config {
     pub tls: Option<TlsFiles>,
     /// The token to require; a fresh random one when `None`.
     pub token: Option<Token>,
+    /// Create `team` if no team has that name (`teamctl --new-team`); otherwise
+    /// a mistyped team is refused, naming the teams there are.
+    pub new_team: bool,
 }
 
 /// Why the server cannot start.

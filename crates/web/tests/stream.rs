@@ -23,6 +23,7 @@ async fn serve(daemon: &InProc) -> String {
         listen: "127.0.0.1:0".parse().expect("addr"),
         tls: None,
         token: Token::given(TOKEN),
+        new_team: false,
     })
     .await
     .expect("bind");

@@ -439,3 +439,61 @@ fn the_owner_may_shut_down_while_its_work_waits_and_the_review_stays() {
     let t = h.board.send_back(ctx, a, "one more test").unwrap();
     assert_eq!((t.status, t.owner), (TaskStatus::Pending, None));
 }
+
+#[test]
+fn merged_work_that_waits_on_the_persons_checkout_stays_done_for_its_idle_owner() {
+    let mut h = with_repo(true);
+    let a = h.add("a");
+    let ann = h.join("ann", "dev");
+    let (c, _) = complete(&mut h, ann, a, "done");
+    passed(&mut h, a, c.epoch, "head1");
+    let ctx = h.lead();
+    h.board.merge_task(ctx, a).unwrap();
+    let now = h.now();
+    let blocked = crate::Blocked {
+        checkout: "/src/app".into(),
+        paths: vec!["README.md".into()],
+    };
+    assert_eq!(
+        h.board.land_blocked(TEAM, a, c.epoch, &blocked, now),
+        Ok(true)
+    );
+    // The owner's part is over: it idles and reads as waiting on the person,
+    // not as working on a task it no longer touches.
+    assert_eq!(h.park(ann, 1), None);
+    assert_eq!(h.member(ann).status, MemberStatus::Idle);
+    let now = h.now();
+    h.board.settle_liveness(now);
+    assert_eq!(
+        h.member(ann).liveness.map(|l| l.state),
+        Some(teamboard_protocol::LiveState::AwaitingApproval)
+    );
+    // Its connection closing, or its lease running out, loses nothing.
+    h.advance(secs(3600));
+    h.expire();
+    let now = h.now();
+    h.board.disconnect(ann.session, now);
+    let t = h.task(a);
+    assert_eq!(
+        (t.status, t.attempts, t.landing.map(|l| l.stage)),
+        (TaskStatus::InProgress, 1, Some(LandingStage::Blocked))
+    );
+}
+
+#[test]
+fn an_owner_that_drops_before_taking_up_a_sent_back_task_keeps_it_and_no_attempt_is_used() {
+    let mut h = with_repo(true);
+    let a = h.add("a");
+    let ann = h.join("ann", "dev");
+    let (c, _) = complete(&mut h, ann, a, "done");
+    passed(&mut h, a, c.epoch, "head1");
+    let ctx = h.lead();
+    h.board.send_back(ctx, a, "rename it").unwrap();
+    let now = h.now();
+    h.board.disconnect(ann.session, now);
+    let t = h.task(a);
+    assert_eq!(
+        (t.status, t.owner.as_deref(), t.attempts),
+        (TaskStatus::InProgress, Some("ann"), 1)
+    );
+}

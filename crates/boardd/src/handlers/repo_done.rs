@@ -147,8 +147,11 @@ pub fn apply(
                 blocked: Some(b), ..
             }) = &result
             {
-                // Not an answer: the owner's request waits on, with the task.
-                return match board.land_blocked(&job.team, job.task, job.epoch, b, now) {
+                // Not an answer to the owner, whose request waits on with the
+                // task. A person's `merge_task` is answered now, with the task
+                // naming what blocks it: the person is who must clean up, and
+                // the landing goes on without anyone waiting.
+                let mut effects = match board.land_blocked(&job.team, job.task, job.epoch, b, now) {
                     Ok(true) => vec![Effect::Recheck],
                     Ok(false) => Vec::new(),
                     Err(e) => {
@@ -156,6 +159,20 @@ pub fn apply(
                         Vec::new()
                     }
                 };
+                let owner = board.task(&job.team, job.task).ok();
+                let owner = owner.as_ref().and_then(|t| t.owner.clone());
+                let persons = held
+                    .0
+                    .get(&key)
+                    .is_some_and(|s| owner.as_deref() != Some(s.actor.as_str()));
+                if persons && let Some(slot) = held.0.remove(&key) {
+                    let task = board.task(&job.team, job.task).cloned();
+                    let reply = task
+                        .map(|t| Reply::Task(Box::new(t)))
+                        .map_err(ErrorBody::from);
+                    effects.push(Effect::Reply(slot, reply));
+                }
+                return effects;
             }
             let slot = held.0.remove(&key);
             let reply = match result {

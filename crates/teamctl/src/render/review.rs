@@ -60,7 +60,16 @@ pub fn review_table(tasks: &[Task], now: i64) -> Vec<String> {
 pub fn merged_line(t: &Task) -> String {
     match t.worktree.as_ref().and_then(|w| w.merged.as_deref()) {
         Some(merged) => format!("merged #{}: landed as {}", t.id, short_oid(merged)),
-        None => format!("merged #{}: it is {} now", t.id, t.status),
+        None => match &t.landing {
+            Some(l) if l.stage == teamboard_protocol::LandingStage::Blocked => format!(
+                "merged #{}: it waits to land: {} has changes in the way ({}); it lands once they are committed or undone, or on `teamctl task retry {}`",
+                t.id,
+                l.checkout.as_deref().unwrap_or("your checkout"),
+                l.paths.join(", "),
+                t.id
+            ),
+            _ => format!("merged #{}: it is {} now", t.id, t.status),
+        },
     }
 }
 

@@ -2,7 +2,7 @@
 //! repository and a teammate played by a protocol client: what they print, what
 //! they refuse, and a send-back to an owner that is gone.
 
-use crate::{Cli, stderr};
+use crate::{Cli, stderr, stdout};
 use teamboard_protocol::{LandingStage, TaskStatus};
 use teamboard_testkit::{GitRepo, short_tempdir};
 
@@ -144,4 +144,67 @@ fn a_merge_that_conflicts_tells_the_person_and_leaves_the_task_to_its_next_owner
     // The owner, still connected, holds nothing any more.
     let stale = d.block_on(alice.heartbeat(1, epoch));
     assert!(stale.is_err(), "{stale:?}");
+}
+
+/// The person's merge is answered as soon as the landing waits on the person's
+/// own checkout, naming what is in the way, instead of hanging until it is clean.
+#[test]
+fn a_merge_that_waits_on_the_persons_checkout_says_so_and_lands_once_it_is_clean() {
+    let dir = short_tempdir();
+    let repo = GitRepo::new(dir.path());
+    let d = Cli::start();
+    d.ok(&[
+        "repo",
+        "set",
+        &repo.path.display().to_string(),
+        "--branch",
+        "main",
+        "--review",
+    ]);
+    d.ok(&["task", "add", "write the notes"]);
+    let alice = d.teammate("alice", "coder");
+    d.block_on(async {
+        let claim = alice.claim_task(1).await.expect("claim");
+        let opened = alice.open_worktree(1, claim.epoch).await.expect("open");
+        let wt = std::path::PathBuf::from(opened.worktree.path);
+        std::fs::write(wt.join("notes.txt"), "alice's notes\n").expect("write");
+        alice
+            .complete_task(1, claim.epoch, "notes")
+            .await
+            .expect("waits for review");
+    });
+    // The person works on main in the repository, with a file the landing writes.
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&repo.path)
+            .args(args)
+            .status()
+            .expect("git runs")
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    git(&["switch", "-q", "main"]);
+    let mine = repo.path.join("notes.txt");
+    std::fs::write(&mine, "my own notes\n").expect("write");
+    let out = d.run(&["merge", "1"]);
+    assert!(out.status.success(), "{out:?}");
+    let said = stdout(&out);
+    assert!(said.contains("waits to land"), "{said}");
+    assert!(said.contains("notes.txt"), "{said}");
+    assert_eq!(
+        d.json(&["task", "show", "1"])["landing"]["stage"],
+        "blocked"
+    );
+    // Cleaned up: boardd looks again on its own and lands it into the checkout.
+    std::fs::remove_file(&mine).expect("remove");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while d.json(&["task", "show", "1"])["status"] != "completed" {
+        assert!(std::time::Instant::now() < deadline, "never landed");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert_eq!(
+        std::fs::read_to_string(&mine).expect("landed into the checkout"),
+        "alice's notes\n"
+    );
 }

@@ -84,3 +84,25 @@ fn web_systemd_writes_private_settings_and_restarts_the_unit() {
     assert!(stderr(&out).contains("not a loopback address"));
     assert!(!record.exists());
 }
+
+#[test]
+fn web_refuses_a_team_no_one_made() {
+    let d = Cli::start();
+    let out = base_command(&d.socket)
+        .args(["--team", "tpyo", "web", "--listen", "127.0.0.1:0"])
+        .output()
+        .expect("teamctl runs");
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("no team 'tpyo'; known teams: default. Use --new-team tpyo to create it"),
+        "{err}"
+    );
+    assert!(stdout(&out).is_empty());
+    // Nothing was made by the refused attempt.
+    let teams = base_command(&d.socket)
+        .args(["--team", "tpyo", "tasks"])
+        .output()
+        .expect("teamctl runs");
+    assert!(!teams.status.success(), "{}", stdout(&teams));
+}

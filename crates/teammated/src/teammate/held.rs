@@ -100,14 +100,10 @@ impl Teammate {
             .session
             .call(|c| async move { c.get_task(id).await })
             .await?;
-        let in_review = detail
-            .task
-            .landing
-            .as_ref()
-            .is_some_and(|l| l.stage == teamboard_protocol::LandingStage::Review);
-        if in_review {
-            // Completed already, and waiting for a person: it comes back
-            // through `wait_for_work` if it is sent back.
+        let owner_done = detail.task.landing.as_ref().is_some_and(|l| l.owner_done());
+        if owner_done {
+            // Completed already, and waiting for a person's review or merged
+            // by one: it comes back through `wait_for_work` if it is sent back.
             tracing::info!(task = id, "the claim boardd gave back waits for review");
             return Ok(());
         }

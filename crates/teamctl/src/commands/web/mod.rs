@@ -34,6 +34,7 @@ pub async fn run(ctx: &Ctx, args: WebArgs) -> anyhow::Result<()> {
         listen: args.listen,
         tls,
         token,
+        new_team: ctx.new_team,
     })
     .await?;
     // The first line of output is the address: scripts and tests read it.
