@@ -141,7 +141,7 @@ pub struct Repos {
     running: Arc<Running>,
     /// The landings submitted and not reported yet, so that a recheck never
     /// runs one twice at once.
-    landing: HashSet<(String, TaskId)>,
+    landing: HashSet<(String, TaskId, u64)>,
     /// When to look at the blocked landings again, once one is blocked.
     recheck_at: Option<tokio::time::Instant>,
 }
@@ -160,10 +160,17 @@ impl Repos {
         (repos, rx)
     }
 
-    /// Runs `job` on its repository's worker (starting it if need be).
+    /// Runs `job` on its repository's worker (starting it if need be). A
+    /// landing already under way for the same claim is not run twice: the
+    /// recheck timer and a person's `retry_task` may both ask for it, and the
+    /// one in flight reports for both. Trap: keyed by the claim's epoch too,
+    /// or a task claimed and completed again while its dropped landing was
+    /// still queued on the worker would never land.
     pub fn submit(&mut self, job: Job) {
-        if let Job::Land { job } = &job {
-            self.landing.insert((job.team.clone(), job.task));
+        if let Job::Land { job } = &job
+            && !self.landing.insert((job.team.clone(), job.task, job.epoch))
+        {
+            return;
         }
         let Some(path) = job.repo_path().map(str::to_string) else {
             let done = self.done.clone();
@@ -206,15 +213,14 @@ impl Repos {
     /// A report came back: a landing it ends is no longer under way.
     pub fn reported(&mut self, done: &Done) {
         if let Done::Landed { job, .. } = done {
-            self.landing.remove(&(job.team.clone(), job.task));
+            self.landing
+                .remove(&(job.team.clone(), job.task, job.epoch));
         }
     }
 
     /// Runs `job`, a landing boardd looks at again, unless it is under way.
     pub fn recheck(&mut self, job: teamboard_board::LandJob) {
-        if !self.landing.contains(&(job.team.clone(), job.task)) {
-            self.submit(Job::Land { job });
-        }
+        self.submit(Job::Land { job });
     }
 
     /// A landing is blocked: look at the blocked ones again in [`RECHECK`].

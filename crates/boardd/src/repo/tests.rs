@@ -118,3 +118,42 @@ fn checks_that_cannot_start_refuse_the_gate_and_leave_nothing_running() {
     }
     assert!(running.lock().is_empty(), "no check is left registered");
 }
+
+/// Trap: the recheck timer and a person's `retry_task` both ask to land a
+/// blocked task; two land jobs in flight would land it, or report it, twice.
+#[test]
+fn a_landing_already_under_way_is_not_run_twice() {
+    thread::fail_here();
+    let (mut repos, mut rx) = Repos::new();
+    let land = |epoch| Job::Land {
+        job: teamboard_board::LandJob {
+            team: "t".into(),
+            task: 3,
+            epoch,
+            repo: repo(),
+            worktree: Worktree {
+                path: "/nowhere/wt/3".into(),
+                branch: "task-3".into(),
+                base: Some("base".into()),
+                merged: None,
+                landed_on: None,
+                discard: false,
+                pruned: false,
+            },
+            head: "head".into(),
+            message: "m".into(),
+        },
+    };
+    repos.submit(land(1));
+    repos.submit(land(1));
+    let first = rx.try_recv().expect("the first landing reports");
+    assert!(matches!(first, Done::Landed { .. }), "{first:?}");
+    assert!(rx.try_recv().is_err(), "the second ran too");
+    // A later claim's landing runs, even before the earlier one reported.
+    repos.submit(land(2));
+    assert!(matches!(rx.try_recv(), Ok(Done::Landed { .. })));
+    // Once it reported, a later look runs again.
+    repos.reported(&first);
+    repos.submit(land(1));
+    assert!(matches!(rx.try_recv(), Ok(Done::Landed { .. })));
+}
