@@ -38,6 +38,7 @@
 //! `pidfd_open` is called through `libc::syscall`: the one call does not
 //! justify a crate, and tokio's `AsyncFd` does the waiting.
 
+use std::collections::HashMap;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::Arc;
 use teamboard_board::SessionId;
@@ -45,6 +46,7 @@ use teamboard_process::Stat;
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
 
 /// A watched process that exited.
 #[derive(Debug)]
@@ -60,17 +62,32 @@ pub struct Exited {
 /// Starts watches; their reports come out of the receiver [`Procs::new`] returns.
 pub struct Procs {
     tx: mpsc::UnboundedSender<Exited>,
+    /// The watch of each member, by team and name: a new registration ends the
+    /// one before, whose report the board would ignore anyway (it names an
+    /// older session). Trap: without this, a teammate that reconnects often
+    /// holds a descriptor and a task per reconnect until it exits.
+    watches: HashMap<(Arc<str>, Arc<str>), AbortHandle>,
 }
 
 impl Procs {
     pub fn new() -> (Procs, mpsc::UnboundedReceiver<Exited>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        (Procs { tx }, rx)
+        let watches = HashMap::new();
+        (Procs { tx, watches }, rx)
+    }
+
+    /// The watch of `name` in `team`.
+    #[cfg(test)]
+    fn handle(&self, team: &str, name: &str) -> Option<AbortHandle> {
+        self.watches.get(&(team.into(), name.into())).cloned()
     }
 
     /// Watches the process `pid` that registered `name` on `session`, until it
     /// exits. Must be called inside the runtime.
-    pub fn watch(&self, team: Arc<str>, name: Arc<str>, session: SessionId, pid: u32) {
+    pub fn watch(&mut self, team: Arc<str>, name: Arc<str>, session: SessionId, pid: u32) {
+        if let Some(before) = self.watches.remove(&(team.clone(), name.clone())) {
+            before.abort();
+        }
         let report = |exit| Exited {
             team: team.clone(),
             name: name.clone(),
@@ -105,7 +122,8 @@ impl Procs {
         };
         let tx = self.tx.clone();
         let gone = report(None);
-        tokio::spawn(async move {
+        let key = (team.clone(), name.clone());
+        let watch = tokio::spawn(async move {
             if let Err(error) = fd.readable().await {
                 tracing::debug!(pid, %error, "pidfd poll failed");
                 return;
@@ -120,6 +138,7 @@ impl Procs {
             );
             let _ = tx.send(Exited { exit, ..gone });
         });
+        self.watches.insert(key, watch.abort_handle());
     }
 }
 
@@ -153,7 +172,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_killed_child_is_reported_with_its_signal() {
-        let (procs, mut rx) = Procs::new();
+        let (mut procs, mut rx) = Procs::new();
         let mut child = std::process::Command::new("sleep")
             .arg("30")
             .spawn()
@@ -168,7 +187,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_exit_status_is_read_and_a_reaped_process_is_gone_without_one() {
-        let (procs, mut rx) = Procs::new();
+        let (mut procs, mut rx) = Procs::new();
         let mut child = std::process::Command::new("sh")
             .args(["-c", "sleep 0.2; exit 3"])
             .spawn()
@@ -182,5 +201,30 @@ mod tests {
         procs.watch("t".into(), "ann".into(), 2, child.id());
         let gone = next(&mut rx).await;
         assert_eq!((gone.session, gone.exit), (2, None));
+    }
+
+    #[tokio::test]
+    async fn a_new_registration_ends_the_watch_before_it() {
+        let (mut procs, _rx) = Procs::new();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        procs.watch("t".into(), "ann".into(), 1, child.id());
+        let first = procs.handle("t", "ann").unwrap();
+        procs.watch("t".into(), "bob".into(), 9, child.id());
+        procs.watch("t".into(), "ann".into(), 2, child.id());
+        let second = procs.handle("t", "ann").unwrap();
+        let bob = procs.handle("t", "bob").unwrap();
+        for _ in 0..100 {
+            if first.is_finished() {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        assert!(first.is_finished(), "the watch of session 1 still runs");
+        assert!(!second.is_finished() && !bob.is_finished());
+        child.kill().unwrap();
+        child.wait().unwrap();
     }
 }
