@@ -186,23 +186,23 @@ impl Board {
         let mut members: Vec<(String, String)> = Vec::new();
         self.unpark(session);
         for (team_name, team) in self.teams.iter_mut() {
-            for (id, lease) in team.leases.iter_mut() {
-                if lease.session == Some(session) {
-                    // Fields, not `Team::lease_waived`: the leases are borrowed.
-                    let owner_done = team
-                        .tasks
-                        .get(id)
-                        .and_then(|t| t.landing.as_ref())
-                        .is_some_and(|l| l.owner_done());
-                    if team.queued.contains(id) || owner_done || team.returned.contains_key(id) {
-                        // Queued work has passed its checks and lands without
-                        // its owner, work in review waits for a person, and
-                        // work sent back waits for its owner's next wait; the
-                        // owner may come back for it.
+            let held: Vec<TaskId> = team
+                .leases
+                .iter()
+                .filter(|(_, lease)| lease.session == Some(session))
+                .map(|(id, _)| *id)
+                .collect();
+            for id in held {
+                if team.lease_waived(id) {
+                    // Queued work has passed its checks and lands without its
+                    // owner, work in review waits for a person, and work sent
+                    // back waits for its owner's next wait; the owner may come
+                    // back for it.
+                    if let Some(lease) = team.leases.get_mut(&id) {
                         lease.session = None;
-                    } else {
-                        claims.push((team_name.clone(), *id));
                     }
+                } else {
+                    claims.push((team_name.clone(), id));
                 }
             }
             for (name, m) in team.members.iter_mut() {

@@ -45,7 +45,10 @@ impl LeadSeats {
     ) -> Result<(), ErrorBody> {
         if let Some(seat) = self.by_team.get(team)
             && seat.session != session
-            && !seat.pid.is_some_and(gone)
+            // A lead killed a moment ago has closed its socket, but boardd
+            // may not have read that close yet when the next lead asks: its
+            // process being gone (or a zombie) frees the seat at once.
+            && seat.pid.is_none_or(teamboard_process::alive)
         {
             let pid = seat.pid.map_or_else(String::new, |p| format!("pid {p}, "));
             let secs = seat.since_ms.div_euclid(1000).rem_euclid(86_400);
@@ -80,21 +83,6 @@ impl LeadSeats {
             self.by_team.remove(team);
         }
     }
-}
-
-/// Whether process `pid` has ended (gone, or a zombie). A lead killed a moment
-/// ago has closed its socket, but boardd may not have read that close yet when
-/// the next lead asks: its process being gone frees the seat at once.
-fn gone(pid: u32) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return true;
-    };
-    // The state follows the command name, which is in parentheses and may hold
-    // spaces.
-    let state = stat
-        .rfind(')')
-        .and_then(|i| stat[i + 1..].split_whitespace().next());
-    matches!(state, Some("Z" | "X"))
 }
 
 #[cfg(test)]
