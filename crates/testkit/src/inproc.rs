@@ -89,7 +89,22 @@ impl InProc {
     /// claims come back under the restart grace period.
     pub async fn restart(&mut self) {
         self.shutdown().await;
-        self.running = Some(launch(&self.config).await);
+        // Trap: the stopped daemon has closed its lock, but a child that
+        // another test's thread is forking at this moment holds a copy of the
+        // descriptor until it execs, and the flock with it. Start again once
+        // that copy is gone, within moments; anything else still fails at once.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        loop {
+            match boardd::start(self.config.clone()).await {
+                Ok(running) => break self.running = Some(running),
+                Err(boardd::StartError::Lock(boardd::store::lock::LockError::AlreadyRunning {
+                    ..
+                })) if std::time::Instant::now() < deadline => {
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                }
+                Err(e) => panic!("restart boardd in-process: {e}"),
+            }
+        }
     }
 
     /// Stops the daemon gracefully, waits until it has, and removes the directory.
