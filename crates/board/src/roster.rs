@@ -94,6 +94,8 @@ impl Board {
             pid,
             task,
             tokens: old.map(|m| m.tokens).unwrap_or_default(),
+            cost: old.map(|m| m.cost).unwrap_or_default(),
+            waiting: None,
             connected: true,
             joined_at: old.map_or(ctx.now.wall_ms, |m| m.joined_at),
             require_plan,

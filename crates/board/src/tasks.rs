@@ -53,6 +53,7 @@ impl Board {
             last_error: None,
             epoch: 0,
             tokens: Default::default(),
+            cost: Default::default(),
             created_at: ctx.now.wall_ms,
             updated_at: ctx.now.wall_ms,
             ready: false,

@@ -564,8 +564,47 @@ impl Client {
             task,
             tokens,
             estimated,
+            ..UsageArgs::default()
         };
         self.call(Request::RecordUsage(args)).await
+    }
+}
+
+/// Spend: reservations before model calls, their settlement, and budgets.
+impl Client {
+    /// Reserves a model call's worst case; answers once boardd granted it,
+    /// which may wait for an account's capacity.
+    pub async fn reserve_call(
+        &self,
+        args: ReserveArgs,
+    ) -> Result<crate::spend::Reservation, ClientError> {
+        self.call(Request::ReserveCall(args)).await
+    }
+
+    /// Records a call's usage and settles its reservation, if any.
+    pub async fn settle_usage(
+        &self,
+        args: UsageArgs,
+    ) -> Result<crate::spend::Settled, ClientError> {
+        self.call(Request::SettleUsage(args)).await
+    }
+
+    pub async fn set_budget(
+        &self,
+        args: SetBudgetArgs,
+    ) -> Result<crate::spend::Budget, ClientError> {
+        self.call(Request::SetBudget(args)).await
+    }
+
+    pub async fn clear_budget(
+        &self,
+        args: ClearBudgetArgs,
+    ) -> Result<crate::spend::Budget, ClientError> {
+        self.call(Request::ClearBudget(args)).await
+    }
+
+    pub async fn budgets(&self) -> Result<crate::spend::BudgetReport, ClientError> {
+        self.call(Request::Budgets(NoArgs {})).await
     }
 }
 

@@ -64,6 +64,9 @@ pub enum ErrorCode {
     /// git failed or is unusable (missing, too old, not a repository). The message
     /// says what git said.
     Git,
+    /// A spend limit has no room for the call: the message names the limit,
+    /// what is spent and what the call needed.
+    BudgetExhausted,
     /// Anything else: a bug. The message says what happened.
     Internal,
     /// A code this version does not know, from a newer boardd. Treat it as a

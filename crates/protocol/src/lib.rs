@@ -34,6 +34,7 @@ pub mod names;
 pub mod paths;
 pub mod refusal;
 pub mod request;
+pub mod spend;
 pub mod task_status;
 pub mod team_request;
 pub mod text;

@@ -4,6 +4,7 @@
 //! `args` may be omitted for ops whose arguments are all optional.
 
 use crate::ids::{RequestId, TaskId};
+use crate::spend::{AccountRef, BudgetScope, Limits, RateSnapshot};
 use crate::task_status::TaskStatus;
 use crate::team_request::{RequestKind, RequestState};
 use crate::types::{MemberStatus, MessageKind, TokenUsage};
@@ -79,7 +80,26 @@ pub enum Request {
     /// Answer: `{}`.
     TakeLead(NoArgs),
     /// Add LLM token use to a member and, optionally, a task. Answer: `Member`.
+    /// `settle_usage` does the same and says where the budgets stand.
     RecordUsage(UsageArgs),
+    /// Before a model call: reserve its worst case against every budget that
+    /// covers it, and wait for capacity on the first account of the chain that
+    /// is not blocked. Refused (`budget_exhausted`) when a budget has no room
+    /// for it. Answer: `Reservation`, once granted.
+    ReserveCall(ReserveArgs),
+    /// After a model call (or as an agent reports usage): record what it used,
+    /// settle its reservation, and tell boardd what the provider said of the
+    /// account's limits. With a reservation and no tokens, withdraws it.
+    /// Answer: `Settled`.
+    SettleUsage(UsageArgs),
+    /// Set a spend limit on the team, a teammate or a task (lead only).
+    /// Answer: `Budget`.
+    SetBudget(SetBudgetArgs),
+    /// Remove a spend limit (lead only). Answer: `Budget`, as it was.
+    ClearBudget(ClearBudgetArgs),
+    /// Each limit with what is spent, reserved and left, and the accounts'
+    /// rate limits. Answer: `BudgetReport`.
+    Budgets(NoArgs),
     /// Ask a connected teammate to shut down (lead only). Answer: `TeamRequest`.
     RequestShutdown(ShutdownArgs),
     /// Answer the shutdown request addressed to the session. Approving needs the
@@ -159,6 +179,11 @@ impl Request {
         "subscribe",
         "take_lead",
         "record_usage",
+        "reserve_call",
+        "settle_usage",
+        "set_budget",
+        "clear_budget",
+        "budgets",
         "request_shutdown",
         "respond_shutdown",
         "submit_plan",
@@ -224,6 +249,11 @@ impl Request {
             Request::Subscribe(_) => "subscribe",
             Request::TakeLead(_) => "take_lead",
             Request::RecordUsage(_) => "record_usage",
+            Request::ReserveCall(_) => "reserve_call",
+            Request::SettleUsage(_) => "settle_usage",
+            Request::SetBudget(_) => "set_budget",
+            Request::ClearBudget(_) => "clear_budget",
+            Request::Budgets(_) => "budgets",
             Request::RequestShutdown(_) => "request_shutdown",
             Request::RespondShutdown(_) => "respond_shutdown",
             Request::SubmitPlan(_) => "submit_plan",
@@ -469,7 +499,7 @@ pub struct EventsArgs {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SubscribeArgs {}
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UsageArgs {
     #[serde(default)]
     pub task: Option<TaskId>,
@@ -478,6 +508,60 @@ pub struct UsageArgs {
     /// member's `tokens_estimated` is set.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub estimated: bool,
+    /// The reservation this call was made under (`reserve_call`'s `id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservation: Option<u64>,
+    /// The model, as `provider/model`, to price usage made without a
+    /// reservation (an agent's). A reservation's model is its account's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The account the call went to, to learn its limits from `rate`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
+    /// What the provider said of the account's limits with this answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<RateSnapshot>,
+    /// A subscription login: the usage costs nothing by itself.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub subscription: bool,
+}
+
+/// `reserve_call`'s arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReserveArgs {
+    /// Chosen by the caller, unique for the member: `settle_usage` names it,
+    /// also to withdraw a reservation the caller stopped waiting for.
+    pub id: u64,
+    /// The task the call works on.
+    #[serde(default)]
+    pub task: Option<TaskId>,
+    /// Input tokens of the prompt about to be sent (an estimate).
+    pub input: u64,
+    /// The call's output limit.
+    pub output: u64,
+    /// The accounts to try, in order; the first one that is not blocked is
+    /// used. At least one.
+    pub chain: Vec<AccountRef>,
+}
+
+/// `set_budget`'s arguments: the amounts to set; those left out keep their
+/// value on a budget that exists.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SetBudgetArgs {
+    #[serde(flatten)]
+    pub scope: BudgetScope,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_ms: Option<u64>,
+    pub limits: Limits,
+}
+
+/// `clear_budget`'s arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClearBudgetArgs {
+    #[serde(flatten)]
+    pub scope: BudgetScope,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

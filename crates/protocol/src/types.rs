@@ -93,6 +93,9 @@ pub struct Task {
     /// Tokens spent on this task.
     #[serde(default)]
     pub tokens: TokenUsage,
+    /// What they cost.
+    #[serde(default, skip_serializing_if = "crate::spend::Cost::is_zero")]
+    pub cost: crate::spend::Cost,
     pub created_at: i64,
     pub updated_at: i64,
     /// Whether the task can be claimed now: pending, without an owner, and every
@@ -162,6 +165,13 @@ pub struct Member {
     pub task: Option<TaskId>,
     #[serde(default)]
     pub tokens: TokenUsage,
+    /// What they cost.
+    #[serde(default, skip_serializing_if = "crate::spend::Cost::is_zero")]
+    pub cost: crate::spend::Cost,
+    /// Why it waits instead of working: a rate limit, a budget. Known to the
+    /// running boardd only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<crate::spend::MemberWait>,
     /// Whether a session is connected for it right now.
     #[serde(default)]
     pub connected: bool,

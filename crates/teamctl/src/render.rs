@@ -615,6 +615,7 @@ mod tests {
             last_error: None,
             epoch: 0,
             tokens: TokenUsage::default(),
+            cost: Default::default(),
             created_at: 0,
             updated_at: 0,
             ready: false,
@@ -785,6 +786,8 @@ mod tests {
             pid: Some(7),
             task: None,
             tokens: TokenUsage::default(),
+            cost: Default::default(),
+            waiting: None,
             connected: true,
             joined_at: 0,
             require_plan: true,
@@ -822,6 +825,8 @@ mod tests {
             pid: Some(7),
             task: Some(3),
             tokens: TokenUsage::default(),
+            cost: Default::default(),
+            waiting: None,
             connected: true,
             joined_at: 0,
             require_plan: false,
@@ -876,6 +881,8 @@ mod tests {
             pid: Some(7),
             task: Some(3),
             tokens: TokenUsage::default(),
+            cost: Default::default(),
+            waiting: None,
             connected: true,
             joined_at: 0,
             require_plan: false,
@@ -904,6 +911,8 @@ mod tests {
             name: "dan".into(),
             model: Some("anthropic/claude-sonnet-4-5".into()),
             tokens: scripted.tokens,
+            cost: Default::default(),
+            waiting: None,
             ..native.clone()
         };
         let lines = member_lines(&[native, agent, scripted, real], &[], &[], 12_000);

@@ -648,6 +648,7 @@ mod tests {
             last_error: None,
             epoch: 2,
             tokens: TokenUsage::default(),
+            cost: Default::default(),
             created_at: 0,
             updated_at: 0,
             ready: false,

@@ -484,6 +484,8 @@ mod tests {
                 output: 2,
                 ..Default::default()
             },
+            cost: Default::default(),
+            waiting: None,
             connected: true,
             joined_at: 0,
             require_plan: false,

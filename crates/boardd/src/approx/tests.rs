@@ -21,6 +21,7 @@ fn task(description: &str) -> Task {
             output: 7_890,
             ..Default::default()
         },
+        cost: Default::default(),
         created_at: 1_795_978_697_919,
         updated_at: 1_795_978_697_930,
         ready: false,

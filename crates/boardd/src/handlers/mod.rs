@@ -145,6 +145,14 @@ pub fn handle(
         Request::RecordUsage(a) => board
             .record_usage(ctx, a.task, a.tokens, a.estimated)
             .map(Reply::from),
+        Request::ReserveCall(_)
+        | Request::SettleUsage(_)
+        | Request::SetBudget(_)
+        | Request::ClearBudget(_)
+        | Request::Budgets(_) => Err(teamboard_board::BoardError::new(
+            teamboard_protocol::ErrorCode::UnknownRequest,
+            "this boardd does not serve spend ops yet",
+        )),
         Request::RequestShutdown(a) => board.request_shutdown(ctx, a).map(Reply::from),
         Request::RespondShutdown(a) => board
             .respond_shutdown(ctx, a.request, a.approve, a.reason)

@@ -170,6 +170,8 @@ fn a_member_row_from_before_runtimes_loads_as_native_and_a_runtime_round_trips()
         pid: None,
         task: None,
         tokens: Default::default(),
+        cost: Default::default(),
+        waiting: None,
         connected: false,
         joined_at: 2,
         require_plan: false,

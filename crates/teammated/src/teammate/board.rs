@@ -159,6 +159,8 @@ mod tests {
             pid: Some(7),
             task,
             tokens: TokenUsage::default(),
+            cost: Default::default(),
+            waiting: None,
             connected,
             joined_at: 0,
             require_plan: false,
