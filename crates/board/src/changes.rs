@@ -1,6 +1,7 @@
 //! What a batch of operations changed, for the store.
 
 use std::collections::BTreeSet;
+use teamboard_protocol::spend::{AccountBlock, Budget, BudgetScope, HeldCall, UsageRecord};
 use teamboard_protocol::{Event, Member, Message, Repo, RequestId, Task, TaskId, TeamRequest};
 
 /// Whether each named collection of a value is empty: [`Dirty`] and [`Changes`]
@@ -24,11 +25,19 @@ pub(crate) struct Dirty {
     /// Teams created explicitly.
     pub teams: BTreeSet<String>,
     pub events: Vec<Event>,
+    /// Budgets set or cleared.
+    pub budgets: BTreeSet<(String, crate::spend::BudgetKey)>,
+    /// Calls in flight granted or ended: (team, member, reservation).
+    pub held: BTreeSet<(String, String, u64)>,
+    /// Settled calls, in order.
+    pub usage: Vec<(String, UsageRecord)>,
+    /// Accounts whose block changed.
+    pub account_blocks: BTreeSet<String>,
 }
 
 impl Dirty {
     pub fn is_empty(&self) -> bool {
-        all_empty!(self: tasks, tasks_deleted, members, messages_added, messages_acked, requests, repos, teams, events)
+        all_empty!(self: tasks, tasks_deleted, members, messages_added, messages_acked, requests, repos, teams, events, budgets, held, usage, account_blocks)
     }
 }
 
@@ -52,6 +61,14 @@ pub struct Changes {
     /// Teams created explicitly (`Hello::new_team`).
     pub teams: Vec<String>,
     pub events: Vec<Event>,
+    /// (team, scope, period, budget) for budgets set; `None` for one cleared.
+    pub budgets: Vec<(String, BudgetScope, Option<u64>, Option<Budget>)>,
+    /// (team, member, id, call) for calls granted; `None` for one settled.
+    pub held: Vec<(String, String, u64, Option<HeldCall>)>,
+    /// Settled calls, to append to the ledger.
+    pub usage: Vec<(String, UsageRecord)>,
+    /// Accounts blocked until a reset.
+    pub account_blocks: Vec<AccountBlock>,
     /// The message id counter after the batch. Acknowledged messages are deleted, so
     /// the highest stored id is not enough to never reuse one.
     pub next_message_id: u64,
@@ -59,6 +76,6 @@ pub struct Changes {
 
 impl Changes {
     pub fn is_empty(&self) -> bool {
-        all_empty!(self: tasks, tasks_deleted, members, messages_added, messages_acked, requests, repos, teams, events)
+        all_empty!(self: tasks, tasks_deleted, members, messages_added, messages_acked, requests, repos, teams, events, budgets, held, usage, account_blocks)
     }
 }

@@ -103,7 +103,7 @@ impl Board {
     /// claimant's role allows, or answers `None` when there is none.
     pub fn claim_next(&mut self, ctx: Ctx) -> Result<Option<Claim>> {
         let role = self.claimant(&ctx)?;
-        let Some(id) = self.team(ctx.team).and_then(|t| t.best_ready(&role)) else {
+        let Some(id) = self.next_claimable(ctx.team, ctx.actor, &role, ctx.now) else {
             return Ok(None);
         };
         self.grant(ctx.team, id, ctx.actor, ctx.session, ctx.now)

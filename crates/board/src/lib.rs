@@ -18,6 +18,7 @@ mod requests;
 mod restore;
 mod review;
 mod roster;
+mod spend;
 mod tasks;
 mod team;
 mod teams;
@@ -38,6 +39,7 @@ pub use landing::{
 pub use requests::{DEFAULT_SHUTDOWN_TIMEOUT, Stop};
 pub use restore::Snapshot;
 pub use review::MAX_FEEDBACK_LEN;
+pub use spend::{MAX_PERIOD_MS, Pricer};
 pub use tasks::{MAX_CHECK_LEN, MAX_CHECKS, check_checks};
 pub use team::SessionId;
 pub use worktrees::OpenJob;
@@ -164,6 +166,14 @@ pub struct Board {
     wake: std::collections::BTreeSet<String>,
     /// Teams whose members' liveness may have changed; see `liveness`.
     live_check: std::collections::BTreeSet<String>,
+    /// Prices model calls; see `spend`.
+    pricer: Option<spend::PricerFn>,
+    /// Provider accounts' rate limits and blocks.
+    accounts: spend::Accounts,
+    /// Reservations waiting for an account's capacity.
+    calls: spend::Calls,
+    /// Each account's latest block, as the store keeps it.
+    account_blocks: BTreeMap<String, teamboard_protocol::spend::AccountBlock>,
 }
 
 impl Board {
@@ -181,6 +191,10 @@ impl Board {
             dropped: Vec::new(),
             wake: Default::default(),
             live_check: Default::default(),
+            pricer: None,
+            accounts: Default::default(),
+            calls: Default::default(),
+            account_blocks: BTreeMap::new(),
         }
     }
 
@@ -229,6 +243,28 @@ impl Board {
                 out.messages_added.push((team, msg.clone()));
             }
         }
+        for (team, key) in dirty.budgets {
+            let budget = self
+                .teams
+                .get(&team)
+                .and_then(|t| t.spend.budgets.get(&key))
+                .map(|e| e.budget.clone());
+            out.budgets.push((team, key.0, key.1, budget));
+        }
+        for (team, member, id) in dirty.held {
+            let held = self
+                .teams
+                .get(&team)
+                .and_then(|t| t.spend.held.get(&(member.clone(), id)))
+                .map(|h| h.call.clone());
+            out.held.push((team, member, id, held));
+        }
+        for name in dirty.account_blocks {
+            if let Some(b) = self.account_blocks.get(&name) {
+                out.account_blocks.push(b.clone());
+            }
+        }
+        out.usage = dirty.usage;
         out.teams = dirty.teams.into_iter().collect();
         out.messages_acked = dirty.messages_acked.into_iter().collect();
         out.tasks_deleted = dirty.tasks_deleted.into_iter().collect();
@@ -332,6 +368,13 @@ impl Board {
             .chain(waits)
             .chain(self.next_request_deadline())
             .chain(self.next_stall())
+            .chain(self.calls.next_wake())
+            .chain(self.teams.values().flat_map(|t| {
+                t.spend
+                    .budgets
+                    .values()
+                    .filter_map(|e| e.rolls_at.map(|r| r.0))
+            }))
             .min()
     }
 }

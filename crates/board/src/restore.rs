@@ -26,6 +26,13 @@ pub struct Snapshot {
     /// The highest task id each team's history names. A deleted task has no row
     /// but keeps its events, so its id is not given again.
     pub last_task_ids: Vec<(String, TaskId)>,
+    /// Budgets, by team.
+    pub budgets: Vec<(String, teamboard_protocol::spend::Budget)>,
+    /// Every settled call, oldest first.
+    pub usage: Vec<(String, teamboard_protocol::spend::UsageRecord)>,
+    /// Calls that were in flight.
+    pub held: Vec<(String, teamboard_protocol::spend::HeldCall)>,
+    pub account_blocks: Vec<teamboard_protocol::spend::AccountBlock>,
 }
 
 impl Board {
@@ -53,6 +60,7 @@ impl Board {
             let mut member = member;
             member.connected = false;
             member.task = None;
+            member.waiting = None;
             if member.status != MemberStatus::Shutdown {
                 member.status = MemberStatus::Offline;
             }
@@ -91,6 +99,7 @@ impl Board {
         for (team, repo) in snap.repos {
             board.team_mut(&team).repo = Some(repo);
         }
+        board.restore_spend(snap.budgets, snap.usage, snap.held, snap.account_blocks);
         let grace = now.mono + config.restart_grace;
         for team in board.teams.values_mut() {
             rebuild(team, grace);

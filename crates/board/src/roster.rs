@@ -117,6 +117,7 @@ impl Board {
             About::member(ctx.actor),
             detail,
         );
+        self.calls_registered(&ctx, pid);
         // Derived now, not at the end of the batch, so that the reply shows it.
         self.settle_member(ctx.team, ctx.actor, ctx.now, true);
         self.member_of_session(&ctx)
@@ -165,7 +166,7 @@ impl Board {
         Some(member)
     }
 
-    fn member_of_session(&self, ctx: &Ctx) -> Result<Member> {
+    pub(crate) fn member_of_session(&self, ctx: &Ctx) -> Result<Member> {
         self.team(ctx.team)
             .and_then(|t| t.members.get(ctx.actor))
             .filter(|m| m.session == Some(ctx.session))
@@ -187,6 +188,7 @@ impl Board {
         let mut claims: Vec<(String, TaskId)> = Vec::new();
         let mut members: Vec<(String, String)> = Vec::new();
         self.unpark(session);
+        self.calls_closed(session, now);
         for (team_name, team) in self.teams.iter_mut() {
             let held: Vec<TaskId> = team
                 .leases
@@ -240,7 +242,8 @@ impl Board {
         }
     }
 
-    /// Adds LLM token use to the member and, if given, the task.
+    /// Adds LLM token use to the member and, if given, the task: a
+    /// settlement without a reservation, answered with the member.
     pub fn record_usage(
         &mut self,
         ctx: Ctx,
@@ -249,48 +252,14 @@ impl Board {
         estimated: bool,
     ) -> Result<Member> {
         self.member_of_session(&ctx)?;
-        if let Some(id) = task {
-            self.task(ctx.team, id)?;
-        }
-        let team = self.team_mut(ctx.team);
-        if let Some(id) = task
-            && let Some(t) = team.tasks.get_mut(&id)
-        {
-            t.tokens.add(tokens);
-        }
-        let Some(state) = team.members.get_mut(ctx.actor) else {
-            return Err(BoardError::new(ErrorCode::NotRegistered, "not registered"));
+        let args = teamboard_protocol::request::UsageArgs {
+            task,
+            tokens,
+            estimated,
+            ..Default::default()
         };
-        state.member.tokens.add(tokens);
-        state.member.tokens_estimated |= estimated;
-        state.member.last_seen = ctx.now.wall_ms;
-        let member = state.member.clone();
-        if let Some(id) = task {
-            self.mark_task(ctx.team, id);
-        }
-        self.mark_member(ctx.team, ctx.actor);
-        self.emit_as(
-            &ctx,
-            EventKind::UsageRecorded,
-            About::task(task, Some(ctx.actor)),
-            if tokens.cached() > 0 {
-                format!(
-                    "{} used {} input ({} fresh, {} cache read, {} cache write) + {} output tokens",
-                    ctx.actor,
-                    tokens.all_input(),
-                    tokens.input,
-                    tokens.cache_read,
-                    tokens.cache_write,
-                    tokens.output
-                )
-            } else {
-                format!(
-                    "{} used {} input + {} output tokens",
-                    ctx.actor, tokens.input, tokens.output
-                )
-            },
-        );
-        Ok(member)
+        self.settle_usage(ctx, args)?;
+        self.member_of_session(&ctx)
     }
 
     /// The team's roster, by name.

@@ -78,6 +78,8 @@ pub(crate) struct Team {
     /// claim's epoch, until the owner's next wait takes them up (see
     /// `review.rs`). Their leases wait too.
     pub returned: BTreeMap<TaskId, u64>,
+    /// Budgets, what was spent and the calls in flight (see `spend`).
+    pub spend: crate::spend::Ledger,
 }
 
 impl Default for Team {
@@ -101,6 +103,7 @@ impl Default for Team {
             queued: BTreeSet::new(),
             created: false,
             returned: BTreeMap::new(),
+            spend: Default::default(),
         }
     }
 }
@@ -179,6 +182,19 @@ impl Team {
             (Some(a), None) => Some(a.1),
             (None, Some(b)) => Some(b.1),
             (None, None) => None,
+        }
+    }
+
+    /// [`Team::best_ready`] among the tasks `skip` leaves.
+    pub fn best_ready_but(&self, role: &str, skip: impl Fn(TaskId) -> bool) -> Option<TaskId> {
+        let first = |key: Option<String>| {
+            self.ready
+                .get(&key)
+                .and_then(|s| s.iter().find(|k| !skip(k.1)).copied())
+        };
+        match (first(None), first(Some(role.to_string()))) {
+            (Some(a), Some(b)) => Some(a.min(b).1),
+            (a, b) => a.or(b).map(|k| k.1),
         }
     }
 

@@ -97,7 +97,8 @@ impl Board {
             // out: only messages can wake it.
             return None;
         }
-        let id = t.best_ready(&member.member.role)?;
+        let role = member.member.role.clone();
+        let id = self.next_claimable(team, name, &role, now)?;
         let claim = self.grant(team, id, name, session, now).ok()?;
         Some(Work::Task { claim })
     }

@@ -382,6 +382,16 @@ impl Actor {
                 woken.push(ReplyTo::new(s.out.clone(), waiting.request, result));
             }
         }
+        // Reservations that waited for an account's capacity, or whose
+        // budget's window rolled: after the requests of the batch, which may
+        // have ended calls or raised a limit.
+        self.board.serve_calls(Self::now());
+        for (waiting, result) in self.board.take_call_answers() {
+            if let Some(s) = self.sessions.get(&waiting.session) {
+                let result = result.map(Reply::from).map_err(Into::into);
+                woken.push(ReplyTo::new(s.out.clone(), waiting.request, result));
+            }
+        }
         self.job.replies.splice(0..0, woken);
         // Landings whose claims ended: their checks stop, and owners waiting in
         // the merge queue hear why.

@@ -185,6 +185,11 @@ impl ApproxLen for Reply {
             Reply::Opened(o) => o.approx_len(),
             Reply::Worktrees(v) => list(v),
             Reply::Pruned(p) => 32 + list(&p.removed) + list(&p.kept),
+            // Rare and small: a fixed frame plus their free text.
+            Reply::Reservation(r) => 160 + r.account_name.len(),
+            Reply::Settled(s) => 160 + opt(&s.exhausted),
+            Reply::Budget(b) => 320 + b.set_by.len(),
+            Reply::Budgets(r) => 200 + 480 * (r.budgets.len() + r.accounts.len()),
         }
     }
 }

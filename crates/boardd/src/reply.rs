@@ -1,6 +1,7 @@
 //! The result of a request, before it is serialised into a response frame.
 
 use serde::Serialize;
+use teamboard_protocol::spend::{Budget, BudgetReport, Reservation, Settled};
 use teamboard_protocol::{
     Acked, Claim, Event, Member, Message, OpenedWorktree, Pruned, Repo, ServerStatus, Task,
     TaskDetail, TeamRequest, Work, WorktreeEntry,
@@ -34,6 +35,10 @@ pub enum Reply {
     Opened(Box<OpenedWorktree>),
     Worktrees(Vec<WorktreeEntry>),
     Pruned(Box<Pruned>),
+    Reservation(Box<Reservation>),
+    Settled(Box<Settled>),
+    Budget(Box<Budget>),
+    Budgets(Box<BudgetReport>),
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -49,7 +54,8 @@ macro_rules! from_boxed {
 }
 
 from_boxed! { Task(Task), Claim(Claim), Member(Member), Message(Message), Request(TeamRequest),
-Repo(Repo), Opened(OpenedWorktree), Pruned(Pruned) }
+Repo(Repo), Opened(OpenedWorktree), Pruned(Pruned), Reservation(Reservation), Settled(Settled),
+Budget(Budget), Budgets(BudgetReport) }
 
 impl Reply {
     /// A list long enough that encoding it takes a while (a whole board, a long

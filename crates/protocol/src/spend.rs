@@ -363,6 +363,68 @@ pub struct Settled {
     pub usd_left: Option<MicroUsd>,
 }
 
+/// One model call's usage in the ledger, as settled: tokens and dollars apart.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UsageRecord {
+    /// When it was settled, in ms since the epoch.
+    pub at: i64,
+    pub member: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskId>,
+    /// `provider/model`, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
+    pub tokens: TokenUsage,
+    pub pricing: Pricing,
+    /// The counts are estimates: the scripted model's, or the worst case of a
+    /// reservation whose caller went away before settling it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub estimated: bool,
+}
+
+impl UsageRecord {
+    /// What it counts against a budget.
+    pub fn amounts(&self) -> Amounts {
+        let usd = match self.pricing {
+            Pricing::Priced { usd } => usd,
+            _ => MicroUsd::ZERO,
+        };
+        Amounts::of(&self.tokens, usd)
+    }
+}
+
+/// A granted reservation not settled yet: a call in flight.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldCall {
+    pub member: String,
+    pub id: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskId>,
+    pub account: String,
+    pub model: String,
+    /// The worst case it holds against the budgets.
+    pub need: Amounts,
+    /// How the worst case was priced.
+    pub pricing: Pricing,
+    /// Its caller's process, as it registered: a process that registers again
+    /// under the name with another pid cannot settle it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    pub at: i64,
+}
+
+/// A provider account that must not be called before a moment: kept across
+/// a restart of boardd, so that a capped account is not called again before
+/// its reset.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccountBlock {
+    pub account: String,
+    pub until_ms: i64,
+    pub reason: String,
+}
+
 /// A period as a person writes it: `30m`, `1d`, `12h`, `90s`, `1w`.
 pub fn parse_period(s: &str) -> Result<u64, String> {
     let s = s.trim();

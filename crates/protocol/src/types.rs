@@ -279,6 +279,8 @@ pub enum EventKind {
     MessageSent,
     MessageAcked,
     UsageRecorded,
+    /// The lead set or cleared a spend limit.
+    BudgetChanged,
     /// A shutdown or plan request was made.
     RequestOpened,
     /// A request left `pending`: approved, rejected, expired or cancelled.

@@ -17,6 +17,7 @@ mod requests;
 mod restore;
 mod review;
 mod roster;
+mod spend;
 mod transition;
 mod waiters;
 mod wakes;
@@ -315,6 +316,10 @@ pub(super) struct Store {
     pub repos: BTreeMap<String, teamboard_protocol::Repo>,
     pub teams: std::collections::BTreeSet<String>,
     pub events: Vec<Event>,
+    pub budgets: BTreeMap<(String, String), teamboard_protocol::spend::Budget>,
+    pub usage: Vec<(String, teamboard_protocol::spend::UsageRecord)>,
+    pub held: BTreeMap<(String, String, u64), teamboard_protocol::spend::HeldCall>,
+    pub blocks: BTreeMap<String, teamboard_protocol::spend::AccountBlock>,
 }
 
 impl Store {
@@ -343,6 +348,23 @@ impl Store {
         }
         self.teams.extend(c.teams);
         self.events.extend(c.events);
+        for (team, scope, per, budget) in c.budgets {
+            let key = (team.clone(), format!("{scope:?}/{per:?}"));
+            match budget {
+                Some(b) => self.budgets.insert(key, b),
+                None => self.budgets.remove(&key),
+            };
+        }
+        self.usage.extend(c.usage);
+        for (team, member, id, call) in c.held {
+            match call {
+                Some(call) => self.held.insert((team, member, id), call),
+                None => self.held.remove(&(team, member, id)),
+            };
+        }
+        for b in c.account_blocks {
+            self.blocks.insert(b.account.clone(), b);
+        }
     }
 
     pub fn snapshot(&self) -> Snapshot {
@@ -379,6 +401,18 @@ impl Store {
                 })
                 .into_iter()
                 .collect(),
+            budgets: self
+                .budgets
+                .iter()
+                .map(|((team, _), b)| (team.clone(), b.clone()))
+                .collect(),
+            usage: self.usage.clone(),
+            held: self
+                .held
+                .iter()
+                .map(|((team, _, _), c)| (team.clone(), c.clone()))
+                .collect(),
+            account_blocks: self.blocks.values().cloned().collect(),
         }
     }
 }

@@ -145,14 +145,15 @@ pub fn handle(
         Request::RecordUsage(a) => board
             .record_usage(ctx, a.task, a.tokens, a.estimated)
             .map(Reply::from),
-        Request::ReserveCall(_)
-        | Request::SettleUsage(_)
-        | Request::SetBudget(_)
-        | Request::ClearBudget(_)
-        | Request::Budgets(_) => Err(teamboard_board::BoardError::new(
-            teamboard_protocol::ErrorCode::UnknownRequest,
-            "this boardd does not serve spend ops yet",
-        )),
+        Request::ReserveCall(a) => match board.reserve_call(ctx, id, a) {
+            Ok(Some(granted)) => Ok(Reply::from(granted)),
+            Ok(None) => return Outcome::Parked,
+            Err(e) => Err(e),
+        },
+        Request::SettleUsage(a) => board.settle_usage(ctx, a).map(Reply::from),
+        Request::SetBudget(a) => board.set_budget(ctx, a).map(Reply::from),
+        Request::ClearBudget(a) => board.clear_budget(ctx, a).map(Reply::from),
+        Request::Budgets(_) => Ok(Reply::from(board.budget_report(team, ctx.now))),
         Request::RequestShutdown(a) => board.request_shutdown(ctx, a).map(Reply::from),
         Request::RespondShutdown(a) => board
             .respond_shutdown(ctx, a.request, a.approve, a.reason)

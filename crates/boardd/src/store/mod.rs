@@ -10,6 +10,7 @@
 //! [`lock`] keeps a second daemon off the same state directory.
 
 pub mod lock;
+mod spend;
 
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};
@@ -22,8 +23,8 @@ use teamboard_protocol::{Event, TaskId};
 pub const DB_FILE: &str = "board.sqlite3";
 
 /// 2: `events_by_task` leaves out events about no task (see [`Store::open`]).
-/// 3: `requests`. 4: `repos`.
-const SCHEMA_VERSION: i64 = 4;
+/// 3: `requests`. 4: `repos`. 5: the ledger's tables (see `spend`).
+const SCHEMA_VERSION: i64 = 5;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -141,8 +142,10 @@ impl Store {
              CREATE TABLE IF NOT EXISTS repos (team TEXT PRIMARY KEY, body TEXT NOT NULL);
              CREATE TABLE IF NOT EXISTS teams (name TEXT PRIMARY KEY) WITHOUT ROWID;
              CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+             {spend}
              PRAGMA user_version = {SCHEMA_VERSION};
-             COMMIT;"
+             COMMIT;",
+            spend = spend::SCHEMA
         ))
         .map_err(err)?;
         // Replaces SQLite's automatic checkpoint (which is itself a WAL hook).
@@ -206,8 +209,22 @@ impl Store {
             messages: self.load_rows("SELECT team, body FROM messages ORDER BY id", "message")?,
             requests: self.load_rows("SELECT team, body FROM requests ORDER BY id", "request")?,
             repos: self.load_rows("SELECT team, body FROM repos ORDER BY team", "repo")?,
+            budgets: self.load_rows(
+                "SELECT team, body FROM budgets ORDER BY team, key",
+                "budget",
+            )?,
+            usage: self.load_rows("SELECT team, body FROM usage ORDER BY seq", "usage record")?,
+            held: self.load_rows("SELECT team, body FROM held", "held call")?,
             ..Default::default()
         };
+        snap.account_blocks = self
+            .load_rows::<teamboard_protocol::spend::AccountBlock>(
+                "SELECT account, body FROM account_blocks",
+                "account block",
+            )?
+            .into_iter()
+            .map(|(_, b)| b)
+            .collect();
         let next_msg: Option<i64> = self
             .conn
             .query_row(
@@ -342,6 +359,7 @@ impl Store {
                         ])
                         .map_err(err)?;
                 }
+                spend::write(tx, batch, &err)?;
                 next_message_id = Some(batch.next_message_id);
             }
             if let Some(next) = next_message_id.filter(|n| *n != self.stored_next_message_id) {

@@ -1,0 +1,385 @@
+//! Budgets: the limits a person sets, whether a call fits under them, and
+//! what the lead hears when one nears its end (80%) or reaches it (once).
+
+use super::ledger::{BudgetKey, Entry, MAX_PERIOD_MS, covers, over};
+use crate::error::{BoardError, Result};
+use crate::tasks::require_lead;
+use crate::{About, Board, Ctx, Now};
+use teamboard_protocol::request::{ClearBudgetArgs, SetBudgetArgs};
+use teamboard_protocol::spend::{
+    Amounts, Budget, BudgetReport, BudgetScope, BudgetState, Limits, fmt_period,
+};
+use teamboard_protocol::{ErrorCode, EventKind, LEAD, MessageKind, TaskId};
+
+/// The share of a limit at which the lead is warned, in percent.
+const WARN_AT_PERCENT: u64 = 80;
+
+impl Board {
+    /// Sets (or changes) a limit. The amounts not named keep their value.
+    pub fn set_budget(&mut self, ctx: Ctx, args: SetBudgetArgs) -> Result<Budget> {
+        require_lead(&ctx, "set budgets on")?;
+        if args.limits.is_empty() {
+            return Err(BoardError::invalid(
+                "name at least one limit: --tokens, --input-tokens or --usd",
+            ));
+        }
+        if let Some(per) = args.per_ms
+            && (per == 0 || per > MAX_PERIOD_MS)
+        {
+            return Err(BoardError::invalid(format!(
+                "a period runs from 1 ms to {}",
+                fmt_period(MAX_PERIOD_MS)
+            )));
+        }
+        self.check_scope(ctx.team, &args.scope)?;
+        let key: BudgetKey = (args.scope.clone(), args.per_ms);
+        let ledger = &mut self.team_mut(ctx.team).spend;
+        let old = ledger.budgets.get(&key).map(|e| e.budget.limits);
+        let mut limits = old.unwrap_or_default();
+        let new = args.limits;
+        limits.tokens = new.tokens.or(limits.tokens);
+        limits.input_tokens = new.input_tokens.or(limits.input_tokens);
+        limits.usd = new.usd.or(limits.usd);
+        let budget = Budget {
+            scope: args.scope,
+            per_ms: args.per_ms,
+            limits,
+            set_by: ctx.actor.to_string(),
+            set_at: ctx.now.wall_ms,
+        };
+        // A new amount starts a new story: room is looked for again, and the
+        // lead hears of 80% and of the end again.
+        ledger.budgets.insert(
+            key.clone(),
+            Entry {
+                budget: budget.clone(),
+                refused: None,
+                warned: false,
+                told: false,
+                rolls_at: None,
+            },
+        );
+        self.dirty.budgets.insert((ctx.team.to_string(), key));
+        let detail = format!("budget: {} set to {}", describe(&budget), amounts(&limits));
+        self.emit_as(&ctx, EventKind::BudgetChanged, About::default(), detail);
+        self.budget_freed(ctx.team, ctx.now);
+        Ok(budget)
+    }
+
+    pub fn clear_budget(&mut self, ctx: Ctx, args: ClearBudgetArgs) -> Result<Budget> {
+        require_lead(&ctx, "clear budgets on")?;
+        let key: BudgetKey = (args.scope, args.per_ms);
+        let Some(entry) = self.team_mut(ctx.team).spend.budgets.remove(&key) else {
+            return Err(BoardError::new(
+                ErrorCode::NotFound,
+                format!("there is no budget on the {}", describe_key(&key)),
+            ));
+        };
+        self.dirty.budgets.insert((ctx.team.to_string(), key));
+        let detail = format!("budget: {} cleared", describe(&entry.budget));
+        self.emit_as(&ctx, EventKind::BudgetChanged, About::default(), detail);
+        self.budget_freed(ctx.team, ctx.now);
+        Ok(entry.budget)
+    }
+
+    fn check_scope(&self, team: &str, scope: &BudgetScope) -> Result<()> {
+        match scope {
+            BudgetScope::Team => Ok(()),
+            BudgetScope::Member { name } => {
+                teamboard_protocol::names::validate_name(name).map_err(BoardError::invalid)?;
+                Ok(())
+            }
+            BudgetScope::Task { id } => self.task(team, *id).map(|_| ()),
+        }
+    }
+
+    /// Every limit of the team with where it stands, and the accounts.
+    pub fn budget_report(&mut self, team: &str, now: Now) -> BudgetReport {
+        let mut budgets = Vec::new();
+        let mut report = BudgetReport::default();
+        if let Some(t) = self.team(team) {
+            let ledger = &t.spend;
+            for entry in ledger.budgets.values() {
+                let b = &entry.budget;
+                budgets.push(BudgetState {
+                    budget: b.clone(),
+                    spent: ledger.spent(&b.scope, b.per_ms, now.wall_ms),
+                    reserved: ledger.reserved(&b.scope),
+                    unpriced_tokens: 0,
+                    exhausted: self.exhausted(team, entry, now.wall_ms),
+                    rolls_at: entry.rolls_at.map(|r| r.1),
+                });
+            }
+            (report.spent, report.unpriced_tokens) = ledger.total();
+        }
+        report.budgets = budgets;
+        let parked = &self.calls;
+        report.accounts = self
+            .accounts
+            .states(now.wall_ms, |name| parked.waiting_on(name));
+        report
+    }
+
+    /// Why `entry` grants nothing now, if it does not: it refused a call that
+    /// still does not fit, or nothing at all fits.
+    pub(crate) fn exhausted(&self, team: &str, entry: &Entry, now_ms: i64) -> Option<String> {
+        let ledger = &self.team(team)?.spend;
+        let b = &entry.budget;
+        let mut used = ledger.spent(&b.scope, b.per_ms, now_ms);
+        used.add(ledger.reserved(&b.scope));
+        // Nothing fits once a limit is reached: a call needs at least a token.
+        let least = Amounts {
+            tokens: 1,
+            input_tokens: 1,
+            usd: Default::default(),
+        };
+        let need = entry.refused.unwrap_or(least);
+        over(&b.limits, used, need).map(|(what, limit, used, need)| {
+            format!(
+                "{} limit of {} reached: {} used, and a call needs {}",
+                describe(b),
+                amount(what, limit),
+                amount(what, used),
+                amount(what, need)
+            )
+        })
+    }
+
+    /// Whether a call of `need` by `member` on `task` fits under every budget
+    /// that covers it. A refusal marks the budget exhausted, tells the lead
+    /// once, and says which limit ran out.
+    pub(crate) fn fit(
+        &mut self,
+        team: &str,
+        member: &str,
+        task: Option<TaskId>,
+        need: Amounts,
+        now: Now,
+    ) -> Result<()> {
+        let Some(t) = self.team(team) else {
+            return Ok(());
+        };
+        let ledger = &t.spend;
+        let mut refused = None;
+        for (key, entry) in &ledger.budgets {
+            let b = &entry.budget;
+            if !covers(&b.scope, member, task) {
+                continue;
+            }
+            let mut used = ledger.spent(&b.scope, b.per_ms, now.wall_ms);
+            used.add(ledger.reserved(&b.scope));
+            if let Some((what, limit, used, need_of)) = over(&b.limits, used, need) {
+                let why = format!(
+                    "{} limit of {} reached: {} used, and the call needs up to {}",
+                    describe(b),
+                    amount(what, limit),
+                    amount(what, used),
+                    amount(what, need_of)
+                );
+                let rolls = ledger.rolls_at(entry, need, now.wall_ms);
+                refused = Some((key.clone(), why, rolls));
+                break;
+            }
+        }
+        let Some((key, why, rolls)) = refused else {
+            return Ok(());
+        };
+        let mono = |at: i64| {
+            let ahead = u64::try_from(at.saturating_sub(now.wall_ms)).unwrap_or(0);
+            now.mono + std::time::Duration::from_millis(ahead)
+        };
+        let tell = {
+            let team_state = self.team_mut(team);
+            let Some(entry) = team_state.spend.budgets.get_mut(&key) else {
+                return Ok(());
+            };
+            entry.refused = Some(need);
+            entry.rolls_at = rolls.map(|at| (mono(at), at));
+            !std::mem::replace(&mut entry.told, true)
+        };
+        if tell {
+            let rolls = rolls
+                .map(|at| {
+                    let secs = at.saturating_sub(now.wall_ms) / 1000;
+                    format!("; the window makes room again in {}", plain_secs(secs))
+                })
+                .unwrap_or_default();
+            let content = format!(
+                "budget exhausted: {why}{rolls}. Teammates it covers get no model calls and \
+                 no new tasks until it has room: raise it with `teamctl budget set`."
+            );
+            self.tell_lead(team, now, content);
+        }
+        Err(BoardError::new(ErrorCode::BudgetExhausted, why))
+    }
+
+    /// After spending: warns the lead of each budget that passed 80%.
+    pub(crate) fn warn_budgets(&mut self, team: &str, now: Now) {
+        let mut warn = Vec::new();
+        if let Some(t) = self.team(team) {
+            let ledger = &t.spend;
+            for (key, entry) in &ledger.budgets {
+                if entry.warned {
+                    continue;
+                }
+                let b = &entry.budget;
+                let mut used = ledger.spent(&b.scope, b.per_ms, now.wall_ms);
+                used.add(ledger.reserved(&b.scope));
+                let dims = [
+                    ("tokens", b.limits.tokens, used.tokens),
+                    ("input tokens", b.limits.input_tokens, used.input_tokens),
+                    ("usd", b.limits.usd.map(|u| u.0), used.usd.0),
+                ];
+                for (what, limit, used) in dims {
+                    let Some(limit) = limit else { continue };
+                    if used.saturating_mul(100) >= limit.saturating_mul(WARN_AT_PERCENT) {
+                        let pct = used.saturating_mul(100) / limit.max(1);
+                        warn.push((
+                            key.clone(),
+                            format!(
+                                "budget warning: {} is at {pct}% of its limit of {} ({} used)",
+                                describe(b),
+                                amount(what, limit),
+                                amount(what, used)
+                            ),
+                        ));
+                        break;
+                    }
+                }
+            }
+        }
+        for (key, content) in warn {
+            if let Some(e) = self.team_mut(team).spend.budgets.get_mut(&key) {
+                e.warned = true;
+            }
+            self.tell_lead(team, now, content);
+        }
+    }
+
+    /// A limit was raised, cleared or rolled: exhausted budgets are looked at
+    /// again, and the team's waiters may now get work.
+    pub(crate) fn budget_freed(&mut self, team: &str, now: Now) {
+        let keys: Vec<BudgetKey> = self
+            .team(team)
+            .map(|t| t.spend.budgets.keys().cloned().collect())
+            .unwrap_or_default();
+        for key in keys {
+            let Some(entry) = self.team(team).and_then(|t| t.spend.budgets.get(&key)) else {
+                continue;
+            };
+            if entry.refused.is_some()
+                && self.exhausted(team, entry, now.wall_ms).is_none()
+                && let Some(e) = self.team_mut(team).spend.budgets.get_mut(&key)
+            {
+                e.refused = None;
+                e.told = false;
+                e.rolls_at = None;
+                // Below 80% again, the next climb warns again.
+                e.warned = false;
+            }
+        }
+        self.wake.insert(team.to_string());
+        self.clear_budget_waits(team, now);
+    }
+
+    /// Why `member` may get no new task now: a budget that covers all its
+    /// calls ran out.
+    pub(crate) fn budget_hold(&self, team: &str, member: &str, now_ms: i64) -> Option<String> {
+        let t = self.team(team)?;
+        t.spend
+            .budgets
+            .values()
+            .find_map(|e| match &e.budget.scope {
+                BudgetScope::Team => self.exhausted(team, e, now_ms),
+                BudgetScope::Member { name } if name == member => self.exhausted(team, e, now_ms),
+                _ => None,
+            })
+    }
+
+    /// Why no one may take task `id` now: its own budget ran out.
+    pub(crate) fn task_budget_hold(&self, team: &str, id: TaskId, now_ms: i64) -> Option<String> {
+        let t = self.team(team)?;
+        t.spend
+            .budgets
+            .values()
+            .filter(|e| e.budget.scope == BudgetScope::Task { id })
+            .find_map(|e| self.exhausted(team, e, now_ms))
+    }
+
+    /// Sends the lead a message from boardd.
+    pub(crate) fn tell_lead(&mut self, team: &str, now: Now, content: String) {
+        let ctx = Ctx {
+            team,
+            actor: "boardd",
+            session: 0,
+            now,
+        };
+        self.deliver(ctx, LEAD, MessageKind::Message, content, None);
+    }
+}
+
+/// `team budget of 30m`, `teammate alice budget`.
+fn describe(b: &Budget) -> String {
+    describe_key(&(b.scope.clone(), b.per_ms))
+}
+
+fn describe_key(key: &BudgetKey) -> String {
+    match key.1 {
+        Some(per) => format!("{} budget per {}", key.0, fmt_period(per)),
+        None => format!("{} budget", key.0),
+    }
+}
+
+fn amounts(l: &Limits) -> String {
+    let mut parts = Vec::new();
+    if let Some(t) = l.tokens {
+        parts.push(amount("tokens", t));
+    }
+    if let Some(t) = l.input_tokens {
+        parts.push(amount("input tokens", t));
+    }
+    if let Some(u) = l.usd {
+        parts.push(amount("usd", u.0));
+    }
+    parts.join(" and ")
+}
+
+/// `50000 tokens`, `$1.50`.
+fn amount(what: &str, n: u64) -> String {
+    if what == "usd" {
+        teamboard_protocol::spend::MicroUsd(n).to_string()
+    } else {
+        format!("{n} {what}")
+    }
+}
+
+fn plain_secs(secs: i64) -> String {
+    match secs {
+        s if s < 90 => format!("{s}s"),
+        s if s < 90 * 60 => format!("{}m", (s + 30) / 60),
+        s => format!("{}h", (s + 1800) / 3600),
+    }
+}
+
+impl Board {
+    /// The task `member` would be handed next, unless a budget holds it back:
+    /// one that covers all its calls, or the task's own.
+    pub(crate) fn next_claimable(
+        &self,
+        team: &str,
+        member: &str,
+        role: &str,
+        now: Now,
+    ) -> Option<TaskId> {
+        let t = self.team(team)?;
+        if t.spend.budgets.is_empty() {
+            return t.best_ready(role);
+        }
+        if self.budget_hold(team, member, now.wall_ms).is_some() {
+            return None;
+        }
+        t.best_ready_but(role, |id| {
+            self.task_budget_hold(team, id, now.wall_ms).is_some()
+        })
+    }
+}
