@@ -24,6 +24,8 @@ pub struct ProviderConfig {
     /// How long one HTTP request may take before it counts as a timeout.
     pub request_timeout: Duration,
     pub retry: RetryPolicy,
+    /// The account its calls go to, and the fallbacks (see `accounts`).
+    pub account: crate::accounts::AccountConfig,
 }
 
 impl std::fmt::Debug for ProviderConfig {
@@ -37,6 +39,7 @@ impl std::fmt::Debug for ProviderConfig {
             .field("max_tokens_field", &self.max_tokens_field)
             .field("request_timeout", &self.request_timeout)
             .field("retry", &self.retry)
+            .field("account", &self.account)
             .finish()
     }
 }
@@ -215,6 +218,7 @@ impl Config {
                 max_tokens_field: None,
                 request_timeout: Duration::from_secs(300),
                 retry: RetryPolicy::default(),
+                account: Default::default(),
             },
             idle_timeout: None,
             poll_interval: Duration::from_secs(30),
@@ -264,6 +268,7 @@ mod tests {
             max_tokens_field: None,
             request_timeout: Duration::from_secs(1),
             retry: RetryPolicy::default(),
+            account: Default::default(),
         };
         let text = format!("{cfg:?}");
         assert!(

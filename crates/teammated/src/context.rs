@@ -292,6 +292,9 @@ impl Context {
     }
 }
 
+/// The output limit of a compaction's summary.
+pub const SUMMARY_MAX_TOKENS: u32 = 1024;
+
 /// The estimated tokens of `messages` without a system prompt.
 fn size(messages: &[ChatMessage]) -> u64 {
     llm::estimate_request("", messages)
@@ -398,7 +401,7 @@ async fn summarise(
             system: "You write short, factual summaries of a software teammate's work log.",
             messages: &messages,
             tools: &[],
-            max_tokens: 1024,
+            max_tokens: SUMMARY_MAX_TOKENS,
             on_retry,
         })
         .await?;

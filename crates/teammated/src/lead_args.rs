@@ -98,7 +98,7 @@ impl LeadArgs {
                 idle_timeout: spawn.teammate_idle_timeout,
                 runtime: spawn.teammate_runtime.map(|r| r.to_string()),
             },
-            provider: self.provider.into_config(),
+            provider: self.provider.into_config()?,
             goal: goal.goal.filter(|g| !g.trim().is_empty()),
             yes: goal.yes,
             give_up_after: match goal.give_up_after.unwrap_or(LeadGoalArgs::GIVE_UP_AFTER) {

@@ -18,6 +18,7 @@
 //! The binary is a thin shell around [`run`], so that tests can run teammates
 //! in-process as well as as real processes.
 
+pub mod accounts;
 pub mod backoff;
 mod board_text;
 mod board_view;
@@ -28,6 +29,7 @@ pub mod heartbeat;
 pub mod lead;
 pub mod llm;
 mod member;
+pub mod meter;
 pub mod model_loop;
 mod prompts;
 pub mod provider_args;

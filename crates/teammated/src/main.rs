@@ -182,7 +182,7 @@ impl Args {
             socket: self.socket.unwrap_or_else(paths::default_socket_path),
             state_dir: self.state_dir.unwrap_or_else(paths::default_state_dir),
             workdir,
-            provider: self.provider.into_config(),
+            provider: self.provider.into_config()?,
             idle_timeout: (self.idle_timeout > 0)
                 .then(|| Duration::from_secs(self.idle_timeout.min(10 * 365 * 86_400))),
             // A day is as good as forever for a safety net, and keeps the arithmetic

@@ -28,6 +28,7 @@
 
 use crate::context::{self, Context, Identity};
 use crate::llm::{Block, CompletionRequest, LlmError, Provider, StopReason, ToolSpec};
+use crate::meter::{Grant, Meter, Refusal};
 use crate::tools::ToolOutput;
 use crate::transcript::{self, Transcript};
 use serde_json::Value;
@@ -80,12 +81,26 @@ pub enum NoTurn {
     Interrupted(String),
     /// The model could not be reached, even after retries.
     Failed(LlmError),
+    /// A budget has no room for the call, so it was not made: boardd's words.
+    Budget(String),
+    /// boardd could not be asked for the call.
+    Board(String),
+}
+
+/// How the wait for a reservation ended.
+enum Asked {
+    Granted(Grant),
+    Refused(Refusal),
+    Interrupted(String),
 }
 
 /// The model's side of a conversation.
 pub struct ModelLoop {
     pub ctx: Context,
-    provider: Provider,
+    /// The providers of the meter's chain of accounts, in its order: boardd's
+    /// grant says which one to call.
+    chain: Vec<Provider>,
+    meter: Meter,
     specs: Vec<ToolSpec>,
     max_tokens: u32,
     /// Where a compaction saves the whole conversation first: the member's
@@ -98,16 +113,20 @@ pub struct ModelLoop {
 }
 
 impl ModelLoop {
+    /// `chain` holds a provider for each account of `meter`'s chain, in its
+    /// order, the first at least.
     pub fn new(
         ctx: Context,
-        provider: Provider,
+        chain: Vec<Provider>,
+        meter: Meter,
         specs: Vec<ToolSpec>,
         max_tokens: u32,
         archives: PathBuf,
     ) -> ModelLoop {
         ModelLoop {
             ctx,
-            provider,
+            chain,
+            meter,
             specs,
             max_tokens,
             archives,
@@ -116,8 +135,33 @@ impl ModelLoop {
         }
     }
 
+    /// The first provider of the chain: the one the teammate was started with.
     pub fn provider(&self) -> &Provider {
-        &self.provider
+        &self.chain[0]
+    }
+
+    /// Reserves a call with boardd, unless the front end cuts the wait short
+    /// (the reservation is then withdrawn).
+    async fn reserve(&mut self, host: &impl ToolHost, input: u64, output: u64) -> Asked {
+        let task = host.task();
+        let id = self.meter.next_id();
+        let stop = host.interrupted(None);
+        let asked = tokio::select! {
+            why = stop => Asked::Interrupted(why),
+            r = self.meter.reserve(task, input, output) => match r {
+                Ok(g) => Asked::Granted(g),
+                Err(refusal) => Asked::Refused(refusal),
+            },
+        };
+        if let Asked::Interrupted(_) = asked {
+            self.meter.withdraw(id).await;
+        }
+        asked
+    }
+
+    /// The provider a grant names; the chain's first if it names none of it.
+    fn provider_for(&self, grant: &Grant) -> &Provider {
+        self.chain.get(grant.account).unwrap_or(&self.chain[0])
     }
 
     /// Asks the model for its next turn: compacts the context first when it is
@@ -130,6 +174,32 @@ impl ModelLoop {
                 () = self.compact(host) => {}
             }
         }
+        // The worst case boardd holds against the budgets: the prompt about
+        // to be sent (its tools too) and the whole output limit.
+        let input = crate::llm::estimate_request(self.ctx.system(), &self.ctx.messages)
+            + self
+                .specs
+                .iter()
+                .map(|s| crate::llm::estimate_tokens(&s.input_schema.to_string()) + 20)
+                .sum::<u64>();
+        let output = u64::from(self.max_tokens);
+        let grant = match self.reserve(host, input, output).await {
+            Asked::Granted(g) => g,
+            Asked::Interrupted(why) => return Err(NoTurn::Interrupted(why)),
+            Asked::Refused(Refusal::Budget(why)) => return Err(NoTurn::Budget(why)),
+            Asked::Refused(Refusal::Board(e)) => return Err(NoTurn::Board(e.to_string())),
+        };
+        let task = host.task();
+        if grant.waited_ms >= 1000 {
+            let text = format!(
+                "model: waited {} for the account's rate limit",
+                crate::llm::retry::plain_duration(std::time::Duration::from_millis(
+                    grant.waited_ms
+                ))
+            );
+            host.transcript()
+                .write(EntryKind::Lifecycle, None, task, false, &text);
+        }
         let (on_retry, mut retries) = transcript::retry_notices();
         let request = CompletionRequest {
             system: self.ctx.system(),
@@ -138,16 +208,37 @@ impl ModelLoop {
             max_tokens: self.max_tokens,
             on_retry: Some(&on_retry),
         };
-        let task = host.task();
         let stop = host.interrupted(None);
-        let call = self.provider.complete(request);
+        let call = self.provider_for(&grant).complete(request);
         // Interrupted, the call is dropped: no model call is made, or finished,
         // for a round the front end gave up.
         let completion = tokio::select! {
-            why = stop => return Err(NoTurn::Interrupted(why)),
-            r = host.transcript().write_while(task, &mut retries, call) => r,
+            why = stop => Err(why),
+            r = host.transcript().write_while(task, &mut retries, call) => Ok(r),
         };
-        let completion = completion.map_err(NoTurn::Failed)?;
+        let completion = match completion {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => {
+                self.meter
+                    .settle(grant.id, task, TokenUsage::default(), None, false)
+                    .await;
+                return Err(NoTurn::Failed(e));
+            }
+            Err(why) => {
+                // The request may have reached the provider: it is charged at
+                // its worst case, marked as an estimate.
+                let worst = TokenUsage {
+                    input,
+                    output,
+                    ..TokenUsage::default()
+                };
+                self.meter.settle(grant.id, task, worst, None, true).await;
+                return Err(NoTurn::Interrupted(why));
+            }
+        };
+        self.meter
+            .settle(grant.id, task, completion.usage, None, false)
+            .await;
         host.spent(completion.usage).await;
         let (text, uses) = host.transcript().record_turn(task, &completion.content);
         let stop = completion.stop.clone();
@@ -275,17 +366,31 @@ impl ModelLoop {
             self.compactions
         ));
         let before = self.ctx.estimate();
+        let output = u64::from(context::SUMMARY_MAX_TOKENS);
+        let grant = match self.reserve(host, before, output).await {
+            Asked::Granted(g) => g,
+            Asked::Interrupted(_) => return,
+            Asked::Refused(why) => {
+                // The next call is refused the same way and says so.
+                self.compacted_at = Some(self.ctx.messages.len());
+                tracing::warn!(error = %why, "compaction not made");
+                return;
+            }
+        };
         let (on_retry, mut retries) = transcript::retry_notices();
         let task = host.task();
         let identity = host.identity();
+        let provider = self.chain.get(grant.account).unwrap_or(&self.chain[0]);
         let compacted = self
             .ctx
-            .compact(&self.provider, &archive, &identity, Some(&on_retry));
-        match host
+            .compact(provider, &archive, &identity, Some(&on_retry));
+        let done = host
             .transcript()
             .write_while(task, &mut retries, compacted)
-            .await
-        {
+            .await;
+        let used = done.as_ref().map_or(TokenUsage::default(), |d| d.usage);
+        self.meter.settle(grant.id, task, used, None, false).await;
+        match done {
             Ok(done) => {
                 host.spent(done.usage).await;
                 self.compacted_at = self.ctx.over_budget().then_some(self.ctx.messages.len());

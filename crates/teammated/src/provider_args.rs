@@ -53,11 +53,39 @@ pub struct ProviderArgs {
     /// The first retry's backoff in milliseconds; it doubles, with jitter.
     #[arg(long, env = "TEAMMATE_RETRY_BASE_MS", default_value_t = 500)]
     pub retry_base_ms: u64,
+    /// The provider account's name. boardd holds the account's rate limits
+    /// and usage caps for every teammate that names it
+    /// [default: <provider>@<host>, e.g. anthropic@api.anthropic.com]
+    #[arg(long, env = "TEAMMATE_ACCOUNT", value_name = "NAME")]
+    pub account: Option<String>,
+    /// The account's limit of calls in flight at once, over all its teammates.
+    #[arg(long, env = "TEAMMATE_CONCURRENT", value_name = "N")]
+    pub concurrent: Option<u32>,
+    /// The account's limit of requests per minute, over all its teammates.
+    #[arg(long, env = "TEAMMATE_RPM", value_name = "N")]
+    pub rpm: Option<u32>,
+    /// The account's limit of tokens per minute, over all its teammates.
+    #[arg(long, env = "TEAMMATE_TPM", value_name = "N")]
+    pub tpm: Option<u64>,
+    /// An account of the providers file to call while this one is blocked
+    /// (a usage limit, a 429 with a reset time); repeat it for a longer chain.
+    /// The teammate returns to the first account once its reset passes.
+    #[arg(
+        long,
+        env = "TEAMMATE_FALLBACK",
+        value_name = "ACCOUNT",
+        value_delimiter = ','
+    )]
+    pub fallback: Vec<String>,
+    /// The providers file that defines the fallback accounts
+    /// [default: ~/.config/teamboard/providers.toml]
+    #[arg(long, env = "TEAMMATE_PROVIDERS", value_name = "FILE")]
+    pub providers: Option<std::path::PathBuf>,
 }
 
 impl ProviderArgs {
     /// The provider's settings, with the key looked up for the provider named.
-    pub fn into_config(self) -> ProviderConfig {
+    pub fn into_config(self) -> Result<ProviderConfig, crate::accounts::AccountsError> {
         let keys = keys_file();
         let (key_var, url_var) = match self.provider {
             ProviderKind::Anthropic => (Some("ANTHROPIC_API_KEY"), Some("ANTHROPIC_BASE_URL")),
@@ -69,7 +97,7 @@ impl ProviderArgs {
             .base_url
             .or_else(|| url_var.and_then(|v| std::env::var(v).ok()))
             .filter(|u| !u.is_empty());
-        ProviderConfig {
+        let mut cfg = ProviderConfig {
             kind: self.provider,
             model: self.model,
             base_url,
@@ -82,6 +110,21 @@ impl ProviderArgs {
                 base: Duration::from_millis(self.retry_base_ms),
                 ..RetryPolicy::default()
             },
-        }
+            account: Default::default(),
+        };
+        cfg.account = crate::accounts::AccountConfig {
+            name: self.account,
+            limits: teamboard_protocol::spend::RateLimits {
+                concurrent: self.concurrent,
+                requests_per_minute: self.rpm,
+                tokens_per_minute: self.tpm,
+            },
+            fallbacks: Vec::new(),
+        };
+        let file = self
+            .providers
+            .unwrap_or_else(crate::accounts::providers_file);
+        cfg.account.fallbacks = crate::accounts::fallbacks(&self.fallback, &file, &cfg)?;
+        Ok(cfg)
     }
 }

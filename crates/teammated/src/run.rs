@@ -8,7 +8,7 @@
 use crate::config::Config;
 use crate::context::Context;
 use crate::error::Error;
-use crate::llm::{self, Probe};
+use crate::llm::Probe;
 use crate::model_loop::ModelLoop;
 use crate::teammate::{Exit, Teammate};
 use crate::tools;
@@ -68,7 +68,8 @@ pub(crate) async fn open(
             message: "not a directory".into(),
         });
     }
-    let provider = llm::build(&cfg.provider)?;
+    let (chain, accounts) = crate::accounts::build_chain(&cfg.provider)?;
+    let provider = &chain[0];
     // An agent that cannot start stops the teammate here, as a bad model
     // setting does, so `teamctl spawn` fails with the reason.
     let agent = agent::setup(&cfg)?;
@@ -122,9 +123,12 @@ pub(crate) async fn open(
         Some(run) => Worker::Agent(run),
         None => {
             let cfg = teammate.cfg();
+            let scripted = cfg.provider.kind == crate::config::ProviderKind::Scripted;
+            let line = crate::meter::Line::Session(teammate.session().clone());
             Worker::Native(ModelLoop::new(
                 Context::new(&teammate.identity(), cfg.context_budget),
-                provider,
+                chain,
+                crate::meter::Meter::new(line, accounts, scripted),
                 tools::specs::all(),
                 cfg.provider.max_tokens,
                 teamboard_protocol::transcript::teammate_dir(&cfg.state_dir, &cfg.team, &cfg.name),

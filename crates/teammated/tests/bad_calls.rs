@@ -101,6 +101,7 @@ fn provider(url: String) -> ProviderConfig {
         max_tokens_field: None,
         request_timeout: Duration::from_secs(10),
         retry: RetryPolicy::default(),
+        account: Default::default(),
     }
 }
 

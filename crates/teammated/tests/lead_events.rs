@@ -37,6 +37,7 @@ fn config(daemon: &InProc) -> LeadConfig {
             max_tokens_field: None,
             request_timeout: Duration::from_secs(10),
             retry: RetryPolicy::default(),
+            account: Default::default(),
         },
         spawn: SpawnConfig {
             // This test spawns no one.

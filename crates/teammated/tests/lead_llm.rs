@@ -47,6 +47,7 @@ fn config(daemon: &InProc, kind: ProviderKind, url: String) -> LeadConfig {
             max_tokens_field: None,
             request_timeout: Duration::from_secs(10),
             retry: RetryPolicy::default(),
+            account: Default::default(),
         },
         spawn: SpawnConfig {
             // teamctl finds the teammated built next to it.

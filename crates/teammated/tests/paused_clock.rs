@@ -59,6 +59,7 @@ fn scripted() -> ProviderConfig {
         max_tokens_field: None,
         request_timeout: Duration::from_secs(300),
         retry: RetryPolicy::default(),
+        account: Default::default(),
     }
 }
 

@@ -44,6 +44,7 @@ fn config(kind: ProviderKind, base_url: Option<String>, key: Option<&str>) -> Pr
         max_tokens_field: None,
         request_timeout: Duration::from_secs(10),
         retry: fast_retry(),
+        account: Default::default(),
     }
 }
 

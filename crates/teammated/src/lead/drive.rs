@@ -19,7 +19,7 @@ use super::settled::{settled, stuck_behind};
 use super::turn::{Lead, TurnError, lead_identity, say};
 use super::unstaffed::{Unstaffed, tick};
 use crate::context::Context;
-use crate::llm::{self, LlmError, Probe};
+use crate::llm::{LlmError, Probe};
 use crate::model_loop::ModelLoop;
 use crate::prompts::lead::says_start;
 use crate::transcript::Transcript;
@@ -82,7 +82,9 @@ pub async fn run<R>(
 where
     R: AsyncBufRead + Unpin + Send + 'static,
 {
-    let provider = llm::build(&cfg.provider).map_err(LeadError::Provider)?;
+    let (chain, accounts) =
+        crate::accounts::build_chain(&cfg.provider).map_err(LeadError::Provider)?;
+    let provider = &chain[0];
     let probe = tokio::select! {
         _ = cancel.cancelled() => return Ok(Outcome::Interrupted),
         probe = provider.probe() => probe.map_err(LeadError::Provider)?,
@@ -109,14 +111,22 @@ where
             cfg.context_budget
         ),
     );
+    let client = Arc::new(client);
+    let scripted = cfg.provider.kind == crate::config::ProviderKind::Scripted;
+    let meter = crate::meter::Meter::new(
+        crate::meter::Line::Client(client.clone()),
+        accounts,
+        scripted,
+    );
     let model = ModelLoop::new(
         Context::new(&lead_identity(&cfg.team), cfg.context_budget),
-        provider,
+        chain,
+        meter,
         Front::Lead.specs(),
         cfg.provider.max_tokens,
         teamboard_protocol::transcript::teammate_dir(&cfg.state_dir, &cfg.team, LEAD),
     );
-    let lead = Lead::new(cfg, Arc::new(client), model, transcript);
+    let lead = Lead::new(cfg, client, model, transcript);
     let (lines_tx, lines) = mpsc::unbounded_channel();
     let reader = tokio::spawn(read_lines(input, lines_tx));
     let mut driver = Driver {

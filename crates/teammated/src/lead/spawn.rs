@@ -110,6 +110,7 @@ mod tests {
                 max_tokens_field: None,
                 request_timeout: Duration::from_secs(10),
                 retry: RetryPolicy::default(),
+                account: Default::default(),
             },
             spawn: SpawnConfig {
                 teamctl: "teamctl".into(),

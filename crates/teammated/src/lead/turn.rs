@@ -140,6 +140,17 @@ impl Lead {
                 Err(NoTurn::Failed(e)) => return Err(e.into()),
                 // The lead is stopped by dropping its turn, never interrupted.
                 Err(NoTurn::Interrupted(why)) => break why,
+                // No call was made: the person hears why, and decides.
+                Err(NoTurn::Budget(why)) => {
+                    let note = format!("(no model call: budget exhausted: {why})");
+                    say(&note);
+                    break note;
+                }
+                Err(NoTurn::Board(why)) => {
+                    let note = format!("(no model call: {why})");
+                    say(&note);
+                    break note;
+                }
             };
             rounds += 1;
             if turn.uses.is_empty() {

@@ -625,6 +625,7 @@ mod tests {
             max_tokens_field: field,
             request_timeout: std::time::Duration::from_secs(1),
             retry: Default::default(),
+            account: Default::default(),
         };
         let field = |base: &str, given| OpenAi::new(&cfg(base, given)).unwrap().max_tokens_field;
         use MaxTokensField::{MaxCompletionTokens, MaxTokens};

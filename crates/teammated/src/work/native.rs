@@ -34,6 +34,9 @@ enum End {
     CutOff(u32),
     /// The model could not be reached, even after retries.
     LlmFailed(LlmError),
+    /// No call was made: a budget had no room for it (boardd's words), or
+    /// boardd could not be asked.
+    NoCall(String),
     /// boardd took the claim back (lease expired, cancelled by the lead): the
     /// held task's heartbeat says which and why.
     Lost,
@@ -102,6 +105,11 @@ pub(crate) async fn work(model: &mut ModelLoop, t: &mut Teammate) -> Result<Opti
                 tracing::error!(error = %e, "the model call failed");
                 break End::LlmFailed(e);
             }
+            Err(NoTurn::Budget(why)) => {
+                tracing::warn!(%why, "no model call: budget exhausted");
+                break End::NoCall(format!("budget exhausted: {why}"));
+            }
+            Err(NoTurn::Board(why)) => break End::NoCall(why),
         };
         hands.t.worked();
         if turn.uses.is_empty() {
@@ -179,10 +187,9 @@ impl ToolHost for Hands<'_> {
         }
     }
 
-    async fn spent(&mut self, usage: TokenUsage) {
-        let estimated = self.t.cfg().provider.kind == crate::config::ProviderKind::Scripted;
-        self.t.record_usage(usage, estimated).await;
-    }
+    /// Nothing to add: the model loop settled the call with boardd, which
+    /// charged it to the member and its task.
+    async fn spent(&mut self, _usage: TokenUsage) {}
 
     async fn run_tool(&mut self, name: &str, input: &Value) -> ToolOutput {
         if let Some(refused) = self.t.plan_gate(name) {
@@ -236,6 +243,7 @@ impl End {
             End::OutOfRounds => format!("{} tool rounds used up", t.cfg().max_rounds),
             End::CutOff(n) => format!("answer cut off at the output limit {n} times"),
             End::LlmFailed(e) => format!("LLM error: {e}"),
+            End::NoCall(why) => format!("no model call: {why}"),
             End::Lost => format!("claim lost: {}", t.why_lost()),
             End::Stop(exit) => format!("stopping: {exit}"),
         };
@@ -281,6 +289,15 @@ impl End {
                     return Err(Error::Provider(error));
                 }
                 t.failed();
+            }
+            End::NoCall(why) => {
+                // Not the task's fault: it goes back without using up an
+                // attempt, saying which limit ran out; boardd tells the lead
+                // once and hands this teammate no task until there is room.
+                t.release_with_note(&why).await;
+                model.ctx.push_user_text(format!(
+                    "[Runtime] The task was given back without finishing: {why}."
+                ));
             }
             End::Lost => {
                 let why = t.why_lost();
