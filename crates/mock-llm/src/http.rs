@@ -94,6 +94,7 @@ async fn respond(request: Request<Incoming>, answer: &Answer) -> Response<Body> 
         body: crate::body_value(&body),
         answered_usage: serde_json::Value::Null,
         received_at: Instant::now(),
+        throttled: None,
     };
     send(answer(request)).await
 }
@@ -107,6 +108,7 @@ async fn send(reply: MockReply) -> Response<Body> {
         headers,
         body,
         delay,
+        ..
     } = reply;
     let length = body.len();
     let mut body = Bytes::from(body);

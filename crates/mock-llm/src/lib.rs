@@ -16,7 +16,9 @@
 //! With [`MockLlm::simulate_prompt_cache`], the `usage` of every successful model
 //! answer is replaced by one worked out from the request: its size in estimated
 //! tokens, and what a real API's prompt cache would have served of it (see
-//! [`cache`]). Without it, answers carry the usage they were scripted with.
+//! [`cache`]). Without it, answers carry the usage they were scripted with. A
+//! reply scripted with [`MockReply::with_usage`] reports the usage it was given
+//! either way (see `usage.rs`).
 //!
 //! Every request carries the instant it had been read in full
 //! ([`RecordedRequest::received_at`]), and [`MockLlm::wait_for_calls`] wakes the
@@ -39,6 +41,13 @@
 //! `:countTokens` is answered apart from the script, like the model list.
 //!
 //! A Messages API request is read for a responder with [`messages`].
+//! [`endless_tool_calls`] is a responder whose turn never ends.
+//!
+//! A provider's limits can be enforced, see [`limits`]: a rate
+//! ([`MockLlm::enforce_rate`]) answered with each API's 429, `retry-after` and
+//! rate-limit headers, and Codex's usage limit with its reset
+//! ([`MockLlm::usage_limit_until`]). A call a limit refuses leaves the script
+//! alone, and is recorded with its [`Throttle`].
 //!
 //! The OpenAI Responses API that Codex speaks (`POST /v1/responses`) is always
 //! streamed; its replies are scripted in [`responses`].
@@ -46,18 +55,24 @@
 //! Tests use it as `use teamboard_testkit::mock_llm::{MockLlm, MockReply};`.
 
 pub mod cache;
+pub mod endless;
 pub mod gemini;
 mod http;
+pub mod limits;
 pub mod messages;
 pub mod responses;
 pub mod stream;
+mod usage;
 
 use cache::{Api, PromptCache};
+pub use endless::endless_tool_calls;
+use limits::Limits;
+pub use limits::{Rate, Throttle, WindowUse};
 use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 use tokio::net::TcpListener;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
@@ -75,6 +90,8 @@ pub struct MockReply {
     pub body: String,
     /// Waits this long before answering (to provoke client timeouts).
     pub delay: Option<Duration>,
+    /// Set by [`MockReply::with_usage`]: the prompt cache leaves the usage alone.
+    fixed_usage: bool,
 }
 
 impl MockReply {
@@ -85,6 +102,7 @@ impl MockReply {
             headers: vec![("content-type".into(), "application/json".into())],
             body: value.to_string(),
             delay: None,
+            fixed_usage: false,
         }
     }
 
@@ -105,6 +123,7 @@ impl MockReply {
             headers: vec![("content-type".into(), "text/plain".into())],
             body: body.into(),
             delay: None,
+            fixed_usage: false,
         }
     }
 
@@ -320,6 +339,9 @@ pub struct RecordedRequest {
     /// When the request had been read in full (its last body byte), on the
     /// monotonic clock: before the reply was chosen, let alone sent.
     pub received_at: Instant,
+    /// How a limit answered it instead of the script, when one did (see
+    /// [`limits`]).
+    pub throttled: Option<Throttle>,
 }
 
 impl RecordedRequest {
@@ -346,6 +368,8 @@ struct State {
     /// Set by [`MockLlm::set_responder`]: chooses the reply from the request
     /// when the queue is empty, before the fallback.
     responder: Option<Responder>,
+    /// Set by [`MockLlm::enforce_rate`] and [`MockLlm::usage_limit_until`].
+    limits: Limits,
 }
 
 /// Chooses a reply from the request: `None` leaves it to the fallback. For
@@ -396,6 +420,7 @@ impl MockLlm {
             model_list_requests: Vec::new(),
             prompt_cache: None,
             responder: None,
+            limits: Limits::default(),
         }));
         let recorded = Arc::new(Notify::new());
         let answer: http::Answer = {
@@ -534,36 +559,57 @@ fn answer(state: &Mutex<State>, recorded: &Notify, request: RecordedRequest) -> 
             s.model_list_requests.push(request);
             reply
         } else {
-            let responded = match (s.queue.is_empty(), &s.responder) {
-                (true, Some(responder)) => responder(&request),
-                _ => None,
-            };
-            let mut reply = match responded.or_else(|| s.queue.pop_front()) {
-                Some(reply) => reply,
-                None => {
-                    s.fallback_served += 1;
-                    s.fallback.clone()
+            let api = Api::of_path(&request.path);
+            // Judged under the lock, so that the limits' windows only move
+            // forward (see `limits`).
+            let (now, wall) = (Instant::now(), SystemTime::now());
+            let mut request = request;
+            let mut reply = match s.limits.admit(api, now, wall) {
+                Ok(()) => scripted(&mut s, &request, api),
+                Err((reply, throttle)) => {
+                    request.throttled = Some(throttle);
+                    reply
                 }
             };
-            let mut request = request;
-            let api = Api::of_path(&request.path);
-            if api == Some(Api::Anthropic) && request.body["stream"] == true {
-                reply = reply.streamed();
-            }
-            if let (Some(cache), Some(api)) = (s.prompt_cache.as_mut(), api) {
-                reply = with_simulated_usage(reply, api, cache, &request.body);
-            }
-            // After the usage: it is worked out on the JSON answer.
-            if api == Some(Api::Gemini) && gemini::is_stream(&request.path) {
-                reply = gemini::to_stream(reply);
-            }
             request.answered_usage = answered_usage(&reply);
+            if request.throttled.is_none() {
+                s.limits.spend(api, &request.answered_usage);
+            }
+            reply.headers.extend(s.limits.headers(api, now, wall));
             s.requests.push(request);
             reply
         }
     };
     if model_call {
         recorded.notify_waiters();
+    }
+    reply
+}
+
+/// The script's reply to a model call in `api`: the responder's when the
+/// queue is empty, else the queue's, else the fallback; in the form the call
+/// asked for, with the usage the prompt cache works out unless it was fixed.
+fn scripted(s: &mut State, request: &RecordedRequest, api: Option<Api>) -> MockReply {
+    let responded = match (s.queue.is_empty(), &s.responder) {
+        (true, Some(responder)) => responder(request),
+        _ => None,
+    };
+    let mut reply = match responded.or_else(|| s.queue.pop_front()) {
+        Some(reply) => reply,
+        None => {
+            s.fallback_served += 1;
+            s.fallback.clone()
+        }
+    };
+    if api == Some(Api::Anthropic) && request.body["stream"] == true {
+        reply = reply.streamed();
+    }
+    if let (Some(cache), Some(api), false) = (s.prompt_cache.as_mut(), api, reply.fixed_usage) {
+        reply = with_simulated_usage(reply, api, cache, &request.body);
+    }
+    // After the usage: it is worked out on the JSON answer.
+    if api == Some(Api::Gemini) && gemini::is_stream(&request.path) {
+        reply = gemini::to_stream(reply);
     }
     reply
 }

@@ -89,6 +89,7 @@ impl MockReply {
             headers: vec![("content-type".into(), "text/event-stream".into())],
             body: to_sse(&events(&response)),
             delay: None,
+            fixed_usage: false,
         }
     }
 }

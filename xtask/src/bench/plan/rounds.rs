@@ -246,6 +246,7 @@ mod tests {
             body,
             answered_usage: Value::Null,
             received_at: Instant::now(),
+            throttled: None,
         }
     }
 
