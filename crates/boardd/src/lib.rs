@@ -59,6 +59,9 @@ pub struct Config {
     /// limit leaves room for (see `server::fds`). More than that is allowed: past
     /// the descriptor limit, clients are still refused, only less cheaply.
     pub max_connections: Option<usize>,
+    /// The prices file (see `teamboard-prices`); `None`: the default one, if
+    /// it exists.
+    pub prices: Option<PathBuf>,
 }
 
 impl Config {
@@ -71,6 +74,7 @@ impl Config {
             commit_mode: CommitMode::Group,
             inline_commits: false,
             max_connections: None,
+            prices: None,
         }
     }
 }
@@ -85,6 +89,8 @@ pub enum StartError {
     Bind(#[from] server::BindError),
     #[error("cannot start the writer thread")]
     Thread(#[source] std::io::Error),
+    #[error(transparent)]
+    Prices(#[from] teamboard_prices::PricesError),
 }
 
 /// A running daemon.
@@ -130,7 +136,11 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let mut store = store::Store::open(&config.state_dir)?;
     let snapshot = store.load()?;
     let restored_tasks = snapshot.tasks.len();
-    let board = Board::restore(config.board, snapshot, Actor::now());
+    let prices = teamboard_prices::Prices::load(config.prices.as_deref())?;
+    let mut board = Board::restore(config.board, snapshot, Actor::now());
+    board.set_pricer(Arc::new(move |model: &str, tokens: &_| {
+        prices.price(model, tokens)
+    }));
     let listener = server::bind(&config.socket).await?;
     let shutdown = CancellationToken::new();
     let fatal = CancellationToken::new();

@@ -43,6 +43,12 @@ struct Args {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     max_connections: Option<u32>,
 
+    /// Prices per million tokens that override or add to the bundled catalog
+    /// (`[models."openai/gpt-4o-mini"] input = 0.15 output = 0.60`)
+    /// [default: ~/.config/teamboard/prices.toml, if it exists]
+    #[arg(long, env = "TEAMBOARD_PRICES", value_name = "FILE")]
+    prices: Option<PathBuf>,
+
     /// Commit one transaction per request instead of grouping. Only for
     /// benchmarking against the obvious design; it is much slower under load.
     #[arg(long, hide = true)]
@@ -104,6 +110,7 @@ fn real_main() -> anyhow::Result<()> {
         } else {
             CommitMode::Group
         },
+        prices: args.prices,
         ..Config::new(socket, state_dir)
     };
     // A worker per CPU (two on the machines boardd is measured on), so that the

@@ -44,10 +44,13 @@
 //!   What it costs: a regex engine in the build, a decode of its data when
 //!   boardd starts, and the provider rules above that must be held back.
 //!
-//! The catalog is decoded in [`Prices::load`], at boardd's start, so that the
-//! first priced call does not pay for it inside a reservation, and a catalog
-//! that fails to decode (genai-prices panics then) fails at start, not in the
-//! middle of a turn.
+//! The catalog is decoded when a model is first looked up in it, not in
+//! [`Prices::load`]: decoding costs a moment of CPU, and most boardd runs
+//! (a scripted team, every test that starts a daemon) never price a catalog
+//! model. The first priced call pays for it once. The bundled data is fixed
+//! at build time and a test decodes it, so the decode cannot fail later than
+//! it would at start. The prices file, which the person edits, is still read
+//! in `load`, so that its mistakes stop boardd at start.
 
 mod catalog;
 mod error;
@@ -80,7 +83,10 @@ pub struct Prices {
     /// are told to be added to.
     file: Option<PathBuf>,
     table: Table,
-    catalog: Catalog,
+    /// Decoded at the first call it prices, not at load: decoding takes a
+    /// noticeable moment, and most boardd runs price nothing (a scripted
+    /// team, a test) or only models of the file.
+    catalog: std::sync::OnceLock<Catalog>,
 }
 
 impl Prices {
@@ -102,7 +108,7 @@ impl Prices {
         Ok(Prices {
             file,
             table,
-            catalog: Catalog::bundled(),
+            catalog: std::sync::OnceLock::new(),
         })
     }
 
@@ -118,7 +124,7 @@ impl Prices {
                 usd: rates.cost(tokens),
             };
         }
-        let found = match self.catalog.price(model, &catalog::usage(tokens)) {
+        let found = match self.catalog().price(model, &catalog::usage(tokens)) {
             Ok(found) => found,
             Err(why) => {
                 return Pricing::Unpriced {
@@ -155,7 +161,11 @@ impl Prices {
                 source,
             });
         }
-        self.catalog.rates(model)
+        self.catalog().rates(model)
+    }
+
+    fn catalog(&self) -> &Catalog {
+        self.catalog.get_or_init(Catalog::bundled)
     }
 
     fn add_hint(&self, model: &str) -> String {
