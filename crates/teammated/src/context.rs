@@ -400,6 +400,7 @@ async fn summarise(
             tools: &[],
             max_tokens: 1024,
             on_retry,
+            retry_rate_limits: true,
         })
         .await?;
     let text: Vec<&str> = completion

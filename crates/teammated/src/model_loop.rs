@@ -137,6 +137,7 @@ impl ModelLoop {
             tools: &self.specs,
             max_tokens: self.max_tokens,
             on_retry: Some(&on_retry),
+            retry_rate_limits: true,
         };
         let task = host.task();
         let stop = host.interrupted(None);
