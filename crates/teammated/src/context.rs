@@ -403,6 +403,7 @@ async fn summarise(
             tools: &[],
             max_tokens: SUMMARY_MAX_TOKENS,
             on_retry,
+            retry_rate_limits: true,
         })
         .await?;
     let text: Vec<&str> = completion

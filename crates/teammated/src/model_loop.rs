@@ -207,6 +207,7 @@ impl ModelLoop {
             tools: &self.specs,
             max_tokens: self.max_tokens,
             on_retry: Some(&on_retry),
+            retry_rate_limits: true,
         };
         let stop = host.interrupted(None);
         let call = self.provider_for(&grant).complete(request);

@@ -13,6 +13,7 @@
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 use teamboard_protocol::TokenUsage;
+use teamboard_protocol::spend::{RateSnapshot, RateWindow};
 use teamboard_testkit::mock_llm::{self, MockLlm, MockReply, TEXT_USAGE, TOOL_USAGE};
 use teammated::config::{ProviderConfig, ProviderKind};
 use teammated::llm::anthropic::Anthropic;
@@ -86,6 +87,7 @@ fn request<'a>(messages: &'a [ChatMessage], tools: &'a [ToolSpec]) -> Completion
         tools,
         max_tokens: 512,
         on_retry: None,
+        retry_rate_limits: true,
     }
 }
 
@@ -448,6 +450,176 @@ async fn retry_after_is_honoured() {
     provider.complete(request(&hello(), &[])).await.unwrap();
     assert!(started.elapsed() >= Duration::from_millis(150));
     assert_eq!(mock.calls(), 2);
+}
+
+/// `request` for a caller that schedules calls per account: rate limits come
+/// back to it instead of being retried.
+fn scheduled<'a>(messages: &'a [ChatMessage]) -> CompletionRequest<'a> {
+    CompletionRequest {
+        retry_rate_limits: false,
+        ..request(messages, &[])
+    }
+}
+
+/// `now_ms` before and after `f`, to bound a reset counted from "now".
+async fn timed<T>(f: impl Future<Output = T>) -> (i64, T, i64) {
+    let before = teamboard_protocol::now_ms();
+    let out = f.await;
+    (before, out, teamboard_protocol::now_ms())
+}
+
+#[tokio::test]
+async fn each_answer_brings_what_its_headers_say_about_the_rate_limits() {
+    let mock = MockLlm::start(vec![
+        MockReply::openai_text("ok")
+            .with_header("x-ratelimit-limit-requests", "5000")
+            .with_header("x-ratelimit-remaining-requests", "4999")
+            .with_header("x-ratelimit-reset-requests", "12ms")
+            .with_header("x-ratelimit-limit-tokens", "800000")
+            .with_header("x-ratelimit-remaining-tokens", "799126")
+            .with_header("x-ratelimit-reset-tokens", "6m0s"),
+    ]);
+    let provider = openai(&mock, Some(OPENAI_KEY));
+    let (before, c, after) = timed(provider.complete(request(&hello(), &[]))).await;
+    let rate = c.unwrap().rate.unwrap();
+    let requests = rate.requests.unwrap();
+    assert_eq!((requests.limit, requests.remaining), (Some(5000), 4999));
+    assert!((before + 12..=after + 12).contains(&requests.reset_at_ms));
+    let tokens = rate.tokens.unwrap();
+    assert_eq!((tokens.limit, tokens.remaining), (Some(800_000), 799_126));
+    assert!((before + 360_000..=after + 360_000).contains(&tokens.reset_at_ms));
+    assert_eq!(rate.blocked_until_ms, None);
+
+    let mock = MockLlm::start(vec![
+        MockReply::anthropic_text("ok")
+            .with_header("anthropic-ratelimit-requests-limit", "50")
+            .with_header("anthropic-ratelimit-requests-remaining", "49")
+            .with_header("anthropic-ratelimit-requests-reset", "2025-01-22T17:12:01Z")
+            .with_header("anthropic-ratelimit-input-tokens-limit", "40000")
+            .with_header("anthropic-ratelimit-input-tokens-remaining", "39000")
+            .with_header(
+                "anthropic-ratelimit-input-tokens-reset",
+                "2025-01-22T17:12:02Z",
+            )
+            .with_header("anthropic-ratelimit-output-tokens-limit", "8000")
+            .with_header("anthropic-ratelimit-output-tokens-remaining", "2000")
+            .with_header(
+                "anthropic-ratelimit-output-tokens-reset",
+                "2025-01-22T17:12:45Z",
+            ),
+    ]);
+    let rate = anthropic(&mock)
+        .complete(request(&hello(), &[]))
+        .await
+        .unwrap()
+        .rate
+        .unwrap();
+    assert_eq!(
+        rate,
+        RateSnapshot {
+            requests: Some(RateWindow {
+                limit: Some(50),
+                remaining: 49,
+                reset_at_ms: 1_737_565_921_000,
+            }),
+            tokens: Some(RateWindow {
+                limit: Some(8000),
+                remaining: 2000,
+                reset_at_ms: 1_737_565_965_000,
+            }),
+            ..RateSnapshot::default()
+        }
+    );
+}
+
+#[tokio::test]
+async fn a_rate_limit_comes_back_at_once_when_the_caller_schedules() {
+    let limited = MockReply::json(
+        429,
+        json!({"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}),
+    )
+    .with_header("retry-after", "2")
+    .with_header("anthropic-ratelimit-requests-limit", "50")
+    .with_header("anthropic-ratelimit-requests-remaining", "0")
+    .with_header("anthropic-ratelimit-requests-reset", "2025-01-22T17:12:01Z");
+    let mock = MockLlm::start(vec![limited, MockReply::anthropic_text("never sent")]);
+    let retried = std::sync::atomic::AtomicU32::new(0);
+    let count = |_: &teammated::llm::Retrying<'_>| {
+        retried.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    };
+    let messages = hello();
+    let req = CompletionRequest {
+        on_retry: Some(&count),
+        ..scheduled(&messages)
+    };
+    let (before, err, after) = timed(anthropic(&mock).complete(req)).await;
+    let err = err.unwrap_err();
+    assert!(matches!(err, LlmError::Http { status: 429, .. }), "{err:?}");
+    let rate = err.rate().unwrap();
+    let until = rate.blocked_until_ms.unwrap();
+    assert!((before + 2000..=after + 2000).contains(&until), "{rate:?}");
+    assert_eq!(rate.blocked_reason.as_deref(), Some("rate_limit_error"));
+    assert_eq!(rate.requests.unwrap().remaining, 0);
+    assert_eq!(mock.calls(), 1, "no second request");
+    assert_eq!(retried.load(std::sync::atomic::Ordering::Relaxed), 0);
+
+    // A usage limit through the Codex backend: blocked until it resets.
+    let usage_limit = MockReply::json(
+        429,
+        json!({"error": {"type": "usage_limit_reached", "message": "The usage limit has been reached",
+            "plan_type": "plus", "resets_at": 1_900_000_000, "resets_in_seconds": 18_000}}),
+    );
+    let mock = MockLlm::start(vec![usage_limit, MockReply::openai_text("never sent")]);
+    let err = openai(&mock, Some(OPENAI_KEY))
+        .complete(scheduled(&hello()))
+        .await
+        .unwrap_err();
+    let rate = err.rate().unwrap();
+    assert_eq!(rate.blocked_until_ms, Some(1_900_000_000_000));
+    assert_eq!(rate.blocked_reason.as_deref(), Some("usage_limit_reached"));
+    assert_eq!(mock.calls(), 1, "no second request");
+}
+
+#[tokio::test]
+async fn a_caller_that_schedules_still_gets_overload_and_server_errors_retried() {
+    let overloaded = MockReply::json(
+        529,
+        json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+    );
+    let mock = MockLlm::start(vec![
+        overloaded,
+        MockReply::status(503),
+        MockReply::anthropic_text("ok"),
+    ]);
+    let c = anthropic(&mock)
+        .complete(scheduled(&hello()))
+        .await
+        .unwrap();
+    assert_eq!(c.content, vec![Block::text("ok")]);
+    assert_eq!(mock.calls(), 3);
+}
+
+#[tokio::test]
+async fn retried_rate_limits_that_run_out_keep_the_last_snapshot() {
+    let limited = || {
+        MockReply::json(
+            429,
+            json!({"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}),
+        )
+        .with_header("retry-after", "0")
+    };
+    let mock = MockLlm::start(vec![limited(), limited(), limited()]);
+    let err = openai(&mock, Some(OPENAI_KEY))
+        .complete(request(&hello(), &[]))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, LlmError::GaveUp { attempts: 3, .. }),
+        "{err:?}"
+    );
+    let rate = err.rate().unwrap();
+    assert_eq!(rate.blocked_reason.as_deref(), Some("rate_limit_exceeded"));
+    assert_eq!(mock.calls(), 3);
 }
 
 #[tokio::test]

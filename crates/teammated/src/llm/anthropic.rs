@@ -13,7 +13,7 @@
 //! system prompt. Three breakpoints of the four the API allows.
 use super::chat::{Block, ChatMessage, Completion, CompletionRequest, Role, StopReason};
 use super::error::LlmError;
-use super::http::{HttpClient, redact_error, shown_url};
+use super::http::{HttpClient, Retries, redact_error, shown_url};
 use super::probe::{ModelList, Probe};
 use crate::config::{ProviderConfig, setting};
 use serde_json::{Value, json};
@@ -111,9 +111,14 @@ impl Anthropic {
         ];
         let answer = self
             .http
-            .post_json(PROVIDER, &self.url, &headers, &body, req.on_retry)
+            .post_json(PROVIDER, &self.url, &headers, &body, Retries::of(&req))
             .await?;
-        parse_response(&answer).map_err(|e| redact_error(e, &[&self.api_key]))
+        let completion =
+            parse_response(&answer.body).map_err(|e| redact_error(e, &[&self.api_key]))?;
+        Ok(Completion {
+            rate: answer.rate,
+            ..completion
+        })
     }
 }
 
@@ -269,6 +274,7 @@ fn parse_response(answer: &Value) -> Result<Completion, LlmError> {
         content,
         stop,
         usage: parse_usage(&answer["usage"]),
+        rate: None,
     })
 }
 
@@ -325,6 +331,7 @@ mod tests {
             tools: &tools,
             max_tokens: 100,
             on_retry: None,
+            retry_rate_limits: true,
         };
         let body = request_body("m", &req);
         assert_eq!(body["model"], "m");
@@ -349,6 +356,7 @@ mod tests {
             tools: &[],
             max_tokens: 5,
             on_retry: None,
+            retry_rate_limits: true,
         };
         let body = request_body("m", &bare);
         assert!(body.get("tools").is_none());
@@ -394,6 +402,7 @@ mod tests {
             tools: &tools,
             max_tokens: 100,
             on_retry: None,
+            retry_rate_limits: true,
         };
         let body = request_body("m", &req);
         let ephemeral = json!({"type": "ephemeral"});

@@ -7,6 +7,7 @@ use super::retry::Retrying;
 use crate::tools::specs::ToolSpec;
 use serde::{Deserialize, Serialize};
 use teamboard_protocol::TokenUsage;
+use teamboard_protocol::spend::RateSnapshot;
 
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -112,6 +113,11 @@ pub struct CompletionRequest<'a> {
     pub tools: &'a [ToolSpec],
     pub max_tokens: u32,
     pub on_retry: Option<OnRetry<'a>>,
+    /// Whether the provider retries the account's rate limit (429) itself, as
+    /// it retries overload, 5xx and dropped connections. `false` for a caller
+    /// that schedules calls per account: the 429 comes back at once, with
+    /// what the provider said about the account (`LlmError::rate`).
+    pub retry_rate_limits: bool,
 }
 
 /// Why the model stopped.
@@ -133,6 +139,9 @@ pub struct Completion {
     pub content: Vec<Block>,
     pub stop: StopReason,
     pub usage: TokenUsage,
+    /// What the answer's headers said about the account's rate limits; `None`
+    /// when they said nothing (a local server) and for the scripted model.
+    pub rate: Option<RateSnapshot>,
 }
 
 /// A rough token count: about four bytes of text per token, which is what both

@@ -1,5 +1,7 @@
 //! What can go wrong when calling a model.
 
+use teamboard_protocol::spend::RateSnapshot;
+
 /// What can go wrong when calling a model.
 #[derive(Debug, thiserror::Error)]
 pub enum LlmError {
@@ -18,6 +20,10 @@ pub enum LlmError {
         body: String,
         /// The server's `retry-after`, when it sent one.
         retry_after: Option<std::time::Duration>,
+        /// What the answer said about the account's limits (see
+        /// [`LlmError::rate`]). Boxed, so that every `Result` that carries an
+        /// `LlmError` stays small.
+        rate: Option<Box<RateSnapshot>>,
     },
     #[error("{provider}: request failed: {message}")]
     Transport {
@@ -44,6 +50,17 @@ pub enum LlmError {
 }
 
 impl LlmError {
+    /// What the provider said about the account's limits with the answer that
+    /// failed, the last one when retries ran out: for a 429 or 529, until when
+    /// the account must not be called and why.
+    pub fn rate(&self) -> Option<&RateSnapshot> {
+        match self {
+            LlmError::Http { rate, .. } => rate.as_deref(),
+            LlmError::GaveUp { last, .. } => last.rate(),
+            _ => None,
+        }
+    }
+
     /// Whether the error is the configuration's fault (no key, a key the provider
     /// refuses, a model it does not know, a model that refuses what every request
     /// carries), so retrying later or on another task cannot help.
@@ -102,6 +119,7 @@ mod tests {
             url: "http://localhost/v1/chat/completions".into(),
             body: body.into(),
             retry_after: None,
+            rate: None,
         }
     }
 

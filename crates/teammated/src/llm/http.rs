@@ -4,18 +4,46 @@
 //! and read a JSON answer. This module owns that, together with the retry loop, so
 //! that timeouts, backoff, error bodies and the care taken with API keys are the same
 //! for every provider.
-use super::chat::OnRetry;
+use super::chat::{CompletionRequest, OnRetry};
 use super::error::LlmError;
-use super::retry::{Retrying, is_retryable, parse_retry_after};
+use super::ratelimit;
+use super::retry::{Retrying, is_rate_limit, is_retryable};
 use crate::backoff::RetryPolicy;
 use crate::config::ProviderConfig;
 use reqwest::Method;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use std::time::Duration;
+use teamboard_protocol::spend::RateSnapshot;
 use teamboard_protocol::text::byte_prefix;
 
 /// Error bodies are kept for the message, but a proxy's HTML error page can be huge.
 const MAX_ERROR_BODY: usize = 2048;
+
+/// A JSON answer, and what its headers said about the account's rate limits.
+#[derive(Debug)]
+pub struct Answer {
+    pub body: serde_json::Value,
+    pub rate: Option<RateSnapshot>,
+}
+
+/// What one call asks of the retry loop.
+#[derive(Clone, Copy)]
+pub struct Retries<'a> {
+    /// Told before each retry.
+    pub on_retry: Option<OnRetry<'a>>,
+    /// Whether a 429 is retried here (see [`CompletionRequest::retry_rate_limits`]).
+    pub rate_limits: bool,
+}
+
+impl<'a> Retries<'a> {
+    /// What `req` asks for.
+    pub fn of(req: &CompletionRequest<'a>) -> Retries<'a> {
+        Retries {
+            on_retry: req.on_retry,
+            rate_limits: req.retry_rate_limits,
+        }
+    }
+}
 
 /// A `reqwest::Client` with a timeout and a retry policy.
 #[derive(Debug, Clone)]
@@ -53,18 +81,19 @@ impl HttpClient {
     ///
     /// Non-2xx answers become [`LlmError::Http`]; those that cannot succeed on a second
     /// try (400, 401, ...) come back at once, transient ones are retried with backoff
-    /// and come back as [`LlmError::GaveUp`] once the attempts run out. Header values
-    /// are never logged nor put in errors, and they are scrubbed from error bodies,
-    /// because the API key travels in them. `on_retry` hears of each retry before
-    /// its wait.
+    /// and come back as [`LlmError::GaveUp`] once the attempts run out; a 429 comes
+    /// back at once when `retries` says rate limits are not retried here. Header
+    /// values are never logged nor put in errors, and they are scrubbed from error
+    /// bodies, because the API key travels in them. `retries.on_retry` hears of each
+    /// retry before its wait.
     pub async fn post_json(
         &self,
         provider: &'static str,
         url: &str,
         headers: &[(&str, String)],
         body: &serde_json::Value,
-        on_retry: Option<OnRetry<'_>>,
-    ) -> Result<serde_json::Value, LlmError> {
+        retries: Retries<'_>,
+    ) -> Result<Answer, LlmError> {
         let payload = serde_json::to_vec(body).map_err(|e| LlmError::Decode {
             provider,
             message: format!("cannot encode the request: {e}"),
@@ -75,7 +104,7 @@ impl HttpClient {
             url,
             headers,
             Some(&payload),
-            on_retry,
+            retries,
         )
         .await
     }
@@ -91,9 +120,14 @@ impl HttpClient {
         headers: &[(&str, String)],
         timeout: Duration,
     ) -> Result<serde_json::Value, LlmError> {
-        let send = self.send(provider, Method::GET, url, headers, None, None);
+        let retries = Retries {
+            on_retry: None,
+            rate_limits: true,
+        };
+        let send = self.send(provider, Method::GET, url, headers, None, retries);
         tokio::time::timeout(timeout, send)
             .await
+            .map(|answer| answer.map(|answer| answer.body))
             .unwrap_or_else(|_| {
                 Err(LlmError::Transport {
                     provider,
@@ -116,8 +150,8 @@ impl HttpClient {
         url: &str,
         headers: &[(&str, String)],
         payload: Option<&[u8]>,
-        on_retry: Option<OnRetry<'_>>,
-    ) -> Result<serde_json::Value, LlmError> {
+        retries: Retries<'_>,
+    ) -> Result<Answer, LlmError> {
         let header_map = build_headers(provider, headers)?;
         let secrets = secrets_of(headers);
         let attempts = self.retry.attempts();
@@ -128,7 +162,7 @@ impl HttpClient {
                 Ok(answer) => return Ok(answer),
                 Err(err) => err,
             };
-            if !is_retryable(&err) {
+            if !is_retryable(&err) || (!retries.rate_limits && is_rate_limit(&err)) {
                 return Err(err);
             }
             if attempt >= attempts {
@@ -156,7 +190,7 @@ impl HttpClient {
                 error = %byte_prefix(&err.to_string(), 300),
                 "model API request failed; retrying"
             );
-            if let Some(tell) = on_retry {
+            if let Some(tell) = retries.on_retry {
                 tell(&Retrying {
                     error: &err,
                     next_attempt: attempt + 1,
@@ -177,7 +211,7 @@ impl HttpClient {
         headers: &HeaderMap,
         payload: Option<&[u8]>,
         secrets: &[&str],
-    ) -> Result<serde_json::Value, LlmError> {
+    ) -> Result<Answer, LlmError> {
         let mut request = self
             .client
             .request(method.clone(), url)
@@ -188,10 +222,12 @@ impl HttpClient {
         let failed = |e: &reqwest::Error| transport(provider, method, url, e);
         let response = request.send().await.map_err(|e| failed(&e))?;
         let status = response.status();
-        let retry_after = parse_retry_after(response.headers());
+        let answered = response.headers().clone();
         // The body is read in full before the status is judged so that the error
         // message can say what the server said.
         let bytes = response.bytes().await.map_err(|e| failed(&e))?;
+        let now = teamboard_protocol::now_ms();
+        let rate = ratelimit::read(status.as_u16(), &answered, &bytes, now);
         if !status.is_success() {
             let text = String::from_utf8_lossy(&bytes);
             return Err(LlmError::Http {
@@ -199,10 +235,11 @@ impl HttpClient {
                 status: status.as_u16(),
                 url: shown_url(url),
                 body: body_excerpt(&redact(&text, secrets), MAX_ERROR_BODY),
-                retry_after,
+                retry_after: ratelimit::retry_after(&answered, now),
+                rate: rate.map(Box::new),
             });
         }
-        serde_json::from_slice(&bytes).map_err(|e| {
+        let body = serde_json::from_slice(&bytes).map_err(|e| {
             let text = String::from_utf8_lossy(&bytes);
             LlmError::Decode {
                 provider,
@@ -211,7 +248,8 @@ impl HttpClient {
                     body_excerpt(&redact(&text, secrets), 512)
                 ),
             }
-        })
+        })?;
+        Ok(Answer { body, rate })
     }
 }
 

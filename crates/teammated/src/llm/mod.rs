@@ -16,6 +16,7 @@ pub mod http;
 pub mod lead_plan;
 pub mod openai;
 pub mod probe;
+pub mod ratelimit;
 pub mod retry;
 pub mod scripted;
 pub mod scripted_lead;

@@ -6,7 +6,7 @@
 //! back, since they follow OpenAI's format only approximately.
 use super::chat::{Block, ChatMessage, Completion, CompletionRequest, Role, StopReason};
 use super::error::{LlmError, refuses_parameter};
-use super::http::{HttpClient, redact_error, shown_url};
+use super::http::{Answer, HttpClient, Retries, redact_error, shown_url};
 use super::probe::{ModelList, Probe};
 use crate::config::{MaxTokensField, ProviderConfig, setting};
 use serde_json::{Value, json};
@@ -163,21 +163,25 @@ impl OpenAi {
             answer => answer,
         }?;
         let key = self.api_key.as_deref().unwrap_or_default();
-        parse_response(&answer).map_err(|e| redact_error(e, &[key]))
+        let completion = parse_response(&answer.body).map_err(|e| redact_error(e, &[key]))?;
+        Ok(Completion {
+            rate: answer.rate,
+            ..completion
+        })
     }
 
     async fn send(
         &self,
         field: MaxTokensField,
         req: &CompletionRequest<'_>,
-    ) -> Result<Value, LlmError> {
+    ) -> Result<Answer, LlmError> {
         let body = request_body(&self.model, field, req);
         let mut headers = vec![("content-type", "application/json".to_string())];
         if let Some(key) = &self.api_key {
             headers.push(("authorization", format!("Bearer {key}")));
         }
         self.http
-            .post_json(PROVIDER, &self.url, &headers, &body, req.on_retry)
+            .post_json(PROVIDER, &self.url, &headers, &body, Retries::of(req))
             .await
     }
 }
@@ -345,6 +349,7 @@ fn parse_response(answer: &Value) -> Result<Completion, LlmError> {
         content,
         stop,
         usage: parse_usage(&answer["usage"]),
+        rate: None,
     })
 }
 
@@ -429,6 +434,7 @@ mod tests {
             tools: &tools,
             max_tokens: 64,
             on_retry: None,
+            retry_rate_limits: true,
         };
         let body = request_body("m", MaxTokensField::MaxTokens, &req);
         let wire = body["messages"].as_array().unwrap();
@@ -461,6 +467,7 @@ mod tests {
             tools: &[],
             max_tokens: 1,
             on_retry: None,
+            retry_rate_limits: true,
         };
         let body = request_body("m", MaxTokensField::MaxCompletionTokens, &bare);
         assert!(body.get("tools").is_none());

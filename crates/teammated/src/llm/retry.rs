@@ -1,12 +1,12 @@
-//! Which model errors are worth another try, and how long the server asked us to
-//! wait. The policy that turns attempts into waits is [`crate::backoff`].
+//! Which model errors are worth another try, and which of them are the account's
+//! rate limit. How long the server asked us to wait is read in [`super::ratelimit`];
+//! the policy that turns attempts into waits is [`crate::backoff`].
 
 /// Also here, where it lived first: callers outside the crate name it by this path.
 pub use crate::backoff::RetryPolicy;
 
 use super::error::LlmError;
-use reqwest::header::HeaderMap;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use teamboard_protocol::text::byte_prefix_with_ellipsis;
 
 /// A model call that failed and is about to be tried again. Its `Display` is the
@@ -97,142 +97,20 @@ pub fn is_retryable(err: &LlmError) -> bool {
     }
 }
 
-/// The wait a server asked for, if any.
+/// Whether an error is the account's rate limit (429), which a caller that
+/// schedules calls per account takes back rather than have it retried here
+/// (`CompletionRequest::retry_rate_limits`).
 ///
-/// `retry-after-ms` (sent by OpenAI, more precise) wins over `retry-after`, which may
-/// be seconds (integer or decimal) or an HTTP-date (IMF-fixdate only). Unparseable or
-/// negative values are ignored rather than trusted.
-pub fn parse_retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let value = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::trim)
-    };
-    if let Some(ms) = value("retry-after-ms").and_then(parse_non_negative) {
-        return secs_to_duration(ms / 1000.0);
-    }
-    let raw = value("retry-after")?;
-    if let Some(secs) = parse_non_negative(raw) {
-        return secs_to_duration(secs);
-    }
-    let at = parse_http_date(raw)?;
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).ok()?.as_secs();
-    Some(Duration::from_secs(at.saturating_sub(now)))
-}
-
-fn parse_non_negative(s: &str) -> Option<f64> {
-    let v: f64 = s.parse().ok()?;
-    (v.is_finite() && v >= 0.0).then_some(v)
-}
-
-fn secs_to_duration(secs: f64) -> Option<Duration> {
-    // A day is far beyond any cap; clamping keeps absurd values from failing the
-    // conversion, and the policy's cap shortens the wait anyway.
-    Duration::try_from_secs_f64(secs.min(86_400.0)).ok()
-}
-
-/// Parses an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) into Unix seconds. The
-/// obsolete RFC 850 and asctime forms that `httpdate` also reads are refused: only
-/// the fixdate has a comma after a three-letter weekday.
-fn parse_http_date(s: &str) -> Option<u64> {
-    if s.get(3..4) != Some(",") {
-        return None;
-    }
-    let at = httpdate::parse_http_date(s).ok()?;
-    Some(at.duration_since(UNIX_EPOCH).ok()?.as_secs())
+/// Anthropic's 529 "overloaded" is left out: it is the service's load, not the
+/// account's limit, so no account's schedule can wait it out and a retry soon
+/// is what helps.
+pub fn is_rate_limit(err: &LlmError) -> bool {
+    matches!(err, LlmError::Http { status: 429, .. })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use reqwest::header::HeaderValue;
-
-    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (k, v) in pairs {
-            h.insert(*k, HeaderValue::from_str(v).unwrap());
-        }
-        h
-    }
-
-    #[test]
-    fn retry_after_seconds_decimal_and_millis() {
-        assert_eq!(
-            parse_retry_after(&headers(&[("retry-after", "7")])),
-            Some(Duration::from_secs(7))
-        );
-        assert_eq!(
-            parse_retry_after(&headers(&[("retry-after", " 1.5 ")])),
-            Some(Duration::from_millis(1500))
-        );
-        assert_eq!(
-            parse_retry_after(&headers(&[("retry-after", "0")])),
-            Some(Duration::ZERO)
-        );
-        assert_eq!(
-            parse_retry_after(&headers(&[
-                ("retry-after", "20"),
-                ("retry-after-ms", "250")
-            ])),
-            Some(Duration::from_millis(250))
-        );
-        // A broken retry-after-ms falls back to retry-after.
-        assert_eq!(
-            parse_retry_after(&headers(&[
-                ("retry-after", "2"),
-                ("retry-after-ms", "soon")
-            ])),
-            Some(Duration::from_secs(2))
-        );
-        assert_eq!(parse_retry_after(&headers(&[])), None);
-        assert_eq!(parse_retry_after(&headers(&[("retry-after", "-3")])), None);
-        assert_eq!(parse_retry_after(&headers(&[("retry-after", "NaN")])), None);
-        assert_eq!(
-            parse_retry_after(&headers(&[("retry-after", "later")])),
-            None
-        );
-        assert_eq!(
-            parse_retry_after(&headers(&[("retry-after", "1e300")])),
-            Some(Duration::from_secs(86_400))
-        );
-    }
-
-    #[test]
-    fn retry_after_http_dates() {
-        assert_eq!(
-            parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT"),
-            Some(784_111_777)
-        );
-        assert_eq!(parse_http_date("Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
-        assert_eq!(
-            parse_http_date("Tue, 29 Feb 2028 12:00:00 GMT"),
-            Some(1_835_438_400)
-        );
-        assert_eq!(parse_http_date("Sunday, 06-Nov-94 08:49:37 GMT"), None);
-        assert_eq!(parse_http_date("Sun, 06 Nov 1994 25:49:37 GMT"), None);
-        // A date in the past means "now".
-        assert_eq!(
-            parse_retry_after(&headers(&[(
-                "retry-after",
-                "Sun, 06 Nov 1994 08:49:37 GMT"
-            )])),
-            Some(Duration::ZERO)
-        );
-        // A date in the future is a wait of about that long.
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_secs();
-        let later = now + 120;
-        // httpdate checks the weekday, so the test date needs the right one.
-        let date = httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(later));
-        let got = parse_retry_after(&headers(&[("retry-after", &date)])).unwrap();
-        assert!(
-            got <= Duration::from_secs(120) && got >= Duration::from_secs(115),
-            "{got:?}"
-        );
-    }
 
     fn http(status: u16) -> LlmError {
         LlmError::Http {
@@ -241,6 +119,7 @@ mod tests {
             url: "http://localhost/v1/messages".into(),
             body: String::new(),
             retry_after: None,
+            rate: None,
         }
     }
 
@@ -252,6 +131,7 @@ mod tests {
             url: "https://api.openai.com/v1/chat/completions".into(),
             body: "{\"error\": {\n  \"message\": \"slow down\"}}".into(),
             retry_after: Some(Duration::from_secs(40)),
+            rate: None,
         };
         let line = Retrying {
             error: &rate_limited,

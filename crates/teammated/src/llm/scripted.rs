@@ -100,6 +100,7 @@ impl Scripted {
             content,
             stop,
             usage,
+            rate: None,
         })
     }
 }
@@ -471,6 +472,7 @@ mod tests {
             tools,
             max_tokens: 100,
             on_retry: None,
+            retry_rate_limits: true,
         }
     }
 
