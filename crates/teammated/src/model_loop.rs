@@ -183,68 +183,115 @@ impl ModelLoop {
                 .map(|s| crate::llm::estimate_tokens(&s.input_schema.to_string()) + 20)
                 .sum::<u64>();
         let output = u64::from(self.max_tokens);
-        let grant = match self.reserve(host, input, output).await {
-            Asked::Granted(g) => g,
-            Asked::Interrupted(why) => return Err(NoTurn::Interrupted(why)),
-            Asked::Refused(Refusal::Budget(why)) => return Err(NoTurn::Budget(why)),
-            Asked::Refused(Refusal::Board(e)) => return Err(NoTurn::Board(e.to_string())),
-        };
+        let completion = self.call(host, input, output).await?;
         let task = host.task();
-        if grant.waited_ms >= 1000 {
-            let text = format!(
-                "model: waited {} for the account's rate limit",
-                crate::llm::retry::plain_duration(std::time::Duration::from_millis(
-                    grant.waited_ms
-                ))
-            );
-            host.transcript()
-                .write(EntryKind::Lifecycle, None, task, false, &text);
-        }
-        let (on_retry, mut retries) = transcript::retry_notices();
-        let request = CompletionRequest {
-            system: self.ctx.system(),
-            messages: &self.ctx.messages,
-            tools: &self.specs,
-            max_tokens: self.max_tokens,
-            on_retry: Some(&on_retry),
-            retry_rate_limits: true,
-        };
-        let stop = host.interrupted(None);
-        let call = self.provider_for(&grant).complete(request);
-        // Interrupted, the call is dropped: no model call is made, or finished,
-        // for a round the front end gave up.
-        let completion = tokio::select! {
-            why = stop => Err(why),
-            r = host.transcript().write_while(task, &mut retries, call) => Ok(r),
-        };
-        let completion = match completion {
-            Ok(Ok(c)) => c,
-            Ok(Err(e)) => {
-                self.meter
-                    .settle(grant.id, task, TokenUsage::default(), None, false)
-                    .await;
-                return Err(NoTurn::Failed(e));
-            }
-            Err(why) => {
-                // The request may have reached the provider: it is charged at
-                // its worst case, marked as an estimate.
-                let worst = TokenUsage {
-                    input,
-                    output,
-                    ..TokenUsage::default()
-                };
-                self.meter.settle(grant.id, task, worst, None, true).await;
-                return Err(NoTurn::Interrupted(why));
-            }
-        };
-        self.meter
-            .settle(grant.id, task, completion.usage, None, false)
-            .await;
         host.spent(completion.usage).await;
         let (text, uses) = host.transcript().record_turn(task, &completion.content);
         let stop = completion.stop.clone();
         self.ctx.push_assistant(completion.content);
         Ok(Turn { text, uses, stop })
+    }
+
+    /// One model call, reserved with boardd first and settled after. A 429
+    /// is not retried here: it is settled with what the provider said of the
+    /// account, and the call is reserved again, which waits in boardd until
+    /// the account's block ends, or goes to the next account of the chain.
+    async fn call(
+        &mut self,
+        host: &mut impl ToolHost,
+        input: u64,
+        output: u64,
+    ) -> Result<crate::llm::Completion, NoTurn> {
+        // 429s in a row without a reset time: each one blocks the account a
+        // little longer, so that a provider that says nothing is not called
+        // again at once.
+        let mut silent_429s = 0u32;
+        loop {
+            let grant = match self.reserve(host, input, output).await {
+                Asked::Granted(g) => g,
+                Asked::Interrupted(why) => return Err(NoTurn::Interrupted(why)),
+                Asked::Refused(Refusal::Budget(why)) => return Err(NoTurn::Budget(why)),
+                Asked::Refused(Refusal::Board(e)) => return Err(NoTurn::Board(e.to_string())),
+            };
+            let task = host.task();
+            let account = self
+                .meter
+                .chain()
+                .get(grant.account)
+                .map(|a| a.name.clone());
+            let account = account.unwrap_or_default();
+            if grant.waited_ms >= 1000 {
+                let waited = std::time::Duration::from_millis(grant.waited_ms);
+                let text = format!(
+                    "model: waited {} for {account}'s rate limit",
+                    crate::llm::retry::plain_duration(waited)
+                );
+                host.transcript()
+                    .write(EntryKind::Lifecycle, None, task, false, &text);
+            }
+            let (on_retry, mut retries) = transcript::retry_notices();
+            let request = CompletionRequest {
+                system: self.ctx.system(),
+                messages: &self.ctx.messages,
+                tools: &self.specs,
+                max_tokens: self.max_tokens,
+                on_retry: Some(&on_retry),
+                retry_rate_limits: false,
+            };
+            let stop = host.interrupted(None);
+            let call = self.provider_for(&grant).complete(request);
+            // Interrupted, the call is dropped: no model call is made, or
+            // finished, for a round the front end gave up.
+            let result = tokio::select! {
+                why = stop => Err(why),
+                r = host.transcript().write_while(task, &mut retries, call) => Ok(r),
+            };
+            let none = TokenUsage::default();
+            match result {
+                Ok(Ok(c)) => {
+                    let rate = c.rate.clone();
+                    self.meter
+                        .settle(grant.id, task, c.usage, rate, false)
+                        .await;
+                    return Ok(c);
+                }
+                Ok(Err(e)) if crate::llm::retry::is_rate_limit(&e) => {
+                    let mut rate = e.rate().cloned().unwrap_or_default();
+                    if rate.blocked_until_ms.is_none() {
+                        silent_429s += 1;
+                        let wait = 1000i64 << silent_429s.min(6);
+                        rate.blocked_until_ms = Some(teamboard_protocol::now_ms() + wait);
+                        rate.blocked_reason
+                            .get_or_insert_with(|| "HTTP 429".to_string());
+                    }
+                    let text = format!(
+                        "model: {account} refused the call ({}); boardd holds its calls until it resets",
+                        rate.blocked_reason.as_deref().unwrap_or("HTTP 429")
+                    );
+                    host.transcript()
+                        .write(EntryKind::Lifecycle, None, task, false, &text);
+                    self.meter
+                        .settle(grant.id, task, none, Some(rate), false)
+                        .await;
+                }
+                Ok(Err(e)) => {
+                    let rate = e.rate().cloned();
+                    self.meter.settle(grant.id, task, none, rate, false).await;
+                    return Err(NoTurn::Failed(e));
+                }
+                Err(why) => {
+                    // The request may have reached the provider: it is charged
+                    // at its worst case, marked as an estimate.
+                    let worst = TokenUsage {
+                        input,
+                        output,
+                        ..TokenUsage::default()
+                    };
+                    self.meter.settle(grant.id, task, worst, None, true).await;
+                    return Err(NoTurn::Interrupted(why));
+                }
+            }
+        }
     }
 
     /// Runs a turn's tool calls in order, logs each result and puts the results
