@@ -74,6 +74,10 @@ pub struct Rate {
     pub tokens: Option<u64>,
     /// Taken as 1 ms when shorter, and as [`CENTURY`] when longer.
     pub window: Duration,
+    /// Whether answers carry the limit headers; without them, a client only
+    /// learns of the limit from a 429's `retry-after`, as with a provider
+    /// (or a proxy) that sends none.
+    pub headers: bool,
 }
 
 impl Rate {
@@ -83,6 +87,16 @@ impl Rate {
             requests,
             tokens: None,
             window,
+            headers: true,
+        }
+    }
+
+    /// This rate, with no limit headers on any answer: only the 429 and its
+    /// `retry-after` say anything.
+    pub fn without_headers(self) -> Rate {
+        Rate {
+            headers: false,
+            ..self
         }
     }
 
@@ -234,9 +248,12 @@ impl Limits {
         now: Instant,
         wall: SystemTime,
     ) -> Vec<(String, String)> {
-        self.rate.as_ref().map_or(Vec::new(), |windows| {
-            answers::headers(api, &windows.left(), windows.reset_in(now), wall)
-        })
+        match &self.rate {
+            Some(windows) if windows.rate.headers => {
+                answers::headers(api, &windows.left(), windows.reset_in(now), wall)
+            }
+            _ => Vec::new(),
+        }
     }
 }
 

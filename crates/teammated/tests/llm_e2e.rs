@@ -763,7 +763,7 @@ async fn a_server_that_refuses_both_output_limit_fields_stops_the_teammate_once(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_retry_and_its_wait_show_in_the_transcript_while_it_waits() {
+async fn a_429_is_held_in_boardd_until_its_retry_after_and_the_transcript_says_so() {
     let mut board = Board::start(TEAMMATED).await;
     let mock = MockLlm::start(vec![
         MockReply::status(429).with_header("retry-after", "3"),
@@ -785,25 +785,32 @@ async fn a_retry_and_its_wait_show_in_the_transcript_while_it_waits() {
     board.wait_idle("alice").await;
     let t = board.add("wait", "Rate limited.", &[]).await;
     let state = board.state_dir().to_path_buf();
-    let line = eventually("the retry notice in alice's transcript", PATIENCE, || {
+    let line = eventually("the 429 notice in alice's transcript", PATIENCE, || {
         let text = teamboard_testkit::transcript(&state, "alice");
         async move {
             text.lines()
-                .find(|l| l.contains("retrying in"))
+                .find(|l| l.contains("refused the call"))
                 .map(str::to_string)
         }
     })
     .await;
-    // Written before the wait, not after it: the retry has not been sent yet.
-    assert_eq!(mock.calls(), 1, "{line}");
     assert!(
-        line.contains("model: HTTP 429 (rate limited)")
-            && line.contains("retrying in 3 s (attempt 2 of 6)"),
+        line.contains("boardd holds its calls until it resets"),
         "{line}"
     );
     board.wait_done(&[t.id]).await;
     assert_eq!(board.task(t.id).await.status, TaskStatus::Completed);
-    assert_eq!(mock.calls(), 2, "{}", alice.log_text());
+    let calls = mock.requests();
+    assert_eq!(calls.len(), 2, "{}", alice.log_text());
+    // Not retried by the teammate itself: boardd held the call until the
+    // account's block ended, `retry-after` seconds after the 429.
+    let gap = calls[1].received_at - calls[0].received_at;
+    assert!(
+        gap >= Duration::from_millis(2_900),
+        "called again after {gap:?}"
+    );
+    let text = teamboard_testkit::transcript(&state, "alice");
+    assert!(text.contains("rate limit"), "{text}");
     drop(alice);
     board.stop().await;
 }

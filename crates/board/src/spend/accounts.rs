@@ -7,7 +7,13 @@
 //!   per minute), counted over a one-minute log of the calls granted;
 //! - the windows the provider announces in its headers (`remaining`, `reset`),
 //!   counted down by every call granted since, and refilled to the window's
-//!   limit once its reset passes, until the next answer says more;
+//!   limit once its reset passes, until the next answer says more. An answer
+//!   can only lower what is left of a window boardd counts: calls granted
+//!   after the one it answers are in flight, and the provider counted them
+//!   already or will, so a `remaining` higher than boardd's count is stale;
+//! - until an account's first call ends, it gets one call at a time: nothing
+//!   is known of its limits yet, and a burst of teammates into an unknown
+//!   window is a burst of 429s;
 //! - a block: a 429 or a usage limit with a reset time. Nothing is granted on
 //!   a blocked account before the block ends.
 //!
@@ -59,6 +65,14 @@ impl Learned {
         }
     }
 
+    /// Takes an answer's word on the window (see the module doc: it can
+    /// only lower the count).
+    fn heard(&mut self, w: RateWindow) {
+        self.limit = w.limit.or(self.limit);
+        self.remaining = self.remaining.min(w.remaining);
+        self.reset_at = Some(w.reset_at_ms);
+    }
+
     /// Brings the window up to `now`: a reset that passed refills it.
     fn roll(&mut self, now: i64) {
         if self.reset_at.is_some_and(|r| r <= now) {
@@ -91,6 +105,8 @@ struct Account {
     requests: Option<Learned>,
     tokens: Option<Learned>,
     block: Option<(i64, String)>,
+    /// A call on it has ended: its answer said what it says of the limits.
+    heard: bool,
 }
 
 impl Account {
@@ -115,6 +131,9 @@ impl Account {
             && *until > now
         {
             return Capacity::At(*until, why.clone());
+        }
+        if !self.heard && self.in_flight >= 1 {
+            return Capacity::AfterSettle("its first call, to learn its limits".to_string());
         }
         if let Some(max) = self.limits.concurrent
             && self.in_flight >= max
@@ -211,6 +230,7 @@ impl Accounts {
     pub fn end(&mut self, name: &str) {
         if let Some(a) = self.map.get_mut(name) {
             a.in_flight = a.in_flight.saturating_sub(1);
+            a.heard = true;
         }
     }
 
@@ -218,11 +238,16 @@ impl Accounts {
     /// to be kept across a restart.
     pub fn learn(&mut self, name: &str, snap: &RateSnapshot, now: i64) -> Option<AccountBlock> {
         let a = self.map.entry(name.to_string()).or_default();
-        if let Some(w) = snap.requests {
-            a.requests = Some(Learned::from(w));
-        }
-        if let Some(w) = snap.tokens {
-            a.tokens = Some(Learned::from(w));
+        a.roll(now);
+        for (learned, w) in [
+            (&mut a.requests, snap.requests),
+            (&mut a.tokens, snap.tokens),
+        ] {
+            let Some(w) = w else { continue };
+            match learned {
+                Some(l) => l.heard(w),
+                None => *learned = Some(Learned::from(w)),
+            }
         }
         let until = snap.blocked_until_ms.filter(|u| *u > now)?;
         let reason = snap
@@ -313,6 +338,7 @@ mod tests {
         a.learn("acct", &snap, 0);
         assert_eq!(a.capacity("acct", 5, 10), Capacity::Now);
         a.start("acct", 5, 10);
+        a.end("acct");
         assert!(matches!(a.capacity("acct", 5, 20), Capacity::At(1_000, _)));
         // After the reset the window holds its limit again, unannounced.
         assert_eq!(a.capacity("acct", 5, 1_000), Capacity::Now);
@@ -322,6 +348,38 @@ mod tests {
             a.capacity("acct", 5, 1_002),
             Capacity::AfterSettle(_)
         ));
+    }
+
+    #[test]
+    fn an_answer_only_lowers_what_is_left_of_a_window() {
+        let mut a = Accounts::default();
+        let window = |remaining| RateSnapshot {
+            requests: Some(RateWindow {
+                limit: Some(8),
+                remaining,
+                reset_at_ms: 1_000,
+            }),
+            ..RateSnapshot::default()
+        };
+        a.learn("acct", &window(8), 0);
+        for _ in 0..8 {
+            a.start("acct", 1, 1);
+        }
+        // The first call's answer counted only itself: 7 left, it says, but
+        // seven more are on their way.
+        a.end("acct");
+        a.learn("acct", &window(7), 2);
+        assert!(matches!(a.capacity("acct", 1, 3), Capacity::At(1_000, _)));
+    }
+
+    #[test]
+    fn an_unknown_account_gets_one_call_until_one_ends() {
+        let mut a = Accounts::default();
+        a.start("acct", 1, 0);
+        assert!(matches!(a.capacity("acct", 1, 0), Capacity::AfterSettle(_)));
+        a.end("acct");
+        a.start("acct", 1, 1);
+        assert_eq!(a.capacity("acct", 1, 1), Capacity::Now);
     }
 
     #[test]
