@@ -113,19 +113,29 @@ impl Board {
         if let Some(id) = args.task {
             self.task(ctx.team, id)?;
         }
+        // Asked again (the answer was lost with a connection, and the client
+        // repeats the call after it reconnects): the same answer, or the same
+        // wait, now owed to this request.
         let key = (ctx.actor.to_string(), args.id);
-        let team = self.team(ctx.team);
-        let taken = team.is_some_and(|t| t.spend.held.contains_key(&key))
-            || self
-                .calls
-                .parked
-                .values()
-                .any(|p| p.team == ctx.team && p.member == ctx.actor && p.args.id == args.id);
-        if taken {
-            return Err(BoardError::state(format!(
-                "reservation {} of '{}' is already open",
-                args.id, ctx.actor
-            )));
+        if let Some(h) = self.team(ctx.team).and_then(|t| t.spend.held.get(&key)) {
+            let account = args.chain.iter().position(|a| a.name == h.call.account);
+            return Ok(Some(Reservation {
+                id: args.id,
+                account: account.unwrap_or(0),
+                account_name: h.call.account.clone(),
+                pricing: h.call.pricing.clone(),
+                waited_ms: 0,
+            }));
+        }
+        if let Some(p) = self
+            .calls
+            .parked
+            .values_mut()
+            .find(|p| p.team == ctx.team && p.member == ctx.actor && p.args.id == args.id)
+        {
+            p.session = ctx.session;
+            p.request = request;
+            return Ok(None);
         }
         for a in &args.chain {
             self.accounts.configure(&a.name, a.limits);

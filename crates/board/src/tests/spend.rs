@@ -520,3 +520,32 @@ fn setting_and_clearing_budgets_is_the_leads() {
     let ctx = h.lead();
     assert_eq!(code(h.board.clear_budget(ctx, clear)), ErrorCode::NotFound);
 }
+
+#[test]
+fn a_reservation_asked_again_gets_the_same_answer() {
+    let mut h = h();
+    let ann = h.join("ann", "dev");
+    let first = h
+        .reserve(ann, reserve_args(1, None, 10, 10))
+        .unwrap()
+        .unwrap();
+    let again = h
+        .reserve(ann, reserve_args(1, None, 10, 10))
+        .unwrap()
+        .unwrap();
+    assert_eq!(first, again);
+    let report = h.board.budget_report(TEAM, h.now());
+    assert_eq!(report.accounts[0].in_flight, 1, "held once");
+    // A parked one, asked again on another request, answers that request.
+    let bob = h.join("bob", "dev");
+    assert_eq!(h.reserve(bob, reserve_args(2, None, 10, 10)).unwrap(), None);
+    let ctx = h.ctx(bob);
+    assert_eq!(
+        h.board
+            .reserve_call(ctx, 77, reserve_args(2, None, 10, 10))
+            .unwrap(),
+        None
+    );
+    h.settle(ann, 1, tokens(10, 10));
+    assert_eq!(h.serve(), vec![(77, Ok(0))]);
+}
