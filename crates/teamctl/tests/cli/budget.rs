@@ -9,10 +9,11 @@ use teamboard_protocol::spend::{AccountRef, RateLimits, RateSnapshot};
 use teamboard_protocol::{Client, TokenUsage, now_ms};
 use teamboard_testkit::{PATIENCE, eventually_blocking};
 
+/// An account whose model no price table knows: its calls are unpriced.
 fn account(name: &str) -> AccountRef {
     AccountRef {
         name: name.into(),
-        model: "anthropic/claude-sonnet-4-5".into(),
+        model: "mock/no-price".into(),
         limits: RateLimits::default(),
         subscription: false,
     }
