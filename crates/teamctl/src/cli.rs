@@ -10,8 +10,10 @@ use teamboard_protocol::{
     MaxTokensField, MessageKind, ProviderKind, RequestId, RequestKind, TaskId, TaskStatus,
 };
 
+mod budget;
 mod member;
 mod repo;
+pub use budget::*;
 pub use member::*;
 pub use repo::*;
 mod runtime;
@@ -43,6 +45,7 @@ Examples:
   teamctl task diff $b                   what a task changed
   teamctl worktrees                      the task worktrees, their state and size
   teamctl team                           who is working on what
+  teamctl budget set --usd 5 --per 1d    at most $5 a day; `teamctl budget` shows it
   teamctl logs alice --follow            what alice's model sees and does, live
   teamctl send alice 'Use axum, please'  message one teammate
   teamctl plans                          plans waiting for your decision
@@ -175,13 +178,24 @@ pub enum Command {
     )]
     Tasks(TasksArgs),
 
-    /// Show the team: each member's role, status, pid, task, tokens and last contact,
-    /// and its runtime when an agent does its work (`runtime claude`)
+    /// Show the team: each member's role, status, pid, task, tokens and their cost
+    /// and last contact, and its runtime when an agent does its work (`runtime claude`)
     #[command(
+        long_about = "Show the team: each member's role, what runs it, its state, pid, \
+            task, tokens and what they cost, and when boardd last heard from it.\n\n\
+            A cost reads `$0.0123`, or `unpriced` for tokens of models without a price \
+            (add one to ~/.config/teamboard/prices.toml; see `teamctl budget set \
+            --help`). A member that waits for a provider's rate limit or for a budget \
+            shows `waiting: rate limit (resets in 12m)` or `waiting: budget` in place \
+            of `working`, and why at the end of its line.",
         after_help = "Examples:\n  teamctl team\n  teamctl team --json | jq '.[].name'\n  \
-            teamctl team --json | jq '.[] | {name, runtime}'     absent runtime: native"
+            teamctl team --json | jq '.[] | {name, runtime}'     absent runtime: native\n  \
+            teamctl team --json | jq '.[] | {name, cost, waiting}'"
     )]
     Team,
+
+    #[command(about = BUDGET_ABOUT, long_about = BUDGET_LONG, after_help = BUDGET_EXAMPLES)]
+    Budget(BudgetArgs),
 
     /// Start a teammate: a teammated process that registers and claims tasks
     #[command(

@@ -12,8 +12,10 @@ use teamboard_protocol::{
 };
 
 mod review;
+mod spend;
 mod worktree;
 pub use review::*;
+pub use spend::*;
 pub use worktree::*;
 
 // ---------------------------------------------------------------- output
@@ -342,10 +344,12 @@ fn task_ref(task: Option<TaskId>, subject: Option<&str>, width: usize) -> String
 
 /// A line for every member, aligned, with its task's subject looked up in `tasks`
 /// and its pending shutdown in `requests`:
-/// `alice  coder  working for 3m  pid 4242  #3 Write tests  1.2k tokens (1.0k in, 0 cached, 200 out)  last heartbeat 5s ago`
+/// `alice  coder  working for 3m  pid 4242  #3 Write tests  1.2k tokens (1.0k in, 0 cached, 200 out)  $0.0123  last heartbeat 5s ago`
 /// (the state is boardd's liveness, docs/teamctl.md; from a boardd without it,
-/// the member's own status and `seen 5s ago`),
-/// then `plans need approval` for a member spawned with `--require-plan`, and
+/// the member's own status and `seen 5s ago`; for a member held by a rate limit
+/// or a budget, `waiting: rate limit (resets in 12m)`, with the reason after
+/// `why:` at the end), then `plans need approval` for a member spawned with
+/// `--require-plan`, and
 /// its pending shutdown request, if any. When any member in the list said what
 /// runs it, each line has that after the role ([`engine`]: `alice  coder
 /// scripted  idle ...`, `bob  coder  claude  working ...`): up front, where
@@ -370,16 +374,19 @@ pub fn member_lines(
     // With boardd's liveness, the state column is the facts (`working for 3m`)
     // and the line ends with the last heartbeat; without (an older boardd), the
     // member's own status and when it was last seen.
-    let state = |m: &Member| match &m.liveness {
-        Some(l) => live_state(l, now),
-        None if !m.connected && matches!(m.status, MemberStatus::Working | MemberStatus::Idle) => {
+    let state = |m: &Member| match (&m.waiting, &m.liveness) {
+        (Some(w), _) => wait_state(w, now).0,
+        (None, Some(l)) => live_state(l, now),
+        (None, None)
+            if !m.connected && matches!(m.status, MemberStatus::Working | MemberStatus::Idle) =>
+        {
             format!("{} (disconnected)", m.status)
         }
-        None => m.status.to_string(),
+        (None, None) => m.status.to_string(),
     };
     let sw = members
         .iter()
-        .filter(|m| m.liveness.is_some())
+        .filter(|m| m.liveness.is_some() || m.waiting.is_some())
         .map(|m| state(m).len())
         .max()
         .map_or(8, |w| w.max(8));
@@ -399,15 +406,19 @@ pub fn member_lines(
         let task = task_ref(m.task, subject, 40);
         let runtime = tw.map_or_else(String::new, |w| format!("{:<w$}  ", engine_of(m)));
         let mut line = format!(
-            "{:<nw$}  {:<rw$}  {runtime}{status:<sw$}  {pid:<9}  {task}  {}  {heard}",
+            "{:<nw$}  {:<rw$}  {runtime}{status:<sw$}  {pid:<9}  {task}  {}  {}  {heard}",
             m.name,
             m.role,
             member_tokens(m),
+            cost(&m.cost),
             nw = nw.unwrap_or(4),
             rw = rw.unwrap_or(4),
         );
         if m.liveness.is_some() && m.status == MemberStatus::Shutdown {
             line.push_str("  shutting down");
+        }
+        if let Some(why) = m.waiting.as_ref().and_then(|w| wait_state(w, now).1) {
+            line.push_str(&format!("  why: {}", one_line(&why)));
         }
         if m.require_plan {
             line.push_str("  plans need approval");
@@ -946,6 +957,93 @@ mod tests {
             "{}",
             lines[3]
         );
+    }
+
+    #[test]
+    fn a_member_shows_what_its_tokens_cost_and_why_it_waits() {
+        use teamboard_protocol::LiveState;
+        use teamboard_protocol::spend::{Cost, MemberWait, MicroUsd};
+        let now = 1_000_000;
+        let priced = Member {
+            name: "alice".into(),
+            role: "coder".into(),
+            status: MemberStatus::Working,
+            last_seen: now,
+            pid: Some(7),
+            task: Some(3),
+            tokens: TokenUsage {
+                input: 1000,
+                output: 200,
+                ..TokenUsage::default()
+            },
+            cost: Cost {
+                usd: MicroUsd(12_300),
+                unpriced_tokens: 0,
+            },
+            waiting: None,
+            connected: true,
+            joined_at: 0,
+            require_plan: false,
+            runtime: None,
+            model: None,
+            tokens_estimated: false,
+            liveness: Some(Liveness {
+                state: LiveState::Working,
+                since: now - 180_000,
+                last_heartbeat: Some(now),
+                exit: None,
+            }),
+        };
+        let unpriced = Member {
+            name: "bob".into(),
+            cost: Cost {
+                usd: MicroUsd::ZERO,
+                unpriced_tokens: 1_200,
+            },
+            waiting: Some(MemberWait {
+                reason: "rate limit on work (usage_limit_reached)".into(),
+                until_ms: Some(now + 12 * 60_000),
+            }),
+            ..priced.clone()
+        };
+        let broke = Member {
+            name: "cleo".into(),
+            waiting: Some(MemberWait {
+                reason: "budget: team budget limit of 50000 tokens reached".into(),
+                until_ms: None,
+            }),
+            ..priced.clone()
+        };
+        let lines = member_lines(&[priced, unpriced, broke], &[], &[], now);
+        let state_width = "waiting: rate limit (resets in 12m)".len();
+        assert_eq!(
+            lines[0],
+            format!(
+                "alice  coder  {:<state_width$}  pid 7      #3  \
+                 1.2k tokens (1.0k in, 0 cached, 200 out)  $0.0123  last heartbeat just now",
+                "working for 3m"
+            )
+        );
+        assert_eq!(
+            lines[1],
+            "bob    coder  waiting: rate limit (resets in 12m)  pid 7      #3  \
+             1.2k tokens (1.0k in, 0 cached, 200 out)  unpriced  last heartbeat just now  \
+             why: rate limit on work (usage_limit_reached)"
+        );
+        assert!(
+            lines[2].starts_with(&format!(
+                "cleo   coder  {:<state_width$}  pid 7",
+                "waiting: budget"
+            )),
+            "{}",
+            lines[2]
+        );
+        assert!(
+            lines[2].ends_with("why: budget: team budget limit of 50000 tokens reached"),
+            "{}",
+            lines[2]
+        );
+        assert!(!lines[1].contains("working"), "{}", lines[1]);
     }
 
     #[test]

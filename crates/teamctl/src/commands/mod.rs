@@ -1,5 +1,6 @@
 //! One module per subcommand. Each takes the shared [`Ctx`] and its own arguments.
 
+pub mod budget;
 pub mod completions;
 pub mod events;
 pub mod find_bin;
@@ -195,6 +196,7 @@ async fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<()> {
         Command::Task(TaskCommand::SubmitPlan(args)) => member_ops::submit_plan(ctx, args).await,
         Command::Tasks(args) => task::list(ctx, args).await,
         Command::Team => overview::team(ctx).await,
+        Command::Budget(args) => budget::run(ctx, args).await,
         Command::Spawn(args) => spawn::run(ctx, args).await,
         Command::Lead(args) => lead::run(ctx, args),
         Command::Logs(args) => logs::run(ctx, args).await,

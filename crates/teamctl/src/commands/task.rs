@@ -191,8 +191,9 @@ pub async fn show(ctx: &Ctx, args: TaskIdArg) -> anyhow::Result<()> {
     if t.require_plan {
         out.push("plan:       required: an approved plan before changing anything".into());
     }
-    if t.tokens.total() > 0 {
+    if t.tokens.total() > 0 || !t.cost.is_zero() {
         out.push(format!("tokens:     {}", render::tokens(&t.tokens)));
+        out.push(format!("cost:       {}", render::cost(&t.cost)));
     }
     for (label, at) in [("created", t.created_at), ("updated", t.updated_at)] {
         out.push(format!(

@@ -18,6 +18,7 @@
     reason = "test code: a panic fails the test, and the harness captures what it prints"
 )]
 
+mod budget;
 mod completions;
 mod events;
 mod global;

@@ -484,6 +484,8 @@ fn board_report(tasks: &[Task]) -> String {
         count(TaskStatus::Failed),
         count(TaskStatus::Cancelled)
     );
+    s.push('\n');
+    s.push_str(&spend_line(tasks));
     for t in tasks {
         let by = t
             .owner
@@ -509,6 +511,26 @@ fn board_report(tasks: &[Task]) -> String {
     s
 }
 
+/// What the tasks spent, tokens and dollars apart, for the summary to tell
+/// the person: `Spent on these tasks: 4200 tokens, $0.0123.`
+fn spend_line(tasks: &[Task]) -> String {
+    let mut tokens = teamboard_protocol::TokenUsage::default();
+    let mut cost = teamboard_protocol::spend::Cost::default();
+    for t in tasks {
+        tokens.add(t.tokens);
+        cost.add(t.cost);
+    }
+    let unpriced = match cost.unpriced_tokens {
+        0 => String::new(),
+        n => format!(", {n} of the tokens on models without a price"),
+    };
+    format!(
+        "Spent on these tasks: {} tokens, {}{unpriced}.",
+        tokens.total(),
+        cost.usd
+    )
+}
+
 /// The last line of the board-done report.
 const SUMMARISE: &str = "Summarise the results for the person.";
 
@@ -525,6 +547,22 @@ mod tests {
     }
 
     #[test]
+    fn the_report_says_what_the_tasks_spent_in_tokens_and_dollars() {
+        let mut done = task(1, "completed", &[]);
+        done.tokens.input = 4_000;
+        done.tokens.output = 200;
+        done.cost.usd = teamboard_protocol::spend::MicroUsd(12_300);
+        let mut unpriced = task(2, "completed", &[]);
+        unpriced.tokens.input = 1_000;
+        unpriced.cost.unpriced_tokens = 1_000;
+        assert_eq!(
+            spend_line(&[done, unpriced]),
+            "Spent on these tasks: 5200 tokens, $0.0123, 1000 of the tokens on models \
+             without a price."
+        );
+    }
+
+    #[test]
     fn a_task_behind_a_failed_blocker_does_not_keep_the_board_open() {
         let tasks = vec![
             task(1, "failed", &[]),
@@ -537,6 +575,10 @@ mod tests {
         let report = board_report(&tasks);
         assert!(
             report.contains("#3 t3: pending — cannot start: #1 is failed"),
+            "{report}"
+        );
+        assert!(
+            report.contains("\nSpent on these tasks: 0 tokens, $0.00.\n"),
             "{report}"
         );
         // A blocker still at work, or a ready task, keeps it open.
