@@ -72,7 +72,7 @@ impl Board {
         let Some(entry) = self.team_mut(ctx.team).spend.budgets.remove(&key) else {
             return Err(BoardError::new(
                 ErrorCode::NotFound,
-                format!("there is no budget on the {}", describe_key(&key)),
+                format!("there is no {}", describe_key(&key)),
             ));
         };
         self.dirty.budgets.insert((ctx.team.to_string(), key));
@@ -105,7 +105,7 @@ impl Board {
                     budget: b.clone(),
                     spent: ledger.spent(&b.scope, b.per_ms, now.wall_ms),
                     reserved: ledger.reserved(&b.scope),
-                    unpriced_tokens: 0,
+                    unpriced_tokens: ledger.unpriced(&b.scope, b.per_ms, now.wall_ms),
                     exhausted: self.exhausted(team, entry, now.wall_ms),
                     rolls_at: entry.rolls_at.map(|r| r.1),
                 });

@@ -294,7 +294,7 @@ impl Board {
                 &p.member,
                 Some(MemberWait {
                     reason: format!("budget: {}", e.message),
-                    until_ms: None,
+                    until_ms: self.budget_rolls(&p.team, &p.member, p.args.task),
                 }),
             );
             return Step::Refused(e);
@@ -357,6 +357,22 @@ impl Board {
             pricing,
             waited_ms: 0,
         })
+    }
+
+    /// When the first exhausted window that covers the call rolls.
+    fn budget_rolls(
+        &self,
+        team: &str,
+        member: &str,
+        task: Option<teamboard_protocol::TaskId>,
+    ) -> Option<i64> {
+        let t = self.team(team)?;
+        t.spend
+            .budgets
+            .values()
+            .filter(|e| super::ledger::covers(&e.budget.scope, member, task))
+            .filter_map(|e| e.rolls_at.map(|r| r.1))
+            .min()
     }
 
     /// A dollar limit that covers the call, named, if there is one.

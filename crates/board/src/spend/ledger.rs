@@ -46,6 +46,8 @@ struct Spent {
     member: String,
     task: Option<TaskId>,
     amounts: Amounts,
+    /// Tokens of a call to a model without a price.
+    unpriced: u64,
 }
 
 #[derive(Debug, Default)]
@@ -59,6 +61,9 @@ pub(crate) struct Ledger {
     unpriced_tokens: u64,
     by_member: HashMap<String, Amounts>,
     by_task: HashMap<TaskId, Amounts>,
+    /// Tokens on models without a price, all time, by member and by task.
+    unpriced_by_member: HashMap<String, u64>,
+    unpriced_by_task: HashMap<TaskId, u64>,
 }
 
 /// Whether `scope` covers a call by `member` on `task`.
@@ -75,12 +80,16 @@ impl Ledger {
     pub fn record(&mut self, rec: &UsageRecord) {
         let amounts = rec.amounts();
         self.total.add(amounts);
-        if !matches!(
-            rec.pricing,
-            teamboard_protocol::spend::Pricing::Priced { .. }
-                | teamboard_protocol::spend::Pricing::Subscription
-        ) {
-            self.unpriced_tokens = self.unpriced_tokens.saturating_add(rec.tokens.total());
+        let unpriced = rec.pricing.cost(rec.tokens.total()).unpriced_tokens;
+        if unpriced > 0 {
+            self.unpriced_tokens = self.unpriced_tokens.saturating_add(unpriced);
+            *self
+                .unpriced_by_member
+                .entry(rec.member.clone())
+                .or_default() += unpriced;
+            if let Some(id) = rec.task {
+                *self.unpriced_by_task.entry(id).or_default() += unpriced;
+            }
         }
         self.by_member
             .entry(rec.member.clone())
@@ -94,6 +103,7 @@ impl Ledger {
             member: rec.member.clone(),
             task: rec.task,
             amounts,
+            unpriced,
         });
         let horizon = rec.at.saturating_sub(MAX_PERIOD_MS as i64);
         while self.recent.front().is_some_and(|s| s.at <= horizon) {
@@ -124,6 +134,28 @@ impl Ledger {
             }
         }
         out
+    }
+
+    /// Tokens `scope` spent on models without a price, within the last `per`
+    /// ms before `now_ms`, or ever.
+    pub fn unpriced(&self, scope: &BudgetScope, per: Option<u64>, now_ms: i64) -> u64 {
+        let Some(per) = per else {
+            return match scope {
+                BudgetScope::Team => self.unpriced_tokens,
+                BudgetScope::Member { name } => {
+                    self.unpriced_by_member.get(name).copied().unwrap_or(0)
+                }
+                BudgetScope::Task { id } => self.unpriced_by_task.get(id).copied().unwrap_or(0),
+            };
+        };
+        let since = now_ms.saturating_sub(per as i64);
+        self.recent
+            .iter()
+            .rev()
+            .take_while(|s| s.at > since)
+            .filter(|s| covers(scope, &s.member, s.task))
+            .map(|s| s.unpriced)
+            .sum()
     }
 
     /// What calls in flight under `scope` hold.

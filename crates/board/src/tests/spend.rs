@@ -235,6 +235,25 @@ fn the_report_and_the_ledger_agree_with_what_was_settled() {
     let report = h.board.budget_report(TEAM, h.now());
     assert_eq!(report.spent.tokens, used.total());
     assert_eq!(report.spent.usd, MicroUsd(1_135));
+    // Tokens on a model without a price are counted apart, per budget too.
+    h.budget(
+        BudgetScope::Member { name: "ann".into() },
+        None,
+        team_tokens(1_000_000),
+    );
+    let unpriced = ReserveArgs {
+        chain: vec![AccountRef {
+            model: "mystery/model".into(),
+            ..account("other")
+        }],
+        ..reserve_args(2, Some(task), 10, 10)
+    };
+    h.reserve(ann, unpriced).unwrap();
+    h.settle(ann, 2, tokens(7, 3));
+    let report = h.board.budget_report(TEAM, h.now());
+    assert_eq!(report.unpriced_tokens, 10);
+    assert_eq!(report.budgets[0].unpriced_tokens, 10);
+    assert_eq!(h.task(task).cost.unpriced_tokens, 10);
     // The reservation is gone from the store once settled.
     assert_eq!(changes.held.len(), 1);
     assert!(changes.held[0].3.is_none());
@@ -306,6 +325,8 @@ fn a_window_gives_room_again_when_it_rolls() {
         .rolls_at
         .expect("a window says when it rolls");
     assert_eq!(rolls, WALL0 + thirty_min as i64);
+    let wait = h.member(ann).waiting.expect("ann waits for the budget");
+    assert_eq!(wait.until_ms, Some(rolls), "and says until when");
     assert!(h.board.next_deadline().is_some());
     let task = h.add("later");
     assert_eq!(h.park(ann, 5), None);
