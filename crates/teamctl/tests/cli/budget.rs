@@ -172,7 +172,7 @@ fn mistakes_are_refused_with_what_to_write() {
     refused(
         &["budget", "clear", "--member", "alice"],
         1,
-        "there is no budget on the teammate alice budget",
+        "there is no teammate alice budget",
     );
     assert!(d.ok(&["budget"]).contains("no budgets"), "nothing was set");
 }
@@ -234,6 +234,7 @@ teammate alice budget, for all time
            limit  spent  reserved  left
   tokens      5k     4k         0    1k
   dollars      -  $0.00     $0.00     -
+  4k tokens on models without a price: they count against token limits, never the dollar one
   exhausted: teammate alice budget limit of 5000 tokens reached: 4000 tokens used, \
 and a call needs 4000 tokens
 ";
