@@ -184,17 +184,13 @@ impl Board {
         let Some((key, why, rolls)) = refused else {
             return Ok(());
         };
-        let mono = |at: i64| {
-            let ahead = u64::try_from(at.saturating_sub(now.wall_ms)).unwrap_or(0);
-            now.mono + std::time::Duration::from_millis(ahead)
-        };
         let tell = {
             let team_state = self.team_mut(team);
             let Some(entry) = team_state.spend.budgets.get_mut(&key) else {
                 return Ok(());
             };
             entry.refused = Some(need);
-            entry.rolls_at = rolls.map(|at| (mono(at), at));
+            entry.rolls_at = rolls.map(|at| (mono_at(now, at), at));
             !std::mem::replace(&mut entry.told, true)
         };
         if tell {
@@ -264,13 +260,25 @@ impl Board {
             .map(|t| t.spend.budgets.keys().cloned().collect())
             .unwrap_or_default();
         for key in keys {
-            let Some(entry) = self.team(team).and_then(|t| t.spend.budgets.get(&key)) else {
+            let Some(t) = self.team(team) else { continue };
+            let Some(entry) = t.spend.budgets.get(&key) else {
                 continue;
             };
-            if entry.refused.is_some()
-                && self.exhausted(team, entry, now.wall_ms).is_none()
-                && let Some(e) = self.team_mut(team).spend.budgets.get_mut(&key)
-            {
+            let Some(need) = entry.refused else { continue };
+            let still = self.exhausted(team, entry, now.wall_ms).is_some();
+            // Trap: a roll that came while more was spent leaves the budget
+            // out; its next roll is worked out again, or the passed one would
+            // wake the actor over and over.
+            let rolls = still
+                .then(|| t.spend.rolls_at(entry, need, now.wall_ms))
+                .flatten()
+                .filter(|at| *at > now.wall_ms);
+            let Some(e) = self.team_mut(team).spend.budgets.get_mut(&key) else {
+                continue;
+            };
+            if still {
+                e.rolls_at = rolls.map(|at| (mono_at(now, at), at));
+            } else {
                 e.refused = None;
                 e.told = false;
                 e.rolls_at = None;
@@ -316,6 +324,12 @@ impl Board {
         };
         self.deliver(ctx, LEAD, MessageKind::Message, content, None);
     }
+}
+
+/// The monotonic moment of a wall-clock one.
+pub(crate) fn mono_at(now: Now, at_ms: i64) -> std::time::Instant {
+    let ahead = u64::try_from(at_ms.saturating_sub(now.wall_ms)).unwrap_or(0);
+    now.mono + std::time::Duration::from_millis(ahead)
 }
 
 /// `team budget of 30m`, `teammate alice budget`.

@@ -9,6 +9,7 @@
 //! paid for is refused at once rather than after a wait.
 
 use super::accounts::Capacity;
+use super::budgets::mono_at;
 use super::ledger::Held;
 use crate::error::{BoardError, Result};
 use crate::{About, Board, Ctx, Now, SessionId, Waiting};
@@ -667,12 +668,6 @@ impl Board {
             }
         }
     }
-}
-
-/// The monotonic moment of a wall-clock one.
-fn mono_at(now: Now, at_ms: i64) -> Instant {
-    let ahead = u64::try_from(at_ms.saturating_sub(now.wall_ms)).unwrap_or(0);
-    now.mono + Duration::from_millis(ahead)
 }
 
 /// `alice used 1200 input + 300 output tokens ($0.0081)`.

@@ -570,3 +570,34 @@ fn a_reservation_asked_again_gets_the_same_answer() {
     h.settle(ann, 1, tokens(10, 10));
     assert_eq!(h.serve(), vec![(77, Ok(0))]);
 }
+
+#[test]
+fn a_window_that_rolls_while_still_out_looks_again_later_not_at_once() {
+    let mut h = h();
+    let ann = h.join("ann", "dev");
+    h.budget(BudgetScope::Team, Some(10_000), team_tokens(100));
+    h.reserve(ann, reserve_args(1, None, 40, 20)).unwrap();
+    h.settle(ann, 1, tokens(40, 20));
+    h.advance(secs(5));
+    h.reserve(ann, reserve_args(2, None, 20, 10)).unwrap();
+    h.settle(ann, 2, tokens(20, 10));
+    // 90 used: a call of 60 waits for the first 60 to leave the window.
+    assert!(h.reserve(ann, reserve_args(3, None, 40, 20)).is_err());
+    // At 10 s the first call leaves, but usage an agent reported in the
+    // meantime (settled without a reservation) keeps the window out of room.
+    h.t = secs(9);
+    let ctx = h.ctx(ann);
+    let agent = UsageArgs {
+        tokens: tokens(40, 20),
+        model: Some("priced/m".into()),
+        ..UsageArgs::default()
+    };
+    h.board.settle_usage(ctx, agent).unwrap();
+    h.t = secs(10);
+    h.serve();
+    let next = h
+        .board
+        .next_deadline()
+        .expect("the window rolls again later");
+    assert!(next > h.now().mono, "not a moment already passed");
+}
