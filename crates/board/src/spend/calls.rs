@@ -14,7 +14,7 @@ use super::ledger::Held;
 use crate::error::{BoardError, Result};
 use crate::{About, Board, Ctx, Now, SessionId, Waiting};
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use teamboard_protocol::request::{ReserveArgs, UsageArgs};
 use teamboard_protocol::spend::{
     Amounts, HeldCall, MemberWait, Pricing, Reservation, Settled, UsageRecord,
