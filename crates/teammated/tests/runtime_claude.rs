@@ -837,3 +837,81 @@ async fn the_lead_spawns_claude_teammates_that_complete_its_plan() {
     assert_eq!(tasks[0].result.as_deref(), Some("FINAL: done by claude"));
     t.board.stop().await;
 }
+
+/// A team token budget stops a turn that never ends: the mock answers every
+/// call with a Bash call and reports 10,000 input and 500 output tokens. Each
+/// call is settled as Claude Code streams its end; the third passes the cap of
+/// 25,000, boardd says the budget is exhausted, and the turn stops there: the
+/// task goes back (the attempt not counted), the ledger holds the three calls
+/// to the token, and the mock sees no call after the one in flight.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_that_runs_out_stops_the_turn_and_gives_the_task_back() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use teamboard_protocol::request::SetBudgetArgs;
+    use teamboard_protocol::spend::{BudgetScope, Limits};
+    let Some(mut t) = ClaudeBoard::start().await else {
+        return;
+    };
+    const CALL: (u64, u64) = (10_000, 500);
+    let n = AtomicU64::new(0);
+    t.mock.set_responder(move |_| {
+        let i = n.fetch_add(1, Ordering::Relaxed);
+        let content = json!([{"type": "tool_use", "id": format!("toolu_loop_{i}"), "name": "Bash",
+            "input": {"command": format!("echo step {i}"), "description": "one more step"}}]);
+        Some(MockReply::json(
+            200,
+            mock_llm::anthropic_message(content, "tool_use", CALL),
+        ))
+    });
+    t.board
+        .lead
+        .set_budget(SetBudgetArgs {
+            scope: BudgetScope::Team,
+            per_ms: None,
+            limits: Limits {
+                tokens: Some(25_000),
+                ..Limits::default()
+            },
+        })
+        .await
+        .expect("the budget");
+    let (alice, task) = t
+        .start_on("alice", "endless", "E2E-ENDLESS: keep going")
+        .await;
+    let released = t.board.wait_released(task.id).await;
+    assert!(
+        released.detail.contains("budget exhausted: team budget limit of"),
+        "{}\n{}",
+        released.detail,
+        alice.log_text()
+    );
+    let calls = t.mock.calls();
+    eprintln!("released after {calls} calls: {}", released.detail);
+    // Back on the board, not counted as an attempt, with no error of its own.
+    let back = t.board.task(task.id).await;
+    assert_eq!(back.status, TaskStatus::Pending, "{back:#?}");
+    assert_eq!((back.attempts, back.last_error.as_deref()), (0, None));
+    // The ledger has the three calls the agent reported, to the token: the
+    // first that passed the cap stopped the turn.
+    let report = t.board.lead.budgets().await.expect("the budgets");
+    assert_eq!(report.spent.tokens, 3 * (CALL.0 + CALL.1), "{report:#?}");
+    assert_eq!(report.spent.input_tokens, 3 * CALL.0, "{report:#?}");
+    assert_eq!(report.budgets[0].spent, report.spent);
+    assert!(report.budgets[0].exhausted.is_some(), "{report:#?}");
+    assert_eq!(back.tokens.total(), report.spent.tokens);
+    // The mock saw those, and at most the one in flight when the turn stopped.
+    assert!((3..=4).contains(&calls), "{calls} calls");
+    // The teammate idles, handed nothing while the budget is out, and calls
+    // the model no more.
+    t.board.wait_idle("alice").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(t.mock.calls(), calls, "{}", alice.log_text());
+    assert_eq!(t.board.task(task.id).await.status, TaskStatus::Pending);
+    let transcript = t.board.transcript("alice");
+    assert!(
+        transcript.contains("agent: stopped (a budget ran out)"),
+        "{transcript}"
+    );
+    drop(alice);
+    t.board.stop().await;
+}

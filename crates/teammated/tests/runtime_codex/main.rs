@@ -574,3 +574,68 @@ async fn a_refused_result_starts_the_next_turn_which_says_to_end_it() {
     drop(alice);
     board.stop().await;
 }
+
+/// A team token budget stops a turn that never ends: the mock answers every
+/// call with a command and reports 10,000 input and 500 output tokens. Each
+/// call is settled as Codex reports it (`thread/tokenUsage/updated`); the
+/// third passes the cap of 25,000, boardd says the budget is exhausted, and
+/// the turn is interrupted there: the task goes back (the attempt not
+/// counted), the ledger holds the three calls to the token, and the mock sees
+/// no call after the one in flight.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_that_runs_out_interrupts_the_turn_and_gives_the_task_back() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use teamboard_protocol::request::SetBudgetArgs;
+    use teamboard_protocol::spend::{BudgetScope, Limits};
+    let Some((codex, mut board)) = CodexHome::start().await else {
+        return;
+    };
+    const CALL: (u64, u64) = (10_000, 500);
+    let n = AtomicU64::new(0);
+    codex.mock.set_responder(move |_| {
+        let i = n.fetch_add(1, Ordering::Relaxed);
+        let item = serde_json::json!({"type": "function_call", "id": format!("fc_loop_{i}"),
+            "call_id": format!("call_loop_{i}"), "name": "exec_command",
+            "arguments": serde_json::json!({"cmd": format!("echo step {i}")}).to_string(),
+            "status": "completed"});
+        Some(MockReply::responses_output(serde_json::json!([item]), CALL))
+    });
+    board
+        .lead
+        .set_budget(SetBudgetArgs {
+            scope: BudgetScope::Team,
+            per_ms: None,
+            limits: Limits {
+                tokens: Some(25_000),
+                ..Limits::default()
+            },
+        })
+        .await
+        .expect("the budget");
+    let alice = codex.spawn(&board, "alice", &[]);
+    let t = board.add("endless", "Keep going.", &[]).await;
+    let released = board.wait_released(t.id).await;
+    let calls = codex.mock.calls();
+    eprintln!("released after {calls} calls: {}", released.detail);
+    assert!(
+        released.detail.contains("budget exhausted: team budget limit of"),
+        "{}\n{}",
+        released.detail,
+        alice.log_text()
+    );
+    let back = board.task(t.id).await;
+    assert_eq!(back.status, TaskStatus::Pending, "{back:#?}");
+    assert_eq!((back.attempts, back.last_error.as_deref()), (0, None));
+    let report = board.lead.budgets().await.expect("the budgets");
+    assert_eq!(report.spent.tokens, 3 * (CALL.0 + CALL.1), "{report:#?}");
+    assert_eq!(report.spent.input_tokens, 3 * CALL.0, "{report:#?}");
+    assert_eq!(report.budgets[0].spent, report.spent);
+    assert_eq!(back.tokens.total(), report.spent.tokens);
+    assert!((3..=4).contains(&calls), "{calls} calls");
+    board.wait_idle("alice").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(codex.mock.calls(), calls, "{}", alice.log_text());
+    assert!(codex.processes(&[alice.pid()]).is_empty(), "the agent is gone");
+    drop(alice);
+    board.stop().await;
+}

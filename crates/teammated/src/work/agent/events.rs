@@ -1,5 +1,5 @@
-//! What the agent reports, onto the board: its session, transcript, usage,
-//! plan and final answer.
+//! What the agent reports, onto the board: its session, transcript, usage
+//! (see `spend`), plan and final answer.
 
 use super::{AgentEnd, AgentRun, MAX_REFUSALS, Phase};
 use crate::runtime::{AgentEvent, FIRST_INPUT, PlanAnswer, with_tail};
@@ -58,10 +58,12 @@ impl AgentRun {
                 }
                 None
             }
-            AgentEvent::Usage(usage) => {
-                t.record_usage(usage, false).await;
-                None
+            AgentEvent::Usage(usage) => super::spend::settle(t, usage).await,
+            AgentEvent::LimitReached(limit) => {
+                super::spend::block(t, &limit).await;
+                Some(AgentEnd::LimitReached(limit))
             }
+            AgentEvent::OverBudget(why) => Some(AgentEnd::OverBudget(why)),
             AgentEvent::PlanProposed(plan) => {
                 proposed(t, plan, phase).await;
                 None

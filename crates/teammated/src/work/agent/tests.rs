@@ -152,6 +152,8 @@ fn describe(end: &AgentEnd) -> String {
         AgentEnd::Lost => "lost".into(),
         AgentEnd::Stop(exit) => format!("stop: {exit}"),
         AgentEnd::Leave { .. } => "leave".into(),
+        AgentEnd::OverBudget(why) => format!("over budget: {why}"),
+        AgentEnd::LimitReached(limit) => format!("limit reached: {}", limit.reason),
     }
 }
 
