@@ -52,10 +52,13 @@ impl AgentRun {
             AgentEnd::OverBudget(why) => {
                 // Not the task's fault: it goes back without using up an
                 // attempt, and boardd hands out no work the budget covers
-                // until it has room.
+                // until it has room. IDLE rests first all the same, for a
+                // limit boardd cannot hold work back for (a dollar limit on
+                // a model it has no price for).
                 t.lifecycle(&format!("work: ended (budget exhausted: {why})"));
                 t.release_with_note(&format!("budget exhausted: {why}"))
                     .await;
+                t.failed();
                 return Ok(None);
             }
             AgentEnd::LimitReached(limit) => {

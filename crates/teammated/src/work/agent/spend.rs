@@ -7,7 +7,9 @@
 //! report is settled with boardd at once; when boardd answers that a budget
 //! covering the teammate or its task has no room left, the agent's turn
 //! stops there. A cap is thus passed by what the calls in flight at that
-//! moment spend. Before a task's agent starts, boardd is asked where the
+//! moment spend. Usage boardd cannot price, under a dollar limit, stops the
+//! turn too, as boardd refuses the native loop such a call: the limit could
+//! never run out. Before a task's agent starts, boardd is asked where the
 //! budgets stand (a settlement of nothing), so that an agent is not started
 //! for nothing, and Claude Code on an API key gets what the dollar limits
 //! leave as its own `--max-budget-usd`.
@@ -27,7 +29,7 @@ use crate::runtime::{Limit, Usage};
 use crate::teammate::{Exit, Teammate};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use teamboard_protocol::request::{ReserveArgs, UsageArgs};
-use teamboard_protocol::spend::{AccountRef, MicroUsd, RateLimits, RateSnapshot};
+use teamboard_protocol::spend::{AccountRef, MicroUsd, Pricing, RateLimits, RateSnapshot};
 use teamboard_protocol::{MemberStatus, MessageKind};
 
 /// How often the inbox is looked at for a shutdown request while the
@@ -60,7 +62,18 @@ pub(super) async fn settle(t: &Teammate, usage: Usage) -> Option<AgentEnd> {
         ..UsageArgs::default()
     };
     let settled = t.settle_agent_usage(args).await?;
-    settled.exhausted.map(AgentEnd::OverBudget)
+    if let Some(why) = settled.exhausted {
+        return Some(AgentEnd::OverBudget(why));
+    }
+    // As boardd refuses the native loop a call it cannot price under a
+    // dollar limit: such a limit would never run out.
+    match (settled.pricing, settled.usd_left) {
+        (Pricing::Unpriced { reason }, Some(_)) => Some(AgentEnd::OverBudget(format!(
+            "a dollar limit covers this work, and {reason}: add the model's price, or set the \
+             limit in tokens"
+        ))),
+        _ => None,
+    }
 }
 
 /// Tells boardd that `limit`'s account must not be called before its reset.
