@@ -880,7 +880,9 @@ async fn a_budget_that_runs_out_stops_the_turn_and_gives_the_task_back() {
         .await;
     let released = t.board.wait_released(task.id).await;
     assert!(
-        released.detail.contains("budget exhausted: team budget limit of"),
+        released
+            .detail
+            .contains("budget exhausted: team budget limit of"),
         "{}\n{}",
         released.detail,
         alice.log_text()
@@ -1016,7 +1018,10 @@ async fn a_subscriptions_usage_limit_waits_for_its_reset_and_counts_tokens_only(
                 MockReply::json(429, body)
                     .with_header("anthropic-ratelimit-unified-status", "rejected")
                     .with_header("anthropic-ratelimit-unified-reset", &reset)
-                    .with_header("anthropic-ratelimit-unified-representative-claim", "five_hour")
+                    .with_header(
+                        "anthropic-ratelimit-unified-representative-claim",
+                        "five_hour",
+                    )
                     .with_header("anthropic-ratelimit-unified-5h-status", "rejected")
                     .with_header("anthropic-ratelimit-unified-5h-reset", &reset)
                     .with_header("anthropic-ratelimit-unified-5h-utilization", "1.0"),
@@ -1033,9 +1038,9 @@ async fn a_subscriptions_usage_limit_waits_for_its_reset_and_counts_tokens_only(
         .await;
     let released = t.board.wait_released(task.id).await;
     assert!(
-        released.detail.contains(
-            "usage limit on claude-subscription (five_hour usage limit) until"
-        ),
+        released
+            .detail
+            .contains("usage limit on claude-subscription (five_hour usage limit) until"),
         "{}\n{}",
         released.detail,
         alice.log_text()
@@ -1058,7 +1063,10 @@ async fn a_subscriptions_usage_limit_waits_for_its_reset_and_counts_tokens_only(
     let seen = seen.lock().unwrap().0.clone();
     assert!(seen.len() >= 2, "{seen:?}");
     assert!(seen[0] < reset, "{seen:?}");
-    assert!(seen[1..].iter().all(|&s| s >= reset), "{seen:?} reset {reset}");
+    assert!(
+        seen[1..].iter().all(|&s| s >= reset),
+        "{seen:?} reset {reset}"
+    );
     assert_eq!(done.attempts, 1, "the release did not count");
     // Counted in tokens; a subscription's calls are neither priced nor unpriced.
     let report = t.board.lead.budgets().await.expect("the budgets");

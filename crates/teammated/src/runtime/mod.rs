@@ -170,6 +170,9 @@ pub struct Usage {
     /// `codex-chatgpt`): its tokens count and its reset windows hold, but a
     /// call costs nothing by itself. `None`: paid per call (an API key).
     pub subscription: Option<String>,
+    /// The agent's turn ends with this call (its answer comes next): a
+    /// budget it exhausts has no more calls of the turn to stop.
+    pub ends_turn: bool,
 }
 
 /// A usage limit an agent's account reached.

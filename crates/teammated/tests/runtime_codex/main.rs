@@ -618,7 +618,9 @@ async fn a_budget_that_runs_out_interrupts_the_turn_and_gives_the_task_back() {
     let calls = codex.mock.calls();
     eprintln!("released after {calls} calls: {}", released.detail);
     assert!(
-        released.detail.contains("budget exhausted: team budget limit of"),
+        released
+            .detail
+            .contains("budget exhausted: team budget limit of"),
         "{}\n{}",
         released.detail,
         alice.log_text()
@@ -635,7 +637,10 @@ async fn a_budget_that_runs_out_interrupts_the_turn_and_gives_the_task_back() {
     board.wait_idle("alice").await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(codex.mock.calls(), calls, "{}", alice.log_text());
-    assert!(codex.processes(&[alice.pid()]).is_empty(), "the agent is gone");
+    assert!(
+        codex.processes(&[alice.pid()]).is_empty(),
+        "the agent is gone"
+    );
     drop(alice);
     board.stop().await;
 }
@@ -706,7 +711,10 @@ async fn a_usage_limit_waits_for_its_reset_and_the_task_is_done_after_it() {
     assert_eq!(done.attempts, 1, "the release did not count");
     let seen = seen.lock().unwrap().0.clone();
     assert!(seen[0] < reset, "{seen:?}");
-    assert!(seen[1..].iter().all(|&s| s >= reset), "{seen:?} reset {reset}");
+    assert!(
+        seen[1..].iter().all(|&s| s >= reset),
+        "{seen:?} reset {reset}"
+    );
     drop(alice);
     board.stop().await;
 }
@@ -741,16 +749,12 @@ async fn a_shutdown_request_ends_the_wait_for_a_reset() {
     let mut alice = codex.spawn(&board, "alice", &[]);
     let t = board.add("limited", "Go.", &[]).await;
     board.wait_released(t.id).await;
-    let waiting = eventually(
-        "alice to wait for codex-mock",
-        PATIENCE,
-        || async {
-            let team = board.lead.team().await.ok()?;
-            let a = team.into_iter().find(|m| m.name == "alice")?;
-            let wait = a.waiting.clone()?;
-            (a.status == MemberStatus::Idle).then_some(wait)
-        },
-    )
+    let waiting = eventually("alice to wait for codex-mock", PATIENCE, || async {
+        let team = board.lead.team().await.ok()?;
+        let a = team.into_iter().find(|m| m.name == "alice")?;
+        let wait = a.waiting.clone()?;
+        (a.status == MemberStatus::Idle).then_some(wait)
+    })
     .await;
     assert!(
         waiting.reason.contains("rate limit on codex-mock"),

@@ -322,6 +322,7 @@ sleep 30"#,
                         output: 3,
                         ..Default::default()
                     },
+                    ends_turn: true,
                     ..Default::default()
                 }),
                 AgentEvent::Idle {

@@ -128,11 +128,13 @@ pub fn usage(result: &Value) -> Vec<Usage> {
             tokens: tokens(&m["token_count"]),
             model: m["model"].as_str().map(str::to_string),
             subscription: None,
+            ends_turn: true,
         })
         .collect();
     let all = if per_model.is_empty() {
         vec![Usage {
             tokens: tokens(&quota["token_count"]),
+            ends_turn: true,
             ..Usage::default()
         }]
     } else {

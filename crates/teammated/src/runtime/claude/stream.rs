@@ -323,7 +323,7 @@ impl Stream {
                 cache_write: all.cache_write.saturating_sub(turn.cache_write),
             };
             if rest.total() > 0 {
-                actions.push(self.usage_event(rest, None));
+                actions.push(self.usage_event(rest, None, true));
             }
         }
         if v["subtype"] == "error_max_budget_usd" {
@@ -357,6 +357,11 @@ impl Stream {
                 let Some((mut tokens, model)) = self.call.take() else {
                     return Vec::new();
                 };
+                // The model ended its turn, rather than asked for a tool.
+                let ends_turn = matches!(
+                    e["delta"]["stop_reason"].as_str(),
+                    Some("end_turn" | "stop_sequence")
+                );
                 // The delta's counts are final; what it leaves out stays as
                 // the start said.
                 let u = &e["usage"];
@@ -374,7 +379,7 @@ impl Stream {
                     return Vec::new();
                 }
                 self.turn.add(tokens);
-                vec![self.usage_event(tokens, model)]
+                vec![self.usage_event(tokens, model, ends_turn)]
             }
             _ => Vec::new(),
         }
@@ -398,11 +403,12 @@ impl Stream {
     }
 
     /// Usage of `tokens` by `model` (else the session's).
-    fn usage_event(&self, tokens: TokenUsage, model: Option<String>) -> Action {
+    fn usage_event(&self, tokens: TokenUsage, model: Option<String>, ends_turn: bool) -> Action {
         Action::Emit(AgentEvent::Usage(Usage {
             tokens,
             model: self.priced(model),
             subscription: self.subscription.then(|| SUBSCRIPTION.to_string()),
+            ends_turn,
         }))
     }
 

@@ -647,6 +647,8 @@ impl Core {
             tokens: usage_of(&params["tokenUsage"]["last"]),
             model: self.priced(),
             subscription: self.chatgpt.then(|| CHATGPT.to_string()),
+            // Whether the turn goes on is known only from its end.
+            ends_turn: false,
         }))];
         self.rounds += 1;
         if self.rounds > self.setup.max_rounds && !self.failed {

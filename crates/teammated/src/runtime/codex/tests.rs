@@ -728,7 +728,10 @@ fn opened_on(account: Value, thread: Value) -> Session {
     s.answer("initialize", json!({"userAgent": "teammated/0.171.0"}));
     s.answer("account/read", account);
     s.answer("thread/start", thread);
-    s.answer("turn/start", json!({"turn": {"id": TURN, "status": "inProgress"}}));
+    s.answer(
+        "turn/start",
+        json!({"turn": {"id": TURN, "status": "inProgress"}}),
+    );
     s.line(turn_started(TURN));
     s.events();
     s
@@ -747,6 +750,7 @@ fn priced(subscription: Option<&str>) -> AgentEvent {
         },
         model: Some("openai/mock-model".into()),
         subscription: subscription.map(str::to_string),
+        ends_turn: false,
     })
 }
 
@@ -781,8 +785,10 @@ fn usage_is_priced_by_the_threads_model_and_a_chatgpt_login_is_a_subscription() 
     assert_eq!(s.events(), [priced(None)]);
     // A model rerouted mid-thread prices what comes after.
     let mut s = opened_on(json!({"account": null}), mock_thread());
-    s.line(json!({"method":"model/rerouted","params":{"threadId":THREAD,"turnId":TURN,
-        "fromModel":"mock-model","toModel":"gpt-5-mini","reason":"highRiskCyberActivity"}}));
+    s.line(
+        json!({"method":"model/rerouted","params":{"threadId":THREAD,"turnId":TURN,
+        "fromModel":"mock-model","toModel":"gpt-5-mini","reason":"highRiskCyberActivity"}}),
+    );
     s.line(usage(TURN, 1, 0, 1));
     let [AgentEvent::Usage(u)] = &s.events()[..] else {
         panic!("one usage")
@@ -797,7 +803,10 @@ fn account_read_is_asked_with_the_thread() {
     assert_eq!(s.count("account/read"), 1);
     assert_eq!(s.count("thread/start"), 1);
     // No answer, or an error, leaves the usage paid.
-    s.refuse("account/read", "selected workspace missing from routing discovery");
+    s.refuse(
+        "account/read",
+        "selected workspace missing from routing discovery",
+    );
     s.answer("thread/start", mock_thread());
     s.answer("turn/start", json!({"turn": {"id": TURN}}));
     s.events();
@@ -814,15 +823,19 @@ fn a_usage_limit_is_reached_until_the_full_windows_reset_and_is_no_failure() {
     );
     // As 0.171.0 reported a 429 `usage_limit_reached` with the x-codex-primary-*
     // headers: the windows, the error, then the failed turn.
-    s.line(json!({"method":"account/rateLimits/updated","params":{"rateLimits":{"limitId":"codex",
+    s.line(
+        json!({"method":"account/rateLimits/updated","params":{"rateLimits":{"limitId":"codex",
         "primary":{"usedPercent":100,"windowDurationMins":300,"resetsAt":1_796_545_006_i64},
         "secondary":{"usedPercent":40,"windowDurationMins":10080,"resetsAt":1_797_000_000_i64},
-        "credits":null,"planType":null,"rateLimitReachedType":null}}}));
+        "credits":null,"planType":null,"rateLimitReachedType":null}}}),
+    );
     let message = "You\u{2019}ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), \
         visit https://chatgpt.com/settings/usage to purchase more credits or try again at 8:16 AM.";
-    s.line(json!({"method":"error","params":{"error":{"message":message,
+    s.line(
+        json!({"method":"error","params":{"error":{"message":message,
         "codexErrorInfo":"usageLimitExceeded","additionalDetails":null},"willRetry":false,
-        "threadId":THREAD,"turnId":TURN}}));
+        "threadId":THREAD,"turnId":TURN}}),
+    );
     s.line(json!({"method":"turn/completed","params":{"threadId":THREAD,"turn":{"id":TURN,
         "items":[],"status":"failed","error":{"message":message,"codexErrorInfo":"usageLimitExceeded"}}}}));
     assert_eq!(
@@ -837,8 +850,10 @@ fn a_usage_limit_is_reached_until_the_full_windows_reset_and_is_no_failure() {
     // Without windows (a provider that sends no x-codex-* headers) the reset
     // is unknown; the account is the provider's.
     let mut s = opened_on(json!({"account": null}), mock_thread());
-    s.line(json!({"method":"error","params":{"error":{"message":message,
-        "codexErrorInfo":"usageLimitExceeded"},"willRetry":false,"threadId":THREAD,"turnId":TURN}}));
+    s.line(
+        json!({"method":"error","params":{"error":{"message":message,
+        "codexErrorInfo":"usageLimitExceeded"},"willRetry":false,"threadId":THREAD,"turnId":TURN}}),
+    );
     assert_eq!(
         s.events(),
         [AgentEvent::LimitReached(Limit {
@@ -862,6 +877,9 @@ fn the_full_window_that_resets_last_is_the_limit() {
         full_until(&json!({"primary": w(100, 10), "secondary": w(99, 20)})),
         Some(10_000)
     );
-    assert_eq!(full_until(&json!({"primary": w(50, 10), "secondary": null})), None);
+    assert_eq!(
+        full_until(&json!({"primary": w(50, 10), "secondary": null})),
+        None
+    );
     assert_eq!(full_until(&json!({"primary": {"usedPercent": 100}})), None);
 }

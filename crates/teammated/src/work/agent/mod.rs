@@ -164,6 +164,9 @@ struct Phase {
     /// The running turn took messages and nothing else (`Some(true)`); the
     /// first input, a refusal and the runtime's own input (untagged) are work.
     only_messages: Option<bool>,
+    /// A budget ran out with the call that ended the turn (see `spend`): why.
+    /// The turn's answer may complete the task; no next turn starts.
+    over_budget: Option<String>,
 }
 
 impl AgentRun {
@@ -248,6 +251,7 @@ impl AgentRun {
             result: None,
             answer: None,
             only_messages: None,
+            over_budget: None,
         };
         if !first_ids.is_empty() {
             phase.pending.insert(FIRST_INPUT, first_ids);

@@ -7,7 +7,10 @@
 //! report is settled with boardd at once; when boardd answers that a budget
 //! covering the teammate or its task has no room left, the agent's turn
 //! stops there. A cap is thus passed by what the calls in flight at that
-//! moment spend. Usage boardd cannot price, under a dollar limit, stops the
+//! moment spend. Where the call that ran the budget out ended the agent's
+//! turn, there is no call left to stop: the turn's answer may still complete
+//! the task, as the native loop completes one after its last call, and only
+//! a next turn (a refusal of the gate, a message waiting) is not started. Usage boardd cannot price, under a dollar limit, stops the
 //! turn too, as boardd refuses the native loop such a call: the limit could
 //! never run out. Before a task's agent starts, boardd is asked where the
 //! budgets stand (a settlement of nothing), so that an agent is not started
@@ -24,7 +27,6 @@
 //! starting the agent, would call the capped account again before its reset,
 //! and a task claimed only to wait would sit out the reset on the board.
 
-use super::AgentEnd;
 use crate::runtime::{Limit, Usage};
 use crate::teammate::{Exit, Teammate};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -49,8 +51,8 @@ pub(super) async fn room(t: &Teammate) -> Result<Option<MicroUsd>, String> {
     }
 }
 
-/// Settles what the agent reported; the phase ends when a budget ran out.
-pub(super) async fn settle(t: &Teammate, usage: Usage) -> Option<AgentEnd> {
+/// Settles what the agent reported; `Some(why)` when a budget ran out.
+pub(super) async fn settle(t: &Teammate, usage: Usage) -> Option<String> {
     if usage.tokens.total() == 0 {
         return None;
     }
@@ -62,16 +64,16 @@ pub(super) async fn settle(t: &Teammate, usage: Usage) -> Option<AgentEnd> {
         ..UsageArgs::default()
     };
     let settled = t.settle_agent_usage(args).await?;
-    if let Some(why) = settled.exhausted {
-        return Some(AgentEnd::OverBudget(why));
+    if settled.exhausted.is_some() {
+        return settled.exhausted;
     }
     // As boardd refuses the native loop a call it cannot price under a
     // dollar limit: such a limit would never run out.
     match (settled.pricing, settled.usd_left) {
-        (Pricing::Unpriced { reason }, Some(_)) => Some(AgentEnd::OverBudget(format!(
+        (Pricing::Unpriced { reason }, Some(_)) => Some(format!(
             "a dollar limit covers this work, and {reason}: add the model's price, or set the \
              limit in tokens"
-        ))),
+        )),
         _ => None,
     }
 }

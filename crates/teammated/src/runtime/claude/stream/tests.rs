@@ -55,6 +55,7 @@ fn usage() -> AgentEvent {
         },
         model: Some("anthropic/claude-opus-5-5".into()),
         subscription: None,
+        ends_turn: true,
     })
 }
 
@@ -85,6 +86,7 @@ fn call_usage(input: u64, output: u64, subscription: Option<&str>) -> AgentEvent
         },
         model: Some("anthropic/claude-sonnet-4-5".into()),
         subscription: subscription.map(str::to_string),
+        ends_turn: false,
     })
 }
 
@@ -262,13 +264,11 @@ fn an_api_error_is_a_failure_even_though_its_subtype_says_success() {
     // No usage: the call used none.
     assert_eq!(
         actions,
-        [
-            Action::Fail(
-                "claude ended the turn with an error (api_error): API Error: 500 mock boom. \
+        [Action::Fail(
+            "claude ended the turn with an error (api_error): API Error: 500 mock boom. \
                  This is a server-side issue."
-                    .into()
-            )
-        ]
+                .into()
+        )]
     );
     assert!(!s.busy());
 }
@@ -569,19 +569,29 @@ fn each_model_call_reports_its_usage_when_it_ends_and_the_result_only_the_rest()
                 },
                 model: Some("anthropic/claude-opus-5-5".into()),
                 subscription: None,
+                ends_turn: true,
             }),
             AgentEvent::Idle {
                 answer: "done".into()
             },
         ]
     );
-    // The next turn counts afresh: a result that its calls covered adds nothing.
+    // The next turn counts afresh: a result that its calls covered adds
+    // nothing. Its call ended the turn, rather than asked for a tool.
     s.user_line(Some(1), "more");
     s.on_line(&echo("more"));
     s.on_line(&message_start("msg_4", 200));
+    let mut end = message_delta(40);
+    end["event"]["delta"]["stop_reason"] = json!("end_turn");
+    let AgentEvent::Usage(last) = call_usage(200, 40, None) else {
+        unreachable!()
+    };
     assert_eq!(
-        emitted(s.on_line(&message_delta(40))),
-        [call_usage(200, 40, None)]
+        emitted(s.on_line(&end)),
+        [AgentEvent::Usage(Usage {
+            ends_turn: true,
+            ..last
+        })]
     );
     let result = json!({"type":"result","subtype":"success","is_error":false,"result":"ok",
         "usage":{"input_tokens":200,"output_tokens":40}});
