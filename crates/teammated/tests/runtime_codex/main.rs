@@ -682,7 +682,7 @@ async fn a_usage_limit_waits_for_its_reset_and_the_task_is_done_after_it() {
                 MockReply::json(429, body)
                     .with_header("x-codex-primary-used-percent", "100")
                     .with_header("x-codex-primary-window-minutes", "300")
-                    .with_header("x-codex-primary-reset-at", &reset.to_string()),
+                    .with_header("x-codex-primary-reset-at", reset.to_string()),
             );
         }
         Some(MockReply::responses_text("done after the reset"))

@@ -90,6 +90,21 @@ fn call_usage(input: u64, output: u64, subscription: Option<&str>) -> AgentEvent
     })
 }
 
+/// The usage of a call that ended the turn.
+fn ending_call(input: u64, output: u64) -> AgentEvent {
+    let tokens = TokenUsage {
+        input,
+        output,
+        ..TokenUsage::default()
+    };
+    AgentEvent::Usage(Usage {
+        tokens,
+        model: Some("anthropic/claude-sonnet-4-5".into()),
+        subscription: None,
+        ends_turn: true,
+    })
+}
+
 fn emitted(actions: Vec<Action>) -> Vec<AgentEvent> {
     actions
         .into_iter()
@@ -583,16 +598,7 @@ fn each_model_call_reports_its_usage_when_it_ends_and_the_result_only_the_rest()
     s.on_line(&message_start("msg_4", 200));
     let mut end = message_delta(40);
     end["event"]["delta"]["stop_reason"] = json!("end_turn");
-    let AgentEvent::Usage(last) = call_usage(200, 40, None) else {
-        unreachable!()
-    };
-    assert_eq!(
-        emitted(s.on_line(&end)),
-        [AgentEvent::Usage(Usage {
-            ends_turn: true,
-            ..last
-        })]
-    );
+    assert_eq!(emitted(s.on_line(&end)), [ending_call(200, 40)]);
     let result = json!({"type":"result","subtype":"success","is_error":false,"result":"ok",
         "usage":{"input_tokens":200,"output_tokens":40}});
     assert_eq!(
