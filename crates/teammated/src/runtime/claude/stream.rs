@@ -41,7 +41,7 @@
 
 use crate::runtime::{AgentEvent, AgentPolicy, Limit, PlanAnswer, Usage, approved_note};
 use serde_json::{Value, json};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use teamboard_protocol::TokenUsage;
 
 /// The tool Claude Code calls to leave plan mode with its plan.
@@ -125,9 +125,10 @@ pub(super) struct Stream {
     subscription: bool,
     /// The model `system/init` named, for usage whose call named none.
     model: Option<String>,
-    /// The model call streaming now: its `message_start` usage and model,
-    /// until its `message_delta`.
-    call: Option<(TokenUsage, Option<String>)>,
+    /// The model calls streaming now, by the tool call of the subagent that
+    /// makes them (`parent_tool_use_id`; none for the session's own): each
+    /// one's `message_start` usage and model, until its `message_delta`.
+    calls: BTreeMap<String, (TokenUsage, Option<String>)>,
     /// What the calls of the running turn reported: its `result.usage`
     /// reports only the rest.
     turn: TokenUsage,
@@ -149,7 +150,7 @@ impl Stream {
             other_credentials: false,
             subscription: false,
             model: None,
-            call: None,
+            calls: BTreeMap::new(),
             turn: TokenUsage::default(),
         }
     }
@@ -253,7 +254,10 @@ impl Stream {
             "assistant" => said(v),
             "user" if v["isReplay"] == true => self.on_echo(),
             "result" => self.on_result(v),
-            "stream_event" => self.on_stream_event(&v["event"]),
+            "stream_event" => {
+                let by = v["parent_tool_use_id"].as_str().unwrap_or_default();
+                self.on_stream_event(by, &v["event"])
+            }
             "rate_limit_event" => self.on_rate_limit(&v["rate_limit_info"]),
             "control_request" => self.on_control_request(v),
             "control_response" => {
@@ -314,7 +318,7 @@ impl Stream {
         let mut actions = Vec::new();
         // The turn's calls reported themselves; what they left out, now.
         let turn = std::mem::take(&mut self.turn);
-        self.call = None;
+        self.calls.clear();
         if let Some(all) = usage(&v["usage"]) {
             let rest = TokenUsage {
                 input: all.input.saturating_sub(turn.input),
@@ -345,16 +349,17 @@ impl Stream {
 
     /// A raw event of the model call streaming now
     /// (`--include-partial-messages`): its start and its final usage.
-    fn on_stream_event(&mut self, e: &Value) -> Vec<Action> {
+    fn on_stream_event(&mut self, by: &str, e: &Value) -> Vec<Action> {
         match e["type"].as_str().unwrap_or_default() {
             "message_start" => {
                 let m = &e["message"];
                 let tokens = usage(&m["usage"]).unwrap_or_default();
-                self.call = Some((tokens, m["model"].as_str().map(str::to_string)));
+                let model = m["model"].as_str().map(str::to_string);
+                self.calls.insert(by.to_string(), (tokens, model));
                 Vec::new()
             }
             "message_delta" => {
-                let Some((mut tokens, model)) = self.call.take() else {
+                let Some((mut tokens, model)) = self.calls.remove(by) else {
                     return Vec::new();
                 };
                 // The model ended its turn, rather than asked for a tool.

@@ -121,9 +121,14 @@ fn now_ms() -> i64 {
 /// Waits until `limit`'s account may be called again (see the module's
 /// notes), holding no task and reading no message but a shutdown request,
 /// which ends the wait (IDLE then answers it). `Some(exit)` when teammated is
-/// told to stop meanwhile.
+/// told to stop meanwhile. A limit whose reset is unknown is not waited for:
+/// IDLE rests as after a failure (up to a minute), so that the next start
+/// does not call the capped account again at once.
 pub(super) async fn wait_out(t: &mut Teammate, limit: &Limit) -> Option<Exit> {
-    let until = limit.until_ms.filter(|&u| u > now_ms())?;
+    let Some(until) = limit.until_ms.filter(|&u| u > now_ms()) else {
+        t.failed();
+        return None;
+    };
     if let Err(e) = t.set_status(MemberStatus::Idle).await {
         tracing::warn!(error = %e, "cannot set the status to idle");
     }

@@ -688,3 +688,24 @@ fn its_own_spend_cap_ends_the_turn_over_budget_not_failed() {
     );
     assert!(!s.busy());
 }
+
+#[test]
+fn a_subagents_calls_streaming_beside_the_sessions_are_counted_apart() {
+    let mut s = Stream::new(AgentPolicy::Workspace, false, false);
+    s.user_line(None, "x");
+    s.on_line(&init());
+    let by_task = |mut v: Value| {
+        v["parent_tool_use_id"] = json!("toolu_task_1");
+        v
+    };
+    s.on_line(&message_start("msg_main", 1_000));
+    s.on_line(&by_task(message_start("msg_sub", 300)));
+    assert_eq!(
+        emitted(s.on_line(&by_task(message_delta(30)))),
+        [call_usage(300, 30, None)]
+    );
+    assert_eq!(
+        emitted(s.on_line(&message_delta(100))),
+        [call_usage(1_000, 100, None)]
+    );
+}
