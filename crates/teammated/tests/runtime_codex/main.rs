@@ -779,3 +779,38 @@ async fn a_shutdown_request_ends_the_wait_for_a_reset() {
     );
     board.stop().await;
 }
+
+/// A usage limit whose reset the provider does not say (no `x-codex-*`
+/// headers) blocks nothing, but the teammate rests before it starts the
+/// agent again, rather than call the capped account again at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_usage_limit_with_no_known_reset_rests_before_the_next_try() {
+    let Some((codex, mut board)) = CodexHome::start().await else {
+        return;
+    };
+    codex.mock.set_responder(|_| {
+        let body = serde_json::json!({"error": {"type": "usage_limit_reached",
+            "message": "The usage limit has been reached"}});
+        Some(MockReply::json(429, body))
+    });
+    let alice = codex.spawn(&board, "alice", &[]);
+    let t = board.add("limited", "Go.", &[]).await;
+    let released = board.wait_released(t.id).await;
+    assert!(
+        released
+            .detail
+            .contains("usage limit on codex-mock (usage_limit_reached) (its reset time unknown)"),
+        "{}",
+        released.detail
+    );
+    eventually("alice to rest", PATIENCE, || async {
+        alice
+            .log_text()
+            .contains("waiting 1s before taking more work")
+            .then_some(())
+    })
+    .await;
+    board.lead.cancel_task(t.id).await.expect("cancel");
+    drop(alice);
+    board.stop().await;
+}
