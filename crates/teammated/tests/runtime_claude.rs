@@ -837,3 +837,247 @@ async fn the_lead_spawns_claude_teammates_that_complete_its_plan() {
     assert_eq!(tasks[0].result.as_deref(), Some("FINAL: done by claude"));
     t.board.stop().await;
 }
+
+/// A team token budget stops a turn that never ends: the mock answers every
+/// call with a Bash call and reports 10,000 input and 500 output tokens. Each
+/// call is settled as Claude Code streams its end; the third passes the cap of
+/// 25,000, boardd says the budget is exhausted, and the turn stops there: the
+/// task goes back (the attempt not counted), the ledger holds the three calls
+/// to the token, and the mock sees no call after the one in flight.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_that_runs_out_stops_the_turn_and_gives_the_task_back() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use teamboard_protocol::request::SetBudgetArgs;
+    use teamboard_protocol::spend::{BudgetScope, Limits};
+    let Some(mut t) = ClaudeBoard::start().await else {
+        return;
+    };
+    const CALL: (u64, u64) = (10_000, 500);
+    let n = AtomicU64::new(0);
+    t.mock.set_responder(move |_| {
+        let i = n.fetch_add(1, Ordering::Relaxed);
+        let content = json!([{"type": "tool_use", "id": format!("toolu_loop_{i}"), "name": "Bash",
+            "input": {"command": format!("echo step {i}"), "description": "one more step"}}]);
+        Some(MockReply::json(
+            200,
+            mock_llm::anthropic_message(content, "tool_use", CALL),
+        ))
+    });
+    t.board
+        .lead
+        .set_budget(SetBudgetArgs {
+            scope: BudgetScope::Team,
+            per_ms: None,
+            limits: Limits {
+                tokens: Some(25_000),
+                ..Limits::default()
+            },
+        })
+        .await
+        .expect("the budget");
+    let (alice, task) = t
+        .start_on("alice", "endless", "E2E-ENDLESS: keep going")
+        .await;
+    let released = t.board.wait_released(task.id).await;
+    assert!(
+        released
+            .detail
+            .contains("budget exhausted: team budget limit of"),
+        "{}\n{}",
+        released.detail,
+        alice.log_text()
+    );
+    let calls = t.mock.calls();
+    eprintln!("released after {calls} calls: {}", released.detail);
+    // Back on the board, not counted as an attempt, with no error of its own.
+    let back = t.board.task(task.id).await;
+    assert_eq!(back.status, TaskStatus::Pending, "{back:#?}");
+    assert_eq!((back.attempts, back.last_error.as_deref()), (0, None));
+    // The ledger has the three calls the agent reported, to the token: the
+    // first that passed the cap stopped the turn.
+    let report = t.board.lead.budgets().await.expect("the budgets");
+    assert_eq!(report.spent.tokens, 3 * (CALL.0 + CALL.1), "{report:#?}");
+    assert_eq!(report.spent.input_tokens, 3 * CALL.0, "{report:#?}");
+    assert_eq!(report.budgets[0].spent, report.spent);
+    assert!(report.budgets[0].exhausted.is_some(), "{report:#?}");
+    assert_eq!(back.tokens.total(), report.spent.tokens);
+    // The mock saw those, and at most the one in flight when the turn stopped.
+    assert!((3..=4).contains(&calls), "{calls} calls");
+    // The teammate idles, handed nothing while the budget is out, and calls
+    // the model no more.
+    t.board.wait_idle("alice").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(t.mock.calls(), calls, "{}", alice.log_text());
+    assert_eq!(t.board.task(task.id).await.status, TaskStatus::Pending);
+    let transcript = t.board.transcript("alice");
+    assert!(
+        transcript.contains("agent: stopped (a budget ran out)"),
+        "{transcript}"
+    );
+    drop(alice);
+    t.board.stop().await;
+}
+
+/// On an API key, a dollar limit goes to Claude Code as its own spend cap
+/// (`--max-budget-usd`, what the limits leave), and the usage is priced as
+/// `anthropic/` and the model the API answered with. This boardd has no price
+/// table: under a dollar limit the first call it cannot price stops the turn,
+/// as boardd refuses the native loop such a call, and the task goes back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dollar_limit_is_the_agents_own_cap_and_unpriced_usage_stops_under_it() {
+    use teamboard_protocol::request::SetBudgetArgs;
+    use teamboard_protocol::spend::{BudgetScope, Limits, MicroUsd};
+    let Some(mut t) = ClaudeBoard::start().await else {
+        return;
+    };
+    // Slow enough to find the CLI's command line while the call runs.
+    t.mock.set_responder(|_| {
+        Some(bash("toolu_cap_1", "echo capped").with_delay(Duration::from_secs(3)))
+    });
+    t.board
+        .lead
+        .set_budget(SetBudgetArgs {
+            scope: BudgetScope::Member {
+                name: "alice".into(),
+            },
+            per_ms: None,
+            limits: Limits {
+                usd: Some(MicroUsd(120_000)),
+                ..Limits::default()
+            },
+        })
+        .await
+        .expect("the budget");
+    let (alice, task) = t.start_on("alice", "capped", "E2E-CAP: go").await;
+    tokio::time::timeout(PATIENCE, t.mock.wait_for_calls(1))
+        .await
+        .expect("a call");
+    let config = t.home.join(".claude").display().to_string();
+    let clis = teamboard_testkit::with_env("CLAUDE_CONFIG_DIR", &config);
+    assert!(
+        clis.iter()
+            .any(|(_, cmd)| cmd.contains("--max-budget-usd 0.120000")),
+        "{clis:#?}"
+    );
+    let released = t.board.wait_released(task.id).await;
+    assert!(
+        released.detail.contains(
+            "budget exhausted: a dollar limit covers this work, and boardd has no price \
+             table for anthropic/claude-sonnet-4-5"
+        ),
+        "{}\n{}",
+        released.detail,
+        alice.log_text()
+    );
+    let back = t.board.task(task.id).await;
+    assert_eq!((back.status, back.attempts), (TaskStatus::Pending, 0));
+    // Counted in tokens, and said to be unpriced.
+    let report = t.board.lead.budgets().await.expect("the budgets");
+    let tool = mock_llm::TOOL_USAGE;
+    assert_eq!(report.unpriced_tokens, tool.0 + tool.1, "{report:#?}");
+    drop(alice);
+    t.board.stop().await;
+}
+
+/// On a claude.ai login the CLI's usage counts in tokens, not dollars, and a
+/// usage limit with a reset (a 429 with the subscription's
+/// `anthropic-ratelimit-unified-*` headers, which the CLI reports as a
+/// rejected `rate_limit_event`) blocks the login's account until the reset:
+/// the task goes back (the attempt not counted), the teammate waits, the mock
+/// sees no call before the reset, and after it the task is done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriptions_usage_limit_waits_for_its_reset_and_counts_tokens_only() {
+    use std::sync::{Arc, Mutex};
+    use std::time::{SystemTime, UNIX_EPOCH};
+    let Some(mut t) = ClaudeBoard::start().await else {
+        return;
+    };
+    let now_s = || {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0)
+    };
+    // The calls' times, and the reset: 3 s after the first call, however
+    // long the CLI took to make it.
+    let seen: Arc<Mutex<(Vec<u64>, u64)>> = Arc::default();
+    let log = seen.clone();
+    t.mock.set_responder(move |req| {
+        let mut log = log.lock().unwrap();
+        let now = now_s();
+        if log.0.is_empty() {
+            log.1 = now + 3;
+        }
+        log.0.push(now);
+        let reset = log.1;
+        if now < reset {
+            let body = json!({"type": "error", "error": {"type": "rate_limit_error",
+                "message": "usage limit reached"}});
+            let reset = reset.to_string();
+            return Some(
+                MockReply::json(429, body)
+                    .with_header("anthropic-ratelimit-unified-status", "rejected")
+                    .with_header("anthropic-ratelimit-unified-reset", &reset)
+                    .with_header(
+                        "anthropic-ratelimit-unified-representative-claim",
+                        "five_hour",
+                    )
+                    .with_header("anthropic-ratelimit-unified-5h-status", "rejected")
+                    .with_header("anthropic-ratelimit-unified-5h-reset", &reset)
+                    .with_header("anthropic-ratelimit-unified-5h-utilization", "1.0"),
+            );
+        }
+        let bearer = req.header("authorization").unwrap_or_default().to_string();
+        Some(say(&format!("FINAL: done after the reset ({bearer})")))
+    });
+    let alice = t.spawn_on_login("alice");
+    t.board.wait_idle("alice").await;
+    let task = t
+        .board
+        .add_claimed_by("alice", "limited", "E2E-LIMIT: go")
+        .await;
+    let released = t.board.wait_released(task.id).await;
+    assert!(
+        released
+            .detail
+            .contains("usage limit on claude-subscription (five_hour usage limit) until"),
+        "{}\n{}",
+        released.detail,
+        alice.log_text()
+    );
+    let reset = seen.lock().unwrap().1;
+    // boardd knows the block, until the reset the CLI reported.
+    let report = t.board.lead.budgets().await.expect("the budgets");
+    let account = report
+        .accounts
+        .iter()
+        .find(|a| a.name == "claude-subscription")
+        .unwrap_or_else(|| panic!("{report:#?}"));
+    assert_eq!(account.blocked_until_ms, Some(reset as i64 * 1000));
+    let done = t.board.wait_completed(task.id, &alice).await;
+    assert_eq!(
+        done.result.as_deref(),
+        Some("FINAL: done after the reset (Bearer sk-ant-oat01-mock)")
+    );
+    // One refused call, then none before the reset.
+    let seen = seen.lock().unwrap().0.clone();
+    assert!(seen.len() >= 2, "{seen:?}");
+    assert!(seen[0] < reset, "{seen:?}");
+    assert!(
+        seen[1..].iter().all(|&s| s >= reset),
+        "{seen:?} reset {reset}"
+    );
+    assert_eq!(done.attempts, 1, "the release did not count");
+    // Counted in tokens; a subscription's calls are neither priced nor unpriced.
+    let report = t.board.lead.budgets().await.expect("the budgets");
+    let text = mock_llm::TEXT_USAGE;
+    assert_eq!(report.spent.tokens, text.0 + text.1, "{report:#?}");
+    assert_eq!(report.unpriced_tokens, 0, "{report:#?}");
+    let transcript = t.board.transcript("alice");
+    assert!(
+        transcript.contains("agent: waiting for claude-subscription to reset"),
+        "{transcript}"
+    );
+    drop(alice);
+    t.board.stop().await;
+}

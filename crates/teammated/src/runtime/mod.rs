@@ -28,6 +28,7 @@ pub use handle::Agent;
 use process::Launch;
 use std::path::PathBuf;
 use teamboard_protocol::TokenUsage;
+use teamboard_protocol::spend::MicroUsd;
 pub use teamboard_protocol::{AgentPolicy, RuntimeKind};
 
 /// How to start a teammate's agent: the same for every task.
@@ -100,6 +101,10 @@ pub struct Brief {
     pub plan_first: bool,
     /// The board's MCP server, for the agent's configuration.
     pub mcp: Option<McpServer>,
+    /// Dollars left under the tightest dollar limit that covers the work, for
+    /// an agent that keeps a spend cap of its own (Claude Code's
+    /// `--max-budget-usd`, on an API key).
+    pub usd_cap: Option<MicroUsd>,
 }
 
 /// The tag of the first input, the brief's prompt: its
@@ -126,8 +131,15 @@ pub enum AgentEvent {
     /// ([`FIRST_INPUT`]), is now in the agent's conversation: the messages it
     /// carries can be acknowledged.
     Delivered(u64),
-    /// Tokens used since the last report.
-    Usage(TokenUsage),
+    /// Tokens used since the last report: one model call's where the agent
+    /// says them as it goes, else a turn's.
+    Usage(Usage),
+    /// The account the agent runs on reached a usage limit: no call on it
+    /// before the reset. The turn fails next; this comes first.
+    LimitReached(Limit),
+    /// The agent stopped itself at the spend cap it was given (Claude Code's
+    /// `--max-budget-usd`), saying this.
+    OverBudget(String),
     /// The agent asks the lead to approve this plan and waits for
     /// [`Agent::answer_plan`].
     PlanProposed(String),
@@ -144,6 +156,37 @@ pub enum AgentEvent {
     /// The process ended. `status`: how (an exit code or a signal);
     /// `stderr`: its last lines.
     Exited { status: String, stderr: String },
+}
+
+/// Usage an agent reported, as the ledger wants it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub tokens: TokenUsage,
+    /// The model, named as the price table names it (`anthropic/MODEL` for
+    /// Claude Code, `openai/MODEL` for Codex, an ACP agent's as it gave it),
+    /// when the agent said.
+    pub model: Option<String>,
+    /// The subscription login it ran on (`claude-subscription`,
+    /// `codex-chatgpt`): its tokens count and its reset windows hold, but a
+    /// call costs nothing by itself. `None`: paid per call (an API key).
+    pub subscription: Option<String>,
+    /// The agent's turn ends with this call (its answer comes next): a
+    /// budget it exhausts has no more calls of the turn to stop.
+    pub ends_turn: bool,
+}
+
+/// A usage limit an agent's account reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limit {
+    /// The account, named for the login (`claude-subscription`,
+    /// `codex-chatgpt`): its block is shared by every teammate that names it.
+    pub account: String,
+    /// The model it was calling, as [`Usage::model`] names it.
+    pub model: Option<String>,
+    /// When it resets, in ms since the epoch, if the agent said.
+    pub until_ms: Option<i64>,
+    /// Which limit, in the agent's words (`five_hour`, `usage_limit_reached`).
+    pub reason: String,
 }
 
 /// `why` an agent failed, with its last stderr lines when it said anything.

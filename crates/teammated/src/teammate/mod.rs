@@ -16,6 +16,7 @@
 //! - [`board`]: the native loop's board tools, carried out;
 //! - [`member`]: an agent's board calls on the member socket, carried out.
 
+mod agent_spend;
 mod board;
 mod end;
 mod held;

@@ -91,9 +91,30 @@ impl ClaudeBoard {
         extra: &[&str],
         more_env: &[(&str, &str)],
     ) -> Teammate {
+        self.spawn_agent(name, role, log, extra, more_env, &self.agent())
+    }
+
+    /// Teammate `name` on a claude.ai login rather than an API key: the
+    /// CLI's `CLAUDE_CODE_OAUTH_TOKEN` (what `claude setup-token` makes),
+    /// which it sends to the mock as a bearer token.
+    pub fn spawn_on_login(&self, name: &str) -> Teammate {
+        let mut agent = self.agent();
+        agent.env.retain(|(k, _)| k != "ANTHROPIC_API_KEY");
+        let token = [("CLAUDE_CODE_OAUTH_TOKEN", "sk-ant-oat01-mock")];
+        self.spawn_agent(name, "dev", name, &[], &token, &agent)
+    }
+
+    fn spawn_agent(
+        &self,
+        name: &str,
+        role: &str,
+        log: &str,
+        extra: &[&str],
+        more_env: &[(&str, &str)],
+        agent: &OfflineAgent,
+    ) -> Teammate {
         let teammated =
             Teammated::new(TEAMMATED, &self.board.daemon.socket, self.board.state_dir());
-        let agent = self.agent();
         let mut args = agent.arg_strs();
         args.extend_from_slice(extra);
         // The board's MCP server the agent starts: this build's teamctl.

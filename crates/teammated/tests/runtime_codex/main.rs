@@ -574,3 +574,243 @@ async fn a_refused_result_starts_the_next_turn_which_says_to_end_it() {
     drop(alice);
     board.stop().await;
 }
+
+/// A team token budget stops a turn that never ends: the mock answers every
+/// call with a command and reports 10,000 input and 500 output tokens. Each
+/// call is settled as Codex reports it (`thread/tokenUsage/updated`); the
+/// third passes the cap of 25,000, boardd says the budget is exhausted, and
+/// the turn is interrupted there: the task goes back (the attempt not
+/// counted), the ledger holds the three calls to the token, and the mock sees
+/// no call after the one in flight.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_that_runs_out_interrupts_the_turn_and_gives_the_task_back() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use teamboard_protocol::request::SetBudgetArgs;
+    use teamboard_protocol::spend::{BudgetScope, Limits};
+    let Some((codex, mut board)) = CodexHome::start().await else {
+        return;
+    };
+    const CALL: (u64, u64) = (10_000, 500);
+    let n = AtomicU64::new(0);
+    codex.mock.set_responder(move |_| {
+        let i = n.fetch_add(1, Ordering::Relaxed);
+        let item = serde_json::json!({"type": "function_call", "id": format!("fc_loop_{i}"),
+            "call_id": format!("call_loop_{i}"), "name": "exec_command",
+            "arguments": serde_json::json!({"cmd": format!("echo step {i}")}).to_string(),
+            "status": "completed"});
+        Some(MockReply::responses_output(serde_json::json!([item]), CALL))
+    });
+    board
+        .lead
+        .set_budget(SetBudgetArgs {
+            scope: BudgetScope::Team,
+            per_ms: None,
+            limits: Limits {
+                tokens: Some(25_000),
+                ..Limits::default()
+            },
+        })
+        .await
+        .expect("the budget");
+    let alice = codex.spawn(&board, "alice", &[]);
+    let t = board.add("endless", "Keep going.", &[]).await;
+    let released = board.wait_released(t.id).await;
+    let calls = codex.mock.calls();
+    eprintln!("released after {calls} calls: {}", released.detail);
+    assert!(
+        released
+            .detail
+            .contains("budget exhausted: team budget limit of"),
+        "{}\n{}",
+        released.detail,
+        alice.log_text()
+    );
+    let back = board.task(t.id).await;
+    assert_eq!(back.status, TaskStatus::Pending, "{back:#?}");
+    assert_eq!((back.attempts, back.last_error.as_deref()), (0, None));
+    let report = board.lead.budgets().await.expect("the budgets");
+    assert_eq!(report.spent.tokens, 3 * (CALL.0 + CALL.1), "{report:#?}");
+    assert_eq!(report.spent.input_tokens, 3 * CALL.0, "{report:#?}");
+    assert_eq!(report.budgets[0].spent, report.spent);
+    assert_eq!(back.tokens.total(), report.spent.tokens);
+    assert!((3..=4).contains(&calls), "{calls} calls");
+    board.wait_idle("alice").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(codex.mock.calls(), calls, "{}", alice.log_text());
+    assert!(
+        codex.processes(&[alice.pid()]).is_empty(),
+        "the agent is gone"
+    );
+    drop(alice);
+    board.stop().await;
+}
+
+/// Codex's 429 `usage_limit_reached` (with the provider's `x-codex-primary-*`
+/// headers, which Codex reports as `account/rateLimits/updated`) blocks the
+/// account until the window resets: the task goes back (the attempt not
+/// counted), the teammate waits, the mock sees no call before the reset, and
+/// after it the task is done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_usage_limit_waits_for_its_reset_and_the_task_is_done_after_it() {
+    use std::sync::{Arc, Mutex};
+    use std::time::{SystemTime, UNIX_EPOCH};
+    let Some((codex, mut board)) = CodexHome::start().await else {
+        return;
+    };
+    let now_s = || {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0)
+    };
+    // The calls' times, and the reset: 3 s after the first call.
+    let seen: Arc<Mutex<(Vec<u64>, u64)>> = Arc::default();
+    let log = seen.clone();
+    codex.mock.set_responder(move |_| {
+        let mut log = log.lock().unwrap();
+        let now = now_s();
+        if log.0.is_empty() {
+            log.1 = now + 3;
+        }
+        log.0.push(now);
+        let reset = log.1;
+        if now < reset {
+            let body = serde_json::json!({"error": {"type": "usage_limit_reached",
+                "message": "The usage limit has been reached", "plan_type": "plus",
+                "resets_at": reset, "resets_in_seconds": reset - now}});
+            return Some(
+                MockReply::json(429, body)
+                    .with_header("x-codex-primary-used-percent", "100")
+                    .with_header("x-codex-primary-window-minutes", "300")
+                    .with_header("x-codex-primary-reset-at", reset.to_string()),
+            );
+        }
+        Some(MockReply::responses_text("done after the reset"))
+    });
+    let alice = codex.spawn(&board, "alice", &[]);
+    let t = board.add("limited", "Go.", &[]).await;
+    let released = board.wait_released(t.id).await;
+    assert!(
+        released
+            .detail
+            .contains("usage limit on codex-mock (usage_limit_reached) until"),
+        "{}\n{}",
+        released.detail,
+        alice.log_text()
+    );
+    let reset = seen.lock().unwrap().1;
+    let report = board.lead.budgets().await.expect("the budgets");
+    let account = report
+        .accounts
+        .iter()
+        .find(|a| a.name == "codex-mock")
+        .unwrap_or_else(|| panic!("{report:#?}"));
+    assert_eq!(account.blocked_until_ms, Some(reset as i64 * 1000));
+    let done = board.wait_completed(t.id, &alice).await;
+    assert_eq!(done.result.as_deref(), Some("done after the reset"));
+    assert_eq!(done.attempts, 1, "the release did not count");
+    let seen = seen.lock().unwrap().0.clone();
+    assert!(seen[0] < reset, "{seen:?}");
+    assert!(
+        seen[1..].iter().all(|&s| s >= reset),
+        "{seen:?} reset {reset}"
+    );
+    drop(alice);
+    board.stop().await;
+}
+
+/// While a teammate waits out a usage limit's reset it holds no task, the
+/// roster says it waits for the account rather than works, and a shutdown
+/// request from the lead ends the wait: the teammate leaves at once, with no
+/// call to the capped account.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shutdown_request_ends_the_wait_for_a_reset() {
+    use teamboard_protocol::MemberStatus;
+    use teamboard_protocol::request::ShutdownArgs;
+    let Some((codex, mut board)) = CodexHome::start().await else {
+        return;
+    };
+    let reset = (std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+        + 3600)
+        .to_string();
+    codex.mock.set_responder(move |_| {
+        let body = serde_json::json!({"error": {"type": "usage_limit_reached",
+            "message": "The usage limit has been reached"}});
+        Some(
+            MockReply::json(429, body)
+                .with_header("x-codex-primary-used-percent", "100")
+                .with_header("x-codex-primary-window-minutes", "300")
+                .with_header("x-codex-primary-reset-at", &reset),
+        )
+    });
+    let mut alice = codex.spawn(&board, "alice", &[]);
+    let t = board.add("limited", "Go.", &[]).await;
+    board.wait_released(t.id).await;
+    let waiting = eventually("alice to wait for codex-mock", PATIENCE, || async {
+        let team = board.lead.team().await.ok()?;
+        let a = team.into_iter().find(|m| m.name == "alice")?;
+        let wait = a.waiting.clone()?;
+        (a.status == MemberStatus::Idle).then_some(wait)
+    })
+    .await;
+    assert!(
+        waiting.reason.contains("rate limit on codex-mock"),
+        "{waiting:?}"
+    );
+    assert_eq!(board.task(t.id).await.status, TaskStatus::Pending);
+    board
+        .lead
+        .request_shutdown(ShutdownArgs {
+            to: "alice".into(),
+            reason: Some("done for today".into()),
+            ..Default::default()
+        })
+        .await
+        .expect("request_shutdown");
+    assert_eq!(alice.exit_code().await, Some(0), "{}", alice.log_text());
+    assert_eq!(codex.mock.calls(), 1, "no call to the capped account");
+    let transcript = board.transcript("alice");
+    assert!(
+        transcript.contains("a shutdown request ended the wait for the reset"),
+        "{transcript}"
+    );
+    board.stop().await;
+}
+
+/// A usage limit whose reset the provider does not say (no `x-codex-*`
+/// headers) blocks nothing, but the teammate rests before it starts the
+/// agent again, rather than call the capped account again at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_usage_limit_with_no_known_reset_rests_before_the_next_try() {
+    let Some((codex, mut board)) = CodexHome::start().await else {
+        return;
+    };
+    codex.mock.set_responder(|_| {
+        let body = serde_json::json!({"error": {"type": "usage_limit_reached",
+            "message": "The usage limit has been reached"}});
+        Some(MockReply::json(429, body))
+    });
+    let alice = codex.spawn(&board, "alice", &[]);
+    let t = board.add("limited", "Go.", &[]).await;
+    let released = board.wait_released(t.id).await;
+    assert!(
+        released
+            .detail
+            .contains("usage limit on codex-mock (usage_limit_reached) (its reset time unknown)"),
+        "{}",
+        released.detail
+    );
+    eventually("alice to rest", PATIENCE, || async {
+        alice
+            .log_text()
+            .contains("waiting 1s before taking more work")
+            .then_some(())
+    })
+    .await;
+    board.lead.cancel_task(t.id).await.expect("cancel");
+    drop(alice);
+    board.stop().await;
+}

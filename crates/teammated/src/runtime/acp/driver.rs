@@ -189,7 +189,7 @@ impl Driver {
                 return;
             }
         };
-        if let Some(usage) = wire::usage(&result) {
+        for usage in wire::usage(&result) {
             self.emit(AgentEvent::Usage(usage));
         }
         match wire::stop_reason(&result) {

@@ -268,6 +268,7 @@ sleep 30"#,
             prompt: "Do it.".into(),
             plan_first: false,
             mcp: None,
+            usd_cap: None,
         }
     }
 
@@ -315,9 +316,13 @@ sleep 30"#,
                 },
                 AgentEvent::Delivered(tag),
                 AgentEvent::Said("took the message".into()),
-                AgentEvent::Usage(teamboard_protocol::TokenUsage {
-                    input: 7,
-                    output: 3,
+                AgentEvent::Usage(crate::runtime::Usage {
+                    tokens: teamboard_protocol::TokenUsage {
+                        input: 7,
+                        output: 3,
+                        ..Default::default()
+                    },
+                    ends_turn: true,
                     ..Default::default()
                 }),
                 AgentEvent::Idle {

@@ -17,7 +17,7 @@
 //!   `derive_more`, `strum`) on teammated's build path, for the dozen fields
 //!   read here, each of which a test on a captured line pins.
 
-use crate::runtime::AgentPolicy;
+use crate::runtime::{AgentPolicy, Usage};
 use serde_json::{Value, json};
 use teamboard_protocol::TokenUsage;
 use teamboard_protocol::board_call::BOARD_TOOLS;
@@ -108,18 +108,39 @@ pub fn stop_reason(result: &Value) -> Stop {
     }
 }
 
-/// The usage a prompt's result reports: Gemini's non-standard
-/// `_meta.quota.token_count`; `None` when absent or zero (a cancelled prompt,
-/// an agent that reports none).
-pub fn usage(result: &Value) -> Option<TokenUsage> {
-    let count = &result["_meta"]["quota"]["token_count"];
-    let input = count["input_tokens"].as_u64().unwrap_or(0);
-    let output = count["output_tokens"].as_u64().unwrap_or(0);
-    (input > 0 || output > 0).then_some(TokenUsage {
-        input,
-        output,
+/// The usage a prompt's result reports, per model: Gemini's non-standard
+/// `_meta.quota` (`model_usage`, else the whole `token_count` with no model).
+/// The model is named as the agent gave it. Empty when absent or zero (a
+/// cancelled prompt, an agent that reports none). ACP has no usage while a
+/// prompt runs, so an agent's turn is settled when it ends.
+pub fn usage(result: &Value) -> Vec<Usage> {
+    let quota = &result["_meta"]["quota"];
+    let tokens = |count: &Value| TokenUsage {
+        input: count["input_tokens"].as_u64().unwrap_or(0),
+        output: count["output_tokens"].as_u64().unwrap_or(0),
         ..TokenUsage::default()
-    })
+    };
+    let per_model: Vec<Usage> = quota["model_usage"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|m| Usage {
+            tokens: tokens(&m["token_count"]),
+            model: m["model"].as_str().map(str::to_string),
+            subscription: None,
+            ends_turn: true,
+        })
+        .collect();
+    let all = if per_model.is_empty() {
+        vec![Usage {
+            tokens: tokens(&quota["token_count"]),
+            ends_turn: true,
+            ..Usage::default()
+        }]
+    } else {
+        per_model
+    };
+    all.into_iter().filter(|u| u.tokens.total() > 0).collect()
 }
 
 /// One `session/update` notification, as far as teammated cares.
@@ -503,11 +524,24 @@ mod tests {
         )
         .unwrap();
         assert_eq!(stop_reason(&result), Stop::EndTurn);
-        let u = usage(&result).unwrap();
-        assert_eq!((u.input, u.output), (2400, 30));
+        let [u] = usage(&result).try_into().unwrap();
+        assert_eq!((u.tokens.input, u.tokens.output), (2400, 30));
+        assert_eq!(u.model.as_deref(), Some("gemini-2.5-flash"));
+        // Two models: each its own; none named: the whole, with no model.
+        let two = json!({"_meta":{"quota":{"token_count":{"input_tokens":30,"output_tokens":3},
+            "model_usage":[{"model":"a","token_count":{"input_tokens":10,"output_tokens":1}},
+                           {"model":"b","token_count":{"input_tokens":20,"output_tokens":2}}]}}});
+        let models: Vec<_> = usage(&two)
+            .into_iter()
+            .map(|u| (u.model, u.tokens.total()))
+            .collect();
+        assert_eq!(models, [(Some("a".into()), 11), (Some("b".into()), 22)]);
+        let whole = json!({"_meta":{"quota":{"token_count":{"input_tokens":7,"output_tokens":3}}}});
+        let [u] = usage(&whole).try_into().unwrap();
+        assert_eq!((u.model, u.tokens.total()), (None, 10));
         let cancelled = json!({"stopReason": "cancelled"});
         assert_eq!(stop_reason(&cancelled), Stop::Cancelled);
-        assert_eq!(usage(&cancelled), None);
+        assert_eq!(usage(&cancelled), []);
         for reason in ["refusal", "max_tokens", "max_turn_requests", "weird"] {
             let Stop::Error(why) = stop_reason(&json!({"stopReason": reason})) else {
                 panic!("{reason} is an error");

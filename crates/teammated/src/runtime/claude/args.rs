@@ -7,6 +7,12 @@
 //! - `--replay-user-messages`: every user line is echoed when the CLI takes it,
 //!   which is how a message is known to be delivered, and how the final answer
 //!   is told from a turn with more to come (see `stream`).
+//! - `--include-partial-messages`: each model call's raw `message_start` and
+//!   `message_delta`, so that its usage is settled when the call ends rather
+//!   than when the turn does (see `stream`).
+//! - `--max-budget-usd` with what the dollar budgets leave, on an API key
+//!   (`ANTHROPIC_API_KEY`): the CLI stops itself there too. Not on a login,
+//!   whose calls cost nothing per call: the CLI would price them all the same.
 //! - `--permission-prompt-tool stdio`: teammated answers the permission
 //!   requests itself, by the policy and the plan gate, so the CLI needs no
 //!   `--dangerously-skip-permissions` (which it refuses as root without
@@ -26,6 +32,7 @@
 use crate::runtime::process::Launch;
 use crate::runtime::{AgentSpec, Brief};
 use serde_json::json;
+use teamboard_protocol::spend::MicroUsd;
 
 /// Variables that keep Claude Code from reaching anything but its API.
 pub(super) const KILL_SWITCHES: &[&str] = &[
@@ -36,6 +43,37 @@ pub(super) const KILL_SWITCHES: &[&str] = &[
     "DISABLE_BUG_COMMAND",
     "DO_NOT_TRACK",
 ];
+
+/// Variables with which the CLI calls the API on credentials other than a
+/// claude.ai login or an API key: a gateway's token, Bedrock, Vertex, Foundry.
+/// With the first three, 2.1.332 says `apiKeySource: none` as on a login.
+const OTHER_CREDENTIALS: &[&str] = &[
+    "ANTHROPIC_AUTH_TOKEN",
+    "CLAUDE_CODE_USE_BEDROCK",
+    "CLAUDE_CODE_USE_VERTEX",
+    "CLAUDE_CODE_USE_FOUNDRY",
+];
+
+/// Whether `key` is set, and not empty, in the CLI's environment: the spec's
+/// or teammated's own, which the CLI inherits.
+fn in_env(spec: &AgentSpec, key: &str) -> bool {
+    spec.env.iter().any(|(k, v)| k == key && !v.is_empty())
+        || std::env::var_os(key).is_some_and(|v| !v.is_empty())
+}
+
+/// Whether the CLI has credentials other than a claude.ai login or an API
+/// key: then `apiKeySource: none` is no subscription.
+pub(super) fn other_credentials(spec: &AgentSpec) -> bool {
+    OTHER_CREDENTIALS.iter().any(|k| in_env(spec, k))
+}
+
+/// `--max-budget-usd` for what is left, on an API key. Not for nothing left:
+/// the CLI reads 0 as no cap.
+fn spend_cap(left: Option<MicroUsd>, api_key: bool) -> Option<[String; 2]> {
+    let left = left.filter(|l| api_key && l.0 > 0)?;
+    let usd = format!("{}.{:06}", left.0 / 1_000_000, left.0 % 1_000_000);
+    Some(["--max-budget-usd".to_string(), usd])
+}
 
 /// Which session a process opens.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,6 +100,7 @@ pub(super) fn launch(
         "stream-json",
         "--verbose",
         "--replay-user-messages",
+        "--include-partial-messages",
         "--max-turns",
     ]
     .iter()
@@ -70,6 +109,9 @@ pub(super) fn launch(
     args.push(spec.max_turns.max(1).to_string());
     if let Some(model) = &spec.model {
         args.extend(["--model".to_string(), model.clone()]);
+    }
+    if let Some(cap) = spend_cap(brief.usd_cap, in_env(spec, "ANTHROPIC_API_KEY")) {
+        args.extend(cap);
     }
     match session {
         SessionArg::New(id) => args.extend(["--session-id".to_string(), id.clone()]),
@@ -148,6 +190,7 @@ mod tests {
             prompt: "do it".into(),
             plan_first: false,
             mcp,
+            usd_cap: None,
         }
     }
 
@@ -169,7 +212,9 @@ mod tests {
         assert_eq!(after(a, "--output-format"), Some("stream-json"));
         assert!(a.contains(&"--verbose".to_string()));
         assert!(a.contains(&"--replay-user-messages".to_string()));
+        assert!(a.contains(&"--include-partial-messages".to_string()));
         assert_eq!(after(a, "--max-turns"), Some("30"));
+        assert_eq!(after(a, "--max-budget-usd"), None, "no dollar budget");
         assert_eq!(after(a, "--model"), Some("sonnet"));
         assert_eq!(after(a, "--session-id"), Some("abc"));
         assert_eq!(after(a, "--resume"), None);
@@ -226,6 +271,31 @@ mod tests {
             l.env
                 .contains(&("ENABLE_TOOL_SEARCH".to_string(), "false".to_string()))
         );
+    }
+
+    #[test]
+    fn an_api_key_gets_what_the_dollar_budgets_leave_as_its_own_cap() {
+        let mut b = brief(None);
+        b.usd_cap = Some(MicroUsd(1_250_000));
+        let l = launch(&spec(), &b, &SessionArg::New("abc".into()), false);
+        assert_eq!(after(&l.args, "--max-budget-usd"), Some("1.250000"));
+        assert_eq!(
+            spend_cap(Some(MicroUsd(125)), true),
+            Some(["--max-budget-usd".to_string(), "0.000125".to_string()])
+        );
+        // Not on a login, and never 0, which the CLI reads as no cap.
+        assert_eq!(spend_cap(Some(MicroUsd(1_250_000)), false), None);
+        assert_eq!(spend_cap(Some(MicroUsd(0)), true), None);
+        assert_eq!(spend_cap(None, true), None);
+    }
+
+    #[test]
+    fn a_gateway_token_or_a_cloud_provider_are_other_credentials() {
+        let mut s = spec();
+        for key in ["ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_USE_BEDROCK"] {
+            s.env = vec![(key.into(), "1".into())];
+            assert!(other_credentials(&s), "{key}");
+        }
     }
 
     #[test]

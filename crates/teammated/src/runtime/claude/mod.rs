@@ -47,7 +47,8 @@ pub async fn start(spec: &AgentSpec, brief: Brief) -> Result<Agent, AgentError> 
     };
     let launch = args::launch(spec, &brief, &session, brief.plan_first);
     let mut proc = AgentProcess::spawn(&launch)?;
-    let mut stream = Stream::new(spec.policy, brief.plan_first, brief.resume.is_some());
+    let mut stream = Stream::new(spec.policy, brief.plan_first, brief.resume.is_some())
+        .with_other_credentials(args::other_credentials(spec));
     let first = stream.user_line(Some(FIRST_INPUT), &brief.prompt);
     if let Err(e) = proc.write(&first).await {
         let how = proc.stop().await;

@@ -15,9 +15,23 @@
 //!   stays 0 even with a line queued: it cannot tell); else it is `TurnEnded`.
 //! - **The outcome** is read from `is_error` (and an `error_*` subtype), never
 //!   from `subtype` alone: an API error is `subtype:"success"`, `is_error:true`.
-//! - **Usage** is each `result.usage` (the turn's API calls summed); the
+//! - **Usage** is settled per model call, as it comes, so that a budget can
+//!   stop a turn that never ends: with `--include-partial-messages` each call
+//!   streams its `message_start` (the input and the model) and its
+//!   `message_delta` (the final output count), and the call is reported at
+//!   the delta. A turn's `result.usage` sums its calls; only what the calls
+//!   left out (one cut off before its delta) is reported with it. Trap: the
 //!   `assistant` events repeat the `message_start` snapshot per content block,
 //!   and summing those would count the input many times over.
+//! - **Billing.** `system/init`'s `apiKeySource` is `none` without an API key:
+//!   on a claude.ai login, but also with `ANTHROPIC_AUTH_TOKEN` (a gateway)
+//!   and on Bedrock or Vertex. So a subscription is `none` with none of those
+//!   in the CLI's environment (`args::other_credentials`). On a subscription
+//!   the CLI prints a `rate_limit_event` whenever the plan's windows change; a
+//!   `rejected` one (with `resetsAt`, in seconds) is a usage limit.
+//! - **Its own spend cap** (`--max-budget-usd`) ends the turn with
+//!   `error_max_budget_usd`: reported as [`AgentEvent::OverBudget`], not as a
+//!   failure.
 //! - **Permissions.** With `--permission-prompt-tool stdio` every tool call the
 //!   mode does not allow by itself comes as a `can_use_tool` control request and
 //!   waits for its answer. Each one is answered, by the policy and the plan gate;
@@ -25,9 +39,9 @@
 //!   control request of any other kind gets an error answer: the CLI waits on
 //!   every request, and one left unanswered would hang the turn.
 
-use crate::runtime::{AgentEvent, AgentPolicy, PlanAnswer, approved_note};
+use crate::runtime::{AgentEvent, AgentPolicy, Limit, PlanAnswer, Usage, approved_note};
 use serde_json::{Value, json};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use teamboard_protocol::TokenUsage;
 
 /// The tool Claude Code calls to leave plan mode with its plan.
@@ -45,6 +59,9 @@ const READ_TOOLS: &[&str] = &[
     "TodoWrite",
     "TodoRead",
 ];
+
+/// The account of a claude.ai login, as the ledger names it.
+pub(super) const SUBSCRIPTION: &str = "claude-subscription";
 
 /// The prefix of the board's MCP tools (the server is named `teamboard`). They
 /// are the teammate's own board operations, allowed under every policy: the
@@ -101,6 +118,20 @@ pub(super) struct Stream {
     held_plan: Option<(String, Value)>,
     /// For the ids of control requests teammated sends.
     next_request: u64,
+    /// The CLI has credentials other than a claude.ai login in its
+    /// environment (see the module's notes on billing).
+    other_credentials: bool,
+    /// On a claude.ai login, once `system/init` said so.
+    subscription: bool,
+    /// The model `system/init` named, for usage whose call named none.
+    model: Option<String>,
+    /// The model calls streaming now, by the tool call of the subagent that
+    /// makes them (`parent_tool_use_id`; none for the session's own): each
+    /// one's `message_start` usage and model, until its `message_delta`.
+    calls: BTreeMap<String, (TokenUsage, Option<String>)>,
+    /// What the calls of the running turn reported: its `result.usage`
+    /// reports only the rest.
+    turn: TokenUsage,
 }
 
 impl Stream {
@@ -116,7 +147,19 @@ impl Stream {
             busy: false,
             held_plan: None,
             next_request: 0,
+            other_credentials: false,
+            subscription: false,
+            model: None,
+            calls: BTreeMap::new(),
+            turn: TokenUsage::default(),
         }
+    }
+
+    /// The CLI has credentials other than a claude.ai login in its
+    /// environment: `apiKeySource: none` is then no subscription.
+    pub fn with_other_credentials(mut self, other: bool) -> Stream {
+        self.other_credentials = other;
+        self
     }
 
     /// Whether a turn is running or queued (an interrupt has something to stop).
@@ -211,6 +254,11 @@ impl Stream {
             "assistant" => said(v),
             "user" if v["isReplay"] == true => self.on_echo(),
             "result" => self.on_result(v),
+            "stream_event" => {
+                let by = v["parent_tool_use_id"].as_str().unwrap_or_default();
+                self.on_stream_event(by, &v["event"])
+            }
+            "rate_limit_event" => self.on_rate_limit(&v["rate_limit_info"]),
             "control_request" => self.on_control_request(v),
             "control_response" => {
                 if v["response"]["subtype"] == "error" {
@@ -228,6 +276,10 @@ impl Stream {
     /// `system/init` comes at the start of every turn; the first one opens the
     /// session.
     fn on_init(&mut self, v: &Value) -> Vec<Action> {
+        if let Some(model) = v["model"].as_str() {
+            self.model = Some(model.to_string());
+        }
+        self.subscription = v["apiKeySource"] == "none" && !self.other_credentials;
         if self.session.is_some() {
             return Vec::new();
         }
@@ -264,10 +316,24 @@ impl Stream {
             return vec![Action::ResumeFailed(failure(v))];
         }
         let mut actions = Vec::new();
-        if let Some(usage) = usage(&v["usage"]) {
-            actions.push(Action::Emit(AgentEvent::Usage(usage)));
+        // The turn's calls reported themselves; what they left out, now.
+        let turn = std::mem::take(&mut self.turn);
+        self.calls.clear();
+        if let Some(all) = usage(&v["usage"]) {
+            let rest = TokenUsage {
+                input: all.input.saturating_sub(turn.input),
+                output: all.output.saturating_sub(turn.output),
+                cache_read: all.cache_read.saturating_sub(turn.cache_read),
+                cache_write: all.cache_write.saturating_sub(turn.cache_write),
+            };
+            if rest.total() > 0 {
+                actions.push(self.usage_event(rest, None, true));
+            }
         }
-        if failed {
+        if v["subtype"] == "error_max_budget_usd" {
+            self.busy = false;
+            actions.push(Action::Emit(AgentEvent::OverBudget(failure(v))));
+        } else if failed {
             self.busy = false;
             actions.push(Action::Fail(failure(v)));
         } else {
@@ -279,6 +345,85 @@ impl Stream {
             }));
         }
         actions
+    }
+
+    /// A raw event of the model call streaming now
+    /// (`--include-partial-messages`): its start and its final usage.
+    fn on_stream_event(&mut self, by: &str, e: &Value) -> Vec<Action> {
+        match e["type"].as_str().unwrap_or_default() {
+            "message_start" => {
+                let m = &e["message"];
+                let tokens = usage(&m["usage"]).unwrap_or_default();
+                let model = m["model"].as_str().map(str::to_string);
+                self.calls.insert(by.to_string(), (tokens, model));
+                Vec::new()
+            }
+            "message_delta" => {
+                let Some((mut tokens, model)) = self.calls.remove(by) else {
+                    return Vec::new();
+                };
+                // The model ended its turn, rather than asked for a tool.
+                let ends_turn = matches!(
+                    e["delta"]["stop_reason"].as_str(),
+                    Some("end_turn" | "stop_sequence")
+                );
+                // The delta's counts are final; what it leaves out stays as
+                // the start said.
+                let u = &e["usage"];
+                for (key, field) in [
+                    ("input_tokens", &mut tokens.input),
+                    ("output_tokens", &mut tokens.output),
+                    ("cache_read_input_tokens", &mut tokens.cache_read),
+                    ("cache_creation_input_tokens", &mut tokens.cache_write),
+                ] {
+                    if let Some(n) = u[key].as_u64() {
+                        *field = n;
+                    }
+                }
+                if tokens.total() == 0 {
+                    return Vec::new();
+                }
+                self.turn.add(tokens);
+                vec![self.usage_event(tokens, model, ends_turn)]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// A change of the subscription's windows: a `rejected` status is a usage
+    /// limit, until `resetsAt`.
+    fn on_rate_limit(&mut self, info: &Value) -> Vec<Action> {
+        if info["status"] != "rejected" {
+            return Vec::new();
+        }
+        let reason = info["rateLimitType"]
+            .as_str()
+            .map_or("usage limit".to_string(), |t| format!("{t} usage limit"));
+        vec![Action::Emit(AgentEvent::LimitReached(Limit {
+            account: SUBSCRIPTION.to_string(),
+            model: self.priced(None),
+            until_ms: info["resetsAt"].as_i64().map(|s| s.saturating_mul(1000)),
+            reason,
+        }))]
+    }
+
+    /// Usage of `tokens` by `model` (else the session's).
+    fn usage_event(&self, tokens: TokenUsage, model: Option<String>, ends_turn: bool) -> Action {
+        Action::Emit(AgentEvent::Usage(Usage {
+            tokens,
+            model: self.priced(model),
+            subscription: self.subscription.then(|| SUBSCRIPTION.to_string()),
+            ends_turn,
+        }))
+    }
+
+    /// `model` (else the session's) as the price table names it. The CLI's
+    /// stand-in for an API error (`<synthetic>`) is no model.
+    fn priced(&self, model: Option<String>) -> Option<String> {
+        model
+            .or_else(|| self.model.clone())
+            .filter(|m| !m.is_empty() && !m.starts_with('<'))
+            .map(|m| format!("anthropic/{m}"))
     }
 
     fn on_control_request(&mut self, v: &Value) -> Vec<Action> {

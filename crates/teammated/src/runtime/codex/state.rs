@@ -17,8 +17,19 @@
 //! - **errors**: a `failed` turn, an `error` that Codex will not retry, or an
 //!   error answer to a turn it must accept is [`AgentEvent::Failed`], once.
 //! - **usage**: each `thread/tokenUsage/updated` of a turn of this process
-//!   (its `last`). Trap: a resume reports the thread's usage so far with the id
-//!   of an old turn, which must not count again.
+//!   (its `last`: one model call's), priced as `openai/` and the thread's model
+//!   (`thread/start`'s answer, or a `model/rerouted`). Trap: a resume reports
+//!   the thread's usage so far with the id of an old turn, which must not count
+//!   again.
+//! - **billing**: `account/read` says the login. A ChatGPT account (on a
+//!   provider that uses it, `requiresOpenaiAuth`) is a subscription,
+//!   `codex-chatgpt`; anything else (an API key, a provider with a key of its
+//!   own, no answer) is paid per call.
+//! - **usage limits**: an `error` with `codexErrorInfo: usageLimitExceeded`
+//!   is [`AgentEvent::LimitReached`] instead of a failure, until the reset of
+//!   the window the last `account/rateLimits/updated` showed full. Trap: the
+//!   error itself has the reset only in its words ("try again at 8:16 AM", in
+//!   local time); the windows come from the provider's `x-codex-*` headers.
 //!
 //! The plan gate. Codex has no plan mode, so the gate is made of three things:
 //! the thread runs `read-only`, every approval request is refused, and the
@@ -38,8 +49,8 @@
 use super::answers;
 use super::params::{self, ThreadSetup, texts};
 use crate::runtime::jsonrpc::{self, Incoming, Requests, RpcError};
-use crate::runtime::{AgentEvent, AgentPolicy, FIRST_INPUT, McpServer, PlanAnswer};
-use serde_json::Value;
+use crate::runtime::{AgentEvent, AgentPolicy, FIRST_INPUT, Limit, McpServer, PlanAnswer, Usage};
+use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use teamboard_protocol::TokenUsage;
@@ -72,6 +83,7 @@ pub struct Setup {
 #[derive(Debug, Clone)]
 enum Asked {
     Initialize,
+    Account,
     ThreadResume,
     /// `why_new`: why a resume was not possible, when one was asked for.
     ThreadStart {
@@ -141,7 +153,18 @@ pub struct Core {
     cancelled: bool,
     failed: bool,
     rounds: u32,
+    /// The thread's model and provider, as Codex answered them.
+    model: Option<String>,
+    provider: Option<String>,
+    /// On a ChatGPT login (see the module's notes).
+    chatgpt: bool,
+    /// When the window the provider last showed full resets, in ms since the
+    /// epoch.
+    full_until: Option<i64>,
 }
+
+/// The account of a ChatGPT login, as the ledger names it.
+pub const CHATGPT: &str = "codex-chatgpt";
 
 impl Core {
     pub fn new(setup: Setup) -> Core {
@@ -170,6 +193,10 @@ impl Core {
             cancelled: false,
             failed: false,
             rounds: 0,
+            model: None,
+            provider: None,
+            chatgpt: false,
+            full_until: None,
         }
     }
 
@@ -277,6 +304,7 @@ impl Core {
                     "initialized",
                     Value::Null,
                 ))];
+                out.push(self.request("account/read", json!({}), Asked::Account));
                 out.push(match self.setup.resume.clone() {
                     Some(thread) => {
                         let params = params::thread_resume(&thread, &self.thread_setup());
@@ -287,7 +315,16 @@ impl Core {
                 out
             }
             (Asked::Initialize, Err(e)) => self.fail(format!("codex refused to initialize: {e}")),
+            (Asked::Account, Ok(r)) => {
+                self.chatgpt = r["requiresOpenaiAuth"] == true && r["account"]["type"] == "chatgpt";
+                Vec::new()
+            }
+            (Asked::Account, Err(e)) => {
+                tracing::warn!(error = %e, "codex did not say its login; its usage is priced");
+                Vec::new()
+            }
             (Asked::ThreadResume, Ok(r)) => {
+                self.thread_model(&r);
                 let id = r["thread"]["id"]
                     .as_str()
                     .map(str::to_string)
@@ -296,6 +333,7 @@ impl Core {
             }
             (Asked::ThreadResume, Err(e)) => vec![self.start_thread(Some(e.message))],
             (Asked::ThreadStart { why_new }, Ok(r)) => {
+                self.thread_model(&r);
                 let id = r["thread"]["id"].as_str().map(str::to_string);
                 self.opened_thread(id, false, why_new)
             }
@@ -322,6 +360,27 @@ impl Core {
                 self.dispatch(tag)
             }
             (Asked::Interrupt, _) => Vec::new(),
+        }
+    }
+
+    /// The model and provider of the thread just opened.
+    fn thread_model(&mut self, r: &Value) {
+        let text = |v: &Value| v.as_str().filter(|s| !s.is_empty()).map(str::to_string);
+        self.model = text(&r["model"]).or_else(|| self.setup.model.clone());
+        self.provider = text(&r["modelProvider"]);
+    }
+
+    /// The model as the price table names it.
+    fn priced(&self) -> Option<String> {
+        self.model.as_ref().map(|m| format!("openai/{m}"))
+    }
+
+    /// The account the calls go to: the ChatGPT login, else the provider's.
+    fn account(&self) -> String {
+        match (&self.provider, self.chatgpt) {
+            (_, true) => CHATGPT.to_string(),
+            (Some(p), false) => format!("codex-{p}"),
+            (None, false) => "codex".to_string(),
         }
     }
 
@@ -435,11 +494,33 @@ impl Core {
             "item/completed" => self.item_completed(&params["item"]),
             "thread/tokenUsage/updated" => self.usage(params),
             "turn/completed" => self.turn_completed(&params["turn"]),
+            "model/rerouted" => {
+                if let Some(to) = params["toModel"].as_str() {
+                    self.model = Some(to.to_string());
+                }
+                Vec::new()
+            }
+            "account/rateLimits/updated" => {
+                if let Some(until) = full_until(&params["rateLimits"]) {
+                    self.full_until = Some(until);
+                }
+                Vec::new()
+            }
             "error" => {
                 if params["willRetry"] == true || self.interrupting {
                     return Vec::new();
                 }
                 let error = &params["error"];
+                if error["codexErrorInfo"] == "usageLimitExceeded" && !self.failed {
+                    // The turn fails next; the limit says why, not a failure.
+                    self.failed = true;
+                    return vec![Out::Emit(AgentEvent::LimitReached(Limit {
+                        account: self.account(),
+                        model: self.priced(),
+                        until_ms: self.full_until,
+                        reason: "usage_limit_reached".into(),
+                    }))];
+                }
                 let mut why = error["message"]
                     .as_str()
                     .unwrap_or("codex reported an error")
@@ -562,9 +643,13 @@ impl Core {
         if !ours {
             return Vec::new();
         }
-        let mut out = vec![Out::Emit(AgentEvent::Usage(usage_of(
-            &params["tokenUsage"]["last"],
-        )))];
+        let mut out = vec![Out::Emit(AgentEvent::Usage(Usage {
+            tokens: usage_of(&params["tokenUsage"]["last"]),
+            model: self.priced(),
+            subscription: self.chatgpt.then(|| CHATGPT.to_string()),
+            // Whether the turn goes on is known only from its end.
+            ends_turn: false,
+        }))];
         self.rounds += 1;
         if self.rounds > self.setup.max_rounds && !self.failed {
             out.extend(self.interrupt());
@@ -703,6 +788,19 @@ fn last_agent_message(turn: &Value) -> Option<String> {
         .find(|i| i["type"] == "agentMessage")
         .and_then(|i| i["text"].as_str())
         .map(str::to_string)
+}
+
+/// When the window of `limits` (an `account/rateLimits/updated`'s
+/// `rateLimits`) that is full resets, in ms since the epoch: the latest, if
+/// both are.
+pub fn full_until(limits: &Value) -> Option<i64> {
+    ["primary", "secondary"]
+        .iter()
+        .map(|w| &limits[*w])
+        .filter(|w| w["usedPercent"].as_i64().is_some_and(|p| p >= 100))
+        .filter_map(|w| w["resetsAt"].as_i64())
+        .max()
+        .map(|secs| secs.saturating_mul(1000))
 }
 
 /// A model call's usage. Codex's `inputTokens` counts the whole prompt, the

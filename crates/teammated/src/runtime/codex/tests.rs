@@ -4,7 +4,7 @@
 
 use super::params::texts;
 use super::state::{Core, Out, Setup, usage_of};
-use crate::runtime::{AgentEvent, AgentPolicy, FIRST_INPUT, McpServer, PlanAnswer};
+use crate::runtime::{AgentEvent, AgentPolicy, FIRST_INPUT, Limit, McpServer, PlanAnswer, Usage};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use teamboard_protocol::TokenUsage;
@@ -247,11 +247,14 @@ fn the_transcript_gets_what_the_agent_said_and_the_tools_it_called() {
                 input: r#"{"to":"lead"}"#.into()
             },
             AgentEvent::Said("Looked around.".into()),
-            AgentEvent::Usage(TokenUsage {
-                input: 800,
-                output: 20,
-                cache_read: 200,
-                cache_write: 0
+            AgentEvent::Usage(Usage {
+                tokens: TokenUsage {
+                    input: 800,
+                    output: 20,
+                    cache_read: 200,
+                    cache_write: 0
+                },
+                ..Usage::default()
             }),
         ]
     );
@@ -413,11 +416,14 @@ fn a_resumed_thread_does_not_count_the_usage_of_its_old_turns_again() {
     s.line(usage(TURN, 100, 0, 5));
     assert_eq!(
         s.events(),
-        [AgentEvent::Usage(TokenUsage {
-            input: 100,
-            output: 5,
-            cache_read: 0,
-            cache_write: 0
+        [AgentEvent::Usage(Usage {
+            tokens: TokenUsage {
+                input: 100,
+                output: 5,
+                cache_read: 0,
+                cache_write: 0
+            },
+            ..Usage::default()
         })]
     );
 }
@@ -713,4 +719,167 @@ fn a_message_accepted_but_never_taken_is_sent_once_more_then_fails() {
     s.answer("turn/start", json!({"turn": {"id": "turn-2"}}));
     s.line(turn_completed("turn-2", "completed", "done again"));
     assert!(matches!(&s.events()[..], [AgentEvent::Failed(why)] if why.contains("lost in codex")));
+}
+
+/// Opened as [`Session::opened`], with `account/read` and `thread/start`
+/// answered with these (as 0.171.0 answered them, trimmed).
+fn opened_on(account: Value, thread: Value) -> Session {
+    let mut s = Session::new(setup());
+    s.answer("initialize", json!({"userAgent": "teammated/0.171.0"}));
+    s.answer("account/read", account);
+    s.answer("thread/start", thread);
+    s.answer(
+        "turn/start",
+        json!({"turn": {"id": TURN, "status": "inProgress"}}),
+    );
+    s.line(turn_started(TURN));
+    s.events();
+    s
+}
+
+fn mock_thread() -> Value {
+    json!({"thread": {"id": THREAD}, "model": "mock-model", "modelProvider": "mock"})
+}
+
+fn priced(subscription: Option<&str>) -> AgentEvent {
+    AgentEvent::Usage(Usage {
+        tokens: TokenUsage {
+            input: 10_000,
+            output: 500,
+            ..TokenUsage::default()
+        },
+        model: Some("openai/mock-model".into()),
+        subscription: subscription.map(str::to_string),
+        ends_turn: false,
+    })
+}
+
+#[test]
+fn usage_is_priced_by_the_threads_model_and_a_chatgpt_login_is_a_subscription() {
+    // A provider with a key of its own: Codex says no account.
+    let mut s = opened_on(
+        json!({"account": null, "userId": null, "requiresOpenaiAuth": false}),
+        mock_thread(),
+    );
+    s.line(usage(TURN, 10_000, 0, 500));
+    assert_eq!(s.events(), [priced(None)]);
+    // An API key login: paid per call.
+    let mut s = opened_on(
+        json!({"account": {"type": "apiKey"}, "requiresOpenaiAuth": true}),
+        mock_thread(),
+    );
+    s.line(usage(TURN, 10_000, 0, 500));
+    assert_eq!(s.events(), [priced(None)]);
+    // A ChatGPT login on a provider that uses it: a subscription.
+    let chatgpt = json!({"account": {"type": "chatgpt", "email": "a@b.c", "planType": "plus"},
+        "requiresOpenaiAuth": true});
+    let mut s = opened_on(chatgpt.clone(), mock_thread());
+    s.line(usage(TURN, 10_000, 0, 500));
+    assert_eq!(s.events(), [priced(Some(super::state::CHATGPT))]);
+    // Logged in with ChatGPT, calling a provider with its own key: paid.
+    let mut s = opened_on(
+        json!({"account": chatgpt["account"], "requiresOpenaiAuth": false}),
+        mock_thread(),
+    );
+    s.line(usage(TURN, 10_000, 0, 500));
+    assert_eq!(s.events(), [priced(None)]);
+    // A model rerouted mid-thread prices what comes after.
+    let mut s = opened_on(json!({"account": null}), mock_thread());
+    s.line(
+        json!({"method":"model/rerouted","params":{"threadId":THREAD,"turnId":TURN,
+        "fromModel":"mock-model","toModel":"gpt-5-mini","reason":"highRiskCyberActivity"}}),
+    );
+    s.line(usage(TURN, 1, 0, 1));
+    let [AgentEvent::Usage(u)] = &s.events()[..] else {
+        panic!("one usage")
+    };
+    assert_eq!(u.model.as_deref(), Some("openai/gpt-5-mini"));
+}
+
+#[test]
+fn account_read_is_asked_with_the_thread() {
+    let mut s = Session::new(setup());
+    s.answer("initialize", json!({"userAgent": "teammated/0.171.0"}));
+    assert_eq!(s.count("account/read"), 1);
+    assert_eq!(s.count("thread/start"), 1);
+    // No answer, or an error, leaves the usage paid.
+    s.refuse(
+        "account/read",
+        "selected workspace missing from routing discovery",
+    );
+    s.answer("thread/start", mock_thread());
+    s.answer("turn/start", json!({"turn": {"id": TURN}}));
+    s.events();
+    s.line(usage(TURN, 10_000, 0, 500));
+    assert_eq!(s.events(), [priced(None)]);
+}
+
+#[test]
+fn a_usage_limit_is_reached_until_the_full_windows_reset_and_is_no_failure() {
+    let mut s = opened_on(
+        json!({"account": {"type": "chatgpt", "email": null, "planType": "plus"},
+               "requiresOpenaiAuth": true}),
+        mock_thread(),
+    );
+    // As 0.171.0 reported a 429 `usage_limit_reached` with the x-codex-primary-*
+    // headers: the windows, the error, then the failed turn.
+    s.line(
+        json!({"method":"account/rateLimits/updated","params":{"rateLimits":{"limitId":"codex",
+        "primary":{"usedPercent":100,"windowDurationMins":300,"resetsAt":1_796_545_006_i64},
+        "secondary":{"usedPercent":40,"windowDurationMins":10080,"resetsAt":1_797_000_000_i64},
+        "credits":null,"planType":null,"rateLimitReachedType":null}}}),
+    );
+    let message = "You\u{2019}ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), \
+        visit https://chatgpt.com/settings/usage to purchase more credits or try again at 8:16 AM.";
+    s.line(
+        json!({"method":"error","params":{"error":{"message":message,
+        "codexErrorInfo":"usageLimitExceeded","additionalDetails":null},"willRetry":false,
+        "threadId":THREAD,"turnId":TURN}}),
+    );
+    s.line(json!({"method":"turn/completed","params":{"threadId":THREAD,"turn":{"id":TURN,
+        "items":[],"status":"failed","error":{"message":message,"codexErrorInfo":"usageLimitExceeded"}}}}));
+    assert_eq!(
+        s.events(),
+        [AgentEvent::LimitReached(Limit {
+            account: super::state::CHATGPT.into(),
+            model: Some("openai/mock-model".into()),
+            until_ms: Some(1_796_545_006_000),
+            reason: "usage_limit_reached".into(),
+        })]
+    );
+    // Without windows (a provider that sends no x-codex-* headers) the reset
+    // is unknown; the account is the provider's.
+    let mut s = opened_on(json!({"account": null}), mock_thread());
+    s.line(
+        json!({"method":"error","params":{"error":{"message":message,
+        "codexErrorInfo":"usageLimitExceeded"},"willRetry":false,"threadId":THREAD,"turnId":TURN}}),
+    );
+    assert_eq!(
+        s.events(),
+        [AgentEvent::LimitReached(Limit {
+            account: "codex-mock".into(),
+            model: Some("openai/mock-model".into()),
+            until_ms: None,
+            reason: "usage_limit_reached".into(),
+        })]
+    );
+}
+
+#[test]
+fn the_full_window_that_resets_last_is_the_limit() {
+    use super::state::full_until;
+    let w = |used: i64, at: i64| json!({"usedPercent": used, "resetsAt": at});
+    assert_eq!(
+        full_until(&json!({"primary": w(100, 10), "secondary": w(100, 20)})),
+        Some(20_000)
+    );
+    assert_eq!(
+        full_until(&json!({"primary": w(100, 10), "secondary": w(99, 20)})),
+        Some(10_000)
+    );
+    assert_eq!(
+        full_until(&json!({"primary": w(50, 10), "secondary": null})),
+        None
+    );
+    assert_eq!(full_until(&json!({"primary": {"usedPercent": 100}})), None);
 }

@@ -60,6 +60,8 @@ impl AgentRun {
             prompt: parts.join("\n\n"),
             plan_first: t.held().is_some_and(|h| h.plan_pending()),
             mcp: Some(mcp),
+            // Set by the phase, once boardd said what is left.
+            usd_cap: None,
         }
     }
 }

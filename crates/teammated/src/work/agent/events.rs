@@ -1,5 +1,5 @@
-//! What the agent reports, onto the board: its session, transcript, usage,
-//! plan and final answer.
+//! What the agent reports, onto the board: its session, transcript, usage
+//! (see `spend`), plan and final answer.
 
 use super::{AgentEnd, AgentRun, MAX_REFUSALS, Phase};
 use crate::runtime::{AgentEvent, FIRST_INPUT, PlanAnswer, with_tail};
@@ -59,9 +59,20 @@ impl AgentRun {
                 None
             }
             AgentEvent::Usage(usage) => {
-                t.record_usage(usage, false).await;
-                None
+                let ends_turn = usage.ends_turn;
+                let why = super::spend::settle(t, usage).await?;
+                if ends_turn {
+                    phase.over_budget = Some(why);
+                    None
+                } else {
+                    Some(AgentEnd::OverBudget(why))
+                }
             }
+            AgentEvent::LimitReached(limit) => {
+                super::spend::block(t, &limit).await;
+                Some(AgentEnd::LimitReached(limit))
+            }
+            AgentEvent::OverBudget(why) => Some(AgentEnd::OverBudget(why)),
             AgentEvent::PlanProposed(plan) => {
                 proposed(t, plan, phase).await;
                 None
@@ -69,7 +80,8 @@ impl AgentRun {
             AgentEvent::Idle { answer } => answered(t, answer, phase).await,
             AgentEvent::TurnEnded { answer } => {
                 turn_ended(phase, answer);
-                None
+                // Input waits for the next turn, which a spent budget stops.
+                phase.over_budget.take().map(AgentEnd::OverBudget)
             }
             AgentEvent::Failed(why) => Some(AgentEnd::Failed(why)),
             AgentEvent::Exited { status, stderr } => Some(AgentEnd::Failed(with_tail(
@@ -116,7 +128,7 @@ pub(super) async fn answered(
             tag,
             "a turn ended before the agent took the newest input; waiting for its answer to it"
         );
-        return None;
+        return phase.over_budget.take().map(AgentEnd::OverBudget);
     }
     let Some(held) = t.held() else {
         // A conversation about messages alone, or a task the agent ended
@@ -132,7 +144,7 @@ pub(super) async fn answered(
             "the agent waits for the lead's decision on its plan (request r{id}); its answer is not the task's result"
         );
         t.lifecycle(&text);
-        return None;
+        return phase.over_budget.take().map(AgentEnd::OverBudget);
     }
     // What the agent gave `complete_task` in this turn (or an earlier one
     // since the last refusal) comes before the turn's last words.
@@ -149,6 +161,10 @@ pub(super) async fn answered(
     if phase.refusals >= MAX_REFUSALS {
         // Not for the agent: `settle` gives the task back with boardd's words.
         return Some(AgentEnd::Refused);
+    }
+    if let Some(why) = phase.over_budget.take() {
+        // The refusal would start a turn the budget has no room for.
+        return Some(AgentEnd::OverBudget(why));
     }
     // The refusal starts the agent's next turn. Trap: `AGAIN` asks for a call
     // in the turn that ended; the agent is told to end the new one instead.

@@ -39,6 +39,7 @@ mod events;
 mod inbox;
 mod settle;
 mod setup;
+mod spend;
 #[cfg(test)]
 mod tests;
 
@@ -46,7 +47,7 @@ pub(crate) use setup::setup;
 
 use crate::error::Error;
 use crate::member::MemberServer;
-use crate::runtime::{Agent, AgentError, AgentEvent, AgentSpec, FIRST_INPUT, McpServer};
+use crate::runtime::{Agent, AgentError, AgentEvent, AgentSpec, FIRST_INPUT, Limit, McpServer};
 use crate::teammate::{AskedToLeave, Exit, Intake, Outcome, Teammate};
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
@@ -111,6 +112,13 @@ enum AgentEnd {
     Refused,
     /// boardd took the claim back.
     Lost,
+    /// A budget that covers the work ran out, in boardd's words (or the
+    /// agent's, at its own spend cap): the task goes back, and the attempt
+    /// does not count.
+    OverBudget(String),
+    /// The agent's account reached a usage limit: the task goes back, and the
+    /// teammate waits for the reset.
+    LimitReached(Limit),
     Stop(Exit),
     /// A shutdown request came while the agent worked: once the agent has
     /// stopped, the task goes back and the request is approved. Trap: not
@@ -156,6 +164,9 @@ struct Phase {
     /// The running turn took messages and nothing else (`Some(true)`); the
     /// first input, a refusal and the runtime's own input (untagged) are work.
     only_messages: Option<bool>,
+    /// A budget ran out with the call that ended the turn (see `spend`): why.
+    /// The turn's answer may complete the task; no next turn starts.
+    over_budget: Option<String>,
 }
 
 impl AgentRun {
@@ -193,11 +204,17 @@ impl AgentRun {
             return Ok(AgentEnd::Done);
         }
         t.set_status(MemberStatus::Working).await?;
-        let brief = self.brief(t, member);
+        let mut brief = self.brief(t, member);
         let key = brief.task;
         // The messages in the brief: acknowledged once the agent took them,
         // left in the inbox if it cannot start.
         let first_ids = std::mem::take(&mut self.unacked);
+        if t.held().is_some() {
+            match spend::room(t).await {
+                Ok(left) => brief.usd_cap = left,
+                Err(why) => return Ok(AgentEnd::OverBudget(why)),
+            }
+        }
         let spec = self.spec.clone();
         t.lifecycle(&format!(
             "work: started ({} agent {}{})",
@@ -234,6 +251,7 @@ impl AgentRun {
             result: None,
             answer: None,
             only_messages: None,
+            over_budget: None,
         };
         if !first_ids.is_empty() {
             phase.pending.insert(FIRST_INPUT, first_ids);
@@ -314,6 +332,8 @@ impl AgentRun {
             AgentEnd::Done => "its work is done",
             AgentEnd::GaveUp(_) => "it gave the task up",
             AgentEnd::Lost => "the claim is gone",
+            AgentEnd::OverBudget(_) => "a budget ran out",
+            AgentEnd::LimitReached(_) => "its account reached a usage limit",
             AgentEnd::Stop(_) | AgentEnd::Leave { .. } => "the teammate is stopping",
             _ => "it failed",
         };
@@ -390,7 +410,11 @@ fn park(t: &Teammate) -> Parked {
 async fn keep_promise(t: &mut Teammate, result: String, end: AgentEnd) -> AgentEnd {
     if !matches!(
         end,
-        AgentEnd::Failed(_) | AgentEnd::Stop(_) | AgentEnd::Leave { .. }
+        AgentEnd::Failed(_)
+            | AgentEnd::Stop(_)
+            | AgentEnd::Leave { .. }
+            | AgentEnd::OverBudget(_)
+            | AgentEnd::LimitReached(_)
     ) || t.held().is_none()
     {
         return end;
@@ -399,6 +423,8 @@ async fn keep_promise(t: &mut Teammate, result: String, end: AgentEnd) -> AgentE
         Ok((task, what)) => {
             let after = match &end {
                 AgentEnd::Failed(why) => format!("the agent then failed: {why}"),
+                AgentEnd::OverBudget(why) => format!("then budget exhausted: {why}"),
+                AgentEnd::LimitReached(limit) => format!("then {}", spend::limit_note(limit)),
                 _ => "the teammate is stopping".to_string(),
             };
             t.lifecycle(&format!(

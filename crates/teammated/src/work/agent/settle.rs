@@ -49,6 +49,24 @@ impl AgentRun {
                 t.lifecycle(&format!("work: ended (claim lost: {why})"));
                 t.let_go();
             }
+            AgentEnd::OverBudget(why) => {
+                // Not the task's fault: it goes back without using up an
+                // attempt, and boardd hands out no work the budget covers
+                // until it has room. IDLE rests first all the same, for a
+                // limit boardd cannot hold work back for (a dollar limit on
+                // a model it has no price for).
+                t.lifecycle(&format!("work: ended (budget exhausted: {why})"));
+                t.release_with_note(&format!("budget exhausted: {why}"))
+                    .await;
+                t.failed();
+                return Ok(None);
+            }
+            AgentEnd::LimitReached(limit) => {
+                let note = super::spend::limit_note(&limit);
+                t.lifecycle(&format!("work: ended ({note})"));
+                t.release_with_note(&note).await;
+                return Ok(super::spend::wait_out(t, &limit).await);
+            }
             AgentEnd::Refused => {
                 let last = t.held().and_then(|h| h.refused.clone()).unwrap_or_default();
                 t.lifecycle_error(&format!(

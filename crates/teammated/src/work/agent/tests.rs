@@ -91,6 +91,7 @@ impl Fixture {
             result: None,
             answer: None,
             only_messages: None,
+            over_budget: None,
         }
     }
 
@@ -140,6 +141,22 @@ impl Fixture {
     async fn task(&self, id: TaskId) -> teamboard_protocol::Task {
         self.lead.get_task(id).await.expect("the task").task
     }
+
+    /// A team budget of `tokens` tokens.
+    async fn budget(&self, tokens: u64) {
+        use teamboard_protocol::request::SetBudgetArgs;
+        use teamboard_protocol::spend::{BudgetScope, Limits};
+        let limits = Limits {
+            tokens: Some(tokens),
+            ..Limits::default()
+        };
+        let args = SetBudgetArgs {
+            scope: BudgetScope::Team,
+            per_ms: None,
+            limits,
+        };
+        self.lead.set_budget(args).await.expect("the budget");
+    }
 }
 
 fn describe(end: &AgentEnd) -> String {
@@ -152,6 +169,8 @@ fn describe(end: &AgentEnd) -> String {
         AgentEnd::Lost => "lost".into(),
         AgentEnd::Stop(exit) => format!("stop: {exit}"),
         AgentEnd::Leave { .. } => "leave".into(),
+        AgentEnd::OverBudget(why) => format!("over budget: {why}"),
+        AgentEnd::LimitReached(limit) => format!("limit reached: {}", limit.reason),
     }
 }
 
@@ -257,4 +276,96 @@ async fn the_messages_conversation_is_started_afresh_once_it_has_worn_out() {
             .expect("recorded");
     }
     assert_eq!(resume(&mut f).as_deref(), Some("t1"));
+}
+
+/// A budget that a call inside the turn runs out stops the turn there, and
+/// the task goes back without using up an attempt; one that the call which
+/// ended the turn runs out has nothing left to stop, and the turn's answer
+/// completes the task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spent_budget_stops_the_turn_unless_the_turn_is_over() {
+    use crate::runtime::Usage;
+    let mut f = Fixture::start().await;
+    f.budget(100).await;
+    let id = f.hold("SLEEP: 30").await;
+    let mut phase = f.phase().await;
+    f.events_until(&mut phase, |ev| matches!(ev, AgentEvent::Delivered(_)))
+        .await;
+    let call = Usage {
+        tokens: teamboard_protocol::TokenUsage {
+            input: 90,
+            output: 20,
+            ..Default::default()
+        },
+        model: Some("anthropic/claude-sonnet-4-5".into()),
+        subscription: None,
+        ends_turn: false,
+    };
+    let end = f
+        .run
+        .on_event(&mut f.alice, AgentEvent::Usage(call), &mut phase)
+        .await;
+    let Some(end @ AgentEnd::OverBudget(_)) = end else {
+        panic!("the turn goes on: {:?}", end.as_ref().map(describe));
+    };
+    assert!(
+        describe(&end).contains("team budget limit of 100 tokens reached: 110 tokens used"),
+        "{}",
+        describe(&end)
+    );
+    phase.agent.stop().await;
+    let exit = f.run.settle(&mut f.alice, end).await.expect("settled");
+    assert!(exit.is_none());
+    let back = f.task(id).await;
+    assert_eq!(back.status, TaskStatus::Pending, "{back:#?}");
+    assert_eq!((back.attempts, back.last_error.as_deref()), (0, None));
+    assert_eq!(back.tokens.total(), 110);
+
+    // Room again; the fake agent's own usage (reported with its prompt's
+    // end, as Gemini's) runs it out once more, with the turn already over.
+    f.budget(111).await;
+    let id = f.hold("ANSWER: the work is done").await;
+    let mut phase = f.phase().await;
+    let end = f.events_to_the_end(&mut phase).await;
+    assert!(matches!(end, AgentEnd::Done), "{}", describe(&end));
+    let done = f.task(id).await;
+    assert_eq!(done.status, TaskStatus::Completed, "{done:#?}");
+    assert_eq!(done.result.as_deref(), Some("the work is done"));
+    let report = f.lead.budgets().await.expect("the budgets");
+    assert!(report.budgets[0].exhausted.is_some(), "{report:#?}");
+    phase.agent.stop().await;
+}
+
+/// A task held while a budget that covers it has no room left is given back
+/// before its agent starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_agent_starts_for_a_task_the_budget_has_no_room_for() {
+    let mut f = Fixture::start().await;
+    let id = f.hold("ANSWER: never").await;
+    f.budget(1).await;
+    f.alice
+        .settle_agent_usage(teamboard_protocol::request::UsageArgs {
+            tokens: teamboard_protocol::TokenUsage {
+                input: 5,
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+        .await
+        .expect("settled");
+    let Fixture {
+        daemon,
+        lead,
+        mut alice,
+        mut run,
+        member,
+    } = f;
+    run.member = Some(member);
+    let exit = run.work(&mut alice).await.expect("the phase");
+    assert!(exit.is_none());
+    let back = lead.get_task(id).await.expect("the task").task;
+    assert_eq!(back.status, TaskStatus::Pending, "{back:#?}");
+    assert_eq!(back.attempts, 0);
+    let prompts = daemon.dir().join("fake-acp").join("prompts.jsonl");
+    assert!(!prompts.exists(), "the agent started");
 }

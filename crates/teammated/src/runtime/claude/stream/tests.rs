@@ -2,7 +2,7 @@
 //! the mapping does not read), in the orders it printed them.
 
 use super::*;
-use crate::runtime::{AgentEvent, AgentPolicy, FIRST_INPUT, PlanAnswer};
+use crate::runtime::{AgentEvent, AgentPolicy, FIRST_INPUT, Limit, PlanAnswer, Usage};
 use serde_json::{Value, json};
 use teamboard_protocol::TokenUsage;
 
@@ -43,12 +43,65 @@ fn can_use(id: &str, tool: &str, input: Value) -> Value {
            "tool_name":tool,"display_name":tool,"input":input,"tool_use_id":"toolu_0003"}})
 }
 
+/// A turn's `result.usage`, where its calls reported none of it, as priced
+/// by the model `system/init` named.
 fn usage() -> AgentEvent {
-    AgentEvent::Usage(TokenUsage {
-        input: 200,
-        output: 40,
-        cache_read: 7,
-        cache_write: 5,
+    AgentEvent::Usage(Usage {
+        tokens: TokenUsage {
+            input: 200,
+            output: 40,
+            cache_read: 7,
+            cache_write: 5,
+        },
+        model: Some("anthropic/claude-opus-5-5".into()),
+        subscription: None,
+        ends_turn: true,
+    })
+}
+
+/// The raw start of a model call (`--include-partial-messages`), as the CLI
+/// printed it: the mock's model and its input.
+fn message_start(id: &str, input: u64) -> Value {
+    json!({"type":"stream_event","event":{"type":"message_start","message":{"id":id,
+           "type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],
+           "stop_reason":null,"usage":{"input_tokens":input,"output_tokens":1,
+           "cache_creation_input_tokens":0,"cache_read_input_tokens":0}}},
+           "session_id":SID,"parent_tool_use_id":null})
+}
+
+/// The raw end of a model call: its final output count.
+fn message_delta(output: u64) -> Value {
+    json!({"type":"stream_event","event":{"type":"message_delta","delta":{"stop_reason":"tool_use",
+           "stop_sequence":null},"usage":{"output_tokens":output}},"session_id":SID,
+           "parent_tool_use_id":null})
+}
+
+/// One model call's usage, as the call reported it.
+fn call_usage(input: u64, output: u64, subscription: Option<&str>) -> AgentEvent {
+    AgentEvent::Usage(Usage {
+        tokens: TokenUsage {
+            input,
+            output,
+            ..TokenUsage::default()
+        },
+        model: Some("anthropic/claude-sonnet-4-5".into()),
+        subscription: subscription.map(str::to_string),
+        ends_turn: false,
+    })
+}
+
+/// The usage of a call that ended the turn.
+fn ending_call(input: u64, output: u64) -> AgentEvent {
+    let tokens = TokenUsage {
+        input,
+        output,
+        ..TokenUsage::default()
+    };
+    AgentEvent::Usage(Usage {
+        tokens,
+        model: Some("anthropic/claude-sonnet-4-5".into()),
+        subscription: None,
+        ends_turn: true,
     })
 }
 
@@ -223,16 +276,14 @@ fn an_api_error_is_a_failure_even_though_its_subtype_says_success() {
         "terminal_reason":"api_error","api_error_status":500,"session_id":SID,
         "usage":{"input_tokens":0,"output_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0}});
     let actions = s.on_line(&line);
+    // No usage: the call used none.
     assert_eq!(
         actions,
-        [
-            Action::Emit(AgentEvent::Usage(TokenUsage::default())),
-            Action::Fail(
-                "claude ended the turn with an error (api_error): API Error: 500 mock boom. \
+        [Action::Fail(
+            "claude ended the turn with an error (api_error): API Error: 500 mock boom. \
                  This is a server-side issue."
-                    .into()
-            )
-        ]
+                .into()
+        )]
     );
     assert!(!s.busy());
 }
@@ -490,5 +541,171 @@ fn an_echo_nobody_wrote_and_thinking_blocks_emit_nothing() {
             json!([{"type":"thinking","thinking":"hmm","signature":"s"},{"type":"text","text":"  "}])
         ))
         .is_empty()
+    );
+}
+
+#[test]
+fn each_model_call_reports_its_usage_when_it_ends_and_the_result_only_the_rest() {
+    let mut s = Stream::new(AgentPolicy::Workspace, false, false);
+    s.user_line(Some(FIRST_INPUT), "go");
+    s.on_line(&init());
+    s.on_line(&echo("go"));
+    // The start says the input; the `assistant` snapshots repeat it and count
+    // for nothing; the delta ends the call with its output.
+    assert!(s.on_line(&message_start("msg_1", 10_000)).is_empty());
+    s.on_line(&assistant(json!([{"type":"text","text":"step 1"}])));
+    s.on_line(&assistant(json!([{"type":"text","text":"step 1 again"}])));
+    assert_eq!(
+        emitted(s.on_line(&message_delta(500))),
+        [call_usage(10_000, 500, None)]
+    );
+    // A delta of no call (its start was never seen) reports nothing.
+    assert!(s.on_line(&message_delta(500)).is_empty());
+    s.on_line(&message_start("msg_2", 10_000));
+    assert_eq!(
+        emitted(s.on_line(&message_delta(500))),
+        [call_usage(10_000, 500, None)]
+    );
+    // A third call is cut off before its delta: the turn's result, which sums
+    // all three, reports what the two did not.
+    s.on_line(&message_start("msg_3", 10_000));
+    let result = json!({"type":"result","subtype":"success","is_error":false,"num_turns":3,
+        "result":"done","session_id":SID,"usage":{"input_tokens":30_000,"output_tokens":1_100,
+        "cache_creation_input_tokens":0,"cache_read_input_tokens":0}});
+    let events = emitted(s.on_line(&result));
+    assert_eq!(
+        events,
+        [
+            AgentEvent::Usage(Usage {
+                tokens: TokenUsage {
+                    input: 10_000,
+                    output: 100,
+                    ..TokenUsage::default()
+                },
+                model: Some("anthropic/claude-opus-5-5".into()),
+                subscription: None,
+                ends_turn: true,
+            }),
+            AgentEvent::Idle {
+                answer: "done".into()
+            },
+        ]
+    );
+    // The next turn counts afresh: a result that its calls covered adds
+    // nothing. Its call ended the turn, rather than asked for a tool.
+    s.user_line(Some(1), "more");
+    s.on_line(&echo("more"));
+    s.on_line(&message_start("msg_4", 200));
+    let mut end = message_delta(40);
+    end["event"]["delta"]["stop_reason"] = json!("end_turn");
+    assert_eq!(emitted(s.on_line(&end)), [ending_call(200, 40)]);
+    let result = json!({"type":"result","subtype":"success","is_error":false,"result":"ok",
+        "usage":{"input_tokens":200,"output_tokens":40}});
+    assert_eq!(
+        emitted(s.on_line(&result)),
+        [AgentEvent::Idle {
+            answer: "ok".into()
+        }]
+    );
+}
+
+#[test]
+fn a_login_without_an_api_key_is_a_subscription_unless_other_credentials_are_set() {
+    // Claude Code 2.1.332 says `apiKeySource: none` on a claude.ai login.
+    let login = {
+        let mut v = init();
+        v["apiKeySource"] = json!("none");
+        v
+    };
+    let mut s = Stream::new(AgentPolicy::Workspace, false, false);
+    s.on_line(&login);
+    s.on_line(&message_start("msg_1", 10));
+    assert_eq!(
+        emitted(s.on_line(&message_delta(5))),
+        [call_usage(10, 5, Some(SUBSCRIPTION))]
+    );
+    // It says the same with a gateway's token or a cloud provider: paid.
+    let mut s = Stream::new(AgentPolicy::Workspace, false, false).with_other_credentials(true);
+    s.on_line(&login);
+    s.on_line(&message_start("msg_1", 10));
+    assert_eq!(
+        emitted(s.on_line(&message_delta(5))),
+        [call_usage(10, 5, None)]
+    );
+    // And an API key is paid.
+    let mut s = Stream::new(AgentPolicy::Workspace, false, false);
+    s.on_line(&init());
+    s.on_line(&message_start("msg_1", 10));
+    assert_eq!(
+        emitted(s.on_line(&message_delta(5))),
+        [call_usage(10, 5, None)]
+    );
+}
+
+#[test]
+fn a_rejected_rate_limit_event_is_a_usage_limit_until_its_reset() {
+    let mut s = Stream::new(AgentPolicy::Workspace, false, false);
+    s.user_line(None, "x");
+    let mut login = init();
+    login["apiKeySource"] = json!("none");
+    s.on_line(&login);
+    // As 2.1.332 printed them on a login, after a call and before a 429.
+    let allowed = json!({"type":"rate_limit_event","rate_limit_info":{"status":"allowed",
+        "isUsingOverage":false},"uuid":"u","session_id":SID});
+    assert!(s.on_line(&allowed).is_empty());
+    let rejected = json!({"type":"rate_limit_event","rate_limit_info":{"status":"rejected",
+        "resetsAt":1_796_544_882,"rateLimitType":"five_hour","isUsingOverage":false,
+        "unifiedWindows":{"five_hour":{"utilization":1,"resetsAt":1_796_544_882,
+        "status":"rejected"}}},"uuid":"u","session_id":SID});
+    assert_eq!(
+        emitted(s.on_line(&rejected)),
+        [AgentEvent::LimitReached(Limit {
+            account: SUBSCRIPTION.into(),
+            model: Some("anthropic/claude-opus-5-5".into()),
+            until_ms: Some(1_796_544_882_000),
+            reason: "five_hour usage limit".into(),
+        })]
+    );
+}
+
+#[test]
+fn its_own_spend_cap_ends_the_turn_over_budget_not_failed() {
+    let mut s = Stream::new(AgentPolicy::Workspace, false, false);
+    s.user_line(None, "x");
+    s.on_line(&init());
+    s.on_line(&message_start("msg_1", 10_000));
+    s.on_line(&message_delta(500));
+    let line = json!({"type":"result","subtype":"error_max_budget_usd","is_error":true,
+        "num_turns":3,"stop_reason":"tool_use","terminal_reason":"budget_exhausted",
+        "errors":["Reached maximum budget ($0.12)"],"total_cost_usd":0.15,"session_id":SID,
+        "usage":{"input_tokens":10_000,"output_tokens":500}});
+    assert_eq!(
+        emitted(s.on_line(&line)),
+        [AgentEvent::OverBudget(
+            "claude ended the turn with an error (budget_exhausted): Reached maximum budget ($0.12)"
+                .into()
+        )]
+    );
+    assert!(!s.busy());
+}
+
+#[test]
+fn a_subagents_calls_streaming_beside_the_sessions_are_counted_apart() {
+    let mut s = Stream::new(AgentPolicy::Workspace, false, false);
+    s.user_line(None, "x");
+    s.on_line(&init());
+    let by_task = |mut v: Value| {
+        v["parent_tool_use_id"] = json!("toolu_task_1");
+        v
+    };
+    s.on_line(&message_start("msg_main", 1_000));
+    s.on_line(&by_task(message_start("msg_sub", 300)));
+    assert_eq!(
+        emitted(s.on_line(&by_task(message_delta(30)))),
+        [call_usage(300, 30, None)]
+    );
+    assert_eq!(
+        emitted(s.on_line(&message_delta(100))),
+        [call_usage(1_000, 100, None)]
     );
 }
