@@ -1,7 +1,7 @@
 //! Budgets: the limits a person sets, whether a call fits under them, and
 //! what the lead hears when one nears its end (80%) or reaches it (once).
 
-use super::ledger::{BudgetKey, Entry, MAX_PERIOD_MS, covers, over};
+use super::ledger::{BudgetKey, BudgetMarks, Entry, MAX_PERIOD_MS, covers, over};
 use crate::error::{BoardError, Result};
 use crate::tasks::require_lead;
 use crate::{About, Board, Ctx, Now};
@@ -53,9 +53,7 @@ impl Board {
             key.clone(),
             Entry {
                 budget: budget.clone(),
-                refused: None,
-                warned: false,
-                told: false,
+                marks: BudgetMarks::default(),
                 rolls_at: None,
             },
         );
@@ -133,7 +131,7 @@ impl Board {
             input_tokens: 1,
             usd: Default::default(),
         };
-        let need = entry.refused.unwrap_or(least);
+        let need = entry.marks.refused.unwrap_or(least);
         over(&b.limits, used, need).map(|(what, limit, used, need)| {
             format!(
                 "{} limit of {} reached: {} used, and a call needs {}",
@@ -188,15 +186,19 @@ impl Board {
             let ahead = u64::try_from(at.saturating_sub(now.wall_ms)).unwrap_or(0);
             now.mono + std::time::Duration::from_millis(ahead)
         };
-        let tell = {
+        let (tell, marked) = {
             let team_state = self.team_mut(team);
             let Some(entry) = team_state.spend.budgets.get_mut(&key) else {
                 return Ok(());
             };
-            entry.refused = Some(need);
+            let before = entry.marks;
+            entry.marks.refused = Some(need);
             entry.rolls_at = rolls.map(|at| (mono(at), at));
-            !std::mem::replace(&mut entry.told, true)
+            (before.refused.is_none(), before != entry.marks)
         };
+        if marked {
+            self.dirty.budgets.insert((team.to_string(), key));
+        }
         if tell {
             let rolls = rolls
                 .map(|at| {
@@ -219,7 +221,7 @@ impl Board {
         if let Some(t) = self.team(team) {
             let ledger = &t.spend;
             for (key, entry) in &ledger.budgets {
-                if entry.warned {
+                if entry.marks.warned {
                     continue;
                 }
                 let b = &entry.budget;
@@ -250,8 +252,9 @@ impl Board {
         }
         for (key, content) in warn {
             if let Some(e) = self.team_mut(team).spend.budgets.get_mut(&key) {
-                e.warned = true;
+                e.marks.warned = true;
             }
+            self.dirty.budgets.insert((team.to_string(), key));
             self.tell_lead(team, now, content);
         }
     }
@@ -267,15 +270,14 @@ impl Board {
             let Some(entry) = self.team(team).and_then(|t| t.spend.budgets.get(&key)) else {
                 continue;
             };
-            if entry.refused.is_some()
+            if entry.marks.refused.is_some()
                 && self.exhausted(team, entry, now.wall_ms).is_none()
                 && let Some(e) = self.team_mut(team).spend.budgets.get_mut(&key)
             {
-                e.refused = None;
-                e.told = false;
-                e.rolls_at = None;
                 // Below 80% again, the next climb warns again.
-                e.warned = false;
+                e.marks = BudgetMarks::default();
+                e.rolls_at = None;
+                self.dirty.budgets.insert((team.to_string(), key));
             }
         }
         self.wake.insert(team.to_string());

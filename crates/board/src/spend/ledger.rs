@@ -15,17 +15,25 @@ pub(crate) type BudgetKey = (BudgetScope, Option<u64>);
 /// for this long, so that a window set later still sees what it covers.
 pub const MAX_PERIOD_MS: u64 = 31 * 86_400_000;
 
+/// What a budget has come to: the call it had no room for, and what the lead
+/// has heard of it. Stored with the budget, so that a restart of boardd
+/// neither hands out work an exhausted budget has no room for nor tells the
+/// lead again.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BudgetMarks {
+    /// The worst case of a call that it had no room for: while that still
+    /// does not fit, the budget is exhausted. The lead was told when it was
+    /// set.
+    pub refused: Option<Amounts>,
+    /// The lead has heard that it passed 80%.
+    pub warned: bool,
+}
+
 /// A budget and what the board knows of it beyond its settings.
 #[derive(Debug, Clone)]
 pub(crate) struct Entry {
     pub budget: Budget,
-    /// The worst case of a call that it had no room for: while that still
-    /// does not fit, the budget is exhausted.
-    pub refused: Option<Amounts>,
-    /// The lead has heard that it passed 80%.
-    pub warned: bool,
-    /// The lead has heard that it ran out.
-    pub told: bool,
+    pub marks: BudgetMarks,
     /// For a window that ran out: when enough falls out of it for the refused
     /// call to fit.
     pub rolls_at: Option<(Instant, i64)>,
@@ -246,9 +254,7 @@ mod tests {
                 set_by: "lead".into(),
                 set_at: 0,
             },
-            refused: None,
-            warned: false,
-            told: false,
+            marks: BudgetMarks::default(),
             rolls_at: None,
         };
         let need = Amounts {
