@@ -25,7 +25,7 @@ pub(crate) struct Dirty {
     /// Teams created explicitly.
     pub teams: BTreeSet<String>,
     pub events: Vec<Event>,
-    /// Budgets set or cleared.
+    /// Budgets set, cleared, or marked (a call refused, the lead warned).
     pub budgets: BTreeSet<(String, crate::spend::BudgetKey)>,
     /// Calls in flight granted or ended: (team, member, reservation).
     pub held: BTreeSet<(String, String, u64)>,
@@ -40,6 +40,15 @@ impl Dirty {
         all_empty!(self: tasks, tasks_deleted, members, messages_added, messages_acked, requests, repos, teams, events, budgets, held, usage, account_blocks)
     }
 }
+
+/// (team, scope, period, budget and what it came to) for a budget set or
+/// marked; `None` for one cleared.
+pub type BudgetChange = (
+    String,
+    BudgetScope,
+    Option<u64>,
+    Option<(Budget, crate::spend::BudgetMarks)>,
+);
 
 /// The rows to write for one batch: the final values of everything that changed.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -61,8 +70,7 @@ pub struct Changes {
     /// Teams created explicitly (`Hello::new_team`).
     pub teams: Vec<String>,
     pub events: Vec<Event>,
-    /// (team, scope, period, budget) for budgets set; `None` for one cleared.
-    pub budgets: Vec<(String, BudgetScope, Option<u64>, Option<Budget>)>,
+    pub budgets: Vec<BudgetChange>,
     /// (team, member, id, call) for calls granted; `None` for one settled.
     pub held: Vec<(String, String, u64, Option<HeldCall>)>,
     /// Settled calls, to append to the ledger.

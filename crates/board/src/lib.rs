@@ -39,7 +39,7 @@ pub use landing::{
 pub use requests::{DEFAULT_SHUTDOWN_TIMEOUT, Stop};
 pub use restore::Snapshot;
 pub use review::MAX_FEEDBACK_LEN;
-pub use spend::{MAX_PERIOD_MS, Pricer};
+pub use spend::{BudgetMarks, MAX_PERIOD_MS, Pricer};
 pub use tasks::{MAX_CHECK_LEN, MAX_CHECKS, check_checks};
 pub use team::SessionId;
 pub use worktrees::OpenJob;
@@ -248,7 +248,7 @@ impl Board {
                 .teams
                 .get(&team)
                 .and_then(|t| t.spend.budgets.get(&key))
-                .map(|e| e.budget.clone());
+                .map(|e| (e.budget.clone(), e.marks));
             out.budgets.push((team, key.0, key.1, budget));
         }
         for (team, member, id) in dirty.held {

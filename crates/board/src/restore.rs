@@ -26,8 +26,12 @@ pub struct Snapshot {
     /// The highest task id each team's history names. A deleted task has no row
     /// but keeps its events, so its id is not given again.
     pub last_task_ids: Vec<(String, TaskId)>,
-    /// Budgets, by team.
-    pub budgets: Vec<(String, teamboard_protocol::spend::Budget)>,
+    /// Budgets, by team, with what they came to.
+    pub budgets: Vec<(
+        String,
+        teamboard_protocol::spend::Budget,
+        crate::spend::BudgetMarks,
+    )>,
     /// Every settled call, oldest first.
     pub usage: Vec<(String, teamboard_protocol::spend::UsageRecord)>,
     /// Calls that were in flight.
@@ -99,7 +103,13 @@ impl Board {
         for (team, repo) in snap.repos {
             board.team_mut(&team).repo = Some(repo);
         }
-        board.restore_spend(snap.budgets, snap.usage, snap.held, snap.account_blocks);
+        board.restore_spend(
+            snap.budgets,
+            snap.usage,
+            snap.held,
+            snap.account_blocks,
+            now,
+        );
         let grace = now.mono + config.restart_grace;
         for team in board.teams.values_mut() {
             rebuild(team, grace);

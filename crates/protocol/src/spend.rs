@@ -382,6 +382,9 @@ pub struct UsageRecord {
     /// reservation whose caller went away before settling it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub estimated: bool,
+    /// The reservation it settled, if it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservation: Option<u64>,
 }
 
 impl UsageRecord {

@@ -1,7 +1,7 @@
 //! Budgets: the limits a person sets, whether a call fits under them, and
 //! what the lead hears when one nears its end (80%) or reaches it (once).
 
-use super::ledger::{BudgetKey, Entry, MAX_PERIOD_MS, covers, over};
+use super::ledger::{BudgetKey, BudgetMarks, Entry, MAX_PERIOD_MS, covers, over};
 use crate::error::{BoardError, Result};
 use crate::tasks::require_lead;
 use crate::{About, Board, Ctx, Now};
@@ -53,9 +53,7 @@ impl Board {
             key.clone(),
             Entry {
                 budget: budget.clone(),
-                refused: None,
-                warned: false,
-                told: false,
+                marks: BudgetMarks::default(),
                 rolls_at: None,
             },
         );
@@ -133,7 +131,7 @@ impl Board {
             input_tokens: 1,
             usd: Default::default(),
         };
-        let need = entry.refused.unwrap_or(least);
+        let need = entry.marks.refused.unwrap_or(least);
         over(&b.limits, used, need).map(|(what, limit, used, need)| {
             format!(
                 "{} limit of {} reached: {} used, and a call needs {}",
@@ -184,15 +182,19 @@ impl Board {
         let Some((key, why, rolls)) = refused else {
             return Ok(());
         };
-        let tell = {
+        let (tell, marked) = {
             let team_state = self.team_mut(team);
             let Some(entry) = team_state.spend.budgets.get_mut(&key) else {
                 return Ok(());
             };
-            entry.refused = Some(need);
+            let before = entry.marks;
+            entry.marks.refused = Some(need);
             entry.rolls_at = rolls.map(|at| (mono_at(now, at), at));
-            !std::mem::replace(&mut entry.told, true)
+            (before.refused.is_none(), before != entry.marks)
         };
+        if marked {
+            self.dirty.budgets.insert((team.to_string(), key));
+        }
         if tell {
             let rolls = rolls
                 .map(|at| {
@@ -209,13 +211,57 @@ impl Board {
         Err(BoardError::new(ErrorCode::BudgetExhausted, why))
     }
 
+    /// After usage settled without a reservation ran a budget out (an
+    /// agent's, which boardd cannot refuse before it is spent): marks it
+    /// exhausted and tells the lead, once, as a refused call does.
+    pub(crate) fn note_exhausted(
+        &mut self,
+        team: &str,
+        member: &str,
+        task: Option<TaskId>,
+        now: Now,
+    ) {
+        let least = Amounts {
+            tokens: 1,
+            input_tokens: 1,
+            usd: Default::default(),
+        };
+        let out: Vec<(BudgetKey, String)> = match self.team(team) {
+            Some(t) => t
+                .spend
+                .budgets
+                .iter()
+                .filter(|(_, e)| e.marks.refused.is_none())
+                .filter(|(_, e)| covers(&e.budget.scope, member, task))
+                .filter_map(|(k, e)| Some((k.clone(), self.exhausted(team, e, now.wall_ms)?)))
+                .collect(),
+            None => return,
+        };
+        for (key, why) in out {
+            let rolls = self.team(team).and_then(|t| {
+                let e = t.spend.budgets.get(&key)?;
+                t.spend.rolls_at(e, least, now.wall_ms)
+            });
+            if let Some(e) = self.team_mut(team).spend.budgets.get_mut(&key) {
+                e.marks.refused = Some(least);
+                e.rolls_at = rolls.map(|at| (mono_at(now, at), at));
+            }
+            self.dirty.budgets.insert((team.to_string(), key));
+            let content = format!(
+                "budget exhausted: {why}. Teammates it covers get no model calls and \
+                 no new tasks until it has room: raise it with `teamctl budget set`."
+            );
+            self.tell_lead(team, now, content);
+        }
+    }
+
     /// After spending: warns the lead of each budget that passed 80%.
     pub(crate) fn warn_budgets(&mut self, team: &str, now: Now) {
         let mut warn = Vec::new();
         if let Some(t) = self.team(team) {
             let ledger = &t.spend;
             for (key, entry) in &ledger.budgets {
-                if entry.warned {
+                if entry.marks.warned {
                     continue;
                 }
                 let b = &entry.budget;
@@ -246,8 +292,9 @@ impl Board {
         }
         for (key, content) in warn {
             if let Some(e) = self.team_mut(team).spend.budgets.get_mut(&key) {
-                e.warned = true;
+                e.marks.warned = true;
             }
+            self.dirty.budgets.insert((team.to_string(), key));
             self.tell_lead(team, now, content);
         }
     }
@@ -264,7 +311,9 @@ impl Board {
             let Some(entry) = t.spend.budgets.get(&key) else {
                 continue;
             };
-            let Some(need) = entry.refused else { continue };
+            let Some(need) = entry.marks.refused else {
+                continue;
+            };
             let still = self.exhausted(team, entry, now.wall_ms).is_some();
             // Trap: a roll that came while more was spent leaves the budget
             // out; its next roll is worked out again, or the passed one would
@@ -279,11 +328,10 @@ impl Board {
             if still {
                 e.rolls_at = rolls.map(|at| (mono_at(now, at), at));
             } else {
-                e.refused = None;
-                e.told = false;
-                e.rolls_at = None;
                 // Below 80% again, the next climb warns again.
-                e.warned = false;
+                e.marks = BudgetMarks::default();
+                e.rolls_at = None;
+                self.dirty.budgets.insert((team.to_string(), key));
             }
         }
         self.wake.insert(team.to_string());

@@ -398,10 +398,14 @@ impl Board {
             self.task(ctx.team, id)?;
         }
         let mut held = None;
+        let mut repeated = false;
         if let Some(id) = args.reservation {
             held = self.end_call(ctx.team, ctx.actor, id);
             if held.is_none() {
                 self.withdraw_parked(ctx.team, ctx.actor, id);
+                repeated = self
+                    .team(ctx.team)
+                    .is_some_and(|t| t.spend.was_settled(ctx.actor, id));
             }
         }
         let account = args
@@ -437,7 +441,8 @@ impl Board {
                 },
             }
         };
-        if args.tokens != TokenUsage::default() {
+        // A repeat of a settlement already made records nothing again.
+        if args.tokens != TokenUsage::default() && !repeated {
             let rec = UsageRecord {
                 at: ctx.now.wall_ms,
                 member: ctx.actor.to_string(),
@@ -447,8 +452,10 @@ impl Board {
                 tokens: args.tokens,
                 pricing: pricing.clone(),
                 estimated: args.estimated,
+                reservation: args.reservation,
             };
             self.charge(&ctx, rec);
+            self.note_exhausted(ctx.team, ctx.actor, task, ctx.now);
         }
         let exhausted = self
             .budget_hold(ctx.team, ctx.actor, ctx.now.wall_ms)
@@ -622,6 +629,7 @@ impl Board {
             },
             pricing: call.pricing.clone(),
             estimated: true,
+            reservation: Some(call.id),
         };
         let ctx = Ctx {
             team,
@@ -697,21 +705,25 @@ fn usage_line(rec: &UsageRecord) -> String {
 impl Board {
     /// Puts back the budgets, the ledger, the calls in flight and the
     /// accounts' blocks after a restart. A call in flight waits for its
-    /// process to register again (see [`Board::calls_registered`]).
+    /// process to register again (see [`Board::calls_registered`]). A window
+    /// that ran out is looked at again when it rolls, as before the restart.
     pub(crate) fn restore_spend(
         &mut self,
-        budgets: Vec<(String, teamboard_protocol::spend::Budget)>,
+        budgets: Vec<(
+            String,
+            teamboard_protocol::spend::Budget,
+            super::BudgetMarks,
+        )>,
         usage: Vec<(String, UsageRecord)>,
         held: Vec<(String, HeldCall)>,
         blocks: Vec<teamboard_protocol::spend::AccountBlock>,
+        now: Now,
     ) {
-        for (team, budget) in budgets {
+        for (team, budget, marks) in budgets {
             let key = (budget.scope.clone(), budget.per_ms);
             let entry = super::ledger::Entry {
                 budget,
-                refused: None,
-                warned: false,
-                told: false,
+                marks,
                 rolls_at: None,
             };
             self.team_mut(&team).spend.budgets.insert(key, entry);
@@ -728,6 +740,21 @@ impl Board {
                 session: None,
             };
             self.team_mut(&team).spend.held.insert(key, held);
+        }
+        for t in self.teams.values_mut() {
+            let ledger = &t.spend;
+            let rolls: Vec<_> = (ledger.budgets.iter())
+                .filter_map(|(key, e)| {
+                    let at = ledger.rolls_at(e, e.marks.refused?, now.wall_ms)?;
+                    Some((key.clone(), (mono_at(now, at), at)))
+                })
+                .collect();
+            for (key, at) in rolls {
+                t.spend
+                    .budgets
+                    .entry(key)
+                    .and_modify(|e| e.rolls_at = Some(at));
+            }
         }
         for b in &blocks {
             self.account_blocks.insert(b.account.clone(), b.clone());

@@ -11,21 +11,33 @@ use teamboard_protocol::spend::{Amounts, Budget, BudgetScope, HeldCall, UsageRec
 /// A budget's identity: its scope and its period.
 pub(crate) type BudgetKey = (BudgetScope, Option<u64>);
 
+/// How long a settled reservation is remembered: far longer than a client
+/// takes to reconnect and repeat a call.
+const SETTLED_KEPT_MS: i64 = 3_600_000;
+
 /// The longest period a budget may have. What was spent is kept in memory
 /// for this long, so that a window set later still sees what it covers.
 pub const MAX_PERIOD_MS: u64 = 31 * 86_400_000;
+
+/// What a budget has come to: the call it had no room for, and what the lead
+/// has heard of it. Stored with the budget, so that a restart of boardd
+/// neither hands out work an exhausted budget has no room for nor tells the
+/// lead again.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BudgetMarks {
+    /// The worst case of a call that it had no room for: while that still
+    /// does not fit, the budget is exhausted. The lead was told when it was
+    /// set.
+    pub refused: Option<Amounts>,
+    /// The lead has heard that it passed 80%.
+    pub warned: bool,
+}
 
 /// A budget and what the board knows of it beyond its settings.
 #[derive(Debug, Clone)]
 pub(crate) struct Entry {
     pub budget: Budget,
-    /// The worst case of a call that it had no room for: while that still
-    /// does not fit, the budget is exhausted.
-    pub refused: Option<Amounts>,
-    /// The lead has heard that it passed 80%.
-    pub warned: bool,
-    /// The lead has heard that it ran out.
-    pub told: bool,
+    pub marks: BudgetMarks,
     /// For a window that ran out: when enough falls out of it for the refused
     /// call to fit.
     pub rolls_at: Option<(Instant, i64)>,
@@ -61,6 +73,10 @@ pub(crate) struct Ledger {
     unpriced_tokens: u64,
     by_member: HashMap<String, Amounts>,
     by_task: HashMap<TaskId, Amounts>,
+    /// Reservations settled within the last [`SETTLED_KEPT_MS`]: a settlement
+    /// repeated after its answer was lost (the client repeats a call once it
+    /// has reconnected) is not charged twice.
+    settled: HashMap<(String, u64), i64>,
     /// Tokens on models without a price, all time, by member and by task.
     unpriced_by_member: HashMap<String, u64>,
     unpriced_by_task: HashMap<TaskId, u64>,
@@ -105,10 +121,22 @@ impl Ledger {
             amounts,
             unpriced,
         });
+        if let Some(id) = rec.reservation {
+            self.settled.insert((rec.member.clone(), id), rec.at);
+            if self.settled.len() > 1024 {
+                let keep = rec.at.saturating_sub(SETTLED_KEPT_MS);
+                self.settled.retain(|_, at| *at > keep);
+            }
+        }
         let horizon = rec.at.saturating_sub(MAX_PERIOD_MS as i64);
         while self.recent.front().is_some_and(|s| s.at <= horizon) {
             self.recent.pop_front();
         }
+    }
+
+    /// Whether `member`'s reservation `id` was settled already.
+    pub fn was_settled(&self, member: &str, id: u64) -> bool {
+        self.settled.contains_key(&(member.to_string(), id))
     }
 
     pub fn total(&self) -> (Amounts, u64) {
@@ -238,6 +266,7 @@ mod tests {
                 usd: MicroUsd(tokens),
             },
             estimated: false,
+            reservation: None,
         }
     }
 
@@ -278,9 +307,7 @@ mod tests {
                 set_by: "lead".into(),
                 set_at: 0,
             },
-            refused: None,
-            warned: false,
-            told: false,
+            marks: BudgetMarks::default(),
             rolls_at: None,
         };
         let need = Amounts {

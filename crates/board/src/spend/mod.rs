@@ -26,6 +26,7 @@ mod ledger;
 pub(crate) use accounts::Accounts;
 pub(crate) use calls::Calls;
 pub use calls::Pricer;
+pub use ledger::BudgetMarks;
 pub use ledger::MAX_PERIOD_MS;
 pub(crate) use ledger::{BudgetKey, Ledger};
 

@@ -316,7 +316,8 @@ pub(super) struct Store {
     pub repos: BTreeMap<String, teamboard_protocol::Repo>,
     pub teams: std::collections::BTreeSet<String>,
     pub events: Vec<Event>,
-    pub budgets: BTreeMap<(String, String), teamboard_protocol::spend::Budget>,
+    pub budgets:
+        BTreeMap<(String, String), (teamboard_protocol::spend::Budget, crate::spend::BudgetMarks)>,
     pub usage: Vec<(String, teamboard_protocol::spend::UsageRecord)>,
     pub held: BTreeMap<(String, String, u64), teamboard_protocol::spend::HeldCall>,
     pub blocks: BTreeMap<String, teamboard_protocol::spend::AccountBlock>,
@@ -404,7 +405,7 @@ impl Store {
             budgets: self
                 .budgets
                 .iter()
-                .map(|((team, _), b)| (team.clone(), b.clone()))
+                .map(|((team, _), (b, marks))| (team.clone(), b.clone(), *marks))
                 .collect(),
             usage: self.usage.clone(),
             held: self

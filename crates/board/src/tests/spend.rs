@@ -491,6 +491,83 @@ fn budgets_and_the_ledger_survive_a_restart() {
 }
 
 #[test]
+fn an_exhausted_budget_stays_exhausted_through_a_restart_and_the_lead_hears_once() {
+    let mut h = h();
+    let mut store = Store::default();
+    let ann = h.join("ann", "dev");
+    h.budget(BudgetScope::Team, None, team_tokens(1_000));
+    h.reserve(ann, reserve_args(1, None, 400, 400)).unwrap();
+    h.settle(ann, 1, tokens(400, 400));
+    // 800 of 1000: warned. One call in flight, and one refused: told.
+    h.reserve(ann, reserve_args(2, None, 50, 50)).unwrap();
+    let refused = h.reserve(ann, reserve_args(3, None, 150, 100));
+    assert_eq!(code(refused), ErrorCode::BudgetExhausted);
+    store.apply(h.board.take_changes());
+    let now = h.now();
+    let mut h2 = H::new();
+    h2.board = Board::restore(BoardConfig::default(), store.snapshot(), now);
+    h2.board.set_pricer(Arc::new(pricer));
+    for _ in 0..100 {
+        h2.new_session();
+    }
+    // 900 spent once the call in flight is charged, and the refused 250
+    // still does not fit: no task, no call, and no second word to the lead.
+    let ann2 = h2.join("ann", "dev");
+    let report = h2.board.budget_report(TEAM, h2.now());
+    assert!(report.budgets[0].exhausted.is_some(), "{report:#?}");
+    h2.add("more");
+    assert_eq!(h2.park(ann2, 7), None, "no task while the budget is out");
+    let refused = h2.reserve(ann2, reserve_args(4, None, 150, 100));
+    assert_eq!(code(refused), ErrorCode::BudgetExhausted);
+    let told = h2.lead_inbox();
+    let count = |prefix: &str| told.iter().filter(|m| m.starts_with(prefix)).count();
+    assert_eq!(count("budget warning"), 1, "{told:#?}");
+    assert_eq!(count("budget exhausted"), 1, "{told:#?}");
+    // Raised, it has room again, and a new story begins.
+    h2.budget(BudgetScope::Team, None, team_tokens(10_000));
+    assert!(h2.reserve(ann2, reserve_args(5, None, 150, 100)).is_ok());
+}
+
+#[test]
+fn an_exhausted_window_still_rolls_after_a_restart() {
+    let mut h = h();
+    let mut store = Store::default();
+    let ann = h.join("ann", "dev");
+    let thirty_min = 30 * 60_000;
+    h.budget(
+        BudgetScope::Team,
+        Some(thirty_min),
+        Limits {
+            input_tokens: Some(500_000),
+            ..Limits::default()
+        },
+    );
+    h.reserve(ann, reserve_args(1, None, 400_000, 1_000))
+        .unwrap();
+    h.settle(ann, 1, tokens(400_000, 1_000));
+    h.advance(secs(60));
+    let refused = h.reserve(ann, reserve_args(2, None, 200_000, 1_000));
+    assert_eq!(code(refused), ErrorCode::BudgetExhausted);
+    store.apply(h.board.take_changes());
+    let mut h2 = H::new();
+    (h2.base, h2.t) = (h.base, h.t);
+    h2.board = Board::restore(BoardConfig::default(), store.snapshot(), h2.now());
+    h2.board.set_pricer(Arc::new(pricer));
+    for _ in 0..100 {
+        h2.new_session();
+    }
+    let ann2 = h2.join("ann", "dev");
+    let report = h2.board.budget_report(TEAM, h2.now());
+    assert_eq!(report.budgets[0].rolls_at, Some(WALL0 + thirty_min as i64));
+    let task = h2.add("later");
+    assert_eq!(h2.park(ann2, 5), None, "still exhausted");
+    h2.t = Duration::from_millis(thirty_min);
+    h2.serve();
+    let handed = h2.dispatch();
+    assert_eq!(handed.len(), 1, "the window rolled: ann gets #{task}");
+}
+
+#[test]
 fn setting_and_clearing_budgets_is_the_leads() {
     let mut h = h();
     let ann = h.join("ann", "dev");
@@ -600,4 +677,53 @@ fn a_window_that_rolls_while_still_out_looks_again_later_not_at_once() {
         .next_deadline()
         .expect("the window rolls again later");
     assert!(next > h.now().mono, "not a moment already passed");
+}
+
+#[test]
+fn a_settlement_repeated_after_a_lost_answer_is_not_charged_twice() {
+    let mut h = h();
+    let ann = h.join("ann", "dev");
+    h.reserve(ann, reserve_args(1, None, 100, 100)).unwrap();
+    h.settle(ann, 1, tokens(60, 40));
+    // The client repeats the call once it has reconnected.
+    h.settle(ann, 1, tokens(60, 40));
+    let report = h.board.budget_report(TEAM, h.now());
+    assert_eq!(report.spent.tokens, 100);
+    // Across a restart too: the ledger remembers what it settled.
+    let mut store = Store::default();
+    store.apply(h.board.take_changes());
+    let now = h.now();
+    let mut h2 = H::new();
+    h2.board = Board::restore(BoardConfig::default(), store.snapshot(), now);
+    for _ in 0..100 {
+        h2.new_session();
+    }
+    let ann2 = h2.join("ann", "dev");
+    h2.settle(ann2, 1, tokens(60, 40));
+    assert_eq!(h2.board.budget_report(TEAM, now).spent.tokens, 100);
+}
+
+#[test]
+fn usage_an_agent_reports_past_a_budget_tells_the_lead_once() {
+    let mut h = h();
+    let ann = h.join("ann", "dev");
+    h.budget(BudgetScope::Team, None, team_tokens(100));
+    let ctx = h.ctx(ann);
+    let agent = |n| UsageArgs {
+        tokens: tokens(n, 0),
+        model: Some("priced/m".into()),
+        ..UsageArgs::default()
+    };
+    let s = h.board.settle_usage(ctx, agent(120)).unwrap();
+    assert!(s.exhausted.is_some());
+    let ctx = h.ctx(ann);
+    h.board.settle_usage(ctx, agent(10)).unwrap();
+    let told = h.lead_inbox();
+    assert_eq!(
+        told.iter()
+            .filter(|m| m.starts_with("budget exhausted"))
+            .count(),
+        1,
+        "{told:?}"
+    );
 }

@@ -209,14 +209,21 @@ impl Store {
             messages: self.load_rows("SELECT team, body FROM messages ORDER BY id", "message")?,
             requests: self.load_rows("SELECT team, body FROM requests ORDER BY id", "request")?,
             repos: self.load_rows("SELECT team, body FROM repos ORDER BY team", "repo")?,
-            budgets: self.load_rows(
-                "SELECT team, body FROM budgets ORDER BY team, key",
-                "budget",
-            )?,
             usage: self.load_rows("SELECT team, body FROM usage ORDER BY seq", "usage record")?,
             held: self.load_rows("SELECT team, body FROM held", "held call")?,
             ..Default::default()
         };
+        snap.budgets = self
+            .load_rows::<spend::BudgetRow>(
+                "SELECT team, body FROM budgets ORDER BY team, key",
+                "budget",
+            )?
+            .into_iter()
+            .map(|(team, row)| {
+                let (budget, marks) = row.into_parts();
+                (team, budget, marks)
+            })
+            .collect();
         snap.account_blocks = self
             .load_rows::<teamboard_protocol::spend::AccountBlock>(
                 "SELECT account, body FROM account_blocks",

@@ -194,3 +194,62 @@ fn a_member_row_from_before_runtimes_loads_as_native_and_a_runtime_round_trips()
     assert_eq!(members[1].1.name, "old");
     assert_eq!(members[1].1.runtime, None);
 }
+
+#[test]
+fn a_budget_keeps_what_it_came_to_and_an_older_row_reads_without_it() {
+    use teamboard_board::BudgetMarks;
+    use teamboard_protocol::spend::{Amounts, Budget, BudgetScope, Limits, MicroUsd};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut store = Store::open(dir.path()).expect("open");
+    let team = Budget {
+        scope: BudgetScope::Team,
+        per_ms: None,
+        limits: Limits {
+            tokens: Some(50_000),
+            ..Limits::default()
+        },
+        set_by: "lead".into(),
+        set_at: 1,
+    };
+    let marks = BudgetMarks {
+        refused: Some(Amounts {
+            tokens: 5_787,
+            input_tokens: 1_691,
+            usd: MicroUsd(12),
+        }),
+        warned: true,
+    };
+    let batch = Changes {
+        budgets: vec![(
+            "default".into(),
+            BudgetScope::Team,
+            None,
+            Some((team.clone(), marks)),
+        )],
+        ..Default::default()
+    };
+    store.commit([&batch]).expect("commit");
+    // A row as boardd wrote it before it kept the marks: the budget alone.
+    let ana = Budget {
+        scope: BudgetScope::Member { name: "ana".into() },
+        ..team.clone()
+    };
+    let old = serde_json::to_string(&ana).expect("json");
+    store
+        .conn
+        .execute(
+            "INSERT INTO budgets (team, key, body) VALUES ('default', 'old', ?1)",
+            params![old],
+        )
+        .expect("an old row");
+    drop(store);
+    let mut store = Store::open(dir.path()).expect("reopen");
+    let budgets = store.load().expect("load").budgets;
+    assert_eq!(
+        budgets,
+        vec![
+            ("default".to_string(), team, marks),
+            ("default".to_string(), ana, BudgetMarks::default()),
+        ]
+    );
+}

@@ -288,26 +288,6 @@ impl Teammate {
         }
     }
 
-    /// Adds `usage` to the member and its task on the board; `estimated`: the
-    /// scripted model's counts, not a provider's.
-    pub(crate) async fn record_usage(
-        &self,
-        usage: teamboard_protocol::TokenUsage,
-        estimated: bool,
-    ) {
-        if usage.total() == 0 {
-            return;
-        }
-        let task = self.task_id();
-        if let Err(e) = self
-            .session
-            .call(|c| async move { c.record_usage(task, usage, estimated).await })
-            .await
-        {
-            tracing::warn!(error = %e, "cannot record token use");
-        }
-    }
-
     /// Leaves cleanly: gives back a task still held, marks the member `shutdown`.
     pub(crate) async fn exit(&mut self, exit: Exit) -> Result<Exit, Error> {
         // Leaving is not the task's fault: give it back without using up an attempt.
