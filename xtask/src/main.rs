@@ -1,8 +1,8 @@
 //! Project chores that need more than a plain `cargo` command: `cargo xtask demo`,
 //! `cargo xtask install`, `cargo xtask install-agents`, `cargo xtask bench` (with
 //! `bench-teammates`, `bench-cancel`, `bench-plan`, `bench-runtimes`,
-//! `bench-liveness` and `bench-web`), `cargo xtask
-//! soak-git` and `cargo xtask module-cycles`. This file only parses flags; each command
+//! `bench-liveness`, `bench-spend` and `bench-web`), `cargo xtask soak-git` and
+//! `cargo xtask module-cycles`. This file only parses flags; each command
 //! lives in its own module.
 
 #![allow(
@@ -78,6 +78,11 @@ enum Command {
     BenchLiveness(bench::liveness::LivenessBenchArgs),
     #[command(hide = true)]
     BenchLivenessRun(bench::liveness::LivenessBenchArgs),
+    /// Measure what reserving and settling every model call with boardd costs,
+    /// against recording it once after the call, for one teammate and many.
+    BenchSpend(bench::spend::SpendBenchArgs),
+    #[command(hide = true)]
+    BenchSpendRun(bench::spend::SpendBenchArgs),
     #[command(long_about = bench::runtimes::LONG_ABOUT)]
     BenchRuntimes(bench::runtimes::RuntimeBenchArgs),
     /// The runtime measurement itself, run from a release build.
@@ -147,6 +152,8 @@ fn main() -> anyhow::Result<()> {
         Command::BenchPlanRun(args) => bench::plan::run(&args),
         Command::BenchLiveness(args) => bench::liveness::build_and_run(&args),
         Command::BenchLivenessRun(args) => bench::liveness::run(&args),
+        Command::BenchSpend(args) => bench::spend::build_and_run(&args),
+        Command::BenchSpendRun(args) => bench::spend::run(&args),
         Command::BenchRuntimes(args) => bench::runtimes::build_and_run(&args),
         Command::BenchRuntimesRun(args) => bench::runtimes::run(&args),
         Command::SoakGit(args) => soak::build_and_run(&args),

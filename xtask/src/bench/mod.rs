@@ -7,5 +7,6 @@ pub mod harness;
 pub mod liveness;
 pub mod plan;
 pub mod runtimes;
+pub mod spend;
 pub mod teammates;
 pub mod web;
