@@ -387,6 +387,7 @@ impl Board {
         }
         self.expire_stalls(now);
         self.expire_requests(now);
+        self.charge_due_orphans(now);
         self.expire_waiters(now)
     }
 }

@@ -369,6 +369,7 @@ impl Board {
             .chain(self.next_request_deadline())
             .chain(self.next_stall())
             .chain(self.calls.next_wake())
+            .chain(self.next_orphan_due())
             .chain(self.teams.values().flat_map(|t| {
                 t.spend
                     .budgets

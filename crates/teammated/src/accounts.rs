@@ -134,6 +134,20 @@ pub fn fallbacks(
                 });
             }
         };
+        let zero = [
+            a.concurrent.map(u64::from),
+            a.requests_per_minute.map(u64::from),
+            a.tokens_per_minute,
+        ]
+        .contains(&Some(0));
+        if zero {
+            return Err(AccountsError::Parse {
+                path: path.to_path_buf(),
+                message: format!(
+                    "[accounts.{name}]: a rate limit of 0 would hold every call forever; leave it out for none"
+                ),
+            });
+        }
         out.push(ProviderConfig {
             kind,
             model: a.model.clone(),

@@ -167,12 +167,10 @@ impl ModelLoop {
     /// Asks the model for its next turn: compacts the context first when it is
     /// over budget, then logs the turn and puts it into the context.
     pub async fn ask(&mut self, host: &mut impl ToolHost) -> Result<Turn, NoTurn> {
-        if self.ctx.over_budget() {
-            let stop = host.interrupted(None);
-            tokio::select! {
-                why = stop => return Err(NoTurn::Interrupted(why)),
-                () = self.compact(host) => {}
-            }
+        if self.ctx.over_budget()
+            && let Some(why) = self.compact(host).await
+        {
+            return Err(NoTurn::Interrupted(why));
         }
         // The worst case boardd holds against the budgets: the prompt about
         // to be sent (its tools too) and the whole output limit.
@@ -257,13 +255,18 @@ impl ModelLoop {
                 }
                 Ok(Err(e)) if crate::llm::retry::is_rate_limit(&e) => {
                     let mut rate = e.rate().cloned().unwrap_or_default();
-                    if rate.blocked_until_ms.is_none() {
-                        silent_429s += 1;
-                        let wait = 1000i64 << silent_429s.min(6);
-                        rate.blocked_until_ms = Some(teamboard_protocol::now_ms() + wait);
-                        rate.blocked_reason
-                            .get_or_insert_with(|| "HTTP 429".to_string());
+                    let now = teamboard_protocol::now_ms();
+                    match rate.blocked_until_ms {
+                        None => {
+                            silent_429s += 1;
+                            let wait = 1000i64 << silent_429s.min(6);
+                            rate.blocked_until_ms = Some(now + wait);
+                        }
+                        // `retry-after: 0` is no reason to call again at once.
+                        Some(until) => rate.blocked_until_ms = Some(until.max(now + 1000)),
                     }
+                    rate.blocked_reason
+                        .get_or_insert_with(|| "HTTP 429".to_string());
                     let text = format!(
                         "model: {account} refused the call ({}); boardd holds its calls until it resets",
                         rate.blocked_reason.as_deref().unwrap_or("HTTP 429")
@@ -400,12 +403,16 @@ impl ModelLoop {
     /// (`Context::compact`), and a compaction that could not get under the
     /// budget (the identity and the summary alone are too big) is not repeated
     /// every round, only once the context has grown by a few messages.
-    async fn compact(&mut self, host: &mut impl ToolHost) {
+    ///
+    /// `Some(why)` when the front end cut it short. Its model call is reserved
+    /// and settled like any other: an interrupted one is charged at its worst
+    /// case, since it may have reached the provider.
+    async fn compact(&mut self, host: &mut impl ToolHost) -> Option<String> {
         if self
             .compacted_at
             .is_some_and(|len| self.ctx.messages.len() < len + 4)
         {
-            return;
+            return None;
         }
         self.compactions += 1;
         let archive = self.archives.join(format!(
@@ -417,12 +424,12 @@ impl ModelLoop {
         let output = u64::from(context::SUMMARY_MAX_TOKENS);
         let grant = match self.reserve(host, before, output).await {
             Asked::Granted(g) => g,
-            Asked::Interrupted(_) => return,
+            Asked::Interrupted(why) => return Some(why),
             Asked::Refused(why) => {
                 // The next call is refused the same way and says so.
                 self.compacted_at = Some(self.ctx.messages.len());
                 tracing::warn!(error = %why, "compaction not made");
-                return;
+                return None;
             }
         };
         let (on_retry, mut retries) = transcript::retry_notices();
@@ -432,10 +439,23 @@ impl ModelLoop {
         let compacted = self
             .ctx
             .compact(provider, &archive, &identity, Some(&on_retry));
-        let done = host
-            .transcript()
-            .write_while(task, &mut retries, compacted)
-            .await;
+        let stop = host.interrupted(None);
+        let done = tokio::select! {
+            why = stop => Err(why),
+            r = host.transcript().write_while(task, &mut retries, compacted) => Ok(r),
+        };
+        let done = match done {
+            Ok(done) => done,
+            Err(why) => {
+                let worst = TokenUsage {
+                    input: before,
+                    output,
+                    ..TokenUsage::default()
+                };
+                self.meter.settle(grant.id, task, worst, None, true).await;
+                return Some(why);
+            }
+        };
         let used = done.as_ref().map_or(TokenUsage::default(), |d| d.usage);
         self.meter.settle(grant.id, task, used, None, false).await;
         match done {
@@ -458,5 +478,6 @@ impl ModelLoop {
                 tracing::warn!(error = %e, "compaction failed; going on uncompacted");
             }
         }
+        None
     }
 }

@@ -59,13 +59,16 @@ pub struct ProviderArgs {
     #[arg(long, env = "TEAMMATE_ACCOUNT", value_name = "NAME")]
     pub account: Option<String>,
     /// The account's limit of calls in flight at once, over all its teammates.
-    #[arg(long, env = "TEAMMATE_CONCURRENT", value_name = "N")]
+    #[arg(long, env = "TEAMMATE_CONCURRENT", value_name = "N",
+        value_parser = clap::value_parser!(u32).range(1..))]
     pub concurrent: Option<u32>,
     /// The account's limit of requests per minute, over all its teammates.
-    #[arg(long, env = "TEAMMATE_RPM", value_name = "N")]
+    #[arg(long, env = "TEAMMATE_RPM", value_name = "N",
+        value_parser = clap::value_parser!(u32).range(1..))]
     pub rpm: Option<u32>,
     /// The account's limit of tokens per minute, over all its teammates.
-    #[arg(long, env = "TEAMMATE_TPM", value_name = "N")]
+    #[arg(long, env = "TEAMMATE_TPM", value_name = "N",
+        value_parser = clap::value_parser!(u64).range(1..))]
     pub tpm: Option<u64>,
     /// An account of the providers file to call while this one is blocked
     /// (a usage limit, a 429 with a reset time); repeat it for a longer chain.

@@ -34,6 +34,8 @@ use std::collections::{BTreeMap, VecDeque};
 use teamboard_protocol::spend::{AccountBlock, AccountState, RateLimits, RateSnapshot, RateWindow};
 
 const MINUTE_MS: i64 = 60_000;
+/// The longest block an answer can put on an account.
+const MAX_BLOCK_MS: i64 = 7 * 86_400_000;
 
 /// When an account can take a call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -147,25 +149,35 @@ impl Account {
             return Capacity::At(first + MINUTE_MS, format!("{rpm} requests per minute"));
         }
         if let Some(tpm) = self.limits.tokens_per_minute {
-            let used: u64 = self.starts.iter().map(|(_, t)| t).sum();
+            let used = self
+                .starts
+                .iter()
+                .fold(0u64, |a, (_, t)| a.saturating_add(*t));
             if used > 0 && used.saturating_add(tokens) > tpm {
                 // The moment enough of the minute's calls fall out of it.
                 let mut left = used;
                 for (at, t) in &self.starts {
-                    left -= t;
+                    left = left.saturating_sub(*t);
                     if left == 0 || left.saturating_add(tokens) <= tpm {
                         return Capacity::At(at + MINUTE_MS, format!("{tpm} tokens per minute"));
                     }
                 }
             }
         }
-        if let Some(w) = &self.requests
-            && let c @ (Capacity::At(..) | Capacity::AfterSettle(_)) = w.capacity(1, "request")
-        {
-            return c;
+        // A window spent with no reset known waits for an answer to say
+        // more; with no call in flight none will come, so one call goes and
+        // the provider decides.
+        let settles = self.in_flight > 0;
+        if let Some(w) = &self.requests {
+            match w.capacity(1, "request") {
+                Capacity::AfterSettle(_) if !settles => {}
+                c @ (Capacity::At(..) | Capacity::AfterSettle(_)) => return c,
+                Capacity::Now => {}
+            }
         }
         if let Some(w) = &self.tokens
             && let c @ (Capacity::At(..) | Capacity::AfterSettle(_)) = w.capacity(tokens, "token")
+            && (settles || matches!(c, Capacity::At(..)))
         {
             // A call bigger than the whole window would wait forever: it is
             // let through once the window is full, and the provider decides.
@@ -226,6 +238,11 @@ impl Accounts {
         }
     }
 
+    /// Marks the account as one whose limits its answers have told.
+    pub fn heard(&mut self, name: &str) {
+        self.map.entry(name.to_string()).or_default().heard = true;
+    }
+
     /// A call on the account ended.
     pub fn end(&mut self, name: &str) {
         if let Some(a) = self.map.get_mut(name) {
@@ -249,7 +266,13 @@ impl Accounts {
                 None => *learned = Some(Learned::from(w)),
             }
         }
-        let until = snap.blocked_until_ms.filter(|u| *u > now)?;
+        // A reset further than a week away is a misread, or a forged one:
+        // no provider's usage window is that long, and nothing lifts a block
+        // but its end.
+        let until = snap
+            .blocked_until_ms
+            .filter(|u| *u > now)?
+            .min(now.saturating_add(MAX_BLOCK_MS));
         let reason = snap
             .blocked_reason
             .clone()
@@ -370,6 +393,35 @@ mod tests {
         a.end("acct");
         a.learn("acct", &window(7), 2);
         assert!(matches!(a.capacity("acct", 1, 3), Capacity::At(1_000, _)));
+    }
+
+    #[test]
+    fn a_spent_window_with_nothing_in_flight_lets_one_call_go() {
+        let mut a = Accounts::default();
+        let snap = RateSnapshot {
+            tokens: Some(RateWindow {
+                limit: Some(30),
+                remaining: 30,
+                reset_at_ms: 1_000,
+            }),
+            ..RateSnapshot::default()
+        };
+        a.learn("acct", &snap, 0);
+        a.start("acct", 20, 1_000);
+        a.end("acct");
+        // 10 left, unknown reset, and no answer coming: the provider decides.
+        assert_eq!(a.capacity("acct", 20, 1_001), Capacity::Now);
+    }
+
+    #[test]
+    fn a_block_lasts_a_week_at_most() {
+        let mut a = Accounts::default();
+        let snap = RateSnapshot {
+            blocked_until_ms: Some(i64::MAX),
+            ..RateSnapshot::default()
+        };
+        let kept = a.learn("acct", &snap, 0).expect("kept");
+        assert_eq!(kept.until_ms, MAX_BLOCK_MS);
     }
 
     #[test]

@@ -11,6 +11,14 @@ use teamboard_protocol::spend::{
 };
 use teamboard_protocol::{ErrorCode, EventKind, LEAD, MessageKind, TaskId};
 
+/// What [`Board::fit`] found.
+pub(crate) enum Fit {
+    Yes,
+    /// Not while calls in flight hold what they hold; why, for the roster.
+    Wait(String),
+    No(BoardError),
+}
+
 /// The share of a limit at which the lead is warned, in percent.
 const WARN_AT_PERCENT: u64 = 80;
 
@@ -123,8 +131,9 @@ impl Board {
     pub(crate) fn exhausted(&self, team: &str, entry: &Entry, now_ms: i64) -> Option<String> {
         let ledger = &self.team(team)?.spend;
         let b = &entry.budget;
-        let mut used = ledger.spent(&b.scope, b.per_ms, now_ms);
-        used.add(ledger.reserved(&b.scope));
+        // What was spent, not what calls in flight hold: those settle soon,
+        // most for less than they hold (see `fit`).
+        let used = ledger.spent(&b.scope, b.per_ms, now_ms);
         // Nothing fits once a limit is reached: a call needs at least a token.
         let least = Amounts {
             tokens: 1,
@@ -144,8 +153,15 @@ impl Board {
     }
 
     /// Whether a call of `need` by `member` on `task` fits under every budget
-    /// that covers it. A refusal marks the budget exhausted, tells the lead
-    /// once, and says which limit ran out.
+    /// that covers it.
+    /// - A call bigger than a limit by itself is refused, and the budget is
+    ///   not marked: the next, smaller call may fit.
+    /// - A call that what was spent leaves no room for is refused; the budget
+    ///   is marked exhausted, the lead is told once, and the refusal says
+    ///   which limit ran out.
+    /// - A call that only the calls in flight leave no room for waits for
+    ///   them to settle (they hold their worst case, and most settle for
+    ///   less): refusing it would call a budget exhausted that is not.
     pub(crate) fn fit(
         &mut self,
         team: &str,
@@ -153,20 +169,32 @@ impl Board {
         task: Option<TaskId>,
         need: Amounts,
         now: Now,
-    ) -> Result<()> {
+    ) -> Fit {
         let Some(t) = self.team(team) else {
-            return Ok(());
+            return Fit::Yes;
         };
         let ledger = &t.spend;
         let mut refused = None;
+        let mut wait = None;
         for (key, entry) in &ledger.budgets {
             let b = &entry.budget;
             if !covers(&b.scope, member, task) {
                 continue;
             }
-            let mut used = ledger.spent(&b.scope, b.per_ms, now.wall_ms);
-            used.add(ledger.reserved(&b.scope));
-            if let Some((what, limit, used, need_of)) = over(&b.limits, used, need) {
+            if let Some((what, limit, _, need_of)) = over(&b.limits, Amounts::default(), need) {
+                return Fit::No(BoardError::new(
+                    ErrorCode::BudgetExhausted,
+                    format!(
+                        "the call alone needs up to {}, more than the {} limit of {}: \
+                         lower --max-tokens or raise the limit",
+                        amount(what, need_of),
+                        describe(b),
+                        amount(what, limit)
+                    ),
+                ));
+            }
+            let spent = ledger.spent(&b.scope, b.per_ms, now.wall_ms);
+            if let Some((what, limit, used, need_of)) = over(&b.limits, spent, need) {
                 let why = format!(
                     "{} limit of {} reached: {} used, and the call needs up to {}",
                     describe(b),
@@ -178,14 +206,22 @@ impl Board {
                 refused = Some((key.clone(), why, rolls));
                 break;
             }
+            let mut held = spent;
+            held.add(ledger.reserved(&b.scope));
+            if wait.is_none() && over(&b.limits, held, need).is_some() {
+                wait = Some(format!(
+                    "{} has room only once calls in flight settle",
+                    describe(b)
+                ));
+            }
         }
         let Some((key, why, rolls)) = refused else {
-            return Ok(());
+            return wait.map_or(Fit::Yes, Fit::Wait);
         };
         let (tell, marked) = {
             let team_state = self.team_mut(team);
             let Some(entry) = team_state.spend.budgets.get_mut(&key) else {
-                return Ok(());
+                return Fit::Yes;
             };
             let before = entry.marks;
             entry.marks.refused = Some(need);
@@ -208,7 +244,7 @@ impl Board {
             );
             self.tell_lead(team, now, content);
         }
-        Err(BoardError::new(ErrorCode::BudgetExhausted, why))
+        Fit::No(BoardError::new(ErrorCode::BudgetExhausted, why))
     }
 
     /// After usage settled without a reservation ran a budget out (an
@@ -258,20 +294,29 @@ impl Board {
     /// After spending: warns the lead of each budget that passed 80%.
     pub(crate) fn warn_budgets(&mut self, team: &str, now: Now) {
         let mut warn = Vec::new();
+        let mut below = Vec::new();
         if let Some(t) = self.team(team) {
             let ledger = &t.spend;
             for (key, entry) in &ledger.budgets {
-                if entry.marks.warned {
-                    continue;
-                }
                 let b = &entry.budget;
-                let mut used = ledger.spent(&b.scope, b.per_ms, now.wall_ms);
-                used.add(ledger.reserved(&b.scope));
+                let used = ledger.spent(&b.scope, b.per_ms, now.wall_ms);
                 let dims = [
                     ("tokens", b.limits.tokens, used.tokens),
                     ("input tokens", b.limits.input_tokens, used.input_tokens),
                     ("usd", b.limits.usd.map(|u| u.0), used.usd.0),
                 ];
+                let past = |(_, limit, used): &(&str, Option<u64>, u64)| {
+                    limit.is_some_and(|l| {
+                        used.saturating_mul(100) >= l.saturating_mul(WARN_AT_PERCENT)
+                    })
+                };
+                if entry.marks.warned {
+                    // A window that fell back under 80% warns on its next climb.
+                    if !dims.iter().any(past) {
+                        below.push(key.clone());
+                    }
+                    continue;
+                }
                 for (what, limit, used) in dims {
                     let Some(limit) = limit else { continue };
                     if used.saturating_mul(100) >= limit.saturating_mul(WARN_AT_PERCENT) {
@@ -289,6 +334,12 @@ impl Board {
                     }
                 }
             }
+        }
+        for key in below {
+            if let Some(e) = self.team_mut(team).spend.budgets.get_mut(&key) {
+                e.marks.warned = false;
+            }
+            self.dirty.budgets.insert((team.to_string(), key));
         }
         for (key, content) in warn {
             if let Some(e) = self.team_mut(team).spend.budgets.get_mut(&key) {

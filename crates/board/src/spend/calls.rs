@@ -9,7 +9,7 @@
 //! paid for is refused at once rather than after a wait.
 
 use super::accounts::Capacity;
-use super::budgets::mono_at;
+use super::budgets::{Fit, mono_at};
 use super::ledger::Held;
 use crate::error::{BoardError, Result};
 use crate::{About, Board, Ctx, Now, SessionId, Waiting};
@@ -26,6 +26,46 @@ pub type Pricer = dyn Fn(&str, &TokenUsage) -> Pricing + Send + Sync;
 
 /// The most accounts a chain may name.
 const MAX_CHAIN: usize = 8;
+/// The longest account or model name.
+const MAX_NAME: usize = 128;
+/// The most tokens one call may reserve, input or output: far beyond any
+/// model's context, and small enough that no sum of them overflows.
+const MAX_CALL_TOKENS: u64 = 100_000_000;
+
+/// Refuses a reservation boardd cannot hold to: every account is shared by
+/// the whole daemon, so one client's nonsense must not reach them.
+fn check_reserve(args: &ReserveArgs) -> Result<()> {
+    if args.chain.is_empty() || args.chain.len() > MAX_CHAIN {
+        return Err(BoardError::invalid(format!(
+            "a call names from 1 to {MAX_CHAIN} accounts"
+        )));
+    }
+    if args.input > MAX_CALL_TOKENS || args.output > MAX_CALL_TOKENS {
+        return Err(BoardError::invalid(format!(
+            "a call reserves at most {MAX_CALL_TOKENS} input and output tokens"
+        )));
+    }
+    for a in &args.chain {
+        for (what, s) in [("account", &a.name), ("model", &a.model)] {
+            if s.is_empty() || s.len() > MAX_NAME || s.chars().any(char::is_control) {
+                return Err(BoardError::invalid(format!(
+                    "an {what} name is 1 to {MAX_NAME} bytes of printable text"
+                )));
+            }
+        }
+        let l = a.limits;
+        if l.concurrent == Some(0)
+            || l.requests_per_minute == Some(0)
+            || l.tokens_per_minute == Some(0)
+        {
+            return Err(BoardError::invalid(format!(
+                "account {}: a rate limit of 0 would hold every call forever; leave it out for none",
+                a.name
+            )));
+        }
+    }
+    Ok(())
+}
 
 /// A reservation that waits for capacity.
 #[derive(Debug, Clone)]
@@ -39,6 +79,9 @@ pub(crate) struct Parked {
     since: Instant,
     /// When it may be served, as last worked out; `None`: when a call ends.
     wake: Option<Instant>,
+    /// The account it waits on, as last worked out: later reservations on it
+    /// do not jump it.
+    on: Option<String>,
 }
 
 /// Reservations waiting for capacity, by arrival.
@@ -106,11 +149,7 @@ impl Board {
         args: ReserveArgs,
     ) -> Result<Option<Reservation>> {
         let pid = self.spender(&ctx)?;
-        if args.chain.is_empty() || args.chain.len() > MAX_CHAIN {
-            return Err(BoardError::invalid(format!(
-                "a call names from 1 to {MAX_CHAIN} accounts"
-            )));
-        }
+        check_reserve(&args)?;
         if let Some(id) = args.task {
             self.task(ctx.team, id)?;
         }
@@ -150,6 +189,7 @@ impl Board {
             args,
             since: ctx.now.mono,
             wake: None,
+            on: None,
         };
         // Arrival order per account: one that others already wait on is not
         // jumped.
@@ -157,13 +197,14 @@ impl Board {
             .calls
             .parked
             .values()
-            .flat_map(|p| p.args.chain.first().map(|a| a.name.clone()))
+            .filter_map(|p| p.on.clone())
             .collect();
         match self.try_grant(&parked, ctx.now, &queued) {
             Step::Granted(r) => Ok(Some(r)),
             Step::Refused(e) => Err(e),
-            Step::Wait(at, wait, _) => {
+            Step::Wait(at, wait, account) => {
                 parked.wake = at.map(|at| mono_at(ctx.now, at));
+                parked.on = Some(account).filter(|a| !a.is_empty());
                 self.set_wait(ctx.team, ctx.actor, Some(wait));
                 let n = self.calls.next;
                 self.calls.next += 1;
@@ -202,15 +243,20 @@ impl Board {
             };
             match self.try_grant(&p, now, &blocked) {
                 Step::Wait(at, wait, account) => {
+                    let on = Some(account.clone()).filter(|a| !a.is_empty());
                     blocked.insert(account);
                     if let Some(q) = self.calls.parked.get_mut(&n) {
                         q.wake = at.map(|at| mono_at(now, at));
+                        q.on = on;
                     }
                     self.set_wait(&p.team, &p.member, Some(wait));
                 }
                 step => {
                     self.calls.parked.remove(&n);
-                    self.set_wait(&p.team, &p.member, None);
+                    // A refusal keeps the budget wait it just set.
+                    if let Step::Granted(_) = step {
+                        self.set_wait(&p.team, &p.member, None);
+                    }
                     let answer = match step {
                         Step::Granted(mut r) => {
                             r.waited_ms =
@@ -289,16 +335,27 @@ impl Board {
             ));
         }
         let need = Amounts::of(&tokens, usd);
-        if let Err(e) = self.fit(&p.team, &p.member, p.args.task, need, now) {
-            self.set_wait(
-                &p.team,
-                &p.member,
-                Some(MemberWait {
-                    reason: format!("budget: {}", e.message),
-                    until_ms: self.budget_rolls(&p.team, &p.member, p.args.task),
-                }),
-            );
-            return Step::Refused(e);
+        match self.fit(&p.team, &p.member, p.args.task, need, now) {
+            Fit::Yes => {}
+            Fit::Wait(why) => {
+                let wait = MemberWait {
+                    reason: format!("budget: {why}"),
+                    until_ms: None,
+                };
+                // Not an account's wait: it holds no account's queue.
+                return Step::Wait(None, wait, String::new());
+            }
+            Fit::No(e) => {
+                self.set_wait(
+                    &p.team,
+                    &p.member,
+                    Some(MemberWait {
+                        reason: format!("budget: {}", e.message),
+                        until_ms: self.budget_rolls(&p.team, &p.member, p.args.task),
+                    }),
+                );
+                return Step::Refused(e);
+            }
         }
         if queued.contains(&account.name) {
             let wait = MemberWait {
@@ -343,6 +400,7 @@ impl Board {
         let held = Held {
             call,
             session: Some(p.session),
+            due: None,
         };
         self.team_mut(&p.team)
             .spend
@@ -394,6 +452,13 @@ impl Board {
     /// provider said of the account.
     pub fn settle_usage(&mut self, ctx: Ctx, args: UsageArgs) -> Result<Settled> {
         self.spender(&ctx)?;
+        for s in [&args.account, &args.model].into_iter().flatten() {
+            if s.is_empty() || s.len() > MAX_NAME || s.chars().any(char::is_control) {
+                return Err(BoardError::invalid(format!(
+                    "an account or model name is 1 to {MAX_NAME} bytes of printable text"
+                )));
+            }
+        }
         if let Some(id) = args.task {
             self.task(ctx.team, id)?;
         }
@@ -561,7 +626,9 @@ impl Board {
     }
 
     /// A session closed: its parked reservations go, and the calls it had in
-    /// flight are charged at their worst case, since they may have been made
+    /// flight wait, for the restart grace, for its process to reconnect and
+    /// settle them (a client repeats its calls once it has reconnected); then
+    /// they are charged at their worst case, since they may have been made
     /// and billed.
     pub(crate) fn calls_closed(&mut self, session: SessionId, now: Now) {
         let gone: Vec<u64> = self
@@ -576,15 +643,36 @@ impl Board {
                 self.set_wait(&p.team, &p.member, None);
             }
         }
-        let mut orphans = Vec::new();
-        for (name, t) in &self.teams {
-            for (key, h) in &t.spend.held {
+        let due = now.mono + self.config.restart_grace;
+        for t in self.teams.values_mut() {
+            for h in t.spend.held.values_mut() {
                 if h.session == Some(session) {
-                    orphans.push((name.clone(), key.clone()));
+                    h.session = None;
+                    h.due = Some(due);
                 }
             }
         }
-        for (team, (member, id)) in orphans {
+    }
+
+    /// The earliest moment a call in flight without a session is charged.
+    pub(crate) fn next_orphan_due(&self) -> Option<Instant> {
+        self.teams
+            .values()
+            .flat_map(|t| t.spend.held.values().filter_map(|h| h.due))
+            .min()
+    }
+
+    /// Charges the calls in flight whose process did not come back in time.
+    pub(crate) fn charge_due_orphans(&mut self, now: Now) {
+        let mut due = Vec::new();
+        for (name, t) in &self.teams {
+            for (key, h) in &t.spend.held {
+                if h.due.is_some_and(|d| d <= now.mono) {
+                    due.push((name.clone(), key.clone()));
+                }
+            }
+        }
+        for (team, (member, id)) in due {
             self.charge_orphan(&team, &member, id, now);
         }
     }
@@ -601,6 +689,7 @@ impl Board {
                 }
                 if h.session.is_none() && pid.is_some() && h.call.pid == pid {
                     h.session = Some(ctx.session);
+                    h.due = None;
                 } else {
                     orphans.push(key.1);
                 }
@@ -731,13 +820,19 @@ impl Board {
         for (team, rec) in usage {
             self.team_mut(&team).spend.record(&rec);
         }
+        // Its process has the restart grace to come back and settle it, as
+        // an owner has to reclaim its task.
+        let due = now.mono + self.config.restart_grace;
         for (team, call) in held {
             let key = (call.member.clone(), call.id);
             self.accounts
                 .start(&call.account, call.need.tokens, call.at);
+            // Known before the restart: its first call is not awaited again.
+            self.accounts.heard(&call.account);
             let held = Held {
                 call,
                 session: None,
+                due: Some(due),
             };
             self.team_mut(&team).spend.held.insert(key, held);
         }

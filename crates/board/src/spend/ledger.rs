@@ -49,6 +49,9 @@ pub(crate) struct Entry {
 pub(crate) struct Held {
     pub call: HeldCall,
     pub session: Option<SessionId>,
+    /// Without a session: when it is charged at its worst case, if no
+    /// process of its member has come back to settle it.
+    pub due: Option<Instant>,
 }
 
 /// Spend within the kept period, as budgets count it.

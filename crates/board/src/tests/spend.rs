@@ -442,18 +442,151 @@ fn a_dollar_limit_refuses_a_model_without_a_price() {
 }
 
 #[test]
-fn a_closed_session_is_charged_its_calls_in_flight() {
+fn a_closed_session_is_charged_its_calls_in_flight_once_its_grace_ends() {
     let mut h = h();
     let ann = h.join("ann", "dev");
     h.reserve(ann, reserve_args(1, None, 300, 200)).unwrap();
     let now = h.now();
     h.board.disconnect(ann.session, now);
+    assert!(
+        h.board.take_changes().usage.is_empty(),
+        "not yet: it may come back"
+    );
+    let due = h.board.next_deadline().expect("the grace ends");
+    assert!(due > h.now().mono);
+    h.t += BoardConfig::default().restart_grace;
+    h.expire();
     let usage = h.board.take_changes().usage;
     assert_eq!(usage.len(), 1);
     assert!(usage[0].1.estimated);
     assert_eq!(usage[0].1.tokens.total(), 500);
     let report = h.board.budget_report(TEAM, h.now());
     assert_eq!(report.spent.tokens, 500);
+    assert_eq!(report.accounts[0].in_flight, 0, "the account is free again");
+}
+
+#[test]
+fn a_process_that_reconnects_settles_its_call_once() {
+    let mut h = h();
+    let ann = h.join("ann", "dev");
+    let first = h.reserve(ann, reserve_args(1, None, 300, 200)).unwrap();
+    let now = h.now();
+    h.board.disconnect(ann.session, now);
+    // The same process (pid 4242) reconnects and repeats its calls.
+    let again = h.stranger(TEAM, "ann");
+    h.register(again, "dev");
+    assert_eq!(
+        h.reserve(again, reserve_args(1, None, 300, 200)).unwrap(),
+        first
+    );
+    h.settle(again, 1, tokens(100, 50));
+    h.t += BoardConfig::default().restart_grace;
+    h.expire();
+    let report = h.board.budget_report(TEAM, h.now());
+    assert_eq!(report.spent.tokens, 150, "its real usage, once");
+}
+
+#[test]
+fn calls_in_flight_make_a_call_wait_not_a_budget_run_out() {
+    let mut h = h();
+    let ann = h.join("ann", "dev");
+    let bob = h.join("bob", "dev");
+    h.budget(BudgetScope::Team, None, team_tokens(1_000));
+    // Each account its own, so that only the budget holds the second call.
+    let on = |id, acct: &str| ReserveArgs {
+        chain: vec![account(acct)],
+        ..reserve_args(id, None, 300, 300)
+    };
+    assert!(h.reserve(ann, on(1, "a")).unwrap().is_some());
+    assert_eq!(
+        h.reserve(bob, on(2, "b")).unwrap(),
+        None,
+        "waits for ann's call"
+    );
+    let wait = h.member(bob).waiting.expect("bob waits");
+    assert!(wait.reason.contains("calls in flight"), "{wait:?}");
+    assert!(
+        h.lead_inbox()
+            .iter()
+            .all(|m| !m.starts_with("budget exhausted"))
+    );
+    // Ann's call settles for far less than it held: bob's fits.
+    h.settle(ann, 1, tokens(50, 50));
+    assert_eq!(h.serve(), vec![(1002, Ok(0))]);
+}
+
+#[test]
+fn a_call_bigger_than_a_limit_is_refused_alone() {
+    let mut h = h();
+    let ann = h.join("ann", "dev");
+    h.budget(BudgetScope::Team, None, team_tokens(1_000));
+    let e = h.reserve(ann, reserve_args(1, None, 900, 900)).unwrap_err();
+    assert_eq!(e.code, ErrorCode::BudgetExhausted);
+    assert!(
+        e.message.contains("the call alone needs up to 1800 tokens"),
+        "{}",
+        e.message
+    );
+    // The budget is not out: the next, smaller call goes, and tasks are handed.
+    assert!(
+        h.reserve(ann, reserve_args(2, None, 300, 300))
+            .unwrap()
+            .is_some()
+    );
+    assert!(
+        h.board.budget_report(TEAM, h.now()).budgets[0]
+            .exhausted
+            .is_none()
+    );
+}
+
+#[test]
+fn a_window_back_under_80_percent_warns_again_on_its_next_climb() {
+    let mut h = h();
+    let ann = h.join("ann", "dev");
+    h.budget(BudgetScope::Team, Some(10_000), team_tokens(1_000));
+    h.reserve(ann, reserve_args(1, None, 100, 100)).unwrap();
+    h.settle(ann, 1, tokens(800, 50));
+    h.t = secs(11);
+    h.reserve(ann, reserve_args(2, None, 100, 100)).unwrap();
+    h.settle(ann, 2, tokens(10, 10));
+    h.reserve(ann, reserve_args(3, None, 100, 100)).unwrap();
+    h.settle(ann, 3, tokens(800, 50));
+    let warned = h.lead_inbox();
+    assert_eq!(
+        warned
+            .iter()
+            .filter(|m| m.starts_with("budget warning"))
+            .count(),
+        2,
+        "{warned:?}"
+    );
+}
+
+#[test]
+fn a_rate_limit_of_zero_and_oversized_names_are_refused() {
+    let mut h = h();
+    let ann = h.join("ann", "dev");
+    let zero = ReserveArgs {
+        chain: vec![AccountRef {
+            limits: RateLimits {
+                concurrent: Some(0),
+                ..RateLimits::default()
+            },
+            ..account("acct")
+        }],
+        ..reserve_args(1, None, 10, 10)
+    };
+    assert_eq!(code(h.reserve(ann, zero)), ErrorCode::InvalidArgs);
+    let long = ReserveArgs {
+        chain: vec![account(&"x".repeat(200))],
+        ..reserve_args(2, None, 10, 10)
+    };
+    assert_eq!(code(h.reserve(ann, long)), ErrorCode::InvalidArgs);
+    assert_eq!(
+        code(h.reserve(ann, reserve_args(3, None, u64::MAX, 10))),
+        ErrorCode::InvalidArgs
+    );
 }
 
 #[test]
