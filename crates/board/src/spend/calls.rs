@@ -253,8 +253,14 @@ impl Board {
                 }
                 step => {
                     self.calls.parked.remove(&n);
-                    // A refusal keeps the budget wait it just set.
-                    if let Step::Granted(_) = step {
+                    // A budget's refusal keeps the wait it just set; any
+                    // other answer ends the wait for capacity.
+                    let budget_wait = self
+                        .team(&p.team)
+                        .and_then(|t| t.members.get(&p.member))
+                        .and_then(|m| m.member.waiting.as_ref())
+                        .is_some_and(|w| w.reason.starts_with("budget:"));
+                    if matches!(step, Step::Granted(_)) || !budget_wait {
                         self.set_wait(&p.team, &p.member, None);
                     }
                     let answer = match step {

@@ -860,3 +860,38 @@ fn usage_an_agent_reports_past_a_budget_tells_the_lead_once() {
         "{told:?}"
     );
 }
+
+#[test]
+fn a_parked_call_refused_for_another_reason_ends_its_rate_limit_wait() {
+    let mut h = h();
+    let ann = h.join("ann", "dev");
+    let bob = h.join("bob", "dev");
+    let unpriced = |id| ReserveArgs {
+        chain: vec![AccountRef {
+            model: "mystery/model".into(),
+            limits: RateLimits {
+                concurrent: Some(1),
+                ..RateLimits::default()
+            },
+            ..account("acct")
+        }],
+        ..reserve_args(id, None, 10, 10)
+    };
+    assert!(h.reserve(ann, unpriced(1)).unwrap().is_some());
+    assert_eq!(h.reserve(bob, unpriced(2)).unwrap(), None);
+    assert!(h.member(bob).waiting.is_some());
+    // A dollar limit now covers a model without a price: bob's call is refused.
+    h.budget(
+        BudgetScope::Team,
+        None,
+        Limits {
+            usd: Some(MicroUsd(1_000_000)),
+            ..Limits::default()
+        },
+    );
+    h.settle(ann, 1, tokens(5, 5));
+    let served = h.serve();
+    assert_eq!(served.len(), 1);
+    assert!(served[0].1.is_err());
+    assert_eq!(h.member(bob).waiting, None, "no stale rate-limit wait");
+}
