@@ -46,12 +46,14 @@ fn check_reserve(args: &ReserveArgs) -> Result<()> {
         )));
     }
     for a in &args.chain {
-        for (what, s) in [("account", &a.name), ("model", &a.model)] {
-            if s.is_empty() || s.len() > MAX_NAME || s.chars().any(char::is_control) {
-                return Err(BoardError::invalid(format!(
-                    "an {what} name is 1 to {MAX_NAME} bytes of printable text"
-                )));
-            }
+        // A model may be unknown (an agent waiting out a login's reset says
+        // none); an account is always named.
+        let bad = |s: &str| s.len() > MAX_NAME || s.chars().any(char::is_control);
+        if a.name.is_empty() || bad(&a.name) || bad(&a.model) {
+            return Err(BoardError::invalid(format!(
+                "an account name is 1 to {MAX_NAME} bytes of printable text, and a model's \
+                 at most {MAX_NAME}"
+            )));
         }
         let l = a.limits;
         if l.concurrent == Some(0)
