@@ -461,9 +461,9 @@ impl Board {
     pub fn settle_usage(&mut self, ctx: Ctx, args: UsageArgs) -> Result<Settled> {
         self.spender(&ctx)?;
         for s in [&args.account, &args.model].into_iter().flatten() {
-            if s.is_empty() || s.len() > MAX_NAME || s.chars().any(char::is_control) {
+            if s.len() > MAX_NAME || s.chars().any(char::is_control) {
                 return Err(BoardError::invalid(format!(
-                    "an account or model name is 1 to {MAX_NAME} bytes of printable text"
+                    "an account or model name is at most {MAX_NAME} bytes of printable text"
                 )));
             }
         }
