@@ -38,6 +38,24 @@ pub struct AccountConfig {
     pub limits: RateLimits,
     /// Accounts to fail over to, in order.
     pub fallbacks: Vec<ProviderConfig>,
+    /// The environment variables this account's key was read from: taken out
+    /// of the environment once read, as the primary provider's are, so that
+    /// nothing the model runs inherits them.
+    pub key_vars: Vec<String>,
+}
+
+impl AccountConfig {
+    /// Every key variable of the chain: the fallbacks'.
+    pub fn chain_key_vars(&self) -> impl Iterator<Item = &str> {
+        self.key_vars
+            .iter()
+            .chain(
+                self.fallbacks
+                    .iter()
+                    .flat_map(|f| f.account.key_vars.iter()),
+            )
+            .map(String::as_str)
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -165,6 +183,7 @@ pub fn fallbacks(
                     tokens_per_minute: a.tokens_per_minute,
                 },
                 fallbacks: Vec::new(),
+                key_vars: a.key_env.iter().cloned().collect(),
             },
         });
     }
@@ -262,6 +281,10 @@ mod tests {
         assert_eq!(got.len(), 1);
         let r = account_ref(&got[0]);
         assert_eq!(r.name, "backup");
+        assert!(
+            got[0].account.key_vars.is_empty(),
+            "no key_env, no variable"
+        );
         assert_eq!(r.model, "openai/gpt-4o-mini");
         assert_eq!(r.limits.concurrent, Some(2));
         let e = fallbacks(&["nope".into()], &path, &base()).unwrap_err();

@@ -313,7 +313,17 @@ fn real_main() -> anyhow::Result<()> {
     // The keys now live in the config. Take them out of the environment so that
     // nothing the model runs with `bash` inherits them (`env` would show them to the
     // model, the transcript and the provider).
-    for var in SECRET_VARS {
+    let fallback_keys: Vec<String> = config
+        .provider
+        .account
+        .chain_key_vars()
+        .map(str::to_string)
+        .collect();
+    for var in SECRET_VARS
+        .iter()
+        .copied()
+        .chain(fallback_keys.iter().map(String::as_str))
+    {
         // SAFETY: no other thread exists yet (the async runtime starts below), so
         // nothing reads the environment while it changes.
         unsafe { std::env::remove_var(var) };

@@ -123,6 +123,7 @@ impl ProviderArgs {
                 tokens_per_minute: self.tpm,
             },
             fallbacks: Vec::new(),
+            key_vars: Vec::new(),
         };
         let file = self
             .providers

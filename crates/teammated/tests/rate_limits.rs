@@ -214,3 +214,54 @@ async fn a_capped_account_fails_over_and_is_used_again_after_its_reset() {
     drop(alice);
     board.stop().await;
 }
+
+/// A fallback account's key is read from the variable the providers file
+/// names, and then taken out of the environment like the primary's: nothing
+/// the model runs sees it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fallback_accounts_key_is_not_in_the_tools_environment() {
+    let mut board = Board::start(TEAMMATED).await;
+    let mock = MockLlm::start(vec![
+        MockReply::openai_tool_call("call_1", "bash", r#"{"command":"env"}"#),
+        MockReply::openai_text("Done."),
+    ]);
+    let spare = MockLlm::start(Vec::new());
+    let providers = board.dir().join("providers.toml");
+    std::fs::write(
+        &providers,
+        format!(
+            "[accounts.spare]\nprovider = \"openai\"\nbase_url = \"{}\"\nkey_env = \"SPARE_SECRET_KEY\"\n",
+            spare.url()
+        ),
+    )
+    .unwrap();
+    let url = mock.url();
+    let alice = board.spawn_with_env(
+        "alice",
+        "dev",
+        &[
+            "--provider",
+            "openai",
+            "--base-url",
+            &url,
+            "--fallback",
+            "spare",
+            "--providers",
+            providers.to_str().unwrap(),
+        ],
+        &[("SPARE_SECRET_KEY", "sk-spare-secret")],
+    );
+    board.wait_idle("alice").await;
+    let t = board.add("env", "Show the environment.", &[]).await;
+    board.wait_done(&[t.id]).await;
+    let calls = mock.requests();
+    assert_eq!(calls.len(), 2, "{}", alice.log_text());
+    let seen = calls[1].body.to_string();
+    assert!(seen.contains("PATH="), "env ran: {seen}");
+    assert!(
+        !seen.contains("sk-spare-secret"),
+        "the key reached the model"
+    );
+    drop(alice);
+    board.stop().await;
+}
