@@ -19,6 +19,13 @@ pub(crate) enum Fit {
     No(BoardError),
 }
 
+/// The least any call needs: nothing fits once a limit is reached.
+const LEAST: Amounts = Amounts {
+    tokens: 1,
+    input_tokens: 1,
+    usd: teamboard_protocol::spend::MicroUsd::ZERO,
+};
+
 /// The share of a limit at which the lead is warned, in percent.
 const WARN_AT_PERCENT: u64 = 80;
 
@@ -134,13 +141,7 @@ impl Board {
         // What was spent, not what calls in flight hold: those settle soon,
         // most for less than they hold (see `fit`).
         let used = ledger.spent(&b.scope, b.per_ms, now_ms);
-        // Nothing fits once a limit is reached: a call needs at least a token.
-        let least = Amounts {
-            tokens: 1,
-            input_tokens: 1,
-            usd: Default::default(),
-        };
-        let need = entry.marks.refused.unwrap_or(least);
+        let need = entry.marks.refused.unwrap_or(LEAST);
         over(&b.limits, used, need).map(|(what, limit, used, need)| {
             format!(
                 "{} limit of {} reached: {} used, and a call needs {}",
@@ -257,11 +258,6 @@ impl Board {
         task: Option<TaskId>,
         now: Now,
     ) {
-        let least = Amounts {
-            tokens: 1,
-            input_tokens: 1,
-            usd: Default::default(),
-        };
         let out: Vec<(BudgetKey, String)> = match self.team(team) {
             Some(t) => t
                 .spend
@@ -276,10 +272,10 @@ impl Board {
         for (key, why) in out {
             let rolls = self.team(team).and_then(|t| {
                 let e = t.spend.budgets.get(&key)?;
-                t.spend.rolls_at(e, least, now.wall_ms)
+                t.spend.rolls_at(e, LEAST, now.wall_ms)
             });
             if let Some(e) = self.team_mut(team).spend.budgets.get_mut(&key) {
-                e.marks.refused = Some(least);
+                e.marks.refused = Some(LEAST);
                 e.rolls_at = rolls.map(|at| (mono_at(now, at), at));
             }
             self.dirty.budgets.insert((team.to_string(), key));

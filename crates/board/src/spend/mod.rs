@@ -7,7 +7,8 @@
 //! teammates calling at once cannot overshoot a cap by more than what each
 //! call in flight spends beyond its estimate. It is granted when the account
 //! it goes to has capacity (`accounts`), so that teammates wait for a rate
-//! limit instead of firing into it.
+//! limit instead of firing into it. A call whose caller went away is settled
+//! or charged by `held`.
 //!
 //! Alternatives that lost:
 //! - summing usage after each call and stopping once over (what most agent
@@ -21,6 +22,7 @@
 mod accounts;
 mod budgets;
 mod calls;
+mod held;
 mod ledger;
 
 pub(crate) use accounts::Accounts;

@@ -94,7 +94,7 @@ pub(super) async fn block(t: &Teammate, limit: &Limit) {
 }
 
 /// The note a task goes back with: `usage limit on claude-subscription
-/// (five_hour usage limit) until Sun, 06 Dec 2026 08:14:42 GMT`.
+/// (five_hour usage limit) until <its reset as an HTTP date>`.
 pub(super) fn limit_note(limit: &Limit) -> String {
     let until = match limit.until_ms {
         Some(ms) => format!("until {}", when(ms)),
