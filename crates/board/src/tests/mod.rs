@@ -13,6 +13,7 @@ mod landing;
 mod landing_waits;
 mod leases;
 mod liveness;
+mod model;
 mod requests;
 mod restore;
 mod review;

@@ -1,0 +1,113 @@
+//! The invariants checked on the board alone after every step, from what it
+//! showed before and after the op; none of them asks the model.
+
+use super::ops::Op;
+use super::reference::MAX_ATTEMPTS;
+use super::{Answer, Sent, View};
+use std::collections::BTreeMap;
+use teamboard_protocol::{RequestState, TaskStatus};
+
+pub(super) fn check(before: &View, after: &View, op: &Op, got: &Answer, sent: Option<Sent>) {
+    let ctx = |what: &str| format!("{what}, after {op:?} answered {got:?}");
+
+    // No task is lost: ids run from 1, and only an accepted add makes one.
+    let added = u64::from(matches!(op, Op::Add { .. }) && got.is_ok());
+    assert_eq!(
+        after.tasks.len() as u64,
+        before.tasks.len() as u64 + added,
+        "{}",
+        ctx("task count")
+    );
+    for (i, t) in after.tasks.iter().enumerate() {
+        assert_eq!(t.id, i as u64 + 1, "{}", ctx("task ids"));
+    }
+
+    let status: BTreeMap<u64, TaskStatus> = after.tasks.iter().map(|t| (t.id, t.status)).collect();
+    let mut holds: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+    for t in &after.tasks {
+        let what = |w: &str| ctx(&format!("#{}: {w} ({t:?})", t.id));
+        match t.status {
+            TaskStatus::InProgress => {
+                let owner = t
+                    .owner
+                    .as_deref()
+                    .unwrap_or_else(|| panic!("{}", what("owner")));
+                holds.entry(owner).or_default().push(t.id);
+                assert!(t.epoch >= 1 && t.attempts >= 1, "{}", what("claimed"));
+            }
+            TaskStatus::Pending | TaskStatus::Failed | TaskStatus::Cancelled => {
+                assert_eq!(t.owner, None, "{}", what("no owner"));
+            }
+            TaskStatus::Completed => {}
+        }
+        assert!(t.attempts <= MAX_ATTEMPTS, "{}", what("attempts"));
+        // Never claimable while a blocker is unfinished.
+        if t.ready {
+            assert_eq!(t.status, TaskStatus::Pending, "{}", what("ready"));
+            assert_eq!(t.landing, None, "{}", what("ready"));
+            for b in &t.blocked_by {
+                assert_eq!(status[b], TaskStatus::Completed, "{}", what("ready"));
+            }
+        }
+    }
+    // At most one owner per task (above: `owner` is one name), and one task
+    // per owner, which its member row names.
+    for m in &after.members {
+        let held = holds.remove(m.name.as_str()).unwrap_or_default();
+        assert!(
+            held.len() <= 1,
+            "{}",
+            ctx(&format!("{} holds {held:?}", m.name))
+        );
+        assert_eq!(m.task, held.first().copied(), "{}", ctx(&m.name));
+    }
+    assert!(holds.is_empty(), "{}", ctx("tasks held by no member"));
+
+    for (old, new) in before.tasks.iter().zip(&after.tasks) {
+        let what = |w: &str| ctx(&format!("#{}: {w}: {old:?} -> {new:?}", old.id));
+        // Epochs only grow, by one, and only when a claim is granted.
+        assert!(new.epoch >= old.epoch, "{}", what("epoch went back"));
+        if new.epoch != old.epoch {
+            let claim = matches!(op, Op::Claim { .. } | Op::ClaimNext { .. });
+            assert!(claim && new.epoch == old.epoch + 1, "{}", what("epoch"));
+            assert_eq!(*got, Ok(Some((new.id, new.epoch))), "{}", what("epoch"));
+        }
+        // Completed is final.
+        if old.status == TaskStatus::Completed {
+            assert_eq!(old, new, "{}", what("completed changed"));
+        }
+        // Failed and cancelled move only by the lead (a retry; a failed task
+        // may be cancelled), or by a landing that the queue had already made.
+        if matches!(old.status, TaskStatus::Failed | TaskStatus::Cancelled)
+            && new.status != old.status
+        {
+            let by = matches!(op, Op::Retry { by: None, .. })
+                || (matches!(op, Op::Cancel { by: None, .. })
+                    && new.status == TaskStatus::Cancelled)
+                || (matches!(op, Op::Landed { .. }) && new.status == TaskStatus::Completed);
+            assert!(by, "{}", what("an ended task moved"));
+        }
+    }
+
+    // A settled request stays settled, and none goes away.
+    assert!(after.requests.len() >= before.requests.len());
+    for (old, new) in before.requests.iter().zip(&after.requests) {
+        assert_eq!(old.0, new.0, "{}", ctx("request ids"));
+        if old.1 != RequestState::Pending {
+            assert_eq!(old, new, "{}", ctx("a settled request changed"));
+        }
+    }
+
+    // A stale epoch, another's claim or a dead session is never accepted.
+    if let Some(s) = sent
+        && got.is_ok()
+    {
+        let t = before.tasks.iter().find(|t| t.id == s.task);
+        let current = t.is_some_and(|t| {
+            t.status == TaskStatus::InProgress
+                && t.epoch == s.epoch
+                && t.owner.as_deref() == Some(super::MEMBERS[s.who].0)
+        });
+        assert!(current && s.live, "{}", ctx(&format!("accepted {s:?}")));
+    }
+}
