@@ -240,7 +240,12 @@ impl Board {
             message,
             author: ctx.actor.to_string(),
         };
-        let task = self.team_mut(ctx.team).task_mut(id, ctx.team)?;
+        let team = self.team_mut(ctx.team);
+        // A task sent back from review that its owner completes again before
+        // a wait took it up: the owner took it up itself. Left marked, its
+        // lease would stay waived through the checks and after them.
+        team.returned.remove(&id);
+        let task = team.task_mut(id, ctx.team)?;
         task.landing = Some(Landing {
             stage: LandingStage::Checking,
             result,

@@ -497,3 +497,27 @@ fn an_owner_that_drops_before_taking_up_a_sent_back_task_keeps_it_and_no_attempt
         (TaskStatus::InProgress, Some("ann"), 1)
     );
 }
+
+#[test]
+fn a_sent_back_task_its_owner_completes_again_without_a_wait_has_its_lease_again() {
+    let mut h = with_repo(true);
+    let a = h.add("a");
+    let ann = h.join("ann", "dev");
+    let (c, _) = complete(&mut h, ann, a, "done");
+    passed(&mut h, a, c.epoch, "head1");
+    let ctx = h.lead();
+    h.board.send_back(ctx, a, "more tests").unwrap();
+    // The owner completes again before any wait takes the task up: it has
+    // taken it up itself, and its checks run like any other completion's.
+    begin(&mut h, ann, &c, "with tests");
+    let now = h.now();
+    let refusal = crate::GateRefusal::new(ErrorCode::CheckFailed, "tests fail");
+    h.board
+        .gate_refused(TEAM, a, c.epoch, &refusal, now)
+        .unwrap();
+    // Then it goes silent: the claim lapses, as a working owner's does.
+    h.advance(secs(31));
+    h.expire();
+    let t = h.task(a);
+    assert_eq!((t.status, t.owner), (TaskStatus::Pending, None));
+}

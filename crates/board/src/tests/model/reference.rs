@@ -330,7 +330,7 @@ impl Model {
             (TaskStatus::InProgress, Some(LandingStage::Blocked)) => Ok(()),
             // Checked and landed again for the owner that still holds it.
             (TaskStatus::InProgress, Some(LandingStage::Conflict)) => {
-                self.task_mut(id).landing = Some((LandingStage::Checking, false));
+                self.gate(id);
                 Ok(())
             }
             (TaskStatus::Failed | TaskStatus::Cancelled, _) => {
@@ -517,10 +517,17 @@ impl Model {
             Some((stage, _)) if stage != LandingStage::Conflict => Ok(()),
             _ if !opened => Err(ErrorCode::InvalidState),
             _ => {
-                self.task_mut(id).landing = Some((LandingStage::Checking, false));
+                self.gate(id);
                 Ok(())
             }
         }
+    }
+
+    /// The gate starts. A task sent back from review is taken up by it, if
+    /// no wait did so first.
+    fn gate(&mut self, id: TaskId) {
+        self.task_mut(id).landing = Some((LandingStage::Checking, false));
+        self.returned.remove(&id);
     }
 
     pub fn fail(&mut self, m: usize, session: u64, id: TaskId, epoch: u64) -> Res {
