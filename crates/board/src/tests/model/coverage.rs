@@ -24,6 +24,8 @@ const REQUIRED: &[&str] = &[
     "claim NotRegistered",
     "claim InvalidState",
     "claim_next ok",
+    "wait ok",
+    "state taken up after review",
     "heartbeat ok",
     "heartbeat StaleEpoch",
     "complete ok",
@@ -102,6 +104,14 @@ impl Coverage {
             };
             self.0.insert(format!("state {state}"));
         }
+        if let (Op::Wait { .. }, Ok(Some((id, _)))) = (op, got)
+            && before
+                .tasks
+                .iter()
+                .any(|t| t.id == *id && t.status == TaskStatus::InProgress)
+        {
+            self.0.insert("state taken up after review".into());
+        }
         if after.members.iter().any(|m| m.shut) {
             self.0.insert("state stopped".into());
         }
@@ -131,6 +141,7 @@ fn kind(op: &Op) -> &'static str {
         Op::Depend { .. } => "depend",
         Op::Claim { .. } => "claim",
         Op::ClaimNext { .. } => "claim_next",
+        Op::Wait { .. } => "wait",
         Op::Fenced { op, .. } => match op {
             Fenced::Heartbeat => "heartbeat",
             Fenced::Complete => "complete",
@@ -154,6 +165,7 @@ fn kind(op: &Op) -> &'static str {
         Op::LandRefused { .. } => "land_refused",
         Op::LandBlocked { .. } => "land_blocked",
         Op::Merge { .. } => "merge",
+        Op::Drive { .. } => "drive",
         Op::SendBack { .. } => "send_back",
     }
 }

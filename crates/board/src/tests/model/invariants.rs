@@ -68,7 +68,10 @@ pub(super) fn check(before: &View, after: &View, op: &Op, got: &Answer, sent: Op
         // Epochs only grow, by one, and only when a claim is granted.
         assert!(new.epoch >= old.epoch, "{}", what("epoch went back"));
         if new.epoch != old.epoch {
-            let claim = matches!(op, Op::Claim { .. } | Op::ClaimNext { .. });
+            let claim = matches!(
+                op,
+                Op::Claim { .. } | Op::ClaimNext { .. } | Op::Wait { .. }
+            );
             assert!(claim && new.epoch == old.epoch + 1, "{}", what("epoch"));
             assert_eq!(*got, Ok(Some((new.id, new.epoch))), "{}", what("epoch"));
         }

@@ -2,14 +2,18 @@
 //!
 //! proptest draws sequences of operations on one team: the lead adds tasks
 //! (with blockers, roles, priorities, a required plan, a review), adds
-//! dependencies, cancels and retries; three teammates claim (by id and the
-//! next ready one), heartbeat, complete, fail and release, sometimes with a
-//! stale epoch, another member's claim or a dead session; time moves on
-//! within and past the lease and the shutdown deadlines; teammates disconnect
-//! and register again; plans and shutdowns are requested and answered, by
-//! whoever may and whoever may not; and the repo worker reports gates and
-//! landings, with a person merging or sending back work in review. Each op
-//! runs on the board and on the model in `reference.rs`, and after each one:
+//! dependencies, cancels and retries; three teammates claim (by id, the next
+//! ready one, and through `wait_for_work`), heartbeat, complete, fail and
+//! release, sometimes with a stale epoch, another member's claim or a dead
+//! session; time moves on within and past the lease and the shutdown
+//! deadlines; teammates disconnect and register again; plans and shutdowns
+//! are requested and answered, by whoever may and whoever may not; and the
+//! repo worker reports gates and landings, with a person merging or sending
+//! back work in review. A `Drive` op takes a member's work one step along its
+//! usual path, so that the deep states (review, the queue, a conflict, a task
+//! sent back and taken up again) come often enough to matter, and
+//! `coverage.rs` fails the run if any of them never came. Each op runs on the
+//! board and on the model in `reference.rs`, and after each one:
 //! - the answers agree: the value (task, epoch, request) or the error code;
 //! - the states agree: every task's status, owner, epoch, attempts,
 //!   blockers, landing stage, worktree and readiness; every member's held
@@ -36,8 +40,15 @@
 //! - The model sharing the board's indexes: it would agree with the board's
 //!   bugs. The model recomputes readiness, the queue and holds from the tasks.
 //!
-//! Not modelled: inboxes and parked waits (`wait_for_work`), liveness,
-//! spending, editing and deleting, restarts; each has its own tests.
+//! Not modelled: messages and inboxes (a wait acknowledges its inbox first,
+//! and one that would park is withdrawn at once), liveness, spending,
+//! editing and deleting, restarts; each has its own tests, and
+//! `invariants.rs` walks restarts and parked waits at random.
+//!
+//! A failure prints the shrunk sequence and the step whose answer or state
+//! differed; proptest keeps its seed in `proptest-regressions/` to run first
+//! next time. `PROPTEST_CASES` runs more sequences locally (fewer may miss
+//! the coverage this run requires).
 
 mod coverage;
 mod invariants;
@@ -55,7 +66,7 @@ use reference::{MAX_ATTEMPTS, MEMBERS, MTask, Model, ROLES, Res};
 use std::cell::RefCell;
 use teamboard_protocol::request::{NewTask, ShutdownArgs};
 use teamboard_protocol::{
-    DiffStat, ErrorCode, Found, LandingStage, MemberStatus, RequestState, TaskId, TaskStatus,
+    DiffStat, ErrorCode, Found, LandingStage, MemberStatus, RequestState, TaskId, TaskStatus, Work,
 };
 
 /// What an op answered: a task and epoch, a request id, a flag; or nothing.
@@ -292,6 +303,41 @@ impl Run {
                 self.granted(m, &want);
                 (got, want, None)
             }
+            Op::Wait { who } => {
+                // Mostly an owner whose task came back from review, if any.
+                let returned = |m| {
+                    let held = self.model.held(m);
+                    held.is_some_and(|id| self.model.returned.contains(&id))
+                };
+                let m = match *who {
+                    0 | 1 => self.rotate(*who, returned),
+                    _ => self.rotate(*who, |m| self.model.members[m].session.is_some()),
+                };
+                let mate = self.mate(m, false);
+                let ctx = self.h.ctx(mate);
+                let inbox: Vec<u64> = self
+                    .h
+                    .board
+                    .inbox(TEAM, mate.name)
+                    .iter()
+                    .map(|m| m.id)
+                    .collect();
+                self.h.board.ack(ctx, &inbox);
+                let got = match self.h.board.park(ctx, 1, None) {
+                    Ok(Some(Work::Task { claim })) => Ok(Some((claim.task.id, claim.epoch))),
+                    Ok(Some(other)) => {
+                        panic!("the inbox was acknowledged, yet the wait got {other:?}")
+                    }
+                    Ok(None) => {
+                        self.h.board.unpark(mate.session);
+                        Ok(None)
+                    }
+                    Err(e) => Err(e.code),
+                };
+                let want = self.model.wait(m, mate.session);
+                self.granted(m, &want);
+                (got, want, None)
+            }
             Op::Fenced {
                 op,
                 who,
@@ -518,6 +564,8 @@ impl Run {
                 let want = model_answer(want, |()| Some((id, self.epoch_of(id))));
                 (got, want, None)
             }
+            // `step` resolves drives first; the same here, for any other caller.
+            Op::Drive { who, choice } => self.apply(&self.drive(*who, *choice)),
             Op::SendBack { task, by } => {
                 let id = pick(
                     *task,
@@ -713,7 +761,81 @@ impl Run {
     }
 
     /// Runs one op and checks it; answers the board's state after it.
+    /// The op a `Drive` stands for: the next step of the work of the first
+    /// member from `who` on that holds a task, or a claim.
+    fn drive(&self, who: u8, choice: u8) -> Op {
+        let m = self.rotate(who, |m| self.model.held(m).is_some());
+        let who = m as u8;
+        let Some(id) = self.model.held(m) else {
+            return Op::ClaimNext { who };
+        };
+        let t = &self.model.tasks[&id];
+        let fenced = |op| Op::Fenced {
+            op,
+            who,
+            target: Target::Held,
+            skew: 0,
+            old_session: false,
+        };
+        // The position of `id` among the tasks an op picks from.
+        let at = |f: &dyn Fn(&MTask) -> bool| {
+            let ids = self.ids(f);
+            ids.iter().position(|x| *x == id).unwrap_or(0) as u8
+        };
+        let pending_plan = self.requests(Some(true)).iter().position(|r| {
+            matches!(self.model.requests[r].kind, reference::Kind::Plan { task, .. } if task == id)
+        });
+        if self.model.returned.contains(&id) {
+            return Op::Wait { who };
+        }
+        match t.landing.map(|l| l.0) {
+            _ if t.worktree == Some(false) => fenced(Fenced::OpenWorktree),
+            None if t.require_plan => match pending_plan {
+                Some(req) => Op::ReviewPlan {
+                    req: req as u8,
+                    approve: !choice.is_multiple_of(4),
+                    by: None,
+                },
+                None if choice.is_multiple_of(2) => fenced(Fenced::SubmitPlan),
+                None => fenced(Fenced::Complete),
+            },
+            None | Some(LandingStage::Conflict) => fenced(Fenced::Complete),
+            Some(LandingStage::Checking) => Op::GatePass {
+                task: at(&|t| stage(t) == Some(LandingStage::Checking)),
+                stale: false,
+            },
+            Some(LandingStage::Review) => {
+                let task = at(&|t| stage(t) == Some(LandingStage::Review));
+                if choice.is_multiple_of(2) {
+                    Op::Merge { task, by: None }
+                } else {
+                    Op::SendBack { task, by: None }
+                }
+            }
+            Some(LandingStage::Queued | LandingStage::Blocked) => {
+                let job = self.model.jobs.keys().position(|j| *j == id).unwrap_or(0) as u8;
+                match choice % 4 {
+                    0 => Op::LandBlocked { job },
+                    1 => Op::LandRefused {
+                        job,
+                        conflict: choice % 8 == 1,
+                        owner_waits: true,
+                    },
+                    _ => Op::Landed { job },
+                }
+            }
+        }
+    }
+
     fn step(&mut self, i: usize, op: &Op, before: &View) -> View {
+        let driven;
+        let op = match op {
+            Op::Drive { who, choice } => {
+                driven = self.drive(*who, *choice);
+                &driven
+            }
+            op => op,
+        };
         self.idle = false;
         let (got, want, sent) = self.apply(op);
         self.end_batch();

@@ -51,6 +51,11 @@ pub(super) enum Op {
     ClaimNext {
         who: u8,
     },
+    /// `wait_for_work` after acknowledging the inbox; a wait that would park
+    /// is withdrawn at once.
+    Wait {
+        who: u8,
+    },
     Fenced {
         op: Fenced,
         who: u8,
@@ -119,6 +124,13 @@ pub(super) enum Op {
     },
     LandBlocked {
         job: u8,
+    },
+    /// The next step of the member's work along its usual path (claim, open
+    /// the worktree, plan, complete, the gate, review, landing), so that
+    /// sequences reach deep states often; it runs as that op.
+    Drive {
+        who: u8,
+        choice: u8,
     },
     /// A person's review.
     Merge {
@@ -201,6 +213,8 @@ pub(super) fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(task, on)| Op::Depend { task, on }),
         4 => (who(), any::<u8>()).prop_map(|(who, task)| Op::Claim { who, task }),
         14 => who().prop_map(|who| Op::ClaimNext { who }),
+        4 => who().prop_map(|who| Op::Wait { who }),
+        16 => (who(), any::<u8>()).prop_map(|(who, choice)| Op::Drive { who, choice }),
         30 => (fenced(), who(), target(), prop_oneof![8 => Just(0i8), 1 => Just(-1), 1 => Just(1)], proptest::bool::weighted(0.05))
             .prop_map(|(op, who, target, skew, old_session)| Op::Fenced {
                 op,

@@ -457,13 +457,44 @@ impl Model {
 
     pub fn claim_next(&mut self, m: usize, session: u64) -> Res<Option<(TaskId, u64)>> {
         let role = self.claimant(m, session)?;
-        let best = self
-            .tasks
+        Ok(self.best(role).map(|id| self.grant(m, id, session)))
+    }
+
+    /// The ready task a claimant of `role` gets: highest priority, then
+    /// lowest id.
+    fn best(&self, role: usize) -> Option<TaskId> {
+        self.tasks
             .iter()
             .filter(|(_, t)| self.ready(t) && t.role.is_none_or(|r| r == role))
             .min_by_key(|(id, t)| (-t.priority, **id))
-            .map(|(id, _)| *id);
-        Ok(best.map(|id| self.grant(m, id, session)))
+            .map(|(id, _)| *id)
+    }
+
+    /// `wait_for_work` with an empty inbox: the task sent back to the member
+    /// from review, or else a fresh claim, or else nothing (it would park).
+    pub fn wait(&mut self, m: usize, session: u64) -> Res<Option<(TaskId, u64)>> {
+        if self.members[m].session != Some(session) {
+            return Err(ErrorCode::NotRegistered);
+        }
+        let shut = self.members[m].shut;
+        if let Some(id) = self.held(m) {
+            // A wait takes a returned task up once, and only as it was sent
+            // back (no landing begun since).
+            if !shut && self.returned.remove(&id) && self.tasks[&id].landing.is_none() {
+                let deadline = self.now + TTL_MS;
+                let t = self.task_mut(id);
+                if let Some(l) = t.lease.as_mut() {
+                    l.deadline = deadline;
+                }
+                return Ok(Some((id, t.epoch)));
+            }
+            return Ok(None);
+        }
+        if shut {
+            return Ok(None);
+        }
+        let role = self.claimant(m, session)?;
+        Ok(self.best(role).map(|id| self.grant(m, id, session)))
     }
 
     /// Only the current holder, on its session, with the current epoch.
