@@ -5,7 +5,7 @@ use super::ops::Op;
 use super::reference::MAX_ATTEMPTS;
 use super::{Answer, Sent, View};
 use std::collections::BTreeMap;
-use teamboard_protocol::{RequestState, TaskStatus};
+use teamboard_protocol::{LandingStage, RequestState, TaskStatus};
 
 pub(super) fn check(before: &View, after: &View, op: &Op, got: &Answer, sent: Option<Sent>) {
     let ctx = |what: &str| format!("{what}, after {op:?} answered {got:?}");
@@ -101,7 +101,8 @@ pub(super) fn check(before: &View, after: &View, op: &Op, got: &Answer, sent: Op
         }
     }
 
-    // A stale epoch, another's claim or a dead session is never accepted.
+    // A stale epoch, another's claim or a dead session is never accepted;
+    // nor a gate report on a claim that ended or is not at its gate.
     if let Some(s) = sent
         && got.is_ok()
     {
@@ -109,7 +110,10 @@ pub(super) fn check(before: &View, after: &View, op: &Op, got: &Answer, sent: Op
         let current = t.is_some_and(|t| {
             t.status == TaskStatus::InProgress
                 && t.epoch == s.epoch
-                && t.owner.as_deref() == Some(super::MEMBERS[s.who].0)
+                && match s.who {
+                    Some(who) => t.owner.as_deref() == Some(super::MEMBERS[who].0),
+                    None => t.landing == Some(LandingStage::Checking),
+                }
         });
         assert!(current && s.live, "{}", ctx(&format!("accepted {s:?}")));
     }

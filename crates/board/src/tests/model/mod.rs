@@ -109,11 +109,23 @@ pub(super) struct MemberView {
 /// A fenced op as it was sent, for the stale-epoch invariant.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Sent {
-    pub who: usize,
+    /// The member that sent it; `None`: the repo worker's report on a gate.
+    pub who: Option<usize>,
     pub task: TaskId,
     pub epoch: u64,
     /// The session was the member's live one.
     pub live: bool,
+}
+
+/// A gate report on `task` with `epoch`, for the stale-epoch invariant.
+fn report(task: TaskId, epoch: u64) -> Option<Sent> {
+    let (who, live) = (None, true);
+    Some(Sent {
+        who,
+        task,
+        epoch,
+        live,
+    })
 }
 
 /// Resolves a drawn number: mostly one of `preferred` (what the op is about:
@@ -480,7 +492,11 @@ impl Run {
                         .gate_passed(TEAM, id, epoch, "head1".into(), vec![], now);
                     answer(r, none)
                 };
-                (got, unit(self.model.gate_passed(id, epoch)), None)
+                (
+                    got,
+                    unit(self.model.gate_passed(id, epoch)),
+                    report(id, epoch),
+                )
             }
             Op::GateRefuse {
                 task,
@@ -499,11 +515,8 @@ impl Run {
                     self.h.board.gate_refused(TEAM, id, epoch, &refusal, now),
                     none,
                 );
-                (
-                    got,
-                    unit(self.model.gate_refused(id, epoch, *conflict)),
-                    None,
-                )
+                let want = self.model.gate_refused(id, epoch, *conflict);
+                (got, unit(want), report(id, epoch))
             }
             Op::Landed { job } => {
                 let Some((id, _)) = self.job(*job) else {
@@ -660,7 +673,7 @@ impl Run {
             ),
         };
         let sent = Sent {
-            who,
+            who: Some(who),
             task: id,
             epoch,
             live,
