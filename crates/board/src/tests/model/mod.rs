@@ -6,7 +6,8 @@
 //! ready one, and through `wait_for_work`), heartbeat, complete, fail and
 //! release, sometimes with a stale epoch, another member's claim or a dead
 //! session; time moves on within and past the lease and the shutdown
-//! deadlines; teammates disconnect and register again; plans and shutdowns
+//! deadlines; teammates disconnect and register again; boardd restarts on
+//! what it stored, batch by batch (`Board::restore`); plans and shutdowns
 //! are requested and answered, by whoever may and whoever may not; and the
 //! repo worker reports gates and landings, with a person merging or sending
 //! back work in review. A `Drive` op takes a member's work one step along its
@@ -42,8 +43,8 @@
 //!
 //! Not modelled: messages and inboxes (a wait acknowledges its inbox first,
 //! and one that would park is withdrawn at once), liveness, spending,
-//! editing and deleting, restarts; each has its own tests, and
-//! `invariants.rs` walks restarts and parked waits at random.
+//! editing and deleting; each has its own tests, and `invariants.rs` walks
+//! parked waits at random.
 //!
 //! A failure prints the shrunk sequence and the step whose answer or state
 //! differed; proptest keeps its seed in `proptest-regressions/` to run first
@@ -56,7 +57,7 @@ mod ops;
 mod reference;
 
 use super::landing::repo;
-use super::{H, Mate, TEAM, secs};
+use super::{H, Mate, Store, TEAM};
 use crate::{Blocked, Conflict, GateRefusal, LandRefusal};
 use coverage::Coverage;
 use ops::{Fenced, Op, Target};
@@ -156,6 +157,8 @@ struct Run {
     model: Model,
     /// Every claim granted: member, task, epoch.
     claims: Vec<(usize, TaskId, u64)>,
+    /// What boardd stored, batch by batch, for a restart.
+    store: Store,
     /// The last op found nothing to act on (the queue held no job).
     idle: bool,
     coverage: Coverage,
@@ -166,7 +169,7 @@ impl Run {
         let mut h = H::cfg(|c| {
             c.max_attempts = MAX_ATTEMPTS;
             c.lease_ttl = std::time::Duration::from_millis(reference::TTL_MS);
-            c.restart_grace = secs(5);
+            c.restart_grace = std::time::Duration::from_millis(reference::GRACE_MS);
         });
         let ctx = h.lead();
         h.board.set_repo(ctx, repo()).expect("a repository");
@@ -178,6 +181,7 @@ impl Run {
             h,
             model: Model::new(),
             claims: Vec::new(),
+            store: Store::default(),
             idle: false,
             coverage: Coverage::default(),
         }
@@ -382,6 +386,13 @@ impl Run {
                 let m = self.rotate(*who, |m| self.model.members[m].session.is_some());
                 self.h.board.disconnect(self.model.session(m, false), now);
                 self.model.disconnect(m);
+                (Ok(None), Ok(None), None)
+            }
+            Op::Restart => {
+                let config = *self.h.board.config();
+                let snap = self.store.snapshot();
+                self.h.board = crate::Board::restore(config, snap, now);
+                self.model.restart();
                 (Ok(None), Ok(None), None)
             }
             Op::Register { who } => {
@@ -687,7 +698,7 @@ impl Run {
         let now = self.h.now();
         self.h.board.settle_liveness(now);
         assert!(self.h.board.dispatch(now).is_empty(), "no one waits");
-        self.h.board.take_changes();
+        self.store.apply(self.h.board.take_changes());
         self.h.board.take_notices();
         self.h.board.take_stops();
         self.h.board.take_dropped();

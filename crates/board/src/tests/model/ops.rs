@@ -80,6 +80,8 @@ pub(super) enum Op {
     Disconnect {
         who: u8,
     },
+    /// boardd restarts on what it stored.
+    Restart,
     Register {
         who: u8,
     },
@@ -228,6 +230,7 @@ pub(super) fn op() -> impl Strategy<Value = Op> {
         6 => prop_oneof![0..3_000u64, 9_000..11_000u64, 20_000..130_000u64]
             .prop_map(|ms| Op::Advance { ms }),
         2 => who().prop_map(|who| Op::Disconnect { who }),
+        1 => Just(Op::Restart),
         3 => who().prop_map(|who| Op::Register { who }),
         4 => (any::<u8>(), any::<bool>(), by())
             .prop_map(|(req, approve, by)| Op::ReviewPlan { req, approve, by }),

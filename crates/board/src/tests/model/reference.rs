@@ -16,6 +16,8 @@ pub(super) const MEMBERS: [(&str, &str); 3] = [("ann", "dev"), ("bob", "dev"), (
 pub(super) const ROLES: [&str; 2] = ["dev", "ops"];
 pub(super) const MAX_ATTEMPTS: u32 = 2;
 pub(super) const TTL_MS: u64 = 10_000;
+/// After a restart, how long an owner has to register again.
+pub(super) const GRACE_MS: u64 = 5_000;
 /// A shutdown request's deadline when the lead names none.
 pub(super) const DEFAULT_SHUTDOWN_MS: u64 = 120_000;
 
@@ -615,6 +617,37 @@ impl Model {
                 self.settle(id, RequestState::Expired);
             }
         }
+    }
+
+    /// boardd restarts on what it stored: every session ended with it, and so
+    /// did the shutdown requests meant for them; claims wait for their owners
+    /// through the grace period; checks that ran were killed, and the queue
+    /// starts again from what is queued.
+    pub fn restart(&mut self) {
+        for mm in &mut self.members {
+            mm.session = None;
+        }
+        self.returned.clear();
+        let deadline = self.now + GRACE_MS;
+        for t in self.tasks.values_mut() {
+            if t.status == TaskStatus::InProgress {
+                t.lease = Some(Lease {
+                    session: None,
+                    deadline,
+                });
+                if matches!(t.landing, Some((LandingStage::Checking, _))) {
+                    t.landing = None;
+                }
+            }
+        }
+        for r in self.requests.values_mut() {
+            if matches!(r.kind, Kind::Shutdown { .. }) && r.state == RequestState::Pending {
+                r.state = RequestState::Cancelled;
+                r.deadline = None;
+            }
+        }
+        let queued = self.tasks.iter().filter(|(_, t)| Self::queued(t));
+        self.jobs = queued.map(|(id, t)| (*id, t.epoch)).collect();
     }
 
     // ---- requests ----
