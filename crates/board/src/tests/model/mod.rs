@@ -2,7 +2,7 @@
 //!
 //! proptest draws sequences of operations on one team: the lead adds tasks
 //! (with blockers, roles, priorities, a required plan, a review), adds
-//! dependencies, cancels and retries; three teammates claim (by id, the next
+//! dependencies, edits priorities and roles, cancels and retries; three teammates claim (by id, the next
 //! ready one, and through `wait_for_work`), heartbeat, complete, fail and
 //! release, sometimes with a stale epoch, another member's claim or a dead
 //! session; time moves on within and past the lease and the shutdown
@@ -43,7 +43,7 @@
 //!
 //! Not modelled: messages and inboxes (a wait acknowledges its inbox first,
 //! and one that would park is withdrawn at once), liveness, spending,
-//! editing and deleting; each has its own tests, and `invariants.rs` walks
+//! deleting; each has its own tests, and `invariants.rs` walks
 //! parked waits at random.
 //!
 //! A failure prints the shrunk sequence and the step whose answer or state
@@ -65,7 +65,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{RngAlgorithm, TestRunner};
 use reference::{MAX_ATTEMPTS, MEMBERS, MTask, Model, ROLES, Res};
 use std::cell::RefCell;
-use teamboard_protocol::request::{NewTask, ShutdownArgs};
+use teamboard_protocol::request::{EditTaskArgs, NewTask, ShutdownArgs};
 use teamboard_protocol::{
     DiffStat, ErrorCode, Found, LandingStage, MemberStatus, RequestState, TaskId, TaskStatus, Work,
 };
@@ -363,6 +363,25 @@ impl Run {
             } => {
                 let who = self.rotate(*who, |m| self.model.held(m).is_some());
                 self.fenced(*op, who, *target, *skew, *old_session)
+            }
+            Op::Edit {
+                task,
+                priority,
+                role,
+                by,
+            } => {
+                let id = pick(*task, &self.ids(|t| t.status == TaskStatus::Pending), n);
+                let role = role.map(|r| usize::from(r).checked_sub(1));
+                let edit = EditTaskArgs {
+                    id,
+                    subject: None,
+                    description: None,
+                    priority: *priority,
+                    role: role.map(|r| r.map_or("", |r| ROLES[r]).to_string()),
+                };
+                let got = answer(self.h.board.edit_task(self.lead_or(*by), edit), none);
+                let want = self.model.edit(by.is_none(), id, *priority, role);
+                (got, unit(want), None)
             }
             Op::Cancel { task, by } => {
                 let id = pick(*task, &all, n);

@@ -65,6 +65,14 @@ pub(super) enum Op {
         /// Sent on the member's previous session rather than its live one.
         old_session: bool,
     },
+    /// The lead changes a task's priority or role (0: anyone; else
+    /// `ROLES[role - 1]`).
+    Edit {
+        task: u8,
+        priority: Option<i64>,
+        role: Option<u8>,
+        by: Option<u8>,
+    },
     Cancel {
         task: u8,
         by: Option<u8>,
@@ -226,6 +234,13 @@ pub(super) fn op() -> impl Strategy<Value = Op> {
                 old_session,
             }),
         2 => (any::<u8>(), by()).prop_map(|(task, by)| Op::Cancel { task, by }),
+        2 => (
+            any::<u8>(),
+            proptest::option::of(0..3i64),
+            proptest::option::of(0..3u8),
+            by(),
+        )
+            .prop_map(|(task, priority, role, by)| Op::Edit { task, priority, role, by }),
         3 => (any::<u8>(), by()).prop_map(|(task, by)| Op::Retry { task, by }),
         6 => prop_oneof![0..3_000u64, 9_000..11_000u64, 20_000..130_000u64]
             .prop_map(|ms| Op::Advance { ms }),

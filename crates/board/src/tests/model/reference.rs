@@ -304,6 +304,31 @@ impl Model {
         Ok(())
     }
 
+    /// The lead changes a pending task no one holds: its priority, or its
+    /// role (`Some(None)`: anyone).
+    pub fn edit(
+        &mut self,
+        lead: bool,
+        id: TaskId,
+        priority: Option<i64>,
+        role: Option<Option<usize>>,
+    ) -> Res {
+        if !lead {
+            return Err(ErrorCode::PermissionDenied);
+        }
+        let t = self.task(id)?;
+        if t.status != TaskStatus::Pending || t.owner.is_some() {
+            return Err(ErrorCode::InvalidState);
+        }
+        if priority.is_none() && role.is_none() {
+            return Err(ErrorCode::InvalidArgs);
+        }
+        let t = self.task_mut(id);
+        t.priority = priority.unwrap_or(t.priority);
+        t.role = role.unwrap_or(t.role);
+        Ok(())
+    }
+
     pub fn cancel(&mut self, lead: bool, id: TaskId) -> Res {
         if !lead {
             return Err(ErrorCode::PermissionDenied);
