@@ -39,6 +39,8 @@ const REQUIRED: &[&str] = &[
     "submit_plan ok",
     "edit ok",
     "edit InvalidState",
+    "delete ok",
+    "delete InvalidState",
     "cancel ok",
     "cancel InvalidState",
     "cancel PermissionDenied",
@@ -118,10 +120,10 @@ impl Coverage {
         if after.members.iter().any(|m| m.shut) {
             self.0.insert("state stopped".into());
         }
-        let lapsed =
-            before.tasks.iter().zip(&after.tasks).any(|(a, b)| {
-                a.status == TaskStatus::InProgress && b.status != TaskStatus::InProgress
-            });
+        let lapsed = before.tasks.iter().any(|a| {
+            let b = after.tasks.iter().find(|b| b.id == a.id);
+            a.status == TaskStatus::InProgress && b.is_some_and(|b| b.status != a.status)
+        });
         if matches!(op, Op::Advance { .. }) && lapsed {
             self.0.insert("state lease lapsed".into());
         }
@@ -155,6 +157,7 @@ fn kind(op: &Op) -> &'static str {
         },
         Op::Edit { .. } => "edit",
         Op::Cancel { .. } => "cancel",
+        Op::Delete { .. } => "delete",
         Op::Retry { .. } => "retry",
         Op::Advance { .. } => "advance",
         Op::Disconnect { .. } => "disconnect",

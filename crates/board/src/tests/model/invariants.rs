@@ -3,23 +3,46 @@
 
 use super::ops::Op;
 use super::reference::MAX_ATTEMPTS;
-use super::{Answer, Sent, View};
+use super::{Answer, Sent, TaskView, View};
 use std::collections::BTreeMap;
 use teamboard_protocol::{LandingStage, RequestState, TaskStatus};
 
-pub(super) fn check(before: &View, after: &View, op: &Op, got: &Answer, sent: Option<Sent>) {
+/// `highest`: the highest task id the board showed before this step.
+pub(super) fn check(
+    before: &View,
+    after: &View,
+    op: &Op,
+    got: &Answer,
+    sent: Option<Sent>,
+    highest: u64,
+) {
     let ctx = |what: &str| format!("{what}, after {op:?} answered {got:?}");
 
-    // No task is lost: ids run from 1, and only an accepted add makes one.
-    let added = u64::from(matches!(op, Op::Add { .. }) && got.is_ok());
-    assert_eq!(
-        after.tasks.len() as u64,
-        before.tasks.len() as u64 + added,
-        "{}",
-        ctx("task count")
-    );
-    for (i, t) in after.tasks.iter().enumerate() {
-        assert_eq!(t.id, i as u64 + 1, "{}", ctx("task ids"));
+    // No task is lost: only an accepted delete takes one away (the one it
+    // named), and only an accepted add makes one, with an id never given.
+    let old: BTreeMap<u64, &TaskView> = before.tasks.iter().map(|t| (t.id, t)).collect();
+    let new: BTreeMap<u64, &TaskView> = after.tasks.iter().map(|t| (t.id, t)).collect();
+    let deleted = match (op, got) {
+        (Op::Delete { .. }, Ok(Some((id, _)))) => Some(*id),
+        _ => None,
+    };
+    for id in old.keys() {
+        assert!(
+            new.contains_key(id) || deleted == Some(*id),
+            "{}",
+            ctx(&format!("#{id} lost"))
+        );
+    }
+    let added: Vec<u64> = new
+        .keys()
+        .filter(|id| !old.contains_key(id))
+        .copied()
+        .collect();
+    let add = matches!(op, Op::Add { .. }) && got.is_ok();
+    assert_eq!(added.len(), usize::from(add), "{}", ctx("tasks made"));
+    for id in &added {
+        assert!(*id > highest, "{}", ctx(&format!("#{id} given again")));
+        assert_eq!(*got, Ok(Some((*id, 0))), "{}", ctx("the new task's id"));
     }
 
     let status: BTreeMap<u64, TaskStatus> = after.tasks.iter().map(|t| (t.id, t.status)).collect();
@@ -63,7 +86,11 @@ pub(super) fn check(before: &View, after: &View, op: &Op, got: &Answer, sent: Op
     }
     assert!(holds.is_empty(), "{}", ctx("tasks held by no member"));
 
-    for (old, new) in before.tasks.iter().zip(&after.tasks) {
+    for (old, new) in before
+        .tasks
+        .iter()
+        .filter_map(|t| Some((t, *new.get(&t.id)?)))
+    {
         let what = |w: &str| ctx(&format!("#{}: {w}: {old:?} -> {new:?}", old.id));
         // Epochs only grow, by one, and only when a claim is granted.
         assert!(new.epoch >= old.epoch, "{}", what("epoch went back"));

@@ -2,31 +2,32 @@
 //!
 //! proptest draws sequences of operations on one team: the lead adds tasks
 //! (with blockers, roles, priorities, a required plan, a review), adds
-//! dependencies, edits priorities and roles, cancels and retries; three teammates claim (by id, the next
-//! ready one, and through `wait_for_work`), heartbeat, complete, fail and
-//! release, sometimes with a stale epoch, another member's claim or a dead
-//! session; time moves on within and past the lease and the shutdown
-//! deadlines; teammates disconnect and register again; boardd restarts on
-//! what it stored, batch by batch (`Board::restore`); plans and shutdowns
-//! are requested and answered, by whoever may and whoever may not; and the
-//! repo worker reports gates and landings, with a person merging or sending
-//! back work in review. A `Drive` op takes a member's work one step along its
-//! usual path, so that the deep states (review, the queue, a conflict, a task
-//! sent back and taken up again) come often enough to matter, and
-//! `coverage.rs` fails the run if any of them never came. Each op runs on the
-//! board and on the model in `reference.rs`, and after each one:
+//! dependencies, edits priorities and roles, deletes, cancels and retries;
+//! three teammates claim (by id, the next ready one, and through
+//! `wait_for_work`), heartbeat, complete, fail and release, sometimes with a
+//! stale epoch, another member's claim or a dead session; time moves on
+//! within and past the lease and the shutdown deadlines; teammates disconnect
+//! and register again; boardd restarts on what it stored, batch by batch
+//! (`Board::restore`); plans and shutdowns are requested and answered, by
+//! whoever may and whoever may not; and the repo worker reports gates and
+//! landings, with a person merging or sending back work in review. A `Drive`
+//! op takes a member's work one step along its usual path, so that the deep
+//! states (review, the queue, a conflict, a task sent back and taken up
+//! again) come often enough to matter, and `coverage.rs` fails the run if any
+//! of them never came. Each op runs on the board and on the model in
+//! `reference.rs`, and after each one:
 //! - the answers agree: the value (task, epoch, request) or the error code;
 //! - the states agree: every task's status, owner, epoch, attempts,
 //!   blockers, landing stage, worktree and readiness; every member's held
 //!   task, connection and shutdown; every request's state; and the next
 //!   moment boardd must wake (so leases agree to the millisecond);
 //! - the invariants hold on the board alone, whatever the model says (see
-//!   [`invariants`]): one owner per task and one task per owner, epochs only
-//!   grow and only by a claim, a stale epoch or session is never accepted, a
-//!   task is never ready while a blocker is unfinished, no task is lost, a
-//!   completed task stays as it was, a failed or cancelled one moves only by
-//!   the lead's retry (or a landing that already happened), and a settled
-//!   request stays settled.
+//!   `invariants.rs`): one owner per task and one task per owner; epochs only
+//!   grow, and only by a claim; a stale epoch or session is never accepted;
+//!   a task is never ready while a blocker is unfinished; no task is lost and
+//!   no id is given twice; a completed task stays as it was; a failed or
+//!   cancelled one moves only by the lead (or a landing that already
+//!   happened); a settled request stays settled.
 //!
 //! Alternatives that lost:
 //! - `proptest-state-machine`: its preconditions keep invalid ops out of the
@@ -34,17 +35,17 @@
 //!   already answered) are half of what is worth checking here. Plain
 //!   proptest draws a `Vec<Op>` and shrinks it just as well, and the ops
 //!   resolve their targets against the model when they run.
-//! - Checking only the invariants, as `invariants.rs` does with its seeded
-//!   walk: it proves the board consistent with itself, not right. A board
-//!   that granted a blocked task, or failed a task one attempt early, would
-//!   pass.
+//! - Checking only the invariants, as `tests/invariants.rs` does with its
+//!   seeded walk: it proves the board consistent with itself, not right. A
+//!   board that granted a blocked task, or failed a task one attempt early,
+//!   would pass.
 //! - The model sharing the board's indexes: it would agree with the board's
 //!   bugs. The model recomputes readiness, the queue and holds from the tasks.
 //!
 //! Not modelled: messages and inboxes (a wait acknowledges its inbox first,
-//! and one that would park is withdrawn at once), liveness, spending,
-//! deleting; each has its own tests, and `invariants.rs` walks
-//! parked waits at random.
+//! and one that would park is withdrawn at once), liveness and spending;
+//! each has its own tests, and `tests/invariants.rs` walks parked waits at
+//! random.
 //!
 //! A failure prints the shrunk sequence and the step whose answer or state
 //! differed; proptest keeps its seed in `proptest-regressions/` to run first
@@ -65,7 +66,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{RngAlgorithm, TestRunner};
 use reference::{MAX_ATTEMPTS, MEMBERS, MTask, Model, ROLES, Res};
 use std::cell::RefCell;
-use teamboard_protocol::request::{EditTaskArgs, NewTask, ShutdownArgs};
+use teamboard_protocol::request::{EditTaskArgs, NewTask, RegisterArgs, ShutdownArgs};
 use teamboard_protocol::{
     DiffStat, ErrorCode, Found, LandingStage, MemberStatus, RequestState, TaskId, TaskStatus, Work,
 };
@@ -157,6 +158,8 @@ struct Run {
     model: Model,
     /// Every claim granted: member, task, epoch.
     claims: Vec<(usize, TaskId, u64)>,
+    /// The highest task id the board ever showed.
+    highest: TaskId,
     /// What boardd stored, batch by batch, for a restart.
     store: Store,
     /// The last op found nothing to act on (the queue held no job).
@@ -181,6 +184,7 @@ impl Run {
             h,
             model: Model::new(),
             claims: Vec::new(),
+            highest: 0,
             store: Store::default(),
             idle: false,
             coverage: Coverage::default(),
@@ -224,8 +228,9 @@ impl Run {
         tasks.filter(|(_, t)| f(t)).map(|(id, _)| *id).collect()
     }
 
+    /// The highest id given so far.
     fn task_count(&self) -> u64 {
-        self.model.tasks.len() as u64
+        self.model.next_id - 1
     }
 
     fn requests(&self, plan: Option<bool>) -> Vec<u64> {
@@ -383,6 +388,14 @@ impl Run {
                 let want = self.model.edit(by.is_none(), id, *priority, role);
                 (got, unit(want), None)
             }
+            Op::Delete { task, by } => {
+                let id = pick(*task, &self.ids(|t| t.status == TaskStatus::Pending), n);
+                let got = answer(self.h.board.delete_task(self.lead_or(*by), id), |t| {
+                    Some((t.id, 0))
+                });
+                let want = self.model.delete(by.is_none(), id);
+                (got, model_answer(want, |()| Some((id, 0))), None)
+            }
             Op::Cancel { task, by } => {
                 let id = pick(*task, &all, n);
                 let got = answer(self.h.board.cancel_task(self.lead_or(*by), id), none);
@@ -414,7 +427,7 @@ impl Run {
                 self.model.restart();
                 (Ok(None), Ok(None), None)
             }
-            Op::Register { who } => {
+            Op::Register { who, plan } => {
                 let m = self.rotate(*who, |m| self.model.members[m].session.is_none());
                 let session = self.h.new_session();
                 assert_eq!(
@@ -427,8 +440,13 @@ impl Run {
                     session,
                 };
                 let ctx = self.h.ctx(mate);
-                let got = answer(self.h.board.register(ctx, MEMBERS[m].1, None), none);
-                (got, unit(self.model.register(m)), None)
+                let args = RegisterArgs {
+                    role: MEMBERS[m].1.to_string(),
+                    require_plan: *plan,
+                    ..RegisterArgs::default()
+                };
+                let got = answer(self.h.board.register_with(ctx, &args), none);
+                (got, unit(self.model.register(m, *plan)), None)
             }
             Op::ReviewPlan { req, approve, by } => {
                 let id = pick(
@@ -833,7 +851,7 @@ impl Run {
         }
         match t.landing.map(|l| l.0) {
             _ if t.worktree == Some(false) => fenced(Fenced::OpenWorktree),
-            None if t.require_plan => match pending_plan {
+            None if self.model.needs_plan(id) => match pending_plan {
                 Some(req) => Op::ReviewPlan {
                     req: req as u8,
                     approve: !choice.is_multiple_of(4),
@@ -884,7 +902,8 @@ impl Run {
         self.end_batch();
         assert_eq!(got, want, "step {i}: the answer to {op:?}");
         let after = self.board_view();
-        invariants::check(before, &after, op, &got, sent);
+        invariants::check(before, &after, op, &got, sent, self.highest);
+        self.highest = (after.tasks.iter().map(|t| t.id)).fold(self.highest, u64::max);
         assert_eq!(after, self.model_view(), "step {i}: the state after {op:?}");
         let acted = !self.idle;
         self.coverage.record(op, &got, acted, before, &after);

@@ -73,6 +73,10 @@ pub(super) enum Op {
         role: Option<u8>,
         by: Option<u8>,
     },
+    Delete {
+        task: u8,
+        by: Option<u8>,
+    },
     Cancel {
         task: u8,
         by: Option<u8>,
@@ -92,6 +96,8 @@ pub(super) enum Op {
     Restart,
     Register {
         who: u8,
+        /// It asks that its claims need an approved plan.
+        plan: bool,
     },
     ReviewPlan {
         req: u8,
@@ -234,6 +240,7 @@ pub(super) fn op() -> impl Strategy<Value = Op> {
                 old_session,
             }),
         2 => (any::<u8>(), by()).prop_map(|(task, by)| Op::Cancel { task, by }),
+        2 => (any::<u8>(), by()).prop_map(|(task, by)| Op::Delete { task, by }),
         2 => (
             any::<u8>(),
             proptest::option::of(0..3i64),
@@ -246,7 +253,8 @@ pub(super) fn op() -> impl Strategy<Value = Op> {
             .prop_map(|ms| Op::Advance { ms }),
         2 => who().prop_map(|who| Op::Disconnect { who }),
         1 => Just(Op::Restart),
-        3 => who().prop_map(|who| Op::Register { who }),
+        3 => (who(), proptest::bool::weighted(0.2))
+            .prop_map(|(who, plan)| Op::Register { who, plan }),
         4 => (any::<u8>(), any::<bool>(), by())
             .prop_map(|(req, approve, by)| Op::ReviewPlan { req, approve, by }),
         1 => any::<u8>().prop_map(|req| Op::CancelRequest { req }),

@@ -57,6 +57,8 @@ pub(super) struct MMember {
     pub old_session: u64,
     /// Stopped by a shutdown: takes no new task until it registers again.
     pub shut: bool,
+    /// Registered asking that every claim of its needs an approved plan.
+    pub require_plan: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,6 +93,8 @@ pub(super) enum Why {
 pub(super) struct Model {
     pub now: u64,
     pub tasks: BTreeMap<TaskId, MTask>,
+    /// Ids are never given twice, a deleted task's included.
+    pub next_id: TaskId,
     pub members: Vec<MMember>,
     pub requests: BTreeMap<u64, MRequest>,
     pub next_request: u64,
@@ -110,11 +114,13 @@ impl Model {
                 last_session: i + 1,
                 old_session: i + 1,
                 shut: false,
+                require_plan: false,
             })
             .collect();
         Model {
             now: 0,
             tasks: BTreeMap::new(),
+            next_id: 1,
             members,
             requests: BTreeMap::new(),
             next_request: 1,
@@ -262,7 +268,8 @@ impl Model {
         if new.blocked_by.iter().any(|b| !self.tasks.contains_key(b)) {
             return Err(ErrorCode::NotFound);
         }
-        let id = self.tasks.len() as TaskId + 1;
+        let id = self.next_id;
+        self.next_id += 1;
         let mut new = new;
         new.blocked_by.sort_unstable();
         new.blocked_by.dedup();
@@ -329,6 +336,23 @@ impl Model {
         Ok(())
     }
 
+    /// The lead removes a pending task that no one ever claimed and nothing
+    /// waits for.
+    pub fn delete(&mut self, lead: bool, id: TaskId) -> Res {
+        if !lead {
+            return Err(ErrorCode::PermissionDenied);
+        }
+        let t = self.task(id)?;
+        let free = t.status == TaskStatus::Pending && t.owner.is_none();
+        let worked = t.attempts > 0 || t.worktree.is_some();
+        let waited_for = self.tasks.values().any(|d| d.blocked_by.contains(&id));
+        if !free || worked || waited_for {
+            return Err(ErrorCode::InvalidState);
+        }
+        self.tasks.remove(&id);
+        Ok(())
+    }
+
     pub fn cancel(&mut self, lead: bool, id: TaskId) -> Res {
         if !lead {
             return Err(ErrorCode::PermissionDenied);
@@ -383,7 +407,7 @@ impl Model {
         }
     }
 
-    pub fn register(&mut self, m: usize) -> Res {
+    pub fn register(&mut self, m: usize, require_plan: bool) -> Res {
         let session = self.next_session;
         self.next_session += 1;
         if self.members[m].session.is_some() {
@@ -405,6 +429,7 @@ impl Model {
         mm.last_session = session;
         mm.session = Some(session);
         mm.shut = false;
+        mm.require_plan = require_plan;
         Ok(())
     }
 
@@ -555,9 +580,15 @@ impl Model {
         match decision.map(|r| r.state) {
             Some(RequestState::Approved) => Ok(()),
             Some(RequestState::Pending | RequestState::Rejected) => Err(ErrorCode::PlanRequired),
-            _ if self.tasks[&id].require_plan => Err(ErrorCode::PlanRequired),
+            _ if self.needs_plan(id) => Err(ErrorCode::PlanRequired),
             _ => Ok(()),
         }
+    }
+
+    /// The task asks for a plan, or its owner registered asking for one.
+    pub fn needs_plan(&self, id: TaskId) -> bool {
+        let t = &self.tasks[&id];
+        t.require_plan || t.owner.is_some_and(|m| self.members[m].require_plan)
     }
 
     /// `complete_task` as boardd runs it: at once without a worktree, else
