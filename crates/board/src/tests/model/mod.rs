@@ -961,7 +961,7 @@ fn the_board_agrees_with_its_model() {
     };
     let reached = RefCell::new(Coverage::default());
     let mut runner = TestRunner::new(config);
-    let result = runner.run(&ops::sequence(1..60), |ops| {
+    let result = runner.run(&ops::sequence(1..48), |ops| {
         let run = Run::run(&ops);
         reached.borrow_mut().merge(run);
         Ok(())
