@@ -3,7 +3,8 @@
 
 use super::ops::Op;
 use super::reference::MAX_ATTEMPTS;
-use super::{Answer, Sent, TaskView, View};
+use super::view::{TaskView, View};
+use super::{Answer, Sent};
 use std::collections::BTreeMap;
 use teamboard_protocol::{LandingStage, RequestState, TaskStatus};
 
