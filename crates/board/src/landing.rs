@@ -396,12 +396,19 @@ impl Board {
         Ok(())
     }
 
-    /// The queue landed the task: it completes, whatever became of its claim
-    /// meanwhile, because its work is on the target now.
+    /// The queue landed the task's work of claim `epoch`: it completes,
+    /// whatever became of that claim meanwhile, because its work is on the
+    /// target now.
+    ///
+    /// Trap: the task may have been cancelled, retried and claimed again while
+    /// the job ran. The landing is then not the new holder's act: the history
+    /// names boardd, and the holder's session is told (a [`Notice`]) that its
+    /// claim ended, instead of being taken for the one that asked.
     pub fn landed(
         &mut self,
         team: &str,
         id: TaskId,
+        epoch: u64,
         landed_on: String,
         merged: String,
         now: Now,
@@ -418,10 +425,15 @@ impl Board {
             .as_ref()
             .map(|r| r.branch.clone())
             .unwrap_or_default();
-        // The holder itself, so that it gets its answer and no notice: it is
-        // waiting for this.
-        let holder = t.leases.get(&id).and_then(|l| l.session);
-        let owner = task.owner.clone().unwrap_or_else(|| "boardd".to_string());
+        // The claim that landed is the live one: its holder gets its answer and
+        // no notice, since it is waiting for this.
+        let own = task.epoch == epoch && task.status == TaskStatus::InProgress;
+        let holder = t.leases.get(&id).and_then(|l| l.session).filter(|_| own);
+        let owner = match &task.owner {
+            Some(owner) if own => owner.clone(),
+            _ => "boardd".to_string(),
+        };
+        let current = task.owner.clone();
         let was = task.status;
         self.team_mut(team).queued.remove(&id);
         let at = Change {
@@ -444,6 +456,21 @@ impl Board {
                 w.merged = Some(merged.clone());
                 w.landed_on = Some(landed_on.clone());
             }
+            let merged = short(&merged);
+            if !own {
+                let now_with = current
+                    .as_deref()
+                    .map(|c| format!(" by {c}"))
+                    .unwrap_or_default();
+                return Note::new(
+                    EventKind::TaskCompleted,
+                    format!(
+                        "#{id} completed: the merge queue landed an earlier claim's work on \
+                         {branch} as {merged} (it was {was}{now_with} meanwhile)"
+                    ),
+                )
+                .about(current.clone().unwrap_or_default());
+            }
             let note = if was == TaskStatus::InProgress {
                 String::new()
             } else {
@@ -451,10 +478,7 @@ impl Board {
             };
             Note::new(
                 EventKind::TaskCompleted,
-                format!(
-                    "{owner} completed #{id}: landed on {branch} as {}{note}",
-                    short(&merged)
-                ),
+                format!("{owner} completed #{id}: landed on {branch} as {merged}{note}"),
             )
             .about(owner.clone())
         })

@@ -204,7 +204,7 @@ fn completing_runs_the_gate_and_dependents_wait_for_the_landing() {
     let now = h.now();
     let t = h
         .board
-        .landed(TEAM, a.id, "old".into(), "new".into(), now)
+        .landed(TEAM, a.id, land.epoch, "old".into(), "new".into(), now)
         .unwrap();
     assert_eq!(t.status, TaskStatus::Completed);
     assert_eq!(t.result.as_deref(), Some("done"));
@@ -315,10 +315,52 @@ fn a_queued_task_is_boardds_to_land_whatever_its_owner_does() {
     let now = h.now();
     let t = h
         .board
-        .landed(TEAM, a, "old".into(), "new".into(), now)
+        .landed(TEAM, a, c.epoch, "old".into(), "new".into(), now)
         .unwrap();
     assert_eq!(t.status, TaskStatus::Completed);
     assert_eq!(t.owner.as_deref(), Some("ann"));
+}
+
+#[test]
+fn a_landing_of_an_earlier_claim_is_not_taken_for_the_new_holders_act() {
+    let mut h = with_repo();
+    let a = h.add("a");
+    let ann = h.join("ann", "dev");
+    let c = claim_open(&mut h, ann, a);
+    gate(&mut h, ann, &c, "done");
+    let now = h.now();
+    h.board
+        .gate_passed(TEAM, a, c.epoch, "head1".into(), vec![], now)
+        .unwrap();
+    // The job is out with the git worker when the lead cancels, retries, and
+    // bob takes the task up again.
+    h.cancel(a);
+    h.retry(a);
+    let bob = h.join("bob", "dev");
+    let again = h.claim(bob, a);
+    assert!(again.epoch > c.epoch);
+    h.board.take_notices();
+    h.events();
+
+    let now = h.now();
+    let t = h
+        .board
+        .landed(TEAM, a, c.epoch, "old".into(), "new".into(), now)
+        .unwrap();
+    assert_eq!(t.status, TaskStatus::Completed);
+    let events = h.events();
+    let done = events
+        .iter()
+        .find(|e| e.kind == EventKind::TaskCompleted)
+        .expect("a completion event");
+    assert_eq!(done.actor, "boardd", "{done:?}");
+    assert!(done.detail.contains("an earlier claim"), "{}", done.detail);
+    // bob's claim ended under him: his session is told so, at once.
+    let notices = h.board.take_notices();
+    assert!(
+        notices.iter().any(|n| n.session == bob.session),
+        "{notices:?}"
+    );
 }
 
 #[test]
@@ -503,7 +545,7 @@ fn worktree_states_follow_the_tasks_and_discard_is_the_leads_word() {
         .gate_passed(TEAM, landed, c.epoch, "h".into(), vec![], now)
         .unwrap();
     h.board
-        .landed(TEAM, landed, "o".into(), "n".into(), now)
+        .landed(TEAM, landed, c.epoch, "o".into(), "n".into(), now)
         .unwrap();
     for id in [kept, thrown] {
         let c = claim_open(&mut h, ann, id);

@@ -82,7 +82,14 @@ fn a_blocked_landing_waits_as_boardds_survives_a_restart_and_lands_on_retry() {
     };
     assert_eq!((job.task, job.head.as_str()), (a, "head1"));
     let done = board
-        .landed(TEAM, a, "old".into(), "new".into(), h.at(secs(3601)))
+        .landed(
+            TEAM,
+            a,
+            job.epoch,
+            "old".into(),
+            "new".into(),
+            h.at(secs(3601)),
+        )
         .unwrap();
     assert_eq!((done.status, done.attempts), (TaskStatus::Completed, 1));
 }

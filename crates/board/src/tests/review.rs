@@ -190,7 +190,7 @@ fn merge_queues_the_head_that_passed_and_landing_completes_it() {
     let now = h.now();
     let t = h
         .board
-        .landed(TEAM, a, "old".into(), "new".into(), now)
+        .landed(TEAM, a, job.epoch, "old".into(), "new".into(), now)
         .unwrap();
     assert_eq!(t.status, TaskStatus::Completed);
     assert!(h.ready(dep));

@@ -177,7 +177,7 @@ pub fn apply(
             let slot = held.0.remove(&key);
             let reply = match result {
                 Ok(l) => board
-                    .landed(&job.team, job.task, l.old, l.new, now)
+                    .landed(&job.team, job.task, job.epoch, l.old, l.new, now)
                     .map(Reply::from)
                     .map_err(ErrorBody::from),
                 Err(refusal) => {

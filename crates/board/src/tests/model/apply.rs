@@ -322,14 +322,14 @@ impl Run {
                 (got, unit(want), report(id, epoch))
             }
             Op::Landed { job } => {
-                let Some((id, _)) = self.job(*job) else {
+                let Some((id, epoch)) = self.job(*job) else {
                     self.idle = true;
                     return (Ok(None), Ok(None), None);
                 };
                 let r = self
                     .h
                     .board
-                    .landed(TEAM, id, "main".into(), "merged1".into(), now);
+                    .landed(TEAM, id, epoch, "main".into(), "merged1".into(), now);
                 (answer(r, none), unit(self.model.landed(id)), None)
             }
             Op::LandRefused {
