@@ -63,6 +63,17 @@ fn shutdown_waits_for_the_answer_and_prints_it() {
             || team.contains(&format!("s ago (request r{id})")),
         "{team}"
     );
+    // `--json` says so too, on the member it is addressed to.
+    let alice_json = |d: &Cli| {
+        let roster = d.json(&["team"]);
+        let members = roster.as_array().expect("an array of members");
+        let alice = members.iter().find(|m| m["name"] == "alice");
+        alice.expect("alice on the roster").clone()
+    };
+    let shown = alice_json(&d);
+    assert_eq!(shown["shutdown_request"]["id"], id, "{shown}");
+    assert_eq!(shown["shutdown_request"]["state"], "pending", "{shown}");
+    assert_eq!(shown["shutdown_request"]["reason"], "the release is cut");
     d.block_on(alice.respond_shutdown(id, true, None))
         .expect("approve");
     let out = finished(waiting);
@@ -76,6 +87,8 @@ fn shutdown_waits_for_the_answer_and_prints_it() {
             .lines()
             .all(|l| !l.contains("shutdown requested"))
     );
+    let shown = alice_json(&d);
+    assert!(shown.get("shutdown_request").is_none(), "{shown}");
 
     // Refused: the reason is shown, and the exit status says the teammate stays.
     let bob = d.teammate("bob", "coder");
