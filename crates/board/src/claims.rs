@@ -6,6 +6,7 @@ use crate::tasks::change;
 use crate::team::Lease;
 use crate::transition::{Change, Note};
 use crate::{Board, Ctx, Now, SessionId, Waiting};
+use teamboard_protocol::request::ReleaseArgs;
 use teamboard_protocol::{Claim, ErrorCode, EventKind, MemberStatus, Task, TaskId, TaskStatus};
 
 /// Why an attempt ended without completing.
@@ -17,6 +18,9 @@ pub(crate) enum Abandon {
     ReleasedWithError,
     /// The claimant gave the task back without an error: the attempt does not count.
     Released,
+    /// As `Released`, with a note that says why the claimant let go (its own
+    /// setup failed), not how far the task got: it is no handoff.
+    ReleasedAside,
     LeaseExpired,
     Disconnected,
     /// The owner did not come back within the grace period after a restart.
@@ -253,11 +257,26 @@ impl Board {
         error: Option<String>,
         note: Option<String>,
     ) -> Result<Task> {
+        let args = ReleaseArgs {
+            id,
+            epoch,
+            error,
+            note,
+            not_handoff: false,
+        };
+        self.release(ctx, args)
+    }
+
+    /// `release_task`: [`Board::release_task`], and a note that is no handoff.
+    pub fn release(&mut self, ctx: Ctx, args: ReleaseArgs) -> Result<Task> {
+        let ReleaseArgs { id, epoch, .. } = args;
         self.check_fence(&ctx, id, epoch)?;
-        match error {
-            Some(error) => self.abandon(change(&ctx, id), Abandon::ReleasedWithError, Some(error)),
-            None => self.abandon(change(&ctx, id), Abandon::Released, note),
-        }
+        let why = match (&args.error, args.not_handoff) {
+            (Some(_), _) => Abandon::ReleasedWithError,
+            (None, false) => Abandon::Released,
+            (None, true) => Abandon::ReleasedAside,
+        };
+        self.abandon(change(&ctx, id), why, args.error.or(args.note))
     }
 
     /// Extends the claim's lease by the configured TTL.
@@ -294,7 +313,9 @@ impl Board {
             let owner = task.owner.take().unwrap_or_default();
             let reason = match why {
                 Abandon::Failed => "failed",
-                Abandon::ReleasedWithError | Abandon::Released => "released",
+                Abandon::ReleasedWithError | Abandon::Released | Abandon::ReleasedAside => {
+                    "released"
+                }
                 Abandon::LeaseExpired => "lease expired",
                 Abandon::Disconnected => "connection closed",
                 Abandon::NotReclaimed => "not reclaimed after restart",
@@ -316,7 +337,11 @@ impl Board {
             let counts = !in_conflict
                 && !matches!(
                     why,
-                    Abandon::Released | Abandon::Stopped | Abandon::LandRefused | Abandon::SentBack
+                    Abandon::Released
+                        | Abandon::ReleasedAside
+                        | Abandon::Stopped
+                        | Abandon::LandRefused
+                        | Abandon::SentBack
                 );
             if !counts {
                 task.attempts = task.attempts.saturating_sub(1);

@@ -448,6 +448,11 @@ pub struct ReleaseArgs {
     /// stays. Ignored when `error` is given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The note says why the holder gave the task back (its own setup failed),
+    /// not how far the task got: it goes into the history only, and does not
+    /// become the task's `handoff` for the next owner.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_handoff: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

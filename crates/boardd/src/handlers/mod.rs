@@ -96,9 +96,7 @@ pub fn handle(
         Request::FailTask(a) => board
             .fail_task(ctx, a.id, a.epoch, a.error)
             .map(Reply::from),
-        Request::ReleaseTask(a) => board
-            .release_task(ctx, a.id, a.epoch, a.error, a.note)
-            .map(Reply::from),
+        Request::ReleaseTask(a) => board.release(ctx, a).map(Reply::from),
         Request::Heartbeat(a) => board.heartbeat(ctx, a.id, a.epoch).map(Reply::from),
         // Heard by the `touch` above; nothing else to do.
         Request::Ping(_) => Ok(Reply::Done(crate::reply::Empty {})),

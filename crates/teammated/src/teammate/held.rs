@@ -240,12 +240,20 @@ impl Teammate {
     }
 
     /// Gives the held task back without using up its attempt, with `note` in its
-    /// history.
+    /// history and for its next owner.
     pub(crate) async fn release_with_note(&mut self, note: &str) {
-        self.give_back(None, Some(note)).await;
+        self.give_back(None, Some((note, true))).await;
     }
 
-    async fn give_back(&mut self, error: Option<&str>, note: Option<&str>) {
+    /// [`Teammate::release_with_note`] with a note that says why this teammate
+    /// let go (its own setup failed), which is in the history only: the next
+    /// owner must not read it as how far the task got.
+    pub(crate) async fn release_aside(&mut self, why: &str) {
+        self.give_back(None, Some((why, false))).await;
+    }
+
+    /// `note`: the text, and whether it is a handoff for the next owner.
+    async fn give_back(&mut self, error: Option<&str>, note: Option<(&str, bool)>) {
         let Some(held) = &self.held else { return };
         let (id, epoch) = (held.id, held.epoch);
         self.drop_held();
@@ -253,9 +261,14 @@ impl Teammate {
         // by someone else, and its commands must not run under two owners.
         self.stop_background().await;
         let given = match note {
-            Some(note) => {
+            Some((note, true)) => {
                 self.session
                     .call(|c| async move { c.release_task_with_note(id, epoch, note).await })
+                    .await
+            }
+            Some((why, false)) => {
+                self.session
+                    .call(|c| async move { c.release_task_aside(id, epoch, why).await })
                     .await
             }
             None => {
@@ -283,8 +296,9 @@ impl Teammate {
     }
 
     /// After work that failed: the held task goes back, using up an attempt
-    /// when `attempt` is set, else with `why` as a note; and the lead is told
-    /// `told`, with `idle` for what failed when no task was held.
+    /// when `attempt` is set, else with `why` in its history (the teammate's
+    /// own setup failed: no handoff); and the lead is told `told`, with `idle`
+    /// for what failed when no task was held.
     pub(crate) async fn work_failed(&mut self, why: &str, attempt: bool, told: &str, idle: &str) {
         let what = match self.task_id() {
             Some(id) => format!("released #{id}"),
@@ -293,7 +307,7 @@ impl Teammate {
         if attempt {
             self.release(Some(why)).await;
         } else {
-            self.release_with_note(why).await;
+            self.release_aside(why).await;
         }
         let text = format!("{} {what}: {told}", self.cfg.name);
         self.tell_lead(teamboard_protocol::MessageKind::Error, text)
