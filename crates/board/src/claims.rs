@@ -132,6 +132,7 @@ impl Board {
             now,
         };
         let reserve = self.worktree_for(team_name, id);
+        self.team_mut(team_name).stopped.remove(&id);
         let task = self.transition(at, |task| {
             task.status = TaskStatus::InProgress;
             task.owner = Some(name.to_string());
@@ -268,15 +269,61 @@ impl Board {
     }
 
     /// `release_task`: [`Board::release_task`], and a note that is no handoff.
+    ///
+    /// A shutdown's deadline or `force` may stop the holder while its release
+    /// is on the way (a teammate approving gives the task back first, with a
+    /// note of how far it got). The stop gave the task back already; the note
+    /// is still the next owner's, so it is kept, unless the task was claimed
+    /// again meanwhile.
     pub fn release(&mut self, ctx: Ctx, args: ReleaseArgs) -> Result<Task> {
         let ReleaseArgs { id, epoch, .. } = args;
-        self.check_fence(&ctx, id, epoch)?;
+        if let Err(stale) = self.check_fence(&ctx, id, epoch) {
+            return match args
+                .note
+                .filter(|_| args.error.is_none() && !args.not_handoff)
+            {
+                Some(note) if self.stopped_holder(&ctx, id, epoch) => {
+                    self.late_handoff(&ctx, id, note)
+                }
+                _ => Err(stale),
+            };
+        }
         let why = match (&args.error, args.not_handoff) {
             (Some(_), _) => Abandon::ReleasedWithError,
             (None, false) => Abandon::Released,
             (None, true) => Abandon::ReleasedAside,
         };
         self.abandon(change(&ctx, id), why, args.error.or(args.note))
+    }
+
+    /// Whether boardd stopped the caller for a shutdown while it held claim
+    /// `epoch` of `id`, and nobody has claimed the task since.
+    fn stopped_holder(&self, ctx: &Ctx, id: TaskId, epoch: u64) -> bool {
+        let Some(team) = self.team(ctx.team) else {
+            return false;
+        };
+        let stopped = team.stopped.get(&id);
+        let unclaimed = team
+            .tasks
+            .get(&id)
+            .is_some_and(|t| t.epoch == epoch && t.status == TaskStatus::Pending);
+        unclaimed && stopped.is_some_and(|(who, e)| who == ctx.actor && *e == epoch)
+    }
+
+    /// Keeps the note of a release that came after boardd stopped its holder.
+    fn late_handoff(&mut self, ctx: &Ctx, id: TaskId, note: String) -> Result<Task> {
+        let note =
+            teamboard_protocol::text::fit_bytes_with_mark(&note, self.config.max_message_len);
+        self.team_mut(ctx.team).stopped.remove(&id);
+        let owner = ctx.actor.to_string();
+        self.transition(change(ctx, id), |task| {
+            task.handoff = Some(note.clone());
+            Note::new(
+                EventKind::TaskEdited,
+                format!("#{id}: {owner}'s release note, after boardd stopped it: {note}"),
+            )
+            .about(owner)
+        })
     }
 
     /// Extends the claim's lease by the configured TTL.

@@ -270,7 +270,8 @@ pub enum EventKind {
     TaskFailed,
     TaskCancelled,
     TaskRetried,
-    /// `edit_task` changed a pending task.
+    /// `edit_task` changed a pending task, or a release that came after boardd
+    /// stopped its holder left its note (`release_task`).
     TaskEdited,
     /// `delete_task` removed a pending task; its history stays.
     TaskDeleted,
