@@ -11,7 +11,7 @@ use crate::context;
 use crate::heartbeat::Heartbeat;
 use crate::worktree::TaskTree;
 use teamboard_protocol::transcript::EntryKind;
-use teamboard_protocol::{Claim, RequestId, TaskId, TaskStatus};
+use teamboard_protocol::{Claim, ClientError, ErrorCode, RequestId, TaskId, TaskStatus};
 use tokio_util::sync::CancellationToken;
 
 /// How long giving a task back waits for its commands' background jobs to die.
@@ -245,6 +245,21 @@ impl Teammate {
         self.give_back(None, Some((note, true))).await;
     }
 
+    /// [`Teammate::release_with_note`], where a refusal that leaves the claim
+    /// with this teammate keeps it held, and says why: the caller may try again
+    /// (a model approving a shutdown, which boardd refuses while the task is
+    /// held).
+    pub(crate) async fn try_release_with_note(&mut self, note: &str) -> Result<(), ClientError> {
+        match self.give_back(None, Some((note, true))).await {
+            Some((mut held, e)) => {
+                held.heartbeat = Heartbeat::start(self.session.clone(), held.id, held.epoch).await;
+                self.held = Some(held);
+                Err(e)
+            }
+            None => Ok(()),
+        }
+    }
+
     /// [`Teammate::release_with_note`] with a note that says why this teammate
     /// let go (its own setup failed), which is in the history only: the next
     /// owner must not read it as how far the task got.
@@ -253,10 +268,20 @@ impl Teammate {
     }
 
     /// `note`: the text, and whether it is a handoff for the next owner.
-    async fn give_back(&mut self, error: Option<&str>, note: Option<(&str, bool)>) {
-        let Some(held) = &self.held else { return };
+    /// Answers the claim, with boardd's refusal, when boardd refused the
+    /// release and the claim is still this teammate's (boardd said no to the
+    /// request itself, not to a claim that is gone); it is not held any more
+    /// either way, and its commands' background jobs are stopped.
+    async fn give_back(
+        &mut self,
+        error: Option<&str>,
+        note: Option<(&str, bool)>,
+    ) -> Option<(Held, ClientError)> {
+        // Out of `held`, its heartbeat stopped, before boardd hears of it: the
+        // tools work in the teammate's own directory again.
+        let held = self.held.take()?;
+        held.heartbeat.stop();
         let (id, epoch) = (held.id, held.epoch);
-        self.drop_held();
         // Before boardd hears of it: the moment it does, the task may be claimed
         // by someone else, and its commands must not run under two owners.
         self.stop_background().await;
@@ -277,9 +302,12 @@ impl Teammate {
                     .await
             }
         };
-        if let Err(e) = given {
-            tracing::warn!(task = id, error = %e, "cannot release the task");
-        }
+        let e = given.err()?;
+        tracing::warn!(task = id, error = %e, "cannot release the task");
+        let kept = e
+            .code()
+            .is_some_and(|c| !matches!(c, ErrorCode::StaleEpoch | ErrorCode::NotFound));
+        kept.then_some((held, e))
     }
 
     /// Gives back a task still held once the work on it has ended, rather than
