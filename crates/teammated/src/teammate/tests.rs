@@ -8,8 +8,9 @@ use crate::teammate::{Exit, Teammate};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 use teamboard_protocol::request::{NewTask, ShutdownArgs};
-use teamboard_protocol::{RequestState, TaskStatus};
+use teamboard_protocol::{Client, MemberStatus, RequestState, TaskStatus};
 use teamboard_testkit::{InProc, lead};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::UnixStream;
@@ -105,6 +106,20 @@ async fn alice(daemon: &InProc, socket: &Path) -> Teammate {
     alice
 }
 
+/// Waits until `name` is on the roster with a session.
+async fn connected(lead: &Client, name: &str) {
+    loop {
+        let team = lead.team().await.expect("team");
+        if team
+            .iter()
+            .any(|m| m.name == name && m.connected && m.status != MemberStatus::Offline)
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 /// boardd refuses the release inside the model's approval, so it refuses the
 /// approval too (the task is still held). The request is still pending, and
 /// the model can answer it again: the task is still held, and the second
@@ -168,5 +183,37 @@ async fn a_refused_release_leaves_the_model_its_answer_to_the_shutdown() {
         Some(Exit::ShutdownRequested { by: "lead".into() })
     );
     drop(alice);
+    daemon.stop().await;
+}
+
+/// A shutdown request whose request boardd refuses to give is not dropped:
+/// it is read again, and an idle teammate approves it and leaves long before
+/// its deadline would have stopped it.
+#[tokio::test(start_paused = true)]
+async fn a_shutdown_request_boardd_could_not_give_is_read_again() {
+    let daemon = InProc::start_paused(|_| {}).await;
+    let refusing = Refusing::start(&daemon, "get_request", 1);
+    let mut cfg = Config::for_tests(&daemon);
+    cfg.socket = refusing.path.clone();
+    let teammate = tokio::spawn(crate::run(cfg, CancellationToken::new()));
+    let lead = lead(&daemon.socket).await;
+    connected(&lead, "alice").await;
+    let asked = ShutdownArgs {
+        to: "alice".into(),
+        timeout_ms: Some(60_000),
+        ..Default::default()
+    };
+    let req = lead.request_shutdown(asked).await.expect("asked");
+    let exit = tokio::time::timeout(Duration::from_secs(50), teammate)
+        .await
+        .expect("alice leaves before the deadline")
+        .expect("no panic")
+        .expect("a clean exit");
+    assert_eq!(exit, Exit::ShutdownRequested { by: "lead".into() });
+    assert_eq!(refusing.left(), 0, "the first read was refused");
+    let settled = lead.get_request(req.id).await.expect("request");
+    assert_eq!(settled.state, RequestState::Approved, "{settled:#?}");
+    assert_eq!(settled.answered_by.as_deref(), Some("alice"));
+    assert!(!settled.forced, "{settled:#?}");
     daemon.stop().await;
 }
