@@ -351,6 +351,13 @@ impl Client {
     }
 
     /// Returns a task that waits for review to its owner with `feedback`.
+    /// Takes the checks proposed for task `id` into its checks, or drops them
+    /// (`reject`). Lead only.
+    pub async fn accept_checks(&self, id: TaskId, reject: bool) -> Result<Task, ClientError> {
+        self.call(Request::AcceptChecks(AcceptChecksArgs { id, reject }))
+            .await
+    }
+
     pub async fn send_back(&self, id: TaskId, feedback: &str) -> Result<Task, ClientError> {
         let feedback = feedback.to_string();
         self.call(Request::SendBack(SendBackArgs { id, feedback }))

@@ -136,6 +136,9 @@ pub enum Request {
     /// Return a task that waits for review to its owner with feedback (lead
     /// only). Answer: `Task`.
     SendBack(SendBackArgs),
+    /// Take the checks a teammate proposed for a task into its checks, or
+    /// (`reject`) drop them (lead only). Answer: `Task`.
+    AcceptChecks(AcceptChecksArgs),
 }
 
 /// Why a `request` frame's op and args do not make a [`Request`].
@@ -198,6 +201,7 @@ impl Request {
         "prune_worktrees",
         "merge_task",
         "send_back",
+        "accept_checks",
     ];
 
     /// Whether `op` names a request this version knows, whatever its arguments.
@@ -268,6 +272,7 @@ impl Request {
             Request::PruneWorktrees(_) => "prune_worktrees",
             Request::MergeTask(_) => "merge_task",
             Request::SendBack(_) => "send_back",
+            Request::AcceptChecks(_) => "accept_checks",
         }
     }
 }
@@ -320,6 +325,8 @@ pub struct NewTask {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub require_plan: bool,
     /// Commands that must pass in the task's worktree before it may complete.
+    /// The lead's are the task's checks; a teammate's are only proposed
+    /// (`Task::proposed_checks`) until the lead accepts them (`accept_checks`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<String>,
     /// Work in the team's directory instead of a worktree of its own (for a task
@@ -400,6 +407,15 @@ pub struct SetRepoArgs {
 pub struct SendBackArgs {
     pub id: TaskId,
     pub feedback: String,
+}
+
+/// `accept_checks`: the task whose proposed checks the lead decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AcceptChecksArgs {
+    pub id: TaskId,
+    /// Drop the proposed checks instead of taking them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reject: bool,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

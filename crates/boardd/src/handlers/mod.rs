@@ -174,6 +174,7 @@ pub fn handle(
         Request::PruneWorktrees(a) => return repo::prune(board, ctx, id, a.dry_run),
         Request::MergeTask(r) => return repo::merge(board, ctx, id, r.id),
         Request::SendBack(a) => board.send_back(ctx, a.id, &a.feedback).map(Reply::from),
+        Request::AcceptChecks(a) => board.accept_checks(ctx, a.id, a.reject).map(Reply::from),
     };
     Outcome::Reply(result.map_err(ErrorBody::from))
 }
