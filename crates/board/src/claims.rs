@@ -6,6 +6,7 @@ use crate::tasks::change;
 use crate::team::Lease;
 use crate::transition::{Change, Note};
 use crate::{Board, Ctx, Now, SessionId, Waiting};
+use teamboard_protocol::request::ReleaseArgs;
 use teamboard_protocol::{Claim, ErrorCode, EventKind, MemberStatus, Task, TaskId, TaskStatus};
 
 /// Why an attempt ended without completing.
@@ -17,6 +18,9 @@ pub(crate) enum Abandon {
     ReleasedWithError,
     /// The claimant gave the task back without an error: the attempt does not count.
     Released,
+    /// As `Released`, with a note that says why the claimant let go (its own
+    /// setup failed), not how far the task got: it is no handoff.
+    ReleasedAside,
     LeaseExpired,
     Disconnected,
     /// The owner did not come back within the grace period after a restart.
@@ -128,6 +132,7 @@ impl Board {
             now,
         };
         let reserve = self.worktree_for(team_name, id);
+        self.team_mut(team_name).stopped.remove(&id);
         let task = self.transition(at, |task| {
             task.status = TaskStatus::InProgress;
             task.owner = Some(name.to_string());
@@ -253,11 +258,72 @@ impl Board {
         error: Option<String>,
         note: Option<String>,
     ) -> Result<Task> {
-        self.check_fence(&ctx, id, epoch)?;
-        match error {
-            Some(error) => self.abandon(change(&ctx, id), Abandon::ReleasedWithError, Some(error)),
-            None => self.abandon(change(&ctx, id), Abandon::Released, note),
+        let args = ReleaseArgs {
+            id,
+            epoch,
+            error,
+            note,
+            not_handoff: false,
+        };
+        self.release(ctx, args)
+    }
+
+    /// `release_task`: [`Board::release_task`], and a note that is no handoff.
+    ///
+    /// A shutdown's deadline or `force` may stop the holder while its release
+    /// is on the way (a teammate approving gives the task back first, with a
+    /// note of how far it got). The stop gave the task back already; the note
+    /// is still the next owner's, so it is kept, unless the task was claimed
+    /// again meanwhile.
+    pub fn release(&mut self, ctx: Ctx, args: ReleaseArgs) -> Result<Task> {
+        let ReleaseArgs { id, epoch, .. } = args;
+        if let Err(stale) = self.check_fence(&ctx, id, epoch) {
+            return match args
+                .note
+                .filter(|_| args.error.is_none() && !args.not_handoff)
+            {
+                Some(note) if self.stopped_holder(&ctx, id, epoch) => {
+                    self.late_handoff(&ctx, id, note)
+                }
+                _ => Err(stale),
+            };
         }
+        let why = match (&args.error, args.not_handoff) {
+            (Some(_), _) => Abandon::ReleasedWithError,
+            (None, false) => Abandon::Released,
+            (None, true) => Abandon::ReleasedAside,
+        };
+        self.abandon(change(&ctx, id), why, args.error.or(args.note))
+    }
+
+    /// Whether boardd stopped the caller for a shutdown while it held claim
+    /// `epoch` of `id`, and nobody has claimed the task since.
+    fn stopped_holder(&self, ctx: &Ctx, id: TaskId, epoch: u64) -> bool {
+        let Some(team) = self.team(ctx.team) else {
+            return false;
+        };
+        let stopped = team.stopped.get(&id);
+        let unclaimed = team
+            .tasks
+            .get(&id)
+            .is_some_and(|t| t.epoch == epoch && t.status == TaskStatus::Pending);
+        unclaimed && stopped.is_some_and(|(who, e)| who == ctx.actor && *e == epoch)
+    }
+
+    /// Keeps the note of a release that came after boardd stopped its holder.
+    fn late_handoff(&mut self, ctx: &Ctx, id: TaskId, note: String) -> Result<Task> {
+        let note =
+            teamboard_protocol::text::fit_bytes_with_mark(&note, self.config.max_message_len);
+        self.team_mut(ctx.team).stopped.remove(&id);
+        let owner = ctx.actor.to_string();
+        self.transition(change(ctx, id), |task| {
+            task.handoff = Some(note.clone());
+            Note::new(
+                EventKind::TaskEdited,
+                format!("#{id}: {owner}'s release note, after boardd stopped it: {note}"),
+            )
+            .about(owner)
+        })
     }
 
     /// Extends the claim's lease by the configured TTL.
@@ -294,7 +360,9 @@ impl Board {
             let owner = task.owner.take().unwrap_or_default();
             let reason = match why {
                 Abandon::Failed => "failed",
-                Abandon::ReleasedWithError | Abandon::Released => "released",
+                Abandon::ReleasedWithError | Abandon::Released | Abandon::ReleasedAside => {
+                    "released"
+                }
                 Abandon::LeaseExpired => "lease expired",
                 Abandon::Disconnected => "connection closed",
                 Abandon::NotReclaimed => "not reclaimed after restart",
@@ -316,7 +384,11 @@ impl Board {
             let counts = !in_conflict
                 && !matches!(
                     why,
-                    Abandon::Released | Abandon::Stopped | Abandon::LandRefused | Abandon::SentBack
+                    Abandon::Released
+                        | Abandon::ReleasedAside
+                        | Abandon::Stopped
+                        | Abandon::LandRefused
+                        | Abandon::SentBack
                 );
             if !counts {
                 task.attempts = task.attempts.saturating_sub(1);

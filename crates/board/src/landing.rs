@@ -779,7 +779,7 @@ pub(crate) fn conflict_outlives(task: &mut Task, why: Abandon) -> bool {
     task.handoff = Some(conflict_note(task.id, l, task.worktree.as_ref()));
     if !matches!(
         why,
-        Abandon::Failed | Abandon::ReleasedWithError | Abandon::Released
+        Abandon::Failed | Abandon::ReleasedWithError | Abandon::Released | Abandon::ReleasedAside
     ) {
         task.landing = None;
     }

@@ -8,6 +8,7 @@
 //! inboxes exhaustively and fast.
 
 mod changes;
+mod checks;
 mod claims;
 mod edits;
 mod error;

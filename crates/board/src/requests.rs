@@ -497,6 +497,10 @@ impl Board {
             .filter(|(t, held)| !t.owner_done(*held))
             .map(|(_, held)| held);
         if let Some(task) = held {
+            let epoch = self.task(team, task)?.epoch;
+            self.team_mut(team)
+                .stopped
+                .insert(task, (name.to_string(), epoch));
             let note = format!("{name} was stopped by shutdown request r{id}");
             let _ = self.abandon(
                 crate::claims::by_boardd(team, task, now),

@@ -27,6 +27,7 @@ impl Board {
                 "a task with no_worktree completes at once, with nothing to review; drop one of them",
             ));
         }
+        let (checks, proposed_checks) = crate::checks::split(&ctx, new.checks);
         let mut blocked_by = new.blocked_by.clone();
         blocked_by.sort_unstable();
         blocked_by.dedup();
@@ -61,7 +62,8 @@ impl Board {
             handoff: None,
             no_worktree: new.no_worktree,
             worktree: None,
-            checks: new.checks,
+            checks,
+            proposed_checks,
             check_runs: Vec::new(),
             landing: None,
             review: new.review,
@@ -81,6 +83,10 @@ impl Board {
                     task.subject,
                     fmt_ids(&task.blocked_by)
                 )
+            };
+            let detail = match task.proposed_checks.len() {
+                0 => detail,
+                n => format!("{detail}, with {n} check(s) proposed for the lead to accept"),
             };
             Note::new(EventKind::TaskCreated, detail)
         })

@@ -80,6 +80,11 @@ pub(crate) struct Team {
     pub returned: BTreeMap<TaskId, u64>,
     /// Budgets, what was spent and the calls in flight (see `spend`).
     pub spend: crate::spend::Ledger,
+    /// Claims boardd ended by stopping their holder for a shutdown, with the
+    /// holder and the epoch, until the task is claimed again: the holder's
+    /// release, on its way when the stop landed, still leaves its note (see
+    /// `Board::release`).
+    pub stopped: HashMap<TaskId, (String, u64)>,
 }
 
 impl Default for Team {
@@ -104,6 +109,7 @@ impl Default for Team {
             created: false,
             returned: BTreeMap::new(),
             spend: Default::default(),
+            stopped: HashMap::new(),
         }
     }
 }

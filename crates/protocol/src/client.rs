@@ -351,6 +351,13 @@ impl Client {
     }
 
     /// Returns a task that waits for review to its owner with `feedback`.
+    /// Takes the checks proposed for task `id` into its checks, or drops them
+    /// (`reject`). Lead only.
+    pub async fn accept_checks(&self, id: TaskId, reject: bool) -> Result<Task, ClientError> {
+        self.call(Request::AcceptChecks(AcceptChecksArgs { id, reject }))
+            .await
+    }
+
     pub async fn send_back(&self, id: TaskId, feedback: &str) -> Result<Task, ClientError> {
         let feedback = feedback.to_string();
         self.call(Request::SendBack(SendBackArgs { id, feedback }))
@@ -464,23 +471,48 @@ impl Client {
             epoch,
             error: error.map(str::to_string),
             note: None,
+            not_handoff: false,
         }))
         .await
     }
 
     /// Gives the task back without counting the attempt (it was not the task's
-    /// fault), with `note` saying why in the task's history.
+    /// fault), with `note` saying why in the task's history, and for its next
+    /// owner (the task's `handoff`).
     pub async fn release_task_with_note(
         &self,
         id: TaskId,
         epoch: u64,
         note: &str,
     ) -> Result<Task, ClientError> {
+        self.release_noted(id, epoch, note, false).await
+    }
+
+    /// [`Client::release_task_with_note`] for a note that says why the holder
+    /// let the task go (its own setup failed), not how far the task got: it goes
+    /// into the history only, never to the next owner.
+    pub async fn release_task_aside(
+        &self,
+        id: TaskId,
+        epoch: u64,
+        note: &str,
+    ) -> Result<Task, ClientError> {
+        self.release_noted(id, epoch, note, true).await
+    }
+
+    async fn release_noted(
+        &self,
+        id: TaskId,
+        epoch: u64,
+        note: &str,
+        not_handoff: bool,
+    ) -> Result<Task, ClientError> {
         self.call(Request::ReleaseTask(ReleaseArgs {
             id,
             epoch,
             error: None,
             note: Some(note.to_string()),
+            not_handoff,
         }))
         .await
     }

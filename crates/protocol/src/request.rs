@@ -136,6 +136,9 @@ pub enum Request {
     /// Return a task that waits for review to its owner with feedback (lead
     /// only). Answer: `Task`.
     SendBack(SendBackArgs),
+    /// Take the checks a teammate proposed for a task into its checks, or
+    /// (`reject`) drop them (lead only). Answer: `Task`.
+    AcceptChecks(AcceptChecksArgs),
 }
 
 /// Why a `request` frame's op and args do not make a [`Request`].
@@ -198,6 +201,7 @@ impl Request {
         "prune_worktrees",
         "merge_task",
         "send_back",
+        "accept_checks",
     ];
 
     /// Whether `op` names a request this version knows, whatever its arguments.
@@ -268,6 +272,7 @@ impl Request {
             Request::PruneWorktrees(_) => "prune_worktrees",
             Request::MergeTask(_) => "merge_task",
             Request::SendBack(_) => "send_back",
+            Request::AcceptChecks(_) => "accept_checks",
         }
     }
 }
@@ -320,6 +325,8 @@ pub struct NewTask {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub require_plan: bool,
     /// Commands that must pass in the task's worktree before it may complete.
+    /// The lead's are the task's checks; a teammate's are only proposed
+    /// (`Task::proposed_checks`) until the lead accepts them (`accept_checks`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<String>,
     /// Work in the team's directory instead of a worktree of its own (for a task
@@ -402,6 +409,15 @@ pub struct SendBackArgs {
     pub feedback: String,
 }
 
+/// `accept_checks`: the task whose proposed checks the lead decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AcceptChecksArgs {
+    pub id: TaskId,
+    /// Drop the proposed checks instead of taking them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reject: bool,
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PruneArgs {
     /// Say what would be removed, and remove nothing.
@@ -448,6 +464,11 @@ pub struct ReleaseArgs {
     /// stays. Ignored when `error` is given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The note says why the holder gave the task back (its own setup failed),
+    /// not how far the task got: it goes into the history only, and does not
+    /// become the task's `handoff` for the next owner.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_handoff: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -123,6 +123,12 @@ pub struct Task {
     /// after the team's own.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<String>,
+    /// Checks a teammate asked for when it created the task. boardd runs
+    /// them as `sh -c` commands, so only the lead decides: they do not run
+    /// until the lead accepts them (`accept_checks`), which moves them to
+    /// `checks`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub proposed_checks: Vec<String>,
     /// The last run of each check, in the order they ran.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub check_runs: Vec<CheckRun>,
@@ -270,7 +276,8 @@ pub enum EventKind {
     TaskFailed,
     TaskCancelled,
     TaskRetried,
-    /// `edit_task` changed a pending task.
+    /// `edit_task` changed a pending task, or a release that came after boardd
+    /// stopped its holder left its note (`release_task`).
     TaskEdited,
     /// `delete_task` removed a pending task; its history stays.
     TaskDeleted,

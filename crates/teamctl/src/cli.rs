@@ -484,6 +484,17 @@ pub enum TaskCommand {
     #[command(long_about = RETRY_LONG, after_help = "Examples:\n  teamctl task retry 5")]
     Retry(TaskIdArg),
 
+    /// Take the checks a teammate proposed for a task into its checks, or drop them
+    #[command(
+        long_about = "Take the checks a teammate proposed for a task into its checks, \
+        or drop them.\n\nboardd runs a task's checks as shell commands before its work \
+        lands, so only the lead sets them: a teammate's checks are proposed, shown by \
+        `teamctl task show` and `teamctl requests`, and never run until accepted here.",
+        after_help = "Examples:\n  teamctl task accept-checks 3\n  \
+        teamctl task accept-checks 3 --reject    drop them"
+    )]
+    AcceptChecks(TaskAcceptChecksArgs),
+
     /// Show what a task changed in its worktree, with git
     #[command(long_about = DIFF_LONG, after_help = DIFF_EXAMPLES)]
     Diff(TaskDiffArgs),
@@ -499,6 +510,16 @@ pub enum TaskCommand {
     /// Ask the lead to approve a plan for the held task (a teammate's agent only)
     #[command(long_about = SUBMIT_PLAN_LONG, after_help = SUBMIT_PLAN_EXAMPLES)]
     SubmitPlan(SubmitPlanArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TaskAcceptChecksArgs {
+    #[arg(value_name = "ID", value_parser = parse_task_id)]
+    pub id: TaskId,
+
+    /// Drop the proposed checks instead
+    #[arg(long)]
+    pub reject: bool,
 }
 
 #[derive(Debug, Args)]

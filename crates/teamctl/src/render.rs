@@ -634,6 +634,7 @@ mod tests {
             no_worktree: false,
             worktree: None,
             checks: vec![],
+            proposed_checks: vec![],
             check_runs: vec![],
             landing: None,
             require_plan: false,

@@ -44,6 +44,12 @@ pub(crate) fn task_text(detail: &TaskDetail, plans: bool) -> String {
     if let Some(e) = &t.last_error {
         s.push_str(&format!("\n\nlast error: {e}"));
     }
+    if !t.proposed_checks.is_empty() {
+        s.push_str(&format!(
+            "\n\nproposed checks (not run until the lead accepts them): `{}`",
+            t.proposed_checks.join("`, `")
+        ));
+    }
     for p in detail.plans.iter().filter(|_| plans) {
         s.push_str(&format!(
             "\n\nplan request r{} by {} ({}): {}",

@@ -661,6 +661,7 @@ mod tests {
             no_worktree: false,
             worktree: None,
             checks: vec![],
+            proposed_checks: vec![],
             check_runs: vec![],
             landing: None,
             review: false,

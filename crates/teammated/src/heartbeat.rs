@@ -74,6 +74,12 @@ impl Heartbeat {
         Heartbeat { task, lost, why }
     }
 
+    /// Stops beating, as dropping it does: for a claim on its way back to
+    /// boardd, whose heartbeat must not find it gone and call it lost.
+    pub fn stop(&self) {
+        self.task.abort();
+    }
+
     /// Why the claim was lost, once it has been.
     pub fn why_lost(&self) -> Option<String> {
         self.why.lock().unwrap_or_else(|p| p.into_inner()).clone()

@@ -51,6 +51,25 @@ async fn lifecycle(t: &mut Teammate, worker: &mut Worker) -> Result<Exit, Error>
     }
 }
 
+/// The warning for a native model an agent leaves out: `--model` is refused
+/// for an agent runtime, so a model here came from `TEAMMATE_MODEL` (a unit
+/// written before `TEAMMATE_AGENT_MODEL`, or a shell that sets it for native
+/// teammates), and the agent runs its own default instead.
+fn model_left_out(cfg: &Config) -> Option<String> {
+    use crate::runtime::RuntimeKind;
+    let rt = &cfg.runtime;
+    if !matches!(rt.kind, RuntimeKind::Claude | RuntimeKind::Codex) || rt.agent_model.is_some() {
+        return None;
+    }
+    let model = cfg.provider.model.as_deref()?;
+    Some(format!(
+        "TEAMMATE_MODEL={model} is the native loop's model and does not reach the {} \
+         agent, which runs its own default; to choose the agent's model, set \
+         TEAMMATE_AGENT_MODEL (--agent-model) instead",
+        rt.kind
+    ))
+}
+
 /// Checks the setup, builds the work, registers with boardd, and returns the
 /// teammate with the task boardd says its name still holds (after a boardd
 /// restart). `None` when it was cancelled first.
@@ -85,17 +104,18 @@ pub(crate) async fn open(
             probe = provider.probe() => probe?,
         }
     };
+    let left_out = model_left_out(&cfg);
     let unsure = match &probe {
         Probe::Listed { url } => {
             tracing::info!(%url, "the model API answered");
             None
         }
-        Probe::Unsure(why) => {
-            tracing::warn!("{why}");
-            Some(why.as_str())
-        }
-        Probe::Skipped => None,
+        Probe::Unsure(why) => Some(why.as_str()),
+        Probe::Skipped => left_out.as_deref(),
     };
+    if let Some(why) = unsure {
+        tracing::warn!("{why}");
+    }
     let started = match &agent {
         Some(a) => format!(
             "started: pid {}, role {}, runtime {}, workdir {}",
@@ -136,4 +156,42 @@ pub(crate) async fn open(
         }
     };
     Ok(Some((teammate, worker, adopted)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::RuntimeKind;
+    use teamboard_protocol::transcript::transcript_path;
+    use teamboard_testkit::InProc;
+
+    /// A unit written before `TEAMMATE_AGENT_MODEL` gives a claude or codex
+    /// teammate the native loop's `TEAMMATE_MODEL`: it starts with the agent's
+    /// own default, and says so in its log and its transcript.
+    #[tokio::test]
+    async fn an_agent_given_the_native_model_says_it_runs_its_own() {
+        let daemon = InProc::start().await;
+        for (kind, agent_model, warned) in [
+            (RuntimeKind::Claude, None, true),
+            (RuntimeKind::Codex, None, true),
+            (RuntimeKind::Claude, Some("sonnet"), false),
+        ] {
+            let mut cfg = Config::for_tests(&daemon);
+            cfg.name = format!("{kind}-{warned}");
+            cfg.provider.model = Some("native-loop-model".into());
+            cfg.runtime.kind = kind;
+            cfg.runtime.agent_cmd = Some("/bin/true".into());
+            cfg.runtime.agent_model = agent_model.map(str::to_string);
+            let path = transcript_path(&cfg.state_dir, &cfg.team, &cfg.name);
+            let opened = open(cfg, CancellationToken::new()).await.expect("opens");
+            let transcript = std::fs::read_to_string(&path).expect("a transcript");
+            let said = transcript.contains(
+                "TEAMMATE_MODEL=native-loop-model is the native loop's model and does not \
+                 reach the",
+            );
+            assert_eq!(said, warned, "{kind} {agent_model:?}:\n{transcript}");
+            drop(opened);
+        }
+        daemon.stop().await;
+    }
 }

@@ -987,6 +987,8 @@ async fn a_refused_model_leaves_its_reason_in_the_tasks_history() {
     let detail = board.lead.get_task(t.id).await.expect("get_task");
     assert_eq!(detail.task.status, TaskStatus::Pending);
     assert_eq!(detail.task.attempts, 0, "not the task's fault");
+    // Nor is it how far the task got: the next owner is not told it.
+    assert_eq!(detail.task.handoff, None, "{:#?}", detail.task);
     let released = detail
         .history
         .iter()

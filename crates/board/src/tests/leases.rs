@@ -90,6 +90,50 @@ fn a_note_on_a_release_is_in_the_event_and_does_not_count() {
     assert_eq!(t.last_error.as_deref(), Some("broke"));
 }
 
+/// A note that says why the holder let go (a key the provider refused) stays
+/// in the history, and is no handoff: the next owner is not told it as if it
+/// were how far the task got, nor does it replace the last real handoff.
+#[test]
+fn a_release_aside_keeps_its_note_out_of_the_handoff() {
+    let mut h = H::new();
+    let a = h.add("a");
+    let ann = h.join("ann", "dev");
+    let c = h.claim(ann, a);
+    let ctx = h.ctx(ann);
+    let handoff = "parser done; the lexer is left";
+    h.board
+        .release_task(ctx, a, c.epoch, None, Some(handoff.into()))
+        .unwrap();
+    let c = h.claim(ann, a);
+    h.events();
+    let ctx = h.ctx(ann);
+    let why = "LLM error: anthropic: HTTP 401: invalid x-api-key";
+    let args = teamboard_protocol::request::ReleaseArgs {
+        id: a,
+        epoch: c.epoch,
+        error: None,
+        note: Some(why.into()),
+        not_handoff: true,
+    };
+    let t = h.board.release(ctx, args).unwrap();
+    assert_eq!(
+        (t.status, t.attempts),
+        (TaskStatus::Pending, 0),
+        "neither counts"
+    );
+    assert_eq!(t.last_error, None, "a note is no error");
+    assert_eq!(t.handoff.as_deref(), Some(handoff), "{t:#?}");
+    let events = h.events();
+    let released = events
+        .iter()
+        .find(|e| e.kind == EventKind::TaskReleased)
+        .expect("a release event");
+    assert_eq!(
+        released.detail,
+        format!("#{a} back to pending (released, ann): {why}")
+    );
+}
+
 #[test]
 fn release_with_error_uses_an_attempt() {
     let mut h = H::cfg(|c| c.max_attempts = 2);

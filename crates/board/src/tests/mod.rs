@@ -3,6 +3,7 @@
 
 mod cancel_retry;
 mod changes;
+mod checks;
 mod claims;
 mod dag;
 mod edits;

@@ -234,6 +234,54 @@ fn approving_a_shutdown_needs_the_task_given_back_with_a_note() {
     assert_eq!(h.complete(bob, id, c.epoch).handoff, None);
 }
 
+/// The holder's release, with its note, on its way when a deadline or `force`
+/// stopped it: the stop gave the task back already, and the note is still the
+/// next owner's. A later claim ends that: a note for an older claim is refused.
+#[test]
+fn a_release_note_outlives_a_stop_that_landed_first() {
+    for by_deadline in [true, false] {
+        let mut h = H::new();
+        let ann = h.join("ann", "dev");
+        let id = h.add("refactor auth");
+        let c = h.claim(ann, id);
+        let ctx = h.lead();
+        let asked = ShutdownArgs {
+            to: "ann".into(),
+            timeout_ms: Some(5_000),
+            ..Default::default()
+        };
+        h.board.request_shutdown(ctx, asked).unwrap();
+        if by_deadline {
+            h.advance(secs(5));
+            h.expire();
+        } else {
+            force_shutdown(&mut h, "ann").unwrap();
+        }
+        assert_eq!(h.board.take_stops().len(), 1);
+        assert_eq!(h.task(id).status, TaskStatus::Pending);
+        let note = "moved the token check; tests not started";
+        let ctx = h.ctx(ann);
+        let t = h
+            .board
+            .release_task(ctx, id, c.epoch, None, Some(note.into()))
+            .unwrap_or_else(|e| panic!("deadline {by_deadline}: {e:?}"));
+        assert_eq!(t.handoff.as_deref(), Some(note));
+        assert_eq!((t.status, t.attempts), (TaskStatus::Pending, 0));
+        let bob = h.join("bob", "dev");
+        let next = h.claim(bob, id);
+        assert_eq!(next.task.handoff.as_deref(), Some(note));
+        // Once claimed again, a note for the old claim is stale.
+        let ctx = h.ctx(ann);
+        assert_eq!(
+            code(
+                h.board
+                    .release_task(ctx, id, c.epoch, None, Some("late".into()))
+            ),
+            ErrorCode::StaleEpoch
+        );
+    }
+}
+
 #[test]
 fn a_shutdown_past_its_deadline_expires_and_stops_the_teammate() {
     let mut h = H::new();

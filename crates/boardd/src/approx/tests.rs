@@ -29,6 +29,7 @@ fn task(description: &str) -> Task {
         no_worktree: false,
         worktree: None,
         checks: vec![],
+        proposed_checks: vec![],
         check_runs: vec![],
         landing: None,
         require_plan: false,

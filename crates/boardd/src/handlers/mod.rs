@@ -96,9 +96,7 @@ pub fn handle(
         Request::FailTask(a) => board
             .fail_task(ctx, a.id, a.epoch, a.error)
             .map(Reply::from),
-        Request::ReleaseTask(a) => board
-            .release_task(ctx, a.id, a.epoch, a.error, a.note)
-            .map(Reply::from),
+        Request::ReleaseTask(a) => board.release(ctx, a).map(Reply::from),
         Request::Heartbeat(a) => board.heartbeat(ctx, a.id, a.epoch).map(Reply::from),
         // Heard by the `touch` above; nothing else to do.
         Request::Ping(_) => Ok(Reply::Done(crate::reply::Empty {})),
@@ -176,6 +174,7 @@ pub fn handle(
         Request::PruneWorktrees(a) => return repo::prune(board, ctx, id, a.dry_run),
         Request::MergeTask(r) => return repo::merge(board, ctx, id, r.id),
         Request::SendBack(a) => board.send_back(ctx, a.id, &a.feedback).map(Reply::from),
+        Request::AcceptChecks(a) => board.accept_checks(ctx, a.id, a.reject).map(Reply::from),
     };
     Outcome::Reply(result.map_err(ErrorBody::from))
 }

@@ -30,6 +30,12 @@ pub enum LeadCall {
         approve: bool,
         feedback: Option<String>,
     },
+    /// The checks a teammate proposed for task `id`: taken (or, `reject`,
+    /// dropped).
+    AcceptChecks {
+        id: TaskId,
+        reject: bool,
+    },
 }
 
 impl LeadCall {
@@ -65,6 +71,10 @@ impl LeadCall {
                     .ok_or_else(|| a.missing("request", "the plan request's id"))?,
                 approve: a.yes_no("approve", "true to approve, false to reject")?,
                 feedback: a.opt_string("feedback")?,
+            },
+            "accept_checks" => LeadCall::AcceptChecks {
+                id: a.task("id")?,
+                reject: a.flag("reject")?,
             },
             _ => LeadCall::Board(a.board_call()?),
         })
@@ -178,6 +188,18 @@ pub(super) fn specs() -> Vec<ToolSpec> {
                 "feedback": {"type": "string"}
             }),
             &["request", "approve"],
+        ),
+        ToolSpec::new(
+            "accept_checks",
+            "Decide the checks a teammate proposed for a task it created (the events say \
+             `check(s) proposed for the lead to accept`; get_task shows them). boardd runs \
+             checks as shell commands, so they never run until you accept them; read them \
+             first. reject drops them.",
+            json!({
+                "id": {"type": "integer", "description": "The task."},
+                "reject": {"type": "boolean", "description": "Drop the proposed checks instead. Default false."}
+            }),
+            &["id"],
         ),
     ]
 }

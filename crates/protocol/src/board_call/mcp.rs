@@ -43,7 +43,7 @@ fn tool(name: &str, own: bool) -> ToolSpec {
                     "blocked_by": {"type": "array", "items": {"type": "integer"}, "description": "Tasks that must complete first"},
                     "role": {"type": "string", "description": "Only members of this role may take it"},
                     "require_plan": {"type": "boolean", "description": "The lead approves a plan before any change"},
-                    "checks": {"type": "array", "items": {"type": "string"}, "description": "Shell commands that must pass in its worktree before it completes"},
+                    "checks": {"type": "array", "items": {"type": "string"}, "description": "Shell commands that must pass in its worktree before it completes; from a teammate, only proposed until the lead accepts them"},
                     "no_worktree": {"type": "boolean", "description": "Only reads: no worktree, no checks"},
                 }),
                 &["subject"],

@@ -190,6 +190,7 @@ async fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<()> {
         Command::Task(TaskCommand::Delete(args)) => task::delete(ctx, args).await,
         Command::Task(TaskCommand::Cancel(args)) => task::cancel(ctx, args).await,
         Command::Task(TaskCommand::Retry(args)) => task::retry(ctx, args).await,
+        Command::Task(TaskCommand::AcceptChecks(args)) => task::accept_checks(ctx, args).await,
         Command::Task(TaskCommand::Diff(args)) => task_diff::run(ctx, args).await,
         Command::Task(TaskCommand::Complete(args)) => member_ops::complete(ctx, args).await,
         Command::Task(TaskCommand::Fail(args)) => member_ops::fail(ctx, args).await,

@@ -1,10 +1,10 @@
 //! The state at a glance: `teamctl status` (is boardd running, and what is on each
 //! team's board) and `teamctl team` (the roster).
 
-use super::{Ctx, fetch_tasks};
+use super::{Ctx, decode, fetch_tasks};
 use crate::render;
 use teamboard_protocol::request::{ListRequestsArgs, NoArgs};
-use teamboard_protocol::{Member, Request, RequestKind, RequestState, ServerStatus};
+use teamboard_protocol::{Member, Request, RequestKind, RequestState, ServerStatus, TeamRequest};
 
 pub async fn status(ctx: &Ctx) -> anyhow::Result<()> {
     let client = ctx.connect().await?;
@@ -68,12 +68,19 @@ fn commits_line(s: &ServerStatus) -> String {
 
 pub async fn team(ctx: &Ctx) -> anyhow::Result<()> {
     let client = ctx.connect().await?;
-    let Some(members) = ctx
-        .call::<Vec<Member>>(&client, Request::Team(NoArgs {}))
-        .await?
-    else {
-        return Ok(());
-    };
+    let mut raw = client.call_value(Request::Team(NoArgs {})).await?;
+    let shutdowns = client
+        .list_requests(ListRequestsArgs {
+            state: Some(RequestState::Pending),
+            kind: Some(RequestKind::Shutdown),
+            task: None,
+        })
+        .await?;
+    if ctx.json {
+        with_shutdowns(&mut raw, &shutdowns)?;
+        return render::json(&raw);
+    }
+    let members: Vec<Member> = decode(&raw, "team")?;
     if members.is_empty() {
         render::note(format_args!(
             "no teammates in team '{}' yet (start one with `teamctl spawn NAME --role ROLE`)",
@@ -82,14 +89,24 @@ pub async fn team(ctx: &Ctx) -> anyhow::Result<()> {
         return Ok(());
     }
     let tasks = fetch_tasks(&client).await?;
-    let shutdowns = client
-        .list_requests(ListRequestsArgs {
-            state: Some(RequestState::Pending),
-            kind: Some(RequestKind::Shutdown),
-            task: None,
-        })
-        .await?;
     let now = render::now_ms();
     render::lines(&render::member_lines(&members, &tasks, &shutdowns, now))?;
+    Ok(())
+}
+
+/// Adds to each member of boardd's roster the pending shutdown request
+/// addressed to it (`shutdown_request`, as `teamctl requests --json` prints a
+/// request), which the text lines show too.
+fn with_shutdowns(roster: &mut serde_json::Value, shutdowns: &[TeamRequest]) -> anyhow::Result<()> {
+    for member in roster.as_array_mut().into_iter().flatten() {
+        let name = member["name"].as_str().unwrap_or_default();
+        let Some(r) = shutdowns.iter().find(|r| r.is_pending() && r.to == name) else {
+            continue;
+        };
+        let r = serde_json::to_value(r)?;
+        if let Some(obj) = member.as_object_mut() {
+            obj.insert("shutdown_request".into(), r);
+        }
+    }
     Ok(())
 }

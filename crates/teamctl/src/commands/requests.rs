@@ -1,4 +1,5 @@
-//! The team's tracked requests: `teamctl requests` (shutdowns and plans),
+//! The team's tracked requests: `teamctl requests` (shutdowns and plans, and
+//! the checks teammates proposed),
 //! `teamctl plans` (the plans waiting for the lead's decision, with their text),
 //! and the lead's decision on one, `teamctl approve` and `teamctl reject`.
 
@@ -7,7 +8,9 @@ use crate::cli::{PlansArgs, RejectArgs, RequestsArgs};
 use crate::render;
 use std::collections::HashMap;
 use teamboard_protocol::request::{ListRequestsArgs, ReviewPlanArgs};
-use teamboard_protocol::{Request, RequestId, RequestKind, RequestState, TeamRequest};
+use teamboard_protocol::{
+    Request, RequestId, RequestKind, RequestState, Task, TaskStatus, TeamRequest,
+};
 
 /// `teamctl requests`.
 pub async fn list(ctx: &Ctx, args: RequestsArgs) -> anyhow::Result<()> {
@@ -19,7 +22,12 @@ pub async fn list(ctx: &Ctx, args: RequestsArgs) -> anyhow::Result<()> {
     else {
         return Ok(());
     };
-    if requests.is_empty() {
+    // Checks a teammate proposed wait for the lead too, on their task.
+    let proposed = match args.kind {
+        None => proposed_checks(&fetch_tasks(&client).await?),
+        Some(_) => Vec::new(),
+    };
+    if requests.is_empty() && proposed.is_empty() {
         let what = args.kind.map_or("", <&str>::from);
         let space = if what.is_empty() { "" } else { " " };
         if args.all {
@@ -36,12 +44,31 @@ pub async fn list(ctx: &Ctx, args: RequestsArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let now = render::now_ms();
-    let lines: Vec<String> = requests
+    let mut lines: Vec<String> = requests
         .iter()
         .map(|r| render::request_line(r, now))
         .collect();
+    lines.extend(proposed);
     render::lines(&lines)?;
     Ok(())
+}
+
+/// A line for each task with checks a teammate proposed, which never run
+/// until the lead accepts them:
+/// `#3  checks proposed: `cargo test`  (teamctl task accept-checks 3 [--reject])`.
+fn proposed_checks(tasks: &[Task]) -> Vec<String> {
+    tasks
+        .iter()
+        .filter(|t| !t.proposed_checks.is_empty() && t.status != TaskStatus::Completed)
+        .map(|t| {
+            format!(
+                "#{}  checks proposed: `{}`  (teamctl task accept-checks {} [--reject])",
+                t.id,
+                t.proposed_checks.join("`, `"),
+                t.id
+            )
+        })
+        .collect()
 }
 
 /// The team's requests of `kind`, only the pending ones unless `all`.

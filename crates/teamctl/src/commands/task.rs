@@ -1,11 +1,14 @@
 //! The board's tasks: `teamctl tasks` (one line per task) and `teamctl task
-//! add | show | edit | delete | depend | cancel | retry`.
+//! add | show | edit | delete | depend | cancel | retry | accept-checks`.
 
 use super::{Ctx, fetch_tasks};
-use crate::cli::{TaskAddArgs, TaskCancelArgs, TaskDependArgs, TaskEditArgs, TaskIdArg, TasksArgs};
+use crate::cli::{
+    TaskAcceptChecksArgs, TaskAddArgs, TaskCancelArgs, TaskDependArgs, TaskEditArgs, TaskIdArg,
+    TasksArgs,
+};
 use crate::render;
 use teamboard_protocol::request::{
-    AddDependencyArgs, CancelArgs, EditTaskArgs, ListTasksArgs, NewTask, TaskRef,
+    AcceptChecksArgs, AddDependencyArgs, CancelArgs, EditTaskArgs, ListTasksArgs, NewTask, TaskRef,
 };
 use teamboard_protocol::{Request, Task, TaskDetail, TeamRequest};
 
@@ -122,6 +125,12 @@ pub async fn cancel(ctx: &Ctx, args: TaskCancelArgs) -> anyhow::Result<()> {
 /// `teamctl task retry ID`.
 pub async fn retry(ctx: &Ctx, args: TaskIdArg) -> anyhow::Result<()> {
     change(ctx, Request::RetryTask(TaskRef { id: args.id })).await
+}
+
+/// `teamctl task accept-checks ID [--reject]`.
+pub async fn accept_checks(ctx: &Ctx, args: TaskAcceptChecksArgs) -> anyhow::Result<()> {
+    let (id, reject) = (args.id, args.reject);
+    change(ctx, Request::AcceptChecks(AcceptChecksArgs { id, reject })).await
 }
 
 /// Sends a request that changes a task, and prints the task: its line (with open

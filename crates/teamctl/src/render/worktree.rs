@@ -109,6 +109,13 @@ pub fn task_worktree_lines(t: &Task, now: i64) -> Vec<String> {
         out.extend(worktree_lines(w));
     }
     out.extend(listed("checks:     ", &t.checks));
+    if !t.proposed_checks.is_empty() {
+        out.extend(listed("proposed:   ", &t.proposed_checks));
+        out.push(format!(
+            "            not run until you accept them: teamctl task accept-checks {} [--reject]",
+            t.id
+        ));
+    }
     if let Some(l) = &t.landing {
         out.push(format!("landing:    {}", landing_words(l, now)));
     }

@@ -63,6 +63,17 @@ fn shutdown_waits_for_the_answer_and_prints_it() {
             || team.contains(&format!("s ago (request r{id})")),
         "{team}"
     );
+    // `--json` says so too, on the member it is addressed to.
+    let alice_json = |d: &Cli| {
+        let roster = d.json(&["team"]);
+        let members = roster.as_array().expect("an array of members");
+        let alice = members.iter().find(|m| m["name"] == "alice");
+        alice.expect("alice on the roster").clone()
+    };
+    let shown = alice_json(&d);
+    assert_eq!(shown["shutdown_request"]["id"], id, "{shown}");
+    assert_eq!(shown["shutdown_request"]["state"], "pending", "{shown}");
+    assert_eq!(shown["shutdown_request"]["reason"], "the release is cut");
     d.block_on(alice.respond_shutdown(id, true, None))
         .expect("approve");
     let out = finished(waiting);
@@ -76,6 +87,8 @@ fn shutdown_waits_for_the_answer_and_prints_it() {
             .lines()
             .all(|l| !l.contains("shutdown requested"))
     );
+    let shown = alice_json(&d);
+    assert!(shown.get("shutdown_request").is_none(), "{shown}");
 
     // Refused: the reason is shown, and the exit status says the teammate stays.
     let bob = d.teammate("bob", "coder");
@@ -508,4 +521,51 @@ impl Drop for KillGroupOnDrop {
             unsafe { libc::kill(-(self.0 as libc::pid_t), libc::SIGKILL) };
         }
     }
+}
+
+/// A teammate's checks are only proposed: `task show` and `requests` say so,
+/// and name the command that takes them; `task accept-checks` makes them the
+/// task's, `--reject` drops them. Only the lead may.
+#[test]
+fn checks_a_teammate_proposes_wait_for_the_lead() {
+    use teamboard_protocol::request::NewTask;
+    let d = Cli::start();
+    let alice = d.teammate("alice", "coder");
+    let proposed = |subject: &str, check: &str| {
+        let new = NewTask {
+            subject: subject.into(),
+            checks: vec![check.into()],
+            ..Default::default()
+        };
+        d.block_on(alice.add_task(new)).expect("added")
+    };
+    let t = proposed("parser", "cargo test -p parser");
+    assert!(t.checks.is_empty(), "{t:?}");
+    let id = t.id.to_string();
+    let text = d.ok(&["task", "show", &id]);
+    assert!(text.contains("proposed:   cargo test -p parser"), "{text}");
+    assert!(!text.contains("checks:     cargo test"), "{text}");
+    let listed = d.ok(&["requests"]);
+    assert!(
+        listed.contains(&format!(
+            "#{id}  checks proposed: `cargo test -p parser`  (teamctl task accept-checks {id}"
+        )),
+        "{listed}"
+    );
+    // A teammate cannot take its own proposal.
+    let refused = d
+        .block_on(alice.accept_checks(t.id, false))
+        .expect_err("a teammate may not accept checks");
+    assert!(refused.to_string().contains("only the lead"), "{refused}");
+
+    d.ok(&["task", "accept-checks", &id]);
+    let json = d.json(&["task", "show", &id]);
+    assert_eq!(json["checks"], serde_json::json!(["cargo test -p parser"]));
+    assert!(json.get("proposed_checks").is_none(), "{json}");
+    assert!(!d.ok(&["requests"]).contains("checks proposed"));
+
+    let u = proposed("docs", "rm -rf ~");
+    let dropped = d.json(&["task", "accept-checks", &u.id.to_string(), "--reject"]);
+    assert!(dropped.get("checks").is_none(), "{dropped}");
+    assert!(dropped.get("proposed_checks").is_none(), "{dropped}");
 }

@@ -91,6 +91,11 @@ impl Desk {
                 let r = r.await.map_err(refused)?;
                 format!("plan request r{} from {} is {}", r.id, r.from, r.state)
             }
+            LeadCall::AcceptChecks { id, reject } => {
+                let t = client.accept_checks(id, reject).await.map_err(refused)?;
+                let what = if reject { "dropped" } else { "accepted" };
+                format!("{what} the proposed checks: {}", task_line(&t))
+            }
         })
     }
 

@@ -29,7 +29,14 @@ impl Teammate {
                     session
                         .call(|c| async move { c.add_task(task.clone()).await })
                         .await,
-                    |t| format!("created task #{}: {}", t.id, t.subject),
+                    |t| match t.proposed_checks.len() {
+                        0 => format!("created task #{}: {}", t.id, t.subject),
+                        n => format!(
+                            "created task #{}: {}; its {n} check(s) are proposed, and run \
+                             only once the lead accepts them",
+                            t.id, t.subject
+                        ),
+                    },
                 )
             }
             TeammateCall::Board(BoardCall::SendMessage { to, text }) => {

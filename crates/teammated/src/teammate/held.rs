@@ -11,7 +11,7 @@ use crate::context;
 use crate::heartbeat::Heartbeat;
 use crate::worktree::TaskTree;
 use teamboard_protocol::transcript::EntryKind;
-use teamboard_protocol::{Claim, RequestId, TaskId, TaskStatus};
+use teamboard_protocol::{Claim, ClientError, ErrorCode, RequestId, TaskId, TaskStatus};
 use tokio_util::sync::CancellationToken;
 
 /// How long giving a task back waits for its commands' background jobs to die.
@@ -240,22 +240,60 @@ impl Teammate {
     }
 
     /// Gives the held task back without using up its attempt, with `note` in its
-    /// history.
+    /// history and for its next owner.
     pub(crate) async fn release_with_note(&mut self, note: &str) {
-        self.give_back(None, Some(note)).await;
+        self.give_back(None, Some((note, true))).await;
     }
 
-    async fn give_back(&mut self, error: Option<&str>, note: Option<&str>) {
-        let Some(held) = &self.held else { return };
+    /// [`Teammate::release_with_note`], where a refusal that leaves the claim
+    /// with this teammate keeps it held, and says why: the caller may try again
+    /// (a model approving a shutdown, which boardd refuses while the task is
+    /// held).
+    pub(crate) async fn try_release_with_note(&mut self, note: &str) -> Result<(), ClientError> {
+        match self.give_back(None, Some((note, true))).await {
+            Some((mut held, e)) => {
+                held.heartbeat = Heartbeat::start(self.session.clone(), held.id, held.epoch).await;
+                self.held = Some(held);
+                Err(e)
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// [`Teammate::release_with_note`] with a note that says why this teammate
+    /// let go (its own setup failed), which is in the history only: the next
+    /// owner must not read it as how far the task got.
+    pub(crate) async fn release_aside(&mut self, why: &str) {
+        self.give_back(None, Some((why, false))).await;
+    }
+
+    /// `note`: the text, and whether it is a handoff for the next owner.
+    /// Answers the claim, with boardd's refusal, when boardd refused the
+    /// release and the claim is still this teammate's (boardd said no to the
+    /// request itself, not to a claim that is gone); it is not held any more
+    /// either way, and its commands' background jobs are stopped.
+    async fn give_back(
+        &mut self,
+        error: Option<&str>,
+        note: Option<(&str, bool)>,
+    ) -> Option<(Held, ClientError)> {
+        // Out of `held`, its heartbeat stopped, before boardd hears of it: the
+        // tools work in the teammate's own directory again.
+        let held = self.held.take()?;
+        held.heartbeat.stop();
         let (id, epoch) = (held.id, held.epoch);
-        self.drop_held();
         // Before boardd hears of it: the moment it does, the task may be claimed
         // by someone else, and its commands must not run under two owners.
         self.stop_background().await;
         let given = match note {
-            Some(note) => {
+            Some((note, true)) => {
                 self.session
                     .call(|c| async move { c.release_task_with_note(id, epoch, note).await })
+                    .await
+            }
+            Some((why, false)) => {
+                self.session
+                    .call(|c| async move { c.release_task_aside(id, epoch, why).await })
                     .await
             }
             None => {
@@ -264,9 +302,12 @@ impl Teammate {
                     .await
             }
         };
-        if let Err(e) = given {
-            tracing::warn!(task = id, error = %e, "cannot release the task");
-        }
+        let e = given.err()?;
+        tracing::warn!(task = id, error = %e, "cannot release the task");
+        let kept = e
+            .code()
+            .is_some_and(|c| !matches!(c, ErrorCode::StaleEpoch | ErrorCode::NotFound));
+        kept.then_some((held, e))
     }
 
     /// Gives back a task still held once the work on it has ended, rather than
@@ -283,8 +324,9 @@ impl Teammate {
     }
 
     /// After work that failed: the held task goes back, using up an attempt
-    /// when `attempt` is set, else with `why` as a note; and the lead is told
-    /// `told`, with `idle` for what failed when no task was held.
+    /// when `attempt` is set, else with `why` in its history (the teammate's
+    /// own setup failed: no handoff); and the lead is told `told`, with `idle`
+    /// for what failed when no task was held.
     pub(crate) async fn work_failed(&mut self, why: &str, attempt: bool, told: &str, idle: &str) {
         let what = match self.task_id() {
             Some(id) => format!("released #{id}"),
@@ -293,7 +335,7 @@ impl Teammate {
         if attempt {
             self.release(Some(why)).await;
         } else {
-            self.release_with_note(why).await;
+            self.release_aside(why).await;
         }
         let text = format!("{} {what}: {told}", self.cfg.name);
         self.tell_lead(teamboard_protocol::MessageKind::Error, text)

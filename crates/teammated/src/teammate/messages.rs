@@ -11,12 +11,24 @@
 //! - a `plan_approval_response` settles the plan gate of the claim it belongs to,
 //!   and the model is told the decision and the feedback;
 //! - anything else of those kinds (a stale request, a kind meant for the lead) is
-//!   acknowledged and logged, and the model never sees it.
+//!   acknowledged and logged, and the model never sees it;
+//! - a shutdown request whose request boardd cannot give (it answers, but with
+//!   an error) is read again after pauses, and then left unacknowledged: the
+//!   next read takes it up again. Dropped, it would wait for its deadline.
 
 use super::{AskedToLeave, Exit, Intake, PlanState, Teammate};
 use crate::error::Error;
 use teamboard_protocol::transcript::EntryKind;
-use teamboard_protocol::{LEAD, Message, MessageKind, RequestId, RequestKind, TeamRequest};
+use teamboard_protocol::{
+    ClientError, ErrorCode, LEAD, Message, MessageKind, RequestId, RequestKind, TeamRequest,
+};
+
+/// The first pause before a shutdown request that boardd could not give is
+/// read again; each next pause doubles, up to [`REREAD_MAX`]. boardd answered,
+/// so this is no lost connection (the session waits those out); and a message
+/// left unacknowledged comes back at once, which must not be a busy loop.
+const REREAD_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+const REREAD_MAX: std::time::Duration = std::time::Duration::from_secs(8);
 
 /// What the runtime made of a batch of messages.
 #[derive(Debug, Default)]
@@ -91,7 +103,17 @@ pub(crate) async fn read_messages(t: &mut Teammate, messages: Vec<Message>) -> R
     for m in messages {
         match m.kind {
             MessageKind::ShutdownRequest => {
-                if let Some(by) = on_shutdown_request(t, &m, &mut read).await? {
+                let req = match shutdown_request_of(t, &m).await {
+                    Ok(req) => req,
+                    // Left unacknowledged, so the next read takes it again;
+                    // acknowledged, the request would wait unanswered for
+                    // its deadline and a forced stop.
+                    Err(e) => {
+                        tracing::warn!(id = m.id, error = %e, "cannot read a shutdown request; it stays in the inbox");
+                        continue;
+                    }
+                };
+                if let Some(by) = on_shutdown_request(t, req, &mut read).await? {
                     // Only the request is taken: the rest stays for the next
                     // teammate of this name.
                     read.texts.clear();
@@ -136,18 +158,38 @@ pub(crate) fn is_protocol(kind: MessageKind) -> bool {
     )
 }
 
-/// The request a protocol message names, if it names one boardd knows.
-async fn request_of(t: &Teammate, m: &Message) -> Option<TeamRequest> {
-    let id: RequestId = m.request_id.as_deref()?.parse().ok()?;
+/// The request a protocol message names, if it names one boardd knows; `Err`
+/// when boardd could not say.
+async fn request_of(t: &Teammate, m: &Message) -> Result<Option<TeamRequest>, ClientError> {
+    let Some(id) = m.request_id.as_deref().and_then(|r| r.parse().ok()) else {
+        return Ok(None);
+    };
     match t
         .session
         .call(|c| async move { c.get_request(id).await })
         .await
     {
-        Ok(r) => Some(r),
-        Err(e) => {
-            tracing::warn!(request = id, error = %e, "cannot read the request of a message");
-            None
+        Ok(r) => Ok(Some(r)),
+        Err(e) if e.code() == Some(ErrorCode::NotFound) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// [`request_of`] for a shutdown request, read again after pauses while
+/// boardd cannot give it.
+async fn shutdown_request_of(
+    t: &Teammate,
+    m: &Message,
+) -> Result<Option<TeamRequest>, ClientError> {
+    let mut pause = REREAD_AFTER;
+    loop {
+        match request_of(t, m).await {
+            Err(e) if pause <= REREAD_MAX => {
+                tracing::warn!(id = m.id, error = %e, "cannot read a shutdown request; trying again");
+                tokio::time::sleep(pause).await;
+                pause *= 2;
+            }
+            read => return read,
         }
     }
 }
@@ -155,10 +197,10 @@ async fn request_of(t: &Teammate, m: &Message) -> Option<TeamRequest> {
 /// `Some(who asked)` when the teammate approved and is to leave now.
 async fn on_shutdown_request(
     t: &mut Teammate,
-    m: &Message,
+    req: Option<TeamRequest>,
     read: &mut Read,
 ) -> Result<Option<String>, Error> {
-    let Some(req) = request_of(t, m).await else {
+    let Some(req) = req else {
         return Ok(None);
     };
     if req.kind != RequestKind::Shutdown || req.to != t.cfg.name || !req.is_pending() {
@@ -209,8 +251,11 @@ async fn on_shutdown_request(
 }
 
 async fn on_plan_decision(t: &mut Teammate, m: &Message, read: &mut Read) {
-    if let Some(req) = request_of(t, m).await {
-        plan_decided(t, req, read);
+    match request_of(t, m).await {
+        Ok(Some(req)) => plan_decided(t, req, read),
+        Ok(None) => {}
+        // The plan's wait reads the request again at its next renewal.
+        Err(e) => tracing::warn!(id = m.id, error = %e, "cannot read the request of a message"),
     }
 }
 

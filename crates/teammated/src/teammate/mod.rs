@@ -24,6 +24,8 @@ mod idle;
 mod member;
 mod messages;
 mod plan;
+#[cfg(test)]
+mod tests;
 mod tree;
 
 pub(crate) use end::Outcome;

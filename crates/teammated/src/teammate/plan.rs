@@ -216,7 +216,7 @@ impl Teammate {
                     self.asked_to_leave = None;
                     ToolOutput::ok("rejected; the lead is told why. Go on with your task.")
                 }
-                Err(e) => self.answer_refused(e),
+                Err(e) => self.answer_refused(id, e).await,
             };
         }
         if let Some(held) = &self.held {
@@ -227,7 +227,14 @@ impl Teammate {
                     held.id
                 ));
             }
-            self.release_with_note(&note).await;
+            // Refused, the task is still held, so boardd would refuse the
+            // approval too: the request waits for another answer.
+            if let Err(e) = self.try_release_with_note(&note).await {
+                return ToolOutput::error(format!(
+                    "boardd refused to take the task back ({e}); you still hold it, and \
+                     shutdown request r{id} still waits for your answer"
+                ));
+            }
         }
         match self.answer_shutdown(id, true, None).await {
             Ok(()) => {
@@ -235,7 +242,7 @@ impl Teammate {
                 self.leave(asked.from);
                 ToolOutput::ok("approved; the task is given back and you stop after this round")
             }
-            Err(e) => self.answer_refused(e),
+            Err(e) => self.answer_refused(id, e).await,
         }
     }
 
@@ -273,13 +280,26 @@ impl Teammate {
         Some(self.leave(asked.from))
     }
 
-    /// boardd refused an answer: the request was settled meanwhile (expired,
-    /// withdrawn), so there is nothing left to answer.
-    fn answer_refused(&mut self, e: ClientError) -> ToolOutput {
-        if e.code() == Some(ErrorCode::InvalidState) {
+    /// boardd refused the answer to request `id`. The model may answer again
+    /// while the request is pending (a refusal may be about the answer: a task
+    /// still held); once boardd says it is settled (expired, withdrawn), there
+    /// is nothing left to answer.
+    async fn answer_refused(&mut self, id: RequestId, e: ClientError) -> ToolOutput {
+        let read = self
+            .session
+            .call(|c| async move { c.get_request(id).await })
+            .await;
+        let settled = match read {
+            Ok(req) => !req.is_pending(),
+            Err(e) => e.code() == Some(ErrorCode::NotFound),
+        };
+        if settled {
             self.asked_to_leave = None;
+            return ToolOutput::error(format!("boardd refused the answer: {e}"));
         }
-        ToolOutput::error(format!("boardd refused the answer: {e}"))
+        ToolOutput::error(format!(
+            "boardd refused the answer: {e}. Request r{id} still waits for your answer."
+        ))
     }
 
     /// Answers shutdown request `id`.

@@ -66,9 +66,17 @@ async fn an_agent_that_dies_while_it_starts_gives_the_task_back_with_its_stderr(
             e.kind == EventKind::TaskReleased && e.task == Some(t.id)
         })
         .await;
-    // The reason goes with the task, as a note for its next owner.
+    // The reason goes into the task's history; it says nothing of how far
+    // the task got, so it is no note for the next owner.
     let task = board.task(t.id).await;
-    let error = task.handoff.clone().unwrap_or_default();
+    assert_eq!(task.handoff, None, "{task:#?}");
+    let history = board.lead.get_task(t.id).await.expect("get_task").history;
+    let released = history
+        .iter()
+        .rev()
+        .find(|e| e.kind == EventKind::TaskReleased)
+        .expect("a release in the history");
+    let error = &released.detail;
     assert!(
         error.contains("could not start")
             && error.contains("exit code 4")
