@@ -262,8 +262,13 @@ async fn run_async(args: &BoardSoakArgs) -> anyhow::Result<()> {
     for d in &mut ended {
         inbox::drain(d).await?;
     }
+    let before_shutdown = marker.processes().len();
     let did_not_shut_down = finish::shut_down(&mut lead_conn, &mut mates).await?;
     let (events, tasks) = finish::read_back(&mut lead_conn).await?;
+    // For the post-mortem of a failed run: boardd's side, as the checker read it.
+    let events_file = dir.join("events.json");
+    std::fs::write(&events_file, serde_json::to_vec(&events)?)
+        .with_context(|| format!("cannot write {}", events_file.display()))?;
     drop(lead_conn);
     drop(ended);
     let left = finish::stop(&mut boardd, &marker).await?;
@@ -301,6 +306,7 @@ async fn run_async(args: &BoardSoakArgs) -> anyhow::Result<()> {
         }),
         teammate_crashes: mates.iter_mut().flat_map(|m| m.crashes.drain(..)).collect(),
         did_not_shut_down,
+        processes_before_shutdown: before_shutdown,
         figures,
         run_dir: (!passed || args.keep).then(|| run.keep().display().to_string()),
     };

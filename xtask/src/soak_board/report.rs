@@ -32,6 +32,9 @@ pub struct Report {
     pub teammate_crashes: Vec<String>,
     /// Teammates that had not exited when their shutdown's time ran out.
     pub did_not_shut_down: Vec<String>,
+    /// The run's processes (boardd, teammates, their commands) just before
+    /// the shutdown: what the last figure looks at afterwards.
+    pub processes_before_shutdown: usize,
     pub figures: Figures,
     pub run_dir: Option<String>,
 }
@@ -69,6 +72,10 @@ impl Report {
             .map(|(k, v)| format!("{k} {v}"))
             .collect();
         println!("  tasks at the end: {}", tasks.join(", "));
+        println!(
+            "  processes of the run before the shutdown: {}",
+            self.processes_before_shutdown
+        );
         for c in &self.teammate_crashes {
             println!("  note: {c}");
         }

@@ -45,7 +45,7 @@ pub fn new_task(rng: &mut Rng, n: usize, for_teammate: bool, recent: &[TaskId]) 
 fn script(rng: &mut Rng, n: usize) -> String {
     let mut s = format!("Soak task {n}.\n");
     if rng.u32(0..4) == 0 {
-        s.push_str("\n```sh\nsleep 60 >/dev/null 2>&1 &\n```\n");
+        s.push_str("\n```sh\nsleep 600 >/dev/null 2>&1 &\n```\n");
     }
     for _ in 0..rng.usize(1..=2) {
         let ms = rng.u64(100..900);
