@@ -10,7 +10,7 @@ use anyhow::Context;
 use std::time::{Duration, Instant};
 use teamboard_process::Boardd;
 use teamboard_protocol::request::{EventsArgs, ShutdownArgs};
-use teamboard_protocol::{Event, Task};
+use teamboard_protocol::{ErrorCode, Event, Task};
 
 /// How long a teammate has to answer its shutdown before boardd stops it.
 const SHUTDOWN_MS: u64 = 5_000;
@@ -26,19 +26,10 @@ const PAGE: u64 = 10_000;
 /// Asks each teammate to shut down and waits until their processes exit.
 /// Answers the teammates still running when the time ran out.
 pub async fn shut_down(lead: &mut Conn, mates: &mut [Teammate]) -> anyhow::Result<Vec<String>> {
-    for m in mates.iter() {
-        let args = ShutdownArgs {
-            to: m.name.clone(),
-            reason: Some("the soak is over".into()),
-            timeout_ms: Some(SHUTDOWN_MS),
-            force: false,
-        };
-        let c = lead.client().await?;
-        c.request_shutdown(args)
-            .await
-            .with_context(|| format!("request_shutdown of {}", m.name))?;
-    }
     let t = Instant::now();
+    for m in mates.iter() {
+        ask(lead, &m.name, t).await?;
+    }
     while t.elapsed() < GONE_WITHIN && !mates.iter_mut().all(Teammate::exited) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -50,6 +41,30 @@ pub async fn shut_down(lead: &mut Conn, mates: &mut [Teammate]) -> anyhow::Resul
         }
     }
     Ok(stayed)
+}
+
+/// Asks `name` to shut down. A teammate that boardd's last restart (or a
+/// freeze) left reconnecting is not connected yet: asked again until it is.
+async fn ask(lead: &mut Conn, name: &str, since: Instant) -> anyhow::Result<()> {
+    loop {
+        let args = ShutdownArgs {
+            to: name.to_string(),
+            reason: Some("the soak is over".into()),
+            timeout_ms: Some(SHUTDOWN_MS),
+            force: false,
+        };
+        let c = lead.client().await?;
+        match c.request_shutdown(args).await {
+            Ok(_) => return Ok(()),
+            Err(e)
+                if e.code() == Some(ErrorCode::NotConnected) && since.elapsed() < GONE_WITHIN =>
+            {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) if e.code().is_none() => lead.drop_connection(),
+            Err(e) => return Err(e).with_context(|| format!("request_shutdown of {name}")),
+        }
+    }
 }
 
 /// The team's whole history, oldest first, and its tasks.

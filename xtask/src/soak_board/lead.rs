@@ -9,9 +9,11 @@ use super::tasks;
 use teamboard_protocol::request::{ListRequestsArgs, ShutdownArgs};
 use teamboard_protocol::{MessageKind, RequestKind, RequestState, TaskId, TaskStatus};
 
-/// Pending tasks beyond which the lead adds no more: the board stays busy
-/// without growing through the run.
-const MAX_PENDING: usize = 24;
+/// Ready tasks beyond which the lead adds no more: the board stays busy
+/// without growing through the run. Ready ones, not pending ones: tasks
+/// blocked by a failed or cancelled task stay pending for good, and counting
+/// them would starve the team.
+const MAX_READY: usize = 16;
 /// How far back the lead looks for blockers and cancels.
 const RECENT: usize = 20;
 
@@ -21,7 +23,7 @@ pub struct Lead {
     drivers: Vec<String>,
     teammates: Vec<String>,
     added: Vec<TaskId>,
-    pending: usize,
+    ready: usize,
     steps: u64,
 }
 
@@ -32,7 +34,7 @@ impl Lead {
             drivers,
             teammates,
             added: Vec::new(),
-            pending: 0,
+            ready: 0,
             steps: 0,
         }
     }
@@ -40,7 +42,7 @@ impl Lead {
     pub async fn run(mut self) -> anyhow::Result<Driver> {
         while !self.d.stopping() {
             if self.steps.is_multiple_of(10) {
-                self.count_pending().await?;
+                self.count_ready().await?;
             }
             self.steps += 1;
             match self.d.rng.u32(0..100) {
@@ -57,11 +59,11 @@ impl Lead {
         Ok(self.d)
     }
 
-    async fn count_pending(&mut self) -> anyhow::Result<()> {
+    async fn count_ready(&mut self) -> anyhow::Result<()> {
         let c = self.d.conn.client().await?;
         let r = c.list_tasks(Some(TaskStatus::Pending)).await;
         if let Outcome::Acked(t) = self.d.outcome(r) {
-            self.pending = t.len();
+            self.ready = t.iter().filter(|t| t.ready).count();
         }
         Ok(())
     }
@@ -71,7 +73,7 @@ impl Lead {
     }
 
     async fn add_task(&mut self) -> anyhow::Result<()> {
-        if self.pending >= MAX_PENDING {
+        if self.ready >= MAX_READY {
             return Ok(());
         }
         let for_teammate = !self.teammates.is_empty() && self.d.rng.bool();
@@ -86,7 +88,7 @@ impl Lead {
                 blocked_by: t.blocked_by.clone(),
             })?;
             self.added.push(t.id);
-            self.pending += 1;
+            self.ready += 1;
         }
         Ok(())
     }

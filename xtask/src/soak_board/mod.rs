@@ -164,6 +164,37 @@ async fn run_async(args: &BoardSoakArgs) -> anyhow::Result<()> {
         args.dir.as_deref(),
         out_dir.clone(),
     )?;
+    let soaked = soak(args, &bins, seed, &run).await;
+    let passed = soaked.as_ref().is_ok_and(|r| r.passed);
+    let kept = (!passed || args.keep).then(|| run.keep().display().to_string());
+    if let (Err(_), Some(d)) = (&soaked, &kept) {
+        println!("the run's directory is kept: {d}");
+    }
+    let mut report = soaked?;
+    report.seconds = started.elapsed().as_secs_f64();
+    report.run_dir = kept;
+    report.print();
+    write_json(&out_dir.join("report.json"), "report", &report)?;
+    if let Some(d) = &report.run_dir {
+        println!("the run's directory is kept: {d}");
+    }
+    if !passed {
+        bail!("the soak found problems; seed {seed}");
+    }
+    if report.faults.boardd_kills < args.cycles {
+        bail!("the cycles stopped early");
+    }
+    Ok(())
+}
+
+/// The run, up to its report. An error leaves the run's directory to the
+/// caller, which keeps it.
+async fn soak(
+    args: &BoardSoakArgs,
+    bins: &Bins,
+    seed: u64,
+    run: &Scratch,
+) -> anyhow::Result<report::Report> {
     let dir = run.path().to_path_buf();
     std::fs::create_dir_all(dir.join("logs"))?;
     let host = Host::now();
@@ -280,9 +311,8 @@ async fn run_async(args: &BoardSoakArgs) -> anyhow::Result<()> {
         tasks: &tasks,
         left: &left,
     });
-    let passed = figures.zero();
     let report = report::Report {
-        passed,
+        passed: figures.zero(),
         seed,
         cycles: args.cycles,
         teammates: args.teammates,
@@ -292,7 +322,7 @@ async fn run_async(args: &BoardSoakArgs) -> anyhow::Result<()> {
         cpus: host.cpus,
         load_average_before: host.load_average,
         load_average_after: harness::load_average(),
-        seconds: started.elapsed().as_secs_f64(),
+        seconds: 0.0,
         faults: done,
         acks: by_op(&lines),
         stale_tries_refused: lines
@@ -308,20 +338,9 @@ async fn run_async(args: &BoardSoakArgs) -> anyhow::Result<()> {
         did_not_shut_down,
         processes_before_shutdown: before_shutdown,
         figures,
-        run_dir: (!passed || args.keep).then(|| run.keep().display().to_string()),
+        run_dir: None,
     };
-    report.print();
-    write_json(&out_dir.join("report.json"), "report", &report)?;
-    if let Some(d) = &report.run_dir {
-        println!("the run's directory is kept: {d}");
-    }
-    if !passed {
-        bail!("the soak found problems; seed {seed}");
-    }
-    if report.faults.boardd_kills < args.cycles {
-        bail!("the cycles stopped early");
-    }
-    Ok(())
+    Ok(report)
 }
 
 /// Lines of the log by op.
