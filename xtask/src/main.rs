@@ -1,7 +1,7 @@
 //! Project chores that need more than a plain `cargo` command: `cargo xtask demo`,
 //! `cargo xtask install`, `cargo xtask install-agents`, `cargo xtask bench` (with
 //! `bench-teammates`, `bench-cancel`, `bench-plan`, `bench-runtimes`,
-//! `bench-liveness`, `bench-spend` and `bench-web`), `cargo xtask soak-git` and
+//! `bench-liveness`, `bench-spend` and `bench-web`), `cargo xtask soak-git`, `cargo xtask soak` and
 //! `cargo xtask module-cycles`. This file only parses flags; each command
 //! lives in its own module.
 
@@ -18,6 +18,7 @@ mod demo;
 mod install;
 mod install_agents;
 mod soak;
+mod soak_board;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -102,6 +103,15 @@ enum Command {
     /// The soak itself, run from a release build.
     #[command(hide = true)]
     SoakGitRun(soak::SoakArgs),
+    /// Soak the whole board: boardd killed with SIGKILL a thousand times under
+    /// teammates and clients, then check that no acknowledged change was lost,
+    /// no task had two owners, no stale epoch was accepted, no message came too
+    /// often and no process was left behind.
+    #[command(long_about = soak_board::LONG_ABOUT)]
+    Soak(soak_board::BoardSoakArgs),
+    /// The whole-board soak itself, run from the build `soak` made.
+    #[command(hide = true)]
+    SoakRun(soak_board::BoardSoakArgs),
     /// One soak teammate, started by `soak-git-run`.
     #[command(hide = true)]
     SoakGitWorker(soak::worker::WorkerArgs),
@@ -158,6 +168,8 @@ fn main() -> anyhow::Result<()> {
         Command::BenchRuntimesRun(args) => bench::runtimes::run(&args),
         Command::SoakGit(args) => soak::build_and_run(&args),
         Command::SoakGitRun(args) => soak::run(&args),
+        Command::Soak(args) => soak_board::build_and_run(&args),
+        Command::SoakRun(args) => soak_board::run(&args),
         Command::SoakGitWorker(args) => soak::worker::run(&args),
         Command::BenchClient {
             socket,

@@ -15,7 +15,7 @@ mod manifest;
 mod plan;
 mod procs;
 mod report;
-mod rng;
+pub mod rng;
 mod setup;
 mod verify;
 pub mod worker;
