@@ -3,6 +3,7 @@
 use crate::probe::bwrap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use teamboard_protocol::{Sandbox, SandboxMode};
 
 /// Where a command runs and what it may touch.
@@ -12,6 +13,8 @@ pub struct Jail {
     workdir: PathBuf,
     /// Bound at `/tmp`; `None`: an empty tmpfs there.
     tmp: Option<PathBuf>,
+    /// The private `/tmp` this jail made, removed with its last clone.
+    _owned_tmp: Option<Arc<tempfile::TempDir>>,
     hidden: Vec<PathBuf>,
     /// Bound back read-only although under a hidden directory.
     readable: Vec<PathBuf>,
@@ -29,9 +32,19 @@ impl Jail {
             readable: git_dirs(&workdir),
             workdir,
             tmp: None,
+            _owned_tmp: None,
             hidden: Vec::new(),
             writable: Vec::new(),
         }
+    }
+
+    /// No sandbox: commands run as they are, in `workdir`.
+    pub fn off(workdir: impl Into<PathBuf>) -> Jail {
+        let off = Sandbox {
+            mode: SandboxMode::Off,
+            network: true,
+        };
+        Jail::new(off, workdir)
     }
 
     pub fn policy(&self) -> Sandbox {
@@ -56,6 +69,28 @@ impl Jail {
     pub fn tmp(mut self, dir: impl Into<PathBuf>) -> Jail {
         self.tmp = Some(dir.into());
         self
+    }
+
+    /// A private `/tmp` of its own: a fresh directory in the system's, shared
+    /// by the jail's clones and removed with the last of them. Under `off`
+    /// nothing is made.
+    pub fn private_tmp(self) -> std::io::Result<Jail> {
+        if self.policy.mode == SandboxMode::Off {
+            return Ok(self);
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("teamboard-tmp-")
+            .tempdir()?;
+        Ok(Jail {
+            tmp: Some(dir.path().to_path_buf()),
+            _owned_tmp: Some(Arc::new(dir)),
+            ..self
+        })
+    }
+
+    /// Whether commands run unconfined.
+    pub fn is_off(&self) -> bool {
+        self.policy.mode == SandboxMode::Off
     }
 
     /// Hides `paths`: a directory becomes an empty tmpfs, a file `/dev/null`.
@@ -85,7 +120,7 @@ impl Jail {
         args: impl IntoIterator<Item = OsString>,
     ) -> (OsString, Vec<OsString>) {
         let program = program.into();
-        if self.policy.mode == SandboxMode::Off {
+        if self.is_off() {
             return (program, args.into_iter().collect());
         }
         let mut all = self.bwrap_args();
@@ -147,12 +182,16 @@ impl Jail {
         let mut dirs = Vec::new();
         let mut files = Vec::new();
         for path in &self.hidden {
+            // Mounts follow symlinks; comparing paths needs the real ones.
+            let Ok(path) = path.canonicalize() else {
+                continue;
+            };
             if path.parent().is_none() {
                 continue;
             }
-            match std::fs::metadata(path) {
-                Ok(m) if m.is_dir() => dirs.push(path.clone()),
-                Ok(_) => files.push(path.clone()),
+            match std::fs::metadata(&path) {
+                Ok(m) if m.is_dir() => dirs.push(path),
+                Ok(_) => files.push(path),
                 Err(_) => {}
             }
         }
@@ -175,7 +214,7 @@ impl Jail {
             .map(|p| ("--ro-bind", p.clone()))
             .chain([(workdir, self.workdir.clone())])
             .chain(self.writable.iter().map(|p| ("--bind", p.clone())))
-            .filter(|(_, p)| p.exists())
+            .filter_map(|(flag, p)| Some((flag, p.canonicalize().ok()?)))
             .collect();
         binds.sort_by_key(|(_, p)| p.components().count());
         binds

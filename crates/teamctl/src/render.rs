@@ -423,6 +423,9 @@ pub fn member_lines(
         if m.require_plan {
             line.push_str("  plans need approval");
         }
+        if let Some(sandbox) = m.sandbox {
+            line.push_str(&format!("  {sandbox}"));
+        }
         let shutdown = requests
             .iter()
             .find(|r| r.kind == RequestKind::Shutdown && r.is_pending() && r.to == m.name);
