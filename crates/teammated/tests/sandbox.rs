@@ -285,3 +285,28 @@ async fn without_bubblewrap_the_spawn_refuses_with_the_package_unless_the_sandbo
     assert!(!members.iter().any(|m| m.name == "carol"), "{members:?}");
     board.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_teammates_sandboxed_commands_die_with_it_even_those_that_left_its_group() {
+    let mut board = Board::start(TEAMMATED).await;
+    let alice = board.spawn("alice", "dev", &[]);
+    board.wait_idle("alice").await;
+    let marker = format!("tb-sandboxed-{}", std::process::id());
+    let block = format!(
+        "sh -c 'sleep 60; :' {marker}-child > /dev/null 2>&1 &\n\
+         setsid sh -c 'sleep 60; :' {marker}-escaped > /dev/null 2>&1 &\n\
+         sleep 60"
+    );
+    let t = add(&board, "dev", &block, &[]).await;
+    board.wait_claimed(t.id).await;
+    alice.wait_for_process(&format!("{marker}-escaped")).await;
+    alice.wait_for_process(&format!("{marker}-child")).await;
+    alice.kill9();
+    teamboard_testkit::eventually(
+        "the sandboxed commands to die",
+        std::time::Duration::from_secs(2),
+        || async { teamboard_testkit::with_marker(&marker).is_empty().then_some(()) },
+    )
+    .await;
+    board.stop().await;
+}

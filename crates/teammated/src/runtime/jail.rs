@@ -13,7 +13,7 @@ use teamboard_sandbox::Jail;
 const HOMES: [(&str, &str); 3] = [
     ("CLAUDE_CONFIG_DIR", ".claude"),
     ("CODEX_HOME", ".codex"),
-    ("GEMINI_DIR", ".gemini"),
+    ("GEMINI_CLI_HOME", ".gemini"),
 ];
 
 /// Files in `$HOME` the agents write beside their homes: Claude Code's state.
