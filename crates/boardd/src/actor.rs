@@ -95,8 +95,7 @@ pub struct Actor {
 
 impl Actor {
     pub fn new(board: Board, writer: Writer, mode: CommitMode, info: DaemonInfo) -> Actor {
-        let private =
-            teamboard_sandbox::private_paths([info.state_dir.as_path()], &info.socket);
+        let private = teamboard_sandbox::private_paths([info.state_dir.as_path()], &info.socket);
         let (repos, repo_done) = Repos::new(private);
         let (procs, exited) = Procs::new();
         Actor {

@@ -256,12 +256,7 @@ impl Args {
         self.0.push(value.as_ref().to_owned());
     }
 
-    fn pair(
-        &mut self,
-        flag: &str,
-        a: impl AsRef<std::ffi::OsStr>,
-        b: impl AsRef<std::ffi::OsStr>,
-    ) {
+    fn pair(&mut self, flag: &str, a: impl AsRef<std::ffi::OsStr>, b: impl AsRef<std::ffi::OsStr>) {
         self.0.push(flag.into());
         self.0.push(a.as_ref().to_owned());
         self.0.push(b.as_ref().to_owned());
@@ -303,7 +298,12 @@ mod tests {
         std::fs::write(root.join("keys.env"), "").unwrap();
         let jail = Jail::new(policy(SandboxMode::WorkspaceWrite, false), &tree)
             .tmp(dir.path())
-            .hide([state.clone(), inner.clone(), root.join("keys.env"), "/nope".into()]);
+            .hide([
+                state.clone(),
+                inner.clone(),
+                root.join("keys.env"),
+                "/nope".into(),
+            ]);
         let args = text(&jail.bwrap_args());
         let s = |p: &Path| p.display().to_string();
         let expected = format!(
@@ -323,11 +323,14 @@ mod tests {
     #[test]
     fn read_only_binds_the_workdir_read_only_and_keeps_homes_writable() {
         let home = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let jail = Jail::new(policy(SandboxMode::ReadOnly, true), "/")
-            .writable([home.to_path_buf()]);
+        let jail =
+            Jail::new(policy(SandboxMode::ReadOnly, true), "/").writable([home.to_path_buf()]);
         let args = text(&jail.bwrap_args());
         assert!(args.contains("--ro-bind / / "), "{args}");
-        assert!(args.contains(&format!("--bind {0} {0}", home.display())), "{args}");
+        assert!(
+            args.contains(&format!("--bind {0} {0}", home.display())),
+            "{args}"
+        );
         assert!(!args.contains("--unshare-net"), "{args}");
         assert!(args.contains("--tmpfs /tmp"), "{args}");
     }
@@ -344,7 +347,10 @@ mod tests {
         std::fs::write(tree.join(".git"), format!("gitdir: {}\n", admin.display())).unwrap();
         assert_eq!(
             git_dirs(&tree),
-            [common.canonicalize().unwrap(), admin.canonicalize().unwrap()]
+            [
+                common.canonicalize().unwrap(),
+                admin.canonicalize().unwrap()
+            ]
         );
         assert!(git_dirs(dir.path()).is_empty());
     }
@@ -374,7 +380,10 @@ mod tests {
             pid = std::process::id(),
         );
         let (program, args) = jail.wrap("sh", ["-c".into(), script.into()]);
-        let out = std::process::Command::new(program).args(args).output().unwrap();
+        let out = std::process::Command::new(program)
+            .args(args)
+            .output()
+            .unwrap();
         assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n", "{out:?}");
         assert_eq!(std::fs::read_to_string(work.join("out")).unwrap(), "w\n");
         assert_eq!(std::fs::read_to_string(tmp.join("t")).unwrap(), "t\n");

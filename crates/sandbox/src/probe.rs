@@ -43,7 +43,12 @@ fn run() -> Result<(), Missing> {
     };
     let out = Command::new(&program)
         .args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"])
-        .args(["--unshare-pid", "--unshare-net", "--die-with-parent", "true"])
+        .args([
+            "--unshare-pid",
+            "--unshare-net",
+            "--die-with-parent",
+            "true",
+        ])
         .stdin(Stdio::null())
         .output()
         .map_err(|e| missing(format!("cannot start: {e}")))?;

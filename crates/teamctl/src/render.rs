@@ -807,6 +807,7 @@ mod tests {
             require_plan: true,
             runtime: None,
             model: None,
+            sandbox: None,
             tokens_estimated: false,
             liveness: None,
         };
@@ -846,6 +847,7 @@ mod tests {
             require_plan: false,
             runtime: None,
             model: None,
+            sandbox: None,
             tokens_estimated: false,
             liveness: Some(Liveness {
                 state: LiveState::Working,
@@ -902,6 +904,7 @@ mod tests {
             require_plan: false,
             runtime: None,
             model: None,
+            sandbox: None,
             tokens_estimated: false,
             liveness: None,
         };
@@ -918,6 +921,7 @@ mod tests {
                 output: 200,
                 ..TokenUsage::default()
             },
+            sandbox: None,
             tokens_estimated: true,
             ..native.clone()
         };
@@ -989,6 +993,7 @@ mod tests {
             require_plan: false,
             runtime: None,
             model: None,
+            sandbox: None,
             tokens_estimated: false,
             liveness: Some(Liveness {
                 state: LiveState::Working,

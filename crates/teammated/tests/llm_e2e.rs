@@ -357,7 +357,14 @@ async fn messages_that_arrive_during_work_reach_the_model_between_rounds() {
     let alice = board.spawn_with_env(
         "alice",
         "dev",
-        &["--sandbox", "off", "--provider", "anthropic", "--base-url", &url],
+        &[
+            "--sandbox",
+            "off",
+            "--provider",
+            "anthropic",
+            "--base-url",
+            &url,
+        ],
         &[("ANTHROPIC_API_KEY", "k")],
     );
     board.wait_idle("alice").await;
@@ -1040,7 +1047,14 @@ async fn a_task_given_back_after_a_refused_model_leaves_no_background_job() {
     let mut alice = board.spawn(
         "alice",
         "dev",
-        &["--sandbox", "off", "--provider", "openai", "--base-url", &url],
+        &[
+            "--sandbox",
+            "off",
+            "--provider",
+            "openai",
+            "--base-url",
+            &url,
+        ],
     );
     board.wait_idle("alice").await;
     let t = board.add("start a server", "Start it.", &[]).await;
@@ -1087,7 +1101,14 @@ async fn a_task_claimed_by_the_model_comes_in_the_tool_result() {
     let alice = board.spawn_with_env(
         "alice",
         "dev",
-        &["--sandbox", "off", "--provider", "anthropic", "--base-url", &url],
+        &[
+            "--sandbox",
+            "off",
+            "--provider",
+            "anthropic",
+            "--base-url",
+            &url,
+        ],
         &[("ANTHROPIC_API_KEY", "k")],
     );
     board.wait_idle("alice").await;

@@ -27,7 +27,13 @@ async fn add(board: &Board, role: &str, block: &str, checks: &[&str]) -> Task {
     board
         .lead
         .add_task(NewTask {
-            subject: block.lines().next().unwrap_or_default().chars().take(60).collect(),
+            subject: block
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .chars()
+                .take(60)
+                .collect(),
             description: format!("Run this.\n```sh\n{block}\n```\n"),
             role: Some(role.into()),
             checks: checks.iter().map(|c| c.to_string()).collect(),
@@ -84,16 +90,13 @@ async fn every_way_out_of_the_sandbox_fails_its_task_and_leaves_the_board_as_it_
     )
     .await;
     board.wait_claimed(held.id).await;
-    let bob_tree = teamboard_testkit::eventually(
-        "bob's worktree",
-        teamboard_testkit::PATIENCE,
-        || async {
+    let bob_tree =
+        teamboard_testkit::eventually("bob's worktree", teamboard_testkit::PATIENCE, || async {
             let t = board.task(held.id).await;
             let path = PathBuf::from(t.worktree?.path);
             path.is_dir().then_some(path)
-        },
-    )
-    .await;
+        })
+        .await;
 
     let alice = board.spawn_with_env("alice", "dev", &[], &env);
     board.wait_idle("alice").await;
@@ -244,7 +247,10 @@ async fn the_roster_shows_each_sandbox_and_says_off_plainly() {
         lines[1].ends_with("  sandbox OFF: commands run with your full rights"),
         "{lines:?}"
     );
-    assert!(lines[2].ends_with("  sandbox read-only, no network"), "{lines:?}");
+    assert!(
+        lines[2].ends_with("  sandbox read-only, no network"),
+        "{lines:?}"
+    );
     let text = json.to_string();
     assert!(
         text.contains(r#""sandbox":{"mode":"read-only","network":false}"#),
@@ -305,7 +311,11 @@ async fn a_killed_teammates_sandboxed_commands_die_with_it_even_those_that_left_
     teamboard_testkit::eventually(
         "the sandboxed commands to die",
         std::time::Duration::from_secs(2),
-        || async { teamboard_testkit::with_marker(&marker).is_empty().then_some(()) },
+        || async {
+            teamboard_testkit::with_marker(&marker)
+                .is_empty()
+                .then_some(())
+        },
     )
     .await;
     board.stop().await;

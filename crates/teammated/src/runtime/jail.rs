@@ -78,7 +78,13 @@ mod tests {
             .collect();
         let args = args.join(" ");
         let real = |p: &Path| p.canonicalize().expect("real").display().to_string();
-        assert!(args.contains(&format!("--bind {0} {0}", real(&codex))), "{args}");
-        assert!(args.contains(&format!("--ro-bind {0} {0}", real(&socket))), "{args}");
+        assert!(
+            args.contains(&format!("--bind {0} {0}", real(&codex))),
+            "{args}"
+        );
+        assert!(
+            args.contains(&format!("--ro-bind {0} {0}", real(&socket))),
+            "{args}"
+        );
     }
 }

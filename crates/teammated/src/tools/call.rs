@@ -2,10 +2,10 @@
 //! its arguments, and its output.
 
 use super::guards::Guards;
-use teamboard_sandbox::Jail;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::time::Duration;
+use teamboard_sandbox::Jail;
 
 /// What a tool answered.
 #[derive(Debug, Clone, PartialEq, Eq)]

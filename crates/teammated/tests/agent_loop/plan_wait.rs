@@ -13,8 +13,8 @@ async fn an_agent_waiting_for_its_plans_decision_keeps_its_task() {
         "alice",
         "dev",
         &[
-            super::UNSANDBOXED[0],
-            super::UNSANDBOXED[1],
+            UNSANDBOXED[0],
+            UNSANDBOXED[1],
             "--runtime",
             "acp",
             "--agent-cmd",

@@ -15,8 +15,8 @@ fn spawn_slow_to_stop(board: &Board, name: &str) -> Teammate {
         name,
         "dev",
         &[
-            super::UNSANDBOXED[0],
-            super::UNSANDBOXED[1],
+            UNSANDBOXED[0],
+            UNSANDBOXED[1],
             "--runtime",
             "acp",
             "--agent-cmd",

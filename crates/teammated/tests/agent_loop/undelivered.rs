@@ -18,8 +18,8 @@ async fn a_message_for_an_agent_that_cannot_start_waits_until_one_can() {
         "alice",
         "dev",
         &[
-            super::UNSANDBOXED[0],
-            super::UNSANDBOXED[1],
+            UNSANDBOXED[0],
+            UNSANDBOXED[1],
             "--runtime",
             "acp",
             "--agent-cmd",
