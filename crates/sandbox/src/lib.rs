@@ -48,9 +48,10 @@
 //!   its rules survive into every child. But it is allow-lists of paths: hiding
 //!   `~/.config/teamboard` while reading the rest of `$HOME` means listing every
 //!   other entry of `$HOME` at start, and anything created later is unreadable.
-//!   It cannot cut the network below ABI 4 (TCP only), cannot hide a Unix socket
-//!   from `connect` before ABI 6, and without a PID namespace the command still
-//!   sees (and through `/proc/PID/root`, reads) other processes. It would also
+//!   Its network rules (ABI 4) cover TCP only, connecting to a pathname Unix
+//!   socket such as boardd's lies outside its filesystem rules on the kernels
+//!   teamboard runs on, and signals are scoped only from ABI 6 (Linux 6.12);
+//!   without a PID namespace the command still sees other processes. It would also
 //!   have to run in a forked child before `exec`, where teammated's threads make
 //!   anything but async-signal-safe calls unsafe. Not used: the file tools run in
 //!   teammated itself, already confined to the working directory by

@@ -32,11 +32,11 @@ fn native_only(args: &SpawnArgs) -> Vec<&'static str> {
 
 pub async fn run(ctx: &Ctx, args: SpawnArgs) -> anyhow::Result<()> {
     check_names(ctx, &args)?;
+    let program = agent::check(&args.runtime, &native_only(&args))?;
     // Refused here rather than by the teammate at start, with the same words.
     if args.sandbox != Some(teamboard_protocol::SandboxMode::Off) {
         teamboard_sandbox::probe()?;
     }
-    let program = agent::check(&args.runtime, &native_only(&args))?;
     let workdir = workdir(args.workdir.as_deref())?;
     let settings = settings(ctx, &args, program, &workdir)?;
     if args.systemd {
