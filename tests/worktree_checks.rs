@@ -18,9 +18,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use teamboard_protocol::request::SetRepoArgs;
 use teamboard_protocol::{CheckOutcome, Client, ErrorCode, TaskStatus};
+// Owners register with their sandbox off (`unsandboxed_teammate`): the
+// checks here share pids and files with the test outside the worktree.
 use teamboard_testkit::{
     Daemon, GitRepo, InProc, PATIENCE, Pause, complete_in_background, eventually, group_members,
-    lead, process_group, short_tempdir, task, teammate,
+    lead, process_group, short_tempdir, task, unsandboxed_teammate,
 };
 
 /// The longest an owner may wait for the answer once its check was stopped:
@@ -88,7 +90,7 @@ async fn a_check_past_its_time_limit_times_out_and_refuses_the_completion() {
         .await
         .expect("set_repo");
     let id = lead.add_task(task("slow")).await.expect("add").id;
-    let alice = Arc::new(teammate(&daemon.socket, "alice", "coder").await);
+    let alice = Arc::new(unsandboxed_teammate(&daemon.socket, "alice", "coder").await);
     let epoch = claim_and_write(&alice, id).await;
 
     let asked = Instant::now();
@@ -129,7 +131,7 @@ async fn cancelling_a_task_while_its_check_runs_stops_the_check_and_answers_the_
         .await
         .expect("set_repo");
     let id = lead.add_task(task("slow")).await.expect("add").id;
-    let alice = Arc::new(teammate(&daemon.socket, "alice", "coder").await);
+    let alice = Arc::new(unsandboxed_teammate(&daemon.socket, "alice", "coder").await);
     let epoch = claim_and_write(&alice, id).await;
 
     let waiting = complete_in_background(&alice, id, epoch);
@@ -178,7 +180,7 @@ async fn cancelling_a_task_before_its_checks_start_never_runs_them() {
         .await
         .expect("set_repo");
     let id = lead.add_task(task("slow")).await.expect("add").id;
-    let alice = Arc::new(teammate(&socket, "alice", "coder").await);
+    let alice = Arc::new(unsandboxed_teammate(&socket, "alice", "coder").await);
     let epoch = claim_and_write(&alice, id).await;
 
     let waiting = complete_in_background(&alice, id, epoch);
@@ -235,7 +237,7 @@ async fn a_check_running_when_boardd_is_killed_dies_with_it() {
         .await
         .expect("set_repo");
     let id = lead.add_task(task("slow")).await.expect("add").id;
-    let alice = Arc::new(teammate(&socket, "alice", "coder").await);
+    let alice = Arc::new(unsandboxed_teammate(&socket, "alice", "coder").await);
     let epoch = claim_and_write(&alice, id).await;
 
     let waiting = complete_in_background(&alice, id, epoch);
@@ -245,7 +247,7 @@ async fn a_check_running_when_boardd_is_killed_dies_with_it() {
     no_process_left_in(group).await;
 
     let _daemon = Daemon::start(&socket, &state, &args).await;
-    let alice = teammate(&socket, "alice", "coder").await;
+    let alice = unsandboxed_teammate(&socket, "alice", "coder").await;
     let t = alice.get_task(id).await.expect("get").task;
     assert_eq!(t.status, TaskStatus::InProgress, "alice is back in time");
     assert!(t.landing.is_none(), "the check ended with boardd");

@@ -21,10 +21,12 @@ use std::sync::Arc;
 use teamboard_protocol::request::SetRepoArgs;
 use teamboard_protocol::{Client, EventKind, LandingStage, MergeStyle, Task, TaskStatus};
 use teamboard_testkit::git::manifest;
+// Owners register with their sandbox off (`unsandboxed_teammate`): the
+// checks here share pids and files with the test outside the worktree.
 use teamboard_testkit::{
     Daemon, GitRepo, PATIENCE, Pause, WorktreeTeammate, add_held_task, alive, claim_and_write,
-    complete_in_background, connect, eventually, kill9, lead, pause_main_update, short_tempdir,
-    stage_is, task, teammate,
+    complete_in_background, connect, eventually, kill9, lead, pause_main_update,
+    register_unsandboxed, short_tempdir, stage_is, task, unsandboxed_teammate,
 };
 
 async fn boardd(dir: &Path) -> Daemon {
@@ -85,7 +87,7 @@ async fn a_teammate_killed_with_uncommitted_work_leaves_it_to_the_next_owner() {
     assert!(reserved.base.is_some());
     assert_eq!(manifest(&doomed.worktree), before, "nothing was touched");
 
-    let bob = teammate(&daemon.socket, "bob", "coder").await;
+    let bob = unsandboxed_teammate(&daemon.socket, "bob", "coder").await;
     let claim = bob.claim_task(id).await.expect("claim");
     assert!(claim.epoch > doomed.epoch);
     assert_eq!(
@@ -159,7 +161,7 @@ async fn killed_while_git_moves_the_target(style: MergeStyle) {
     .await
     .expect("set_repo");
     let id = lead.add_task(task("config")).await.expect("add").id;
-    let alice = Arc::new(teammate(&daemon.socket, "alice", "coder").await);
+    let alice = Arc::new(unsandboxed_teammate(&daemon.socket, "alice", "coder").await);
     let (epoch, _) = claim_and_write(&alice, id, &[("config.toml", "port = 1\n")]).await;
     let old = repo.head("main");
 
@@ -226,7 +228,9 @@ async fn killed_while_git_moves_the_target(style: MergeStyle) {
 
     // The owner, back after the restart, finds its task completed.
     let alice = connect(&_daemon.socket, "alice").await;
-    alice.register("coder", None).await.expect("register");
+    register_unsandboxed(&alice, "coder")
+        .await
+        .expect("register");
     let seen = alice.get_task(id).await.expect("get");
     assert_eq!(seen.task.status, TaskStatus::Completed);
     assert_eq!(seen.task.owner.as_deref(), Some("alice"));
@@ -269,7 +273,7 @@ async fn boardd_and_its_git_killed_holding_the_target_lock_leave_it_at_the_old_h
     let lead = lead(&daemon.socket).await;
     lead.set_repo(repo.repo_args()).await.expect("set_repo");
     let id = lead.add_task(task("config")).await.expect("add").id;
-    let alice = Arc::new(teammate(&daemon.socket, "alice", "coder").await);
+    let alice = Arc::new(unsandboxed_teammate(&daemon.socket, "alice", "coder").await);
     let (epoch, wt) = claim_and_write(&alice, id, &[("config.toml", "port = 1\n")]).await;
     let old = repo.head("main");
 
@@ -318,7 +322,7 @@ async fn boardd_and_its_git_killed_holding_the_target_lock_leave_it_at_the_old_h
 
     // Once a person removes the lock, the next owner lands the work, once.
     std::fs::remove_file(&lock).expect("remove the stale lock");
-    let alice = teammate(&daemon.socket, "alice", "coder").await;
+    let alice = unsandboxed_teammate(&daemon.socket, "alice", "coder").await;
     let claim = alice.claim_task(id).await.expect("claim");
     let opened = alice.open_worktree(id, claim.epoch).await.expect("open");
     assert_eq!(opened.found.commits, 1, "{opened:?}");
@@ -349,8 +353,8 @@ async fn boardd_killed_with_a_task_queued_behind_a_landing_lands_both_in_order()
     lead.set_repo(repo.repo_args()).await.expect("set_repo");
     let (first, check_a) = add_held_task(&lead, dir.path(), "config").await;
     let (second, check_b) = add_held_task(&lead, dir.path(), "docs").await;
-    let alice = Arc::new(teammate(&daemon.socket, "alice", "coder").await);
-    let bob = Arc::new(teammate(&daemon.socket, "bob", "coder").await);
+    let alice = Arc::new(unsandboxed_teammate(&daemon.socket, "alice", "coder").await);
+    let bob = Arc::new(unsandboxed_teammate(&daemon.socket, "bob", "coder").await);
     let (ea, _) = claim_and_write(&alice, first, &[("config.toml", "port = 1\n")]).await;
     let (eb, _) = claim_and_write(&bob, second, &[("docs.md", "# docs\n")]).await;
     let old = repo.head("main");
@@ -426,8 +430,8 @@ async fn boardd_killed_in_the_middle_of_a_queued_rebase_aborts_it_and_lands_afte
     lead.set_repo(repo.repo_args()).await.expect("set_repo");
     let (first, check_a) = add_held_task(&lead, dir.path(), "config").await;
     let (second, check_b) = add_held_task(&lead, dir.path(), "docs").await;
-    let alice = Arc::new(teammate(&daemon.socket, "alice", "coder").await);
-    let bob = Arc::new(teammate(&daemon.socket, "bob", "coder").await);
+    let alice = Arc::new(unsandboxed_teammate(&daemon.socket, "alice", "coder").await);
+    let bob = Arc::new(unsandboxed_teammate(&daemon.socket, "bob", "coder").await);
     let (ea, _) = claim_and_write(&alice, first, &[("config.toml", "port = 1\n")]).await;
     let (eb, wb) = claim_and_write(&bob, second, &[("docs.md", "# docs\n")]).await;
 
@@ -490,8 +494,8 @@ async fn kill_in_a_gate_rebase(dir: &Path, repo: &GitRepo) -> (Daemon, u64, u64,
     lead.set_repo(repo.repo_args()).await.expect("set_repo");
     let first = lead.add_task(task("config")).await.expect("add").id;
     let second = lead.add_task(task("docs")).await.expect("add").id;
-    let alice = Arc::new(teammate(&daemon.socket, "alice", "coder").await);
-    let bob = Arc::new(teammate(&daemon.socket, "bob", "coder").await);
+    let alice = Arc::new(unsandboxed_teammate(&daemon.socket, "alice", "coder").await);
+    let bob = Arc::new(unsandboxed_teammate(&daemon.socket, "bob", "coder").await);
     let (ea, _) = claim_and_write(&alice, first, &[("config.toml", "port = 1\n")]).await;
     let (eb, wb) = claim_and_write(&bob, second, &[("docs.md", "# docs\n")]).await;
     alice
@@ -524,7 +528,7 @@ async fn boardd_killed_in_the_middle_of_a_gate_rebase_lets_the_owner_complete_af
     // Bob comes back within the restart grace and keeps his claim; his first
     // completion ended with boardd, so he completes again.
     let bob = connect(&daemon.socket, "bob").await;
-    bob.register("coder", None).await.expect("register");
+    register_unsandboxed(&bob, "coder").await.expect("register");
     let t = bob.get_task(id).await.expect("get");
     assert_eq!(t.task.status, TaskStatus::InProgress);
     assert!(
@@ -551,9 +555,9 @@ async fn boardd_killed_in_the_middle_of_a_gate_rebase_leaves_the_next_owner_a_cl
     let dir = short_tempdir();
     let repo = GitRepo::new(dir.path());
     let (daemon, id, epoch, wt, landed_first) = kill_in_a_gate_rebase(dir.path(), &repo).await;
-    let bob = teammate(&daemon.socket, "bob", "coder").await;
+    let bob = unsandboxed_teammate(&daemon.socket, "bob", "coder").await;
     bob.release_task(id, epoch, None).await.expect("release");
-    let carol = teammate(&daemon.socket, "carol", "coder").await;
+    let carol = unsandboxed_teammate(&daemon.socket, "carol", "coder").await;
     let claim = carol.claim_task(id).await.expect("claim");
     let opened = carol.open_worktree(id, claim.epoch).await.expect("open");
     assert_eq!(opened.found.in_progress, None, "{opened:?}");
@@ -605,8 +609,8 @@ async fn boardd_killed_alone_in_a_gate_rebase_waits_for_its_git_after_the_restar
     lead.set_repo(repo.repo_args()).await.expect("set_repo");
     let first = lead.add_task(task("config")).await.expect("add").id;
     let second = lead.add_task(task("docs")).await.expect("add").id;
-    let alice = Arc::new(teammate(&daemon.socket, "alice", "coder").await);
-    let bob = Arc::new(teammate(&daemon.socket, "bob", "coder").await);
+    let alice = Arc::new(unsandboxed_teammate(&daemon.socket, "alice", "coder").await);
+    let bob = Arc::new(unsandboxed_teammate(&daemon.socket, "bob", "coder").await);
     let (ea, _) = claim_and_write(&alice, first, &[("config.toml", "port = 1\n")]).await;
     let (eb, wb) = claim_and_write(&bob, second, &[("docs.md", "# docs\n")]).await;
     alice
@@ -621,7 +625,7 @@ async fn boardd_killed_alone_in_a_gate_rebase_waits_for_its_git_after_the_restar
 
     let daemon = restart(dir.path()).await;
     let bob = connect(&daemon.socket, "bob").await;
-    bob.register("coder", None).await.expect("register");
+    register_unsandboxed(&bob, "coder").await.expect("register");
     let mut open = Box::pin(bob.open_worktree(second, eb));
     let early = tokio::time::timeout(std::time::Duration::from_millis(500), &mut open).await;
     assert!(

@@ -18,9 +18,11 @@ use std::sync::Arc;
 use teamboard_protocol::request::NewTask;
 use teamboard_protocol::{ErrorCode, LandingStage, TaskStatus};
 use teamboard_testkit::git::{git, git_command};
+// Owners register with their sandbox off (`unsandboxed_teammate`): the
+// checks here share pids and files with the test outside the worktree.
 use teamboard_testkit::{
     GitRepo, InProc, Pause, add_held_task, claim_and_write, complete_in_background, lead,
-    pause_main_update, short_tempdir, stage_is, task, teammate,
+    pause_main_update, short_tempdir, stage_is, task, unsandboxed_teammate,
 };
 
 fn read(wt: &Path, file: &str) -> String {
@@ -40,7 +42,7 @@ async fn a_worktree_off_its_task_branch_is_refused_and_nothing_moves() {
     let lead = lead(&daemon.socket).await;
     lead.set_repo(repo.repo_args()).await.expect("set_repo");
     let id = lead.add_task(task("config")).await.expect("add").id;
-    let alice = teammate(&daemon.socket, "alice", "coder").await;
+    let alice = unsandboxed_teammate(&daemon.socket, "alice", "coder").await;
     let (epoch, wt) = claim_and_write(&alice, id, &[("config.toml", "port = 1\n")]).await;
     let branch = "teamboard/default/task-1";
     let old = repo.head("main");
@@ -98,7 +100,7 @@ async fn a_commit_made_after_the_gate_does_not_land_unchecked() {
         .await
         .expect("add")
         .id;
-    let alice = teammate(&daemon.socket, "alice", "coder").await;
+    let alice = unsandboxed_teammate(&daemon.socket, "alice", "coder").await;
     let (epoch, _) = claim_and_write(&alice, id, &[("config.toml", "port = 1\n")]).await;
     let old = repo.head("main");
 
@@ -138,7 +140,7 @@ async fn the_queue_never_aborts_a_rebase_the_owner_started() {
     let lead = lead(&daemon.socket).await;
     lead.set_repo(repo.repo_args()).await.expect("set_repo");
     let (id, check) = add_held_task(&lead, dir.path(), "readme").await;
-    let alice = Arc::new(teammate(&daemon.socket, "alice", "coder").await);
+    let alice = Arc::new(unsandboxed_teammate(&daemon.socket, "alice", "coder").await);
     let (epoch, wt) = claim_and_write(&alice, id, &[("README.md", "task side\n")]).await;
     let completing = complete_in_background(&alice, id, epoch);
     check.reached().await;
@@ -195,8 +197,8 @@ async fn a_task_cancelled_while_queued_does_not_land() {
     lead.set_repo(repo.repo_args()).await.expect("set_repo");
     let (first, check_a) = add_held_task(&lead, dir.path(), "config").await;
     let (second, check_b) = add_held_task(&lead, dir.path(), "docs").await;
-    let alice = Arc::new(teammate(&daemon.socket, "alice", "coder").await);
-    let bob = Arc::new(teammate(&daemon.socket, "bob", "coder").await);
+    let alice = Arc::new(unsandboxed_teammate(&daemon.socket, "alice", "coder").await);
+    let bob = Arc::new(unsandboxed_teammate(&daemon.socket, "bob", "coder").await);
     let (ea, _) = claim_and_write(&alice, first, &[("config.toml", "port = 1\n")]).await;
     let (eb, wb) = claim_and_write(&bob, second, &[("docs.md", "# docs\n")]).await;
 
@@ -258,7 +260,7 @@ async fn a_worktree_that_cannot_be_made_on_disk_is_a_git_error_not_storage() {
     std::fs::remove_dir(&set.worktrees).expect("rmdir");
     std::fs::write(&set.worktrees, "not a directory").expect("write");
     let id = lead.add_task(task("config")).await.expect("add").id;
-    let alice = teammate(&daemon.socket, "alice", "coder").await;
+    let alice = unsandboxed_teammate(&daemon.socket, "alice", "coder").await;
     let claim = alice.claim_task(id).await.expect("claim");
     let e = alice
         .open_worktree(id, claim.epoch)
@@ -281,7 +283,7 @@ async fn a_symlink_at_the_worktree_path_is_refused_and_never_followed() {
     let lead = lead(&daemon.socket).await;
     lead.set_repo(repo.repo_args()).await.expect("set_repo");
     let id = lead.add_task(task("elsewhere")).await.expect("add").id;
-    let alice = teammate(&daemon.socket, "alice", "coder").await;
+    let alice = unsandboxed_teammate(&daemon.socket, "alice", "coder").await;
     let claim = alice.claim_task(id).await.expect("claim");
     let wt = std::path::PathBuf::from(claim.task.worktree.expect("reserved").path);
     let outside = dir.path().join("outside");

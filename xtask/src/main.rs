@@ -1,7 +1,8 @@
 //! Project chores that need more than a plain `cargo` command: `cargo xtask demo`,
 //! `cargo xtask install`, `cargo xtask install-agents`, `cargo xtask bench` (with
 //! `bench-teammates`, `bench-cancel`, `bench-plan`, `bench-runtimes`,
-//! `bench-liveness`, `bench-spend` and `bench-web`), `cargo xtask soak-git`, `cargo xtask soak` and
+//! `bench-liveness`, `bench-sandbox`, `bench-spend` and `bench-web`), `cargo xtask soak-git`,
+//! `cargo xtask soak` and
 //! `cargo xtask module-cycles`. This file only parses flags; each command
 //! lives in its own module.
 
@@ -79,6 +80,9 @@ enum Command {
     BenchLiveness(bench::liveness::LivenessBenchArgs),
     #[command(hide = true)]
     BenchLivenessRun(bench::liveness::LivenessBenchArgs),
+    /// Measure what the sandbox costs a command: `bash -c true` and a small
+    /// `rustc` build step, sandboxed and not, in the same run.
+    BenchSandbox(bench::sandbox::SandboxBenchArgs),
     /// Measure what reserving and settling every model call with boardd costs,
     /// against recording it once after the call, for one teammate and many.
     BenchSpend(bench::spend::SpendBenchArgs),
@@ -160,6 +164,7 @@ fn main() -> anyhow::Result<()> {
         Command::BenchCancelRun(args) => bench::cancel::run(&args),
         Command::BenchPlan(args) => bench::plan::build_and_run(&args),
         Command::BenchPlanRun(args) => bench::plan::run(&args),
+        Command::BenchSandbox(args) => bench::sandbox::run(&args),
         Command::BenchLiveness(args) => bench::liveness::build_and_run(&args),
         Command::BenchLivenessRun(args) => bench::liveness::run(&args),
         Command::BenchSpend(args) => bench::spend::build_and_run(&args),

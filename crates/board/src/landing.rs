@@ -53,6 +53,9 @@ pub struct GateJob {
     pub message: String,
     /// Who the commit is by: the owner.
     pub author: String,
+    /// The owner's sandbox, which the checks run in; `None` when the owner
+    /// registered none (an older teammated): the default one then.
+    pub sandbox: Option<teamboard_protocol::Sandbox>,
 }
 
 /// Land a task whose checks passed.
@@ -230,6 +233,10 @@ impl Board {
         let mut checks = repo.checks.clone();
         checks.extend(task.checks.iter().cloned());
         let message = commit_message(&task.subject, &result);
+        let sandbox = self
+            .team(ctx.team)
+            .and_then(|t| t.members.get(ctx.actor))
+            .and_then(|m| m.member.sandbox);
         let job = GateJob {
             team: ctx.team.to_string(),
             task: id,
@@ -239,6 +246,7 @@ impl Board {
             checks,
             message,
             author: ctx.actor.to_string(),
+            sandbox,
         };
         let team = self.team_mut(ctx.team);
         // A task sent back from review that its owner completes again before

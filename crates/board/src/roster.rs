@@ -103,6 +103,7 @@ impl Board {
             model,
             tokens_estimated: old.is_some_and(|m| m.tokens_estimated),
             liveness: old.and_then(|m| m.liveness.clone()),
+            sandbox: args.sandbox,
         };
         let state = MemberState {
             member,

@@ -95,7 +95,8 @@ pub struct Actor {
 
 impl Actor {
     pub fn new(board: Board, writer: Writer, mode: CommitMode, info: DaemonInfo) -> Actor {
-        let (repos, repo_done) = Repos::new();
+        let private = teamboard_sandbox::private_paths([info.state_dir.as_path()], &info.socket);
+        let (repos, repo_done) = Repos::new(private);
         let (procs, exited) = Procs::new();
         Actor {
             board,

@@ -99,8 +99,8 @@ impl ApproxLen for Event {
 
 impl ApproxLen for Member {
     fn approx_len(&self) -> usize {
-        // Field names, status, numbers and the four token counts.
-        const FIXED: usize = 240;
+        // Field names, status, numbers, the four token counts and the sandbox.
+        const FIXED: usize = 300;
         FIXED + self.name.len() + self.role.len() + opt(&self.runtime) + opt(&self.model)
     }
 }

@@ -35,6 +35,9 @@ pub struct CheckSpec<'a> {
     pub timeout: Duration,
     /// Added to the inherited environment.
     pub env: &'a [(String, String)],
+    /// The shell to run it with, with what goes before it: `["sh"]`, or a
+    /// sandbox's command line that ends with `sh` (`bwrap ... -- sh`).
+    pub shell: &'a [std::ffi::OsString],
 }
 
 /// The verdict on a check. Only `Passed` lets a completion through.
@@ -109,7 +112,7 @@ pub fn run_check(spec: &CheckSpec, interrupt: &Interrupt) -> CheckResult {
             "[interrupted before it started]".into(),
         );
     }
-    let mut group = match Group::start(spec.command, spec.cwd, spec.env) {
+    let mut group = match Group::start(spec) {
         Ok(group) => group,
         Err(e) => {
             let tail = format!("[could not start `sh -c` in {}: {e}]", spec.cwd.display());

@@ -20,26 +20,29 @@ pub(crate) struct Group {
 }
 
 impl Group {
-    /// Starts `sh -c command` in `cwd` with `env` added, stdin empty, stdout
-    /// and stderr both into one pipe.
-    pub(crate) fn start(
-        command: &str,
-        cwd: &std::path::Path,
-        env: &[(String, String)],
-    ) -> std::io::Result<Group> {
+    /// Starts `sh -c command` (with the spec's shell, maybe in a sandbox) in
+    /// `cwd` with `env` added, stdin empty, stdout and stderr both into one
+    /// pipe. Under a sandbox the group's leader is the sandbox's: killing it
+    /// ends the sandbox, and everything in it with its PID namespace.
+    pub(crate) fn start(spec: &crate::CheckSpec) -> std::io::Result<Group> {
         let (output, writer) = std::io::pipe()?;
-        let mut cmd = Command::new("sh");
-        cmd.arg("-c")
+        let (shell, before) = spec
+            .shell
+            .split_first()
+            .ok_or_else(|| std::io::Error::other("no shell to run the check with"))?;
+        let mut cmd = Command::new(shell);
+        cmd.args(before)
+            .arg("-c")
             .arg(LEADER)
             .arg("sh")
-            .arg(command)
-            .current_dir(cwd)
+            .arg(spec.command)
+            .current_dir(spec.cwd)
             // The check must see the worktree's repository, not one an
             // inherited variable points at.
             .env_remove("GIT_DIR")
             .env_remove("GIT_WORK_TREE")
             .env_remove("GIT_INDEX_FILE")
-            .envs(env.iter().map(|(k, v)| (k, v)))
+            .envs(spec.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(writer.try_clone()?)
             .stderr(writer)

@@ -24,6 +24,7 @@ fn run_in(command: &str, cwd: &Path, timeout: Duration, interrupt: &Interrupt) -
         cwd,
         timeout,
         env: &[],
+        shell: &["sh".into()],
     };
     run_check(&spec, interrupt)
 }
@@ -97,6 +98,7 @@ fn the_check_runs_in_its_directory_with_its_environment() {
         cwd: dir.path(),
         timeout: LONG,
         env: &env,
+        shell: &["sh".into()],
     };
     let got = run_check(&spec, &Interrupt::new());
     assert_eq!(got.outcome, CheckOutcome::Passed, "{got:?}");

@@ -90,6 +90,59 @@ pub enum AgentPolicy {
     ReadOnly,
 }
 
+/// What a teammate's commands may touch (`--sandbox`): its tool commands, its
+/// agent's whole process and its tasks' checks run under this policy. The crate
+/// `teamboard-sandbox` turns it into a bubblewrap command line.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[derive(strum::Display, strum::IntoStaticStr, serde::Serialize, serde::Deserialize)]
+#[strum(serialize_all = "kebab-case")]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// Write the task's worktree (or the workdir) and a private /tmp; read the
+    /// rest of the system, but not boardd's state, its socket or the key files
+    /// (the default)
+    #[default]
+    WorkspaceWrite,
+    /// The same, with the worktree read-only too
+    ReadOnly,
+    /// No sandbox: commands run with the person's full rights
+    Off,
+}
+
+/// A teammate's sandbox as it registered: the policy, and whether its commands
+/// reach the network (`--no-network` turns it off).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct Sandbox {
+    pub mode: SandboxMode,
+    #[serde(default = "network_default")]
+    pub network: bool,
+}
+
+fn network_default() -> bool {
+    true
+}
+
+impl Default for Sandbox {
+    fn default() -> Self {
+        Sandbox {
+            mode: SandboxMode::default(),
+            network: true,
+        }
+    }
+}
+
+impl std::fmt::Display for Sandbox {
+    /// How `teamctl team` says it: `off` plainly, the network only when cut.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.mode, self.network) {
+            (SandboxMode::Off, _) => f.write_str("sandbox OFF: commands run with your full rights"),
+            (mode, true) => write!(f, "sandbox {mode}"),
+            (mode, false) => write!(f, "sandbox {mode}, no network"),
+        }
+    }
+}
+
 /// The least context budget a teammate (or the lead) works with: the system
 /// prompt, the identity and a summary must fit with room to spare.
 pub const MIN_CONTEXT_BUDGET: u64 = 1000;
@@ -154,6 +207,7 @@ mod tests {
         same_names::<MaxTokensField>();
         same_names::<RuntimeKind>();
         same_names::<AgentPolicy>();
+        same_names::<SandboxMode>();
         assert_eq!(AgentPolicy::ReadOnly.to_string(), "read-only");
         assert_eq!(MaxTokensField::MaxTokens.to_string(), "max_tokens");
     }

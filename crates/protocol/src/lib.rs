@@ -47,7 +47,7 @@ pub use client::{Client, ClientError};
 pub use error::{ErrorBody, ErrorCode};
 pub use frame::{ClientFrame, Hello, ServerFrame, Welcome};
 pub use ids::{RequestId, TaskId, request_tag};
-pub use launch::{AgentPolicy, MaxTokensField, ProviderKind, RuntimeKind};
+pub use launch::{AgentPolicy, MaxTokensField, ProviderKind, RuntimeKind, Sandbox, SandboxMode};
 pub use liveness::{LiveState, Liveness};
 pub use request::Request;
 pub use task_status::TaskStatus;

@@ -303,6 +303,10 @@ pub struct RegisterArgs {
     /// client), only an expired lease makes it `stalled`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub beat_ms: Option<u64>,
+    /// The sandbox its commands run in. `None`: a teammated older than the
+    /// sandbox, whose commands run unconfined.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::Sandbox>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -203,6 +203,10 @@ pub struct Member {
     /// own word. Absent from a boardd that predates it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub liveness: Option<crate::Liveness>,
+    /// The sandbox its commands (and its tasks' checks) run in, as it
+    /// registered. `None`: a teammated older than the sandbox, unconfined.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::Sandbox>,
 }
 
 /// What a message is for. The kinds follow the reference design's protocols.

@@ -7,7 +7,8 @@ use strum::{VariantArray, VariantNames};
 use teamboard_protocol::launch::{check_context_budget, parse_base_url};
 use teamboard_protocol::lead_args::{LeadGoalArgs, LeadSpawnArgs};
 use teamboard_protocol::{
-    MaxTokensField, MessageKind, ProviderKind, RequestId, RequestKind, TaskId, TaskStatus,
+    MaxTokensField, MessageKind, ProviderKind, RequestId, RequestKind, SandboxMode, TaskId,
+    TaskStatus,
 };
 
 mod budget;
@@ -822,6 +823,18 @@ pub struct SpawnArgs {
     /// `teamctl approve`) before it runs commands or changes files
     #[arg(long)]
     pub require_plan: bool,
+
+    /// What its commands, its agent and its tasks' checks may touch, under
+    /// bubblewrap: `workspace-write` writes the task's worktree and a private
+    /// /tmp and never sees boardd's state, its socket or your key files;
+    /// `read-only` writes only /tmp; `off` runs them with your full rights
+    /// [default: workspace-write]
+    #[arg(long, value_enum, value_name = "POLICY")]
+    pub sandbox: Option<SandboxMode>,
+
+    /// Cut its commands off the network (builds that fetch packages fail)
+    #[arg(long)]
+    pub no_network: bool,
 
     /// Run it as the systemd user unit teammated@NAME instead of a detached process
     #[arg(long)]

@@ -423,6 +423,9 @@ pub fn member_lines(
         if m.require_plan {
             line.push_str("  plans need approval");
         }
+        if let Some(sandbox) = m.sandbox {
+            line.push_str(&format!("  {sandbox}"));
+        }
         let shutdown = requests
             .iter()
             .find(|r| r.kind == RequestKind::Shutdown && r.is_pending() && r.to == m.name);
@@ -805,6 +808,7 @@ mod tests {
             require_plan: true,
             runtime: None,
             model: None,
+            sandbox: None,
             tokens_estimated: false,
             liveness: None,
         };
@@ -844,6 +848,7 @@ mod tests {
             require_plan: false,
             runtime: None,
             model: None,
+            sandbox: None,
             tokens_estimated: false,
             liveness: Some(Liveness {
                 state: LiveState::Working,
@@ -900,6 +905,7 @@ mod tests {
             require_plan: false,
             runtime: None,
             model: None,
+            sandbox: None,
             tokens_estimated: false,
             liveness: None,
         };
@@ -916,6 +922,7 @@ mod tests {
                 output: 200,
                 ..TokenUsage::default()
             },
+            sandbox: None,
             tokens_estimated: true,
             ..native.clone()
         };
@@ -987,6 +994,7 @@ mod tests {
             require_plan: false,
             runtime: None,
             model: None,
+            sandbox: None,
             tokens_estimated: false,
             liveness: Some(Liveness {
                 state: LiveState::Working,

@@ -75,6 +75,8 @@ pub struct Config {
     /// Every task this teammate claims needs an approved plan before it changes
     /// anything.
     pub require_plan: bool,
+    /// What the teammate's commands may touch (`--sandbox`, `--no-network`).
+    pub sandbox: teamboard_protocol::Sandbox,
     /// What does the WORK phase: the native loop, or an agent (`docs/runtimes.md`).
     pub runtime: RuntimeConfig,
 }
@@ -228,6 +230,7 @@ impl Config {
             shell_timeout: Duration::from_secs(120),
             reconnect_timeout: Duration::from_secs(30),
             require_plan: false,
+            sandbox: Default::default(),
             runtime: Default::default(),
         }
     }

@@ -15,4 +15,7 @@ pub enum Error {
     /// The agent runtime cannot be used at all (its program is missing).
     #[error("the agent runtime cannot be used: {0}")]
     Agent(String),
+    /// `--sandbox` asks for bubblewrap, which is missing or does not work.
+    #[error(transparent)]
+    Sandbox(#[from] teamboard_sandbox::Missing),
 }

@@ -35,6 +35,7 @@ mod prompts;
 pub mod provider_args;
 mod run;
 pub mod runtime;
+mod sandbox;
 pub mod session;
 pub mod teammate;
 pub mod tools;

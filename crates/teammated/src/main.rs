@@ -10,7 +10,7 @@ use clap::parser::ValueSource;
 use clap::{CommandFactory as _, FromArgMatches as _, Parser};
 use std::path::PathBuf;
 use std::time::Duration;
-use teamboard_protocol::{DEFAULT_TEAM, paths};
+use teamboard_protocol::{DEFAULT_TEAM, Sandbox, SandboxMode, paths};
 use teammated::config::{
     AGENT_ARGS_ENV, Config, RuntimeConfig, check_context_budget, keys_file, lookup_secret,
     parse_agent_args,
@@ -128,6 +128,21 @@ struct Args {
         default_value = "workspace"
     )]
     agent_policy: AgentPolicy,
+    /// What the teammate's commands may touch: its `bash` commands, its agent's
+    /// whole process and its tasks' checks run under bubblewrap. `workspace-write`
+    /// writes the task's worktree (or the workdir) and a private /tmp and reads
+    /// the rest of the system, but not boardd's state, its socket or the key
+    /// files; `read-only` writes only /tmp; `off` runs them with your full rights.
+    #[arg(
+        long,
+        env = "TEAMMATE_SANDBOX",
+        value_enum,
+        default_value = "workspace-write"
+    )]
+    sandbox: SandboxMode,
+    /// Cut the sandbox's network: commands reach no host, not even localhost.
+    #[arg(long, env = "TEAMMATE_NO_NETWORK")]
+    no_network: bool,
 }
 
 impl Args {
@@ -194,6 +209,10 @@ impl Args {
             shell_timeout: Duration::from_secs(self.shell_timeout.clamp(1, 600)),
             reconnect_timeout: Duration::from_secs(self.reconnect_timeout),
             require_plan: self.require_plan,
+            sandbox: Sandbox {
+                mode: self.sandbox,
+                network: !self.no_network,
+            },
             runtime: runtime_config(
                 self.runtime,
                 self.agent_cmd,

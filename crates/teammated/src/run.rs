@@ -87,6 +87,11 @@ pub(crate) async fn open(
             message: "not a directory".into(),
         });
     }
+    // Before anything registers: a sandbox that cannot be had stops the
+    // teammate with the package to install.
+    if cfg.sandbox.mode != teamboard_protocol::SandboxMode::Off {
+        teamboard_sandbox::probe()?;
+    }
     let (chain, accounts) = crate::accounts::build_chain(&cfg.provider)?;
     let provider = &chain[0];
     // An agent that cannot start stops the teammate here, as a bad model
@@ -140,7 +145,10 @@ pub(crate) async fn open(
     };
     let (teammate, adopted) = Teammate::open(cfg, workdir, cancel, &started, unsure).await?;
     let worker = match agent {
-        Some(run) => Worker::Agent(run),
+        Some(mut run) => {
+            run.confine(teammate.jail());
+            Worker::Agent(run)
+        }
         None => {
             let cfg = teammate.cfg();
             let scripted = cfg.provider.kind == crate::config::ProviderKind::Scripted;

@@ -40,6 +40,8 @@ pub struct Identity {
     pub runtime: Option<String>,
     /// The native loop's model, for the roster (`scripted`, `anthropic/MODEL`).
     pub model: Option<String>,
+    /// The sandbox its commands run in, for the roster and its tasks' checks.
+    pub sandbox: teamboard_protocol::Sandbox,
 }
 
 /// One teammate's connection to boardd. Cheap to share: the state lives behind an
@@ -338,6 +340,7 @@ async fn connect_loop(
                     runtime: who.runtime.clone(),
                     model: who.model.clone(),
                     beat_ms: u64::try_from(beat.as_millis()).ok(),
+                    sandbox: Some(who.sandbox),
                 })
                 .await?;
             Ok::<_, ClientError>((client, member))

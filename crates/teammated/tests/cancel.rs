@@ -18,6 +18,11 @@ use teamboard_testkit::{Board, PATIENCE, alive, eventually};
 /// The binary under test, built by cargo for this package's tests.
 const TEAMMATED: &str = env!("CARGO_BIN_EXE_teammated");
 
+/// These tests share files with the commands outside the teammates' workdirs
+/// (marks, pid files, the fake agent's home), which the sandbox hides; they run
+/// unsandboxed, and `tests/sandbox.rs` tests the sandbox itself.
+const UNSANDBOXED: [&str; 2] = ["--sandbox", "off"];
+
 /// Far below the heartbeat interval (a third of boardd's 30 s default lease), and
 /// far above what the push takes.
 const WITHIN: Duration = Duration::from_secs(3);
@@ -30,7 +35,7 @@ async fn a_cancelled_task_stops_its_teammate_at_once() {
         Duration::from_millis(lease / 3) > WITHIN * 3,
         "the heartbeat ({lease} ms / 3) must be far slower than the bound"
     );
-    let alice = board.spawn("alice", "dev", &[]);
+    let alice = board.spawn("alice", "dev", &UNSANDBOXED);
     board.wait_idle("alice").await;
     let pid_file = board.dir().join("block.pid");
     let description = format!(
@@ -86,7 +91,7 @@ async fn a_cancelled_task_stops_its_teammate_at_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cancel_reaches_a_teammate_on_the_connection_it_made_after_a_boardd_restart() {
     let mut board = Board::start(TEAMMATED).await;
-    let alice = board.spawn("alice", "dev", &[]);
+    let alice = board.spawn("alice", "dev", &UNSANDBOXED);
     board.wait_idle("alice").await;
     let pid_file = board.dir().join("block.pid");
     let block = format!(

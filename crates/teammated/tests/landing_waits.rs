@@ -19,6 +19,11 @@ use teamboard_testkit::{Board, GitRepo};
 
 const TEAMMATED: &str = env!("CARGO_BIN_EXE_teammated");
 
+/// These tests share files with the commands outside the teammates' workdirs
+/// (marks, pid files, the fake agent's home), which the sandbox hides; they run
+/// unsandboxed, and `tests/sandbox.rs` tests the sandbox itself.
+const UNSANDBOXED: [&str; 2] = ["--sandbox", "off"];
+
 fn read(dir: &Path, file: &str) -> String {
     std::fs::read_to_string(dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"))
 }
@@ -85,8 +90,8 @@ async fn the_person_checks_main_out_and_tasks_land_into_it_or_wait_while_it_is_d
 async fn a_conflict_waits_without_an_attempt_and_a_person_resolves_it_by_hand() {
     let mut board = Board::start(TEAMMATED).await;
     let repo: GitRepo = board.attach_repo().await;
-    let alice = board.spawn("alice", "dev", &[]);
-    let _bob = board.spawn("bob", "dev", &[]);
+    let alice = board.spawn("alice", "dev", &UNSANDBOXED);
+    let _bob = board.spawn("bob", "dev", &UNSANDBOXED);
     board.wait_idle("alice").await;
     board.wait_idle("bob").await;
     let dir = board.dir().to_path_buf();

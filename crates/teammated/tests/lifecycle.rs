@@ -31,6 +31,11 @@ async fn ask_shutdown(board: &Board, name: &str, reason: &str) -> TeamRequest {
 /// The binary under test, built by cargo for this package's tests.
 const TEAMMATED: &str = env!("CARGO_BIN_EXE_teammated");
 
+/// Some tests share files with the commands outside the teammates' workdirs
+/// (marks), which the sandbox hides; they run unsandboxed, and
+/// `tests/sandbox.rs` tests the sandbox itself.
+const UNSANDBOXED: [&str; 2] = ["--sandbox", "off"];
+
 fn script(lines: &str) -> String {
     format!("Run this.\n```sh\n{lines}\n```\n")
 }
@@ -137,7 +142,7 @@ async fn a_blocked_task_is_never_claimed_before_its_blockers_complete() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_teammates_task_goes_back_and_the_other_one_finishes_it() {
     let mut board = Board::start(TEAMMATED).await;
-    let alice = board.spawn("alice", "dev", &[]);
+    let alice = board.spawn("alice", "dev", &UNSANDBOXED);
     board.wait_idle("alice").await;
     // The first attempt marks that it started and then hangs until the test lets
     // it go (so that no orphan outlives the test); any later attempt sees the mark
@@ -153,7 +158,7 @@ async fn a_killed_teammates_task_goes_back_and_the_other_one_finishes_it() {
     let t = board.add("long job", &script(&body), &[]).await;
     assert_eq!(board.wait_claimed(t.id).await, "alice");
     alice.wait_for_file(&mark).await;
-    let _bob = board.spawn("bob", "dev", &[]);
+    let _bob = board.spawn("bob", "dev", &UNSANDBOXED);
     board.wait_idle("bob").await;
     alice.kill9();
     let released = board
@@ -222,7 +227,7 @@ async fn an_idle_teammate_answers_a_shutdown_request_and_exits() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_working_teammate_finishes_its_round_then_shuts_down_and_gives_the_task_back() {
     let mut board = Board::start(TEAMMATED).await;
-    let mut alice = board.spawn("alice", "dev", &[]);
+    let mut alice = board.spawn("alice", "dev", &UNSANDBOXED);
     board.wait_idle("alice").await;
     let mark = board.dir().join("round-started");
     let body = format!("touch {}; sleep 1; echo round-one-done", mark.display());
@@ -325,7 +330,7 @@ async fn a_block_that_exits_non_zero_fails_the_task_with_its_output() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn logs_show_requests_and_shutdowns_in_plain_words() {
     let mut board = Board::start(TEAMMATED).await;
-    let mut alice = board.spawn("alice", "dev", &[]);
+    let mut alice = board.spawn("alice", "dev", &UNSANDBOXED);
     board.wait_idle("alice").await;
     let (one, two) = (board.dir().join("one"), board.dir().join("two"));
     let description = format!(

@@ -20,6 +20,10 @@ use teamboard_testkit::{Board, PATIENCE, eventually};
 /// The binary under test, built by cargo for this package's tests.
 const TEAMMATED: &str = env!("CARGO_BIN_EXE_teammated");
 
+// Some tests here share files with the commands outside the teammate's workdir
+// (marks, pid files), which the sandbox hides: they spawn with `--sandbox
+// off`, and `tests/sandbox.rs` tests the sandbox itself.
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_teammate_makes_no_model_calls_and_wakes_at_once() {
     let mut board = Board::start(TEAMMATED).await;
@@ -353,7 +357,14 @@ async fn messages_that_arrive_during_work_reach_the_model_between_rounds() {
     let alice = board.spawn_with_env(
         "alice",
         "dev",
-        &["--provider", "anthropic", "--base-url", &url],
+        &[
+            "--sandbox",
+            "off",
+            "--provider",
+            "anthropic",
+            "--base-url",
+            &url,
+        ],
         &[("ANTHROPIC_API_KEY", "k")],
     );
     board.wait_idle("alice").await;
@@ -1038,7 +1049,14 @@ async fn a_task_given_back_after_a_refused_model_leaves_no_background_job() {
     let mut alice = board.spawn(
         "alice",
         "dev",
-        &["--provider", "openai", "--base-url", &url],
+        &[
+            "--sandbox",
+            "off",
+            "--provider",
+            "openai",
+            "--base-url",
+            &url,
+        ],
     );
     board.wait_idle("alice").await;
     let t = board.add("start a server", "Start it.", &[]).await;
@@ -1085,7 +1103,14 @@ async fn a_task_claimed_by_the_model_comes_in_the_tool_result() {
     let alice = board.spawn_with_env(
         "alice",
         "dev",
-        &["--provider", "anthropic", "--base-url", &url],
+        &[
+            "--sandbox",
+            "off",
+            "--provider",
+            "anthropic",
+            "--base-url",
+            &url,
+        ],
         &[("ANTHROPIC_API_KEY", "k")],
     );
     board.wait_idle("alice").await;

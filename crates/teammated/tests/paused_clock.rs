@@ -45,6 +45,7 @@ fn config(daemon: &InProc, provider: ProviderConfig) -> Config {
         shell_timeout: Duration::from_secs(120),
         reconnect_timeout: Duration::from_secs(300),
         require_plan: false,
+        sandbox: Default::default(),
         runtime: Default::default(),
     }
 }

@@ -72,7 +72,8 @@ async fn a_scripted_teammate_plans_first_and_waits_for_the_decision() {
     let mut board = Board::start(TEAMMATED).await;
     let alice = board.spawn("alice", "dev", &[]);
     board.wait_idle("alice").await;
-    let mark = board.dir().join("ran");
+    // In its workdir: the only place its sandbox lets it write.
+    let mark = alice.workdir.join("ran");
     let script = format!("Touch it.\n```sh\ntouch {}\necho ok\n```\n", mark.display());
     let id = add_planned(&board, "guarded", &script).await;
     let first = pending_plan(&board, id).await;
@@ -192,7 +193,8 @@ async fn the_gate_refuses_workspace_tools_until_the_plan_is_approved() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_working_teammate_may_reject_a_shutdown_with_a_reason() {
     let mut board = Board::start(TEAMMATED).await;
-    let mark = board.dir().join("started");
+    // In alice's workdir: the only place her sandbox lets her write.
+    let mark = board.workdir("alice").join("started");
     let mock = MockLlm::start(vec![
         MockReply::anthropic_tool_use(
             "t1",
@@ -263,7 +265,8 @@ async fn a_working_teammate_may_reject_a_shutdown_with_a_reason() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_teammate_that_finishes_without_answering_approves_the_shutdown() {
     let mut board = Board::start(TEAMMATED).await;
-    let mark = board.dir().join("started");
+    // In alice's workdir: the only place her sandbox lets her write.
+    let mark = board.workdir("alice").join("started");
     let mock = MockLlm::start(vec![
         MockReply::anthropic_tool_use(
             "t1",

@@ -163,7 +163,8 @@ async fn a_task_runs_a_tool_and_its_final_answer_completes_it() {
     let Some((_one, mut board, g)) = Gemini::start().await else {
         return;
     };
-    let out = board.dir().join("from-the-tool.txt");
+    // In alice's workdir: the only place her sandbox lets her agent write.
+    let out = board.workdir("alice").join("from-the-tool.txt");
     let command = format!("echo written-by-gemini > {}", out.display());
     g.respond(move |req| {
         if let Some((name, answer)) = function_responses(&req.body).first() {
@@ -281,7 +282,7 @@ async fn the_plan_gate_holds_the_agent_until_the_lead_approves() {
     let Some((_one, mut board, g)) = Gemini::start().await else {
         return;
     };
-    let work = board.dir().join("the-work.txt");
+    let work = board.workdir("alice").join("the-work.txt");
     let touch = format!("echo done > {}", work.display());
     g.respond(move |req| {
         let offered = req.body["tools"].to_string();
@@ -399,7 +400,7 @@ async fn busy_with_a_marked_command(
     g: &Gemini,
     marker: &str,
 ) -> (Teammate, TaskId) {
-    let command = marked_sleep(board.dir(), marker);
+    let command = marked_sleep(&board.workdir("alice"), marker);
     g.respond(move |req| {
         if last_user_text(&req.body).contains("SLEEP-TASK")
             && function_responses(&req.body).is_empty()
@@ -474,7 +475,7 @@ async fn a_restarted_teammate_resumes_the_tasks_session() {
     let Some((_one, mut board, g)) = Gemini::start().await else {
         return;
     };
-    let note = board.dir().join("first-turn.txt");
+    let note = board.workdir("alice").join("first-turn.txt");
     let command = format!("echo first > {}", note.display());
     let hang = Arc::new(Mutex::new(true));
     let hanging = hang.clone();

@@ -557,10 +557,11 @@ async fn a_crash_of_the_agent_releases_the_task_and_the_next_attempt_resumes_the
         return;
     };
     let (alice, task, session, guard, marker) = busy_in_a_long_tool(&mut t, 7).await;
-    // The CLI itself dies (not its guard, not the teammate).
+    // The CLI itself dies (not its guard, not the sandbox's bubblewrap around
+    // it, not the teammate).
     let cli: Vec<(u32, String)> = with_marker(&session)
         .into_iter()
-        .filter(|(p, _)| *p != guard)
+        .filter(|(p, cmd)| *p != guard && !cmd.starts_with("bwrap "))
         .collect();
     assert_eq!(cli.len(), 1, "{cli:?}");
     teamboard_testkit::kill9(cli[0].0);

@@ -19,6 +19,11 @@ use teamboard_testkit::{Board, PATIENCE, alive, eventually};
 /// The binary under test, built by cargo for this package's tests.
 const TEAMMATED: &str = env!("CARGO_BIN_EXE_teammated");
 
+/// These tests follow the guard by the pids the commands write, which in the
+/// sandbox are those of its own PID namespace: they run unsandboxed.
+/// `tests/sandbox.rs` shows a sandboxed command dying with its teammate.
+const UNSANDBOXED: [&str; 2] = ["--sandbox", "off"];
+
 /// How long the tool processes may take to go once their teammate is gone. The
 /// guard kills them within milliseconds; the margin is for a loaded CI machine.
 const GONE_WITHIN: Duration = Duration::from_secs(1);
@@ -84,7 +89,7 @@ async fn gone(pids: &[u32], since: Instant) -> Duration {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_teammates_commands_die_with_it_so_the_task_never_runs_twice_at_once() {
     let mut board = Board::start(TEAMMATED).await;
-    let alice = board.spawn("alice", "dev", &[]);
+    let alice = board.spawn("alice", "dev", &UNSANDBOXED);
     board.wait_idle("alice").await;
     let pids = Pids::new(board.dir(), "t");
     let done = board.dir().join("first-attempt-started");
@@ -92,7 +97,7 @@ async fn a_killed_teammates_commands_die_with_it_so_the_task_never_runs_twice_at
     assert_eq!(board.wait_claimed(t.id).await, "alice");
     let running = pids.read().await;
     assert!(running.iter().all(|p| alive(*p)), "{running:?}");
-    let _bob = board.spawn("bob", "dev", &[]);
+    let _bob = board.spawn("bob", "dev", &UNSANDBOXED);
     board.wait_idle("bob").await;
 
     let killed = Instant::now();
@@ -113,7 +118,7 @@ async fn a_killed_teammates_commands_die_with_it_so_the_task_never_runs_twice_at
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_teammate_stopped_by_sigterm_takes_its_commands_with_it() {
     let mut board = Board::start(TEAMMATED).await;
-    let mut alice = board.spawn("alice", "dev", &[]);
+    let mut alice = board.spawn("alice", "dev", &UNSANDBOXED);
     board.wait_idle("alice").await;
     // First a finished command that left a background job behind...
     let server_pid = board.dir().join("server.pid");
@@ -166,7 +171,7 @@ async fn read_pid(file: &Path) -> u32 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn background_jobs_of_a_finished_command_die_when_the_teammate_is_killed() {
     let mut board = Board::start(TEAMMATED).await;
-    let alice = board.spawn("alice", "dev", &[]);
+    let alice = board.spawn("alice", "dev", &UNSANDBOXED);
     board.wait_idle("alice").await;
     let pid_file = board.dir().join("server.pid");
     // The block ends at once; its background job (a "server") stays behind, as
@@ -190,7 +195,7 @@ async fn background_jobs_of_a_finished_command_die_when_the_teammate_is_killed()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_attempts_background_jobs_are_gone_before_the_failure_is_recorded() {
     let mut board = Board::start(TEAMMATED).await;
-    let _alice = board.spawn("alice", "dev", &[]);
+    let _alice = board.spawn("alice", "dev", &UNSANDBOXED);
     board.wait_idle("alice").await;
     let pid_file = board.dir().join("server.pid");
     // The server starts, and the block then fails: the attempt ends failed.

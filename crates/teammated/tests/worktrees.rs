@@ -21,6 +21,11 @@ use teamboard_testkit::{Board, GitRepo};
 /// The binary under test, built by cargo for this package's tests.
 const TEAMMATED: &str = env!("CARGO_BIN_EXE_teammated");
 
+/// For the tests whose commands share marks with the test outside the
+/// worktrees, or resolve a conflict with `git rebase`, which writes the main
+/// repository: the sandbox allows neither (docs/tools.md).
+const UNSANDBOXED: [&str; 2] = ["--sandbox", "off"];
+
 /// A board whose team works in `repo`, with `main` as the target.
 async fn board_with_repo() -> (Board, GitRepo) {
     board_with_repo_tuned(|_| {}).await
@@ -152,7 +157,7 @@ async fn a_failed_check_comes_back_to_the_teammate_which_fixes_it_and_completes(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_next_owner_is_told_what_a_killed_owner_left_in_the_worktree() {
     let (mut board, repo) = board_with_repo().await;
-    let alice = board.spawn("alice", "dev", &[]);
+    let alice = board.spawn("alice", "dev", &UNSANDBOXED);
     board.wait_idle("alice").await;
     // The first owner leaves a file uncommitted and hangs until killed; the next
     // finds the file and finishes. The marks live outside the worktree.
@@ -167,7 +172,7 @@ async fn the_next_owner_is_told_what_a_killed_owner_left_in_the_worktree() {
     let t = add(&board, "resume me", &format!("```sh\n{body}\n```\n"), &[]).await;
     assert_eq!(board.wait_claimed(t.id).await, "alice");
     alice.wait_for_file(&mark).await;
-    let _bob = board.spawn("bob", "dev", &[]);
+    let _bob = board.spawn("bob", "dev", &UNSANDBOXED);
     board.wait_idle("bob").await;
     alice.kill9();
     assert_eq!(board.wait_claimed(t.id).await, "bob");
@@ -243,7 +248,7 @@ async fn a_worktree_git_cannot_create_gives_the_task_back_counted_and_tells_the_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_conflict_with_the_target_comes_back_with_the_path_and_the_rebase_resolves_it() {
     let (mut board, repo) = board_with_repo().await;
-    let alice = board.spawn("alice", "dev", &[]);
+    let alice = board.spawn("alice", "dev", &UNSANDBOXED);
     board.wait_idle("alice").await;
     let (written, go) = (board.dir().join("written"), board.dir().join("go"));
     let script = format!(

@@ -38,6 +38,35 @@ pub async fn teammate_with_pid(socket: &Path, name: &str, role: &str, pid: Optio
     client
 }
 
+/// Like [`teammate`], registered with its sandbox `off`: boardd runs the
+/// checks of its tasks unconfined, as before the sandbox, so that they may
+/// share files and pids with the test outside the worktree.
+pub async fn unsandboxed_teammate(socket: &Path, name: &str, role: &str) -> Client {
+    let client = connect(socket, name).await;
+    register_unsandboxed(&client, role)
+        .await
+        .unwrap_or_else(|e| panic!("register {name}: {e}"));
+    client
+}
+
+/// Registers `client` (again) as `role`, with its sandbox `off`.
+pub async fn register_unsandboxed(
+    client: &Client,
+    role: &str,
+) -> Result<teamboard_protocol::Member, ClientError> {
+    let off = teamboard_protocol::Sandbox {
+        mode: teamboard_protocol::SandboxMode::Off,
+        network: true,
+    };
+    client
+        .register_with(teamboard_protocol::request::RegisterArgs {
+            role: role.to_string(),
+            sandbox: Some(off),
+            ..Default::default()
+        })
+        .await
+}
+
 /// A plain task with only a subject.
 pub fn task(subject: impl Into<String>) -> NewTask {
     NewTask {

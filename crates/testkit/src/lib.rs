@@ -101,7 +101,10 @@ mod worktree_teammate;
 pub use bins::{boardd_bin, workspace_bin};
 pub use board::Board;
 pub use boardd;
-pub use clients::{Parked, TEAM, code_of, connect, lead, park, task, teammate, teammate_with_pid};
+pub use clients::{
+    Parked, TEAM, code_of, connect, lead, park, register_unsandboxed, task, teammate,
+    teammate_with_pid, unsandboxed_teammate,
+};
 pub use daemon::Daemon;
 pub use eventually::{PATIENCE, eventually, eventually_blocking};
 pub use git::GitRepo;

@@ -7,6 +7,7 @@ pub mod harness;
 pub mod liveness;
 pub mod plan;
 pub mod runtimes;
+pub mod sandbox;
 pub mod spend;
 pub mod teammates;
 pub mod web;

@@ -493,6 +493,7 @@ mod tests {
             model: None,
             tokens_estimated: false,
             liveness: None,
+            sandbox: None,
         }];
         let report = b.report(&members).join("\n");
         assert!(

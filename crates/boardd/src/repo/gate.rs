@@ -3,14 +3,16 @@
 
 use super::Running;
 use super::job::{Done, Passed};
-use std::path::Path;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use teamboard_board::{Conflict, GateJob, GateRefusal};
 use teamboard_git::{CheckOutcome as Outcome, CheckSpec, GitError, Repo as Git, Update};
 use teamboard_protocol::{
-    CheckOutcome, CheckRun, DiffStat, ErrorCode, MergeStyle, TaskId, Worktree,
+    CheckOutcome, CheckRun, DiffStat, ErrorCode, MergeStyle, SandboxMode, TaskId, Worktree,
 };
+use teamboard_sandbox::Jail;
 use tokio::sync::mpsc;
 
 /// On the repository's worker: commits everything in the worktree and brings
@@ -76,7 +78,7 @@ pub fn spawn_checks(
     let started = super::thread::start(name, move || {
         let _span = tracing::info_span!("checks", team = %job.team, task = job.task).entered();
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            run_checks(&job, &head, diff, &interrupt)
+            run_checks(&job, &head, diff, &interrupt, &running.private)
         }));
         // A panic is a bug; the owner still hears, and the checks never pass.
         let result = ran.unwrap_or_else(|_| {
@@ -100,7 +102,10 @@ fn run_checks(
     head: &str,
     diff: DiffStat,
     interrupt: &teamboard_git::Interrupt,
+    private: &[PathBuf],
 ) -> Result<Passed, GateRefusal> {
+    // The jail keeps its private /tmp for as long as the checks run.
+    let (_jail, shell) = shell(job, private)?;
     let mut runs = Vec::new();
     let timeout = Duration::from_millis(job.repo.check_timeout_ms);
     let env = vec![
@@ -113,6 +118,7 @@ fn run_checks(
             cwd: Path::new(&job.worktree.path),
             timeout,
             env: &env,
+            shell: &shell,
         };
         let at = teamboard_protocol::now_ms();
         let result = teamboard_git::run_check(&spec, interrupt);
@@ -141,6 +147,31 @@ fn run_checks(
         diff,
         runs,
     })
+}
+
+/// The shell the checks run with: `sh` in the owner's sandbox (the default
+/// one when the owner registered none), which writes the worktree and a
+/// private `/tmp` of the checks' own, and never sees `private` nor the team's
+/// other worktrees. Only an owner whose sandbox is `off` has its checks run
+/// unconfined, as its own commands are.
+fn shell(job: &GateJob, private: &[PathBuf]) -> Result<(Jail, Vec<OsString>), GateRefusal> {
+    let policy = job.sandbox.unwrap_or_default();
+    let refuse = |why: String| {
+        let message = format!("the checks of #{} cannot run: {why}", job.task);
+        GateRefusal::new(ErrorCode::CheckFailed, message)
+    };
+    if policy.mode != SandboxMode::Off {
+        teamboard_sandbox::probe().map_err(|e| refuse(e.to_string()))?;
+    }
+    let worktree = Path::new(&job.worktree.path);
+    let jail = Jail::new(policy, worktree)
+        .hide(private.iter().cloned())
+        .hide(worktree.parent().map(Path::to_path_buf))
+        .private_tmp()
+        .map_err(|e| refuse(format!("cannot make a private /tmp: {e}")))?;
+    let (program, mut args) = jail.wrap("sh", []);
+    args.insert(0, program);
+    Ok((jail, args))
 }
 
 /// The evidence of a check that did not pass, for the owner and the history.

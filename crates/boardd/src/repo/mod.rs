@@ -50,6 +50,9 @@ use tokio::sync::mpsc;
 #[derive(Default)]
 pub struct Running {
     checks: Mutex<HashMap<(String, TaskId), Check>>,
+    /// What checks never see: boardd's state directory, its socket, the key
+    /// files (`teamboard_sandbox::private_paths`).
+    private: Vec<std::path::PathBuf>,
 }
 
 /// A gate's checks as [`Running`] knows them.
@@ -147,13 +150,17 @@ pub struct Repos {
 }
 
 impl Repos {
-    /// No workers yet: each starts with its repository's first job.
-    pub fn new() -> (Repos, mpsc::UnboundedReceiver<Done>) {
+    /// No workers yet: each starts with its repository's first job. Checks
+    /// never see `private` (boardd's state directory, its socket, the keys).
+    pub fn new(private: Vec<std::path::PathBuf>) -> (Repos, mpsc::UnboundedReceiver<Done>) {
         let (done, rx) = mpsc::unbounded_channel();
         let repos = Repos {
             workers: HashMap::new(),
             done,
-            running: Arc::new(Running::default()),
+            running: Arc::new(Running {
+                private,
+                ..Running::default()
+            }),
             landing: HashSet::new(),
             recheck_at: None,
         };

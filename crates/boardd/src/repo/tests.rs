@@ -33,7 +33,7 @@ fn repo() -> Repo {
 #[test]
 fn a_worker_that_cannot_start_answers_its_job() {
     thread::fail_here();
-    let (mut repos, mut rx) = Repos::new();
+    let (mut repos, mut rx) = Repos::new(Vec::new());
     repos.submit(Job::List {
         slot: slot(),
         repo: repo(),
@@ -55,7 +55,7 @@ fn a_worker_that_cannot_start_answers_its_job() {
 #[test]
 fn a_repository_check_that_cannot_start_answers_set_repo() {
     thread::fail_here();
-    let (mut repos, mut rx) = Repos::new();
+    let (mut repos, mut rx) = Repos::new(Vec::new());
     repos.submit(Job::SetRepo {
         slot: slot(),
         args: SetRepoArgs {
@@ -98,6 +98,7 @@ fn checks_that_cannot_start_refuse_the_gate_and_leave_nothing_running() {
         checks: vec!["true".into()],
         message: "task 3".into(),
         author: "alice".into(),
+        sandbox: None,
     };
     gate::spawn_checks(
         job,
@@ -124,7 +125,7 @@ fn checks_that_cannot_start_refuse_the_gate_and_leave_nothing_running() {
 #[test]
 fn a_landing_already_under_way_is_not_run_twice() {
     thread::fail_here();
-    let (mut repos, mut rx) = Repos::new();
+    let (mut repos, mut rx) = Repos::new(Vec::new());
     let land = |epoch| Job::Land {
         job: teamboard_board::LandJob {
             team: "t".into(),

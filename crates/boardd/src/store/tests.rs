@@ -179,6 +179,7 @@ fn a_member_row_from_before_runtimes_loads_as_native_and_a_runtime_round_trips()
         model: None,
         tokens_estimated: true,
         liveness: None,
+        sandbox: None,
     };
     let batch = Changes {
         members: vec![("default".into(), new.clone())],

@@ -19,6 +19,7 @@ pub mod claude;
 pub mod codex;
 mod error;
 mod handle;
+pub mod jail;
 pub mod jsonrpc;
 pub mod process;
 pub mod sessions;
@@ -53,6 +54,9 @@ pub struct AgentSpec {
     /// teammated's process guard (`tools::guard::program`), or `None` in a test
     /// binary: the agent then gets only its own process group and PDEATHSIG.
     pub guard: Option<PathBuf>,
+    /// The teammate's sandbox, which the whole agent process runs in
+    /// ([`jail::for_agent`]); `None`: unconfined.
+    pub jail: Option<teamboard_sandbox::Jail>,
 }
 
 impl AgentSpec {
@@ -67,9 +71,14 @@ impl AgentSpec {
             env,
             env_remove: Vec::new(),
             guard: self.guard.clone(),
+            jail: None,
         };
         launch.args.extend(self.extra_args.iter().cloned());
         launch.env.extend(self.env.iter().cloned());
+        launch.jail = self
+            .jail
+            .as_ref()
+            .map(|j| jail::for_agent(j, &brief.cwd, &launch.env));
         launch
     }
 }

@@ -71,6 +71,9 @@ pub struct Launch {
     pub env_remove: Vec<String>,
     /// The guard program (`tools::guard::program()`), if this binary serves it.
     pub guard: Option<PathBuf>,
+    /// The sandbox the agent runs in (the guard starts bubblewrap around it);
+    /// `None`: unconfined.
+    pub jail: Option<teamboard_sandbox::Jail>,
 }
 
 /// A running agent process.
@@ -98,22 +101,27 @@ impl AgentProcess {
                 launch.program.display()
             ))
         })?;
+        let args = launch.args.iter().map(Into::into);
+        let (wrapped, args) = match &launch.jail {
+            Some(jail) => jail.wrap(&program, args),
+            None => (program.clone().into_os_string(), args.collect()),
+        };
         let mut cmd = match &launch.guard {
             Some(guard) => {
                 let mut cmd = Command::new(guard);
                 cmd.arg(crate::tools::guard::AGENT_ARG)
                     .arg(std::process::id().to_string())
-                    .arg(&program);
+                    .arg(&wrapped);
                 cmd
             }
             None => {
-                let mut cmd = Command::new(&program);
+                let mut cmd = Command::new(&wrapped);
                 // Without a guard: the agent dies with the thread that started it, at least.
                 teamboard_process::die_with_parent(cmd.as_std_mut(), libc::SIGKILL);
                 cmd
             }
         };
-        cmd.args(&launch.args)
+        cmd.args(&args)
             .current_dir(&launch.cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -410,6 +418,7 @@ mod tests {
             env: vec![],
             env_remove: vec![],
             guard: None,
+            jail: None,
         }
     }
 

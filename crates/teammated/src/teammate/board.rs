@@ -175,6 +175,7 @@ mod tests {
             model: None,
             tokens_estimated: false,
             liveness: None,
+            sandbox: None,
         }
     }
 

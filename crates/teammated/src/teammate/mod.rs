@@ -145,6 +145,7 @@ impl Teammate {
             require_plan: cfg.require_plan,
             runtime: (!native).then(|| cfg.runtime.kind.to_string()),
             model: native.then(|| crate::llm::model_label(&cfg.provider)),
+            sandbox: cfg.sandbox,
         };
         let (session, member) = Session::open(
             cfg.socket.clone(),
@@ -169,8 +170,9 @@ impl Teammate {
                 &format!("model: {why}"),
             );
         }
+        let jail = crate::sandbox::jail(&cfg, &workdir, &session).await?;
         let teammate = Teammate {
-            home: LocalEnv::new(workdir, cfg.shell_timeout),
+            home: LocalEnv::new(workdir, cfg.shell_timeout).sandboxed(&jail),
             cfg,
             session,
             transcript,
@@ -182,6 +184,11 @@ impl Teammate {
             failures: 0,
         };
         Ok((teammate, member.task))
+    }
+
+    /// The sandbox of the teammate's commands, in its own workdir.
+    pub(crate) fn jail(&self) -> &teamboard_sandbox::Jail {
+        &self.home.jail
     }
 
     pub(crate) fn cfg(&self) -> &Config {

@@ -5,6 +5,7 @@ use super::guards::Guards;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::time::Duration;
+use teamboard_sandbox::Jail;
 
 /// What a tool answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,17 +43,29 @@ pub struct LocalEnv {
     pub guard: Option<PathBuf>,
     /// The guards of commands whose background jobs may still run.
     pub guards: Guards,
+    /// The sandbox `bash` runs in; its workdir is `workdir`.
+    pub jail: Jail,
 }
 
 impl LocalEnv {
     /// Tools in `workdir`, with commands supervised whenever this process can
-    /// serve as their guard (the teammated binary).
+    /// serve as their guard (the teammated binary), and unconfined until
+    /// [`LocalEnv::sandboxed`].
     pub fn new(workdir: PathBuf, shell_timeout: Duration) -> LocalEnv {
         LocalEnv {
+            jail: Jail::off(&workdir),
             workdir,
             shell_timeout,
             guard: super::guard::program(),
             guards: Guards::default(),
+        }
+    }
+
+    /// The same tools with `bash` in `jail`, moved to this workdir.
+    pub fn sandboxed(self, jail: &Jail) -> LocalEnv {
+        LocalEnv {
+            jail: jail.in_dir(&self.workdir),
+            ..self
         }
     }
 
@@ -61,6 +74,7 @@ impl LocalEnv {
     /// left, wherever they ran.
     pub fn in_dir(&self, workdir: PathBuf) -> LocalEnv {
         LocalEnv {
+            jail: self.jail.in_dir(&workdir),
             workdir,
             ..self.clone()
         }

@@ -30,6 +30,13 @@
 //!    (re-parented orphans included), reaping each, until it has none. Then it
 //!    exits.
 //!
+//! Under the teammate's sandbox the program the guard starts is bubblewrap
+//! around `bash` (`teamboard_sandbox::Jail::wrap`): the guard still leads,
+//! reaps and kills as above, with bubblewrap as the shell it sees. Killing
+//! bubblewrap ends the sandbox's PID namespace and everything in it (its
+//! `--die-with-parent`), so what a sandboxed command starts cannot escape the
+//! guard even by a double fork into another session.
+//!
 //! teammated keeps the guards of commands that may still have processes in
 //! [`super::guards::Guards`], and signals them when a claim is given up or lost and
 //! before it exits, so none of that waits for the kernel.

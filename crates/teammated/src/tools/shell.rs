@@ -10,7 +10,12 @@
 //! The output ends with a trailer line the model (and the scripted test model) can rely
 //! on: `[exit code: N]`, `[killed by signal N]` or `[timed out after Ns; killed]`.
 //!
-//! This is not a sandbox: the command runs with the teammate's own user rights.
+//! Under the teammate's sandbox (`--sandbox`, the default) the guard starts
+//! bubblewrap around `bash` ([`teamboard_sandbox::Jail`]): the command writes
+//! only the working directory and a private `/tmp`, and lives in a PID
+//! namespace of its own, so its background jobs end with it. Under `--sandbox
+//! off` it runs with the teammate's own user rights, and its background jobs
+//! outlive it until the claim ends.
 
 use super::call::{LocalEnv, ToolOutput, opt_int_arg, str_arg};
 use serde_json::Value;
@@ -169,23 +174,23 @@ impl Running {
     /// Starts `bash -c COMMAND` with `output` as its stdout and stderr: under its
     /// guard when there is one, otherwise directly.
     fn start(env: &LocalEnv, command: &str, output: PipeWriter) -> std::io::Result<Running> {
+        let (program, args) = env.jail.wrap("bash", ["-c".into(), command.into()]);
         let mut cmd = match &env.guard {
             Some(guard) => {
                 let mut cmd = Command::new(guard);
                 cmd.arg(super::guard::ARG)
                     .arg(std::process::id().to_string())
-                    .arg("bash");
+                    .arg(program);
                 cmd
             }
             None => {
-                let mut cmd = Command::new("bash");
+                let mut cmd = Command::new(program);
                 // The only protection without a guard, and it reaches the shell alone.
                 teamboard_process::die_with_parent(cmd.as_std_mut(), libc::SIGKILL);
                 cmd
             }
         };
-        cmd.arg("-c")
-            .arg(command)
+        cmd.args(args)
             .current_dir(&env.workdir)
             // teammated's main() already took the API keys out of its environment;
             // this keeps them out of the model's reach when the tools run elsewhere

@@ -62,9 +62,12 @@ impl TaskTree {
         }
     }
 
-    /// The tools of `home` (the teammate's own), working in this worktree.
+    /// The tools of `home` (the teammate's own), working in this worktree. Its
+    /// sandbox hides the team's other worktrees, its siblings.
     pub fn env(&self, home: &LocalEnv) -> LocalEnv {
-        home.in_dir(self.path.clone())
+        let mut env = home.in_dir(self.path.clone());
+        env.jail = env.jail.hide(self.path.parent().map(PathBuf::from));
+        env
     }
 }
 

@@ -34,6 +34,11 @@ mod undelivered;
 
 const TEAMMATED: &str = env!("CARGO_BIN_EXE_teammated");
 
+/// These tests share files with the commands outside the teammates' workdirs
+/// (marks, pid files, the fake agent's home), which the sandbox hides; they run
+/// unsandboxed, and `tests/sandbox.rs` tests the sandbox itself.
+const UNSANDBOXED: [&str; 2] = ["--sandbox", "off"];
+
 /// Waits until `check` holds, for at most [`PATIENCE`].
 async fn until<F, Fut>(what: &str, mut check: F)
 where
@@ -59,6 +64,7 @@ fn spawn(board: &Board, name: &str, extra: &[&str]) -> Teammate {
     let agent = workspace_bin("fake-acp-agent").display().to_string();
     let home = fake_home(board).display().to_string();
     let mut args = vec!["--runtime", "acp", "--agent-cmd", agent.as_str()];
+    args.extend_from_slice(&UNSANDBOXED);
     args.extend_from_slice(extra);
     board.spawn_with_env(name, "dev", &args, &[("FAKE_ACP_HOME", home.as_str())])
 }

@@ -12,7 +12,14 @@ async fn an_agent_waiting_for_its_plans_decision_keeps_its_task() {
     let _alice = board.spawn_with_env(
         "alice",
         "dev",
-        &["--runtime", "acp", "--agent-cmd", agent.as_str()],
+        &[
+            UNSANDBOXED[0],
+            UNSANDBOXED[1],
+            "--runtime",
+            "acp",
+            "--agent-cmd",
+            agent.as_str(),
+        ],
         &[
             ("FAKE_ACP_HOME", home.as_str()),
             ("FAKE_ACP_NO_PLAN_MODE", "1"),

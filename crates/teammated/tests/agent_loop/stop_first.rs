@@ -15,6 +15,8 @@ fn spawn_slow_to_stop(board: &Board, name: &str) -> Teammate {
         name,
         "dev",
         &[
+            UNSANDBOXED[0],
+            UNSANDBOXED[1],
             "--runtime",
             "acp",
             "--agent-cmd",

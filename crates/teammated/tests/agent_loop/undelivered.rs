@@ -18,6 +18,8 @@ async fn a_message_for_an_agent_that_cannot_start_waits_until_one_can() {
         "alice",
         "dev",
         &[
+            UNSANDBOXED[0],
+            UNSANDBOXED[1],
             "--runtime",
             "acp",
             "--agent-cmd",

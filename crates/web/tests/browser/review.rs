@@ -160,7 +160,7 @@ async fn a_landing_in_conflict_names_the_paths_the_target_commit_and_how_to_reso
         return;
     };
     let repo = s.board.attach_repo().await;
-    let alice = s.board.spawn("alice", "dev", &[]);
+    let alice = s.board.spawn("alice", "dev", &["--sandbox", "off"]); // marks outside, and a rebase
     s.board.wait_idle("alice").await;
     // alice writes the file, then waits while someone else changes it on main.
     let (written, go) = (s.board.dir().join("written"), s.board.dir().join("go"));

@@ -11,7 +11,8 @@ async fn a_plan_approved_on_the_page_unblocks_the_teammate() {
     };
     let _alice = s.board.spawn("alice", "dev", &[]);
     s.board.wait_idle("alice").await;
-    let mark = s.board.dir().join("ran");
+    // In alice's workdir: the only place her sandbox lets her write.
+    let mark = s.board.workdir("alice").join("ran");
     let script = format!("Touch it.\n```sh\ntouch {}\n```\n", mark.display());
     let t = s.board.add_needing_a_plan("Guarded", &script).await;
     s.wait_for("#requests .plan", "from alice").await;
@@ -116,7 +117,7 @@ async fn a_task_on_its_way_to_the_target_shows_its_landing_stage() {
         gate.display()
     )];
     s.board.lead.set_repo(args).await.expect("set_repo");
-    let _alice = s.board.spawn("alice", "dev", &[]);
+    let _alice = s.board.spawn("alice", "dev", &["--sandbox", "off"]); // the gate file is outside the worktree
     s.board.wait_idle("alice").await;
     let t = s
         .board

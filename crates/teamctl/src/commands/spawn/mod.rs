@@ -33,6 +33,10 @@ fn native_only(args: &SpawnArgs) -> Vec<&'static str> {
 pub async fn run(ctx: &Ctx, args: SpawnArgs) -> anyhow::Result<()> {
     check_names(ctx, &args)?;
     let program = agent::check(&args.runtime, &native_only(&args))?;
+    // Refused here rather than by the teammate at start, with the same words.
+    if args.sandbox != Some(teamboard_protocol::SandboxMode::Off) {
+        teamboard_sandbox::probe()?;
+    }
     let workdir = workdir(args.workdir.as_deref())?;
     let settings = settings(ctx, &args, program, &workdir)?;
     if args.systemd {
@@ -134,6 +138,8 @@ fn settings(
     set(Both, "max-tokens-field", text(args.max_tokens_field));
     set(Both, "carry-context", args.carry_context.then_some(Switch));
     set(Both, "require-plan", args.require_plan.then_some(Switch));
+    set(Both, "sandbox", text(args.sandbox));
+    set(Both, "no-network", args.no_network.then_some(Switch));
     let runtime = &args.runtime;
     set(Both, "runtime", text(runtime.runtime));
     let program = program.map(|p| Path(p, "agent program"));

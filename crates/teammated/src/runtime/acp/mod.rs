@@ -255,6 +255,7 @@ sleep 30"#,
             policy: AgentPolicy::Workspace,
             env: vec![],
             guard: None,
+            jail: None,
         }
     }
 

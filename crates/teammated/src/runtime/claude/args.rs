@@ -178,6 +178,7 @@ mod tests {
             policy: AgentPolicy::Workspace,
             env: vec![("ANTHROPIC_API_KEY".into(), "k".into())],
             guard: Some(PathBuf::from("/proc/self/exe")),
+            jail: None,
         }
     }
 

@@ -170,6 +170,11 @@ struct Phase {
 }
 
 impl AgentRun {
+    /// Runs the agent's whole process in `jail` (the teammate's sandbox).
+    pub(crate) fn confine(&mut self, jail: &teamboard_sandbox::Jail) {
+        self.spec.jail = Some(jail.clone());
+    }
+
     /// The agent, for the transcript's first line: `acp (/usr/bin/agent), policy
     /// auto`.
     pub(crate) fn describe(&self) -> String {

@@ -75,6 +75,8 @@ pub(crate) fn setup(cfg: &crate::config::Config) -> Result<Option<AgentRun>, Err
             policy: rt.policy,
             env,
             guard: crate::tools::guard::program(),
+            // Set once the teammate has registered and knows boardd's state.
+            jail: None,
         },
         sessions: crate::runtime::sessions::Sessions::new(&dir),
         member: Some(member),
