@@ -175,12 +175,14 @@ impl Args {
                 true => anyhow::anyhow!("TEAMMATE_CONTEXT_BUDGET={budget}: {why}"),
                 false => anyhow::anyhow!("--context-budget {budget}: {why}"),
             })?;
+        let state_dir = self.state_dir.unwrap_or_else(paths::default_state_dir);
         Ok(Config {
             name: self.name,
             role: self.role,
             team: self.team,
             socket: self.socket.unwrap_or_else(paths::default_socket_path),
-            state_dir: self.state_dir.unwrap_or_else(paths::default_state_dir),
+            lead_key: Some(teamboard_protocol::lead_key::lead_key(Some(&state_dir))?),
+            state_dir,
             workdir,
             provider: self.provider.into_config()?,
             idle_timeout: (self.idle_timeout > 0)
@@ -319,10 +321,13 @@ fn real_main() -> anyhow::Result<()> {
         .chain_key_vars()
         .map(str::to_string)
         .collect();
+    // The lead's credential file is named too: nothing the model runs learns
+    // where the key that opens the whole board lies (the sandbox hides it).
     for var in SECRET_VARS
         .iter()
         .copied()
         .chain(fallback_keys.iter().map(String::as_str))
+        .chain([teamboard_protocol::lead_key::LEAD_KEY_ENV])
     {
         // SAFETY: no other thread exists yet (the async runtime starts below), so
         // nothing reads the environment while it changes.

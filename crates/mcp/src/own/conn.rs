@@ -47,9 +47,17 @@ pub(super) async fn open(cfg: &OwnConfig, held: &Shared) -> Result<Conn, String>
 }
 
 async fn register(cfg: &OwnConfig) -> Result<(Client, Option<TaskId>), String> {
-    let client = Client::join(&cfg.socket, CLIENT_KIND, &cfg.name, &cfg.team, cfg.new_team)
-        .await
-        .map_err(|e| e.to_string())?;
+    let key = Some(&cfg.credential);
+    let client = Client::join(
+        &cfg.socket,
+        CLIENT_KIND,
+        &cfg.name,
+        &cfg.team,
+        cfg.new_team,
+        key,
+    )
+    .await
+    .map_err(|e| e.to_string())?;
     let member = client
         .register(&cfg.role, Some(std::process::id()))
         .await

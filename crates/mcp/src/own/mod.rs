@@ -40,6 +40,9 @@ pub struct OwnConfig {
     /// messages fetched with each answer and giving a task back at the end may
     /// wait for boardd; `None` waits for ever.
     pub timeout: Option<Duration>,
+    /// The lead's credential, which vouches for the member's name: `teamctl
+    /// mcp` runs as the person.
+    pub credential: teamboard_protocol::Credential,
 }
 
 /// The board of a person's own session.

@@ -217,7 +217,9 @@ pub struct Lead {
 
 impl Lead {
     pub async fn open(socket: &Path, team: &str) -> anyhow::Result<Lead> {
-        let client = Arc::new(Client::connect(socket, "xtask-bench", "lead", team).await?);
+        let key = teamboard_process::lead_key(socket)?;
+        let client =
+            Arc::new(Client::connect(socket, "xtask-bench", "lead", team, Some(&key)).await?);
         client.subscribe().await?;
         let (tx, events) = mpsc::unbounded_channel();
         let reader = client.clone();
