@@ -91,17 +91,23 @@ impl Ctx {
 
     /// Opens a session as `lead` in the team, which must exist unless
     /// `--new-team` named it.
+    ///
+    /// A key it cannot read is said after the connection: without the key
+    /// boardd would refuse every request, but a boardd that is not running at
+    /// all is the first thing to put right.
     pub async fn connect(&self) -> anyhow::Result<Client> {
-        let key = self.lead_key()?;
-        Ok(Client::join(
+        let key = self.lead_key();
+        let client = Client::join(
             &self.socket,
             CLIENT_KIND,
             teamboard_protocol::LEAD,
             &self.team,
             self.new_team,
-            Some(&key),
+            key.as_ref().ok(),
         )
-        .await?)
+        .await?;
+        key?;
+        Ok(client)
     }
 
     /// Sends `request` on `client`. With `--json` prints boardd's answer as it
