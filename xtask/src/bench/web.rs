@@ -142,11 +142,13 @@ async fn run_async(args: &WebBenchArgs) -> anyhow::Result<()> {
     let watch = Client::connect(&socket, "bench", "watch", TEAM, Some(&key)).await?;
     watch.subscribe().await?;
 
+    let (key_var, key_file) = teamboard_process::lead_key_env(&socket);
     let mut web = tokio::process::Command::new(bins.get("teamctl"))
         .arg("--socket")
         .arg(&socket)
         .args(["--team", TEAM, "web"])
         .env_remove("TEAMBOARD_WEB_TOKEN")
+        .env(key_var, key_file)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

@@ -115,9 +115,10 @@ pub struct Mate<'a> {
 
 /// The caller's settings that would change what a teammate does: none of them
 /// reaches a measured teammate.
-const FOREIGN: [&str; 9] = [
+const FOREIGN: [&str; 10] = [
     "TEAMBOARD_SOCKET",
     "TEAMBOARD_STATE_DIR",
+    "TEAMBOARD_LEAD_KEY",
     "TEAMMATE_CARRY_CONTEXT",
     "TEAMMATE_MODEL",
     "TEAMMATE_BASE_URL",
