@@ -22,6 +22,7 @@ use teamboard_testkit::{GitRepo, InProc, lead, lead_key, task, teammate};
 /// Member `me`'s own session on the boardd at `socket`, vouched for by `key`,
 /// its calls to boardd bounded by `timeout`.
 fn own(socket: &Path, key: Credential, timeout: Option<Duration>) -> OwnBoard {
+    let key = Ok(key);
     OwnBoard::new(OwnConfig {
         socket: socket.to_path_buf(),
         team: "default".into(),

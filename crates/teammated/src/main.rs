@@ -181,7 +181,8 @@ impl Args {
             role: self.role,
             team: self.team,
             socket: self.socket.unwrap_or_else(paths::default_socket_path),
-            lead_key: Some(teamboard_protocol::lead_key::lead_key(Some(&state_dir))?),
+            // Read in `main`, once the settings are known to be good.
+            lead_key: None,
             state_dir,
             workdir,
             provider: self.provider.into_config()?,
@@ -311,7 +312,10 @@ fn real_main() -> anyhow::Result<()> {
     }
     let (args, model_given) = Args::parse_args();
     init_tracing("info");
-    let config = args.into_config(model_given)?;
+    let mut config = args.into_config(model_given)?;
+    config.lead_key = Some(teamboard_protocol::lead_key::lead_key(Some(
+        &config.state_dir,
+    ))?);
     // The keys now live in the config. Take them out of the environment so that
     // nothing the model runs with `bash` inherits them (`env` would show them to the
     // model, the transcript and the provider).

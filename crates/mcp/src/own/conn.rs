@@ -47,7 +47,7 @@ pub(super) async fn open(cfg: &OwnConfig, held: &Shared) -> Result<Conn, String>
 }
 
 async fn register(cfg: &OwnConfig) -> Result<(Client, Option<TaskId>), String> {
-    let key = Some(&cfg.credential);
+    let key = cfg.credential.as_ref().ok();
     let client = Client::join(
         &cfg.socket,
         CLIENT_KIND,
@@ -61,13 +61,14 @@ async fn register(cfg: &OwnConfig) -> Result<(Client, Option<TaskId>), String> {
     let member = client
         .register(&cfg.role, Some(std::process::id()))
         .await
-        .map_err(|e| match e.code() {
-            Some(ErrorCode::AlreadyConnected) => format!(
+        .map_err(|e| match (e.code(), &cfg.credential) {
+            (Some(ErrorCode::PermissionDenied), Err(why)) => why.clone(),
+            (Some(ErrorCode::AlreadyConnected), _) => format!(
                 "the name {} is taken in team {} by another live session (a teammate, or another \
                  `teamctl mcp --name {}`); start this server with another --name",
                 cfg.name, cfg.team, cfg.name
             ),
-            _ => format!("boardd refused to register {}: {e}", cfg.name),
+            (_, _) => format!("boardd refused to register {}: {e}", cfg.name),
         })?;
     tracing::info!(name = %cfg.name, team = %cfg.team, role = %member.role, "registered");
     Ok((client, member.task))

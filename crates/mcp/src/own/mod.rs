@@ -41,8 +41,10 @@ pub struct OwnConfig {
     /// wait for boardd; `None` waits for ever.
     pub timeout: Option<Duration>,
     /// The lead's credential, which vouches for the member's name: `teamctl
-    /// mcp` runs as the person.
-    pub credential: teamboard_protocol::Credential,
+    /// mcp` runs as the person. Why it could not be read, if it could not: said
+    /// when boardd refuses the member, so that a boardd that is not running is
+    /// still named first.
+    pub credential: Result<teamboard_protocol::Credential, String>,
 }
 
 /// The board of a person's own session.
