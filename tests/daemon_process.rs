@@ -81,7 +81,7 @@ async fn stale_socket_file_is_cleaned_up() {
     // A socket file nobody listens on, as a crashed daemon leaves it.
     drop(UnixListener::bind(&socket).unwrap());
     assert!(socket.exists());
-    match Client::connect(&socket, "test", "lead", teamboard_testkit::TEAM).await {
+    match Client::connect(&socket, "test", "lead", teamboard_testkit::TEAM, None).await {
         Err(ClientError::NotRunning { .. }) => {}
         Err(other) => panic!("expected NotRunning for a stale socket, got {other}"),
         Ok(_) => panic!("connected to a socket nobody listens on"),
@@ -297,7 +297,7 @@ async fn tells_systemd_when_ready_and_when_stopping() {
 async fn client_says_how_to_start_boardd_when_none_runs() {
     let dir = short_tempdir();
     let socket = dir.path().join("nobody-home");
-    let err = match Client::connect(&socket, "test", "lead", teamboard_testkit::TEAM).await {
+    let err = match Client::connect(&socket, "test", "lead", teamboard_testkit::TEAM, None).await {
         Err(e) => e,
         Ok(_) => panic!("connected to nothing"),
     };
@@ -313,7 +313,7 @@ async fn client_says_how_to_start_boardd_when_none_runs() {
 
     // A regular file where the socket should be: nothing will ever listen there.
     std::fs::write(&socket, "not a socket").unwrap();
-    let err = match Client::connect(&socket, "test", "lead", teamboard_testkit::TEAM).await {
+    let err = match Client::connect(&socket, "test", "lead", teamboard_testkit::TEAM, None).await {
         Err(e) => e,
         Ok(_) => panic!("connected to a regular file"),
     };
@@ -337,7 +337,7 @@ async fn a_daemon_that_stops_while_a_client_connects_closed_the_connection() {
     // runtime has seen the connection: the runtime has one thread, so it cannot
     // look in between.
     let listener = UnixListener::bind(&socket).unwrap();
-    let mut connecting = std::pin::pin!(Client::connect(&socket, "test", "lead", "t"));
+    let mut connecting = std::pin::pin!(Client::connect(&socket, "test", "lead", "t", None));
     tokio::select! {
         biased;
         r = &mut connecting => panic!("a listener that never accepts answered: {:?}", r.err()),

@@ -409,9 +409,10 @@ async fn hundred_clients(boardd: &Daemon, refusal: &str) {
     let mut attempts = JoinSet::new();
     for i in 0..CLIENTS {
         let socket = boardd.socket.clone();
+        let key = teamboard_testkit::lead_key(&socket);
         attempts.spawn(async move {
             let name = format!("c{i}");
-            let connecting = Client::connect(&socket, "test", &name, TEAM);
+            let connecting = Client::connect(&socket, "test", &name, TEAM, Some(&key));
             tokio::time::timeout(Duration::from_secs(3), connecting).await
         });
     }
@@ -441,7 +442,8 @@ async fn hundred_clients(boardd: &Daemon, refusal: &str) {
         "boardd to serve a newcomer",
         Duration::from_secs(5),
         || async {
-            Client::connect(&boardd.socket, "test", "newcomer", TEAM)
+            let key = teamboard_testkit::lead_key(&boardd.socket);
+            Client::connect(&boardd.socket, "test", "newcomer", TEAM, Some(&key))
                 .await
                 .ok()
         },

@@ -434,10 +434,12 @@ async fn a_lead_that_leaves_plans_to_the_person_does_not_review_them() {
     let approve = tokio::task::spawn_blocking({
         let socket = socket.clone();
         move || {
+            let (key_var, key) = teamboard_testkit::lead_key_env(&socket);
             Command::new(workspace_bin("teamctl"))
                 .arg("--socket")
                 .arg(&socket)
                 .args(["approve", &id])
+                .env(key_var, key)
                 .output()
                 .expect("teamctl approve runs")
         }

@@ -52,6 +52,7 @@ async fn python_example_client_runs_its_scenario() -> anyhow::Result<()> {
     let child = Command::new("python3")
         .arg(&script)
         .arg(&socket)
+        .arg(teamboard_testkit::lead_key_path(&socket))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -67,7 +68,9 @@ async fn python_example_client_runs_its_scenario() -> anyhow::Result<()> {
 
     // boardd kept serving through the scenario's malformed frame: a fresh
     // connection still gets a welcome and answers.
-    let probe = teamboard_protocol::Client::connect(&socket, "test", "lead", "default").await?;
+    let key = teamboard_testkit::lead_key(&socket);
+    let probe =
+        teamboard_protocol::Client::connect(&socket, "test", "lead", "default", Some(&key)).await?;
     let status = probe.status().await?;
     assert_eq!(status.protocol, teamboard_protocol::PROTOCOL_VERSION);
     drop(probe);

@@ -6,12 +6,18 @@ Use it as a module:
     from teamboard_client import Client, ServerError
 
     with Client.connect(name="alice", team="default") as c:
-        c.call("register", {"role": "dev"})
+        member = c.call("register", {"role": "dev"})
+        alices_own = member["credential"]  # vouches for alice from now on
         work = c.call("wait_for_work", {"timeout_ms": 30000})
+
+A session presents a credential in its hello: the lead's, read from boardd's
+`lead.key` (see lead_key_path(); the default when none is given), or the one
+`register` gave a member. Without one, every request is refused with
+`permission_denied`.
 
 or run it as a self-check against a running boardd:
 
-    python3 teamboard_client.py /path/to/boardd.sock
+    python3 teamboard_client.py /path/to/boardd.sock [/path/to/lead.key]
 
 which drives a full scenario, prints "ok" and exits 0, or prints what went wrong
 and exits 1.
@@ -90,6 +96,31 @@ def default_state_dir():
     return os.path.join(os.path.expanduser("~"), ".local", "state", "teamboard")
 
 
+def lead_key_path(state_dir=None):
+    """Where boardd keeps the lead's credential: $TEAMBOARD_LEAD_KEY, else
+    lead.key in the state directory."""
+    if os.environ.get("TEAMBOARD_LEAD_KEY"):
+        return os.environ["TEAMBOARD_LEAD_KEY"]
+    return os.path.join(state_dir or default_state_dir(), "lead.key")
+
+
+def read_lead_key(path=None):
+    """The lead's credential: the text of the key file, without its newline.
+    Only the user that runs boardd can read it."""
+    path = path or lead_key_path()
+    try:
+        with open(path, encoding="utf-8") as f:
+            key = f.read().strip()
+    except OSError as e:
+        raise TeamboardError(
+            "cannot read the lead's credential at %s: %s; run as the user that runs "
+            "boardd, or point TEAMBOARD_LEAD_KEY at it" % (path, e)
+        ) from e
+    if not key:
+        raise TeamboardError("the lead's credential at %s is empty" % path)
+    return key
+
+
 def encode_frame(obj):
     """One frame: 4-byte big-endian length, then that many bytes of UTF-8 JSON."""
     payload = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
@@ -113,9 +144,15 @@ class Client:
         self.closed = None  # a ConnectionClosed once the connection has ended
 
     @classmethod
-    def connect(cls, path=None, name="lead", team=DEFAULT_TEAM, client="python", timeout=10.0):
-        """Connects to `path` (default: default_socket_path()) and says hello."""
+    def connect(
+        cls, path=None, name="lead", team=DEFAULT_TEAM, client="python", timeout=10.0, credential=None
+    ):
+        """Connects to `path` (default: default_socket_path()) and says hello as
+        `name`, presenting `credential`: by default the lead's (read_lead_key()),
+        which vouches for any name; a member may present its own instead."""
         path = path or default_socket_path()
+        if credential is None:
+            credential = read_lead_key()
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(timeout)
         try:
@@ -131,6 +168,7 @@ class Client:
             "client": client,
             "name": name,
             "team": team,
+            "credential": credential,
         }
         sock.sendall(encode_frame(hello))
         c = cls(sock, None)
@@ -344,10 +382,36 @@ def demo(path):
     expect(st["protocol"] == PROTOCOL_VERSION, "status: %r" % st)
     expect(any(t["name"] == team for t in st["teams"]), "status teams: %r" % st)
 
-    # A teammate on a second connection registers and claims.
-    alice = Client.connect(path, name="alice", team=team, client="pydemo")
-    expect_error("not_registered", alice.call, "claim_next")
-    member = alice.call("register", {"role": "dev", "pid": os.getpid()})
+    # A hello without a credential is welcomed, and refused every request.
+    bare = Client.connect(path, name="lead", team=team, client="pydemo", credential="")
+    e = expect_error("permission_denied", bare.call, "list_tasks")
+    expect("lead.key" in e.message, "refusal: %r" % e.message)
+    bare.close()
+
+    # A teammate on a second connection registers, with the lead's credential,
+    # and gets its own.
+    first = Client.connect(path, name="alice", team=team, client="pydemo")
+    expect_error("not_registered", first.call, "claim_next")
+    member = first.call("register", {"role": "dev", "pid": os.getpid()})
+    own = member["credential"]
+    expect(isinstance(own, str) and own, "member credential: %r" % member)
+    first.close()
+    # Its own credential vouches for alice only, and registers her again.
+    stranger = Client.connect(path, name="bob", team=team, client="pydemo", credential=own)
+    expect_error("permission_denied", stranger.call, "inbox")
+    stranger.close()
+    alice = Client.connect(path, name="alice", team=team, client="pydemo", credential=own)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            member = alice.call("register", {"role": "dev", "pid": os.getpid()})
+            break
+        except ServerError as e:
+            # The first session's close may not have reached boardd yet.
+            if e.code != "already_connected" or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+    expect("credential" not in member, "her own registration keeps it: %r" % member)
     expect(member["name"] == "alice" and member["status"] == "idle", "member: %r" % member)
     expect(member["connected"] is True, "member: %r" % member)
 
@@ -471,9 +535,11 @@ def demo(path):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        print("usage: %s SOCKET" % sys.argv[0], file=sys.stderr)
+    if len(sys.argv) not in (2, 3):
+        print("usage: %s SOCKET [LEAD_KEY_FILE]" % sys.argv[0], file=sys.stderr)
         sys.exit(2)
+    if len(sys.argv) == 3:
+        os.environ["TEAMBOARD_LEAD_KEY"] = sys.argv[2]
     try:
         demo(sys.argv[1])
     except (Mismatch, TeamboardError, OSError, ValueError, KeyError, TypeError) as e:

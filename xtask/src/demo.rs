@@ -217,7 +217,8 @@ impl Demo {
             "  workdir   {}  (a tiny backend: backend/app.py)",
             self.work
         );
-        let client = Client::connect(socket, "xtask-demo", LEAD, DEFAULT_TEAM)
+        let key = teamboard_process::lead_key(socket)?;
+        let client = Client::connect(socket, "xtask-demo", LEAD, DEFAULT_TEAM, Some(&key))
             .await
             .context("cannot connect to the demo's boardd")?;
         // Subscribed before anything happens, so the live view misses nothing.

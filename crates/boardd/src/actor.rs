@@ -10,6 +10,7 @@
 //! notices, and hands everything to the writer as one job. Handlers never touch
 //! the actor; the actor alone decides where things go.
 
+use crate::auth::{Authority, Keys};
 use crate::handlers::repo_done::{self, Effect, Held};
 use crate::handlers::{self, Outcome};
 use crate::info::DaemonInfo;
@@ -18,12 +19,12 @@ use crate::outbox::Outbox;
 use crate::procs::{Exited, Procs};
 use crate::reply::Reply;
 use crate::repo::{Done, Job, Repos};
-use crate::writer::{CommitMode, EventTo, Job as WriterJob, QueryTo, ReplyTo, Writer};
+use crate::writer::{AdmitTo, CommitMode, EventTo, Job as WriterJob, QueryTo, ReplyTo, Writer};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::SystemTime;
 use teamboard_board::{Board, Ctx, Now, SessionId, Waiting};
-use teamboard_protocol::{ErrorBody, ErrorCode, Event, Request, Work};
+use teamboard_protocol::{Credential, ErrorBody, ErrorCode, Event, Registered, Request, Work};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -31,12 +32,16 @@ use tokio_util::sync::CancellationToken;
 /// its requests, then `Close`.
 #[derive(Debug)]
 pub enum Cmd {
-    /// A hello names `team`: may the session work in it? `new_team` is the
-    /// hello's (see `Board::admit`); the answer is the refusal, in words.
+    /// A hello names `team` and `name`: who vouches for the name (see
+    /// `auth`), and may the session work in the team? `new_team` is the
+    /// hello's (see `Board::admit`); a session nobody vouches for creates no
+    /// team. The answer is the session's authority, or the refusal in words.
     Admit {
         team: Arc<str>,
+        name: Arc<str>,
+        credential: Option<Credential>,
         new_team: Option<bool>,
-        reply: tokio::sync::oneshot::Sender<Result<(), String>>,
+        reply: tokio::sync::oneshot::Sender<Result<Authority, String>>,
     },
     /// A session said hello: who it is and where its frames go.
     Open {
@@ -45,6 +50,8 @@ pub enum Cmd {
         pid: Option<u32>,
         team: Arc<str>,
         name: Arc<str>,
+        /// What its hello proved, as `Admit` answered.
+        authority: Authority,
         out: Outbox,
     },
     /// A request of an open session.
@@ -62,6 +69,7 @@ struct Session {
     pid: Option<u32>,
     team: Arc<str>,
     name: Arc<str>,
+    authority: Authority,
     out: Outbox,
 }
 
@@ -91,10 +99,18 @@ pub struct Actor {
     procs: Procs,
     /// Their reports; taken by `run`.
     exited: Option<mpsc::UnboundedReceiver<Exited>>,
+    /// The credentials that vouch for sessions' names.
+    keys: Keys,
 }
 
 impl Actor {
-    pub fn new(board: Board, writer: Writer, mode: CommitMode, info: DaemonInfo) -> Actor {
+    pub fn new(
+        board: Board,
+        writer: Writer,
+        mode: CommitMode,
+        info: DaemonInfo,
+        keys: Keys,
+    ) -> Actor {
         let private = teamboard_sandbox::private_paths([info.state_dir.as_path()], &info.socket);
         let (repos, repo_done) = Repos::new(private);
         let (procs, exited) = Procs::new();
@@ -112,6 +128,7 @@ impl Actor {
             leads: LeadSeats::default(),
             procs,
             exited: Some(exited),
+            keys,
         }
     }
 
@@ -240,19 +257,34 @@ impl Actor {
             // forgot the team.
             Cmd::Admit {
                 team,
+                name,
+                credential,
                 new_team,
                 reply,
-            } => match self.board.admit(&team, new_team) {
-                Ok(()) => self.job.admits.push(reply),
-                Err(refused) => {
-                    let _ = reply.send(Err(refused));
+            } => {
+                let authority = self.keys.authority(&team, &name, credential.as_ref());
+                // Welcomed, to hear why each of its requests is refused; but it
+                // changes nothing, not even by creating a team.
+                if let Authority::Nobody { .. } = authority {
+                    let _ = reply.send(Ok(authority));
+                    return;
                 }
-            },
+                match self.board.admit(&team, new_team) {
+                    Ok(()) => self.job.admits.push(AdmitTo {
+                        to: reply,
+                        authority,
+                    }),
+                    Err(refused) => {
+                        let _ = reply.send(Err(refused));
+                    }
+                }
+            }
             Cmd::Open {
                 session,
                 pid,
                 team,
                 name,
+                authority,
                 out,
             } => {
                 self.sessions.insert(
@@ -261,6 +293,7 @@ impl Actor {
                         pid,
                         team,
                         name,
+                        authority,
                         out,
                     },
                 );
@@ -296,6 +329,7 @@ impl Actor {
             return;
         };
         let (team, name, out, pid) = (s.team.clone(), s.name.clone(), s.out.clone(), s.pid);
+        let by_lead = s.authority == Authority::Lead;
         let registers = matches!(request, Request::Register(_));
         // Checked before anything is done: a reply once made is always sent, so
         // this is where the memory a client that does not read can take stops.
@@ -305,6 +339,16 @@ impl Actor {
             self.job.replies.push(ReplyTo::new(out, id, result));
             return;
         }
+        if let Err(denied) = self.keys.check(&s.authority, &team, &name) {
+            tracing::debug!(
+                session,
+                id,
+                op = request.op(),
+                "request refused: no credential"
+            );
+            self.job.replies.push(ReplyTo::new(out, id, Err(denied)));
+            return;
+        }
         let ctx = Ctx {
             team: &team,
             actor: &name,
@@ -312,12 +356,14 @@ impl Actor {
             now: Self::now(),
         };
         match handlers::handle(&mut self.board, &self.info, ctx, id, request) {
-            Outcome::Reply(result) => {
-                if registers
-                    && result.is_ok()
-                    && let Some(pid) = pid
-                {
-                    self.procs.watch(team, name, session, pid);
+            Outcome::Reply(mut result) => {
+                if registers && result.is_ok() {
+                    if by_lead {
+                        result = result.and_then(|r| self.issue(&team, &name, r));
+                    }
+                    if let Some(pid) = pid {
+                        self.procs.watch(team, name, session, pid);
+                    }
                 }
                 self.job.replies.push(ReplyTo::new(out, id, result));
             }
@@ -357,6 +403,26 @@ impl Actor {
                 self.job.replies.push(ReplyTo::new(out, id, result));
             }
         }
+    }
+
+    /// A registration made with the lead's credential: the member gets a fresh
+    /// credential of its own, persisted with the registration, and every one
+    /// before it is revoked. One who registers with its own credential keeps
+    /// it: were it replaced, a reply lost to a crash of boardd after the
+    /// commit would leave the member with a credential that no longer works.
+    fn issue(&mut self, team: &str, name: &str, reply: Reply) -> Result<Reply, ErrorBody> {
+        let Reply::Member(member) = reply else {
+            return Ok(reply);
+        };
+        let (credential, row) = self.keys.issue(team, name).map_err(|e| {
+            tracing::error!(error = %e, "cannot issue a credential");
+            ErrorBody::new(ErrorCode::Internal, e.to_string())
+        })?;
+        self.job.credentials.push(row);
+        Ok(Reply::Registered(Box::new(Registered {
+            member: *member,
+            credential: Some(credential),
+        })))
     }
 
     /// Queues a reply to a parked waiter, if its session is still open.

@@ -170,6 +170,7 @@ impl ApproxLen for Reply {
             Reply::Claim(c) => c.approx_len(),
             Reply::MaybeClaim(c) => c.as_ref().map_or(4, |c| c.approx_len()),
             Reply::Member(m) => m.approx_len(),
+            Reply::Registered(r) => r.member.approx_len() + 96,
             Reply::Members(v) => list(v),
             Reply::Message(m) => m.approx_len(),
             Reply::Messages(v) => list(v),

@@ -13,9 +13,11 @@
 //!   queue (`docs/design/worktrees.md`).
 //! - `outbox`: one connection's frames, in order; `wire` encodes them.
 //! - [`store`]: SQLite, and the state directory's lock.
+//! - `auth`: the credentials that vouch for sessions' names (`lead.key`).
 
 mod actor;
 mod approx;
+mod auth;
 mod handlers;
 mod info;
 mod leads;
@@ -91,6 +93,8 @@ pub enum StartError {
     Thread(#[source] std::io::Error),
     #[error(transparent)]
     Prices(#[from] teamboard_prices::PricesError),
+    #[error(transparent)]
+    Key(#[from] auth::KeyError),
 }
 
 /// A running daemon.
@@ -135,6 +139,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let lock = store::lock::lock_state_dir(&config.state_dir)?;
     let mut store = store::Store::open(&config.state_dir)?;
     let snapshot = store.load()?;
+    let keys = auth::Keys::load(&config.state_dir, store.credentials()?)?;
     let restored_tasks = snapshot.tasks.len();
     let prices = teamboard_prices::Prices::load(config.prices.as_deref())?;
     let mut board = Board::restore(config.board, snapshot, Actor::now());
@@ -157,7 +162,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         live: live.clone(),
         commits: writer.counters(),
     };
-    let actor = Actor::new(board, writer, config.commit_mode, info);
+    let actor = Actor::new(board, writer, config.commit_mode, info, keys);
     let settings = server::Settings {
         lease_ttl: config.board.lease_ttl,
         live,

@@ -3,8 +3,8 @@
 use serde::Serialize;
 use teamboard_protocol::spend::{Budget, BudgetReport, Reservation, Settled};
 use teamboard_protocol::{
-    Acked, Claim, Event, Member, Message, OpenedWorktree, Pruned, Repo, ServerStatus, Task,
-    TaskDetail, TeamRequest, Work, WorktreeEntry,
+    Acked, Claim, Event, Member, Message, OpenedWorktree, Pruned, Registered, Repo, ServerStatus,
+    Task, TaskDetail, TeamRequest, Work, WorktreeEntry,
 };
 
 /// Large results are boxed so that a queued reply stays small whatever its kind.
@@ -19,6 +19,8 @@ pub enum Reply {
     Claim(Box<Claim>),
     MaybeClaim(Option<Box<Claim>>),
     Member(Box<Member>),
+    /// `register` with the lead's credential: the member and its new credential.
+    Registered(Box<Registered>),
     Members(Vec<Member>),
     Message(Box<Message>),
     Messages(Vec<Message>),

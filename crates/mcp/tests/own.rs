@@ -16,12 +16,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use teamboard_mcp::{Board, OwnBoard, OwnConfig};
 use teamboard_protocol::member::{MemberCall, MemberReply};
-use teamboard_protocol::{Client, ErrorCode, MessageKind, Task, TaskId, TaskStatus};
-use teamboard_testkit::{GitRepo, InProc, lead, task, teammate};
+use teamboard_protocol::{Client, Credential, ErrorCode, MessageKind, Task, TaskId, TaskStatus};
+use teamboard_testkit::{GitRepo, InProc, lead, lead_key, task, teammate};
 
-/// Member `me`'s own session on the boardd at `socket`, its calls to boardd
-/// bounded by `timeout`.
-fn own(socket: &Path, timeout: Option<Duration>) -> OwnBoard {
+/// Member `me`'s own session on the boardd at `socket`, vouched for by `key`,
+/// its calls to boardd bounded by `timeout`.
+fn own(socket: &Path, key: Credential, timeout: Option<Duration>) -> OwnBoard {
+    let key = Ok(key);
     OwnBoard::new(OwnConfig {
         socket: socket.to_path_buf(),
         team: "default".into(),
@@ -29,11 +30,13 @@ fn own(socket: &Path, timeout: Option<Duration>) -> OwnBoard {
         name: "me".into(),
         role: "member".into(),
         timeout,
+        credential: key,
     })
 }
 
 fn me(daemon: &InProc) -> OwnBoard {
-    own(&daemon.socket, Some(Duration::from_secs(30)))
+    let key = lead_key(&daemon.socket);
+    own(&daemon.socket, key, Some(Duration::from_secs(30)))
 }
 
 fn call(tool: &str, arguments: Value) -> MemberCall {
@@ -364,7 +367,8 @@ async fn a_boardd_that_stops_answering_costs_a_bounded_call_the_timeout() {
     let (daemon, _lead, t, _) = a_task_for_me("Write the parser").await;
     let dir = teamboard_testkit::short_tempdir();
     let proxy = Proxy::start(dir.path().join("proxy.sock"), &daemon.socket);
-    let mut board = own(&proxy.path, Some(Duration::from_secs(5)));
+    let key = lead_key(&daemon.socket);
+    let mut board = own(&proxy.path, key, Some(Duration::from_secs(5)));
     board.join().await.expect("joined");
     ask(&mut board, "list_tasks", json!({})).await;
 
@@ -401,7 +405,8 @@ async fn joining_a_boardd_that_does_not_answer_gives_up_after_the_timeout() {
             held.push(stream);
         }
     });
-    let mut board = own(&path, Some(Duration::from_secs(42)));
+    let key = Credential::new("nobody's");
+    let mut board = own(&path, key, Some(Duration::from_secs(42)));
     let started = tokio::time::Instant::now();
     let why = board.join().await.expect_err("no answer");
     assert_eq!(started.elapsed(), Duration::from_secs(42));

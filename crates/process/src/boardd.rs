@@ -99,6 +99,7 @@ impl Launch {
             state_dir: self.state_dir,
             log: self.log,
         };
+        crate::note_daemon(&b.socket, &b.state_dir, false);
         b.spawn()?;
         Ok(b)
     }
@@ -160,6 +161,7 @@ impl Boardd {
                 });
             }
             if self.answers().await {
+                crate::note_daemon(&self.socket, &self.state_dir, true);
                 return Ok(());
             }
             if Instant::now() >= deadline {
@@ -174,10 +176,31 @@ impl Boardd {
     }
 
     async fn answers(&self) -> bool {
-        match Client::connect(&self.socket, "teamboard-process", "probe", DEFAULT_TEAM).await {
+        // boardd writes its key before it listens: no key yet, no answer yet.
+        let Ok(key) = self.lead_key() else {
+            return false;
+        };
+        let connecting = Client::connect(
+            &self.socket,
+            "teamboard-process",
+            teamboard_protocol::LEAD,
+            DEFAULT_TEAM,
+            Some(&key),
+        );
+        match connecting.await {
             Ok(client) => client.status().await.is_ok(),
             Err(_) => false,
         }
+    }
+
+    /// The lead's credential, from this boardd's state directory.
+    pub fn lead_key(
+        &self,
+    ) -> Result<teamboard_protocol::Credential, teamboard_protocol::lead_key::LeadKeyError> {
+        let path = self
+            .state_dir
+            .join(teamboard_protocol::lead_key::LEAD_KEY_FILE);
+        teamboard_protocol::lead_key::read_lead_key(&path)
     }
 
     pub fn pid(&self) -> Option<u32> {

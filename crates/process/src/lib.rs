@@ -1,6 +1,7 @@
 //! teamboard's own processes, for everything that runs them from outside: a real
 //! `boardd` started for a test, a benchmark, the demo or the soak and waited for
-//! until it answers ([`Boardd`]), stopped or killed; the end of a log ([`tail`]);
+//! until it answers ([`Boardd`]), stopped or killed; the lead's credential of
+//! each boardd, by its socket ([`lead_key`]); the end of a log ([`tail`]);
 //! and what `/proc` says of a process ([`Stat`], [`alive`], [`cpu_time`]).
 //!
 //! One owner, because the four copies that came before drifted: one waited until
@@ -23,9 +24,11 @@
 //!   child is killed and reaped in `drop`, and the few waits are polled.
 
 mod boardd;
+mod keys;
 mod proc;
 
 pub use boardd::{Boardd, Error, Launch};
+pub use keys::{lead_key, lead_key_env, lead_key_path, note_daemon};
 pub use proc::{Stat, alive, cpu_time, processes};
 
 use std::future::Future;

@@ -7,7 +7,7 @@
 use crate::PROTOCOL_VERSION;
 use crate::codec::response_codec;
 use crate::error::{ErrorBody, ErrorCode};
-use crate::frame::{ClientFrame, Hello, ServerFrame, Welcome};
+use crate::frame::{ClientFrame, Credential, Hello, ServerFrame, Welcome};
 use crate::ids::{RequestId, TaskId};
 use crate::request::*;
 use crate::task_status::TaskStatus;
@@ -104,13 +104,18 @@ impl Client {
     /// Connects and says hello as `name` in `team`, which boardd creates if no
     /// team has that name (the hello without `new_team`, for scripts and tests).
     /// A program a person names the team to uses [`Client::join`].
+    ///
+    /// `credential` vouches for `name`: the lead's (see [`crate::lead_key`]),
+    /// or the one `register` gave the member. Without one, boardd answers
+    /// every request `permission_denied`.
     pub async fn connect(
         socket: &Path,
         client: &str,
         name: &str,
         team: &str,
+        credential: Option<&Credential>,
     ) -> Result<Client, ClientError> {
-        Self::hello(socket, client, name, team, None).await
+        Self::hello(socket, client, name, team, None, credential).await
     }
 
     /// [`Client::connect`], refused when no team has that name unless `create`
@@ -122,8 +127,9 @@ impl Client {
         name: &str,
         team: &str,
         create: bool,
+        credential: Option<&Credential>,
     ) -> Result<Client, ClientError> {
-        Self::hello(socket, client, name, team, Some(create)).await
+        Self::hello(socket, client, name, team, Some(create), credential).await
     }
 
     async fn hello(
@@ -132,6 +138,7 @@ impl Client {
         name: &str,
         team: &str,
         new_team: Option<bool>,
+        credential: Option<&Credential>,
     ) -> Result<Client, ClientError> {
         let stream = UnixStream::connect(socket)
             .await
@@ -164,6 +171,7 @@ impl Client {
             name: name.to_string(),
             team: team.to_string(),
             new_team,
+            credential: credential.cloned(),
         });
         // boardd may refuse a connection before it reads the hello (another user,
         // no room for more connections) and close it: the hello then finds the
@@ -314,8 +322,9 @@ impl Client {
         .await
     }
 
-    /// Registers with every argument, `require_plan` and `runtime` among them.
-    pub async fn register_with(&self, args: RegisterArgs) -> Result<Member, ClientError> {
+    /// Registers with every argument, `require_plan` and `runtime` among them;
+    /// the answer carries the member's new credential, if boardd issued one.
+    pub async fn register_with(&self, args: RegisterArgs) -> Result<Registered, ClientError> {
         self.call(Request::Register(args)).await
     }
 

@@ -23,6 +23,34 @@ pub struct Hello {
     /// was. teamctl, teammated and `teamctl mcp` always send it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub new_team: Option<bool>,
+    /// Who vouches for `name`: the lead's credential (from boardd's `lead.key`),
+    /// which lets the session speak as any name, or the credential `register`
+    /// gave the member `name`. Absent: the session may do nothing but say
+    /// hello (every request is answered `permission_denied`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credential: Option<Credential>,
+}
+
+/// A secret that vouches for a session: the lead's, or one member's. Its
+/// `Debug` hides it, so that a logged hello does not leak it.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Credential(String);
+
+impl Credential {
+    pub fn new(secret: impl Into<String>) -> Credential {
+        Credential(secret.into())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Credential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Credential(..)")
+    }
 }
 
 fn default_team() -> String {

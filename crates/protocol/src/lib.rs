@@ -25,6 +25,8 @@ pub mod ids;
 pub mod launch;
 #[cfg(feature = "cli")]
 pub mod lead_args;
+#[cfg(feature = "paths")]
+pub mod lead_key;
 pub mod liveness;
 #[cfg(feature = "man")]
 pub mod man;
@@ -45,7 +47,7 @@ pub mod worktree;
 #[cfg(feature = "client")]
 pub use client::{Client, ClientError};
 pub use error::{ErrorBody, ErrorCode};
-pub use frame::{ClientFrame, Hello, ServerFrame, Welcome};
+pub use frame::{ClientFrame, Credential, Hello, ServerFrame, Welcome};
 pub use ids::{RequestId, TaskId, request_tag};
 pub use launch::{AgentPolicy, MaxTokensField, ProviderKind, RuntimeKind, Sandbox, SandboxMode};
 pub use liveness::{LiveState, Liveness};

@@ -155,6 +155,18 @@ pub enum MemberStatus {
     Shutdown,
 }
 
+/// `register`'s answer: the member, and the credential that vouches for it
+/// from now on when the session registered with the lead's credential.
+/// Absent when the member registered with its own credential, which stays
+/// valid, or from a boardd older than credentials.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Registered {
+    #[serde(flatten)]
+    pub member: Member,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credential: Option<crate::frame::Credential>,
+}
+
 /// A teammate on a team's roster.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Member {

@@ -52,6 +52,10 @@ pub struct Config {
     pub team: String,
     pub socket: PathBuf,
     pub state_dir: PathBuf,
+    /// The lead's credential, read at start and taken by the session: it
+    /// registers the member, whose own credential (see `session`) vouches for
+    /// it from then on.
+    pub lead_key: Option<teamboard_protocol::Credential>,
     /// The directory the tools work in; file tools cannot leave it.
     pub workdir: PathBuf,
     pub provider: ProviderConfig,
@@ -196,6 +200,7 @@ impl Config {
         Config {
             socket: daemon.socket.clone(),
             state_dir: daemon.state_dir.clone(),
+            lead_key: Some(teamboard_testkit::lead_key(&daemon.socket)),
             workdir: daemon.dir().to_path_buf(),
             ..Config::for_tests_in(&daemon.state_dir)
         }
@@ -210,6 +215,7 @@ impl Config {
             team: "default".into(),
             socket: dir.join("boardd.sock"),
             state_dir: dir.to_path_buf(),
+            lead_key: None,
             workdir: dir.to_path_buf(),
             provider: ProviderConfig {
                 kind: ProviderKind::Scripted,

@@ -190,12 +190,15 @@ impl Args {
                 true => anyhow::anyhow!("TEAMMATE_CONTEXT_BUDGET={budget}: {why}"),
                 false => anyhow::anyhow!("--context-budget {budget}: {why}"),
             })?;
+        let state_dir = self.state_dir.unwrap_or_else(paths::default_state_dir);
         Ok(Config {
             name: self.name,
             role: self.role,
             team: self.team,
             socket: self.socket.unwrap_or_else(paths::default_socket_path),
-            state_dir: self.state_dir.unwrap_or_else(paths::default_state_dir),
+            // Read in `main`, once the settings are known to be good.
+            lead_key: None,
+            state_dir,
             workdir,
             provider: self.provider.into_config()?,
             idle_timeout: (self.idle_timeout > 0)
@@ -328,7 +331,10 @@ fn real_main() -> anyhow::Result<()> {
     }
     let (args, model_given) = Args::parse_args();
     init_tracing("info");
-    let config = args.into_config(model_given)?;
+    let mut config = args.into_config(model_given)?;
+    config.lead_key = Some(teamboard_protocol::lead_key::lead_key(Some(
+        &config.state_dir,
+    ))?);
     // The keys now live in the config. Take them out of the environment so that
     // nothing the model runs with `bash` inherits them (`env` would show them to the
     // model, the transcript and the provider).
@@ -338,10 +344,13 @@ fn real_main() -> anyhow::Result<()> {
         .chain_key_vars()
         .map(str::to_string)
         .collect();
+    // The lead's credential file is named too: nothing the model runs learns
+    // where the key that opens the whole board lies (the sandbox hides it).
     for var in SECRET_VARS
         .iter()
         .copied()
         .chain(fallback_keys.iter().map(String::as_str))
+        .chain([teamboard_protocol::lead_key::LEAD_KEY_ENV])
     {
         // SAFETY: no other thread exists yet (the async runtime starts below), so
         // nothing reads the environment while it changes.

@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use teamboard_protocol::request::RegisterArgs;
 use teamboard_protocol::{
-    Client, ClientError, ErrorCode, Event, Member, RequestId, TaskId, TeamRequest,
+    Client, ClientError, Credential, ErrorCode, Event, Member, RequestId, TaskId, TeamRequest,
 };
 use tokio::sync::{RwLock, watch};
 use tokio_util::sync::CancellationToken;
@@ -55,6 +55,9 @@ pub struct Session {
 struct Inner {
     socket: std::path::PathBuf,
     who: Identity,
+    /// What vouches for the name: the lead's credential until the first
+    /// registration, then the member's own, which boardd gave it then.
+    credential: Vouch,
     /// How long boardd may stay unreachable before the teammate gives up.
     give_up: Duration,
     client: RwLock<Arc<Client>>,
@@ -72,6 +75,10 @@ struct Inner {
     /// shutdown: a lost connection is not repaired after that.
     cancel: CancellationToken,
 }
+
+/// The credential a session presents; replaced by the member's own once boardd
+/// issues it (see [`connect_loop`]).
+type Vouch = Mutex<Option<Credential>>;
 
 /// The first and the longest pause between reconnect attempts.
 const BACKOFF_START: Duration = Duration::from_millis(50);
@@ -113,17 +120,24 @@ pub(crate) fn is_claim_gone(e: &ClientError) -> bool {
 impl Session {
     /// Connects and registers, waiting for boardd with backoff if it is not up yet
     /// (a teammate started by systemd may come up before the daemon does).
+    ///
+    /// `lead_key` registers the member; the member's own credential, from
+    /// that registration, opens every connection after it.
     pub async fn open(
         socket: std::path::PathBuf,
         who: Identity,
+        lead_key: Option<Credential>,
         give_up: Duration,
         cancel: CancellationToken,
     ) -> Result<(Session, Member), ClientError> {
-        let (client, member) = connect_loop(&socket, &who, &cancel, true, give_up).await?;
+        let credential = Mutex::new(lead_key);
+        let (client, member) =
+            connect_loop(&socket, &who, &credential, &cancel, true, give_up).await?;
         let beat = beat_of(client.welcome().lease_ttl_ms);
         let inner = Inner {
             socket,
             who,
+            credential,
             give_up,
             client: RwLock::new(Arc::new(client)),
             generation: AtomicU64::new(0),
@@ -255,6 +269,7 @@ impl Session {
             let (client, member) = connect_loop(
                 &inner.socket,
                 &inner.who,
+                &inner.credential,
                 &inner.cancel,
                 false,
                 inner.give_up,
@@ -314,10 +329,12 @@ async fn ping(inner: std::sync::Weak<Inner>, beat: Duration) {
 /// Connects and registers, retrying with exponential backoff while boardd is down or
 /// still remembers our previous session, for at most `give_up`: a teammate whose
 /// board is gone for good (its daemon was killed and not restarted) must not linger
-/// forever.
+/// forever. Presents `credential`, and keeps there the member's own credential
+/// when the registration issues one.
 async fn connect_loop(
     socket: &std::path::Path,
     who: &Identity,
+    credential: &Vouch,
     cancel: &CancellationToken,
     first: bool,
     give_up: Duration,
@@ -330,9 +347,18 @@ async fn connect_loop(
             // The team must exist: a mistyped --team is refused with the teams
             // there are, rather than becoming a team of one. `teamctl spawn
             // --new-team` creates it before the teammate starts.
-            let client = Client::join(socket, "teammated", &who.name, &who.team, false).await?;
+            let key = credential.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let client = Client::join(
+                socket,
+                "teammated",
+                &who.name,
+                &who.team,
+                false,
+                key.as_ref(),
+            )
+            .await?;
             let beat = beat_of(client.welcome().lease_ttl_ms);
-            let member = client
+            let registered = client
                 .register_with(RegisterArgs {
                     role: who.role.clone(),
                     pid: Some(std::process::id()),
@@ -343,7 +369,10 @@ async fn connect_loop(
                     sandbox: Some(who.sandbox),
                 })
                 .await?;
-            Ok::<_, ClientError>((client, member))
+            if let Some(own) = registered.credential {
+                *credential.lock().unwrap_or_else(|p| p.into_inner()) = Some(own);
+            }
+            Ok::<_, ClientError>((client, registered.member))
         };
         let result = match tokio::time::timeout(ATTEMPT_TIMEOUT, attempt).await {
             Ok(r) => r,

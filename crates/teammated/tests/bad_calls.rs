@@ -181,10 +181,12 @@ async fn the_mcp_server() -> Vec<String> {
     let daemon = InProc::start().await;
     let socket = daemon.socket.clone();
     tokio::task::spawn_blocking(move || {
+        let (key_var, key) = teamboard_testkit::lead_key_env(&socket);
         let mut child = Command::new(workspace_bin("teamctl"))
             .arg("--socket")
             .arg(&socket)
             .args(["mcp", "--name", "me"])
+            .env(key_var, key)
             .env_remove("TEAMBOARD_SOCKET")
             .env_remove("TEAMBOARD_TEAM")
             .env_remove("TEAMBOARD_MEMBER_SOCKET")

@@ -35,6 +35,7 @@ fn config(daemon: &InProc, provider: ProviderConfig) -> Config {
         team: "default".into(),
         socket: daemon.socket.clone(),
         state_dir: daemon.state_dir.clone(),
+        lead_key: Some(teamboard_testkit::lead_key(&daemon.socket)),
         workdir: daemon.dir().to_path_buf(),
         provider,
         idle_timeout: Some(Duration::from_secs(60)),

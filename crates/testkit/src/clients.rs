@@ -9,16 +9,19 @@ use teamboard_protocol::{Client, ClientError, ErrorCode, Work};
 /// The team every test works in.
 pub const TEAM: &str = teamboard_protocol::DEFAULT_TEAM;
 
-/// Connects as `lead` (the person at teamctl).
+/// Connects as `lead` (the person at teamctl), with the lead's credential.
 pub async fn lead(socket: &Path) -> Client {
-    Client::connect(socket, "test", teamboard_protocol::LEAD, TEAM)
+    let key = crate::lead_key(socket);
+    Client::connect(socket, "test", teamboard_protocol::LEAD, TEAM, Some(&key))
         .await
         .expect("connect as lead")
 }
 
-/// Connects as `name` without registering.
+/// Connects as `name` without registering, with the lead's credential (as
+/// teammated registers its member).
 pub async fn connect(socket: &Path, name: &str) -> Client {
-    Client::connect(socket, "test", name, TEAM)
+    let key = crate::lead_key(socket);
+    Client::connect(socket, "test", name, TEAM, Some(&key))
         .await
         .unwrap_or_else(|e| panic!("connect as {name}: {e}"))
 }
@@ -65,6 +68,7 @@ pub async fn register_unsandboxed(
             ..Default::default()
         })
         .await
+        .map(|r| r.member)
 }
 
 /// A plain task with only a subject.

@@ -35,6 +35,7 @@ impl InProc {
         let mut config = boardd::Config::new(socket.clone(), state_dir.clone());
         tune(&mut config);
         let running = launch(&config).await;
+        teamboard_process::note_daemon(&config.socket, &config.state_dir, true);
         InProc {
             socket,
             state_dir,

@@ -23,7 +23,9 @@
 //!
 //! Clients and wire:
 //! - [`lead`], [`connect`], [`teammate`], [`teammate_with_pid`]: protocol clients on
-//!   the real socket; [`task`] builds a plain new task; [`park`] sends
+//!   the real socket, presenting the lead's credential, which [`lead_key`] finds
+//!   for every daemon this kit started (teamctl, teammated and the kit's own
+//!   processes are pointed at it too); [`task`] builds a plain new task; [`park`] sends
 //!   `wait_for_work` and returns once boardd holds it; [`code_of`] unwraps a
 //!   server error.
 //! - [`raw`]: hand-made frames on a plain `UnixStream` for malformed input, and
@@ -88,6 +90,7 @@ mod daemon;
 mod eventually;
 pub mod git;
 mod inproc;
+mod keys;
 mod landing;
 mod mute;
 mod pause;
@@ -109,6 +112,7 @@ pub use daemon::Daemon;
 pub use eventually::{PATIENCE, eventually, eventually_blocking};
 pub use git::GitRepo;
 pub use inproc::InProc;
+pub use keys::{lead_key, lead_key_env, lead_key_path};
 pub use landing::{
     add_held_task, claim_and_write, complete_in_background, pause_main_update, stage_is,
 };

@@ -18,7 +18,7 @@ impl MuteTeammate {
     /// Starts it against `socket` as `name` in the default team and returns once it
     /// has registered.
     pub fn spawn(socket: &Path, name: &str) -> MuteTeammate {
-        let (mut child, line) = start_kit_bin("mute-teammate", [socket, Path::new(name)]);
+        let (mut child, line) = start_kit_bin("mute-teammate", socket, [name]);
         let tool = line.as_ref().ok().and_then(|line| {
             let pid = line.trim().strip_prefix("registered ")?;
             pid.parse().ok()

@@ -95,10 +95,14 @@ pub async fn wait_gone(
 /// reads the first line it prints: how it says it is ready.
 pub(crate) fn start_kit_bin(
     name: &str,
+    socket: &std::path::Path,
     args: impl IntoIterator<Item = impl AsRef<OsStr>>,
 ) -> (Child, std::io::Result<String>) {
+    let (key_var, key) = crate::lead_key_env(socket);
     let mut child = Command::new(workspace_bin(name))
+        .arg(socket)
         .args(args)
+        .env(key_var, key)
         .process_group(0)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -35,6 +35,7 @@ pub async fn send_json(stream: &mut UnixStream, value: &Value) {
     send(stream, &payload).await;
 }
 
+/// A hello as `name`, without a credential.
 pub fn hello(name: &str, protocol: u32) -> Value {
     serde_json::json!({
         "type": "hello",
@@ -49,7 +50,7 @@ pub fn request(id: u64, op: &str, args: Value) -> Value {
     serde_json::json!({ "type": "request", "id": id, "op": op, "args": args })
 }
 
-/// Connects and completes the handshake as `name`.
+/// Connects and completes the handshake as `name`, with the lead's credential.
 pub async fn connect_hello(socket: &Path, name: &str) -> UnixStream {
     Session::open(socket, name).await.into_stream()
 }
@@ -100,14 +101,20 @@ pub struct Session {
 }
 
 impl Session {
-    /// Connects and says `hello` as `name`.
+    /// Connects and says `hello` as `name`, with the lead's credential.
     pub async fn open(socket: &Path, name: &str) -> Session {
+        let key = crate::lead_key(socket);
+        Session::open_with(socket, name, Some(key.as_str())).await
+    }
+
+    /// Connects and says `hello` as `name`, presenting `credential` (or none).
+    pub async fn open_with(socket: &Path, name: &str, credential: Option<&str>) -> Session {
         let mut stream = connect(socket).await;
-        send_json(
-            &mut stream,
-            &hello(name, teamboard_protocol::PROTOCOL_VERSION),
-        )
-        .await;
+        let mut hello = hello(name, teamboard_protocol::PROTOCOL_VERSION);
+        if let Some(credential) = credential {
+            hello["credential"] = Value::from(credential);
+        }
+        send_json(&mut stream, &hello).await;
         let frame = read(&mut stream).await.expect("a welcome frame");
         let welcome = match serde_json::from_value::<ServerFrame>(frame.clone()) {
             Ok(ServerFrame::Welcome(welcome)) => welcome,

@@ -6,7 +6,8 @@ use std::process::{Command, Output, Stdio};
 
 /// Runs `teamctl --socket S [--state-dir D] ...` with nothing inherited that would
 /// point it elsewhere: `TEAMBOARD_SOCKET`, `TEAMBOARD_TEAM`, `TEAMBOARD_STATE_DIR`
-/// and `LINES` are removed, and stdin is empty.
+/// and `LINES` are removed, `TEAMBOARD_LEAD_KEY` names the daemon's key, and
+/// stdin is empty.
 #[derive(Debug, Clone)]
 pub struct Teamctl {
     bin: PathBuf,
@@ -38,7 +39,9 @@ impl Teamctl {
         if let Some(state_dir) = &self.state_dir {
             cmd.arg("--state-dir").arg(state_dir);
         }
-        cmd.env_remove("TEAMBOARD_SOCKET")
+        let (key_var, key) = crate::lead_key_env(&self.socket);
+        cmd.env(key_var, key)
+            .env_remove("TEAMBOARD_SOCKET")
             .env_remove("TEAMBOARD_TEAM")
             .env_remove("TEAMBOARD_STATE_DIR")
             .env_remove("LINES")

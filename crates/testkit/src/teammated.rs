@@ -39,6 +39,7 @@ impl Teammated {
         env: &[(&str, &str)],
     ) -> Teammate {
         let file = std::fs::File::create(log).expect("create the teammate's log file");
+        let (key_var, key) = crate::lead_key_env(&self.socket);
         let child = tokio::process::Command::new(&self.bin)
             .args(["--name", name, "--role", role])
             .arg("--socket")
@@ -49,6 +50,7 @@ impl Teammated {
             .arg(workdir)
             .args(extra)
             .env("TEAMMATED_LOG", "debug")
+            .env(key_var, key)
             .env_remove("TEAMBOARD_SOCKET")
             .env_remove("TEAMBOARD_STATE_DIR")
             .env_remove("ANTHROPIC_API_KEY")

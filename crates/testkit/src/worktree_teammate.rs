@@ -23,9 +23,9 @@ impl WorktreeTeammate {
     /// `(path, content)` of `files` into the worktree.
     pub fn spawn(socket: &Path, name: &str, task: u64, files: &[(&str, &str)]) -> WorktreeTeammate {
         let files = files.iter().map(|(p, c)| format!("{p}={c}").into());
-        let args = [socket.into(), name.into(), task.to_string().into()];
+        let args = [name.into(), task.to_string().into()];
         let args: Vec<OsString> = args.into_iter().chain(files).collect();
-        let (mut child, line) = start_kit_bin("worktree-teammate", args);
+        let (mut child, line) = start_kit_bin("worktree-teammate", socket, args);
         let parsed = line.as_ref().ok().and_then(|line| {
             let (epoch, path) = line.trim().strip_prefix("opened ")?.split_once(' ')?;
             Some((epoch.parse().ok()?, PathBuf::from(path)))

@@ -78,6 +78,8 @@ pub enum WebError {
     Tls(String),
     #[error(transparent)]
     Board(#[from] teamboard_protocol::ClientError),
+    #[error(transparent)]
+    LeadKey(#[from] teamboard_protocol::lead_key::LeadKeyError),
     #[error("the server stopped: {0}")]
     Serve(std::io::Error),
 }

@@ -90,7 +90,8 @@ struct Mate {
 
 impl Mate {
     async fn join(socket: &Path, name: &str) -> anyhow::Result<Mate> {
-        let client = Client::connect(socket, "xtask-bench", name, TEAM).await?;
+        let key = teamboard_process::lead_key(socket)?;
+        let client = Client::connect(socket, "xtask-bench", name, TEAM, Some(&key)).await?;
         client.register("dev", None).await?;
         Ok(Mate { client, next: 1 })
     }
@@ -140,7 +141,8 @@ async fn run_async(args: &SpendBenchArgs) -> anyhow::Result<()> {
     let bins = Bins::beside_me(&["boardd"], "bench-spend")?;
     let host = Host::now();
     let (scratch, boardd) = Scratch::with_boardd("spend-", args.dir.as_deref(), &bins).await?;
-    let lead = Client::connect(&boardd.socket, "xtask-bench", "lead", TEAM).await?;
+    let key = teamboard_process::lead_key(&boardd.socket)?;
+    let lead = Client::connect(&boardd.socket, "xtask-bench", "lead", TEAM, Some(&key)).await?;
     // A budget no call reaches: every reservation is checked against it.
     let budget = SetBudgetArgs {
         scope: BudgetScope::Team,

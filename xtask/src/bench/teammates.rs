@@ -241,7 +241,10 @@ async fn pickup_baseline(bench: &Bench<'_>, tasks: usize) -> anyhow::Result<Pick
     let team = "pickup-baseline";
     let socket = &bench.boardd.socket;
     let mut lead = Lead::open(socket, team).await?;
-    let waiter = std::sync::Arc::new(Client::connect(socket, "xtask-bench", "bare", team).await?);
+    let key = teamboard_process::lead_key(socket)?;
+    let waiter = std::sync::Arc::new(
+        Client::connect(socket, "xtask-bench", "bare", team, Some(&key)).await?,
+    );
     waiter.register("bench", Some(std::process::id())).await?;
     let mut samples = Vec::with_capacity(tasks);
     for n in 0..tasks {

@@ -120,10 +120,13 @@ async fn run_async(args: &WebBenchArgs) -> anyhow::Result<()> {
     let bins = Bins::beside_me(&["boardd", "teamctl"], "bench-web")?;
     let (scratch, boardd) = Scratch::with_boardd("web-", args.dir.as_deref(), &bins).await?;
     let socket = boardd.socket.clone();
-    let lead = Client::connect(&socket, "bench", teamboard_protocol::LEAD, TEAM).await?;
+    let key = teamboard_process::lead_key(&socket)?;
+    let lead =
+        Client::connect(&socket, "bench", teamboard_protocol::LEAD, TEAM, Some(&key)).await?;
     let mut mates = Vec::with_capacity(args.teammates);
     for i in 0..args.teammates {
-        let mate = Client::connect(&socket, "bench", &format!("mate-{i:02}"), TEAM).await?;
+        let mate =
+            Client::connect(&socket, "bench", &format!("mate-{i:02}"), TEAM, Some(&key)).await?;
         mate.register("bench", None).await?;
         mates.push(mate);
     }
@@ -136,14 +139,16 @@ async fn run_async(args: &WebBenchArgs) -> anyhow::Result<()> {
         })
         .await?;
     }
-    let watch = Client::connect(&socket, "bench", "watch", TEAM).await?;
+    let watch = Client::connect(&socket, "bench", "watch", TEAM, Some(&key)).await?;
     watch.subscribe().await?;
 
+    let (key_var, key_file) = teamboard_process::lead_key_env(&socket);
     let mut web = tokio::process::Command::new(bins.get("teamctl"))
         .arg("--socket")
         .arg(&socket)
         .args(["--team", TEAM, "web"])
         .env_remove("TEAMBOARD_WEB_TOKEN")
+        .env(key_var, key_file)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

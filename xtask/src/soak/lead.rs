@@ -37,7 +37,9 @@ impl Lead {
         let start = Instant::now();
         loop {
             if self.client.as_ref().is_none_or(Client::is_closed) {
-                self.client = Client::connect(&self.socket, "xtask-soak", "lead", &self.team)
+                let key = teamboard_process::lead_key(&self.socket).ok();
+                let (socket, team) = (&self.socket, &self.team);
+                self.client = Client::connect(socket, "xtask-soak", "lead", team, key.as_ref())
                     .await
                     .ok();
             }

@@ -94,6 +94,7 @@ impl Start {
             .create(true)
             .append(true)
             .open(self.log(name))?;
+        let (key_var, key) = teamboard_process::lead_key_env(&self.socket);
         let mut cmd = Command::new(&self.exe);
         cmd.args([
             "soak-git-worker",
@@ -106,6 +107,7 @@ impl Start {
         .arg(&self.socket)
         .arg("--dir")
         .arg(&self.dir)
+        .env(key_var, key)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log)

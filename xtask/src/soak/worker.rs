@@ -122,8 +122,11 @@ impl Worker {
     }
 
     async fn connect(&mut self) -> anyhow::Result<(Arc<Client>, Option<u64>)> {
+        // A process of its own: the key's file comes in `TEAMBOARD_LEAD_KEY`.
+        let key = teamboard_process::lead_key(&self.args.socket)?;
+        let socket = &self.args.socket;
         let client =
-            Client::connect(&self.args.socket, "xtask-soak", &self.args.name, TEAM).await?;
+            Client::connect(socket, "xtask-soak", &self.args.name, TEAM, Some(&key)).await?;
         let member = client.register("soak", Some(std::process::id())).await?;
         self.note(Record::Registered {
             adopted: member.task,

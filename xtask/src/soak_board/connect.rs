@@ -1,12 +1,13 @@
 //! The one place where the soak's clients connect to boardd: the hello, the
 //! registration of a member, and a new connection whenever boardd has been
-//! killed under the old one. (When boardd asks for credentials in its hello,
-//! this is the file that presents them.)
+//! killed under the old one. It is also the one that presents credentials:
+//! the lead's for the lead and for a member's first registration, then the
+//! member's own, which boardd answered the registration with.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use teamboard_protocol::request::RegisterArgs;
-use teamboard_protocol::{Client, ClientError};
+use teamboard_protocol::{Client, ClientError, Credential, ErrorCode};
 
 /// How long a client keeps trying to reach boardd before the run gives up:
 /// far beyond a restart, so only a boardd that stays down ends a run.
@@ -25,6 +26,8 @@ pub struct Conn {
     /// The role a member registers with; `None` for the lead.
     role: Option<String>,
     client: Option<Client>,
+    /// A member's own credential, once a registration answered with one.
+    own: Option<Credential>,
     /// Connections made so far: the session number in the ack log.
     pub sessions: u64,
 }
@@ -45,6 +48,7 @@ impl Conn {
             name: name.to_string(),
             role,
             client: None,
+            own: None,
             sessions: 0,
         }
     }
@@ -76,15 +80,45 @@ impl Conn {
         self.client = None;
     }
 
-    async fn open(&self) -> Result<Client, ClientError> {
-        let c = Client::connect(&self.socket, CLIENT_KIND, &self.name, &self.team).await?;
+    async fn open(&mut self) -> anyhow::Result<Client> {
+        match self.open_with(self.own.clone()).await {
+            // A credential the member never learnt was replaced (boardd was
+            // killed after committing a registration, before answering it):
+            // the lead's registers it again.
+            Err(ClientError::Server(e))
+                if self.own.is_some() && e.code == ErrorCode::PermissionDenied =>
+            {
+                self.own = None;
+                Ok(self.open_with(None).await?)
+            }
+            other => Ok(other?),
+        }
+    }
+
+    async fn open_with(&mut self, own: Option<Credential>) -> Result<Client, ClientError> {
+        let credential = match own {
+            Some(own) => own,
+            None => teamboard_process::lead_key(&self.socket)
+                .map_err(|e| ClientError::Protocol(e.to_string()))?,
+        };
+        let c = Client::connect(
+            &self.socket,
+            CLIENT_KIND,
+            &self.name,
+            &self.team,
+            Some(&credential),
+        )
+        .await?;
         if let Some(role) = &self.role {
             // No pid: boardd would stop the driver's own process on a shutdown.
             let args = RegisterArgs {
                 role: role.clone(),
                 ..RegisterArgs::default()
             };
-            c.register_with(args).await?;
+            let registered = c.register_with(args).await?;
+            if registered.credential.is_some() {
+                self.own = registered.credential;
+            }
         }
         Ok(c)
     }

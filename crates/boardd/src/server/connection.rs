@@ -6,6 +6,7 @@
 //! peer breaks (a reset, a frame cut short by its close) just ends.
 
 use crate::actor::Cmd;
+use crate::auth::Authority;
 use crate::outbox::{Budget, MAX_IN_FLIGHT, Outbox};
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
@@ -65,7 +66,7 @@ impl Connection {
         let (read, write) = stream.into_split();
         let mut reader = FramedRead::new(read, codec());
         let mut writer = FramedWrite::new(write, response_codec());
-        let Some(hello) = handshake(
+        let Some((hello, authority)) = handshake(
             &mut reader,
             &mut writer,
             &self.actor,
@@ -88,6 +89,7 @@ impl Connection {
             pid: self.peer_pid,
             team: Arc::from(hello.team),
             name: Arc::from(hello.name),
+            authority,
             out: out.clone(),
         };
         if self.actor.send(open).await.is_ok() {
@@ -232,13 +234,14 @@ fn too_large() -> ErrorBody {
 }
 
 /// Reads and answers the hello; `None` when the connection is not to go on.
+/// A hello that nobody vouches for is welcomed all the same (see `auth`).
 async fn handshake(
     reader: &mut Reader,
     writer: &mut Writer,
     actor: &mpsc::Sender<Cmd>,
     session: SessionId,
     lease_ttl: Duration,
-) -> Option<Hello> {
+) -> Option<(Hello, Authority)> {
     let first = match tokio::time::timeout(HANDSHAKE_TIMEOUT, reader.next()).await {
         Ok(Some(Ok(bytes))) => bytes,
         Ok(Some(Err(e))) if is_frame_too_large(&e) => {
@@ -276,15 +279,18 @@ async fn handshake(
             return None;
         }
     };
-    let refused = match refusal(&hello) {
-        Some(reason) => Some(reason),
+    let admitted = match refusal(&hello) {
+        Some(reason) => Err(reason),
         None => admit(actor, &hello).await,
     };
-    if let Some(reason) = refused {
-        tracing::info!(%reason, "rejecting client");
-        let _ = send(writer, &ServerFrame::Reject { reason }).await;
-        return None;
-    }
+    let authority = match admitted {
+        Ok(authority) => authority,
+        Err(reason) => {
+            tracing::info!(%reason, "rejecting client");
+            let _ = send(writer, &ServerFrame::Reject { reason }).await;
+            return None;
+        }
+    };
     let welcome = ServerFrame::Welcome(Welcome {
         protocol: PROTOCOL_VERSION,
         server: format!("boardd {}", env!("CARGO_PKG_VERSION")),
@@ -292,7 +298,7 @@ async fn handshake(
         lease_ttl_ms: u64::try_from(lease_ttl.as_millis()).unwrap_or(u64::MAX),
     });
     send(writer, &welcome).await.ok()?;
-    Some(hello)
+    Some((hello, authority))
 }
 
 /// Why a hello is refused, if it is.
@@ -312,24 +318,23 @@ fn refusal(hello: &Hello) -> Option<String> {
     }
 }
 
-/// Asks the actor whether the hello's team may be worked in (creating it when
-/// the hello says to); the refusal, if it is one.
-async fn admit(actor: &mpsc::Sender<Cmd>, hello: &Hello) -> Option<String> {
+/// Asks the actor who vouches for the hello's name, and whether its team may
+/// be worked in (creating it when the hello says to): the session's authority,
+/// or the refusal.
+async fn admit(actor: &mpsc::Sender<Cmd>, hello: &Hello) -> Result<Authority, String> {
     let (reply, answer) = tokio::sync::oneshot::channel();
     let cmd = Cmd::Admit {
         team: Arc::from(hello.team.as_str()),
+        name: Arc::from(hello.name.as_str()),
+        credential: hello.credential.clone(),
         new_team: hello.new_team,
         reply,
     };
-    let stopping = || Some("boardd is shutting down".to_string());
+    let stopping = || Err("boardd is shutting down".to_string());
     if actor.send(cmd).await.is_err() {
         return stopping();
     }
-    match answer.await {
-        Ok(Ok(())) => None,
-        Ok(Err(reason)) => Some(reason),
-        Err(_) => stopping(),
-    }
+    answer.await.unwrap_or_else(|_| stopping())
 }
 
 async fn send_error(writer: &mut Writer, error: ErrorBody) {

@@ -9,8 +9,11 @@
 //!
 //! [`lock`] keeps a second daemon off the same state directory.
 
+mod credentials;
 pub mod lock;
 mod spend;
+
+pub use credentials::CredentialRow;
 
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};
@@ -24,7 +27,8 @@ pub const DB_FILE: &str = "board.sqlite3";
 
 /// 2: `events_by_task` leaves out events about no task (see [`Store::open`]).
 /// 3: `requests`. 4: `repos`. 5: the ledger's tables (see `spend`).
-const SCHEMA_VERSION: i64 = 5;
+/// 6: `credentials`.
+const SCHEMA_VERSION: i64 = 6;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -143,9 +147,11 @@ impl Store {
              CREATE TABLE IF NOT EXISTS teams (name TEXT PRIMARY KEY) WITHOUT ROWID;
              CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
              {spend}
+             {credentials}
              PRAGMA user_version = {SCHEMA_VERSION};
              COMMIT;",
-            spend = spend::SCHEMA
+            spend = spend::SCHEMA,
+            credentials = credentials::SCHEMA
         ))
         .map_err(err)?;
         // Replaces SQLite's automatic checkpoint (which is itself a WAL hook).
@@ -269,6 +275,33 @@ impl Store {
         Ok(snap)
     }
 
+    /// Every member's current credential, as its digest.
+    pub fn credentials(&self) -> Result<Vec<CredentialRow>, StoreError> {
+        let mut stmt = (self.conn)
+            .prepare("SELECT team, name, digest FROM credentials")
+            .map_err(|e| self.sqlite(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, Vec<u8>>(2)?,
+                ))
+            })
+            .map_err(|e| self.sqlite(e))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (team, name, digest) = row.map_err(|e| self.sqlite(e))?;
+            // A row of another length cannot have been written by boardd: it
+            // vouches for nobody, and the member registers again.
+            match <[u8; 32]>::try_from(digest.as_slice()) {
+                Ok(digest) => out.push(CredentialRow { team, name, digest }),
+                Err(_) => tracing::warn!(%team, %name, "ignoring a malformed credential row"),
+            }
+        }
+        Ok(out)
+    }
+
     fn load_rows<T: serde::de::DeserializeOwned>(
         &self,
         sql: &str,
@@ -289,11 +322,12 @@ impl Store {
         Ok(out)
     }
 
-    /// Writes a group of batches in one transaction. When this returns `Ok`, the
-    /// data is on disk.
+    /// Writes a group of batches, and the credentials issued with them, in one
+    /// transaction. When this returns `Ok`, the data is on disk.
     pub fn commit<'a>(
         &mut self,
         batches: impl IntoIterator<Item = &'a Changes>,
+        credentials: impl IntoIterator<Item = &'a CredentialRow>,
     ) -> Result<(), StoreError> {
         let path = self.path.clone();
         let err = |source| StoreError::Sqlite {
@@ -369,6 +403,7 @@ impl Store {
                 spend::write(tx, batch, &err)?;
                 next_message_id = Some(batch.next_message_id);
             }
+            credentials::write(tx, credentials, &err)?;
             if let Some(next) = next_message_id.filter(|n| *n != self.stored_next_message_id) {
                 prepare(
                     "INSERT INTO meta (key, value) VALUES ('next_message_id', ?1)

@@ -185,7 +185,7 @@ fn a_member_row_from_before_runtimes_loads_as_native_and_a_runtime_round_trips()
         members: vec![("default".into(), new.clone())],
         ..Default::default()
     };
-    store.commit([&batch]).expect("commit");
+    store.commit([&batch], []).expect("commit");
     drop(store);
     let mut store = Store::open(dir.path()).expect("reopen");
     let mut members = store.load().expect("load").members;
@@ -229,7 +229,7 @@ fn a_budget_keeps_what_it_came_to_and_an_older_row_reads_without_it() {
         )],
         ..Default::default()
     };
-    store.commit([&batch]).expect("commit");
+    store.commit([&batch], []).expect("commit");
     // A row as boardd wrote it before it kept the marks: the budget alone.
     let ana = Budget {
         scope: BudgetScope::Member { name: "ana".into() },
@@ -253,4 +253,41 @@ fn a_budget_keeps_what_it_came_to_and_an_older_row_reads_without_it() {
             ("default".to_string(), ana, BudgetMarks::default()),
         ]
     );
+}
+
+#[test]
+fn a_version_5_database_gets_the_credentials_table_and_keeps_its_board() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut store = Store::open(dir.path()).expect("open");
+    let batch = Changes {
+        events: vec![event(1, Some(1))],
+        teams: vec!["web".into()],
+        ..Default::default()
+    };
+    store.commit([&batch], []).expect("commit");
+    // As boardd left it before credentials: no table, schema version 5.
+    store
+        .conn
+        .execute_batch("DROP TABLE credentials; PRAGMA user_version = 5;")
+        .expect("back to version 5");
+    drop(store);
+    let mut store = Store::open(dir.path()).expect("reopen");
+    let version: i64 = (store.conn)
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .expect("version");
+    assert_eq!(version, SCHEMA_VERSION);
+    assert_eq!(store.load().expect("load").teams, vec!["web".to_string()]);
+    assert_eq!(history(&store, Some(1)), vec![1]);
+    assert_eq!(store.credentials().expect("credentials"), vec![]);
+    // A member's credential replaces the one before, and outlives a reopen.
+    let row = |byte| CredentialRow {
+        team: "web".into(),
+        name: "ana".into(),
+        digest: [byte; 32],
+    };
+    store.commit([], [&row(1)]).expect("commit");
+    store.commit([], [&row(2)]).expect("commit");
+    drop(store);
+    let store = Store::open(dir.path()).expect("reopen");
+    assert_eq!(store.credentials().expect("credentials"), vec![row(2)]);
 }

@@ -76,14 +76,15 @@ impl Committer {
     /// Commits a group of jobs in one transaction. Afterwards [`Committer::failure`]
     /// says whether their replies may go out.
     pub fn commit(&mut self, group: &[Job]) {
-        if self.failed.is_some() || group.iter().all(|j| j.changes.is_empty()) {
+        if self.failed.is_some() || !group.iter().any(Job::writes) {
             return;
         }
         // A job holds every command of one actor batch; each of its replies waited
         // for this fsync, reads included.
         let requests: usize = group.iter().map(|j| j.replies.len()).sum();
         let changes = group.iter().map(|j| &j.changes).filter(|c| !c.is_empty());
-        match self.store.commit(changes) {
+        let credentials = group.iter().flat_map(|j| &j.credentials);
+        match self.store.commit(changes, credentials) {
             Ok(()) => {
                 let c = &self.counters;
                 c.transactions.fetch_add(1, Ordering::Relaxed);

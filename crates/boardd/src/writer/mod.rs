@@ -19,6 +19,7 @@ pub use commit::Counters;
 pub use commit::{CHECKPOINT_PAGES, CHECKPOINT_PAGES_MAX};
 
 use crate::approx::ApproxLen;
+use crate::auth::Authority;
 use crate::outbox::{Charge, Outbox};
 use crate::reply::Reply;
 use crate::store::{HistoryQuery, Store};
@@ -59,10 +60,33 @@ pub struct Job {
     /// have created the team, and its welcome must not outlive a crash that
     /// forgot it.
     pub admits: Vec<AdmitTo>,
+    /// Members' credentials issued by this batch's registrations.
+    pub credentials: Vec<crate::store::CredentialRow>,
 }
 
-/// Where an admitted hello's answer goes: the connection waiting to welcome it.
-pub type AdmitTo = tokio::sync::oneshot::Sender<Result<(), String>>;
+impl Job {
+    /// Whether the job has anything to persist.
+    pub fn writes(&self) -> bool {
+        !self.changes.is_empty() || !self.credentials.is_empty()
+    }
+}
+
+/// An admitted hello's answer, and the connection waiting to welcome it.
+#[derive(Debug)]
+pub struct AdmitTo {
+    pub to: tokio::sync::oneshot::Sender<Result<Authority, String>>,
+    pub authority: Authority,
+}
+
+impl AdmitTo {
+    /// Answers the hello: welcomed with its authority, or refused with `failure`.
+    pub fn answer(self, failure: Option<String>) {
+        let _ = self.to.send(match failure {
+            None => Ok(self.authority),
+            Some(why) => Err(why),
+        });
+    }
+}
 
 /// A reply, the connection it goes to, and its charge on that connection's
 /// budget.
@@ -255,7 +279,7 @@ impl Writer {
                     quiet,
                     rested: now.duration_since(*last_submit) >= INLINE_AFTER_REST,
                     idle: queued.load(Ordering::Acquire) == 0,
-                    writes: !job.changes.is_empty(),
+                    writes: job.writes(),
                     reads_store: !job.queries.is_empty(),
                 };
                 *last_submit = now;
@@ -330,7 +354,7 @@ fn send_now(job: Job) {
         r.to.reply_direct(r.id, r.result, r.charge);
     }
     for a in job.admits {
-        let _ = a.send(Ok(()));
+        a.answer(None);
     }
 }
 

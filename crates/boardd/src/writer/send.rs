@@ -34,10 +34,7 @@ pub fn send(store: &Store, job: Job, failure: Option<&str>, path: Path) {
         }
     }
     for a in job.admits {
-        let _ = a.send(match failure {
-            None => Ok(()),
-            Some(why) => Err(storage_error(Some(why)).message),
-        });
+        a.answer(failure.map(|why| storage_error(Some(why)).message));
     }
     // Events dropped here give their charges back as they go.
     if failure.is_none() {
@@ -66,7 +63,7 @@ pub fn refuse(job: Job) {
         r.to.reply(r.id, Err(storage_error(None)), r.charge);
     }
     for a in job.admits {
-        let _ = a.send(Err(storage_error(None).message));
+        a.answer(Some(storage_error(None).message));
     }
     for q in job.queries {
         q.to.reply(q.id, Err(storage_error(None)), q.charge);

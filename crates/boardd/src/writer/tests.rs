@@ -107,7 +107,7 @@ fn the_wal_grows_past_sqlites_own_checkpoint_until_boardd_checkpoints() {
     let mut seq = 1;
     while store.wal_pages() < 2 * CHECKPOINT_PAGES {
         let before = store.wal_pages();
-        store.commit([&job(seq).changes]).expect("commit");
+        store.commit([&job(seq).changes], []).expect("commit");
         seq += EVENTS_PER_JOB as u64;
         // SQLite would have checkpointed (and the count dropped) at 1,000 pages.
         assert!(
@@ -186,10 +186,13 @@ fn a_hello_that_made_a_team_is_answered_once_the_team_is_durable() {
     let (tx, rx) = tokio::sync::oneshot::channel();
     let mut job = job(1);
     job.changes.teams = vec!["web".into()];
-    job.admits.push(tx);
+    job.admits.push(super::AdmitTo {
+        to: tx,
+        authority: crate::auth::Authority::Lead,
+    });
     writer.submit(job, false);
     let answer = rx.blocking_recv().expect("the admit is answered");
-    assert_eq!(answer, Ok(()));
+    assert_eq!(answer, Ok(crate::auth::Authority::Lead));
     // As a restarted boardd reads it: the team is there. (The store is boardd's
     // alone while the writer holds it, so it is read after.)
     writer.finish();

@@ -47,19 +47,28 @@ pub(super) async fn open(cfg: &OwnConfig, held: &Shared) -> Result<Conn, String>
 }
 
 async fn register(cfg: &OwnConfig) -> Result<(Client, Option<TaskId>), String> {
-    let client = Client::join(&cfg.socket, CLIENT_KIND, &cfg.name, &cfg.team, cfg.new_team)
-        .await
-        .map_err(|e| e.to_string())?;
+    let key = cfg.credential.as_ref().ok();
+    let client = Client::join(
+        &cfg.socket,
+        CLIENT_KIND,
+        &cfg.name,
+        &cfg.team,
+        cfg.new_team,
+        key,
+    )
+    .await
+    .map_err(|e| e.to_string())?;
     let member = client
         .register(&cfg.role, Some(std::process::id()))
         .await
-        .map_err(|e| match e.code() {
-            Some(ErrorCode::AlreadyConnected) => format!(
+        .map_err(|e| match (e.code(), &cfg.credential) {
+            (Some(ErrorCode::PermissionDenied), Err(why)) => why.clone(),
+            (Some(ErrorCode::AlreadyConnected), _) => format!(
                 "the name {} is taken in team {} by another live session (a teammate, or another \
                  `teamctl mcp --name {}`); start this server with another --name",
                 cfg.name, cfg.team, cfg.name
             ),
-            _ => format!("boardd refused to register {}: {e}", cfg.name),
+            (_, _) => format!("boardd refused to register {}: {e}", cfg.name),
         })?;
     tracing::info!(name = %cfg.name, team = %cfg.team, role = %member.role, "registered");
     Ok((client, member.task))

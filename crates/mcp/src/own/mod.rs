@@ -40,6 +40,11 @@ pub struct OwnConfig {
     /// messages fetched with each answer and giving a task back at the end may
     /// wait for boardd; `None` waits for ever.
     pub timeout: Option<Duration>,
+    /// The lead's credential, which vouches for the member's name: `teamctl
+    /// mcp` runs as the person. Why it could not be read, if it could not: said
+    /// when boardd refuses the member, so that a boardd that is not running is
+    /// still named first.
+    pub credential: Result<teamboard_protocol::Credential, String>,
 }
 
 /// The board of a person's own session.

@@ -28,6 +28,7 @@ pub async fn run(ctx: &Ctx, args: McpArgs) -> anyhow::Result<()> {
         name: args.name,
         role: args.role,
         timeout: ctx.timeout(),
+        credential: ctx.lead_key().map_err(|e| e.to_string()),
     });
     // Joined at once, so that the member shows on the board while the session
     // runs; a boardd that is not there yet is tried again at each call.

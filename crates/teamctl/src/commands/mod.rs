@@ -27,7 +27,9 @@ use serde::de::DeserializeOwned;
 use std::path::PathBuf;
 use std::time::Duration;
 use teamboard_protocol::request::{EventsArgs, ListTasksArgs};
-use teamboard_protocol::{Client, ClientError, ErrorCode, Event, Request, Task, TaskId};
+use teamboard_protocol::{
+    Client, ClientError, Credential, ErrorCode, Event, Request, Task, TaskId,
+};
 
 /// The client's name in the hello: the person at teamctl is the team's lead.
 pub const CLIENT_KIND: &str = "teamctl";
@@ -80,17 +82,32 @@ impl Ctx {
         (self.timeout > 0).then(|| Duration::from_secs(self.timeout))
     }
 
+    /// The lead's credential: `$TEAMBOARD_LEAD_KEY`, or `lead.key` in the
+    /// state directory.
+    pub fn lead_key(&self) -> anyhow::Result<Credential> {
+        let dir = self.state_dir();
+        Ok(teamboard_protocol::lead_key::lead_key(Some(&dir))?)
+    }
+
     /// Opens a session as `lead` in the team, which must exist unless
     /// `--new-team` named it.
+    ///
+    /// A key it cannot read is said after the connection: without the key
+    /// boardd would refuse every request, but a boardd that is not running at
+    /// all is the first thing to put right.
     pub async fn connect(&self) -> anyhow::Result<Client> {
-        Ok(Client::join(
+        let key = self.lead_key();
+        let client = Client::join(
             &self.socket,
             CLIENT_KIND,
             teamboard_protocol::LEAD,
             &self.team,
             self.new_team,
+            key.as_ref().ok(),
         )
-        .await?)
+        .await?;
+        key?;
+        Ok(client)
     }
 
     /// Sends `request` on `client`. With `--json` prints boardd's answer as it

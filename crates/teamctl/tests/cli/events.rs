@@ -43,9 +43,15 @@ fn events_since_pages_through_long_histories() {
     // 1,100 events: more than one page (boardd answers at most 1,000 by default).
     d.block_on(async {
         let lead = std::sync::Arc::new(
-            Client::connect(&d.socket, "test", "lead", "default")
-                .await
-                .expect("connects"),
+            Client::connect(
+                &d.socket,
+                "test",
+                "lead",
+                "default",
+                Some(&teamboard_testkit::lead_key(&d.socket)),
+            )
+            .await
+            .expect("connects"),
         );
         for batch in 0..11 {
             let mut set = tokio::task::JoinSet::new();

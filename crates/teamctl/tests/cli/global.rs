@@ -31,6 +31,37 @@ fn daemon_not_running_says_how_to_start_it() {
 }
 
 #[test]
+fn a_lead_key_that_cannot_be_read_is_named_with_what_to_do() {
+    let d = Cli::start();
+    let missing = d.socket.with_file_name("nowhere.key");
+    let out = d
+        .teamctl
+        .command()
+        .env("TEAMBOARD_LEAD_KEY", &missing)
+        .arg("tasks")
+        .output()
+        .expect("run teamctl");
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    let expected = format!("cannot read the lead's credential at {}", missing.display());
+    assert!(err.contains(&expected), "{err}");
+    assert!(err.contains("TEAMBOARD_LEAD_KEY"), "{err}");
+    // Another file's text is not the key: boardd refuses, saying where it is.
+    std::fs::write(&missing, "not the key\n").unwrap();
+    let out = d
+        .teamctl
+        .command()
+        .env("TEAMBOARD_LEAD_KEY", &missing)
+        .arg("tasks")
+        .output()
+        .expect("run teamctl");
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("not the lead's credential"), "{err}");
+    assert!(err.contains("lead.key"), "{err}");
+}
+
+#[test]
 fn a_daemon_that_never_answers_times_out_with_a_clear_line() {
     // A listener that accepts and then says nothing: a wedged daemon.
     let dir = short_tempdir();

@@ -24,8 +24,10 @@ struct Mcp {
 
 impl Mcp {
     fn start(d: &Cli, args: &[&str]) -> Mcp {
+        let (key_var, key) = teamboard_testkit::lead_key_env(&d.socket);
         let mut cmd = Command::new(TEAMCTL);
-        cmd.arg("--socket")
+        cmd.env(key_var, key)
+            .arg("--socket")
             .arg(&d.socket)
             .arg("mcp")
             .args(args)

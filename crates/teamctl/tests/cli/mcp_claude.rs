@@ -39,7 +39,7 @@ fn claude_code_takes_and_completes_a_task_through_the_board_tools() {
         "type": "stdio",
         "command": TEAMCTL,
         "args": ["--socket", d.socket, "mcp", "--name", "me"],
-        "env": {},
+        "env": {"TEAMBOARD_LEAD_KEY": teamboard_testkit::lead_key_path(&d.socket)},
     }}});
     let out = Command::new(&claude)
         .env_clear()

@@ -373,12 +373,16 @@ fn spawn_systemd_writes_the_runtime_and_teammated_reads_it_back() {
     );
 
     // The unit runs `teammated --name %i` with these settings; so does this test.
+    // The unit's teammated finds the lead's key in the default state directory,
+    // which is boardd's; this test's boardd has another, named here.
+    let (key_var, key) = teamboard_testkit::lead_key_env(&d.socket);
     let teammated = |extra: &[(&str, &str)]| {
         let mut cmd = Command::new(workspace_bin("teammated"));
         cmd.args(["--name", "cy"])
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", dir.path())
+            .env(key_var, &key)
             .envs(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .envs(extra.iter().copied())
             .current_dir(dir.path())

@@ -394,12 +394,14 @@ fn spawn_without_teammated_says_how_to_build_it() {
     let dir = short_tempdir();
     let lonely = dir.path().join("teamctl");
     std::fs::copy(TEAMCTL, &lonely).expect("copy teamctl");
+    let (key_var, key) = teamboard_testkit::lead_key_env(&d.socket);
     let mut tries = 0;
     let out = loop {
         let result = Command::new(&lonely)
             .arg("--socket")
             .arg(&d.socket)
             .args(["spawn", "x", "--role", "r"])
+            .env(key_var, &key)
             .env_remove("TEAMMATED_BIN")
             .env("PATH", "/usr/bin:/bin")
             .stdin(Stdio::null())

@@ -38,7 +38,9 @@ fn a_new_team_takes_its_teammates_and_a_mistyped_one_is_refused() {
     assert_eq!(team[0]["name"], "ada", "{team}");
     assert_eq!(team[0]["connected"], true, "{team}");
 
-    // By hand, with a typo: refused at once, with the teams there are.
+    // By hand, with a typo: refused at once, with the teams there are. (Its
+    // state directory is not boardd's: it is told where the lead's key is.)
+    let (key_var, key) = teamboard_testkit::lead_key_env(&d.socket);
     let out = Command::new(workspace_bin("teammated"))
         .args(["--name", "bo", "--role", "dev", "--team", "wbe", "--socket"])
         .arg(&d.socket)
@@ -47,6 +49,7 @@ fn a_new_team_takes_its_teammates_and_a_mistyped_one_is_refused() {
         .arg("--workdir")
         .arg(dir.path())
         .env_remove("TEAMMATE_PROVIDER")
+        .env(key_var, key)
         .output()
         .expect("teammated runs");
     let err = String::from_utf8_lossy(&out.stderr);

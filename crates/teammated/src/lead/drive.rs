@@ -60,6 +60,8 @@ pub enum LeadError {
     Llm(#[source] LlmError),
     #[error("boardd closed the connection")]
     Gone,
+    #[error(transparent)]
+    LeadKey(#[from] teamboard_protocol::lead_key::LeadKeyError),
 }
 
 impl From<TurnError> for LeadError {
@@ -92,7 +94,16 @@ where
     if let Probe::Unsure(why) = &probe {
         tracing::warn!("{why}");
     }
-    let client = Client::join(&cfg.socket, "teammated-lead", LEAD, &cfg.team, cfg.new_team).await?;
+    let key = teamboard_protocol::lead_key::lead_key(Some(&cfg.state_dir))?;
+    let client = Client::join(
+        &cfg.socket,
+        "teammated-lead",
+        LEAD,
+        &cfg.team,
+        cfg.new_team,
+        Some(&key),
+    )
+    .await?;
     // Before anything is planned: a second lead on the team would plan over the
     // first one's tasks.
     client.take_lead().await?;

@@ -131,7 +131,7 @@ impl Teammate {
     /// the model) as the transcript's first lines. Also returns the task boardd
     /// says the name still holds (after a boardd restart).
     pub(crate) async fn open(
-        cfg: Config,
+        mut cfg: Config,
         workdir: PathBuf,
         cancel: CancellationToken,
         started: &str,
@@ -150,6 +150,7 @@ impl Teammate {
         let (session, member) = Session::open(
             cfg.socket.clone(),
             who,
+            cfg.lead_key.take(),
             cfg.reconnect_timeout,
             cancel.clone(),
         )

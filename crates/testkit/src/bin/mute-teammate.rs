@@ -28,6 +28,7 @@ async fn main() -> ExitCode {
         "mute-teammate",
         name,
         teamboard_protocol::DEFAULT_TEAM,
+        teamboard_protocol::lead_key::lead_key(None).ok().as_ref(),
     )
     .await
     {

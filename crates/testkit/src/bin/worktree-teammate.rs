@@ -43,6 +43,7 @@ async fn run(socket: &str, name: &str, task: &str, files: &[String]) -> Result<(
         "worktree-teammate",
         name,
         teamboard_protocol::DEFAULT_TEAM,
+        teamboard_protocol::lead_key::lead_key(None).ok().as_ref(),
     )
     .await
     .map_err(|e| format!("cannot connect: {e}"))?;

@@ -188,10 +188,12 @@ impl Scenario {
     }
 
     pub fn teamctl(&self, args: &[&str]) -> String {
+        let (key_var, key) = teamboard_testkit::lead_key_env(&self.board.daemon.socket);
         let out = Command::new(workspace_bin("teamctl"))
             .arg("--socket")
             .arg(&self.board.daemon.socket)
             .args(args)
+            .env(key_var, key)
             .env_remove("TEAMBOARD_SOCKET")
             .env_remove("TEAMBOARD_TEAM")
             .stdin(Stdio::null())

@@ -199,7 +199,8 @@ pub async fn measure(
 
 /// boardd's commit counters, read on a connection of their own.
 async fn commit_stats(socket: &Path) -> Option<teamboard_protocol::CommitStats> {
-    let client = Client::connect(socket, "xtask-bench", "lead", TEAM)
+    let key = teamboard_process::lead_key(socket).ok()?;
+    let client = Client::connect(socket, "xtask-bench", "lead", TEAM, Some(&key))
         .await
         .ok()?;
     Some(client.status().await.ok()?.commits)
@@ -211,7 +212,9 @@ async fn prefill(socket: &Path, tasks: u64) -> anyhow::Result<()> {
     let next = Arc::new(AtomicU64::new(0));
     let mut workers = JoinSet::new();
     for _ in 0..PREFILL_CONNECTIONS {
-        let client = Arc::new(Client::connect(socket, "xtask-bench", "lead", TEAM).await?);
+        let key = teamboard_process::lead_key(socket)?;
+        let client =
+            Arc::new(Client::connect(socket, "xtask-bench", "lead", TEAM, Some(&key)).await?);
         for _ in 0..PREFILL_IN_FLIGHT {
             let (client, next) = (client.clone(), next.clone());
             workers.spawn(async move {
@@ -259,6 +262,8 @@ impl ClientProcess {
         seconds: f64,
     ) -> anyhow::Result<Self> {
         let mut cmd = Command::new(xtask);
+        let (key_var, key) = teamboard_process::lead_key_env(socket);
+        cmd.env(key_var, key);
         cmd.arg("bench-client")
             .arg("--socket")
             .arg(socket)
@@ -308,10 +313,18 @@ pub fn client_process(
         .enable_all()
         .build()?;
     let mut conns = Vec::with_capacity(clients);
+    // A process of its own: the key's file comes in `TEAMBOARD_LEAD_KEY`.
+    let key = teamboard_process::lead_key(socket)?;
     for i in 0..clients {
         let name = format!("c{proc}-{i}");
         let client = rt
-            .block_on(Client::connect(socket, "xtask-bench", &name, TEAM))
+            .block_on(Client::connect(
+                socket,
+                "xtask-bench",
+                &name,
+                TEAM,
+                Some(&key),
+            ))
             .with_context(|| format!("{name} cannot connect"))?;
         rt.block_on(client.register(TEAM, Some(std::process::id())))
             .with_context(|| format!("{name} cannot register"))?;

@@ -46,9 +46,11 @@ pub async fn measure(
     let daemon = run
         .boardd(&bins.get("boardd"), &run.path().join("wake"), &[])
         .await?;
-    let waiter = Arc::new(Client::connect(&daemon.socket, "xtask-bench", "waiter", TEAM).await?);
+    let key = teamboard_process::lead_key(&daemon.socket)?;
+    let waiter =
+        Arc::new(Client::connect(&daemon.socket, "xtask-bench", "waiter", TEAM, Some(&key)).await?);
     waiter.register("bench", Some(std::process::id())).await?;
-    let lead = Client::connect(&daemon.socket, "xtask-bench", "lead", TEAM).await?;
+    let lead = Client::connect(&daemon.socket, "xtask-bench", "lead", TEAM, Some(&key)).await?;
 
     let started = Instant::now();
     let (mut wake, mut add_ack, mut idle_rtt) = (Vec::new(), Vec::new(), Vec::new());

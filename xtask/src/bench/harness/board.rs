@@ -115,9 +115,10 @@ pub struct Mate<'a> {
 
 /// The caller's settings that would change what a teammate does: none of them
 /// reaches a measured teammate.
-const FOREIGN: [&str; 9] = [
+const FOREIGN: [&str; 10] = [
     "TEAMBOARD_SOCKET",
     "TEAMBOARD_STATE_DIR",
+    "TEAMBOARD_LEAD_KEY",
     "TEAMMATE_CARRY_CONTEXT",
     "TEAMMATE_MODEL",
     "TEAMMATE_BASE_URL",
@@ -217,7 +218,9 @@ pub struct Lead {
 
 impl Lead {
     pub async fn open(socket: &Path, team: &str) -> anyhow::Result<Lead> {
-        let client = Arc::new(Client::connect(socket, "xtask-bench", "lead", team).await?);
+        let key = teamboard_process::lead_key(socket)?;
+        let client =
+            Arc::new(Client::connect(socket, "xtask-bench", "lead", team, Some(&key)).await?);
         client.subscribe().await?;
         let (tx, events) = mpsc::unbounded_channel();
         let reader = client.clone();

@@ -132,12 +132,14 @@ impl Bench {
         args: &[&str],
         calls: usize,
     ) -> anyhow::Result<(Duration, RecordedRequest, Instant)> {
+        let (key_var, key) = teamboard_process::lead_key_env(&self.socket);
         let mut cmd = tokio::process::Command::new(&self.teamctl);
         cmd.arg("--socket")
             .arg(&self.socket)
             .args(["--team", TEAM])
             .args(args)
             .env_remove("TEAMBOARD_TIMEOUT")
+            .env(key_var, key)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

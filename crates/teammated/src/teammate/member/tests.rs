@@ -63,7 +63,9 @@ impl Fixture {
     /// the board's socket in the environment.
     fn teamctl(&self) -> Command {
         let mut cmd = Command::new(&self.teamctl);
+        let (key_var, key) = teamboard_testkit::lead_key_env(&self.daemon.socket);
         cmd.env("TEAMBOARD_SOCKET", &self.daemon.socket)
+            .env(key_var, key)
             .env(MEMBER_SOCKET_ENV, self.member.path())
             .env_remove("TEAMBOARD_TEAM")
             .stdin(Stdio::null());
