@@ -45,7 +45,7 @@ fn every_stored_input_runs_without_a_panic() {
             let data = std::fs::read(file).expect("a corpus file");
             if catch_unwind(AssertUnwindSafe(|| entry(&data))).is_err() {
                 failed.push(format!(
-                    "{}: replay with `cd fuzz && cargo +nightly fuzz run {name} {}`",
+                    "{}: replay with `cd fuzz && cargo +nightly fuzz run -s none {name} {}`",
                     file.display(),
                     file.display()
                 ));
