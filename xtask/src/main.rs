@@ -2,8 +2,8 @@
 //! `cargo xtask install`, `cargo xtask install-agents`, `cargo xtask bench` (with
 //! `bench-teammates`, `bench-cancel`, `bench-plan`, `bench-runtimes`,
 //! `bench-liveness`, `bench-sandbox`, `bench-spend` and `bench-web`), `cargo xtask soak-git`,
-//! `cargo xtask soak` and
-//! `cargo xtask module-cycles`. This file only parses flags; each command
+//! `cargo xtask soak`, `cargo xtask fuzz` and `cargo xtask module-cycles`. This file only
+//! parses flags; each command
 //! lives in its own module.
 
 #![allow(
@@ -16,6 +16,7 @@ mod bench;
 mod cargo;
 mod cycles;
 mod demo;
+mod fuzz;
 mod install;
 mod install_agents;
 mod soak;
@@ -44,6 +45,9 @@ enum Command {
     /// the modules of each crate (that needs cargo-modules 0.27: `cargo install
     /// cargo-modules --version 0.27.0 --locked`; `--files` does without).
     ModuleCycles(cycles::CyclesArgs),
+    /// Run each fuzz target (fuzz/) for a set time with cargo-fuzz on nightly,
+    /// and report its executions, coverage, new corpus entries and crashes.
+    Fuzz(fuzz::FuzzArgs),
     /// Build boardd, teamctl and teammated in release mode and install them
     /// (into ~/.cargo/bin) with their systemd user units.
     Install(install::InstallArgs),
@@ -151,6 +155,7 @@ enum Command {
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Demo(args) => demo::run(&args),
+        Command::Fuzz(args) => fuzz::run(&args),
         Command::Install(args) => install::run(&args),
         Command::InstallAgents(args) => install_agents::run(&args),
         Command::ModuleCycles(args) => cycles::run(&args),

@@ -180,7 +180,8 @@ impl Connection {
 }
 
 /// What one frame from an established session asks for.
-enum Decoded {
+#[doc(hidden)]
+pub enum Decoded {
     Request {
         id: u64,
         request: Request,
@@ -195,7 +196,8 @@ enum Decoded {
     Fatal(ErrorBody),
 }
 
-fn decode(bytes: &[u8]) -> Decoded {
+#[doc(hidden)]
+pub fn decode(bytes: &[u8]) -> Decoded {
     let (id, op, args) = match serde_json::from_slice::<RawClientFrame>(bytes) {
         Ok(RawClientFrame::Request { id, op, args }) => (id, op, args),
         Ok(RawClientFrame::Hello(_)) => {
@@ -302,7 +304,8 @@ async fn handshake(
 }
 
 /// Why a hello is refused, if it is.
-fn refusal(hello: &Hello) -> Option<String> {
+#[doc(hidden)]
+pub fn refusal(hello: &Hello) -> Option<String> {
     if hello.protocol != PROTOCOL_VERSION {
         Some(format!(
             "protocol version {} is not supported; this boardd speaks version {PROTOCOL_VERSION}. \

@@ -20,6 +20,9 @@ mod connection;
 pub mod fds;
 
 pub use bind::{BindError, PeerError, bind};
+/// The decoding of a client's frames, for the fuzz targets (`crates/fuzz-entry`).
+#[doc(hidden)]
+pub use connection::{Decoded, decode, refusal};
 
 use crate::actor::{Actor, Cmd};
 use crate::outbox::Budget;

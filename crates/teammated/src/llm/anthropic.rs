@@ -218,7 +218,8 @@ fn message_json(msg: &ChatMessage) -> Value {
 }
 
 /// The neutral completion in a Messages API answer.
-fn parse_response(answer: &Value) -> Result<Completion, LlmError> {
+#[doc(hidden)]
+pub fn parse_response(answer: &Value) -> Result<Completion, LlmError> {
     let decode = |message: String| LlmError::Decode {
         provider: PROVIDER,
         message,

@@ -10,8 +10,8 @@ use super::ratelimit;
 use super::retry::{Retrying, is_rate_limit, is_retryable};
 use crate::backoff::RetryPolicy;
 use crate::config::ProviderConfig;
-use reqwest::Method;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use reqwest::{Method, StatusCode};
 use std::time::Duration;
 use teamboard_protocol::spend::RateSnapshot;
 use teamboard_protocol::text::byte_prefix;
@@ -227,30 +227,46 @@ impl HttpClient {
         // message can say what the server said.
         let bytes = response.bytes().await.map_err(|e| failed(&e))?;
         let now = teamboard_protocol::now_ms();
-        let rate = ratelimit::read(status.as_u16(), &answered, &bytes, now);
-        if !status.is_success() {
-            let text = String::from_utf8_lossy(&bytes);
-            return Err(LlmError::Http {
-                provider,
-                status: status.as_u16(),
-                url: shown_url(url),
-                body: body_excerpt(&redact(&text, secrets), MAX_ERROR_BODY),
-                retry_after: ratelimit::retry_after(&answered, now),
-                rate: rate.map(Box::new),
-            });
-        }
-        let body = serde_json::from_slice(&bytes).map_err(|e| {
-            let text = String::from_utf8_lossy(&bytes);
-            LlmError::Decode {
-                provider,
-                message: format!(
-                    "the answer is not JSON ({e}): {}",
-                    body_excerpt(&redact(&text, secrets), 512)
-                ),
-            }
-        })?;
-        Ok(Answer { body, rate })
+        read_answer(provider, url, status, &answered, &bytes, now, secrets)
     }
+}
+
+/// What an answer that came whole says: its JSON body and rate limits, or the
+/// error its status or its body makes of it. Public for the fuzz targets
+/// (`crates/fuzz-entry`) only.
+#[doc(hidden)]
+pub fn read_answer(
+    provider: &'static str,
+    url: &str,
+    status: StatusCode,
+    headers: &HeaderMap,
+    bytes: &[u8],
+    now: i64,
+    secrets: &[&str],
+) -> Result<Answer, LlmError> {
+    let rate = ratelimit::read(status.as_u16(), headers, bytes, now);
+    if !status.is_success() {
+        let text = String::from_utf8_lossy(bytes);
+        return Err(LlmError::Http {
+            provider,
+            status: status.as_u16(),
+            url: shown_url(url),
+            body: body_excerpt(&redact(&text, secrets), MAX_ERROR_BODY),
+            retry_after: ratelimit::retry_after(headers, now),
+            rate: rate.map(Box::new),
+        });
+    }
+    let body = serde_json::from_slice(bytes).map_err(|e| {
+        let text = String::from_utf8_lossy(bytes);
+        LlmError::Decode {
+            provider,
+            message: format!(
+                "the answer is not JSON ({e}): {}",
+                body_excerpt(&redact(&text, secrets), 512)
+            ),
+        }
+    })?;
+    Ok(Answer { body, rate })
 }
 
 /// The request headers: JSON both ways, then the caller's.

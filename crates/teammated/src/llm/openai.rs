@@ -299,7 +299,8 @@ fn push_message(out: &mut Vec<Value>, msg: &ChatMessage) {
 }
 
 /// The neutral completion in a Chat Completions answer.
-fn parse_response(answer: &Value) -> Result<Completion, LlmError> {
+#[doc(hidden)]
+pub fn parse_response(answer: &Value) -> Result<Completion, LlmError> {
     let decode = |message: String| LlmError::Decode {
         provider: PROVIDER,
         message,

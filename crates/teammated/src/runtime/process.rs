@@ -59,6 +59,22 @@ pub enum Line {
     Text(String),
 }
 
+impl Line {
+    /// One whole line as read, its newline included or not; `None` for a blank
+    /// one, which the drivers never see.
+    pub fn read(buf: &[u8]) -> Option<Line> {
+        let text = String::from_utf8_lossy(buf);
+        let text = text.trim_end_matches(['\n', '\r']);
+        if text.trim().is_empty() {
+            return None;
+        }
+        Some(match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(v) => Line::Json(v),
+            Err(_) => Line::Text(text.to_string()),
+        })
+    }
+}
+
 /// How to start the agent's program.
 #[derive(Debug, Clone)]
 pub struct Launch {
@@ -338,14 +354,8 @@ async fn read_lines(out: impl AsyncRead + Unpin, tx: mpsc::Sender<Line>) {
             }
             continue;
         }
-        let text = String::from_utf8_lossy(&buf);
-        let text = text.trim_end_matches(['\n', '\r']);
-        if text.trim().is_empty() {
+        let Some(line) = Line::read(&buf) else {
             continue;
-        }
-        let line = match serde_json::from_str::<serde_json::Value>(text) {
-            Ok(v) => Line::Json(v),
-            Err(_) => Line::Text(text.to_string()),
         };
         if tx.send(line).await.is_err() {
             return;

@@ -21,7 +21,9 @@
 mod driver;
 mod load_time;
 mod rpc;
-mod wire;
+// Public for the fuzz targets (`crates/fuzz-entry`) only.
+#[doc(hidden)]
+pub mod wire;
 
 use crate::runtime::handle::{Intake, Pid};
 use crate::runtime::jsonrpc::Incoming;

@@ -19,7 +19,9 @@
 
 mod args;
 mod driver;
-mod stream;
+// Public for the fuzz targets (`crates/fuzz-entry`) only.
+#[doc(hidden)]
+pub mod stream;
 
 use crate::runtime::handle::{Intake, Pid};
 use crate::runtime::process::AgentProcess;

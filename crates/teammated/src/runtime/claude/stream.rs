@@ -70,7 +70,7 @@ const BOARD_TOOLS: &str = "mcp__teamboard__";
 
 /// What a line from the CLI asks of the driver.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) enum Action {
+pub enum Action {
     /// Report this to the caller.
     Emit(AgentEvent),
     /// Write this line to the CLI.
@@ -85,7 +85,7 @@ pub(super) enum Action {
 
 /// A user line written and not yet echoed.
 #[derive(Debug, Clone)]
-pub(super) struct Pending {
+pub struct Pending {
     /// What its echo reports as delivered: [`FIRST_INPUT`] for the brief's
     /// prompt, a send's tag; `None` for a line of teammated's own (a plan
     /// decision), which nobody waits on.
@@ -95,7 +95,7 @@ pub(super) struct Pending {
 
 /// What teammated knows of the conversation with one CLI process.
 #[derive(Debug)]
-pub(super) struct Stream {
+pub struct Stream {
     policy: AgentPolicy,
     /// The claim needs an approved plan and has none yet: everything but reads
     /// is refused, and `ExitPlanMode` is held for the lead.

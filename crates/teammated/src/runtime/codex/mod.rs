@@ -17,7 +17,9 @@
 mod actor;
 mod answers;
 mod params;
-mod state;
+// Public for the fuzz targets (`crates/fuzz-entry`) only.
+#[doc(hidden)]
+pub mod state;
 #[cfg(test)]
 mod tests;
 
