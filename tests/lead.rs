@@ -16,7 +16,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use teamboard_protocol::TaskStatus;
+use teamboard_protocol::{Sandbox, SandboxMode, TaskStatus};
 use teamboard_testkit::{Daemon, PATIENCE, eventually, lead, short_tempdir, workspace_bin};
 
 const PLAN: &str = "````plan
@@ -229,7 +229,16 @@ async fn a_goal_waits_for_start_and_the_exit_status_tells_the_outcome() {
     std::fs::create_dir_all(&work).unwrap();
     let _daemon = Daemon::start(&socket, &state, &["--max-attempts", "1"]).await;
     let goal = "Try it.\n\n````plan\nteammate ada\ntask good\n    ```sh\n    echo fine\n    ```\ntask bad\n    ```sh\n    echo broken; exit 3\n    ```\n````";
-    let args = ["--goal", goal, "--teammate-idle-timeout", "0"];
+    // Neither task writes or fetches: the strictest sandbox runs them.
+    let args = [
+        "--goal",
+        goal,
+        "--teammate-idle-timeout",
+        "0",
+        "--teammate-sandbox",
+        "read-only",
+        "--teammate-no-network",
+    ];
     let mut child = lead_command(&socket, &state, &work, &args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -251,6 +260,14 @@ async fn a_goal_waits_for_start_and_the_exit_status_tells_the_outcome() {
     // The reader thread may still be on the last lines.
     out.wait_for("1 of 2 task(s) completed").await;
     out.wait_for("#2 bad: failed").await;
+    // The teammate the lead spawned runs under the sandbox it was given.
+    let team = boss.team().await.unwrap();
+    let sandboxes: Vec<_> = team.iter().map(|m| (m.name.as_str(), m.sandbox)).collect();
+    let read_only = Sandbox {
+        mode: SandboxMode::ReadOnly,
+        network: false,
+    };
+    assert_eq!(sandboxes, [("ada", Some(read_only))], "{team:?}");
 }
 
 /// A goal whose teammates cannot start does not wait for ever: here `teamctl

@@ -9,7 +9,7 @@
 //! settings from its environment too.
 
 use crate::launch::parse_base_url;
-use crate::{ProviderKind, RuntimeKind};
+use crate::{ProviderKind, RuntimeKind, SandboxMode};
 use std::path::PathBuf;
 
 /// A run without a conversation (`--goal`).
@@ -78,6 +78,17 @@ pub struct LeadSpawnArgs {
     /// on PATH) for each teammate (see `teamctl spawn --help`) [default: native]
     #[arg(long, value_enum, value_name = "RUNTIME")]
     pub teammate_runtime: Option<RuntimeKind>,
+
+    /// What the teammates' commands, agents and checks may touch: `workspace-write`,
+    /// `read-only` or `off` (your full rights), as `teamctl spawn --sandbox`
+    /// [default: workspace-write]
+    #[arg(long, value_enum, value_name = "POLICY")]
+    pub teammate_sandbox: Option<SandboxMode>,
+
+    /// Cut the teammates' commands off the network, as `teamctl spawn
+    /// --no-network` (builds that fetch packages fail)
+    #[arg(long)]
+    pub teammate_no_network: bool,
 
     /// Who decides the plans teammates submit: `lead` (its model, as each
     /// arrives) or `person` (you, with `teamctl approve` or `reject`; the lead

@@ -252,7 +252,8 @@ pub enum Command {
         after_help = "Examples:\n  teamctl lead\n  \
             teamctl lead --provider anthropic\n  \
             teamctl lead --provider openai --model gpt-4.1 --teammate-provider scripted\n  \
-            teamctl lead --goal \"$(cat plan.md)\" --yes --teammate-idle-timeout 0\n\n\
+            teamctl lead --goal \"$(cat plan.md)\" --yes --teammate-idle-timeout 0\n  \
+            teamctl lead --teammate-sandbox read-only --teammate-no-network\n\n\
             The lead's transcript: `teamctl logs lead`."
     )]
     Lead(LeadArgs),

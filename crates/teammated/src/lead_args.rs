@@ -97,6 +97,8 @@ impl LeadArgs {
                 workdir,
                 idle_timeout: spawn.teammate_idle_timeout,
                 runtime: spawn.teammate_runtime.map(|r| r.to_string()),
+                sandbox: spawn.teammate_sandbox,
+                no_network: spawn.teammate_no_network,
             },
             provider: self.provider.into_config()?,
             goal: goal.goal.filter(|g| !g.trim().is_empty()),
@@ -137,6 +139,7 @@ fn find_teamctl() -> anyhow::Result<PathBuf> {
 mod tests {
     use super::*;
     use clap::Parser as _;
+    use teamboard_protocol::SandboxMode;
 
     /// The model the lead passes to the teammates it spawns.
     fn teammates_model(extra: &[&str]) -> Option<String> {
@@ -172,6 +175,25 @@ mod tests {
         assert_eq!(
             refused,
             "--context-budget 300: 300 is too small: the budget must be at least 1000 tokens"
+        );
+    }
+
+    #[test]
+    fn the_teammates_sandbox_is_the_spawns_default_unless_given() {
+        let spawn = |extra: &[&str]| {
+            let argv = ["teammated lead", "--teamctl", "/bin/true", "--workdir", "/"];
+            let args = LeadArgs::try_parse_from(argv.iter().chain(extra)).expect("parses");
+            let spawn = args.into_config().expect("a config").spawn;
+            (spawn.sandbox, spawn.no_network)
+        };
+        assert_eq!(spawn(&[]), (None, false));
+        assert_eq!(
+            spawn(&["--teammate-sandbox", "off", "--teammate-no-network"]),
+            (Some(SandboxMode::Off), true)
+        );
+        assert_eq!(
+            spawn(&["--teammate-sandbox", "read-only"]),
+            (Some(SandboxMode::ReadOnly), false)
         );
     }
 

@@ -157,6 +157,8 @@ async fn the_lead() -> Vec<String> {
             workdir: work,
             idle_timeout: Some(0),
             runtime: None,
+            sandbox: None,
+            no_network: false,
         },
         goal: Some("Make bad calls.".into()),
         yes: true,

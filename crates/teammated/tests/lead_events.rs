@@ -48,6 +48,8 @@ fn config(daemon: &InProc) -> LeadConfig {
             workdir: daemon.dir().to_path_buf(),
             idle_timeout: None,
             runtime: None,
+            sandbox: None,
+            no_network: false,
         },
         goal: None,
         yes: false,

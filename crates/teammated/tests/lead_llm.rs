@@ -58,6 +58,8 @@ fn config(daemon: &InProc, kind: ProviderKind, url: String) -> LeadConfig {
             workdir: work,
             idle_timeout: Some(0),
             runtime: None,
+            sandbox: None,
+            no_network: false,
         },
         goal: Some("Say hi, with one teammate.".into()),
         yes: true,

@@ -91,6 +91,7 @@ fn lead_args(ctx: &Ctx, args: LeadArgs) -> anyhow::Result<Vec<OsString>> {
         spawn.teammate_idle_timeout,
     );
     opt(&mut argv, "--teammate-runtime", spawn.teammate_runtime);
+    opt(&mut argv, "--teammate-sandbox", spawn.teammate_sandbox);
     opt(&mut argv, "--review-plans", spawn.review_plans);
     if let Some(dir) = &spawn.workdir {
         argv.push("--workdir".into());
@@ -98,6 +99,9 @@ fn lead_args(ctx: &Ctx, args: LeadArgs) -> anyhow::Result<Vec<OsString>> {
     }
     if goal.yes {
         argv.push("--yes".into());
+    }
+    if spawn.teammate_no_network {
+        argv.push("--teammate-no-network".into());
     }
     Ok(argv)
 }

@@ -63,6 +63,21 @@ fn the_teammates_runtime_is_passed_to_the_lead() {
     assert!(out.status.success(), "{}", stderr_of(&out));
     let args = std::fs::read_to_string(&record).expect("the stand-in ran");
     assert!(args.contains("\n--teammate-runtime\nclaude\n"), "{args}");
+    assert!(!args.contains("--teammate-sandbox"), "{args}");
+    assert!(!args.contains("--teammate-no-network"), "{args}");
+
+    // The teammates' sandbox goes the same way.
+    let out = cli
+        .teamctl
+        .command()
+        .env("TEAMMATED_BIN", &fake)
+        .args(["lead", "--teammate-sandbox", "off", "--teammate-no-network"])
+        .output()
+        .expect("teamctl runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let args = std::fs::read_to_string(&record).expect("the stand-in ran");
+    assert!(args.contains("\n--teammate-sandbox\noff\n"), "{args}");
+    assert!(args.ends_with("\n--teammate-no-network\n"), "{args}");
 
     let out = cli.run(&["lead", "--teammate-runtime", "acp"]);
     assert_eq!(out.status.code(), Some(1));

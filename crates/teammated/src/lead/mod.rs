@@ -34,6 +34,7 @@ pub use drive::{LeadError, Outcome, run};
 
 use crate::config::ProviderConfig;
 use std::path::PathBuf;
+use teamboard_protocol::SandboxMode;
 pub use teamboard_protocol::lead_args::PlanReviewer;
 
 /// How `spawn_teammate` starts teammates: through `teamctl spawn`, with these flags.
@@ -54,6 +55,10 @@ pub struct SpawnConfig {
     /// `--runtime` for the teammates (`claude`, ...); `None` is the native loop.
     /// Their agent's program is then the runtime's default, found on PATH.
     pub runtime: Option<String>,
+    /// `--sandbox` for the teammates; `None` is `teamctl spawn`'s default.
+    pub sandbox: Option<SandboxMode>,
+    /// `--no-network` for the teammates.
+    pub no_network: bool,
 }
 
 /// Everything the lead needs.

@@ -44,6 +44,8 @@ fn argv(cfg: &LeadConfig, name: &str, role: &str) -> Vec<OsString> {
         workdir,
         idle_timeout,
         runtime,
+        sandbox,
+        no_network,
         ..
     } = &cfg.spawn;
     let mut argv: Vec<OsString> = vec![
@@ -85,6 +87,13 @@ fn argv(cfg: &LeadConfig, name: &str, role: &str) -> Vec<OsString> {
         argv.push("--idle-timeout".into());
         argv.push(s.to_string().into());
     }
+    if let Some(mode) = sandbox {
+        argv.push("--sandbox".into());
+        argv.push(mode.to_string().into());
+    }
+    if *no_network {
+        argv.push("--no-network".into());
+    }
     argv
 }
 
@@ -94,6 +103,7 @@ mod tests {
     use crate::backoff::RetryPolicy;
     use crate::config::{ProviderConfig, ProviderKind};
     use std::time::Duration;
+    use teamboard_protocol::SandboxMode;
 
     fn config(runtime: Option<&str>, model: Option<&str>) -> LeadConfig {
         LeadConfig {
@@ -120,6 +130,8 @@ mod tests {
                 workdir: "/work".into(),
                 idle_timeout: Some(0),
                 runtime: runtime.map(str::to_string),
+                sandbox: None,
+                no_network: false,
             },
             goal: None,
             yes: false,
@@ -146,6 +158,34 @@ mod tests {
         assert_eq!(with[at + 1], "claude");
         let without = words(argv(&config(None, None), "ada", "dev"));
         assert!(!without.iter().any(|w| w == "--runtime"), "{without:?}");
+    }
+
+    #[test]
+    fn the_teammates_sandbox_goes_to_teamctl_spawn() {
+        let words = |c: &LeadConfig| -> Vec<String> {
+            argv(c, "ada", "dev")
+                .into_iter()
+                .map(|w| w.to_string_lossy().into_owned())
+                .collect()
+        };
+        let mut cfg = config(None, None);
+        cfg.spawn.sandbox = Some(SandboxMode::ReadOnly);
+        cfg.spawn.no_network = true;
+        let with = words(&cfg);
+        let at = with
+            .iter()
+            .position(|w| w == "--sandbox")
+            .expect("--sandbox");
+        assert_eq!(with[at + 1], "read-only");
+        assert!(with.iter().any(|w| w == "--no-network"), "{with:?}");
+        // Neither given: the spawn's own default (workspace-write, network on).
+        let without = words(&config(None, None));
+        assert!(
+            !without
+                .iter()
+                .any(|w| w == "--sandbox" || w == "--no-network"),
+            "{without:?}"
+        );
     }
 
     #[test]
