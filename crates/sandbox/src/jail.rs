@@ -18,8 +18,16 @@ pub struct Jail {
     hidden: Vec<PathBuf>,
     /// Bound back read-only although under a hidden directory.
     readable: Vec<PathBuf>,
+    /// The worktree's git directories ([`git_dirs`]), bound back read-only
+    /// unless one is, holds or lies in a hidden path. Trap: they come from the
+    /// worktree's `.git` file, which a command could have written; trusted
+    /// as they are, they would bind the state directory or the keys back.
+    git: Vec<PathBuf>,
     /// Bound writable, whatever the policy (an agent's own home).
     writable: Vec<PathBuf>,
+    /// Whether the command inherits this process's variables that look like
+    /// secrets ([`secret_vars`]): an agent does, its login may be one.
+    keep_secrets: bool,
 }
 
 impl Jail {
@@ -29,12 +37,14 @@ impl Jail {
         let workdir = workdir.into();
         Jail {
             policy,
-            readable: git_dirs(&workdir),
+            readable: Vec::new(),
+            git: git_dirs(&workdir),
             workdir,
             tmp: None,
             _owned_tmp: None,
             hidden: Vec::new(),
             writable: Vec::new(),
+            keep_secrets: false,
         }
     }
 
@@ -59,7 +69,7 @@ impl Jail {
     pub fn in_dir(&self, workdir: impl Into<PathBuf>) -> Jail {
         let workdir = workdir.into();
         Jail {
-            readable: git_dirs(&workdir),
+            git: git_dirs(&workdir),
             workdir,
             ..self.clone()
         }
@@ -103,6 +113,13 @@ impl Jail {
     /// command must reach, such as the agent's MCP server's).
     pub fn readable(mut self, paths: impl IntoIterator<Item = PathBuf>) -> Jail {
         self.readable.extend(paths);
+        self
+    }
+
+    /// Lets the command inherit the variables that look like secrets: an
+    /// agent's process, whose login may be one.
+    pub fn keep_secret_vars(mut self) -> Jail {
+        self.keep_secrets = true;
         self
     }
 
@@ -170,6 +187,18 @@ impl Jail {
         for file in &files {
             a.pair("--ro-bind", "/dev/null", file);
         }
+        // The worktree's `.git` file stays as boardd made it: it names where
+        // the next command's git directories are bound from (see `git`), and
+        // where the person's and boardd's git look.
+        let dot_git = self.workdir.join(".git");
+        if self.policy.mode == SandboxMode::WorkspaceWrite && dot_git.is_file() {
+            a.pair("--ro-bind", &dot_git, &dot_git);
+        }
+        if !self.keep_secrets {
+            for name in secret_vars() {
+                a.one("--unsetenv", name);
+            }
+        }
         a.pair("--setenv", "TMPDIR", "/tmp");
         a.one("--chdir", &self.workdir);
         a.flags(&["--"]);
@@ -208,10 +237,23 @@ impl Jail {
             SandboxMode::WorkspaceWrite => "--bind",
             SandboxMode::ReadOnly | SandboxMode::Off => "--ro-bind",
         };
+        let hidden: Vec<PathBuf> = self
+            .hidden
+            .iter()
+            .filter_map(|h| h.canonicalize().ok())
+            .collect();
+        let overlaps = |p: &PathBuf| hidden.iter().any(|h| p.starts_with(h) || h.starts_with(p));
+        let git = self
+            .git
+            .iter()
+            .filter_map(|p| p.canonicalize().ok())
+            .filter(|p| !overlaps(p));
         let mut binds: Vec<(&'static str, PathBuf)> = self
             .readable
             .iter()
-            .map(|p| ("--ro-bind", p.clone()))
+            .cloned()
+            .chain(git)
+            .map(|p| ("--ro-bind", p))
             .chain([(workdir, self.workdir.clone())])
             .chain(self.writable.iter().map(|p| ("--bind", p.clone())))
             .filter_map(|(flag, p)| Some((flag, p.canonicalize().ok()?)))
@@ -239,6 +281,28 @@ pub fn git_dirs(workdir: &Path) -> Vec<PathBuf> {
     [common, admin]
         .into_iter()
         .filter_map(|p| p.canonicalize().ok())
+        .collect()
+}
+
+/// The variables of this process that look like secrets, which a sandboxed
+/// command does not inherit: names ending in `API_KEY`, `_KEY`, `_TOKEN`,
+/// `_SECRET` or `_PASSWORD` (any case). A heuristic, and said so in
+/// SECURITY.md: teammated already takes the providers' keys out of its own
+/// environment, and this catches what it cannot know of (a `GITHUB_TOKEN` in
+/// the shell that started boardd, which then runs a check). An allow-list
+/// (`--clearenv`) would be stricter but breaks builds that read their own
+/// variables (`CARGO_HOME`, `RUSTUP_TOOLCHAIN`, proxies).
+fn secret_vars() -> Vec<OsString> {
+    secret_names(std::env::vars_os().map(|(name, _)| name))
+}
+
+fn secret_names(names: impl Iterator<Item = OsString>) -> Vec<OsString> {
+    const ENDINGS: [&str; 5] = ["API_KEY", "_KEY", "_TOKEN", "_SECRET", "_PASSWORD"];
+    names
+        .filter(|name| {
+            let upper = name.to_string_lossy().to_ascii_uppercase();
+            ENDINGS.iter().any(|e| upper.ends_with(e))
+        })
         .collect()
 }
 
@@ -298,6 +362,7 @@ mod tests {
         std::fs::write(root.join("keys.env"), "").unwrap();
         let jail = Jail::new(policy(SandboxMode::WorkspaceWrite, false), &tree)
             .tmp(dir.path())
+            .keep_secret_vars()
             .hide([
                 state.clone(),
                 inner.clone(),
@@ -333,6 +398,72 @@ mod tests {
         );
         assert!(!args.contains("--unshare-net"), "{args}");
         assert!(args.contains("--tmpfs /tmp"), "{args}");
+    }
+
+    #[test]
+    fn a_forged_git_file_binds_nothing_hidden_back_and_cannot_be_rewritten() {
+        crate::probe().unwrap();
+        // Not under /tmp, which the sandbox replaces with its private one.
+        let root = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        let (work, secret) = (root.path().join("work"), root.path().join("secret"));
+        for d in [&work, &secret] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(secret.join("keys.env"), "KEY=1").unwrap();
+        // What a command (or a file tool) could have written into the worktree:
+        // the hidden directory as the worktree's git directory.
+        std::fs::write(work.join(".git"), format!("gitdir: {}\n", secret.display())).unwrap();
+        let jail = Jail::new(policy(SandboxMode::WorkspaceWrite, true), &work).hide([
+            secret.clone(),
+            // Nor a directory that holds a hidden one.
+            root.path().to_path_buf(),
+        ]);
+        let args = text(&jail.bwrap_args());
+        assert!(
+            !args.contains(&format!("--ro-bind {0} {0}", secret.display())),
+            "{args}"
+        );
+        let script = format!(
+            "! cat {s}/keys.env 2>/dev/null && ! echo x 2>/dev/null > .git && echo ok",
+            s = secret.display(),
+        );
+        let (program, args) = jail.wrap("sh", ["-c".into(), script.into()]);
+        let out = std::process::Command::new(program)
+            .args(args)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            stdout.trim(),
+            "ok",
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    #[test]
+    fn variables_that_look_like_secrets_are_not_inherited() {
+        let names = [
+            "ANTHROPIC_API_KEY",
+            "github_token",
+            "DB_PASSWORD",
+            "AWS_SECRET",
+            "PATH",
+            "KEYBOARD",
+            "TEAMBOARD_LEAD_KEY",
+        ];
+        let secret = secret_names(names.iter().map(OsString::from));
+        assert_eq!(
+            secret,
+            [
+                "ANTHROPIC_API_KEY",
+                "github_token",
+                "DB_PASSWORD",
+                "AWS_SECRET",
+                "TEAMBOARD_LEAD_KEY"
+            ]
+            .map(OsString::from)
+        );
     }
 
     #[test]

@@ -43,7 +43,8 @@ pub fn for_agent(jail: &Jail, cwd: &Path, env: &[(String, String)]) -> Jail {
     let mut agent = jail
         .in_dir(cwd)
         .writable(writable)
-        .readable(var(MEMBER_SOCKET_ENV));
+        .readable(var(MEMBER_SOCKET_ENV))
+        .keep_secret_vars();
     if cwd != jail.workdir() {
         agent = agent.hide(cwd.parent().map(Path::to_path_buf));
     }

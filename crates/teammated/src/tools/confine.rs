@@ -23,6 +23,33 @@ use super::call::ToolOutput;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
+/// Resolves `requested` for `write_file` and `edit_file`: as [`resolve`], and
+/// never into git's own files (`.git`, a file or a directory, anywhere in the
+/// path). Trap: a worktree's `.git` file names the directories its sandbox
+/// binds back and where the person's and boardd's git look; rewritten, it would
+/// point them at paths the sandbox hides or at a forged configuration.
+pub fn resolve_for_write(
+    workdir: &Path,
+    requested: &str,
+    must_exist: bool,
+) -> Result<PathBuf, ToolOutput> {
+    let path = resolve(workdir, requested, must_exist)?;
+    let rel = path
+        .strip_prefix(
+            workdir
+                .canonicalize()
+                .unwrap_or_else(|_| workdir.to_path_buf()),
+        )
+        .unwrap_or(&path);
+    if rel.components().any(|c| c.as_os_str() == ".git") {
+        return Err(ToolOutput::error(format!(
+            "'{requested}' is one of git's own files; the file tools do not write them \
+             (boardd commits your work when the task completes)"
+        )));
+    }
+    Ok(path)
+}
+
 /// Resolves `requested` (relative to `workdir`, or absolute inside it) to a path the
 /// file tools may use. With `must_exist`, a path that does not exist is refused too.
 ///
@@ -172,6 +199,25 @@ mod tests {
         fs::create_dir(wd.join("src")).unwrap();
         fs::write(dir.path().join("secret"), "s").unwrap();
         (dir, wd)
+    }
+
+    #[test]
+    fn gits_own_files_are_never_written() {
+        let (_dir, wd) = setup();
+        fs::write(wd.join(".git"), "gitdir: /somewhere\n").unwrap();
+        for path in [".git", "./.git", "src/../.git", "sub/.git/config"] {
+            let err = resolve_for_write(&wd, path, false).unwrap_err();
+            assert!(err.is_error, "{path}");
+            assert!(
+                err.content.contains("git's own files"),
+                "{path}: {}",
+                err.content
+            );
+        }
+        // Reading them, and writing anything else, is as before.
+        assert!(resolve(&wd, ".git", true).is_ok());
+        assert!(resolve_for_write(&wd, "src/new.rs", false).is_ok());
+        assert!(resolve_for_write(&wd, ".gitignore", false).is_ok());
     }
 
     #[test]

@@ -125,7 +125,7 @@ fn read_blocking(env: &LocalEnv, input: &Value) -> Result<String, ToolOutput> {
 fn write_blocking(env: &LocalEnv, input: &Value) -> Result<String, ToolOutput> {
     let shown = str_arg(input, "path")?;
     let content = str_arg(input, "content")?;
-    let path = confine::resolve(&env.workdir, shown, false)?;
+    let path = confine::resolve_for_write(&env.workdir, shown, false)?;
     if path.is_dir() {
         return Err(ToolOutput::error(format!(
             "'{shown}' is a directory; give the path of a file to write"
@@ -156,7 +156,7 @@ fn edit_blocking(env: &LocalEnv, input: &Value) -> Result<String, ToolOutput> {
             "old_text and new_text are the same; nothing would change",
         ));
     }
-    let path = confine::resolve(&env.workdir, shown, true)?;
+    let path = confine::resolve_for_write(&env.workdir, shown, true)?;
     let (text, lossy) = load_text(&path, shown)?;
     if lossy {
         return Err(ToolOutput::error(format!(
