@@ -166,7 +166,7 @@ impl Jail {
         for dir in &dirs {
             a.one("--tmpfs", dir);
         }
-        let binds = self.binds();
+        let binds = self.binds(dirs.iter().chain(&files));
         for (flag, path) in &binds {
             a.pair(flag, path, path);
         }
@@ -232,22 +232,17 @@ impl Jail {
     /// What is bound back over the hidden paths, outermost first: the git
     /// directories and sockets read-only, the workdir by the policy, the kept
     /// homes writable.
-    fn binds(&self) -> Vec<(&'static str, PathBuf)> {
+    fn binds<'a>(
+        &self,
+        hidden: impl Iterator<Item = &'a PathBuf> + Clone,
+    ) -> Vec<(&'static str, PathBuf)> {
         let workdir = match self.policy.mode {
             SandboxMode::WorkspaceWrite => "--bind",
             SandboxMode::ReadOnly | SandboxMode::Off => "--ro-bind",
         };
-        let hidden: Vec<PathBuf> = self
-            .hidden
-            .iter()
-            .filter_map(|h| h.canonicalize().ok())
-            .collect();
-        let overlaps = |p: &PathBuf| hidden.iter().any(|h| p.starts_with(h) || h.starts_with(p));
-        let git = self
-            .git
-            .iter()
-            .filter_map(|p| p.canonicalize().ok())
-            .filter(|p| !overlaps(p));
+        // `git_dirs` made them canonical, as `hidden` made the hidden paths.
+        let overlaps = |p: &&PathBuf| hidden.clone().any(|h| p.starts_with(h) || h.starts_with(p));
+        let git = self.git.iter().filter(|p| !overlaps(p)).cloned();
         let mut binds: Vec<(&'static str, PathBuf)> = self
             .readable
             .iter()
