@@ -248,11 +248,18 @@ impl Board {
             author: ctx.actor.to_string(),
             sandbox,
         };
+        let ttl = self.config.lease_ttl;
         let team = self.team_mut(ctx.team);
         // A task sent back from review that its owner completes again before
         // a wait took it up: the owner took it up itself. Left marked, its
-        // lease would stay waived through the checks and after them.
-        team.returned.remove(&id);
+        // lease would stay waived through the checks and after them. As in
+        // `take_returned`, the lease runs from now: the deadline set at the
+        // send-back may have passed while the owner worked, lease waived.
+        if team.returned.remove(&id).is_some()
+            && let Some(lease) = team.leases.get_mut(&id)
+        {
+            lease.deadline = ctx.now.mono + ttl;
+        }
         let task = team.task_mut(id, ctx.team)?;
         task.landing = Some(Landing {
             stage: LandingStage::Checking,

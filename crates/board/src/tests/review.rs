@@ -521,3 +521,27 @@ fn a_sent_back_task_its_owner_completes_again_without_a_wait_has_its_lease_again
     let t = h.task(a);
     assert_eq!((t.status, t.owner), (TaskStatus::Pending, None));
 }
+
+#[test]
+fn a_sent_back_task_completed_again_late_has_a_fresh_lease_for_its_checks() {
+    let mut h = with_repo(true);
+    let a = h.add("a");
+    let ann = h.join("ann", "dev");
+    let (c, _) = complete(&mut h, ann, a, "done");
+    passed(&mut h, a, c.epoch, "head1");
+    let ctx = h.lead();
+    h.board.send_back(ctx, a, "more tests").unwrap();
+    // The owner works on the feedback longer than a lease, its lease waived
+    // meanwhile, then completes again: its checks start with a whole lease.
+    h.advance(secs(40));
+    h.expire();
+    assert_eq!(h.task(a).status, TaskStatus::InProgress);
+    begin(&mut h, ann, &c, "with tests");
+    h.advance(secs(20));
+    h.expire();
+    let t = h.task(a);
+    assert_eq!(
+        (t.status, t.owner.as_deref()),
+        (TaskStatus::InProgress, Some("ann"))
+    );
+}

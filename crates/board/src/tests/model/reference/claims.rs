@@ -157,10 +157,15 @@ impl Model {
     }
 
     /// The gate starts. A task sent back from review is taken up by it, if
-    /// no wait did so first.
+    /// no wait did so first, and its lease runs from now, as a wait's would.
     pub(super) fn gate(&mut self, id: TaskId) {
-        self.task_mut(id).landing = Some((LandingStage::Checking, false));
-        self.returned.remove(&id);
+        let deadline = self.now + TTL_MS;
+        let taken_up = self.returned.remove(&id);
+        let t = self.task_mut(id);
+        t.landing = Some((LandingStage::Checking, false));
+        if taken_up && let Some(l) = t.lease.as_mut() {
+            l.deadline = deadline;
+        }
     }
 
     pub fn fail(&mut self, m: usize, session: u64, id: TaskId, epoch: u64) -> Res {
