@@ -94,6 +94,7 @@ mod keys;
 mod landing;
 mod mute;
 mod pause;
+pub mod pg;
 mod process;
 pub mod raw;
 mod teamctl;
