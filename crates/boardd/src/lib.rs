@@ -14,10 +14,12 @@
 //! - `outbox`: one connection's frames, in order; `wire` encodes them.
 //! - [`store`]: SQLite, and the state directory's lock.
 //! - `auth`: the credentials that vouch for sessions' names (`lead.key`).
+//! - [`cluster`]: several boardd on one PostgreSQL database, one deciding.
 
 mod actor;
 mod approx;
 mod auth;
+pub mod cluster;
 mod handlers;
 mod info;
 mod leads;

@@ -15,8 +15,8 @@
 //! A connection that closes in step 3 is not a teammate going away: its claim waits
 //! for the restart grace instead of being released (see `connection`).
 
-mod bind;
-mod connection;
+pub(crate) mod bind;
+pub(crate) mod connection;
 pub mod fds;
 
 pub use bind::{BindError, PeerError, bind};

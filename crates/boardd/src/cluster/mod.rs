@@ -1,0 +1,13 @@
+//! Several boardd on one PostgreSQL database: one decides, the others forward.
+//!
+//! `docs/design/cluster.md` weighs this against every boardd deciding with
+//! `FOR UPDATE SKIP LOCKED`, and the lease against an advisory lock.
+//!
+//! - [`leadership`]: the lease row, its term (the fence) and its queries.
+//! - [`watch`]: a follower's view of the row: `LISTEN`, and re-reads after every
+//!   reconnect and expiry.
+//! - [`proxy`]: a follower's socket, piping each client to the leader.
+
+pub mod leadership;
+pub mod proxy;
+pub mod watch;

@@ -1,0 +1,151 @@
+//! A follower's socket: every client connection, piped byte for byte to the
+//! boardd that decides.
+//!
+//! The follower binds the same Unix socket path a deciding boardd would (with
+//! [`server::bind`]'s checks: mode 0600, stale sockets, peers of another user),
+//! so clients never know which one they reached. Each connection is dialled
+//! through a [`Dial`] to the leader's advertised address and copied both ways
+//! until either side closes or the leader changes: then it is closed, and the
+//! clients reconnect (teammated's session does so with backoff and registers
+//! again; a teamctl command fails with the closed connection and is run again),
+//! reaching the new leader.
+//!
+//! Alternatives that lost:
+//! - Decoding frames and re-sending them: the follower would have to keep up with
+//!   every protocol change, and the leader would see requests, not sessions. Bytes
+//!   keep one session per client end to end.
+//! - Answering a leaderless client with `reject`: teammated takes a refusal as
+//!   final and stops; the `error` frame with `shutting_down` it takes as a
+//!   restarting boardd, and tries again.
+
+use super::leadership::Leader;
+use super::watch::Leaders;
+use crate::server;
+use futures_util::future::BoxFuture;
+use futures_util::{SinkExt as _, StreamExt as _};
+use std::sync::Arc;
+use std::time::Duration;
+use teamboard_protocol::{ErrorBody, ErrorCode, ServerFrame};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{UnixListener, UnixStream};
+use tokio_util::codec::Framed;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
+
+/// How long dialling the leader may take before the client is told it cannot be
+/// reached.
+const DIAL_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a refused client has to send its hello, so that it reads the answer
+/// as the handshake's.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A connection to the leader: any byte stream.
+pub trait Upstream: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Upstream for T {}
+
+/// Opens a connection to a leader's advertised address.
+pub type Dial =
+    Arc<dyn Fn(String) -> BoxFuture<'static, std::io::Result<Box<dyn Upstream>>> + Send + Sync>;
+
+/// Plain TCP: for loopback, where nothing else can listen in.
+pub fn tcp() -> Dial {
+    Arc::new(|addr: String| {
+        Box::pin(async move {
+            let stream = tokio::net::TcpStream::connect(addr).await?;
+            stream.set_nodelay(true)?;
+            Ok(Box::new(stream) as Box<dyn Upstream>)
+        })
+    })
+}
+
+/// Forwards the clients of `listener` to the leader that `leaders` names until
+/// `stop` is cancelled; then closes every forwarded connection and returns.
+pub async fn run(listener: UnixListener, leaders: Leaders, dial: Dial, stop: CancellationToken) {
+    let connections = CancellationToken::new();
+    loop {
+        let stream = tokio::select! {
+            _ = stop.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(error) => {
+                    tracing::warn!(%error, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        if let Err(why) = server::bind::same_user(&stream) {
+            tracing::warn!(%why, "refusing peer");
+            server::connection::reject(&stream, why.to_string());
+            continue;
+        }
+        let leaders = leaders.clone();
+        let dial = dial.clone();
+        let closed = connections.child_token();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = forward(stream, leaders, dial) => {}
+                _ = closed.cancelled() => {}
+            }
+        });
+    }
+    connections.cancel();
+}
+
+/// One client: to the leader while it leads, or an answer saying why not.
+async fn forward(mut client: UnixStream, mut leaders: Leaders, dial: Dial) {
+    let leader = leaders.borrow_and_update().clone();
+    let Some(leader) = leader.filter(Leader::live) else {
+        let why = "no boardd holds the board yet (the last one stopped or its lease ran out); \
+                   one takes it over within a few seconds. Try again";
+        return refuse(client, why.to_string()).await;
+    };
+    let dialled = tokio::time::timeout(DIAL_TIMEOUT, dial(leader.addr.clone())).await;
+    let mut upstream = match dialled {
+        Ok(Ok(upstream)) => upstream,
+        Ok(Err(e)) => {
+            let why = format!(
+                "boardd {} holds the board, and {} cannot be reached: {e}. Try again",
+                leader.node, leader.addr
+            );
+            return refuse(client, why).await;
+        }
+        Err(_) => {
+            let why = format!(
+                "boardd {} holds the board, and {} does not answer. Try again",
+                leader.node, leader.addr
+            );
+            return refuse(client, why).await;
+        }
+    };
+    let span = tracing::debug_span!("forward", term = leader.term, node = %leader.node);
+    let moved = leaders.wait_for(|now| now.as_ref().is_none_or(|l| l.term != leader.term));
+    let piped = async {
+        tokio::select! {
+        result = tokio::io::copy_bidirectional(&mut client, &mut upstream) => {
+            if let Err(error) = result {
+                tracing::debug!(%error, "forwarded connection ended");
+            }
+        }
+        // The board moved: this connection served a boardd that no longer
+        // decides. Closing it sends the client to the new one.
+        _ = moved => tracing::debug!("leader changed; closing a forwarded connection"),
+        }
+    };
+    piped.instrument(span).await;
+}
+
+/// Answers a client that cannot be forwarded: reads its hello (so that it reads
+/// the answer as the handshake's), then sends a connection-level `error` with
+/// `shutting_down`, which clients take as "try again", and closes.
+async fn refuse(client: UnixStream, why: String) {
+    tracing::info!(%why, "refusing a client");
+    let mut framed = Framed::new(client, teamboard_protocol::codec::codec());
+    let _ = tokio::time::timeout(HELLO_TIMEOUT, framed.next()).await;
+    let frame = ServerFrame::Error {
+        error: ErrorBody::new(ErrorCode::ShuttingDown, why),
+    };
+    if let Ok(bytes) = serde_json::to_vec(&frame) {
+        let _ = framed.send(bytes::Bytes::from(bytes)).await;
+    }
+}

@@ -1,0 +1,379 @@
+//! Several boardd on one PostgreSQL database: the lease row, a follower's watch on
+//! it, and a follower's socket forwarding to the leader. Skipped (saying so)
+//! without PostgreSQL, unless `TEAMBOARD_REQUIRE_PG=1`.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test code: a panic fails the test, and the harness captures what it prints"
+)]
+
+use boardd::cluster::leadership::{self, Leader, Renewal};
+use boardd::cluster::{proxy, watch};
+use std::path::Path;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+use teamboard_protocol::{Client, ClientError, ErrorCode};
+use teamboard_testkit::{
+    InProc, PATIENCE, TEAM, code_of, eventually, eventually_blocking, lead_key, short_tempdir, task,
+};
+use tokio_util::sync::CancellationToken;
+
+/// A fresh database, or `None` after saying why the test is skipped.
+fn database() -> Option<String> {
+    match teamboard_testkit::pg::fresh_database() {
+        Ok(url) => Some(url),
+        Err(e) if std::env::var_os("TEAMBOARD_REQUIRE_PG").is_none() => {
+            eprintln!("skipped: {e}");
+            None
+        }
+        Err(e) => panic!("TEAMBOARD_REQUIRE_PG=1 but {e}"),
+    }
+}
+
+fn connect(url: &str) -> postgres::Client {
+    leadership::connect(url, "test").expect("connect")
+}
+
+const LONG: Duration = Duration::from_secs(60);
+
+#[test]
+fn take_renew_release_and_deposed() {
+    let Some(url) = database() else { return };
+    let mut db = connect(&url);
+    let first = leadership::current(&mut db).expect("current");
+    assert_eq!((first.term, first.live()), (0, false), "{first:?}");
+
+    let a = leadership::take(&mut db, "a", "addr-a", LONG).expect("take");
+    let Some(a) = a else {
+        panic!("an unheld board is taken")
+    };
+    assert_eq!(
+        leadership::take(&mut db, "b", "addr-b", LONG).expect("take"),
+        None
+    );
+    assert_eq!(
+        leadership::renew(&mut db, a, LONG).expect("renew"),
+        Renewal::Held
+    );
+    let now = leadership::current(&mut db).expect("current");
+    assert_eq!(
+        (now.term, now.node.as_str(), now.addr.as_str()),
+        (a, "a", "addr-a")
+    );
+    assert!(now.live(), "{now:?}");
+
+    leadership::release(&mut db, a).expect("release");
+    assert!(!leadership::current(&mut db).expect("current").live());
+    let b = leadership::take(&mut db, "b", "addr-b", LONG).expect("take");
+    let Some(b) = b else {
+        panic!("a released board is taken at once")
+    };
+    assert!(b > a);
+    assert_eq!(
+        leadership::renew(&mut db, a, LONG).expect("renew"),
+        Renewal::Deposed { term_now: b }
+    );
+    // A deposed term's release changes nothing.
+    leadership::release(&mut db, a).expect("release");
+    let now = leadership::current(&mut db).expect("current");
+    assert_eq!((now.term, now.node.as_str(), now.live()), (b, "b", true));
+}
+
+#[test]
+fn two_takers_at_once_one_wins() {
+    let Some(url) = database() else { return };
+    let rounds = 20;
+    let barrier = Arc::new(Barrier::new(2));
+    let takers: Vec<_> = ["a", "b"]
+        .into_iter()
+        .map(|node| {
+            let (url, barrier) = (url.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                let mut db = connect(&url);
+                (0..rounds)
+                    .map(|_| {
+                        barrier.wait();
+                        let won = leadership::take(&mut db, node, node, LONG).expect("take");
+                        barrier.wait();
+                        // Each round starts from a free board: the winner gives it up.
+                        if let Some(term) = won {
+                            leadership::release(&mut db, term).expect("release");
+                        }
+                        barrier.wait();
+                        won
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let results: Vec<Vec<Option<i64>>> = takers
+        .into_iter()
+        .map(|t| t.join().expect("taker"))
+        .collect();
+    let mut terms = Vec::new();
+    for round in 0..rounds {
+        let won: Vec<i64> = results.iter().filter_map(|r| r[round]).collect();
+        assert_eq!(won.len(), 1, "round {round}: {results:?}");
+        terms.extend(won);
+    }
+    let expected: Vec<i64> = (1..=i64::try_from(rounds).expect("rounds")).collect();
+    assert_eq!(terms, expected, "one new term per round");
+}
+
+#[test]
+fn an_expired_lease_is_taken_and_its_term_deposed() {
+    let Some(url) = database() else { return };
+    let mut db = connect(&url);
+    let lease = Duration::from_millis(300);
+    let a = leadership::take(&mut db, "a", "addr-a", lease).expect("take");
+    let Some(a) = a else { panic!("taken") };
+    assert_eq!(
+        leadership::take(&mut db, "b", "addr-b", lease).expect("take"),
+        None
+    );
+    let taken_at = Instant::now();
+    let b = eventually_blocking("the lease to run out", PATIENCE, || {
+        leadership::take(&mut db, "b", "addr-b", LONG).expect("take")
+    });
+    assert!(
+        taken_at.elapsed() >= lease / 2,
+        "taken before the lease ran out"
+    );
+    assert_eq!(b, a + 1);
+    assert_eq!(
+        leadership::renew(&mut db, a, lease).expect("renew"),
+        Renewal::Deposed { term_now: b }
+    );
+}
+
+/// A runtime for waiting on the watch from a blocking test.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// Waits up to `within` for the watch to publish a leader that `ok` accepts.
+fn wait_leader(
+    leaders: &mut watch::Leaders,
+    within: Duration,
+    ok: impl FnMut(&Option<Leader>) -> bool,
+) -> Leader {
+    let seen = runtime().block_on(async {
+        let seen = tokio::time::timeout(within, leaders.wait_for(ok)).await;
+        seen.map(|l| l.map(|l| l.clone()))
+    });
+    let Ok(seen) = seen else {
+        panic!("no such leader within {within:?}: {:?}", *leaders.borrow());
+    };
+    let leader = seen.expect("the watch thread runs");
+    leader.expect("a leader was read")
+}
+
+#[test]
+fn a_take_reaches_a_follower_by_notify() {
+    let Some(url) = database() else { return };
+    let mut leaders = watch::spawn(url.clone(), LONG).expect("watch");
+    wait_leader(&mut leaders, PATIENCE, |l| l.is_some());
+    let mut db = connect(&url);
+    // Listening is in place once the first read is published; the take's NOTIFY
+    // is the only thing that can wake the watch well before its 60 s re-read.
+    let term = leadership::take(&mut db, "a", "addr-a", LONG)
+        .expect("take")
+        .expect("taken");
+    let sent = Instant::now();
+    let seen = wait_leader(&mut leaders, Duration::from_secs(5), |l| {
+        l.as_ref().is_some_and(|l| l.term == term)
+    });
+    eprintln!("NOTIFY to follower: {:?}", sent.elapsed());
+    assert_eq!((seen.node.as_str(), seen.live()), ("a", true));
+    leadership::release(&mut db, term).expect("release");
+    let seen = wait_leader(&mut leaders, Duration::from_secs(5), |l| {
+        l.as_ref().is_some_and(|l| !l.live())
+    });
+    assert_eq!(seen.term, term);
+}
+
+#[test]
+fn a_follower_sees_a_lease_run_out_without_any_announcement() {
+    let Some(url) = database() else { return };
+    let mut db = connect(&url);
+    let lease = Duration::from_millis(300);
+    let term = leadership::take(&mut db, "a", "addr-a", lease)
+        .expect("take")
+        .expect("taken");
+    let mut leaders = watch::spawn(url.clone(), LONG).expect("watch");
+    wait_leader(&mut leaders, PATIENCE, |l| {
+        l.as_ref().is_some_and(Leader::live)
+    });
+    let seen = wait_leader(&mut leaders, Duration::from_secs(5), |l| {
+        l.as_ref().is_some_and(|l| !l.live())
+    });
+    assert_eq!(seen.term, term);
+}
+
+#[test]
+fn a_follower_catches_up_after_its_connection_is_killed() {
+    let Some(url) = database() else { return };
+    let mut leaders = watch::spawn(url.clone(), LONG).expect("watch");
+    wait_leader(&mut leaders, PATIENCE, |l| l.is_some());
+    let mut db = connect(&url);
+    // The row changes, with no announcement, in the transaction that kills the
+    // watch's connection; the table lock holds the watch's re-read until the
+    // change is committed. Only the re-read after reconnecting can find it: the
+    // next timed one is a minute away.
+    let mut tx = db.transaction().expect("begin");
+    tx.batch_execute(
+        "LOCK TABLE leadership IN ACCESS EXCLUSIVE MODE;
+         UPDATE leadership SET term = 7, node = 'x', addr = 'addr-x',
+                expires = now() + interval '1 hour' WHERE id = 1",
+    )
+    .expect("change the row");
+    let killed = tx
+        .query_one(
+            // OFFSET 0 keeps the filter apart from the kill: the planner may
+            // otherwise call it on every row, this connection's too.
+            "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 5000))
+               FROM (SELECT pid FROM pg_stat_activity WHERE application_name = $1
+                        AND datname = current_database() OFFSET 0) AS watching",
+            &[&watch::PURPOSE],
+        )
+        .expect("kill the watch's connection");
+    assert_eq!(killed.get::<_, i64>(0), 1);
+    tx.commit().expect("commit");
+    let seen = wait_leader(&mut leaders, Duration::from_secs(10), |l| {
+        l.as_ref().is_some_and(|l| l.term == 7)
+    });
+    assert_eq!((seen.node.as_str(), seen.live()), ("x", true));
+}
+
+/// Dials a Unix socket: the in-process boardd of these tests has no TCP listener.
+fn unix() -> proxy::Dial {
+    Arc::new(|addr: String| {
+        Box::pin(async move {
+            let stream = tokio::net::UnixStream::connect(addr).await?;
+            Ok(Box::new(stream) as Box<dyn proxy::Upstream>)
+        })
+    })
+}
+
+/// Runs a blocking leadership call off the runtime's workers.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(f).await.expect("blocking call")
+}
+
+async fn take_for(url: &str, node: &'static str, addr: &Path) -> i64 {
+    let (url, addr) = (url.to_string(), addr.display().to_string());
+    blocking(move || {
+        let mut db = connect(&url);
+        let term = leadership::take(&mut db, node, &addr, LONG).expect("take");
+        term.expect("taken")
+    })
+    .await
+}
+
+async fn release(url: &str, term: i64) {
+    let url = url.to_string();
+    blocking(move || leadership::release(&mut connect(&url), term).expect("release")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_through_a_follower_reaches_the_leader_and_follows_it() {
+    let Some(url) = database() else { return };
+    let first = InProc::start().await;
+    let second = InProc::start().await;
+    let dir = short_tempdir();
+    let socket = dir.path().join("f");
+    let leaders = watch::spawn(url.clone(), LONG).expect("watch");
+    let listener = boardd::server::bind(&socket).await.expect("bind");
+    let stop = CancellationToken::new();
+    let proxy = tokio::spawn(proxy::run(listener, leaders.clone(), unix(), stop.clone()));
+
+    // No leader yet: the client is told so, in words, and may try again.
+    let refused = Client::connect(
+        &socket,
+        "test",
+        "lead",
+        TEAM,
+        Some(&lead_key(&first.socket)),
+    )
+    .await;
+    match refused {
+        Err(ClientError::Server(body)) => {
+            assert_eq!(body.code, ErrorCode::ShuttingDown);
+            assert!(
+                body.message.contains("no boardd holds the board"),
+                "{}",
+                body.message
+            );
+        }
+        Err(other) => panic!("expected a refusal, got {other}"),
+        Ok(_) => panic!("connected with no leader"),
+    }
+
+    let term = take_for(&url, "first", &first.socket).await;
+    let mut seen = leaders.clone();
+    seen.wait_for(|l| l.as_ref().is_some_and(|l| l.term == term))
+        .await
+        .expect("watch");
+    let key = lead_key(&first.socket);
+    let through = Client::connect(&socket, "test", "lead", TEAM, Some(&key))
+        .await
+        .expect("connect");
+    let direct = Client::connect(&first.socket, "test", "lead", TEAM, Some(&key))
+        .await
+        .expect("connect");
+    let made = through
+        .add_task(task("through the follower"))
+        .await
+        .expect("add");
+    let listed = direct.list_tasks(None).await.expect("list");
+    assert_eq!(
+        listed.iter().map(|t| t.id).collect::<Vec<_>>(),
+        vec![made.id]
+    );
+    // The same refusals: one board decides them.
+    let missing = made.id + 100;
+    assert_eq!(
+        code_of(through.claim_task(missing).await),
+        code_of(direct.claim_task(missing).await)
+    );
+
+    // The board moves: the forwarded connection is closed, and a new one reaches
+    // the new leader.
+    release(&url, term).await;
+    let moved = take_for(&url, "second", &second.socket).await;
+    seen.wait_for(|l| l.as_ref().is_some_and(|l| l.term == moved))
+        .await
+        .expect("watch");
+    eventually("the forwarded connection to close", PATIENCE, || {
+        let closed = through.is_closed();
+        async move { closed.then_some(()) }
+    })
+    .await;
+    assert!(
+        !direct.is_closed(),
+        "the old leader itself still serves its own clients"
+    );
+    let again = Client::connect(
+        &socket,
+        "test",
+        "lead",
+        TEAM,
+        Some(&lead_key(&second.socket)),
+    )
+    .await
+    .expect("reconnect");
+    assert!(
+        again.list_tasks(None).await.expect("list").is_empty(),
+        "the second board"
+    );
+
+    stop.cancel();
+    proxy.await.expect("proxy");
+}
