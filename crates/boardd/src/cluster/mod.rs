@@ -7,7 +7,9 @@
 //! - [`watch`]: a follower's view of the row: `LISTEN`, and re-reads after every
 //!   reconnect and expiry.
 //! - [`proxy`]: a follower's socket, piping each client to the leader.
+//! - [`role`]: the loop that follows, takes the lease, leads, and gives it up.
 
 pub mod leadership;
 pub mod proxy;
+pub mod role;
 pub mod watch;

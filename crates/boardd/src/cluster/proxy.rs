@@ -18,7 +18,6 @@
 //!   final and stops; the `error` frame with `shutting_down` it takes as a
 //!   restarting boardd, and tries again.
 
-use super::leadership::Leader;
 use super::watch::Leaders;
 use crate::server;
 use futures_util::future::BoxFuture;
@@ -60,7 +59,16 @@ pub fn tcp() -> Dial {
 
 /// Forwards the clients of `listener` to the leader that `leaders` names until
 /// `stop` is cancelled; then closes every forwarded connection and returns.
-pub async fn run(listener: UnixListener, leaders: Leaders, dial: Dial, stop: CancellationToken) {
+/// `me` is this boardd's node: a row naming it is a lease this boardd gave up,
+/// never forwarded to (it would forward to itself, without end).
+pub async fn run(
+    listener: UnixListener,
+    leaders: Leaders,
+    dial: Dial,
+    me: String,
+    stop: CancellationToken,
+) {
+    let me: Arc<str> = Arc::from(me);
     let connections = CancellationToken::new();
     loop {
         let stream = tokio::select! {
@@ -80,11 +88,11 @@ pub async fn run(listener: UnixListener, leaders: Leaders, dial: Dial, stop: Can
             continue;
         }
         let leaders = leaders.clone();
-        let dial = dial.clone();
+        let (dial, me) = (dial.clone(), me.clone());
         let closed = connections.child_token();
         tokio::spawn(async move {
             tokio::select! {
-                _ = forward(stream, leaders, dial) => {}
+                _ = forward(stream, leaders, dial, &me) => {}
                 _ = closed.cancelled() => {}
             }
         });
@@ -93,9 +101,9 @@ pub async fn run(listener: UnixListener, leaders: Leaders, dial: Dial, stop: Can
 }
 
 /// One client: to the leader while it leads, or an answer saying why not.
-async fn forward(mut client: UnixStream, mut leaders: Leaders, dial: Dial) {
+async fn forward(mut client: UnixStream, mut leaders: Leaders, dial: Dial, me: &str) {
     let leader = leaders.borrow_and_update().clone();
-    let Some(leader) = leader.filter(Leader::live) else {
+    let Some(leader) = leader.filter(|l| l.live() && l.node != me) else {
         let why = "no boardd holds the board yet (the last one stopped or its lease ran out); \
                    one takes it over within a few seconds. Try again";
         return refuse(client, why.to_string()).await;
