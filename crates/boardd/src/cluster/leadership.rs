@@ -33,10 +33,10 @@ pub const CHANNEL: &str = "teamboard_leader";
 ///
 /// Trap: two `CREATE TABLE IF NOT EXISTS` at once can both find no table, and
 /// the second fails on the catalog's unique index. Boardd starting together
-/// would hit it, so the creation holds a transaction-level advisory lock that
-/// any other schema change of teamboard's takes too.
+/// would hit it, so the creation holds the transaction-level advisory lock that
+/// the store's migrations take too ("teamboar" in ASCII, plus one).
 const SCHEMA: &str = "BEGIN;
-SELECT pg_advisory_xact_lock(hashtext('teamboard schema'));
+SELECT pg_advisory_xact_lock(8387217003478212979);
 CREATE TABLE IF NOT EXISTS leadership (
   id INTEGER PRIMARY KEY CHECK (id = 1),
   term BIGINT NOT NULL,
