@@ -6,6 +6,7 @@ use crate::netns::Host;
 use crate::{Net, PATIENCE, eventually_blocking};
 use std::io::{ErrorKind, Read as _, Write as _};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::ExitStatusExt as _;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -172,10 +173,7 @@ fn a_program_killed_in_a_host_is_the_child_itself_and_leaves_nothing_behind() {
     round_trip(&mut conn, b"alive");
     crate::kill9(child.id());
     let status = child.wait().expect("reaped");
-    assert_eq!(
-        std::os::unix::process::ExitStatusExt::signal(&status),
-        Some(9)
-    );
+    assert_eq!(status.signal(), Some(9));
 
     // Its host's kernel lives on: the connection ends at once, the port refuses.
     conn.set_read_timeout(Some(PATIENCE)).expect("timeout");
@@ -220,10 +218,7 @@ fn drop_deletes_the_namespaces_and_links_and_kills_what_ran_in_them() {
     let status = eventually_blocking("the host's sleep to be killed", PATIENCE, || {
         sleeper.try_wait().expect("wait")
     });
-    assert_eq!(
-        std::os::unix::process::ExitStatusExt::signal(&status),
-        Some(9)
-    );
+    assert_eq!(status.signal(), Some(9));
     // The gateway's address went with its link, at once.
     let bind = TcpListener::bind((gateway, 0))
         .map(|_| ())
@@ -255,4 +250,23 @@ fn namespaces_of_a_test_process_that_no_longer_runs_are_swept_by_the_next_net() 
     assert!(del.expect("ip").success());
     assert!(!listed.contains(&stale), "swept: {listed}");
     assert!(listed.contains(&live), "a live process's stays: {listed}");
+}
+
+#[test]
+fn a_program_in_a_host_dies_with_the_thread_that_started_it() {
+    let Some(net) = Net::or_skip(1) else { return };
+    let host = net.host(0).clone();
+    let mut child = std::thread::spawn(move || {
+        let mut cmd = host.command("sleep");
+        cmd.arg("300");
+        teamboard_process::die_with_parent(&mut cmd, libc::SIGKILL);
+        cmd.spawn().expect("sleep in the host")
+    })
+    .join()
+    .expect("the spawning thread");
+    let status = eventually_blocking("the sleep to die with its thread", PATIENCE, || {
+        child.try_wait().expect("wait")
+    });
+    assert_eq!(status.signal(), Some(9));
+    assert!(net.host(0).pids().is_empty());
 }
