@@ -24,6 +24,17 @@
 //! root namespace is `tbn<pid>.<k>` (15 bytes at most); the rest are named
 //! inside their namespaces, where no other test sees them.
 //!
+//! The links are made by `ip` in batch mode, one process per namespace. The
+//! `rtnetlink` crate lost: it brings netlink's packet crates and an async API
+//! into every test build, and the namespaces themselves would still be made
+//! by hand (`unshare` and a bind mount under `/var/run/netns`), which
+//! `ip netns add` does.
+//!
+//! Trap: only the network is per host. The filesystem is shared, so a Unix
+//! socket bound to a path is reachable from every host and no cut touches
+//! it; a test across hosts connects over TCP to the hosts' addresses.
+//! Abstract Unix sockets and `127.0.0.1` are each host's own.
+//!
 //! Running a program in a host: [`Host::command`] gives a
 //! [`std::process::Command`] that enters the host's namespace with `setns(2)`
 //! on `/var/run/netns/NAME` between fork and exec (`tokio::process::Command`
