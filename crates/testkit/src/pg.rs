@@ -104,6 +104,26 @@ pub fn fresh_database() -> Result<String, PgError> {
     shared()?.create_database()
 }
 
+/// A fresh database for a test that needs one, or `None` after printing
+/// `skipped: …` when there is no server; with `TEAMBOARD_REQUIRE_PG` set, no
+/// server is a failure instead.
+pub fn database_or_skip() -> Option<String> {
+    match fresh_database() {
+        Ok(url) => Some(url),
+        Err(e) if std::env::var_os("TEAMBOARD_REQUIRE_PG").is_none() => {
+            eprintln!("skipped: no PostgreSQL: {e}");
+            None
+        }
+        Err(e) => panic!("TEAMBOARD_REQUIRE_PG is set and there is no PostgreSQL: {e}"),
+    }
+}
+
+/// Whether the daemons this kit starts keep their board in PostgreSQL
+/// (`TEAMBOARD_TEST_DATABASE=postgres`) rather than SQLite.
+pub fn daemons_on_postgres() -> bool {
+    std::env::var("TEAMBOARD_TEST_DATABASE").is_ok_and(|v| v == "postgres")
+}
+
 impl PgServer {
     /// Starts a private server in a temporary directory.
     pub fn start(options: &PgOptions) -> Result<PgServer, PgError> {
@@ -415,16 +435,8 @@ mod tests {
 
     #[test]
     fn the_server_starts_and_makes_databases() {
-        let server = match shared() {
-            Ok(s) => s,
-            Err(e) if std::env::var_os("TEAMBOARD_REQUIRE_PG").is_none() => {
-                eprintln!("skipped: {e}");
-                return;
-            }
-            Err(e) => panic!("{e}"),
-        };
-        let a = server.create_database().expect("create a");
-        let b = server.create_database().expect("create b");
+        let Some(a) = database_or_skip() else { return };
+        let b = fresh_database().expect("create b");
         assert_ne!(a, b);
         let bin = bin_dir().expect("bin");
         let out = Command::new(bin.join("psql"))
