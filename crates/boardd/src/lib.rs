@@ -177,6 +177,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     tracing::info!(
         socket = %config.socket.display(),
         state_dir = %config.state_dir.display(),
+        database = ?config.database,
         tasks = restored_tasks,
         "boardd ready"
     );
