@@ -125,6 +125,10 @@ pub struct HistoryQuery {
 }
 
 /// The durable copy of the board, in one engine or the other.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one per daemon, moved once into the writer: boxing would buy nothing"
+)]
 pub enum Store {
     Sqlite(SqliteStore),
     Pg(PgStore),

@@ -262,6 +262,49 @@ fn a_failed_commit_acknowledges_nothing_and_refuses_what_follows() {
     }
 }
 
+/// A boardd deposed by another (the leadership term moved) refuses its next
+/// batch with a `storage` error, writes none of it, and stops.
+#[test]
+fn a_deposed_writer_acknowledges_nothing_and_stops() {
+    let Some(url) = teamboard_testkit::pg::database_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let database = Database::Postgres(url.clone());
+    let mut store = Store::open(&database, dir.path()).expect("open");
+    if let Store::Pg(pg) = &mut store {
+        pg.set_fence(Some(0));
+    }
+    let fatal = CancellationToken::new();
+    let mut writer = Writer::spawn(store, CommitMode::Group, fatal.clone()).expect("spawn");
+    let (out, rx) = Outbox::detached();
+    submit_and_wait(&mut writer, &out, &rx, 1, 1);
+    postgres::Client::connect(&url, postgres::NoTls)
+        .and_then(|mut c| c.execute("UPDATE leadership SET term = 1 WHERE id = 1", &[]))
+        .expect("another boardd takes over");
+    let mut deposed = job(1 + EVENTS_PER_JOB as u64);
+    deposed
+        .replies
+        .push(ReplyTo::new(out.clone(), 2, Ok(Reply::Tasks(Vec::new()))));
+    writer.submit(deposed, false);
+    writer.finish();
+    match rx.try_recv() {
+        Some(Frame::Reply {
+            id: 2,
+            result: Err(e),
+            ..
+        }) => assert!(e.message.contains("deposed"), "{}", e.message),
+        other => panic!("the deposed batch got {other:?}"),
+    }
+    assert!(fatal.is_cancelled(), "a deposed boardd goes on");
+    let mut store = Store::open(&database, dir.path()).expect("reopen");
+    assert_eq!(
+        all_events(&mut store),
+        EVENTS_PER_JOB,
+        "the deposed batch was written"
+    );
+}
+
 fn task(id: u64) -> teamboard_protocol::Task {
     serde_json::from_value(serde_json::json!({
         "id": id, "subject": "s", "description": "", "status": "pending",

@@ -31,6 +31,11 @@
 //! every [`KEEPALIVE`] while idle. Either is a failed commit: boardd stops, and
 //! restarting it reloads the board from the database.
 //!
+//! Trap: a connection lost after `COMMIT` was sent leaves the outcome unknown.
+//! boardd then refuses the batch and stops, and a restart may find it written:
+//! refused but kept is allowed (a client retries or sees it done), acknowledged
+//! but lost never is.
+//!
 //! - [`schema`]: the tables, created and migrated at open.
 //! - [`commit`]: one group of batches in one transaction, behind the fence.
 
