@@ -51,8 +51,8 @@ impl PgStore {
         if let Some(held) = fence {
             let now: i64 = tx
                 .query_one("SELECT term FROM leadership WHERE id = 1 FOR SHARE", &[])
-                .map_err(err)?
-                .get(0);
+                .and_then(|r| r.try_get(0))
+                .map_err(err)?;
             if now != held {
                 // Dropping `tx` rolls back; nothing was written yet anyway.
                 return Err(StoreError::Deposed {

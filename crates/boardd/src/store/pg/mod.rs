@@ -120,7 +120,7 @@ impl PgStore {
             let row = (self.client()?)
                 .query_one("SELECT pg_try_advisory_lock($1)", &[&ONE_BOARDD])
                 .map_err(|e| self.pg(e))?;
-            if row.get::<_, bool>(0) {
+            if row.try_get::<_, bool>(0).map_err(|e| self.pg(e))? {
                 return Ok(());
             }
             if Instant::now() >= deadline {
@@ -148,7 +148,9 @@ impl PgStore {
         let found: Option<i64> = tx
             .query_opt("SELECT value FROM meta WHERE key = 'schema_version'", &[])
             .map_err(err)?
-            .map(|r| r.get(0));
+            .map(|r| r.try_get(0))
+            .transpose()
+            .map_err(err)?;
         if let Some(found) = found.filter(|v| *v > schema::SCHEMA_VERSION) {
             return Err(StoreError::TooNew {
                 database,
@@ -236,36 +238,51 @@ impl PgStore {
             .into_iter()
             .map(|(_, b)| b)
             .collect();
-        let client = self.client()?;
-        let next_msg: Result<Option<i64>, _> = client
-            .query_opt("SELECT value FROM meta WHERE key = 'next_message_id'", &[])
-            .map(|r| r.map(|r| r.get(0)));
-        let max_seq: Result<Option<i64>, _> = client
-            .query_one("SELECT MAX(seq) FROM events", &[])
-            .map(|r| r.get(0));
-        let last_task_ids: Result<Vec<(String, u64)>, _> = client
-            .query(
-                "SELECT team, MAX(task) FROM events WHERE task IS NOT NULL GROUP BY team",
-                &[],
-            )
-            .map(|rows| {
-                rows.iter()
-                    .map(|r| (r.get(0), r.get::<_, i64>(1) as u64))
-                    .collect()
-            });
-        let teams: Result<Vec<String>, _> = client
-            .query("SELECT name FROM teams ORDER BY name COLLATE \"C\"", &[])
-            .map(|rows| rows.iter().map(|r| r.get(0)).collect());
-        let (next_msg, max_seq) = (
-            next_msg.map_err(|e| self.pg(e))?,
-            max_seq.map_err(|e| self.pg(e))?,
-        );
-        snap.last_task_ids = last_task_ids.map_err(|e| self.pg(e))?;
-        snap.teams = teams.map_err(|e| self.pg(e))?;
+        let next_msg: Option<i64> = (self
+            .query("SELECT value FROM meta WHERE key = 'next_message_id'", &[])?)
+        .first()
+        .map(|r| r.try_get(0))
+        .transpose()
+        .map_err(|e| self.pg(e))?;
+        let max_seq: Option<i64> = self.one("SELECT MAX(seq) FROM events", &[])?;
+        let rows = self.query(
+            "SELECT team, MAX(task) FROM events WHERE task IS NOT NULL GROUP BY team",
+            &[],
+        )?;
+        snap.last_task_ids = (rows.iter())
+            .map(|r| Ok((r.try_get(0)?, r.try_get::<_, i64>(1)? as u64)))
+            .collect::<Result<_, postgres::Error>>()
+            .map_err(|e| self.pg(e))?;
+        let rows = self.query("SELECT name FROM teams ORDER BY name COLLATE \"C\"", &[])?;
+        snap.teams = (rows.iter())
+            .map(|r| r.try_get(0))
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.pg(e))?;
         snap.next_message_id = next_msg.unwrap_or(1).max(1) as u64;
         self.stored_next_message_id = next_msg.unwrap_or(0).max(0) as u64;
         snap.next_event_seq = max_seq.unwrap_or(0) as u64 + 1;
         Ok(snap)
+    }
+
+    /// The rows of a query. Their columns are read with `try_get`: a table
+    /// changed by hand is an error, never a panic.
+    fn query(
+        &mut self,
+        sql: &str,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<postgres::Row>, StoreError> {
+        let rows = self.client()?.query(sql, params);
+        rows.map_err(|e| self.pg(e))
+    }
+
+    /// The first column of the one row a query returns.
+    fn one<T: for<'a> postgres::types::FromSql<'a>>(
+        &mut self,
+        sql: &str,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<T, StoreError> {
+        let row = self.client()?.query_one(sql, params);
+        row.and_then(|r| r.try_get(0)).map_err(|e| self.pg(e))
     }
 
     fn load_rows<T: serde::de::DeserializeOwned>(
@@ -273,13 +290,13 @@ impl PgStore {
         sql: &str,
         what: &'static str,
     ) -> Result<Vec<(String, T)>, StoreError> {
-        let rows = self.client()?.query(sql, &[]);
-        let rows = rows.map_err(|e| self.pg(e))?;
+        let rows = self.query(sql, &[])?;
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
-            let body: &str = row.get(1);
+            let team: String = row.try_get(0).map_err(|e| self.pg(e))?;
+            let body: &str = row.try_get(1).map_err(|e| self.pg(e))?;
             out.push((
-                row.get(0),
+                team,
                 serde_json::from_str(body).map_err(self.corrupt(what))?,
             ));
         }
@@ -288,16 +305,14 @@ impl PgStore {
 
     /// Every member's current credential, as its digest.
     pub fn credentials(&mut self) -> Result<Vec<CredentialRow>, StoreError> {
-        let rows = off_runtime(|| {
-            (self.client()?)
-                .query("SELECT team, name, digest FROM credentials", &[])
-                .map_err(|e| self.pg(e))
-        })?;
+        let rows = off_runtime(|| self.query("SELECT team, name, digest FROM credentials", &[]))?;
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
-            let (team, name): (String, String) = (row.get(0), row.get(1));
+            let columns = (row.try_get(0))
+                .and_then(|team| Ok((team, row.try_get(1)?, row.try_get::<_, &[u8]>(2)?)));
+            let (team, name, digest): (String, String, &[u8]) = columns.map_err(|e| self.pg(e))?;
             // As in the SQLite engine: a row of another length vouches for nobody.
-            match <[u8; 32]>::try_from(row.get::<_, &[u8]>(2)) {
+            match <[u8; 32]>::try_from(digest) {
                 Ok(digest) => out.push(CredentialRow { team, name, digest }),
                 Err(_) => tracing::warn!(%team, %name, "ignoring a malformed credential row"),
             }
@@ -322,9 +337,11 @@ impl PgStore {
             }
             .map_err(|e| self.pg(e))
         })?;
-        let mut events = (rows.iter())
-            .map(|row| serde_json::from_str(row.get::<_, &str>(0)).map_err(self.corrupt("event")))
-            .collect::<Result<Vec<Event>, _>>()?;
+        let mut events = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let body: &str = row.try_get(0).map_err(|e| self.pg(e))?;
+            events.push(serde_json::from_str(body).map_err(self.corrupt("event"))?);
+        }
         if !forward {
             events.reverse();
         }
@@ -344,7 +361,7 @@ impl PgStore {
                 .and_then(|_| {
                     client.query_one("SELECT value FROM secrets WHERE name = $1", &[&name])
                 });
-            row.map(|r| r.get(0)).map_err(|e| self.pg(e))
+            row.and_then(|r| r.try_get(0)).map_err(|e| self.pg(e))
         })
     }
 }
