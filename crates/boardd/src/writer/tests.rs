@@ -305,6 +305,47 @@ fn a_deposed_writer_acknowledges_nothing_and_stops() {
     );
 }
 
+/// The database server drops boardd's connection: the next commit fails, is
+/// refused with a `storage` error, boardd stops, and a restart reloads what was
+/// acknowledged before.
+#[test]
+fn a_lost_database_connection_stops_the_writer_and_loses_nothing_acknowledged() {
+    let Some(url) = teamboard_testkit::pg::database_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let database = Database::Postgres(url.clone());
+    let store = Store::open(&database, dir.path()).expect("open");
+    let fatal = CancellationToken::new();
+    let mut writer = Writer::spawn(store, CommitMode::Group, fatal.clone()).expect("spawn");
+    let (out, rx) = Outbox::detached();
+    submit_and_wait(&mut writer, &out, &rx, 1, 1);
+    let cut = postgres::Client::connect(&url, postgres::NoTls).and_then(|mut c| {
+        c.query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+             WHERE datname = current_database() AND application_name = 'boardd'",
+            &[],
+        )
+    });
+    assert_eq!(cut.expect("terminate boardd's connection").len(), 1);
+    let mut lost = job(1 + EVENTS_PER_JOB as u64);
+    lost.replies
+        .push(ReplyTo::new(out.clone(), 2, Ok(Reply::Tasks(Vec::new()))));
+    writer.submit(lost, false);
+    writer.finish();
+    match rx.try_recv() {
+        Some(Frame::Reply {
+            id: 2,
+            result: Err(e),
+            ..
+        }) => assert_eq!(e.code, teamboard_protocol::ErrorCode::Storage),
+        other => panic!("the batch after the cut got {other:?}"),
+    }
+    assert!(fatal.is_cancelled(), "boardd goes on without its database");
+    let mut store = Store::open(&database, dir.path()).expect("reopen");
+    assert_eq!(all_events(&mut store), EVENTS_PER_JOB);
+}
+
 fn task(id: u64) -> teamboard_protocol::Task {
     serde_json::from_value(serde_json::json!({
         "id": id, "subject": "s", "description": "", "status": "pending",
