@@ -417,9 +417,9 @@ impl SqliteStore {
     }
 }
 
+#[cfg(test)]
 impl SqliteStore {
     /// Runs a test's own SQL.
-    #[cfg(test)]
     pub fn execute_raw(&mut self, sql: &str, params: &[&str]) {
         (self.conn)
             .execute(sql, rusqlite::params_from_iter(params))
