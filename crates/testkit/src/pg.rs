@@ -25,11 +25,12 @@
 //!   never the database server. A benchmark that measures commits starts its own
 //!   with [`PgServer::start`] and `durable: true`.
 
+use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How long the server may take to accept connections after it starts.
@@ -102,6 +103,72 @@ pub fn shared() -> Result<&'static PgServer, PgError> {
 /// A new, empty database on the shared server: its URL.
 pub fn fresh_database() -> Result<String, PgError> {
     shared()?.create_database()
+}
+
+/// A fresh database for a test that needs one, or `None` after printing
+/// `skipped: …` when there is no server; with `TEAMBOARD_REQUIRE_PG` set, no
+/// server is a failure instead.
+pub fn database_or_skip() -> Option<String> {
+    match fresh_database() {
+        Ok(url) => Some(url),
+        Err(e) if std::env::var_os("TEAMBOARD_REQUIRE_PG").is_none() => {
+            eprintln!("skipped: no PostgreSQL: {e}");
+            None
+        }
+        Err(e) => panic!("TEAMBOARD_REQUIRE_PG is set and there is no PostgreSQL: {e}"),
+    }
+}
+
+/// Whether the daemons this kit starts keep their board in PostgreSQL
+/// (`TEAMBOARD_TEST_DATABASE=postgres`) rather than SQLite.
+pub fn daemons_on_postgres() -> bool {
+    std::env::var("TEAMBOARD_TEST_DATABASE").is_ok_and(|v| v == "postgres")
+}
+
+/// For a test about SQLite itself (its files, its WAL, a full disk under it):
+/// true, after printing why, when the daemons run on PostgreSQL, and the test
+/// should return.
+pub fn sqlite_only(why: &str) -> bool {
+    let skip = daemons_on_postgres();
+    if skip {
+        eprintln!("skipped on PostgreSQL: {why}");
+    }
+    skip
+}
+
+/// Makes the next start of the daemon with `state_dir` make a new lead
+/// credential: its `lead.key` goes, and on PostgreSQL, where the database
+/// holds the credential, the database's row too.
+pub fn forget_lead_key(state_dir: &Path) {
+    let file = state_dir.join("lead.key");
+    std::fs::remove_file(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    if let boardd::store::Database::Postgres(url) = test_database(state_dir) {
+        let out = Command::new(bin_dir().expect("PostgreSQL's programs").join("psql"))
+            .arg(&url)
+            .args(["-qc", "DELETE FROM secrets WHERE name = 'lead_key'"])
+            .output()
+            .expect("run psql");
+        assert!(out.status.success(), "psql: {out:?}");
+    }
+}
+
+/// The database of the daemon with `state_dir`: SQLite in it, or, under
+/// `TEAMBOARD_TEST_DATABASE=postgres`, a fresh PostgreSQL database made the
+/// first time the directory is seen and kept for it, so that a daemon
+/// restarted on the same state finds its board. No server is a failure then:
+/// the variable asked for one.
+pub fn test_database(state_dir: &Path) -> boardd::store::Database {
+    static MADE: Mutex<BTreeMap<PathBuf, String>> = Mutex::new(BTreeMap::new());
+    if !daemons_on_postgres() {
+        return boardd::store::Database::Sqlite;
+    }
+    let mut made = MADE.lock().unwrap_or_else(|p| p.into_inner());
+    let url = made.entry(state_dir.to_path_buf()).or_insert_with(|| {
+        fresh_database().unwrap_or_else(|e| {
+            panic!("TEAMBOARD_TEST_DATABASE=postgres and there is no PostgreSQL: {e}")
+        })
+    });
+    boardd::store::Database::Postgres(url.clone())
 }
 
 impl PgServer {
@@ -415,16 +482,8 @@ mod tests {
 
     #[test]
     fn the_server_starts_and_makes_databases() {
-        let server = match shared() {
-            Ok(s) => s,
-            Err(e) if std::env::var_os("TEAMBOARD_REQUIRE_PG").is_none() => {
-                eprintln!("skipped: {e}");
-                return;
-            }
-            Err(e) => panic!("{e}"),
-        };
-        let a = server.create_database().expect("create a");
-        let b = server.create_database().expect("create b");
+        let Some(a) = database_or_skip() else { return };
+        let b = fresh_database().expect("create b");
         assert_ne!(a, b);
         let bin = bin_dir().expect("bin");
         let out = Command::new(bin.join("psql"))
