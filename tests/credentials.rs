@@ -309,7 +309,7 @@ async fn a_teammate_reconnects_after_a_restart_with_its_own_credential() {
     eventually("alice to register", PATIENCE, || connected(&boss)).await;
     drop(boss);
     daemon.kill9();
-    std::fs::remove_file(state.join("lead.key")).unwrap();
+    teamboard_testkit::pg::forget_lead_key(&state);
     let _daemon = Daemon::start(&socket, &state, &[]).await;
     let new_key = lead_key(&socket);
     assert_ne!(new_key, old_key, "a new lead key");

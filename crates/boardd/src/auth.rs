@@ -26,6 +26,11 @@
 //! the member table keeps digests only, and the lead's is held the same way.
 //! `ring` (already built for teammated's TLS) gives the digest and the
 //! operating system's randomness.
+//!
+//! On SQLite the lead's credential is made in the state directory and lives
+//! there. On PostgreSQL every boardd on the database must vouch for the same
+//! lead, so the database holds it (`secrets`, [`LEAD_SECRET`]) and each boardd
+//! writes it to its own `lead.key`, for the local clients that read the file.
 
 use crate::store::CredentialRow;
 use ring::rand::SecureRandom;
@@ -38,6 +43,9 @@ use teamboard_protocol::lead_key::LEAD_KEY_FILE;
 use teamboard_protocol::{Credential, ErrorBody, ErrorCode, LEAD};
 
 type Digest = [u8; 32];
+
+/// The lead's credential's name among the database's shared secrets.
+pub const LEAD_SECRET: &str = "lead_key";
 
 /// What a session's hello proved.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,11 +89,23 @@ pub struct Keys {
 }
 
 impl Keys {
-    /// The lead's credential from the state directory (made at the first
-    /// start), and the members' as the store has them.
-    pub fn load(state_dir: &Path, members: Vec<CredentialRow>) -> Result<Keys, KeyError> {
+    /// The lead's credential, and the members' as the store has them. The
+    /// lead's is `shared` when the database keeps it, written to the state
+    /// directory; otherwise the state directory's own (made at the first start).
+    pub fn load(
+        state_dir: &Path,
+        members: Vec<CredentialRow>,
+        shared: Option<&str>,
+    ) -> Result<Keys, KeyError> {
         let lead_path = state_dir.join(LEAD_KEY_FILE);
-        let lead = lead_key(&lead_path)?;
+        let lead = match shared {
+            Some(secret) => {
+                let credential = Credential::new(secret);
+                write_key(&lead_path, &credential)?;
+                credential
+            }
+            None => lead_key(&lead_path)?,
+        };
         let members = members
             .into_iter()
             .map(|r| ((Arc::from(r.team), Arc::from(r.name)), r.digest))
@@ -181,7 +201,7 @@ fn digest(secret: &str) -> Digest {
 /// 32 random bytes as 64 hex digits: text that any client can put in JSON
 /// as it reads it from the file. Written out by hand: four lines do not
 /// warrant a hex crate.
-fn random_credential() -> Result<Credential, KeyError> {
+pub fn random_credential() -> Result<Credential, KeyError> {
     let mut bytes = [0u8; 32];
     ring::rand::SystemRandom::new()
         .fill(&mut bytes)
@@ -216,22 +236,39 @@ fn lead_key(path: &Path) -> Result<Credential, KeyError> {
 }
 
 fn create(path: &Path) -> Result<Credential, KeyError> {
+    let credential = random_credential()?;
+    persist(path, &credential, false)?;
+    tracing::info!(path = %path.display(), "made the lead's credential");
+    Ok(credential)
+}
+
+/// Writes the database's lead credential over whatever `path` held: the
+/// database is the truth, and a file from an earlier database is stale.
+fn write_key(path: &Path, credential: &Credential) -> Result<(), KeyError> {
+    persist(path, credential, true)
+}
+
+/// Writes `credential` to a 0600 temporary file beside `path`, syncs it, and
+/// renames it into place (over an existing file only if `replace`).
+fn persist(path: &Path, credential: &Credential, replace: bool) -> Result<(), KeyError> {
     let write = |source| KeyError::Write {
         path: path.to_path_buf(),
         source,
     };
-    let credential = random_credential()?;
     let dir = path.parent().unwrap_or(Path::new("."));
     // tempfile makes its files 0600.
     let mut file = tempfile::NamedTempFile::new_in(dir).map_err(write)?;
     writeln!(file, "{}", credential.as_str()).map_err(write)?;
     file.as_file().sync_all().map_err(write)?;
-    file.persist_noclobber(path).map_err(|e| write(e.error))?;
+    if replace {
+        file.persist(path).map_err(|e| write(e.error))?;
+    } else {
+        file.persist_noclobber(path).map_err(|e| write(e.error))?;
+    }
     std::fs::File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(write)?;
-    tracing::info!(path = %path.display(), "made the lead's credential");
-    Ok(credential)
+    Ok(())
 }
 
 #[cfg(test)]

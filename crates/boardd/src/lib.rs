@@ -12,7 +12,7 @@
 //! - `repo`: git off the actor's thread: worktrees, completion gates, the merge
 //!   queue (`docs/design/worktrees.md`).
 //! - `outbox`: one connection's frames, in order; `wire` encodes them.
-//! - [`store`]: SQLite, and the state directory's lock.
+//! - [`store`]: SQLite or PostgreSQL behind one seam, and the state directory's lock.
 //! - `auth`: the credentials that vouch for sessions' names (`lead.key`).
 //! - [`cluster`]: several boardd on one PostgreSQL database, one deciding.
 
@@ -59,6 +59,8 @@ pub struct Config {
     /// Commit on the actor's own task instead of the writer thread. Only for tests
     /// under tokio's paused clock; it gives up overlapping fsync with work.
     pub inline_commits: bool,
+    /// Where the board is kept: SQLite in the state directory, or PostgreSQL.
+    pub database: store::Database,
     /// The most connections served at once. `None`: as many as the descriptor
     /// limit leaves room for (see `server::fds`). More than that is allowed: past
     /// the descriptor limit, clients are still refused, only less cheaply.
@@ -77,6 +79,7 @@ impl Config {
             board: BoardConfig::default(),
             commit_mode: CommitMode::Group,
             inline_commits: false,
+            database: store::Database::Sqlite,
             max_connections: None,
             prices: None,
         }
@@ -139,9 +142,12 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let max_connections = config.max_connections.unwrap_or(fit);
     tracing::debug!(max_connections, fit, "connection limit");
     let lock = store::lock::lock_state_dir(&config.state_dir)?;
-    let mut store = store::Store::open(&config.state_dir)?;
+    let mut store = store::Store::open(&config.database, &config.state_dir)?;
     let snapshot = store.load()?;
-    let keys = auth::Keys::load(&config.state_dir, store.credentials()?)?;
+    // On PostgreSQL the lead's credential is the database's, so that every
+    // boardd on it vouches for the same lead.
+    let shared = store.shared_secret(auth::LEAD_SECRET, auth::random_credential()?.as_str())?;
+    let keys = auth::Keys::load(&config.state_dir, store.credentials()?, shared.as_deref())?;
     let restored_tasks = snapshot.tasks.len();
     let prices = teamboard_prices::Prices::load(config.prices.as_deref())?;
     let mut board = Board::restore(config.board, snapshot, Actor::now());
@@ -173,6 +179,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     tracing::info!(
         socket = %config.socket.display(),
         state_dir = %config.state_dir.display(),
+        database = ?config.database,
         tasks = restored_tasks,
         "boardd ready"
     );

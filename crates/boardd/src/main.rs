@@ -26,6 +26,12 @@ struct Args {
     #[arg(long, env = "TEAMBOARD_STATE_DIR")]
     state_dir: Option<PathBuf>,
 
+    /// Keep the board in this PostgreSQL database (`postgres://USER@HOST/DB`)
+    /// instead of SQLite in the state directory, which still holds the lock
+    /// and `lead.key`
+    #[arg(long, env = "TEAMBOARD_DATABASE", value_name = "URL")]
+    database: Option<String>,
+
     /// Seconds a claim lives without a heartbeat.
     #[arg(long, default_value_t = 30.0, value_name = "SECS")]
     lease_ttl: f64,
@@ -111,6 +117,10 @@ fn real_main() -> anyhow::Result<()> {
             CommitMode::Group
         },
         prices: args.prices,
+        database: match args.database.as_deref() {
+            Some(url) => boardd::store::Database::from_url(url)?,
+            None => boardd::store::Database::Sqlite,
+        },
         ..Config::new(socket, state_dir)
     };
     // A worker per CPU (two on the machines boardd is measured on), so that the

@@ -2,7 +2,8 @@
 //! `boardd` started for a test, a benchmark, the demo or the soak and waited for
 //! until it answers ([`Boardd`]), stopped or killed; the lead's credential of
 //! each boardd, by its socket ([`lead_key`]); the end of a log ([`tail`]);
-//! and what `/proc` says of a process ([`Stat`], [`alive`], [`cpu_time`]).
+//! what `/proc` says of a process ([`Stat`], [`alive`], [`cpu_time`]); and a
+//! private PostgreSQL server ([`pg`]).
 //!
 //! One owner, because the four copies that came before drifted: one waited until
 //! the socket accepted and another until `status` answered, each picked its own
@@ -25,6 +26,7 @@
 
 mod boardd;
 mod keys;
+pub mod pg;
 mod proc;
 
 pub use boardd::{Boardd, Error, Launch};

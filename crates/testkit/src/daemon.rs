@@ -11,7 +11,8 @@ use teamboard_process::{Boardd, Launch};
 /// How long [`Daemon::wait_ready`] waits for a fresh daemon to answer.
 const READY_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// A real `boardd` process. Killed (SIGKILL) and reaped on drop. Its `socket`,
+/// A real `boardd` process, on the state directory's own PostgreSQL database
+/// under `TEAMBOARD_TEST_DATABASE=postgres`. Killed (SIGKILL) and reaped on drop. Its `socket`,
 /// `state_dir` and `log` (its stderr, a file next to the socket or the state
 /// directory) are [`Boardd`]'s fields.
 pub struct Daemon(Boardd);
@@ -41,10 +42,20 @@ fn log_for(socket: &Path, state_dir: &Path) -> std::path::PathBuf {
     ))
 }
 
+/// Points boardd at the state directory's PostgreSQL database under
+/// `TEAMBOARD_TEST_DATABASE=postgres` (see [`crate::pg::test_database`]).
+fn with_database(cmd: &mut std::process::Command, state_dir: &Path) {
+    match crate::pg::test_database(state_dir) {
+        boardd::store::Database::Postgres(url) => cmd.env("TEAMBOARD_DATABASE", url),
+        boardd::store::Database::Sqlite => cmd.env_remove("TEAMBOARD_DATABASE"),
+    };
+}
+
 impl Daemon {
     /// Spawns `boardd --socket S --state-dir D <extra>` with `env` added.
     pub fn spawn(socket: &Path, state_dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Daemon {
         let mut launch = Launch::new(boardd_bin(), socket, state_dir, &log_for(socket, state_dir));
+        with_database(launch.command(), state_dir);
         launch.command().args(extra).envs(env.iter().copied());
         Daemon(launch.spawn().expect("spawn boardd"))
     }
@@ -55,6 +66,7 @@ impl Daemon {
     pub fn spawn_after(setup: &str, socket: &Path, state_dir: &Path, extra: &[&str]) -> Daemon {
         let log = log_for(socket, state_dir);
         let mut launch = Launch::after(setup, boardd_bin(), socket, state_dir, &log);
+        with_database(launch.command(), state_dir);
         launch.command().args(extra);
         Daemon(launch.spawn().expect("spawn boardd"))
     }

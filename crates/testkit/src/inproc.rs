@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use tempfile::TempDir;
 
 /// A daemon running in the test's runtime, with its own socket and state directory
-/// in a [`short_tempdir`]. The directory lives as long as this value, across
+/// in a [`short_tempdir`], and its own PostgreSQL database under
+/// `TEAMBOARD_TEST_DATABASE=postgres` (see [`crate::pg::test_database`]). The directory lives as long as this value, across
 /// [`InProc::shutdown`] and [`InProc::restart`].
 ///
 /// Dropped while running, it is told to stop and the directory goes; a test that
@@ -33,6 +34,7 @@ impl InProc {
         let socket = dir.path().join("s");
         let state_dir = dir.path().join("state");
         let mut config = boardd::Config::new(socket.clone(), state_dir.clone());
+        config.database = crate::pg::test_database(&state_dir);
         tune(&mut config);
         let running = launch(&config).await;
         teamboard_process::note_daemon(&config.socket, &config.state_dir, true);

@@ -68,6 +68,19 @@
 //!   registers and then answers nothing, in a process group of its own, for
 //!   shutdown deadlines that boardd enforces with signals.
 //!
+//! Several hosts on one machine:
+//! - [`Net`]: hosts in network namespaces on one bridge, each with its own
+//!   address, reachable from the test's own namespace through
+//!   [`Net::gateway`] (where the database runs). [`netns::Host::command`]
+//!   runs a program inside a host (it enters the namespace with `setns`, so
+//!   the child is the program: `kill -9` and the parent-death signal reach
+//!   it), [`netns::Host::within`] makes the test's own sockets there;
+//!   [`Net::cut`] drops every packet of a host, so its connections stall
+//!   rather than fail, until [`Net::heal`]. Needs root and `ip`:
+//!   [`Net::or_skip`] prints `skipped` without them, or panics under
+//!   `TEAMBOARD_REQUIRE_NETNS=1`. Drop takes it all down, and a killed test's
+//!   namespaces are swept by the next.
+//!
 //! Only the public API of boardd and teamboard-protocol is used, so the kit runs
 //! the daemon exactly as its binary does. `boardd` is re-exported so that a test can
 //! name [`boardd::Config`] in a `start_with` closure without depending on it.
@@ -93,6 +106,7 @@ mod inproc;
 mod keys;
 mod landing;
 mod mute;
+pub mod netns;
 mod pause;
 pub mod pg;
 mod process;
@@ -118,6 +132,7 @@ pub use landing::{
     add_held_task, claim_and_write, complete_in_background, pause_main_update, stage_is,
 };
 pub use mute::MuteTeammate;
+pub use netns::Net;
 pub use pause::{Pause, Paused};
 pub use process::{
     alive, group_members, kill9, live_processes, process_group, wait_gone, with_env, with_marker,

@@ -2,6 +2,8 @@
 //! exercise yet: the paused-clock daemon, restarts, raw sessions, and the
 //! processes found by a marker (the agents' tests skip without the agents).
 
+mod netns;
+
 use crate::raw::Session;
 use crate::{InProc, lead, task, teammate};
 use std::time::Duration;

@@ -10,7 +10,7 @@ fn mode(path: &Path) -> u32 {
 #[test]
 fn the_lead_key_is_made_once_0600_and_read_back_the_same() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let first = Keys::load(dir.path(), vec![]).expect("first start");
+    let first = Keys::load(dir.path(), vec![], None).expect("first start");
     let path = dir.path().join(LEAD_KEY_FILE);
     assert_eq!(mode(&path), 0o600);
     let text = std::fs::read_to_string(&path).expect("read");
@@ -19,7 +19,7 @@ fn the_lead_key_is_made_once_0600_and_read_back_the_same() {
     assert_eq!(first.authority("t", "lead", Some(&lead)), Authority::Lead);
     // Loosened by hand: tightened again, and the same key.
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
-    let again = Keys::load(dir.path(), vec![]).expect("second start");
+    let again = Keys::load(dir.path(), vec![], None).expect("second start");
     assert_eq!(mode(&path), 0o600);
     assert_eq!(again.authority("t", "bob", Some(&lead)), Authority::Lead);
 }
@@ -27,7 +27,7 @@ fn the_lead_key_is_made_once_0600_and_read_back_the_same() {
 #[test]
 fn a_member_credential_vouches_for_its_name_in_its_team_until_replaced() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut keys = Keys::load(dir.path(), vec![]).expect("load");
+    let mut keys = Keys::load(dir.path(), vec![], None).expect("load");
     let (alice, row) = keys.issue("t", "alice").expect("issue");
     assert_eq!((row.team.as_str(), row.name.as_str()), ("t", "alice"));
     let a = keys.authority("t", "alice", Some(&alice));
@@ -53,7 +53,7 @@ fn a_member_credential_vouches_for_its_name_in_its_team_until_replaced() {
         Authority::Nobody { presented: true }
     );
     // What the store kept comes back after a restart.
-    let restored = Keys::load(dir.path(), vec![row]).expect("load");
+    let restored = Keys::load(dir.path(), vec![row], None).expect("load");
     assert!(matches!(
         restored.authority("t", "alice", Some(&again)),
         Authority::Member(_)
@@ -67,7 +67,7 @@ fn a_member_credential_vouches_for_its_name_in_its_team_until_replaced() {
 #[test]
 fn no_credential_is_refused_with_where_the_lead_key_is() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let keys = Keys::load(dir.path(), vec![]).expect("load");
+    let keys = Keys::load(dir.path(), vec![], None).expect("load");
     let none = keys.authority("t", "lead", None);
     let err = keys.check(&none, "t", "lead").expect_err("refused");
     let path = dir.path().join(LEAD_KEY_FILE).display().to_string();

@@ -1,10 +1,53 @@
-//! The schema: the upgrade from version 1, and that a task's history is read
-//! through the index rather than by scanning every event.
+//! What every engine must keep: each test runs against SQLite and against
+//! PostgreSQL (skipped, with a printed `skipped: …`, when there is no server,
+//! unless `TEAMBOARD_REQUIRE_PG=1`). Each engine's own tests (SQLite's
+//! migrations and query plans, PostgreSQL's lock and fence) are beside it.
 
 use super::*;
 use teamboard_protocol::EventKind;
 
-fn event(seq: u64, task: Option<TaskId>) -> Event {
+/// A database to run a test against, and what keeps it alive.
+pub(crate) struct Engine {
+    pub name: &'static str,
+    pub database: Database,
+    pub dir: tempfile::TempDir,
+}
+
+impl Engine {
+    pub fn open(&self) -> Store {
+        Store::open(&self.database, self.dir.path())
+            .unwrap_or_else(|e| panic!("{}: open: {e}", self.name))
+    }
+}
+
+/// SQLite, and PostgreSQL when there is a server.
+pub(crate) fn engines() -> Vec<Engine> {
+    let dir = || tempfile::tempdir().expect("tempdir");
+    let mut out = vec![Engine {
+        name: "sqlite",
+        database: Database::Sqlite,
+        dir: dir(),
+    }];
+    if let Some(url) = teamboard_testkit::pg::database_or_skip() {
+        out.push(Engine {
+            name: "postgres",
+            database: Database::Postgres(url),
+            dir: dir(),
+        });
+    }
+    out
+}
+
+/// Runs SQL of the test's own on either engine: `$1`-style parameters, which
+/// SQLite reads in order too.
+pub(crate) fn raw(store: &mut Store, sql: &str, params: &[&str]) {
+    match store {
+        Store::Sqlite(s) => s.execute_raw(sql, params),
+        Store::Pg(s) => s.execute_raw(sql, params),
+    }
+}
+
+pub(crate) fn event(seq: u64, task: Option<TaskId>) -> Event {
     Event {
         seq,
         team: "default".into(),
@@ -23,110 +66,22 @@ fn event(seq: u64, task: Option<TaskId>) -> Event {
     }
 }
 
-fn history(store: &Store, task: Option<TaskId>) -> Vec<u64> {
+pub(super) fn history(store: &mut Store, task: Option<TaskId>) -> Vec<u64> {
+    page(store, task, Some(0), u64::MAX)
+}
+
+fn page(store: &mut Store, task: Option<TaskId>, since: Option<u64>, limit: u64) -> Vec<u64> {
     store
         .history(&HistoryQuery {
             team: "default".into(),
-            since: Some(0),
+            since,
             task,
-            limit: u64::MAX,
+            limit,
         })
         .expect("history")
         .iter()
         .map(|e| e.seq)
         .collect()
-}
-
-fn index_sql(conn: &Connection) -> String {
-    conn.query_row(
-        "SELECT sql FROM sqlite_master WHERE type = 'index' AND name = 'events_by_task'",
-        [],
-        |r| r.get(0),
-    )
-    .expect("the index exists")
-}
-
-#[test]
-fn a_version_1_database_gets_the_partial_index_and_keeps_its_history() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    {
-        // The version 1 schema, as boardd 0.1 created it.
-        let conn = Connection::open(dir.path().join(DB_FILE)).expect("create");
-        conn.execute_batch(
-            "PRAGMA journal_mode = WAL;
-             CREATE TABLE tasks (team TEXT NOT NULL, id INTEGER NOT NULL, body TEXT NOT NULL,
-                 PRIMARY KEY (team, id)) WITHOUT ROWID;
-             CREATE TABLE members (team TEXT NOT NULL, name TEXT NOT NULL, body TEXT NOT NULL,
-                 PRIMARY KEY (team, name)) WITHOUT ROWID;
-             CREATE TABLE messages (id INTEGER PRIMARY KEY, team TEXT NOT NULL, body TEXT NOT NULL);
-             CREATE TABLE events (seq INTEGER PRIMARY KEY, team TEXT NOT NULL, task INTEGER,
-                 body TEXT NOT NULL);
-             CREATE INDEX events_by_task ON events (team, task, seq);
-             CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
-             PRAGMA user_version = 1;",
-        )
-        .expect("v1 schema");
-        for (seq, task) in [
-            (1, Some(1)),
-            (2, None),
-            (3, Some(2)),
-            (4, Some(1)),
-            (5, None),
-        ] {
-            conn.execute(
-                "INSERT INTO events (seq, team, task, body) VALUES (?1, 'default', ?2, ?3)",
-                params![
-                    seq as i64,
-                    task.map(|t: u64| t as i64),
-                    to_json(&event(seq, task), "event").expect("encode")
-                ],
-            )
-            .expect("insert");
-        }
-        assert!(!index_sql(&conn).contains("WHERE"));
-    }
-    let store = Store::open(dir.path()).expect("open the v1 database");
-    let version: i64 = store
-        .conn
-        .pragma_query_value(None, "user_version", |r| r.get(0))
-        .expect("version");
-    assert_eq!(version, SCHEMA_VERSION);
-    assert!(
-        index_sql(&store.conn).contains("WHERE task IS NOT NULL"),
-        "{}",
-        index_sql(&store.conn)
-    );
-    assert_eq!(history(&store, Some(1)), vec![1, 4]);
-    assert_eq!(history(&store, Some(2)), vec![3]);
-    assert_eq!(history(&store, None), vec![1, 2, 3, 4, 5]);
-    drop(store);
-    // Opening again is a no-op: no second rebuild, same answers.
-    let store = Store::open(dir.path()).expect("reopen");
-    assert_eq!(history(&store, Some(1)), vec![1, 4]);
-}
-
-#[test]
-fn a_tasks_history_is_read_through_the_index() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = Store::open(dir.path()).expect("open");
-    for order in ["ASC", "DESC"] {
-        let plan: Vec<String> = store
-            .conn
-            .prepare(&format!("EXPLAIN QUERY PLAN {}", task_history_sql(order)))
-            .expect("explain")
-            .query_map(params!["default", 1i64, 0i64, 10i64], |r| {
-                r.get::<_, String>(3)
-            })
-            .expect("plan")
-            .collect::<Result<_, _>>()
-            .expect("rows");
-        assert!(
-            plan.iter()
-                .any(|step| step.contains("USING INDEX events_by_task")
-                    || step.contains("USING COVERING INDEX events_by_task")),
-            "{order}: {plan:?}"
-        );
-    }
 }
 
 /// A value whose encoding fails, as no board type's does today.
@@ -147,147 +102,191 @@ fn a_row_that_cannot_be_encoded_is_an_error_not_an_empty_body() {
 }
 
 #[test]
+fn history_pages_forward_and_reads_the_newest_by_team_and_by_task() {
+    for engine in engines() {
+        let mut store = engine.open();
+        let events = [
+            (1, Some(1)),
+            (2, None),
+            (3, Some(2)),
+            (4, Some(1)),
+            (5, None),
+        ]
+        .map(|(seq, task)| event(seq, task));
+        let mut other_team = event(6, Some(1));
+        other_team.team = "web".into();
+        let batch = Changes {
+            events: events.into_iter().chain([other_team]).collect(),
+            ..Default::default()
+        };
+        store.commit([&batch], []).expect("commit");
+        let name = engine.name;
+        assert_eq!(history(&mut store, None), vec![1, 2, 3, 4, 5], "{name}");
+        assert_eq!(history(&mut store, Some(1)), vec![1, 4], "{name}");
+        assert_eq!(page(&mut store, None, Some(2), 2), vec![3, 4], "{name}");
+        assert_eq!(page(&mut store, None, None, 2), vec![4, 5], "{name}");
+        assert_eq!(page(&mut store, Some(1), None, 1), vec![4], "{name}");
+        drop(store);
+        let mut store = engine.open();
+        assert_eq!(history(&mut store, Some(2)), vec![3], "{name}");
+        assert_eq!(store.load().expect("load").next_event_seq, 7, "{name}");
+    }
+}
+
+#[test]
+fn messages_credentials_and_teams_outlive_a_reopen() {
+    use teamboard_protocol::{Message, MessageKind};
+    for engine in engines() {
+        let name = engine.name;
+        let mut store = engine.open();
+        let message = |id| Message {
+            id,
+            from: "lead".into(),
+            to: "ana".into(),
+            kind: MessageKind::Message,
+            content: format!("message {id} with a \u{0} inside"),
+            request_id: None,
+            at: 1,
+        };
+        let sent = Changes {
+            messages_added: vec![("web".into(), message(1)), ("web".into(), message(2))],
+            teams: vec!["web".into()],
+            next_message_id: 3,
+            ..Default::default()
+        };
+        let acked = Changes {
+            messages_acked: vec![1],
+            teams: vec!["web".into()],
+            next_message_id: 3,
+            ..Default::default()
+        };
+        let row = |byte| CredentialRow {
+            team: "web".into(),
+            name: "ana".into(),
+            digest: [byte; 32],
+        };
+        store.commit([&sent, &acked], [&row(1)]).expect("commit");
+        // A member's credential replaces the one before.
+        store.commit([], [&row(2)]).expect("commit");
+        drop(store);
+        let mut store = engine.open();
+        let snap = store.load().expect("load");
+        assert_eq!(snap.teams, vec!["web".to_string()], "{name}");
+        assert_eq!(snap.messages, vec![("web".into(), message(2))], "{name}");
+        assert_eq!(snap.next_message_id, 3, "{name}");
+        assert_eq!(
+            store.credentials().expect("credentials"),
+            vec![row(2)],
+            "{name}"
+        );
+    }
+}
+
+#[test]
 fn a_member_row_from_before_runtimes_loads_as_native_and_a_runtime_round_trips() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut store = Store::open(dir.path()).expect("open");
-    // A row as boardd wrote it before members had a runtime: no field at all.
-    store
-        .conn
-        .execute(
-            "INSERT INTO members (team, name, body) VALUES ('default', 'old', ?1)",
-            params![
+    for engine in engines() {
+        let mut store = engine.open();
+        // A row as boardd wrote it before members had a runtime: no field at all.
+        raw(
+            &mut store,
+            "INSERT INTO members (team, name, body) VALUES ('default', 'old', $1)",
+            &[
                 r#"{"name":"old","role":"dev","status":"idle","last_seen":1,"pid":7,
-                    "task":null,"tokens":{"input":0,"output":0},"connected":false,
-                    "joined_at":1}"#
+                "task":null,"tokens":{"input":0,"output":0},"connected":false,
+                "joined_at":1}"#,
             ],
-        )
-        .expect("insert an old row");
-    let new = teamboard_protocol::Member {
-        name: "new".into(),
-        role: "dev".into(),
-        status: teamboard_protocol::MemberStatus::Idle,
-        last_seen: 2,
-        pid: None,
-        task: None,
-        tokens: Default::default(),
-        cost: Default::default(),
-        waiting: None,
-        connected: false,
-        joined_at: 2,
-        require_plan: false,
-        runtime: Some("claude".into()),
-        model: None,
-        tokens_estimated: true,
-        liveness: None,
-        sandbox: None,
-    };
-    let batch = Changes {
-        members: vec![("default".into(), new.clone())],
-        ..Default::default()
-    };
-    store.commit([&batch], []).expect("commit");
-    drop(store);
-    let mut store = Store::open(dir.path()).expect("reopen");
-    let mut members = store.load().expect("load").members;
-    members.sort_by(|a, b| a.1.name.cmp(&b.1.name));
-    assert_eq!(members.len(), 2);
-    assert_eq!(members[0].1, new);
-    assert_eq!(members[1].1.name, "old");
-    assert_eq!(members[1].1.runtime, None);
+        );
+        let new = teamboard_protocol::Member {
+            name: "new".into(),
+            role: "dev".into(),
+            status: teamboard_protocol::MemberStatus::Idle,
+            last_seen: 2,
+            pid: None,
+            task: None,
+            tokens: Default::default(),
+            cost: Default::default(),
+            waiting: None,
+            connected: false,
+            joined_at: 2,
+            require_plan: false,
+            runtime: Some("claude".into()),
+            model: None,
+            tokens_estimated: true,
+            liveness: None,
+            sandbox: None,
+        };
+        let batch = Changes {
+            members: vec![("default".into(), new.clone())],
+            ..Default::default()
+        };
+        store.commit([&batch], []).expect("commit");
+        drop(store);
+        let mut store = engine.open();
+        let mut members = store.load().expect("load").members;
+        members.sort_by(|a, b| a.1.name.cmp(&b.1.name));
+        assert_eq!(members.len(), 2, "{}", engine.name);
+        assert_eq!(members[0].1, new, "{}", engine.name);
+        assert_eq!(members[1].1.name, "old", "{}", engine.name);
+        assert_eq!(members[1].1.runtime, None, "{}", engine.name);
+    }
 }
 
 #[test]
 fn a_budget_keeps_what_it_came_to_and_an_older_row_reads_without_it() {
     use teamboard_board::BudgetMarks;
     use teamboard_protocol::spend::{Amounts, Budget, BudgetScope, Limits, MicroUsd};
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut store = Store::open(dir.path()).expect("open");
-    let team = Budget {
-        scope: BudgetScope::Team,
-        per_ms: None,
-        limits: Limits {
-            tokens: Some(50_000),
-            ..Limits::default()
-        },
-        set_by: "lead".into(),
-        set_at: 1,
-    };
-    let marks = BudgetMarks {
-        refused: Some(Amounts {
-            tokens: 5_787,
-            input_tokens: 1_691,
-            usd: MicroUsd(12),
-        }),
-        warned: true,
-    };
-    let batch = Changes {
-        budgets: vec![(
-            "default".into(),
-            BudgetScope::Team,
-            None,
-            Some((team.clone(), marks)),
-        )],
-        ..Default::default()
-    };
-    store.commit([&batch], []).expect("commit");
-    // A row as boardd wrote it before it kept the marks: the budget alone.
-    let ana = Budget {
-        scope: BudgetScope::Member { name: "ana".into() },
-        ..team.clone()
-    };
-    let old = serde_json::to_string(&ana).expect("json");
-    store
-        .conn
-        .execute(
-            "INSERT INTO budgets (team, key, body) VALUES ('default', 'old', ?1)",
-            params![old],
-        )
-        .expect("an old row");
-    drop(store);
-    let mut store = Store::open(dir.path()).expect("reopen");
-    let budgets = store.load().expect("load").budgets;
-    assert_eq!(
-        budgets,
-        vec![
-            ("default".to_string(), team, marks),
-            ("default".to_string(), ana, BudgetMarks::default()),
-        ]
-    );
-}
-
-#[test]
-fn a_version_5_database_gets_the_credentials_table_and_keeps_its_board() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut store = Store::open(dir.path()).expect("open");
-    let batch = Changes {
-        events: vec![event(1, Some(1))],
-        teams: vec!["web".into()],
-        ..Default::default()
-    };
-    store.commit([&batch], []).expect("commit");
-    // As boardd left it before credentials: no table, schema version 5.
-    store
-        .conn
-        .execute_batch("DROP TABLE credentials; PRAGMA user_version = 5;")
-        .expect("back to version 5");
-    drop(store);
-    let mut store = Store::open(dir.path()).expect("reopen");
-    let version: i64 = (store.conn)
-        .pragma_query_value(None, "user_version", |r| r.get(0))
-        .expect("version");
-    assert_eq!(version, SCHEMA_VERSION);
-    assert_eq!(store.load().expect("load").teams, vec!["web".to_string()]);
-    assert_eq!(history(&store, Some(1)), vec![1]);
-    assert_eq!(store.credentials().expect("credentials"), vec![]);
-    // A member's credential replaces the one before, and outlives a reopen.
-    let row = |byte| CredentialRow {
-        team: "web".into(),
-        name: "ana".into(),
-        digest: [byte; 32],
-    };
-    store.commit([], [&row(1)]).expect("commit");
-    store.commit([], [&row(2)]).expect("commit");
-    drop(store);
-    let store = Store::open(dir.path()).expect("reopen");
-    assert_eq!(store.credentials().expect("credentials"), vec![row(2)]);
+    for engine in engines() {
+        let mut store = engine.open();
+        let team = Budget {
+            scope: BudgetScope::Team,
+            per_ms: None,
+            limits: Limits {
+                tokens: Some(50_000),
+                ..Limits::default()
+            },
+            set_by: "lead".into(),
+            set_at: 1,
+        };
+        let marks = BudgetMarks {
+            refused: Some(Amounts {
+                tokens: 5_787,
+                input_tokens: 1_691,
+                usd: MicroUsd(12),
+            }),
+            warned: true,
+        };
+        let batch = Changes {
+            budgets: vec![(
+                "default".into(),
+                BudgetScope::Team,
+                None,
+                Some((team.clone(), marks)),
+            )],
+            ..Default::default()
+        };
+        store.commit([&batch], []).expect("commit");
+        // A row as boardd wrote it before it kept the marks: the budget alone.
+        let ana = Budget {
+            scope: BudgetScope::Member { name: "ana".into() },
+            ..team.clone()
+        };
+        let old = serde_json::to_string(&ana).expect("json");
+        raw(
+            &mut store,
+            "INSERT INTO budgets (team, key, body) VALUES ('default', 'old', $1)",
+            &[&old],
+        );
+        drop(store);
+        let mut store = engine.open();
+        let budgets = store.load().expect("load").budgets;
+        assert_eq!(
+            budgets,
+            vec![
+                ("default".to_string(), team, marks),
+                ("default".to_string(), ana, BudgetMarks::default()),
+            ],
+            "{}",
+            engine.name
+        );
+    }
 }

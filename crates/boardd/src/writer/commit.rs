@@ -73,7 +73,7 @@ impl Committer {
         }
     }
 
-    /// Commits a group of jobs in one transaction. Afterwards [`Committer::failure`]
+    /// Commits a group of jobs in one transaction. Afterwards [`Committer::parts`]
     /// says whether their replies may go out.
     pub fn commit(&mut self, group: &[Job]) {
         if self.failed.is_some() || !group.iter().any(Job::writes) {
@@ -98,9 +98,10 @@ impl Committer {
         }
     }
 
-    /// Why commits fail, once one has: nothing may be acknowledged any more.
-    pub fn failure(&self) -> Option<&str> {
-        self.failed.as_deref()
+    /// The store, for reads, and why commits fail, once one has: nothing may
+    /// be acknowledged any more.
+    pub fn parts(&mut self) -> (&mut Store, Option<&str>) {
+        (&mut self.store, self.failed.as_deref())
     }
 
     pub fn checkpoint_due(&self) -> bool {

@@ -291,7 +291,8 @@ impl Writer {
                         Ok(mut c) => {
                             c.commit(std::slice::from_ref(&job));
                             let due = c.checkpoint_due();
-                            send::send(&c.store, job, c.failure(), Path::Direct);
+                            let (store, failure) = c.parts();
+                            send::send(store, job, failure, Path::Direct);
                             if !due {
                                 return;
                             }
@@ -318,7 +319,8 @@ impl Writer {
             }
             Inner::Inline { committer } => {
                 committer.commit(std::slice::from_ref(&job));
-                send::send(&committer.store, job, committer.failure(), Path::Direct);
+                let (store, failure) = committer.parts();
+                send::send(store, job, failure, Path::Direct);
                 if committer.checkpoint_due() {
                     committer.checkpoint();
                 }

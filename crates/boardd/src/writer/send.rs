@@ -22,7 +22,7 @@ pub enum Path {
 
 /// Sends a job's replies, events and the replies to its reads. `failure` is why its commit
 /// failed, if it did.
-pub fn send(store: &Store, job: Job, failure: Option<&str>, path: Path) {
+pub fn send(store: &mut Store, job: Job, failure: Option<&str>, path: Path) {
     for r in job.replies {
         let result = match failure {
             None => r.result,
@@ -70,7 +70,7 @@ pub fn refuse(job: Job) {
     }
 }
 
-fn read(store: &Store, query: Query) -> Result<Reply, ErrorBody> {
+fn read(store: &mut Store, query: Query) -> Result<Reply, ErrorBody> {
     let result = match query {
         Query::Task { task, plans, team } => store
             .history(&HistoryQuery {

@@ -52,7 +52,8 @@ pub fn run(
         let mut c = lock(&committer);
         c.commit(&group);
         for job in group {
-            send(&c.store, job, c.failure(), Path::Queued);
+            let (store, failure) = c.parts();
+            send(store, job, failure, Path::Queued);
             queued.fetch_sub(1, Ordering::AcqRel);
         }
         if c.checkpoint_overdue() {

@@ -1,10 +1,7 @@
-//! Members' credentials: the digest of each member's current one.
-//!
-//! Only a SHA-256 digest is kept, never the credential: a copy of the
-//! database (a backup, a bug report) vouches for nobody. A member has one row,
-//! which each credential `register` issues replaces: the one before is revoked.
+//! Members' credentials: the digest of each member's current one (see
+//! [`CredentialRow`]).
 
-use super::StoreError;
+use crate::store::{CredentialRow, StoreError};
 use rusqlite::{Transaction, params};
 
 /// Created with the others by `Store::open`.
@@ -12,14 +9,6 @@ pub(super) const SCHEMA: &str = "
     CREATE TABLE IF NOT EXISTS credentials (
         team TEXT NOT NULL, name TEXT NOT NULL, digest BLOB NOT NULL,
         PRIMARY KEY (team, name)) WITHOUT ROWID;";
-
-/// A member's current credential, as its digest.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CredentialRow {
-    pub team: String,
-    pub name: String,
-    pub digest: [u8; 32],
-}
 
 /// Writes issued credentials inside the commit's transaction.
 pub(super) fn write<'a>(

@@ -2,47 +2,13 @@
 //! the accounts' blocks.
 //!
 //! Settled calls are appended and never rewritten: the ledger is the record
-//! of what was spent, and boardd sums it again at start. A budget is keyed by
-//! its scope and period as JSON, which is what names it on the wire; its row
-//! holds the budget as the wire has it, and beside it what it came to
-//! ([`BudgetMarks`]), so that an exhausted budget is still exhausted after a
-//! restart and the lead is not told twice.
+//! of what was spent, and boardd sums it again at start. A budget's row is a
+//! [`BudgetRow`].
 
-use super::{StoreError, to_json};
+use crate::store::rows::BudgetRow;
+use crate::store::{StoreError, to_json};
 use rusqlite::{Transaction, params};
-use serde::{Deserialize, Serialize};
-use teamboard_board::{BudgetMarks, Changes};
-use teamboard_protocol::spend::{Amounts, Budget};
-
-/// A budget's row. A row written before the marks were kept reads as a
-/// budget with none.
-#[derive(Serialize, Deserialize)]
-pub(super) struct BudgetRow {
-    #[serde(flatten)]
-    budget: Budget,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    refused: Option<Amounts>,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    warned: bool,
-}
-
-impl BudgetRow {
-    fn new(budget: &Budget, marks: &BudgetMarks) -> BudgetRow {
-        BudgetRow {
-            budget: budget.clone(),
-            refused: marks.refused,
-            warned: marks.warned,
-        }
-    }
-
-    pub fn into_parts(self) -> (Budget, BudgetMarks) {
-        let marks = BudgetMarks {
-            refused: self.refused,
-            warned: self.warned,
-        };
-        (self.budget, marks)
-    }
-}
+use teamboard_board::Changes;
 
 /// Created with the others by `Store::open`.
 pub(super) const SCHEMA: &str = "

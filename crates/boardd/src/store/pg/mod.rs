@@ -1,0 +1,440 @@
+//! PostgreSQL persistence: the same rows as SQLite's, in a server's database
+//! (`boardd --database postgres://…`).
+//!
+//! The client is the synchronous `postgres` crate (`tokio-postgres` underneath,
+//! on a small runtime of its own). The writer is a dedicated std thread that
+//! commits synchronously and answers only once the commit returned, so a
+//! blocking client is what it wants. The alternatives lost:
+//! - `sqlx`: async everywhere, compile-time query macros that want a database
+//!   (or a prepared cache) at build time, and an any-driver layer boardd does
+//!   not need; the writer thread would still need a runtime to block on.
+//! - raw `tokio-postgres`: the writer thread would need a runtime handle to
+//!   block on each call, which is what `postgres` already is, written once.
+//!
+//! Trap: `postgres::Client` blocks on its own runtime, and tokio panics when
+//! that happens on a thread that drives a runtime (the actor's, in tests under
+//! the paused clock or when a commit at rest runs on the actor's task, see
+//! `writer::route`). [`off_runtime`] moves such a call onto a scoped thread and
+//! waits for it, so that every path works on either engine, at the price of a
+//! thread per call on those paths only. The writer thread calls directly.
+//!
+//! Text sorts as SQLite sorts it (`COLLATE "C"`, byte order) wherever a load
+//! orders by it, whatever the database's own collation.
+//!
+//! Bodies are `TEXT`, not `JSONB`: boardd only ever writes and reads a body
+//! whole, and `JSONB` would parse each on write, reorder its keys, and refuse a
+//! `\u0000` in a task's text, which `serde_json` writes and SQLite keeps.
+//!
+//! A dead server must not hang boardd: unless the URL says otherwise, a
+//! connection gives up after [`CONNECT_TIMEOUT`], and on TCP an unanswered
+//! write fails after [`TCP_USER_TIMEOUT`] (`TCP_USER_TIMEOUT`), with keepalives
+//! every [`KEEPALIVE`] while idle. Either is a failed commit: boardd stops, and
+//! restarting it reloads the board from the database.
+//!
+//! Trap: a connection lost after `COMMIT` was sent leaves the outcome unknown.
+//! boardd then refuses the batch and stops, and a restart may find it written:
+//! refused but kept is allowed (a client retries or sees it done), acknowledged
+//! but lost never is.
+//!
+//! - [`schema`]: the tables, created and migrated at open.
+//! - [`commit`]: one group of batches in one transaction, behind the fence.
+
+mod commit;
+mod schema;
+
+use super::rows::{BudgetRow, CredentialRow};
+use super::{HistoryQuery, StoreError};
+use postgres::{Client, NoTls, Statement};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+use teamboard_board::Snapshot;
+use teamboard_protocol::Event;
+
+/// How long connecting may take before boardd gives up.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long sent data may go unacknowledged on TCP before the connection fails.
+pub const TCP_USER_TIMEOUT: Duration = Duration::from_secs(30);
+/// Idle time before TCP keepalives probe the server.
+pub const KEEPALIVE: Duration = Duration::from_secs(30);
+
+/// The advisory lock a boardd holds on its database for as long as it runs.
+const ONE_BOARDD: i64 = 0x7465_616d_626f_6172; // "teamboar" in ASCII.
+/// The transaction-level lock that serialises migrations.
+const MIGRATING: i64 = ONE_BOARDD + 1;
+/// How long a boardd waits for the lock of one that just died: its server
+/// process notices the closed connection, and lets go, within moments.
+const LOCK_WAIT: Duration = Duration::from_secs(2);
+
+pub struct PgStore {
+    /// `None` only while being dropped (see [`Drop`]).
+    client: Option<Client>,
+    /// The database as messages name it: never with a password.
+    database: String,
+    /// Prepared statements, by their text.
+    prepared: HashMap<&'static str, Statement>,
+    /// The leadership term this boardd holds; every commit checks it first.
+    fence: Option<i64>,
+    /// The message id counter as last written (see the SQLite engine).
+    stored_next_message_id: u64,
+}
+
+impl PgStore {
+    /// Connects, takes the database for this boardd alone, and creates or
+    /// migrates the schema.
+    pub fn open(url: &str) -> Result<PgStore, StoreError> {
+        let database = redact(url);
+        let err = |source| StoreError::Postgres {
+            database: database.clone(),
+            source,
+        };
+        let mut config: postgres::Config = url.parse().map_err(err)?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        if config.get_tcp_user_timeout().is_none() {
+            config.tcp_user_timeout(TCP_USER_TIMEOUT);
+        }
+        config.keepalives(true).keepalives_idle(KEEPALIVE);
+        config.application_name("boardd");
+        let client = off_runtime(|| config.connect(NoTls)).map_err(err)?;
+        let mut store = PgStore {
+            client: Some(client),
+            database,
+            prepared: HashMap::new(),
+            fence: None,
+            stored_next_message_id: 0,
+        };
+        off_runtime(|| {
+            store.hold_the_database()?;
+            store.migrate()
+        })?;
+        Ok(store)
+    }
+
+    /// One boardd per database, until several share one through leadership:
+    /// a session-level advisory lock, held by this connection and let go when
+    /// it closes (or its boardd dies).
+    fn hold_the_database(&mut self) -> Result<(), StoreError> {
+        let deadline = Instant::now() + LOCK_WAIT;
+        loop {
+            let row = (self.client()?)
+                .query_one("SELECT pg_try_advisory_lock($1)", &[&ONE_BOARDD])
+                .map_err(|e| self.pg(e))?;
+            if row.try_get::<_, bool>(0).map_err(|e| self.pg(e))? {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(StoreError::InUse {
+                    database: self.database.clone(),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn migrate(&mut self) -> Result<(), StoreError> {
+        let database = self.database.clone();
+        let err = |source| StoreError::Postgres {
+            database: database.clone(),
+            source,
+        };
+        let mut tx = self.client()?.transaction().map_err(err)?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATING])
+            .map_err(err)?;
+        tx.batch_execute(
+            "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value BIGINT NOT NULL)",
+        )
+        .map_err(err)?;
+        let found: Option<i64> = tx
+            .query_opt("SELECT value FROM meta WHERE key = 'schema_version'", &[])
+            .map_err(err)?
+            .map(|r| r.try_get(0))
+            .transpose()
+            .map_err(err)?;
+        if let Some(found) = found.filter(|v| *v > schema::SCHEMA_VERSION) {
+            return Err(StoreError::TooNew {
+                database,
+                found,
+                known: schema::SCHEMA_VERSION,
+            });
+        }
+        tx.batch_execute(schema::SCHEMA).map_err(err)?;
+        tx.execute(
+            "INSERT INTO meta (key, value) VALUES ('schema_version', $1)
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            &[&schema::SCHEMA_VERSION],
+        )
+        .map_err(err)?;
+        tx.commit().map_err(err)
+    }
+
+    /// Sets the leadership term this boardd holds: from then on, a commit
+    /// finds the term moved and fails with [`StoreError::Deposed`] rather than
+    /// write. `None`: no fence (one boardd per database, by its lock).
+    pub fn set_fence(&mut self, term: Option<i64>) {
+        self.fence = term;
+    }
+
+    fn client(&mut self) -> Result<&mut Client, StoreError> {
+        // Only `Drop` takes it, and nothing runs after that.
+        self.client.as_mut().ok_or_else(|| StoreError::InUse {
+            database: self.database.clone(),
+        })
+    }
+
+    fn pg(&self, source: postgres::Error) -> StoreError {
+        StoreError::Postgres {
+            database: self.database.clone(),
+            source,
+        }
+    }
+
+    fn corrupt(&self, what: &'static str) -> impl Fn(serde_json::Error) -> StoreError {
+        move |source| StoreError::Corrupt {
+            database: self.database.clone(),
+            what,
+            source,
+        }
+    }
+
+    /// Loads every row, for [`teamboard_board::Board::restore`].
+    pub fn load(&mut self) -> Result<Snapshot, StoreError> {
+        off_runtime(|| self.load_here())
+    }
+
+    fn load_here(&mut self) -> Result<Snapshot, StoreError> {
+        let mut snap = Snapshot {
+            tasks: self.load_rows(
+                "SELECT team, body FROM tasks ORDER BY team COLLATE \"C\", id",
+                "task",
+            )?,
+            members: self.load_rows("SELECT team, body FROM members", "member")?,
+            messages: self.load_rows("SELECT team, body FROM messages ORDER BY id", "message")?,
+            requests: self.load_rows("SELECT team, body FROM requests ORDER BY id", "request")?,
+            repos: self.load_rows(
+                "SELECT team, body FROM repos ORDER BY team COLLATE \"C\"",
+                "repo",
+            )?,
+            usage: self.load_rows("SELECT team, body FROM usage ORDER BY seq", "usage record")?,
+            held: self.load_rows("SELECT team, body FROM held", "held call")?,
+            ..Default::default()
+        };
+        snap.budgets = self
+            .load_rows::<BudgetRow>(
+                "SELECT team, body FROM budgets ORDER BY team COLLATE \"C\", key COLLATE \"C\"",
+                "budget",
+            )?
+            .into_iter()
+            .map(|(team, row)| {
+                let (budget, marks) = row.into_parts();
+                (team, budget, marks)
+            })
+            .collect();
+        snap.account_blocks = self
+            .load_rows::<teamboard_protocol::spend::AccountBlock>(
+                "SELECT account, body FROM account_blocks",
+                "account block",
+            )?
+            .into_iter()
+            .map(|(_, b)| b)
+            .collect();
+        let next_msg: Option<i64> = (self
+            .query("SELECT value FROM meta WHERE key = 'next_message_id'", &[])?)
+        .first()
+        .map(|r| r.try_get(0))
+        .transpose()
+        .map_err(|e| self.pg(e))?;
+        let max_seq: Option<i64> = self.one("SELECT MAX(seq) FROM events", &[])?;
+        let rows = self.query(
+            "SELECT team, MAX(task) FROM events WHERE task IS NOT NULL GROUP BY team",
+            &[],
+        )?;
+        snap.last_task_ids = (rows.iter())
+            .map(|r| Ok((r.try_get(0)?, r.try_get::<_, i64>(1)? as u64)))
+            .collect::<Result<_, postgres::Error>>()
+            .map_err(|e| self.pg(e))?;
+        let rows = self.query("SELECT name FROM teams ORDER BY name COLLATE \"C\"", &[])?;
+        snap.teams = (rows.iter())
+            .map(|r| r.try_get(0))
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.pg(e))?;
+        snap.next_message_id = next_msg.unwrap_or(1).max(1) as u64;
+        self.stored_next_message_id = next_msg.unwrap_or(0).max(0) as u64;
+        snap.next_event_seq = max_seq.unwrap_or(0) as u64 + 1;
+        Ok(snap)
+    }
+
+    /// The rows of a query. Their columns are read with `try_get`: a table
+    /// changed by hand is an error, never a panic.
+    fn query(
+        &mut self,
+        sql: &str,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<postgres::Row>, StoreError> {
+        let rows = self.client()?.query(sql, params);
+        rows.map_err(|e| self.pg(e))
+    }
+
+    /// The first column of the one row a query returns.
+    fn one<T: for<'a> postgres::types::FromSql<'a>>(
+        &mut self,
+        sql: &str,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<T, StoreError> {
+        let row = self.client()?.query_one(sql, params);
+        row.and_then(|r| r.try_get(0)).map_err(|e| self.pg(e))
+    }
+
+    fn load_rows<T: serde::de::DeserializeOwned>(
+        &mut self,
+        sql: &str,
+        what: &'static str,
+    ) -> Result<Vec<(String, T)>, StoreError> {
+        let rows = self.query(sql, &[])?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            let team: String = row.try_get(0).map_err(|e| self.pg(e))?;
+            let body: &str = row.try_get(1).map_err(|e| self.pg(e))?;
+            out.push((
+                team,
+                serde_json::from_str(body).map_err(self.corrupt(what))?,
+            ));
+        }
+        Ok(out)
+    }
+
+    /// Every member's current credential, as its digest.
+    pub fn credentials(&mut self) -> Result<Vec<CredentialRow>, StoreError> {
+        let rows = off_runtime(|| self.query("SELECT team, name, digest FROM credentials", &[]))?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            let columns = (row.try_get(0))
+                .and_then(|team| Ok((team, row.try_get(1)?, row.try_get::<_, &[u8]>(2)?)));
+            let (team, name, digest): (String, String, &[u8]) = columns.map_err(|e| self.pg(e))?;
+            // As in the SQLite engine: a row of another length vouches for nobody.
+            match <[u8; 32]>::try_from(digest) {
+                Ok(digest) => out.push(CredentialRow { team, name, digest }),
+                Err(_) => tracing::warn!(%team, %name, "ignoring a malformed credential row"),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Reads history; see [`super::Store::history`].
+    pub fn history(&mut self, q: &HistoryQuery) -> Result<Vec<Event>, StoreError> {
+        let limit = q.limit.min(i64::MAX as u64) as i64;
+        let forward = q.since.is_some();
+        let since = q.since.unwrap_or(0).min(i64::MAX as u64) as i64;
+        let order = if forward { "ASC" } else { "DESC" };
+        let rows = off_runtime(|| {
+            let client = self.client()?;
+            match q.task {
+                Some(task) => client.query(
+                    &schema::task_history_sql(order),
+                    &[&q.team, &(task as i64), &since, &limit],
+                ),
+                None => client.query(&schema::team_history_sql(order), &[&q.team, &since, &limit]),
+            }
+            .map_err(|e| self.pg(e))
+        })?;
+        let mut events = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let body: &str = row.try_get(0).map_err(|e| self.pg(e))?;
+            events.push(serde_json::from_str(body).map_err(self.corrupt("event"))?);
+        }
+        if !forward {
+            events.reverse();
+        }
+        Ok(events)
+    }
+
+    /// The secret `name`, stored first as `candidate` if there was none. Two
+    /// boardd starting at once both insert, one wins, and both read the winner.
+    pub fn shared_secret(&mut self, name: &str, candidate: &str) -> Result<String, StoreError> {
+        off_runtime(|| {
+            let client = self.client()?;
+            let row = client
+                .execute(
+                    "INSERT INTO secrets (name, value) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                    &[&name, &candidate],
+                )
+                .and_then(|_| {
+                    client.query_one("SELECT value FROM secrets WHERE name = $1", &[&name])
+                });
+            row.and_then(|r| r.try_get(0)).map_err(|e| self.pg(e))
+        })
+    }
+}
+
+#[cfg(test)]
+impl PgStore {
+    /// Runs a test's own SQL.
+    pub fn execute_raw(&mut self, sql: &str, params: &[&str]) {
+        let params: Vec<&(dyn postgres::types::ToSql + Sync)> = params
+            .iter()
+            .map(|p| p as &(dyn postgres::types::ToSql + Sync))
+            .collect();
+        let client = self.client.as_mut().expect("open");
+        client
+            .execute(sql, &params)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+}
+
+/// Lets go of the database, then closes the connection, off any runtime (see
+/// the module doc): a restarted boardd in the same process finds the lock free
+/// at once rather than when the server notices the closed connection.
+impl Drop for PgStore {
+    fn drop(&mut self) {
+        if let Some(mut client) = self.client.take() {
+            off_runtime(move || {
+                let _ = client.execute("SELECT pg_advisory_unlock($1)", &[&ONE_BOARDD]);
+                drop(client);
+            });
+        }
+    }
+}
+
+/// Runs `f` here, or on a scoped thread if this thread drives a tokio
+/// runtime, where the `postgres` client may not block (see the module doc).
+fn off_runtime<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return f();
+    }
+    std::thread::scope(|s| match s.spawn(f).join() {
+        Ok(value) => value,
+        Err(panic) => std::panic::resume_unwind(panic),
+    })
+}
+
+/// A database URL as messages show it: without its password.
+pub fn redact(url: &str) -> String {
+    match url.parse::<postgres::Config>() {
+        Ok(config) => {
+            let hosts: Vec<String> = (config.get_hosts().iter())
+                .map(|h| match h {
+                    postgres::config::Host::Tcp(name) => name.clone(),
+                    postgres::config::Host::Unix(path) => path.display().to_string(),
+                })
+                .collect();
+            format!(
+                "postgres database '{}' on {}",
+                config.get_dbname().unwrap_or("(default)"),
+                if hosts.is_empty() {
+                    "localhost".to_string()
+                } else {
+                    hosts.join(",")
+                }
+            )
+        }
+        // Not a URL the client reads: show its scheme only, since a password
+        // may sit anywhere in what follows.
+        Err(_) => match url.split_once("://") {
+            Some((scheme, _)) => format!("{scheme}://…"),
+            None => "(not a URL)".to_string(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests;
