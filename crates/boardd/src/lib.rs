@@ -61,6 +61,9 @@ pub struct Config {
     pub inline_commits: bool,
     /// Where the board is kept: SQLite in the state directory, or PostgreSQL.
     pub database: store::Database,
+    /// The leadership this boardd holds on a PostgreSQL database shared with
+    /// other boardd (`cluster`); `None`: the database is this boardd's alone.
+    pub fence: Option<store::Fence>,
     /// The most connections served at once. `None`: as many as the descriptor
     /// limit leaves room for (see `server::fds`). More than that is allowed: past
     /// the descriptor limit, clients are still refused, only less cheaply.
@@ -80,6 +83,7 @@ impl Config {
             commit_mode: CommitMode::Group,
             inline_commits: false,
             database: store::Database::Sqlite,
+            fence: None,
             max_connections: None,
             prices: None,
         }
@@ -142,7 +146,10 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let max_connections = config.max_connections.unwrap_or(fit);
     tracing::debug!(max_connections, fit, "connection limit");
     let lock = store::lock::lock_state_dir(&config.state_dir)?;
-    let mut store = store::Store::open(&config.database, &config.state_dir)?;
+    let mut store = match (&config.database, config.fence) {
+        (store::Database::Postgres(url), Some(fence)) => store::Store::open_fenced(url, fence)?,
+        (database, _) => store::Store::open(database, &config.state_dir)?,
+    };
     let snapshot = store.load()?;
     // On PostgreSQL the lead's credential is the database's, so that every
     // boardd on it vouches for the same lead.

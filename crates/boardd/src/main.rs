@@ -32,6 +32,27 @@ struct Args {
     #[arg(long, env = "TEAMBOARD_DATABASE", value_name = "URL")]
     database: Option<String>,
 
+    /// Share the --database with other boardd: one decides at a time, and the
+    /// others forward their clients to it. ADDR is what they dial to reach this
+    /// one when it decides (docs/design/cluster.md)
+    #[arg(long, value_name = "HOST:PORT", requires = "database")]
+    advertise: Option<String>,
+
+    /// Share the --database with other boardd without ever deciding: a host
+    /// that does not hold the teams' repositories
+    #[arg(long, requires = "database", conflicts_with = "advertise")]
+    follower_only: bool,
+
+    /// This boardd's name among those sharing the database [default: the host
+    /// name and the process id]
+    #[arg(long, value_name = "NAME")]
+    node: Option<String>,
+
+    /// Seconds the deciding boardd holds the board without renewing; after
+    /// that, another takes over
+    #[arg(long, default_value_t = 3.0, value_name = "SECS")]
+    leader_lease: f64,
+
     /// Seconds a claim lives without a heartbeat.
     #[arg(long, default_value_t = 30.0, value_name = "SECS")]
     lease_ttl: f64,
@@ -123,6 +144,17 @@ fn real_main() -> anyhow::Result<()> {
         },
         ..Config::new(socket, state_dir)
     };
+    let cluster = match (args.advertise, args.follower_only) {
+        (None, false) => None,
+        (advertise, follower_only) => Some(boardd::cluster::role::Settings {
+            url: args.database.clone().unwrap_or_default(),
+            node: args.node.unwrap_or_else(default_node),
+            advertise: advertise.unwrap_or_default(),
+            lease: secs(args.leader_lease, "leader-lease")?,
+            follower_only,
+            socket: config.socket.clone(),
+        }),
+    };
     // A worker per CPU (two on the machines boardd is measured on), so that the
     // actor and the connections' tasks can run at once. The switch to a single
     // thread is this line (`new_current_thread`); the rest of boardd works with
@@ -131,7 +163,57 @@ fn real_main() -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(run(config))
+    match cluster {
+        Some(cluster) => runtime.block_on(run_shared(config, cluster)),
+        None => runtime.block_on(run(config)),
+    }
+}
+
+/// The host name and the process id: unique among boardd on one database
+/// unless two hosts share a name.
+fn default_node() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default();
+    let host = if host.is_empty() {
+        "boardd".to_string()
+    } else {
+        host
+    };
+    format!("{host}-{}", std::process::id())
+}
+
+/// One of several boardd on a database: [`boardd::cluster::role::run`] until
+/// SIGTERM or SIGINT.
+async fn run_shared(
+    config: Config,
+    cluster: boardd::cluster::role::Settings,
+) -> anyhow::Result<()> {
+    use boardd::cluster::{proxy, role};
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
+    let mut int = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
+    let lease = cluster.lease;
+    let start: role::StartCore = std::sync::Arc::new(move |term| {
+        let config = Config {
+            fence: Some(boardd::store::Fence { term, lease }),
+            ..config.clone()
+        };
+        Box::pin(boardd::start(config))
+    });
+    let stop = tokio_util::sync::CancellationToken::new();
+    let stopping = stop.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = term.recv() => tracing::info!("SIGTERM: stopping"),
+            _ = int.recv() => tracing::info!("SIGINT: stopping"),
+        }
+        boardd::notify("STOPPING=1");
+        stopping.cancel();
+    });
+    boardd::notify("READY=1\nSTATUS=following");
+    role::run(cluster, start, proxy::tcp(), stop).await?;
+    Ok(())
 }
 
 async fn run(config: Config) -> anyhow::Result<()> {

@@ -124,6 +124,15 @@ pub struct HistoryQuery {
     pub limit: u64,
 }
 
+/// The leadership a boardd holds on a database it shares with others
+/// (`cluster`): every commit is refused once the term moved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fence {
+    pub term: i64,
+    /// How long the lease lasts: the most a transaction may sit idle.
+    pub lease: std::time::Duration,
+}
+
 /// The durable copy of the board, in one engine or the other.
 #[allow(
     clippy::large_enum_variant,
@@ -142,6 +151,12 @@ impl Store {
             Database::Sqlite => Store::Sqlite(SqliteStore::open(state_dir)?),
             Database::Postgres(url) => Store::Pg(PgStore::open(url)?),
         })
+    }
+
+    /// Opens the PostgreSQL database `url` for the leader of `fence` (see
+    /// [`PgStore::open_fenced`]).
+    pub fn open_fenced(url: &str, fence: Fence) -> Result<Store, StoreError> {
+        Ok(Store::Pg(PgStore::open_fenced(url, fence)?))
     }
 
     /// Loads every row, for [`teamboard_board::Board::restore`].

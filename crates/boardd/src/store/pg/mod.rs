@@ -82,6 +82,36 @@ impl PgStore {
     /// Connects, takes the database for this boardd alone, and creates or
     /// migrates the schema.
     pub fn open(url: &str) -> Result<PgStore, StoreError> {
+        let mut store = PgStore::connect(url)?;
+        off_runtime(|| {
+            store.hold_the_database()?;
+            store.migrate()
+        })?;
+        Ok(store)
+    }
+
+    /// Connects for the leader of `fence.term`, one of several boardd on the
+    /// database (`cluster`): no lock, every commit behind the fence instead.
+    /// The server ends this connection's transaction if it sits idle for the
+    /// lease (`idle_in_transaction_session_timeout`): a leader cut off in the
+    /// middle of a commit would otherwise hold the leadership row `FOR SHARE`,
+    /// and with it the next leader's take, until the server noticed.
+    pub fn open_fenced(url: &str, fence: super::Fence) -> Result<PgStore, StoreError> {
+        let mut store = PgStore::connect(url)?;
+        store.fence = Some(fence.term);
+        let idle = format!(
+            "SET idle_in_transaction_session_timeout = {}",
+            fence.lease.as_millis().max(1)
+        );
+        off_runtime(|| {
+            let set = store.client()?.batch_execute(&idle);
+            set.map_err(|e| store.pg(e))?;
+            store.migrate()
+        })?;
+        Ok(store)
+    }
+
+    fn connect(url: &str) -> Result<PgStore, StoreError> {
         let database = redact(url);
         let err = |source| StoreError::Postgres {
             database: database.clone(),
@@ -97,18 +127,13 @@ impl PgStore {
         config.keepalives(true).keepalives_idle(KEEPALIVE);
         config.application_name("boardd");
         let client = off_runtime(|| config.connect(NoTls)).map_err(err)?;
-        let mut store = PgStore {
+        Ok(PgStore {
             client: Some(client),
             database,
             prepared: HashMap::new(),
             fence: None,
             stored_next_message_id: 0,
-        };
-        off_runtime(|| {
-            store.hold_the_database()?;
-            store.migrate()
-        })?;
-        Ok(store)
+        })
     }
 
     /// One boardd per database, until several share one through leadership:
