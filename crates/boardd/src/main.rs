@@ -34,8 +34,9 @@ struct Args {
 
     /// Share the --database with other boardd: one decides at a time, and the
     /// others forward their clients to it. ADDR is what they dial to reach this
-    /// one when it decides (docs/design/cluster.md)
-    #[arg(long, value_name = "HOST:PORT", requires = "database")]
+    /// one when it decides: its --socket, for boardd on one host, or its TCP
+    /// listener (docs/design/cluster.md)
+    #[arg(long, value_name = "ADDR", requires = "database")]
     advertise: Option<String>,
 
     /// Share the --database with other boardd without ever deciding: a host
@@ -212,7 +213,7 @@ async fn run_shared(
         stopping.cancel();
     });
     boardd::notify("READY=1\nSTATUS=following");
-    role::run(cluster, start, proxy::tcp(), stop).await?;
+    role::run(cluster, start, proxy::plain(), stop).await?;
     Ok(())
 }
 

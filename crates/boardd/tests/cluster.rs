@@ -252,16 +252,6 @@ fn a_follower_catches_up_after_its_connection_is_killed() {
     assert_eq!((seen.node.as_str(), seen.live()), ("x", true));
 }
 
-/// Dials a Unix socket: the in-process boardd of these tests has no TCP listener.
-fn unix() -> proxy::Dial {
-    Arc::new(|addr: String| {
-        Box::pin(async move {
-            let stream = tokio::net::UnixStream::connect(addr).await?;
-            Ok(Box::new(stream) as Box<dyn proxy::Upstream>)
-        })
-    })
-}
-
 /// Runs a blocking leadership call off the runtime's workers.
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
     tokio::task::spawn_blocking(f).await.expect("blocking call")
@@ -295,7 +285,7 @@ async fn a_client_through_a_follower_reaches_the_leader_and_follows_it() {
     let proxy = tokio::spawn(proxy::run(
         listener,
         leaders.clone(),
-        unix(),
+        proxy::plain(),
         "follower".to_string(),
         stop.clone(),
     ));
@@ -399,7 +389,6 @@ impl Node {
             settings: role::Settings {
                 url: url.to_string(),
                 node: name.to_string(),
-                // The cores of these tests listen on their Unix socket only.
                 advertise: socket.display().to_string(),
                 lease,
                 follower_only: false,
@@ -416,7 +405,12 @@ impl Node {
             let config = boardd::Config::new(socket.clone(), state_dir.clone());
             Box::pin(boardd::start(config))
         });
-        let run = role::run(self.settings.clone(), start, unix(), self.stop.clone());
+        let run = role::run(
+            self.settings.clone(),
+            start,
+            proxy::plain(),
+            self.stop.clone(),
+        );
         tokio::spawn(run)
     }
 

@@ -46,10 +46,16 @@ impl<T: AsyncRead + AsyncWrite + Unpin + Send> Upstream for T {}
 pub type Dial =
     Arc<dyn Fn(String) -> BoxFuture<'static, std::io::Result<Box<dyn Upstream>>> + Send + Sync>;
 
-/// Plain TCP: for loopback, where nothing else can listen in.
-pub fn tcp() -> Dial {
+/// The leader's advertised address as it is: an absolute path is its Unix
+/// socket (several boardd on one host need no network between them), anything
+/// else `HOST:PORT` in plain TCP, for loopback, where nothing else can listen in.
+pub fn plain() -> Dial {
     Arc::new(|addr: String| {
         Box::pin(async move {
+            if addr.starts_with('/') {
+                let stream = UnixStream::connect(addr).await?;
+                return Ok(Box::new(stream) as Box<dyn Upstream>);
+            }
             let stream = tokio::net::TcpStream::connect(addr).await?;
             stream.set_nodelay(true)?;
             Ok(Box::new(stream) as Box<dyn Upstream>)
