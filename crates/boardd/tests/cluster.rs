@@ -605,3 +605,31 @@ async fn a_leader_that_cannot_renew_for_a_lease_stops_deciding() {
     a.stop.cancel();
     a_role.await.expect("role").expect("role");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_only_boardd_never_takes_the_board() {
+    let Some(url) = database() else { return };
+    let dir = short_tempdir();
+    let lease = Duration::from_millis(300);
+    let mut f = Node::new(dir.path(), "f", &url, lease);
+    f.settings.follower_only = true;
+    let f_role = f.spawn();
+    let a = Node::new(dir.path(), "a", &url, lease);
+    let a_role = a.spawn();
+    leading(&url, &a).await;
+    let through_f = eventually("f to forward", PATIENCE, || async {
+        f.client(&a).await.ok()
+    })
+    .await;
+    through_f.add_task(task("through f")).await.expect("add");
+    // a stops and releases: the board is free, and stays free for many of f's
+    // chances to take it.
+    a.stop.cancel();
+    a_role.await.expect("role").expect("role");
+    let free = current(&url).await;
+    assert!(!free.live());
+    tokio::time::sleep(lease * 5).await;
+    assert_eq!(current(&url).await.term, free.term, "f took the board");
+    f.stop.cancel();
+    f_role.await.expect("role").expect("role");
+}
