@@ -139,6 +139,17 @@ impl Running {
     }
 }
 
+/// Writes the lead's credential of the shared database `url` into `state_dir`,
+/// as a deciding boardd does when it starts: a boardd that only follows has
+/// none otherwise, and teamctl on its host reads it there.
+pub fn share_lead_key(url: &str, state_dir: &std::path::Path) -> Result<(), StartError> {
+    private::state_dir(state_dir).map_err(store::StoreError::from)?;
+    let mut store = store::pg::PgStore::open_shared(url)?;
+    let secret = store.shared_secret(auth::LEAD_SECRET, auth::random_credential()?.as_str())?;
+    auth::Keys::load(state_dir, Vec::new(), Some(&secret))?;
+    Ok(())
+}
+
 /// Starts boardd: lock, restore, bind, serve.
 pub async fn start(config: Config) -> Result<Running, StartError> {
     let limit = server::fds::raise_limit();

@@ -195,6 +195,7 @@ async fn run_shared(
     let mut term = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
     let mut int = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
     let lease = cluster.lease;
+    let (url, state_dir) = (cluster.url.clone(), config.state_dir.clone());
     let start: role::StartCore = std::sync::Arc::new(move |term| {
         let config = Config {
             fence: Some(boardd::store::Fence { term, lease }),
@@ -212,6 +213,9 @@ async fn run_shared(
         boardd::notify("STOPPING=1");
         stopping.cancel();
     });
+    tokio::task::spawn_blocking(move || boardd::share_lead_key(&url, &state_dir))
+        .await
+        .context("cannot read the lead's credential")??;
     boardd::notify("READY=1\nSTATUS=following");
     role::run(cluster, start, proxy::plain(), stop).await?;
     Ok(())

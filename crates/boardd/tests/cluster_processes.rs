@@ -130,8 +130,10 @@ async fn three_boardd_serve_one_board_and_carry_on_when_the_leader_dies() {
     let started = Instant::now();
     let first = leader(&url, &nodes, None).await;
     eprintln!("first leader after {:?}", started.elapsed());
-    // The lead's credential is the database's: the same through every boardd.
-    let key = read_lead_key(&nodes[first].state_dir.join(LEAD_KEY_FILE)).expect("key");
+    // The lead's credential is the database's: the same through every boardd,
+    // and a follower keeps it too, for teamctl on its host.
+    let follower = &nodes[(first + 1) % 3];
+    let key = read_lead_key(&follower.state_dir.join(LEAD_KEY_FILE)).expect("key");
 
     // Any socket, one board, the same refusals.
     let mut clients = Vec::new();

@@ -111,6 +111,14 @@ impl PgStore {
         Ok(store)
     }
 
+    /// Connects to a database shared with other boardd and makes its schema,
+    /// for what a follower reads (the lead's credential); it commits nothing.
+    pub fn open_shared(url: &str) -> Result<PgStore, StoreError> {
+        let mut store = PgStore::connect(url)?;
+        off_runtime(|| store.migrate())?;
+        Ok(store)
+    }
+
     fn connect(url: &str) -> Result<PgStore, StoreError> {
         let database = redact(url);
         let err = |source| StoreError::Postgres {
