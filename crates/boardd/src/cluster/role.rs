@@ -198,6 +198,11 @@ async fn lead(
                 tracing::error!("the board's storage failed; giving the board up");
                 break None;
             }
+            // After a failed renewal the lease may run out before the next try.
+            _ = tokio::time::sleep_until(held_until) => {
+                tracing::warn!("no renewal for a whole lease: stopping before another boardd decides");
+                break None;
+            }
             _ = tokio::time::sleep(every) => {}
         }
         let sent = Instant::now();
