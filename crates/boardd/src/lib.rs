@@ -64,6 +64,8 @@ pub struct Config {
     /// The prices file (see `teamboard-prices`); `None`: the default one, if
     /// it exists.
     pub prices: Option<PathBuf>,
+    /// A TCP listener besides the socket, for teammates on other hosts.
+    pub tcp: Option<server::TcpListen>,
 }
 
 impl Config {
@@ -77,6 +79,7 @@ impl Config {
             inline_commits: false,
             max_connections: None,
             prices: None,
+            tcp: None,
         }
     }
 }
@@ -95,11 +98,16 @@ pub enum StartError {
     Prices(#[from] teamboard_prices::PricesError),
     #[error(transparent)]
     Key(#[from] auth::KeyError),
+    #[error(transparent)]
+    Tcp(#[from] server::TcpError),
 }
 
 /// A running daemon.
 pub struct Running {
     pub socket: PathBuf,
+    /// Where the TCP listener is bound, when there is one (its port chosen by
+    /// the system when the configuration said 0).
+    pub tcp: Option<std::net::SocketAddr>,
     shutdown: CancellationToken,
     fatal: CancellationToken,
     task: JoinHandle<()>,
@@ -139,13 +147,19 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let lock = store::lock::lock_state_dir(&config.state_dir)?;
     let mut store = store::Store::open(&config.state_dir)?;
     let snapshot = store.load()?;
-    let keys = auth::Keys::load(&config.state_dir, store.credentials()?)?;
+    let keys =
+        auth::Keys::load(&config.state_dir, store.credentials()?)?.with_tokens(store.tokens()?);
     let restored_tasks = snapshot.tasks.len();
     let prices = teamboard_prices::Prices::load(config.prices.as_deref())?;
     let mut board = Board::restore(config.board, snapshot, Actor::now());
     board.set_pricer(Arc::new(move |model: &str, tokens: &_| {
         prices.price(model, tokens)
     }));
+    let network = match &config.tcp {
+        Some(spec) => Some(server::tcp::listen(spec).await?),
+        None => None,
+    };
+    let tcp = network.as_ref().map(|(addr, _)| *addr);
     let listener = server::bind(&config.socket).await?;
     let shutdown = CancellationToken::new();
     let fatal = CancellationToken::new();
@@ -171,6 +185,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     tracing::info!(
         socket = %config.socket.display(),
         state_dir = %config.state_dir.display(),
+        tcp = ?tcp,
         tasks = restored_tasks,
         "boardd ready"
     );
@@ -185,12 +200,14 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
                 _ = failed.cancelled() => {}
             }
         };
-        server::run(listener, actor, settings, stopping).await;
+        let network = network.map(|(_, rx)| rx);
+        server::run(listener, network, actor, settings, stopping).await;
         let _ = std::fs::remove_file(&socket);
         tracing::info!("boardd stopped");
     });
     Ok(Running {
         socket: config.socket,
+        tcp,
         shutdown,
         fatal,
         task,

@@ -40,6 +40,9 @@ pub mod spend;
 pub mod task_status;
 pub mod team_request;
 pub mod text;
+#[cfg(feature = "tls")]
+pub mod tls;
+pub mod token;
 pub mod transcript;
 pub mod types;
 pub mod worktree;

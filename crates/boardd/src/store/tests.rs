@@ -185,7 +185,7 @@ fn a_member_row_from_before_runtimes_loads_as_native_and_a_runtime_round_trips()
         members: vec![("default".into(), new.clone())],
         ..Default::default()
     };
-    store.commit([&batch], []).expect("commit");
+    store.commit([&batch], [], []).expect("commit");
     drop(store);
     let mut store = Store::open(dir.path()).expect("reopen");
     let mut members = store.load().expect("load").members;
@@ -229,7 +229,7 @@ fn a_budget_keeps_what_it_came_to_and_an_older_row_reads_without_it() {
         )],
         ..Default::default()
     };
-    store.commit([&batch], []).expect("commit");
+    store.commit([&batch], [], []).expect("commit");
     // A row as boardd wrote it before it kept the marks: the budget alone.
     let ana = Budget {
         scope: BudgetScope::Member { name: "ana".into() },
@@ -264,7 +264,7 @@ fn a_version_5_database_gets_the_credentials_table_and_keeps_its_board() {
         teams: vec!["web".into()],
         ..Default::default()
     };
-    store.commit([&batch], []).expect("commit");
+    store.commit([&batch], [], []).expect("commit");
     // As boardd left it before credentials: no table, schema version 5.
     store
         .conn
@@ -285,8 +285,8 @@ fn a_version_5_database_gets_the_credentials_table_and_keeps_its_board() {
         name: "ana".into(),
         digest: [byte; 32],
     };
-    store.commit([], [&row(1)]).expect("commit");
-    store.commit([], [&row(2)]).expect("commit");
+    store.commit([], [&row(1)], []).expect("commit");
+    store.commit([], [&row(2)], []).expect("commit");
     drop(store);
     let store = Store::open(dir.path()).expect("reopen");
     assert_eq!(store.credentials().expect("credentials"), vec![row(2)]);
