@@ -142,7 +142,8 @@ impl Keys {
         let lead_path = self.lead_path.display();
         let how = format!(
             "teamctl reads the lead's credential from {lead_path}; a raw client puts that file's \
-             text in hello's `credential`"
+             text in hello's `credential`; a client on another host presents a token from \
+             `teamctl token create {name}`"
         );
         match authority {
             Authority::Lead => Ok(()),

@@ -19,6 +19,8 @@ pub mod board_call;
 pub mod client;
 #[cfg(feature = "codec")]
 pub mod codec;
+#[cfg(feature = "client")]
+pub mod endpoint;
 pub mod error;
 pub mod frame;
 pub mod ids;
@@ -49,6 +51,8 @@ pub mod worktree;
 
 #[cfg(feature = "client")]
 pub use client::{Client, ClientError};
+#[cfg(feature = "client")]
+pub use endpoint::{Endpoint, Remote};
 pub use error::{ErrorBody, ErrorCode};
 pub use frame::{ClientFrame, Credential, Hello, ServerFrame, Welcome};
 pub use ids::{RequestId, TaskId, request_tag};
