@@ -262,6 +262,37 @@ async fn a_teammate_over_tls_registers_with_its_token_and_completes_a_task() {
     again.team().await.unwrap();
     let tokens = host.local().json(&["token", "list"]);
     assert_eq!(tokens[0]["name"], "alice", "{tokens}");
+
+    // `teamctl spawn` on another host hands its endpoint, token and CA on.
+    let bob_token = host.token("bob");
+    let args = [
+        "spawn",
+        "bob",
+        "--role",
+        "dev",
+        "--workdir",
+        work.to_str().unwrap(),
+        "--json",
+    ];
+    let spawned = stdout(&host.remote(&bob_token, &host.trust, &args));
+    let spawned: serde_json::Value = serde_json::from_str(&spawned).unwrap();
+    let _bob = KillOnDrop(spawned["pid"].as_i64().expect("pid") as i32);
+    let team = boss.team().await.unwrap();
+    assert!(
+        team.iter().any(|m| m.name == "bob" && m.connected),
+        "{team:?}"
+    );
+}
+
+/// A detached teammate `teamctl spawn` started, killed when the test ends.
+struct KillOnDrop(i32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) only sends a signal; the pid is the spawned
+        // teammate's, which `spawn` reported as running.
+        unsafe { libc::kill(self.0, libc::SIGKILL) };
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

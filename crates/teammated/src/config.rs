@@ -53,6 +53,8 @@ pub struct Config {
     pub socket: PathBuf,
     /// boardd over the network (`--connect`), in place of `socket`.
     pub connect: Option<teamboard_protocol::Endpoint>,
+    /// The token's file with `connect`: hidden from the sandbox as `lead.key` is.
+    pub token_file: Option<PathBuf>,
     pub state_dir: PathBuf,
     /// The credential that registers the member, read at start and taken by
     /// the session: the lead's, after which the member's own credential (see
@@ -203,6 +205,7 @@ impl Config {
         Config {
             socket: daemon.socket.clone(),
             connect: None,
+            token_file: None,
             state_dir: daemon.state_dir.clone(),
             lead_key: Some(teamboard_testkit::lead_key(&daemon.socket)),
             workdir: daemon.dir().to_path_buf(),
@@ -219,6 +222,7 @@ impl Config {
             team: "default".into(),
             socket: dir.join("boardd.sock"),
             connect: None,
+            token_file: None,
             state_dir: dir.to_path_buf(),
             lead_key: None,
             workdir: dir.to_path_buf(),

@@ -209,6 +209,10 @@ impl Args {
             role: self.role,
             team: self.team,
             socket: self.socket.unwrap_or_else(paths::default_socket_path),
+            // Absolute: the sandbox hides it by path (see `sandbox`).
+            token_file: (self.connect.as_ref())
+                .and(self.token_file)
+                .map(|p| std::path::absolute(&p).unwrap_or(p)),
             connect: self.connect.map(|e| e.with_ca_file(self.ca_file)),
             // Read in `main`, once the settings are known to be good.
             lead_key: None,
@@ -345,9 +349,8 @@ fn real_main() -> anyhow::Result<()> {
     }
     let (args, model_given) = Args::parse_args();
     init_tracing("info");
-    let token_file = args.token_file.clone();
     let mut config = args.into_config(model_given)?;
-    config.lead_key = Some(match (&config.connect, token_file) {
+    config.lead_key = Some(match (&config.connect, config.token_file.clone()) {
         // Over the network, the token only: a lead.key here belongs to
         // another boardd, if to any.
         (Some(endpoint), Some(token_file)) => {
@@ -368,13 +371,17 @@ fn real_main() -> anyhow::Result<()> {
         .chain_key_vars()
         .map(str::to_string)
         .collect();
-    // The lead's credential file is named too: nothing the model runs learns
-    // where the key that opens the whole board lies (the sandbox hides it).
+    // The lead's credential file is named too, and the token's: nothing the
+    // model runs learns where the key that opens the board lies (the sandbox
+    // hides both).
     for var in SECRET_VARS
         .iter()
         .copied()
         .chain(fallback_keys.iter().map(String::as_str))
-        .chain([teamboard_protocol::lead_key::LEAD_KEY_ENV])
+        .chain([
+            teamboard_protocol::lead_key::LEAD_KEY_ENV,
+            "TEAMBOARD_TOKEN_FILE",
+        ])
     {
         // SAFETY: no other thread exists yet (the async runtime starts below), so
         // nothing reads the environment while it changes.

@@ -291,3 +291,55 @@ fn a_version_5_database_gets_the_credentials_table_and_keeps_its_board() {
     let store = Store::open(dir.path()).expect("reopen");
     assert_eq!(store.credentials().expect("credentials"), vec![row(2)]);
 }
+
+#[test]
+fn a_version_6_database_gets_the_tokens_table_and_keeps_its_credentials() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut store = Store::open(dir.path()).expect("open");
+    let member = CredentialRow {
+        team: "web".into(),
+        name: "ana".into(),
+        digest: [7; 32],
+    };
+    store.commit([], [&member], []).expect("commit");
+    // As boardd left it before tokens: no table, schema version 6.
+    store
+        .conn
+        .execute_batch("DROP TABLE tokens; PRAGMA user_version = 6;")
+        .expect("back to version 6");
+    drop(store);
+    let mut store = Store::open(dir.path()).expect("reopen");
+    let version: i64 = (store.conn)
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .expect("version");
+    assert_eq!(version, SCHEMA_VERSION);
+    assert_eq!(store.credentials().expect("credentials"), vec![member]);
+    assert_eq!(store.tokens().expect("tokens"), vec![]);
+    // A name's token replaces the one before, a revoke deletes it, and what
+    // is left outlives a reopen.
+    let token = |team: &str, name: &str, byte| TokenRow {
+        team: team.into(),
+        name: name.into(),
+        digest: [byte; 32],
+        created_ms: i64::from(byte),
+    };
+    let puts = [
+        TokenChange::Put(token("web", "ana", 1)),
+        TokenChange::Put(token("web", "bo", 2)),
+    ];
+    store.commit([], [], &puts).expect("commit");
+    let later = [
+        TokenChange::Put(token("web", "ana", 3)),
+        TokenChange::Revoke {
+            team: "web".into(),
+            name: "bo".into(),
+        },
+    ];
+    store.commit([], [], &later).expect("commit");
+    drop(store);
+    let store = Store::open(dir.path()).expect("reopen");
+    assert_eq!(
+        store.tokens().expect("tokens"),
+        vec![token("web", "ana", 3)]
+    );
+}
