@@ -29,7 +29,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use teamboard_protocol::request::{EventsArgs, ListTasksArgs};
 use teamboard_protocol::{
-    Client, ClientError, Credential, ErrorCode, Event, Remote, Request, Task, TaskId,
+    Client, ClientError, Credential, Endpoint, ErrorCode, Event, Remote, Request, Task, TaskId,
 };
 
 /// The client's name in the hello: the person at teamctl is the team's lead.
@@ -95,6 +95,22 @@ impl Ctx {
     pub fn lead_key(&self) -> anyhow::Result<Credential> {
         let dir = self.state_dir();
         Ok(teamboard_protocol::lead_key::lead_key(Some(&dir))?)
+    }
+
+    /// Where boardd is, and what vouches for this host there: `--connect` and
+    /// its token, or the socket and the lead's key. The credential's error is
+    /// kept, to be said when boardd refuses the session.
+    pub fn endpoint_and_credential(&self) -> (Endpoint, Result<Credential, String>) {
+        match &self.remote {
+            Some(remote) => (
+                remote.endpoint.clone(),
+                remote.token().map_err(|e| e.to_string()),
+            ),
+            None => (
+                Endpoint::Unix(self.socket.clone()),
+                self.lead_key().map_err(|e| e.to_string()),
+            ),
+        }
     }
 
     /// Opens a session as `lead` in the team, which must exist unless
