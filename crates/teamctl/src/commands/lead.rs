@@ -14,6 +14,15 @@ use std::os::unix::process::CommandExt as _;
 use teamboard_protocol::RuntimeKind;
 
 pub fn run(ctx: &Ctx, args: LeadArgs) -> anyhow::Result<()> {
+    // The LLM lead spawns its teammates with the lead's key and reads their
+    // transcripts in boardd's state directory: both are on boardd's host.
+    if let Some(remote) = &ctx.remote {
+        anyhow::bail!(
+            "`teamctl lead` runs on boardd's host, where it spawns its teammates and reads \
+             their transcripts; run it there (over ssh, say), not with --connect {}",
+            remote.endpoint
+        );
+    }
     let argv = lead_args(ctx, args)?;
     let bin = find_teammated()?;
     let err = std::process::Command::new(&bin).args(&argv).exec();
