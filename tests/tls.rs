@@ -15,7 +15,6 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
 use teamboard_protocol::request::{NewTask, RegisterArgs};
 use teamboard_protocol::{Client, ClientError, Credential, Endpoint, ErrorCode, TaskStatus};
 use teamboard_testkit::{
@@ -461,7 +460,6 @@ impl Proxy {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_claim_held_over_a_lost_network_is_reclaimable_after_its_lease() {
-    let ttl = Duration::from_secs(3);
     let host = Host::start(true, &["--lease-ttl", "3"]).await;
     let proxy = Proxy::start(host.addr).await;
     let alice_token = host.token("alice");
@@ -510,17 +508,22 @@ async fn a_claim_held_over_a_lost_network_is_reclaimable_after_its_lease() {
     .await
     .unwrap();
     proxy.cut.cancel();
-    let cut_at = Instant::now();
     let claim = eventually("bob to claim the task", PATIENCE, || async {
         bob.claim_next().await.ok().flatten()
     })
     .await;
     assert_eq!(claim.task.id, id, "{}", alice.log_text());
-    // The last heartbeat came at most a third of the lease before the cut.
-    let waited = cut_at.elapsed();
+    // Taken from alice by her lease running out, not by a closed connection:
+    // boardd never heard from her host again.
+    let history = boss.get_task(id).await.unwrap().history;
+    let lapsed = history
+        .iter()
+        .find(|e| e.detail.contains("back to pending"))
+        .expect("alice's claim ended");
     assert!(
-        waited >= ttl * 2 / 3 - Duration::from_millis(100),
-        "{waited:?}"
+        lapsed.detail.contains("lease expired, alice"),
+        "{}",
+        lapsed.detail
     );
     let t = boss.get_task(id).await.unwrap().task;
     assert_eq!(t.owner.as_deref(), Some("bob"));
