@@ -528,3 +528,74 @@ async fn a_claim_held_over_a_lost_network_is_reclaimable_after_its_lease() {
     let t = boss.get_task(id).await.unwrap().task;
     assert_eq!(t.owner.as_deref(), Some("bob"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lead_on_another_host_spawns_teammates_that_connect_with_tokens_it_issued() {
+    let host = Host::start(false, &[]).await;
+    let token = host.token("lead");
+    let work = host.dir.path().join("lead-work");
+    std::fs::create_dir_all(&work).unwrap();
+    let goal = "Over the network.\n\n````plan\nteammate ada\ntask good\n    ```sh\n    echo fine\n    ```\n````";
+    let args = [
+        "lead",
+        "--goal",
+        goal,
+        "--yes",
+        "--teammate-idle-timeout",
+        "0",
+        "--workdir",
+        work.to_str().unwrap(),
+    ];
+    let mut cmd = Command::new(workspace_bin("teamctl"));
+    let elsewhere = host.dir.path().join("laptop");
+    cmd.arg("--connect")
+        .arg(host.url())
+        .arg("--token-file")
+        .arg(&token)
+        .arg("--ca-file")
+        .arg(&host.certs.ca)
+        .arg("--state-dir")
+        .arg(&elsewhere)
+        .args(args)
+        .env("TEAMMATED_BIN", workspace_bin("teammated"))
+        .env("TEAMBOARD_SOCKET", elsewhere.join("no.sock"))
+        .env_remove("TEAMBOARD_LEAD_KEY")
+        .env_remove("TEAMBOARD_TEAM")
+        .env_remove("TEAMMATE_PROVIDER")
+        .stdin(Stdio::null());
+    let out = tokio::task::spawn_blocking(move || cmd.output().expect("teamctl lead runs"))
+        .await
+        .unwrap();
+    let boss = lead(host.socket()).await;
+    let team = boss.team().await.unwrap();
+    // The teammate outlives the lead: stopped here, by the pid it registered.
+    let _ada = team
+        .iter()
+        .filter_map(|m| m.pid)
+        .map(|pid| KillOnDrop(pid as i32))
+        .collect::<Vec<_>>();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        stdout_of(&out),
+        stderr(&out)
+    );
+    let tasks = boss.list_tasks(Some(TaskStatus::Completed)).await.unwrap();
+    assert_eq!(tasks.len(), 1, "{}", stdout_of(&out));
+    assert_eq!(tasks[0].owner.as_deref(), Some("ada"));
+    // ada connected with a token of her own, kept 0600 on the lead's host.
+    let tokens = host.local().json(&["token", "list"]);
+    let names: Vec<&str> = (tokens.as_array().unwrap().iter())
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["ada", "lead"], "{tokens}");
+    let file =
+        teamboard_protocol::transcript::teammate_dir(&elsewhere, "default", "ada").join("token");
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&file).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600);
+}
+
+fn stdout_of(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}

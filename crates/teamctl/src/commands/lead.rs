@@ -14,15 +14,6 @@ use std::os::unix::process::CommandExt as _;
 use teamboard_protocol::RuntimeKind;
 
 pub fn run(ctx: &Ctx, args: LeadArgs) -> anyhow::Result<()> {
-    // The LLM lead spawns its teammates with the lead's key and reads their
-    // transcripts in boardd's state directory: both are on boardd's host.
-    if let Some(remote) = &ctx.remote {
-        anyhow::bail!(
-            "`teamctl lead` runs on boardd's host, where it spawns its teammates and reads \
-             their transcripts; run it there (over ssh, say), not with --connect {}",
-            remote.endpoint
-        );
-    }
     let argv = lead_args(ctx, args)?;
     let bin = find_teammated()?;
     let err = std::process::Command::new(&bin).args(&argv).exec();
@@ -73,6 +64,19 @@ fn lead_args(ctx: &Ctx, args: LeadArgs) -> anyhow::Result<Vec<OsString>> {
         "--teamctl".into(),
         teamctl.into(),
     ];
+    // Over the network: the lead presents the token, and issues its
+    // teammates theirs (`teammated lead` and its `spawn`).
+    if let Some(remote) = &ctx.remote {
+        let mut remote = remote.clone();
+        remote.token_file = absolute(&remote.token_file, "token file")?;
+        if let teamboard_protocol::Endpoint::Tls {
+            ca_file: Some(ca), ..
+        } = &mut remote.endpoint
+        {
+            *ca = absolute(ca, "CA file")?;
+        }
+        argv.extend(remote.args());
+    }
     if ctx.new_team {
         argv.push("--new-team".into());
     }
