@@ -16,6 +16,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 use teamboard_testkit::InProc;
+use teamboard_testkit::boardd::server::{TcpListen, TlsFiles};
 use tokio::process::Command;
 
 /// How long the whole Python scenario may take. It needs well under a second; the
@@ -37,22 +38,13 @@ async fn have_python() -> bool {
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn python_example_client_runs_its_scenario() -> anyhow::Result<()> {
-    if !have_python().await {
-        eprintln!("note: python3 is not on PATH; skipping the Python client test");
-        return Ok(());
-    }
+/// Runs the example's self-check with `args` and asserts that it printed `ok`.
+async fn run_scenario(args: &[&std::ffi::OsStr]) -> anyhow::Result<()> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/examples/teamboard_client.py");
     assert!(script.is_file(), "{} is missing", script.display());
-
-    let daemon = InProc::start().await;
-    let socket = daemon.socket.clone();
-
     let child = Command::new("python3")
         .arg(&script)
-        .arg(&socket)
-        .arg(teamboard_testkit::lead_key_path(&socket))
+        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -65,17 +57,6 @@ async fn python_example_client_runs_its_scenario() -> anyhow::Result<()> {
         })??;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
-
-    // boardd kept serving through the scenario's malformed frame: a fresh
-    // connection still gets a welcome and answers.
-    let key = teamboard_testkit::lead_key(&socket);
-    let probe =
-        teamboard_protocol::Client::connect(&socket, "test", "lead", "default", Some(&key)).await?;
-    let status = probe.status().await?;
-    assert_eq!(status.protocol, teamboard_protocol::PROTOCOL_VERSION);
-    drop(probe);
-    daemon.stop().await;
-
     assert!(
         output.status.success(),
         "the Python client failed ({}).\nstdout:\n{stdout}\nstderr:\n{stderr}",
@@ -86,4 +67,60 @@ async fn python_example_client_runs_its_scenario() -> anyhow::Result<()> {
         "the Python client did not print ok.\nstdout:\n{stdout}\nstderr:\n{stderr}"
     );
     Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn python_example_client_runs_its_scenario() -> anyhow::Result<()> {
+    if !have_python().await {
+        eprintln!("note: python3 is not on PATH; skipping the Python client test");
+        return Ok(());
+    }
+    let daemon = InProc::start().await;
+    let socket = daemon.socket.clone();
+    let key = teamboard_testkit::lead_key_path(&socket);
+    let scenario = run_scenario(&[socket.as_os_str(), key.as_os_str()]).await;
+
+    // boardd kept serving through the scenario's malformed frame: a fresh
+    // connection still gets a welcome and answers.
+    let key = teamboard_testkit::lead_key(&socket);
+    let probe =
+        teamboard_protocol::Client::connect(&socket, "test", "lead", "default", Some(&key)).await?;
+    let status = probe.status().await?;
+    assert_eq!(status.protocol, teamboard_protocol::PROTOCOL_VERSION);
+    drop(probe);
+    daemon.stop().await;
+    scenario
+}
+
+/// The same scenario over boardd's TLS listener, trusting a self-signed
+/// certificate given as the CA file.
+#[tokio::test(flavor = "multi_thread")]
+async fn python_example_client_runs_its_scenario_over_tls() -> anyhow::Result<()> {
+    if !have_python().await {
+        eprintln!("note: python3 is not on PATH; skipping the Python client test");
+        return Ok(());
+    }
+    let certs_dir = teamboard_testkit::short_tempdir();
+    let certs = teamboard_testkit::TestCerts::make(certs_dir.path());
+    let tls = TlsFiles {
+        cert: certs.self_signed.clone(),
+        key: certs.self_signed_key.clone(),
+    };
+    let daemon = InProc::start_with(|config| {
+        config.tcp = Some(TcpListen {
+            addr: ([127, 0, 0, 1], 0).into(),
+            tls: Some(tls),
+        });
+    })
+    .await;
+    let addr = daemon
+        .running()
+        .and_then(|r| r.tcp)
+        .expect("a TCP listener");
+    let url = std::ffi::OsString::from(format!("tls://{addr}"));
+    let key = teamboard_testkit::lead_key_path(&daemon.socket);
+    let ca = certs.self_signed.as_os_str();
+    let scenario = run_scenario(&[&url, key.as_os_str(), ca]).await;
+    daemon.stop().await;
+    scenario
 }

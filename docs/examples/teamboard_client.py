@@ -15,9 +15,21 @@ A session presents a credential in its hello: the lead's, read from boardd's
 `register` gave a member. Without one, every request is refused with
 `permission_denied`.
 
+Over the network, `path` is boardd's TLS listener (`boardd --listen-tcp`), and
+the credential a token from `teamctl token create NAME`:
+
+    c = Client.connect("tls://board.example:7433", name="alice",
+                       credential=open("alice.token").read().strip(),
+                       cafile="ca.pem")
+
+`cafile` is the CA (PEM) the server's certificate must be signed by (a
+self-signed certificate is its own CA); without it the system's roots. The
+certificate is always checked, and its name must match the host.
+
 or run it as a self-check against a running boardd:
 
     python3 teamboard_client.py /path/to/boardd.sock [/path/to/lead.key]
+    python3 teamboard_client.py tls://127.0.0.1:7433 /path/to/lead.key ca.pem
 
 which drives a full scenario, prints "ok" and exits 0, or prints what went wrong
 and exits 1.
@@ -30,6 +42,7 @@ import collections
 import json
 import os
 import socket
+import ssl
 import struct
 import sys
 import time
@@ -121,6 +134,40 @@ def read_lead_key(path=None):
     return key
 
 
+def open_stream(path=None, timeout=10.0, cafile=None):
+    """A connected socket: the Unix socket at `path`, or for `tls://HOST:PORT`
+    a TLS connection whose certificate is checked against `cafile` (or the
+    system's roots) and HOST. The frames are the same either way."""
+    path = path or default_socket_path()
+    if path.startswith("tls://"):
+        host, _, port = path[len("tls://"):].rstrip("/").rpartition(":")
+        host = host.strip("[]")
+        context = ssl.create_default_context(cafile=cafile)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        try:
+            raw = socket.create_connection((host, int(port)), timeout=timeout)
+        except OSError as e:
+            raise TeamboardError("cannot reach boardd at %s: %s" % (path, e)) from e
+        try:
+            return context.wrap_socket(raw, server_hostname=host)
+        except ssl.SSLError as e:
+            raw.close()
+            raise TeamboardError(
+                "TLS with boardd at %s failed (%s); its certificate must be for %s and "
+                "signed by %s" % (path, e, host, cafile or "a root the system trusts")
+            ) from e
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        sock.connect(path)
+    except (FileNotFoundError, ConnectionRefusedError) as e:
+        sock.close()
+        raise TeamboardError(
+            "boardd is not running (nothing listens on %s): %s" % (path, e)
+        ) from e
+    return sock
+
+
 def encode_frame(obj):
     """One frame: 4-byte big-endian length, then that many bytes of UTF-8 JSON."""
     payload = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
@@ -145,23 +192,22 @@ class Client:
 
     @classmethod
     def connect(
-        cls, path=None, name="lead", team=DEFAULT_TEAM, client="python", timeout=10.0, credential=None
+        cls,
+        path=None,
+        name="lead",
+        team=DEFAULT_TEAM,
+        client="python",
+        timeout=10.0,
+        credential=None,
+        cafile=None,
     ):
-        """Connects to `path` (default: default_socket_path()) and says hello as
-        `name`, presenting `credential`: by default the lead's (read_lead_key()),
-        which vouches for any name; a member may present its own instead."""
-        path = path or default_socket_path()
+        """Connects to `path` (default: default_socket_path(); `tls://HOST:PORT`
+        for boardd's TLS listener, trusting `cafile`) and says hello as `name`,
+        presenting `credential`: by default the lead's (read_lead_key()), which
+        vouches for any name; a member may present its own, or a token."""
         if credential is None:
             credential = read_lead_key()
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(timeout)
-        try:
-            sock.connect(path)
-        except (FileNotFoundError, ConnectionRefusedError) as e:
-            sock.close()
-            raise TeamboardError(
-                "boardd is not running (nothing listens on %s): %s" % (path, e)
-            ) from e
+        sock = open_stream(path, timeout, cafile)
         hello = {
             "type": "hello",
             "protocol": PROTOCOL_VERSION,
@@ -341,14 +387,12 @@ def wait_event(client, pred, what, timeout=10.0):
             return ev
 
 
-def demo(path):
+def demo(path, cafile=None):
     team = "pydemo-%d" % os.getpid()
 
     # Handshake: a wrong major version is rejected with a reason.
     try:
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(10)
-        s.connect(path)
+        s = open_stream(path, 10, cafile)
         s.sendall(encode_frame({"type": "hello", "protocol": 999, "client": "demo", "name": "lead"}))
         c = Client(s, None)
         frame = c._read_frame(timeout=10)
@@ -358,7 +402,7 @@ def demo(path):
     except ConnectionClosed as e:
         raise Mismatch("version mismatch closed without reject: %s" % e)
 
-    lead = Client.connect(path, name="lead", team=team, client="pydemo")
+    lead = Client.connect(path, name="lead", team=team, client="pydemo", cafile=cafile)
     expect(lead.welcome["protocol"] == PROTOCOL_VERSION, "welcome: %r" % lead.welcome)
     expect(isinstance(lead.welcome["session"], int), "welcome: %r" % lead.welcome)
 
@@ -383,24 +427,24 @@ def demo(path):
     expect(any(t["name"] == team for t in st["teams"]), "status teams: %r" % st)
 
     # A hello without a credential is welcomed, and refused every request.
-    bare = Client.connect(path, name="lead", team=team, client="pydemo", credential="")
+    bare = Client.connect(path, name="lead", team=team, client="pydemo", credential="", cafile=cafile)
     e = expect_error("permission_denied", bare.call, "list_tasks")
     expect("lead.key" in e.message, "refusal: %r" % e.message)
     bare.close()
 
     # A teammate on a second connection registers, with the lead's credential,
     # and gets its own.
-    first = Client.connect(path, name="alice", team=team, client="pydemo")
+    first = Client.connect(path, name="alice", team=team, client="pydemo", cafile=cafile)
     expect_error("not_registered", first.call, "claim_next")
     member = first.call("register", {"role": "dev", "pid": os.getpid()})
     own = member["credential"]
     expect(isinstance(own, str) and own, "member credential: %r" % member)
     first.close()
     # Its own credential vouches for alice only, and registers her again.
-    stranger = Client.connect(path, name="bob", team=team, client="pydemo", credential=own)
+    stranger = Client.connect(path, name="bob", team=team, client="pydemo", credential=own, cafile=cafile)
     expect_error("permission_denied", stranger.call, "inbox")
     stranger.close()
-    alice = Client.connect(path, name="alice", team=team, client="pydemo", credential=own)
+    alice = Client.connect(path, name="alice", team=team, client="pydemo", credential=own, cafile=cafile)
     deadline = time.monotonic() + 10
     while True:
         try:
@@ -460,7 +504,7 @@ def demo(path):
     expect([m["id"] for m in lead.call("inbox")] == [reply["id"]], "lead inbox")
 
     # Events: a third connection subscribes and sees changes after they are durable.
-    watcher = Client.connect(path, name="watcher", team=team, client="pydemo")
+    watcher = Client.connect(path, name="watcher", team=team, client="pydemo", cafile=cafile)
     expect(watcher.call("subscribe") == {}, "subscribe result")
     third = lead.call("add_task", {"subject": "Ship it", "role": "ops"})
     ev = wait_event(watcher, lambda e: e["kind"] == "task_created" and e["task"] == third["id"], "task_created")
@@ -476,7 +520,7 @@ def demo(path):
     expect(since and since[0]["seq"] == ev["seq"], "events since: %r" % since)
 
     # A dropped connection returns the claim to pending within milliseconds.
-    bob = Client.connect(path, name="bob", team=team, client="pydemo")
+    bob = Client.connect(path, name="bob", team=team, client="pydemo", cafile=cafile)
     bob.call("register", {"role": "ops"})
     held = bob.call("claim_next")
     expect(held and held["task"]["id"] == third["id"], "bob claim: %r" % held)
@@ -535,13 +579,13 @@ def demo(path):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) not in (2, 3):
-        print("usage: %s SOCKET [LEAD_KEY_FILE]" % sys.argv[0], file=sys.stderr)
+    if len(sys.argv) not in (2, 3, 4):
+        print("usage: %s SOCKET|tls://HOST:PORT [LEAD_KEY_FILE [CA_FILE]]" % sys.argv[0], file=sys.stderr)
         sys.exit(2)
-    if len(sys.argv) == 3:
+    if len(sys.argv) >= 3:
         os.environ["TEAMBOARD_LEAD_KEY"] = sys.argv[2]
     try:
-        demo(sys.argv[1])
+        demo(sys.argv[1], sys.argv[3] if len(sys.argv) == 4 else None)
     except (Mismatch, TeamboardError, OSError, ValueError, KeyError, TypeError) as e:
         print("FAILED: %s: %s" % (type(e).__name__, e), file=sys.stderr)
         sys.exit(1)

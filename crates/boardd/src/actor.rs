@@ -12,7 +12,7 @@
 
 use crate::auth::{Authority, Keys};
 use crate::handlers::repo_done::{self, Effect, Held};
-use crate::handlers::{self, Outcome};
+use crate::handlers::{self, Outcome, TokenOp};
 use crate::info::DaemonInfo;
 use crate::leads::LeadSeats;
 use crate::outbox::Outbox;
@@ -395,6 +395,10 @@ impl Actor {
                     .map(|()| Reply::Done(crate::reply::Empty {}));
                 self.job.replies.push(ReplyTo::new(out, id, result));
             }
+            Outcome::Token(op) => {
+                let result = self.token(op);
+                self.job.replies.push(ReplyTo::new(out, id, result));
+            }
             Outcome::Subscribe => {
                 // A set: subscribing twice on one connection must not double
                 // every event.
@@ -423,6 +427,31 @@ impl Actor {
             member: *member,
             credential: Some(credential),
         })))
+    }
+
+    /// Carries out a lead's token request; a change goes to disk with the
+    /// batch, before the reply.
+    fn token(&mut self, op: TokenOp) -> Result<Reply, ErrorBody> {
+        let tokens = &mut self.keys.tokens;
+        match op {
+            TokenOp::Create { team, name } => {
+                let (issued, change) = (tokens.create(&team, &name, Self::now().wall_ms))
+                    .map_err(|e| ErrorBody::new(ErrorCode::Internal, e.to_string()))?;
+                tracing::info!(%team, %name, "token issued");
+                self.job.tokens.push(change);
+                Ok(Reply::from(issued))
+            }
+            TokenOp::Revoke { team, name } => {
+                let Some((entry, change)) = tokens.revoke(&team, &name) else {
+                    let why = format!("'{name}' has no token in team '{team}'");
+                    return Err(ErrorBody::new(ErrorCode::NotFound, why));
+                };
+                tracing::info!(%team, %name, "token revoked");
+                self.job.tokens.push(change);
+                Ok(Reply::from(entry))
+            }
+            TokenOp::List { team } => Ok(Reply::Tokens(tokens.list(&team))),
+        }
     }
 
     /// Queues a reply to a parked waiter, if its session is still open.

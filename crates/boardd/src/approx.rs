@@ -8,6 +8,7 @@
 //! not a byte count.
 
 use crate::reply::Reply;
+use teamboard_protocol::token::TokenEntry;
 use teamboard_protocol::{
     CheckRun, Claim, ErrorBody, Event, Member, Message, OpenedWorktree, Repo, ServerStatus, Task,
     TaskDetail, TeamRequest, Work, Worktree, WorktreeEntry,
@@ -161,6 +162,12 @@ impl ApproxLen for ErrorBody {
     }
 }
 
+impl ApproxLen for TokenEntry {
+    fn approx_len(&self) -> usize {
+        64 + self.team.len() + self.name.len()
+    }
+}
+
 impl ApproxLen for Reply {
     fn approx_len(&self) -> usize {
         match self {
@@ -191,6 +198,9 @@ impl ApproxLen for Reply {
             Reply::Settled(s) => 160 + opt(&s.exhausted),
             Reply::Budget(b) => 320 + b.set_by.len(),
             Reply::Budgets(r) => 200 + 480 * (r.budgets.len() + r.accounts.len()),
+            Reply::Token(t) => 96 + t.entry.approx_len(),
+            Reply::TokenEntry(t) => t.approx_len(),
+            Reply::Tokens(v) => list(v),
         }
     }
 }

@@ -22,6 +22,9 @@
 //! - Rejecting the hello: a `reject` frame has no error code, and the protocol
 //!   promises `permission_denied` for what a session may not do.
 //!
+//! Tokens (`auth/tokens.rs`) are a third kind: issued by the lead for a name,
+//! they vouch for it as its member's credential does, until revoked.
+//!
 //! Credentials are compared as SHA-256 digests, in constant time (`subtle`):
 //! the member table keeps digests only, and the lead's is held the same way.
 //! `ring` (already built for teammated's TLS) gives the digest and the
@@ -32,7 +35,9 @@
 //! lead, so the database holds it (`secrets`, [`LEAD_SECRET`]) and each boardd
 //! writes it to its own `lead.key`, for the local clients that read the file.
 
-use crate::store::CredentialRow;
+mod tokens;
+
+use crate::store::{CredentialRow, TokenRow};
 use ring::rand::SecureRandom;
 use std::collections::HashMap;
 use std::io::Write;
@@ -41,6 +46,7 @@ use std::sync::Arc;
 use subtle::ConstantTimeEq;
 use teamboard_protocol::lead_key::LEAD_KEY_FILE;
 use teamboard_protocol::{Credential, ErrorBody, ErrorCode, LEAD};
+pub use tokens::Tokens;
 
 type Digest = [u8; 32];
 
@@ -55,7 +61,10 @@ pub enum Authority {
     /// The member's credential, by its digest: good while it is the member's
     /// current one.
     Member(Digest),
-    /// Nobody vouches for the name. `presented`: a credential came, and it was
+    /// A token the lead issued for the session's name, by its digest: good
+    /// until it is revoked or replaced.
+    Token(Digest),
+    //// Nobody vouches for the name. `presented`: a credential came, and it was
     /// not good for this name.
     Nobody { presented: bool },
 }
@@ -84,6 +93,8 @@ pub enum KeyError {
 pub struct Keys {
     lead: Digest,
     members: HashMap<(Arc<str>, Arc<str>), Digest>,
+    /// The tokens the lead issued.
+    pub tokens: Tokens,
     /// Where the lead's credential is, for the reason a refused session hears.
     lead_path: PathBuf,
 }
@@ -113,8 +124,17 @@ impl Keys {
         Ok(Keys {
             lead: digest(lead.as_str()),
             members,
+            tokens: Tokens::default(),
             lead_path,
         })
+    }
+
+    /// The same keys, with the tokens the store holds.
+    pub fn with_tokens(self, rows: Vec<TokenRow>) -> Keys {
+        Keys {
+            tokens: Tokens::new(rows),
+            ..self
+        }
     }
 
     /// What `credential` proves for `name` in `team`.
@@ -125,6 +145,9 @@ impl Keys {
         let given = digest(credential.as_str());
         if bool::from(given.ct_eq(&self.lead)) {
             return Authority::Lead;
+        }
+        if self.tokens.vouches(team, name, &given) {
+            return Authority::Token(given);
         }
         match self.members.get(&(Arc::from(team), Arc::from(name))) {
             Some(current) if bool::from(given.ct_eq(current)) => Authority::Member(given),
@@ -139,7 +162,8 @@ impl Keys {
         let lead_path = self.lead_path.display();
         let how = format!(
             "teamctl reads the lead's credential from {lead_path}; a raw client puts that file's \
-             text in hello's `credential`"
+             text in hello's `credential`; a client on another host presents a token from \
+             `teamctl token create {name}`"
         );
         match authority {
             Authority::Lead => Ok(()),
@@ -152,6 +176,11 @@ impl Keys {
                      with the lead's ({how})"
                 )),
             },
+            Authority::Token(given) if self.tokens.vouches(team, name, given) => Ok(()),
+            Authority::Token(_) => denied(format!(
+                "the token of '{name}' that this session presented was revoked or replaced; \
+                 ask the lead for a new one (`teamctl token create {name}`)"
+            )),
             Authority::Nobody { presented } if name == LEAD => denied(format!(
                 "this session says it is the lead but {} the lead's credential; {how}",
                 if *presented {

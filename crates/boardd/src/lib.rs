@@ -71,6 +71,8 @@ pub struct Config {
     /// The prices file (see `teamboard-prices`); `None`: the default one, if
     /// it exists.
     pub prices: Option<PathBuf>,
+    /// A TCP listener besides the socket, for teammates on other hosts.
+    pub tcp: Option<server::TcpListen>,
 }
 
 impl Config {
@@ -86,6 +88,7 @@ impl Config {
             fence: None,
             max_connections: None,
             prices: None,
+            tcp: None,
         }
     }
 }
@@ -104,11 +107,16 @@ pub enum StartError {
     Prices(#[from] teamboard_prices::PricesError),
     #[error(transparent)]
     Key(#[from] auth::KeyError),
+    #[error(transparent)]
+    Tcp(#[from] server::TcpError),
 }
 
 /// A running daemon.
 pub struct Running {
     pub socket: PathBuf,
+    /// Where the TCP listener is bound, when there is one (its port chosen by
+    /// the system when the configuration said 0).
+    pub tcp: Option<std::net::SocketAddr>,
     shutdown: CancellationToken,
     fatal: CancellationToken,
     task: JoinHandle<()>,
@@ -165,13 +173,19 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     // On PostgreSQL the lead's credential is the database's, so that every
     // boardd on it vouches for the same lead.
     let shared = store.shared_secret(auth::LEAD_SECRET, auth::random_credential()?.as_str())?;
-    let keys = auth::Keys::load(&config.state_dir, store.credentials()?, shared.as_deref())?;
+    let keys = auth::Keys::load(&config.state_dir, store.credentials()?, shared.as_deref())?
+        .with_tokens(store.tokens()?);
     let restored_tasks = snapshot.tasks.len();
     let prices = teamboard_prices::Prices::load(config.prices.as_deref())?;
     let mut board = Board::restore(config.board, snapshot, Actor::now());
     board.set_pricer(Arc::new(move |model: &str, tokens: &_| {
         prices.price(model, tokens)
     }));
+    let network = match &config.tcp {
+        Some(spec) => Some(server::tcp::listen(spec).await?),
+        None => None,
+    };
+    let tcp = network.as_ref().map(|(addr, _)| *addr);
     let listener = server::bind(&config.socket).await?;
     let shutdown = CancellationToken::new();
     let fatal = CancellationToken::new();
@@ -198,6 +212,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         socket = %config.socket.display(),
         state_dir = %config.state_dir.display(),
         database = ?config.database,
+        tcp = ?tcp,
         tasks = restored_tasks,
         "boardd ready"
     );
@@ -212,12 +227,14 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
                 _ = failed.cancelled() => {}
             }
         };
-        server::run(listener, actor, settings, stopping).await;
+        let network = network.map(|(_, rx)| rx);
+        server::run(listener, network, actor, settings, stopping).await;
         let _ = std::fs::remove_file(&socket);
         tracing::info!("boardd stopped");
     });
     Ok(Running {
         socket: config.socket,
+        tcp,
         shutdown,
         fatal,
         task,

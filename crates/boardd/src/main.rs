@@ -1,6 +1,7 @@
 //! The `boardd` binary: flags, logging and signals around [`boardd::start`].
 
 use anyhow::Context;
+use boardd::server::{TcpListen, TlsFiles};
 use boardd::{BoardConfig, CommitMode, Config};
 use clap::{CommandFactory as _, Parser};
 use std::path::PathBuf;
@@ -15,6 +16,7 @@ use teamboard_protocol::paths;
 #[derive(Debug, Parser)]
 #[command(
     version,
+    group = clap::ArgGroup::new("tls_or_plain").args(["tls_cert", "plaintext_loopback"]).multiple(true),
     after_help = "Examples:\n  boardd                                  # foreground, default paths\n  systemctl --user enable --now boardd    # as a user service\n  boardd --socket /tmp/tb.sock --state-dir /tmp/tb-state\n\nLogging: set RUST_LOG (e.g. RUST_LOG=boardd=debug)."
 )]
 struct Args {
@@ -76,6 +78,28 @@ struct Args {
     /// [default: ~/.config/teamboard/prices.toml, if it exists]
     #[arg(long, env = "TEAMBOARD_PRICES", value_name = "FILE")]
     prices: Option<PathBuf>,
+
+    /// Also listen on TCP at ADDR (`0.0.0.0:7433`, `[::]:7433`), with TLS, for
+    /// teammates on other hosts; they present a token (`teamctl token create`)
+    #[arg(
+        long,
+        env = "TEAMBOARD_LISTEN_TCP",
+        value_name = "ADDR",
+        requires = "tls_or_plain"
+    )]
+    listen_tcp: Option<std::net::SocketAddr>,
+
+    /// The TLS certificate chain for --listen-tcp (PEM)
+    #[arg(long, value_name = "CERT.pem", requires_all = ["listen_tcp", "tls_key"])]
+    tls_cert: Option<PathBuf>,
+
+    /// The TLS certificate's private key for --listen-tcp (PEM)
+    #[arg(long, value_name = "KEY.pem", requires_all = ["listen_tcp", "tls_cert"])]
+    tls_key: Option<PathBuf>,
+
+    /// Test only: --listen-tcp without TLS, allowed on a loopback address only
+    #[arg(long, requires = "listen_tcp", conflicts_with_all = ["tls_cert", "tls_key"])]
+    plaintext_loopback: bool,
 
     /// Commit one transaction per request instead of grouping. Only for
     /// benchmarking against the obvious design; it is much slower under load.
@@ -143,6 +167,13 @@ fn real_main() -> anyhow::Result<()> {
             Some(url) => boardd::store::Database::from_url(url)?,
             None => boardd::store::Database::Sqlite,
         },
+        tcp: args.listen_tcp.map(|addr| TcpListen {
+            addr,
+            tls: args
+                .tls_cert
+                .zip(args.tls_key)
+                .map(|(cert, key)| TlsFiles { cert, key }),
+        }),
         ..Config::new(socket, state_dir)
     };
     let cluster = match (args.advertise, args.follower_only) {

@@ -33,7 +33,7 @@ mod budget;
 mod write;
 
 pub use budget::{Budget, Charge, Overdraft};
-pub use write::Frames;
+pub use write::{Frames, LINGER};
 
 use crate::approx::ApproxLen;
 use crate::reply::Reply;

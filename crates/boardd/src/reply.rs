@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 use teamboard_protocol::spend::{Budget, BudgetReport, Reservation, Settled};
+use teamboard_protocol::token::{IssuedToken, TokenEntry};
 use teamboard_protocol::{
     Acked, Claim, Event, Member, Message, OpenedWorktree, Pruned, Registered, Repo, ServerStatus,
     Task, TaskDetail, TeamRequest, Work, WorktreeEntry,
@@ -41,6 +42,9 @@ pub enum Reply {
     Settled(Box<Settled>),
     Budget(Box<Budget>),
     Budgets(Box<BudgetReport>),
+    Token(Box<IssuedToken>),
+    TokenEntry(Box<TokenEntry>),
+    Tokens(Vec<TokenEntry>),
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -57,7 +61,7 @@ macro_rules! from_boxed {
 
 from_boxed! { Task(Task), Claim(Claim), Member(Member), Message(Message), Request(TeamRequest),
 Repo(Repo), Opened(OpenedWorktree), Pruned(Pruned), Reservation(Reservation), Settled(Settled),
-Budget(Budget), Budgets(BudgetReport) }
+Budget(Budget), Budgets(BudgetReport), Token(IssuedToken), TokenEntry(TokenEntry) }
 
 impl Reply {
     /// A list long enough that encoding it takes a while (a whole board, a long

@@ -24,7 +24,7 @@ use teamboard_testkit::{GitRepo, InProc, lead, lead_key, task, teammate};
 fn own(socket: &Path, key: Credential, timeout: Option<Duration>) -> OwnBoard {
     let key = Ok(key);
     OwnBoard::new(OwnConfig {
-        socket: socket.to_path_buf(),
+        endpoint: teamboard_protocol::Endpoint::Unix(socket.to_path_buf()),
         team: "default".into(),
         new_team: false,
         name: "me".into(),

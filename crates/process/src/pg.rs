@@ -57,6 +57,9 @@ pub struct PgOptions {
     pub durable: bool,
     /// The most connections it takes.
     pub max_connections: u32,
+    /// Where its data directory goes [default: the temporary directory]: for a
+    /// benchmark, the disk being measured.
+    pub parent: Option<PathBuf>,
 }
 
 impl Default for PgOptions {
@@ -65,6 +68,7 @@ impl Default for PgOptions {
             listen: vec![IpAddr::V4(Ipv4Addr::LOCALHOST)],
             durable: false,
             max_connections: 300,
+            parent: None,
         }
     }
 }
@@ -96,9 +100,10 @@ impl PgServer {
         let bin = bin_dir()?;
         let owner = Owner::find()?;
         sweep();
+        let parent = (options.parent.clone()).unwrap_or_else(std::env::temp_dir);
         let data = tempfile::Builder::new()
             .prefix(PREFIX)
-            .tempdir()
+            .tempdir_in(&parent)
             .map_err(|e| err(format!("cannot make a directory for PostgreSQL: {e}")))?;
         // Who made it: the shared server's directory outlives its process (a
         // static is never dropped), and the next start sweeps it by this.

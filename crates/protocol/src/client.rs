@@ -6,6 +6,7 @@
 
 use crate::PROTOCOL_VERSION;
 use crate::codec::response_codec;
+use crate::endpoint::{self, Endpoint, Stream};
 use crate::error::{ErrorBody, ErrorCode};
 use crate::frame::{ClientFrame, Credential, Hello, ServerFrame, Welcome};
 use crate::ids::{RequestId, TaskId};
@@ -22,7 +23,6 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use tokio::net::UnixStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
 
@@ -44,6 +44,25 @@ pub enum ClientError {
         path: PathBuf,
         source: std::io::Error,
     },
+    // `error`, not `source`: the message already says it, and a source
+    // would be said twice by a chain printer (`{:#}`).
+    #[error("cannot reach boardd at {server}: {error}")]
+    Unreachable {
+        server: String,
+        error: std::io::Error,
+    },
+    #[error(
+        "TLS with boardd at {server} failed: {error}. Its certificate must be for '{host}' and \
+         signed by {trusted}"
+    )]
+    Tls {
+        server: String,
+        host: String,
+        trusted: String,
+        error: std::io::Error,
+    },
+    #[error(transparent)]
+    TlsSetup(crate::tls::TlsError),
     #[error("boardd refused the connection: {0}")]
     Rejected(String),
     #[error("{0}")]
@@ -79,7 +98,7 @@ impl ClientError {
 }
 
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<serde_json::Value, ClientError>>>>>;
-type Sink = SplitSink<Framed<UnixStream, LengthDelimitedCodec>, Bytes>;
+type Sink = SplitSink<Framed<Stream, LengthDelimitedCodec>, Bytes>;
 
 /// One session with boardd.
 pub struct Client {
@@ -140,28 +159,22 @@ impl Client {
         new_team: Option<bool>,
         credential: Option<&Credential>,
     ) -> Result<Client, ClientError> {
-        let stream = UnixStream::connect(socket)
-            .await
-            .map_err(|e| match e.kind() {
-                std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => {
-                    let path = socket.to_path_buf();
-                    let is_other_file = std::fs::metadata(socket)
-                        .is_ok_and(|m| !std::os::unix::fs::FileTypeExt::is_socket(&m.file_type()));
-                    if is_other_file {
-                        ClientError::NotASocket { path }
-                    } else {
-                        ClientError::NotRunning { path }
-                    }
-                }
-                // Queued, then reset: boardd stopped before the connect returned
-                // (a child forked just then holds its listener until it execs). The
-                // same reset a moment later hits the hello below as `Closed`.
-                std::io::ErrorKind::ConnectionReset => ClientError::Closed(format!(": {e}")),
-                _ => ClientError::Connect {
-                    path: socket.to_path_buf(),
-                    source: e,
-                },
-            })?;
+        let endpoint = Endpoint::Unix(socket.to_path_buf());
+        Self::open(&endpoint, client, name, team, new_team, credential).await
+    }
+
+    /// [`Client::connect`] (`new_team: None`) or [`Client::join`] at any
+    /// endpoint: the Unix socket, or boardd's TCP listener over TLS, where
+    /// `credential` is a token from `teamctl token create`.
+    pub async fn open(
+        endpoint: &Endpoint,
+        client: &str,
+        name: &str,
+        team: &str,
+        new_team: Option<bool>,
+        credential: Option<&Credential>,
+    ) -> Result<Client, ClientError> {
+        let stream = endpoint::open(endpoint).await?;
         // Requests are checked against the 1 MiB limit in `send_frame`; answers may be
         // larger.
         let mut framed = Framed::new(stream, response_codec());

@@ -19,6 +19,8 @@ pub mod board_call;
 pub mod client;
 #[cfg(feature = "codec")]
 pub mod codec;
+#[cfg(feature = "client")]
+pub mod endpoint;
 pub mod error;
 pub mod frame;
 pub mod ids;
@@ -40,12 +42,17 @@ pub mod spend;
 pub mod task_status;
 pub mod team_request;
 pub mod text;
+#[cfg(feature = "tls")]
+pub mod tls;
+pub mod token;
 pub mod transcript;
 pub mod types;
 pub mod worktree;
 
 #[cfg(feature = "client")]
 pub use client::{Client, ClientError};
+#[cfg(feature = "client")]
+pub use endpoint::{Endpoint, Remote};
 pub use error::{ErrorBody, ErrorCode};
 pub use frame::{ClientFrame, Credential, Hello, ServerFrame, Welcome};
 pub use ids::{RequestId, TaskId, request_tag};

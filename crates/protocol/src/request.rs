@@ -7,6 +7,7 @@ use crate::ids::{RequestId, TaskId};
 use crate::spend::{AccountRef, BudgetScope, Limits, RateSnapshot};
 use crate::task_status::TaskStatus;
 use crate::team_request::{RequestKind, RequestState};
+use crate::token::{CreateTokenArgs, ListTokensArgs, TokenRef};
 use crate::types::{MemberStatus, MessageKind, TokenUsage};
 use serde::{Deserialize, Serialize};
 
@@ -139,6 +140,15 @@ pub enum Request {
     /// Take the checks a teammate proposed for a task into its checks, or
     /// (`reject`) drop them (lead only). Answer: `Task`.
     AcceptChecks(AcceptChecksArgs),
+    /// Issue a token that vouches for a name, replacing the one it had (lead
+    /// only). Answer: `IssuedToken`, the only time the secret is shown.
+    CreateToken(CreateTokenArgs),
+    /// Revoke a name's token; sessions open with it are refused from their next
+    /// request (lead only). Answer: `TokenEntry`, as it was.
+    RevokeToken(TokenRef),
+    /// The team's tokens, without their secrets (lead only). Answer:
+    /// `[TokenEntry]`, by name.
+    ListTokens(ListTokensArgs),
 }
 
 /// Why a `request` frame's op and args do not make a [`Request`].
@@ -202,6 +212,9 @@ impl Request {
         "merge_task",
         "send_back",
         "accept_checks",
+        "create_token",
+        "revoke_token",
+        "list_tokens",
     ];
 
     /// Whether `op` names a request this version knows, whatever its arguments.
@@ -273,6 +286,9 @@ impl Request {
             Request::MergeTask(_) => "merge_task",
             Request::SendBack(_) => "send_back",
             Request::AcceptChecks(_) => "accept_checks",
+            Request::CreateToken(_) => "create_token",
+            Request::RevokeToken(_) => "revoke_token",
+            Request::ListTokens(_) => "list_tokens",
         }
     }
 }

@@ -113,6 +113,27 @@ pub struct Global {
     #[arg(long, global = true, env = "TEAMBOARD_SOCKET", value_name = "PATH")]
     pub socket: Option<PathBuf>,
 
+    /// Reach boardd over the network instead of the socket: tls://HOST:PORT
+    /// (`boardd --listen-tcp`), presenting the token in --token-file
+    #[arg(
+        long,
+        global = true,
+        env = "TEAMBOARD_CONNECT",
+        value_name = "URL",
+        value_parser = parse_endpoint,
+        requires = "token_file"
+    )]
+    pub connect: Option<teamboard_protocol::Endpoint>,
+
+    /// With --connect: the file holding the token `teamctl token create` printed
+    #[arg(long, global = true, env = "TEAMBOARD_TOKEN_FILE", value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+
+    /// With --connect: the CA (PEM) boardd's certificate must be signed by; a
+    /// self-signed certificate is its own CA [default: the system's roots]
+    #[arg(long, global = true, env = "TEAMBOARD_CA_FILE", value_name = "FILE")]
+    pub ca_file: Option<PathBuf>,
+
     /// The team to work in; one that does not exist is refused, naming the
     /// teams there are (`default` always exists)
     #[arg(
@@ -158,6 +179,10 @@ pub struct Global {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Issue, revoke and list the tokens that let clients on other hosts in
+    #[command(subcommand, after_help = TOKEN_EXAMPLES)]
+    Token(TokenCommand),
+
     /// Show the daemon's version, uptime, socket, sessions and per-team counts
     #[command(after_help = "Examples:\n  teamctl status\n  teamctl status --json | jq .teams")]
     Status,
@@ -905,6 +930,11 @@ pub struct WatchArgs {
 
 /// A team name boardd will accept, checked here so that a typo gets the rule
 /// rather than boardd's refusal of the connection.
+/// `tls://HOST:PORT`, `tcp://127.0.0.1:PORT` (tests) or a socket path.
+pub fn parse_endpoint(s: &str) -> Result<teamboard_protocol::Endpoint, String> {
+    teamboard_protocol::Endpoint::parse(s).map_err(|e| e.to_string())
+}
+
 pub fn parse_team(s: &str) -> Result<String, String> {
     teamboard_protocol::names::validate_name(s)
         .map(|()| s.to_string())
@@ -1127,4 +1157,29 @@ mod tests {
         assert!(cli.global.json);
         assert_eq!(cli.global.team, "t1");
     }
+}
+
+const TOKEN_EXAMPLES: &str = "\
+Examples:
+  teamctl token create alice > alice.token   a token for teammate alice
+  teamctl --team web token create lead       one for the lead of team web
+  teamctl token list
+  teamctl token revoke alice                 its sessions are refused from now on";
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Print a fresh token that vouches for NAME in the team (`lead` for the
+    /// lead), replacing the one it had; it is shown this once
+    Create(TokenNameArg),
+    /// Revoke NAME's token: sessions open with it are refused from their next
+    /// request
+    Revoke(TokenNameArg),
+    /// The team's tokens and when each was made (never the tokens)
+    List,
+}
+
+#[derive(Debug, Args)]
+pub struct TokenNameArg {
+    /// The teammate's name, or `lead`
+    pub name: String,
 }

@@ -51,10 +51,15 @@ pub struct Config {
     pub role: String,
     pub team: String,
     pub socket: PathBuf,
+    /// boardd over the network (`--connect`), in place of `socket`.
+    pub connect: Option<teamboard_protocol::Endpoint>,
+    /// The token's file with `connect`: hidden from the sandbox as `lead.key` is.
+    pub token_file: Option<PathBuf>,
     pub state_dir: PathBuf,
-    /// The lead's credential, read at start and taken by the session: it
-    /// registers the member, whose own credential (see `session`) vouches for
-    /// it from then on.
+    /// The credential that registers the member, read at start and taken by
+    /// the session: the lead's, after which the member's own credential (see
+    /// `session`) vouches for it; or, with `connect`, the member's token,
+    /// which it keeps presenting.
     pub lead_key: Option<teamboard_protocol::Credential>,
     /// The directory the tools work in; file tools cannot leave it.
     pub workdir: PathBuf,
@@ -199,6 +204,8 @@ impl Config {
     pub(crate) fn for_tests(daemon: &teamboard_testkit::InProc) -> Config {
         Config {
             socket: daemon.socket.clone(),
+            connect: None,
+            token_file: None,
             state_dir: daemon.state_dir.clone(),
             lead_key: Some(teamboard_testkit::lead_key(&daemon.socket)),
             workdir: daemon.dir().to_path_buf(),
@@ -214,6 +221,8 @@ impl Config {
             role: "dev".into(),
             team: "default".into(),
             socket: dir.join("boardd.sock"),
+            connect: None,
+            token_file: None,
             state_dir: dir.to_path_buf(),
             lead_key: None,
             workdir: dir.to_path_buf(),

@@ -5,7 +5,7 @@
 use anyhow::Context as _;
 use std::path::PathBuf;
 use teamboard_protocol::lead_args::{LeadGoalArgs, LeadSpawnArgs};
-use teamboard_protocol::{DEFAULT_TEAM, RuntimeKind, paths};
+use teamboard_protocol::{DEFAULT_TEAM, Endpoint, Remote, RuntimeKind, paths};
 use teammated::lead::{LeadConfig, SpawnConfig};
 use teammated::provider_args::ProviderArgs;
 
@@ -35,6 +35,17 @@ pub struct LeadArgs {
     /// boardd's socket [default: $XDG_RUNTIME_DIR/teamboard/boardd.sock]
     #[arg(long, env = "TEAMBOARD_SOCKET")]
     pub socket: Option<PathBuf>,
+    /// boardd over the network: tls://HOST:PORT, with the lead's token in
+    /// --token-file; each teammate spawned gets a token of its own
+    #[arg(long, env = "TEAMBOARD_CONNECT", value_name = "URL", requires = "token_file",
+          value_parser = |s: &str| Endpoint::parse(s).map_err(|e| e.to_string()))]
+    pub connect: Option<Endpoint>,
+    /// With --connect: the file holding the lead's token
+    #[arg(long, env = "TEAMBOARD_TOKEN_FILE", value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// With --connect: the CA (PEM) boardd's certificate must be signed by
+    #[arg(long, env = "TEAMBOARD_CA_FILE", value_name = "FILE")]
+    pub ca_file: Option<PathBuf>,
     /// Where transcripts go [default: ~/.local/state/teamboard]
     #[arg(long, env = "TEAMBOARD_STATE_DIR")]
     pub state_dir: Option<PathBuf>,
@@ -87,6 +98,10 @@ impl LeadArgs {
         Ok(LeadConfig {
             team: self.team,
             socket: self.socket.unwrap_or_else(paths::default_socket_path),
+            remote: self.connect.map(|endpoint| Remote {
+                endpoint: endpoint.with_ca_file(self.ca_file),
+                token_file: self.token_file.unwrap_or_default(),
+            }),
             state_dir: self.state_dir.unwrap_or_else(paths::default_state_dir),
             state_dir_given,
             spawn: SpawnConfig {

@@ -10,7 +10,7 @@ use clap::parser::ValueSource;
 use clap::{CommandFactory as _, FromArgMatches as _, Parser};
 use std::path::PathBuf;
 use std::time::Duration;
-use teamboard_protocol::{DEFAULT_TEAM, Sandbox, SandboxMode, paths};
+use teamboard_protocol::{DEFAULT_TEAM, Endpoint, Sandbox, SandboxMode, paths};
 use teammated::config::{
     AGENT_ARGS_ENV, Config, RuntimeConfig, check_context_budget, keys_file, lookup_secret,
     parse_agent_args,
@@ -52,6 +52,19 @@ struct Args {
     /// boardd's socket [default: $XDG_RUNTIME_DIR/teamboard/boardd.sock]
     #[arg(long, env = "TEAMBOARD_SOCKET")]
     socket: Option<PathBuf>,
+    /// Reach boardd over the network instead of the socket: tls://HOST:PORT
+    /// (`boardd --listen-tcp`); the teammate registers with the token in
+    /// --token-file and presents it at every reconnect
+    #[arg(long, env = "TEAMBOARD_CONNECT", value_name = "URL", requires = "token_file",
+          value_parser = |s: &str| Endpoint::parse(s).map_err(|e| e.to_string()))]
+    connect: Option<Endpoint>,
+    /// With --connect: the file holding the teammate's token (`teamctl token create NAME`)
+    #[arg(long, env = "TEAMBOARD_TOKEN_FILE", value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// With --connect: the CA (PEM) boardd's certificate must be signed by; a
+    /// self-signed certificate is its own CA [default: the system's roots]
+    #[arg(long, env = "TEAMBOARD_CA_FILE", value_name = "FILE")]
+    ca_file: Option<PathBuf>,
     /// Where transcripts go [default: ~/.local/state/teamboard]
     #[arg(long, env = "TEAMBOARD_STATE_DIR")]
     state_dir: Option<PathBuf>,
@@ -196,6 +209,11 @@ impl Args {
             role: self.role,
             team: self.team,
             socket: self.socket.unwrap_or_else(paths::default_socket_path),
+            // Absolute: the sandbox hides it by path (see `sandbox`).
+            token_file: (self.connect.as_ref())
+                .and(self.token_file)
+                .map(|p| std::path::absolute(&p).unwrap_or(p)),
+            connect: self.connect.map(|e| e.with_ca_file(self.ca_file)),
             // Read in `main`, once the settings are known to be good.
             lead_key: None,
             state_dir,
@@ -332,9 +350,18 @@ fn real_main() -> anyhow::Result<()> {
     let (args, model_given) = Args::parse_args();
     init_tracing("info");
     let mut config = args.into_config(model_given)?;
-    config.lead_key = Some(teamboard_protocol::lead_key::lead_key(Some(
-        &config.state_dir,
-    ))?);
+    config.lead_key = Some(match (&config.connect, config.token_file.clone()) {
+        // Over the network, the token only: a lead.key here belongs to
+        // another boardd, if to any.
+        (Some(endpoint), Some(token_file)) => {
+            let remote = teamboard_protocol::Remote {
+                endpoint: endpoint.clone(),
+                token_file,
+            };
+            remote.token()?
+        }
+        _ => teamboard_protocol::lead_key::lead_key(Some(&config.state_dir))?,
+    });
     // The keys now live in the config. Take them out of the environment so that
     // nothing the model runs with `bash` inherits them (`env` would show them to the
     // model, the transcript and the provider).
@@ -344,13 +371,17 @@ fn real_main() -> anyhow::Result<()> {
         .chain_key_vars()
         .map(str::to_string)
         .collect();
-    // The lead's credential file is named too: nothing the model runs learns
-    // where the key that opens the whole board lies (the sandbox hides it).
+    // The lead's credential file is named too, and the token's: nothing the
+    // model runs learns where the key that opens the board lies (the sandbox
+    // hides both).
     for var in SECRET_VARS
         .iter()
         .copied()
         .chain(fallback_keys.iter().map(String::as_str))
-        .chain([teamboard_protocol::lead_key::LEAD_KEY_ENV])
+        .chain([
+            teamboard_protocol::lead_key::LEAD_KEY_ENV,
+            "TEAMBOARD_TOKEN_FILE",
+        ])
     {
         // SAFETY: no other thread exists yet (the async runtime starts below), so
         // nothing reads the environment while it changes.

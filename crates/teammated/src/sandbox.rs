@@ -32,7 +32,8 @@ pub(crate) async fn jail(cfg: &Config, workdir: &Path, session: &Session) -> Res
     .into_iter()
     .flatten()
     .collect();
-    let hidden = private_paths(states.iter().map(PathBuf::as_path), &cfg.socket);
+    let mut hidden = private_paths(states.iter().map(PathBuf::as_path), &cfg.socket);
+    hidden.extend(cfg.token_file.clone());
     Jail::new(cfg.sandbox, workdir)
         .hide(hidden)
         .private_tmp()

@@ -21,6 +21,7 @@ use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use teamboard_protocol::Endpoint;
 use teamboard_protocol::request::RegisterArgs;
 use teamboard_protocol::{
     Client, ClientError, Credential, ErrorCode, Event, Member, RequestId, TaskId, TeamRequest,
@@ -53,7 +54,7 @@ pub struct Session {
 }
 
 struct Inner {
-    socket: std::path::PathBuf,
+    socket: Endpoint,
     who: Identity,
     /// What vouches for the name: the lead's credential until the first
     /// registration, then the member's own, which boardd gave it then.
@@ -94,13 +95,17 @@ const MAX_REPEATS: u32 = 8;
 /// request), so reconnecting and repeating the call is the right answer.
 pub fn is_disconnect(e: &ClientError) -> bool {
     match e {
-        ClientError::NotRunning { .. } | ClientError::Connect { .. } | ClientError::Closed(_) => {
-            true
-        }
+        ClientError::NotRunning { .. }
+        | ClientError::Connect { .. }
+        | ClientError::Unreachable { .. }
+        | ClientError::Closed(_) => true,
         ClientError::Server(body) => body.code == ErrorCode::ShuttingDown,
-        ClientError::Rejected(_) | ClientError::Protocol(_) | ClientError::NotASocket { .. } => {
-            false
-        }
+        // A certificate that does not check out will not check out later.
+        ClientError::Rejected(_)
+        | ClientError::Protocol(_)
+        | ClientError::NotASocket { .. }
+        | ClientError::Tls { .. }
+        | ClientError::TlsSetup(_) => false,
     }
 }
 
@@ -122,9 +127,10 @@ impl Session {
     /// (a teammate started by systemd may come up before the daemon does).
     ///
     /// `lead_key` registers the member; the member's own credential, from
-    /// that registration, opens every connection after it.
+    /// that registration, opens every connection after it. A token (over the
+    /// network) registers it too, and is kept: boardd issues nothing for it.
     pub async fn open(
-        socket: std::path::PathBuf,
+        socket: Endpoint,
         who: Identity,
         lead_key: Option<Credential>,
         give_up: Duration,
@@ -332,7 +338,7 @@ async fn ping(inner: std::sync::Weak<Inner>, beat: Duration) {
 /// forever. Presents `credential`, and keeps there the member's own credential
 /// when the registration issues one.
 async fn connect_loop(
-    socket: &std::path::Path,
+    socket: &Endpoint,
     who: &Identity,
     credential: &Vouch,
     cancel: &CancellationToken,
@@ -348,12 +354,12 @@ async fn connect_loop(
             // there are, rather than becoming a team of one. `teamctl spawn
             // --new-team` creates it before the teammate starts.
             let key = credential.lock().unwrap_or_else(|p| p.into_inner()).clone();
-            let client = Client::join(
+            let client = Client::open(
                 socket,
                 "teammated",
                 &who.name,
                 &who.team,
-                false,
+                Some(false),
                 key.as_ref(),
             )
             .await?;

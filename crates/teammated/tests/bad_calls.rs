@@ -146,6 +146,7 @@ async fn the_lead() -> Vec<String> {
     let cfg = LeadConfig {
         team: teamboard_testkit::TEAM.to_string(),
         socket: daemon.socket.clone(),
+        remote: None,
         state_dir: daemon.dir().join("state"),
         state_dir_given: true,
         provider: provider(mock.url()),

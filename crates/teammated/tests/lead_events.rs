@@ -26,6 +26,7 @@ fn config(daemon: &InProc) -> LeadConfig {
     LeadConfig {
         team: teamboard_testkit::TEAM.to_string(),
         socket: daemon.socket.clone(),
+        remote: None,
         state_dir: daemon.dir().join("state"),
         state_dir_given: true,
         provider: ProviderConfig {

@@ -36,6 +36,7 @@ fn config(daemon: &InProc, kind: ProviderKind, url: String) -> LeadConfig {
     LeadConfig {
         team: teamboard_testkit::TEAM.to_string(),
         socket: daemon.socket.clone(),
+        remote: None,
         state_dir: daemon.dir().join("state"),
         state_dir_given: true,
         provider: ProviderConfig {

@@ -34,6 +34,8 @@ fn config(daemon: &InProc, provider: ProviderConfig) -> Config {
         role: "dev".into(),
         team: "default".into(),
         socket: daemon.socket.clone(),
+        connect: None,
+        token_file: None,
         state_dir: daemon.state_dir.clone(),
         lead_key: Some(teamboard_testkit::lead_key(&daemon.socket)),
         workdir: daemon.dir().to_path_buf(),

@@ -33,6 +33,8 @@
 //!   test controls (send now, read the answer later, see the session id).
 //!
 //! The other binaries:
+//! - [`TestCerts`]: a CA, a server certificate it signed and a self-signed one
+//!   for 127.0.0.1, made by the `openssl` command.
 //! - [`Teamctl`]: runs the `teamctl` binary against a socket and checks its output.
 //! - [`Teammated`] / [`Teammate`]: starts real `teammated` processes, each with its
 //!   log in a file; [`transcript`] reads what a teammate wrote.
@@ -98,6 +100,7 @@ pub mod agents;
 mod bins;
 pub mod blocking;
 mod board;
+mod certs;
 mod clients;
 mod daemon;
 mod eventually;
@@ -119,6 +122,7 @@ mod worktree_teammate;
 pub use bins::{boardd_bin, workspace_bin};
 pub use board::Board;
 pub use boardd;
+pub use certs::TestCerts;
 pub use clients::{
     Parked, TEAM, code_of, connect, lead, park, register_unsandboxed, task, teammate,
     teammate_with_pid, unsandboxed_teammate,

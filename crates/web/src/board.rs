@@ -6,7 +6,7 @@ use crate::auth::Token;
 use std::path::PathBuf;
 use std::sync::Arc;
 use teamboard_protocol::lead_key::lead_key;
-use teamboard_protocol::{Client, ClientError, Credential};
+use teamboard_protocol::{Client, ClientError, Credential, Endpoint};
 use tokio::sync::Mutex;
 
 /// The client kind in the hello: the page acts as the person at teamctl does.
@@ -20,21 +20,24 @@ pub struct Board {
     pub state_dir: PathBuf,
     /// Served over TLS: the cookie is then marked `Secure`.
     pub tls: bool,
-    socket: PathBuf,
+    endpoint: Endpoint,
     session: Mutex<Arc<Client>>,
 }
 
 impl Board {
     pub async fn connect(config: &Config) -> Result<Board, crate::WebError> {
-        let key = lead_key(Some(&config.state_dir))?;
+        let key = match &config.credential {
+            Some(given) => given.clone(),
+            None => lead_key(Some(&config.state_dir))?,
+        };
         // Only the first hello may create the team: it is durable before the
         // welcome, so every later one finds it.
-        let session = Client::join(
-            &config.socket,
+        let session = Client::open(
+            &config.endpoint,
             CLIENT_KIND,
             teamboard_protocol::LEAD,
             &config.team,
-            config.new_team,
+            Some(config.new_team),
             Some(&key),
         )
         .await?;
@@ -44,7 +47,7 @@ impl Board {
             team: config.team.clone(),
             state_dir: config.state_dir.clone(),
             tls: config.tls.is_some(),
-            socket: config.socket.clone(),
+            endpoint: config.endpoint.clone(),
             session: Mutex::new(Arc::new(session)),
         })
     }
@@ -53,7 +56,7 @@ impl Board {
     pub async fn client(&self) -> Result<Arc<Client>, ClientError> {
         let mut session = self.session.lock().await;
         if session.is_closed() {
-            *session = Arc::new(open(&self.socket, &self.team, &self.key).await?);
+            *session = Arc::new(open(&self.endpoint, &self.team, &self.key).await?);
         }
         Ok(session.clone())
     }
@@ -61,24 +64,13 @@ impl Board {
     /// A session of its own, for one event stream: events are pushed per
     /// connection, so two streams cannot share one.
     pub async fn subscriber(&self) -> Result<Client, ClientError> {
-        let client = open(&self.socket, &self.team, &self.key).await?;
+        let client = open(&self.endpoint, &self.team, &self.key).await?;
         client.subscribe().await?;
         Ok(client)
     }
 }
 
-async fn open(
-    socket: &std::path::Path,
-    team: &str,
-    key: &Credential,
-) -> Result<Client, ClientError> {
-    Client::join(
-        socket,
-        CLIENT_KIND,
-        teamboard_protocol::LEAD,
-        team,
-        false,
-        Some(key),
-    )
-    .await
+async fn open(endpoint: &Endpoint, team: &str, key: &Credential) -> Result<Client, ClientError> {
+    let lead = teamboard_protocol::LEAD;
+    Client::open(endpoint, CLIENT_KIND, lead, team, Some(false), Some(key)).await
 }

@@ -47,7 +47,11 @@ pub use tls::TlsFiles;
 /// What the server needs to know.
 #[derive(Debug, Clone)]
 pub struct Config {
-    pub socket: PathBuf,
+    /// boardd's socket, or its TLS listener (`teamctl --connect`).
+    pub endpoint: teamboard_protocol::Endpoint,
+    /// What vouches for the page as the lead: a token over the network;
+    /// `None`, the lead's key in `state_dir`.
+    pub credential: Option<teamboard_protocol::Credential>,
     pub team: String,
     /// Where teammates keep their transcripts.
     pub state_dir: PathBuf,

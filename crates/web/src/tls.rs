@@ -1,16 +1,14 @@
 //! HTTPS, for a listener off loopback.
 //!
 //! rustls with ring, the same build teammated already pays for (no OpenSSL, no
-//! aws-lc C build). Handshakes run in tasks of their own and finished streams are
+//! aws-lc C build), configured as boardd's TCP listener is
+//! (`teamboard_protocol::tls`). Handshakes run in tasks of their own and finished streams are
 //! queued for axum: a client that opens a connection and says nothing holds up
 //! only itself, for at most [`HANDSHAKE`].
 
 use crate::WebError;
-use rustls_pki_types::pem::PemObject as _;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
@@ -28,25 +26,9 @@ pub struct TlsFiles {
 }
 
 pub fn acceptor(files: &TlsFiles) -> Result<TlsAcceptor, WebError> {
-    let bad = |what: &str, path: &PathBuf, e: &dyn std::fmt::Display| {
-        WebError::Tls(format!(
-            "cannot read the TLS {what} {}: {e}",
-            path.display()
-        ))
-    };
-    let certs = CertificateDer::pem_file_iter(&files.cert)
-        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
-        .map_err(|e| bad("certificate", &files.cert, &e))?;
-    if certs.is_empty() {
-        return Err(bad("certificate", &files.cert, &"no certificate in it"));
-    }
-    let key = PrivateKeyDer::from_pem_file(&files.key).map_err(|e| bad("key", &files.key, &e))?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .and_then(|b| b.with_no_client_auth().with_single_cert(certs, key))
-        .map_err(|e| WebError::Tls(format!("the TLS certificate and key do not fit: {e}")))?;
-    Ok(TlsAcceptor::from(Arc::new(config)))
+    let config = teamboard_protocol::tls::server_config(&files.cert, &files.key)
+        .map_err(|e| WebError::Tls(e.to_string()))?;
+    Ok(TlsAcceptor::from(config))
 }
 
 /// TLS connections for `axum::serve`, handshakes done.

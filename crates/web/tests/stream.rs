@@ -17,7 +17,8 @@ const TOKEN: &str = "0123456789abcdef0123456789abcdef";
 
 async fn serve(daemon: &InProc) -> String {
     let web = Web::bind(Config {
-        socket: daemon.socket.clone(),
+        endpoint: teamboard_protocol::Endpoint::Unix(daemon.socket.clone()),
+        credential: None,
         team: teamboard_testkit::TEAM.into(),
         state_dir: daemon.state_dir.clone(),
         listen: "127.0.0.1:0".parse().expect("addr"),

@@ -74,3 +74,49 @@ fn no_credential_is_refused_with_where_the_lead_key_is() {
     assert!(err.message.contains("did not present"), "{}", err.message);
     assert!(err.message.contains(&path), "{}", err.message);
 }
+
+#[test]
+fn a_token_vouches_for_its_name_in_its_team_until_revoked() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut keys = Keys::load(dir.path(), vec![], None).expect("load");
+    let (issued, change) = keys.tokens.create("t", "alice", 1234).expect("create");
+    assert_eq!(issued.token.as_str().len(), 64);
+    let a = keys.authority("t", "alice", Some(&issued.token));
+    assert!(matches!(a, Authority::Token(_)), "{a:?}");
+    assert!(keys.check(&a, "t", "alice").is_ok());
+    for (team, name) in [("t", "lead"), ("t", "bob"), ("u", "alice")] {
+        let other = keys.authority(team, name, Some(&issued.token));
+        assert_eq!(
+            other,
+            Authority::Nobody { presented: true },
+            "{team}/{name}"
+        );
+    }
+    // A registration with the lead's key issues alice a credential of her
+    // own, and leaves her token alone.
+    keys.issue("t", "alice").expect("issue");
+    assert!(keys.check(&a, "t", "alice").is_ok());
+    // What the store kept comes back after a restart.
+    let crate::store::TokenChange::Put(row) = change else {
+        panic!("a create puts a row")
+    };
+    let restored = Keys::load(dir.path(), vec![], None)
+        .expect("load")
+        .with_tokens(vec![row]);
+    assert!(matches!(
+        restored.authority("t", "alice", Some(&issued.token)),
+        Authority::Token(_)
+    ));
+    // Revoked: refused on the session opened with it, and for new ones.
+    let (entry, _) = keys.tokens.revoke("t", "alice").expect("revoke");
+    assert_eq!((entry.name.as_str(), entry.created_ms), ("alice", 1234));
+    let err = keys.check(&a, "t", "alice").expect_err("revoked");
+    assert_eq!(err.code, ErrorCode::PermissionDenied);
+    assert!(err.message.contains("revoked"), "{}", err.message);
+    assert_eq!(
+        keys.authority("t", "alice", Some(&issued.token)),
+        Authority::Nobody { presented: true }
+    );
+    assert!(keys.tokens.revoke("t", "alice").is_none());
+    assert!(keys.tokens.list("t").is_empty());
+}

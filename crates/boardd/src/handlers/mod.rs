@@ -14,7 +14,10 @@ use crate::store::HistoryQuery;
 use crate::writer::Query;
 use std::time::Duration;
 use teamboard_board::{Board, Ctx};
-use teamboard_protocol::{Acked, ErrorBody, PROTOCOL_VERSION, Request, ServerStatus};
+use teamboard_protocol::names::validate_name;
+use teamboard_protocol::{
+    Acked, ErrorBody, ErrorCode, LEAD, PROTOCOL_VERSION, Request, ServerStatus,
+};
 
 /// The default and largest number of events `events` returns.
 const EVENTS_LIMIT: u64 = 1000;
@@ -47,6 +50,16 @@ pub enum Outcome {
         epoch: u64,
         gate: Option<Box<crate::repo::Job>>,
     },
+    /// A lead's request about tokens, which the actor's keys answer.
+    Token(TokenOp),
+}
+
+/// What a lead asks of the tokens, with the team resolved.
+#[derive(Debug)]
+pub enum TokenOp {
+    Create { team: String, name: String },
+    Revoke { team: String, name: String },
+    List { team: String },
 }
 
 /// Applies one request to the board.
@@ -130,10 +143,10 @@ pub fn handle(
             }));
         }
         Request::Subscribe(_) => return Outcome::Subscribe,
-        Request::TakeLead(_) if ctx.actor == teamboard_protocol::LEAD => return Outcome::TakeLead,
+        Request::TakeLead(_) if ctx.actor == LEAD => return Outcome::TakeLead,
         Request::TakeLead(_) => {
             return Outcome::Reply(Err(ErrorBody::new(
-                teamboard_protocol::ErrorCode::PermissionDenied,
+                ErrorCode::PermissionDenied,
                 format!(
                     "only the lead takes the lead seat; '{}' is a teammate",
                     ctx.actor
@@ -175,8 +188,39 @@ pub fn handle(
         Request::MergeTask(r) => return repo::merge(board, ctx, id, r.id),
         Request::SendBack(a) => board.send_back(ctx, a.id, &a.feedback).map(Reply::from),
         Request::AcceptChecks(a) => board.accept_checks(ctx, a.id, a.reject).map(Reply::from),
+        Request::CreateToken(a) => {
+            return token(ctx, a.team, |team| TokenOp::Create { team, name: a.name });
+        }
+        Request::RevokeToken(a) => {
+            return token(ctx, a.team, |team| TokenOp::Revoke { team, name: a.name });
+        }
+        Request::ListTokens(a) => return token(ctx, a.team, |team| TokenOp::List { team }),
     };
     Outcome::Reply(result.map_err(ErrorBody::from))
+}
+
+/// A token request, from the lead only; `team` is the session's own when absent.
+fn token(ctx: Ctx, team: Option<String>, op: impl FnOnce(String) -> TokenOp) -> Outcome {
+    if ctx.actor != LEAD {
+        let why = format!(
+            "only the lead may issue, revoke or list tokens; '{}' is a teammate",
+            ctx.actor
+        );
+        return Outcome::Reply(Err(ErrorBody::new(ErrorCode::PermissionDenied, why)));
+    }
+    let team = team.unwrap_or_else(|| ctx.team.to_string());
+    if let Err(e) = validate_name(&team) {
+        let why = format!("bad team: {e}");
+        return Outcome::Reply(Err(ErrorBody::new(ErrorCode::InvalidArgs, why)));
+    }
+    let op = op(team);
+    if let TokenOp::Create { name, .. } | TokenOp::Revoke { name, .. } = &op
+        && let Err(e) = validate_name(name)
+    {
+        let why = format!("bad name: {e}");
+        return Outcome::Reply(Err(ErrorBody::new(ErrorCode::InvalidArgs, why)));
+    }
+    Outcome::Token(op)
 }
 
 /// `status`: the daemon's version, uptime and per-team counts.

@@ -12,17 +12,22 @@
 //!    task sends what is queued before it ends (for at most a few seconds, see
 //!    `connection`); returning before would let the runtime drop them unsent.
 //!
+//! Network clients (`tcp`) join the same loop: each arrives as boardd's end
+//! of a Unix socket pair that a relay task fills from its TLS stream.
+//!
 //! A connection that closes in step 3 is not a teammate going away: its claim waits
 //! for the restart grace instead of being released (see `connection`).
 
 pub(crate) mod bind;
 pub(crate) mod connection;
 pub mod fds;
+pub mod tcp;
 
 pub use bind::{BindError, PeerError, bind};
 /// The decoding of a client's frames, for the fuzz targets (`crates/fuzz-entry`).
 #[doc(hidden)]
 pub use connection::{Decoded, decode, refusal};
+pub use tcp::{TcpError, TcpListen, TlsFiles};
 
 use crate::actor::{Actor, Cmd};
 use crate::outbox::Budget;
@@ -55,6 +60,7 @@ pub struct Settings {
 /// in which it stops.
 pub async fn run(
     listener: UnixListener,
+    network: Option<mpsc::Receiver<tcp::Relayed>>,
     actor: Actor,
     settings: Settings,
     shutdown: impl Future<Output = ()>,
@@ -65,6 +71,7 @@ pub async fn run(
     let actor_task = tokio::spawn(actor.run(rx, actor_stop.clone()));
     let mut accept = Accept {
         listener,
+        network,
         actor: tx,
         settings,
         next_session: 1,
@@ -92,6 +99,8 @@ pub async fn run(
 struct Accept {
     /// Bound by [`bind`], mode 0600.
     listener: UnixListener,
+    /// Network clients, relayed (see `tcp`), when boardd listens on TCP.
+    network: Option<mpsc::Receiver<tcp::Relayed>>,
     /// Where connections send their commands.
     actor: mpsc::Sender<Cmd>,
     settings: Settings,
@@ -113,26 +122,36 @@ impl Accept {
     /// the connection limit is refused at once, never left waiting.
     async fn run(&mut self) {
         loop {
-            let stream = match self.listener.accept().await {
-                Ok((stream, _)) => stream,
-                Err(e) if out_of_descriptors(&e) => {
-                    self.refuse_without_descriptors().await;
-                    continue;
+            let (stream, peer_pid, relay_done) = tokio::select! {
+                accepted = self.listener.accept() => {
+                    let stream = match accepted {
+                        Ok((stream, _)) => stream,
+                        Err(e) if out_of_descriptors(&e) => {
+                            self.refuse_without_descriptors().await;
+                            continue;
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %e, "accept failed");
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                            continue;
+                        }
+                    };
+                    match bind::same_user(&stream) {
+                        Ok(pid) => (stream, pid, None),
+                        Err(why) => {
+                            tracing::warn!(%why, "refusing peer");
+                            connection::reject(&stream, why.to_string());
+                            continue;
+                        }
+                    }
                 }
-                Err(e) => {
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
+                Some(relayed) = next_relayed(&mut self.network) => {
+                    tracing::debug!(peer = %relayed.peer, "network client");
+                    (relayed.stream, None, Some(relayed.done))
                 }
             };
-            let peer_pid = match bind::same_user(&stream) {
-                Ok(pid) => pid,
-                Err(why) => {
-                    tracing::warn!(%why, "refusing peer");
-                    connection::reject(&stream, why.to_string());
-                    continue;
-                }
-            };
+            // Cancelled when this connection is done with, whichever way.
+            let relay_done = relay_done.map(|done| done.drop_guard());
             let max = self.settings.max_connections;
             if self.settings.live.load(Ordering::Relaxed) >= max as u64 {
                 tracing::warn!(max, "connection limit reached; refusing a client");
@@ -159,6 +178,7 @@ impl Accept {
             tokio::spawn(async move {
                 conn.serve(stream).await;
                 live.fetch_sub(1, Ordering::Relaxed);
+                drop(relay_done);
                 drop(done);
             });
         }
@@ -185,6 +205,14 @@ impl Accept {
             Err(e) => tracing::warn!(error = %e, "accept failed"),
         }
         self.spare.restore();
+    }
+}
+
+/// The next relayed network client; never, without a TCP listener.
+async fn next_relayed(network: &mut Option<mpsc::Receiver<tcp::Relayed>>) -> Option<tcp::Relayed> {
+    match network {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
     }
 }
 

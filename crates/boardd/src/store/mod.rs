@@ -19,7 +19,7 @@ pub mod pg;
 mod rows;
 pub mod sqlite;
 
-pub use rows::CredentialRow;
+pub use rows::{CredentialRow, TokenChange, TokenRow};
 pub use sqlite::DB_FILE;
 
 use pg::PgStore;
@@ -175,17 +175,26 @@ impl Store {
         }
     }
 
-    /// Writes a group of batches, and the credentials issued with them, in one
-    /// transaction. When this returns `Ok`, the data is durable; on `Err`,
-    /// nothing of the group was written.
+    /// Every token the lead issued, as its digest.
+    pub fn tokens(&mut self) -> Result<Vec<TokenRow>, StoreError> {
+        match self {
+            Store::Sqlite(s) => s.tokens(),
+            Store::Pg(s) => s.tokens(),
+        }
+    }
+
+    /// Writes a group of batches, and the credentials and tokens issued or
+    /// revoked with them, in one transaction. When this returns `Ok`, the data
+    /// is durable; on `Err`, nothing of the group was written.
     pub fn commit<'a>(
         &mut self,
         batches: impl IntoIterator<Item = &'a Changes>,
         credentials: impl IntoIterator<Item = &'a CredentialRow>,
+        tokens: impl IntoIterator<Item = &'a TokenChange>,
     ) -> Result<(), StoreError> {
         match self {
-            Store::Sqlite(s) => s.commit(batches, credentials),
-            Store::Pg(s) => s.commit(batches, credentials),
+            Store::Sqlite(s) => s.commit(batches, credentials, tokens),
+            Store::Pg(s) => s.commit(batches, credentials, tokens),
         }
     }
 

@@ -1,10 +1,10 @@
 //! The rows both engines keep beside the board's own types: members'
-//! credentials, and budgets with what they came to.
+//! credentials, the tokens the lead issued, and budgets with what they came to.
 //!
 //! Only a credential's SHA-256 digest is kept, never the credential: a copy of
 //! the database (a backup, a bug report) vouches for nobody. A member has one
 //! row, which each credential `register` issues replaces: the one before is
-//! revoked.
+//! revoked. A token is kept the same way; a name has at most one per team.
 //!
 //! A budget is keyed by its scope and period as JSON, which is what names it on
 //! the wire; its row holds the budget as the wire has it, and beside it what it
@@ -21,6 +21,23 @@ pub struct CredentialRow {
     pub team: String,
     pub name: String,
     pub digest: [u8; 32],
+}
+
+/// A name's token, as its digest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenRow {
+    pub team: String,
+    pub name: String,
+    pub digest: [u8; 32],
+    /// Milliseconds since the Unix epoch.
+    pub created_ms: i64,
+}
+
+/// What a batch did to the tokens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenChange {
+    Put(TokenRow),
+    Revoke { team: String, name: String },
 }
 
 /// A budget's row. A row written before the marks were kept reads as a

@@ -119,7 +119,7 @@ fn history_pages_forward_and_reads_the_newest_by_team_and_by_task() {
             events: events.into_iter().chain([other_team]).collect(),
             ..Default::default()
         };
-        store.commit([&batch], []).expect("commit");
+        store.commit([&batch], [], []).expect("commit");
         let name = engine.name;
         assert_eq!(history(&mut store, None), vec![1, 2, 3, 4, 5], "{name}");
         assert_eq!(history(&mut store, Some(1)), vec![1, 4], "{name}");
@@ -165,9 +165,11 @@ fn messages_credentials_and_teams_outlive_a_reopen() {
             name: "ana".into(),
             digest: [byte; 32],
         };
-        store.commit([&sent, &acked], [&row(1)]).expect("commit");
+        store
+            .commit([&sent, &acked], [&row(1)], [])
+            .expect("commit");
         // A member's credential replaces the one before.
-        store.commit([], [&row(2)]).expect("commit");
+        store.commit([], [&row(2)], []).expect("commit");
         drop(store);
         let mut store = engine.open();
         let snap = store.load().expect("load");
@@ -219,7 +221,7 @@ fn a_member_row_from_before_runtimes_loads_as_native_and_a_runtime_round_trips()
             members: vec![("default".into(), new.clone())],
             ..Default::default()
         };
-        store.commit([&batch], []).expect("commit");
+        store.commit([&batch], [], []).expect("commit");
         drop(store);
         let mut store = engine.open();
         let mut members = store.load().expect("load").members;
@@ -264,7 +266,7 @@ fn a_budget_keeps_what_it_came_to_and_an_older_row_reads_without_it() {
             )],
             ..Default::default()
         };
-        store.commit([&batch], []).expect("commit");
+        store.commit([&batch], [], []).expect("commit");
         // A row as boardd wrote it before it kept the marks: the budget alone.
         let ana = Budget {
             scope: BudgetScope::Member { name: "ana".into() },
@@ -287,6 +289,42 @@ fn a_budget_keeps_what_it_came_to_and_an_older_row_reads_without_it() {
             ],
             "{}",
             engine.name
+        );
+    }
+}
+
+#[test]
+fn a_token_replaces_the_one_before_a_revoke_deletes_it_and_the_rest_outlives_a_reopen() {
+    use crate::store::{TokenChange, TokenRow};
+    for engine in engines() {
+        let name = engine.name;
+        let mut store = engine.open();
+        let token = |team: &str, name: &str, byte| TokenRow {
+            team: team.into(),
+            name: name.into(),
+            digest: [byte; 32],
+            created_ms: i64::from(byte),
+        };
+        let puts = [
+            TokenChange::Put(token("web", "ana", 1)),
+            TokenChange::Put(token("web", "bo", 2)),
+        ];
+        store.commit([], [], &puts).expect("commit");
+        // In one group, in order: ana's new token stands, bo's is gone.
+        let later = [
+            TokenChange::Put(token("web", "ana", 3)),
+            TokenChange::Revoke {
+                team: "web".into(),
+                name: "bo".into(),
+            },
+        ];
+        store.commit([], [], &later).expect("commit");
+        drop(store);
+        let mut store = engine.open();
+        assert_eq!(
+            store.tokens().expect("tokens"),
+            vec![token("web", "ana", 3)],
+            "{name}"
         );
     }
 }

@@ -84,7 +84,8 @@ impl Committer {
         let requests: usize = group.iter().map(|j| j.replies.len()).sum();
         let changes = group.iter().map(|j| &j.changes).filter(|c| !c.is_empty());
         let credentials = group.iter().flat_map(|j| &j.credentials);
-        match self.store.commit(changes, credentials) {
+        let tokens = group.iter().flat_map(|j| &j.tokens);
+        match self.store.commit(changes, credentials, tokens) {
             Ok(()) => {
                 let c = &self.counters;
                 c.transactions.fetch_add(1, Ordering::Relaxed);

@@ -62,12 +62,14 @@ pub struct Job {
     pub admits: Vec<AdmitTo>,
     /// Members' credentials issued by this batch's registrations.
     pub credentials: Vec<crate::store::CredentialRow>,
+    /// Tokens issued and revoked by this batch's requests, in order.
+    pub tokens: Vec<crate::store::TokenChange>,
 }
 
 impl Job {
     /// Whether the job has anything to persist.
     pub fn writes(&self) -> bool {
-        !self.changes.is_empty() || !self.credentials.is_empty()
+        !self.changes.is_empty() || !self.credentials.is_empty() || !self.tokens.is_empty()
     }
 }
 

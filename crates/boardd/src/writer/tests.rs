@@ -114,7 +114,7 @@ fn the_wal_grows_past_sqlites_own_checkpoint_until_boardd_checkpoints() {
     let mut seq = 1;
     while store.wal_pages() < 2 * CHECKPOINT_PAGES {
         let before = store.wal_pages();
-        store.commit([&job(seq).changes], []).expect("commit");
+        store.commit([&job(seq).changes], [], []).expect("commit");
         seq += EVENTS_PER_JOB as u64;
         // SQLite would have checkpointed (and the count dropped) at 1,000 pages.
         assert!(

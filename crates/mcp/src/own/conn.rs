@@ -38,7 +38,7 @@ pub(super) async fn open(cfg: &OwnConfig, held: &Shared) -> Result<Conn, String>
     let client = within(cfg.timeout, opening).await.ok_or_else(|| {
         format!(
             "boardd at {} did not answer within {} s (teamctl mcp --timeout)",
-            cfg.socket.display(),
+            cfg.endpoint,
             cfg.timeout.unwrap_or_default().as_secs_f64()
         )
     })??;
@@ -48,12 +48,12 @@ pub(super) async fn open(cfg: &OwnConfig, held: &Shared) -> Result<Conn, String>
 
 async fn register(cfg: &OwnConfig) -> Result<(Client, Option<TaskId>), String> {
     let key = cfg.credential.as_ref().ok();
-    let client = Client::join(
-        &cfg.socket,
+    let client = Client::open(
+        &cfg.endpoint,
         CLIENT_KIND,
         &cfg.name,
         &cfg.team,
-        cfg.new_team,
+        Some(cfg.new_team),
         key,
     )
     .await

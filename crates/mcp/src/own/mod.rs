@@ -13,7 +13,6 @@ mod inbox;
 
 use crate::board::{Answer, Board, Mode, bounded, no_answer, within};
 use held::{Held, Shared};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use teamboard_protocol::board_call::BoardCall;
@@ -23,13 +22,15 @@ use teamboard_protocol::request::{
 };
 use teamboard_protocol::worktree::MergeStyle;
 use teamboard_protocol::{
-    Client, ClientError, ErrorCode, LEAD, MemberStatus, MessageKind, Request, TaskId, TaskStatus,
+    Client, ClientError, Endpoint, ErrorCode, LEAD, MemberStatus, MessageKind, Request, TaskId,
+    TaskStatus,
 };
 
 /// Who the session is, and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OwnConfig {
-    pub socket: PathBuf,
+    /// boardd's socket, or its TLS listener (`teamctl --connect`).
+    pub endpoint: Endpoint,
     pub team: String,
     /// Create `team` if no team has that name (`teamctl mcp --new-team`); else
     /// one that does not exist is refused.

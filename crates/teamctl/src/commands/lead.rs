@@ -64,6 +64,19 @@ fn lead_args(ctx: &Ctx, args: LeadArgs) -> anyhow::Result<Vec<OsString>> {
         "--teamctl".into(),
         teamctl.into(),
     ];
+    // Over the network: the lead presents the token, and issues its
+    // teammates theirs (`teammated lead` and its `spawn`).
+    if let Some(remote) = &ctx.remote {
+        let mut remote = remote.clone();
+        remote.token_file = absolute(&remote.token_file, "token file")?;
+        if let teamboard_protocol::Endpoint::Tls {
+            ca_file: Some(ca), ..
+        } = &mut remote.endpoint
+        {
+            *ca = absolute(ca, "CA file")?;
+        }
+        argv.extend(remote.args());
+    }
     if ctx.new_team {
         argv.push("--new-team".into());
     }

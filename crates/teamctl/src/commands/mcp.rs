@@ -21,14 +21,15 @@ pub async fn run(ctx: &Ctx, args: McpArgs) -> anyhow::Result<()> {
         teamboard_mcp::serve(input, output, board).await?;
         return Ok(());
     }
+    let (endpoint, credential) = ctx.endpoint_and_credential();
     let mut board = OwnBoard::new(OwnConfig {
-        socket: ctx.socket.clone(),
+        endpoint,
         team: ctx.team.clone(),
         new_team: ctx.new_team,
         name: args.name,
         role: args.role,
         timeout: ctx.timeout(),
-        credential: ctx.lead_key().map_err(|e| e.to_string()),
+        credential,
     });
     // Joined at once, so that the member shows on the board while the session
     // runs; a boardd that is not there yet is tried again at each call.

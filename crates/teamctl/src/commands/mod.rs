@@ -17,6 +17,7 @@ pub mod shutdown;
 pub mod spawn;
 pub mod task;
 pub mod task_diff;
+pub mod token;
 pub mod watch;
 pub mod web;
 
@@ -28,7 +29,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use teamboard_protocol::request::{EventsArgs, ListTasksArgs};
 use teamboard_protocol::{
-    Client, ClientError, Credential, ErrorCode, Event, Request, Task, TaskId,
+    Client, ClientError, Credential, Endpoint, ErrorCode, Event, Remote, Request, Task, TaskId,
 };
 
 /// The client's name in the hello: the person at teamctl is the team's lead.
@@ -49,6 +50,9 @@ pub struct Ctx {
     pub timeout: u64,
     /// `--state-dir` or `$TEAMBOARD_STATE_DIR`, when given.
     pub state_dir_given: Option<PathBuf>,
+    /// `--connect` with its token (and CA) file: boardd over the network,
+    /// in place of `socket`.
+    pub remote: Option<Remote>,
 }
 
 impl Ctx {
@@ -66,6 +70,10 @@ impl Ctx {
             json: global.json,
             timeout: global.timeout,
             state_dir_given: given(&global.state_dir),
+            remote: global.connect.clone().map(|endpoint| Remote {
+                endpoint: endpoint.with_ca_file(global.ca_file.clone()),
+                token_file: global.token_file.clone().unwrap_or_default(),
+            }),
         }
     }
 
@@ -89,6 +97,22 @@ impl Ctx {
         Ok(teamboard_protocol::lead_key::lead_key(Some(&dir))?)
     }
 
+    /// Where boardd is, and what vouches for this host there: `--connect` and
+    /// its token, or the socket and the lead's key. The credential's error is
+    /// kept, to be said when boardd refuses the session.
+    pub fn endpoint_and_credential(&self) -> (Endpoint, Result<Credential, String>) {
+        match &self.remote {
+            Some(remote) => (
+                remote.endpoint.clone(),
+                remote.token().map_err(|e| e.to_string()),
+            ),
+            None => (
+                Endpoint::Unix(self.socket.clone()),
+                self.lead_key().map_err(|e| e.to_string()),
+            ),
+        }
+    }
+
     /// Opens a session as `lead` in the team, which must exist unless
     /// `--new-team` named it.
     ///
@@ -96,6 +120,29 @@ impl Ctx {
     /// boardd would refuse every request, but a boardd that is not running at
     /// all is the first thing to put right.
     pub async fn connect(&self) -> anyhow::Result<Client> {
+        self.connect_as(teamboard_protocol::LEAD).await
+    }
+
+    /// [`Ctx::connect`], except that over the network (`--connect`) the
+    /// session is `name`, the one the token vouches for: `spawn` watches for
+    /// its teammate with the token it hands the teammate. Over the socket the
+    /// lead's key vouches for any name, and the session stays the lead's.
+    pub async fn connect_as(&self, name: &str) -> anyhow::Result<Client> {
+        if let Some(remote) = &self.remote {
+            // Over the network the token is the only credential: a lead.key
+            // on this host belongs to another boardd.
+            let token = remote.token()?;
+            let new_team = Some(self.new_team);
+            let client = Client::open(
+                &remote.endpoint,
+                CLIENT_KIND,
+                name,
+                &self.team,
+                new_team,
+                Some(&token),
+            );
+            return Ok(client.await?);
+        }
         let key = self.lead_key();
         let client = Client::join(
             &self.socket,
@@ -200,6 +247,7 @@ pub fn no_answer(timeout: u64) -> anyhow::Error {
 async fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<()> {
     match command {
         Command::Status => overview::status(ctx).await,
+        Command::Token(command) => token::run(ctx, command).await,
         Command::Task(TaskCommand::Add(args)) => task::add(ctx, args).await,
         Command::Task(TaskCommand::Show(args)) => task::show(ctx, args).await,
         Command::Task(TaskCommand::Depend(args)) => task::depend(ctx, args).await,

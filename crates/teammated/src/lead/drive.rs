@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use teamboard_protocol::board_call::Front;
 use teamboard_protocol::transcript::{EntryKind, transcript_path};
-use teamboard_protocol::{Client, ClientError, Event, EventKind, LEAD, Task, TaskStatus};
+use teamboard_protocol::{Client, ClientError, Endpoint, Event, EventKind, LEAD, Task, TaskStatus};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -62,6 +62,8 @@ pub enum LeadError {
     Gone,
     #[error(transparent)]
     LeadKey(#[from] teamboard_protocol::lead_key::LeadKeyError),
+    #[error(transparent)]
+    Token(#[from] teamboard_protocol::endpoint::TokenFileError),
 }
 
 impl From<TurnError> for LeadError {
@@ -94,13 +96,19 @@ where
     if let Probe::Unsure(why) = &probe {
         tracing::warn!("{why}");
     }
-    let key = teamboard_protocol::lead_key::lead_key(Some(&cfg.state_dir))?;
-    let client = Client::join(
-        &cfg.socket,
+    let (endpoint, key) = match &cfg.remote {
+        Some(remote) => (remote.endpoint.clone(), remote.token()?),
+        None => (
+            Endpoint::Unix(cfg.socket.clone()),
+            teamboard_protocol::lead_key::lead_key(Some(&cfg.state_dir))?,
+        ),
+    };
+    let client = Client::open(
+        &endpoint,
         "teammated-lead",
         LEAD,
         &cfg.team,
-        cfg.new_team,
+        Some(cfg.new_team),
         Some(&key),
     )
     .await?;

@@ -66,6 +66,9 @@ pub struct SpawnConfig {
 pub struct LeadConfig {
     pub team: String,
     pub socket: PathBuf,
+    /// boardd over the network (`--connect`), in place of `socket`: the lead
+    /// presents the token, and issues one to each teammate it spawns.
+    pub remote: Option<teamboard_protocol::Remote>,
     pub state_dir: PathBuf,
     /// Whether the state dir was named (it is then passed on to `teamctl spawn`).
     pub state_dir_given: bool,

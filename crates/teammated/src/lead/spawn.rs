@@ -2,14 +2,35 @@
 //! up exactly like one the person starts (detached, its own process group, its log
 //! in the state dir, the wait until it is connected, the cleanup when it is not).
 //! There is one spawn, and it lives in teamctl.
+//!
+//! Over the network (`--connect`) the lead issues the teammate a token of its
+//! own first (`create_token`, which replaces any it had), keeps it 0600 in the
+//! teammate's directory, and hands teamctl the endpoint and that file.
 
 use super::{LeadConfig, SpawnConfig};
 use std::ffi::OsString;
+use std::path::PathBuf;
 use std::process::Stdio;
+use teamboard_protocol::token::{CreateTokenArgs, IssuedToken};
+use teamboard_protocol::{Client, Remote, Request};
 
 /// What a spawn gave: the teammate's pid, or teamctl's error.
-pub(super) async fn spawn(cfg: &LeadConfig, name: &str, role: &str) -> Result<u32, String> {
-    let argv = argv(cfg, name, role);
+pub(super) async fn spawn(
+    cfg: &LeadConfig,
+    client: &Client,
+    name: &str,
+    role: &str,
+) -> Result<u32, String> {
+    let mut argv = argv(cfg, name, role);
+    if let Some(remote) = &cfg.remote {
+        let token = issue_token(cfg, client, name).await?;
+        let given = Remote {
+            endpoint: remote.endpoint.clone(),
+            token_file: token,
+        };
+        // In place of `--socket`: the first two words of `argv`.
+        argv.splice(0..2, given.args());
+    }
     let out = tokio::process::Command::new(&cfg.spawn.teamctl)
         .args(&argv)
         .stdin(Stdio::null())
@@ -33,6 +54,36 @@ pub(super) async fn spawn(cfg: &LeadConfig, name: &str, role: &str) -> Result<u3
     serde_json::from_slice::<Spawned>(&out.stdout)
         .map(|s| s.pid)
         .map_err(|e| format!("cannot read what `teamctl spawn --json` printed: {e}"))
+}
+
+/// A fresh token for teammate `name`, written where only this user reads it:
+/// the path of its file.
+async fn issue_token(cfg: &LeadConfig, client: &Client, name: &str) -> Result<PathBuf, String> {
+    let args = CreateTokenArgs {
+        name: name.to_string(),
+        team: None,
+    };
+    let issued: IssuedToken = (client.call(Request::CreateToken(args)).await)
+        .map_err(|e| format!("cannot issue a token for {name}: {e}"))?;
+    let dir = teamboard_protocol::transcript::teammate_dir(&cfg.state_dir, &cfg.team, name);
+    let path = dir.join("token");
+    let write = || -> std::io::Result<()> {
+        use std::io::Write as _;
+        use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)?;
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&path)?;
+        writeln!(file, "{}", issued.token.as_str())
+    };
+    write().map_err(|e| format!("cannot write {name}'s token to {}: {e}", path.display()))?;
+    Ok(path)
 }
 
 /// `teamctl`'s command line for one teammate.
@@ -109,6 +160,7 @@ mod tests {
         LeadConfig {
             team: "default".into(),
             socket: "/run/b.sock".into(),
+            remote: None,
             state_dir: "/state".into(),
             state_dir_given: false,
             provider: ProviderConfig {

@@ -128,7 +128,7 @@ impl Desk {
                 "the role must be a word such as dev or tester",
             ));
         }
-        let pid = spawn::spawn(&self.cfg, &name, &role)
+        let pid = spawn::spawn(&self.cfg, &self.client, &name, &role)
             .await
             .map_err(|e| ToolOutput::error(format!("the spawn failed: {e}")))?;
         Ok(format!(

@@ -147,8 +147,10 @@ impl Teammate {
             model: native.then(|| crate::llm::model_label(&cfg.provider)),
             sandbox: cfg.sandbox,
         };
+        let endpoint = (cfg.connect.clone())
+            .unwrap_or_else(|| teamboard_protocol::Endpoint::Unix(cfg.socket.clone()));
         let (session, member) = Session::open(
-            cfg.socket.clone(),
+            endpoint,
             who,
             cfg.lead_key.take(),
             cfg.reconnect_timeout,

@@ -98,21 +98,44 @@ pub async fn measure(
     prefill(&filler.socket, tasks).await?;
     stop(filler).await?;
     let daemon = run.boardd(&boardd, state_dir, mode.flags()).await?;
-    let boardd_cpu = || daemon.pid().and_then(cpu_time);
+    let sockets = [daemon.socket.clone()];
+    let r = measure_on(bins, &sockets, daemon.pid(), clients, seconds).await?;
+    drop(daemon);
+    Ok(LoadResult {
+        mode,
+        tasks_prefilled: tasks,
+        ..r
+    })
+}
+
+/// Measures one phase against boards already filled, with the clients spread
+/// over `sockets` in turn; `pid` is the boardd whose CPU time is counted. The
+/// result's mode and board size are the caller's to fill in.
+pub async fn measure_on(
+    bins: &Bins,
+    sockets: &[std::path::PathBuf],
+    pid: Option<u32>,
+    clients: usize,
+    seconds: f64,
+) -> anyhow::Result<LoadResult> {
+    let boardd_cpu = || pid.and_then(cpu_time);
+    let first = sockets.first().context("no boardd to measure")?;
 
     // One client is one process; more are spread so that no client runtime
     // saturates a core on its own, as evenly as possible: 256 over 4 is 64 each.
+    // With several boardd, at least one process per boardd.
     let processes = match clients {
         0 | 1 => 1,
         2..=16 => 2,
         _ => 4,
-    };
+    }
+    .max(sockets.len().min(clients));
     let mut children = Vec::with_capacity(processes);
     for p in 0..processes {
         let n = clients / processes + usize::from(p < clients % processes);
         children.push(ClientProcess::spawn(
             &bins.xtask,
-            &daemon.socket,
+            &sockets[p % sockets.len()],
             p,
             n,
             seconds,
@@ -127,7 +150,7 @@ pub async fn measure(
     }
 
     let cpu_before = boardd_cpu();
-    let commits_before = commit_stats(&daemon.socket).await;
+    let commits_before = commit_stats(first).await;
     for c in &mut children {
         let stdin = c.child.stdin.as_mut().context("client stdin")?;
         stdin.write_all(b"go\n").await?;
@@ -160,7 +183,7 @@ pub async fn measure(
         starved += s;
         clients_cpu_s += cpu_s;
     }
-    let answers_per_fsync = match (commits_before, commit_stats(&daemon.socket).await) {
+    let answers_per_fsync = match (commits_before, commit_stats(first).await) {
         (Some(a), Some(b)) if b.transactions > a.transactions => Some(
             b.requests.saturating_sub(a.requests) as f64 / (b.transactions - a.transactions) as f64,
         ),
@@ -176,12 +199,11 @@ pub async fn measure(
             bail!("client process {} exited with {status}", c.index);
         }
     }
-    drop(daemon);
     Ok(LoadResult {
-        mode,
+        mode: Mode::Group,
         clients,
         processes,
-        tasks_prefilled: tasks,
+        tasks_prefilled: 0,
         cycles,
         window_s,
         cycles_per_s: if window_s > 0.0 {
@@ -207,7 +229,7 @@ async fn commit_stats(socket: &Path) -> Option<teamboard_protocol::CommitStats> 
 }
 
 /// Adds `tasks` role-less tasks, many requests in flight at once.
-async fn prefill(socket: &Path, tasks: u64) -> anyhow::Result<()> {
+pub async fn prefill(socket: &Path, tasks: u64) -> anyhow::Result<()> {
     let started = Instant::now();
     let next = Arc::new(AtomicU64::new(0));
     let mut workers = JoinSet::new();

@@ -11,6 +11,7 @@
 //!
 //! then the table and the targets ([`targets`]), and `target/bench/results.json`.
 
+mod engines;
 pub mod floor;
 mod fsync;
 pub mod load;
@@ -41,6 +42,21 @@ pub struct BenchArgs {
     /// it on the disk you care about: /tmp is often tmpfs, where fsync is free.
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
+    /// `postgres`: instead of the phases above, the wake-up and P1 (256
+    /// clients) of SQLite, PostgreSQL with one boardd and PostgreSQL with three,
+    /// in one run (a private server in the run's directory, or
+    /// TEAMBOARD_PG_URL's). Results: target/bench/engines.json.
+    #[arg(long, value_enum, default_value_t = Database::Sqlite)]
+    database: Database,
+}
+
+/// Which storage `bench` measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Database {
+    /// boardd's default: the phases (a) to (d) on SQLite.
+    Sqlite,
+    /// The engines side by side (see `engines`).
+    Postgres,
 }
 
 /// How boardd commits, as the bench compares them.
@@ -109,6 +125,10 @@ async fn run_async(args: &BenchArgs) -> anyhow::Result<()> {
         println!(
             "warning: tmpfs keeps data in memory; fsync is free and the numbers mean nothing for a disk. Use --dir."
         );
+    }
+
+    if args.database == Database::Postgres {
+        return engines::run(&run, &bins, seconds, wake_samples).await;
     }
 
     println!("(a) fdatasync rate, {seconds} s ...");

@@ -11,6 +11,7 @@ use crate::bench::harness::summary::Summary;
 use crate::bench::harness::{Bins, PARK_DELAY};
 use anyhow::{Context, bail};
 use serde::Serialize;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use teamboard_protocol::request::NewTask;
@@ -46,11 +47,25 @@ pub async fn measure(
     let daemon = run
         .boardd(&bins.get("boardd"), &run.path().join("wake"), &[])
         .await?;
-    let key = teamboard_process::lead_key(&daemon.socket)?;
+    let r = measure_on(&daemon.socket, &daemon.socket, samples, budget).await?;
+    stop(daemon).await?;
+    Ok(r)
+}
+
+/// [`measure`] with the waiter on `waiter_at` and the lead on `lead_at`: two
+/// boardd of one board, or the same one.
+pub async fn measure_on(
+    waiter_at: &Path,
+    lead_at: &Path,
+    samples: usize,
+    budget: Duration,
+) -> anyhow::Result<WakeResult> {
+    let key = teamboard_process::lead_key(waiter_at)?;
     let waiter =
-        Arc::new(Client::connect(&daemon.socket, "xtask-bench", "waiter", TEAM, Some(&key)).await?);
+        Arc::new(Client::connect(waiter_at, "xtask-bench", "waiter", TEAM, Some(&key)).await?);
     waiter.register("bench", Some(std::process::id())).await?;
-    let lead = Client::connect(&daemon.socket, "xtask-bench", "lead", TEAM, Some(&key)).await?;
+    let key = teamboard_process::lead_key(lead_at)?;
+    let lead = Client::connect(lead_at, "xtask-bench", "lead", TEAM, Some(&key)).await?;
 
     let started = Instant::now();
     let (mut wake, mut add_ack, mut idle_rtt) = (Vec::new(), Vec::new(), Vec::new());
@@ -107,7 +122,6 @@ pub async fn measure(
         busy_rtt.push(t0.elapsed());
     }
     drop((lead, waiter));
-    stop(daemon).await?;
     Ok(WakeResult {
         wake: Summary::of(wake),
         add_ack: Summary::of(add_ack),

@@ -57,6 +57,12 @@ impl Scratch {
         self.sockets.path().join(name)
     }
 
+    /// The socket the next [`Scratch::boardd`] listens on, for a flag that
+    /// must name it before it starts.
+    pub fn next_socket(&self) -> PathBuf {
+        self.socket(&format!("boardd-{}.sock", self.boardds.get()))
+    }
+
     /// Keeps the directory (for a failed run's logs) and says where it is.
     pub fn keep(self) -> PathBuf {
         self.dir.keep()

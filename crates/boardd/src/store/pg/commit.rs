@@ -13,29 +13,33 @@
 use super::schema::*;
 use super::{PgStore, off_runtime};
 use crate::store::rows::BudgetRow;
-use crate::store::{CredentialRow, StoreError, to_json};
+use crate::store::{CredentialRow, StoreError, TokenChange, to_json};
 use postgres::types::ToSql;
 use postgres::{Statement, Transaction};
 use std::collections::HashMap;
 use teamboard_board::Changes;
 
 impl PgStore {
-    /// Writes a group of batches, and the credentials issued with them, in one
-    /// transaction. When this returns `Ok`, the server has committed it.
+    /// Writes a group of batches, and the credentials and tokens issued or
+    /// revoked with them, in one transaction. When this returns `Ok`, the
+    /// server has committed it.
     pub fn commit<'a>(
         &mut self,
         batches: impl IntoIterator<Item = &'a Changes>,
         credentials: impl IntoIterator<Item = &'a CredentialRow>,
+        tokens: impl IntoIterator<Item = &'a TokenChange>,
     ) -> Result<(), StoreError> {
         let batches: Vec<&Changes> = batches.into_iter().collect();
         let credentials: Vec<&CredentialRow> = credentials.into_iter().collect();
-        off_runtime(|| self.commit_here(&batches, &credentials))
+        let tokens: Vec<&TokenChange> = tokens.into_iter().collect();
+        off_runtime(|| self.commit_here(&batches, &credentials, &tokens))
     }
 
     fn commit_here(
         &mut self,
         batches: &[&Changes],
         credentials: &[&CredentialRow],
+        tokens: &[&TokenChange],
     ) -> Result<(), StoreError> {
         let database = self.database.clone();
         let err = |source| StoreError::Postgres {
@@ -76,6 +80,22 @@ impl PgStore {
                 PUT_CREDENTIAL,
                 &[&row.team, &row.name, &row.digest.as_slice()],
             )
+            .map_err(err)?;
+        }
+        // In order: a token made and revoked in one group ends revoked.
+        for change in tokens {
+            match change {
+                TokenChange::Put(row) => w.run(
+                    PUT_TOKEN,
+                    &[
+                        &row.team,
+                        &row.name,
+                        &row.digest.as_slice(),
+                        &row.created_ms,
+                    ],
+                ),
+                TokenChange::Revoke { team, name } => w.run(DEL_TOKEN, &[team, name]),
+            }
             .map_err(err)?;
         }
         if let Some(next) = next_message_id.filter(|n| *n != stored_next) {

@@ -42,7 +42,7 @@
 mod commit;
 mod schema;
 
-use super::rows::{BudgetRow, CredentialRow};
+use super::rows::{BudgetRow, CredentialRow, TokenRow};
 use super::{HistoryQuery, StoreError};
 use postgres::{Client, NoTls, Statement};
 use std::collections::HashMap;
@@ -348,6 +348,36 @@ impl PgStore {
             match <[u8; 32]>::try_from(digest) {
                 Ok(digest) => out.push(CredentialRow { team, name, digest }),
                 Err(_) => tracing::warn!(%team, %name, "ignoring a malformed credential row"),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every token the lead issued, as its digest.
+    pub fn tokens(&mut self) -> Result<Vec<TokenRow>, StoreError> {
+        let rows =
+            off_runtime(|| self.query("SELECT team, name, digest, created FROM tokens", &[]))?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            let columns = (row.try_get(0)).and_then(|team| {
+                Ok((
+                    team,
+                    row.try_get(1)?,
+                    row.try_get::<_, &[u8]>(2)?,
+                    row.try_get(3)?,
+                ))
+            });
+            let (team, name, digest, created_ms): (String, String, &[u8], i64) =
+                columns.map_err(|e| self.pg(e))?;
+            // As in the SQLite engine: a row of another length vouches for nobody.
+            match <[u8; 32]>::try_from(digest) {
+                Ok(digest) => out.push(TokenRow {
+                    team,
+                    name,
+                    digest,
+                    created_ms,
+                }),
+                Err(_) => tracing::warn!(%team, %name, "ignoring a malformed token row"),
             }
         }
         Ok(out)

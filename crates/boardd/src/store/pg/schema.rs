@@ -41,7 +41,8 @@ pub const SCHEMA: &str = "
         team TEXT NOT NULL, name TEXT NOT NULL, digest BYTEA NOT NULL,
         PRIMARY KEY (team, name));
     CREATE TABLE IF NOT EXISTS tokens (
-        team TEXT, name TEXT, digest BYTEA, created BIGINT,
+        team TEXT NOT NULL, name TEXT NOT NULL, digest BYTEA NOT NULL,
+        created BIGINT NOT NULL,
         PRIMARY KEY (team, name));
     CREATE TABLE IF NOT EXISTS leadership (
         id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -80,6 +81,10 @@ pub const PUT_ACCOUNT_BLOCK: &str = "INSERT INTO account_blocks (account, body) 
     ON CONFLICT (account) DO UPDATE SET body = excluded.body";
 pub const PUT_CREDENTIAL: &str = "INSERT INTO credentials (team, name, digest) VALUES ($1, $2, $3)
     ON CONFLICT (team, name) DO UPDATE SET digest = excluded.digest";
+pub const PUT_TOKEN: &str =
+    "INSERT INTO tokens (team, name, digest, created) VALUES ($1, $2, $3, $4)
+    ON CONFLICT (team, name) DO UPDATE SET digest = excluded.digest, created = excluded.created";
+pub const DEL_TOKEN: &str = "DELETE FROM tokens WHERE team = $1 AND name = $2";
 pub const PUT_NEXT_MESSAGE_ID: &str = "INSERT INTO meta (key, value) VALUES ('next_message_id', $1)
     ON CONFLICT (key) DO UPDATE SET value = excluded.value";
 

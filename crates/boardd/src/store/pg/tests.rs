@@ -45,7 +45,7 @@ fn a_deposed_boardd_writes_nothing_of_its_next_batch() {
     };
     let mut store = open(&url);
     store.set_fence(Some(0));
-    store.commit([&batch(1)], []).expect("the term holds");
+    store.commit([&batch(1)], [], []).expect("the term holds");
     // Another boardd takes over.
     other(&url)
         .execute("UPDATE leadership SET term = term + 1 WHERE id = 1", &[])
@@ -55,7 +55,7 @@ fn a_deposed_boardd_writes_nothing_of_its_next_batch() {
         name: "ana".into(),
         digest: [7; 32],
     };
-    match store.commit([&batch(2)], [&row]) {
+    match store.commit([&batch(2)], [&row], []) {
         Err(StoreError::Deposed {
             held: 0, now: 1, ..
         }) => {}
@@ -67,7 +67,9 @@ fn a_deposed_boardd_writes_nothing_of_its_next_batch() {
     assert_eq!(store.credentials().expect("credentials"), vec![]);
     // Holding the term that is current, it commits again.
     store.set_fence(Some(1));
-    store.commit([&batch(2)], []).expect("the new term holds");
+    store
+        .commit([&batch(2)], [], [])
+        .expect("the new term holds");
     assert_eq!(events(&mut store), vec![1, 2]);
 }
 
@@ -133,7 +135,7 @@ async fn the_store_works_from_inside_a_runtime() {
     // Each of these would panic in the client's own `block_on` if it ran on
     // this thread, which drives the test's runtime.
     let mut store = open(&url);
-    store.commit([&batch(1)], []).expect("commit");
+    store.commit([&batch(1)], [], []).expect("commit");
     assert_eq!(events(&mut store), vec![1]);
     assert_eq!(store.load().expect("load").next_event_seq, 2);
     drop(store);

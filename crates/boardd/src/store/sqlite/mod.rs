@@ -8,8 +8,9 @@
 
 mod credentials;
 mod spend;
+mod tokens;
 
-use super::rows::{BudgetRow, CredentialRow};
+use super::rows::{BudgetRow, CredentialRow, TokenChange, TokenRow};
 use super::{HistoryQuery, StoreError, to_json};
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};
@@ -23,8 +24,8 @@ pub const DB_FILE: &str = "board.sqlite3";
 
 /// 2: `events_by_task` leaves out events about no task (see [`SqliteStore::open`]).
 /// 3: `requests`. 4: `repos`. 5: the ledger's tables (see `spend`).
-/// 6: `credentials`.
-const SCHEMA_VERSION: i64 = 6;
+/// 6: `credentials`. 7: `tokens`.
+const SCHEMA_VERSION: i64 = 7;
 
 pub struct SqliteStore {
     conn: Connection,
@@ -108,10 +109,12 @@ impl SqliteStore {
              CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
              {spend}
              {credentials}
+             {tokens}
              PRAGMA user_version = {SCHEMA_VERSION};
              COMMIT;",
             spend = spend::SCHEMA,
-            credentials = credentials::SCHEMA
+            credentials = credentials::SCHEMA,
+            tokens = tokens::SCHEMA
         ))
         .map_err(err)?;
         // Replaces SQLite's automatic checkpoint (which is itself a WAL hook).
@@ -262,6 +265,11 @@ impl SqliteStore {
         Ok(out)
     }
 
+    /// Every token the lead issued, as its digest.
+    pub fn tokens(&mut self) -> Result<Vec<TokenRow>, StoreError> {
+        tokens::load(&self.conn).map_err(|e| self.sqlite(e))
+    }
+
     fn load_rows<T: serde::de::DeserializeOwned>(
         &self,
         sql: &str,
@@ -282,12 +290,14 @@ impl SqliteStore {
         Ok(out)
     }
 
-    /// Writes a group of batches, and the credentials issued with them, in one
-    /// transaction. When this returns `Ok`, the data is on disk.
+    /// Writes a group of batches, and the credentials and tokens issued or
+    /// revoked with them, in one transaction. When this returns `Ok`, the data
+    /// is on disk.
     pub fn commit<'a>(
         &mut self,
         batches: impl IntoIterator<Item = &'a Changes>,
         credentials: impl IntoIterator<Item = &'a CredentialRow>,
+        tokens: impl IntoIterator<Item = &'a TokenChange>,
     ) -> Result<(), StoreError> {
         let path = self.path.clone();
         let err = |source| StoreError::Sqlite {
@@ -364,6 +374,7 @@ impl SqliteStore {
                 next_message_id = Some(batch.next_message_id);
             }
             credentials::write(tx, credentials, &err)?;
+            tokens::write(tx, tokens, &err)?;
             if let Some(next) = next_message_id.filter(|n| *n != self.stored_next_message_id) {
                 prepare(
                     "INSERT INTO meta (key, value) VALUES ('next_message_id', ?1)

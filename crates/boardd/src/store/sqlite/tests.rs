@@ -121,7 +121,7 @@ fn a_version_5_database_gets_the_credentials_table_and_keeps_its_board() {
         teams: vec!["web".into()],
         ..Default::default()
     };
-    store.commit([&batch], []).expect("commit");
+    store.commit([&batch], [], []).expect("commit");
     // As boardd left it before credentials: no table, schema version 5.
     store
         .conn
@@ -142,9 +142,34 @@ fn a_version_5_database_gets_the_credentials_table_and_keeps_its_board() {
         name: "ana".into(),
         digest: [byte; 32],
     };
-    store.commit([], [&row(1)]).expect("commit");
-    store.commit([], [&row(2)]).expect("commit");
+    store.commit([], [&row(1)], []).expect("commit");
+    store.commit([], [&row(2)], []).expect("commit");
     drop(store);
     let mut store = SqliteStore::open(dir.path()).expect("reopen");
     assert_eq!(store.credentials().expect("credentials"), vec![row(2)]);
+}
+
+#[test]
+fn a_version_6_database_gets_the_tokens_table_and_keeps_its_credentials() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut store = SqliteStore::open(dir.path()).expect("open");
+    let member = CredentialRow {
+        team: "web".into(),
+        name: "ana".into(),
+        digest: [7; 32],
+    };
+    store.commit([], [&member], []).expect("commit");
+    // As boardd left it before tokens: no table, schema version 6.
+    store
+        .conn
+        .execute_batch("DROP TABLE tokens; PRAGMA user_version = 6;")
+        .expect("back to version 6");
+    drop(store);
+    let mut store = SqliteStore::open(dir.path()).expect("reopen");
+    let version: i64 = (store.conn)
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .expect("version");
+    assert_eq!(version, SCHEMA_VERSION);
+    assert_eq!(store.credentials().expect("credentials"), vec![member]);
+    assert_eq!(store.tokens().expect("tokens"), vec![]);
 }

@@ -42,7 +42,7 @@ pub(super) async fn run(
     // the name must be free; a second process under a connected name would only be
     // turned away after it started.
     let limit = ctx.timeout();
-    let client = within(limit, ctx.connect()).await?;
+    let client = within(limit, ctx.connect_as(&args.name)).await?;
     within(limit, refuse_if_connected(ctx, &client, &args.name)).await?;
     // What the roster said before: a registration of our child must change it.
     let before = within(limit, roster_entry(&client, &args.name)).await?;

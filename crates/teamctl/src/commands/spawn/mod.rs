@@ -83,7 +83,9 @@ impl Setting {
     fn var(&self) -> String {
         let name = self.flag.to_uppercase().replace('-', "_");
         match self.flag {
-            "team" | "socket" | "state-dir" => format!("TEAMBOARD_{name}"),
+            "team" | "socket" | "state-dir" | "connect" | "token-file" | "ca-file" => {
+                format!("TEAMBOARD_{name}")
+            }
             "agent-arg" => "TEAMMATE_AGENT_ARGS".to_string(),
             _ => format!("TEAMMATE_{name}"),
         }
@@ -150,6 +152,22 @@ fn settings(
     set(Both, "agent-policy", text(runtime.agent_policy));
     let given = ctx.socket_given.then_some(Path(socket, "socket path"));
     set(Var, "socket", given);
+    // Over the network, the same endpoint, token and CA as this teamctl's.
+    if let Some(remote) = &ctx.remote {
+        set(Both, "connect", text(Some(&remote.endpoint)));
+        let token = absolute(&remote.token_file, "token file")?;
+        set(Both, "token-file", Some(Path(token, "token file")));
+        if let teamboard_protocol::Endpoint::Tls {
+            ca_file: Some(ca), ..
+        } = &remote.endpoint
+        {
+            set(
+                Both,
+                "ca-file",
+                Some(Path(absolute(ca, "CA file")?, "CA file")),
+            );
+        }
+    }
     set(Var, "state-dir", state);
     Ok(all)
 }

@@ -20,7 +20,7 @@ pub(crate) const SYSTEMCTL_ENV: &str = "TEAMCTL_SYSTEMCTL";
 pub(super) async fn run(ctx: &Ctx, args: &SpawnArgs, settings: &[Setting]) -> anyhow::Result<()> {
     // The unit Requires= boardd.service, so systemd starts boardd if it is down;
     // only a running boardd can say whether the name is taken.
-    match within(ctx.timeout(), ctx.connect()).await {
+    match within(ctx.timeout(), ctx.connect_as(&args.name)).await {
         Ok(client) => within(ctx.timeout(), refuse_if_connected(ctx, &client, &args.name)).await?,
         Err(e) if matches!(e.downcast_ref(), Some(ClientError::NotRunning { .. })) => {}
         Err(e) => return Err(e),

@@ -27,8 +27,15 @@ pub async fn run(ctx: &Ctx, args: WebArgs) -> anyhow::Result<()> {
     if args.systemd {
         return systemd::install(ctx, args.listen, tls, token).await;
     }
+    let (endpoint, credential) = ctx.endpoint_and_credential();
     let web = Web::bind(Config {
-        socket: ctx.socket.clone(),
+        // Over the network the token, read now; on this host the lead's key,
+        // which the server reads itself from the state directory.
+        credential: match &ctx.remote {
+            Some(_) => Some(credential.map_err(anyhow::Error::msg)?),
+            None => None,
+        },
+        endpoint,
         team: ctx.team.clone(),
         state_dir: ctx.state_dir(),
         listen: args.listen,
