@@ -36,10 +36,21 @@ struct Args {
 
     /// Share the --database with other boardd: one decides at a time, and the
     /// others forward their clients to it. ADDR is what they dial to reach this
-    /// one when it decides: its --socket, for boardd on one host, or its TCP
-    /// listener (docs/design/cluster.md)
+    /// one when it decides: its --socket's absolute path, for boardd on one host,
+    /// or its --listen-tcp as tls://HOST:PORT (tcp://127.0.0.1:PORT on
+    /// loopback) (docs/design/cluster.md)
     #[arg(long, value_name = "ADDR", requires = "database")]
     advertise: Option<String>,
+
+    /// The CA (PEM) that a deciding boardd's TLS certificate must chain to,
+    /// when this one forwards to it over tls:// [default: the system's roots]
+    #[arg(
+        long,
+        env = "TEAMBOARD_CA_FILE",
+        value_name = "CA.pem",
+        requires = "database"
+    )]
+    ca_file: Option<PathBuf>,
 
     /// Share the --database with other boardd without ever deciding: a host
     /// that does not hold the teams' repositories
@@ -176,6 +187,10 @@ fn real_main() -> anyhow::Result<()> {
         }),
         ..Config::new(socket, state_dir)
     };
+    if let Some(advertise) = &args.advertise {
+        boardd::cluster::proxy::Addr::parse(advertise).context("--advertise")?;
+    }
+    let ca_file = args.ca_file;
     let cluster = match (args.advertise, args.follower_only) {
         (None, false) => None,
         (advertise, follower_only) => Some(boardd::cluster::role::Settings {
@@ -196,7 +211,7 @@ fn real_main() -> anyhow::Result<()> {
         .build()
         .context("cannot start the async runtime")?;
     match cluster {
-        Some(cluster) => runtime.block_on(run_shared(config, cluster)),
+        Some(cluster) => runtime.block_on(run_shared(config, cluster, ca_file)),
         None => runtime.block_on(run(config)),
     }
 }
@@ -220,6 +235,7 @@ fn default_node() -> String {
 async fn run_shared(
     config: Config,
     cluster: boardd::cluster::role::Settings,
+    ca_file: Option<PathBuf>,
 ) -> anyhow::Result<()> {
     use boardd::cluster::{proxy, role};
     use tokio::signal::unix::{SignalKind, signal};
@@ -248,7 +264,7 @@ async fn run_shared(
         .await
         .context("cannot read the lead's credential")??;
     boardd::notify("READY=1\nSTATUS=following");
-    role::run(cluster, start, proxy::plain(), stop).await?;
+    role::run(cluster, start, proxy::dialler(ca_file), stop).await?;
     Ok(())
 }
 

@@ -285,7 +285,7 @@ async fn a_client_through_a_follower_reaches_the_leader_and_follows_it() {
     let proxy = tokio::spawn(proxy::run(
         listener,
         leaders.clone(),
-        proxy::plain(),
+        proxy::dialler(None),
         "follower".to_string(),
         stop.clone(),
     ));
@@ -408,7 +408,7 @@ impl Node {
         let run = role::run(
             self.settings.clone(),
             start,
-            proxy::plain(),
+            proxy::dialler(None),
             self.stop.clone(),
         );
         tokio::spawn(run)
@@ -632,4 +632,110 @@ async fn a_follower_only_boardd_never_takes_the_board() {
     assert_eq!(current(&url).await.term, free.term, "f took the board");
     f.stop.cancel();
     f_role.await.expect("role").expect("role");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_forwards_to_a_leader_over_tls() {
+    let Some(url) = database() else { return };
+    let dir = short_tempdir();
+    let certs = teamboard_testkit::TestCerts::make(dir.path());
+    let (cert, key) = (certs.cert.clone(), certs.key.clone());
+    let leader = InProc::start_with(move |config| {
+        config.tcp = Some(boardd::server::TcpListen {
+            addr: "127.0.0.1:0".parse().expect("addr"),
+            tls: Some(boardd::server::TlsFiles { cert, key }),
+        });
+    })
+    .await;
+    let port = (leader.running().and_then(|r| r.tcp))
+        .expect("a TCP listener")
+        .port();
+    let addr = format!("tls://127.0.0.1:{port}");
+    let socket = dir.path().join("f");
+    let leaders = watch::spawn(url.clone(), LONG).expect("watch");
+    let listener = boardd::server::bind(&socket).await.expect("bind");
+    let stop = CancellationToken::new();
+    let proxy = tokio::spawn(proxy::run(
+        listener,
+        leaders.clone(),
+        proxy::dialler(Some(certs.ca.clone())),
+        "follower".to_string(),
+        stop.clone(),
+    ));
+    let term = take_for(&url, "leader", Path::new(&addr)).await;
+    let mut seen = leaders.clone();
+    seen.wait_for(|l| l.as_ref().is_some_and(|l| l.term == term))
+        .await
+        .expect("watch");
+    let key = lead_key(&leader.socket);
+    let through = Client::connect(&socket, "test", "lead", TEAM, Some(&key))
+        .await
+        .expect("connect through the follower");
+    let made = through.add_task(task("over TLS")).await.expect("add");
+    let direct = Client::connect(&leader.socket, "test", "lead", TEAM, Some(&key))
+        .await
+        .expect("connect");
+    let listed: Vec<u64> = direct
+        .list_tasks(None)
+        .await
+        .expect("list")
+        .iter()
+        .map(|t| t.id)
+        .collect();
+    assert_eq!(listed, vec![made.id]);
+
+    // A certificate the follower does not trust: the client is told so.
+    let untrusting = tokio::spawn(proxy::run(
+        boardd::server::bind(&dir.path().join("u"))
+            .await
+            .expect("bind"),
+        leaders.clone(),
+        proxy::dialler(Some(certs.other_ca.clone())),
+        "untrusting".to_string(),
+        stop.clone(),
+    ));
+    match Client::connect(&dir.path().join("u"), "test", "lead", TEAM, Some(&key)).await {
+        Err(ClientError::Server(body)) => {
+            assert_eq!(body.code, ErrorCode::ShuttingDown);
+            assert!(
+                body.message.contains("cannot be reached"),
+                "{}",
+                body.message
+            );
+        }
+        Err(other) => panic!("expected a refusal, got {other}"),
+        Ok(_) => panic!("forwarded to a leader it does not trust"),
+    }
+    stop.cancel();
+    proxy.await.expect("proxy");
+    untrusting.await.expect("proxy");
+}
+
+#[test]
+fn advertised_addresses_are_the_clients_forms() {
+    use proxy::Addr;
+    assert_eq!(
+        Addr::parse("/run/tb/s").unwrap(),
+        Addr::Unix("/run/tb/s".into())
+    );
+    assert_eq!(
+        Addr::parse("tls://db.example:7433").unwrap(),
+        Addr::Tls {
+            host: "db.example".into(),
+            port: 7433
+        }
+    );
+    assert_eq!(
+        Addr::parse("tcp://127.0.0.1:7433").unwrap(),
+        Addr::Tcp("127.0.0.1:7433".parse().unwrap())
+    );
+    for bad in [
+        "tcp://10.0.0.1:7433",
+        "db.example:7433",
+        "tls://db.example",
+        "relative/path",
+        "tls://:1",
+    ] {
+        assert!(Addr::parse(bad).is_err(), "{bad}");
+    }
 }

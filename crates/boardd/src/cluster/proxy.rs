@@ -10,6 +10,10 @@
 //! again; a teamctl command fails with the closed connection and is run again),
 //! reaching the new leader.
 //!
+//! The dialler takes the leader's advertised address in the forms clients'
+//! `--connect` takes: a socket path (several boardd on one host), `tls://` (between
+//! hosts), `tcp://` on loopback. It is a [`Dial`] so that tests may dial otherwise.
+//!
 //! Alternatives that lost:
 //! - Decoding frames and re-sending them: the follower would have to keep up with
 //!   every protocol change, and the leader would see requests, not sessions. Bytes
@@ -24,7 +28,7 @@ use futures_util::future::BoxFuture;
 use futures_util::{SinkExt as _, StreamExt as _};
 use std::sync::Arc;
 use std::time::Duration;
-use teamboard_protocol::{ErrorBody, ErrorCode, ServerFrame};
+use teamboard_protocol::{ErrorBody, ErrorCode, ServerFrame, tls};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{UnixListener, UnixStream};
 use tokio_util::codec::Framed;
@@ -46,19 +50,89 @@ impl<T: AsyncRead + AsyncWrite + Unpin + Send> Upstream for T {}
 pub type Dial =
     Arc<dyn Fn(String) -> BoxFuture<'static, std::io::Result<Box<dyn Upstream>>> + Send + Sync>;
 
-/// The leader's advertised address as it is: an absolute path is its Unix
-/// socket (several boardd on one host need no network between them), anything
-/// else `HOST:PORT` in plain TCP, for loopback, where nothing else can listen in.
-pub fn plain() -> Dial {
-    Arc::new(|addr: String| {
-        Box::pin(async move {
-            if addr.starts_with('/') {
-                let stream = UnixStream::connect(addr).await?;
-                return Ok(Box::new(stream) as Box<dyn Upstream>);
+/// Why an advertised address cannot be dialled.
+#[derive(Debug, thiserror::Error)]
+pub enum AddrError {
+    #[error(
+        "'{0}' is not an address a leader can advertise: give its socket's absolute path, \
+         tls://HOST:PORT, or tcp://127.0.0.1:PORT (loopback only)"
+    )]
+    Unknown(String),
+    #[error("'{0}': plain tcp:// is only for loopback addresses; use tls://")]
+    PlaintextOffLoopback(String),
+}
+
+/// An advertised address, in the forms clients' `--connect` takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Addr {
+    /// Its socket, for several boardd on one host: no network between them.
+    Unix(std::path::PathBuf),
+    /// Its TCP listener, in plain TCP on loopback.
+    Tcp(std::net::SocketAddr),
+    /// Its TCP listener over TLS, between hosts.
+    Tls { host: String, port: u16 },
+}
+
+impl Addr {
+    /// Parses an absolute path, `tls://HOST:PORT` or `tcp://LOOPBACK:PORT`.
+    pub fn parse(text: &str) -> Result<Addr, AddrError> {
+        let unknown = || AddrError::Unknown(text.to_string());
+        if text.starts_with('/') {
+            return Ok(Addr::Unix(text.into()));
+        }
+        if let Some(rest) = text.strip_prefix("tcp://") {
+            let addr: std::net::SocketAddr = rest.parse().map_err(|_| unknown())?;
+            if !addr.ip().is_loopback() {
+                return Err(AddrError::PlaintextOffLoopback(text.to_string()));
             }
-            let stream = tokio::net::TcpStream::connect(addr).await?;
-            stream.set_nodelay(true)?;
-            Ok(Box::new(stream) as Box<dyn Upstream>)
+            return Ok(Addr::Tcp(addr));
+        }
+        let rest = text.strip_prefix("tls://").ok_or_else(unknown)?;
+        let (host, port) = rest.rsplit_once(':').ok_or_else(unknown)?;
+        let port = port.parse().map_err(|_| unknown())?;
+        if host.is_empty() {
+            return Err(unknown());
+        }
+        Ok(Addr::Tls {
+            host: host.to_string(),
+            port,
+        })
+    }
+}
+
+/// Dials a leader at its advertised [`Addr`], trusting `ca` (PEM) for TLS, or
+/// the platform's roots without one; the trust is loaded at the first TLS dial.
+pub fn dialler(ca: Option<std::path::PathBuf>) -> Dial {
+    let trust = Arc::new(std::sync::OnceLock::new());
+    Arc::new(move |addr: String| {
+        let (ca, trust) = (ca.clone(), trust.clone());
+        Box::pin(async move {
+            let addr = Addr::parse(&addr).map_err(std::io::Error::other)?;
+            match addr {
+                Addr::Unix(path) => {
+                    Ok(Box::new(UnixStream::connect(path).await?) as Box<dyn Upstream>)
+                }
+                Addr::Tcp(addr) => {
+                    let stream = tokio::net::TcpStream::connect(addr).await?;
+                    stream.set_nodelay(true)?;
+                    Ok(Box::new(stream) as Box<dyn Upstream>)
+                }
+                Addr::Tls { host, port } => {
+                    let config = trust
+                        .get_or_init(|| {
+                            tls::client_config(ca.as_deref()).map_err(|e| e.to_string())
+                        })
+                        .clone()
+                        .map_err(std::io::Error::other)?;
+                    let name = tls::server_name(&host).map_err(std::io::Error::other)?;
+                    let stream = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
+                    stream.set_nodelay(true)?;
+                    let stream = tokio_rustls::TlsConnector::from(config)
+                        .connect(name, stream)
+                        .await?;
+                    Ok(Box::new(stream) as Box<dyn Upstream>)
+                }
+            }
         })
     })
 }
