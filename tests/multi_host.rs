@@ -318,7 +318,7 @@ impl Mate {
                 tokio::select! {
                     () = tokio::time::sleep(BEAT) => {}
                     () = stop.cancelled() => {
-                        if client.complete_task(id, epoch, "done".into()).await.is_ok() {
+                        if client.complete_task(id, epoch, "done").await.is_ok() {
                             log.lock().unwrap().completed.push((self.name.clone(), id));
                         }
                         return;
@@ -375,7 +375,7 @@ async fn wake(lead: &Client, waiter: &Mate, added: &mut Vec<TaskId>, log: &Log) 
         assert_eq!(claim.task.id, new.id);
         took.push(at - sent);
         client
-            .complete_task(claim.task.id, claim.epoch, "woken".into())
+            .complete_task(claim.task.id, claim.epoch, "woken")
             .await
             .expect("complete");
         let mut seen = log.lock().unwrap();
@@ -515,6 +515,7 @@ async fn scenario(net: &Net, url: &str, fault: Fault) {
         Fault::CutFollower | Fault::CutLeader => net.heal(victim),
         Fault::KillLeader => nodes[victim].start(),
     }
+    let healed = Instant::now();
     for (name, id, epoch) in &victims {
         let back = mate(name, victim);
         let client = tokio::time::timeout(PATIENCE, back.session())
@@ -526,7 +527,7 @@ async fn scenario(net: &Net, url: &str, fault: Fault) {
             Some(ErrorCode::StaleEpoch),
             "{name}'s heartbeat on #{id} epoch {epoch}: {beat:?}"
         );
-        let done = client.complete_task(*id, *epoch, "late".into()).await;
+        let done = client.complete_task(*id, *epoch, "late").await;
         assert_eq!(
             done.as_ref().err().and_then(|e| e.code()),
             Some(ErrorCode::StaleEpoch),
@@ -534,6 +535,10 @@ async fn scenario(net: &Net, url: &str, fault: Fault) {
         );
     }
 
+    eprintln!(
+        "{fault:?}: the lost host's old fences refused {:?} after it came back",
+        healed.elapsed()
+    );
     // Everyone still working completes.
     stop.cancel();
     for (_, handle) in holders {
@@ -579,42 +584,116 @@ fn claimed(detail: &str) -> (String, u64) {
     (name.to_string(), epoch)
 }
 
-/// No task had two owners at once, epochs only grew, every claim and
-/// acknowledged completion a teammate saw is in the history, and every
-/// acknowledged change is on the board.
-async fn check(lead: &Client, added: &[TaskId], seen: &Seen, victims: &[(String, TaskId, u64)]) {
-    let events = history(lead).await;
-    assert!(events.windows(2).all(|w| w[0].seq < w[1].seq));
+/// What the history says happened.
+#[derive(Debug, Default)]
+struct Replay {
+    claims: BTreeSet<(String, TaskId, u64)>,
+    completions: BTreeSet<(String, TaskId)>,
+    last_epoch: BTreeMap<TaskId, u64>,
+}
+
+/// Replays the team's claims, releases (a lease's expiry among them) and
+/// completions per task: no claim while another holds the task, epochs
+/// strictly increasing, only the holder completes.
+fn replay(events: &[teamboard_protocol::Event]) -> Result<Replay, String> {
+    if !events.windows(2).all(|w| w[0].seq < w[1].seq) {
+        return Err("the history's seq is not strictly increasing".into());
+    }
     let mut holder: BTreeMap<TaskId, (String, u64)> = BTreeMap::new();
-    let mut last_epoch: BTreeMap<TaskId, u64> = BTreeMap::new();
-    let mut claims = BTreeSet::new();
-    let mut completions = BTreeSet::new();
+    let mut out = Replay::default();
     for e in events.iter().filter(|e| e.team == TEAM) {
         let Some(id) = e.task else { continue };
         match e.kind {
             EventKind::TaskClaimed => {
                 let (name, epoch) = claimed(&e.detail);
                 if let Some(now) = holder.get(&id) {
-                    panic!("#{id} claimed by {name} while {now:?} held it: {e:?}");
+                    return Err(format!(
+                        "#{id} claimed by {name} while {now:?} held it: {e:?}"
+                    ));
                 }
-                let last = last_epoch.insert(id, epoch).unwrap_or(0);
-                assert!(epoch > last, "#{id}: epoch {epoch} after {last}: {e:?}");
+                let last = out.last_epoch.insert(id, epoch).unwrap_or(0);
+                if epoch <= last {
+                    return Err(format!("#{id}: epoch {epoch} after {last}: {e:?}"));
+                }
                 holder.insert(id, (name.clone(), epoch));
-                claims.insert((name, id, epoch));
+                out.claims.insert((name, id, epoch));
             }
-            EventKind::TaskReleased | EventKind::TaskFailed => {
-                assert!(holder.remove(&id).is_some(), "#{id} released unheld: {e:?}");
+            // The guard ends the holding; unheld, it is an error.
+            EventKind::TaskReleased | EventKind::TaskFailed if holder.remove(&id).is_none() => {
+                return Err(format!("#{id} released unheld: {e:?}"));
             }
-            EventKind::TaskCompleted => {
-                let (name, _) = holder
-                    .remove(&id)
-                    .unwrap_or_else(|| panic!("#{id} completed unheld: {e:?}"));
-                assert_eq!(e.actor, name, "#{id} completed by a non-holder: {e:?}");
-                completions.insert((name, id));
-            }
+            EventKind::TaskCompleted => match holder.remove(&id) {
+                Some((name, _)) if name == e.actor => {
+                    out.completions.insert((name, id));
+                }
+                other => return Err(format!("#{id} completed while held by {other:?}: {e:?}")),
+            },
             _ => {}
         }
     }
+    Ok(out)
+}
+
+/// The checker catches what it is for: two owners at once, an epoch that
+/// did not grow, a completion by someone who did not hold the task.
+#[test]
+fn the_history_check_catches_overlaps_and_old_epochs() {
+    let event = |seq: u64, kind: EventKind, actor: &str, detail: &str| teamboard_protocol::Event {
+        seq,
+        team: TEAM.into(),
+        at: 0,
+        actor: actor.into(),
+        kind,
+        task: Some(1),
+        member: None,
+        message: None,
+        request: None,
+        detail: detail.into(),
+    };
+    let a = event(
+        1,
+        EventKind::TaskClaimed,
+        "a",
+        "a claimed #1 (attempt 1, epoch 1)",
+    );
+    let expired = event(
+        2,
+        EventKind::TaskReleased,
+        "boardd",
+        "#1 back to pending (lease expired, a)",
+    );
+    let b = event(
+        3,
+        EventKind::TaskClaimed,
+        "b",
+        "b claimed #1 (attempt 2, epoch 2)",
+    );
+    let b_done = event(4, EventKind::TaskCompleted, "b", "b completed #1");
+    let good = replay(&[a.clone(), expired.clone(), b.clone(), b_done.clone()]).unwrap();
+    assert_eq!(good.last_epoch[&1], 2);
+    assert_eq!(good.completions.len(), 1);
+    let overlap = replay(&[a.clone(), b.clone()]).unwrap_err();
+    assert!(overlap.contains("while"), "{overlap}");
+    let mut old = b.clone();
+    old.detail = "b claimed #1 (attempt 2, epoch 1)".into();
+    let stale = replay(&[a.clone(), expired.clone(), old]).unwrap_err();
+    assert!(stale.contains("epoch 1 after 1"), "{stale}");
+    let mut a_done = b_done.clone();
+    a_done.actor = "a".into();
+    let wrong = replay(&[a, expired, b, a_done]).unwrap_err();
+    assert!(wrong.contains("completed while held"), "{wrong}");
+}
+
+/// No task had two owners at once, epochs only grew, every claim and
+/// acknowledged completion a teammate saw is in the history, and every
+/// acknowledged change is on the board.
+async fn check(lead: &Client, added: &[TaskId], seen: &Seen, victims: &[(String, TaskId, u64)]) {
+    let events = history(lead).await;
+    let Replay {
+        claims,
+        completions,
+        last_epoch,
+    } = replay(&events).unwrap_or_else(|e| panic!("{e}"));
     for (name, id, epoch, _) in &seen.claims {
         assert!(
             claims.contains(&(name.clone(), *id, *epoch)),
