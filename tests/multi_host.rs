@@ -48,7 +48,10 @@ use tokio_util::sync::CancellationToken;
 /// The leader's lease (`--leader-lease`).
 const LEADER_LEASE: Duration = Duration::from_secs(1);
 /// A claim's lease (`--lease-ttl`), and how long a new leader keeps the claims
-/// it restored for their holders to come back (`--restart-grace`).
+/// it restored for their holders to come back (`--restart-grace`). When the
+/// leader is lost, its teammates' tasks are free again at the takeover (a
+/// leader lease and a round trip) plus the grace: these keep that within the
+/// claim lease and a second too.
 const LEASE_TTL: Duration = Duration::from_secs(2);
 const GRACE: Duration = Duration::from_secs(1);
 /// How often a holder heartbeats: well within `LEASE_TTL`.
