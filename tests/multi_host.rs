@@ -16,6 +16,10 @@
 //! isolates the host, rightly leaves it alone. Serving TCP on the followers
 //! too would have meant a change to boardd for the test's sake only.
 //!
+//! The test starts its own PostgreSQL on the gateway's address, whatever
+//! `TEAMBOARD_PG_URL` says: a server elsewhere on the machine is not on the
+//! hosts' net.
+//!
 //! Skipped (saying so) without root, `ip` or PostgreSQL, unless
 //! `TEAMBOARD_REQUIRE_NETNS=1` or `TEAMBOARD_REQUIRE_PG=1`. The measured
 //! figures are printed (`--nocapture`).
