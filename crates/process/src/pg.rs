@@ -122,6 +122,19 @@ impl PgServer {
             .args(["--no-locale", "-D"])
             .arg(&cluster);
         run_quiet(initdb, "initdb")?;
+        if options.listen.iter().any(|a| !a.is_loopback()) {
+            // initdb trusts loopback only. A server listening on another
+            // address is for the hosts of a test net (`teamboard_testkit::Net`),
+            // which connect from the subnet of that address: `samenet`.
+            let hba = cluster.join("pg_hba.conf");
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(&hba)
+                .and_then(|mut f| {
+                    std::io::Write::write_all(&mut f, b"host all all samenet trust\n")
+                })
+                .map_err(|e| err(format!("cannot write {}: {e}", hba.display())))?;
+        }
         let port = free_port()?;
         let listen = (options.listen.iter())
             .map(IpAddr::to_string)
