@@ -209,3 +209,57 @@ fn corrupting_a_good_history_is_caught() {
     }
     assert_eq!(caught, 4);
 }
+
+/// A real board's history, with every way a claim ends (a lease that expired,
+/// a failure, a release, a cancellation, a completion), passes: the checker
+/// reads the board's own wording, epochs included.
+#[tokio::test(start_paused = true)]
+async fn a_real_boards_history_passes() {
+    use crate::{InProc, lead, read_history, task, teammate};
+    use std::time::Duration;
+    use teamboard_protocol::TaskStatus;
+    const TTL: Duration = Duration::from_secs(30);
+    let daemon = InProc::start_paused(|c| c.board.lease_ttl = TTL).await;
+    let boss = lead(&daemon.socket).await;
+    let one = boss.add_task(task("one")).await.expect("add").id;
+    let two = boss.add_task(task("two")).await.expect("add").id;
+    let ana = teammate(&daemon.socket, "ana", "dev").await;
+    let bo = teammate(&daemon.socket, "bo", "dev").await;
+
+    // ana's claim on #1 lapses; bo takes it and fails.
+    ana.claim_task(one).await.expect("claim");
+    tokio::time::sleep(TTL + Duration::from_secs(1)).await;
+    let t = boss.get_task(one).await.expect("get").task;
+    assert_eq!(t.status, TaskStatus::Pending, "the lease expired");
+    let claim = bo.claim_task(one).await.expect("claim");
+    assert_eq!(claim.epoch, 2);
+    bo.fail_task(one, claim.epoch, "broken")
+        .await
+        .expect("fail");
+    // ana takes #2 and gives it back; bo takes it, the lead cancels it.
+    let claim = ana.claim_task(two).await.expect("claim");
+    ana.release_task(two, claim.epoch, None)
+        .await
+        .expect("release");
+    bo.claim_task(two).await.expect("claim");
+    boss.cancel_task(two).await.expect("cancel");
+    // ana completes #1 at its third epoch.
+    let claim = ana.claim_task(one).await.expect("claim");
+    assert_eq!(claim.epoch, 3);
+    ana.complete_task(one, claim.epoch, "done")
+        .await
+        .expect("complete");
+
+    let history = read_history(&boss).await.expect("history");
+    let replayed = check(&history).unwrap_or_else(|v| panic!("{v}: {history:#?}"));
+    assert_eq!(
+        replayed,
+        Replayed {
+            claims: 5,
+            ends: 5,
+            tasks: 2,
+            held: 0
+        }
+    );
+    daemon.stop().await;
+}
