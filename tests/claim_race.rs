@@ -14,7 +14,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 use teamboard_protocol::{Client, ErrorCode, TaskId, TaskStatus, Work};
-use teamboard_testkit::{InProc, code_of, lead, park, task, teammate};
+use teamboard_testkit::{
+    InProc, check_ownership, code_of, lead, park, read_history, task, teammate,
+};
 use tokio::task::JoinSet;
 
 const CLAIMANTS: usize = 64;
@@ -188,6 +190,11 @@ async fn sixty_four_claimants_each_task_claimed_exactly_once() {
     for m in lead.team().await.unwrap() {
         assert_eq!(m.task, None, "{} still holds a task", m.name);
     }
+    // And the history agrees: no task ever had two owners at once.
+    let history = read_history(&lead).await.unwrap();
+    let replayed = check_ownership(&history).unwrap_or_else(|v| panic!("{v}"));
+    assert_eq!((replayed.claims, replayed.ends), (TASKS, TASKS));
+    assert_eq!((replayed.tasks, replayed.held), (TASKS, 0));
 }
 
 const WAITERS: usize = 16;

@@ -70,6 +70,12 @@
 //!   registers and then answers nothing, in a process group of its own, for
 //!   shutdown deadlines that boardd enforces with signals.
 //!
+//! Histories:
+//! - [`ownership::check`] (also [`check_ownership`]): replays a team's events
+//!   and refuses a history in which a task had two owners at once, a claim's
+//!   epoch did not rise, or a teammate held two tasks; [`read_history`] reads
+//!   a team's whole history through a client, paging with `since`.
+//!
 //! Several hosts on one machine:
 //! - [`Net`]: hosts in network namespaces on one bridge, each with its own
 //!   address, reachable from the test's own namespace through
@@ -110,6 +116,7 @@ mod keys;
 mod landing;
 mod mute;
 pub mod netns;
+pub mod ownership;
 mod pause;
 pub mod pg;
 mod process;
@@ -137,6 +144,7 @@ pub use landing::{
 };
 pub use mute::MuteTeammate;
 pub use netns::Net;
+pub use ownership::{check as check_ownership, read_history};
 pub use pause::{Pause, Paused};
 pub use process::{
     alive, group_members, kill9, live_processes, process_group, wait_gone, with_env, with_marker,

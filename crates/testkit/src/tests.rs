@@ -3,6 +3,7 @@
 //! processes found by a marker (the agents' tests skip without the agents).
 
 mod netns;
+mod ownership;
 
 use crate::raw::Session;
 use crate::{InProc, lead, task, teammate};
