@@ -40,12 +40,14 @@ use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use teamboard_protocol::lead_key::{LEAD_KEY_FILE, read_lead_key};
-use teamboard_protocol::request::EventsArgs;
 use teamboard_protocol::{Client, Credential, ErrorCode, EventKind, TaskId, TaskStatus, Work};
 use teamboard_testkit::boardd::cluster::leadership;
 use teamboard_testkit::netns::Host;
 use teamboard_testkit::pg::{PgOptions, PgServer};
-use teamboard_testkit::{Net, PATIENCE, TEAM, boardd_bin, eventually, short_tempdir, task};
+use teamboard_testkit::{
+    Net, PATIENCE, TEAM, boardd_bin, check_ownership, eventually, ownership, read_history,
+    short_tempdir, task,
+};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -559,39 +561,7 @@ async fn scenario(net: &Net, url: &str, fault: Fault) {
     nodes.iter_mut().for_each(Node::kill9);
 }
 
-/// The whole team history, read through a live boardd.
-async fn history(lead: &Client) -> Vec<teamboard_protocol::Event> {
-    let mut all = Vec::new();
-    let mut since = 0;
-    loop {
-        let page = lead
-            .events(EventsArgs {
-                since: Some(since),
-                task: None,
-                limit: Some(10_000),
-            })
-            .await
-            .expect("events");
-        let Some(last) = page.last() else { break };
-        since = last.seq;
-        all.extend(page);
-    }
-    all
-}
-
-/// The owner and epoch of a `task_claimed` event: "NAME claimed #ID (attempt
-/// N, epoch E)".
-fn claimed(detail: &str) -> (String, u64) {
-    let (name, _) = detail.split_once(" claimed #").expect(detail);
-    let epoch = detail
-        .rsplit_once("epoch ")
-        .and_then(|(_, e)| e.strip_suffix(')'))
-        .and_then(|e| e.parse().ok())
-        .expect(detail);
-    (name.to_string(), epoch)
-}
-
-/// What the history says happened.
+/// What the history says happened, once [`check_ownership`] has passed it.
 #[derive(Debug, Default)]
 struct Replay {
     claims: BTreeSet<(String, TaskId, u64)>,
@@ -599,108 +569,39 @@ struct Replay {
     last_epoch: BTreeMap<TaskId, u64>,
 }
 
-/// Replays the team's claims, releases (a lease's expiry among them) and
-/// completions per task: no claim while another holds the task, epochs
-/// strictly increasing, only the holder completes.
-fn replay(events: &[teamboard_protocol::Event]) -> Result<Replay, String> {
-    if !events.windows(2).all(|w| w[0].seq < w[1].seq) {
-        return Err("the history's seq is not strictly increasing".into());
-    }
-    let mut holder: BTreeMap<TaskId, (String, u64)> = BTreeMap::new();
+/// Every claim with its epoch, every completion, and each task's last epoch.
+/// Whether they overlap is `check_ownership`'s to judge.
+fn replay(events: &[teamboard_protocol::Event]) -> Replay {
     let mut out = Replay::default();
-    for e in events.iter().filter(|e| e.team == TEAM) {
+    for e in events {
         let Some(id) = e.task else { continue };
         match e.kind {
             EventKind::TaskClaimed => {
-                let (name, epoch) = claimed(&e.detail);
-                if let Some(now) = holder.get(&id) {
-                    return Err(format!(
-                        "#{id} claimed by {name} while {now:?} held it: {e:?}"
-                    ));
-                }
-                let last = out.last_epoch.insert(id, epoch).unwrap_or(0);
-                if epoch <= last {
-                    return Err(format!("#{id}: epoch {epoch} after {last}: {e:?}"));
-                }
-                holder.insert(id, (name.clone(), epoch));
+                let (name, epoch) = ownership::claim_of(e).unwrap_or_else(|v| panic!("{v}"));
+                out.last_epoch.insert(id, epoch);
                 out.claims.insert((name, id, epoch));
             }
-            // The guard ends the holding; unheld, it is an error.
-            EventKind::TaskReleased | EventKind::TaskFailed if holder.remove(&id).is_none() => {
-                return Err(format!("#{id} released unheld: {e:?}"));
+            EventKind::TaskCompleted => {
+                out.completions.insert((e.actor.clone(), id));
             }
-            EventKind::TaskCompleted => match holder.remove(&id) {
-                Some((name, _)) if name == e.actor => {
-                    out.completions.insert((name, id));
-                }
-                other => return Err(format!("#{id} completed while held by {other:?}: {e:?}")),
-            },
             _ => {}
         }
     }
-    Ok(out)
-}
-
-/// The checker catches what it is for: two owners at once, an epoch that
-/// did not grow, a completion by someone who did not hold the task.
-#[test]
-fn the_history_check_catches_overlaps_and_old_epochs() {
-    let event = |seq: u64, kind: EventKind, actor: &str, detail: &str| teamboard_protocol::Event {
-        seq,
-        team: TEAM.into(),
-        at: 0,
-        actor: actor.into(),
-        kind,
-        task: Some(1),
-        member: None,
-        message: None,
-        request: None,
-        detail: detail.into(),
-    };
-    let a = event(
-        1,
-        EventKind::TaskClaimed,
-        "a",
-        "a claimed #1 (attempt 1, epoch 1)",
-    );
-    let expired = event(
-        2,
-        EventKind::TaskReleased,
-        "boardd",
-        "#1 back to pending (lease expired, a)",
-    );
-    let b = event(
-        3,
-        EventKind::TaskClaimed,
-        "b",
-        "b claimed #1 (attempt 2, epoch 2)",
-    );
-    let b_done = event(4, EventKind::TaskCompleted, "b", "b completed #1");
-    let good = replay(&[a.clone(), expired.clone(), b.clone(), b_done.clone()]).unwrap();
-    assert_eq!(good.last_epoch[&1], 2);
-    assert_eq!(good.completions.len(), 1);
-    let overlap = replay(&[a.clone(), b.clone()]).unwrap_err();
-    assert!(overlap.contains("while"), "{overlap}");
-    let mut old = b.clone();
-    old.detail = "b claimed #1 (attempt 2, epoch 1)".into();
-    let stale = replay(&[a.clone(), expired.clone(), old]).unwrap_err();
-    assert!(stale.contains("epoch 1 after 1"), "{stale}");
-    let mut a_done = b_done.clone();
-    a_done.actor = "a".into();
-    let wrong = replay(&[a, expired, b, a_done]).unwrap_err();
-    assert!(wrong.contains("completed while held"), "{wrong}");
+    out
 }
 
 /// No task had two owners at once, epochs only grew, every claim and
 /// acknowledged completion a teammate saw is in the history, and every
 /// acknowledged change is on the board.
 async fn check(lead: &Client, added: &[TaskId], seen: &Seen, victims: &[(String, TaskId, u64)]) {
-    let events = history(lead).await;
+    let events = read_history(lead).await.expect("read the history");
+    // No task had two owners at once, epochs only rose, only the holder ended.
+    check_ownership(&events).unwrap_or_else(|v| panic!("{v}"));
     let Replay {
         claims,
         completions,
         last_epoch,
-    } = replay(&events).unwrap_or_else(|e| panic!("{e}"));
+    } = replay(&events);
     for (name, id, epoch, _) in &seen.claims {
         assert!(
             claims.contains(&(name.clone(), *id, *epoch)),

@@ -202,7 +202,7 @@ pub fn check(history: &[Event]) -> Result<Replayed, Violation> {
 }
 
 /// The claimant and the epoch of a `task_claimed` event.
-fn claim_of(event: &Event) -> Result<(String, u64), Violation> {
+pub fn claim_of(event: &Event) -> Result<(String, u64), Violation> {
     let unreadable = |why| Violation::Unreadable {
         kind: event.kind,
         seq: event.seq,
