@@ -328,3 +328,144 @@ fn a_token_replaces_the_one_before_a_revoke_deletes_it_and_the_rest_outlives_a_r
         );
     }
 }
+
+/// One group that puts and deletes the same keys, in every order: each engine
+/// ends where applying the batches one by one, in order, ends (PostgreSQL
+/// collapses a group to one statement per table, SQLite writes row by row).
+#[test]
+fn a_group_that_touches_a_key_twice_ends_as_its_batches_applied_in_order() {
+    use crate::store::{TokenChange, TokenRow};
+    use teamboard_protocol::{Message, MessageKind};
+    let task = |id: u64, subject: &str| -> teamboard_protocol::Task {
+        serde_json::from_value(serde_json::json!({
+            "id": id, "subject": subject, "description": "", "status": "pending",
+            "owner": null, "blocked_by": [], "priority": 0, "attempts": 0,
+            "created_at": 0, "updated_at": 0
+        }))
+        .expect("a task")
+    };
+    let member = |name: &str, role: &str| -> teamboard_protocol::Member {
+        serde_json::from_value(serde_json::json!({
+            "name": name, "role": role, "status": "idle", "last_seen": 1, "pid": null,
+            "task": null, "tokens": {"input": 0, "output": 0}, "connected": false,
+            "joined_at": 1
+        }))
+        .expect("a member")
+    };
+    let message = |id| Message {
+        id,
+        from: "lead".into(),
+        to: "ana".into(),
+        kind: MessageKind::Message,
+        content: format!("message {id}"),
+        request_id: None,
+        at: 1,
+    };
+    let token = |name: &str, byte| TokenRow {
+        team: "web".into(),
+        name: name.into(),
+        digest: [byte; 32],
+        created_ms: i64::from(byte),
+    };
+    fn web<T>(t: T) -> (String, T) {
+        ("web".to_string(), t)
+    }
+    let credential = |byte| CredentialRow {
+        team: "web".into(),
+        name: "ana".into(),
+        digest: [byte; 32],
+    };
+    let before = Changes {
+        tasks: vec![web(task(4, "before"))],
+        next_message_id: 1,
+        ..Default::default()
+    };
+    let tokens_before = [TokenChange::Put(token("cy", 1))];
+    let group = [
+        Changes {
+            // Task 1 put here and deleted in the next batch; task 2 put and
+            // deleted in this one (deletes come after puts); task 4 deleted
+            // here and put again in the last batch.
+            tasks: vec![web(task(1, "one")), web(task(2, "two"))],
+            tasks_deleted: vec![web(2), web(4)],
+            members: vec![web(member("ana", "dev"))],
+            messages_added: vec![web(message(1)), web(message(2))],
+            next_message_id: 3,
+            ..Default::default()
+        },
+        Changes {
+            tasks: vec![web(task(3, "three"))],
+            tasks_deleted: vec![web(1)],
+            members: vec![web(member("ana", "lead")), web(member("bo", "dev"))],
+            messages_acked: vec![1],
+            next_message_id: 3,
+            ..Default::default()
+        },
+        Changes {
+            tasks: vec![web(task(4, "again")), web(task(3, "three, edited"))],
+            next_message_id: 3,
+            ..Default::default()
+        },
+    ];
+    let tokens = [
+        TokenChange::Put(token("ana", 2)),
+        TokenChange::Revoke {
+            team: "web".into(),
+            name: "ana".into(),
+        },
+        TokenChange::Revoke {
+            team: "web".into(),
+            name: "cy".into(),
+        },
+        TokenChange::Put(token("cy", 3)),
+        TokenChange::Put(token("bo", 4)),
+        TokenChange::Put(token("bo", 5)),
+    ];
+    let mut ends = Vec::new();
+    for engine in engines() {
+        let name = engine.name;
+        let mut store = engine.open();
+        store.commit([&before], [], &tokens_before).expect("commit");
+        store
+            .commit(&group, [&credential(1), &credential(2)], &tokens)
+            .expect("commit");
+        drop(store);
+        let mut store = engine.open();
+        let snap = store.load().expect("load");
+        let mut tasks: Vec<_> = snap
+            .tasks
+            .iter()
+            .map(|(_, t)| (t.id, t.subject.clone()))
+            .collect();
+        tasks.sort();
+        let mut members: Vec<_> = snap
+            .members
+            .iter()
+            .map(|(_, m)| (m.name.clone(), m.role.clone()))
+            .collect();
+        members.sort();
+        let messages: Vec<u64> = snap.messages.iter().map(|(_, m)| m.id).collect();
+        let end = (
+            tasks,
+            members,
+            messages,
+            store.tokens().expect("tokens"),
+            store.credentials().expect("credentials"),
+        );
+        let expected = (
+            vec![(3, "three, edited".to_string()), (4, "again".to_string())],
+            vec![
+                ("ana".to_string(), "lead".to_string()),
+                ("bo".to_string(), "dev".to_string()),
+            ],
+            vec![2],
+            vec![token("bo", 5), token("cy", 3)],
+            vec![credential(2)],
+        );
+        assert_eq!(end, expected, "{name}");
+        ends.push((name, end));
+    }
+    for (name, end) in &ends[1..] {
+        assert_eq!(end, &ends[0].1, "{name} ends where {} ends", ends[0].0);
+    }
+}

@@ -38,8 +38,10 @@
 //!
 //! - [`schema`]: the tables, created and migrated at open.
 //! - [`commit`]: one group of batches in one transaction, behind the fence.
+//! - [`group`]: a group of batches as the rows it leaves, a table at a time.
 
 mod commit;
+mod group;
 mod schema;
 
 use super::rows::{BudgetRow, CredentialRow, TokenRow};

@@ -53,38 +53,57 @@ pub const SCHEMA: &str = "
     INSERT INTO leadership VALUES (1, 0, '', '', '-infinity') ON CONFLICT DO NOTHING;
     CREATE TABLE IF NOT EXISTS secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL);";
 
-/// Upserts, one per kind of row, in the order a commit runs them.
-pub const PUT_TASK: &str = "INSERT INTO tasks (team, id, body) VALUES ($1, $2, $3)
+/// One statement per table and kind of write, each taking a whole group's rows
+/// as arrays, one per column (see `group`: no key appears twice in one).
+pub const PUT_TASKS: &str = "INSERT INTO tasks (team, id, body)
+    SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::text[])
     ON CONFLICT (team, id) DO UPDATE SET body = excluded.body";
-pub const DEL_TASK: &str = "DELETE FROM tasks WHERE team = $1 AND id = $2";
-pub const PUT_MEMBER: &str = "INSERT INTO members (team, name, body) VALUES ($1, $2, $3)
+pub const DEL_TASKS: &str = "DELETE FROM tasks WHERE (team, id) IN
+    (SELECT * FROM UNNEST($1::text[], $2::bigint[]))";
+pub const PUT_MEMBERS: &str = "INSERT INTO members (team, name, body)
+    SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[])
     ON CONFLICT (team, name) DO UPDATE SET body = excluded.body";
-pub const PUT_MESSAGE: &str = "INSERT INTO messages (id, team, body) VALUES ($1, $2, $3)
+pub const PUT_MESSAGES: &str = "INSERT INTO messages (id, team, body)
+    SELECT * FROM UNNEST($1::bigint[], $2::text[], $3::text[])
     ON CONFLICT (id) DO UPDATE SET team = excluded.team, body = excluded.body";
-pub const DEL_MESSAGE: &str = "DELETE FROM messages WHERE id = $1";
-pub const PUT_REQUEST: &str = "INSERT INTO requests (id, team, body) VALUES ($1, $2, $3)
+pub const DEL_MESSAGES: &str = "DELETE FROM messages WHERE id = ANY($1::bigint[])";
+pub const PUT_REQUESTS: &str = "INSERT INTO requests (id, team, body)
+    SELECT * FROM UNNEST($1::bigint[], $2::text[], $3::text[])
     ON CONFLICT (id) DO UPDATE SET team = excluded.team, body = excluded.body";
-pub const PUT_REPO: &str = "INSERT INTO repos (team, body) VALUES ($1, $2)
+pub const PUT_REPOS: &str = "INSERT INTO repos (team, body)
+    SELECT * FROM UNNEST($1::text[], $2::text[])
     ON CONFLICT (team) DO UPDATE SET body = excluded.body";
-pub const PUT_TEAM: &str = "INSERT INTO teams (name) VALUES ($1) ON CONFLICT DO NOTHING";
-pub const PUT_EVENT: &str = "INSERT INTO events (seq, team, task, body) VALUES ($1, $2, $3, $4)
+pub const PUT_TEAMS: &str =
+    "INSERT INTO teams (name) SELECT * FROM UNNEST($1::text[]) ON CONFLICT DO NOTHING";
+pub const PUT_EVENTS: &str = "INSERT INTO events (seq, team, task, body)
+    SELECT * FROM UNNEST($1::bigint[], $2::text[], $3::bigint[], $4::text[])
     ON CONFLICT (seq) DO UPDATE SET team = excluded.team, task = excluded.task,
     body = excluded.body";
-pub const PUT_BUDGET: &str = "INSERT INTO budgets (team, key, body) VALUES ($1, $2, $3)
+pub const PUT_BUDGETS: &str = "INSERT INTO budgets (team, key, body)
+    SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[])
     ON CONFLICT (team, key) DO UPDATE SET body = excluded.body";
-pub const DEL_BUDGET: &str = "DELETE FROM budgets WHERE team = $1 AND key = $2";
-pub const PUT_USAGE: &str = "INSERT INTO usage (team, body) VALUES ($1, $2)";
-pub const PUT_HELD: &str = "INSERT INTO held (team, member, id, body) VALUES ($1, $2, $3, $4)
+pub const DEL_BUDGETS: &str = "DELETE FROM budgets WHERE (team, key) IN
+    (SELECT * FROM UNNEST($1::text[], $2::text[]))";
+/// The ledger's sequence follows the group's order.
+pub const PUT_USAGE: &str = "INSERT INTO usage (team, body)
+    SELECT team, body FROM UNNEST($1::text[], $2::text[]) WITH ORDINALITY AS u (team, body, n)
+    ORDER BY n";
+pub const PUT_HELD: &str = "INSERT INTO held (team, member, id, body)
+    SELECT * FROM UNNEST($1::text[], $2::text[], $3::bigint[], $4::text[])
     ON CONFLICT (team, member, id) DO UPDATE SET body = excluded.body";
-pub const DEL_HELD: &str = "DELETE FROM held WHERE team = $1 AND member = $2 AND id = $3";
-pub const PUT_ACCOUNT_BLOCK: &str = "INSERT INTO account_blocks (account, body) VALUES ($1, $2)
+pub const DEL_HELD: &str = "DELETE FROM held WHERE (team, member, id) IN
+    (SELECT * FROM UNNEST($1::text[], $2::text[], $3::bigint[]))";
+pub const PUT_ACCOUNT_BLOCKS: &str = "INSERT INTO account_blocks (account, body)
+    SELECT * FROM UNNEST($1::text[], $2::text[])
     ON CONFLICT (account) DO UPDATE SET body = excluded.body";
-pub const PUT_CREDENTIAL: &str = "INSERT INTO credentials (team, name, digest) VALUES ($1, $2, $3)
+pub const PUT_CREDENTIALS: &str = "INSERT INTO credentials (team, name, digest)
+    SELECT * FROM UNNEST($1::text[], $2::text[], $3::bytea[])
     ON CONFLICT (team, name) DO UPDATE SET digest = excluded.digest";
-pub const PUT_TOKEN: &str =
-    "INSERT INTO tokens (team, name, digest, created) VALUES ($1, $2, $3, $4)
+pub const PUT_TOKENS: &str = "INSERT INTO tokens (team, name, digest, created)
+    SELECT * FROM UNNEST($1::text[], $2::text[], $3::bytea[], $4::bigint[])
     ON CONFLICT (team, name) DO UPDATE SET digest = excluded.digest, created = excluded.created";
-pub const DEL_TOKEN: &str = "DELETE FROM tokens WHERE team = $1 AND name = $2";
+pub const DEL_TOKENS: &str = "DELETE FROM tokens WHERE (team, name) IN
+    (SELECT * FROM UNNEST($1::text[], $2::text[]))";
 pub const PUT_NEXT_MESSAGE_ID: &str = "INSERT INTO meta (key, value) VALUES ('next_message_id', $1)
     ON CONFLICT (key) DO UPDATE SET value = excluded.value";
 
