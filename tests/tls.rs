@@ -333,6 +333,49 @@ async fn a_revoked_token_is_refused_on_its_open_session_and_on_a_new_one() {
     assert_eq!(code_of(made), ErrorCode::PermissionDenied);
 }
 
+/// A lead token vouches for the lead of its own team only: it manages that
+/// team's tokens, and no other team's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lead_token_cannot_touch_another_teams_tokens() {
+    let host = Host::start(false, &[]).await;
+    host.local().ok(&["--new-team", "ops", "team"]);
+    let token = host.token("lead");
+    let lead = host.client("lead", &token).await.unwrap();
+    let call = |request| {
+        let lead = &lead;
+        async move { lead.call::<serde_json::Value>(request).await }
+    };
+    use teamboard_protocol::Request::{CreateToken, ListTokens, RevokeToken};
+    use teamboard_protocol::token::{CreateTokenArgs, ListTokensArgs, TokenRef};
+    let ops = || Some("ops".to_string());
+    let made = call(CreateToken(CreateTokenArgs {
+        name: "lead".into(),
+        team: ops(),
+    }))
+    .await;
+    assert_eq!(code_of(made), ErrorCode::PermissionDenied);
+    let listed = call(ListTokens(ListTokensArgs { team: ops() })).await;
+    assert_eq!(code_of(listed), ErrorCode::PermissionDenied);
+    let revoked = call(RevokeToken(TokenRef {
+        name: "lead".into(),
+        team: ops(),
+    }))
+    .await;
+    assert_eq!(code_of(revoked), ErrorCode::PermissionDenied);
+    // Its own team's, it may.
+    let own = call(CreateToken(CreateTokenArgs {
+        name: "ann".into(),
+        team: None,
+    }))
+    .await;
+    assert!(own.is_ok(), "{own:?}");
+    // The lead's own key may reach every team.
+    let out = host
+        .local()
+        .ok(&["--team", "ops", "token", "create", "lead"]);
+    assert_eq!(out.trim().len(), 64, "{out}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plain_tcp_is_refused_off_loopback_by_boardd_and_by_clients() {
     let dir = short_tempdir();

@@ -396,7 +396,18 @@ impl Actor {
                 self.job.replies.push(ReplyTo::new(out, id, result));
             }
             Outcome::Token(op) => {
-                let result = self.token(op);
+                // A token, or a member credential, vouches for `lead` in its own
+                // team only: another team's tokens take the lead's own key, or
+                // a lead token of that team could mint itself every team.
+                let result = if !by_lead && op.team() != &*team {
+                    let why = format!(
+                        "a token for the lead of '{team}' cannot touch the tokens of team '{}'; use that team's lead token or the lead's key",
+                        op.team()
+                    );
+                    Err(ErrorBody::new(ErrorCode::PermissionDenied, why))
+                } else {
+                    self.token(op)
+                };
                 self.job.replies.push(ReplyTo::new(out, id, result));
             }
             Outcome::Subscribe => {

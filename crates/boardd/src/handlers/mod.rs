@@ -62,6 +62,17 @@ pub enum TokenOp {
     List { team: String },
 }
 
+impl TokenOp {
+    /// The team whose tokens it touches.
+    pub fn team(&self) -> &str {
+        match self {
+            TokenOp::Create { team, .. }
+            | TokenOp::Revoke { team, .. }
+            | TokenOp::List { team } => team,
+        }
+    }
+}
+
 /// Applies one request to the board.
 pub fn handle(
     board: &mut Board,
