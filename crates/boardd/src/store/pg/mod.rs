@@ -67,6 +67,15 @@ const MIGRATING: i64 = ONE_BOARDD + 1;
 /// process notices the closed connection, and lets go, within moments.
 const LOCK_WAIT: Duration = Duration::from_secs(2);
 
+/// How a boardd holds its database (see [`PgStore::hold_the_database`]).
+#[derive(Debug, Clone, Copy)]
+enum Hold {
+    /// The only boardd on it.
+    Alone,
+    /// One of several sharing it through leadership.
+    Shared,
+}
+
 pub struct PgStore {
     /// `None` only while being dropped (see [`Drop`]).
     client: Option<Client>,
@@ -86,7 +95,7 @@ impl PgStore {
     pub fn open(url: &str) -> Result<PgStore, StoreError> {
         let mut store = PgStore::connect(url)?;
         off_runtime(|| {
-            store.hold_the_database()?;
+            store.hold_the_database(Hold::Alone)?;
             store.migrate()
         })?;
         Ok(store)
@@ -106,6 +115,7 @@ impl PgStore {
             fence.lease.as_millis().max(1)
         );
         off_runtime(|| {
+            store.hold_the_database(Hold::Shared)?;
             let set = store.client()?.batch_execute(&idle);
             set.map_err(|e| store.pg(e))?;
             store.migrate()
@@ -146,14 +156,22 @@ impl PgStore {
         })
     }
 
-    /// One boardd per database, until several share one through leadership:
-    /// a session-level advisory lock, held by this connection and let go when
-    /// it closes (or its boardd dies).
-    fn hold_the_database(&mut self) -> Result<(), StoreError> {
+    /// One boardd per database, or several that share it through leadership,
+    /// never both: a session-level advisory lock, held by this connection and
+    /// let go when it closes (or its boardd dies). A boardd alone holds it
+    /// exclusively; the leaders of a shared database hold it shared, so that a
+    /// cut-off leader's stale lock does not keep its successor out (the fence
+    /// does that job among them), yet a boardd started alone by mistake beside
+    /// them is refused, as they are beside it.
+    fn hold_the_database(&mut self, hold: Hold) -> Result<(), StoreError> {
+        let sql = match hold {
+            Hold::Alone => "SELECT pg_try_advisory_lock($1)",
+            Hold::Shared => "SELECT pg_try_advisory_lock_shared($1)",
+        };
         let deadline = Instant::now() + LOCK_WAIT;
         loop {
             let row = (self.client()?)
-                .query_one("SELECT pg_try_advisory_lock($1)", &[&ONE_BOARDD])
+                .query_one(sql, &[&ONE_BOARDD])
                 .map_err(|e| self.pg(e))?;
             if row.try_get::<_, bool>(0).map_err(|e| self.pg(e))? {
                 return Ok(());
@@ -453,7 +471,8 @@ impl Drop for PgStore {
     fn drop(&mut self) {
         if let Some(mut client) = self.client.take() {
             off_runtime(move || {
-                let _ = client.execute("SELECT pg_advisory_unlock($1)", &[&ONE_BOARDD]);
+                // Exclusive or shared, whichever this session holds.
+                let _ = client.execute("SELECT pg_advisory_unlock_all()", &[]);
                 drop(client);
             });
         }

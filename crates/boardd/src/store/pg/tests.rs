@@ -153,3 +153,34 @@ fn a_url_is_shown_without_its_password() {
         Err(StoreError::Url { url }) if !url.contains("hunter2")
     ));
 }
+
+/// A boardd started alone on a database that several share is refused, and
+/// the leaders of a shared database are refused beside a boardd alone; two
+/// leaders' stores (the fence keeps them apart) open side by side.
+#[test]
+fn a_boardd_alone_and_the_leaders_of_a_shared_database_exclude_each_other() {
+    let Some(url) = database_or_skip() else {
+        return;
+    };
+    let fence = |term| crate::store::Fence {
+        term,
+        lease: Duration::from_secs(3),
+    };
+    let leader = PgStore::open_fenced(&url, fence(1)).expect("a leader");
+    match PgStore::open(&url) {
+        Err(StoreError::InUse { .. }) => {}
+        Err(e) => panic!("expected InUse, got {e}"),
+        Ok(_) => panic!("a boardd alone opened a database its leader holds"),
+    }
+    // A cut-off leader's stale session does not keep its successor out.
+    let successor = PgStore::open_fenced(&url, fence(2)).expect("the next leader");
+    drop((leader, successor));
+    let alone = open(&url);
+    match PgStore::open_fenced(&url, fence(3)) {
+        Err(StoreError::InUse { .. }) => {}
+        Err(e) => panic!("expected InUse, got {e}"),
+        Ok(_) => panic!("a leader opened a database a boardd alone holds"),
+    }
+    drop(alone);
+    PgStore::open_fenced(&url, fence(3)).expect("free again");
+}
