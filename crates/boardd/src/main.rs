@@ -31,7 +31,13 @@ struct Args {
     /// Keep the board in this PostgreSQL database (`postgres://USER@HOST/DB`)
     /// instead of SQLite in the state directory, which still holds the lock
     /// and `lead.key`
-    #[arg(long, env = "TEAMBOARD_DATABASE", value_name = "URL")]
+    // `--help` would print the variable's value, and a URL may hold a password.
+    #[arg(
+        long,
+        env = "TEAMBOARD_DATABASE",
+        hide_env_values = true,
+        value_name = "URL"
+    )]
     database: Option<String>,
 
     /// Share the --database with other boardd: one decides at a time, and the

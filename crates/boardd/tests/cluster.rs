@@ -739,3 +739,24 @@ fn advertised_addresses_are_the_clients_forms() {
         assert!(Addr::parse(bad).is_err(), "{bad}");
     }
 }
+
+/// A leader advertised at an IPv6 address is dialled there: the follower
+/// reaches its port (the handshake then fails here, against a listener that
+/// speaks no TLS).
+#[tokio::test]
+async fn a_leader_at_an_ipv6_address_is_dialled() {
+    let Ok(listener) = tokio::net::TcpListener::bind("[::1]:0").await else {
+        eprintln!("skipped: no IPv6 loopback");
+        return;
+    };
+    let port = listener.local_addr().expect("addr").port();
+    let accepted = tokio::spawn(async move { listener.accept().await.map(|_| ()) });
+    let dial = proxy::dialler(None);
+    let dialled = tokio::time::timeout(PATIENCE, dial(format!("tls://[::1]:{port}"))).await;
+    assert!(dialled.is_ok(), "the dial hung");
+    tokio::time::timeout(PATIENCE, accepted)
+        .await
+        .expect("the follower never reached [::1]")
+        .expect("accept task")
+        .expect("accept");
+}

@@ -190,7 +190,9 @@ pub fn current(client: &mut postgres::Client) -> Result<Leader, LeadershipError>
         term: row.try_get(0)?,
         node: row.try_get(1)?,
         addr: row.try_get(2)?,
-        remaining: (left > 0.0).then(|| Duration::from_secs_f64(left)),
+        // An `infinity` expiry (a row changed by hand) is a lease that never
+        // runs out, not a panic.
+        remaining: (left > 0.0).then(|| Duration::try_from_secs_f64(left).unwrap_or(Duration::MAX)),
     })
 }
 

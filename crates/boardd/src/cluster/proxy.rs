@@ -125,7 +125,10 @@ pub fn dialler(ca: Option<std::path::PathBuf>) -> Dial {
                         .clone()
                         .map_err(std::io::Error::other)?;
                     let name = tls::server_name(&host).map_err(std::io::Error::other)?;
-                    let stream = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
+                    // As one string, so that an IPv6 host keeps its brackets
+                    // and parses (a bare `[fd00::1]` host neither parses nor
+                    // resolves).
+                    let stream = tokio::net::TcpStream::connect(format!("{host}:{port}")).await?;
                     stream.set_nodelay(true)?;
                     let stream = tokio_rustls::TlsConnector::from(config)
                         .connect(name, stream)
