@@ -400,10 +400,22 @@ impl Node {
     }
 
     fn spawn(&self) -> tokio::task::JoinHandle<Result<(), role::RoleError>> {
+        self.spawn_starting_in(Duration::ZERO)
+    }
+
+    /// [`Node::spawn`], with a core that takes `slow` to start, as the restore
+    /// of a large board does.
+    fn spawn_starting_in(
+        &self,
+        slow: Duration,
+    ) -> tokio::task::JoinHandle<Result<(), role::RoleError>> {
         let (socket, state_dir) = (self.settings.socket.clone(), self.state_dir.clone());
         let start: role::StartCore = Arc::new(move |_term| {
             let config = boardd::Config::new(socket.clone(), state_dir.clone());
-            Box::pin(boardd::start(config))
+            Box::pin(async move {
+                tokio::time::sleep(slow).await;
+                boardd::start(config).await
+            })
         });
         let run = role::run(
             self.settings.clone(),
@@ -759,4 +771,26 @@ async fn a_leader_at_an_ipv6_address_is_dialled() {
         .expect("the follower never reached [::1]")
         .expect("accept task")
         .expect("accept");
+}
+
+/// A core that takes longer than the lease to start keeps the board: the lease
+/// is renewed while it starts, so the leader does not give the board up the
+/// moment it is ready (and take it again, and give it up, for ever).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_whose_core_starts_slowly_keeps_the_board() {
+    let Some(url) = database() else { return };
+    let dir = short_tempdir();
+    let lease = Duration::from_millis(600);
+    let a = Node::new(dir.path(), "a", &url, lease);
+    let role = a.spawn_starting_in(lease * 5 / 2);
+    let term = leading(&url, &a).await;
+    tokio::time::sleep(lease * 3).await;
+    let now = current(&url).await;
+    assert_eq!(
+        (now.term, now.node.as_str(), now.live()),
+        (term, "a", true),
+        "the slow leader gave the board up and took it again"
+    );
+    a.stop.cancel();
+    role.await.expect("role").expect("run");
 }

@@ -177,9 +177,30 @@ async fn lead(
 ) -> Option<()> {
     // Counted from before the take was sent: never later than the row's expiry.
     let mut held_until = taken + settings.lease;
-    let core = match start(term).await {
-        Ok(core) => core,
-        Err(error) => {
+    let every = settings.lease / 3;
+    // The lease is renewed while the core starts too: restoring a large board
+    // may take longer than the lease, and a leader that renewed only once it
+    // had started would give the board up at once, and so would the next.
+    let started = {
+        let mut starting = std::pin::pin!(start(term));
+        loop {
+            tokio::select! {
+                started = &mut starting => break Some(started),
+                _ = tokio::time::sleep(every) => {
+                    if !renew(settings, term, lease, &mut held_until).await {
+                        break None;
+                    }
+                }
+            }
+        }
+    };
+    let core = match started {
+        Some(Ok(core)) => core,
+        None => {
+            release(lease, term).await;
+            return None;
+        }
+        Some(Err(error)) => {
             tracing::error!(%error, "cannot start the board; giving it up");
             release(lease, term).await;
             tokio::select! {
@@ -190,7 +211,6 @@ async fn lead(
     };
     crate::notify("READY=1\nSTATUS=deciding");
     let failed = core.fatal_token();
-    let every = settings.lease / 3;
     let outcome = loop {
         tokio::select! {
             _ = stop.cancelled() => break Some(()),
@@ -205,28 +225,8 @@ async fn lead(
             }
             _ = tokio::time::sleep(every) => {}
         }
-        let sent = Instant::now();
-        let length = settings.lease;
-        let renewal = tokio::time::timeout_at(
-            held_until,
-            lease.call(move |c| leadership::renew(c, term, length)),
-        )
-        .await;
-        match renewal {
-            Ok(Ok(Renewal::Held)) => held_until = sent + settings.lease,
-            Ok(Ok(Renewal::Deposed { term_now })) => {
-                tracing::warn!(term_now, "deposed: another boardd took the board");
-                break None;
-            }
-            Ok(Err(error)) if Instant::now() < held_until => {
-                tracing::warn!(%error, "cannot renew the lease; trying again");
-            }
-            Ok(Err(_)) | Err(_) => {
-                tracing::warn!(
-                    "no renewal for a whole lease: stopping before another boardd decides"
-                );
-                break None;
-            }
+        if !renew(settings, term, lease, &mut held_until).await {
+            break None;
         }
     };
     core.shutdown().await;
@@ -242,6 +242,41 @@ async fn lead(
     }
     crate::notify("STATUS=following");
     outcome
+}
+
+/// Renews the lease once, within what is left of it: true while it is held
+/// (`held_until` moves on), false once deposed or out of time.
+async fn renew(
+    settings: &Settings,
+    term: Term,
+    lease: &mut Lease,
+    held_until: &mut Instant,
+) -> bool {
+    let sent = Instant::now();
+    let length = settings.lease;
+    let renewal = tokio::time::timeout_at(
+        *held_until,
+        lease.call(move |c| leadership::renew(c, term, length)),
+    )
+    .await;
+    match renewal {
+        Ok(Ok(Renewal::Held)) => {
+            *held_until = sent + settings.lease;
+            true
+        }
+        Ok(Ok(Renewal::Deposed { term_now })) => {
+            tracing::warn!(term_now, "deposed: another boardd took the board");
+            false
+        }
+        Ok(Err(error)) if Instant::now() < *held_until => {
+            tracing::warn!(%error, "cannot renew the lease; trying again");
+            true
+        }
+        Ok(Err(_)) | Err(_) => {
+            tracing::warn!("no renewal for a whole lease: stopping before another boardd decides");
+            false
+        }
+    }
 }
 
 /// Gives the lease up, for a follower to take at once; a failure only makes it
