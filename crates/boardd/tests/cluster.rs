@@ -299,18 +299,11 @@ async fn a_client_through_a_follower_reaches_the_leader_and_follows_it() {
         Some(&lead_key(&first.socket)),
     )
     .await;
-    match refused {
-        Err(ClientError::Server(body)) => {
-            assert_eq!(body.code, ErrorCode::ShuttingDown);
-            assert!(
-                body.message.contains("no boardd holds the board"),
-                "{}",
-                body.message
-            );
-        }
-        Err(other) => panic!("expected a refusal, got {other}"),
-        Ok(_) => panic!("connected with no leader"),
-    }
+    assert_refused(
+        refused,
+        "no boardd holds the board",
+        "connected with no leader",
+    );
 
     let term = take_for(&url, "first", &first.socket).await;
     let mut seen = leaders.clone();
@@ -706,18 +699,12 @@ async fn a_follower_forwards_to_a_leader_over_tls() {
         "untrusting".to_string(),
         stop.clone(),
     ));
-    match Client::connect(&dir.path().join("u"), "test", "lead", TEAM, Some(&key)).await {
-        Err(ClientError::Server(body)) => {
-            assert_eq!(body.code, ErrorCode::ShuttingDown);
-            assert!(
-                body.message.contains("cannot be reached"),
-                "{}",
-                body.message
-            );
-        }
-        Err(other) => panic!("expected a refusal, got {other}"),
-        Ok(_) => panic!("forwarded to a leader it does not trust"),
-    }
+    let connected = Client::connect(&dir.path().join("u"), "test", "lead", TEAM, Some(&key)).await;
+    assert_refused(
+        connected,
+        "cannot be reached",
+        "forwarded to a leader it does not trust",
+    );
     stop.cancel();
     proxy.await.expect("proxy");
     untrusting.await.expect("proxy");
@@ -793,4 +780,17 @@ async fn a_leader_whose_core_starts_slowly_keeps_the_board() {
     );
     a.stop.cancel();
     role.await.expect("role").expect("run");
+}
+
+/// A follower's refusal of a client: `shutting_down`, saying `why`; `if_not`
+/// is the failure when it let the client through.
+fn assert_refused(connected: Result<Client, ClientError>, why: &str, if_not: &str) {
+    match connected {
+        Err(ClientError::Server(body)) => {
+            assert_eq!(body.code, ErrorCode::ShuttingDown);
+            assert!(body.message.contains(why), "{}", body.message);
+        }
+        Err(other) => panic!("expected a refusal, got {other}"),
+        Ok(_) => panic!("{if_not}"),
+    }
 }
