@@ -8,13 +8,12 @@
 //! host reaches a teammate parked on another.
 //!
 //! Every link between hosts is TCP to a host's address: boardd to PostgreSQL
-//! on the gateway, a follower to the leader over TLS (`--advertise tls://…`).
-//! A teammate talks to the boardd of its own host on that host's Unix socket,
-//! as teammated does beside its boardd. The socket's path is reachable from
-//! every namespace, so the test's clients use it from the test process; that
-//! is the same link a program inside the host would have, and a cut, which
-//! isolates the host, rightly leaves it alone. Serving TCP on the followers
-//! too would have meant a change to boardd for the test's sake only.
+//! on the gateway, a follower to the leader over TLS (`--advertise tls://…`),
+//! and each teammate (and the lead) to the boardd of its own host over TLS
+//! (`tls://HOST:PORT`), as a teammated on another machine connects. Every
+//! boardd serves that port, forwarding while it follows; the test process
+//! reaches the hosts' addresses through the gateway, so a cut, which takes
+//! the host's link down, cuts its teammates off as it would on a network.
 //!
 //! The test starts its own PostgreSQL on the gateway's address, whatever
 //! `TEAMBOARD_PG_URL` says: a server elsewhere on the machine is not on the
@@ -40,7 +39,9 @@ use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use teamboard_protocol::lead_key::{LEAD_KEY_FILE, read_lead_key};
-use teamboard_protocol::{Client, Credential, ErrorCode, EventKind, TaskId, TaskStatus, Work};
+use teamboard_protocol::{
+    Client, Credential, Endpoint, ErrorCode, EventKind, TaskId, TaskStatus, Work,
+};
 use teamboard_testkit::boardd::cluster::leadership;
 use teamboard_testkit::netns::Host;
 use teamboard_testkit::pg::{PgOptions, PgServer};
@@ -126,6 +127,8 @@ struct Node {
     host: Host,
     socket: PathBuf,
     state_dir: PathBuf,
+    /// Its TLS listener on its host's address, as teammates reach it.
+    tls: Endpoint,
     args: Vec<String>,
     log: PathBuf,
     child: Option<Child>,
@@ -163,6 +166,9 @@ impl Node {
             host: host.clone(),
             socket: dir.join(format!("s{i}")),
             state_dir: dir.join(format!("state{i}")),
+            tls: Endpoint::parse(&format!("tls://{addr}"))
+                .expect("endpoint")
+                .with_ca_file(Some(cert.to_path_buf())),
             args,
             log: dir.join(format!("boardd{i}.log")),
             child: None,
@@ -203,7 +209,7 @@ impl Node {
     }
 
     async fn connect(&self, name: &str, key: &Credential) -> Option<Client> {
-        Client::connect(&self.socket, "test", name, TEAM, Some(key))
+        Client::open(&self.tls, "test", name, TEAM, None, Some(key))
             .await
             .ok()
     }
@@ -269,11 +275,11 @@ struct Seen {
 
 type Log = Arc<Mutex<Seen>>;
 
-/// A teammate on one host's socket.
+/// A teammate on one host, over TLS.
 #[derive(Clone)]
 struct Mate {
     name: String,
-    socket: PathBuf,
+    endpoint: Endpoint,
     key: Credential,
 }
 
@@ -283,8 +289,15 @@ impl Mate {
     /// still hold the old session).
     async fn session(&self) -> Client {
         loop {
-            if let Ok(client) =
-                Client::connect(&self.socket, "test", &self.name, TEAM, Some(&self.key)).await
+            if let Ok(client) = Client::open(
+                &self.endpoint,
+                "test",
+                &self.name,
+                TEAM,
+                None,
+                Some(&self.key),
+            )
+            .await
                 && client.register("dev", None).await.is_ok()
             {
                 return client;
@@ -414,10 +427,10 @@ async fn scenario(net: &Net, url: &str, fault: Fault) {
         async move { key }
     })
     .await;
-    let sockets: Vec<PathBuf> = nodes.iter().map(|n| n.socket.clone()).collect();
+    let endpoints: Vec<Endpoint> = nodes.iter().map(|n| n.tls.clone()).collect();
     let mate = |name: &str, host: usize| Mate {
         name: name.to_string(),
-        socket: sockets[host].clone(),
+        endpoint: endpoints[host].clone(),
         key: key.clone(),
     };
     let log: Log = Arc::default();

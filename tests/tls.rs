@@ -214,7 +214,9 @@ async fn a_teammate_over_tls_registers_with_its_token_and_completes_a_task() {
         host.socket(),
         &host.daemon.state_dir,
     );
-    let url = host.url();
+    // A list, its first address dead (nothing listens on port 1): the
+    // teammate goes on to the next.
+    let url = format!("tls://127.0.0.1:1,{}", host.url());
     let args = [
         "--connect",
         &url,

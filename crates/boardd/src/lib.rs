@@ -185,7 +185,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         Some(spec) => Some(server::tcp::listen(spec).await?),
         None => None,
     };
-    let tcp = network.as_ref().map(|(addr, _)| *addr);
+    let tcp = network.as_ref().map(|n| n.addr);
     let listener = server::bind(&config.socket).await?;
     let shutdown = CancellationToken::new();
     let fatal = CancellationToken::new();
@@ -227,8 +227,16 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
                 _ = failed.cancelled() => {}
             }
         };
-        let network = network.map(|(_, rx)| rx);
-        server::run(listener, network, actor, settings, stopping).await;
+        let (incoming, accepting) = match network {
+            Some(n) => (Some(n.incoming), Some(n.accepting)),
+            None => (None, None),
+        };
+        server::run(listener, incoming, actor, settings, stopping).await;
+        // The port is free once this returns: a boardd on a shared database
+        // binds it again at once to forward (see `cluster::role`).
+        if let Some(accepting) = accepting {
+            accepting.close().await;
+        }
         let _ = std::fs::remove_file(&socket);
         tracing::info!("boardd stopped");
     });

@@ -206,6 +206,7 @@ fn real_main() -> anyhow::Result<()> {
             lease: secs(args.leader_lease, "leader-lease")?,
             follower_only,
             socket: config.socket.clone(),
+            tcp: config.tcp.clone(),
         }),
     };
     // A worker per CPU (two on the machines boardd is measured on), so that the

@@ -284,6 +284,7 @@ async fn a_client_through_a_follower_reaches_the_leader_and_follows_it() {
     let stop = CancellationToken::new();
     let proxy = tokio::spawn(proxy::run(
         listener,
+        None,
         leaders.clone(),
         proxy::dialler(None),
         "follower".to_string(),
@@ -386,6 +387,7 @@ impl Node {
                 lease,
                 follower_only: false,
                 socket,
+                tcp: None,
             },
             state_dir: dir.join(format!("{name}-state")),
             stop: CancellationToken::new(),
@@ -662,6 +664,7 @@ async fn a_follower_forwards_to_a_leader_over_tls() {
     let stop = CancellationToken::new();
     let proxy = tokio::spawn(proxy::run(
         listener,
+        None,
         leaders.clone(),
         proxy::dialler(Some(certs.ca.clone())),
         "follower".to_string(),
@@ -694,6 +697,7 @@ async fn a_follower_forwards_to_a_leader_over_tls() {
         boardd::server::bind(&dir.path().join("u"))
             .await
             .expect("bind"),
+        None,
         leaders.clone(),
         proxy::dialler(Some(certs.other_ca.clone())),
         "untrusting".to_string(),

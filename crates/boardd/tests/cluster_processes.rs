@@ -1,7 +1,9 @@
 //! Three real boardd processes on one PostgreSQL database, on one host: a client
-//! on any socket sees one board; the leader is killed, or paused until it is
-//! deposed, and the board carries on from what was committed. Skipped (saying
-//! so) without PostgreSQL, unless `TEAMBOARD_REQUIRE_PG=1`.
+//! on any socket, or any TLS port, sees one board; the leader is killed, or
+//! paused until it is deposed, and the board carries on from what was
+//! committed. Each port passes between a boardd's forwarding and its core as
+//! it leads and follows, and a client given every port carries on past a dead
+//! one. Skipped (saying so) without PostgreSQL, unless `TEAMBOARD_REQUIRE_PG=1`.
 
 #![allow(
     clippy::unwrap_used,
@@ -16,8 +18,10 @@ use boardd::cluster::leadership::{self, Leader};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use teamboard_protocol::lead_key::{LEAD_KEY_FILE, read_lead_key};
-use teamboard_protocol::{Client, Credential, ErrorCode};
-use teamboard_testkit::{Daemon, PATIENCE, TEAM, code_of, eventually, short_tempdir, task};
+use teamboard_protocol::{Client, Credential, Endpoint, ErrorCode};
+use teamboard_testkit::{
+    Daemon, PATIENCE, TEAM, TestCerts, code_of, eventually, short_tempdir, task,
+};
 
 /// The leader's lease, short so that the test is quick.
 const LEASE: Duration = Duration::from_secs(1);
@@ -26,20 +30,32 @@ struct Node {
     name: String,
     socket: PathBuf,
     state_dir: PathBuf,
+    /// Its TLS listener, served while it follows and while it leads.
+    tls: Endpoint,
     daemon: Daemon,
 }
 
 impl Node {
-    fn spawn(dir: &std::path::Path, url: &str, i: usize) -> Node {
+    fn spawn(dir: &std::path::Path, url: &str, i: usize, certs: &TestCerts) -> Node {
         let name = format!("n{i}");
         let socket = dir.join(format!("s{i}"));
         let state_dir = dir.join(format!("state{i}"));
         let advertise = socket.display().to_string();
         let lease = LEASE.as_secs_f64().to_string();
+        let port = free_port();
+        let tls = Endpoint::parse(&format!("tls://127.0.0.1:{port}"))
+            .expect("endpoint")
+            .with_ca_file(Some(certs.ca.clone()));
         let daemon = Daemon::spawn(
             &socket,
             &state_dir,
             &[
+                "--listen-tcp",
+                &format!("127.0.0.1:{port}"),
+                "--tls-cert",
+                &certs.cert.display().to_string(),
+                "--tls-key",
+                &certs.key.display().to_string(),
                 "--database",
                 url,
                 "--node",
@@ -59,6 +75,7 @@ impl Node {
             name,
             socket,
             state_dir,
+            tls,
             daemon,
         }
     }
@@ -69,6 +86,28 @@ impl Node {
             .await
             .ok()
     }
+}
+
+/// A port nothing listens on now, for a boardd to bind: held by nothing
+/// between here and boardd's bind but the kernel's choice of ephemeral ports,
+/// which goes round all of them before it comes back.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// The lead's session at `endpoint`, once the board answers through it.
+async fn lead_at(endpoint: &Endpoint, key: &Credential) -> Client {
+    eventually(format!("a client at {endpoint}"), PATIENCE, || async {
+        let client = Client::open(endpoint, "test", "lead", TEAM, None, Some(key))
+            .await
+            .ok()?;
+        client.list_tasks(None).await.ok()?;
+        Some(client)
+    })
+    .await
 }
 
 async fn current(url: &str) -> Leader {
@@ -124,7 +163,10 @@ async fn three_boardd_serve_one_board_and_carry_on_when_the_leader_dies() {
         Err(e) => panic!("TEAMBOARD_REQUIRE_PG=1 but {e}"),
     };
     let dir = short_tempdir();
-    let mut nodes: Vec<Node> = (0..3).map(|i| Node::spawn(dir.path(), &url, i)).collect();
+    let certs = TestCerts::make(&dir.path().join("certs"));
+    let mut nodes: Vec<Node> = (0..3)
+        .map(|i| Node::spawn(dir.path(), &url, i, &certs))
+        .collect();
     let started = Instant::now();
     let first = leader(&url, &nodes, None).await;
     eprintln!("first leader after {:?}", started.elapsed());
@@ -138,17 +180,19 @@ async fn three_boardd_serve_one_board_and_carry_on_when_the_leader_dies() {
     })
     .await;
 
-    // Any socket, one board, the same refusals.
+    // Any socket or port, one board, the same refusals.
     let mut clients = Vec::new();
     for node in &nodes {
         clients.push(lead(node, &key).await);
+        clients.push(lead_at(&node.tls, &key).await);
     }
     eprintln!("clients after {:?}", started.elapsed());
-    let one = clients[(first + 1) % 3]
+    // Through a follower's socket, and through the other follower's port.
+    let one = clients[2 * ((first + 1) % 3)]
         .add_task(task("one"))
         .await
         .expect("add");
-    let two = clients[(first + 2) % 3]
+    let two = clients[2 * ((first + 2) % 3) + 1]
         .add_task(task("two"))
         .await
         .expect("add");
@@ -182,6 +226,16 @@ async fn three_boardd_serve_one_board_and_carry_on_when_the_leader_dies() {
         took <= LEASE + Duration::from_secs(1),
         "took over after {took:?}"
     );
+    // A client given every port, the dead leader's first, carries on past it.
+    let every = Endpoint::parse(
+        &[first, (first + 1) % 3, (first + 2) % 3]
+            .map(|i| nodes[i].tls.to_string())
+            .join(","),
+    )
+    .expect("a list")
+    .with_ca_file(Some(certs.ca.clone()));
+    let roaming = lead_at(&every, &key).await;
+    assert_eq!(ids(&roaming).await, vec![one.id, two.id]);
 
     // Everything acknowledged is there, and the dead leader's claim lapses.
     let survivor = (0..3)
@@ -216,6 +270,11 @@ async fn three_boardd_serve_one_board_and_carry_on_when_the_leader_dies() {
     );
     let on_third = lead(&nodes[third], &key).await;
     assert_eq!(ids(&on_third).await, vec![one.id, two.id]);
+    // The port of a follower that took the board is its core's now.
+    assert_eq!(
+        ids(&lead_at(&nodes[third].tls, &key).await).await,
+        vec![one.id, two.id]
+    );
     // And the deposed one forwards to the new leader.
     let via_old = eventually("the deposed leader to forward", PATIENCE, || async {
         let client = nodes[second].connect("lead", &key).await?;
@@ -224,4 +283,7 @@ async fn three_boardd_serve_one_board_and_carry_on_when_the_leader_dies() {
     })
     .await;
     assert_eq!(via_old, 2);
+    // And its port, which its core held, forwards again.
+    let via_old_port = lead_at(&nodes[second].tls, &key).await;
+    assert_eq!(ids(&via_old_port).await, vec![one.id, two.id]);
 }

@@ -100,6 +100,21 @@ impl ClientError {
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<serde_json::Value, ClientError>>>>>;
 type Sink = SplitSink<Framed<Stream, LengthDelimitedCodec>, Bytes>;
 
+/// How long each of a list of endpoints has to open a session before the
+/// next is tried: a host that is cut off answers nothing, and TCP alone would
+/// wait minutes.
+pub const ATTEMPT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Whether another boardd of the same board might let in a client that `e`
+/// kept out: any failure but a refusal every one of them would give.
+fn worth_another(e: &ClientError) -> bool {
+    match e {
+        ClientError::Rejected(_) | ClientError::Protocol(_) => false,
+        ClientError::Server(body) => body.code == ErrorCode::ShuttingDown,
+        _ => true,
+    }
+}
+
 /// One session with boardd.
 pub struct Client {
     sink: tokio::sync::Mutex<Sink>,
@@ -166,7 +181,47 @@ impl Client {
     /// [`Client::connect`] (`new_team: None`) or [`Client::join`] at any
     /// endpoint: the Unix socket, or boardd's TCP listener over TLS, where
     /// `credential` is a token from `teamctl token create`.
+    ///
+    /// Of a list of endpoints, each is tried in turn, each for at most
+    /// [`ATTEMPT_TIMEOUT`], and the first session opened is kept. A boardd
+    /// that cannot be reached, or answers that none decides just now
+    /// (`shutting_down`), sends the client on to the next; a refusal any
+    /// boardd of the board would give (a bad credential, an unknown team)
+    /// ends the tries.
     pub async fn open(
+        endpoint: &Endpoint,
+        client: &str,
+        name: &str,
+        team: &str,
+        new_team: Option<bool>,
+        credential: Option<&Credential>,
+    ) -> Result<Client, ClientError> {
+        let alternatives = endpoint.alternatives();
+        if let [one] = alternatives {
+            return Self::open_one(one, client, name, team, new_team, credential).await;
+        }
+        let mut failed = Vec::new();
+        for one in alternatives {
+            let opening = Self::open_one(one, client, name, team, new_team, credential);
+            let error = match tokio::time::timeout(ATTEMPT_TIMEOUT, opening).await {
+                Ok(Ok(session)) => return Ok(session),
+                Ok(Err(e)) if !worth_another(&e) => return Err(e),
+                Ok(Err(e)) => e,
+                Err(_) => ClientError::Unreachable {
+                    server: one.to_string(),
+                    error: std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        format!("no session within {ATTEMPT_TIMEOUT:?}"),
+                    ),
+                },
+            };
+            tracing::debug!(endpoint = %one, %error, "trying the next endpoint");
+            failed.push(error);
+        }
+        Err(endpoint::none_reachable(endpoint, failed))
+    }
+
+    async fn open_one(
         endpoint: &Endpoint,
         client: &str,
         name: &str,

@@ -4,6 +4,12 @@
 //! is for tests and benchmarks on one machine, and is refused for any address
 //! that is not loopback, as boardd refuses to listen so. Anything else is a
 //! socket path.
+//!
+//! Several network addresses, separated by commas
+//! (`tls://a:7433,tls://b:7433`), name several boardd serving one board (on a
+//! shared database, `docs/multi-host.md`): a client tries them in turn and
+//! keeps the first that lets it in, so a teammate whose boardd's host died
+//! carries on through another.
 
 use crate::client::ClientError;
 use crate::tls;
@@ -26,6 +32,9 @@ pub enum Endpoint {
     },
     /// Plain TCP, loopback only.
     Tcp(SocketAddr),
+    /// Several network endpoints serving one board, tried in turn: two or more,
+    /// each `Tls` or `Tcp`.
+    AnyOf(Vec<Endpoint>),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -36,11 +45,32 @@ pub enum EndpointError {
     PlaintextOffLoopback(String, String),
     #[error("'{0}': tcp:// takes a loopback IP address and a port, like tcp://127.0.0.1:7433")]
     BadTcp(String),
+    #[error(
+        "'{0}': a list of addresses takes only tls:// and tcp:// ones, separated by commas, \
+         like tls://a.example:7433,tls://b.example:7433"
+    )]
+    BadList(String),
 }
 
 impl Endpoint {
-    /// Parses `tls://HOST:PORT`, `tcp://127.0.0.1:PORT` or a socket path.
+    /// Parses `tls://HOST:PORT`, `tcp://127.0.0.1:PORT`, several of those
+    /// separated by commas, or a socket path.
     pub fn parse(text: &str) -> Result<Endpoint, EndpointError> {
+        let network = text.starts_with("tls://") || text.starts_with("tcp://");
+        if network && text.contains(',') {
+            let all = text
+                .split(',')
+                .map(|one| match Endpoint::parse(one.trim())? {
+                    Endpoint::Unix(_) => Err(EndpointError::BadList(text.to_string())),
+                    one => Ok(one),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            return Ok(Endpoint::AnyOf(all));
+        }
+        Self::parse_one(text)
+    }
+
+    fn parse_one(text: &str) -> Result<Endpoint, EndpointError> {
         if let Some(rest) = text.strip_prefix("tls://") {
             let rest = rest.trim_end_matches('/');
             let (host, port) = rest
@@ -78,7 +108,29 @@ impl Endpoint {
                 port,
                 ca_file: ca,
             },
+            Endpoint::AnyOf(all) => Endpoint::AnyOf(
+                all.into_iter()
+                    .map(|one| one.with_ca_file(ca.clone()))
+                    .collect(),
+            ),
             other => other,
+        }
+    }
+
+    /// The CA that TLS is checked against, when one was given.
+    pub fn ca_file(&self) -> Option<&Path> {
+        match self {
+            Endpoint::Tls { ca_file, .. } => ca_file.as_deref(),
+            Endpoint::AnyOf(all) => all.iter().find_map(Endpoint::ca_file),
+            _ => None,
+        }
+    }
+
+    /// The endpoints to try, in order: this one, or each of a list.
+    pub fn alternatives(&self) -> &[Endpoint] {
+        match self {
+            Endpoint::AnyOf(all) => all,
+            one => std::slice::from_ref(one),
         }
     }
 
@@ -103,6 +155,15 @@ impl std::fmt::Display for Endpoint {
             Endpoint::Unix(path) => write!(f, "{}", path.display()),
             Endpoint::Tls { host, port, .. } => write!(f, "tls://{host}:{port}"),
             Endpoint::Tcp(addr) => write!(f, "tcp://{addr}"),
+            Endpoint::AnyOf(all) => {
+                for (i, one) in all.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(",")?;
+                    }
+                    write!(f, "{one}")?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -112,9 +173,20 @@ pub(crate) trait Io: AsyncRead + AsyncWrite + Send + Unpin {}
 impl<T: AsyncRead + AsyncWrite + Send + Unpin> Io for T {}
 pub(crate) type Stream = Pin<Box<dyn Io>>;
 
-/// Opens a connection to `endpoint`, TLS handshake included.
+/// Opens a connection to `endpoint`, TLS handshake included; of a list, the
+/// first that opens.
 pub(crate) async fn open(endpoint: &Endpoint) -> Result<Stream, ClientError> {
     match endpoint {
+        Endpoint::AnyOf(_) => {
+            let mut failed = Vec::new();
+            for one in endpoint.alternatives() {
+                match Box::pin(open(one)).await {
+                    Ok(stream) => return Ok(stream),
+                    Err(e) => failed.push(e),
+                }
+            }
+            Err(none_reachable(endpoint, failed))
+        }
         Endpoint::Unix(path) => Ok(Box::pin(unix(path).await?)),
         Endpoint::Tcp(addr) => Ok(Box::pin(tcp(&addr.to_string(), *addr).await?)),
         Endpoint::Tls {
@@ -142,6 +214,16 @@ pub(crate) async fn open(endpoint: &Endpoint) -> Result<Stream, ClientError> {
                 })?;
             Ok(Box::pin(stream))
         }
+    }
+}
+
+/// The error of a list none of whose endpoints let the client in: each
+/// one's, in words.
+pub(crate) fn none_reachable(endpoint: &Endpoint, failed: Vec<ClientError>) -> ClientError {
+    let why: Vec<String> = failed.iter().map(ToString::to_string).collect();
+    ClientError::Unreachable {
+        server: format!("any of {endpoint}"),
+        error: std::io::Error::other(why.join("; ")),
     }
 }
 
@@ -239,6 +321,30 @@ mod tests {
             Endpoint::Unix("/run/tb.sock".into())
         );
     }
+
+    #[test]
+    fn a_list_of_addresses_parses_prints_back_and_takes_no_socket_path() {
+        let text = "tls://a.example:7433,tls://[::1]:7434,tcp://127.0.0.1:9";
+        let list = Endpoint::parse(text).expect("list");
+        assert_eq!(list.alternatives().len(), 3, "{list:?}");
+        assert_eq!(list.to_string(), text);
+        assert!(list.is_network());
+        let trusted = list.with_ca_file(Some("/ca.pem".into()));
+        assert_eq!(trusted.ca_file(), Some(Path::new("/ca.pem")));
+        assert!(matches!(
+            Endpoint::parse("tls://a.example:7433,/run/tb.sock"),
+            Err(EndpointError::BadList(_))
+        ));
+        assert!(matches!(
+            Endpoint::parse("tls://a.example:7433,tls://b.example"),
+            Err(EndpointError::NoPort(_))
+        ));
+        // A path with a comma in it is still a path.
+        assert_eq!(
+            Endpoint::parse("/run/a,b.sock").expect("path"),
+            Endpoint::Unix("/run/a,b.sock".into())
+        );
+    }
 }
 
 /// A network endpoint and the token that vouches for the client there: what
@@ -285,11 +391,8 @@ impl Remote {
             "--token-file".into(),
             self.token_file.clone().into(),
         ];
-        if let Endpoint::Tls {
-            ca_file: Some(ca), ..
-        } = &self.endpoint
-        {
-            args.extend(["--ca-file".into(), ca.clone().into()]);
+        if let Some(ca) = self.endpoint.ca_file() {
+            args.extend(["--ca-file".into(), ca.into()]);
         }
         args
     }

@@ -114,7 +114,8 @@ pub struct Global {
     pub socket: Option<PathBuf>,
 
     /// Reach boardd over the network instead of the socket: tls://HOST:PORT
-    /// (`boardd --listen-tcp`), presenting the token in --token-file
+    /// (`boardd --listen-tcp`), or several boardd of one board separated by
+    /// commas, tried in turn; presenting the token in --token-file
     #[arg(
         long,
         global = true,
@@ -930,7 +931,8 @@ pub struct WatchArgs {
 
 /// A team name boardd will accept, checked here so that a typo gets the rule
 /// rather than boardd's refusal of the connection.
-/// `tls://HOST:PORT`, `tcp://127.0.0.1:PORT` (tests) or a socket path.
+/// `tls://HOST:PORT`, `tcp://127.0.0.1:PORT` (tests), a list of those, or a
+/// socket path.
 pub fn parse_endpoint(s: &str) -> Result<teamboard_protocol::Endpoint, String> {
     teamboard_protocol::Endpoint::parse(s).map_err(|e| e.to_string())
 }

@@ -35,7 +35,8 @@ pub struct LeadArgs {
     /// boardd's socket [default: $XDG_RUNTIME_DIR/teamboard/boardd.sock]
     #[arg(long, env = "TEAMBOARD_SOCKET")]
     pub socket: Option<PathBuf>,
-    /// boardd over the network: tls://HOST:PORT, with the lead's token in
+    /// boardd over the network: tls://HOST:PORT (or several, separated by
+    /// commas, tried in turn), with the lead's token in
     /// --token-file; each teammate spawned gets a token of its own
     #[arg(long, env = "TEAMBOARD_CONNECT", value_name = "URL", requires = "token_file",
           value_parser = |s: &str| Endpoint::parse(s).map_err(|e| e.to_string()))]

@@ -53,7 +53,8 @@ struct Args {
     #[arg(long, env = "TEAMBOARD_SOCKET")]
     socket: Option<PathBuf>,
     /// Reach boardd over the network instead of the socket: tls://HOST:PORT
-    /// (`boardd --listen-tcp`); the teammate registers with the token in
+    /// (`boardd --listen-tcp`), or several boardd of one board separated by
+    /// commas, tried in turn at every reconnect; the teammate registers with the token in
     /// --token-file and presents it at every reconnect
     #[arg(long, env = "TEAMBOARD_CONNECT", value_name = "URL", requires = "token_file",
           value_parser = |s: &str| Endpoint::parse(s).map_err(|e| e.to_string()))]

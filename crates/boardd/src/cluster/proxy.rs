@@ -10,6 +10,12 @@
 //! again; a teamctl command fails with the closed connection and is run again),
 //! reaching the new leader.
 //!
+//! A follower given `--listen-tcp` serves it too, as the leader does: it ends
+//! the client's TLS (with the same certificate) and forwards the bytes
+//! within, so a teammate on another host may connect to any boardd. The
+//! leader sees every forwarded client as a network one, vouched for by its
+//! token or credential alone.
+//!
 //! The dialler takes the leader's advertised address in the forms clients'
 //! `--connect` takes: a socket path (several boardd on one host), `tls://` (between
 //! hosts), `tcp://` on loopback. It is a [`Dial`] so that tests may dial otherwise.
@@ -24,6 +30,7 @@
 
 use super::watch::Leaders;
 use crate::server;
+use crate::server::tcp::Relayed;
 use futures_util::future::BoxFuture;
 use futures_util::{SinkExt as _, StreamExt as _};
 use std::sync::Arc;
@@ -31,6 +38,7 @@ use std::time::Duration;
 use teamboard_protocol::{ErrorBody, ErrorCode, ServerFrame, tls};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::mpsc;
 use tokio_util::codec::Framed;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
@@ -140,12 +148,15 @@ pub fn dialler(ca: Option<std::path::PathBuf>) -> Dial {
     })
 }
 
-/// Forwards the clients of `listener` to the leader that `leaders` names until
-/// `stop` is cancelled; then closes every forwarded connection and returns.
-/// `me` is this boardd's node: a row naming it is a lease this boardd gave up,
-/// never forwarded to (it would forward to itself, without end).
+/// Forwards the clients of `listener`, and the network clients of `network`
+/// (this boardd's `--listen-tcp`, its TLS ended here), to the leader that
+/// `leaders` names until `stop` is cancelled; then closes every forwarded
+/// connection and returns. `me` is this boardd's node: a row naming it is a
+/// lease this boardd gave up, never forwarded to (it would forward to itself,
+/// without end).
 pub async fn run(
     listener: UnixListener,
+    mut network: Option<mpsc::Receiver<Relayed>>,
     leaders: Leaders,
     dial: Dial,
     me: String,
@@ -154,22 +165,29 @@ pub async fn run(
     let me: Arc<str> = Arc::from(me);
     let connections = CancellationToken::new();
     loop {
-        let stream = tokio::select! {
+        // A network client's relay is told when its connection is done with.
+        let (stream, relay_done) = tokio::select! {
             _ = stop.cancelled() => break,
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok((stream, _)) => {
+                    if let Err(why) = server::bind::same_user(&stream) {
+                        tracing::warn!(%why, "refusing peer");
+                        server::connection::reject(&stream, why.to_string());
+                        continue;
+                    }
+                    (stream, None)
+                }
                 Err(error) => {
                     tracing::warn!(%error, "accept failed");
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 }
             },
+            Some(relayed) = server::next_relayed(&mut network) => {
+                tracing::debug!(peer = %relayed.peer, "network client");
+                (relayed.stream, Some(relayed.done.drop_guard()))
+            }
         };
-        if let Err(why) = server::bind::same_user(&stream) {
-            tracing::warn!(%why, "refusing peer");
-            server::connection::reject(&stream, why.to_string());
-            continue;
-        }
         let leaders = leaders.clone();
         let (dial, me) = (dial.clone(), me.clone());
         let closed = connections.child_token();
@@ -178,6 +196,7 @@ pub async fn run(
                 _ = forward(stream, leaders, dial, &me) => {}
                 _ = closed.cancelled() => {}
             }
+            drop(relay_done);
         });
     }
     connections.cancel();

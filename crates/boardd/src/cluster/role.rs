@@ -1,7 +1,7 @@
 //! The loop a boardd on a shared database runs: a follower until it takes the
 //! lease, then the leader until it loses it, and a follower again.
 //!
-//! - Follower: [`proxy`] serves the socket, forwarding to the leader that
+//! - Follower: [`proxy`] serves the socket (and `--listen-tcp`), forwarding to the leader that
 //!   [`watch`] names. When the watch sees the lease run out (or released), the
 //!   follower tries [`leadership::take`]; of several that try, one wins.
 //! - Leader: the proxy is stopped, the core is started for the term (today's
@@ -22,6 +22,7 @@
 use super::leadership::{self, LeadershipError, Renewal, Term};
 use super::proxy::{self, Dial};
 use super::watch::{self, Leaders};
+use crate::server::TcpListen;
 use crate::{Running, StartError};
 use futures_util::future::BoxFuture;
 use std::path::PathBuf;
@@ -53,6 +54,9 @@ pub struct Settings {
     pub follower_only: bool,
     /// The Unix socket, served by the proxy or by the core.
     pub socket: PathBuf,
+    /// The TCP listener (`--listen-tcp`), served like the socket: forwarded
+    /// while following, by the core while leading.
+    pub tcp: Option<TcpListen>,
 }
 
 /// Starts the core for a term: `crate::start` with the store fenced by it.
@@ -65,6 +69,8 @@ pub enum RoleError {
     Watch(#[source] std::io::Error),
     #[error(transparent)]
     Bind(#[from] crate::server::BindError),
+    #[error(transparent)]
+    Tcp(#[from] crate::server::TcpError),
 }
 
 /// Runs the loop until `stop` is cancelled.
@@ -101,9 +107,18 @@ async fn follow(
     stop: &CancellationToken,
 ) -> Result<Option<(Term, Instant)>, RoleError> {
     let listener = crate::server::bind(&settings.socket).await?;
+    let network = match &settings.tcp {
+        Some(spec) => Some(crate::server::tcp::listen(spec).await?),
+        None => None,
+    };
+    let (incoming, accepting) = match network {
+        Some(n) => (Some(n.incoming), Some(n.accepting)),
+        None => (None, None),
+    };
     let proxy_stop = stop.child_token();
     let proxy = tokio::spawn(proxy::run(
         listener,
+        incoming,
         leaders.clone(),
         dial,
         settings.node.clone(),
@@ -112,9 +127,13 @@ async fn follow(
     let taken = wait_to_take(settings, leaders, lease, stop).await;
     proxy_stop.cancel();
     let _ = proxy.await;
-    // The core binds the same path; the proxy's socket file is gone first so
-    // that no client reaches a listener nobody accepts on.
+    // The core binds the same path and port: the proxy's socket file is gone
+    // first so that no client reaches a listener nobody accepts on, and the
+    // port is closed before the core binds it.
     let _ = std::fs::remove_file(&settings.socket);
+    if let Some(accepting) = accepting {
+        accepting.close().await;
+    }
     Ok(taken)
 }
 

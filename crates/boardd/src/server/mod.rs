@@ -209,7 +209,9 @@ impl Accept {
 }
 
 /// The next relayed network client; never, without a TCP listener.
-async fn next_relayed(network: &mut Option<mpsc::Receiver<tcp::Relayed>>) -> Option<tcp::Relayed> {
+pub(crate) async fn next_relayed(
+    network: &mut Option<mpsc::Receiver<tcp::Relayed>>,
+) -> Option<tcp::Relayed> {
     match network {
         Some(rx) => rx.recv().await,
         None => std::future::pending().await,

@@ -32,6 +32,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, UnixStream};
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
@@ -75,10 +76,34 @@ pub struct Relayed {
     pub peer: SocketAddr,
 }
 
+/// A bound TCP listener: where, and the connections it has finished.
+pub struct Listening {
+    /// Where it is bound (its port chosen by the system when the spec said 0).
+    pub addr: SocketAddr,
+    /// Connections whose handshake is done, relayed.
+    pub incoming: mpsc::Receiver<Relayed>,
+    /// The accept loop, which owns the listening socket.
+    pub accepting: Accepting,
+}
+
+/// The accept loop of a [`Listening`].
+pub struct Accepting(JoinHandle<()>);
+
+impl Accepting {
+    /// Stops accepting and returns once the listening socket is closed, so
+    /// that the port can be bound again at once: a boardd on a shared database
+    /// hands its port between its follower's forwarding and its core. Dropping
+    /// the receiver also ends the loop, but only at its next poll.
+    pub async fn close(self) {
+        self.0.abort();
+        let _ = self.0.await;
+    }
+}
+
 /// Binds `spec` and starts accepting on it: finished connections arrive on
-/// the receiver. Checked before anything is bound: plain TCP off loopback, and
+/// `incoming`. Checked before anything is bound: plain TCP off loopback, and
 /// a certificate that does not load.
-pub async fn listen(spec: &TcpListen) -> Result<(SocketAddr, mpsc::Receiver<Relayed>), TcpError> {
+pub async fn listen(spec: &TcpListen) -> Result<Listening, TcpError> {
     let acceptor = match &spec.tls {
         Some(files) => Some(TlsAcceptor::from(teamboard_protocol::tls::server_config(
             &files.cert,
@@ -93,9 +118,13 @@ pub async fn listen(spec: &TcpListen) -> Result<(SocketAddr, mpsc::Receiver<Rela
     };
     let listener = TcpListener::bind(spec.addr).await.map_err(bind)?;
     let addr = listener.local_addr().map_err(bind)?;
-    let (tx, rx) = mpsc::channel(64);
-    tokio::spawn(accept(listener, acceptor, tx));
-    Ok((addr, rx))
+    let (tx, incoming) = mpsc::channel(64);
+    let accepting = Accepting(tokio::spawn(accept(listener, acceptor, tx)));
+    Ok(Listening {
+        addr,
+        incoming,
+        accepting,
+    })
 }
 
 /// Accepts forever (until the receiver is gone), one task per handshake.

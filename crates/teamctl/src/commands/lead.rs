@@ -69,11 +69,9 @@ fn lead_args(ctx: &Ctx, args: LeadArgs) -> anyhow::Result<Vec<OsString>> {
     if let Some(remote) = &ctx.remote {
         let mut remote = remote.clone();
         remote.token_file = absolute(&remote.token_file, "token file")?;
-        if let teamboard_protocol::Endpoint::Tls {
-            ca_file: Some(ca), ..
-        } = &mut remote.endpoint
-        {
-            *ca = absolute(ca, "CA file")?;
+        if let Some(ca) = remote.endpoint.ca_file() {
+            let ca = absolute(ca, "CA file")?;
+            remote.endpoint = remote.endpoint.with_ca_file(Some(ca));
         }
         argv.extend(remote.args());
     }

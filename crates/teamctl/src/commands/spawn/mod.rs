@@ -157,10 +157,7 @@ fn settings(
         set(Both, "connect", text(Some(&remote.endpoint)));
         let token = absolute(&remote.token_file, "token file")?;
         set(Both, "token-file", Some(Path(token, "token file")));
-        if let teamboard_protocol::Endpoint::Tls {
-            ca_file: Some(ca), ..
-        } = &remote.endpoint
-        {
+        if let Some(ca) = remote.endpoint.ca_file() {
             set(
                 Both,
                 "ca-file",
