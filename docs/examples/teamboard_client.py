@@ -12,8 +12,9 @@ Use it as a module:
 
 A session presents a credential in its hello: the lead's, read from boardd's
 `lead.key` (see lead_key_path(); the default when none is given), or the one
-`register` gave a member. Without one, every request is refused with
-`permission_denied`.
+`register` gave a member. Without one, on the socket every request is refused
+with `permission_denied`; over the network the hello itself is refused
+(`Rejected`).
 
 Over the network, `path` is boardd's TLS listener (`boardd --listen-tcp`), and
 the credential a token from `teamctl token create NAME`:
@@ -376,6 +377,22 @@ def expect_error(code, fn, *args, **kwargs):
     raise Mismatch("expected error %r, got result %r" % (code, got))
 
 
+def expect_refused(path, name, team, credential, cafile, op):
+    """A session `credential` does not vouch for `name`: over the network its
+    hello is refused; on the socket it is welcomed and `op` is refused. The
+    reason, in words."""
+    try:
+        c = Client.connect(path, name=name, team=team, client="pydemo", credential=credential, cafile=cafile)
+    except Rejected as e:
+        expect(path.startswith(("tls://", "tcp://")), "refused on the socket: %s" % e)
+        return e.reason
+    try:
+        expect(not path.startswith(("tls://", "tcp://")), "welcomed over the network")
+        return expect_error("permission_denied", c.call, op).message
+    finally:
+        c.close()
+
+
 def wait_event(client, pred, what, timeout=10.0):
     deadline = time.monotonic() + timeout
     while True:
@@ -426,11 +443,10 @@ def demo(path, cafile=None):
     expect(st["protocol"] == PROTOCOL_VERSION, "status: %r" % st)
     expect(any(t["name"] == team for t in st["teams"]), "status teams: %r" % st)
 
-    # A hello without a credential is welcomed, and refused every request.
-    bare = Client.connect(path, name="lead", team=team, client="pydemo", credential="", cafile=cafile)
-    e = expect_error("permission_denied", bare.call, "list_tasks")
-    expect("lead.key" in e.message, "refusal: %r" % e.message)
-    bare.close()
+    # A hello without a credential is refused: at the hello over the network,
+    # and every request on the socket.
+    why = expect_refused(path, "lead", team, "", cafile, "list_tasks")
+    expect("lead.key" in why, "refusal: %r" % why)
 
     # A teammate on a second connection registers, with the lead's credential,
     # and gets its own.
@@ -441,9 +457,7 @@ def demo(path, cafile=None):
     expect(isinstance(own, str) and own, "member credential: %r" % member)
     first.close()
     # Its own credential vouches for alice only, and registers her again.
-    stranger = Client.connect(path, name="bob", team=team, client="pydemo", credential=own, cafile=cafile)
-    expect_error("permission_denied", stranger.call, "inbox")
-    stranger.close()
+    expect_refused(path, "bob", team, own, cafile, "inbox")
     alice = Client.connect(path, name="alice", team=team, client="pydemo", credential=own, cafile=cafile)
     deadline = time.monotonic() + 10
     while True:

@@ -36,11 +36,15 @@ pub enum Cmd {
     /// `auth`), and may the session work in the team? `new_team` is the
     /// hello's (see `Board::admit`); a session nobody vouches for creates no
     /// team. The answer is the session's authority, or the refusal in words.
+    /// A `network` session (TCP) that nobody vouches for is refused here: on
+    /// the socket only the user's own processes connect, but anyone who can
+    /// reach the port could otherwise hold sessions open up to the limit.
     Admit {
         team: Arc<str>,
         name: Arc<str>,
         credential: Option<Credential>,
         new_team: Option<bool>,
+        network: bool,
         reply: tokio::sync::oneshot::Sender<Result<Authority, String>>,
     },
     /// A session said hello: who it is and where its frames go.
@@ -260,13 +264,18 @@ impl Actor {
                 name,
                 credential,
                 new_team,
+                network,
                 reply,
             } => {
                 let authority = self.keys.authority(&team, &name, credential.as_ref());
-                // Welcomed, to hear why each of its requests is refused; but it
-                // changes nothing, not even by creating a team.
+                // On the socket, welcomed, to hear why each of its requests is
+                // refused; but it changes nothing, not even by creating a team.
                 if let Authority::Nobody { .. } = authority {
-                    let _ = reply.send(Ok(authority));
+                    let answer = match self.keys.check(&authority, &team, &name) {
+                        Err(refused) if network => Err(refused.message),
+                        _ => Ok(authority),
+                    };
+                    let _ = reply.send(answer);
                     return;
                 }
                 match self.board.admit(&team, new_team) {

@@ -39,6 +39,9 @@ pub struct Connection {
     pub session: SessionId,
     /// The peer's pid, from the kernel (`SO_PEERCRED`), not from the client.
     pub peer_pid: Option<u32>,
+    /// A client over TCP (`tcp`): refused at the hello unless its credential
+    /// vouches for its name.
+    pub network: bool,
     /// Where requests go.
     pub actor: mpsc::Sender<Cmd>,
     /// Announced in `welcome`.
@@ -72,6 +75,7 @@ impl Connection {
             &self.actor,
             self.session,
             self.lease_ttl,
+            self.network,
         )
         .await
         else {
@@ -243,6 +247,7 @@ async fn handshake(
     actor: &mpsc::Sender<Cmd>,
     session: SessionId,
     lease_ttl: Duration,
+    network: bool,
 ) -> Option<(Hello, Authority)> {
     let first = match tokio::time::timeout(HANDSHAKE_TIMEOUT, reader.next()).await {
         Ok(Some(Ok(bytes))) => bytes,
@@ -283,7 +288,7 @@ async fn handshake(
     };
     let admitted = match refusal(&hello) {
         Some(reason) => Err(reason),
-        None => admit(actor, &hello).await,
+        None => admit(actor, &hello, network).await,
     };
     let authority = match admitted {
         Ok(authority) => authority,
@@ -324,13 +329,18 @@ pub fn refusal(hello: &Hello) -> Option<String> {
 /// Asks the actor who vouches for the hello's name, and whether its team may
 /// be worked in (creating it when the hello says to): the session's authority,
 /// or the refusal.
-async fn admit(actor: &mpsc::Sender<Cmd>, hello: &Hello) -> Result<Authority, String> {
+async fn admit(
+    actor: &mpsc::Sender<Cmd>,
+    hello: &Hello,
+    network: bool,
+) -> Result<Authority, String> {
     let (reply, answer) = tokio::sync::oneshot::channel();
     let cmd = Cmd::Admit {
         team: Arc::from(hello.team.as_str()),
         name: Arc::from(hello.name.as_str()),
         credential: hello.credential.clone(),
         new_team: hello.new_team,
+        network,
         reply,
     };
     let stopping = || Err("boardd is shutting down".to_string());

@@ -167,6 +167,7 @@ impl Accept {
             let conn = connection::Connection {
                 session,
                 peer_pid,
+                network: relay_done.is_some(),
                 actor: self.actor.clone(),
                 lease_ttl: self.settings.lease_ttl,
                 closed: self.closed.clone(),
