@@ -16,6 +16,7 @@
 
 pub mod lock;
 pub mod pg;
+mod restore;
 mod rows;
 pub mod sqlite;
 

@@ -185,6 +185,28 @@ fn messages_credentials_and_teams_outlive_a_reopen() {
 }
 
 #[test]
+fn a_row_that_does_not_decode_fails_the_restore_and_names_its_table() {
+    for engine in engines() {
+        for (table, what) in [("tasks", "task"), ("account_blocks", "account block")] {
+            let mut store = engine.open();
+            let sql = match table {
+                "tasks" => "INSERT INTO tasks (team, id, body) VALUES ('default', 1, $1)",
+                _ => "INSERT INTO account_blocks (account, body) VALUES ('acme', $1)",
+            };
+            raw(&mut store, sql, &["{not json"]);
+            match store.load() {
+                Err(StoreError::Corrupt { what: said, .. }) => {
+                    assert_eq!(said, what, "{}", engine.name)
+                }
+                Err(other) => panic!("{}: {table}: {other}", engine.name),
+                Ok(_) => panic!("{}: {table}: restored", engine.name),
+            }
+            raw(&mut store, &format!("DELETE FROM {table}"), &[]);
+        }
+    }
+}
+
+#[test]
 fn a_member_row_from_before_runtimes_loads_as_native_and_a_runtime_round_trips() {
     for engine in engines() {
         let mut store = engine.open();

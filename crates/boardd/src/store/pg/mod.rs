@@ -44,7 +44,8 @@ mod commit;
 mod group;
 mod schema;
 
-use super::rows::{BudgetRow, CredentialRow, TokenRow};
+use super::restore;
+use super::rows::{CredentialRow, TokenRow};
 use super::{HistoryQuery, StoreError};
 use postgres::{Client, NoTls, Statement};
 use std::collections::HashMap;
@@ -256,64 +257,8 @@ impl PgStore {
     }
 
     fn load_here(&mut self) -> Result<Snapshot, StoreError> {
-        let mut snap = Snapshot {
-            tasks: self.load_rows(
-                "SELECT team, body FROM tasks ORDER BY team COLLATE \"C\", id",
-                "task",
-            )?,
-            members: self.load_rows("SELECT team, body FROM members", "member")?,
-            messages: self.load_rows("SELECT team, body FROM messages ORDER BY id", "message")?,
-            requests: self.load_rows("SELECT team, body FROM requests ORDER BY id", "request")?,
-            repos: self.load_rows(
-                "SELECT team, body FROM repos ORDER BY team COLLATE \"C\"",
-                "repo",
-            )?,
-            usage: self.load_rows("SELECT team, body FROM usage ORDER BY seq", "usage record")?,
-            held: self.load_rows("SELECT team, body FROM held", "held call")?,
-            ..Default::default()
-        };
-        snap.budgets = self
-            .load_rows::<BudgetRow>(
-                "SELECT team, body FROM budgets ORDER BY team COLLATE \"C\", key COLLATE \"C\"",
-                "budget",
-            )?
-            .into_iter()
-            .map(|(team, row)| {
-                let (budget, marks) = row.into_parts();
-                (team, budget, marks)
-            })
-            .collect();
-        snap.account_blocks = self
-            .load_rows::<teamboard_protocol::spend::AccountBlock>(
-                "SELECT account, body FROM account_blocks",
-                "account block",
-            )?
-            .into_iter()
-            .map(|(_, b)| b)
-            .collect();
-        let next_msg: Option<i64> = (self
-            .query("SELECT value FROM meta WHERE key = 'next_message_id'", &[])?)
-        .first()
-        .map(|r| r.try_get(0))
-        .transpose()
-        .map_err(|e| self.pg(e))?;
-        let max_seq: Option<i64> = self.one("SELECT MAX(seq) FROM events", &[])?;
-        let rows = self.query(
-            "SELECT team, MAX(task) FROM events WHERE task IS NOT NULL GROUP BY team",
-            &[],
-        )?;
-        snap.last_task_ids = (rows.iter())
-            .map(|r| Ok((r.try_get(0)?, r.try_get::<_, i64>(1)? as u64)))
-            .collect::<Result<_, postgres::Error>>()
-            .map_err(|e| self.pg(e))?;
-        let rows = self.query("SELECT name FROM teams ORDER BY name COLLATE \"C\"", &[])?;
-        snap.teams = (rows.iter())
-            .map(|r| r.try_get(0))
-            .collect::<Result<_, _>>()
-            .map_err(|e| self.pg(e))?;
-        snap.next_message_id = next_msg.unwrap_or(1).max(1) as u64;
+        let (snap, next_msg) = restore::load(self)?;
         self.stored_next_message_id = next_msg.unwrap_or(0).max(0) as u64;
-        snap.next_event_seq = max_seq.unwrap_or(0) as u64 + 1;
         Ok(snap)
     }
 
@@ -329,33 +274,6 @@ impl PgStore {
     }
 
     /// The first column of the one row a query returns.
-    fn one<T: for<'a> postgres::types::FromSql<'a>>(
-        &mut self,
-        sql: &str,
-        params: &[&(dyn postgres::types::ToSql + Sync)],
-    ) -> Result<T, StoreError> {
-        let row = self.client()?.query_one(sql, params);
-        row.and_then(|r| r.try_get(0)).map_err(|e| self.pg(e))
-    }
-
-    fn load_rows<T: serde::de::DeserializeOwned>(
-        &mut self,
-        sql: &str,
-        what: &'static str,
-    ) -> Result<Vec<(String, T)>, StoreError> {
-        let rows = self.query(sql, &[])?;
-        let mut out = Vec::with_capacity(rows.len());
-        for row in rows {
-            let team: String = row.try_get(0).map_err(|e| self.pg(e))?;
-            let body: &str = row.try_get(1).map_err(|e| self.pg(e))?;
-            out.push((
-                team,
-                serde_json::from_str(body).map_err(self.corrupt(what))?,
-            ));
-        }
-        Ok(out)
-    }
-
     /// Every member's current credential, as its digest.
     pub fn credentials(&mut self) -> Result<Vec<CredentialRow>, StoreError> {
         let rows = off_runtime(|| self.query("SELECT team, name, digest FROM credentials", &[]))?;
@@ -446,6 +364,47 @@ impl PgStore {
                 });
             row.and_then(|r| r.try_get(0)).map_err(|e| self.pg(e))
         })
+    }
+}
+
+impl restore::Source for PgStore {
+    const BYTEWISE: &'static str = " COLLATE \"C\"";
+
+    fn bodies(&mut self, sql: &str) -> Result<Vec<(String, String)>, StoreError> {
+        let rows = self.query(sql, &[])?;
+        (rows.iter())
+            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+            .collect::<Result<_, postgres::Error>>()
+            .map_err(|e| self.pg(e))
+    }
+
+    fn numbered(&mut self, sql: &str) -> Result<Vec<(String, i64)>, StoreError> {
+        let rows = self.query(sql, &[])?;
+        (rows.iter())
+            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+            .collect::<Result<_, postgres::Error>>()
+            .map_err(|e| self.pg(e))
+    }
+
+    fn texts(&mut self, sql: &str) -> Result<Vec<String>, StoreError> {
+        let rows = self.query(sql, &[])?;
+        (rows.iter())
+            .map(|r| r.try_get(0))
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.pg(e))
+    }
+
+    fn number(&mut self, sql: &str) -> Result<Option<i64>, StoreError> {
+        let rows = self.query(sql, &[])?;
+        let first = rows.first().map(|r| r.try_get::<_, Option<i64>>(0));
+        first
+            .transpose()
+            .map(Option::flatten)
+            .map_err(|e| self.pg(e))
+    }
+
+    fn corrupt(&self, what: &'static str, source: serde_json::Error) -> StoreError {
+        PgStore::corrupt(self, what)(source)
     }
 }
 

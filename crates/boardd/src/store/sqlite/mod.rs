@@ -10,9 +10,10 @@ mod credentials;
 mod spend;
 mod tokens;
 
-use super::rows::{BudgetRow, CredentialRow, TokenChange, TokenRow};
+use super::restore;
+use super::rows::{CredentialRow, TokenChange, TokenRow};
 use super::{HistoryQuery, StoreError, to_json};
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, params};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -172,69 +173,8 @@ impl SqliteStore {
 
     /// Loads every row, for [`teamboard_board::Board::restore`].
     pub fn load(&mut self) -> Result<Snapshot, StoreError> {
-        let mut snap = Snapshot {
-            tasks: self.load_rows("SELECT team, body FROM tasks ORDER BY team, id", "task")?,
-            members: self.load_rows("SELECT team, body FROM members", "member")?,
-            messages: self.load_rows("SELECT team, body FROM messages ORDER BY id", "message")?,
-            requests: self.load_rows("SELECT team, body FROM requests ORDER BY id", "request")?,
-            repos: self.load_rows("SELECT team, body FROM repos ORDER BY team", "repo")?,
-            usage: self.load_rows("SELECT team, body FROM usage ORDER BY seq", "usage record")?,
-            held: self.load_rows("SELECT team, body FROM held", "held call")?,
-            ..Default::default()
-        };
-        snap.budgets = self
-            .load_rows::<BudgetRow>(
-                "SELECT team, body FROM budgets ORDER BY team, key",
-                "budget",
-            )?
-            .into_iter()
-            .map(|(team, row)| {
-                let (budget, marks) = row.into_parts();
-                (team, budget, marks)
-            })
-            .collect();
-        snap.account_blocks = self
-            .load_rows::<teamboard_protocol::spend::AccountBlock>(
-                "SELECT account, body FROM account_blocks",
-                "account block",
-            )?
-            .into_iter()
-            .map(|(_, b)| b)
-            .collect();
-        let next_msg: Option<i64> = self
-            .conn
-            .query_row(
-                "SELECT value FROM meta WHERE key = 'next_message_id'",
-                [],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(|e| self.sqlite(e))?;
-        let max_seq: Option<i64> = self
-            .conn
-            .query_row("SELECT MAX(seq) FROM events", [], |r| r.get(0))
-            .map_err(|e| self.sqlite(e))?;
-        snap.last_task_ids = self
-            .conn
-            .prepare("SELECT team, MAX(task) FROM events WHERE task IS NOT NULL GROUP BY team")
-            .and_then(|mut q| {
-                q.query_map([], |r| {
-                    Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as u64))
-                })?
-                .collect::<Result<Vec<_>, _>>()
-            })
-            .map_err(|e| self.sqlite(e))?;
-        snap.teams = self
-            .conn
-            .prepare("SELECT name FROM teams ORDER BY name")
-            .and_then(|mut q| {
-                q.query_map([], |r| r.get::<_, String>(0))?
-                    .collect::<Result<Vec<_>, _>>()
-            })
-            .map_err(|e| self.sqlite(e))?;
-        snap.next_message_id = next_msg.unwrap_or(1).max(1) as u64;
+        let (snap, next_msg) = restore::load(self)?;
         self.stored_next_message_id = next_msg.unwrap_or(0).max(0) as u64;
-        snap.next_event_seq = max_seq.unwrap_or(0) as u64 + 1;
         Ok(snap)
     }
 
@@ -268,26 +208,6 @@ impl SqliteStore {
     /// Every token the lead issued, as its digest.
     pub fn tokens(&mut self) -> Result<Vec<TokenRow>, StoreError> {
         tokens::load(&self.conn).map_err(|e| self.sqlite(e))
-    }
-
-    fn load_rows<T: serde::de::DeserializeOwned>(
-        &self,
-        sql: &str,
-        what: &'static str,
-    ) -> Result<Vec<(String, T)>, StoreError> {
-        let mut stmt = self.conn.prepare(sql).map_err(|e| self.sqlite(e))?;
-        let rows = stmt
-            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
-            .map_err(|e| self.sqlite(e))?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (team, body) = row.map_err(|e| self.sqlite(e))?;
-            out.push((
-                team,
-                serde_json::from_str(&body).map_err(self.corrupt(what))?,
-            ));
-        }
-        Ok(out)
     }
 
     /// Writes a group of batches, and the credentials and tokens issued or
@@ -424,6 +344,45 @@ impl SqliteStore {
         let rows = stmt
             .query_map(p, |r| r.get::<_, String>(0))
             .map_err(|e| self.sqlite(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.sqlite(e))
+    }
+}
+
+impl restore::Source for SqliteStore {
+    /// SQLite's default collation (BINARY) compares bytes.
+    const BYTEWISE: &'static str = "";
+
+    fn bodies(&mut self, sql: &str) -> Result<Vec<(String, String)>, StoreError> {
+        self.all(sql, |r| Ok((r.get(0)?, r.get(1)?)))
+    }
+
+    fn numbered(&mut self, sql: &str) -> Result<Vec<(String, i64)>, StoreError> {
+        self.all(sql, |r| Ok((r.get(0)?, r.get(1)?)))
+    }
+
+    fn texts(&mut self, sql: &str) -> Result<Vec<String>, StoreError> {
+        self.all(sql, |r| r.get(0))
+    }
+
+    fn number(&mut self, sql: &str) -> Result<Option<i64>, StoreError> {
+        let first = self.all(sql, |r| r.get::<_, Option<i64>>(0))?;
+        Ok(first.into_iter().next().flatten())
+    }
+
+    fn corrupt(&self, what: &'static str, source: serde_json::Error) -> StoreError {
+        SqliteStore::corrupt(self, what)(source)
+    }
+}
+
+impl SqliteStore {
+    /// Every row of `sql`, each read by `row`.
+    fn all<T>(
+        &self,
+        sql: &str,
+        row: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> Result<Vec<T>, StoreError> {
+        let mut stmt = self.conn.prepare(sql).map_err(|e| self.sqlite(e))?;
+        let rows = stmt.query_map([], row).map_err(|e| self.sqlite(e))?;
         rows.collect::<Result<_, _>>().map_err(|e| self.sqlite(e))
     }
 }
