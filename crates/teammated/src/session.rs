@@ -380,10 +380,14 @@ async fn connect_loop(
             }
             Ok::<_, ClientError>((client, registered.member))
         };
-        let result = match tokio::time::timeout(ATTEMPT_TIMEOUT, attempt).await {
+        // A list of boardd gets each of its tries on top (`Client::open`).
+        let tries = u32::try_from(socket.alternatives().len()).unwrap_or(u32::MAX);
+        let within =
+            ATTEMPT_TIMEOUT + teamboard_protocol::client::ATTEMPT_TIMEOUT * tries.saturating_sub(1);
+        let result = match tokio::time::timeout(within, attempt).await {
             Ok(r) => r,
             Err(_) => Err(ClientError::Closed(format!(
-                " (boardd did not answer the handshake within {ATTEMPT_TIMEOUT:?})"
+                " (boardd did not answer the handshake within {within:?})"
             ))),
         };
         let err = match result {
