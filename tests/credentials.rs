@@ -306,7 +306,21 @@ async fn a_teammate_reconnects_after_a_restart_with_its_own_credential() {
         &[],
     );
     let boss = lead(&socket).await;
-    eventually("alice to register", PATIENCE, || connected(&boss)).await;
+    // Killed only once alice holds her own credential: her idle notification
+    // follows the registration's answer. Killed between boardd's commit and
+    // that answer, she would come back with the lead's key alone, which the
+    // new key below voids.
+    eventually("alice to register and go idle", PATIENCE, || async {
+        let events = teamboard_testkit::read_history(&boss).await.ok()?;
+        events
+            .iter()
+            .any(|e| {
+                e.kind == teamboard_protocol::EventKind::MessageSent
+                    && e.detail.contains("alice → lead: idle_notification")
+            })
+            .then_some(())
+    })
+    .await;
     drop(boss);
     daemon.kill9();
     teamboard_testkit::pg::forget_lead_key(&state);
