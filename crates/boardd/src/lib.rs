@@ -227,10 +227,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
                 _ = failed.cancelled() => {}
             }
         };
-        let (incoming, accepting) = match network {
-            Some(n) => (Some(n.incoming), Some(n.accepting)),
-            None => (None, None),
-        };
+        let (incoming, accepting) = network.map(|n| (n.incoming, n.accepting)).unzip();
         server::run(listener, incoming, actor, settings, stopping).await;
         // The port is free once this returns: a boardd on a shared database
         // binds it again at once to forward (see `cluster::role`).

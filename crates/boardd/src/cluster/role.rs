@@ -1,9 +1,10 @@
 //! The loop a boardd on a shared database runs: a follower until it takes the
 //! lease, then the leader until it loses it, and a follower again.
 //!
-//! - Follower: [`proxy`] serves the socket (and `--listen-tcp`), forwarding to the leader that
-//!   [`watch`] names. When the watch sees the lease run out (or released), the
-//!   follower tries [`leadership::take`]; of several that try, one wins.
+//! - Follower: [`proxy`] serves the socket (and `--listen-tcp`), forwarding to
+//!   the leader that [`watch`] names. When the watch sees the lease run out (or
+//!   released), the follower tries [`leadership::take`]; of several that try,
+//!   one wins.
 //! - Leader: the proxy is stopped, the core is started for the term (today's
 //!   boardd, its store fenced by the term), and the lease is renewed every third
 //!   of its length. On `Deposed`, or when no renewal has succeeded for a whole
@@ -111,10 +112,7 @@ async fn follow(
         Some(spec) => Some(crate::server::tcp::listen(spec).await?),
         None => None,
     };
-    let (incoming, accepting) = match network {
-        Some(n) => (Some(n.incoming), Some(n.accepting)),
-        None => (None, None),
-    };
+    let (incoming, accepting) = network.map(|n| (n.incoming, n.accepting)).unzip();
     let proxy_stop = stop.child_token();
     let proxy = tokio::spawn(proxy::run(
         listener,
