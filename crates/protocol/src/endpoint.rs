@@ -60,7 +60,7 @@ impl Endpoint {
         if network && text.contains(',') {
             let all = text
                 .split(',')
-                .map(|one| match Endpoint::parse(one.trim())? {
+                .map(|one| match Self::parse_one(one.trim())? {
                     Endpoint::Unix(_) => Err(EndpointError::BadList(text.to_string())),
                     one => Ok(one),
                 })
