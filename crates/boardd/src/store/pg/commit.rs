@@ -6,9 +6,9 @@
 //! it leaves ([`Group`]), and each table is then written by one statement for
 //! its upserts and one for its deletes, the rows passed as one array per column
 //! (`INSERT … SELECT * FROM UNNEST(…) ON CONFLICT … DO UPDATE`); a table the
-//! group leaves alone costs nothing. A commit is then BEGIN, the fence, a
-//! statement per table touched, and COMMIT, however many batches it carries.
-//! The alternatives lost:
+//! group leaves alone costs nothing. A commit is then BEGIN (with the fence in
+//! the same round trip), a statement per table touched, and COMMIT, however
+//! many batches it carries. The alternatives lost:
 //! - a statement per row, as SQLite writes them (in process, a row costs SQLite
 //!   a function call): a round trip per task, event and member, which held
 //!   PostgreSQL to a fraction of SQLite's throughput;
@@ -24,20 +24,42 @@
 //! The statements' order is SQLite's: upserts, then deletes, table by table,
 //! the message id counter last and only when it moved. After collapsing, a
 //! table's upserted and deleted keys are disjoint, so the order between them
-//! carries nothing. A failed statement leaves the transaction to roll back
-//! when it is dropped: nothing of the group is written.
+//! carries nothing.
 //!
 //! The fence: with a term set, the transaction first reads the leadership row
 //! `FOR SHARE`, so that a boardd taking over (which updates the row) waits for
 //! this commit to end, and this commit sees any takeover that came first. A term
 //! that moved means another boardd leads: the batch is refused, unwritten.
+//! BEGIN and that read go as one simple query, `BEGIN; SELECT term …`: a
+//! `BEGIN` inside a simple query leaves the transaction open after it, and the
+//! term comes back as text, in one round trip. Without a fence, BEGIN goes
+//! alone, as it always did. The alternatives lost:
+//! - BEGIN, then the read on its own: a round trip more as a prepared
+//!   statement, two as a `&str` (prepared anew, then executed); under load,
+//!   the fence behind BEGIN costs a commit about as much as its rows;
+//! - BEGIN pipelined with a prepared read: the extended protocol would bring
+//!   the term back typed, but pipelining needs `tokio-postgres`'s futures in
+//!   flight together, and the writer's blocking client waits out each call;
+//!   a runtime on the writer thread for this one pair buys nothing the simple
+//!   query does not (the server parses and plans a one-row read by its key
+//!   anew each time, for far less than a round trip);
+//! - the term compared by the server, failing the transaction when it moved:
+//!   the refusal would lose the term now held, which `Deposed` reports.
+//!
+//! Trap: `postgres::Transaction` sends its own `BEGIN` and cannot adopt one
+//! already sent, so the open transaction is [`Begun`], a guard of our own that
+//! sends `ROLLBACK` when dropped uncommitted: after a refused fence, a statement
+//! failing half-way, or a panic. Left behind, an open transaction would keep
+//! the leadership row `FOR SHARE` and a takeover waiting (until
+//! `idle_in_transaction_session_timeout`), and an aborted one would fail every
+//! later commit on the connection. Nothing of a rolled-back group is written.
 
 use super::group::Group;
 use super::schema::*;
 use super::{PgStore, off_runtime};
 use crate::store::{CredentialRow, StoreError, TokenChange};
 use postgres::types::ToSql;
-use postgres::{Statement, Transaction};
+use postgres::{Client, SimpleQueryMessage, Statement};
 use std::collections::HashMap;
 use teamboard_board::Changes;
 
@@ -76,23 +98,24 @@ impl PgStore {
         let client = self.client.as_mut().ok_or_else(|| StoreError::InUse {
             database: database.clone(),
         })?;
-        let mut tx = client.transaction().map_err(err)?;
+        let tx = Begun { client, open: true };
         if let Some(held) = fence {
-            let now: i64 = tx
-                .query_one("SELECT term FROM leadership WHERE id = 1 FOR SHARE", &[])
-                .and_then(|r| r.try_get(0))
-                .map_err(err)?;
+            let messages = tx.client.simple_query(BEGIN_FENCED).map_err(err)?;
+            let now = term(&messages, &database)?;
             if now != held {
-                // Dropping `tx` rolls back; nothing was written yet anyway.
+                // Dropping `tx` rolls back, letting the row go; nothing was
+                // written yet anyway.
                 return Err(StoreError::Deposed {
                     database: database.clone(),
                     held,
                     now,
                 });
             }
+        } else {
+            tx.client.batch_execute("BEGIN").map_err(err)?;
         }
         let mut w = Writes {
-            tx: &mut tx,
+            client: &mut *tx.client,
             prepared: &mut self.prepared,
         };
         w.group(&group).map_err(err)?;
@@ -108,26 +131,74 @@ impl PgStore {
     }
 }
 
+/// BEGIN and the fence's read, in one round trip (see the module doc).
+const BEGIN_FENCED: &str = "BEGIN; SELECT term FROM leadership WHERE id = 1 FOR SHARE";
+
+/// The term [`BEGIN_FENCED`] read, from its text. A missing row reads as
+/// `null`, and so fails as a term that cannot be read, never as a term.
+fn term(messages: &[SimpleQueryMessage], database: &str) -> Result<i64, StoreError> {
+    let row = messages.iter().find_map(|m| match m {
+        SimpleQueryMessage::Row(row) => Some(row),
+        _ => None,
+    });
+    let text = (row.map(|r| r.try_get(0)).transpose()).map_err(|source| StoreError::Postgres {
+        database: database.to_string(),
+        source,
+    })?;
+    // An integer's text is its JSON.
+    serde_json::from_str(text.flatten().unwrap_or("null")).map_err(|source| StoreError::Corrupt {
+        database: database.to_string(),
+        what: "leadership term",
+        source,
+    })
+}
+
+/// A transaction begun on the plain client: `ROLLBACK` when dropped unless
+/// committed, on every path out (see the module doc's trap).
+struct Begun<'c> {
+    client: &'c mut Client,
+    open: bool,
+}
+
+impl Begun<'_> {
+    fn commit(mut self) -> Result<(), postgres::Error> {
+        self.client.batch_execute("COMMIT")?;
+        self.open = false;
+        Ok(())
+    }
+}
+
+impl Drop for Begun<'_> {
+    fn drop(&mut self) {
+        if self.open {
+            // Its failure changes nothing: outside a transaction (BEGIN never
+            // ran, or a failed COMMIT ended it) ROLLBACK is a warning, and on
+            // a lost connection the commit has failed already.
+            let _ = self.client.batch_execute("ROLLBACK");
+        }
+    }
+}
+
 /// The statements of one transaction, prepared once per connection.
-struct Writes<'t, 'c> {
-    tx: &'t mut Transaction<'c>,
+struct Writes<'t> {
+    client: &'t mut Client,
     prepared: &'t mut HashMap<&'static str, Statement>,
 }
 
 /// One array parameter per column.
 type Column<'a> = &'a (dyn ToSql + Sync);
 
-impl Writes<'_, '_> {
+impl Writes<'_> {
     fn run(&mut self, sql: &'static str, params: &[Column]) -> Result<(), postgres::Error> {
         let statement = match self.prepared.get(sql) {
             Some(s) => s.clone(),
             None => {
-                let s = self.tx.prepare(sql)?;
+                let s = self.client.prepare(sql)?;
                 self.prepared.insert(sql, s.clone());
                 s
             }
         };
-        self.tx.execute(&statement, params).map(drop)
+        self.client.execute(&statement, params).map(drop)
     }
 
     /// Each table in one statement for its upserts and one for its deletes,
