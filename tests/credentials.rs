@@ -12,6 +12,7 @@
 use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+use std::time::Duration;
 use teamboard_protocol::request::*;
 use teamboard_protocol::{Client, ErrorCode, MemberStatus, MessageKind, Request, TaskStatus};
 use teamboard_testkit::raw::Session;
@@ -251,6 +252,7 @@ async fn a_registration_by_the_lead_revokes_the_members_credential_before() {
         .await
         .unwrap();
     held.inbox().await.expect("good until replaced");
+    held.subscribe().await.expect("subscribe");
     let again = Client::connect(&socket, "test", "ann", "default", Some(&key))
         .await
         .unwrap();
@@ -265,6 +267,16 @@ async fn a_registration_by_the_lead_revokes_the_members_credential_before() {
     assert_ne!(new, old);
     let code = held.inbox().await.expect_err("revoked").code();
     assert_eq!(code, Some(ErrorCode::PermissionDenied));
+    // Its subscription ended with it: the team's events stop. An answer
+    // follows whatever was queued on the connection before it.
+    while let Ok(Some(_)) = tokio::time::timeout(Duration::ZERO, held.next_event()).await {}
+    lead(&socket).await.add_task(task("unheard")).await.unwrap();
+    assert!(held.inbox().await.is_err());
+    let heard = tokio::time::timeout(Duration::ZERO, held.next_event()).await;
+    assert!(
+        heard.is_err(),
+        "a replaced credential's session heard {heard:?}"
+    );
     let late = Client::connect(&socket, "test", "ann", "default", Some(&old))
         .await
         .unwrap();

@@ -15,6 +15,7 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 use teamboard_protocol::request::{NewTask, RegisterArgs};
 use teamboard_protocol::{Client, ClientError, Credential, Endpoint, ErrorCode, TaskStatus};
 use teamboard_testkit::{
@@ -338,9 +339,28 @@ async fn a_revoked_token_is_refused_on_its_open_session_and_on_a_new_one() {
     assert!(why.contains("did not present"), "{why}");
     assert_eq!(local.status().await.unwrap().sessions, sessions);
 
+    // bob hears the team's events until the revoke, and nothing after.
+    bob.subscribe().await.unwrap();
+    local.subscribe().await.unwrap();
+    local.add_task(task("heard")).await.unwrap();
+    let heard = tokio::time::timeout(PATIENCE, bob.next_event()).await;
+    assert!(matches!(heard, Ok(Some(_))), "{heard:?}");
+    while let Ok(Some(_)) = tokio::time::timeout(Duration::ZERO, bob.next_event()).await {}
+
     let out = host.local().ok(&["token", "revoke", "bob"]);
     assert!(out.contains("revoked"), "{out}");
     assert_eq!(code_of(bob.team().await), ErrorCode::PermissionDenied);
+    local.add_task(task("unheard")).await.unwrap();
+    while let Ok(Some(e)) = tokio::time::timeout(PATIENCE, local.next_event()).await {
+        if e.detail.contains("unheard") {
+            break;
+        }
+    }
+    // A request's answer follows any event queued before it on the
+    // connection: whatever bob was sent is in by now.
+    assert_eq!(code_of(bob.team().await), ErrorCode::PermissionDenied);
+    let after = tokio::time::timeout(Duration::ZERO, bob.next_event()).await;
+    assert!(after.is_err(), "a revoked session heard {after:?}");
     let why = rejected(host.client("bob", &token).await);
     assert!(why.contains("'bob'"), "{why}");
     // Gone, and it stays gone over a restart of nothing: a second revoke

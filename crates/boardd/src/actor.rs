@@ -369,6 +369,7 @@ impl Actor {
                 if registers && result.is_ok() {
                     if by_lead {
                         result = result.and_then(|r| self.issue(&team, &name, r));
+                        self.unsubscribe_unvouched();
                     }
                     if let Some(pid) = pid {
                         self.procs.watch(team, name, session, pid);
@@ -417,6 +418,7 @@ impl Actor {
                 } else {
                     self.token(op)
                 };
+                self.unsubscribe_unvouched();
                 self.job.replies.push(ReplyTo::new(out, id, result));
             }
             Outcome::Subscribe => {
@@ -472,6 +474,22 @@ impl Actor {
             }
             TokenOp::List { team } => Ok(Reply::Tokens(tokens.list(&team))),
         }
+    }
+
+    /// Ends the subscriptions of sessions that their credential no longer
+    /// vouches for (a token revoked or replaced, a member's credential
+    /// replaced by a registration): their requests are refused, and the
+    /// team's events stop with them.
+    fn unsubscribe_unvouched(&mut self) {
+        let (sessions, keys) = (&self.sessions, &self.keys);
+        self.subscribers.retain(|_, subscribed| {
+            subscribed.retain(|id| {
+                sessions
+                    .get(id)
+                    .is_some_and(|s| keys.check(&s.authority, &s.team, &s.name).is_ok())
+            });
+            !subscribed.is_empty()
+        });
     }
 
     /// Queues a reply to a parked waiter, if its session is still open.
