@@ -1,8 +1,8 @@
 //! The real `boardd` binary on PostgreSQL (`--database postgres://…`): what it
 //! acknowledged outlives `kill -9`, read back by a boardd with a new state
 //! directory and the same lead, and a second boardd on the same database is
-//! refused. Skipped (printing `skipped: …`) without a server, unless
-//! `TEAMBOARD_REQUIRE_PG=1`.
+//! refused; and a boardd reaches a server that requires TLS. Skipped (printing
+//! `skipped: …`) without a server, unless `TEAMBOARD_REQUIRE_PG=1`.
 
 #![allow(
     clippy::unwrap_used,
@@ -16,7 +16,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 use teamboard_protocol::TaskStatus;
-use teamboard_testkit::pg::database_or_skip;
+use teamboard_testkit::pg::{database_or_skip, tls_database_or_skip};
 use teamboard_testkit::{Daemon, lead, lead_key, short_tempdir, task, teammate};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -100,4 +100,38 @@ fn a_database_url_boardd_does_not_know_is_refused() {
     let log = d.log();
     assert!(log.contains("postgres://"), "{log}");
     assert!(!log.contains("secret"), "{log}");
+}
+
+/// `--database` with `sslmode=verify-full` and the server's CA: boardd's own
+/// connection is TLS, as the server sees it, and a task added through it is
+/// on the board.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn boardd_keeps_the_board_on_a_server_it_reaches_over_tls() {
+    let Some(db) = tls_database_or_skip() else {
+        return;
+    };
+    let url = format!(
+        "{}?sslmode=verify-full&sslrootcert={}",
+        db.url,
+        db.certs.ca.display()
+    );
+    let dir = short_tempdir();
+    let socket = dir.path().join("s");
+    let _boardd = Daemon::start(&socket, &dir.path().join("state"), &["--database", &url]).await;
+    let boss = lead(&socket).await;
+    let id = boss.add_task(task("over TLS")).await.expect("add_task").id;
+    let tasks = boss.list_tasks(None).await.expect("list");
+    assert_eq!(tasks.iter().map(|t| t.id).collect::<Vec<_>>(), vec![id]);
+    let psql = teamboard_testkit::pg::bin_dir().expect("psql").join("psql");
+    let out = std::process::Command::new(psql)
+        .arg(&db.url)
+        .args(["-tAc", "SELECT ssl FROM pg_stat_ssl JOIN pg_stat_activity USING (pid) WHERE application_name = 'boardd'"])
+        .output()
+        .expect("run psql");
+    assert!(out.status.success(), "psql: {out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "t",
+        "boardd's connection is not TLS"
+    );
 }

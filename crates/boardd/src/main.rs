@@ -31,6 +31,11 @@ struct Args {
     /// Keep the board in this PostgreSQL database (`postgres://USER@HOST/DB`)
     /// instead of SQLite in the state directory, which still holds the lock
     /// and `lead.key`
+    ///
+    /// Over TLS, verified against a CA:
+    /// `?sslmode=verify-full&sslrootcert=CA.pem` (`require` verifies too;
+    /// without `sslrootcert`, `PGSSLROOTCERT` or the system's roots); without
+    /// `sslmode`, plain text (docs/boardd.md)
     // `--help` would print the variable's value, and a URL may hold a password.
     #[arg(
         long,

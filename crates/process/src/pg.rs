@@ -22,6 +22,11 @@
 //!   the benchmarks need a PostgreSQL client library of their own.
 //! - [`PgOptions::durable`] is off for the tests (`fsync=off`): they kill boardd,
 //!   never the database server. A benchmark that measures commits turns it on.
+//! - [`PgOptions::tls`] turns `ssl` on with a certificate the caller made; the
+//!   server gets its own copies, the key owned by the server's user with mode
+//!   0600, since PostgreSQL refuses a key that others may read (or that belongs
+//!   to someone else, root aside). Without it `ssl` is off, whatever a
+//!   `postgresql.conf` default says, so that a test of a plain server is one.
 
 use std::net::{IpAddr, Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -60,6 +65,15 @@ pub struct PgOptions {
     /// Where its data directory goes [default: the temporary directory]: for a
     /// benchmark, the disk being measured.
     pub parent: Option<PathBuf>,
+    /// Serve TLS (`ssl = on`) with this certificate and key [default: no TLS].
+    pub tls: Option<PgTls>,
+}
+
+/// The server's certificate chain and key (PEM files), for [`PgOptions::tls`].
+#[derive(Debug, Clone)]
+pub struct PgTls {
+    pub cert: PathBuf,
+    pub key: PathBuf,
 }
 
 impl Default for PgOptions {
@@ -69,6 +83,7 @@ impl Default for PgOptions {
             durable: false,
             max_connections: 300,
             parent: None,
+            tls: None,
         }
     }
 }
@@ -141,6 +156,10 @@ impl PgServer {
             .collect::<Vec<_>>()
             .join(",");
         let durable = if options.durable { "on" } else { "off" };
+        let ssl = match &options.tls {
+            Some(tls) => owner.tls_files(tls, data.path())?,
+            None => vec!["ssl=off".to_string()],
+        };
         let mut server = owner.command(&bin.join("postgres"));
         server
             .arg("-D")
@@ -155,6 +174,7 @@ impl PgServer {
             .args(["-c", &format!("synchronous_commit={durable}")])
             .args(["-c", &format!("full_page_writes={durable}")])
             .args(["-c", "logging_collector=off"])
+            .args(ssl.iter().flat_map(|setting| ["-c", setting]))
             .stdin(Stdio::null());
         let log = std::fs::File::create(data.path().join("server.log"))
             .map_err(|e| err(format!("cannot make PostgreSQL's log: {e}")))?;
@@ -332,12 +352,37 @@ impl Owner {
         Ok(Owner(Some((uid, gid))))
     }
 
-    fn give(&self, dir: &Path) -> Result<(), PgError> {
+    fn give(&self, path: &Path) -> Result<(), PgError> {
         if let Some((uid, gid)) = self.0 {
-            std::os::unix::fs::chown(dir, Some(uid), Some(gid))
-                .map_err(|e| err(format!("cannot give {} to postgres: {e}", dir.display())))?;
+            std::os::unix::fs::chown(path, Some(uid), Some(gid))
+                .map_err(|e| err(format!("cannot give {} to postgres: {e}", path.display())))?;
         }
         Ok(())
+    }
+
+    /// Copies the certificate and key into `dir` for the server (see the
+    /// module doc), and returns the settings that name them.
+    fn tls_files(&self, tls: &PgTls, dir: &Path) -> Result<Vec<String>, PgError> {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mut settings = vec!["ssl=on".to_string()];
+        for (from, name, setting) in [
+            (&tls.cert, "server.crt", "ssl_cert_file"),
+            (&tls.key, "server.key", "ssl_key_file"),
+        ] {
+            let to = dir.join(name);
+            std::fs::copy(from, &to)
+                .and_then(|_| std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o600)))
+                .map_err(|e| {
+                    err(format!(
+                        "cannot copy {} to {}: {e}",
+                        from.display(),
+                        to.display()
+                    ))
+                })?;
+            self.give(&to)?;
+            settings.push(format!("{setting}={}", to.display()));
+        }
+        Ok(settings)
     }
 
     fn command(&self, program: &Path) -> Command {

@@ -8,13 +8,18 @@
 //! the one new databases are created from); nothing is started then.
 //! `TEAMBOARD_TEST_DATABASE=postgres` puts every daemon this kit starts on a
 //! database of its own ([`test_database`]).
+//!
+//! [`tls_database_or_skip`] makes a database on a second server, started by
+//! this kit whatever `TEAMBOARD_PG_URL` says, that serves TLS with a
+//! certificate from [`TestCerts`].
 
+use crate::TestCerts;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, OnceLock};
-use teamboard_process::pg::bin_dir;
-pub use teamboard_process::pg::{PgError, PgOptions, PgServer};
+pub use teamboard_process::pg::bin_dir;
+pub use teamboard_process::pg::{PgError, PgOptions, PgServer, PgTls};
 
 /// The server shared by every test of this process, started on first use.
 pub fn shared() -> Result<&'static PgServer, PgError> {
@@ -37,14 +42,59 @@ pub fn fresh_database() -> Result<String, PgError> {
 /// `skipped: …` when there is no server; with `TEAMBOARD_REQUIRE_PG` set, no
 /// server is a failure instead.
 pub fn database_or_skip() -> Option<String> {
-    match fresh_database() {
-        Ok(url) => Some(url),
+    or_skip(fresh_database())
+}
+
+fn or_skip<T>(found: Result<T, PgError>) -> Option<T> {
+    match found {
+        Ok(found) => Some(found),
         Err(e) if std::env::var_os("TEAMBOARD_REQUIRE_PG").is_none() => {
             eprintln!("skipped: no PostgreSQL: {e}");
             None
         }
         Err(e) => panic!("TEAMBOARD_REQUIRE_PG is set and there is no PostgreSQL: {e}"),
     }
+}
+
+/// A fresh database on a server that serves TLS (`ssl = on`).
+#[derive(Debug, Clone)]
+pub struct TlsDatabase {
+    /// `postgres://postgres@127.0.0.1:PORT/DB`, with no options: the test
+    /// adds its `sslmode` and `sslrootcert`.
+    pub url: String,
+    /// `certs.ca` signed the server's certificate (for 127.0.0.1 and
+    /// `localhost`); `certs.other_ca` did not.
+    pub certs: TestCerts,
+}
+
+/// A fresh database on the TLS server shared by this process's tests, or
+/// `None` as [`database_or_skip`] says.
+pub fn tls_database_or_skip() -> Option<TlsDatabase> {
+    static SHARED: OnceLock<Result<(PgServer, TestCerts), PgError>> = OnceLock::new();
+    let shared = SHARED.get_or_init(|| {
+        // Kept for the process's life, as the server is (a static is never
+        // dropped). Named and marked as the servers' own directories are, so
+        // that a later start's sweep removes it once this process has ended.
+        let fail =
+            |e: std::io::Error| PgError(format!("cannot make the certificates' directory: {e}"));
+        let dir = (tempfile::Builder::new().prefix("tb-pg-certs-").tempdir())
+            .map_err(fail)?
+            .keep();
+        std::fs::write(dir.join("owner"), std::process::id().to_string()).map_err(fail)?;
+        let certs = TestCerts::make(&dir);
+        let tls = PgTls {
+            cert: certs.cert.clone(),
+            key: certs.key.clone(),
+        };
+        let options = PgOptions {
+            tls: Some(tls),
+            ..PgOptions::default()
+        };
+        Ok((PgServer::start(&options)?, certs))
+    });
+    let made = (shared.as_ref().map_err(Clone::clone))
+        .and_then(|(server, certs)| Ok((server.create_database()?, certs.clone())));
+    or_skip(made).map(|(url, certs)| TlsDatabase { url, certs })
 }
 
 /// Whether the daemons this kit starts keep their board in PostgreSQL

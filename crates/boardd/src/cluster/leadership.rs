@@ -61,8 +61,8 @@ const KEEPALIVE_RETRIES: u32 = 2;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LeadershipError {
-    #[error("bad database URL: {0}")]
-    Url(#[source] postgres::Error),
+    #[error(transparent)]
+    Connect(#[from] Box<crate::store::pg::connect::ConnectError>),
     #[error("database: {0}")]
     Db(#[from] postgres::Error),
     #[error("the database closed the connection")]
@@ -97,11 +97,13 @@ pub enum Renewal {
     Deposed { term_now: Term },
 }
 
-/// Opens a connection with the short timeouts above and makes the table.
-/// `purpose` names it in `pg_stat_activity` (`application_name`).
+/// Opens a connection with the short timeouts above, TLS as the URL says (as
+/// the store's), and makes the table. `purpose` names it in
+/// `pg_stat_activity` (`application_name`).
 pub fn connect(url: &str, purpose: &str) -> Result<postgres::Client, LeadershipError> {
-    let mut config: postgres::Config = url.parse().map_err(LeadershipError::Url)?;
-    config
+    let mut target = crate::store::pg::connect::target(url).map_err(Box::new)?;
+    target
+        .config
         .application_name(purpose)
         .connect_timeout(CONNECT_TIMEOUT)
         .tcp_user_timeout(TCP_USER_TIMEOUT)
@@ -109,7 +111,7 @@ pub fn connect(url: &str, purpose: &str) -> Result<postgres::Client, LeadershipE
         .keepalives_idle(KEEPALIVE_IDLE)
         .keepalives_interval(KEEPALIVE_INTERVAL)
         .keepalives_retries(KEEPALIVE_RETRIES);
-    let mut client = config.connect(postgres::NoTls)?;
+    let mut client = target.connect().map_err(Box::new)?;
     client.batch_execute(SCHEMA)?;
     Ok(client)
 }

@@ -75,6 +75,12 @@ pub enum StoreError {
         database: String,
         source: postgres::Error,
     },
+    /// Whole in its message (see `ConnectError`), so not a `source`.
+    #[error("database {database}: {error}")]
+    Connect {
+        database: String,
+        error: Box<pg::connect::ConnectError>,
+    },
     #[error(
         "database {database}: a stored {what} could not be read ({source}); the file may be corrupt or from a newer boardd"
     )]

@@ -36,18 +36,20 @@
 //! refused but kept is allowed (a client retries or sees it done), acknowledged
 //! but lost never is.
 //!
+//! - [`connect`]: the URL made into a connection, TLS or not.
 //! - [`schema`]: the tables, created and migrated at open.
 //! - [`commit`]: one group of batches in one transaction, behind the fence.
 //! - [`group`]: a group of batches as the rows it leaves, a table at a time.
 
 mod commit;
+pub mod connect;
 mod group;
 mod schema;
 
 use super::restore;
 use super::rows::{CredentialRow, TokenRow};
 use super::{HistoryQuery, StoreError};
-use postgres::{Client, NoTls, Statement};
+use postgres::{Client, Statement};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 use teamboard_board::Snapshot;
@@ -134,11 +136,12 @@ impl PgStore {
 
     fn connect(url: &str) -> Result<PgStore, StoreError> {
         let database = redact(url);
-        let err = |source| StoreError::Postgres {
+        let err = |error| StoreError::Connect {
             database: database.clone(),
-            source,
+            error: Box::new(error),
         };
-        let mut config: postgres::Config = url.parse().map_err(err)?;
+        let mut target = connect::target(url).map_err(err)?;
+        let config = &mut target.config;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
@@ -147,7 +150,7 @@ impl PgStore {
         }
         config.keepalives(true).keepalives_idle(KEEPALIVE);
         config.application_name("boardd");
-        let client = off_runtime(|| config.connect(NoTls)).map_err(err)?;
+        let client = off_runtime(|| target.connect()).map_err(err)?;
         Ok(PgStore {
             client: Some(client),
             database,
@@ -452,21 +455,16 @@ fn off_runtime<T: Send>(f: impl FnOnce() -> T + Send) -> T {
 
 /// A database URL as messages show it: without its password.
 pub fn redact(url: &str) -> String {
-    match url.parse::<postgres::Config>() {
-        Ok(config) => {
-            let hosts: Vec<String> = (config.get_hosts().iter())
-                .map(|h| match h {
-                    postgres::config::Host::Tcp(name) => name.clone(),
-                    postgres::config::Host::Unix(path) => path.display().to_string(),
-                })
-                .collect();
+    match connect::parse(url) {
+        Ok((config, _)) => {
+            let hosts = connect::hosts(&config);
             format!(
                 "postgres database '{}' on {}",
                 config.get_dbname().unwrap_or("(default)"),
                 if hosts.is_empty() {
-                    "localhost".to_string()
+                    "localhost"
                 } else {
-                    hosts.join(",")
+                    &hosts
                 }
             )
         }

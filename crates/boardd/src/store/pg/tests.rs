@@ -18,7 +18,7 @@ fn open(url: &str) -> PgStore {
 
 /// A connection of the test's own, as another boardd (or a person) would have.
 fn other(url: &str) -> Client {
-    Client::connect(url, NoTls).expect("connect")
+    Client::connect(url, postgres::NoTls).expect("connect")
 }
 
 fn events(store: &mut PgStore) -> Vec<u64> {
