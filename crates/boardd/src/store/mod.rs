@@ -70,10 +70,13 @@ pub enum StoreError {
         path: PathBuf,
         source: rusqlite::Error,
     },
-    #[error("database {database}: {source}")]
+    /// Whole in its message, the server's words included (a `postgres::Error`
+    /// says only its kind, "db error", and keeps the rest as its cause), so
+    /// not a `source`: a log line's `%error` shows all of it.
+    #[error("database {database}: {}", pg::connect::with_causes(.error))]
     Postgres {
         database: String,
-        source: postgres::Error,
+        error: postgres::Error,
     },
     /// Whole in its message (see `ConnectError`), so not a `source`.
     #[error("database {database}: {error}")]

@@ -89,9 +89,9 @@ impl PgStore {
         // costs the server nothing.
         let group = Group::new(batches, credentials, tokens)?;
         let database = self.database.clone();
-        let err = |source| StoreError::Postgres {
+        let err = |error| StoreError::Postgres {
             database: database.clone(),
-            source,
+            error,
         };
         let fence = self.fence;
         let stored_next = self.stored_next_message_id;
@@ -141,9 +141,9 @@ fn term(messages: &[SimpleQueryMessage], database: &str) -> Result<i64, StoreErr
         SimpleQueryMessage::Row(row) => Some(row),
         _ => None,
     });
-    let text = (row.map(|r| r.try_get(0)).transpose()).map_err(|source| StoreError::Postgres {
+    let text = (row.map(|r| r.try_get(0)).transpose()).map_err(|error| StoreError::Postgres {
         database: database.to_string(),
-        source,
+        error,
     })?;
     // An integer's text is its JSON.
     serde_json::from_str(text.flatten().unwrap_or("null")).map_err(|source| StoreError::Corrupt {

@@ -206,9 +206,17 @@ fn refused_certificate(e: &postgres::Error) -> Option<rustls::Error> {
 
 /// `e`'s message followed by its causes': the client's says only "error
 /// performing TLS handshake" and keeps why in its cause.
-fn with_causes(e: &postgres::Error) -> String {
+/// `e` and its causes, in one line. A cause that already begins with what is
+/// said so far (tokio-postgres's "invalid connection string: …" under its own
+/// "invalid connection string") replaces it rather than repeat it.
+pub(crate) fn with_causes(e: &postgres::Error) -> String {
     causes(e).fold(e.to_string(), |message, cause| {
-        format!("{message}: {cause}")
+        let cause = cause.to_string();
+        if cause.starts_with(&message) {
+            cause
+        } else {
+            format!("{message}: {cause}")
+        }
     })
 }
 

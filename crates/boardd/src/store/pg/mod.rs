@@ -191,9 +191,9 @@ impl PgStore {
 
     fn migrate(&mut self) -> Result<(), StoreError> {
         let database = self.database.clone();
-        let err = |source| StoreError::Postgres {
+        let err = |error| StoreError::Postgres {
             database: database.clone(),
-            source,
+            error,
         };
         let mut tx = self.client()?.transaction().map_err(err)?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATING])
@@ -239,10 +239,10 @@ impl PgStore {
         })
     }
 
-    fn pg(&self, source: postgres::Error) -> StoreError {
+    fn pg(&self, error: postgres::Error) -> StoreError {
         StoreError::Postgres {
             database: self.database.clone(),
-            source,
+            error,
         }
     }
 
