@@ -204,11 +204,11 @@ fn refused_certificate(e: &postgres::Error) -> Option<rustls::Error> {
     })
 }
 
-/// `e`'s message followed by its causes': the client's says only "error
-/// performing TLS handshake" and keeps why in its cause.
-/// `e` and its causes, in one line. A cause that already begins with what is
-/// said so far (tokio-postgres's "invalid connection string: …" under its own
-/// "invalid connection string") replaces it rather than repeat it.
+/// `e`'s message followed by its causes', in one line: the client's says
+/// only "error performing TLS handshake" (or "db error") and keeps why in its
+/// cause. A cause that already begins with what is said so far
+/// (tokio-postgres's "invalid connection string: …" under its own "invalid
+/// connection string") replaces it rather than repeat it.
 pub(crate) fn with_causes(e: &postgres::Error) -> String {
     causes(e).fold(e.to_string(), |message, cause| {
         let cause = cause.to_string();
