@@ -11,13 +11,23 @@ use std::process::{Command, ExitStatus, Stdio};
 /// `git -C dir`, untouched by a `GIT_DIR` or `GIT_WORK_TREE` that teamctl's own
 /// environment may carry (run from a git hook, say): they would point every
 /// command at another repository whatever `-C` says.
+///
+/// These commands only read, and must write nothing: `git status` and `git
+/// diff` otherwise refresh the worktree's index and write it back under
+/// `index.lock`. The worktree is a teammate's, and boardd runs `git add -A`
+/// there when the teammate completes: a diff shown at that moment made the
+/// completion fail on the held lock. `GIT_OPTIONAL_LOCKS=0` stops `status`;
+/// `git diff` ignores it (git 2.47) and needs `diff.autoRefreshIndex=false`,
+/// with which a file whose stat alone changed still shows no change.
 pub fn git(dir: &Path) -> Command {
     let mut cmd = Command::new("git");
     cmd.arg("-C")
         .arg(dir)
+        .args(["-c", "diff.autoRefreshIndex=false"])
         .env_remove("GIT_DIR")
         .env_remove("GIT_WORK_TREE")
         .env_remove("GIT_INDEX_FILE")
+        .env("GIT_OPTIONAL_LOCKS", "0")
         .stdin(Stdio::null());
     cmd
 }
@@ -136,5 +146,41 @@ mod tests {
             vec!["new file.txt".to_string(), "dir/été.md".to_string()]
         );
         assert!(parse_untracked(b"").is_empty());
+    }
+
+    /// Reading a worktree writes nothing in it, not even the refreshed index
+    /// (see [`git`]): its inode stays the one git made it with.
+    #[test]
+    fn reading_a_worktree_leaves_its_index_alone() {
+        use std::os::unix::fs::MetadataExt as _;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let run = |args: &[&str]| {
+            let out = git(dir.path())
+                .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+                .args(args)
+                .output()
+                .expect("git");
+            assert!(out.status.success(), "git {args:?}: {out:?}");
+        };
+        run(&["init", "-q"]);
+        let file = dir.path().join("a.txt");
+        std::fs::write(&file, "one\n").expect("write");
+        run(&["add", "a.txt"]);
+        run(&["commit", "-q", "-m", "one"]);
+        // Same content, another mtime: the index's record of the file is
+        // stale, which `git status` or `git diff` free to would refresh and
+        // write.
+        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(100);
+        (std::fs::File::options().write(true).open(&file))
+            .and_then(|f| f.set_modified(later))
+            .expect("set mtime");
+        let index = dir.path().join(".git").join("index");
+        let before = std::fs::metadata(&index).expect("index").ino();
+        std::fs::write(dir.path().join("new.txt"), "new\n").expect("write");
+        assert_eq!(untracked(dir.path()).expect("status"), vec!["new.txt"]);
+        let diff = diff_text(dir.path(), &[]).expect("diff");
+        assert_eq!(diff, "", "a change of stat alone is no change");
+        let after = std::fs::metadata(&index).expect("index").ino();
+        assert_eq!(before, after, "the index was written");
     }
 }
