@@ -196,43 +196,6 @@ impl Client {
         new_team: Option<bool>,
         credential: Option<&Credential>,
     ) -> Result<Client, ClientError> {
-        let alternatives = endpoint.alternatives();
-        if let [one] = alternatives {
-            return Self::open_one(one, client, name, team, new_team, credential).await;
-        }
-        let mut failed = Vec::new();
-        for one in alternatives {
-            let opening = Self::open_one(one, client, name, team, new_team, credential);
-            let error = match tokio::time::timeout(ATTEMPT_TIMEOUT, opening).await {
-                Ok(Ok(session)) => return Ok(session),
-                Ok(Err(e)) if !worth_another(&e) => return Err(e),
-                Ok(Err(e)) => e,
-                Err(_) => ClientError::Unreachable {
-                    server: one.to_string(),
-                    error: std::io::Error::new(
-                        std::io::ErrorKind::TimedOut,
-                        format!("no session within {ATTEMPT_TIMEOUT:?}"),
-                    ),
-                },
-            };
-            tracing::debug!(endpoint = %one, %error, "trying the next endpoint");
-            failed.push(error);
-        }
-        Err(endpoint::none_reachable(endpoint, failed))
-    }
-
-    async fn open_one(
-        endpoint: &Endpoint,
-        client: &str,
-        name: &str,
-        team: &str,
-        new_team: Option<bool>,
-        credential: Option<&Credential>,
-    ) -> Result<Client, ClientError> {
-        let stream = endpoint::open(endpoint).await?;
-        // Requests are checked against the 1 MiB limit in `send_frame`; answers may be
-        // larger.
-        let mut framed = Framed::new(stream, response_codec());
         let hello = ClientFrame::Hello(Hello {
             protocol: PROTOCOL_VERSION,
             client: client.to_string(),
@@ -241,10 +204,41 @@ impl Client {
             new_team,
             credential: credential.cloned(),
         });
+        let alternatives = endpoint.alternatives();
+        if let [one] = alternatives {
+            return Self::open_one(one, &hello).await;
+        }
+        let mut failed = Vec::new();
+        for one in alternatives {
+            let error =
+                match tokio::time::timeout(ATTEMPT_TIMEOUT, Self::open_one(one, &hello)).await {
+                    Ok(Ok(session)) => return Ok(session),
+                    Ok(Err(e)) if !worth_another(&e) => return Err(e),
+                    Ok(Err(e)) => e,
+                    Err(_) => ClientError::Unreachable {
+                        server: one.to_string(),
+                        error: std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            format!("no session within {ATTEMPT_TIMEOUT:?}"),
+                        ),
+                    },
+                };
+            tracing::debug!(endpoint = %one, %error, "trying the next endpoint");
+            failed.push(error);
+        }
+        Err(endpoint::none_reachable(endpoint, failed))
+    }
+
+    /// Opens one endpoint (never a list) and says `hello` there.
+    async fn open_one(endpoint: &Endpoint, hello: &ClientFrame) -> Result<Client, ClientError> {
+        let stream = endpoint::open(endpoint).await?;
+        // Requests are checked against the 1 MiB limit in `send_frame`; answers may be
+        // larger.
+        let mut framed = Framed::new(stream, response_codec());
         // boardd may refuse a connection before it reads the hello (another user,
         // no room for more connections) and close it: the hello then finds the
         // connection gone, but the `reject` that says why is waiting to be read.
-        let sent = send_frame(&mut framed, &hello).await;
+        let sent = send_frame(&mut framed, hello).await;
         if let Err(e) = sent {
             return Err(match framed.next().await {
                 Some(Ok(bytes)) => match serde_json::from_slice::<ServerFrame>(&bytes) {

@@ -173,20 +173,14 @@ pub(crate) trait Io: AsyncRead + AsyncWrite + Send + Unpin {}
 impl<T: AsyncRead + AsyncWrite + Send + Unpin> Io for T {}
 pub(crate) type Stream = Pin<Box<dyn Io>>;
 
-/// Opens a connection to `endpoint`, TLS handshake included; of a list, the
-/// first that opens.
+/// Opens a connection to `endpoint`, TLS handshake included. A list is
+/// `Client::open`'s to try one by one: each of its endpoints gets its own
+/// hello, since a boardd may let the client in only after it said hello.
 pub(crate) async fn open(endpoint: &Endpoint) -> Result<Stream, ClientError> {
     match endpoint {
-        Endpoint::AnyOf(_) => {
-            let mut failed = Vec::new();
-            for one in endpoint.alternatives() {
-                match Box::pin(open(one)).await {
-                    Ok(stream) => return Ok(stream),
-                    Err(e) => failed.push(e),
-                }
-            }
-            Err(none_reachable(endpoint, failed))
-        }
+        Endpoint::AnyOf(_) => Err(ClientError::Protocol(format!(
+            "{endpoint} is a list: its endpoints are opened one by one"
+        ))),
         Endpoint::Unix(path) => Ok(Box::pin(unix(path).await?)),
         Endpoint::Tcp(addr) => Ok(Box::pin(tcp(&addr.to_string(), *addr).await?)),
         Endpoint::Tls {
